@@ -1,0 +1,173 @@
+//! Administration of organizations and API keys, for the command line.
+//!
+//! `engaged org ...` and `engaged key ...` must work whether the server runs or not. A
+//! running server holds redb's file lock, so the command line then sends its
+//! [`AdminRequest`] over a Unix socket in the data directory (mode 0600: whoever can
+//! read the data can already do anything); otherwise it opens the store itself. Both
+//! paths end in [`run`].
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::domain::auth::{hash_key, new_key};
+use crate::error::{Error, Result};
+use crate::store::records::{KeyRecord, OrgRecord, OrgSettings, Scope};
+use crate::store::Store;
+
+pub const SOCKET_NAME: &str = "admin.sock";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "kebab-case")]
+pub enum AdminRequest {
+    OrgCreate {
+        name: String,
+    },
+    KeyCreate {
+        org: String,
+        scope: String,
+        name: Option<String>,
+    },
+    KeyList {
+        org: Option<String>,
+    },
+    KeyRevoke {
+        id: String,
+    },
+}
+
+/// The socket's answer: exactly one of the two.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AdminResponse {
+    pub ok: Option<Value>,
+    pub error: Option<String>,
+}
+
+pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
+    match request {
+        AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        write => {
+            let job = move |tx: &mut crate::store::WriteTx| apply(tx, write);
+            store.write(job).await
+        }
+    }
+}
+
+/// [`run`] outside an async runtime.
+pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
+    match request {
+        AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        write => store.write_blocking(move |tx| apply(tx, write)),
+    }
+}
+
+fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value> {
+    match request {
+        AdminRequest::OrgCreate { name } => {
+            let name = name.trim().to_string();
+            if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
+                return Err(Error::BadRequest(
+                    "organization names are 1 to 100 printable characters".into(),
+                ));
+            }
+            if tx.org_id_by_name(&name)?.is_some() {
+                return Err(Error::Conflict(format!(
+                    "Organization already exists: {name}"
+                )));
+            }
+            let org = OrgRecord {
+                id: crate::ids::generate("org"),
+                name,
+                created_at: tx.tick(),
+                settings: OrgSettings::default(),
+            };
+            tx.put_org(&org)?;
+            Ok(json!({"id": org.id, "name": org.name}))
+        }
+        AdminRequest::KeyCreate { org, scope, name } => {
+            let scope = Scope::parse(&scope).ok_or_else(|| {
+                Error::BadRequest(format!("unknown scope {scope:?}: use read, write or admin"))
+            })?;
+            let org_id = tx
+                .org_id_by_name(&org)?
+                .ok_or_else(|| Error::NotFound(format!("Organization not found: {org}")))?;
+            let key = new_key();
+            let record = KeyRecord {
+                id: crate::ids::generate("key"),
+                org_id,
+                scope,
+                name: name.unwrap_or_default(),
+                created_at: tx.tick(),
+                revoked_at: None,
+            };
+            tx.put_key(&hash_key(&key), &record)?;
+            Ok(
+                json!({"id": record.id, "key": key, "org": org, "scope": scope.as_str(), "name": record.name}),
+            )
+        }
+        AdminRequest::KeyRevoke { id } => {
+            let not_found = || Error::NotFound(format!("Key not found: {id}"));
+            let hash = tx.key_hash_by_id(&id)?.ok_or_else(not_found)?;
+            let mut record = tx.key(&hash)?.ok_or_else(not_found)?;
+            if record.revoked_at.is_none() {
+                record.revoked_at = Some(tx.tick());
+                tx.put_key(&hash, &record)?;
+            }
+            Ok(json!({"id": id, "revoked": true}))
+        }
+        AdminRequest::KeyList { .. } => Err(Error::Internal("key list is a read".into())),
+    }
+}
+
+fn key_list(store: &Store, org: Option<&str>) -> Result<Value> {
+    let read = store.read()?;
+    let mut keys = Vec::new();
+    for key in read.keys()? {
+        let org_name = read.org(&key.org_id)?.map(|o| o.name).unwrap_or_default();
+        if org.is_some_and(|wanted| wanted != org_name) {
+            continue;
+        }
+        keys.push(json!({
+            "id": key.id,
+            "org": org_name,
+            "scope": key.scope.as_str(),
+            "name": key.name,
+            "createdAt": crate::time::format(key.created_at),
+            "revoked": key.revoked_at.is_some(),
+        }));
+    }
+    keys.sort_by(|a, b| a["createdAt"].as_str().cmp(&b["createdAt"].as_str()));
+    Ok(json!({"keys": keys}))
+}
+
+/// Sends one request to a running server's admin socket. `Ok(None)` when no server
+/// answers there (no socket, or a stale one).
+pub fn call_socket(
+    data_dir: &Path,
+    request: &AdminRequest,
+) -> std::io::Result<Option<AdminResponse>> {
+    let path = data_dir.join(SOCKET_NAME);
+    let mut stream = match UnixStream::connect(&path) {
+        Ok(s) => s,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let mut line = serde_json::to_vec(request)?;
+    line.push(b'\n');
+    stream.write_all(&line)?;
+    let mut answer = String::new();
+    BufReader::new(stream).read_line(&mut answer)?;
+    let response = serde_json::from_str(&answer)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok(Some(response))
+}

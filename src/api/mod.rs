@@ -1,0 +1,221 @@
+//! The HTTP interface: one function per operation, each thin.
+//!
+//! [`handle`] routes a request (`router`), checks its key (`domain::auth`), and calls
+//! the operation's handler, which parses the request (`request`), calls one `domain`
+//! function, and renders the result (`views`, `response`). Every error becomes a
+//! `{"message"}` body through `error::Error`.
+
+pub mod request;
+pub mod response;
+pub mod router;
+pub mod views;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use serde_json::json;
+
+use crate::domain::listing::{self, EventQuery, LeadQuery};
+use crate::domain::{auth, calls, events, leads, messages, Caller};
+use crate::error::{Error, Result};
+use crate::store::Store;
+use request::{json_object, read_body, Query};
+use response::{json as reply, Body};
+use router::Route;
+use views::{EventView, LeadView, MessageView};
+
+/// What every request handler shares.
+pub struct AppState {
+    pub store: Arc<Store>,
+    pub max_body_bytes: usize,
+}
+
+pub async fn handle(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, std::convert::Infallible> {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let response = match dispatch(&state, req).await {
+        Ok(response) => response,
+        Err(e) => response::error(&e),
+    };
+    tracing::debug!(%method, %path, status = response.status().as_u16(), micros = started.elapsed().as_micros() as u64, "request");
+    Ok(response)
+}
+
+async fn dispatch(state: &AppState, req: Request<Incoming>) -> Result<Response<Body>> {
+    let (parts, body) = req.into_parts();
+    let segments = router::segments(parts.uri.path())?;
+    let route = router::route(&parts.method, &segments)?;
+    let Some(scope) = route.scope() else {
+        return Ok(reply(StatusCode::OK, &json!({"status": "ok"})));
+    };
+    let key = parts.headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    let caller = auth::authenticate(&state.store, key, scope)?;
+    let query = Query::parse(parts.uri.query())?;
+    let store = &state.store;
+    match route {
+        Route::Healthz => Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
+        Route::ListLeads => list_leads(store, &caller, &query),
+        Route::GetLead(id) => get_lead(store, &caller, id),
+        Route::ListEvents(id) => list_events(store, &caller, id, &query),
+        Route::ListMessages(id) => list_messages(store, &caller, id, &query),
+        Route::GetCall(id) => get_call(store, &caller, id),
+        Route::CreateLead => {
+            let body = json_object(&read_body(body, state.max_body_bytes).await?)?;
+            let lead = store
+                .write(move |tx| leads::create(tx, &caller, body))
+                .await?;
+            Ok(reply(StatusCode::CREATED, &LeadView::of(&lead)))
+        }
+        Route::UpdateLead(id) => {
+            let body = json_object(&read_body(body, state.max_body_bytes).await?)?;
+            let id = id.to_string();
+            let lead = store
+                .write(move |tx| leads::update(tx, &caller, &id, body))
+                .await?;
+            Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+        }
+        Route::DeleteLead(id) => {
+            let id = id.to_string();
+            let lead = store
+                .write(move |tx| leads::delete(tx, &caller, &id))
+                .await?;
+            Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+        }
+        Route::PostEvent(id) => {
+            let input = events::EventInput::from_json(json_object(
+                &read_body(body, state.max_body_bytes).await?,
+            )?)?;
+            let id = id.to_string();
+            let row = store
+                .write(move |tx| events::upsert(tx, &caller, &id, input))
+                .await?;
+            Ok(reply(StatusCode::OK, &EventView::of(&row)))
+        }
+        Route::PostMessage(id) => {
+            let input = messages::MessageInput::from_json(json_object(
+                &read_body(body, state.max_body_bytes).await?,
+            )?)?;
+            let id = id.to_string();
+            let row = store
+                .write(move |tx| messages::record(tx, &caller, &id, input))
+                .await?;
+            let view = MessageView::of(&row)
+                .ok_or_else(|| Error::Internal("a new message is not message-shaped".into()))?;
+            Ok(reply(StatusCode::CREATED, &view))
+        }
+        Route::PutCall(id) => {
+            let changes = calls::parse_details(
+                id,
+                json_object(&read_body(body, state.max_body_bytes).await?)?,
+            )?;
+            let id = id.to_string();
+            let (call, created) = store
+                .write(move |tx| calls::put(tx, &caller, &id, changes))
+                .await?;
+            let status = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok(reply(status, &views::call(&call)))
+        }
+    }
+}
+
+fn list_leads(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Body>> {
+    let q = LeadQuery {
+        updated_since: query.timestamp("updatedSince")?,
+        created_since: query.timestamp("createdSince")?,
+        limit: query.limit_or_default()?,
+        next_token: query.next_token(),
+    };
+    let page = listing::leads(&store.read()?, store.cursor_key(), caller, &q)?;
+    let leads: Vec<LeadView> = page.items.iter().map(LeadView::of).collect();
+    Ok(reply(
+        StatusCode::OK,
+        &views::LeadsPage {
+            leads,
+            next_token: page.next_token,
+        },
+    ))
+}
+
+fn get_lead(store: &Store, caller: &Caller, id: &str) -> Result<Response<Body>> {
+    let lead = store
+        .read()?
+        .lead(&caller.org_id, id)?
+        .ok_or_else(|| Error::lead_not_found(id))?;
+    Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+}
+
+fn list_events(
+    store: &Store,
+    caller: &Caller,
+    lead_id: &str,
+    query: &Query,
+) -> Result<Response<Body>> {
+    let mut types: Vec<String> = query
+        .get("types")
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect();
+    types.sort();
+    types.dedup();
+    let q = EventQuery {
+        since: query.timestamp("since")?,
+        types,
+        limit: query.limit_or_default()?,
+        next_token: query.next_token(),
+    };
+    let page = listing::events(&store.read()?, store.cursor_key(), caller, lead_id, &q)?;
+    let events: Vec<EventView> = page.items.iter().map(EventView::of).collect();
+    Ok(reply(
+        StatusCode::OK,
+        &views::EventsPage {
+            events,
+            next_token: page.next_token,
+        },
+    ))
+}
+
+fn list_messages(
+    store: &Store,
+    caller: &Caller,
+    lead_id: &str,
+    query: &Query,
+) -> Result<Response<Body>> {
+    let token = query.next_token();
+    let page = listing::messages(
+        &store.read()?,
+        store.cursor_key(),
+        caller,
+        lead_id,
+        query.limit()?,
+        token.as_deref(),
+    )?;
+    let messages: Vec<MessageView> = page.items.iter().filter_map(MessageView::of).collect();
+    Ok(reply(
+        StatusCode::OK,
+        &views::MessagesPage {
+            messages,
+            next_token: page.next_token,
+        },
+    ))
+}
+
+fn get_call(store: &Store, caller: &Caller, id: &str) -> Result<Response<Body>> {
+    let call = store
+        .read()?
+        .call(&caller.org_id, id)?
+        .ok_or_else(|| Error::NotFound("Call not found".into()))?;
+    Ok(reply(StatusCode::OK, &views::call(&call)))
+}

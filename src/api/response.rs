@@ -1,0 +1,43 @@
+//! Building responses: JSON bodies and the `{"message"}` error body.
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use serde::Serialize;
+
+use crate::error::Error;
+
+/// Every response body: boxed so a handler may stream (recordings) or not.
+pub type Body = BoxBody<Bytes, std::io::Error>;
+
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Body> {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => with_json_type(status, bytes),
+        Err(e) => error(&Error::Internal(format!("response encoding: {e}"))),
+    }
+}
+
+pub fn error(e: &Error) -> Response<Body> {
+    if let Error::Internal(cause) = e {
+        tracing::error!(%cause, "internal error");
+    }
+    let body = serde_json::json!({ "message": e.to_string() });
+    with_json_type(e.status(), body.to_string().into_bytes())
+}
+
+fn with_json_type(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(full(bytes));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

@@ -1,0 +1,180 @@
+//! The router: method and path segments to a [`Route`], by hand.
+//!
+//! A `match` on the segment slice is the whole routing table: easy to read top to bottom,
+//! no allocation beyond the decoded segments, and a path that exists with another method
+//! answers 405 rather than 404.
+
+use hyper::Method;
+
+use crate::error::{Error, Result};
+use crate::store::records::Scope;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route<'a> {
+    Healthz,
+    ListLeads,
+    CreateLead,
+    GetLead(&'a str),
+    UpdateLead(&'a str),
+    DeleteLead(&'a str),
+    ListEvents(&'a str),
+    PostEvent(&'a str),
+    ListMessages(&'a str),
+    PostMessage(&'a str),
+    GetCall(&'a str),
+    PutCall(&'a str),
+}
+
+impl Route<'_> {
+    /// The least scope a key needs; `None` for routes open without a key.
+    pub fn scope(&self) -> Option<Scope> {
+        match self {
+            Route::Healthz => None,
+            Route::ListLeads
+            | Route::GetLead(_)
+            | Route::ListEvents(_)
+            | Route::ListMessages(_)
+            | Route::GetCall(_) => Some(Scope::Read),
+            Route::CreateLead
+            | Route::UpdateLead(_)
+            | Route::DeleteLead(_)
+            | Route::PostEvent(_)
+            | Route::PostMessage(_)
+            | Route::PutCall(_) => Some(Scope::Write),
+        }
+    }
+
+    /// A short name for logs and metrics, without ids.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Route::Healthz => "healthz",
+            Route::ListLeads => "list_leads",
+            Route::CreateLead => "create_lead",
+            Route::GetLead(_) => "get_lead",
+            Route::UpdateLead(_) => "update_lead",
+            Route::DeleteLead(_) => "delete_lead",
+            Route::ListEvents(_) => "list_events",
+            Route::PostEvent(_) => "post_event",
+            Route::ListMessages(_) => "list_messages",
+            Route::PostMessage(_) => "post_message",
+            Route::GetCall(_) => "get_call",
+            Route::PutCall(_) => "put_call",
+        }
+    }
+}
+
+pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
+    let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let m = method.clone();
+    let route = match segs.as_slice() {
+        ["healthz"] => only(m, Method::GET, Route::Healthz)?,
+        ["v1", "leads"] => match m {
+            Method::GET => Route::ListLeads,
+            Method::POST => Route::CreateLead,
+            _ => return Err(Error::MethodNotAllowed),
+        },
+        ["v1", "leads", _] => {
+            let id = segments[2].as_str();
+            match m {
+                Method::GET => Route::GetLead(id),
+                Method::PATCH => Route::UpdateLead(id),
+                Method::DELETE => Route::DeleteLead(id),
+                _ => return Err(Error::MethodNotAllowed),
+            }
+        }
+        ["v1", "leads", _, "events"] => {
+            let id = segments[2].as_str();
+            match m {
+                Method::GET => Route::ListEvents(id),
+                Method::POST => Route::PostEvent(id),
+                _ => return Err(Error::MethodNotAllowed),
+            }
+        }
+        ["v1", "leads", _, "messages"] => {
+            let id = segments[2].as_str();
+            match m {
+                Method::GET => Route::ListMessages(id),
+                Method::POST => Route::PostMessage(id),
+                _ => return Err(Error::MethodNotAllowed),
+            }
+        }
+        ["v1", "calls", _] => {
+            let id = segments[2].as_str();
+            match m {
+                Method::GET => Route::GetCall(id),
+                Method::PUT => Route::PutCall(id),
+                _ => return Err(Error::MethodNotAllowed),
+            }
+        }
+        _ => return Err(Error::NotFound("Not found".into())),
+    };
+    Ok(route)
+}
+
+fn only<'a>(method: Method, allowed: Method, route: Route<'a>) -> Result<Route<'a>> {
+    if method == allowed {
+        Ok(route)
+    } else {
+        Err(Error::MethodNotAllowed)
+    }
+}
+
+/// Splits a path into percent-decoded segments. An empty segment (`//`, trailing `/`)
+/// or one that does not decode to UTF-8 matches no route.
+pub fn segments(path: &str) -> Result<Vec<String>> {
+    let not_found = || Error::NotFound("Not found".into());
+    let trimmed = path.strip_prefix('/').ok_or_else(not_found)?;
+    trimmed
+        .split('/')
+        .map(|raw| {
+            let decoded = percent_encoding::percent_decode_str(raw)
+                .decode_utf8()
+                .map_err(|_| not_found())?;
+            if decoded.is_empty() {
+                return Err(not_found());
+            }
+            Ok(decoded.into_owned())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(method: Method, path: &str) -> std::result::Result<String, String> {
+        let segs = segments(path).map_err(|e| e.to_string())?;
+        route(&method, &segs)
+            .map(|r| format!("{r:?}"))
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn routes_by_method_and_segments() {
+        assert_eq!(r(Method::GET, "/v1/leads").unwrap(), "ListLeads");
+        assert_eq!(
+            r(Method::PATCH, "/v1/leads/a%2Fb").unwrap(),
+            "UpdateLead(\"a/b\")"
+        );
+        assert_eq!(
+            r(Method::GET, "/v1/leads/x/events").unwrap(),
+            "ListEvents(\"x\")"
+        );
+        assert_eq!(r(Method::PUT, "/v1/calls/c1").unwrap(), "PutCall(\"c1\")");
+    }
+
+    #[test]
+    fn unknown_paths_are_404_and_wrong_methods_405() {
+        assert_eq!(r(Method::GET, "/v1/nope").unwrap_err(), "Not found");
+        assert_eq!(r(Method::GET, "/v1/leads/").unwrap_err(), "Not found");
+        assert_eq!(r(Method::GET, "/v1//leads").unwrap_err(), "Not found");
+        assert_eq!(
+            r(Method::PUT, "/v1/leads").unwrap_err(),
+            "Method not allowed"
+        );
+        assert_eq!(
+            r(Method::POST, "/healthz").unwrap_err(),
+            "Method not allowed"
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! The command line: `engaged serve`, `engaged org ...`, `engaged key ...`.
+//!
+//! Flags double as `ENGAGED_*` environment variables (clap resolves both into one
+//! `Option`), which then override the TOML file (see `config`).
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::Value;
+
+use crate::admin::{self, AdminRequest};
+use crate::config::{self, Config, FileConfig, Overrides};
+use crate::store::{OpenError, Store};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "engaged",
+    version,
+    about = "Lead Engagement Service: leads, events, messages and calls over HTTPS"
+)]
+pub struct Cli {
+    /// TOML configuration file (see config/engaged.toml).
+    #[arg(long, global = true, env = "ENGAGED_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Directory of the database, TLS material and admin socket [default: ./data].
+    #[arg(long, global = true, env = "ENGAGED_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Log format.
+    #[arg(
+        long,
+        global = true,
+        env = "ENGAGED_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTPS service.
+    Serve(ServeArgs),
+    /// Manage organizations.
+    #[command(subcommand)]
+    Org(OrgCommand),
+    /// Manage API keys (shown once at creation; only a hash is stored).
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on [default: 127.0.0.1:8443].
+    #[arg(long, env = "ENGAGED_LISTEN")]
+    pub listen: Option<String>,
+    /// Serve plain HTTP, for use behind a TLS-terminating proxy only.
+    #[arg(long, env = "ENGAGED_INSECURE_HTTP", num_args = 0..=1, default_missing_value = "true")]
+    pub insecure_http: Option<bool>,
+    /// PEM certificate chain (with --tls-key); default: a self-signed one in <data-dir>/tls.
+    #[arg(long, env = "ENGAGED_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key (with --tls-cert).
+    #[arg(long, env = "ENGAGED_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Largest accepted JSON request body, in bytes [default: 1048576].
+    #[arg(long, env = "ENGAGED_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OrgCommand {
+    /// Create an organization; prints its id.
+    Create { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Create a key; prints the key alone on standard output, once.
+    Create {
+        #[arg(long)]
+        org: String,
+        #[arg(long, default_value = "write", value_parser = ["read", "write", "admin"])]
+        scope: String,
+        /// A label to recognise the key by.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List keys (never the keys themselves).
+    List {
+        #[arg(long)]
+        org: Option<String>,
+    },
+    /// Revoke a key by id.
+    Revoke { id: String },
+}
+
+/// Runs the parsed command; the error is what to print before exiting with status 1.
+pub fn run(cli: Cli) -> Result<(), String> {
+    let file = FileConfig::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Serve(args) => {
+            init_logging(cli.log_format, "info");
+            let over = Overrides {
+                listen: args.listen,
+                data_dir: cli.data_dir,
+                insecure_http: args.insecure_http,
+                tls_cert: args.tls_cert,
+                tls_key: args.tls_key,
+                max_body_bytes: args.max_body_bytes,
+            };
+            let config = Config::resolve(file, over)?;
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the runtime: {e}"))?;
+            runtime.block_on(crate::server::serve(config))
+        }
+        Command::Org(cmd) => {
+            init_logging(cli.log_format, "warn");
+            let data_dir = cli
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(|| config::DEFAULT_DATA_DIR.into());
+            let OrgCommand::Create { name } = cmd;
+            let answer = administer(&data_dir, AdminRequest::OrgCreate { name })?;
+            println!("{}", answer["id"].as_str().unwrap_or_default());
+            eprintln!(
+                "created organization {}",
+                answer["name"].as_str().unwrap_or_default()
+            );
+            Ok(())
+        }
+        Command::Key(cmd) => {
+            init_logging(cli.log_format, "warn");
+            let data_dir = cli
+                .data_dir
+                .or(file.data_dir)
+                .unwrap_or_else(|| config::DEFAULT_DATA_DIR.into());
+            key_command(&data_dir, cmd)
+        }
+    }
+}
+
+fn key_command(data_dir: &Path, cmd: KeyCommand) -> Result<(), String> {
+    match cmd {
+        KeyCommand::Create { org, scope, name } => {
+            let answer = administer(data_dir, AdminRequest::KeyCreate { org, scope, name })?;
+            println!("{}", answer["key"].as_str().unwrap_or_default());
+            eprintln!(
+                "created key {} ({} scope, organization {}); store it now: it is not shown again",
+                answer["id"].as_str().unwrap_or_default(),
+                answer["scope"].as_str().unwrap_or_default(),
+                answer["org"].as_str().unwrap_or_default(),
+            );
+        }
+        KeyCommand::List { org } => {
+            let answer = administer(data_dir, AdminRequest::KeyList { org })?;
+            println!(
+                "{:<26} {:<20} {:<6} {:<8} {:<28} NAME",
+                "ID", "ORG", "SCOPE", "STATE", "CREATED"
+            );
+            for key in answer["keys"].as_array().into_iter().flatten() {
+                let field = |k: &str| key[k].as_str().unwrap_or_default().to_string();
+                let state = if key["revoked"].as_bool() == Some(true) {
+                    "revoked"
+                } else {
+                    "active"
+                };
+                println!(
+                    "{:<26} {:<20} {:<6} {:<8} {:<28} {}",
+                    field("id"),
+                    field("org"),
+                    field("scope"),
+                    state,
+                    field("createdAt"),
+                    field("name")
+                );
+            }
+        }
+        KeyCommand::Revoke { id } => {
+            administer(data_dir, AdminRequest::KeyRevoke { id: id.clone() })?;
+            eprintln!("revoked key {id}");
+        }
+    }
+    Ok(())
+}
+
+/// Runs an admin request through a running server's socket, or on the store directly
+/// when no server runs.
+fn administer(data_dir: &Path, request: AdminRequest) -> Result<Value, String> {
+    if let Some(response) =
+        admin::call_socket(data_dir, &request).map_err(|e| format!("admin socket: {e}"))?
+    {
+        return match (response.ok, response.error) {
+            (Some(value), _) => Ok(value),
+            (None, Some(error)) => Err(error),
+            (None, None) => Err("the server sent an empty answer".into()),
+        };
+    }
+    if !data_dir.exists() {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    }
+    let store = Store::open(&config::database_path(data_dir)).map_err(|e| match e {
+        OpenError::InUse => format!(
+            "the database in {} is in use, but no server answers on its admin socket",
+            data_dir.display()
+        ),
+        OpenError::Other(msg) => msg,
+    })?;
+    admin::run_blocking(&store, request).map_err(|e| e.to_string_for_logs())
+}
+
+fn init_logging(format: LogFormat, default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}

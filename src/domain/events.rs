@@ -1,0 +1,156 @@
+//! Interaction events: the upsert by (type, id) and what it does to its lead.
+//!
+//! Every event write, whether from `POST /events`, a message or a call, goes through
+//! [`record`]: it moves the event's row to a fresh commit-ordered `updatedAt`, keeps the
+//! message projection in step, and moves the lead's `lastActivityAt` and `updatedAt`.
+
+use serde_json::{Map, Value};
+
+use super::{leads, Caller};
+use crate::error::{Error, Result};
+use crate::store::records::{EventRecord, JsonBlob, LeadRecord};
+use crate::store::{EventKey, EventRow, WriteTx};
+
+/// A client's event write.
+pub struct EventInput {
+    pub kind: String,
+    pub id: Option<String>,
+    pub data: Map<String, Value>,
+}
+
+impl EventInput {
+    /// Parses `{"type", "id"?, "data"?}`.
+    pub fn from_json(body: Map<String, Value>) -> Result<EventInput> {
+        let mut kind = None;
+        let mut id = None;
+        let mut data = Map::new();
+        for (name, value) in body {
+            match (name.as_str(), value) {
+                ("type", Value::String(s)) if is_valid_type(&s) => kind = Some(s),
+                ("type", _) => return Err(Error::invalid_field("type")),
+                ("id", Value::Null) => {}
+                ("id", Value::String(s)) if crate::ids::is_valid_client_id(&s) => id = Some(s),
+                ("id", _) => return Err(Error::invalid_field("id")),
+                ("data", Value::Object(map)) => data = map,
+                ("data", Value::Null) => {}
+                ("data", _) => return Err(Error::invalid_field("data")),
+                (other, _) => return Err(Error::BadRequest(format!("Unknown field: {other}"))),
+            }
+        }
+        let kind = kind.ok_or_else(|| Error::BadRequest("Missing required field: type".into()))?;
+        Ok(EventInput { kind, id, data })
+    }
+}
+
+/// Types are free-form, but a comma would break the `types` filter and blanks are
+/// certainly mistakes.
+pub fn is_valid_type(kind: &str) -> bool {
+    (1..=64).contains(&kind.len())
+        && !kind
+            .chars()
+            .any(|c| c == ',' || c.is_whitespace() || c.is_control())
+}
+
+/// `POST /v1/leads/{id}/events`.
+pub fn upsert(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead_id: &str,
+    input: EventInput,
+) -> Result<EventRow> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let id = input.id.unwrap_or_else(|| crate::ids::generate("evt"));
+    let (row, _) = record(
+        tx,
+        &caller.org_id,
+        lead,
+        &input.kind,
+        &id,
+        Value::Object(input.data),
+        |_| {},
+    )?;
+    Ok(row)
+}
+
+/// Writes event (kind, id) of `lead` with `data` and records the activity on the lead;
+/// `flags` may set lead flags the event implies.
+pub fn record(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+    kind: &str,
+    id: &str,
+    data: Value,
+    flags: impl FnOnce(&mut LeadRecord),
+) -> Result<(EventRow, LeadRecord)> {
+    let lead_id = lead.id.clone();
+    let key = EventKey {
+        org,
+        lead: &lead_id,
+        kind,
+        id,
+    };
+    let existing = tx.event(key)?;
+    let updated_at = tx.tick();
+    let created_at = existing.as_ref().map_or(updated_at, |(_, r)| r.created_at);
+    let was_message = existing
+        .as_ref()
+        .is_some_and(|(_, r)| MessageShape::of(kind, &r.data.0).is_some());
+    let message = MessageShape::of(kind, &data);
+    let replied = message.as_ref().is_some_and(|m| m.owner == "lead");
+    let is_message = message.is_some();
+
+    let record = EventRecord {
+        created_at,
+        data: JsonBlob(data),
+    };
+    tx.put_event(key, updated_at, &record, existing.map(|(t, _)| t))?;
+    if was_message != is_message {
+        tx.set_message_row(key, created_at, is_message)?;
+    }
+    let lead = leads::touch(tx, org, lead, updated_at, |l| {
+        if replied && kind == MESSAGE {
+            l.has_replied = true;
+        }
+        if replied && kind == EMAIL {
+            l.has_replied_email = true;
+        }
+        flags(l);
+    })?;
+    let row = EventRow {
+        updated_at,
+        kind: kind.to_string(),
+        id: id.to_string(),
+        record,
+    };
+    Ok((row, lead))
+}
+
+pub const MESSAGE: &str = "MESSAGE";
+pub const EMAIL: &str = "EMAIL";
+
+/// What makes an event a message: type `MESSAGE` (SMS) or `EMAIL`, an `owner`, and a
+/// `content` object with `text`.
+pub struct MessageShape<'a> {
+    pub owner: &'a str,
+    pub channel: &'static str,
+    pub content: &'a Value,
+}
+
+impl<'a> MessageShape<'a> {
+    pub fn of(kind: &str, data: &'a Value) -> Option<MessageShape<'a>> {
+        let channel = match kind {
+            MESSAGE => "sms",
+            EMAIL => "email",
+            _ => return None,
+        };
+        let owner = data.get("owner")?.as_str()?;
+        let content = data.get("content")?;
+        content.get("text")?.as_str()?;
+        Some(MessageShape {
+            owner,
+            channel,
+            content,
+        })
+    }
+}

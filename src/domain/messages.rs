@@ -1,0 +1,62 @@
+//! Messages: SMS and email exchanged with a lead, stored once as `MESSAGE` / `EMAIL`
+//! events and read back through the message projection.
+
+use serde_json::{json, Map, Value};
+
+use super::{events, leads, Caller};
+use crate::error::{Error, Result};
+use crate::store::{EventRow, WriteTx};
+
+pub struct MessageInput {
+    pub owner: String,
+    pub channel: String,
+    pub content: Map<String, Value>,
+}
+
+impl MessageInput {
+    /// Parses `{"owner": "lead"|"user", "channel": "sms"|"email", "content": {"text", "subject"?}}`.
+    pub fn from_json(body: Map<String, Value>) -> Result<MessageInput> {
+        let (mut owner, mut channel, mut content) = (None, None, None);
+        for (name, value) in body {
+            match (name.as_str(), value) {
+                ("owner", Value::String(s)) if s == "lead" || s == "user" => owner = Some(s),
+                ("owner", _) => return Err(Error::invalid_field("owner")),
+                ("channel", Value::String(s)) if s == "sms" || s == "email" => channel = Some(s),
+                ("channel", _) => return Err(Error::invalid_field("channel")),
+                ("content", Value::Object(map)) if is_valid_content(&map) => content = Some(map),
+                ("content", _) => return Err(Error::invalid_field("content")),
+                (other, _) => return Err(Error::BadRequest(format!("Unknown field: {other}"))),
+            }
+        }
+        Ok(MessageInput {
+            owner: owner.ok_or_else(|| Error::invalid_field("owner"))?,
+            channel: channel.ok_or_else(|| Error::invalid_field("channel"))?,
+            content: content.ok_or_else(|| Error::invalid_field("content"))?,
+        })
+    }
+}
+
+fn is_valid_content(content: &Map<String, Value>) -> bool {
+    content.get("text").is_some_and(Value::is_string)
+        && content.get("subject").is_none_or(Value::is_string)
+}
+
+/// Records a message on a lead. The compliance gate for outbound (`user`) messages
+/// belongs in front of this call.
+pub fn record(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead_id: &str,
+    input: MessageInput,
+) -> Result<EventRow> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let kind = if input.channel == "email" {
+        events::EMAIL
+    } else {
+        events::MESSAGE
+    };
+    let id = crate::ids::generate("msg");
+    let data = json!({"owner": input.owner, "channel": input.channel, "content": input.content});
+    let (row, _) = events::record(tx, &caller.org_id, lead, kind, &id, data, |_| {})?;
+    Ok(row)
+}

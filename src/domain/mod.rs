@@ -1,0 +1,23 @@
+//! The rules of the service, between the HTTP layer and the store.
+//!
+//! Handlers in `api` parse a request into plain values and call one function here;
+//! write functions run inside the writer's transaction (`store::WriteTx`), read
+//! functions on a snapshot (`store::ReadTx`). Nothing here knows about HTTP, and
+//! nothing here touches a redb table directly.
+
+pub mod auth;
+pub mod calls;
+pub mod events;
+pub mod leads;
+pub mod listing;
+pub mod messages;
+
+use crate::store::records::Scope;
+
+/// Who is asking: the organization every record of the request belongs to.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub org_id: String,
+    pub key_id: String,
+    pub scope: Scope,
+}

@@ -1,0 +1,107 @@
+//! The one error type of the service.
+//!
+//! Every failure a request can meet, from a malformed body to a disk error, ends up as an
+//! [`Error`]. Its `Display` text is the exact `message` of the `{"message": ...}` body the
+//! interface prescribes, and [`Error::status`] its HTTP status, so handlers never build
+//! error responses by hand. Internal failures keep their cause for the log but show the
+//! client only `Internal Server Error`.
+
+use hyper::StatusCode;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// 400 with the given message.
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("Unauthorized")]
+    Unauthorized,
+    #[error("Forbidden")]
+    Forbidden,
+    /// 404 with the given message.
+    #[error("{0}")]
+    NotFound(String),
+    #[error("Method not allowed")]
+    MethodNotAllowed,
+    /// 409 with the given message.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("Request body too large")]
+    PayloadTooLarge,
+    /// 415 with the given message.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("Service unavailable")]
+    Unavailable,
+    /// 500; the cause is logged, never sent.
+    #[error("Internal Server Error")]
+    Internal(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::Unauthorized => StatusCode::UNAUTHORIZED,
+            Error::Forbidden => StatusCode::FORBIDDEN,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// `Invalid format for field: <name>`, the interface's message for any malformed field.
+    pub fn invalid_field(name: &str) -> Error {
+        Error::BadRequest(format!("Invalid format for field: {name}"))
+    }
+
+    /// The 404 every lead-scoped operation but tag removal uses.
+    pub fn lead_not_found(id: &str) -> Error {
+        Error::NotFound(format!("Resource not found: Lead with id {id}"))
+    }
+
+    pub fn invalid_token() -> Error {
+        Error::BadRequest("Invalid nextToken".to_string())
+    }
+}
+
+impl From<redb::Error> for Error {
+    fn from(e: redb::Error) -> Self {
+        Error::Internal(format!("storage: {e}"))
+    }
+}
+
+macro_rules! redb_errors_are_internal {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Self {
+                Error::from(redb::Error::from(e))
+            }
+        }
+    )*};
+}
+redb_errors_are_internal!(
+    redb::StorageError,
+    redb::TableError,
+    redb::TransactionError,
+    redb::CommitError,
+    redb::DatabaseError,
+    redb::SetDurabilityError
+);
+
+impl From<postcard::Error> for Error {
+    fn from(e: postcard::Error) -> Self {
+        Error::Internal(format!("record decoding: {e}"))
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Internal(format!("io: {e}"))
+    }
+}

@@ -1,0 +1,19 @@
+//! `engaged`: a Lead Engagement Service in one binary.
+//!
+//! The crate is a library with a thin binary on top (`main.rs`). See ARCHITECTURE.md for
+//! the bird's-eye view; in short: `server` accepts HTTPS connections and hands requests
+//! to `api`, which parses them, calls `domain`, and renders the answer; `domain` holds
+//! the rules and changes data only through `store`, the one module that touches redb.
+
+pub mod admin;
+pub mod api;
+pub mod cli;
+pub mod config;
+pub mod cursor;
+pub mod domain;
+pub mod error;
+pub mod ids;
+pub mod phone;
+pub mod server;
+pub mod store;
+pub mod time;

@@ -1,0 +1,11 @@
+//! The `engaged` binary: parse the command line and hand over to the library.
+
+use clap::Parser;
+
+fn main() {
+    let cli = engaged::cli::Cli::parse();
+    if let Err(message) = engaged::cli::run(cli) {
+        eprintln!("engaged: {message}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,81 @@
+//! TLS: the certificate the server presents.
+//!
+//! With no certificate configured, the first start writes a self-signed certificate for
+//! `localhost` and `127.0.0.1` to `<data_dir>/tls/cert.pem` and `key.pem` (mode 0600)
+//! and every later start reuses it, so clients can pin it with `--cacert`.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::ServerConfig;
+
+use crate::config::Config;
+
+/// Where the certificate and key are: configured, or generated in the data directory.
+pub fn paths(config: &Config) -> Result<(PathBuf, PathBuf), String> {
+    if let (Some(cert), Some(key)) = (&config.tls_cert, &config.tls_key) {
+        return Ok((cert.clone(), key.clone()));
+    }
+    let dir = config.data_dir.join("tls");
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    if !cert.exists() || !key.exists() {
+        generate_self_signed(&dir, &cert, &key)?;
+    }
+    Ok((cert, key))
+}
+
+fn generate_self_signed(dir: &Path, cert_path: &Path, key_path: &Path) -> Result<(), String> {
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let generated = rcgen::generate_simple_self_signed(names)
+        .map_err(|e| format!("certificate generation: {e}"))?;
+    write_file(
+        key_path,
+        generated.key_pair.serialize_pem().as_bytes(),
+        0o600,
+    )?;
+    write_file(cert_path, generated.cert.pem().as_bytes(), 0o644)?;
+    tracing::info!(cert = %cert_path.display(), "generated a self-signed certificate");
+    Ok(())
+}
+
+fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The rustls configuration for `cert` and `key`, offering HTTP/2 and HTTP/1.1.
+pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+    let cert_pem = fs::read(cert).map_err(|e| format!("cannot read {}: {e}", cert.display()))?;
+    let key_pem = fs::read(key).map_err(|e| format!("cannot read {}: {e}", key.display()))?;
+    let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_slice())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!("{}: no certificate found", cert.display()));
+    }
+    let key_der: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key_pem.as_slice())
+        .map_err(|e| format!("{}: {e}", key.display()))?
+        .ok_or_else(|| format!("{}: no private key found", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("tls: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key_der)
+        .map_err(|e| format!("tls: {e}"))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}

@@ -1,0 +1,236 @@
+//! The store: the only code that touches redb.
+//!
+//! One redb file holds everything (`tables` lists every table). Reads open their own
+//! snapshot with [`Store::read`] and never wait for writes. Writes are closures handed to
+//! [`Store::write`]; the single writer thread (`writer`) runs them in batches, one
+//! durable commit per batch, and answers each after its batch is on disk.
+
+pub mod codec;
+mod read;
+pub mod records;
+pub mod tables;
+mod write;
+mod writer;
+
+use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
+
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+
+pub use read::{EventRow, Flow, From, ReadTx};
+pub use write::{EventKey, WriteTx};
+pub use writer::WriterStats;
+
+use crate::cursor::CursorKey;
+use crate::error::{Error, Result};
+use tables::*;
+
+/// The layout version of the whole file. Start-up refuses a file from a newer release.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Why a database could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("the database is in use by another process")]
+    InUse,
+    #[error("{0}")]
+    Other(String),
+}
+
+impl std::convert::From<Error> for OpenError {
+    fn from(e: Error) -> Self {
+        OpenError::Other(e.to_string_for_logs())
+    }
+}
+
+impl Error {
+    /// The cause of an error, including what the client never sees.
+    pub fn to_string_for_logs(&self) -> String {
+        match self {
+            Error::Internal(cause) => cause.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
+pub struct Store {
+    db: Arc<Database>,
+    jobs: Mutex<Option<mpsc::Sender<writer::Job>>>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    stats: Arc<WriterStats>,
+    cursor_key: CursorKey,
+}
+
+impl Store {
+    /// Opens (or creates) the database file at `path` and starts its writer.
+    pub fn open(path: &Path) -> std::result::Result<Store, OpenError> {
+        let db = match Database::create(path) {
+            Ok(db) => db,
+            Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse),
+            Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
+        };
+        let (clock, secret) = initialize(&db)?;
+        let db = Arc::new(db);
+        let stats = Arc::new(WriterStats::default());
+        let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone())?;
+        Ok(Store {
+            db,
+            jobs: Mutex::new(Some(jobs)),
+            writer: Mutex::new(Some(handle)),
+            stats,
+            cursor_key: CursorKey::new(secret),
+        })
+    }
+
+    /// A consistent snapshot for reading.
+    pub fn read(&self) -> Result<ReadTx> {
+        Ok(ReadTx::new(self.db.begin_read()?))
+    }
+
+    /// Runs `f` in the writer's next transaction and answers once it is durably
+    /// committed. An `Err` from `f` is answered as is and leaves no trace, provided `f`
+    /// checked before it wrote (see `writer`).
+    pub async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteTx) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.submit(writer::job(f, reply))?;
+        answer
+            .await
+            .map_err(|_| Error::Internal("the writer dropped a job".into()))?
+    }
+
+    /// [`Store::write`] for callers outside an async runtime (the command line).
+    pub fn write_blocking<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteTx) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.submit(writer::job(f, reply))?;
+        answer
+            .blocking_recv()
+            .map_err(|_| Error::Internal("the writer dropped a job".into()))?
+    }
+
+    fn submit(&self, job: writer::Job) -> Result<()> {
+        let jobs = self
+            .jobs
+            .lock()
+            .map_err(|_| Error::Internal("writer lock poisoned".into()))?;
+        match jobs.as_ref() {
+            Some(sender) => sender.send(job).map_err(|_| Error::Unavailable),
+            None => Err(Error::Unavailable),
+        }
+    }
+
+    /// Stops taking writes, lets the writer finish what is queued, and waits for it.
+    pub fn shutdown(&self) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.take();
+        }
+        let handle = self.writer.lock().ok().and_then(|mut h| h.take());
+        if let Some(handle) = handle {
+            if handle.join().is_err() {
+                tracing::error!("the writer thread panicked");
+            }
+        }
+    }
+
+    pub fn writer_stats(&self) -> &WriterStats {
+        &self.stats
+    }
+
+    pub fn cursor_key(&self) -> &CursorKey {
+        &self.cursor_key
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Creates every table, checks the schema version, and returns the clock's high-water
+/// mark and the cursor secret.
+fn initialize(db: &Database) -> Result<(i64, [u8; 32])> {
+    let txn = db.begin_write()?;
+    let result = {
+        let mut meta = txn.open_table(META)?;
+        let version = match meta.get("schema_version")? {
+            Some(v) => Some(read_u32(v.value())?),
+            None => None,
+        };
+        match version {
+            None => {
+                meta.insert("schema_version", &SCHEMA_VERSION.to_le_bytes()[..])?;
+            }
+            Some(v) if v > SCHEMA_VERSION => {
+                return Err(Error::Internal(format!(
+                    "the data was written by a newer release (schema {v}; this release reads up to {SCHEMA_VERSION}); upgrade engaged"
+                )));
+            }
+            Some(_) => {}
+        }
+        let clock = match meta.get("clock")? {
+            Some(v) => read_i64(v.value())?,
+            None => 0,
+        };
+        let existing_secret = meta.get("cursor_secret")?.map(|v| v.value().to_vec());
+        let secret: [u8; 32] = match existing_secret {
+            Some(bytes) => bytes
+                .try_into()
+                .map_err(|_| Error::Internal("cursor secret has the wrong length".into()))?,
+            None => {
+                let fresh = crate::ids::random_bytes::<32>();
+                meta.insert("cursor_secret", &fresh[..])?;
+                fresh
+            }
+        };
+        (clock, secret)
+    };
+    create_tables(&txn)?;
+    txn.commit()?;
+    Ok(result)
+}
+
+fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
+    fn touch<K: redb::Key + 'static, V: redb::Value + 'static>(
+        txn: &redb::WriteTransaction,
+        table: TableDefinition<K, V>,
+    ) -> Result<()> {
+        txn.open_table(table)?;
+        Ok(())
+    }
+    touch(txn, ORGS)?;
+    touch(txn, ORG_NAMES)?;
+    touch(txn, API_KEYS)?;
+    touch(txn, API_KEY_IDS)?;
+    touch(txn, LEADS)?;
+    touch(txn, LEADS_BY_UPDATED)?;
+    touch(txn, LEADS_BY_CREATED)?;
+    touch(txn, LEADS_BY_PHONE)?;
+    touch(txn, EVENTS)?;
+    touch(txn, EVENT_KEYS)?;
+    touch(txn, MESSAGES_BY_CREATED)?;
+    touch(txn, CALLS)?;
+    touch(txn, DNC)?;
+    Ok(())
+}
+
+fn read_u32(bytes: &[u8]) -> Result<u32> {
+    let arr: [u8; 4] = bytes
+        .try_into()
+        .map_err(|_| Error::Internal("bad u32 in meta".into()))?;
+    Ok(u32::from_le_bytes(arr))
+}
+
+fn read_i64(bytes: &[u8]) -> Result<i64> {
+    let arr: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| Error::Internal("bad i64 in meta".into()))?;
+    Ok(i64::from_le_bytes(arr))
+}

@@ -1,0 +1,204 @@
+//! Typed access to the tables inside a read transaction.
+//!
+//! A `ReadTx` is a consistent snapshot: a page is computed from one committed state,
+//! never from half a batch. Reads never wait for the writer. Scans hand rows to a
+//! visitor that says whether to go on, so callers can stop after a page without the
+//! store knowing what a page is.
+
+use std::ops::Bound;
+
+use redb::{ReadTransaction, ReadableTable};
+
+use super::codec::decode;
+use super::records::{CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
+use super::tables::*;
+use crate::error::{Error, Result};
+use crate::time::Micros;
+
+/// Whether a scan goes on after a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Where a scan starts: at a sort key (inclusive) or just after one (a cursor).
+#[derive(Debug, Clone)]
+pub enum From<K> {
+    AtOrAfter(K),
+    After(K),
+}
+
+/// An event row as a scan yields it.
+#[derive(Debug, Clone)]
+pub struct EventRow {
+    pub updated_at: Micros,
+    pub kind: String,
+    pub id: String,
+    pub record: EventRecord,
+}
+
+pub struct ReadTx {
+    txn: ReadTransaction,
+}
+
+impl ReadTx {
+    pub(crate) fn new(txn: ReadTransaction) -> Self {
+        ReadTx { txn }
+    }
+
+    pub fn key(&self, hash: &[u8]) -> Result<Option<KeyRecord>> {
+        let table = self.txn.open_table(API_KEYS)?;
+        let found = table.get(hash)?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    pub fn keys(&self) -> Result<Vec<KeyRecord>> {
+        let table = self.txn.open_table(API_KEYS)?;
+        let mut out = Vec::new();
+        for row in table.iter()? {
+            let (_, v) = row?;
+            out.push(decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    pub fn org(&self, id: &str) -> Result<Option<OrgRecord>> {
+        let table = self.txn.open_table(ORGS)?;
+        let found = table.get(id)?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    pub fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
+        let table = self.txn.open_table(LEADS)?;
+        let found = table.get((org, id))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    /// Visits an organization's leads in (`updatedAt`, id) order, or (`createdAt`, id)
+    /// order when `by_created`, starting at `from`.
+    pub fn scan_leads(
+        &self,
+        org: &str,
+        by_created: bool,
+        from: From<(Micros, String)>,
+        mut visit: impl FnMut(LeadRecord) -> Result<Flow>,
+    ) -> Result<()> {
+        let index = self.txn.open_table(if by_created {
+            LEADS_BY_CREATED
+        } else {
+            LEADS_BY_UPDATED
+        })?;
+        let leads = self.txn.open_table(LEADS)?;
+        let start = match &from {
+            From::AtOrAfter((t, id)) => Bound::Included((org, *t, id.as_str())),
+            From::After((t, id)) => Bound::Excluded((org, *t, id.as_str())),
+        };
+        for row in index.range::<(&str, i64, &str)>((start, Bound::Unbounded))? {
+            let (key, _) = row?;
+            let (row_org, _, id) = key.value();
+            if row_org != org {
+                break;
+            }
+            let lead = leads.get((org, id))?.ok_or_else(|| {
+                Error::Internal(format!("lead index points at a missing lead {org}/{id}"))
+            })?;
+            if visit(decode(lead.value())?)? == Flow::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Visits a lead's events in (`updatedAt`, type, id) order, starting at `from`.
+    pub fn scan_events(
+        &self,
+        org: &str,
+        lead: &str,
+        from: From<(Micros, String, String)>,
+        mut visit: impl FnMut(EventRow) -> Result<Flow>,
+    ) -> Result<()> {
+        let events = self.txn.open_table(EVENTS)?;
+        let start = match &from {
+            From::AtOrAfter((t, kind, id)) => {
+                Bound::Included((org, lead, *t, kind.as_str(), id.as_str()))
+            }
+            From::After((t, kind, id)) => {
+                Bound::Excluded((org, lead, *t, kind.as_str(), id.as_str()))
+            }
+        };
+        for row in events.range::<(&str, &str, i64, &str, &str)>((start, Bound::Unbounded))? {
+            let (key, value) = row?;
+            let (row_org, row_lead, updated_at, kind, id) = key.value();
+            if row_org != org || row_lead != lead {
+                break;
+            }
+            let event = EventRow {
+                updated_at,
+                kind: kind.to_string(),
+                id: id.to_string(),
+                record: decode(value.value())?,
+            };
+            if visit(event)? == Flow::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Visits a lead's message events in (`createdAt`, type, id) order from `from`.
+    pub fn scan_messages(
+        &self,
+        org: &str,
+        lead: &str,
+        from: From<(Micros, String, String)>,
+        mut visit: impl FnMut(EventRow) -> Result<Flow>,
+    ) -> Result<()> {
+        let index = self.txn.open_table(MESSAGES_BY_CREATED)?;
+        let keys = self.txn.open_table(EVENT_KEYS)?;
+        let events = self.txn.open_table(EVENTS)?;
+        let start = match &from {
+            From::AtOrAfter((t, kind, id)) => {
+                Bound::Included((org, lead, *t, kind.as_str(), id.as_str()))
+            }
+            From::After((t, kind, id)) => {
+                Bound::Excluded((org, lead, *t, kind.as_str(), id.as_str()))
+            }
+        };
+        for row in index.range::<(&str, &str, i64, &str, &str)>((start, Bound::Unbounded))? {
+            let (key, _) = row?;
+            let (row_org, row_lead, _, kind, id) = key.value();
+            if row_org != org || row_lead != lead {
+                break;
+            }
+            let missing = || {
+                Error::Internal(format!(
+                    "message index points at a missing event {org}/{lead}/{kind}/{id}"
+                ))
+            };
+            let updated_at = keys
+                .get((org, lead, kind, id))?
+                .ok_or_else(missing)?
+                .value();
+            let value = events
+                .get((org, lead, updated_at, kind, id))?
+                .ok_or_else(missing)?;
+            let event = EventRow {
+                updated_at,
+                kind: kind.to_string(),
+                id: id.to_string(),
+                record: decode(value.value())?,
+            };
+            if visit(event)? == Flow::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn call(&self, org: &str, id: &str) -> Result<Option<CallRecord>> {
+        let table = self.txn.open_table(CALLS)?;
+        let found = table.get((org, id))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+}

@@ -1,0 +1,326 @@
+//! The records the store keeps, as they are encoded on disk (postcard, via `codec`).
+//!
+//! Free-form JSON (`additionalInfo`, event `data`, call transcripts) is kept as JSON
+//! bytes inside a record through [`JsonBlob`]; times are microseconds. The wire shapes
+//! live in `api::views`, except for call details, which serve both (see `CallDetails`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::time::{Micros, Timestamp};
+
+/// JSON that is a value in JSON documents and JSON text in postcard records.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JsonBlob(pub Value);
+
+impl Serialize for JsonBlob {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            self.0.serialize(s)
+        } else {
+            let bytes = serde_json::to_vec(&self.0).map_err(serde::ser::Error::custom)?;
+            s.serialize_bytes(&bytes)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonBlob {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if d.is_human_readable() {
+            Value::deserialize(d).map(JsonBlob)
+        } else {
+            let bytes: Vec<u8> = serde_bytes_compat::deserialize(d)?;
+            serde_json::from_slice(&bytes)
+                .map(JsonBlob)
+                .map_err(serde::de::Error::custom)
+        }
+    }
+}
+
+mod serde_bytes_compat {
+    //! Reads a byte string however the format hands it over.
+    use serde::de::{Deserializer, Error, SeqAccess, Visitor};
+    use std::fmt;
+
+    struct BytesVisitor;
+
+    impl<'de> Visitor<'de> for BytesVisitor {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("bytes")
+        }
+        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(v)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(b) = seq.next_element()? {
+                out.push(b);
+            }
+            Ok(out)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        d.deserialize_bytes(BytesVisitor)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    Read,
+    Write,
+    Admin,
+}
+
+impl Scope {
+    pub fn parse(s: &str) -> Option<Scope> {
+        match s {
+            "read" => Some(Scope::Read),
+            "write" => Some(Scope::Write),
+            "admin" => Some(Scope::Admin),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Write => "write",
+            Scope::Admin => "admin",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OrgSettings {
+    pub sms_voice_opt_out_coupled: bool,
+    pub compliance_url: Option<String>,
+    pub compliance_channels: Option<Vec<String>>,
+    pub compliance_timeout_ms: Option<u64>,
+    /// ("21:00", "08:00") local to the lead's time zone.
+    pub quiet_hours: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OrgRecord {
+    pub id: String,
+    pub name: String,
+    pub created_at: Micros,
+    pub settings: OrgSettings,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KeyRecord {
+    pub id: String,
+    pub org_id: String,
+    pub scope: Scope,
+    pub name: String,
+    pub created_at: Micros,
+    pub revoked_at: Option<Micros>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TagRecord {
+    pub id: String,
+    pub name: String,
+    pub condition: String,
+}
+
+/// Per-channel opt-out state. `sms_by_keyword` remembers that the lead itself texted an
+/// opt-out keyword: only its own opt-in keyword may clear that.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Subscriptions {
+    pub sms_unsubscribed: bool,
+    pub voice_unsubscribed: bool,
+    pub email_unsubscribed: bool,
+    pub sms_by_keyword: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeadRecord {
+    pub id: String,
+    pub first_name: String,
+    pub last_name: String,
+    /// E.164, or empty.
+    pub phone: String,
+    pub email: String,
+    pub customer_profile: String,
+    pub created_at: Micros,
+    pub updated_at: Micros,
+    pub last_activity_at: Micros,
+    /// Always a JSON object.
+    pub additional_info: JsonBlob,
+    pub has_replied: bool,
+    pub has_replied_email: bool,
+    pub has_ai_call: bool,
+    pub is_hot: bool,
+    pub is_qualified: bool,
+    pub has_transfer_call: bool,
+    pub is_ai_on: bool,
+    pub subscriptions: Subscriptions,
+    pub tags: Vec<TagRecord>,
+    pub summary: String,
+    pub external_lead_id: String,
+    pub secondary_crm_lead_id: String,
+    /// IANA time zone name, or empty.
+    pub time_zone: String,
+    pub deleted_at: Option<Micros>,
+}
+
+/// An event row's value; its type, id and `updatedAt` are in the key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventRecord {
+    pub created_at: Micros,
+    /// Always a JSON object.
+    pub data: JsonBlob,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Direction {
+    #[serde(rename = "INBOUND")]
+    Inbound,
+    #[serde(rename = "OUTBOUND")]
+    Outbound,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerStatus {
+    Answered,
+    NoAnswer,
+    Pending,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnsweredBy {
+    Human,
+    MachineStart,
+    MachineEndBeep,
+    MachineEndSilence,
+    MachineEndOther,
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum EndedBy {
+    Lead,
+    Agent,
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransferFailureCode {
+    AgentNotConnected,
+    LeadDisconnected,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransferStatus {
+    Connected,
+    Failed,
+}
+
+/// Every client-writable field of a call. The same struct is the body of
+/// `PUT /v1/calls/{id}` (all fields optional: a field left out keeps its value), the
+/// stored record's contents, and, with `None`s dropped, the wire record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CallDetails {
+    pub lead_id: Option<String>,
+    pub session_id: Option<String>,
+    pub direction: Option<Direction>,
+    pub call_status: Option<String>,
+    pub duration_seconds: Option<u64>,
+    pub transcript: Option<JsonBlob>,
+    pub summary: Option<String>,
+    pub is_transfer: Option<bool>,
+    pub mid_call_transfer: Option<bool>,
+    pub has_voicemail: Option<bool>,
+    pub transfer_number: Option<String>,
+    pub fallback_transfer_number: Option<String>,
+    pub transfer_answer_status: Option<AnswerStatus>,
+    pub transfer_answered_by: Option<AnsweredBy>,
+    pub transfer_fallback_attempted: Option<bool>,
+    pub transfer_fallback_answer_status: Option<AnswerStatus>,
+    pub transfer_fallback_answered_by: Option<AnsweredBy>,
+    pub mid_call_transfer_duration: Option<u64>,
+    pub ended_by: Option<EndedBy>,
+    pub transfer_initiated_at: Option<Timestamp>,
+    pub agent_connected: Option<bool>,
+    pub transfer_failure_code: Option<TransferFailureCode>,
+    pub transfer_wait_duration_seconds: Option<u64>,
+    pub transfer_status: Option<TransferStatus>,
+    pub ai_call_without_human_response: Option<bool>,
+    pub is_follow_up: Option<bool>,
+    pub is_ai_initiated: Option<bool>,
+    pub hit_call_screening: Option<bool>,
+    pub reached_human_after_screening: Option<bool>,
+    pub is_forward: Option<bool>,
+    pub disposition_id: Option<String>,
+    pub disposition_name: Option<String>,
+    pub disposition_classified_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub id: String,
+    pub created_at: Micros,
+    pub updated_at: Micros,
+    pub details: CallDetails,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::codec;
+
+    #[test]
+    fn json_blobs_are_values_in_json_and_text_in_records() {
+        let record = EventRecord {
+            created_at: 5,
+            data: JsonBlob(serde_json::json!({"a": [1, "x", null]})),
+        };
+        let back: EventRecord = codec::decode(&codec::encode(&record).unwrap()).unwrap();
+        assert_eq!(back, record);
+        let json = serde_json::to_value(&record.data).unwrap();
+        assert_eq!(json, serde_json::json!({"a": [1, "x", null]}));
+    }
+
+    #[test]
+    fn call_details_round_trip_in_both_encodings() {
+        let details: CallDetails = serde_json::from_value(serde_json::json!({
+            "direction": "OUTBOUND",
+            "transferInitiatedAt": "2026-11-22T10:15:30.5Z",
+            "transferAnsweredBy": "machine_end_beep",
+            "transcript": [{"speaker": "lead", "text": "hi"}]
+        }))
+        .unwrap();
+        let record = CallRecord {
+            id: "c".into(),
+            created_at: 1,
+            updated_at: 2,
+            details,
+        };
+        let back: CallRecord = codec::decode(&codec::encode(&record).unwrap()).unwrap();
+        assert_eq!(back, record);
+        let wire = serde_json::to_value(&back.details).unwrap();
+        assert_eq!(wire["transferInitiatedAt"], "2026-11-22T10:15:30.500000Z");
+        assert_eq!(wire["transferAnsweredBy"], "machine_end_beep");
+    }
+
+    #[test]
+    fn call_details_refuse_unknown_fields_and_bad_enums() {
+        assert!(serde_json::from_str::<CallDetails>(r#"{"nope": 1}"#).is_err());
+        assert!(serde_json::from_str::<CallDetails>(r#"{"direction": "SIDEWAYS"}"#).is_err());
+        assert!(serde_json::from_str::<CallDetails>(r#"{"durationSeconds": -1}"#).is_err());
+    }
+}

@@ -1,0 +1,52 @@
+//! Every redb table of the service, its key and its value, in one place.
+//!
+//! Records are postcard-encoded behind a one-byte format version (see `codec`). Index
+//! tables map a sort key to `()`: the record itself lives once, in its primary table.
+//! Organization ids come first in every key, so one organization's rows are a
+//! contiguous range and another organization's rows are never in reach of a scan.
+//! ARCHITECTURE.md carries the same list for readers who are not in the code.
+
+use redb::TableDefinition;
+
+/// Store-wide values: `schema_version` (u32 LE), `clock` (i64 LE high-water mark of
+/// assigned timestamps), `cursor_secret` (32 bytes).
+pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+/// org id → `OrgRecord`.
+pub const ORGS: TableDefinition<&str, &[u8]> = TableDefinition::new("orgs");
+/// org name → org id (names are unique).
+pub const ORG_NAMES: TableDefinition<&str, &str> = TableDefinition::new("org_names");
+
+/// SHA-256 of the API key → `KeyRecord`.
+pub const API_KEYS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("api_keys");
+/// key id → SHA-256 of the key, so `key revoke ID` finds the record.
+pub const API_KEY_IDS: TableDefinition<&str, &[u8]> = TableDefinition::new("api_key_ids");
+
+/// (org, lead id) → `LeadRecord`.
+pub const LEADS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("leads");
+/// (org, updatedAt, lead id) → (): `GET /v1/leads?updatedSince`.
+pub const LEADS_BY_UPDATED: TableDefinition<(&str, i64, &str), ()> =
+    TableDefinition::new("leads_by_updated");
+/// (org, createdAt, lead id) → (): `GET /v1/leads?createdSince`.
+pub const LEADS_BY_CREATED: TableDefinition<(&str, i64, &str), ()> =
+    TableDefinition::new("leads_by_created");
+/// (org, E.164 phone, lead id) → (): inbound SMS finds its lead.
+pub const LEADS_BY_PHONE: TableDefinition<(&str, &str, &str), ()> =
+    TableDefinition::new("leads_by_phone");
+
+/// (org, lead id, updatedAt, type, event id) → `EventRecord`, in sync order.
+pub const EVENTS: TableDefinition<(&str, &str, i64, &str, &str), &[u8]> =
+    TableDefinition::new("events");
+/// (org, lead id, type, event id) → updatedAt: an upsert finds and moves its row.
+pub const EVENT_KEYS: TableDefinition<(&str, &str, &str, &str), i64> =
+    TableDefinition::new("event_keys");
+/// (org, lead id, createdAt, type, event id) → (): the message projection of `MESSAGE`
+/// and `EMAIL` events, in conversation order. The message itself is the event.
+pub const MESSAGES_BY_CREATED: TableDefinition<(&str, &str, i64, &str, &str), ()> =
+    TableDefinition::new("messages_by_created");
+
+/// (org, call id) → `CallRecord`.
+pub const CALLS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("calls");
+
+/// (org, E.164 phone) → time added: the Do Not Contact list.
+pub const DNC: TableDefinition<(&str, &str), i64> = TableDefinition::new("dnc");

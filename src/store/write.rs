@@ -1,0 +1,255 @@
+//! Typed access to the tables inside the writer's transaction.
+//!
+//! Domain code changes the store only through these methods, inside a job given to
+//! `Store::write`. Each `put_*` keeps a record's index rows in step with the record, so
+//! no caller can forget one. Every timestamp that orders rows comes from [`WriteTx::tick`].
+
+use redb::{ReadableTable, WriteTransaction};
+
+use super::codec::{decode, encode};
+use super::records::{CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
+use super::tables::*;
+use crate::error::Result;
+use crate::time::{now_micros, Micros};
+
+/// Names one event: the lead it belongs to and its (type, id).
+#[derive(Debug, Clone, Copy)]
+pub struct EventKey<'a> {
+    pub org: &'a str,
+    pub lead: &'a str,
+    pub kind: &'a str,
+    pub id: &'a str,
+}
+
+pub struct WriteTx {
+    txn: WriteTransaction,
+    clock: Micros,
+    clock_moved: bool,
+}
+
+impl WriteTx {
+    pub(crate) fn new(txn: WriteTransaction, clock: Micros) -> Self {
+        WriteTx {
+            txn,
+            clock,
+            clock_moved: false,
+        }
+    }
+
+    pub(crate) fn clock(&self) -> Micros {
+        self.clock
+    }
+
+    /// Persists the clock's high-water mark and hands the transaction back for commit.
+    pub(crate) fn finish(self) -> Result<WriteTransaction> {
+        if self.clock_moved {
+            let mut meta = self.txn.open_table(META)?;
+            meta.insert("clock", &self.clock.to_le_bytes()[..])?;
+        }
+        Ok(self.txn)
+    }
+
+    /// The next commit-ordered timestamp: wall-clock time, but always strictly above
+    /// every timestamp handed out before in this database, even across restarts and a
+    /// clock stepped backwards. One writer and one transaction at a time make the
+    /// order of ticks the order of commits.
+    pub fn tick(&mut self) -> Micros {
+        self.clock = now_micros().max(self.clock + 1);
+        self.clock_moved = true;
+        self.clock
+    }
+
+    // Organizations and keys.
+
+    pub fn org(&self, id: &str) -> Result<Option<OrgRecord>> {
+        let table = self.txn.open_table(ORGS)?;
+        let found = table.get(id)?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    pub fn org_id_by_name(&self, name: &str) -> Result<Option<String>> {
+        let table = self.txn.open_table(ORG_NAMES)?;
+        let found = table.get(name)?;
+        Ok(found.map(|v| v.value().to_string()))
+    }
+
+    pub fn put_org(&mut self, org: &OrgRecord) -> Result<()> {
+        let bytes = encode(org)?;
+        self.txn
+            .open_table(ORGS)?
+            .insert(org.id.as_str(), bytes.as_slice())?;
+        self.txn
+            .open_table(ORG_NAMES)?
+            .insert(org.name.as_str(), org.id.as_str())?;
+        Ok(())
+    }
+
+    pub fn key_hash_by_id(&self, id: &str) -> Result<Option<Vec<u8>>> {
+        let table = self.txn.open_table(API_KEY_IDS)?;
+        let found = table.get(id)?;
+        Ok(found.map(|v| v.value().to_vec()))
+    }
+
+    pub fn key(&self, hash: &[u8]) -> Result<Option<KeyRecord>> {
+        let table = self.txn.open_table(API_KEYS)?;
+        let found = table.get(hash)?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    pub fn put_key(&mut self, hash: &[u8], key: &KeyRecord) -> Result<()> {
+        let bytes = encode(key)?;
+        self.txn
+            .open_table(API_KEYS)?
+            .insert(hash, bytes.as_slice())?;
+        self.txn
+            .open_table(API_KEY_IDS)?
+            .insert(key.id.as_str(), hash)?;
+        Ok(())
+    }
+
+    // Leads.
+
+    pub fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
+        let table = self.txn.open_table(LEADS)?;
+        let found = table.get((org, id))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    /// Writes `lead` and moves its index rows from where `old` had them.
+    pub fn put_lead(
+        &mut self,
+        org: &str,
+        lead: &LeadRecord,
+        old: Option<&LeadRecord>,
+    ) -> Result<()> {
+        let id = lead.id.as_str();
+        let bytes = encode(lead)?;
+        self.txn
+            .open_table(LEADS)?
+            .insert((org, id), bytes.as_slice())?;
+
+        let mut by_updated = self.txn.open_table(LEADS_BY_UPDATED)?;
+        if let Some(old) = old {
+            by_updated.remove((org, old.updated_at, id))?;
+        }
+        by_updated.insert((org, lead.updated_at, id), ())?;
+        drop(by_updated);
+
+        if old.map(|o| o.created_at) != Some(lead.created_at) {
+            let mut by_created = self.txn.open_table(LEADS_BY_CREATED)?;
+            if let Some(old) = old {
+                by_created.remove((org, old.created_at, id))?;
+            }
+            by_created.insert((org, lead.created_at, id), ())?;
+        }
+
+        let old_phone = old.map(|o| o.phone.as_str()).unwrap_or("");
+        if old_phone != lead.phone {
+            let mut by_phone = self.txn.open_table(LEADS_BY_PHONE)?;
+            if !old_phone.is_empty() {
+                by_phone.remove((org, old_phone, id))?;
+            }
+            if !lead.phone.is_empty() {
+                by_phone.insert((org, lead.phone.as_str(), id), ())?;
+            }
+        }
+        Ok(())
+    }
+
+    // Events and the message projection.
+
+    /// The `updatedAt` and record of an event, if it exists.
+    pub fn event(&self, key: EventKey) -> Result<Option<(Micros, EventRecord)>> {
+        let EventKey {
+            org,
+            lead,
+            kind,
+            id,
+        } = key;
+        let keys = self.txn.open_table(EVENT_KEYS)?;
+        let Some(updated_at) = keys.get((org, lead, kind, id))?.map(|v| v.value()) else {
+            return Ok(None);
+        };
+        let events = self.txn.open_table(EVENTS)?;
+        let found = events.get((org, lead, updated_at, kind, id))?;
+        match found {
+            Some(v) => Ok(Some((updated_at, decode(v.value())?))),
+            None => Err(crate::error::Error::Internal(format!(
+                "event index points at a missing event: {org}/{lead}/{kind}/{id}"
+            ))),
+        }
+    }
+
+    /// Writes an event at `updated_at`, removing its row at `old_updated_at`.
+    pub fn put_event(
+        &mut self,
+        key: EventKey,
+        updated_at: Micros,
+        record: &EventRecord,
+        old_updated_at: Option<Micros>,
+    ) -> Result<()> {
+        let EventKey {
+            org,
+            lead,
+            kind,
+            id,
+        } = key;
+        let bytes = encode(record)?;
+        let mut events = self.txn.open_table(EVENTS)?;
+        if let Some(old) = old_updated_at {
+            events.remove((org, lead, old, kind, id))?;
+        }
+        events.insert((org, lead, updated_at, kind, id), bytes.as_slice())?;
+        drop(events);
+        self.txn
+            .open_table(EVENT_KEYS)?
+            .insert((org, lead, kind, id), updated_at)?;
+        Ok(())
+    }
+
+    /// Adds or removes the message-projection row of an event created at `created_at`.
+    pub fn set_message_row(
+        &mut self,
+        key: EventKey,
+        created_at: Micros,
+        present: bool,
+    ) -> Result<()> {
+        let EventKey {
+            org,
+            lead,
+            kind,
+            id,
+        } = key;
+        let mut messages = self.txn.open_table(MESSAGES_BY_CREATED)?;
+        if present {
+            messages.insert((org, lead, created_at, kind, id), ())?;
+        } else {
+            messages.remove((org, lead, created_at, kind, id))?;
+        }
+        Ok(())
+    }
+
+    // Calls.
+
+    pub fn call(&self, org: &str, id: &str) -> Result<Option<CallRecord>> {
+        let table = self.txn.open_table(CALLS)?;
+        let found = table.get((org, id))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    pub fn put_call(&mut self, org: &str, call: &CallRecord) -> Result<()> {
+        let bytes = encode(call)?;
+        self.txn
+            .open_table(CALLS)?
+            .insert((org, call.id.as_str()), bytes.as_slice())?;
+        Ok(())
+    }
+
+    // Do Not Contact.
+
+    pub fn dnc_contains(&self, org: &str, phone: &str) -> Result<bool> {
+        let table = self.txn.open_table(DNC)?;
+        let found = table.get((org, phone))?;
+        Ok(found.is_some())
+    }
+}

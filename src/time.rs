@@ -1,0 +1,91 @@
+//! Timestamps: microseconds since the Unix epoch inside, RFC 3339 on the wire.
+//!
+//! Stored times are plain `i64` microseconds so they sort as keys in redb and compare
+//! cheaply. The wire format is always UTC with exactly six fractional digits
+//! (`2026-11-22T10:15:30.123456Z`); input accepts any RFC 3339 date-time.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+/// Microseconds since the Unix epoch.
+pub type Micros = i64;
+
+pub fn now_micros() -> Micros {
+    Utc::now().timestamp_micros()
+}
+
+/// Formats as RFC 3339 UTC with microseconds.
+pub fn format(t: Micros) -> String {
+    match DateTime::<Utc>::from_timestamp_micros(t) {
+        Some(dt) => dt.to_rfc3339_opts(SecondsFormat::Micros, true),
+        // Unreachable for times we produce; keep the output well-formed anyway.
+        None => "1970-01-01T00:00:00.000000Z".to_string(),
+    }
+}
+
+/// Parses any RFC 3339 date-time. Sub-microsecond digits are truncated, which keeps an
+/// inclusive `since` filter inclusive of the instant the client saw.
+pub fn parse(s: &str) -> Option<Micros> {
+    DateTime::parse_from_rfc3339(s.trim())
+        .ok()
+        .map(|dt| dt.with_timezone(&Utc).timestamp_micros())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_with_six_fraction_digits_in_utc() {
+        assert_eq!(format(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(format(1_795_342_530_123_456), "2026-11-22T10:15:30.123456Z");
+    }
+
+    #[test]
+    fn parses_offsets_and_round_trips() {
+        let t = parse("2026-11-22T11:15:30.123456+01:00").unwrap();
+        assert_eq!(format(t), "2026-11-22T10:15:30.123456Z");
+        assert_eq!(parse(&format(t)), Some(t));
+        assert_eq!(parse("2026-11-22T10:15:30Z"), Some(1_795_342_530_000_000));
+    }
+
+    #[test]
+    fn rejects_what_is_not_rfc3339() {
+        for bad in [
+            "",
+            "yesterday",
+            "2026-11-22",
+            "2026-11-22 10:15:30",
+            "1795342530",
+        ] {
+            assert_eq!(parse(bad), None, "{bad}");
+        }
+    }
+}
+
+/// A stored time that is RFC 3339 text in JSON and an `i64` of microseconds in postcard,
+/// so one struct can serve as both the stored record and the wire shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(pub Micros);
+
+impl serde::Serialize for Timestamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(&format(self.0))
+        } else {
+            s.serialize_i64(self.0)
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Timestamp {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if d.is_human_readable() {
+            let text = String::deserialize(d)?;
+            parse(&text)
+                .map(Timestamp)
+                .ok_or_else(|| serde::de::Error::custom("expected an RFC 3339 date-time"))
+        } else {
+            i64::deserialize(d).map(Timestamp)
+        }
+    }
+}

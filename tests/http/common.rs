@@ -1,0 +1,191 @@
+//! The harness of the black-box tests: a real `engaged` server on an ephemeral loopback
+//! port, over HTTPS with the self-signed certificate it generates, and a client that
+//! trusts exactly that certificate.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::{Method, Request};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+
+use engaged::admin::AdminRequest;
+use engaged::config::Config;
+use engaged::server::Server;
+
+type HttpsClient = Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+>;
+
+pub struct Response {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Response {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+}
+
+pub struct TestServer {
+    pub server: Server,
+    pub base: String,
+    pub data_dir: PathBuf,
+    _dir: tempfile::TempDir,
+    client: HttpsClient,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let data_dir = dir.path().to_path_buf();
+        let server = Server::start(Config::for_tests(data_dir.clone()))
+            .await
+            .expect("server starts");
+        let base = format!("https://localhost:{}", server.local_addr().port());
+        let client = client_trusting(&data_dir.join("tls/cert.pem"));
+        TestServer {
+            server,
+            base,
+            data_dir,
+            _dir: dir,
+            client,
+        }
+    }
+
+    /// Runs an admin command (what `engaged org|key ...` does) against the server.
+    pub async fn admin(&self, request: AdminRequest) -> Result<Value, String> {
+        engaged::admin::run(self.server.store(), request)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// A new key of `scope` ("read", "write" or "admin") for organization `org`,
+    /// creating the organization on first use.
+    pub async fn key(&self, org: &str, scope: &str) -> String {
+        let _ = self
+            .admin(AdminRequest::OrgCreate {
+                name: org.to_string(),
+            })
+            .await;
+        let created = self
+            .admin(AdminRequest::KeyCreate {
+                org: org.to_string(),
+                scope: scope.to_string(),
+                name: None,
+            })
+            .await
+            .expect("key create");
+        created["key"].as_str().expect("key in answer").to_string()
+    }
+
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> Response {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri(format!("{}{}", self.base, path));
+        if let Some(key) = key {
+            builder = builder.header("x-api-key", HeaderValue::from_str(key).expect("key header"));
+        }
+        if let Some(ct) = content_type {
+            builder = builder.header("content-type", ct);
+        }
+        let request = builder.body(Full::new(Bytes::from(body))).expect("request");
+        let response = self.client.request(request).await.expect("response");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn get(&self, key: &str, path: &str) -> Response {
+        self.request(Method::GET, path, Some(key), None, Vec::new())
+            .await
+    }
+
+    pub async fn delete(&self, key: &str, path: &str) -> Response {
+        self.request(Method::DELETE, path, Some(key), None, Vec::new())
+            .await
+    }
+
+    pub async fn send_json(&self, method: Method, key: &str, path: &str, body: &Value) -> Response {
+        let bytes = serde_json::to_vec(body).expect("json");
+        self.request(method, path, Some(key), Some("application/json"), bytes)
+            .await
+    }
+
+    pub async fn post(&self, key: &str, path: &str, body: &Value) -> Response {
+        self.send_json(Method::POST, key, path, body).await
+    }
+
+    pub async fn patch(&self, key: &str, path: &str, body: &Value) -> Response {
+        self.send_json(Method::PATCH, key, path, body).await
+    }
+
+    pub async fn put(&self, key: &str, path: &str, body: &Value) -> Response {
+        self.send_json(Method::PUT, key, path, body).await
+    }
+
+    /// Creates a lead and returns its JSON.
+    pub async fn create_lead(&self, key: &str, body: &Value) -> Value {
+        let r = self.post(key, "/v1/leads", body).await;
+        assert_eq!(
+            r.status,
+            201,
+            "create lead: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        r.json()
+    }
+}
+
+pub fn client_trusting(cert: &std::path::Path) -> HttpsClient {
+    let pem = std::fs::read(cert).expect("certificate written by the server");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        roots.add(cert.expect("pem")).expect("root");
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("tls versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http1()
+        .enable_http2()
+        .build();
+    Client::builder(TokioExecutor::new()).build(connector)
+}
+
+/// Percent-encodes a query value (timestamps carry `+` and `:`).
+pub fn enc(value: &str) -> String {
+    percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string()
+}

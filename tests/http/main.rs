@@ -1,0 +1,4 @@
+//! Black-box tests: real HTTPS requests against the real server on an ephemeral port.
+//! One test binary (modules below) keeps link time down on small machines.
+
+mod common;
