@@ -1,1 +1,189 @@
-fn main() {}
+//! HTTP-level benches over TLS on loopback: the real server, a real HTTPS client.
+//!
+//! `cargo bench --bench http`. Prints the writer's grouping (jobs per commit) at the end.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use criterion::{criterion_group, criterion_main, Criterion};
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::client::legacy::{connect::HttpConnector, Client};
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Map, Value};
+
+use engaged::admin::{self, AdminRequest};
+use engaged::config::Config;
+use engaged::domain::{auth, calls, leads};
+use engaged::server::Server;
+use engaged::store::records::Scope;
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+struct Bench {
+    _dir: tempfile::TempDir,
+    server: Server,
+    client: HttpsClient,
+    base: String,
+    key: String,
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+async fn setup(leads_n: usize) -> Bench {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(Config::for_tests(dir.path().to_path_buf()))
+        .await
+        .expect("server");
+    let store = server.store();
+    admin::run(
+        store,
+        AdminRequest::OrgCreate {
+            name: "bench".into(),
+        },
+    )
+    .await
+    .expect("org");
+    let created = admin::run(
+        store,
+        AdminRequest::KeyCreate {
+            org: "bench".into(),
+            scope: "write".into(),
+            name: None,
+        },
+    )
+    .await
+    .expect("key");
+    let key = created["key"].as_str().expect("key").to_string();
+    let caller = auth::authenticate(store, Some(&key), Scope::Write).expect("caller");
+    for chunk in 0..leads_n.div_ceil(1000) {
+        let c = caller.clone();
+        let n = (leads_n - chunk * 1000).min(1000);
+        store
+            .write(move |tx| {
+                for i in 0..n {
+                    leads::create(tx, &c, object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench"})))?;
+                }
+                let call = object(json!({"leadId": "lead-0-0", "direction": "OUTBOUND", "callStatus": "COMPLETE", "durationSeconds": 42, "transcript": [{"speaker": "lead", "text": "hello"}]}));
+                calls::put(tx, &c, "call-1", call)?;
+                Ok(())
+            })
+            .await
+            .expect("seed");
+    }
+    let pem = std::fs::read(dir.path().join("tls/cert.pem")).expect("cert");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        roots.add(cert.expect("pem")).expect("root");
+    }
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .enable_http1()
+        .build();
+    let client = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(128)
+        .build(connector);
+    let base = format!("https://localhost:{}", server.local_addr().port());
+    Bench {
+        _dir: dir,
+        server,
+        client,
+        base,
+        key,
+    }
+}
+
+async fn send(b: &Bench, method: &str, path: &str, body: Option<Value>) -> u16 {
+    let bytes = body.map(|v| v.to_string()).unwrap_or_default();
+    let req = Request::builder()
+        .method(method)
+        .uri(format!("{}{}", b.base, path))
+        .header("x-api-key", &b.key)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(bytes)))
+        .expect("request");
+    let resp = b.client.request(req).await.expect("response");
+    let status = resp.status().as_u16();
+    let _ = resp.into_body().collect().await.expect("body");
+    status
+}
+
+fn http(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let bench = Arc::new(rt.block_on(setup(10_000)));
+    let mut group = c.benchmark_group("http");
+    group.bench_function("get_call", |b| {
+        b.to_async(&rt)
+            .iter(|| async { assert_eq!(send(&bench, "GET", "/v1/calls/call-1", None).await, 200) })
+    });
+    group.bench_function("get_leads_page_100", |b| {
+        let path = "/v1/leads?updatedSince=1970-01-01T00%3A00%3A00Z&limit=100";
+        b.to_async(&rt)
+            .iter(|| async { assert_eq!(send(&bench, "GET", path, None).await, 200) })
+    });
+    group.bench_function("post_event", |b| {
+        b.to_async(&rt).iter(|| async {
+            let body = json!({"type": "CUSTOM", "id": "single", "data": {"x": 1}});
+            assert_eq!(
+                send(&bench, "POST", "/v1/leads/lead-0-1/events", Some(body)).await,
+                200
+            )
+        })
+    });
+    group.bench_function("post_event_batch_64_concurrent", |b| {
+        b.to_async(&rt).iter(|| async {
+            let tasks: Vec<_> = (0..64)
+                .map(|i| {
+                    let bench = bench.clone();
+                    tokio::spawn(async move {
+                        let body =
+                            json!({"type": "CUSTOM", "id": format!("c-{i}"), "data": {"i": i}});
+                        send(
+                            &bench,
+                            "POST",
+                            &format!("/v1/leads/lead-0-{}/events", i + 2),
+                            Some(body),
+                        )
+                        .await
+                    })
+                })
+                .collect();
+            for t in tasks {
+                assert_eq!(t.await.expect("task"), 200);
+            }
+        })
+    });
+    group.finish();
+    let stats = bench.server.store().writer_stats();
+    eprintln!(
+        "writer: {} jobs in {} commits, {:.1} jobs per commit on average, largest batch {}",
+        stats.jobs.load(Ordering::Relaxed),
+        stats.commits.load(Ordering::Relaxed),
+        stats.mean_batch(),
+        stats.largest_batch.load(Ordering::Relaxed)
+    );
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(30);
+    targets = http
+}
+criterion_main!(benches);

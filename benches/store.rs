@@ -1,1 +1,191 @@
-fn main() {}
+//! Store-level benches: the cost of a sync page and of grouped event writes, without
+//! HTTP or TLS in the way.
+//!
+//! `cargo bench --bench store`
+
+use std::sync::Arc;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use serde_json::{json, Map, Value};
+
+use engaged::admin::{self, AdminRequest};
+use engaged::domain::listing::{self, EventQuery, LeadQuery};
+use engaged::domain::{auth, events, leads, Caller};
+use engaged::store::records::Scope;
+use engaged::store::Store;
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Arc<Store>,
+    caller: Caller,
+    lead_id: String,
+}
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// A store with `leads` leads and `events` events on the first of them.
+fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fixture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Arc::new(Store::open(&dir.path().join("bench.redb")).expect("store"));
+    let caller = rt.block_on(async {
+        admin::run(
+            &store,
+            AdminRequest::OrgCreate {
+                name: "bench".into(),
+            },
+        )
+        .await
+        .expect("org");
+        let created = admin::run(
+            &store,
+            AdminRequest::KeyCreate {
+                org: "bench".into(),
+                scope: "write".into(),
+                name: None,
+            },
+        )
+        .await
+        .expect("key");
+        let key = created["key"].as_str().expect("key").to_string();
+        auth::authenticate(&store, Some(&key), Scope::Write).expect("caller")
+    });
+    // Seed in large transactions: one job per chunk keeps seeding fast.
+    for chunk in 0..leads_n.div_ceil(1000) {
+        let c = caller.clone();
+        let n = (leads_n - chunk * 1000).min(1000);
+        rt.block_on(store.write(move |tx| {
+            for i in 0..n {
+                let body = object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench", "phone": "+15551234567"}));
+                leads::create(tx, &c, body)?;
+            }
+            Ok(())
+        }))
+        .expect("seed leads");
+    }
+    let lead_id = "lead-0-0".to_string();
+    for chunk in 0..events_n.div_ceil(1000) {
+        let c = caller.clone();
+        let id = lead_id.clone();
+        let n = (events_n - chunk * 1000).min(1000);
+        rt.block_on(store.write(move |tx| {
+            for i in 0..n {
+                let kind = if i % 2 == 0 { "CUSTOM" } else { "TOOL_CALL" };
+                let input = events::EventInput::from_json(object(
+                    json!({"type": kind, "id": format!("e-{chunk}-{i}"), "data": {"n": i}}),
+                ))?;
+                events::upsert(tx, &c, &id, input)?;
+            }
+            Ok(())
+        }))
+        .expect("seed events");
+    }
+    Fixture {
+        _dir: dir,
+        store,
+        caller,
+        lead_id,
+    }
+}
+
+fn pages(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let mut group = c.benchmark_group("store");
+    {
+        let leads_n = 10_000usize;
+        let f = fixture(&rt, leads_n, 10_000);
+        group.bench_with_input(
+            BenchmarkId::new("lead_page_100_by_updatedSince", leads_n),
+            &f,
+            |b, f| {
+                let q = LeadQuery {
+                    updated_since: Some(0),
+                    created_since: None,
+                    limit: 100,
+                    next_token: None,
+                };
+                b.iter(|| {
+                    let read = f.store.read().expect("read");
+                    let page =
+                        listing::leads(&read, f.store.cursor_key(), &f.caller, &q).expect("page");
+                    assert_eq!(page.items.len(), 100);
+                })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::new("events_page_100_by_since", 10_000),
+            &f,
+            |b, f| {
+                let q = EventQuery {
+                    since: Some(0),
+                    types: Vec::new(),
+                    limit: 100,
+                    next_token: None,
+                };
+                b.iter(|| {
+                    let read = f.store.read().expect("read");
+                    let page =
+                        listing::events(&read, f.store.cursor_key(), &f.caller, &f.lead_id, &q)
+                            .expect("page");
+                    assert_eq!(page.items.len(), 100);
+                })
+            },
+        );
+        group.bench_with_input(BenchmarkId::new("event_upsert_batch_64", leads_n), &f, |b, f| {
+            b.to_async(&rt).iter(|| async {
+                let writes = (0..64).map(|i| {
+                    let c = f.caller.clone();
+                    let id = f.lead_id.clone();
+                    let store = f.store.clone();
+                    async move {
+                        store
+                            .write(move |tx| {
+                                let body = object(json!({"type": "CUSTOM", "id": format!("w-{i}"), "data": {"i": i}}));
+                                events::upsert(tx, &c, &id, events::EventInput::from_json(body)?)
+                            })
+                            .await
+                    }
+                });
+                for result in futures_join_all(writes).await {
+                    result.expect("write");
+                }
+            })
+        });
+        let stats = f.store.writer_stats();
+        eprintln!(
+            "writer: {} jobs in {} commits, {:.1} jobs per commit on average, largest batch {}",
+            stats.jobs.load(std::sync::atomic::Ordering::Relaxed),
+            stats.commits.load(std::sync::atomic::Ordering::Relaxed),
+            stats.mean_batch(),
+            stats
+                .largest_batch
+                .load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+    group.finish();
+}
+
+/// Awaits every future concurrently (a tiny `join_all`, to avoid a dependency).
+async fn futures_join_all<F>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for h in handles {
+        out.push(h.await.expect("task"));
+    }
+    out
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = pages
+}
+criterion_main!(benches);

@@ -59,7 +59,15 @@ fn every_field() -> Value {
     })
 }
 
-const REQUIRED: &[&str] = &["id", "direction", "callStatus", "durationSeconds", "createdAt", "updatedAt", "transcript"];
+const REQUIRED: &[&str] = &[
+    "id",
+    "direction",
+    "callStatus",
+    "durationSeconds",
+    "createdAt",
+    "updatedAt",
+    "transcript",
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_call_is_201_and_readable() {
@@ -108,7 +116,10 @@ async fn every_call_field_round_trips() {
     for field in REQUIRED {
         assert!(got.get(*field).is_some(), "required {field}");
     }
-    assert!(got.as_object().unwrap().values().all(|v| !v.is_null()), "no nulls: {got}");
+    assert!(
+        got.as_object().unwrap().values().all(|v| !v.is_null()),
+        "no nulls: {got}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,7 +133,10 @@ async fn disposition_fields_are_accepted() {
     let update = json!({"dispositionId": "disp-2", "dispositionName": "Callback"});
     put_call(&ts, &key, "c1", &update, 200).await;
     let call = get_call(&ts, &key, "c1").await;
-    assert!(call.as_object().unwrap().values().all(|v| !v.is_null()), "no nulls: {call}");
+    assert!(
+        call.as_object().unwrap().values().all(|v| !v.is_null()),
+        "no nulls: {call}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,7 +146,10 @@ async fn call_never_carries_a_recording_url() {
     let call = get_call(&ts, &key, "c1").await;
     for k in call.as_object().unwrap().keys() {
         let lower = k.to_lowercase();
-        assert!(!lower.contains("recording") && !lower.contains("url"), "field {k} in {call}");
+        assert!(
+            !lower.contains("recording") && !lower.contains("url"),
+            "field {k} in {call}"
+        );
     }
 }
 
@@ -167,7 +184,13 @@ async fn second_put_updates_and_keeps_left_out_fields() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_call_needs_lead_or_session() {
     let (ts, key) = start().await;
-    let r = ts.put(&key, "/v1/calls/c1", &json!({"direction": "INBOUND", "callStatus": "COMPLETE"})).await;
+    let r = ts
+        .put(
+            &key,
+            "/v1/calls/c1",
+            &json!({"direction": "INBOUND", "callStatus": "COMPLETE"}),
+        )
+        .await;
     assert_error(&r, 400, "leadId or sessionId is required");
     assert_error(&ts.get(&key, "/v1/calls/c1").await, 404, "Call not found");
 }
@@ -175,9 +198,21 @@ async fn new_call_needs_lead_or_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn new_call_needs_direction_and_status() {
     let (ts, key) = start().await;
-    let r = ts.put(&key, "/v1/calls/c1", &json!({"leadId": "L1", "callStatus": "COMPLETE"})).await;
+    let r = ts
+        .put(
+            &key,
+            "/v1/calls/c1",
+            &json!({"leadId": "L1", "callStatus": "COMPLETE"}),
+        )
+        .await;
     assert_error(&r, 400, "Missing required field: direction");
-    let r = ts.put(&key, "/v1/calls/c1", &json!({"sessionId": "s", "direction": "INBOUND"})).await;
+    let r = ts
+        .put(
+            &key,
+            "/v1/calls/c1",
+            &json!({"sessionId": "s", "direction": "INBOUND"}),
+        )
+        .await;
     assert_error(&r, 400, "Missing required field: callStatus");
     assert_error(&ts.get(&key, "/v1/calls/c1").await, 404, "Call not found");
 }
@@ -231,7 +266,11 @@ async fn invalid_call_fields_are_400() {
     // The same checks apply to an update.
     put_call(&ts, &key, "c1", &minimal(), 201).await;
     let before = get_call(&ts, &key, "c1").await;
-    for (field, value) in [("direction", json!("UP")), ("durationSeconds", json!(-5)), ("colour", json!("red"))] {
+    for (field, value) in [
+        ("direction", json!("UP")),
+        ("durationSeconds", json!(-5)),
+        ("colour", json!("red")),
+    ] {
         let r = ts.put(&key, "/v1/calls/c1", &json!({field: value})).await;
         assert_error_status(&r, 400);
     }
@@ -257,12 +296,25 @@ async fn call_keeps_a_call_event_on_its_lead() {
     assert_eq!(data["isTransfer"], json!(true));
     assert_eq!(data["midCallTransfer"], json!(true));
     assert_eq!(data["transferStatus"], json!("connected"));
-    assert!(!data.contains_key("transcript"), "no transcript in CALL data: {first}");
-    assert!(!data.contains_key("summary"), "no summary in CALL data: {first}");
+    assert!(
+        !data.contains_key("transcript"),
+        "no transcript in CALL data: {first}"
+    );
+    assert!(
+        !data.contains_key("summary"),
+        "no summary in CALL data: {first}"
+    );
     let lead = get_lead(&ts, &key, "L1").await;
     assert_eq!(lead["lastActivityAt"], first["updatedAt"]);
 
-    put_call(&ts, &key, "c1", &json!({"callStatus": "COMPLETE", "durationSeconds": 95}), 200).await;
+    put_call(
+        &ts,
+        &key,
+        "c1",
+        &json!({"callStatus": "COMPLETE", "durationSeconds": 95}),
+        200,
+    )
+    .await;
     let events = all_events(&ts, &key, "L1").await;
     assert_eq!(events.len(), 1, "still one CALL event: {events:?}");
     let second = &events[0];
@@ -272,7 +324,10 @@ async fn call_keeps_a_call_event_on_its_lead() {
     assert_eq!(second["data"]["durationSeconds"], json!(95));
     assert_eq!(second["data"]["direction"], json!("INBOUND"));
     assert!(time_of(&second["updatedAt"]) > time_of(&first["updatedAt"]));
-    assert_eq!(get_lead(&ts, &key, "L1").await["lastActivityAt"], second["updatedAt"]);
+    assert_eq!(
+        get_lead(&ts, &key, "L1").await["lastActivityAt"],
+        second["updatedAt"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -306,7 +361,10 @@ async fn ai_initiated_call_sets_has_ai_call() {
 async fn transfer_call_sets_has_transfer_call() {
     let (ts, key) = start().await;
     put_call(&ts, &key, "c1", &minimal(), 201).await;
-    assert_eq!(get_lead(&ts, &key, "L1").await["hasTransferCall"], json!(false));
+    assert_eq!(
+        get_lead(&ts, &key, "L1").await["hasTransferCall"],
+        json!(false)
+    );
     // Set on a later update of the same call.
     put_call(&ts, &key, "c1", &json!({"isTransfer": true}), 200).await;
     let lead = get_lead(&ts, &key, "L1").await;
@@ -321,5 +379,8 @@ async fn transfer_initiated_at_is_normalised_to_utc_micros() {
     body["transferInitiatedAt"] = json!("2026-11-22T11:15:30+01:00");
     put_call(&ts, &key, "c1", &body, 201).await;
     let call = get_call(&ts, &key, "c1").await;
-    assert_eq!(call["transferInitiatedAt"], json!("2026-11-22T10:15:30.000000Z"));
+    assert_eq!(
+        call["transferInitiatedAt"],
+        json!("2026-11-22T10:15:30.000000Z")
+    );
 }

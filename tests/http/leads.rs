@@ -57,7 +57,15 @@ async fn new_lead_has_every_field_with_defaults() {
     ] {
         assert_eq!(lead[field], json!(""), "absent string {field} is \"\"");
     }
-    for field in ["hasReplied", "hasRepliedEmail", "hasAiCall", "isHot", "isQualified", "hasTransferCall", "deleted"] {
+    for field in [
+        "hasReplied",
+        "hasRepliedEmail",
+        "hasAiCall",
+        "isHot",
+        "isQualified",
+        "hasTransferCall",
+        "deleted",
+    ] {
         assert_eq!(lead[field], json!(false), "{field} defaults to false");
     }
     assert_eq!(lead["isUnsubscribed"], json!(false));
@@ -71,7 +79,10 @@ async fn new_lead_has_every_field_with_defaults() {
     );
     let created = time_of(&lead["createdAt"]);
     assert!(time_of(&lead["updatedAt"]) >= created);
-    assert_eq!(lead["lastActivityAt"], lead["createdAt"], "lastActivityAt == createdAt until activity");
+    assert_eq!(
+        lead["lastActivityAt"], lead["createdAt"],
+        "lastActivityAt == createdAt until activity"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,8 +150,15 @@ async fn lead_id_must_be_1_to_128_safe_characters() {
         assert_eq!(get_lead(&ts, &key, good).await["id"], json!(good));
     }
     let too_long = "a".repeat(129);
-    for bad in [json!(""), json!("a b"), json!("a/b"), json!("é"), json!("a?b"), json!(too_long), json!(12)]
-    {
+    for bad in [
+        json!(""),
+        json!("a b"),
+        json!("a/b"),
+        json!("é"),
+        json!("a?b"),
+        json!(too_long),
+        json!(12),
+    ] {
         let r = ts.post(&key, "/v1/leads", &json!({"id": bad})).await;
         assert_error(&r, 400, "Invalid format for field: id");
     }
@@ -149,20 +167,31 @@ async fn lead_id_must_be_1_to_128_safe_characters() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn phone_is_normalised_to_e164() {
     let (ts, key) = start().await;
-    let lead = ts.create_lead(&key, &json!({"phone": "+1 (555) 123-4567"})).await;
+    let lead = ts
+        .create_lead(&key, &json!({"phone": "+1 (555) 123-4567"}))
+        .await;
     assert_eq!(lead["phone"], json!("+15551234567"));
-    assert_eq!(get_lead(&ts, &key, str_of(&lead["id"])).await["phone"], json!("+15551234567"));
+    assert_eq!(
+        get_lead(&ts, &key, str_of(&lead["id"])).await["phone"],
+        json!("+15551234567")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_phone_is_400() {
     let (ts, key) = start().await;
     for bad in ["555-1234", "+1abc", "+", "15551234567"] {
-        let r = ts.post(&key, "/v1/leads", &json!({"id": "L1", "phone": bad})).await;
+        let r = ts
+            .post(&key, "/v1/leads", &json!({"id": "L1", "phone": bad}))
+            .await;
         assert_error(&r, 400, "Invalid format for field: phone");
     }
     // Nothing was stored.
-    assert_error(&ts.get(&key, "/v1/leads/L1").await, 404, "Resource not found: Lead with id L1");
+    assert_error(
+        &ts.get(&key, "/v1/leads/L1").await,
+        404,
+        "Resource not found: Lead with id L1",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,25 +201,43 @@ async fn invalid_email_is_400() {
         let r = ts.post(&key, "/v1/leads", &json!({"email": bad})).await;
         assert_error(&r, 400, "Invalid format for field: email");
     }
-    let lead = ts.create_lead(&key, &json!({"email": "first.last+tag@example.co.uk"})).await;
+    let lead = ts
+        .create_lead(&key, &json!({"email": "first.last+tag@example.co.uk"}))
+        .await;
     assert_eq!(lead["email"], json!("first.last+tag@example.co.uk"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn existing_id_is_409() {
     let (ts, key) = start().await;
-    let first = ts.create_lead(&key, &json!({"id": "L1", "firstName": "Ada"})).await;
-    let r = ts.post(&key, "/v1/leads", &json!({"id": "L1", "firstName": "Eve"})).await;
+    let first = ts
+        .create_lead(&key, &json!({"id": "L1", "firstName": "Ada"}))
+        .await;
+    let r = ts
+        .post(&key, "/v1/leads", &json!({"id": "L1", "firstName": "Eve"}))
+        .await;
     assert_error(&r, 409, "Lead already exists");
-    assert_eq!(get_lead(&ts, &key, "L1").await, first, "the first lead is untouched");
+    assert_eq!(
+        get_lead(&ts, &key, "L1").await,
+        first,
+        "the first lead is untouched"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_field_is_400() {
     let (ts, key) = start().await;
-    let r = ts.post(&key, "/v1/leads", &json!({"firstName": "Ada", "favouriteColour": "blue"})).await;
+    let r = ts
+        .post(
+            &key,
+            "/v1/leads",
+            &json!({"firstName": "Ada", "favouriteColour": "blue"}),
+        )
+        .await;
     assert_error(&r, 400, "Unknown field: favouriteColour");
-    let r = ts.post(&key, "/v1/leads", &json!({"first_name": "Ada"})).await;
+    let r = ts
+        .post(&key, "/v1/leads", &json!({"first_name": "Ada"}))
+        .await;
     assert_error(&r, 400, "Unknown field: first_name");
 }
 
@@ -209,10 +256,16 @@ async fn read_only_fields_are_400_on_create() {
         ("updatedAt", json!("2026-01-01T00:00:00Z")),
         ("lastActivityAt", json!("2026-01-01T00:00:00Z")),
     ] {
-        let r = ts.post(&key, "/v1/leads", &json!({"id": "L1", field: value})).await;
+        let r = ts
+            .post(&key, "/v1/leads", &json!({"id": "L1", field: value}))
+            .await;
         assert_error(&r, 400, &format!("Field is read-only: {field}"));
     }
-    assert_error(&ts.get(&key, "/v1/leads/L1").await, 404, "Resource not found: Lead with id L1");
+    assert_error(
+        &ts.get(&key, "/v1/leads/L1").await,
+        404,
+        "Resource not found: Lead with id L1",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -256,10 +309,20 @@ async fn body_that_is_not_an_object_is_400() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_lead_is_404() {
     let (ts, key) = start().await;
-    assert_error(&ts.get(&key, "/v1/leads/nope").await, 404, "Resource not found: Lead with id nope");
-    let r = ts.patch(&key, "/v1/leads/nope", &json!({"firstName": "x"})).await;
+    assert_error(
+        &ts.get(&key, "/v1/leads/nope").await,
+        404,
+        "Resource not found: Lead with id nope",
+    );
+    let r = ts
+        .patch(&key, "/v1/leads/nope", &json!({"firstName": "x"}))
+        .await;
     assert_error(&r, 404, "Resource not found: Lead with id nope");
-    assert_error(&ts.delete(&key, "/v1/leads/nope").await, 404, "Resource not found: Lead with id nope");
+    assert_error(
+        &ts.delete(&key, "/v1/leads/nope").await,
+        404,
+        "Resource not found: Lead with id nope",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,19 +331,34 @@ async fn patch_changes_only_the_given_fields() {
     let before = expect(&ts.post(&key, "/v1/leads", &full_body()).await, 201);
     let id = "crm:Lead-1.a_b";
     let r = ts
-        .patch(&key, &lead_path(id), &json!({"firstName": "Augusta", "isHot": false, "phone": "+1 (555) 000-1111"}))
+        .patch(
+            &key,
+            &lead_path(id),
+            &json!({"firstName": "Augusta", "isHot": false, "phone": "+1 (555) 000-1111"}),
+        )
         .await;
     let after = expect(&r, 200);
     assert_eq!(after["firstName"], json!("Augusta"));
     assert_eq!(after["isHot"], json!(false));
-    assert_eq!(after["phone"], json!("+15550001111"), "patched phone is normalised");
+    assert_eq!(
+        after["phone"],
+        json!("+15550001111"),
+        "patched phone is normalised"
+    );
     for field in LEAD_FIELDS {
         if ["firstName", "isHot", "phone", "updatedAt"].contains(field) {
             continue;
         }
-        assert_eq!(after[*field], before[*field], "{field} unchanged by the patch");
+        assert_eq!(
+            after[*field], before[*field],
+            "{field} unchanged by the patch"
+        );
     }
-    assert_eq!(get_lead(&ts, &key, id).await, after, "GET returns the patched lead");
+    assert_eq!(
+        get_lead(&ts, &key, id).await,
+        after,
+        "GET returns the patched lead"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,8 +366,15 @@ async fn patch_moves_updated_at_forward_strictly() {
     let (ts, key) = start().await;
     let mut prev = ts.create_lead(&key, &json!({"id": "L1"})).await;
     for i in 0..5 {
-        let next = expect(&ts.patch(&key, "/v1/leads/L1", &json!({"summary": format!("v{i}")})).await, 200);
-        assert!(time_of(&next["updatedAt"]) > time_of(&prev["updatedAt"]), "{prev} -> {next}");
+        let next = expect(
+            &ts.patch(&key, "/v1/leads/L1", &json!({"summary": format!("v{i}")}))
+                .await,
+            200,
+        );
+        assert!(
+            time_of(&next["updatedAt"]) > time_of(&prev["updatedAt"]),
+            "{prev} -> {next}"
+        );
         assert_eq!(next["createdAt"], prev["createdAt"]);
         prev = next;
     }
@@ -299,25 +384,54 @@ async fn patch_moves_updated_at_forward_strictly() {
 async fn patch_without_activity_keeps_last_activity_at() {
     let (ts, key) = start().await;
     let lead = ts.create_lead(&key, &json!({"id": "L1"})).await;
-    let after = expect(&ts.patch(&key, "/v1/leads/L1", &json!({"firstName": "Ada"})).await, 200);
-    assert_eq!(after["lastActivityAt"], lead["createdAt"], "a profile change is not activity");
+    let after = expect(
+        &ts.patch(&key, "/v1/leads/L1", &json!({"firstName": "Ada"}))
+            .await,
+        200,
+    );
+    assert_eq!(
+        after["lastActivityAt"], lead["createdAt"],
+        "a profile change is not activity"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patch_merges_additional_info_and_null_deletes_a_key() {
     let (ts, key) = start().await;
-    ts.create_lead(&key, &json!({"id": "L1", "additionalInfo": {"a": 1, "b": "two", "c": {"x": 1}}})).await;
-    let r = ts.patch(&key, "/v1/leads/L1", &json!({"additionalInfo": {"b": null, "c": {"y": 2}, "d": [4]}})).await;
+    ts.create_lead(
+        &key,
+        &json!({"id": "L1", "additionalInfo": {"a": 1, "b": "two", "c": {"x": 1}}}),
+    )
+    .await;
+    let r = ts
+        .patch(
+            &key,
+            "/v1/leads/L1",
+            &json!({"additionalInfo": {"b": null, "c": {"y": 2}, "d": [4]}}),
+        )
+        .await;
     let lead = expect(&r, 200);
-    assert_eq!(lead["additionalInfo"], json!({"a": 1, "c": {"y": 2}, "d": [4]}));
-    assert_eq!(get_lead(&ts, &key, "L1").await["additionalInfo"], json!({"a": 1, "c": {"y": 2}, "d": [4]}));
+    assert_eq!(
+        lead["additionalInfo"],
+        json!({"a": 1, "c": {"y": 2}, "d": [4]})
+    );
+    assert_eq!(
+        get_lead(&ts, &key, "L1").await["additionalInfo"],
+        json!({"a": 1, "c": {"y": 2}, "d": [4]})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patch_null_clears_a_string_field() {
     let (ts, key) = start().await;
     reachable_lead(&ts, &key, "L1").await;
-    let r = ts.patch(&key, "/v1/leads/L1", &json!({"email": null, "firstName": null})).await;
+    let r = ts
+        .patch(
+            &key,
+            "/v1/leads/L1",
+            &json!({"email": null, "firstName": null}),
+        )
+        .await;
     let lead = expect(&r, 200);
     assert_eq!(lead["email"], json!(""));
     assert_eq!(lead["firstName"], json!(""));
@@ -332,11 +446,19 @@ async fn patch_cannot_change_id_or_read_only_fields() {
     let r = ts.patch(&key, "/v1/leads/L1", &json!({"id": "L2"})).await;
     assert_error(&r, 400, "Field is read-only: id");
     for field in ["hasReplied", "createdAt", "updatedAt", "deleted"] {
-        let value = if field.ends_with("At") { json!("2026-01-01T00:00:00Z") } else { json!(true) };
+        let value = if field.ends_with("At") {
+            json!("2026-01-01T00:00:00Z")
+        } else {
+            json!(true)
+        };
         let r = ts.patch(&key, "/v1/leads/L1", &json!({field: value})).await;
         assert_error(&r, 400, &format!("Field is read-only: {field}"));
     }
-    assert_eq!(get_lead(&ts, &key, "L1").await, before, "rejected patches change nothing");
+    assert_eq!(
+        get_lead(&ts, &key, "L1").await,
+        before,
+        "rejected patches change nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -344,39 +466,68 @@ async fn patch_validates_like_create() {
     let (ts, key) = start().await;
     let before = reachable_lead(&ts, &key, "L1").await;
     let cases = [
-        (json!({"phone": "555-1234"}), "Invalid format for field: phone"),
+        (
+            json!({"phone": "555-1234"}),
+            "Invalid format for field: phone",
+        ),
         (json!({"email": "nope"}), "Invalid format for field: email"),
         (json!({"isHot": "yes"}), "Invalid format for field: isHot"),
-        (json!({"additionalInfo": 3}), "Invalid format for field: additionalInfo"),
+        (
+            json!({"additionalInfo": 3}),
+            "Invalid format for field: additionalInfo",
+        ),
         (json!({"nickname": "x"}), "Unknown field: nickname"),
         // One bad field rejects the whole patch.
-        (json!({"firstName": "Eve", "phone": "+1abc"}), "Invalid format for field: phone"),
+        (
+            json!({"firstName": "Eve", "phone": "+1abc"}),
+            "Invalid format for field: phone",
+        ),
     ];
     for (body, message) in cases {
         let r = ts.patch(&key, "/v1/leads/L1", &body).await;
         assert_error(&r, 400, message);
     }
-    assert_eq!(get_lead(&ts, &key, "L1").await, before, "rejected patches change nothing");
+    assert_eq!(
+        get_lead(&ts, &key, "L1").await,
+        before,
+        "rejected patches change nothing"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_soft_deletes_and_the_lead_stays_readable() {
     let (ts, key) = start().await;
-    let before = ts.create_lead(&key, &json!({"id": "L1", "firstName": "Ada"})).await;
+    let before = ts
+        .create_lead(&key, &json!({"id": "L1", "firstName": "Ada"}))
+        .await;
     let deleted = expect(&ts.delete(&key, "/v1/leads/L1").await, 200);
     assert_eq!(deleted["deleted"], json!(true));
     assert_eq!(deleted["id"], json!("L1"));
     assert_eq!(deleted["firstName"], json!("Ada"));
     let deleted_at = time_of(&deleted["deletedAt"]);
     assert!(deleted_at >= time_of(&before["createdAt"]));
-    assert!(time_of(&deleted["updatedAt"]) > time_of(&before["updatedAt"]), "deletion is a change to sync");
+    assert!(
+        time_of(&deleted["updatedAt"]) > time_of(&before["updatedAt"]),
+        "deletion is a change to sync"
+    );
 
     assert_eq!(get_lead(&ts, &key, "L1").await, deleted);
     let listed = all_leads(&ts, &key).await;
-    assert_eq!(listed, vec![deleted.clone()], "a deleted lead is still listed, deleted: true");
-    let since = format!("/v1/leads?updatedSince={}", enc(str_of(&deleted["updatedAt"])));
+    assert_eq!(
+        listed,
+        vec![deleted.clone()],
+        "a deleted lead is still listed, deleted: true"
+    );
+    let since = format!(
+        "/v1/leads?updatedSince={}",
+        enc(str_of(&deleted["updatedAt"]))
+    );
     let (page, _) = walk(&ts, &key, &since, "leads").await;
-    assert_eq!(page, vec![deleted], "the deletion reaches an incremental sync");
+    assert_eq!(
+        page,
+        vec![deleted],
+        "the deletion reaches an incremental sync"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -385,27 +536,65 @@ async fn mutating_a_deleted_lead_is_404() {
     reachable_lead(&ts, &key, "L1").await;
     let deleted = expect(&ts.delete(&key, "/v1/leads/L1").await, 200);
     let missing = "Resource not found: Lead with id L1";
-    assert_error(&ts.patch(&key, "/v1/leads/L1", &json!({"firstName": "x"})).await, 404, missing);
+    assert_error(
+        &ts.patch(&key, "/v1/leads/L1", &json!({"firstName": "x"}))
+            .await,
+        404,
+        missing,
+    );
     assert_error(&ts.delete(&key, "/v1/leads/L1").await, 404, missing);
-    assert_error(&ts.post(&key, "/v1/leads/L1/events", &json!({"type": "CUSTOM"})).await, 404, missing);
+    assert_error(
+        &ts.post(&key, "/v1/leads/L1/events", &json!({"type": "CUSTOM"}))
+            .await,
+        404,
+        missing,
+    );
     let msg = json!({"owner": "lead", "channel": "sms", "content": {"text": "hi"}});
-    assert_error(&ts.post(&key, "/v1/leads/L1/messages", &msg).await, 404, missing);
+    assert_error(
+        &ts.post(&key, "/v1/leads/L1/messages", &msg).await,
+        404,
+        missing,
+    );
     assert_eq!(get_lead(&ts, &key, "L1").await, deleted, "unchanged");
     // Reading its events and messages still works.
     expect(&ts.get(&key, "/v1/leads/L1/events").await, 200);
     expect(&ts.get(&key, "/v1/leads/L1/messages").await, 200);
     // The id stays taken.
-    assert_error(&ts.post(&key, "/v1/leads", &json!({"id": "L1"})).await, 409, "Lead already exists");
+    assert_error(
+        &ts.post(&key, "/v1/leads", &json!({"id": "L1"})).await,
+        409,
+        "Lead already exists",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lead_json_is_served_as_application_json() {
     let (ts, key) = start().await;
-    let r = ts.request(Method::POST, "/v1/leads", Some(&key), Some("application/json"), b"{\"id\":\"L1\"}".to_vec()).await;
+    let r = ts
+        .request(
+            Method::POST,
+            "/v1/leads",
+            Some(&key),
+            Some("application/json"),
+            b"{\"id\":\"L1\"}".to_vec(),
+        )
+        .await;
     assert_eq!(r.status, 201, "{}", text(&r));
-    let ct = r.headers.get("content-type").expect("content-type").to_str().unwrap().to_string();
+    let ct = r
+        .headers
+        .get("content-type")
+        .expect("content-type")
+        .to_str()
+        .unwrap()
+        .to_string();
     assert!(ct.starts_with("application/json"), "{ct}");
     let r = ts.get(&key, "/v1/leads/L1").await;
-    let ct = r.headers.get("content-type").expect("content-type").to_str().unwrap().to_string();
+    let ct = r
+        .headers
+        .get("content-type")
+        .expect("content-type")
+        .to_str()
+        .unwrap()
+        .to_string();
     assert!(ct.starts_with("application/json"), "{ct}");
 }

@@ -2,3 +2,13 @@
 //! One test binary (modules below) keeps link time down on small machines.
 
 mod common;
+mod util;
+
+mod auth;
+mod calls;
+mod errors;
+mod events;
+mod leads;
+mod listing;
+mod messages;
+mod sync;

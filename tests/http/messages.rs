@@ -17,11 +17,19 @@ fn sms(owner: &str, text: &str) -> Value {
 }
 
 async fn post_message(ts: &TestServer, key: &str, lead: &str, body: &Value) -> Value {
-    expect(&ts.post(key, &format!("/v1/leads/{lead}/messages"), body).await, 201)
+    expect(
+        &ts.post(key, &format!("/v1/leads/{lead}/messages"), body)
+            .await,
+        201,
+    )
 }
 
 async fn messages(ts: &TestServer, key: &str, lead: &str, query: &str) -> Value {
-    expect(&ts.get(key, &format!("/v1/leads/{lead}/messages{query}")).await, 200)
+    expect(
+        &ts.get(key, &format!("/v1/leads/{lead}/messages{query}"))
+            .await,
+        200,
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -87,9 +95,15 @@ async fn bad_content_is_400() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_lead_is_404() {
     let (ts, key) = start().await;
-    let r = ts.post(&key, "/v1/leads/nope/messages", &sms("lead", "x")).await;
+    let r = ts
+        .post(&key, "/v1/leads/nope/messages", &sms("lead", "x"))
+        .await;
     assert_error(&r, 404, "Resource not found: Lead with id nope");
-    assert_error(&ts.get(&key, "/v1/leads/nope/messages").await, 404, "Resource not found: Lead with id nope");
+    assert_error(
+        &ts.get(&key, "/v1/leads/nope/messages").await,
+        404,
+        "Resource not found: Lead with id nope",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -102,7 +116,10 @@ async fn a_message_is_also_an_event() {
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[0]["type"], json!("MESSAGE"));
     assert_eq!(events[0]["id"], s["id"]);
-    assert_eq!(events[0]["data"], json!({"owner": "lead", "channel": "sms", "content": {"text": "hi"}}));
+    assert_eq!(
+        events[0]["data"],
+        json!({"owner": "lead", "channel": "sms", "content": {"text": "hi"}})
+    );
     assert_eq!(events[1]["type"], json!("EMAIL"));
     assert_eq!(events[1]["id"], e["id"]);
     assert_eq!(
@@ -161,10 +178,20 @@ async fn with_limit_messages_page() {
     assert_eq!(exact["nextToken"], Value::Null);
 
     let token = str_of(&first["nextToken"]).to_string();
-    let r = ts.get(&key, &format!("/v1/leads/L1/messages?limit=2&nextToken={}", enc(&tamper(&token)))).await;
+    let r = ts
+        .get(
+            &key,
+            &format!(
+                "/v1/leads/L1/messages?limit=2&nextToken={}",
+                enc(&tamper(&token))
+            ),
+        )
+        .await;
     assert_error(&r, 400, "Invalid nextToken");
     for bad in ["0", "1001", "abc"] {
-        let r = ts.get(&key, &format!("/v1/leads/L1/messages?limit={bad}")).await;
+        let r = ts
+            .get(&key, &format!("/v1/leads/L1/messages?limit={bad}"))
+            .await;
         assert_error(&r, 400, "limit must be an integer between 1 and 1000");
     }
 }
@@ -192,10 +219,17 @@ async fn lead_email_sets_has_replied_email() {
 async fn user_messages_set_no_reply_flag() {
     let (ts, key) = start().await;
     post_message(&ts, &key, "L1", &sms("user", "Hi Ada")).await;
-    let body = json!({"owner": "user", "channel": "email", "content": {"text": "Hi", "subject": "Hello"}});
+    let body =
+        json!({"owner": "user", "channel": "email", "content": {"text": "Hi", "subject": "Hello"}});
     post_message(&ts, &key, "L1", &body).await;
     let lead = get_lead(&ts, &key, "L1").await;
     assert_eq!(lead["hasReplied"], json!(false));
     assert_eq!(lead["hasRepliedEmail"], json!(false));
-    assert_eq!(messages(&ts, &key, "L1", "").await["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        messages(&ts, &key, "L1", "").await["messages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
 }

@@ -21,8 +21,11 @@ async fn writer(ts: &TestServer, key: &str, w: usize, done: &AtomicUsize) {
         match i % 5 {
             0 => {
                 let id = format!("w{w}-{i}");
-                ts.create_lead(key, &json!({"id": id, "firstName": format!("W{w}"), "phone": "+15551234567"}))
-                    .await;
+                ts.create_lead(
+                    key,
+                    &json!({"id": id, "firstName": format!("W{w}"), "phone": "+15551234567"}),
+                )
+                .await;
                 own.push(id);
             }
             1 => {
@@ -39,10 +42,26 @@ async fn writer(ts: &TestServer, key: &str, w: usize, done: &AtomicUsize) {
                 let id = pick(&own);
                 if i % 2 == 0 {
                     let msg = json!({"owner": "lead", "channel": "sms", "content": {"text": format!("m{w}-{i}")}});
-                    expect(&ts.post(key, &format!("/v1/leads/{id}/messages"), &msg).await, 201);
+                    expect(
+                        &ts.post(key, &format!("/v1/leads/{id}/messages"), &msg)
+                            .await,
+                        201,
+                    );
                 } else {
-                    post_event(ts, key, &id, &json!({"type": "TOOL_CALL", "data": {"i": i}})).await;
-                    post_event(ts, key, &id, &json!({"type": "CUSTOM", "id": "state", "data": {"i": i}})).await;
+                    post_event(
+                        ts,
+                        key,
+                        &id,
+                        &json!({"type": "TOOL_CALL", "data": {"i": i}}),
+                    )
+                    .await;
+                    post_event(
+                        ts,
+                        key,
+                        &id,
+                        &json!({"type": "CUSTOM", "id": "state", "data": {"i": i}}),
+                    )
+                    .await;
                 }
             }
             _ => {
@@ -71,15 +90,24 @@ fn later(a: &str, b: &str) -> bool {
 impl Replica {
     async fn pass(&mut self, ts: &TestServer, key: &str) {
         let since = self.cursor.clone().unwrap_or_else(|| EPOCH.to_string());
-        let (leads, _) = walk(ts, key, &format!("/v1/leads?updatedSince={}&limit=7", enc(&since)), "leads").await;
+        let (leads, _) = walk(
+            ts,
+            key,
+            &format!("/v1/leads?updatedSince={}&limit=7", enc(&since)),
+            "leads",
+        )
+        .await;
         let mut max = self.cursor.clone();
         for lead in leads {
             let id = str_of(&lead["id"]).to_string();
             let updated = str_of(&lead["updatedAt"]).to_string();
-            if max.as_deref().map_or(true, |m| later(&updated, m)) {
+            if max.as_deref().is_none_or(|m| later(&updated, m)) {
                 max = Some(updated.clone());
             }
-            let newer = self.leads.get(&id).map_or(true, |old| !later(str_of(&old["updatedAt"]), &updated));
+            let newer = self
+                .leads
+                .get(&id)
+                .is_none_or(|old| !later(str_of(&old["updatedAt"]), &updated));
             if !newer {
                 continue;
             }
@@ -89,15 +117,23 @@ impl Replica {
                 continue;
             }
             // lastActivityAt moved: fetch the lead's events since the largest updatedAt seen.
-            let from = self.event_since.get(&id).cloned().unwrap_or_else(|| EPOCH.to_string());
+            let from = self
+                .event_since
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| EPOCH.to_string());
             let path = format!("/v1/leads/{id}/events?since={}&limit=5", enc(&from));
             let (events, _) = walk(ts, key, &path, "events").await;
             for e in events {
                 let at = str_of(&e["updatedAt"]).to_string();
-                if self.event_since.get(&id).map_or(true, |s| later(&at, s)) {
+                if self.event_since.get(&id).is_none_or(|s| later(&at, s)) {
                     self.event_since.insert(id.clone(), at);
                 }
-                let k = (id.clone(), str_of(&e["type"]).to_string(), str_of(&e["id"]).to_string());
+                let k = (
+                    id.clone(),
+                    str_of(&e["type"]).to_string(),
+                    str_of(&e["id"]).to_string(),
+                );
                 self.events.insert(k, e);
             }
             self.seen_activity.insert(id, activity);
@@ -110,7 +146,8 @@ impl Replica {
 async fn syncing_client_ends_with_an_exact_copy_under_concurrent_writers() {
     let ts = TestServer::start().await;
     let key = ts.key("acme", "write").await;
-    ts.create_lead(&key, &json!({"id": "shared", "phone": "+15550009999"})).await;
+    ts.create_lead(&key, &json!({"id": "shared", "phone": "+15550009999"}))
+        .await;
     let done = AtomicUsize::new(0);
     let mut replica = Replica::default();
 
@@ -136,33 +173,58 @@ async fn syncing_client_ends_with_an_exact_copy_under_concurrent_writers() {
 
     // The server's state, read from scratch.
     let server_leads = all_leads(&ts, &key).await;
-    assert_eq!(server_leads.len(), 1 + WRITERS * WRITES / 5, "every created lead is listed");
+    assert_eq!(
+        server_leads.len(),
+        1 + WRITERS * WRITES / 5,
+        "every created lead is listed"
+    );
     let mut server_events = BTreeMap::new();
     for lead in &server_leads {
         let id = str_of(&lead["id"]).to_string();
         for e in all_events(&ts, &key, &id).await {
-            let k = (id.clone(), str_of(&e["type"]).to_string(), str_of(&e["id"]).to_string());
-            assert!(server_events.insert(k.clone(), e).is_none(), "event {k:?} listed twice");
+            let k = (
+                id.clone(),
+                str_of(&e["type"]).to_string(),
+                str_of(&e["id"]).to_string(),
+            );
+            assert!(
+                server_events.insert(k.clone(), e).is_none(),
+                "event {k:?} listed twice"
+            );
         }
     }
-    let server_leads: BTreeMap<String, Value> =
-        server_leads.into_iter().map(|l| (str_of(&l["id"]).to_string(), l)).collect();
+    let server_leads: BTreeMap<String, Value> = server_leads
+        .into_iter()
+        .map(|l| (str_of(&l["id"]).to_string(), l))
+        .collect();
 
     let client_ids: BTreeSet<_> = replica.leads.keys().collect();
     let server_ids: BTreeSet<_> = server_leads.keys().collect();
-    assert_eq!(client_ids, server_ids, "the client has exactly the server's leads");
+    assert_eq!(
+        client_ids, server_ids,
+        "the client has exactly the server's leads"
+    );
     for (id, lead) in &server_leads {
-        assert_eq!(&replica.leads[id], lead, "the client's copy of lead {id} is the latest");
+        assert_eq!(
+            &replica.leads[id], lead,
+            "the client's copy of lead {id} is the latest"
+        );
     }
     let client_keys: BTreeSet<_> = replica.events.keys().collect();
     let server_keys: BTreeSet<_> = server_events.keys().collect();
-    assert_eq!(client_keys, server_keys, "the client has exactly the server's events");
+    assert_eq!(
+        client_keys, server_keys,
+        "the client has exactly the server's events"
+    );
     for (k, e) in &server_events {
         assert_eq!(replica.events[k]["data"], e["data"], "data of event {k:?}");
         assert_eq!(&replica.events[k], e, "event {k:?}");
     }
     // The shared events were upserted, never duplicated.
-    let shared: Vec<_> = server_events.keys().filter(|(l, _, _)| l == "shared").collect();
+    let shared: Vec<_> = server_events
+        .keys()
+        .filter(|(l, _, _)| l == "shared")
+        .collect();
     assert_eq!(shared.len(), 3, "{shared:?}");
 }
 
@@ -177,9 +239,22 @@ async fn updated_at_is_unique_across_concurrent_writes() {
         async move {
             ts.create_lead(key, &json!({"id": format!("w{w}")})).await;
             for i in 0..15 {
-                ts.create_lead(key, &json!({"id": format!("w{w}-{i}")})).await;
-                post_event(ts, key, "shared", &json!({"type": "CUSTOM", "id": format!("w{w}-{i}")})).await;
-                post_event(ts, key, &format!("w{w}"), &json!({"type": "CUSTOM", "id": format!("e{i}")})).await;
+                ts.create_lead(key, &json!({"id": format!("w{w}-{i}")}))
+                    .await;
+                post_event(
+                    ts,
+                    key,
+                    "shared",
+                    &json!({"type": "CUSTOM", "id": format!("w{w}-{i}")}),
+                )
+                .await;
+                post_event(
+                    ts,
+                    key,
+                    &format!("w{w}"),
+                    &json!({"type": "CUSTOM", "id": format!("e{i}")}),
+                )
+                .await;
             }
         }
     };
@@ -187,10 +262,20 @@ async fn updated_at_is_unique_across_concurrent_writes() {
 
     let leads = all_leads(&ts, &key).await;
     assert_eq!(leads.len(), 1 + 4 + 4 * 15);
-    let lead_times: BTreeSet<_> = leads.iter().map(|l| str_of(&l["updatedAt"]).to_string()).collect();
-    assert_eq!(lead_times.len(), leads.len(), "no two leads share an updatedAt");
+    let lead_times: BTreeSet<_> = leads
+        .iter()
+        .map(|l| str_of(&l["updatedAt"]).to_string())
+        .collect();
+    assert_eq!(
+        lead_times.len(),
+        leads.len(),
+        "no two leads share an updatedAt"
+    );
     for pair in leads.windows(2) {
-        assert!(later(str_of(&pair[1]["updatedAt"]), str_of(&pair[0]["updatedAt"])), "strictly ascending");
+        assert!(
+            later(str_of(&pair[1]["updatedAt"]), str_of(&pair[0]["updatedAt"])),
+            "strictly ascending"
+        );
     }
 
     let mut event_times = BTreeSet::new();
@@ -226,8 +311,16 @@ async fn a_lead_updated_during_a_walk_reappears_later_and_nothing_is_skipped() {
         page_no += 1;
         if page_no == 1 {
             // l0 was already passed; l3 is still ahead of the walk.
-            expect(&ts.patch(&key, "/v1/leads/l0", &json!({"firstName": "changed"})).await, 200);
-            expect(&ts.patch(&key, "/v1/leads/l3", &json!({"firstName": "moved"})).await, 200);
+            expect(
+                &ts.patch(&key, "/v1/leads/l0", &json!({"firstName": "changed"}))
+                    .await,
+                200,
+            );
+            expect(
+                &ts.patch(&key, "/v1/leads/l3", &json!({"firstName": "moved"}))
+                    .await,
+                200,
+            );
         }
         match &body["nextToken"] {
             Value::Null => break,
@@ -237,8 +330,16 @@ async fn a_lead_updated_during_a_walk_reappears_later_and_nothing_is_skipped() {
         assert!(page_no < 100);
     }
     let order: Vec<&str> = seen.iter().map(|l| str_of(&l["id"])).collect();
-    assert_eq!(order, ["l0", "l1", "l2", "l4", "l5", "l6", "l0", "l3"], "keyset walk by (updatedAt, id)");
-    assert_eq!(seen[6]["firstName"], json!("changed"), "the re-appearing l0 is the new version");
+    assert_eq!(
+        order,
+        ["l0", "l1", "l2", "l4", "l5", "l6", "l0", "l3"],
+        "keyset walk by (updatedAt, id)"
+    );
+    assert_eq!(
+        seen[6]["firstName"],
+        json!("changed"),
+        "the re-appearing l0 is the new version"
+    );
     assert_eq!(seen[7]["firstName"], json!("moved"));
     let distinct: BTreeSet<&str> = order.iter().copied().collect();
     assert_eq!(distinct.len(), 7, "nothing skipped");

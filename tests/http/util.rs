@@ -16,7 +16,12 @@ pub fn text(r: &Response) -> String {
 
 /// Asserts the status and that the body is exactly `{"message": message}`.
 pub fn assert_error(r: &Response, status: u16, message: &str) {
-    assert_eq!(r.status, status, "expected {status} {message:?}, got body {}", text(r));
+    assert_eq!(
+        r.status,
+        status,
+        "expected {status} {message:?}, got body {}",
+        text(r)
+    );
     assert_eq!(r.json(), json!({ "message": message }), "error body");
 }
 
@@ -24,9 +29,13 @@ pub fn assert_error(r: &Response, status: u16, message: &str) {
 pub fn assert_error_status(r: &Response, status: u16) -> String {
     assert_eq!(r.status, status, "expected {status}, got body {}", text(r));
     let v = r.json();
-    let obj = v.as_object().unwrap_or_else(|| panic!("error body is not an object: {v}"));
+    let obj = v
+        .as_object()
+        .unwrap_or_else(|| panic!("error body is not an object: {v}"));
     assert_eq!(obj.len(), 1, "error body has only `message`: {v}");
-    let message = obj["message"].as_str().unwrap_or_else(|| panic!("message is a string: {v}"));
+    let message = obj["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("message is a string: {v}"));
     assert!(!message.trim().is_empty(), "message is not empty: {v}");
     message.to_string()
 }
@@ -40,9 +49,13 @@ pub fn expect(r: &Response, status: u16) -> Value {
 /// Parses a wire timestamp after checking its exact shape: RFC 3339 UTC with exactly six
 /// fraction digits and `Z` (`2026-11-22T10:15:30.123456Z`).
 pub fn time_of(value: &Value) -> DateTime<Utc> {
-    let s = value.as_str().unwrap_or_else(|| panic!("timestamp is a string: {value}"));
+    let s = value
+        .as_str()
+        .unwrap_or_else(|| panic!("timestamp is a string: {value}"));
     assert_ts_shape(s);
-    DateTime::parse_from_rfc3339(s).expect("RFC 3339").with_timezone(&Utc)
+    DateTime::parse_from_rfc3339(s)
+        .expect("RFC 3339")
+        .with_timezone(&Utc)
 }
 
 pub fn assert_ts_shape(s: &str) {
@@ -56,19 +69,27 @@ pub fn assert_ts_shape(s: &str) {
             26 => *c == b'Z',
             _ => c.is_ascii_digit(),
         });
-    assert!(ok, "timestamp {s:?} is not RFC 3339 UTC with 6 fraction digits and Z");
-    assert!(DateTime::parse_from_rfc3339(s).is_ok(), "timestamp {s:?} parses");
+    assert!(
+        ok,
+        "timestamp {s:?} is not RFC 3339 UTC with 6 fraction digits and Z"
+    );
+    assert!(
+        DateTime::parse_from_rfc3339(s).is_ok(),
+        "timestamp {s:?} parses"
+    );
 }
 
 /// The same instant written with a `+02:00` offset (and no fraction digits trimmed).
 pub fn with_offset(value: &Value) -> String {
     let t = time_of(value);
     let offset = chrono::FixedOffset::east_opt(2 * 3600).unwrap();
-    t.with_timezone(&offset).to_rfc3339_opts(chrono::SecondsFormat::Micros, false)
+    t.with_timezone(&offset)
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, false)
 }
 
 pub fn str_of(v: &Value) -> &str {
-    v.as_str().unwrap_or_else(|| panic!("expected a string: {v}"))
+    v.as_str()
+        .unwrap_or_else(|| panic!("expected a string: {v}"))
 }
 
 pub fn lead_path(id: &str) -> String {
@@ -107,7 +128,12 @@ pub const LEAD_FIELDS: &[&str] = &[
 
 /// Follows `nextToken` to the end. `path_and_query` must already contain a `?`.
 /// Returns every item of `field` and the number of pages.
-pub async fn walk(srv: &TestServer, key: &str, path_and_query: &str, field: &str) -> (Vec<Value>, usize) {
+pub async fn walk(
+    srv: &TestServer,
+    key: &str,
+    path_and_query: &str,
+    field: &str,
+) -> (Vec<Value>, usize) {
     let mut items = Vec::new();
     let mut token: Option<String> = None;
     let mut pages = 0;
@@ -119,7 +145,13 @@ pub async fn walk(srv: &TestServer, key: &str, path_and_query: &str, field: &str
         let r = srv.get(key, &path).await;
         let page = expect(&r, 200);
         pages += 1;
-        items.extend(page[field].as_array().unwrap_or_else(|| panic!("{field} array: {page}")).iter().cloned());
+        items.extend(
+            page[field]
+                .as_array()
+                .unwrap_or_else(|| panic!("{field} array: {page}"))
+                .iter()
+                .cloned(),
+        );
         match &page["nextToken"] {
             Value::Null => return (items, pages),
             Value::String(t) => token = Some(t.clone()),
@@ -131,12 +163,26 @@ pub async fn walk(srv: &TestServer, key: &str, path_and_query: &str, field: &str
 
 /// Every lead of the key's organization, by a full listing from the epoch.
 pub async fn all_leads(srv: &TestServer, key: &str) -> Vec<Value> {
-    walk(srv, key, &format!("/v1/leads?updatedSince={}&limit=1000", enc(EPOCH)), "leads").await.0
+    walk(
+        srv,
+        key,
+        &format!("/v1/leads?updatedSince={}&limit=1000", enc(EPOCH)),
+        "leads",
+    )
+    .await
+    .0
 }
 
 /// Every event of a lead.
 pub async fn all_events(srv: &TestServer, key: &str, lead: &str) -> Vec<Value> {
-    walk(srv, key, &format!("/v1/leads/{lead}/events?limit=1000"), "events").await.0
+    walk(
+        srv,
+        key,
+        &format!("/v1/leads/{lead}/events?limit=1000"),
+        "events",
+    )
+    .await
+    .0
 }
 
 /// A lead with a phone and an email (so outreach passes the compliance gate).
@@ -153,7 +199,9 @@ pub async fn get_lead(srv: &TestServer, key: &str, id: &str) -> Value {
 }
 
 pub async fn post_event(srv: &TestServer, key: &str, lead: &str, body: &Value) -> Value {
-    let r = srv.post(key, &format!("/v1/leads/{lead}/events"), body).await;
+    let r = srv
+        .post(key, &format!("/v1/leads/{lead}/events"), body)
+        .await;
     expect(&r, 200)
 }
 

@@ -1,0 +1,188 @@
+//! Router and body errors: unknown paths, wrong methods, malformed JSON, oversized bodies.
+
+use hyper::Method;
+use serde_json::json;
+
+use crate::common::TestServer;
+use crate::util::*;
+
+async fn start() -> (TestServer, String) {
+    let ts = TestServer::start().await;
+    let key = ts.key("acme", "write").await;
+    ts.create_lead(
+        &key,
+        &json!({"id": "L1", "phone": "+15551234567", "email": "a@example.com"}),
+    )
+    .await;
+    (ts, key)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_path_is_404_not_found() {
+    let (ts, key) = start().await;
+    for path in [
+        "/v1/nope",
+        "/nope",
+        "/v2/leads",
+        "/v1/leads/L1/nope",
+        "/v1/leads/L1/events/x/y",
+        "/v1/calls",
+        "/",
+    ] {
+        let r = ts.get(&key, path).await;
+        assert_error(&r, 404, "Not found");
+    }
+    let r = ts.post(&key, "/v1/nope", &json!({})).await;
+    assert_error(&r, 404, "Not found");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_path_with_wrong_method_is_405() {
+    let (ts, key) = start().await;
+    let cases = [
+        (Method::PUT, "/v1/leads"),
+        (Method::DELETE, "/v1/leads"),
+        (Method::POST, "/v1/leads/L1"),
+        (Method::PUT, "/v1/leads/L1"),
+        (Method::DELETE, "/v1/leads/L1/events"),
+        (Method::PATCH, "/v1/leads/L1/messages"),
+        (Method::POST, "/v1/calls/c1"),
+        (Method::DELETE, "/v1/calls/c1"),
+        (Method::POST, "/healthz"),
+    ];
+    for (method, path) in cases {
+        let r = ts
+            .request(
+                method.clone(),
+                path,
+                Some(&key),
+                Some("application/json"),
+                b"{}".to_vec(),
+            )
+            .await;
+        assert_eq!(r.status, 405, "{method} {path}: {}", text(&r));
+        assert_error(&r, 405, "Method not allowed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_json_is_400_with_a_message() {
+    let (ts, key) = start().await;
+    let targets = [
+        (Method::POST, "/v1/leads"),
+        (Method::PATCH, "/v1/leads/L1"),
+        (Method::POST, "/v1/leads/L1/events"),
+        (Method::POST, "/v1/leads/L1/messages"),
+        (Method::PUT, "/v1/calls/c1"),
+    ];
+    for (method, path) in targets {
+        for body in [&b"{"[..], b"{\"firstName\": }", b"not json", b"{\"a\":1}}"] {
+            let r = ts
+                .request(
+                    method.clone(),
+                    path,
+                    Some(&key),
+                    Some("application/json"),
+                    body.to_vec(),
+                )
+                .await;
+            let message = assert_error_status(&r, 400);
+            assert!(
+                message.len() > 3,
+                "{method} {path}: the message names the problem: {message}"
+            );
+        }
+    }
+    // Nothing was written.
+    assert_eq!(all_leads(&ts, &key).await.len(), 1);
+    assert!(all_events(&ts, &key, "L1").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_that_is_not_an_object_is_400() {
+    let (ts, key) = start().await;
+    let targets = [
+        (Method::POST, "/v1/leads"),
+        (Method::PATCH, "/v1/leads/L1"),
+        (Method::POST, "/v1/leads/L1/events"),
+        (Method::POST, "/v1/leads/L1/messages"),
+        (Method::PUT, "/v1/calls/c1"),
+    ];
+    for (method, path) in targets {
+        for body in [json!([]), json!("x"), json!(42), json!(true)] {
+            let r = ts.send_json(method.clone(), &key, path, &body).await;
+            assert_error_status(&r, 400);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_over_one_mib_is_413() {
+    let (ts, key) = start().await;
+    let big = "x".repeat(1024 * 1024 + 16);
+    let body = serde_json::to_vec(&json!({"id": "big", "summary": big})).unwrap();
+    let r = ts
+        .request(
+            Method::POST,
+            "/v1/leads",
+            Some(&key),
+            Some("application/json"),
+            body,
+        )
+        .await;
+    assert_error_status(&r, 413);
+    let event = serde_json::to_vec(
+        &json!({"type": "CUSTOM", "data": {"blob": "y".repeat(2 * 1024 * 1024)}}),
+    )
+    .unwrap();
+    let r = ts
+        .request(
+            Method::POST,
+            "/v1/leads/L1/events",
+            Some(&key),
+            Some("application/json"),
+            event,
+        )
+        .await;
+    assert_error_status(&r, 413);
+    // Nothing was stored and the server still answers.
+    assert_error(
+        &ts.get(&key, "/v1/leads/big").await,
+        404,
+        "Resource not found: Lead with id big",
+    );
+    assert!(all_events(&ts, &key, "L1").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_under_the_limit_is_accepted() {
+    let (ts, key) = start().await;
+    let data = json!({"type": "CUSTOM", "id": "big", "data": {"blob": "y".repeat(512 * 1024)}});
+    let e = post_event(&ts, &key, "L1", &data).await;
+    assert_eq!(e["data"]["blob"].as_str().unwrap().len(), 512 * 1024);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_bodies_are_json() {
+    let (ts, key) = start().await;
+    for r in [
+        ts.get(&key, "/v1/nope").await,
+        ts.get(&key, "/v1/leads/zzz").await,
+        ts.get(&key, "/v1/leads").await,
+        ts.request(Method::GET, "/v1/leads/L1", None, None, Vec::new())
+            .await,
+        ts.get("bad-key", "/v1/leads/L1").await,
+    ] {
+        let ct = r
+            .headers
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default();
+        assert!(
+            ct.starts_with("application/json"),
+            "content-type {ct:?} for {}",
+            text(&r)
+        );
+        assert_error_status(&r, r.status);
+    }
+}
