@@ -163,21 +163,23 @@ impl TestServer {
     }
 }
 
-pub fn client_trusting(cert: &std::path::Path) -> HttpsClient {
+/// A rustls client configuration that trusts exactly the certificate at `cert`.
+pub fn tls_trusting(cert: &std::path::Path) -> rustls::ClientConfig {
     let pem = std::fs::read(cert).expect("certificate written by the server");
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
         roots.add(cert.expect("pem")).expect("root");
     }
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("tls versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("tls versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+pub fn client_trusting(cert: &std::path::Path) -> HttpsClient {
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
+        .with_tls_config(tls_trusting(cert))
         .https_only()
         .enable_http1()
         .enable_http2()

@@ -12,3 +12,4 @@ mod leads;
 mod listing;
 mod messages;
 mod sync;
+mod transport;
