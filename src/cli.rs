@@ -72,6 +72,21 @@ pub struct ServeArgs {
     /// Largest accepted JSON request body, in bytes [default: 1048576].
     #[arg(long, env = "ENGAGED_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// Delays before webhook retries, comma-separated [default: 5s,5m,30m,2h,5h,10h,10h].
+    #[arg(long, env = "ENGAGED_WEBHOOK_RETRY_SCHEDULE", value_delimiter = ',')]
+    pub webhook_retry_schedule: Option<Vec<String>>,
+    /// Time allowed for one webhook attempt [default: 15s].
+    #[arg(long, env = "ENGAGED_WEBHOOK_TIMEOUT")]
+    pub webhook_timeout: Option<String>,
+    /// Webhook attempts in flight at once to one endpoint [default: 8].
+    #[arg(long, env = "ENGAGED_WEBHOOK_MAX_IN_FLIGHT")]
+    pub webhook_max_in_flight: Option<usize>,
+    /// How long finished webhook deliveries are kept [default: 30d].
+    #[arg(long, env = "ENGAGED_WEBHOOK_RETENTION")]
+    pub webhook_retention: Option<String>,
+    /// Extra PEM CA certificates trusted for https webhook receivers.
+    #[arg(long, env = "ENGAGED_WEBHOOK_CA_FILE")]
+    pub webhook_ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -114,6 +129,11 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 tls_cert: args.tls_cert,
                 tls_key: args.tls_key,
                 max_body_bytes: args.max_body_bytes,
+                webhook_retry_schedule: args.webhook_retry_schedule,
+                webhook_timeout: args.webhook_timeout,
+                webhook_max_in_flight: args.webhook_max_in_flight,
+                webhook_retention: args.webhook_retention,
+                webhook_ca_file: args.webhook_ca_file,
             };
             let config = Config::resolve(file, over)?;
             let runtime = tokio::runtime::Builder::new_multi_thread()

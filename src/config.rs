@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -25,10 +26,95 @@ pub struct Config {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub max_body_bytes: usize,
+    pub webhooks: WebhookConfig,
+}
+
+/// How webhooks are delivered.
+#[derive(Debug, Clone)]
+pub struct WebhookConfig {
+    /// Delay before each retry after the first attempt; jittered by ±20 %.
+    pub retry_schedule: Vec<Duration>,
+    /// Time allowed for one attempt, connection to last body byte.
+    pub timeout: Duration,
+    /// Attempts in flight at once to one endpoint.
+    pub max_in_flight_per_endpoint: usize,
+    /// How long finished deliveries and their attempts are kept.
+    pub retention: Duration,
+    /// Extra PEM CA certificates trusted for https receivers, besides the webpki roots.
+    pub ca_file: Option<PathBuf>,
+}
+
+pub const DEFAULT_RETRY_SCHEDULE: [&str; 7] = ["5s", "5m", "30m", "2h", "5h", "10h", "10h"];
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        WebhookConfig {
+            retry_schedule: DEFAULT_RETRY_SCHEDULE
+                .iter()
+                .filter_map(|d| crate::duration::parse(d).ok())
+                .collect(),
+            timeout: Duration::from_secs(15),
+            max_in_flight_per_endpoint: 8,
+            retention: Duration::from_secs(30 * 86_400),
+            ca_file: None,
+        }
+    }
+}
+
+impl WebhookConfig {
+    fn resolve(file: &FileConfig, over: &Overrides) -> Result<WebhookConfig, String> {
+        let defaults = WebhookConfig::default();
+        let duration = |name: &str, value: Option<&String>, default: Duration| match value {
+            Some(text) => crate::duration::parse(text).map_err(|e| format!("{name}: {e}")),
+            None => Ok(default),
+        };
+        let schedule = match over
+            .webhook_retry_schedule
+            .as_ref()
+            .or(file.webhook_retry_schedule.as_ref())
+        {
+            Some(list) => list
+                .iter()
+                .map(|d| {
+                    crate::duration::parse(d).map_err(|e| format!("webhook_retry_schedule: {e}"))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            None => defaults.retry_schedule,
+        };
+        let max_in_flight = over
+            .webhook_max_in_flight
+            .or(file.webhook_max_in_flight)
+            .unwrap_or(defaults.max_in_flight_per_endpoint);
+        if max_in_flight == 0 {
+            return Err("webhook_max_in_flight must be positive".into());
+        }
+        Ok(WebhookConfig {
+            retry_schedule: schedule,
+            timeout: duration(
+                "webhook_timeout",
+                over.webhook_timeout
+                    .as_ref()
+                    .or(file.webhook_timeout.as_ref()),
+                defaults.timeout,
+            )?,
+            max_in_flight_per_endpoint: max_in_flight,
+            retention: duration(
+                "webhook_retention",
+                over.webhook_retention
+                    .as_ref()
+                    .or(file.webhook_retention.as_ref()),
+                defaults.retention,
+            )?,
+            ca_file: over
+                .webhook_ca_file
+                .clone()
+                .or(file.webhook_ca_file.clone()),
+        })
+    }
 }
 
 /// The TOML file's keys, all optional.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub listen: Option<String>,
@@ -37,18 +123,16 @@ pub struct FileConfig {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub max_body_bytes: Option<usize>,
+    pub webhook_retry_schedule: Option<Vec<String>>,
+    pub webhook_timeout: Option<String>,
+    pub webhook_max_in_flight: Option<usize>,
+    pub webhook_retention: Option<String>,
+    pub webhook_ca_file: Option<PathBuf>,
 }
 
-/// What flags and environment said (each `None` when neither did).
-#[derive(Debug, Default, Clone)]
-pub struct Overrides {
-    pub listen: Option<String>,
-    pub data_dir: Option<PathBuf>,
-    pub insecure_http: Option<bool>,
-    pub tls_cert: Option<PathBuf>,
-    pub tls_key: Option<PathBuf>,
-    pub max_body_bytes: Option<usize>,
-}
+/// What flags and environment said: the same keys as the file, each `None` when
+/// neither said anything.
+pub type Overrides = FileConfig;
 
 impl FileConfig {
     pub fn load(path: Option<&Path>) -> Result<FileConfig, String> {
@@ -63,6 +147,7 @@ impl FileConfig {
 
 impl Config {
     pub fn resolve(file: FileConfig, over: Overrides) -> Result<Config, String> {
+        let webhooks = WebhookConfig::resolve(&file, &over)?;
         let listen = over
             .listen
             .or(file.listen)
@@ -83,6 +168,7 @@ impl Config {
                 .max_body_bytes
                 .or(file.max_body_bytes)
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
+            webhooks,
         };
         if config.tls_cert.is_some() != config.tls_key.is_some() {
             return Err("tls_cert and tls_key must be given together".into());
@@ -102,6 +188,7 @@ impl Config {
             tls_cert: None,
             tls_key: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            webhooks: WebhookConfig::default(),
         }
     }
 

@@ -9,6 +9,7 @@ pub mod request;
 pub mod response;
 pub mod router;
 pub mod views;
+mod webhooks;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -125,6 +126,14 @@ async fn dispatch(state: &AppState, req: Request<Incoming>) -> Result<Response<B
             };
             Ok(reply(status, &views::call(&call)))
         }
+        Route::CreateWebhook => {
+            let body = json_object(&read_body(body, state.max_body_bytes).await?)?;
+            webhooks::create(store, caller, body).await
+        }
+        Route::ListWebhooks => webhooks::list(store, &caller),
+        Route::DeleteWebhook(id) => webhooks::delete(store, caller, id).await,
+        Route::ListDeliveries(id) => webhooks::deliveries(store, &caller, id, &query),
+        Route::RetryDelivery(id, delivery) => webhooks::retry(store, caller, id, delivery).await,
     }
 }
 

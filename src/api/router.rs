@@ -23,6 +23,11 @@ pub enum Route<'a> {
     PostMessage(&'a str),
     GetCall(&'a str),
     PutCall(&'a str),
+    CreateWebhook,
+    ListWebhooks,
+    DeleteWebhook(&'a str),
+    ListDeliveries(&'a str),
+    RetryDelivery(&'a str, &'a str),
 }
 
 impl Route<'_> {
@@ -41,6 +46,11 @@ impl Route<'_> {
             | Route::PostEvent(_)
             | Route::PostMessage(_)
             | Route::PutCall(_) => Some(Scope::Write),
+            Route::CreateWebhook
+            | Route::ListWebhooks
+            | Route::DeleteWebhook(_)
+            | Route::ListDeliveries(_)
+            | Route::RetryDelivery(_, _) => Some(Scope::Admin),
         }
     }
 
@@ -59,6 +69,11 @@ impl Route<'_> {
             Route::PostMessage(_) => "post_message",
             Route::GetCall(_) => "get_call",
             Route::PutCall(_) => "put_call",
+            Route::CreateWebhook => "create_webhook",
+            Route::ListWebhooks => "list_webhooks",
+            Route::DeleteWebhook(_) => "delete_webhook",
+            Route::ListDeliveries(_) => "list_deliveries",
+            Route::RetryDelivery(_, _) => "retry_delivery",
         }
     }
 }
@@ -106,6 +121,24 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 _ => return Err(Error::MethodNotAllowed),
             }
         }
+        ["v1", "webhooks"] => match m {
+            Method::GET => Route::ListWebhooks,
+            Method::POST => Route::CreateWebhook,
+            _ => return Err(Error::MethodNotAllowed),
+        },
+        ["v1", "webhooks", _] => only(
+            m,
+            Method::DELETE,
+            Route::DeleteWebhook(segments[2].as_str()),
+        )?,
+        ["v1", "webhooks", _, "deliveries"] => {
+            only(m, Method::GET, Route::ListDeliveries(segments[2].as_str()))?
+        }
+        ["v1", "webhooks", _, "deliveries", _, "retry"] => only(
+            m,
+            Method::POST,
+            Route::RetryDelivery(segments[2].as_str(), segments[4].as_str()),
+        )?,
         _ => return Err(Error::NotFound("Not found".into())),
     };
     Ok(route)

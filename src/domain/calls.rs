@@ -9,8 +9,9 @@ use serde_json::{json, Map, Value};
 
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
-use crate::store::records::{CallDetails, CallRecord};
+use crate::store::records::{CallDetails, CallRecord, LeadRecord, TransferStatus};
 use crate::store::WriteTx;
+use crate::webhooks;
 
 pub const CALL: &str = "CALL";
 
@@ -66,12 +67,14 @@ pub fn put(
         None => None,
     };
     let now = tx.tick();
-    let call = CallRecord {
+    let mut call = CallRecord {
         id: call_id.to_string(),
         created_at: existing.as_ref().map_or(now, |c| c.created_at),
         updated_at: now,
         details,
+        notified: existing.as_ref().map(|c| c.notified).unwrap_or_default(),
     };
+    notify(tx, org, &mut call, lead.as_ref())?;
     tx.put_call(org, &call)?;
     if let Some(lead) = lead {
         let d = &call.details;
@@ -157,19 +160,146 @@ fn validate(before: &CallDetails, after: &CallDetails, creating: bool) -> Result
 /// The `data` of a call's `CALL` event.
 pub fn call_event_data(call: &CallRecord) -> Value {
     let d = &call.details;
-    let mut data = json!({
+    let base = json!({
         "direction": d.direction,
         "callStatus": d.call_status,
         "durationSeconds": d.duration_seconds.unwrap_or(0),
     });
-    for (name, value) in [
-        ("isTransfer", json!(d.is_transfer)),
-        ("midCallTransfer", json!(d.mid_call_transfer)),
-        ("transferStatus", json!(d.transfer_status)),
-    ] {
+    with_known(
+        base,
+        [
+            ("isTransfer", json!(d.is_transfer)),
+            ("midCallTransfer", json!(d.mid_call_transfer)),
+            ("transferStatus", json!(d.transfer_status)),
+        ],
+    )
+}
+
+/// Statuses of a call still under way; every other status is terminal.
+const ONGOING: [&str; 5] = ["QUEUED", "INITIATED", "RINGING", "IN_PROGRESS", "RUNNING"];
+
+pub fn is_terminal(status: &str) -> bool {
+    !ONGOING.contains(&status.to_ascii_uppercase().as_str())
+}
+
+/// Queues the once-only call webhooks whose moment has come, in the call's own
+/// transaction, and remembers on the call that they were sent.
+fn notify(
+    tx: &mut WriteTx,
+    org: &str,
+    call: &mut CallRecord,
+    lead: Option<&LeadRecord>,
+) -> Result<()> {
+    let d = &call.details;
+    let terminal = d.call_status.as_deref().is_some_and(is_terminal);
+    if terminal && !call.notified.completed {
+        call.notified.completed = true;
+        webhooks::emit(tx, org, webhooks::CALL_COMPLETED, completed_data(call))?;
+    }
+    let d = &call.details;
+    if let (true, false, Some(lead)) = (terminal, call.notified.dispositioned, lead) {
+        if d.disposition_id.is_some() {
+            call.notified.dispositioned = true;
+            webhooks::emit(
+                tx,
+                org,
+                webhooks::CALL_DISPOSITIONED,
+                dispositioned_data(call, lead),
+            )?;
+        }
+    }
+    let d = &call.details;
+    if let (Some(status), false) = (d.transfer_status, call.notified.transfer) {
+        call.notified.transfer = true;
+        let event = match status {
+            TransferStatus::Connected => webhooks::CALL_TRANSFER_CONNECTED,
+            TransferStatus::Failed => webhooks::CALL_TRANSFER_FAILED,
+        };
+        webhooks::emit(tx, org, event, transfer_data(call))?;
+    }
+    Ok(())
+}
+
+/// Adds the fields of `pairs` whose value is known: optional fields are omitted, never
+/// null.
+fn with_known<'a>(mut data: Value, pairs: impl IntoIterator<Item = (&'a str, Value)>) -> Value {
+    for (name, value) in pairs {
         if !value.is_null() {
             data[name] = value;
         }
     }
     data
+}
+
+fn completed_data(call: &CallRecord) -> Value {
+    let d = &call.details;
+    let base = json!({
+        "callId": call.id,
+        "direction": d.direction,
+        "callStatus": d.call_status,
+        "durationSeconds": d.duration_seconds.unwrap_or(0),
+    });
+    with_known(
+        base,
+        [
+            ("leadId", json!(d.lead_id)),
+            ("sessionId", json!(d.session_id)),
+            ("summary", json!(d.summary)),
+            ("isTransfer", json!(d.is_transfer)),
+            ("midCallTransfer", json!(d.mid_call_transfer)),
+            ("transferStatus", json!(d.transfer_status)),
+        ],
+    )
+}
+
+/// Exactly the fields the interface lists for `call.dispositioned`.
+fn dispositioned_data(call: &CallRecord, lead: &LeadRecord) -> Value {
+    let d = &call.details;
+    let base = json!({
+        "leadId": lead.id,
+        "phone": lead.phone,
+        "profile": lead.customer_profile,
+        "callId": call.id,
+        "durationSeconds": d.duration_seconds.unwrap_or(0),
+        "direction": d.direction,
+        "dispositionId": d.disposition_id,
+    });
+    let text = |s: &str| if s.is_empty() { Value::Null } else { json!(s) };
+    with_known(
+        base,
+        [
+            ("externalLeadId", text(&lead.external_lead_id)),
+            ("secondary_crm_leadId", text(&lead.secondary_crm_lead_id)),
+            ("summary", json!(d.summary)),
+            ("midCallTransfer", json!(d.mid_call_transfer)),
+            ("isTransfer", json!(d.is_transfer)),
+            ("dispositionName", json!(d.disposition_name)),
+            (
+                "dispositionClassifiedAt",
+                json!(d.disposition_classified_at),
+            ),
+        ],
+    )
+}
+
+fn transfer_data(call: &CallRecord) -> Value {
+    let d = &call.details;
+    let base = json!({"callId": call.id, "transferStatus": d.transfer_status});
+    with_known(
+        base,
+        [
+            ("leadId", json!(d.lead_id)),
+            ("sessionId", json!(d.session_id)),
+            ("transferFailureCode", json!(d.transfer_failure_code)),
+            ("transferNumber", json!(d.transfer_number)),
+            (
+                "transferWaitDurationSeconds",
+                json!(d.transfer_wait_duration_seconds),
+            ),
+            (
+                "midCallTransferDuration",
+                json!(d.mid_call_transfer_duration),
+            ),
+        ],
+    )
 }

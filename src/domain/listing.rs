@@ -145,7 +145,7 @@ pub fn messages(
 
 /// Takes up to `limit` rows that pass `wanted` from `scan`, and notes (with a
 /// placeholder token the caller replaces) whether one more exists.
-fn collect<T>(
+pub fn collect<T>(
     limit: usize,
     scan: impl FnOnce(&mut dyn FnMut(T) -> Result<Flow>) -> Result<()>,
     wanted: impl Fn(&T) -> bool,

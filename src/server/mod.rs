@@ -39,6 +39,7 @@ pub struct Server {
     stop: watch::Sender<bool>,
     accept_loop: JoinHandle<()>,
     admin_loop: JoinHandle<()>,
+    dispatcher: JoinHandle<()>,
     socket_path: PathBuf,
 }
 
@@ -75,6 +76,9 @@ impl Server {
             max_body_bytes: config.max_body_bytes,
         });
         let (stop, stopped) = watch::channel(false);
+        let dispatcher =
+            crate::webhooks::dispatcher::Dispatcher::new(store.clone(), config.webhooks.clone())?;
+        let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
         let accept_loop = tokio::spawn(accept_loop(listener, tls, state, stopped));
         let admin_loop = tokio::spawn(admin_socket::serve(admin_listener, store.clone()));
         let scheme = if config.insecure_http {
@@ -89,6 +93,7 @@ impl Server {
             stop,
             accept_loop,
             admin_loop,
+            dispatcher,
             socket_path,
         })
     }
@@ -105,6 +110,8 @@ impl Server {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = self.accept_loop.await;
+        // Requests are done; attempts in flight get a short grace, the rest stays queued.
+        let _ = self.dispatcher.await;
         self.admin_loop.abort();
         let _ = std::fs::remove_file(&self.socket_path);
         let store = self.store.clone();

@@ -9,6 +9,7 @@ pub mod codec;
 mod read;
 pub mod records;
 pub mod tables;
+mod webhooks;
 mod write;
 mod writer;
 
@@ -59,6 +60,7 @@ pub struct Store {
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     stats: Arc<WriterStats>,
     cursor_key: CursorKey,
+    outbox_wake: Arc<tokio::sync::Notify>,
 }
 
 impl Store {
@@ -72,13 +74,15 @@ impl Store {
         let (clock, secret) = initialize(&db)?;
         let db = Arc::new(db);
         let stats = Arc::new(WriterStats::default());
-        let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone())?;
+        let outbox_wake = Arc::new(tokio::sync::Notify::new());
+        let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone(), outbox_wake.clone())?;
         Ok(Store {
             db,
             jobs: Mutex::new(Some(jobs)),
             writer: Mutex::new(Some(handle)),
             stats,
             cursor_key: CursorKey::new(secret),
+            outbox_wake,
         })
     }
 
@@ -145,6 +149,11 @@ impl Store {
 
     pub fn cursor_key(&self) -> &CursorKey {
         &self.cursor_key
+    }
+
+    /// Notified after every commit that queued a webhook delivery.
+    pub fn outbox_wake(&self) -> Arc<tokio::sync::Notify> {
+        self.outbox_wake.clone()
     }
 }
 
@@ -218,6 +227,10 @@ fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
     touch(txn, MESSAGES_BY_CREATED)?;
     touch(txn, CALLS)?;
     touch(txn, DNC)?;
+    touch(txn, WEBHOOK_ENDPOINTS)?;
+    touch(txn, DELIVERIES)?;
+    touch(txn, DELIVERIES_BY_ENDPOINT)?;
+    touch(txn, OUTBOX)?;
     Ok(())
 }
 

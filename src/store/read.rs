@@ -39,7 +39,7 @@ pub struct EventRow {
 }
 
 pub struct ReadTx {
-    txn: ReadTransaction,
+    pub(super) txn: ReadTransaction,
 }
 
 impl ReadTx {

@@ -276,6 +276,15 @@ pub struct CallRecord {
     pub created_at: Micros,
     pub updated_at: Micros,
     pub details: CallDetails,
+    pub notified: CallNotified,
+}
+
+/// Which once-only webhooks a call has already caused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CallNotified {
+    pub completed: bool,
+    pub dispositioned: bool,
+    pub transfer: bool,
 }
 
 #[cfg(test)]
@@ -309,6 +318,7 @@ mod tests {
             created_at: 1,
             updated_at: 2,
             details,
+            notified: CallNotified::default(),
         };
         let back: CallRecord = codec::decode(&codec::encode(&record).unwrap()).unwrap();
         assert_eq!(back, record);
@@ -323,4 +333,53 @@ mod tests {
         assert!(serde_json::from_str::<CallDetails>(r#"{"direction": "SIDEWAYS"}"#).is_err());
         assert!(serde_json::from_str::<CallDetails>(r#"{"durationSeconds": -1}"#).is_err());
     }
+}
+
+/// A registered webhook receiver. `events` empty means every event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndpointRecord {
+    pub id: String,
+    pub org_id: String,
+    pub url: String,
+    pub events: Vec<String>,
+    /// `whsec_` + base64 of 32 random bytes.
+    pub secret: String,
+    pub created_at: Micros,
+    pub disabled_at: Option<Micros>,
+    pub disabled_reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeliveryState {
+    Pending,
+    Delivered,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub at: Micros,
+    /// The receiver's HTTP status, if it answered.
+    pub status: Option<u16>,
+    /// Why there was no usable answer (timeout, connection refused, ...), else empty.
+    pub error: String,
+    pub latency_micros: i64,
+}
+
+/// One event for one endpoint. Its id is the `webhook-id` of every attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeliveryRecord {
+    pub id: String,
+    pub org_id: String,
+    pub endpoint_id: String,
+    pub event: String,
+    pub data: JsonBlob,
+    pub created_at: Micros,
+    pub state: DeliveryState,
+    pub attempts: Vec<AttemptRecord>,
+    /// Attempts since the delivery was (re)queued; drives the retry schedule.
+    pub cycle_attempts: u32,
+    /// When the outbox row is due; `None` once delivered or failed.
+    pub next_attempt_at: Option<Micros>,
 }

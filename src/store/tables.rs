@@ -50,3 +50,16 @@ pub const CALLS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("ca
 
 /// (org, E.164 phone) → time added: the Do Not Contact list.
 pub const DNC: TableDefinition<(&str, &str), i64> = TableDefinition::new("dnc");
+
+/// (org, endpoint id) → `EndpointRecord`: registered webhook receivers.
+pub const WEBHOOK_ENDPOINTS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("webhook_endpoints");
+/// delivery id → `DeliveryRecord`: one event for one endpoint, with its attempts.
+pub const DELIVERIES: TableDefinition<&str, &[u8]> = TableDefinition::new("deliveries");
+/// (endpoint id, createdAt, delivery id) → (): an endpoint's deliveries, oldest first.
+pub const DELIVERIES_BY_ENDPOINT: TableDefinition<(&str, i64, &str), ()> =
+    TableDefinition::new("deliveries_by_endpoint");
+/// (endpoint id, due time, delivery id) → (): the outbox, what is still to be sent,
+/// per endpoint in due order. Written in the same transaction as the change that
+/// causes the webhook.
+pub const OUTBOX: TableDefinition<(&str, i64, &str), ()> = TableDefinition::new("outbox");

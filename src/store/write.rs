@@ -22,9 +22,11 @@ pub struct EventKey<'a> {
 }
 
 pub struct WriteTx {
-    txn: WriteTransaction,
+    pub(super) txn: WriteTransaction,
     clock: Micros,
     clock_moved: bool,
+    /// Set when the transaction queued a webhook delivery, to wake the dispatcher.
+    pub(super) outbox_added: bool,
 }
 
 impl WriteTx {
@@ -33,6 +35,7 @@ impl WriteTx {
             txn,
             clock,
             clock_moved: false,
+            outbox_added: false,
         }
     }
 

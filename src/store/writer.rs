@@ -18,6 +18,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use redb::{Database, Durability};
+use tokio::sync::Notify;
 
 use super::write::WriteTx;
 use crate::error::{Error, Result};
@@ -52,15 +53,22 @@ pub(crate) fn spawn(
     db: Arc<Database>,
     clock: i64,
     stats: Arc<WriterStats>,
+    outbox_wake: Arc<Notify>,
 ) -> Result<(mpsc::Sender<Job>, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Job>();
     let handle = std::thread::Builder::new()
         .name("engaged-writer".into())
-        .spawn(move || run(&db, clock, &rx, &stats))?;
+        .spawn(move || run(&db, clock, &rx, &stats, &outbox_wake))?;
     Ok((tx, handle))
 }
 
-fn run(db: &Database, mut clock: i64, rx: &mpsc::Receiver<Job>, stats: &WriterStats) {
+fn run(
+    db: &Database,
+    mut clock: i64,
+    rx: &mpsc::Receiver<Job>,
+    stats: &WriterStats,
+    outbox_wake: &Notify,
+) {
     // Ends when every sender is gone: the store was dropped and nothing is queued.
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -71,7 +79,7 @@ fn run(db: &Database, mut clock: i64, rx: &mpsc::Receiver<Job>, stats: &WriterSt
             }
         }
         let size = batch.len() as u64;
-        clock = commit_batch(db, clock, batch);
+        clock = commit_batch(db, clock, batch, outbox_wake);
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.jobs.fetch_add(size, Ordering::Relaxed);
         stats.largest_batch.fetch_max(size, Ordering::Relaxed);
@@ -80,7 +88,7 @@ fn run(db: &Database, mut clock: i64, rx: &mpsc::Receiver<Job>, stats: &WriterSt
 
 /// Runs `batch` in one transaction and answers every job; returns the clock to go on
 /// from (never lower than before, committed or not).
-fn commit_batch(db: &Database, clock: i64, batch: Vec<Job>) -> i64 {
+fn commit_batch(db: &Database, clock: i64, batch: Vec<Job>, outbox_wake: &Notify) -> i64 {
     let mut completions: Vec<Completion> = Vec::with_capacity(batch.len());
     let mut tx = match begin(db, clock) {
         Ok(tx) => tx,
@@ -112,6 +120,7 @@ fn commit_batch(db: &Database, clock: i64, batch: Vec<Job>) -> i64 {
         }
     }
     let next_clock = tx.clock().max(clock);
+    let outbox_added = tx.outbox_added;
     let outcome = if poisoned {
         Err(Error::Internal("write batch aborted".into()))
     } else {
@@ -120,6 +129,10 @@ fn commit_batch(db: &Database, clock: i64, batch: Vec<Job>) -> i64 {
     };
     if let Err(e) = &outcome {
         tracing::error!(error = %e, "write batch not committed");
+    }
+    if outcome.is_ok() && outbox_added {
+        // The dispatcher may only see the new rows once they are committed.
+        outbox_wake.notify_one();
     }
     let failure = outcome.err();
     for completion in completions {

@@ -46,11 +46,16 @@ pub struct TestServer {
 
 impl TestServer {
     pub async fn start() -> TestServer {
+        TestServer::start_with(|_| {}).await
+    }
+
+    /// Starts a server whose configuration `adjust` may change first.
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let data_dir = dir.path().to_path_buf();
-        let server = Server::start(Config::for_tests(data_dir.clone()))
-            .await
-            .expect("server starts");
+        let mut config = Config::for_tests(data_dir.clone());
+        adjust(&mut config);
+        let server = Server::start(config).await.expect("server starts");
         let base = format!("https://localhost:{}", server.local_addr().port());
         let client = client_trusting(&data_dir.join("tls/cert.pem"));
         TestServer {

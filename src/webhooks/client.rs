@@ -1,0 +1,181 @@
+//! The HTTP client that delivers webhooks to http and https receivers.
+//!
+//! hyper-util's pooled client over rustls, trusting the webpki roots plus an optional
+//! extra CA file (receivers with a private CA). One attempt is one POST bounded by a
+//! timeout that covers connecting, sending and reading the (discarded) answer.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use hyper::Request;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+/// What the receiver made of one attempt.
+#[derive(Debug, Clone)]
+pub struct AttemptOutcome {
+    pub status: Option<u16>,
+    pub error: String,
+    pub retry_after: Option<Duration>,
+    pub latency: Duration,
+}
+
+#[derive(Clone)]
+pub struct WebhookClient {
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    timeout: Duration,
+}
+
+/// Receivers' answers are not read beyond this.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+impl WebhookClient {
+    pub fn new(
+        timeout: Duration,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<WebhookClient, String> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(path) = ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| format!("webhook_ca_file {}: {e}", path.display()))?;
+            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+                let cert = cert.map_err(|e| format!("webhook_ca_file {}: {e}", path.display()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("webhook_ca_file {}: {e}", path.display()))?;
+            }
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("tls: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(timeout));
+        http.set_nodelay(true);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .enable_http2()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        Ok(WebhookClient { client, timeout })
+    }
+
+    /// POSTs `body` to `url` with `headers`; never fails, the outcome says what happened.
+    pub async fn post(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Vec<u8>,
+    ) -> AttemptOutcome {
+        let started = Instant::now();
+        let result = tokio::time::timeout(self.timeout, self.send(url, headers, body)).await;
+        let latency = started.elapsed();
+        match result {
+            Ok(Ok((status, retry_after))) => AttemptOutcome {
+                status: Some(status),
+                error: String::new(),
+                retry_after,
+                latency,
+            },
+            Ok(Err(error)) => AttemptOutcome {
+                status: None,
+                error,
+                retry_after: None,
+                latency,
+            },
+            Err(_) => AttemptOutcome {
+                status: None,
+                error: format!("timed out after {} ms", self.timeout.as_millis()),
+                retry_after: None,
+                latency,
+            },
+        }
+    }
+
+    async fn send(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Vec<u8>,
+    ) -> Result<(u16, Option<Duration>), String> {
+        let mut request = Request::post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(
+                USER_AGENT,
+                concat!("engaged-webhooks/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| format!("bad request: {e}"))?;
+        for (name, value) in headers {
+            let value =
+                HeaderValue::from_str(value).map_err(|e| format!("bad header {name}: {e}"))?;
+            request.headers_mut().insert(*name, value);
+        }
+        let response = self
+            .client
+            .request(request)
+            .await
+            .map_err(|e| describe(&e))?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        // Drain a bounded part of the answer so the connection can be reused.
+        let _ = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+            .collect()
+            .await;
+        Ok((status, retry_after))
+    }
+}
+
+fn describe(e: &hyper_util::client::legacy::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// `Retry-After` as delay-seconds or an HTTP date.
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let delta = when.timestamp() - chrono::Utc::now().timestamp();
+    Some(Duration::from_secs(delta.max(0) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_and_dates() {
+        assert_eq!(parse_retry_after("120"), Some(Duration::from_secs(120)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+}
