@@ -102,7 +102,7 @@ impl Server {
         self.local_addr
     }
 
-    pub fn store(&self) -> &Store {
+    pub fn store(&self) -> &Arc<Store> {
         &self.store
     }
 

@@ -35,7 +35,16 @@ const PRUNE_BATCH: usize = 1000;
 /// `Retry-After` is honoured up to this long.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
 
-type InFlight = Arc<Mutex<HashMap<String, HashSet<String>>>>;
+/// Per endpoint: the deliveries leased to an attempt whose result is not yet
+/// committed (never started again meanwhile), and how many of them are still talking to
+/// the receiver (what the concurrency cap counts).
+#[derive(Default)]
+struct EndpointSlots {
+    leased: HashSet<String>,
+    sending: usize,
+}
+
+type InFlight = Arc<Mutex<HashMap<String, EndpointSlots>>>;
 
 pub struct Dispatcher {
     store: Arc<Store>,
@@ -105,15 +114,15 @@ impl Dispatcher {
             if endpoint.disabled_at.is_some() {
                 continue;
             }
-            let flying = self.flying(&endpoint.id);
+            let (leased, sending) = self.slots(&endpoint.id);
             let free = self
                 .config
                 .max_in_flight_per_endpoint
-                .saturating_sub(flying.len());
+                .saturating_sub(sending);
             if free == 0 {
                 continue;
             }
-            let batch = read.due_deliveries(&endpoint.id, now, &flying, free)?;
+            let batch = read.due_deliveries(&endpoint.id, now, &leased, free)?;
             if let Some(due) = batch.next_due {
                 next_due = Some(next_due.map_or(due, |n| n.min(due)));
             }
@@ -134,18 +143,21 @@ impl Dispatcher {
         Ok(next_due)
     }
 
-    fn flying(&self, endpoint: &str) -> HashSet<String> {
+    fn slots(&self, endpoint: &str) -> (HashSet<String>, usize) {
         match self.in_flight.lock() {
-            Ok(map) => map.get(endpoint).cloned().unwrap_or_default(),
-            Err(_) => HashSet::new(),
+            Ok(map) => map
+                .get(endpoint)
+                .map(|e| (e.leased.clone(), e.sending))
+                .unwrap_or_default(),
+            Err(_) => (HashSet::new(), usize::MAX),
         }
     }
 
     fn lease(&self, endpoint: &str, delivery: &str) {
         if let Ok(mut map) = self.in_flight.lock() {
-            map.entry(endpoint.to_string())
-                .or_default()
-                .insert(delivery.to_string());
+            let slots = map.entry(endpoint.to_string()).or_default();
+            slots.leased.insert(delivery.to_string());
+            slots.sending += 1;
         }
     }
 
@@ -191,6 +203,9 @@ impl Attempt {
     async fn run(self) {
         let started_at = now_micros();
         let outcome = self.send(started_at).await;
+        // The receiver is done with us: its slot is free while the result commits.
+        self.update_slots(|slots| slots.sending = slots.sending.saturating_sub(1));
+        self.store.outbox_wake().notify_one();
         let (endpoint, delivery_id) = (self.endpoint.clone(), self.delivery.id.clone());
         let schedule = self.schedule.clone();
         let recorded = self
@@ -202,13 +217,19 @@ impl Attempt {
         if let Err(e) = recorded {
             tracing::error!(error = %e.to_string_for_logs(), delivery = %self.delivery.id, "cannot record a webhook attempt");
         }
+        // Recorded (or not): the delivery may be picked up again when due.
+        self.update_slots(|slots| {
+            slots.leased.remove(&self.delivery.id);
+        });
+        self.store.outbox_wake().notify_one();
+    }
+
+    fn update_slots(&self, change: impl FnOnce(&mut EndpointSlots)) {
         if let Ok(mut map) = self.in_flight.lock() {
-            if let Some(set) = map.get_mut(&self.endpoint.id) {
-                set.remove(&self.delivery.id);
+            if let Some(slots) = map.get_mut(&self.endpoint.id) {
+                change(slots);
             }
         }
-        // A slot is free: the dispatcher may start the endpoint's next delivery.
-        self.store.outbox_wake().notify_one();
     }
 
     async fn send(&self, now: Micros) -> AttemptOutcome {

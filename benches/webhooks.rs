@@ -1,0 +1,228 @@
+//! Webhook delivery measured end to end: deliveries per second to a loopback receiver,
+//! and commit-to-delivery latency (p50, p99).
+//!
+//! `cargo bench --bench webhooks` (not criterion: it prints one measured run). The
+//! server runs in-process with its real dispatcher and HTTP client; the receiver is a
+//! minimal hyper server on 127.0.0.1 answering 204.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Map, Value};
+
+use engaged::admin::{self, AdminRequest};
+use engaged::config::Config;
+use engaged::domain::{auth, calls, leads};
+use engaged::server::Server;
+use engaged::store::records::Scope;
+
+type Arrivals = Arc<Mutex<HashMap<String, Instant>>>;
+
+fn object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// A receiver that notes when each call id arrived.
+async fn receiver(arrivals: Arrivals) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let arrivals = arrivals.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let arrivals = arrivals.clone();
+                    async move {
+                        let body = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
+                        let now = Instant::now();
+                        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                            if let Some(id) = v["data"]["callId"].as_str() {
+                                if let Ok(mut map) = arrivals.lock() {
+                                    map.entry(id.to_string()).or_insert(now);
+                                }
+                            }
+                        }
+                        let mut resp = Response::new(Full::new(Bytes::new()));
+                        *resp.status_mut() = hyper::StatusCode::NO_CONTENT;
+                        Ok::<_, Infallible>(resp)
+                    }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}/hook")
+}
+
+async fn wait_for(arrivals: &Arrivals, n: usize, limit: Duration) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if arrivals.lock().map(|m| m.len()).unwrap_or(0) >= n {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    false
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` would pass nothing useful.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(run());
+}
+
+async fn run() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(Config::for_tests(dir.path().to_path_buf()))
+        .await
+        .expect("server");
+    let store = server.store();
+    admin::run(
+        store,
+        AdminRequest::OrgCreate {
+            name: "bench".into(),
+        },
+    )
+    .await
+    .expect("org");
+    let created = admin::run(
+        store,
+        AdminRequest::KeyCreate {
+            org: "bench".into(),
+            scope: "admin".into(),
+            name: None,
+        },
+    )
+    .await
+    .expect("key");
+    let key = created["key"].as_str().expect("key").to_string();
+    let caller = auth::authenticate(store, Some(&key), Scope::Admin).expect("caller");
+    let arrivals: Arrivals = Arc::default();
+    let url = receiver(arrivals.clone()).await;
+    let c = caller.clone();
+    store
+        .write(move |tx| {
+            engaged::webhooks::create_endpoint(
+                tx,
+                &c,
+                object(json!({"url": url, "events": ["call.completed"]})),
+            )?;
+            leads::create(tx, &c, object(json!({"id": "lead-1"})))
+        })
+        .await
+        .expect("setup");
+
+    // Latency: one call completion at a time; from the acknowledged (committed) write to
+    // the receiver's arrival.
+    let n_latency = 300;
+    let mut latencies = Vec::with_capacity(n_latency);
+    for i in 0..n_latency {
+        let c = caller.clone();
+        let id = format!("lat-{i}");
+        let call_id = id.clone();
+        store
+            .write(move |tx| {
+                let body = object(
+                    json!({"leadId": "lead-1", "direction": "OUTBOUND", "callStatus": "COMPLETE"}),
+                );
+                calls::put(tx, &c, &call_id, body)
+            })
+            .await
+            .expect("call");
+        let acked = Instant::now();
+        if !wait_for(&arrivals, i + 1, Duration::from_secs(10)).await {
+            eprintln!("delivery {i} did not arrive");
+            return;
+        }
+        let arrived = arrivals
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&id).copied())
+            .unwrap_or(acked);
+        latencies.push(arrived.saturating_duration_since(acked));
+    }
+    latencies.sort();
+
+    // Throughput: 64 writers queue completions as fast as the writer takes them; the
+    // clock runs from the first write to the last arrival.
+    let n_throughput = 10_000;
+    let before = arrivals.lock().map(|m| m.len()).unwrap_or(0);
+    let started = Instant::now();
+    let mut writers = Vec::new();
+    for w in 0..64 {
+        let c = caller.clone();
+        let s = server.store().clone();
+        writers.push(tokio::spawn(async move {
+            for i in (w..n_throughput).step_by(64) {
+                let c = c.clone();
+                let call_id = format!("tp-{i}");
+                s.write(move |tx| {
+                    let body = object(json!({"leadId": "lead-1", "direction": "INBOUND", "callStatus": "COMPLETE"}));
+                    calls::put(tx, &c, &call_id, body)
+                })
+                .await
+                .expect("call");
+            }
+        }));
+    }
+    for w in writers {
+        w.await.expect("writer");
+    }
+    let written = started.elapsed();
+    let all_arrived = wait_for(&arrivals, before + n_throughput, Duration::from_secs(120)).await;
+    let elapsed = started.elapsed();
+    let stats = server.store().writer_stats();
+    println!(
+        "webhooks, one run on this machine ({} cores):",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "  commit-to-delivery latency over {n_latency} sequential deliveries: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        percentile(&latencies, 1.0).as_secs_f64() * 1e3,
+    );
+    println!(
+        "  throughput: {n_throughput} deliveries from 64 concurrent writers: {} in {:.2} s = {:.0} deliveries/s (writes took {:.2} s)",
+        if all_arrived { "all arrived" } else { "NOT all arrived" },
+        elapsed.as_secs_f64(),
+        n_throughput as f64 / elapsed.as_secs_f64(),
+        written.as_secs_f64(),
+    );
+    println!(
+        "  writer: {:.1} jobs per commit on average",
+        stats.mean_batch()
+    );
+    server.shutdown().await;
+}
