@@ -5,6 +5,7 @@
 //! function, and renders the result (`views`, `response`). Every error becomes a
 //! `{"message"}` body through `error::Error`.
 
+mod ops;
 pub mod request;
 pub mod response;
 pub mod router;
@@ -15,12 +16,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hyper::body::Incoming;
+use hyper::header::HeaderValue;
 use hyper::{Request, Response, StatusCode};
 use serde_json::json;
+use tracing::Instrument;
 
 use crate::domain::listing::{self, EventQuery, LeadQuery};
 use crate::domain::{auth, calls, events, leads, messages, Caller};
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 use crate::store::Store;
 use request::{json_object, read_body, Query};
 use response::{json as reply, Body};
@@ -31,6 +35,7 @@ use views::{EventView, LeadView, MessageView};
 pub struct AppState {
     pub store: Arc<Store>,
     pub max_body_bytes: usize,
+    pub metrics: Arc<Metrics>,
 }
 
 pub async fn handle(
@@ -38,29 +43,63 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, std::convert::Infallible> {
     let started = Instant::now();
+    let request_id = request_id(&req);
+    let span = tracing::info_span!("request", id = %request_id);
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let response = match dispatch(&state, req).await {
-        Ok(response) => response,
-        Err(e) => response::error(&e),
-    };
-    tracing::debug!(%method, %path, status = response.status().as_u16(), micros = started.elapsed().as_micros() as u64, "request");
+    let mut route_name = "unmatched";
+    let result = dispatch(&state, req, &mut route_name)
+        .instrument(span.clone())
+        .await;
+    let mut response = result.unwrap_or_else(|e| span.in_scope(|| response::error(&e)));
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", value);
+    }
+    let status = response.status().as_u16();
+    state.metrics.record(route_name, status, started.elapsed());
+    span.in_scope(|| {
+        tracing::debug!(%method, %path, status, micros = started.elapsed().as_micros() as u64, "request")
+    });
     Ok(response)
 }
 
-async fn dispatch(state: &AppState, req: Request<Incoming>) -> Result<Response<Body>> {
+/// The caller's `x-request-id` when it is a sane token, else a new one.
+fn request_id(req: &Request<Incoming>) -> String {
+    let given = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok());
+    match given {
+        Some(id) if crate::ids::is_valid_client_id(id) && id.len() <= 64 => id.to_string(),
+        _ => crate::ids::generate("req"),
+    }
+}
+
+async fn dispatch(
+    state: &AppState,
+    req: Request<Incoming>,
+    route_name: &mut &'static str,
+) -> Result<Response<Body>> {
     let (parts, body) = req.into_parts();
     let segments = router::segments(parts.uri.path())?;
     let route = router::route(&parts.method, &segments)?;
-    let Some(scope) = route.scope() else {
-        return Ok(reply(StatusCode::OK, &json!({"status": "ok"})));
-    };
+    *route_name = route.name();
+    // Routes open without a key.
+    match route {
+        Route::Healthz => return Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
+        Route::Readyz => return ops::readyz(&state.store),
+        _ => {}
+    }
+    let scope = route
+        .scope()
+        .ok_or_else(|| Error::Internal(format!("open route {} has no handler", route.name())))?;
     let key = parts.headers.get("x-api-key").and_then(|v| v.to_str().ok());
     let caller = auth::authenticate(&state.store, key, scope)?;
     let query = Query::parse(parts.uri.query())?;
     let store = &state.store;
     match route {
-        Route::Healthz => Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
+        Route::Healthz | Route::Readyz => Err(Error::Internal("open route reached auth".into())),
+        Route::Metrics => ops::metrics(state),
         Route::ListLeads => list_leads(store, &caller, &query),
         Route::GetLead(id) => get_lead(store, &caller, id),
         Route::ListEvents(id) => list_events(store, &caller, id, &query),

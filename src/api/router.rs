@@ -12,6 +12,8 @@ use crate::store::records::Scope;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route<'a> {
     Healthz,
+    Readyz,
+    Metrics,
     ListLeads,
     CreateLead,
     GetLead(&'a str),
@@ -34,7 +36,8 @@ impl Route<'_> {
     /// The least scope a key needs; `None` for routes open without a key.
     pub fn scope(&self) -> Option<Scope> {
         match self {
-            Route::Healthz => None,
+            Route::Healthz | Route::Readyz => None,
+            Route::Metrics => Some(Scope::Admin),
             Route::ListLeads
             | Route::GetLead(_)
             | Route::ListEvents(_)
@@ -58,6 +61,8 @@ impl Route<'_> {
     pub fn name(&self) -> &'static str {
         match self {
             Route::Healthz => "healthz",
+            Route::Readyz => "readyz",
+            Route::Metrics => "metrics",
             Route::ListLeads => "list_leads",
             Route::CreateLead => "create_lead",
             Route::GetLead(_) => "get_lead",
@@ -83,6 +88,8 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
     let m = method.clone();
     let route = match segs.as_slice() {
         ["healthz"] => only(m, Method::GET, Route::Healthz)?,
+        ["readyz"] => only(m, Method::GET, Route::Readyz)?,
+        ["metrics"] => only(m, Method::GET, Route::Metrics)?,
         ["v1", "leads"] => match m {
             Method::GET => Route::ListLeads,
             Method::POST => Route::CreateLead,

@@ -74,6 +74,7 @@ impl Server {
         let state = Arc::new(AppState {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,
+            metrics: Arc::default(),
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher =

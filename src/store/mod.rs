@@ -61,6 +61,7 @@ pub struct Store {
     stats: Arc<WriterStats>,
     cursor_key: CursorKey,
     outbox_wake: Arc<tokio::sync::Notify>,
+    path: std::path::PathBuf,
 }
 
 impl Store {
@@ -83,6 +84,7 @@ impl Store {
             stats,
             cursor_key: CursorKey::new(secret),
             outbox_wake,
+            path: path.to_path_buf(),
         })
     }
 
@@ -141,6 +143,22 @@ impl Store {
                 tracing::error!("the writer thread panicked");
             }
         }
+    }
+
+    /// Whether the writer thread is alive and taking jobs.
+    pub fn writer_running(&self) -> bool {
+        let taking = self.jobs.lock().map(|j| j.is_some()).unwrap_or(false);
+        let alive = self
+            .writer
+            .lock()
+            .map(|h| h.as_ref().is_some_and(|h| !h.is_finished()))
+            .unwrap_or(false);
+        taking && alive
+    }
+
+    /// Size of the database file in bytes (0 if it cannot be read).
+    pub fn file_size(&self) -> u64 {
+        std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
     }
 
     pub fn writer_stats(&self) -> &WriterStats {

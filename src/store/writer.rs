@@ -22,6 +22,7 @@ use tokio::sync::Notify;
 
 use super::write::WriteTx;
 use crate::error::{Error, Result};
+use crate::metrics::Histogram;
 
 /// What a job hands back after running: called with the commit's outcome.
 pub(crate) type Completion = Box<dyn FnOnce(Option<&Error>) + Send>;
@@ -31,11 +32,24 @@ pub(crate) type Job = Box<dyn FnOnce(&mut WriteTx) -> (Completion, bool) + Send>
 const MAX_BATCH: usize = 1024;
 
 /// Counters of the writer's work, for the metrics and the benches.
-#[derive(Default, Debug)]
 pub struct WriterStats {
     pub commits: AtomicU64,
     pub jobs: AtomicU64,
     pub largest_batch: AtomicU64,
+    pub batch_sizes: Histogram,
+    pub commit_seconds: Histogram,
+}
+
+impl Default for WriterStats {
+    fn default() -> Self {
+        WriterStats {
+            commits: AtomicU64::new(0),
+            jobs: AtomicU64::new(0),
+            largest_batch: AtomicU64::new(0),
+            batch_sizes: Histogram::new(crate::metrics::BATCH_SIZES),
+            commit_seconds: Histogram::new(crate::metrics::LATENCY_SECONDS),
+        }
+    }
 }
 
 impl WriterStats {
@@ -79,7 +93,12 @@ fn run(
             }
         }
         let size = batch.len() as u64;
+        let started = std::time::Instant::now();
         clock = commit_batch(db, clock, batch, outbox_wake);
+        stats
+            .commit_seconds
+            .observe(started.elapsed().as_secs_f64());
+        stats.batch_sizes.observe(size as f64);
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.jobs.fetch_add(size, Ordering::Relaxed);
         stats.largest_batch.fetch_max(size, Ordering::Relaxed);

@@ -11,5 +11,6 @@ mod events;
 mod leads;
 mod listing;
 mod messages;
+mod ops;
 mod sync;
 mod transport;

@@ -1,0 +1,45 @@
+//! Operational endpoints: readiness and Prometheus metrics.
+
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use serde_json::json;
+
+use super::response::{full, json as reply, Body};
+use super::AppState;
+use crate::error::{Error, Result};
+use crate::metrics::StoreGauges;
+use crate::store::Store;
+use crate::time::now_micros;
+
+/// `GET /readyz`: 200 when the store answers reads and the writer runs, else 503.
+pub fn readyz(store: &Store) -> Result<Response<Body>> {
+    let readable = store.read().is_ok();
+    let writing = store.writer_running();
+    if readable && writing {
+        Ok(reply(StatusCode::OK, &json!({"status": "ready"})))
+    } else {
+        Err(Error::Unavailable)
+    }
+}
+
+/// `GET /metrics` (admin key): Prometheus text format.
+pub fn metrics(state: &AppState) -> Result<Response<Body>> {
+    let store = &state.store;
+    let (depth, oldest) = store.read()?.outbox_depth()?;
+    let writer = store.writer_stats();
+    let gauges = StoreGauges {
+        outbox_depth: depth,
+        outbox_oldest_age_seconds: oldest.map_or(0.0, |t| ((now_micros() - t).max(0)) as f64 / 1e6),
+        database_bytes: store.file_size(),
+        writer_commits: writer.commits.load(std::sync::atomic::Ordering::Relaxed),
+        writer_jobs: writer.jobs.load(std::sync::atomic::Ordering::Relaxed),
+    };
+    let text = state.metrics.render(writer, &gauges);
+    let mut response = Response::new(full(text));
+    *response.status_mut() = StatusCode::OK;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    Ok(response)
+}

@@ -1,0 +1,93 @@
+//! Operational endpoints: readiness, metrics, request ids.
+
+use hyper::Method;
+
+use crate::common::TestServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_answers_without_a_key_when_the_store_is_open() {
+    let ts = TestServer::start().await;
+    let r = ts
+        .request(Method::GET, "/readyz", None, None, Vec::new())
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["status"], "ready");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_need_an_admin_key() {
+    let ts = TestServer::start().await;
+    let write = ts.key("acme", "write").await;
+    assert_eq!(
+        ts.request(Method::GET, "/metrics", None, None, Vec::new())
+            .await
+            .status,
+        401
+    );
+    assert_eq!(ts.get(&write, "/metrics").await.status, 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_requests_by_route_and_status_and_show_the_writer() {
+    let ts = TestServer::start().await;
+    let admin = ts.key("acme", "admin").await;
+    ts.create_lead(&admin, &serde_json::json!({"id": "m1"}))
+        .await;
+    assert_eq!(ts.get(&admin, "/v1/leads/nope").await.status, 404);
+    let r = ts.get(&admin, "/metrics").await;
+    assert_eq!(r.status, 200);
+    let content_type = r
+        .headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    assert!(content_type.starts_with("text/plain"), "{content_type}");
+    let text = String::from_utf8_lossy(&r.body).to_string();
+    for needle in [
+        "engaged_requests_total{route=\"create_lead\",status=\"201\"} 1",
+        "engaged_requests_total{route=\"get_lead\",status=\"404\"} 1",
+        "engaged_request_duration_seconds_bucket{route=\"create_lead\",le=\"+Inf\"} 1",
+        "engaged_writer_batch_size_count",
+        "engaged_writer_commit_seconds_bucket",
+        "engaged_outbox_depth 0",
+        "engaged_outbox_oldest_pending_seconds",
+        "engaged_database_bytes",
+    ] {
+        assert!(text.contains(needle), "missing {needle} in\n{text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_response_carries_a_request_id_and_keeps_a_given_one() {
+    let ts = TestServer::start().await;
+    let r = ts
+        .request(Method::GET, "/healthz", None, None, Vec::new())
+        .await;
+    let generated = r
+        .headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(generated.starts_with("req_"), "{generated}");
+    let r = ts
+        .request(Method::GET, "/v1/nope", None, None, Vec::new())
+        .await;
+    assert!(r.headers.contains_key("x-request-id"));
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(
+            hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(crate::common::tls_trusting(
+                    &ts.data_dir.join("tls/cert.pem"),
+                ))
+                .https_only()
+                .enable_http1()
+                .build(),
+        );
+    let req = hyper::Request::get(format!("{}/healthz", ts.base))
+        .header("x-request-id", "trace-abc-123")
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let resp = client.request(req).await.unwrap();
+    assert_eq!(resp.headers().get("x-request-id").unwrap(), "trace-abc-123");
+}
