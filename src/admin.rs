@@ -37,6 +37,12 @@ pub enum AdminRequest {
     KeyRevoke {
         id: String,
     },
+    /// Writes a consistent snapshot to a new file at `path` (absolute).
+    Backup {
+        path: std::path::PathBuf,
+    },
+    /// The store's consistency check (redb's own check needs the server stopped).
+    Check,
 }
 
 /// The socket's answer: exactly one of the two.
@@ -49,6 +55,10 @@ pub struct AdminResponse {
 pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
     match request {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        // Both read the whole database: keep them off the async workers.
+        AdminRequest::Backup { .. } | AdminRequest::Check => {
+            tokio::task::block_in_place(|| run_blocking(store, request))
+        }
         write => {
             let job = move |tx: &mut crate::store::WriteTx| apply(tx, write);
             store.write(job).await
@@ -60,6 +70,11 @@ pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
 pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
     match request {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        AdminRequest::Backup { path } => {
+            let rows = store.backup_to(&path)?;
+            Ok(json!({"path": path, "rows": rows}))
+        }
+        AdminRequest::Check => Ok(json!({"problems": store.check()?})),
         write => store.write_blocking(move |tx| apply(tx, write)),
     }
 }
@@ -118,7 +133,9 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
             }
             Ok(json!({"id": id, "revoked": true}))
         }
-        AdminRequest::KeyList { .. } => Err(Error::Internal("key list is a read".into())),
+        AdminRequest::KeyList { .. } | AdminRequest::Backup { .. } | AdminRequest::Check => {
+            Err(Error::Internal("not a write".into()))
+        }
     }
 }
 

@@ -53,6 +53,12 @@ pub enum Command {
     /// Manage API keys (shown once at creation; only a hash is stored).
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Write a consistent backup of the database to a new file (server running or not).
+    Backup { file: PathBuf },
+    /// Restore a backup into an empty data directory (server stopped).
+    Restore { file: PathBuf },
+    /// Check the database: redb's integrity (server stopped) and the store's invariants.
+    Check,
 }
 
 #[derive(Debug, Args)]
@@ -119,6 +125,12 @@ pub enum KeyCommand {
 /// Runs the parsed command; the error is what to print before exiting with status 1.
 pub fn run(cli: Cli) -> Result<(), String> {
     let file = FileConfig::load(cli.config.as_deref())?;
+    // Where the database is, for every command but `serve`, which resolves its own.
+    let data_dir = cli
+        .data_dir
+        .clone()
+        .or_else(|| file.data_dir.clone())
+        .unwrap_or_else(|| config::DEFAULT_DATA_DIR.into());
     match cli.command {
         Command::Serve(args) => {
             init_logging(cli.log_format, "info");
@@ -142,13 +154,8 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
             runtime.block_on(crate::server::serve(config))
         }
-        Command::Org(cmd) => {
+        Command::Org(OrgCommand::Create { name }) => {
             init_logging(cli.log_format, "warn");
-            let data_dir = cli
-                .data_dir
-                .or(file.data_dir)
-                .unwrap_or_else(|| config::DEFAULT_DATA_DIR.into());
-            let OrgCommand::Create { name } = cmd;
             let answer = administer(&data_dir, AdminRequest::OrgCreate { name })?;
             println!("{}", answer["id"].as_str().unwrap_or_default());
             eprintln!(
@@ -159,11 +166,19 @@ pub fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Key(cmd) => {
             init_logging(cli.log_format, "warn");
-            let data_dir = cli
-                .data_dir
-                .or(file.data_dir)
-                .unwrap_or_else(|| config::DEFAULT_DATA_DIR.into());
             key_command(&data_dir, cmd)
+        }
+        Command::Backup { file: target } => {
+            init_logging(cli.log_format, "warn");
+            crate::maintenance::backup(&data_dir, &target)
+        }
+        Command::Restore { file: source } => {
+            init_logging(cli.log_format, "warn");
+            crate::maintenance::restore(&data_dir, &source)
+        }
+        Command::Check => {
+            init_logging(cli.log_format, "warn");
+            crate::maintenance::check(&data_dir)
         }
     }
 }
@@ -214,7 +229,7 @@ fn key_command(data_dir: &Path, cmd: KeyCommand) -> Result<(), String> {
 
 /// Runs an admin request through a running server's socket, or on the store directly
 /// when no server runs.
-fn administer(data_dir: &Path, request: AdminRequest) -> Result<Value, String> {
+pub(crate) fn administer(data_dir: &Path, request: AdminRequest) -> Result<Value, String> {
     if let Some(response) =
         admin::call_socket(data_dir, &request).map_err(|e| format!("admin socket: {e}"))?
     {

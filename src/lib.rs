@@ -14,6 +14,7 @@ pub mod domain;
 pub mod duration;
 pub mod error;
 pub mod ids;
+pub mod maintenance;
 pub mod metrics;
 pub mod phone;
 pub mod server;

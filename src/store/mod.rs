@@ -6,6 +6,7 @@
 //! durable commit per batch, and answers each after its batch is on disk.
 
 pub mod codec;
+mod maintenance;
 mod read;
 pub mod records;
 pub mod tables;
@@ -16,8 +17,9 @@ mod writer;
 use std::path::Path;
 use std::sync::{mpsc, Arc, Mutex};
 
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, ReadableTable};
 
+pub use maintenance::check_file;
 pub use read::{EventRow, Flow, From, ReadTx};
 pub use write::{EventKey, WriteTx};
 pub use writer::WriterStats;
@@ -224,31 +226,14 @@ fn initialize(db: &Database) -> Result<(i64, [u8; 32])> {
     Ok(result)
 }
 
+/// Creates every table of `tables::all_tables!` (new tables go there, not here).
 fn create_tables(txn: &redb::WriteTransaction) -> Result<()> {
-    fn touch<K: redb::Key + 'static, V: redb::Value + 'static>(
-        txn: &redb::WriteTransaction,
-        table: TableDefinition<K, V>,
-    ) -> Result<()> {
-        txn.open_table(table)?;
-        Ok(())
+    macro_rules! create {
+        ($table:ident) => {
+            txn.open_table($table)?;
+        };
     }
-    touch(txn, ORGS)?;
-    touch(txn, ORG_NAMES)?;
-    touch(txn, API_KEYS)?;
-    touch(txn, API_KEY_IDS)?;
-    touch(txn, LEADS)?;
-    touch(txn, LEADS_BY_UPDATED)?;
-    touch(txn, LEADS_BY_CREATED)?;
-    touch(txn, LEADS_BY_PHONE)?;
-    touch(txn, EVENTS)?;
-    touch(txn, EVENT_KEYS)?;
-    touch(txn, MESSAGES_BY_CREATED)?;
-    touch(txn, CALLS)?;
-    touch(txn, DNC)?;
-    touch(txn, WEBHOOK_ENDPOINTS)?;
-    touch(txn, DELIVERIES)?;
-    touch(txn, DELIVERIES_BY_ENDPOINT)?;
-    touch(txn, OUTBOX)?;
+    all_tables!(create);
     Ok(())
 }
 

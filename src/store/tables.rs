@@ -8,6 +8,32 @@
 
 use redb::TableDefinition;
 
+/// Applies the macro `$apply` to every table: the one list that table creation, backup
+/// and the consistency check share. A new table is added here and defined below.
+macro_rules! all_tables {
+    ($apply:ident) => {
+        $apply!(META);
+        $apply!(ORGS);
+        $apply!(ORG_NAMES);
+        $apply!(API_KEYS);
+        $apply!(API_KEY_IDS);
+        $apply!(LEADS);
+        $apply!(LEADS_BY_UPDATED);
+        $apply!(LEADS_BY_CREATED);
+        $apply!(LEADS_BY_PHONE);
+        $apply!(EVENTS);
+        $apply!(EVENT_KEYS);
+        $apply!(MESSAGES_BY_CREATED);
+        $apply!(CALLS);
+        $apply!(DNC);
+        $apply!(WEBHOOK_ENDPOINTS);
+        $apply!(DELIVERIES);
+        $apply!(DELIVERIES_BY_ENDPOINT);
+        $apply!(OUTBOX);
+    };
+}
+pub(crate) use all_tables;
+
 /// Store-wide values: `schema_version` (u32 LE), `clock` (i64 LE high-water mark of
 /// assigned timestamps), `cursor_secret` (32 bytes).
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");

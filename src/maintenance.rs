@@ -1,0 +1,100 @@
+//! `engaged backup`, `restore` and `check`: the operator's side of the store's
+//! maintenance functions, with or without a running server.
+
+use std::path::{Path, PathBuf};
+
+use crate::admin::{self, AdminRequest};
+use crate::cli::administer;
+use crate::config::database_path;
+use crate::store::{check_file, Store};
+
+/// Backs up through the running server (it holds the lock), or from the file.
+pub fn backup(data_dir: &Path, target: &Path) -> Result<(), String> {
+    let target = absolute(target)?;
+    let answer = administer(
+        data_dir,
+        AdminRequest::Backup {
+            path: target.clone(),
+        },
+    )?;
+    eprintln!("backed up {} rows to {}", answer["rows"], target.display());
+    Ok(())
+}
+
+/// Copies a checked backup into a data directory that has no database yet.
+pub fn restore(data_dir: &Path, source: &Path) -> Result<(), String> {
+    let db = database_path(data_dir);
+    if db.exists() {
+        return Err(format!(
+            "{} already exists: restore only into an empty data directory (stop the server, move the old file away)",
+            db.display()
+        ));
+    }
+    let problems = check_file(source)
+        .map_err(|e| format!("{}: {}", source.display(), e.to_string_for_logs()))?;
+    if !problems.is_empty() {
+        return Err(format!(
+            "{} is not a sound backup:\n  {}",
+            source.display(),
+            problems.join("\n  ")
+        ));
+    }
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    // Copy beside the target and rename, so a crash never leaves half a database.
+    let partial = db.with_extension("redb.restoring");
+    std::fs::copy(source, &partial)
+        .map_err(|e| format!("cannot copy to {}: {e}", partial.display()))?;
+    std::fs::File::open(&partial)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| format!("cannot sync {}: {e}", partial.display()))?;
+    std::fs::rename(&partial, &db)
+        .map_err(|e| format!("cannot rename to {}: {e}", db.display()))?;
+    // Opening checks the schema version (and migrates an older backup).
+    Store::open(&db).map_err(|e| format!("restored, but the database does not open: {e}"))?;
+    eprintln!("restored {} into {}", source.display(), db.display());
+    Ok(())
+}
+
+/// Checks the stopped server's file fully, or a running server's invariants.
+pub fn check(data_dir: &Path) -> Result<(), String> {
+    let running = admin::call_socket(data_dir, &AdminRequest::Check)
+        .map_err(|e| format!("admin socket: {e}"))?;
+    let problems: Vec<String> = match running {
+        Some(response) => {
+            eprintln!("the server is running: checking the store's invariants (stop it to run redb's integrity check too)");
+            match (response.ok, response.error) {
+                (Some(v), _) => v["problems"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|p| p.as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                (None, e) => return Err(e.unwrap_or_else(|| "empty answer".into())),
+            }
+        }
+        None => check_file(&database_path(data_dir)).map_err(|e| e.to_string_for_logs())?,
+    };
+    if problems.is_empty() {
+        println!("ok");
+        Ok(())
+    } else {
+        Err(format!(
+            "{} problem(s):\n  {}",
+            problems.len(),
+            problems.join("\n  ")
+        ))
+    }
+}
+
+/// The server resolves paths from its own working directory: send it an absolute one.
+fn absolute(path: &Path) -> Result<PathBuf, String> {
+    if path.is_absolute() {
+        return Ok(path.to_path_buf());
+    }
+    std::env::current_dir()
+        .map(|cwd| cwd.join(path))
+        .map_err(|e| format!("cannot resolve {}: {e}", path.display()))
+}
