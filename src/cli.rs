@@ -46,7 +46,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the HTTPS service.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Manage organizations.
     #[command(subcommand)]
     Org(OrgCommand),
@@ -78,6 +78,18 @@ pub struct ServeArgs {
     /// Largest accepted JSON request body, in bytes [default: 1048576].
     #[arg(long, env = "ENGAGED_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// Time to send a request's headers; also the idle keep-alive timeout [default: 30s].
+    #[arg(long, env = "ENGAGED_HEADER_READ_TIMEOUT")]
+    pub header_read_timeout: Option<String>,
+    /// Connections served at once [default: 1024].
+    #[arg(long, env = "ENGAGED_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Requests per second per API key; unset: no limit.
+    #[arg(long, env = "ENGAGED_RATE_LIMIT_PER_SECOND")]
+    pub rate_limit_per_second: Option<f64>,
+    /// Burst above the rate per API key [default: 100].
+    #[arg(long, env = "ENGAGED_RATE_LIMIT_BURST")]
+    pub rate_limit_burst: Option<u32>,
     /// Delays before webhook retries, comma-separated [default: 5s,5m,30m,2h,5h,10h,10h].
     #[arg(long, env = "ENGAGED_WEBHOOK_RETRY_SCHEDULE", value_delimiter = ',')]
     pub webhook_retry_schedule: Option<Vec<String>>,
@@ -93,6 +105,16 @@ pub struct ServeArgs {
     /// Extra PEM CA certificates trusted for https webhook receivers.
     #[arg(long, env = "ENGAGED_WEBHOOK_CA_FILE")]
     pub webhook_ca_file: Option<PathBuf>,
+    /// URL clients reach this server under (behind a proxy), for recording links
+    /// [default: the scheme and host of each request].
+    #[arg(long, env = "ENGAGED_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Largest accepted call recording, in bytes [default: 268435456].
+    #[arg(long, env = "ENGAGED_RECORDING_MAX_BYTES")]
+    pub recording_max_bytes: Option<u64>,
+    /// How long a recording download link stays valid, in seconds [default: 900].
+    #[arg(long, env = "ENGAGED_RECORDING_LINK_TTL_SECS")]
+    pub recording_link_ttl_secs: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -146,6 +168,13 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 webhook_max_in_flight: args.webhook_max_in_flight,
                 webhook_retention: args.webhook_retention,
                 webhook_ca_file: args.webhook_ca_file,
+                header_read_timeout: args.header_read_timeout,
+                max_connections: args.max_connections,
+                rate_limit_per_second: args.rate_limit_per_second,
+                rate_limit_burst: args.rate_limit_burst,
+                public_url: args.public_url,
+                recording_max_bytes: args.recording_max_bytes,
+                recording_link_ttl_secs: args.recording_link_ttl_secs,
             };
             let config = Config::resolve(file, over)?;
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -240,8 +269,7 @@ pub(crate) fn administer(data_dir: &Path, request: AdminRequest) -> Result<Value
         };
     }
     if !data_dir.exists() {
-        std::fs::create_dir_all(data_dir)
-            .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+        crate::config::create_data_dir(data_dir)?;
     }
     let store = Store::open(&config::database_path(data_dir)).map_err(|e| match e {
         OpenError::InUse => format!(

@@ -26,7 +26,66 @@ pub struct Config {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub max_body_bytes: usize,
+    pub limits: Limits,
     pub webhooks: WebhookConfig,
+    /// Scheme, host and optional path prefix under which clients reach this server
+    /// (behind a proxy); recording links start with it. `None`: from each request.
+    pub public_url: Option<String>,
+    /// Largest accepted recording, in bytes.
+    pub recording_max_bytes: u64,
+    /// How long a recording download link stays valid, in seconds.
+    pub recording_link_ttl_secs: u64,
+}
+
+/// What protects the server from slow, greedy or too many clients.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Time a client has to send a request's headers; also how long an idle HTTP/1.1
+    /// keep-alive connection is kept.
+    pub header_read_timeout: Duration,
+    /// Connections served at once; further clients wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// Requests per second allowed per API key (token bucket), `None` for no limit.
+    pub rate_limit_per_second: Option<f64>,
+    /// Requests a key may make in a burst above the rate.
+    pub rate_limit_burst: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read_timeout: Duration::from_secs(30),
+            max_connections: 1024,
+            rate_limit_per_second: None,
+            rate_limit_burst: 100,
+        }
+    }
+}
+
+impl Limits {
+    fn resolve(file: &FileConfig, over: &Overrides) -> Result<Limits, String> {
+        let defaults = Limits::default();
+        let header_read_timeout = match over.header_read_timeout.as_ref().or(file.header_read_timeout.as_ref()) {
+            Some(text) => crate::duration::parse(text).map_err(|e| format!("header_read_timeout: {e}"))?,
+            None => defaults.header_read_timeout,
+        };
+        let limits = Limits {
+            header_read_timeout,
+            max_connections: over.max_connections.or(file.max_connections).unwrap_or(defaults.max_connections),
+            rate_limit_per_second: over.rate_limit_per_second.or(file.rate_limit_per_second),
+            rate_limit_burst: over.rate_limit_burst.or(file.rate_limit_burst).unwrap_or(defaults.rate_limit_burst),
+        };
+        if limits.max_connections == 0 || limits.rate_limit_burst == 0 {
+            return Err("max_connections and rate_limit_burst must be positive".into());
+        }
+        if limits.rate_limit_per_second.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+            return Err("rate_limit_per_second must be a positive number".into());
+        }
+        if limits.header_read_timeout.is_zero() {
+            return Err("header_read_timeout must be positive".into());
+        }
+        Ok(limits)
+    }
 }
 
 /// How webhooks are delivered.
@@ -123,11 +182,18 @@ pub struct FileConfig {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub max_body_bytes: Option<usize>,
+    pub header_read_timeout: Option<String>,
+    pub max_connections: Option<usize>,
+    pub rate_limit_per_second: Option<f64>,
+    pub rate_limit_burst: Option<u32>,
     pub webhook_retry_schedule: Option<Vec<String>>,
     pub webhook_timeout: Option<String>,
     pub webhook_max_in_flight: Option<usize>,
     pub webhook_retention: Option<String>,
     pub webhook_ca_file: Option<PathBuf>,
+    pub public_url: Option<String>,
+    pub recording_max_bytes: Option<u64>,
+    pub recording_link_ttl_secs: Option<u64>,
 }
 
 /// What flags and environment said: the same keys as the file, each `None` when
@@ -148,6 +214,7 @@ impl FileConfig {
 impl Config {
     pub fn resolve(file: FileConfig, over: Overrides) -> Result<Config, String> {
         let webhooks = WebhookConfig::resolve(&file, &over)?;
+        let limits = Limits::resolve(&file, &over)?;
         let listen = over
             .listen
             .or(file.listen)
@@ -169,7 +236,26 @@ impl Config {
                 .or(file.max_body_bytes)
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
             webhooks,
+            limits,
+            public_url: over.public_url.or(file.public_url),
+            recording_max_bytes: over
+                .recording_max_bytes
+                .or(file.recording_max_bytes)
+                .unwrap_or(crate::domain::recordings::DEFAULT_MAX_BYTES),
+            recording_link_ttl_secs: over
+                .recording_link_ttl_secs
+                .or(file.recording_link_ttl_secs)
+                .unwrap_or(crate::domain::recordings::DEFAULT_LINK_TTL_SECS),
         };
+        if let Some(url) = &config.public_url {
+            check_public_url(url)?;
+        }
+        if config.recording_max_bytes == 0 {
+            return Err("recording_max_bytes must be positive".into());
+        }
+        if config.recording_link_ttl_secs == 0 {
+            return Err("recording_link_ttl_secs must be positive".into());
+        }
         if config.tls_cert.is_some() != config.tls_key.is_some() {
             return Err("tls_cert and tls_key must be given together".into());
         }
@@ -189,12 +275,42 @@ impl Config {
             tls_key: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             webhooks: WebhookConfig::default(),
+            limits: Limits::default(),
+            public_url: None,
+            recording_max_bytes: crate::domain::recordings::DEFAULT_MAX_BYTES,
+            recording_link_ttl_secs: crate::domain::recordings::DEFAULT_LINK_TTL_SECS,
         }
     }
 
     pub fn database_path(&self) -> PathBuf {
         database_path(&self.data_dir)
     }
+}
+
+/// `public_url` must be an absolute http(s) URL without query or fragment.
+fn check_public_url(url: &str) -> Result<(), String> {
+    let bad = || format!("public_url: {url:?} is not a URL such as https://engaged.example.com");
+    let uri: hyper::Uri = url.parse().map_err(|_| bad())?;
+    let scheme_ok = matches!(uri.scheme_str(), Some("http") | Some("https"));
+    let host_ok = uri.host().is_some_and(|h| !h.is_empty());
+    if !scheme_ok || !host_ok || uri.query().is_some() || url.contains('#') || url.contains('@') {
+        return Err(bad());
+    }
+    Ok(())
+}
+
+/// Creates the data directory, readable by its owner only (mode 0700, whatever the
+/// umask): it holds leads' personal data and every secret of the service.
+pub fn create_data_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.exists() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }
 
 pub fn database_path(data_dir: &Path) -> PathBuf {
@@ -224,6 +340,32 @@ mod tests {
         assert_eq!(d.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(d.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
         assert_eq!(d.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+        assert_eq!(d.recording_max_bytes, 256 * 1024 * 1024);
+        assert_eq!(d.recording_link_ttl_secs, 900);
+        assert_eq!(d.public_url, None);
+    }
+
+    #[test]
+    fn recording_settings_are_checked() {
+        let file: FileConfig = toml::from_str(
+            "public_url = \"https://crm.example.com/engaged/\"\nrecording_max_bytes = 10\nrecording_link_ttl_secs = 60",
+        )
+        .unwrap();
+        let c = Config::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(c.public_url.as_deref(), Some("https://crm.example.com/engaged/"));
+        assert_eq!((c.recording_max_bytes, c.recording_link_ttl_secs), (10, 60));
+        for bad in ["crm.example.com", "ftp://x", "https://x/?a=1", "https://"] {
+            let over = Overrides {
+                public_url: Some(bad.into()),
+                ..Default::default()
+            };
+            assert!(Config::resolve(FileConfig::default(), over).is_err(), "{bad}");
+        }
+        let over = Overrides {
+            recording_link_ttl_secs: Some(0),
+            ..Default::default()
+        };
+        assert!(Config::resolve(FileConfig::default(), over).is_err());
     }
 
     #[test]

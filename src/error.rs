@@ -22,6 +22,9 @@ pub enum Error {
     NotFound(String),
     #[error("Method not allowed")]
     MethodNotAllowed,
+    /// 410 with the given message (an expired recording link).
+    #[error("{0}")]
+    Gone(String),
     /// 409 with the given message.
     #[error("{0}")]
     Conflict(String),
@@ -30,6 +33,9 @@ pub enum Error {
     /// 415 with the given message.
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// 429 with `Retry-After` in seconds.
+    #[error("Too many requests")]
+    RateLimited { retry_after_secs: u64 },
     #[error("Service unavailable")]
     Unavailable,
     /// 500; the cause is logged, never sent.
@@ -47,9 +53,11 @@ impl Error {
             Error::Forbidden => StatusCode::FORBIDDEN,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::Gone(_) => StatusCode::GONE,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

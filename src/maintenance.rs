@@ -39,12 +39,13 @@ pub fn restore(data_dir: &Path, source: &Path) -> Result<(), String> {
             problems.join("\n  ")
         ));
     }
-    std::fs::create_dir_all(data_dir)
-        .map_err(|e| format!("cannot create {}: {e}", data_dir.display()))?;
+    crate::config::create_data_dir(data_dir)?;
     // Copy beside the target and rename, so a crash never leaves half a database.
     let partial = db.with_extension("redb.restoring");
     std::fs::copy(source, &partial)
         .map_err(|e| format!("cannot copy to {}: {e}", partial.display()))?;
+    std::fs::set_permissions(&partial, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .map_err(|e| format!("cannot restrict {}: {e}", partial.display()))?;
     std::fs::File::open(&partial)
         .and_then(|f| f.sync_all())
         .map_err(|e| format!("cannot sync {}: {e}", partial.display()))?;

@@ -6,6 +6,8 @@
 //! `{"message"}` body through `error::Error`.
 
 mod ops;
+pub mod rate_limit;
+pub mod recordings;
 pub mod request;
 pub mod response;
 pub mod router;
@@ -36,6 +38,9 @@ pub struct AppState {
     pub store: Arc<Store>,
     pub max_body_bytes: usize,
     pub metrics: Arc<Metrics>,
+    pub recordings: recordings::Settings,
+    /// Per-key request rate limit, when configured.
+    pub rate_limiter: Option<rate_limit::RateLimiter>,
 }
 
 pub async fn handle(
@@ -88,6 +93,7 @@ async fn dispatch(
     match route {
         Route::Healthz => return Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
         Route::Readyz => return ops::readyz(&state.store),
+        Route::RecordingFile(org, call) => return recordings::download(state, &parts, org, call),
         _ => {}
     }
     let scope = route
@@ -95,10 +101,15 @@ async fn dispatch(
         .ok_or_else(|| Error::Internal(format!("open route {} has no handler", route.name())))?;
     let key = parts.headers.get("x-api-key").and_then(|v| v.to_str().ok());
     let caller = auth::authenticate(&state.store, key, scope)?;
+    if let Some(limiter) = &state.rate_limiter {
+        limiter.check(&caller.key_id)?;
+    }
     let query = Query::parse(parts.uri.query())?;
     let store = &state.store;
     match route {
-        Route::Healthz | Route::Readyz => Err(Error::Internal("open route reached auth".into())),
+        Route::Healthz | Route::Readyz | Route::RecordingFile(_, _) => {
+            Err(Error::Internal("open route reached auth".into()))
+        }
         Route::Metrics => ops::metrics(state),
         Route::ListLeads => list_leads(store, &caller, &query),
         Route::GetLead(id) => get_lead(store, &caller, id),
@@ -173,6 +184,9 @@ async fn dispatch(
         Route::DeleteWebhook(id) => webhooks::delete(store, caller, id).await,
         Route::ListDeliveries(id) => webhooks::deliveries(store, &caller, id, &query),
         Route::RetryDelivery(id, delivery) => webhooks::retry(store, caller, id, delivery).await,
+        Route::PutRecording(id) => recordings::upload(state, caller, id, &parts.headers, body).await,
+        Route::GetRecording(id) => recordings::link(state, &caller, id, &parts),
+        Route::DeleteRecording(id) => recordings::delete(store, caller, id).await,
     }
 }
 

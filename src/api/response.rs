@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
 
@@ -30,7 +30,11 @@ pub fn error(e: &Error) -> Response<Body> {
         tracing::error!(%cause, "internal error");
     }
     let body = serde_json::json!({ "message": e.to_string() });
-    with_json_type(e.status(), body.to_string().into_bytes())
+    let mut response = with_json_type(e.status(), body.to_string().into_bytes());
+    if let Error::RateLimited { retry_after_secs } = e {
+        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+    }
+    response
 }
 
 fn with_json_type(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {

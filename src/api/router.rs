@@ -30,13 +30,21 @@ pub enum Route<'a> {
     DeleteWebhook(&'a str),
     ListDeliveries(&'a str),
     RetryDelivery(&'a str, &'a str),
+    GetRecording(&'a str),
+    PutRecording(&'a str),
+    DeleteRecording(&'a str),
+    /// A signed recording link: (org, call id); its query is checked instead of a key.
+    RecordingFile(&'a str, &'a str),
 }
 
 impl Route<'_> {
     /// The least scope a key needs; `None` for routes open without a key.
     pub fn scope(&self) -> Option<Scope> {
         match self {
-            Route::Healthz | Route::Readyz => None,
+            Route::Healthz | Route::Readyz | Route::RecordingFile(_, _) => None,
+            Route::GetRecording(_) => Some(Scope::Read),
+            Route::PutRecording(_) => Some(Scope::Write),
+            Route::DeleteRecording(_) => Some(Scope::Admin),
             Route::Metrics => Some(Scope::Admin),
             Route::ListLeads
             | Route::GetLead(_)
@@ -79,6 +87,10 @@ impl Route<'_> {
             Route::DeleteWebhook(_) => "delete_webhook",
             Route::ListDeliveries(_) => "list_deliveries",
             Route::RetryDelivery(_, _) => "retry_delivery",
+            Route::GetRecording(_) => "get_recording",
+            Route::PutRecording(_) => "put_recording",
+            Route::DeleteRecording(_) => "delete_recording",
+            Route::RecordingFile(_, _) => "recording_file",
         }
     }
 }
@@ -146,6 +158,20 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
             Method::POST,
             Route::RetryDelivery(segments[2].as_str(), segments[4].as_str()),
         )?,
+        ["v1", "calls", _, "recording"] => {
+            let id = segments[2].as_str();
+            match m {
+                Method::GET => Route::GetRecording(id),
+                Method::PUT => Route::PutRecording(id),
+                Method::DELETE => Route::DeleteRecording(id),
+                _ => return Err(Error::MethodNotAllowed),
+            }
+        }
+        ["v1", "recordings", _, _] => only(
+            m,
+            Method::GET,
+            Route::RecordingFile(segments[2].as_str(), segments[3].as_str()),
+        )?,
         _ => return Err(Error::NotFound("Not found".into())),
     };
     Ok(route)
@@ -201,6 +227,14 @@ mod tests {
             "ListEvents(\"x\")"
         );
         assert_eq!(r(Method::PUT, "/v1/calls/c1").unwrap(), "PutCall(\"c1\")");
+        assert_eq!(
+            r(Method::PUT, "/v1/calls/c1/recording").unwrap(),
+            "PutRecording(\"c1\")"
+        );
+        assert_eq!(
+            r(Method::GET, "/v1/recordings/org_1/c%3A1").unwrap(),
+            "RecordingFile(\"org_1\", \"c:1\")"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod events;
 pub mod leads;
 pub mod listing;
 pub mod messages;
+pub mod recordings;
 
 use crate::store::records::Scope;
 

@@ -19,17 +19,16 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::api::{self, AppState};
-use crate::config::Config;
+use crate::config::{Config, Limits};
 use crate::store::{OpenError, Store};
 
 /// How long a TLS handshake or a request's headers may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long in-flight requests get to finish on shutdown.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
 
@@ -41,11 +40,12 @@ pub struct Server {
     admin_loop: JoinHandle<()>,
     dispatcher: JoinHandle<()>,
     socket_path: PathBuf,
+    certs: Option<Arc<tls::CertStore>>,
 }
 
 impl Server {
     pub async fn start(config: Config) -> Result<Server, String> {
-        create_private_dir(&config.data_dir)?;
+        crate::config::create_data_dir(&config.data_dir)?;
         let db_path = config.database_path();
         let store = tokio::task::spawn_blocking(move || Store::open(&db_path))
             .await
@@ -59,11 +59,15 @@ impl Server {
             })?;
         let store = Arc::new(store);
 
-        let tls = if config.insecure_http {
+        let certs = if config.insecure_http {
             None
         } else {
             let (cert, key) = tls::paths(&config)?;
-            Some(TlsAcceptor::from(tls::server_config(&cert, &key)?))
+            Some(tls::CertStore::load(&cert, &key)?)
+        };
+        let tls = match &certs {
+            Some(certs) => Some(TlsAcceptor::from(tls::server_config(certs.clone())?)),
+            None => None,
         };
         let listener = TcpListener::bind(config.listen)
             .await
@@ -71,16 +75,22 @@ impl Server {
         let local_addr = listener.local_addr().map_err(|e| e.to_string())?;
         let (admin_listener, socket_path) = admin_socket::bind(&config.data_dir)?;
 
+        let recordings = api::recordings::Settings::prepare(&store, &config).await?;
         let state = Arc::new(AppState {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,
             metrics: Arc::default(),
+            rate_limiter: config
+                .limits
+                .rate_limit_per_second
+                .map(|rate| crate::api::rate_limit::RateLimiter::new(rate, config.limits.rate_limit_burst)),
+            recordings,
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher =
             crate::webhooks::dispatcher::Dispatcher::new(store.clone(), config.webhooks.clone())?;
         let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
-        let accept_loop = tokio::spawn(accept_loop(listener, tls, state, stopped));
+        let accept_loop = tokio::spawn(accept_loop(listener, tls, state, config.limits.clone(), stopped));
         let admin_loop = tokio::spawn(admin_socket::serve(admin_listener, store.clone()));
         let scheme = if config.insecure_http {
             "http"
@@ -96,7 +106,16 @@ impl Server {
             admin_loop,
             dispatcher,
             socket_path,
+            certs,
         })
+    }
+
+    /// Loads the certificate files again for new connections (SIGHUP).
+    pub fn reload_tls(&self) -> Result<(), String> {
+        match &self.certs {
+            Some(certs) => certs.reload(),
+            None => Ok(()),
+        }
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -120,29 +139,39 @@ impl Server {
     }
 }
 
-/// `engaged serve`: runs until SIGTERM or SIGINT.
+/// `engaged serve`: runs until SIGTERM or SIGINT; SIGHUP reloads the certificate.
 pub async fn serve(config: Config) -> Result<(), String> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate = signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch SIGINT: {e}"))?;
+    let mut hangup = signal(SignalKind::hangup()).map_err(|e| format!("cannot watch SIGHUP: {e}"))?;
     let server = Server::start(config).await?;
-    wait_for_signal().await;
+    // Under systemd (Type=notify) the unit becomes active only now that we listen.
+    notify(&[sd_notify::NotifyState::Ready]);
+    loop {
+        tokio::select! {
+            _ = terminate.recv() => break,
+            _ = interrupt.recv() => break,
+            _ = hangup.recv() => {
+                notify(&[sd_notify::NotifyState::Reloading]);
+                match server.reload_tls() {
+                    Ok(()) => tracing::info!("reloaded the TLS certificate"),
+                    Err(e) => tracing::error!(error = %e, "TLS reload failed; keeping the old certificate"),
+                }
+                notify(&[sd_notify::NotifyState::Ready]);
+            }
+        }
+    }
     tracing::info!("stopping");
+    notify(&[sd_notify::NotifyState::Stopping]);
     server.shutdown().await;
     tracing::info!("stopped");
     Ok(())
 }
 
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot watch SIGTERM; stopping on SIGINT only");
-            let _ = tokio::signal::ctrl_c().await;
-        }
+fn notify(state: &[sd_notify::NotifyState]) {
+    if let Err(e) = sd_notify::notify(false, state) {
+        tracing::warn!(error = %e, "cannot notify systemd");
     }
 }
 
@@ -150,18 +179,41 @@ async fn accept_loop(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     state: Arc<AppState>,
+    limits: Limits,
     mut stopped: watch::Receiver<bool>,
 ) {
     let graceful = GracefulShutdown::new();
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    // hyper restarts the header timer whenever it waits for a request, so it also
+    // closes HTTP/1.1 keep-alive connections left idle that long.
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true);
-    builder.http2().timer(TokioTimer::new());
-    let builder = Arc::new(builder);
+    // HTTP/2: ping idle connections and drop peers that stop answering.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(limits.header_read_timeout))
+        .keep_alive_timeout(Duration::from_secs(20))
+        .max_concurrent_streams(256);
+    let protocols = Arc::new(Protocols {
+        http1: builder.clone().http1_only(),
+        http2: builder.clone().http2_only(),
+        any: builder,
+        first_bytes_timeout: limits.header_read_timeout,
+    });
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
     loop {
+        // At the cap, stop accepting: new clients wait in the kernel's backlog.
+        let permit = tokio::select! {
+            permit = connections.clone().acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            _ = stopped.changed() => break,
+        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
@@ -177,12 +229,13 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         let tls = tls.clone();
         let state = state.clone();
-        let builder = builder.clone();
+        let protocols = protocols.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            if let Err(e) = serve_connection(stream, tls, state, builder, watcher).await {
+            if let Err(e) = serve_connection(stream, tls, state, protocols, watcher).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
+            drop(permit);
         });
     }
     drop(listener);
@@ -194,39 +247,41 @@ async fn accept_loop(
     }
 }
 
+/// The connection builders: by ALPN over TLS, by sniffing the preface in plain HTTP.
+struct Protocols {
+    any: auto::Builder<TokioExecutor>,
+    http1: auto::Builder<TokioExecutor>,
+    http2: auto::Builder<TokioExecutor>,
+    /// How long a plain-HTTP client may take to send its first bytes.
+    first_bytes_timeout: Duration,
+}
+
 async fn serve_connection(
     stream: TcpStream,
     tls: Option<TlsAcceptor>,
     state: Arc<AppState>,
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    protocols: Arc<Protocols>,
     watcher: hyper_util::server::graceful::Watcher,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let service = service_fn(move |req| api::handle(state.clone(), req));
     match tls {
         Some(acceptor) => {
             let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await??;
-            let conn = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned();
-            watcher.watch(conn).await
+            // Choosing by ALPN skips protocol sniffing, which has no timeout of its own;
+            // the chosen protocol's timeouts then cover a silent client.
+            let builder = match stream.get_ref().1.alpn_protocol() {
+                Some(b"h2") => &protocols.http2,
+                _ => &protocols.http1,
+            };
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            watcher.watch(conn.into_owned()).await
         }
         None => {
-            let conn = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .into_owned();
-            watcher.watch(conn).await
+            let mut first = [0u8; 1];
+            tokio::time::timeout(protocols.first_bytes_timeout, stream.peek(&mut first)).await??;
+            let conn = protocols.any.serve_connection(TokioIo::new(stream), service);
+            watcher.watch(conn.into_owned()).await
         }
     }
 }
 
-fn create_private_dir(dir: &std::path::Path) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.exists() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
-}

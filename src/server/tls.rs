@@ -8,9 +8,11 @@ use std::fs;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
 
 use crate::config::Config;
@@ -56,8 +58,37 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// The rustls configuration for `cert` and `key`, offering HTTP/2 and HTTP/1.1.
-pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, String> {
+/// The certificate presented to new connections, swappable at run time: SIGHUP reloads
+/// the files without touching established connections.
+#[derive(Debug)]
+pub struct CertStore {
+    cert: PathBuf,
+    key: PathBuf,
+    current: RwLock<Arc<CertifiedKey>>,
+}
+
+impl CertStore {
+    pub fn load(cert: &Path, key: &Path) -> Result<Arc<CertStore>, String> {
+        let current = RwLock::new(certified_key(cert, key)?);
+        Ok(Arc::new(CertStore { cert: cert.to_path_buf(), key: key.to_path_buf(), current }))
+    }
+
+    /// Reads the files again; on any error the old certificate stays in use.
+    pub fn reload(&self) -> Result<(), String> {
+        let fresh = certified_key(&self.cert, &self.key)?;
+        let mut current = self.current.write().map_err(|_| "certificate lock poisoned".to_string())?;
+        *current = fresh;
+        Ok(())
+    }
+}
+
+impl ResolvesServerCert for CertStore {
+    fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        self.current.read().ok().map(|c| c.clone())
+    }
+}
+
+fn certified_key(cert: &Path, key: &Path) -> Result<Arc<CertifiedKey>, String> {
     let cert_pem = fs::read(cert).map_err(|e| format!("cannot read {}: {e}", cert.display()))?;
     let key_pem = fs::read(key).map_err(|e| format!("cannot read {}: {e}", key.display()))?;
     let chain: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut cert_pem.as_slice())
@@ -69,13 +100,21 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, Strin
     let key_der: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut key_pem.as_slice())
         .map_err(|e| format!("{}: {e}", key.display()))?
         .ok_or_else(|| format!("{}: no private key found", key.display()))?;
+    let signing_key = rustls::crypto::ring::default_provider()
+        .key_provider
+        .load_private_key(key_der)
+        .map_err(|e| format!("{}: {e}", key.display()))?;
+    Ok(Arc::new(CertifiedKey::new(chain, signing_key)))
+}
+
+/// The rustls configuration presenting `certs`, offering HTTP/2 and HTTP/1.1.
+pub fn server_config(certs: Arc<CertStore>) -> Result<Arc<ServerConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("tls: {e}"))?
         .with_no_client_auth()
-        .with_single_cert(chain, key_der)
-        .map_err(|e| format!("tls: {e}"))?;
+        .with_cert_resolver(certs);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

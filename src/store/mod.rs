@@ -9,6 +9,7 @@ pub mod codec;
 mod maintenance;
 mod read;
 pub mod records;
+pub mod recordings;
 pub mod tables;
 mod webhooks;
 mod write;
@@ -69,6 +70,7 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) the database file at `path` and starts its writer.
     pub fn open(path: &Path) -> std::result::Result<Store, OpenError> {
+        create_private_file(path)?;
         let db = match Database::create(path) {
             Ok(db) => db,
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse),
@@ -224,6 +226,21 @@ fn initialize(db: &Database) -> Result<(i64, [u8; 32])> {
     create_tables(&txn)?;
     txn.commit()?;
     Ok(result)
+}
+
+/// Creates an empty database file readable by its owner only; redb then initialises it.
+fn create_private_file(path: &Path) -> std::result::Result<(), OpenError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.exists() {
+        return Ok(());
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
+        .map_err(|e| OpenError::Other(format!("cannot create {}: {e}", path.display())))
 }
 
 /// Creates every table of `tables::all_tables!` (new tables go there, not here).

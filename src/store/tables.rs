@@ -30,12 +30,16 @@ macro_rules! all_tables {
         $apply!(DELIVERIES);
         $apply!(DELIVERIES_BY_ENDPOINT);
         $apply!(OUTBOX);
+        $apply!(RECORDINGS);
+        $apply!(RECORDING_CHUNKS);
+        $apply!(RECORDING_UPLOADS);
     };
 }
 pub(crate) use all_tables;
 
 /// Store-wide values: `schema_version` (u32 LE), `clock` (i64 LE high-water mark of
-/// assigned timestamps), `cursor_secret` (32 bytes).
+/// assigned timestamps), `cursor_secret` (32 bytes), `recording_secret` (32 bytes, signs
+/// recording download links).
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 /// org id → `OrgRecord`.
@@ -89,3 +93,18 @@ pub const DELIVERIES_BY_ENDPOINT: TableDefinition<(&str, i64, &str), ()> =
 /// per endpoint in due order. Written in the same transaction as the change that
 /// causes the webhook.
 pub const OUTBOX: TableDefinition<(&str, i64, &str), ()> = TableDefinition::new("outbox");
+
+/// (org, call id) → `RecordingRecord` (upload id, content type, size, SHA-256, uploaded
+/// at): a call's current recording. Its audio lives in `recording_chunks`.
+pub const RECORDINGS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("recordings");
+/// (upload id, chunk index) → the audio bytes, 255 KiB per chunk but the last (so one
+/// chunk fills one 256 KiB page): every upload's audio, in order. An upload id is fresh
+/// for every `PUT`, so a re-upload writes beside the old audio and the last job swaps
+/// them (see `store::recordings`).
+pub const RECORDING_CHUNKS: TableDefinition<(&str, u64), &[u8]> =
+    TableDefinition::new("recording_chunks");
+/// upload id → `UploadRecord` (org, call, started at): uploads still streaming in. A row
+/// leaves when its upload finishes or is discarded; rows found at start-up belong to
+/// uploads cut short by a crash and are swept with their chunks.
+pub const RECORDING_UPLOADS: TableDefinition<&str, &[u8]> =
+    TableDefinition::new("recording_uploads");

@@ -11,6 +11,8 @@ mod events;
 mod leads;
 mod listing;
 mod messages;
+mod recordings;
 mod ops;
 mod sync;
 mod transport;
+mod webhooks;

@@ -1,0 +1,848 @@
+//! The real `engaged` binary, run as a process: the `org` and `key` commands with the
+//! server stopped and running, the self-signed certificate, stopping on SIGTERM,
+//! durability across `kill -9`, plain HTTP, configuration layering and `--help`.
+//!
+//! Every server runs on an ephemeral loopback port in its own temporary data directory;
+//! its port is read from the `listening address=...` line it logs. Every child process
+//! is killed when its test ends, and every wait is bounded.
+
+// `common.rs` carries `#![allow(dead_code)]`: this binary uses only part of it.
+#[path = "http/common.rs"]
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Method, Request};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use serde_json::{json, Value};
+
+use common::{client_trusting, enc, Response};
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// How long a server may take to log its address, and a command to finish.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a server may take to stop after SIGTERM.
+const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+
+const EPOCH: &str = "1970-01-01T00:00:00Z";
+
+// ---- processes ------------------------------------------------------------------------
+
+/// The binary, with no `ENGAGED_*` or `RUST_LOG` inherited from the test's environment.
+fn engaged() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_engaged"));
+    for (name, _) in std::env::vars_os() {
+        if let Some(name) = name.to_str() {
+            if name.starts_with("ENGAGED_") || name == "RUST_LOG" {
+                cmd.env_remove(name);
+            }
+        }
+    }
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// Runs `cmd` to its end (killed and failed after `COMMAND_TIMEOUT`).
+fn run_to_exit(mut cmd: Command) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn engaged");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("stderr")));
+    let status = match wait_with_deadline(&mut child, COMMAND_TIMEOUT) {
+        Some(status) => status,
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = stderr.join().unwrap_or_default();
+            panic!(
+                "{cmd:?} did not finish within {COMMAND_TIMEOUT:?}; stderr:\n{}",
+                String::from_utf8_lossy(&err)
+            );
+        }
+    };
+    Output {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
+fn wait_with_deadline(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return Some(status);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The result of one `engaged ...` command.
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Ran {
+    fn ok(self, what: &str) -> Ran {
+        assert_eq!(
+            self.code,
+            Some(0),
+            "{what}: exit status; stdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+}
+
+/// `engaged --data-dir <data_dir> <args...>`.
+fn cli(data_dir: &Path, args: &[&str]) -> Ran {
+    let mut cmd = engaged();
+    cmd.arg("--data-dir").arg(data_dir).args(args);
+    let out = run_to_exit(cmd);
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Asserts a failure as the binary reports one: status 1, `engaged: <message>`.
+fn assert_cli_failure(ran: &Ran, what: &str) {
+    assert_eq!(
+        ran.code,
+        Some(1),
+        "{what}: exit status; stdout:\n{}\nstderr:\n{}",
+        ran.stdout,
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.starts_with("engaged: ") && ran.stderr.trim().len() > "engaged:".len(),
+        "{what}: stderr is `engaged: <message>`: {:?}",
+        ran.stderr
+    );
+}
+
+/// Creates `org` and a key of `scope` in it; returns the key.
+fn create_key(data_dir: &Path, org: &str, scope: &str) -> String {
+    cli(data_dir, &["org", "create", org]).ok("org create");
+    let ran = cli(data_dir, &["key", "create", "--org", org, "--scope", scope]).ok("key create");
+    let key = ran.stdout.trim().to_string();
+    assert!(
+        key.starts_with("ek_"),
+        "key create prints the key: {:?}",
+        ran.stdout
+    );
+    key
+}
+
+/// One row of `engaged key list`.
+#[derive(Debug, Clone)]
+struct KeyRow {
+    id: String,
+    org: String,
+    scope: String,
+    state: String,
+    created: String,
+    name: String,
+}
+
+/// Parses `engaged key list`, checking its header.
+fn key_rows(stdout: &str) -> Vec<KeyRow> {
+    let mut lines = stdout.lines();
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_else(|| panic!("key list prints a header: {stdout:?}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["ID", "ORG", "SCOPE", "STATE", "CREATED", "NAME"],
+        "key list header"
+    );
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            assert!(
+                cols.len() == 5 || cols.len() == 6,
+                "key list row has 5 or 6 columns: {line:?}"
+            );
+            KeyRow {
+                id: cols[0].into(),
+                org: cols[1].into(),
+                scope: cols[2].into(),
+                state: cols[3].into(),
+                created: cols[4].into(),
+                name: cols.get(5).copied().unwrap_or_default().into(),
+            }
+        })
+        .collect()
+}
+
+/// A running `engaged serve`, killed when dropped.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    scheme: String,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// `engaged serve --data-dir <data_dir> --listen 127.0.0.1:0 <extra...>`.
+    fn start(data_dir: &Path, extra: &[&str]) -> Server {
+        let mut args = vec!["--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        Server::spawn(data_dir, &args, &[])
+    }
+
+    /// `engaged serve --data-dir <data_dir> <args...>` with `envs` set; waits for the
+    /// `listening` line.
+    fn spawn(data_dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
+        let mut cmd = engaged();
+        cmd.arg("serve")
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(args)
+            .envs(envs.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn engaged serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (lines_tx, lines) = mpsc::channel::<String>();
+        {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    log.lock().unwrap().push_str(&format!("{line}\n"));
+                    let _ = lines_tx.send(line);
+                }
+            });
+        }
+        let deadline = Instant::now() + START_TIMEOUT;
+        let found = loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(address) = listening_address(&line) {
+                        break Ok(address);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    break Err(format!("no `listening` line within {START_TIMEOUT:?}"))
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    break Err("the server closed stderr (exited?)".to_string())
+                }
+            }
+        };
+        match found {
+            Ok((scheme, addr)) => Server {
+                child,
+                addr,
+                scheme,
+                log,
+            },
+            Err(why) => {
+                let _ = child.kill();
+                let status = child.wait();
+                let log = log.lock().unwrap().clone();
+                panic!("{cmd:?}: {why}; status {status:?}; stderr:\n{log}");
+            }
+        }
+    }
+
+    fn base(&self) -> String {
+        format!("{}://{}", self.scheme, self.addr)
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.pid()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} {}", self.pid());
+    }
+
+    fn assert_running(&mut self) {
+        let status = self.child.try_wait().expect("try_wait");
+        assert!(
+            status.is_none(),
+            "the server exited ({status:?}); stderr:\n{}",
+            self.log()
+        );
+    }
+
+    /// Waits (bounded) for the process to end.
+    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        wait_with_deadline(&mut self.child, timeout)
+    }
+
+    /// `kill -9`, then waits for the process to be gone.
+    fn kill_9(&mut self) {
+        self.signal("-KILL");
+        let status = self
+            .wait_exit(STOP_TIMEOUT)
+            .expect("a killed server is gone");
+        assert!(status.code().is_none(), "killed by a signal: {status:?}");
+    }
+
+    /// SIGTERM, then waits for the process to end; returns its status.
+    fn terminate(&mut self) -> ExitStatus {
+        self.signal("-TERM");
+        match self.wait_exit(STOP_TIMEOUT) {
+            Some(status) => status,
+            None => panic!(
+                "the server did not stop within {STOP_TIMEOUT:?} of SIGTERM; stderr:\n{}",
+                self.log()
+            ),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `(scheme, address)` from the `listening address=https://127.0.0.1:PORT` log line.
+fn listening_address(line: &str) -> Option<(String, SocketAddr)> {
+    if !line.contains("listening") {
+        return None;
+    }
+    let rest = &line[line.find("address=")? + "address=".len()..];
+    let url = rest.split_whitespace().next()?.trim_matches('"');
+    let (scheme, addr) = url.split_once("://")?;
+    Some((scheme.to_string(), addr.parse().ok()?))
+}
+
+// ---- HTTP -----------------------------------------------------------------------------
+
+fn https_client(data_dir: &Path) -> HttpsClient {
+    client_trusting(&data_dir.join("tls/cert.pem"))
+}
+
+async fn send(
+    client: &HttpsClient,
+    method: Method,
+    url: &str,
+    key: Option<&str>,
+    body: Option<&Value>,
+) -> Response {
+    let mut builder = Request::builder().method(method).uri(url);
+    if let Some(key) = key {
+        builder = builder.header("x-api-key", key);
+    }
+    let bytes = match body {
+        Some(body) => {
+            builder = builder.header("content-type", "application/json");
+            serde_json::to_vec(body).expect("json")
+        }
+        None => Vec::new(),
+    };
+    let request = builder
+        .body(Full::new(Bytes::from(bytes)))
+        .expect("request");
+    let response = tokio::time::timeout(Duration::from_secs(20), client.request(request))
+        .await
+        .unwrap_or_else(|_| panic!("no answer to {url} within 20s"))
+        .unwrap_or_else(|e| panic!("request to {url}: {e:?}"));
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    Response {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn text(r: &Response) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+fn all_leads_path() -> String {
+    format!("/v1/leads?updatedSince={}", enc(EPOCH))
+}
+
+/// `GET /healthz` over plain HTTP/1.1 on a raw socket; returns the status line.
+fn raw_http_healthz(addr: SocketAddr) -> String {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("write request");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    answer.lines().next().unwrap_or_default().to_string()
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+// ---- tests ----------------------------------------------------------------------------
+
+#[test]
+fn org_and_key_commands_work_on_a_stopped_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+
+    let ran = cli(data, &["org", "create", "acme"]).ok("org create");
+    let org_id = ran.stdout.trim();
+    assert_eq!(ran.stdout.lines().count(), 1, "org create prints one line");
+    assert!(
+        org_id.starts_with("org_"),
+        "org create prints the id: {org_id:?}"
+    );
+
+    let ran = cli(
+        data,
+        &["key", "create", "--org", "acme", "--name", "laptop"],
+    )
+    .ok("key create");
+    assert_eq!(
+        ran.stdout.lines().count(),
+        1,
+        "key create prints the key alone: {:?}",
+        ran.stdout
+    );
+    let key = ran.stdout.trim().to_string();
+    assert!(key.starts_with("ek_"), "key: {key:?}");
+    assert!(
+        !ran.stderr.contains(&key),
+        "the key is printed once, on stdout"
+    );
+
+    let list = cli(data, &["key", "list"]).ok("key list");
+    assert!(!list.stdout.contains(&key), "key list never shows the key");
+    assert!(!list.stderr.contains(&key), "key list never shows the key");
+    let rows = key_rows(&list.stdout);
+    assert_eq!(rows.len(), 1, "one key: {rows:?}");
+    let row = &rows[0];
+    assert!(row.id.starts_with("key_"), "{row:?}");
+    assert_eq!(
+        (
+            row.org.as_str(),
+            row.scope.as_str(),
+            row.state.as_str(),
+            row.name.as_str()
+        ),
+        ("acme", "write", "active", "laptop"),
+        "{row:?}"
+    );
+    assert!(!row.created.is_empty());
+
+    assert_cli_failure(&cli(data, &["org", "create", "acme"]), "duplicate org");
+    assert_cli_failure(
+        &cli(data, &["key", "create", "--org", "nobody"]),
+        "key create for an unknown org",
+    );
+    let ran = cli(
+        data,
+        &["key", "create", "--org", "acme", "--scope", "owner"],
+    );
+    assert!(
+        ran.code.is_some_and(|c| c != 0),
+        "unknown scope fails: {:?} {}",
+        ran.code,
+        ran.stderr
+    );
+    assert!(ran.stdout.trim().is_empty(), "no key for an unknown scope");
+
+    // The failures left nothing behind, and no server (so no socket) was involved.
+    let rows = key_rows(
+        &cli(data, &["key", "list", "--org", "acme"])
+            .ok("key list")
+            .stdout,
+    );
+    assert_eq!(rows.len(), 1, "failed creates add no key: {rows:?}");
+    assert!(!data.join("admin.sock").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_commands_go_through_the_socket_of_a_running_server() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let mut server = Server::start(data, &[]);
+
+    let socket = data.join("admin.sock");
+    let meta = std::fs::symlink_metadata(&socket).expect("admin.sock exists while running");
+    assert!(meta.file_type().is_socket(), "admin.sock is a socket");
+    assert_eq!(mode(&socket), 0o600, "admin.sock mode");
+
+    // The server holds the database's lock: these can only succeed through the socket.
+    let key = create_key(data, "acme", "read");
+    server.assert_running();
+
+    let client = https_client(data);
+    let url = format!("{}{}", server.base(), all_leads_path());
+    let r = send(&client, Method::GET, &url, Some(&key), None).await;
+    assert_eq!(r.status, 200, "a new key authenticates: {}", text(&r));
+
+    let rows = key_rows(&cli(data, &["key", "list"]).ok("key list").stdout);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].state, "active");
+    let id = rows[0].id.clone();
+
+    let ran = cli(data, &["key", "revoke", &id]).ok("key revoke");
+    assert!(
+        ran.stdout.trim().is_empty(),
+        "revoke prints nothing on stdout"
+    );
+    server.assert_running();
+    let rows = key_rows(&cli(data, &["key", "list"]).ok("key list").stdout);
+    assert_eq!(
+        (rows.len(), rows[0].id.as_str(), rows[0].state.as_str()),
+        (1, id.as_str(), "revoked"),
+        "{rows:?}"
+    );
+
+    let r = send(&client, Method::GET, &url, Some(&key), None).await;
+    assert_eq!(r.status, 403, "a revoked key is refused: {}", text(&r));
+    assert_eq!(r.json(), json!({"message": "Forbidden"}));
+
+    // Errors come back through the socket too.
+    assert_cli_failure(&cli(data, &["org", "create", "acme"]), "duplicate org");
+    assert_cli_failure(
+        &cli(data, &["key", "revoke", "key_doesnotexist"]),
+        "revoke an unknown key",
+    );
+    server.assert_running();
+    assert_eq!(mode(&socket), 0o600, "admin.sock mode");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_self_signed_certificate_is_generated_once_and_reused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let (cert_path, key_path) = (data.join("tls/cert.pem"), data.join("tls/key.pem"));
+    assert!(!cert_path.exists());
+
+    let mut first = Server::start(data, &[]);
+    let cert = std::fs::read(&cert_path).expect("cert.pem written on first start");
+    let key = std::fs::read(&key_path).expect("key.pem written on first start");
+    assert!(String::from_utf8_lossy(&cert).contains("BEGIN CERTIFICATE"));
+    assert!(String::from_utf8_lossy(&key).contains("PRIVATE KEY"));
+    assert_eq!(mode(&key_path), 0o600, "key.pem mode");
+    let r = send(
+        &https_client(data),
+        Method::GET,
+        &format!("{}/healthz", first.base()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", text(&r));
+    let status = first.terminate();
+    assert_eq!(status.code(), Some(0), "{}", first.log());
+    drop(first);
+
+    let second = Server::start(data, &[]);
+    assert_eq!(
+        std::fs::read(&cert_path).expect("cert.pem"),
+        cert,
+        "same certificate"
+    );
+    assert_eq!(std::fs::read(&key_path).expect("key.pem"), key, "same key");
+    assert_eq!(mode(&key_path), 0o600, "key.pem mode");
+    // A client pinned to the first certificate still connects.
+    let client = client_trusting_pem(dir.path(), &cert);
+    let r = send(
+        &client,
+        Method::GET,
+        &format!("{}/healthz", second.base()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", text(&r));
+}
+
+/// A client trusting the certificate `pem` (written next to `dir`'s data).
+fn client_trusting_pem(dir: &Path, pem: &[u8]) -> HttpsClient {
+    let path: PathBuf = dir.join("pinned-cert.pem");
+    std::fs::write(&path, pem).expect("write pinned cert");
+    client_trusting(&path)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_cleanly_and_removes_the_socket() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let key = create_key(data, "acme", "write");
+    let mut server = Server::start(data, &[]);
+    assert!(data.join("admin.sock").exists());
+
+    // A client keeps its (idle, keep-alive) connection open across the stop.
+    let client = https_client(data);
+    let r = send(
+        &client,
+        Method::POST,
+        &format!("{}/v1/leads", server.base()),
+        Some(&key),
+        Some(&json!({"id": "L1"})),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", text(&r));
+
+    let status = server.terminate();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "SIGTERM ends with status 0 ({status:?}); stderr:\n{}",
+        server.log()
+    );
+    assert!(
+        !data.join("admin.sock").exists(),
+        "admin.sock is removed on a clean stop"
+    );
+    drop(client);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_leads_survive_kill_9() {
+    const LEADS: usize = 50;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let key = create_key(data, "acme", "write");
+
+    let mut server = Server::start(data, &[]);
+    let client = https_client(data);
+    let url = format!("{}/v1/leads", server.base());
+    let mut tasks = Vec::new();
+    for i in 0..LEADS {
+        let (client, url, key) = (client.clone(), url.clone(), key.clone());
+        tasks.push(tokio::spawn(async move {
+            let id = format!("lead-{i:02}");
+            let r = send(
+                &client,
+                Method::POST,
+                &url,
+                Some(&key),
+                Some(&json!({"id": id, "firstName": format!("N{i}")})),
+            )
+            .await;
+            assert_eq!(r.status, 201, "create {id}: {}", text(&r));
+            id
+        }));
+    }
+    let mut created = BTreeSet::new();
+    for task in tasks {
+        created.insert(task.await.expect("create task"));
+    }
+    assert_eq!(created.len(), LEADS);
+    drop(client);
+
+    server.kill_9();
+    drop(server);
+
+    let server = Server::start(data, &[]);
+    let client = https_client(data);
+    let mut listed = Vec::new();
+    let mut token: Option<String> = None;
+    for _page in 0..=LEADS {
+        let mut url = format!("{}{}&limit=7", server.base(), all_leads_path());
+        if let Some(token) = &token {
+            url.push_str(&format!("&nextToken={}", enc(token)));
+        }
+        let r = send(&client, Method::GET, &url, Some(&key), None).await;
+        assert_eq!(r.status, 200, "{}", text(&r));
+        let body = r.json();
+        for lead in body["leads"].as_array().expect("leads array") {
+            listed.push(lead["id"].as_str().expect("lead id").to_string());
+        }
+        match &body["nextToken"] {
+            Value::Null => {
+                token = None;
+                break;
+            }
+            Value::String(next) => token = Some(next.clone()),
+            other => panic!("nextToken is a string or null: {other}"),
+        }
+    }
+    assert!(token.is_none(), "paging ends");
+    let unique: BTreeSet<String> = listed.iter().cloned().collect();
+    assert_eq!(
+        unique.len(),
+        listed.len(),
+        "no lead listed twice: {listed:?}"
+    );
+    assert_eq!(unique, created, "every acknowledged lead survived kill -9");
+}
+
+#[test]
+fn insecure_http_serves_plain_http() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(dir.path(), &["--insecure-http"]);
+    assert_eq!(server.scheme, "http", "{}", server.log());
+    let status = raw_http_healthz(server.addr);
+    assert!(
+        status.starts_with("HTTP/1.1 200"),
+        "plain GET /healthz: {status:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configuration_layers_file_then_env_then_flags() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let file = dir.path().join("engaged.toml");
+    std::fs::write(&file, "listen = \"127.0.0.1:0\"\ninsecure_http = true\n").expect("config");
+    let file_arg = file.to_str().expect("utf-8 path");
+
+    // The file alone: its listen address and plain HTTP.
+    {
+        let server = Server::spawn(&data, &["--config", file_arg], &[]);
+        assert_eq!(server.scheme, "http", "{}", server.log());
+        assert!(server.addr.ip().is_loopback(), "{}", server.addr);
+        assert_ne!(
+            server.addr.port(),
+            8443,
+            "the file's port 0, not the default"
+        );
+        assert!(raw_http_healthz(server.addr).starts_with("HTTP/1.1 200"));
+    }
+
+    // The environment over the file: HTTPS.
+    {
+        let server = Server::spawn(
+            &data,
+            &["--config", file_arg],
+            &[("ENGAGED_INSECURE_HTTP", "false")],
+        );
+        assert_eq!(server.scheme, "https", "{}", server.log());
+        let r = send(
+            &https_client(&data),
+            Method::GET,
+            &format!("{}/healthz", server.base()),
+            None,
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", text(&r));
+    }
+
+    // A flag over the environment: plain HTTP again.
+    {
+        let server = Server::spawn(
+            &data,
+            &["--config", file_arg, "--insecure-http"],
+            &[("ENGAGED_INSECURE_HTTP", "false")],
+        );
+        assert_eq!(server.scheme, "http", "{}", server.log());
+        assert!(raw_http_healthz(server.addr).starts_with("HTTP/1.1 200"));
+    }
+
+    // The file through ENGAGED_CONFIG works the same way.
+    {
+        let server = Server::spawn(&data, &[], &[("ENGAGED_CONFIG", file_arg)]);
+        assert_eq!(server.scheme, "http", "{}", server.log());
+    }
+
+    // An unknown key: `serve` refuses to start and names the file.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "listen = \"127.0.0.1:0\"\ncolour = \"blue\"\n").expect("config");
+    let mut cmd = engaged();
+    cmd.arg("serve")
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("--config")
+        .arg(&bad);
+    let out = run_to_exit(cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "unknown key: stderr:\n{stderr}");
+    assert!(
+        stderr.contains("engaged: ") && stderr.contains(&bad.display().to_string()),
+        "the message names the file: {stderr}"
+    );
+    assert!(!stderr.contains("listening"), "{stderr}");
+}
+
+#[test]
+fn help_lists_the_commands() {
+    let out = run_to_exit({
+        let mut cmd = engaged();
+        cmd.arg("--help");
+        cmd
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let commands: BTreeSet<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    for command in ["serve", "org", "key"] {
+        assert!(commands.contains(command), "{command} in --help:\n{stdout}");
+    }
+}
+
+#[test]
+fn the_data_directory_and_database_are_private_whoever_creates_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("fresh");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_engaged"))
+        .args(["--data-dir", data.to_str().expect("utf-8 path"), "org", "create", "acme"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mode = |p: &std::path::Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o777;
+    assert_eq!(mode(&data), 0o700);
+    assert_eq!(mode(&data.join("engaged.redb")), 0o600);
+}
