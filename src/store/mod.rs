@@ -7,6 +7,7 @@
 
 pub mod codec;
 mod maintenance;
+mod migrations;
 mod read;
 pub mod records;
 pub mod recordings;
@@ -29,8 +30,7 @@ use crate::cursor::CursorKey;
 use crate::error::{Error, Result};
 use tables::*;
 
-/// The layout version of the whole file. Start-up refuses a file from a newer release.
-pub const SCHEMA_VERSION: u32 = 1;
+pub use migrations::SCHEMA_VERSION;
 
 /// Why a database could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -189,22 +189,19 @@ impl Drop for Store {
 /// mark and the cursor secret.
 fn initialize(db: &Database) -> Result<(i64, [u8; 32])> {
     let txn = db.begin_write()?;
+    // Migrate first, with no table held open, so a step may open any table.
+    let version = {
+        let meta = txn.open_table(META)?;
+        let found = meta.get("schema_version")?;
+        found.map(|v| read_u32(v.value())).transpose()?
+    };
+    if let Some(v) = version {
+        migrations::migrate(&txn, v)?;
+    }
     let result = {
         let mut meta = txn.open_table(META)?;
-        let version = match meta.get("schema_version")? {
-            Some(v) => Some(read_u32(v.value())?),
-            None => None,
-        };
-        match version {
-            None => {
-                meta.insert("schema_version", &SCHEMA_VERSION.to_le_bytes()[..])?;
-            }
-            Some(v) if v > SCHEMA_VERSION => {
-                return Err(Error::Internal(format!(
-                    "the data was written by a newer release (schema {v}; this release reads up to {SCHEMA_VERSION}); upgrade engaged"
-                )));
-            }
-            Some(_) => {}
+        if version != Some(SCHEMA_VERSION) {
+            meta.insert("schema_version", &SCHEMA_VERSION.to_le_bytes()[..])?;
         }
         let clock = match meta.get("clock")? {
             Some(v) => read_i64(v.value())?,
@@ -266,4 +263,40 @@ fn read_i64(bytes: &[u8]) -> Result<i64> {
         .try_into()
         .map_err(|_| Error::Internal("bad i64 in meta".into()))?;
     Ok(i64::from_le_bytes(arr))
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+
+    fn write_version(path: &Path, version: u32) {
+        let db = Database::create(path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META).unwrap().insert("schema_version", &version.to_le_bytes()[..]).unwrap();
+        txn.commit().unwrap();
+    }
+
+    #[test]
+    fn a_file_from_a_newer_release_is_refused_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("newer.redb");
+        write_version(&path, SCHEMA_VERSION + 1);
+        match Store::open(&path) {
+            Err(OpenError::Other(message)) => assert!(message.contains("newer release"), "{message}"),
+            Err(other) => panic!("unexpected error {other}"),
+            Ok(_) => panic!("a newer file was opened"),
+        }
+    }
+
+    #[test]
+    fn a_new_file_records_the_current_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.redb");
+        drop(Store::open(&path).unwrap());
+        let db = Database::open(&path).unwrap();
+        let read = db.begin_read().unwrap();
+        let meta = read.open_table(META).unwrap();
+        let version = meta.get("schema_version").unwrap().map(|v| read_u32(v.value()).unwrap());
+        assert_eq!(version, Some(SCHEMA_VERSION));
+    }
 }
