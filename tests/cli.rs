@@ -838,11 +838,172 @@ fn the_data_directory_and_database_are_private_whoever_creates_them() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("fresh");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_engaged"))
-        .args(["--data-dir", data.to_str().expect("utf-8 path"), "org", "create", "acme"])
+        .args([
+            "--data-dir",
+            data.to_str().expect("utf-8 path"),
+            "org",
+            "create",
+            "acme",
+        ])
         .output()
         .expect("run");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mode = |p: &std::path::Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o777;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o777;
     assert_eq!(mode(&data), 0o700);
     assert_eq!(mode(&data.join("engaged.redb")), 0o600);
+}
+
+#[test]
+fn readiness_and_stopping_are_reported_to_systemd() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let notify_path = dir.path().join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&notify_path).expect("notify socket");
+    socket
+        .set_read_timeout(Some(START_TIMEOUT))
+        .expect("timeout");
+    let data = dir.path().join("data");
+    let notify = notify_path.to_str().expect("utf-8 path");
+    let mut server = Server::spawn(
+        &data,
+        &["--listen", "127.0.0.1:0"],
+        &[("NOTIFY_SOCKET", notify)],
+    );
+    let mut buf = [0u8; 256];
+    let n = socket.recv(&mut buf).expect("a readiness message");
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("READY=1"));
+    let status = server.terminate();
+    assert_eq!(status.code(), Some(0), "{}", server.log());
+    let n = socket.recv(&mut buf).expect("a stopping message");
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("STOPPING=1"));
+}
+
+/// Writes a self-signed certificate for localhost to `cert` and `key`; returns its PEM.
+fn write_certificate(cert: &Path, key: &Path) -> String {
+    let generated =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .expect("certificate");
+    std::fs::write(key, generated.key_pair.serialize_pem()).expect("write key");
+    let pem = generated.cert.pem();
+    std::fs::write(cert, &pem).expect("write cert");
+    pem
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_reloads_the_certificate_for_new_connections_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let first_pem = write_certificate(&cert, &key);
+    let (cert_arg, key_arg) = (cert.to_str().expect("utf-8"), key.to_str().expect("utf-8"));
+    let server = Server::start(&data, &["--tls-cert", cert_arg, "--tls-key", key_arg]);
+    let healthz = format!("{}/healthz", server.base());
+
+    // A connection made with the first certificate, kept open across the reload.
+    let old_client = client_trusting_pem(dir.path(), first_pem.as_bytes());
+    assert_eq!(
+        send(&old_client, Method::GET, &healthz, None, None)
+            .await
+            .status,
+        200
+    );
+
+    let second_pem = write_certificate(&cert, &key);
+    server.signal("-HUP");
+    let deadline = Instant::now() + START_TIMEOUT;
+    while !server.log().contains("reloaded the TLS certificate") {
+        assert!(
+            Instant::now() < deadline,
+            "no reload logged:\n{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // New connections see the new certificate...
+    let new_client = client_trusting_pem(&dir.path().join("data"), second_pem.as_bytes());
+    assert_eq!(
+        send(&new_client, Method::GET, &healthz, None, None)
+            .await
+            .status,
+        200
+    );
+    // ...and the connection opened before the reload still works.
+    assert_eq!(
+        send(&old_client, Method::GET, &healthz, None, None)
+            .await
+            .status,
+        200
+    );
+    // A fresh client that trusts only the old certificate is refused.
+    let stale = client_trusting_pem(&dir.path().join("data"), first_pem.as_bytes());
+    let request = Request::get(&healthz)
+        .body(Full::new(Bytes::new()))
+        .expect("request");
+    let refused = tokio::time::timeout(Duration::from_secs(20), stale.request(request))
+        .await
+        .expect("bounded");
+    assert!(
+        refused.is_err(),
+        "a client trusting only the old certificate connected"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_of_a_running_server_restores_into_an_empty_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("live");
+    let key = create_key(&data, "acme", "write");
+    let server = Server::start(&data, &[]);
+    let client = https_client(&data);
+    for i in 0..20 {
+        let r = send(
+            &client,
+            Method::POST,
+            &format!("{}/v1/leads", server.base()),
+            Some(&key),
+            Some(&json!({"id": format!("b{i}")})),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", text(&r));
+    }
+    let backup = dir.path().join("backup.redb");
+    cli(&data, &["backup", backup.to_str().expect("utf-8")]).ok("backup while running");
+    cli(&data, &["check"]).ok("check while running");
+    // A second backup never overwrites the first.
+    assert_cli_failure(
+        &cli(&data, &["backup", backup.to_str().expect("utf-8")]),
+        "backup over a file",
+    );
+    drop(server);
+
+    let restored = dir.path().join("restored");
+    cli(&restored, &["restore", backup.to_str().expect("utf-8")]).ok("restore");
+    assert_eq!(mode(&restored.join("engaged.redb")) & 0o777, 0o600);
+    cli(&restored, &["check"]).ok("check the restored copy");
+    assert_cli_failure(
+        &cli(&restored, &["restore", backup.to_str().expect("utf-8")]),
+        "restore over data",
+    );
+    // The restored copy serves the same leads with the same key.
+    let server = Server::start(&restored, &[]);
+    let r = send(
+        &https_client(&restored),
+        Method::GET,
+        &format!("{}{}", server.base(), all_leads_path()),
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", text(&r));
+    let ids: BTreeSet<String> = r.json()["leads"]
+        .as_array()
+        .expect("leads")
+        .iter()
+        .map(|l| l["id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(ids.len(), 20);
 }
