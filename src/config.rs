@@ -65,20 +65,35 @@ impl Default for Limits {
 impl Limits {
     fn resolve(file: &FileConfig, over: &Overrides) -> Result<Limits, String> {
         let defaults = Limits::default();
-        let header_read_timeout = match over.header_read_timeout.as_ref().or(file.header_read_timeout.as_ref()) {
-            Some(text) => crate::duration::parse(text).map_err(|e| format!("header_read_timeout: {e}"))?,
+        let header_read_timeout = match over
+            .header_read_timeout
+            .as_ref()
+            .or(file.header_read_timeout.as_ref())
+        {
+            Some(text) => {
+                crate::duration::parse(text).map_err(|e| format!("header_read_timeout: {e}"))?
+            }
             None => defaults.header_read_timeout,
         };
         let limits = Limits {
             header_read_timeout,
-            max_connections: over.max_connections.or(file.max_connections).unwrap_or(defaults.max_connections),
+            max_connections: over
+                .max_connections
+                .or(file.max_connections)
+                .unwrap_or(defaults.max_connections),
             rate_limit_per_second: over.rate_limit_per_second.or(file.rate_limit_per_second),
-            rate_limit_burst: over.rate_limit_burst.or(file.rate_limit_burst).unwrap_or(defaults.rate_limit_burst),
+            rate_limit_burst: over
+                .rate_limit_burst
+                .or(file.rate_limit_burst)
+                .unwrap_or(defaults.rate_limit_burst),
         };
         if limits.max_connections == 0 || limits.rate_limit_burst == 0 {
             return Err("max_connections and rate_limit_burst must be positive".into());
         }
-        if limits.rate_limit_per_second.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        if limits
+            .rate_limit_per_second
+            .is_some_and(|r| !(r > 0.0 && r.is_finite()))
+        {
             return Err("rate_limit_per_second must be a positive number".into());
         }
         if limits.header_read_timeout.is_zero() {
@@ -352,20 +367,33 @@ mod tests {
         )
         .unwrap();
         let c = Config::resolve(file, Overrides::default()).unwrap();
-        assert_eq!(c.public_url.as_deref(), Some("https://crm.example.com/engaged/"));
+        assert_eq!(
+            c.public_url.as_deref(),
+            Some("https://crm.example.com/engaged/")
+        );
         assert_eq!((c.recording_max_bytes, c.recording_link_ttl_secs), (10, 60));
         for bad in ["crm.example.com", "ftp://x", "https://x/?a=1", "https://"] {
             let over = Overrides {
                 public_url: Some(bad.into()),
                 ..Default::default()
             };
-            assert!(Config::resolve(FileConfig::default(), over).is_err(), "{bad}");
+            assert!(
+                Config::resolve(FileConfig::default(), over).is_err(),
+                "{bad}"
+            );
         }
         let over = Overrides {
             recording_link_ttl_secs: Some(0),
             ..Default::default()
         };
         assert!(Config::resolve(FileConfig::default(), over).is_err());
+    }
+
+    #[test]
+    fn the_example_file_is_valid_and_resolves() {
+        let file: FileConfig = toml::from_str(include_str!("../config/engaged.toml")).unwrap();
+        let config = Config::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(config.listen.to_string(), DEFAULT_LISTEN);
     }
 
     #[test]

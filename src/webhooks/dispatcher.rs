@@ -228,6 +228,9 @@ impl Attempt {
         if let Ok(mut map) = self.in_flight.lock() {
             if let Some(slots) = map.get_mut(&self.endpoint.id) {
                 change(slots);
+                if slots.leased.is_empty() && slots.sending == 0 {
+                    map.remove(&self.endpoint.id);
+                }
             }
         }
     }
@@ -303,7 +306,9 @@ fn record_attempt(
                     .then_some(outcome.retry_after)
                     .flatten()
                     .map(|d| d.min(MAX_RETRY_AFTER));
-                let wait = honoured.unwrap_or_else(|| jitter(*delay));
+                // Never sooner than the receiver asked, nor than the schedule says.
+                let scheduled = jitter(*delay);
+                let wait = honoured.map_or(scheduled, |asked| asked.max(scheduled));
                 delivery.next_attempt_at = Some(now + wait.as_micros() as i64);
             }
             None => {

@@ -35,11 +35,12 @@ pub const EVENTS: [&str; 5] = [
 /// Queues `event` with `data` for every enabled endpoint of `org` that wants it, in the
 /// caller's transaction.
 pub fn emit(tx: &mut WriteTx, org: &str, event: &str, data: Value) -> Result<()> {
-    let now = now_micros();
     for endpoint in tx.webhook_endpoints(org)? {
         if endpoint.disabled_at.is_some() || !wants(&endpoint, event) {
             continue;
         }
+        // A tick, not the wall clock: deliveries list in the order they were emitted.
+        let now = tx.tick();
         let delivery = DeliveryRecord {
             id: crate::ids::generate("msg"),
             org_id: org.to_string(),

@@ -948,7 +948,7 @@ async fn retry_after_is_ignored_for_other_failures() {
 async fn a_waiting_retry_is_listed_and_each_attempt_has_a_fresh_timestamp() {
     let (ts, key) = start(&[50]).await;
     let rx = Receiver::scripted(
-        vec![Reply::status(503).with("retry-after", "1")],
+        vec![Reply::status(503).with("retry-after", "2")],
         Reply::ok(),
     )
     .await;
@@ -956,21 +956,21 @@ async fn a_waiting_retry_is_listed_and_each_attempt_has_a_fresh_timestamp() {
     reachable_lead(&ts, &key, "L1").await;
     put_call(&ts, &key, "c1", &completed("L1")).await;
 
-    // Between the two attempts (Retry-After keeps them a second apart).
+    // Between the two attempts: Retry-After keeps them two seconds apart, ample time
+    // to read the log.
     let log = wait_log(&ts, &key, &hook.id, "one recorded attempt", |all| {
         all.len() == 1 && !all[0]["attempts"].as_array().unwrap().is_empty()
     })
     .await;
     let waiting = &log[0];
-    if waiting["state"] == json!("pending") {
-        let at = time_of(&waiting["attempts"][0]["at"]);
-        let next = time_of(&waiting["nextAttemptAt"]);
-        assert!(
-            next - at >= chrono::Duration::milliseconds(900),
-            "next attempt follows Retry-After: {waiting}"
-        );
-        assert_eq!(statuses(waiting), [json!(503)]);
-    }
+    assert_eq!(waiting["state"], json!("pending"), "{waiting}");
+    assert_eq!(statuses(waiting), [json!(503)]);
+    let at = time_of(&waiting["attempts"][0]["at"]);
+    let next = time_of(&waiting["nextAttemptAt"]);
+    assert!(
+        next - at >= chrono::Duration::milliseconds(1900),
+        "the next attempt follows Retry-After: {waiting}"
+    );
 
     let requests = rx.wait_for(2).await;
     for r in &requests {
