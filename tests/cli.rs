@@ -1007,3 +1007,110 @@ async fn backup_of_a_running_server_restores_into_an_empty_directory() {
         .collect();
     assert_eq!(ids.len(), 20);
 }
+
+/// A webhook receiver on loopback that takes `delay` to answer each delivery and
+/// records the `callId` of every one it sees.
+async fn slow_receiver(delay: Duration) -> (String, Arc<Mutex<BTreeSet<String>>>) {
+    use hyper::service::service_fn;
+    let seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let record = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let record = record.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let record = record.clone();
+                    async move {
+                        let body = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
+                        tokio::time::sleep(delay).await;
+                        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                            if let Some(id) = v["data"]["callId"].as_str() {
+                                record.lock().unwrap().insert(id.to_string());
+                            }
+                        }
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
+                            Bytes::new(),
+                        )))
+                    }
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
+            });
+        }
+    });
+    (format!("http://{addr}/hooks"), seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_webhooks_survive_kill_9() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let key = create_key(data, "acme", "admin");
+    let (url, seen) = slow_receiver(Duration::from_millis(300)).await;
+    let mut server = Server::start(data, &[]);
+    let client = https_client(data);
+    let base = server.base();
+    let r = send(
+        &client,
+        Method::POST,
+        &format!("{base}/v1/webhooks"),
+        Some(&key),
+        Some(&json!({"url": url})),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", text(&r));
+    let r = send(
+        &client,
+        Method::POST,
+        &format!("{base}/v1/leads"),
+        Some(&key),
+        Some(&json!({"id": "L1"})),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", text(&r));
+    let n = 40;
+    for i in 0..n {
+        let body = json!({"leadId": "L1", "direction": "OUTBOUND", "callStatus": "COMPLETE"});
+        let r = send(
+            &client,
+            Method::PUT,
+            &format!("{base}/v1/calls/c{i}"),
+            Some(&key),
+            Some(&body),
+        )
+        .await;
+        assert_eq!(r.status, 201, "{}", text(&r));
+    }
+    // Every change is acknowledged; the slow receiver has seen only a few webhooks.
+    server.kill_9();
+    let before = seen.lock().unwrap().len();
+    assert!(
+        before < n,
+        "all {n} webhooks arrived before the crash; the test proves nothing"
+    );
+    drop(server);
+
+    let _restarted = Server::start(data, &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seen.lock().unwrap().len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n} webhooks arrived after the restart",
+            seen.lock().unwrap().len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let expected: BTreeSet<String> = (0..n).map(|i| format!("c{i}")).collect();
+    assert_eq!(*seen.lock().unwrap(), expected);
+}
