@@ -11,6 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -40,6 +41,8 @@ use crate::time::Timestamp;
 
 /// Chunk writes an upload keeps queued before it waits for the oldest.
 const WRITES_IN_FLIGHT: usize = 4;
+/// How long an upload may go without receiving a byte before it is given up.
+const UPLOAD_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What path segments of a link leave unencoded.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -160,7 +163,13 @@ pub async fn upload(
     let mut buffer = Vec::with_capacity(CHUNK_BYTES);
     let mut next_index = 0u64;
     let mut in_flight = VecDeque::with_capacity(WRITES_IN_FLIGHT);
-    while let Some(frame) = body.frame().await {
+    loop {
+        let next = tokio::time::timeout(UPLOAD_IDLE_TIMEOUT, body.frame())
+            .await
+            .map_err(|_| Error::BadRequest("The request body stalled".into()))?;
+        let Some(frame) = next else {
+            break;
+        };
         let frame = frame
             .map_err(|e| Error::BadRequest(format!("Could not read the request body: {e}")))?;
         let Ok(data) = frame.into_data() else {
