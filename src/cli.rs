@@ -78,6 +78,9 @@ pub struct ServeArgs {
     /// Largest accepted JSON request body, in bytes [default: 1048576].
     #[arg(long, env = "ENGAGED_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// redb's page cache in MiB [default: 64].
+    #[arg(long, env = "ENGAGED_CACHE_MIB")]
+    pub cache_mib: Option<usize>,
     /// Time to send a request's headers; also the idle keep-alive timeout [default: 30s].
     #[arg(long, env = "ENGAGED_HEADER_READ_TIMEOUT")]
     pub header_read_timeout: Option<String>,
@@ -168,6 +171,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 webhook_max_in_flight: args.webhook_max_in_flight,
                 webhook_retention: args.webhook_retention,
                 webhook_ca_file: args.webhook_ca_file,
+                cache_mib: args.cache_mib,
                 header_read_timeout: args.header_read_timeout,
                 max_connections: args.max_connections,
                 rate_limit_per_second: args.rate_limit_per_second,

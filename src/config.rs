@@ -13,6 +13,7 @@ use serde::Deserialize;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
 pub const DEFAULT_DATA_DIR: &str = "./data";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+pub const DEFAULT_CACHE_MIB: usize = crate::store::DEFAULT_CACHE_BYTES / (1024 * 1024);
 
 /// The resolved configuration of a server.
 #[derive(Debug, Clone)]
@@ -26,6 +27,8 @@ pub struct Config {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub max_body_bytes: usize,
+    /// redb's page cache, in MiB.
+    pub cache_mib: usize,
     pub limits: Limits,
     pub webhooks: WebhookConfig,
     /// Scheme, host and optional path prefix under which clients reach this server
@@ -197,6 +200,7 @@ pub struct FileConfig {
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
     pub max_body_bytes: Option<usize>,
+    pub cache_mib: Option<usize>,
     pub header_read_timeout: Option<String>,
     pub max_connections: Option<usize>,
     pub rate_limit_per_second: Option<f64>,
@@ -252,6 +256,10 @@ impl Config {
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
             webhooks,
             limits,
+            cache_mib: over
+                .cache_mib
+                .or(file.cache_mib)
+                .unwrap_or(DEFAULT_CACHE_MIB),
             public_url: over.public_url.or(file.public_url),
             recording_max_bytes: over
                 .recording_max_bytes
@@ -274,6 +282,9 @@ impl Config {
         if config.tls_cert.is_some() != config.tls_key.is_some() {
             return Err("tls_cert and tls_key must be given together".into());
         }
+        if config.cache_mib == 0 {
+            return Err("cache_mib must be positive".into());
+        }
         if config.max_body_bytes == 0 {
             return Err("max_body_bytes must be positive".into());
         }
@@ -291,6 +302,7 @@ impl Config {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             webhooks: WebhookConfig::default(),
             limits: Limits::default(),
+            cache_mib: DEFAULT_CACHE_MIB,
             public_url: None,
             recording_max_bytes: crate::domain::recordings::DEFAULT_MAX_BYTES,
             recording_link_ttl_secs: crate::domain::recordings::DEFAULT_LINK_TTL_SECS,

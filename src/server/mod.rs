@@ -47,7 +47,8 @@ impl Server {
     pub async fn start(config: Config) -> Result<Server, String> {
         crate::config::create_data_dir(&config.data_dir)?;
         let db_path = config.database_path();
-        let store = tokio::task::spawn_blocking(move || Store::open(&db_path))
+        let cache = config.cache_mib.saturating_mul(1024 * 1024);
+        let store = tokio::task::spawn_blocking(move || Store::open_with_cache(&db_path, cache))
             .await
             .map_err(|e| format!("opening the store: {e}"))?
             .map_err(|e| match e {
@@ -80,17 +81,22 @@ impl Server {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,
             metrics: Arc::default(),
-            rate_limiter: config
-                .limits
-                .rate_limit_per_second
-                .map(|rate| crate::api::rate_limit::RateLimiter::new(rate, config.limits.rate_limit_burst)),
+            rate_limiter: config.limits.rate_limit_per_second.map(|rate| {
+                crate::api::rate_limit::RateLimiter::new(rate, config.limits.rate_limit_burst)
+            }),
             recordings,
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher =
             crate::webhooks::dispatcher::Dispatcher::new(store.clone(), config.webhooks.clone())?;
         let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
-        let accept_loop = tokio::spawn(accept_loop(listener, tls, state, config.limits.clone(), stopped));
+        let accept_loop = tokio::spawn(accept_loop(
+            listener,
+            tls,
+            state,
+            config.limits.clone(),
+            stopped,
+        ));
         let admin_loop = tokio::spawn(admin_socket::serve(admin_listener, store.clone()));
         let scheme = if config.insecure_http {
             "http"
@@ -142,9 +148,12 @@ impl Server {
 /// `engaged serve`: runs until SIGTERM or SIGINT; SIGHUP reloads the certificate.
 pub async fn serve(config: Config) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate = signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch SIGINT: {e}"))?;
-    let mut hangup = signal(SignalKind::hangup()).map_err(|e| format!("cannot watch SIGHUP: {e}"))?;
+    let mut terminate =
+        signal(SignalKind::terminate()).map_err(|e| format!("cannot watch SIGTERM: {e}"))?;
+    let mut interrupt =
+        signal(SignalKind::interrupt()).map_err(|e| format!("cannot watch SIGINT: {e}"))?;
+    let mut hangup =
+        signal(SignalKind::hangup()).map_err(|e| format!("cannot watch SIGHUP: {e}"))?;
     let server = Server::start(config).await?;
     // Under systemd (Type=notify) the unit becomes active only now that we listen.
     notify(&[sd_notify::NotifyState::Ready]);
@@ -279,9 +288,10 @@ async fn serve_connection(
         None => {
             let mut first = [0u8; 1];
             tokio::time::timeout(protocols.first_bytes_timeout, stream.peek(&mut first)).await??;
-            let conn = protocols.any.serve_connection(TokioIo::new(stream), service);
+            let conn = protocols
+                .any
+                .serve_connection(TokioIo::new(stream), service);
             watcher.watch(conn.into_owned()).await
         }
     }
 }
-

@@ -70,13 +70,20 @@ pub struct CertStore {
 impl CertStore {
     pub fn load(cert: &Path, key: &Path) -> Result<Arc<CertStore>, String> {
         let current = RwLock::new(certified_key(cert, key)?);
-        Ok(Arc::new(CertStore { cert: cert.to_path_buf(), key: key.to_path_buf(), current }))
+        Ok(Arc::new(CertStore {
+            cert: cert.to_path_buf(),
+            key: key.to_path_buf(),
+            current,
+        }))
     }
 
     /// Reads the files again; on any error the old certificate stays in use.
     pub fn reload(&self) -> Result<(), String> {
         let fresh = certified_key(&self.cert, &self.key)?;
-        let mut current = self.current.write().map_err(|_| "certificate lock poisoned".to_string())?;
+        let mut current = self
+            .current
+            .write()
+            .map_err(|_| "certificate lock poisoned".to_string())?;
         *current = fresh;
         Ok(())
     }

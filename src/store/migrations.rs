@@ -28,7 +28,9 @@ pub fn migrate(txn: &WriteTransaction, from: u32) -> Result<()> {
         )));
     }
     if from == 0 {
-        return Err(Error::Internal("the data has an invalid schema version 0".into()));
+        return Err(Error::Internal(
+            "the data has an invalid schema version 0".into(),
+        ));
     }
     for version in from..SCHEMA_VERSION {
         tracing::info!(from = version, to = version + 1, "migrating the database");

@@ -9,8 +9,8 @@ pub mod codec;
 mod maintenance;
 mod migrations;
 mod read;
-pub mod records;
 pub mod recordings;
+pub mod records;
 pub mod tables;
 mod webhooks;
 mod write;
@@ -31,6 +31,9 @@ use crate::error::{Error, Result};
 use tables::*;
 
 pub use migrations::SCHEMA_VERSION;
+
+/// redb's page cache by default: enough for the hot indexes, far from redb's own 1 GiB.
+pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
 
 /// Why a database could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -70,8 +73,18 @@ pub struct Store {
 impl Store {
     /// Opens (or creates) the database file at `path` and starts its writer.
     pub fn open(path: &Path) -> std::result::Result<Store, OpenError> {
+        Store::open_with_cache(path, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`Store::open`] with redb's page cache bounded to `cache_bytes`. Pages beyond
+    /// it are read again from the file (usually from the kernel's page cache), so the
+    /// process's own memory stays bounded however large the database grows.
+    pub fn open_with_cache(
+        path: &Path,
+        cache_bytes: usize,
+    ) -> std::result::Result<Store, OpenError> {
         create_private_file(path)?;
-        let db = match Database::create(path) {
+        let db = match Database::builder().set_cache_size(cache_bytes).create(path) {
             Ok(db) => db,
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
@@ -272,7 +285,10 @@ mod schema_tests {
     fn write_version(path: &Path, version: u32) {
         let db = Database::create(path).unwrap();
         let txn = db.begin_write().unwrap();
-        txn.open_table(META).unwrap().insert("schema_version", &version.to_le_bytes()[..]).unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert("schema_version", &version.to_le_bytes()[..])
+            .unwrap();
         txn.commit().unwrap();
     }
 
@@ -282,7 +298,9 @@ mod schema_tests {
         let path = dir.path().join("newer.redb");
         write_version(&path, SCHEMA_VERSION + 1);
         match Store::open(&path) {
-            Err(OpenError::Other(message)) => assert!(message.contains("newer release"), "{message}"),
+            Err(OpenError::Other(message)) => {
+                assert!(message.contains("newer release"), "{message}")
+            }
             Err(other) => panic!("unexpected error {other}"),
             Ok(_) => panic!("a newer file was opened"),
         }
@@ -296,7 +314,10 @@ mod schema_tests {
         let db = Database::open(&path).unwrap();
         let read = db.begin_read().unwrap();
         let meta = read.open_table(META).unwrap();
-        let version = meta.get("schema_version").unwrap().map(|v| read_u32(v.value()).unwrap());
+        let version = meta
+            .get("schema_version")
+            .unwrap()
+            .map(|v| read_u32(v.value()).unwrap());
         assert_eq!(version, Some(SCHEMA_VERSION));
     }
 }
