@@ -5,6 +5,9 @@
 //! function, and renders the result (`views`, `response`). Every error becomes a
 //! `{"message"}` body through `error::Error`.
 
+mod calls;
+mod events;
+mod leads;
 mod ops;
 pub mod rate_limit;
 pub mod recordings;
@@ -23,15 +26,13 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::json;
 use tracing::Instrument;
 
-use crate::domain::listing::{self, EventQuery, LeadQuery};
-use crate::domain::{auth, calls, events, leads, messages, Caller};
+use crate::domain::auth;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::store::Store;
 use request::{json_object, read_body, Query};
 use response::{json as reply, Body};
 use router::Route;
-use views::{EventView, LeadView, MessageView};
 
 /// What every request handler shares.
 pub struct AppState {
@@ -41,6 +42,16 @@ pub struct AppState {
     pub recordings: recordings::Settings,
     /// Per-key request rate limit, when configured.
     pub rate_limiter: Option<rate_limit::RateLimiter>,
+}
+
+impl AppState {
+    /// Reads a JSON object body within the size limit.
+    pub async fn json_body(
+        &self,
+        body: Incoming,
+    ) -> Result<serde_json::Map<String, serde_json::Value>> {
+        json_object(&read_body(body, self.max_body_bytes).await?)
+    }
 }
 
 pub async fn handle(
@@ -111,173 +122,30 @@ async fn dispatch(
             Err(Error::Internal("open route reached auth".into()))
         }
         Route::Metrics => ops::metrics(state),
-        Route::ListLeads => list_leads(store, &caller, &query),
-        Route::GetLead(id) => get_lead(store, &caller, id),
-        Route::ListEvents(id) => list_events(store, &caller, id, &query),
-        Route::ListMessages(id) => list_messages(store, &caller, id, &query),
-        Route::GetCall(id) => get_call(store, &caller, id),
-        Route::CreateLead => {
-            let body = json_object(&read_body(body, state.max_body_bytes).await?)?;
-            let lead = store
-                .write(move |tx| leads::create(tx, &caller, body))
-                .await?;
-            Ok(reply(StatusCode::CREATED, &LeadView::of(&lead)))
-        }
+        Route::ListLeads => leads::list(store, &caller, &query),
+        Route::GetLead(id) => leads::get(store, &caller, id),
+        Route::CreateLead => leads::create(store, caller, state.json_body(body).await?).await,
         Route::UpdateLead(id) => {
-            let body = json_object(&read_body(body, state.max_body_bytes).await?)?;
-            let id = id.to_string();
-            let lead = store
-                .write(move |tx| leads::update(tx, &caller, &id, body))
-                .await?;
-            Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+            leads::update(store, caller, id, state.json_body(body).await?).await
         }
-        Route::DeleteLead(id) => {
-            let id = id.to_string();
-            let lead = store
-                .write(move |tx| leads::delete(tx, &caller, &id))
-                .await?;
-            Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
-        }
-        Route::PostEvent(id) => {
-            let input = events::EventInput::from_json(json_object(
-                &read_body(body, state.max_body_bytes).await?,
-            )?)?;
-            let id = id.to_string();
-            let row = store
-                .write(move |tx| events::upsert(tx, &caller, &id, input))
-                .await?;
-            Ok(reply(StatusCode::OK, &EventView::of(&row)))
-        }
+        Route::DeleteLead(id) => leads::delete(store, caller, id).await,
+        Route::ListEvents(id) => events::list(store, &caller, id, &query),
+        Route::PostEvent(id) => events::post(store, caller, id, state.json_body(body).await?).await,
+        Route::ListMessages(id) => events::list_messages(store, &caller, id, &query),
         Route::PostMessage(id) => {
-            let input = messages::MessageInput::from_json(json_object(
-                &read_body(body, state.max_body_bytes).await?,
-            )?)?;
-            let id = id.to_string();
-            let row = store
-                .write(move |tx| messages::record(tx, &caller, &id, input))
-                .await?;
-            let view = MessageView::of(&row)
-                .ok_or_else(|| Error::Internal("a new message is not message-shaped".into()))?;
-            Ok(reply(StatusCode::CREATED, &view))
+            events::post_message(store, caller, id, state.json_body(body).await?).await
         }
-        Route::PutCall(id) => {
-            let changes = calls::parse_details(
-                id,
-                json_object(&read_body(body, state.max_body_bytes).await?)?,
-            )?;
-            let id = id.to_string();
-            let (call, created) = store
-                .write(move |tx| calls::put(tx, &caller, &id, changes))
-                .await?;
-            let status = if created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            Ok(reply(status, &views::call(&call)))
-        }
-        Route::CreateWebhook => {
-            let body = json_object(&read_body(body, state.max_body_bytes).await?)?;
-            webhooks::create(store, caller, body).await
-        }
+        Route::GetCall(id) => calls::get(store, &caller, id),
+        Route::PutCall(id) => calls::put(store, caller, id, state.json_body(body).await?).await,
+        Route::CreateWebhook => webhooks::create(store, caller, state.json_body(body).await?).await,
         Route::ListWebhooks => webhooks::list(store, &caller),
         Route::DeleteWebhook(id) => webhooks::delete(store, caller, id).await,
         Route::ListDeliveries(id) => webhooks::deliveries(store, &caller, id, &query),
         Route::RetryDelivery(id, delivery) => webhooks::retry(store, caller, id, delivery).await,
-        Route::PutRecording(id) => recordings::upload(state, caller, id, &parts.headers, body).await,
+        Route::PutRecording(id) => {
+            recordings::upload(state, caller, id, &parts.headers, body).await
+        }
         Route::GetRecording(id) => recordings::link(state, &caller, id, &parts),
         Route::DeleteRecording(id) => recordings::delete(store, caller, id).await,
     }
-}
-
-fn list_leads(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Body>> {
-    let q = LeadQuery {
-        updated_since: query.timestamp("updatedSince")?,
-        created_since: query.timestamp("createdSince")?,
-        limit: query.limit_or_default()?,
-        next_token: query.next_token(),
-    };
-    let page = listing::leads(&store.read()?, store.cursor_key(), caller, &q)?;
-    let leads: Vec<LeadView> = page.items.iter().map(LeadView::of).collect();
-    Ok(reply(
-        StatusCode::OK,
-        &views::LeadsPage {
-            leads,
-            next_token: page.next_token,
-        },
-    ))
-}
-
-fn get_lead(store: &Store, caller: &Caller, id: &str) -> Result<Response<Body>> {
-    let lead = store
-        .read()?
-        .lead(&caller.org_id, id)?
-        .ok_or_else(|| Error::lead_not_found(id))?;
-    Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
-}
-
-fn list_events(
-    store: &Store,
-    caller: &Caller,
-    lead_id: &str,
-    query: &Query,
-) -> Result<Response<Body>> {
-    let mut types: Vec<String> = query
-        .get("types")
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_string)
-        .collect();
-    types.sort();
-    types.dedup();
-    let q = EventQuery {
-        since: query.timestamp("since")?,
-        types,
-        limit: query.limit_or_default()?,
-        next_token: query.next_token(),
-    };
-    let page = listing::events(&store.read()?, store.cursor_key(), caller, lead_id, &q)?;
-    let events: Vec<EventView> = page.items.iter().map(EventView::of).collect();
-    Ok(reply(
-        StatusCode::OK,
-        &views::EventsPage {
-            events,
-            next_token: page.next_token,
-        },
-    ))
-}
-
-fn list_messages(
-    store: &Store,
-    caller: &Caller,
-    lead_id: &str,
-    query: &Query,
-) -> Result<Response<Body>> {
-    let token = query.next_token();
-    let page = listing::messages(
-        &store.read()?,
-        store.cursor_key(),
-        caller,
-        lead_id,
-        query.limit()?,
-        token.as_deref(),
-    )?;
-    let messages: Vec<MessageView> = page.items.iter().filter_map(MessageView::of).collect();
-    Ok(reply(
-        StatusCode::OK,
-        &views::MessagesPage {
-            messages,
-            next_token: page.next_token,
-        },
-    ))
-}
-
-fn get_call(store: &Store, caller: &Caller, id: &str) -> Result<Response<Body>> {
-    let call = store
-        .read()?
-        .call(&caller.org_id, id)?
-        .ok_or_else(|| Error::NotFound("Call not found".into()))?;
-    Ok(reply(StatusCode::OK, &views::call(&call)))
 }

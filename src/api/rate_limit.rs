@@ -23,7 +23,11 @@ struct Bucket {
 
 impl RateLimiter {
     pub fn new(rate_per_second: f64, burst: u32) -> Self {
-        RateLimiter { rate: rate_per_second, burst: f64::from(burst), buckets: Mutex::new(HashMap::new()) }
+        RateLimiter {
+            rate: rate_per_second,
+            burst: f64::from(burst),
+            buckets: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Takes a token for `key_id`, or says how long to wait.
@@ -32,10 +36,14 @@ impl RateLimiter {
     }
 
     fn check_at(&self, key_id: &str, now: Instant) -> Result<()> {
-        let mut buckets = self.buckets.lock().map_err(|_| Error::Internal("rate limiter lock poisoned".into()))?;
-        let bucket = buckets
-            .entry(key_id.to_string())
-            .or_insert(Bucket { tokens: self.burst, last: now });
+        let mut buckets = self
+            .buckets
+            .lock()
+            .map_err(|_| Error::Internal("rate limiter lock poisoned".into()))?;
+        let bucket = buckets.entry(key_id.to_string()).or_insert(Bucket {
+            tokens: self.burst,
+            last: now,
+        });
         let elapsed = now.saturating_duration_since(bucket.last).as_secs_f64();
         bucket.tokens = (bucket.tokens + elapsed * self.rate).min(self.burst);
         bucket.last = now;
@@ -44,7 +52,9 @@ impl RateLimiter {
             Ok(())
         } else {
             let wait = (1.0 - bucket.tokens) / self.rate;
-            Err(Error::RateLimited { retry_after_secs: wait.ceil().max(1.0) as u64 })
+            Err(Error::RateLimited {
+                retry_after_secs: wait.ceil().max(1.0) as u64,
+            })
         }
     }
 }
@@ -68,7 +78,11 @@ mod tests {
         // Another key has its own bucket.
         assert!(limiter.check_at("other", t0).is_ok());
         // Half a second at 2/s gives one token back.
-        assert!(limiter.check_at("k", t0 + Duration::from_millis(500)).is_ok());
-        assert!(limiter.check_at("k", t0 + Duration::from_millis(500)).is_err());
+        assert!(limiter
+            .check_at("k", t0 + Duration::from_millis(500))
+            .is_ok());
+        assert!(limiter
+            .check_at("k", t0 + Duration::from_millis(500))
+            .is_err());
     }
 }

@@ -32,7 +32,9 @@ pub fn error(e: &Error) -> Response<Body> {
     let body = serde_json::json!({ "message": e.to_string() });
     let mut response = with_json_type(e.status(), body.to_string().into_bytes());
     if let Error::RateLimited { retry_after_secs } = e {
-        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+        response
+            .headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));
     }
     response
 }

@@ -1,0 +1,70 @@
+//! Handlers of `/v1/leads` and `/v1/leads/{id}`.
+
+use hyper::{Response, StatusCode};
+use serde_json::{Map, Value};
+
+use super::request::Query;
+use super::response::{json as reply, Body};
+use super::views::{LeadView, LeadsPage};
+use crate::domain::listing::{self, LeadQuery};
+use crate::domain::{leads, Caller};
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+pub fn list(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Body>> {
+    let q = LeadQuery {
+        updated_since: query.timestamp("updatedSince")?,
+        created_since: query.timestamp("createdSince")?,
+        limit: query.limit_or_default()?,
+        next_token: query.next_token(),
+    };
+    let page = listing::leads(&store.read()?, store.cursor_key(), caller, &q)?;
+    let leads = page.items.iter().map(LeadView::of).collect();
+    Ok(reply(
+        StatusCode::OK,
+        &LeadsPage {
+            leads,
+            next_token: page.next_token,
+        },
+    ))
+}
+
+pub fn get(store: &Store, caller: &Caller, id: &str) -> Result<Response<Body>> {
+    let lead = store
+        .read()?
+        .lead(&caller.org_id, id)?
+        .ok_or_else(|| Error::lead_not_found(id))?;
+    Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+}
+
+pub async fn create(
+    store: &Store,
+    caller: Caller,
+    body: Map<String, Value>,
+) -> Result<Response<Body>> {
+    let lead = store
+        .write(move |tx| leads::create(tx, &caller, body))
+        .await?;
+    Ok(reply(StatusCode::CREATED, &LeadView::of(&lead)))
+}
+
+pub async fn update(
+    store: &Store,
+    caller: Caller,
+    id: &str,
+    body: Map<String, Value>,
+) -> Result<Response<Body>> {
+    let id = id.to_string();
+    let lead = store
+        .write(move |tx| leads::update(tx, &caller, &id, body))
+        .await?;
+    Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+}
+
+pub async fn delete(store: &Store, caller: Caller, id: &str) -> Result<Response<Body>> {
+    let id = id.to_string();
+    let lead = store
+        .write(move |tx| leads::delete(tx, &caller, &id))
+        .await?;
+    Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+}
