@@ -51,7 +51,11 @@ impl TestServer {
 
     /// Starts a server whose configuration `adjust` may change first.
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
-        let dir = tempfile::tempdir().expect("temp dir");
+        TestServer::start_in(tempfile::tempdir().expect("temp dir"), adjust).await
+    }
+
+    /// Starts a server on data already in `dir` (a fixture, say).
+    pub async fn start_in(dir: tempfile::TempDir, adjust: impl FnOnce(&mut Config)) -> TestServer {
         let data_dir = dir.path().to_path_buf();
         let mut config = Config::for_tests(data_dir.clone());
         adjust(&mut config);

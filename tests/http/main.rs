@@ -8,6 +8,7 @@ mod auth;
 mod calls;
 mod errors;
 mod events;
+mod fixture;
 mod leads;
 mod listing;
 mod messages;
