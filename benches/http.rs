@@ -147,6 +147,11 @@ fn http(c: &mut Criterion) {
             )
         })
     });
+    let stats = bench.server.store().writer_stats();
+    let (jobs_before, commits_before) = (
+        stats.jobs.load(Ordering::Relaxed),
+        stats.commits.load(Ordering::Relaxed),
+    );
     group.bench_function("post_event_batch_64_concurrent", |b| {
         b.to_async(&rt).iter(|| async {
             let tasks: Vec<_> = (0..64)
@@ -170,8 +175,13 @@ fn http(c: &mut Criterion) {
             }
         })
     });
+    let jobs = stats.jobs.load(Ordering::Relaxed) - jobs_before;
+    let commits = stats.commits.load(Ordering::Relaxed) - commits_before;
+    eprintln!(
+        "writer during post_event_batch_64_concurrent: {jobs} jobs in {commits} commits = {:.1} requests per commit",
+        jobs as f64 / commits.max(1) as f64
+    );
     group.finish();
-    let stats = bench.server.store().writer_stats();
     eprintln!(
         "writer: {} jobs in {} commits, {:.1} jobs per commit on average, largest batch {}",
         stats.jobs.load(Ordering::Relaxed),
