@@ -9,6 +9,7 @@ use super::views::{EventView, EventsPage, MessageView, MessagesPage};
 use crate::domain::listing::{self, EventQuery};
 use crate::domain::{events, messages, Caller};
 use crate::error::{Error, Result};
+use super::AppState;
 use crate::store::Store;
 
 pub fn list(
@@ -84,15 +85,21 @@ pub fn list_messages(
     ))
 }
 
+/// A lead's own message is recorded as is; one from the organization's side is
+/// outreach and passes the compliance gate first.
 pub async fn post_message(
-    store: &Store,
+    state: &AppState,
     caller: Caller,
     lead_id: &str,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
     let input = messages::MessageInput::from_json(body)?;
+    if input.owner == "user" {
+        return super::contact::outbound_message(state, caller, lead_id, input).await;
+    }
     let id = lead_id.to_string();
-    let row = store
+    let row = state
+        .store
         .write(move |tx| messages::record(tx, &caller, &id, input))
         .await?;
     let view = MessageView::of(&row)

@@ -6,6 +6,7 @@
 //! `{"message"}` body through `error::Error`.
 
 mod calls;
+mod contact;
 mod events;
 mod leads;
 mod ops;
@@ -42,6 +43,8 @@ pub struct AppState {
     pub recordings: recordings::Settings,
     /// Per-key request rate limit, when configured.
     pub rate_limiter: Option<rate_limit::RateLimiter>,
+    /// The outgoing HTTP client, for the compliance service.
+    pub outbound: crate::webhooks::client::WebhookClient,
 }
 
 impl AppState {
@@ -133,10 +136,23 @@ async fn dispatch(
         Route::PostEvent(id) => events::post(store, caller, id, state.json_body(body).await?).await,
         Route::ListMessages(id) => events::list_messages(store, &caller, id, &query),
         Route::PostMessage(id) => {
-            events::post_message(store, caller, id, state.json_body(body).await?).await
+            events::post_message(state, caller, id, state.json_body(body).await?).await
         }
         Route::GetCall(id) => calls::get(store, &caller, id),
         Route::PutCall(id) => calls::put(store, caller, id, state.json_body(body).await?).await,
+        Route::Unsubscribe(id) => contact::subscription(state, caller, id, body, true).await,
+        Route::Resubscribe(id) => contact::subscription(state, caller, id, body, false).await,
+        Route::TurnOff(id) => contact::set_ai(store, caller, id, false).await,
+        Route::TurnOn(id) => contact::set_ai(store, caller, id, true).await,
+        Route::AddTags(id) => contact::add_tags(store, caller, id, state.json_body(body).await?).await,
+        Route::RemoveTags(id) => contact::remove_tags(store, caller, id, state.json_body(body).await?).await,
+        Route::RequestCall(id) => contact::request_call(state, caller, id, state.json_body(body).await?).await,
+        Route::RegisterDnc => contact::register_dnc(store, caller, state.json_body(body).await?).await,
+        Route::ListDnc => contact::list_dnc(store, &caller, &query),
+        Route::RemoveDnc(phone) => contact::remove_dnc(store, caller, phone).await,
+        Route::InboundSms => contact::inbound_sms(store, caller, state.json_body(body).await?).await,
+        Route::GetOrg => contact::get_org(store, &caller),
+        Route::UpdateOrg => contact::update_org(store, caller, state.json_body(body).await?).await,
         Route::CreateWebhook => webhooks::create(store, caller, state.json_body(body).await?).await,
         Route::ListWebhooks => webhooks::list(store, &caller),
         Route::DeleteWebhook(id) => webhooks::delete(store, caller, id).await,

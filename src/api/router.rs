@@ -25,6 +25,19 @@ pub enum Route<'a> {
     PostMessage(&'a str),
     GetCall(&'a str),
     PutCall(&'a str),
+    Unsubscribe(&'a str),
+    Resubscribe(&'a str),
+    TurnOff(&'a str),
+    TurnOn(&'a str),
+    AddTags(&'a str),
+    RemoveTags(&'a str),
+    RequestCall(&'a str),
+    RegisterDnc,
+    ListDnc,
+    RemoveDnc(&'a str),
+    InboundSms,
+    GetOrg,
+    UpdateOrg,
     CreateWebhook,
     ListWebhooks,
     DeleteWebhook(&'a str),
@@ -56,7 +69,18 @@ impl Route<'_> {
             | Route::DeleteLead(_)
             | Route::PostEvent(_)
             | Route::PostMessage(_)
-            | Route::PutCall(_) => Some(Scope::Write),
+            | Route::PutCall(_)
+            | Route::Unsubscribe(_)
+            | Route::Resubscribe(_)
+            | Route::TurnOff(_)
+            | Route::TurnOn(_)
+            | Route::AddTags(_)
+            | Route::RemoveTags(_)
+            | Route::RequestCall(_)
+            | Route::RegisterDnc
+            | Route::InboundSms => Some(Scope::Write),
+            Route::ListDnc => Some(Scope::Read),
+            Route::RemoveDnc(_) | Route::GetOrg | Route::UpdateOrg => Some(Scope::Admin),
             Route::CreateWebhook
             | Route::ListWebhooks
             | Route::DeleteWebhook(_)
@@ -82,6 +106,19 @@ impl Route<'_> {
             Route::PostMessage(_) => "post_message",
             Route::GetCall(_) => "get_call",
             Route::PutCall(_) => "put_call",
+            Route::Unsubscribe(_) => "unsubscribe",
+            Route::Resubscribe(_) => "resubscribe",
+            Route::TurnOff(_) => "turn_off",
+            Route::TurnOn(_) => "turn_on",
+            Route::AddTags(_) => "add_tags",
+            Route::RemoveTags(_) => "remove_tags",
+            Route::RequestCall(_) => "request_call",
+            Route::RegisterDnc => "register_dnc",
+            Route::ListDnc => "list_dnc",
+            Route::RemoveDnc(_) => "remove_dnc",
+            Route::InboundSms => "inbound_sms",
+            Route::GetOrg => "get_org",
+            Route::UpdateOrg => "update_org",
             Route::CreateWebhook => "create_webhook",
             Route::ListWebhooks => "list_webhooks",
             Route::DeleteWebhook(_) => "delete_webhook",
@@ -140,6 +177,29 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 _ => return Err(Error::MethodNotAllowed),
             }
         }
+        ["v1", "leads", _, action] => {
+            let id = segments[2].as_str();
+            let route = match *action {
+                "unsubscribe" => Route::Unsubscribe(id),
+                "resubscribe" => Route::Resubscribe(id),
+                "turn-off" => Route::TurnOff(id),
+                "turn-on" => Route::TurnOn(id),
+                "calls" => Route::RequestCall(id),
+                _ => return Err(Error::NotFound("Not found".into())),
+            };
+            only(m, Method::POST, route)?
+        }
+        ["v1", "leads", _, "tags", "add"] => only(m, Method::POST, Route::AddTags(segments[2].as_str()))?,
+        ["v1", "leads", _, "tags", "remove"] => only(m, Method::POST, Route::RemoveTags(segments[2].as_str()))?,
+        ["v1", "dnc"] => only(m, Method::GET, Route::ListDnc)?,
+        ["v1", "dnc", "register"] => only(m, Method::POST, Route::RegisterDnc)?,
+        ["v1", "dnc", _] => only(m, Method::DELETE, Route::RemoveDnc(segments[2].as_str()))?,
+        ["v1", "inbound", "sms"] => only(m, Method::POST, Route::InboundSms)?,
+        ["v1", "org"] => match m {
+            Method::GET => Route::GetOrg,
+            Method::PATCH => Route::UpdateOrg,
+            _ => return Err(Error::MethodNotAllowed),
+        },
         ["v1", "webhooks"] => match m {
             Method::GET => Route::ListWebhooks,
             Method::POST => Route::CreateWebhook,

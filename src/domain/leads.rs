@@ -98,6 +98,17 @@ pub fn live_lead(tx: &WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord> 
     }
 }
 
+/// Writes `changed` over `old` with a fresh `updatedAt` when anything differs, so
+/// syncing clients see the change; returns the lead as it now is.
+pub fn save_if_changed(tx: &mut WriteTx, org: &str, old: LeadRecord, mut changed: LeadRecord) -> Result<LeadRecord> {
+    if changed == old {
+        return Ok(old);
+    }
+    changed.updated_at = tx.tick();
+    tx.put_lead(org, &changed, Some(&old))?;
+    Ok(changed)
+}
+
 /// Records activity on a lead: `lastActivityAt` becomes `activity_at` and `updatedAt`
 /// moves forward so that syncing clients see the change. `change` sets flags.
 pub fn touch(
@@ -126,7 +137,13 @@ fn apply_fields(lead: &mut LeadRecord, body: &Map<String, Value>, creating: bool
             "summary" => lead.summary = text(name, value)?,
             "externalLeadId" => lead.external_lead_id = text(name, value)?,
             "secondaryCrmLeadId" => lead.secondary_crm_lead_id = text(name, value)?,
-            "timeZone" => lead.time_zone = text(name, value)?,
+            "timeZone" => {
+                let zone = text(name, value)?;
+                if !zone.is_empty() && zone.parse::<chrono_tz::Tz>().is_err() {
+                    return Err(Error::invalid_field("timeZone"));
+                }
+                lead.time_zone = zone;
+            }
             "phone" => {
                 let raw = text(name, value)?;
                 lead.phone = if raw.trim().is_empty() {

@@ -7,6 +7,10 @@
 
 pub mod auth;
 pub mod calls;
+pub mod compliance;
+pub mod contact;
+pub mod dnc;
+pub mod org_settings;
 pub mod events;
 pub mod leads;
 pub mod listing;

@@ -81,6 +81,10 @@ impl Server {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,
             metrics: Arc::default(),
+            outbound: crate::webhooks::client::WebhookClient::new(
+                config.webhooks.timeout,
+                config.webhooks.ca_file.as_deref(),
+            )?,
             rate_limiter: config.limits.rate_limit_per_second.map(|rate| {
                 crate::api::rate_limit::RateLimiter::new(rate, config.limits.rate_limit_burst)
             }),

@@ -6,6 +6,7 @@
 //! durable commit per batch, and answers each after its batch is on disk.
 
 pub mod codec;
+mod contact;
 mod maintenance;
 mod migrations;
 mod read;

@@ -1,4 +1,4 @@
-//! The HTTP client that delivers webhooks to http and https receivers.
+//! The outgoing HTTP client: webhook deliveries and the compliance service's checks.
 //!
 //! hyper-util's pooled client over rustls, trusting the webpki roots plus an optional
 //! extra CA file (receivers with a private CA). One attempt is one POST bounded by a
@@ -84,7 +84,7 @@ impl WebhookClient {
         let result = tokio::time::timeout(self.timeout, self.send(url, headers, body)).await;
         let latency = started.elapsed();
         match result {
-            Ok(Ok((status, retry_after))) => AttemptOutcome {
+            Ok(Ok((status, retry_after, _))) => AttemptOutcome {
                 status: Some(status),
                 error: String::new(),
                 retry_after,
@@ -110,7 +110,7 @@ impl WebhookClient {
         url: &str,
         headers: &[(&'static str, String)],
         body: Vec<u8>,
-    ) -> Result<(u16, Option<Duration>), String> {
+    ) -> Result<(u16, Option<Duration>, Bytes), String> {
         let mut request = Request::post(url)
             .header(CONTENT_TYPE, "application/json")
             .header(
@@ -135,11 +135,24 @@ impl WebhookClient {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        // Drain a bounded part of the answer so the connection can be reused.
-        let _ = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+        // Read at most a bounded part of the answer; draining lets the connection be
+        // reused.
+        let answer = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
             .collect()
-            .await;
-        Ok((status, retry_after))
+            .await
+            .map(|b| b.to_bytes())
+            .map_err(|e| format!("reading the answer: {e}"))?;
+        Ok((status, retry_after, answer))
+    }
+
+    /// POSTs JSON and returns the status and body, within `timeout` (the compliance
+    /// service's call, which needs the answer).
+    pub async fn post_json(&self, url: &str, body: Vec<u8>, timeout: Duration) -> Result<(u16, Bytes), String> {
+        match tokio::time::timeout(timeout, self.send(url, &[], body)).await {
+            Ok(Ok((status, _, answer))) => Ok((status, answer)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
+        }
     }
 }
 

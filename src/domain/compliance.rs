@@ -1,0 +1,238 @@
+//! The compliance gate: every outbound attempt (an SMS or email written by the
+//! organization's side, an outbound call) passes it, or is suppressed and leaves a
+//! `COMPLIANCE_BLOCKED` event instead.
+//!
+//! The checks run in the order decided: (1) the channel has a target, (2) the lead has
+//! not unsubscribed from it, (3) the phone is not on the DNC list, then quiet hours (the
+//! organization's window in the lead's time zone), (4) the organization's compliance
+//! HTTP service, which fails closed, and (5) the channel provider's own refusal. This
+//! service hands nothing to a provider, so step 5 has no caller yet: an integration that
+//! sends through one records the provider's refusal with [`Block::provider`].
+//!
+//! The HTTP check is slow and must not hold the writer, so [`pass`] runs steps 1 to 3
+//! and quiet hours on a snapshot, asks the service, then re-runs the local steps inside
+//! the write job (the lead may have opted out meanwhile) before it sends or blocks.
+
+use chrono::{DateTime, Timelike, Utc};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::contact::Channel;
+use super::org_settings::{parse_hhmm, DEFAULT_COMPLIANCE_TIMEOUT_MS};
+use super::{events, leads, Caller};
+use crate::error::{Error, Result};
+use crate::store::records::{LeadRecord, OrgRecord};
+use crate::store::{EventRow, Store, WriteTx};
+use crate::webhooks::client::WebhookClient;
+
+pub const COMPLIANCE_BLOCKED: &str = "COMPLIANCE_BLOCKED";
+
+/// Why an attempt was suppressed: the event's `reason` and `source`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    pub reason: String,
+    pub source: &'static str,
+}
+
+impl Block {
+    fn new(reason: &str, source: &'static str) -> Block {
+        Block { reason: reason.to_string(), source }
+    }
+
+    /// Step 5: the channel provider refused with `code`.
+    pub fn provider(code: &str) -> Block {
+        Block::new(code, "provider-error")
+    }
+}
+
+/// Steps 1 to 3 and quiet hours, on state already read.
+pub fn local_check(org: &OrgRecord, lead: &LeadRecord, channel: Channel, on_dnc: bool, now: DateTime<Utc>) -> Option<Block> {
+    if !channel.reachable(lead) {
+        return Some(Block::new("COMPLIANCE_TARGET_MISSING", "configuration"));
+    }
+    if channel.is_unsubscribed(&lead.subscriptions) {
+        return Some(Block::new("UNSUBSCRIBED", "configuration"));
+    }
+    if channel != Channel::Email && on_dnc {
+        return Some(Block::new("DNC", "service-dnc"));
+    }
+    if in_quiet_hours(org, lead, now) {
+        return Some(Block::new("QUIET_HOURS", "configuration"));
+    }
+    None
+}
+
+/// Whether `now` falls in the organization's quiet window, in the lead's time zone. A
+/// lead without a time zone (or a window that is not set) is never in quiet hours.
+fn in_quiet_hours(org: &OrgRecord, lead: &LeadRecord, now: DateTime<Utc>) -> bool {
+    let Some((start, end)) = &org.settings.quiet_hours else {
+        return false;
+    };
+    let Ok(zone) = lead.time_zone.parse::<chrono_tz::Tz>() else {
+        return false;
+    };
+    let (Some(start), Some(end)) = (parse_hhmm(start), parse_hhmm(end)) else {
+        return false;
+    };
+    let local = now.with_timezone(&zone);
+    let minute = local.hour() * 60 + local.minute();
+    if start <= end {
+        (start..end).contains(&minute)
+    } else {
+        minute >= start || minute < end
+    }
+}
+
+#[derive(Deserialize)]
+struct ServiceAnswer {
+    allowed: bool,
+    reason: Option<String>,
+}
+
+/// Step 4: asks the organization's compliance service, when one is configured for
+/// `channel`. No answer in time, a non-2xx status or an answer that is not
+/// `{"allowed": bool, "reason"?: string}` blocks: the check fails closed.
+pub async fn service_check(client: &WebhookClient, org: &OrgRecord, lead: &LeadRecord, channel: Channel) -> Option<Block> {
+    let settings = &org.settings;
+    let url = settings.compliance_url.as_deref()?;
+    if settings.compliance_channels.as_ref().is_some_and(|c| !c.iter().any(|x| x == channel.as_str())) {
+        return None;
+    }
+    let mut body = json!({"leadId": lead.id, "channel": channel.as_str(), "organization": org.id});
+    if !lead.phone.is_empty() {
+        body["phone"] = json!(lead.phone);
+    }
+    if !lead.email.is_empty() {
+        body["email"] = json!(lead.email);
+    }
+    let timeout = std::time::Duration::from_millis(settings.compliance_timeout_ms.unwrap_or(DEFAULT_COMPLIANCE_TIMEOUT_MS));
+    let unavailable = || Some(Block::new("COMPLIANCE_SERVICE_UNAVAILABLE", "http"));
+    match client.post_json(url, body.to_string().into_bytes(), timeout).await {
+        Ok((status, answer)) if (200..300).contains(&status) => match serde_json::from_slice::<ServiceAnswer>(&answer) {
+            Ok(ServiceAnswer { allowed: true, .. }) => None,
+            Ok(ServiceAnswer { allowed: false, reason }) => {
+                let reason = reason.filter(|r| !r.is_empty()).unwrap_or_else(|| "BLOCKED_BY_COMPLIANCE_SERVICE".into());
+                Some(Block { reason, source: "http" })
+            }
+            Err(_) => unavailable(),
+        },
+        Ok((status, _)) => {
+            tracing::warn!(status, "the compliance service refused to answer");
+            unavailable()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "the compliance service did not answer");
+            unavailable()
+        }
+    }
+}
+
+/// The result of an outbound attempt.
+pub enum Outcome<T> {
+    Sent(T),
+    Blocked(EventRow),
+}
+
+/// Runs the gate for an attempt on `channel` to lead `lead_id`, then, in one write
+/// job, either `send`s or records the block.
+pub async fn pass<T, F>(
+    store: &Store,
+    client: &WebhookClient,
+    caller: Caller,
+    lead_id: &str,
+    channel: Channel,
+    send: F,
+) -> Result<Outcome<T>>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut WriteTx, &Caller, LeadRecord) -> Result<T> + Send + 'static,
+{
+    let (org, lead, on_dnc) = {
+        let read = store.read()?;
+        let lead = read
+            .lead(&caller.org_id, lead_id)?
+            .filter(|l| l.deleted_at.is_none())
+            .ok_or_else(|| Error::lead_not_found(lead_id))?;
+        let org = read.org(&caller.org_id)?.ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
+        let on_dnc = !lead.phone.is_empty() && read.dnc_contains(&caller.org_id, &lead.phone)?;
+        (org, lead, on_dnc)
+    };
+    let early = match local_check(&org, &lead, channel, on_dnc, Utc::now()) {
+        Some(block) => Some(block),
+        None => service_check(client, &org, &lead, channel).await,
+    };
+    let lead_id = lead_id.to_string();
+    store
+        .write(move |tx| {
+            let lead = leads::live_lead(tx, &caller, &lead_id)?;
+            let org = tx.org(&caller.org_id)?.ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
+            let on_dnc = !lead.phone.is_empty() && tx.dnc_contains(&caller.org_id, &lead.phone)?;
+            match early.or_else(|| local_check(&org, &lead, channel, on_dnc, Utc::now())) {
+                Some(block) => Ok(Outcome::Blocked(record_block(tx, &caller.org_id, lead, channel, &block)?)),
+                None => Ok(Outcome::Sent(send(tx, &caller, lead)?)),
+            }
+        })
+        .await
+}
+
+/// Writes the `COMPLIANCE_BLOCKED` event; its id is the block's own.
+pub fn record_block(tx: &mut WriteTx, org: &str, lead: LeadRecord, channel: Channel, block: &Block) -> Result<EventRow> {
+    let id = crate::ids::generate("blk");
+    let data = json!({"reason": block.reason, "source": block.source, "channel": channel.as_str()});
+    let (row, _) = events::record(tx, org, lead, COMPLIANCE_BLOCKED, &id, data, |_| {})?;
+    Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::records::OrgSettings;
+
+    fn org(quiet: Option<(&str, &str)>) -> OrgRecord {
+        OrgRecord {
+            id: "o".into(),
+            name: "o".into(),
+            created_at: 0,
+            settings: OrgSettings {
+                quiet_hours: quiet.map(|(a, b)| (a.to_string(), b.to_string())),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn lead() -> LeadRecord {
+        LeadRecord { id: "l".into(), phone: "+15551234567".into(), time_zone: "America/New_York".into(), ..Default::default() }
+    }
+
+    fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn steps_run_in_order() {
+        let noon = at("2026-11-22T17:00:00Z");
+        let mut l = lead();
+        let reason = |o: &OrgRecord, l: &LeadRecord, c, dnc| local_check(o, l, c, dnc, noon).map(|b| (b.reason, b.source));
+        assert_eq!(reason(&org(None), &l, Channel::Email, true), Some(("COMPLIANCE_TARGET_MISSING".into(), "configuration")));
+        l.subscriptions.sms_unsubscribed = true;
+        assert_eq!(reason(&org(None), &l, Channel::Sms, true), Some(("UNSUBSCRIBED".into(), "configuration")));
+        assert_eq!(reason(&org(None), &l, Channel::Voice, true), Some(("DNC".into(), "service-dnc")));
+        assert_eq!(reason(&org(None), &l, Channel::Voice, false), None);
+    }
+
+    #[test]
+    fn quiet_hours_follow_the_lead_time_zone_and_wrap_midnight() {
+        let o = org(Some(("21:00", "08:00")));
+        let l = lead();
+        // 02:00 UTC is 21:00 in New York (EST, UTC-5): quiet.
+        assert!(in_quiet_hours(&o, &l, at("2026-11-22T02:00:00Z")));
+        // 13:00 in New York: not quiet.
+        assert!(!in_quiet_hours(&o, &l, at("2026-11-22T18:00:00Z")));
+        // 07:59 in New York: still quiet.
+        assert!(in_quiet_hours(&o, &l, at("2026-11-22T12:59:00Z")));
+        let no_zone = LeadRecord { time_zone: String::new(), ..lead() };
+        assert!(!in_quiet_hours(&o, &no_zone, at("2026-11-22T02:00:00Z")));
+        let daytime = org(Some(("09:00", "17:00")));
+        assert!(in_quiet_hours(&daytime, &l, at("2026-11-22T15:00:00Z")));
+    }
+}

@@ -1,0 +1,280 @@
+//! The contact controls, kept apart as the interface demands: pausing the assistant
+//! (`isAiOn`), opting a lead out of channels (subscriptions), and never contacting a
+//! number (the DNC list, `domain::dnc`). None of them touches another.
+//!
+//! Unsubscribe and resubscribe apply only to channels the lead can receive (sms and
+//! voice need a phone, email an email address). When the organization couples SMS and
+//! voice, changing either changes both. An SMS opt-out the lead made by keyword (STOP)
+//! is remembered: only the lead's own opt-in keyword (START) clears it.
+
+use serde_json::Value;
+
+use super::{events, leads, Caller};
+use crate::error::{Error, Result};
+use crate::store::records::{LeadRecord, Subscriptions, TagRecord};
+use crate::store::{EventRow, WriteTx};
+use crate::webhooks;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Channel {
+    Sms,
+    Voice,
+    Email,
+}
+
+impl Channel {
+    pub const ALL: [Channel; 3] = [Channel::Sms, Channel::Voice, Channel::Email];
+
+    pub fn parse(s: &str) -> Option<Channel> {
+        match s {
+            "sms" => Some(Channel::Sms),
+            "voice" => Some(Channel::Voice),
+            "email" => Some(Channel::Email),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Sms => "sms",
+            Channel::Voice => "voice",
+            Channel::Email => "email",
+        }
+    }
+
+    pub fn reachable(self, lead: &LeadRecord) -> bool {
+        match self {
+            Channel::Sms | Channel::Voice => !lead.phone.is_empty(),
+            Channel::Email => !lead.email.is_empty(),
+        }
+    }
+
+    /// The interface's message when a requested channel has no target.
+    fn missing_target(self) -> Error {
+        match self {
+            Channel::Email => Error::BadRequest("Lead has no email".into()),
+            Channel::Sms | Channel::Voice => Error::BadRequest("Lead has no phone".into()),
+        }
+    }
+
+    pub fn is_unsubscribed(self, s: &Subscriptions) -> bool {
+        match self {
+            Channel::Sms => s.sms_unsubscribed,
+            Channel::Voice => s.voice_unsubscribed,
+            Channel::Email => s.email_unsubscribed,
+        }
+    }
+
+    fn set_unsubscribed(self, s: &mut Subscriptions, value: bool) {
+        match self {
+            Channel::Sms => s.sms_unsubscribed = value,
+            Channel::Voice => s.voice_unsubscribed = value,
+            Channel::Email => s.email_unsubscribed = value,
+        }
+    }
+}
+
+pub const INVALID_CHANNELS: &str = "channels must include at least one of: sms, voice, email";
+
+/// Parses an unsubscribe or resubscribe body: empty, `{}`, or `{"channels": [...]}`.
+/// `None` means "every channel the lead can receive". Anything else is the interface's
+/// one message for an invalid body.
+pub fn parse_channels(body: &[u8]) -> Result<Option<Vec<Channel>>> {
+    let invalid = || Error::BadRequest(INVALID_CHANNELS.into());
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body) else {
+        return Err(invalid());
+    };
+    if map.keys().any(|k| k != "channels") {
+        return Err(invalid());
+    }
+    let Some(value) = map.get("channels") else {
+        return Ok(None);
+    };
+    let items = value.as_array().filter(|a| !a.is_empty()).ok_or_else(invalid)?;
+    let mut channels = Vec::with_capacity(items.len());
+    for item in items {
+        let channel = item.as_str().and_then(Channel::parse).ok_or_else(invalid)?;
+        if !channels.contains(&channel) {
+            channels.push(channel);
+        }
+    }
+    Ok(Some(channels))
+}
+
+/// The channels a request applies to: the reachable requested ones (or every reachable
+/// one), widened to both sms and voice when the organization couples them.
+fn applicable(tx: &WriteTx, org: &str, lead: &LeadRecord, requested: Option<&[Channel]>) -> Result<Vec<Channel>> {
+    let mut channels: Vec<Channel> = match requested {
+        None => Channel::ALL.iter().copied().filter(|c| c.reachable(lead)).collect(),
+        Some(list) => list.iter().copied().filter(|c| c.reachable(lead)).collect(),
+    };
+    if channels.is_empty() {
+        return Err(match requested.and_then(|list| list.first()) {
+            Some(first) => first.missing_target(),
+            None => Error::BadRequest("Lead has no phone or email".into()),
+        });
+    }
+    let coupled = tx.org(org)?.is_some_and(|o| o.settings.sms_voice_opt_out_coupled);
+    if coupled && channels.iter().any(|c| matches!(c, Channel::Sms | Channel::Voice)) {
+        for c in [Channel::Sms, Channel::Voice] {
+            if !channels.contains(&c) {
+                channels.push(c);
+            }
+        }
+    }
+    channels.sort();
+    Ok(channels)
+}
+
+/// Where an opt-out came from, as the `lead.opted_out` webhook says.
+#[derive(Debug, Clone, Copy)]
+pub enum Source {
+    Api,
+    Keyword,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::Api => "api",
+            Source::Keyword => "keyword",
+        }
+    }
+}
+
+/// Unsubscribes; returns the channels applied. One `lead.opted_out` per channel that
+/// changed, in the same transaction.
+pub fn unsubscribe(tx: &mut WriteTx, caller: &Caller, lead_id: &str, requested: Option<&[Channel]>) -> Result<Vec<Channel>> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let channels = applicable(tx, &caller.org_id, &lead, requested)?;
+    opt_out(tx, &caller.org_id, lead, &channels, Source::Api)?;
+    Ok(channels)
+}
+
+fn opt_out(tx: &mut WriteTx, org: &str, lead: LeadRecord, channels: &[Channel], source: Source) -> Result<LeadRecord> {
+    let mut changed = lead.clone();
+    for &channel in channels {
+        if !channel.is_unsubscribed(&changed.subscriptions) {
+            channel.set_unsubscribed(&mut changed.subscriptions, true);
+            webhooks::emit_opted_out(tx, org, &lead.id, channel.as_str(), source.as_str())?;
+        }
+        if let (Channel::Sms, Source::Keyword) = (channel, source) {
+            changed.subscriptions.sms_by_keyword = true;
+        }
+    }
+    leads::save_if_changed(tx, org, lead, changed)
+}
+
+/// Resubscribes the applicable channels, except an SMS opt-out made by keyword.
+pub fn resubscribe(tx: &mut WriteTx, caller: &Caller, lead_id: &str, requested: Option<&[Channel]>) -> Result<Vec<Channel>> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let mut channels = applicable(tx, &caller.org_id, &lead, requested)?;
+    if lead.subscriptions.sms_by_keyword {
+        channels.retain(|c| *c != Channel::Sms);
+    }
+    let mut changed = lead.clone();
+    for &channel in &channels {
+        channel.set_unsubscribed(&mut changed.subscriptions, false);
+    }
+    leads::save_if_changed(tx, &caller.org_id, lead, changed)?;
+    Ok(channels)
+}
+
+/// Pauses or resumes the assistant; subscriptions are not touched.
+pub fn set_ai(tx: &mut WriteTx, caller: &Caller, lead_id: &str, on: bool) -> Result<LeadRecord> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let mut changed = lead.clone();
+    changed.is_ai_on = on;
+    leads::save_if_changed(tx, &caller.org_id, lead, changed)
+}
+
+/// The most ids or tags one tag request may carry.
+pub const MAX_TAGS_PER_REQUEST: usize = 100;
+
+pub fn add_tags(tx: &mut WriteTx, caller: &Caller, lead_id: &str, tags: Vec<TagRecord>) -> Result<LeadRecord> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let mut changed = lead.clone();
+    for tag in tags {
+        match changed.tags.iter_mut().find(|t| t.id == tag.id) {
+            Some(existing) => *existing = tag,
+            None => changed.tags.push(tag),
+        }
+    }
+    leads::save_if_changed(tx, &caller.org_id, lead, changed)
+}
+
+/// Removes tags by id; ids the lead does not carry are ignored.
+pub fn remove_tags(tx: &mut WriteTx, caller: &Caller, lead_id: &str, ids: &[String]) -> Result<LeadRecord> {
+    let lead = match tx.lead(&caller.org_id, lead_id)? {
+        Some(lead) if lead.deleted_at.is_none() => lead,
+        _ => return Err(Error::NotFound("Lead not found".into())),
+    };
+    let mut changed = lead.clone();
+    changed.tags.retain(|t| !ids.contains(&t.id));
+    leads::save_if_changed(tx, &caller.org_id, lead, changed)
+}
+
+pub const OPT_OUT_KEYWORDS: [&str; 8] = ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "OPTOUT", "REVOKE"];
+pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
+
+/// What an inbound SMS did.
+pub struct Inbound {
+    pub message: EventRow,
+    pub opted_out: bool,
+    pub opted_in: bool,
+}
+
+/// Records an SMS from `phone` on its lead (the most recently updated live one) and
+/// applies an opt-out or opt-in keyword when the message is only that word.
+pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -> Result<Inbound> {
+    let org = caller.org_id.as_str();
+    let mut lead: Option<LeadRecord> = None;
+    for id in tx.lead_ids_by_phone(org, phone)? {
+        if let Some(candidate) = tx.lead(org, &id)?.filter(|l| l.deleted_at.is_none()) {
+            if lead.as_ref().is_none_or(|l| candidate.updated_at > l.updated_at) {
+                lead = Some(candidate);
+            }
+        }
+    }
+    let lead = lead.ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
+    let word = text.trim().to_ascii_uppercase();
+    let opted_out = OPT_OUT_KEYWORDS.contains(&word.as_str());
+    let opted_in = OPT_IN_KEYWORDS.contains(&word.as_str());
+    let id = crate::ids::generate("msg");
+    let data = serde_json::json!({"owner": "lead", "channel": "sms", "content": {"text": text}});
+    let (message, lead) = events::record(tx, org, lead, events::MESSAGE, &id, data, |_| {})?;
+    let coupled = tx.org(org)?.is_some_and(|o| o.settings.sms_voice_opt_out_coupled);
+    let channels: &[Channel] = if coupled { &[Channel::Sms, Channel::Voice] } else { &[Channel::Sms] };
+    if opted_out {
+        opt_out(tx, org, lead, channels, Source::Keyword)?;
+    } else if opted_in {
+        let mut changed = lead.clone();
+        for &channel in channels {
+            channel.set_unsubscribed(&mut changed.subscriptions, false);
+        }
+        changed.subscriptions.sms_by_keyword = false;
+        leads::save_if_changed(tx, org, lead, changed)?;
+    }
+    Ok(Inbound { message, opted_out, opted_in })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_parse_to_channels_or_the_interface_message() {
+        assert_eq!(parse_channels(b"").unwrap(), None);
+        assert_eq!(parse_channels(b"{}").unwrap(), None);
+        assert_eq!(
+            parse_channels(br#"{"channels": ["email", "sms", "email"]}"#).unwrap(),
+            Some(vec![Channel::Email, Channel::Sms])
+        );
+        for bad in [&b"{"[..], b"[]", br#"{"channels": []}"#, br#"{"channels": ["fax"]}"#, br#"{"channels": "sms"}"#, br#"{"other": 1}"#] {
+            assert_eq!(parse_channels(bad).unwrap_err().to_string(), INVALID_CHANNELS);
+        }
+    }
+}

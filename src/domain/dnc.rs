@@ -1,0 +1,50 @@
+//! The organization's Do Not Contact list: numbers that are never contacted and whose
+//! leads cannot be imported.
+
+use super::{listing, Caller};
+use crate::cursor::CursorKey;
+use crate::error::{Error, Result};
+use crate::store::{ReadTx, WriteTx};
+use crate::time::Micros;
+
+/// Normalises `raw` as the interface's phone input.
+pub fn phone(raw: &str) -> Result<String> {
+    crate::phone::normalize(raw).ok_or_else(|| Error::invalid_field("phone"))
+}
+
+/// Idempotent: listing a listed number again changes nothing.
+pub fn register(tx: &mut WriteTx, caller: &Caller, phone: &str) -> Result<()> {
+    let at = tx.tick();
+    tx.dnc_add(&caller.org_id, phone, at)?;
+    Ok(())
+}
+
+pub fn remove(tx: &mut WriteTx, caller: &Caller, phone: &str) -> Result<()> {
+    if tx.dnc_remove(&caller.org_id, phone)? {
+        Ok(())
+    } else {
+        Err(Error::NotFound("Phone number not found".into()))
+    }
+}
+
+/// A page of listed numbers in number order.
+pub fn list(
+    read: &ReadTx,
+    key: &CursorKey,
+    caller: &Caller,
+    limit: usize,
+    token: Option<&str>,
+) -> Result<listing::Page<(String, Micros)>> {
+    let query = ["dnc", caller.org_id.as_str()];
+    let after = token.map(|t| key.open::<String>(&query, t)).transpose()?;
+    let mut page = listing::collect(
+        limit,
+        |visit| read.scan_dnc(&caller.org_id, after.as_deref(), |phone, at| visit((phone, at))),
+        |_| true,
+    )?;
+    if page.next_token.is_some() {
+        let last = page.items.last().ok_or_else(|| Error::Internal("a page with more has no rows".into()))?;
+        page.next_token = Some(key.seal(&query, &last.0)?);
+    }
+    Ok(page)
+}

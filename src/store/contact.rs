@@ -1,0 +1,78 @@
+//! Typed access for the contact controls: the Do Not Contact list and leads by phone.
+
+use std::ops::Bound;
+
+use redb::ReadableTable;
+
+use super::read::{Flow, ReadTx};
+use super::tables::{DNC, LEADS_BY_PHONE};
+use super::write::WriteTx;
+use crate::error::Result;
+use crate::time::Micros;
+
+impl WriteTx {
+    /// Adds a number; false when it was listed already (its first time is kept).
+    pub fn dnc_add(&mut self, org: &str, phone: &str, at: Micros) -> Result<bool> {
+        let mut table = self.txn.open_table(DNC)?;
+        if table.get((org, phone))?.is_some() {
+            return Ok(false);
+        }
+        table.insert((org, phone), at)?;
+        Ok(true)
+    }
+
+    /// Removes a number; false when it was not listed.
+    pub fn dnc_remove(&mut self, org: &str, phone: &str) -> Result<bool> {
+        let mut table = self.txn.open_table(DNC)?;
+        let removed = table.remove((org, phone))?;
+        Ok(removed.is_some())
+    }
+
+    /// Ids of the leads with this phone.
+    pub fn lead_ids_by_phone(&self, org: &str, phone: &str) -> Result<Vec<String>> {
+        let table = self.txn.open_table(LEADS_BY_PHONE)?;
+        let mut ids = Vec::new();
+        for row in table.range((org, phone, "")..)? {
+            let (key, _) = row?;
+            let (o, p, id) = key.value();
+            if o != org || p != phone {
+                break;
+            }
+            ids.push(id.to_string());
+        }
+        Ok(ids)
+    }
+}
+
+impl ReadTx {
+    pub fn dnc_contains(&self, org: &str, phone: &str) -> Result<bool> {
+        let table = self.txn.open_table(DNC)?;
+        let found = table.get((org, phone))?;
+        Ok(found.is_some())
+    }
+
+    /// Visits the organization's listed numbers in order, after `after` if given.
+    pub fn scan_dnc(
+        &self,
+        org: &str,
+        after: Option<&str>,
+        mut visit: impl FnMut(String, Micros) -> Result<Flow>,
+    ) -> Result<()> {
+        let table = self.txn.open_table(DNC)?;
+        let start = match after {
+            Some(phone) => Bound::Excluded((org, phone)),
+            None => Bound::Included((org, "")),
+        };
+        for row in table.range::<(&str, &str)>((start, Bound::Unbounded))? {
+            let (key, value) = row?;
+            let (o, phone) = key.value();
+            if o != org {
+                break;
+            }
+            if visit(phone.to_string(), value.value())? == Flow::Stop {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
