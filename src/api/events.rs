@@ -6,10 +6,10 @@ use serde_json::{Map, Value};
 use super::request::Query;
 use super::response::{json as reply, Body};
 use super::views::{EventView, EventsPage, MessageView, MessagesPage};
+use super::AppState;
 use crate::domain::listing::{self, EventQuery};
 use crate::domain::{events, messages, Caller};
 use crate::error::{Error, Result};
-use super::AppState;
 use crate::store::Store;
 
 pub fn list(

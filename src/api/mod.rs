@@ -144,13 +144,23 @@ async fn dispatch(
         Route::Resubscribe(id) => contact::subscription(state, caller, id, body, false).await,
         Route::TurnOff(id) => contact::set_ai(store, caller, id, false).await,
         Route::TurnOn(id) => contact::set_ai(store, caller, id, true).await,
-        Route::AddTags(id) => contact::add_tags(store, caller, id, state.json_body(body).await?).await,
-        Route::RemoveTags(id) => contact::remove_tags(store, caller, id, state.json_body(body).await?).await,
-        Route::RequestCall(id) => contact::request_call(state, caller, id, state.json_body(body).await?).await,
-        Route::RegisterDnc => contact::register_dnc(store, caller, state.json_body(body).await?).await,
+        Route::AddTags(id) => {
+            contact::add_tags(store, caller, id, state.json_body(body).await?).await
+        }
+        Route::RemoveTags(id) => {
+            contact::remove_tags(store, caller, id, state.json_body(body).await?).await
+        }
+        Route::RequestCall(id) => {
+            contact::request_call(state, caller, id, state.json_body(body).await?).await
+        }
+        Route::RegisterDnc => {
+            contact::register_dnc(store, caller, state.json_body(body).await?).await
+        }
         Route::ListDnc => contact::list_dnc(store, &caller, &query),
         Route::RemoveDnc(phone) => contact::remove_dnc(store, caller, phone).await,
-        Route::InboundSms => contact::inbound_sms(store, caller, state.json_body(body).await?).await,
+        Route::InboundSms => {
+            contact::inbound_sms(store, caller, state.json_body(body).await?).await
+        }
         Route::GetOrg => contact::get_org(store, &caller),
         Route::UpdateOrg => contact::update_org(store, caller, state.json_body(body).await?).await,
         Route::CreateWebhook => webhooks::create(store, caller, state.json_body(body).await?).await,

@@ -189,8 +189,12 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
             };
             only(m, Method::POST, route)?
         }
-        ["v1", "leads", _, "tags", "add"] => only(m, Method::POST, Route::AddTags(segments[2].as_str()))?,
-        ["v1", "leads", _, "tags", "remove"] => only(m, Method::POST, Route::RemoveTags(segments[2].as_str()))?,
+        ["v1", "leads", _, "tags", "add"] => {
+            only(m, Method::POST, Route::AddTags(segments[2].as_str()))?
+        }
+        ["v1", "leads", _, "tags", "remove"] => {
+            only(m, Method::POST, Route::RemoveTags(segments[2].as_str()))?
+        }
         ["v1", "dnc"] => only(m, Method::GET, Route::ListDnc)?,
         ["v1", "dnc", "register"] => only(m, Method::POST, Route::RegisterDnc)?,
         ["v1", "dnc", _] => only(m, Method::DELETE, Route::RemoveDnc(segments[2].as_str()))?,

@@ -36,7 +36,10 @@ pub struct Block {
 
 impl Block {
     fn new(reason: &str, source: &'static str) -> Block {
-        Block { reason: reason.to_string(), source }
+        Block {
+            reason: reason.to_string(),
+            source,
+        }
     }
 
     /// Step 5: the channel provider refused with `code`.
@@ -46,7 +49,13 @@ impl Block {
 }
 
 /// Steps 1 to 3 and quiet hours, on state already read.
-pub fn local_check(org: &OrgRecord, lead: &LeadRecord, channel: Channel, on_dnc: bool, now: DateTime<Utc>) -> Option<Block> {
+pub fn local_check(
+    org: &OrgRecord,
+    lead: &LeadRecord,
+    channel: Channel,
+    on_dnc: bool,
+    now: DateTime<Utc>,
+) -> Option<Block> {
     if !channel.reachable(lead) {
         return Some(Block::new("COMPLIANCE_TARGET_MISSING", "configuration"));
     }
@@ -92,10 +101,19 @@ struct ServiceAnswer {
 /// Step 4: asks the organization's compliance service, when one is configured for
 /// `channel`. No answer in time, a non-2xx status or an answer that is not
 /// `{"allowed": bool, "reason"?: string}` blocks: the check fails closed.
-pub async fn service_check(client: &WebhookClient, org: &OrgRecord, lead: &LeadRecord, channel: Channel) -> Option<Block> {
+pub async fn service_check(
+    client: &WebhookClient,
+    org: &OrgRecord,
+    lead: &LeadRecord,
+    channel: Channel,
+) -> Option<Block> {
     let settings = &org.settings;
     let url = settings.compliance_url.as_deref()?;
-    if settings.compliance_channels.as_ref().is_some_and(|c| !c.iter().any(|x| x == channel.as_str())) {
+    if settings
+        .compliance_channels
+        .as_ref()
+        .is_some_and(|c| !c.iter().any(|x| x == channel.as_str()))
+    {
         return None;
     }
     let mut body = json!({"leadId": lead.id, "channel": channel.as_str(), "organization": org.id});
@@ -105,17 +123,34 @@ pub async fn service_check(client: &WebhookClient, org: &OrgRecord, lead: &LeadR
     if !lead.email.is_empty() {
         body["email"] = json!(lead.email);
     }
-    let timeout = std::time::Duration::from_millis(settings.compliance_timeout_ms.unwrap_or(DEFAULT_COMPLIANCE_TIMEOUT_MS));
+    let timeout = std::time::Duration::from_millis(
+        settings
+            .compliance_timeout_ms
+            .unwrap_or(DEFAULT_COMPLIANCE_TIMEOUT_MS),
+    );
     let unavailable = || Some(Block::new("COMPLIANCE_SERVICE_UNAVAILABLE", "http"));
-    match client.post_json(url, body.to_string().into_bytes(), timeout).await {
-        Ok((status, answer)) if (200..300).contains(&status) => match serde_json::from_slice::<ServiceAnswer>(&answer) {
-            Ok(ServiceAnswer { allowed: true, .. }) => None,
-            Ok(ServiceAnswer { allowed: false, reason }) => {
-                let reason = reason.filter(|r| !r.is_empty()).unwrap_or_else(|| "BLOCKED_BY_COMPLIANCE_SERVICE".into());
-                Some(Block { reason, source: "http" })
+    match client
+        .post_json(url, body.to_string().into_bytes(), timeout)
+        .await
+    {
+        Ok((status, answer)) if (200..300).contains(&status) => {
+            match serde_json::from_slice::<ServiceAnswer>(&answer) {
+                Ok(ServiceAnswer { allowed: true, .. }) => None,
+                Ok(ServiceAnswer {
+                    allowed: false,
+                    reason,
+                }) => {
+                    let reason = reason
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or_else(|| "BLOCKED_BY_COMPLIANCE_SERVICE".into());
+                    Some(Block {
+                        reason,
+                        source: "http",
+                    })
+                }
+                Err(_) => unavailable(),
             }
-            Err(_) => unavailable(),
-        },
+        }
         Ok((status, _)) => {
             tracing::warn!(status, "the compliance service refused to answer");
             unavailable()
@@ -153,7 +188,9 @@ where
             .lead(&caller.org_id, lead_id)?
             .filter(|l| l.deleted_at.is_none())
             .ok_or_else(|| Error::lead_not_found(lead_id))?;
-        let org = read.org(&caller.org_id)?.ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
+        let org = read
+            .org(&caller.org_id)?
+            .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
         let on_dnc = !lead.phone.is_empty() && read.dnc_contains(&caller.org_id, &lead.phone)?;
         (org, lead, on_dnc)
     };
@@ -165,10 +202,18 @@ where
     store
         .write(move |tx| {
             let lead = leads::live_lead(tx, &caller, &lead_id)?;
-            let org = tx.org(&caller.org_id)?.ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
+            let org = tx
+                .org(&caller.org_id)?
+                .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
             let on_dnc = !lead.phone.is_empty() && tx.dnc_contains(&caller.org_id, &lead.phone)?;
             match early.or_else(|| local_check(&org, &lead, channel, on_dnc, Utc::now())) {
-                Some(block) => Ok(Outcome::Blocked(record_block(tx, &caller.org_id, lead, channel, &block)?)),
+                Some(block) => Ok(Outcome::Blocked(record_block(
+                    tx,
+                    &caller.org_id,
+                    lead,
+                    channel,
+                    &block,
+                )?)),
                 None => Ok(Outcome::Sent(send(tx, &caller, lead)?)),
             }
         })
@@ -176,7 +221,13 @@ where
 }
 
 /// Writes the `COMPLIANCE_BLOCKED` event; its id is the block's own.
-pub fn record_block(tx: &mut WriteTx, org: &str, lead: LeadRecord, channel: Channel, block: &Block) -> Result<EventRow> {
+pub fn record_block(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+    channel: Channel,
+    block: &Block,
+) -> Result<EventRow> {
     let id = crate::ids::generate("blk");
     let data = json!({"reason": block.reason, "source": block.source, "channel": channel.as_str()});
     let (row, _) = events::record(tx, org, lead, COMPLIANCE_BLOCKED, &id, data, |_| {})?;
@@ -201,22 +252,40 @@ mod tests {
     }
 
     fn lead() -> LeadRecord {
-        LeadRecord { id: "l".into(), phone: "+15551234567".into(), time_zone: "America/New_York".into(), ..Default::default() }
+        LeadRecord {
+            id: "l".into(),
+            phone: "+15551234567".into(),
+            time_zone: "America/New_York".into(),
+            ..Default::default()
+        }
     }
 
     fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text).unwrap().with_timezone(&Utc)
+        DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&Utc)
     }
 
     #[test]
     fn steps_run_in_order() {
         let noon = at("2026-11-22T17:00:00Z");
         let mut l = lead();
-        let reason = |o: &OrgRecord, l: &LeadRecord, c, dnc| local_check(o, l, c, dnc, noon).map(|b| (b.reason, b.source));
-        assert_eq!(reason(&org(None), &l, Channel::Email, true), Some(("COMPLIANCE_TARGET_MISSING".into(), "configuration")));
+        let reason = |o: &OrgRecord, l: &LeadRecord, c, dnc| {
+            local_check(o, l, c, dnc, noon).map(|b| (b.reason, b.source))
+        };
+        assert_eq!(
+            reason(&org(None), &l, Channel::Email, true),
+            Some(("COMPLIANCE_TARGET_MISSING".into(), "configuration"))
+        );
         l.subscriptions.sms_unsubscribed = true;
-        assert_eq!(reason(&org(None), &l, Channel::Sms, true), Some(("UNSUBSCRIBED".into(), "configuration")));
-        assert_eq!(reason(&org(None), &l, Channel::Voice, true), Some(("DNC".into(), "service-dnc")));
+        assert_eq!(
+            reason(&org(None), &l, Channel::Sms, true),
+            Some(("UNSUBSCRIBED".into(), "configuration"))
+        );
+        assert_eq!(
+            reason(&org(None), &l, Channel::Voice, true),
+            Some(("DNC".into(), "service-dnc"))
+        );
         assert_eq!(reason(&org(None), &l, Channel::Voice, false), None);
     }
 
@@ -230,7 +299,10 @@ mod tests {
         assert!(!in_quiet_hours(&o, &l, at("2026-11-22T18:00:00Z")));
         // 07:59 in New York: still quiet.
         assert!(in_quiet_hours(&o, &l, at("2026-11-22T12:59:00Z")));
-        let no_zone = LeadRecord { time_zone: String::new(), ..lead() };
+        let no_zone = LeadRecord {
+            time_zone: String::new(),
+            ..lead()
+        };
         assert!(!in_quiet_hours(&o, &no_zone, at("2026-11-22T02:00:00Z")));
         let daytime = org(Some(("09:00", "17:00")));
         assert!(in_quiet_hours(&daytime, &l, at("2026-11-22T15:00:00Z")));

@@ -93,7 +93,10 @@ pub fn parse_channels(body: &[u8]) -> Result<Option<Vec<Channel>>> {
     let Some(value) = map.get("channels") else {
         return Ok(None);
     };
-    let items = value.as_array().filter(|a| !a.is_empty()).ok_or_else(invalid)?;
+    let items = value
+        .as_array()
+        .filter(|a| !a.is_empty())
+        .ok_or_else(invalid)?;
     let mut channels = Vec::with_capacity(items.len());
     for item in items {
         let channel = item.as_str().and_then(Channel::parse).ok_or_else(invalid)?;
@@ -106,9 +109,18 @@ pub fn parse_channels(body: &[u8]) -> Result<Option<Vec<Channel>>> {
 
 /// The channels a request applies to: the reachable requested ones (or every reachable
 /// one), widened to both sms and voice when the organization couples them.
-fn applicable(tx: &WriteTx, org: &str, lead: &LeadRecord, requested: Option<&[Channel]>) -> Result<Vec<Channel>> {
+fn applicable(
+    tx: &WriteTx,
+    org: &str,
+    lead: &LeadRecord,
+    requested: Option<&[Channel]>,
+) -> Result<Vec<Channel>> {
     let mut channels: Vec<Channel> = match requested {
-        None => Channel::ALL.iter().copied().filter(|c| c.reachable(lead)).collect(),
+        None => Channel::ALL
+            .iter()
+            .copied()
+            .filter(|c| c.reachable(lead))
+            .collect(),
         Some(list) => list.iter().copied().filter(|c| c.reachable(lead)).collect(),
     };
     if channels.is_empty() {
@@ -117,8 +129,14 @@ fn applicable(tx: &WriteTx, org: &str, lead: &LeadRecord, requested: Option<&[Ch
             None => Error::BadRequest("Lead has no phone or email".into()),
         });
     }
-    let coupled = tx.org(org)?.is_some_and(|o| o.settings.sms_voice_opt_out_coupled);
-    if coupled && channels.iter().any(|c| matches!(c, Channel::Sms | Channel::Voice)) {
+    let coupled = tx
+        .org(org)?
+        .is_some_and(|o| o.settings.sms_voice_opt_out_coupled);
+    if coupled
+        && channels
+            .iter()
+            .any(|c| matches!(c, Channel::Sms | Channel::Voice))
+    {
         for c in [Channel::Sms, Channel::Voice] {
             if !channels.contains(&c) {
                 channels.push(c);
@@ -147,14 +165,25 @@ impl Source {
 
 /// Unsubscribes; returns the channels applied. One `lead.opted_out` per channel that
 /// changed, in the same transaction.
-pub fn unsubscribe(tx: &mut WriteTx, caller: &Caller, lead_id: &str, requested: Option<&[Channel]>) -> Result<Vec<Channel>> {
+pub fn unsubscribe(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead_id: &str,
+    requested: Option<&[Channel]>,
+) -> Result<Vec<Channel>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let channels = applicable(tx, &caller.org_id, &lead, requested)?;
     opt_out(tx, &caller.org_id, lead, &channels, Source::Api)?;
     Ok(channels)
 }
 
-fn opt_out(tx: &mut WriteTx, org: &str, lead: LeadRecord, channels: &[Channel], source: Source) -> Result<LeadRecord> {
+fn opt_out(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+    channels: &[Channel],
+    source: Source,
+) -> Result<LeadRecord> {
     let mut changed = lead.clone();
     for &channel in channels {
         if !channel.is_unsubscribed(&changed.subscriptions) {
@@ -169,7 +198,12 @@ fn opt_out(tx: &mut WriteTx, org: &str, lead: LeadRecord, channels: &[Channel], 
 }
 
 /// Resubscribes the applicable channels, except an SMS opt-out made by keyword.
-pub fn resubscribe(tx: &mut WriteTx, caller: &Caller, lead_id: &str, requested: Option<&[Channel]>) -> Result<Vec<Channel>> {
+pub fn resubscribe(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead_id: &str,
+    requested: Option<&[Channel]>,
+) -> Result<Vec<Channel>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut channels = applicable(tx, &caller.org_id, &lead, requested)?;
     if lead.subscriptions.sms_by_keyword {
@@ -194,7 +228,12 @@ pub fn set_ai(tx: &mut WriteTx, caller: &Caller, lead_id: &str, on: bool) -> Res
 /// The most ids or tags one tag request may carry.
 pub const MAX_TAGS_PER_REQUEST: usize = 100;
 
-pub fn add_tags(tx: &mut WriteTx, caller: &Caller, lead_id: &str, tags: Vec<TagRecord>) -> Result<LeadRecord> {
+pub fn add_tags(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead_id: &str,
+    tags: Vec<TagRecord>,
+) -> Result<LeadRecord> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut changed = lead.clone();
     for tag in tags {
@@ -207,7 +246,12 @@ pub fn add_tags(tx: &mut WriteTx, caller: &Caller, lead_id: &str, tags: Vec<TagR
 }
 
 /// Removes tags by id; ids the lead does not carry are ignored.
-pub fn remove_tags(tx: &mut WriteTx, caller: &Caller, lead_id: &str, ids: &[String]) -> Result<LeadRecord> {
+pub fn remove_tags(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead_id: &str,
+    ids: &[String],
+) -> Result<LeadRecord> {
     let lead = match tx.lead(&caller.org_id, lead_id)? {
         Some(lead) if lead.deleted_at.is_none() => lead,
         _ => return Err(Error::NotFound("Lead not found".into())),
@@ -217,7 +261,16 @@ pub fn remove_tags(tx: &mut WriteTx, caller: &Caller, lead_id: &str, ids: &[Stri
     leads::save_if_changed(tx, &caller.org_id, lead, changed)
 }
 
-pub const OPT_OUT_KEYWORDS: [&str; 8] = ["STOP", "STOPALL", "UNSUBSCRIBE", "CANCEL", "END", "QUIT", "OPTOUT", "REVOKE"];
+pub const OPT_OUT_KEYWORDS: [&str; 8] = [
+    "STOP",
+    "STOPALL",
+    "UNSUBSCRIBE",
+    "CANCEL",
+    "END",
+    "QUIT",
+    "OPTOUT",
+    "REVOKE",
+];
 pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
 
 /// What an inbound SMS did.
@@ -234,20 +287,30 @@ pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -
     let mut lead: Option<LeadRecord> = None;
     for id in tx.lead_ids_by_phone(org, phone)? {
         if let Some(candidate) = tx.lead(org, &id)?.filter(|l| l.deleted_at.is_none()) {
-            if lead.as_ref().is_none_or(|l| candidate.updated_at > l.updated_at) {
+            if lead
+                .as_ref()
+                .is_none_or(|l| candidate.updated_at > l.updated_at)
+            {
                 lead = Some(candidate);
             }
         }
     }
-    let lead = lead.ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
+    let lead = lead
+        .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
     let word = text.trim().to_ascii_uppercase();
     let opted_out = OPT_OUT_KEYWORDS.contains(&word.as_str());
     let opted_in = OPT_IN_KEYWORDS.contains(&word.as_str());
     let id = crate::ids::generate("msg");
     let data = serde_json::json!({"owner": "lead", "channel": "sms", "content": {"text": text}});
     let (message, lead) = events::record(tx, org, lead, events::MESSAGE, &id, data, |_| {})?;
-    let coupled = tx.org(org)?.is_some_and(|o| o.settings.sms_voice_opt_out_coupled);
-    let channels: &[Channel] = if coupled { &[Channel::Sms, Channel::Voice] } else { &[Channel::Sms] };
+    let coupled = tx
+        .org(org)?
+        .is_some_and(|o| o.settings.sms_voice_opt_out_coupled);
+    let channels: &[Channel] = if coupled {
+        &[Channel::Sms, Channel::Voice]
+    } else {
+        &[Channel::Sms]
+    };
     if opted_out {
         opt_out(tx, org, lead, channels, Source::Keyword)?;
     } else if opted_in {
@@ -258,7 +321,11 @@ pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -
         changed.subscriptions.sms_by_keyword = false;
         leads::save_if_changed(tx, org, lead, changed)?;
     }
-    Ok(Inbound { message, opted_out, opted_in })
+    Ok(Inbound {
+        message,
+        opted_out,
+        opted_in,
+    })
 }
 
 #[cfg(test)]
@@ -273,8 +340,18 @@ mod tests {
             parse_channels(br#"{"channels": ["email", "sms", "email"]}"#).unwrap(),
             Some(vec![Channel::Email, Channel::Sms])
         );
-        for bad in [&b"{"[..], b"[]", br#"{"channels": []}"#, br#"{"channels": ["fax"]}"#, br#"{"channels": "sms"}"#, br#"{"other": 1}"#] {
-            assert_eq!(parse_channels(bad).unwrap_err().to_string(), INVALID_CHANNELS);
+        for bad in [
+            &b"{"[..],
+            b"[]",
+            br#"{"channels": []}"#,
+            br#"{"channels": ["fax"]}"#,
+            br#"{"channels": "sms"}"#,
+            br#"{"other": 1}"#,
+        ] {
+            assert_eq!(
+                parse_channels(bad).unwrap_err().to_string(),
+                INVALID_CHANNELS
+            );
         }
     }
 }

@@ -39,11 +39,18 @@ pub fn list(
     let after = token.map(|t| key.open::<String>(&query, t)).transpose()?;
     let mut page = listing::collect(
         limit,
-        |visit| read.scan_dnc(&caller.org_id, after.as_deref(), |phone, at| visit((phone, at))),
+        |visit| {
+            read.scan_dnc(&caller.org_id, after.as_deref(), |phone, at| {
+                visit((phone, at))
+            })
+        },
         |_| true,
     )?;
     if page.next_token.is_some() {
-        let last = page.items.last().ok_or_else(|| Error::Internal("a page with more has no rows".into()))?;
+        let last = page
+            .items
+            .last()
+            .ok_or_else(|| Error::Internal("a page with more has no rows".into()))?;
         page.next_token = Some(key.seal(&query, &last.0)?);
     }
     Ok(page)

@@ -33,7 +33,8 @@ pub fn update(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
     for (name, value) in body {
         match name.as_str() {
             "smsVoiceOptOutCoupled" => {
-                s.sms_voice_opt_out_coupled = value.as_bool().ok_or_else(|| Error::invalid_field(&name))?
+                s.sms_voice_opt_out_coupled =
+                    value.as_bool().ok_or_else(|| Error::invalid_field(&name))?
             }
             "complianceUrl" => {
                 s.compliance_url = match value {
@@ -48,7 +49,10 @@ pub fn update(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
                     Value::Array(items) => {
                         let mut channels = Vec::new();
                         for item in items {
-                            let c = item.as_str().and_then(Channel::parse).ok_or_else(|| Error::invalid_field(&name))?;
+                            let c = item
+                                .as_str()
+                                .and_then(Channel::parse)
+                                .ok_or_else(|| Error::invalid_field(&name))?;
                             if !channels.contains(&c.as_str().to_string()) {
                                 channels.push(c.as_str().to_string());
                             }
@@ -61,7 +65,11 @@ pub fn update(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
             "complianceTimeoutMs" => {
                 s.compliance_timeout_ms = match value {
                     Value::Null => None,
-                    v => Some(v.as_u64().filter(|ms| (1..=60_000).contains(ms)).ok_or_else(|| Error::invalid_field(&name))?),
+                    v => Some(
+                        v.as_u64()
+                            .filter(|ms| (1..=60_000).contains(ms))
+                            .ok_or_else(|| Error::invalid_field(&name))?,
+                    ),
                 }
             }
             "quietHours" => {

@@ -6,6 +6,8 @@ mod util;
 
 mod auth;
 mod calls;
+mod compliance;
+mod contact;
 mod errors;
 mod events;
 mod fixture;

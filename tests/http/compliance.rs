@@ -1,0 +1,400 @@
+//! The compliance gate: each step with its exact reason and source, the organization's
+//! compliance service in every state it can be in, and the outcomes.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response};
+use serde_json::{json, Value};
+
+use crate::common::TestServer;
+use crate::util::{assert_error, expect};
+
+/// How the fake compliance service answers.
+#[derive(Clone)]
+enum Answer {
+    Json(u16, &'static str),
+    Slow(Duration),
+}
+
+/// A compliance service on loopback; returns its URL and the requests it saw.
+async fn service(answer: Answer) -> (String, Arc<Mutex<Vec<Value>>>) {
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let record = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (record, answer) = (record.clone(), answer.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let (record, answer) = (record.clone(), answer.clone());
+                    async move {
+                        let body = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
+                        record
+                            .lock()
+                            .unwrap()
+                            .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                        let (status, text) = match answer {
+                            Answer::Json(status, text) => (status, text),
+                            Answer::Slow(delay) => {
+                                tokio::time::sleep(delay).await;
+                                (200, r#"{"allowed": true}"#)
+                            }
+                        };
+                        let mut resp = Response::new(Full::new(Bytes::from(text)));
+                        *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                        Ok::<_, Infallible>(resp)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (format!("http://{addr}/check"), seen)
+}
+
+struct Setup {
+    ts: TestServer,
+    key: String,
+    admin: String,
+}
+
+async fn setup() -> Setup {
+    let ts = TestServer::start().await;
+    let key = ts.key("acme", "write").await;
+    let admin = ts.key("acme", "admin").await;
+    ts.create_lead(
+        &key,
+        &json!({"id": "p", "phone": "+15551234567", "email": "p@example.com"}),
+    )
+    .await;
+    Setup { ts, key, admin }
+}
+
+fn outreach(channel: &str) -> Value {
+    json!({"owner": "user", "channel": channel, "content": {"text": "An offer"}})
+}
+
+/// Sends a message to `lead`; returns (reason, source) of a block, or None when sent.
+async fn attempt(s: &Setup, lead: &str, channel: &str) -> Option<(String, String)> {
+    let r =
+        s.ts.post(
+            &s.key,
+            &format!("/v1/leads/{lead}/messages"),
+            &outreach(channel),
+        )
+        .await;
+    let body = r.json();
+    match body["outcome"].as_str() {
+        Some("sent") => {
+            assert_eq!(r.status, 201);
+            None
+        }
+        Some("blocked") => {
+            assert_eq!(r.status, 200);
+            let event = &body["event"];
+            assert_eq!(event["type"], json!("COMPLIANCE_BLOCKED"));
+            assert_eq!(event["data"]["channel"], json!(channel));
+            assert!(event["id"].as_str().is_some_and(|id| !id.is_empty()));
+            assert!(
+                event["data"].get("id").is_none(),
+                "the block's id is not repeated in data"
+            );
+            Some((
+                event["data"]["reason"].as_str()?.to_string(),
+                event["data"]["source"].as_str()?.to_string(),
+            ))
+        }
+        _ => panic!("unexpected answer {}: {body}", r.status),
+    }
+}
+
+fn blocked(reason: &str, source: &str) -> Option<(String, String)> {
+    Some((reason.to_string(), source.to_string()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reachable_subscribed_lead_is_contacted() {
+    let s = setup().await;
+    assert_eq!(attempt(&s, "p", "sms").await, None);
+    assert_eq!(attempt(&s, "p", "email").await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_1_no_target_is_configuration() {
+    let s = setup().await;
+    s.ts.create_lead(&s.key, &json!({"id": "bare"})).await;
+    assert_eq!(
+        attempt(&s, "bare", "sms").await,
+        blocked("COMPLIANCE_TARGET_MISSING", "configuration")
+    );
+    assert_eq!(
+        attempt(&s, "bare", "email").await,
+        blocked("COMPLIANCE_TARGET_MISSING", "configuration")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_2_unsubscribed_channel_is_configuration() {
+    let s = setup().await;
+    expect(
+        &s.ts
+            .post(
+                &s.key,
+                "/v1/leads/p/unsubscribe",
+                &json!({"channels": ["email"]}),
+            )
+            .await,
+        200,
+    );
+    assert_eq!(
+        attempt(&s, "p", "email").await,
+        blocked("UNSUBSCRIBED", "configuration")
+    );
+    assert_eq!(attempt(&s, "p", "sms").await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_3_dnc_is_service_dnc_and_spares_email() {
+    let s = setup().await;
+    expect(
+        &s.ts
+            .post(
+                &s.key,
+                "/v1/dnc/register",
+                &json!({"phone": "+15551234567"}),
+            )
+            .await,
+        200,
+    );
+    assert_eq!(attempt(&s, "p", "sms").await, blocked("DNC", "service-dnc"));
+    assert_eq!(attempt(&s, "p", "email").await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steps_run_in_order_unsubscribed_before_dnc() {
+    let s = setup().await;
+    expect(
+        &s.ts
+            .post(
+                &s.key,
+                "/v1/dnc/register",
+                &json!({"phone": "+15551234567"}),
+            )
+            .await,
+        200,
+    );
+    expect(
+        &s.ts
+            .post(
+                &s.key,
+                "/v1/leads/p/unsubscribe",
+                &json!({"channels": ["sms"]}),
+            )
+            .await,
+        200,
+    );
+    assert_eq!(
+        attempt(&s, "p", "sms").await,
+        blocked("UNSUBSCRIBED", "configuration")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_hours_in_the_lead_time_zone_block() {
+    let s = setup().await;
+    let now = chrono::Utc::now();
+    let hhmm = |t: chrono::DateTime<chrono::Utc>| t.format("%H:%M").to_string();
+    let window = json!({"start": hhmm(now - chrono::Duration::hours(1)), "end": hhmm(now + chrono::Duration::hours(1))});
+    expect(
+        &s.ts
+            .patch(&s.admin, "/v1/org", &json!({"quietHours": window}))
+            .await,
+        200,
+    );
+    // Without a time zone the lead has no quiet hours.
+    assert_eq!(attempt(&s, "p", "sms").await, None);
+    expect(
+        &s.ts
+            .patch(&s.key, "/v1/leads/p", &json!({"timeZone": "Etc/UTC"}))
+            .await,
+        200,
+    );
+    assert_eq!(
+        attempt(&s, "p", "sms").await,
+        blocked("QUIET_HOURS", "configuration")
+    );
+    let r =
+        s.ts.patch(&s.key, "/v1/leads/p", &json!({"timeZone": "Mars/Olympus"}))
+            .await;
+    assert_error(&r, 400, "Invalid format for field: timeZone");
+}
+
+async fn with_service(s: &Setup, url: &str, extra: Value) {
+    let mut body = json!({"complianceUrl": url, "complianceTimeoutMs": 300});
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        b.extend(e.clone());
+    }
+    expect(&s.ts.patch(&s.admin, "/v1/org", &body).await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_4_the_service_is_asked_and_its_yes_sends() {
+    let s = setup().await;
+    let (url, seen) = service(Answer::Json(200, r#"{"allowed": true}"#)).await;
+    with_service(&s, &url, json!({})).await;
+    assert_eq!(attempt(&s, "p", "sms").await, None);
+    let asked = seen.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1);
+    let org = expect(&s.ts.get(&s.admin, "/v1/org").await, 200);
+    assert_eq!(
+        asked[0],
+        json!({"leadId": "p", "channel": "sms", "phone": "+15551234567", "email": "p@example.com", "organization": org["id"]})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_4_a_no_gives_its_reason_or_the_default() {
+    let s = setup().await;
+    let (url, _) = service(Answer::Json(
+        200,
+        r#"{"allowed": false, "reason": "STATE_LAW_FL"}"#,
+    ))
+    .await;
+    with_service(&s, &url, json!({})).await;
+    assert_eq!(
+        attempt(&s, "p", "sms").await,
+        blocked("STATE_LAW_FL", "http")
+    );
+    let (url, _) = service(Answer::Json(200, r#"{"allowed": false}"#)).await;
+    with_service(&s, &url, json!({})).await;
+    assert_eq!(
+        attempt(&s, "p", "email").await,
+        blocked("BLOCKED_BY_COMPLIANCE_SERVICE", "http")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_4_fails_closed_when_down_broken_garbled_or_slow() {
+    let s = setup().await;
+    let unavailable = blocked("COMPLIANCE_SERVICE_UNAVAILABLE", "http");
+    // Down: nothing listens on the port any more.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/check", l.local_addr().unwrap())
+    };
+    with_service(&s, &closed, json!({})).await;
+    assert_eq!(attempt(&s, "p", "sms").await, unavailable);
+    for answer in [
+        Answer::Json(500, r#"{"allowed": true}"#),
+        Answer::Json(200, "<html>ok</html>"),
+        Answer::Json(200, r#"{"allowed": "yes"}"#),
+        Answer::Slow(Duration::from_secs(3)),
+    ] {
+        let (url, _) = service(answer).await;
+        with_service(&s, &url, json!({})).await;
+        assert_eq!(attempt(&s, "p", "sms").await, unavailable);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_4_applies_only_to_the_configured_channels() {
+    let s = setup().await;
+    let (url, seen) = service(Answer::Json(200, r#"{"allowed": false, "reason": "NO"}"#)).await;
+    with_service(&s, &url, json!({"complianceChannels": ["sms"]})).await;
+    assert_eq!(attempt(&s, "p", "email").await, None);
+    assert_eq!(attempt(&s, "p", "sms").await, blocked("NO", "http"));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_are_events_and_nothing_is_sent() {
+    let s = setup().await;
+    expect(
+        &s.ts
+            .post(&s.key, "/v1/leads/p/unsubscribe", &json!({}))
+            .await,
+        200,
+    );
+    assert!(attempt(&s, "p", "sms").await.is_some());
+    let events = expect(
+        &s.ts
+            .get(&s.key, "/v1/leads/p/events?types=COMPLIANCE_BLOCKED")
+            .await,
+        200,
+    );
+    assert_eq!(events["events"].as_array().map(Vec::len), Some(1));
+    let messages = expect(&s.ts.get(&s.key, "/v1/leads/p/messages").await, 200);
+    assert_eq!(messages["messages"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outbound_calls_are_queued_or_blocked() {
+    let s = setup().await;
+    let r =
+        s.ts.post(
+            &s.key,
+            "/v1/leads/p/calls",
+            &json!({"direction": "OUTBOUND"}),
+        )
+        .await;
+    let sent = expect(&r, 201);
+    assert_eq!(sent["outcome"], json!("sent"));
+    assert_eq!(sent["call"]["callStatus"], json!("QUEUED"));
+    let call_id = sent["call"]["id"].as_str().unwrap().to_string();
+    expect(
+        &s.ts.get(&s.key, &format!("/v1/calls/{call_id}")).await,
+        200,
+    );
+
+    expect(
+        &s.ts
+            .post(
+                &s.key,
+                "/v1/leads/p/unsubscribe",
+                &json!({"channels": ["voice"]}),
+            )
+            .await,
+        200,
+    );
+    let r =
+        s.ts.post(
+            &s.key,
+            "/v1/leads/p/calls",
+            &json!({"direction": "OUTBOUND"}),
+        )
+        .await;
+    let body = expect(&r, 200);
+    assert_eq!(body["outcome"], json!("blocked"));
+    assert_eq!(
+        body["event"]["data"],
+        json!({"reason": "UNSUBSCRIBED", "source": "configuration", "channel": "voice"})
+    );
+    let r =
+        s.ts.post(
+            &s.key,
+            "/v1/leads/p/calls",
+            &json!({"direction": "INBOUND"}),
+        )
+        .await;
+    assert_error(&r, 400, "Invalid format for field: direction");
+    let r =
+        s.ts.post(
+            &s.key,
+            "/v1/leads/ghost/calls",
+            &json!({"direction": "OUTBOUND"}),
+        )
+        .await;
+    assert_error(&r, 404, "Resource not found: Lead with id ghost");
+}

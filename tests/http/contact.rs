@@ -1,0 +1,544 @@
+//! The contact controls: unsubscribe, resubscribe, the assistant switch, tags, the DNC
+//! list, inbound SMS keywords and organization settings, each rule on its own.
+
+use serde_json::{json, Value};
+
+use crate::common::TestServer;
+use crate::util::{assert_error, expect};
+
+const CHANNELS_MESSAGE: &str = "channels must include at least one of: sms, voice, email";
+
+async fn start() -> (TestServer, String, String) {
+    let ts = TestServer::start().await;
+    let key = ts.key("acme", "write").await;
+    let admin = ts.key("acme", "admin").await;
+    (ts, key, admin)
+}
+
+async fn lead(ts: &TestServer, key: &str, body: Value) -> Value {
+    ts.create_lead(key, &body).await
+}
+
+async fn unsubscribe(
+    ts: &TestServer,
+    key: &str,
+    id: &str,
+    body: Option<Value>,
+) -> crate::common::Response {
+    let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+    ts.request(
+        hyper::Method::POST,
+        &format!("/v1/leads/{id}/unsubscribe"),
+        Some(key),
+        Some("application/json"),
+        bytes,
+    )
+    .await
+}
+
+/// A webhook endpoint nobody listens on: its deliveries log shows what was emitted.
+async fn webhook(ts: &TestServer, admin: &str) -> String {
+    let r = ts
+        .post(
+            admin,
+            "/v1/webhooks",
+            &json!({"url": "http://127.0.0.1:9/hooks", "events": ["lead.opted_out"]}),
+        )
+        .await;
+    expect(&r, 201)["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn opted_out(ts: &TestServer, admin: &str, hook: &str) -> Vec<(String, String, String)> {
+    let r = ts
+        .get(admin, &format!("/v1/webhooks/{hook}/deliveries?limit=1000"))
+        .await;
+    let mut out: Vec<(String, String, String)> = expect(&r, 200)["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let data = &d["data"];
+            (
+                data["leadId"].as_str().unwrap().into(),
+                data["channel"].as_str().unwrap().into(),
+                data["source"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_body_unsubscribes_every_reachable_channel_example_phone_no_email() {
+    let (ts, key, _) = start().await;
+    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    for body in [None, Some(json!({}))] {
+        let r = unsubscribe(&ts, &key, "p", body).await;
+        assert_eq!(
+            expect(&r, 200),
+            json!({"message": "Lead unsubscribed successfully.", "channels": ["sms", "voice"]})
+        );
+    }
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(
+        l["subscriptions"],
+        json!({"sms": "unsubscribed", "voice": "unsubscribed", "email": "subscribed"})
+    );
+    assert_eq!(l["isUnsubscribed"], json!(true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explicit_channels_apply_only_where_reachable() {
+    let (ts, key, _) = start().await;
+    lead(&ts, &key, json!({"id": "e", "email": "a@example.com"})).await;
+    let r = unsubscribe(&ts, &key, "e", Some(json!({"channels": ["sms", "email"]}))).await;
+    assert_eq!(expect(&r, 200)["channels"], json!(["email"]));
+    let l = expect(&ts.get(&key, "/v1/leads/e").await, 200);
+    assert_eq!(l["subscriptions"]["sms"], json!("subscribed"));
+    assert_eq!(l["isUnsubscribed"], json!(true));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_reachable_requested_channel_names_the_missing_target() {
+    let (ts, key, _) = start().await;
+    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    lead(&ts, &key, json!({"id": "e", "email": "a@example.com"})).await;
+    lead(&ts, &key, json!({"id": "none"})).await;
+    assert_error(
+        &unsubscribe(&ts, &key, "p", Some(json!({"channels": ["email"]}))).await,
+        400,
+        "Lead has no email",
+    );
+    assert_error(
+        &unsubscribe(&ts, &key, "e", Some(json!({"channels": ["voice", "sms"]}))).await,
+        400,
+        "Lead has no phone",
+    );
+    assert_error(
+        &unsubscribe(&ts, &key, "none", None).await,
+        400,
+        "Lead has no phone or email",
+    );
+    // Nothing changed.
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(l["isUnsubscribed"], json!(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_bodies_get_the_channels_message() {
+    let (ts, key, _) = start().await;
+    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    for raw in [
+        &b"{"[..],
+        b"[]",
+        b"\"sms\"",
+        br#"{"channels": []}"#,
+        br#"{"channels": ["fax"]}"#,
+        br#"{"channels": "sms"}"#,
+        br#"{"channels": [1]}"#,
+        br#"{"colour": "red"}"#,
+    ] {
+        let r = ts
+            .request(
+                hyper::Method::POST,
+                "/v1/leads/p/unsubscribe",
+                Some(&key),
+                Some("application/json"),
+                raw.to_vec(),
+            )
+            .await;
+        assert_error(&r, 400, CHANNELS_MESSAGE);
+    }
+    assert_eq!(
+        expect(&ts.get(&key, "/v1/leads/p").await, 200)["isUnsubscribed"],
+        json!(false)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_lead_is_404() {
+    let (ts, key, _) = start().await;
+    assert_error(
+        &unsubscribe(&ts, &key, "ghost", None).await,
+        404,
+        "Resource not found: Lead with id ghost",
+    );
+    let r = ts
+        .post(&key, "/v1/leads/ghost/resubscribe", &json!({}))
+        .await;
+    assert_error(&r, 404, "Resource not found: Lead with id ghost");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_requests_converge_with_one_webhook_per_changed_channel() {
+    let (ts, key, admin) = start().await;
+    let hook = webhook(&ts, &admin).await;
+    lead(
+        &ts,
+        &key,
+        json!({"id": "b", "phone": "+15551234567", "email": "b@example.com"}),
+    )
+    .await;
+    expect(
+        &unsubscribe(&ts, &key, "b", Some(json!({"channels": ["sms"]}))).await,
+        200,
+    );
+    for _ in 0..3 {
+        let r = unsubscribe(&ts, &key, "b", None).await;
+        assert_eq!(
+            expect(&r, 200)["channels"],
+            json!(["sms", "voice", "email"])
+        );
+    }
+    let expected: Vec<(String, String, String)> = ["email", "sms", "voice"]
+        .iter()
+        .map(|c| ("b".into(), c.to_string(), "api".into()))
+        .collect();
+    assert_eq!(opted_out(&ts, &admin, &hook).await, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsubscribing_leaves_the_assistant_and_the_dnc_list_alone() {
+    let (ts, key, _) = start().await;
+    lead(
+        &ts,
+        &key,
+        json!({"id": "p", "phone": "+15551234567", "isAiOn": true}),
+    )
+    .await;
+    expect(&unsubscribe(&ts, &key, "p", None).await, 200);
+    assert_eq!(
+        expect(&ts.get(&key, "/v1/leads/p").await, 200)["isAiOn"],
+        json!(true)
+    );
+    let numbers = expect(&ts.get(&key, "/v1/dnc").await, 200);
+    assert_eq!(numbers["numbers"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coupled_settings_unsubscribe_sms_and_voice_together() {
+    let (ts, key, admin) = start().await;
+    let r = ts
+        .patch(&admin, "/v1/org", &json!({"smsVoiceOptOutCoupled": true}))
+        .await;
+    assert_eq!(expect(&r, 200)["smsVoiceOptOutCoupled"], json!(true));
+    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    let r = unsubscribe(&ts, &key, "p", Some(json!({"channels": ["voice"]}))).await;
+    assert_eq!(expect(&r, 200)["channels"], json!(["sms", "voice"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsubscribing_moves_updated_at_for_syncing_clients() {
+    let (ts, key, _) = start().await;
+    let before = lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    expect(&unsubscribe(&ts, &key, "p", None).await, 200);
+    let after = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert!(after["updatedAt"].as_str() > before["updatedAt"].as_str());
+    assert_eq!(after["lastActivityAt"], before["lastActivityAt"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resubscribe_restores_channels_but_not_a_keyword_opt_out() {
+    let (ts, key, _) = start().await;
+    lead(
+        &ts,
+        &key,
+        json!({"id": "p", "phone": "+15551234567", "email": "p@example.com"}),
+    )
+    .await;
+    expect(&unsubscribe(&ts, &key, "p", None).await, 200);
+    let r = ts
+        .post(
+            &key,
+            "/v1/leads/p/resubscribe",
+            &json!({"channels": ["email"]}),
+        )
+        .await;
+    assert_eq!(
+        expect(&r, 200),
+        json!({"message": "Lead resubscribed successfully.", "channels": ["email"]})
+    );
+
+    // STOP from the lead, then an API resubscribe: SMS stays unsubscribed.
+    let stop = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+1 555 123 4567", "text": "  stop "}),
+        )
+        .await;
+    assert_eq!(expect(&stop, 200)["optOut"], json!(true));
+    let r = ts.post(&key, "/v1/leads/p/resubscribe", &json!({})).await;
+    assert_eq!(expect(&r, 200)["channels"], json!(["voice", "email"]));
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(l["subscriptions"]["sms"], json!("unsubscribed"));
+
+    // Only the lead's own START clears it.
+    let start = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15551234567", "text": "START"}),
+        )
+        .await;
+    assert_eq!(expect(&start, 200)["optIn"], json!(true));
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(l["subscriptions"]["sms"], json!("subscribed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_sms_records_the_lead_message_and_keywords_emit_one_webhook() {
+    let (ts, key, admin) = start().await;
+    let hook = webhook(&ts, &admin).await;
+    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    let r = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15551234567", "text": "Is this still on?"}),
+        )
+        .await;
+    let answer = expect(&r, 200);
+    assert_eq!(
+        (answer["optOut"].clone(), answer["optIn"].clone()),
+        (json!(false), json!(false))
+    );
+    assert_eq!(answer["message"]["owner"], json!("lead"));
+    assert_eq!(
+        expect(&ts.get(&key, "/v1/leads/p").await, 200)["hasReplied"],
+        json!(true)
+    );
+    // A keyword inside a sentence is not a keyword.
+    let r = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15551234567", "text": "please stop calling"}),
+        )
+        .await;
+    assert_eq!(expect(&r, 200)["optOut"], json!(false));
+    for word in ["STOP", "unsubscribe"] {
+        let r = ts
+            .post(
+                &key,
+                "/v1/inbound/sms",
+                &json!({"from": "+15551234567", "text": word}),
+            )
+            .await;
+        assert_eq!(expect(&r, 200)["optOut"], json!(true));
+    }
+    assert_eq!(
+        opted_out(&ts, &admin, &hook).await,
+        vec![("p".into(), "sms".into(), "keyword".into())]
+    );
+    let messages = expect(&ts.get(&key, "/v1/leads/p/messages").await, 200);
+    assert_eq!(messages["messages"].as_array().map(Vec::len), Some(4));
+    let r = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15550000000", "text": "hi"}),
+        )
+        .await;
+    assert_error(&r, 404, "Resource not found: Lead with phone +15550000000");
+    let r = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "555", "text": "hi"}),
+        )
+        .await;
+    assert_error(&r, 400, "Invalid format for field: from");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turning_off_pauses_the_assistant_only() {
+    let (ts, key, _) = start().await;
+    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    let r = ts.post(&key, "/v1/leads/p/turn-off", &json!({})).await;
+    assert_eq!(
+        expect(&r, 200),
+        json!({"message": "Lead turned off successfully.", "isAiOn": false})
+    );
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(
+        (l["isAiOn"].clone(), l["isUnsubscribed"].clone()),
+        (json!(false), json!(false))
+    );
+    let r = ts.post(&key, "/v1/leads/p/turn-on", &json!({})).await;
+    assert_eq!(
+        expect(&r, 200),
+        json!({"message": "Lead turned on successfully.", "isAiOn": true})
+    );
+    assert_error(
+        &ts.post(&key, "/v1/leads/ghost/turn-off", &json!({})).await,
+        404,
+        "Resource not found: Lead with id ghost",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tags_are_added_and_removed_with_the_interface_shapes() {
+    let (ts, key, _) = start().await;
+    lead(
+        &ts,
+        &key,
+        json!({"id": "t", "tags": [{"id": "a", "name": "A", "condition": "x > 1"}]}),
+    )
+    .await;
+    let r = ts
+        .post(
+            &key,
+            "/v1/leads/t/tags/add",
+            &json!({"tags": [{"id": "b", "name": "B"}]}),
+        )
+        .await;
+    assert_eq!(
+        expect(&r, 200)["tags"],
+        json!([{"id": "a", "name": "A", "condition": "x > 1"}, {"id": "b", "name": "B", "condition": ""}])
+    );
+    let r = ts
+        .post(
+            &key,
+            "/v1/leads/t/tags/remove",
+            &json!({"tagIds": ["b", "not-on-the-lead"]}),
+        )
+        .await;
+    assert_eq!(expect(&r, 200), json!({"tags": [{"id": "a", "name": "A"}]}));
+    assert_error(
+        &ts.post(
+            &key,
+            "/v1/leads/ghost/tags/remove",
+            &json!({"tagIds": ["a"]}),
+        )
+        .await,
+        404,
+        "Lead not found",
+    );
+    let too_many: Vec<String> = (0..101).map(|i| format!("t{i}")).collect();
+    assert_error(
+        &ts.post(
+            &key,
+            "/v1/leads/t/tags/remove",
+            &json!({"tagIds": too_many}),
+        )
+        .await,
+        400,
+        "tagIds must hold at most 100 ids",
+    );
+    assert_error(
+        &ts.post(&key, "/v1/leads/t/tags/remove", &json!({"tagIds": "a"}))
+            .await,
+        400,
+        "Invalid format for field: tagIds",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dnc_register_is_idempotent_normalised_paged_and_blocks_imports() {
+    let (ts, key, admin) = start().await;
+    for raw in ["+1 (555) 123-4567", "+15551234567"] {
+        let r = ts
+            .post(&key, "/v1/dnc/register", &json!({"phone": raw}))
+            .await;
+        assert_eq!(
+            expect(&r, 200),
+            json!({"message": "Phone number added to the Do Not Contact list."})
+        );
+    }
+    assert_error(
+        &ts.post(&key, "/v1/dnc/register", &json!({"phone": "555-1234"}))
+            .await,
+        400,
+        "Invalid format for field: phone",
+    );
+    for raw in ["+15550000001", "+15550000002"] {
+        expect(
+            &ts.post(&key, "/v1/dnc/register", &json!({"phone": raw}))
+                .await,
+            200,
+        );
+    }
+    let first = expect(&ts.get(&key, "/v1/dnc?limit=2").await, 200);
+    assert_eq!(first["numbers"].as_array().map(Vec::len), Some(2));
+    let token = first["nextToken"].as_str().unwrap().to_string();
+    let second = expect(
+        &ts.get(&key, &format!("/v1/dnc?limit=2&nextToken={token}"))
+            .await,
+        200,
+    );
+    assert_eq!(second["numbers"][0]["phone"], json!("+15551234567"));
+    assert_eq!(second["nextToken"], Value::Null);
+
+    let r = ts
+        .post(&key, "/v1/leads", &json!({"phone": "+1 555 123 4567"}))
+        .await;
+    assert_error(&r, 409, "Phone number is on the Do Not Contact list");
+
+    assert_error(
+        &ts.delete(&key, "/v1/dnc/%2B15551234567").await,
+        403,
+        "Forbidden",
+    );
+    let r = ts.delete(&admin, "/v1/dnc/%2B15551234567").await;
+    assert_eq!(
+        expect(&r, 200),
+        json!({"message": "Phone number removed from the Do Not Contact list."})
+    );
+    assert_error(
+        &ts.delete(&admin, "/v1/dnc/%2B15551234567").await,
+        404,
+        "Phone number not found",
+    );
+    expect(
+        &ts.post(&key, "/v1/leads", &json!({"phone": "+15551234567"}))
+            .await,
+        201,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn organization_settings_are_admin_only_and_validated() {
+    let (ts, key, admin) = start().await;
+    assert_error(&ts.get(&key, "/v1/org").await, 403, "Forbidden");
+    let org = expect(&ts.get(&admin, "/v1/org").await, 200);
+    assert_eq!(org["smsVoiceOptOutCoupled"], json!(false));
+    assert_eq!(org["complianceTimeoutMs"], json!(3000));
+    assert_eq!(org["quietHours"], Value::Null);
+    let r = ts
+        .patch(&admin, "/v1/org", &json!({"complianceUrl": "https://compliance.example.com/check", "complianceChannels": ["sms"], "complianceTimeoutMs": 500, "quietHours": {"start": "21:00", "end": "08:00"}}))
+        .await;
+    let org = expect(&r, 200);
+    assert_eq!(org["quietHours"], json!({"start": "21:00", "end": "08:00"}));
+    assert_eq!(org["complianceChannels"], json!(["sms"]));
+    for (field, value) in [
+        ("complianceUrl", json!("not a url")),
+        ("complianceChannels", json!(["fax"])),
+        ("complianceTimeoutMs", json!(0)),
+        ("quietHours", json!({"start": "25:00", "end": "08:00"})),
+        ("smsVoiceOptOutCoupled", json!("yes")),
+    ] {
+        let r = ts.patch(&admin, "/v1/org", &json!({ field: value })).await;
+        assert_error(&r, 400, &format!("Invalid format for field: {field}"));
+    }
+    let cleared = expect(
+        &ts.patch(
+            &admin,
+            "/v1/org",
+            &json!({"complianceUrl": null, "quietHours": null}),
+        )
+        .await,
+        200,
+    );
+    assert_eq!(
+        (
+            cleared["complianceUrl"].clone(),
+            cleared["quietHours"].clone()
+        ),
+        (Value::Null, Value::Null)
+    );
+}
