@@ -44,8 +44,11 @@ pub fn restore(data_dir: &Path, source: &Path) -> Result<(), String> {
     let partial = db.with_extension("redb.restoring");
     std::fs::copy(source, &partial)
         .map_err(|e| format!("cannot copy to {}: {e}", partial.display()))?;
-    std::fs::set_permissions(&partial, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-        .map_err(|e| format!("cannot restrict {}: {e}", partial.display()))?;
+    std::fs::set_permissions(
+        &partial,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .map_err(|e| format!("cannot restrict {}: {e}", partial.display()))?;
     std::fs::File::open(&partial)
         .and_then(|f| f.sync_all())
         .map_err(|e| format!("cannot sync {}: {e}", partial.display()))?;

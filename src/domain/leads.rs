@@ -100,7 +100,12 @@ pub fn live_lead(tx: &WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord> 
 
 /// Writes `changed` over `old` with a fresh `updatedAt` when anything differs, so
 /// syncing clients see the change; returns the lead as it now is.
-pub fn save_if_changed(tx: &mut WriteTx, org: &str, old: LeadRecord, mut changed: LeadRecord) -> Result<LeadRecord> {
+pub fn save_if_changed(
+    tx: &mut WriteTx,
+    org: &str,
+    old: LeadRecord,
+    mut changed: LeadRecord,
+) -> Result<LeadRecord> {
     if changed == old {
         return Ok(old);
     }

@@ -10,11 +10,11 @@ pub mod calls;
 pub mod compliance;
 pub mod contact;
 pub mod dnc;
-pub mod org_settings;
 pub mod events;
 pub mod leads;
 pub mod listing;
 pub mod messages;
+pub mod org_settings;
 pub mod recordings;
 
 use crate::store::records::Scope;

@@ -147,7 +147,12 @@ impl WebhookClient {
 
     /// POSTs JSON and returns the status and body, within `timeout` (the compliance
     /// service's call, which needs the answer).
-    pub async fn post_json(&self, url: &str, body: Vec<u8>, timeout: Duration) -> Result<(u16, Bytes), String> {
+    pub async fn post_json(
+        &self,
+        url: &str,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), String> {
         match tokio::time::timeout(timeout, self.send(url, &[], body)).await {
             Ok(Ok((status, _, answer))) => Ok((status, answer)),
             Ok(Err(e)) => Err(e),

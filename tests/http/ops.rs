@@ -107,18 +107,26 @@ async fn a_key_over_its_rate_gets_429_with_retry_after() {
     let limited = ts.get(&key, path).await;
     assert_eq!(limited.status, 429);
     assert_eq!(limited.json()["message"], "Too many requests");
-    let retry_after: u64 = limited.headers["retry-after"].to_str().unwrap().parse().unwrap();
+    let retry_after: u64 = limited.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=2).contains(&retry_after), "{retry_after}");
     // Buckets are per key.
     assert_eq!(ts.get(&other, path).await.status, 200);
 }
 
 /// A TLS connection to the test server with nothing sent on it.
-async fn idle_tls_connection(ts: &TestServer) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(crate::common::tls_trusting(
-        &ts.data_dir.join("tls/cert.pem"),
-    )));
-    let tcp = tokio::net::TcpStream::connect(ts.server.local_addr()).await.unwrap();
+async fn idle_tls_connection(
+    ts: &TestServer,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(
+        crate::common::tls_trusting(&ts.data_dir.join("tls/cert.pem")),
+    ));
+    let tcp = tokio::net::TcpStream::connect(ts.server.local_addr())
+        .await
+        .unwrap();
     let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
     connector.connect(name, tcp).await.unwrap()
 }
@@ -126,12 +134,19 @@ async fn idle_tls_connection(ts: &TestServer) -> tokio_rustls::client::TlsStream
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_sends_no_headers_is_disconnected() {
     use tokio::io::AsyncReadExt;
-    let ts = TestServer::start_with(|c| c.limits.header_read_timeout = std::time::Duration::from_millis(500)).await;
+    let ts = TestServer::start_with(|c| {
+        c.limits.header_read_timeout = std::time::Duration::from_millis(500)
+    })
+    .await;
     let mut stream = idle_tls_connection(&ts).await;
     let mut buf = [0u8; 64];
     // The server closes the connection (EOF or an error); bounded so the test ends.
-    let closed = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buf)).await;
-    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "connection still open: {closed:?}");
+    let closed =
+        tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+        "connection still open: {closed:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,8 +154,15 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
     let ts = TestServer::start_with(|c| c.limits.max_connections = 1).await;
     let first = idle_tls_connection(&ts).await;
     // The only slot is taken: a second client is not served meanwhile...
-    let waiting = tokio::time::timeout(std::time::Duration::from_millis(700), idle_tls_connection(&ts)).await;
-    assert!(waiting.is_err(), "a second connection was served beyond the cap");
+    let waiting = tokio::time::timeout(
+        std::time::Duration::from_millis(700),
+        idle_tls_connection(&ts),
+    )
+    .await;
+    assert!(
+        waiting.is_err(),
+        "a second connection was served beyond the cap"
+    );
     // ...and is once the first goes away.
     drop(first);
     let r = tokio::time::timeout(
