@@ -107,6 +107,7 @@ async fn dispatch(
     match route {
         Route::Healthz => return Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
         Route::Readyz => return ops::readyz(&state.store),
+        Route::OpenApi => return Ok(ops::openapi()),
         Route::RecordingFile(org, call) => return recordings::download(state, &parts, org, call),
         _ => {}
     }
@@ -121,7 +122,7 @@ async fn dispatch(
     let query = Query::parse(parts.uri.query())?;
     let store = &state.store;
     match route {
-        Route::Healthz | Route::Readyz | Route::RecordingFile(_, _) => {
+        Route::Healthz | Route::Readyz | Route::OpenApi | Route::RecordingFile(_, _) => {
             Err(Error::Internal("open route reached auth".into()))
         }
         Route::Metrics => ops::metrics(state),

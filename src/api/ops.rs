@@ -11,6 +11,16 @@ use crate::metrics::StoreGauges;
 use crate::store::Store;
 use crate::time::now_micros;
 
+/// The OpenAPI document, compiled in so that it always describes this very binary.
+const OPENAPI: &str = include_str!("../../openapi/openapi.json");
+
+/// `GET /v1/openapi.json`, open without a key.
+pub fn openapi() -> Response<Body> {
+    let mut response = Response::new(full(OPENAPI));
+    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
 /// `GET /readyz`: 200 when the store answers reads and the writer runs, else 503.
 pub fn readyz(store: &Store) -> Result<Response<Body>> {
     let readable = store.read().is_ok();

@@ -13,6 +13,7 @@ use crate::store::records::Scope;
 pub enum Route<'a> {
     Healthz,
     Readyz,
+    OpenApi,
     Metrics,
     ListLeads,
     CreateLead,
@@ -54,7 +55,7 @@ impl Route<'_> {
     /// The least scope a key needs; `None` for routes open without a key.
     pub fn scope(&self) -> Option<Scope> {
         match self {
-            Route::Healthz | Route::Readyz | Route::RecordingFile(_, _) => None,
+            Route::Healthz | Route::Readyz | Route::OpenApi | Route::RecordingFile(_, _) => None,
             Route::GetRecording(_) => Some(Scope::Read),
             Route::PutRecording(_) => Some(Scope::Write),
             Route::DeleteRecording(_) => Some(Scope::Admin),
@@ -94,6 +95,7 @@ impl Route<'_> {
         match self {
             Route::Healthz => "healthz",
             Route::Readyz => "readyz",
+            Route::OpenApi => "openapi",
             Route::Metrics => "metrics",
             Route::ListLeads => "list_leads",
             Route::CreateLead => "create_lead",
@@ -138,6 +140,7 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
     let route = match segs.as_slice() {
         ["healthz"] => only(m, Method::GET, Route::Healthz)?,
         ["readyz"] => only(m, Method::GET, Route::Readyz)?,
+        ["v1", "openapi.json"] => only(m, Method::GET, Route::OpenApi)?,
         ["metrics"] => only(m, Method::GET, Route::Metrics)?,
         ["v1", "leads"] => match m {
             Method::GET => Route::ListLeads,

@@ -173,3 +173,62 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
     .expect("served after the slot was freed");
     assert_eq!(r.status, 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_is_served_without_a_key_and_lists_every_route() {
+    let ts = TestServer::start().await;
+    let r = ts.request(Method::GET, "/v1/openapi.json", None, None, Vec::new()).await;
+    assert_eq!(r.status, 200);
+    let doc = r.json();
+    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.1")));
+    // Every route of src/api/router.rs, as (method, path template).
+    let routes = [
+        ("get", "/healthz"),
+        ("get", "/readyz"),
+        ("get", "/metrics"),
+        ("get", "/v1/openapi.json"),
+        ("get", "/v1/leads"),
+        ("post", "/v1/leads"),
+        ("get", "/v1/leads/{leadId}"),
+        ("patch", "/v1/leads/{leadId}"),
+        ("delete", "/v1/leads/{leadId}"),
+        ("get", "/v1/leads/{leadId}/events"),
+        ("post", "/v1/leads/{leadId}/events"),
+        ("get", "/v1/leads/{leadId}/messages"),
+        ("post", "/v1/leads/{leadId}/messages"),
+        ("post", "/v1/leads/{leadId}/calls"),
+        ("post", "/v1/leads/{leadId}/unsubscribe"),
+        ("post", "/v1/leads/{leadId}/resubscribe"),
+        ("post", "/v1/leads/{leadId}/turn-off"),
+        ("post", "/v1/leads/{leadId}/turn-on"),
+        ("post", "/v1/leads/{leadId}/tags/add"),
+        ("post", "/v1/leads/{leadId}/tags/remove"),
+        ("get", "/v1/calls/{callId}"),
+        ("put", "/v1/calls/{callId}"),
+        ("get", "/v1/calls/{callId}/recording"),
+        ("put", "/v1/calls/{callId}/recording"),
+        ("delete", "/v1/calls/{callId}/recording"),
+        ("get", "/v1/recordings/{org}/{callId}"),
+        ("get", "/v1/dnc"),
+        ("post", "/v1/dnc/register"),
+        ("delete", "/v1/dnc/{phone}"),
+        ("post", "/v1/inbound/sms"),
+        ("get", "/v1/org"),
+        ("patch", "/v1/org"),
+        ("get", "/v1/webhooks"),
+        ("post", "/v1/webhooks"),
+        ("delete", "/v1/webhooks/{webhookId}"),
+        ("get", "/v1/webhooks/{webhookId}/deliveries"),
+        ("post", "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry"),
+    ];
+    for (method, path) in routes {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path} is not documented");
+    }
+    let documented: usize = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|p| p.as_object().unwrap().keys().filter(|k| *k != "parameters").count())
+        .sum();
+    assert_eq!(documented, routes.len(), "the document lists an operation the router does not have");
+}
