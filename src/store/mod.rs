@@ -7,6 +7,7 @@
 
 pub mod codec;
 mod contact;
+mod key_cache;
 mod maintenance;
 mod migrations;
 mod read;
@@ -69,6 +70,7 @@ pub struct Store {
     cursor_key: CursorKey,
     outbox_wake: Arc<tokio::sync::Notify>,
     path: std::path::PathBuf,
+    keys: Arc<key_cache::KeyCache>,
 }
 
 impl Store {
@@ -94,7 +96,8 @@ impl Store {
         let db = Arc::new(db);
         let stats = Arc::new(WriterStats::default());
         let outbox_wake = Arc::new(tokio::sync::Notify::new());
-        let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone(), outbox_wake.clone())?;
+        let keys = Arc::new(key_cache::KeyCache::default());
+        let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone(), outbox_wake.clone(), keys.clone())?;
         Ok(Store {
             db,
             jobs: Mutex::new(Some(jobs)),
@@ -102,8 +105,22 @@ impl Store {
             stats,
             cursor_key: CursorKey::new(secret),
             outbox_wake,
+            keys,
             path: path.to_path_buf(),
         })
+    }
+
+    /// The API key with this SHA-256, from memory when it can.
+    pub fn api_key(&self, hash: &[u8; 32]) -> Result<Option<records::KeyRecord>> {
+        if let Some(record) = self.keys.get(hash) {
+            return Ok(Some(record));
+        }
+        let seen = self.keys.generation();
+        let record = self.read()?.key(hash)?;
+        if let Some(record) = &record {
+            self.keys.insert(*hash, record.clone(), seen);
+        }
+        Ok(record)
     }
 
     /// A consistent snapshot for reading.

@@ -27,6 +27,8 @@ pub struct WriteTx {
     clock_moved: bool,
     /// Set when the transaction queued a webhook delivery, to wake the dispatcher.
     pub(super) outbox_added: bool,
+    /// Set when the transaction changed an API key, to empty the key cache.
+    pub(super) keys_changed: bool,
 }
 
 impl WriteTx {
@@ -36,6 +38,7 @@ impl WriteTx {
             clock,
             clock_moved: false,
             outbox_added: false,
+            keys_changed: false,
         }
     }
 
@@ -100,6 +103,7 @@ impl WriteTx {
     }
 
     pub fn put_key(&mut self, hash: &[u8], key: &KeyRecord) -> Result<()> {
+        self.keys_changed = true;
         let bytes = encode(key)?;
         self.txn
             .open_table(API_KEYS)?

@@ -22,6 +22,7 @@ use tokio::sync::Notify;
 
 use super::write::WriteTx;
 use crate::error::{Error, Result};
+use super::key_cache::KeyCache;
 use crate::metrics::Histogram;
 
 /// What a job hands back after running: called with the commit's outcome.
@@ -68,11 +69,12 @@ pub(crate) fn spawn(
     clock: i64,
     stats: Arc<WriterStats>,
     outbox_wake: Arc<Notify>,
+    keys: Arc<KeyCache>,
 ) -> Result<(mpsc::Sender<Job>, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Job>();
     let handle = std::thread::Builder::new()
         .name("engaged-writer".into())
-        .spawn(move || run(&db, clock, &rx, &stats, &outbox_wake))?;
+        .spawn(move || run(&db, clock, &rx, &stats, &outbox_wake, &keys))?;
     Ok((tx, handle))
 }
 
@@ -82,6 +84,7 @@ fn run(
     rx: &mpsc::Receiver<Job>,
     stats: &WriterStats,
     outbox_wake: &Notify,
+    keys: &KeyCache,
 ) {
     // Ends when every sender is gone: the store was dropped and nothing is queued.
     while let Ok(first) = rx.recv() {
@@ -94,7 +97,7 @@ fn run(
         }
         let size = batch.len() as u64;
         let started = std::time::Instant::now();
-        clock = commit_batch(db, clock, batch, outbox_wake);
+        clock = commit_batch(db, clock, batch, outbox_wake, keys);
         stats
             .commit_seconds
             .observe(started.elapsed().as_secs_f64());
@@ -107,7 +110,7 @@ fn run(
 
 /// Runs `batch` in one transaction and answers every job; returns the clock to go on
 /// from (never lower than before, committed or not).
-fn commit_batch(db: &Database, clock: i64, batch: Vec<Job>, outbox_wake: &Notify) -> i64 {
+fn commit_batch(db: &Database, clock: i64, batch: Vec<Job>, outbox_wake: &Notify, keys: &KeyCache) -> i64 {
     let mut completions: Vec<Completion> = Vec::with_capacity(batch.len());
     let mut tx = match begin(db, clock) {
         Ok(tx) => tx,
@@ -140,6 +143,7 @@ fn commit_batch(db: &Database, clock: i64, batch: Vec<Job>, outbox_wake: &Notify
     }
     let next_clock = tx.clock().max(clock);
     let outbox_added = tx.outbox_added;
+    let keys_changed = tx.keys_changed;
     let outcome = if poisoned {
         Err(Error::Internal("write batch aborted".into()))
     } else {
@@ -148,6 +152,9 @@ fn commit_batch(db: &Database, clock: i64, batch: Vec<Job>, outbox_wake: &Notify
     };
     if let Err(e) = &outcome {
         tracing::error!(error = %e, "write batch not committed");
+    }
+    if outcome.is_ok() && keys_changed {
+        keys.invalidate();
     }
     if outcome.is_ok() && outbox_added {
         // The dispatcher may only see the new rows once they are committed.
