@@ -17,7 +17,9 @@ const OPENAPI: &str = include_str!("../../openapi/openapi.json");
 /// `GET /v1/openapi.json`, open without a key.
 pub fn openapi() -> Response<Body> {
     let mut response = Response::new(full(OPENAPI));
-    response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 

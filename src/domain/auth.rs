@@ -27,7 +27,9 @@ pub fn hash_key(key: &str) -> [u8; 32] {
 /// Checks the `x-api-key` header against the scope an operation needs.
 pub fn authenticate(store: &Store, header: Option<&str>, needed: Scope) -> Result<Caller> {
     let key = header.ok_or(Error::Unauthorized)?;
-    let record = store.api_key(&hash_key(key.trim()))?.ok_or(Error::Forbidden)?;
+    let record = store
+        .api_key(&hash_key(key.trim()))?
+        .ok_or(Error::Forbidden)?;
     if record.revoked_at.is_some() || record.scope < needed {
         return Err(Error::Forbidden);
     }

@@ -37,21 +37,16 @@ pub fn list(
 ) -> Result<listing::Page<(String, Micros)>> {
     let query = ["dnc", caller.org_id.as_str()];
     let after = token.map(|t| key.open::<String>(&query, t)).transpose()?;
-    let mut page = listing::collect(
-        limit,
-        |visit| {
-            read.scan_dnc(&caller.org_id, after.as_deref(), |phone, at| {
-                visit((phone, at))
-            })
-        },
-        |_| true,
-    )?;
-    if page.next_token.is_some() {
-        let last = page
-            .items
-            .last()
-            .ok_or_else(|| Error::Internal("a page with more has no rows".into()))?;
-        page.next_token = Some(key.seal(&query, &last.0)?);
-    }
-    Ok(page)
+    let position = |last: &(String, Micros)| last.0.clone();
+    let cursor = listing::Cursor {
+        key,
+        query: &query,
+        position,
+    };
+    let scan = |visit: &mut dyn FnMut((String, Micros)) -> Result<crate::store::Flow>| {
+        read.scan_dnc(&caller.org_id, after.as_deref(), |phone, at| {
+            visit((phone, at))
+        })
+    };
+    listing::paginate(limit, scan, |_| true, cursor)
 }

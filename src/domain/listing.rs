@@ -54,24 +54,25 @@ pub fn leads(
     };
     let created_since = q.created_since;
     let wanted = |lead: &LeadRecord| created_since.is_none_or(|c| lead.created_at >= c);
-    let mut page = collect(
-        q.limit,
-        |visit| read.scan_leads(&caller.org_id, by_created, from, visit),
-        wanted,
-    )?;
-    if page.next_token.is_some() {
-        let last = page
-            .items
-            .last()
-            .ok_or_else(|| Error::Internal("a page with more has no rows".into()))?;
+    let position = |last: &LeadRecord| {
         let t = if by_created {
             last.created_at
         } else {
             last.updated_at
         };
-        page.next_token = Some(key.seal(&query, &(t, &last.id))?);
-    }
-    Ok(page)
+        (t, last.id.clone())
+    };
+    let sealed = Cursor {
+        key,
+        query: &query,
+        position,
+    };
+    paginate(
+        q.limit,
+        |visit| read.scan_leads(&caller.org_id, by_created, from, visit),
+        wanted,
+        sealed,
+    )
 }
 
 pub struct EventQuery {
@@ -98,19 +99,18 @@ pub fn events(
         None => From::AtOrAfter((q.since.unwrap_or(i64::MIN), String::new(), String::new())),
     };
     let wanted = |row: &EventRow| q.types.is_empty() || q.types.binary_search(&row.kind).is_ok();
-    let mut page = collect(
+    let position = |last: &EventRow| (last.updated_at, last.kind.clone(), last.id.clone());
+    let sealed = Cursor {
+        key,
+        query: &query,
+        position,
+    };
+    paginate(
         q.limit,
         |visit| read.scan_events(&caller.org_id, lead_id, from, visit),
         wanted,
-    )?;
-    if page.next_token.is_some() {
-        let last = page
-            .items
-            .last()
-            .ok_or_else(|| Error::Internal("a page with more has no rows".into()))?;
-        page.next_token = Some(key.seal(&query, &(last.updated_at, &last.kind, &last.id))?);
-    }
-    Ok(page)
+        sealed,
+    )
 }
 
 /// Messages in conversation order; `limit` None returns them all.
@@ -128,28 +128,50 @@ pub fn messages(
         Some(token) => From::After(key.open::<(Micros, String, String)>(&query, token)?),
         None => From::AtOrAfter((i64::MIN, String::new(), String::new())),
     };
-    let mut page = collect(
-        limit.unwrap_or(usize::MAX),
+    let position = |last: &EventRow| (last.record.created_at, last.kind.clone(), last.id.clone());
+    let sealed = Cursor {
+        key,
+        query: &query,
+        position,
+    };
+    let limit = limit.unwrap_or(usize::MAX);
+    paginate(
+        limit,
         |visit| read.scan_messages(&caller.org_id, lead_id, from, visit),
         |_| true,
-    )?;
-    if page.next_token.is_some() {
-        let last = page
-            .items
-            .last()
-            .ok_or_else(|| Error::Internal("a page with more has no rows".into()))?;
-        page.next_token = Some(key.seal(&query, &(last.record.created_at, &last.kind, &last.id))?);
-    }
-    Ok(page)
+        sealed,
+    )
 }
 
-/// Takes up to `limit` rows that pass `wanted` from `scan`, and notes (with a
-/// placeholder token the caller replaces) whether one more exists.
-pub fn collect<T>(
+/// How a page's `nextToken` is made: the sort key of its last row, sealed for `query`.
+pub struct Cursor<'a, F> {
+    pub key: &'a CursorKey,
+    pub query: &'a [&'a str],
+    pub position: F,
+}
+
+/// Takes up to `limit` rows that pass `wanted` from `scan`; when one more exists, the
+/// page's `nextToken` is the cursor after its last row.
+pub fn paginate<T, P: serde::Serialize>(
     limit: usize,
     scan: impl FnOnce(&mut dyn FnMut(T) -> Result<Flow>) -> Result<()>,
     wanted: impl Fn(&T) -> bool,
+    cursor: Cursor<'_, impl Fn(&T) -> P>,
 ) -> Result<Page<T>> {
+    let (items, more) = collect(limit, scan, wanted)?;
+    let next_token = match items.last() {
+        Some(last) if more => Some(cursor.key.seal(cursor.query, &(cursor.position)(last))?),
+        _ => None,
+    };
+    Ok(Page { items, next_token })
+}
+
+/// Up to `limit` rows that pass `wanted`, and whether one more exists.
+fn collect<T>(
+    limit: usize,
+    scan: impl FnOnce(&mut dyn FnMut(T) -> Result<Flow>) -> Result<()>,
+    wanted: impl Fn(&T) -> bool,
+) -> Result<(Vec<T>, bool)> {
     let mut items = Vec::new();
     let mut more = false;
     scan(&mut |row| {
@@ -163,10 +185,7 @@ pub fn collect<T>(
         items.push(row);
         Ok(Flow::Continue)
     })?;
-    Ok(Page {
-        items,
-        next_token: more.then(String::new),
-    })
+    Ok((items, more))
 }
 
 fn require_lead(read: &ReadTx, caller: &Caller, lead_id: &str) -> Result<()> {

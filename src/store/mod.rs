@@ -97,7 +97,13 @@ impl Store {
         let stats = Arc::new(WriterStats::default());
         let outbox_wake = Arc::new(tokio::sync::Notify::new());
         let keys = Arc::new(key_cache::KeyCache::default());
-        let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone(), outbox_wake.clone(), keys.clone())?;
+        let (jobs, handle) = writer::spawn(
+            db.clone(),
+            clock,
+            stats.clone(),
+            outbox_wake.clone(),
+            keys.clone(),
+        )?;
         Ok(Store {
             db,
             jobs: Mutex::new(Some(jobs)),

@@ -20,9 +20,9 @@ use std::sync::Arc;
 use redb::{Database, Durability};
 use tokio::sync::Notify;
 
+use super::key_cache::KeyCache;
 use super::write::WriteTx;
 use crate::error::{Error, Result};
-use super::key_cache::KeyCache;
 use crate::metrics::Histogram;
 
 /// What a job hands back after running: called with the commit's outcome.
@@ -110,7 +110,13 @@ fn run(
 
 /// Runs `batch` in one transaction and answers every job; returns the clock to go on
 /// from (never lower than before, committed or not).
-fn commit_batch(db: &Database, clock: i64, batch: Vec<Job>, outbox_wake: &Notify, keys: &KeyCache) -> i64 {
+fn commit_batch(
+    db: &Database,
+    clock: i64,
+    batch: Vec<Job>,
+    outbox_wake: &Notify,
+    keys: &KeyCache,
+) -> i64 {
     let mut completions: Vec<Completion> = Vec::with_capacity(batch.len());
     let mut tx = match begin(db, clock) {
         Ok(tx) => tx,

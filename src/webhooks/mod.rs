@@ -186,18 +186,19 @@ pub fn deliveries(
         Some(t) => Some(key.open::<(Micros, String)>(&query, t)?),
         None => None,
     };
-    let page = listing::collect(
+    let position = |last: &DeliveryRecord| (last.created_at, last.id.clone());
+    let cursor = listing::Cursor {
+        key,
+        query: &query,
+        position,
+    };
+    let page = listing::paginate(
         limit,
         |visit| read.scan_deliveries(endpoint_id, after, visit),
         |_| true,
+        cursor,
     )?;
-    let next = match page.items.last() {
-        Some(last) if page.next_token.is_some() => {
-            Some(key.seal(&query, &(last.created_at, &last.id))?)
-        }
-        _ => None,
-    };
-    Ok((page.items, next))
+    Ok((page.items, page.next_token))
 }
 
 #[cfg(test)]

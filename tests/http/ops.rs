@@ -177,10 +177,14 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_is_served_without_a_key_and_lists_every_route() {
     let ts = TestServer::start().await;
-    let r = ts.request(Method::GET, "/v1/openapi.json", None, None, Vec::new()).await;
+    let r = ts
+        .request(Method::GET, "/v1/openapi.json", None, None, Vec::new())
+        .await;
     assert_eq!(r.status, 200);
     let doc = r.json();
-    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.1")));
+    assert!(doc["openapi"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("3.1")));
     // Every route of src/api/router.rs, as (method, path template).
     let routes = [
         ("get", "/healthz"),
@@ -219,16 +223,32 @@ async fn the_openapi_document_is_served_without_a_key_and_lists_every_route() {
         ("post", "/v1/webhooks"),
         ("delete", "/v1/webhooks/{webhookId}"),
         ("get", "/v1/webhooks/{webhookId}/deliveries"),
-        ("post", "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry"),
+        (
+            "post",
+            "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry",
+        ),
     ];
     for (method, path) in routes {
-        assert!(doc["paths"][path][method].is_object(), "{method} {path} is not documented");
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} is not documented"
+        );
     }
     let documented: usize = doc["paths"]
         .as_object()
         .unwrap()
         .values()
-        .map(|p| p.as_object().unwrap().keys().filter(|k| *k != "parameters").count())
+        .map(|p| {
+            p.as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| *k != "parameters")
+                .count()
+        })
         .sum();
-    assert_eq!(documented, routes.len(), "the document lists an operation the router does not have");
+    assert_eq!(
+        documented,
+        routes.len(),
+        "the document lists an operation the router does not have"
+    );
 }
