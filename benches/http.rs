@@ -2,6 +2,8 @@
 //!
 //! `cargo bench --bench http`. Prints the writer's grouping (jobs per commit) at the end.
 
+mod support;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -11,13 +13,11 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use engaged::admin::{self, AdminRequest};
 use engaged::config::Config;
-use engaged::domain::{auth, calls, leads};
+use engaged::domain::{calls, leads};
 use engaged::server::Server;
-use engaged::store::records::Scope;
 
 type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
@@ -29,48 +29,22 @@ struct Bench {
     key: String,
 }
 
-fn object(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
 async fn setup(leads_n: usize) -> Bench {
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(Config::for_tests(dir.path().to_path_buf()))
         .await
         .expect("server");
     let store = server.store();
-    admin::run(
-        store,
-        AdminRequest::OrgCreate {
-            name: "bench".into(),
-        },
-    )
-    .await
-    .expect("org");
-    let created = admin::run(
-        store,
-        AdminRequest::KeyCreate {
-            org: "bench".into(),
-            scope: "write".into(),
-            name: None,
-        },
-    )
-    .await
-    .expect("key");
-    let key = created["key"].as_str().expect("key").to_string();
-    let caller = auth::authenticate(store, Some(&key), Scope::Write).expect("caller");
+    let (key, caller) = support::org_with_key(store, "write").await;
     for chunk in 0..leads_n.div_ceil(1000) {
         let c = caller.clone();
         let n = (leads_n - chunk * 1000).min(1000);
         store
             .write(move |tx| {
                 for i in 0..n {
-                    leads::create(tx, &c, object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench"})))?;
+                    leads::create(tx, &c, support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench"})))?;
                 }
-                let call = object(json!({"leadId": "lead-0-0", "direction": "OUTBOUND", "callStatus": "COMPLETE", "durationSeconds": 42, "transcript": [{"speaker": "lead", "text": "hello"}]}));
+                let call = support::object(json!({"leadId": "lead-0-0", "direction": "OUTBOUND", "callStatus": "COMPLETE", "durationSeconds": 42, "transcript": [{"speaker": "lead", "text": "hello"}]}));
                 calls::put(tx, &c, "call-1", call)?;
                 Ok(())
             })

@@ -3,15 +3,15 @@
 //!
 //! `cargo bench --bench store`
 
+mod support;
+
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
-use engaged::admin::{self, AdminRequest};
 use engaged::domain::listing::{self, EventQuery, LeadQuery};
-use engaged::domain::{auth, events, leads, Caller};
-use engaged::store::records::Scope;
+use engaged::domain::{events, leads, Caller};
 use engaged::store::Store;
 
 struct Fixture {
@@ -21,46 +21,18 @@ struct Fixture {
     lead_id: String,
 }
 
-fn object(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
 /// A store with `leads` leads and `events` events on the first of them.
 fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fixture {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Arc::new(Store::open(&dir.path().join("bench.redb")).expect("store"));
-    let caller = rt.block_on(async {
-        admin::run(
-            &store,
-            AdminRequest::OrgCreate {
-                name: "bench".into(),
-            },
-        )
-        .await
-        .expect("org");
-        let created = admin::run(
-            &store,
-            AdminRequest::KeyCreate {
-                org: "bench".into(),
-                scope: "write".into(),
-                name: None,
-            },
-        )
-        .await
-        .expect("key");
-        let key = created["key"].as_str().expect("key").to_string();
-        auth::authenticate(&store, Some(&key), Scope::Write).expect("caller")
-    });
+    let (_, caller) = rt.block_on(support::org_with_key(&store, "write"));
     // Seed in large transactions: one job per chunk keeps seeding fast.
     for chunk in 0..leads_n.div_ceil(1000) {
         let c = caller.clone();
         let n = (leads_n - chunk * 1000).min(1000);
         rt.block_on(store.write(move |tx| {
             for i in 0..n {
-                let body = object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench", "phone": "+15551234567"}));
+                let body = support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench", "phone": "+15551234567"}));
                 leads::create(tx, &c, body)?;
             }
             Ok(())
@@ -75,7 +47,7 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
         rt.block_on(store.write(move |tx| {
             for i in 0..n {
                 let kind = if i % 2 == 0 { "CUSTOM" } else { "TOOL_CALL" };
-                let input = events::EventInput::from_json(object(
+                let input = events::EventInput::from_json(support::object(
                     json!({"type": kind, "id": format!("e-{chunk}-{i}"), "data": {"n": i}}),
                 ))?;
                 events::upsert(tx, &c, &id, input)?;
@@ -144,7 +116,7 @@ fn pages(c: &mut Criterion) {
                     async move {
                         store
                             .write(move |tx| {
-                                let body = object(json!({"type": "CUSTOM", "id": format!("w-{i}"), "data": {"i": i}}));
+                                let body = support::object(json!({"type": "CUSTOM", "id": format!("w-{i}"), "data": {"i": i}}));
                                 events::upsert(tx, &c, &id, events::EventInput::from_json(body)?)
                             })
                             .await

@@ -5,6 +5,8 @@
 //! server runs in-process with its real dispatcher and HTTP client; the receiver is a
 //! minimal hyper server on 127.0.0.1 answering 204.
 
+mod support;
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
@@ -16,22 +18,13 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use engaged::admin::{self, AdminRequest};
 use engaged::config::Config;
-use engaged::domain::{auth, calls, leads};
+use engaged::domain::{calls, leads};
 use engaged::server::Server;
-use engaged::store::records::Scope;
 
 type Arrivals = Arc<Mutex<HashMap<String, Instant>>>;
-
-fn object(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
 
 /// A receiver that notes when each call id arrived.
 async fn receiver(arrivals: Arrivals) -> String {
@@ -108,26 +101,7 @@ async fn run() {
         .await
         .expect("server");
     let store = server.store();
-    admin::run(
-        store,
-        AdminRequest::OrgCreate {
-            name: "bench".into(),
-        },
-    )
-    .await
-    .expect("org");
-    let created = admin::run(
-        store,
-        AdminRequest::KeyCreate {
-            org: "bench".into(),
-            scope: "admin".into(),
-            name: None,
-        },
-    )
-    .await
-    .expect("key");
-    let key = created["key"].as_str().expect("key").to_string();
-    let caller = auth::authenticate(store, Some(&key), Scope::Admin).expect("caller");
+    let (_, caller) = support::org_with_key(store, "admin").await;
     let arrivals: Arrivals = Arc::default();
     let url = receiver(arrivals.clone()).await;
     let c = caller.clone();
@@ -136,9 +110,9 @@ async fn run() {
             engaged::webhooks::create_endpoint(
                 tx,
                 &c,
-                object(json!({"url": url, "events": ["call.completed"]})),
+                support::object(json!({"url": url, "events": ["call.completed"]})),
             )?;
-            leads::create(tx, &c, object(json!({"id": "lead-1"})))
+            leads::create(tx, &c, support::object(json!({"id": "lead-1"})))
         })
         .await
         .expect("setup");
@@ -153,7 +127,7 @@ async fn run() {
         let call_id = id.clone();
         store
             .write(move |tx| {
-                let body = object(
+                let body = support::object(
                     json!({"leadId": "lead-1", "direction": "OUTBOUND", "callStatus": "COMPLETE"}),
                 );
                 calls::put(tx, &c, &call_id, body)
@@ -188,7 +162,7 @@ async fn run() {
                 let c = c.clone();
                 let call_id = format!("tp-{i}");
                 s.write(move |tx| {
-                    let body = object(json!({"leadId": "lead-1", "direction": "INBOUND", "callStatus": "COMPLETE"}));
+                    let body = support::object(json!({"leadId": "lead-1", "direction": "INBOUND", "callStatus": "COMPLETE"}));
                     calls::put(tx, &c, &call_id, body)
                 })
                 .await

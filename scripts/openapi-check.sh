@@ -72,14 +72,15 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 base="http://127.0.0.1:$port"
 "$bin" --data-dir "$data" org create openapi-check >/dev/null
 key=$("$bin" --data-dir "$data" key create --org openapi-check --scope admin --name openapi-check)
-"$bin" --data-dir "$data" serve --insecure-http --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
+"$bin" --data-dir "$data" serve --insecure-http --listen "127.0.0.1:$port" --recording-link-ttl-secs $((budget + 600)) >"$work/serve.log" 2>&1 &
 server=$!
 
 # Waits for readiness, then seeds the records the document's examples name (leadId
 # crm-10423, crm-10424 for the delete example, callId call-8f3a2c, phone +15550102030),
-# a webhook endpoint on a closed loopback port, and some events and messages.
-BASE=$base KEY=$key "$venv/bin/python" - <<'PY'
-import json, os, sys, time, urllib.error, urllib.request
+# a webhook endpoint on a closed loopback port, some events and messages, and a
+# recording.
+BASE=$base KEY=$key LINK=$work/link.json "$venv/bin/python" - <<'PY'
+import json, os, sys, time, urllib.error, urllib.parse, urllib.request
 
 base, key = os.environ["BASE"], os.environ["KEY"]
 
@@ -113,15 +114,33 @@ call("POST", "/v1/leads/crm-10423/messages", {"owner": "lead", "channel": "sms",
 call("POST", "/v1/leads/crm-10423/messages", {"owner": "user", "channel": "email", "content": {"text": "Hello", "subject": "Demo"}})
 call("POST", "/v1/leads/crm-10423/events", {"type": "TOOL_CALL", "id": "tool-1", "data": {"tool": "calendar"}})
 call("POST", "/v1/dnc/register", {"phone": "+15550104444"})
+
+# A recording of two chunks and its signed link, which the hooks below give the
+# download operation.
+call("PUT", "/v1/calls/call-rec-1", {"leadId": "crm-10423", "direction": "INBOUND", "callStatus": "COMPLETE"})
+audio = urllib.request.Request(base + "/v1/calls/call-rec-1/recording", data=bytes(range(256)) * 1200, method="PUT")
+audio.add_header("content-type", "audio/mpeg")
+audio.add_header("x-api-key", key)
+urllib.request.urlopen(audio, timeout=10).close()
+link = urllib.parse.urlsplit(call("GET", "/v1/calls/call-rec-1/recording")[1]["url"])
+org, call_id = [urllib.parse.unquote(s) for s in link.path.split("/")[3:5]]
+query = dict(urllib.parse.parse_qsl(link.query))
+with open(os.environ["LINK"], "w") as f:
+    json.dump({"path": {"org": org, "callId": call_id}, "query": {"expires": int(query["expires"]), "sig": query["sig"]}}, f)
 PY
 
-# Schemathesis hooks: keep generated URLs on loopback, and send generated audio bodies.
+# Schemathesis hooks: keep generated URLs on loopback, give the download operation the
+# seeded recording's link, and send generated audio bodies.
 cat >"$work/hooks.py" <<'PY'
+import json
+import os
 import re
 
 import schemathesis
 
 CLOSED_LOOPBACK_PORT = "http://127.0.0.1:9/sink"
+with open(os.environ["OPENAPI_CHECK_LINK"]) as f:
+    LINK = json.load(f)
 
 
 @schemathesis.hook
@@ -133,6 +152,17 @@ def before_call(context, case, kwargs):
             value = case.body.get(field)
             if isinstance(value, str) and re.match(r"(?i)\s*https?:", value):
                 case.body[field] = CLOSED_LOOPBACK_PORT
+    # Cases that carry every part of a link get the real one, so that downloads and
+    # ranges are tested; the others test refusals.
+    if case.operation.path == "/v1/recordings/{org}/{callId}":
+        query = case.query or {}
+        if "expires" in query and "sig" in query:
+            case.path_parameters = dict(LINK["path"])
+            case.query = {**query, **LINK["query"]}
+    # Schemathesis reuses ids it saw in answers; keep the linked recording alive.
+    if case.operation.method.upper() == "DELETE" and case.operation.path == "/v1/calls/{callId}/recording":
+        if (case.path_parameters or {}).get("callId") == LINK["path"]["callId"]:
+            case.path_parameters = {**case.path_parameters, "callId": "call-8f3a2c"}
 
 
 schemathesis.serializer.alias(["audio/mpeg", "audio/wav", "audio/ogg"], "application/octet-stream")
@@ -142,7 +172,8 @@ started=$SECONDS
 status=0
 (
   cd "$work"
-  SCHEMATHESIS_HOOKS=$work/hooks.py timeout "$budget" "$venv/bin/schemathesis" run "$root/openapi/openapi.json" \
+  OPENAPI_CHECK_LINK=$work/link.json SCHEMATHESIS_HOOKS=$work/hooks.py timeout "$budget" "$venv/bin/schemathesis" \
+    run "$root/openapi/openapi.json" \
     --url "$base" \
     --header "x-api-key: $key" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,ignored_auth \

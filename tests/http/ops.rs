@@ -174,73 +174,172 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
     assert_eq!(r.status, 200);
 }
 
+/// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
+/// OpenAPI document).
+const ROUTES: [(&str, &str, &str); 37] = [
+    ("healthz", "get", "/healthz"),
+    ("readyz", "get", "/readyz"),
+    ("metrics", "get", "/metrics"),
+    ("openapi", "get", "/v1/openapi.json"),
+    ("list_leads", "get", "/v1/leads"),
+    ("create_lead", "post", "/v1/leads"),
+    ("get_lead", "get", "/v1/leads/{leadId}"),
+    ("update_lead", "patch", "/v1/leads/{leadId}"),
+    ("delete_lead", "delete", "/v1/leads/{leadId}"),
+    ("list_events", "get", "/v1/leads/{leadId}/events"),
+    ("post_event", "post", "/v1/leads/{leadId}/events"),
+    ("list_messages", "get", "/v1/leads/{leadId}/messages"),
+    ("post_message", "post", "/v1/leads/{leadId}/messages"),
+    ("request_call", "post", "/v1/leads/{leadId}/calls"),
+    ("unsubscribe", "post", "/v1/leads/{leadId}/unsubscribe"),
+    ("resubscribe", "post", "/v1/leads/{leadId}/resubscribe"),
+    ("turn_off", "post", "/v1/leads/{leadId}/turn-off"),
+    ("turn_on", "post", "/v1/leads/{leadId}/turn-on"),
+    ("add_tags", "post", "/v1/leads/{leadId}/tags/add"),
+    ("remove_tags", "post", "/v1/leads/{leadId}/tags/remove"),
+    ("get_call", "get", "/v1/calls/{callId}"),
+    ("put_call", "put", "/v1/calls/{callId}"),
+    ("get_recording", "get", "/v1/calls/{callId}/recording"),
+    ("put_recording", "put", "/v1/calls/{callId}/recording"),
+    ("delete_recording", "delete", "/v1/calls/{callId}/recording"),
+    ("recording_file", "get", "/v1/recordings/{org}/{callId}"),
+    ("list_dnc", "get", "/v1/dnc"),
+    ("register_dnc", "post", "/v1/dnc/register"),
+    ("remove_dnc", "delete", "/v1/dnc/{phone}"),
+    ("inbound_sms", "post", "/v1/inbound/sms"),
+    ("get_org", "get", "/v1/org"),
+    ("update_org", "patch", "/v1/org"),
+    ("list_webhooks", "get", "/v1/webhooks"),
+    ("create_webhook", "post", "/v1/webhooks"),
+    ("delete_webhook", "delete", "/v1/webhooks/{webhookId}"),
+    (
+        "list_deliveries",
+        "get",
+        "/v1/webhooks/{webhookId}/deliveries",
+    ),
+    (
+        "retry_delivery",
+        "post",
+        "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry",
+    ),
+];
+
+/// Does not compile once `Route` gains a variant: add the route to `ROUTES` and to
+/// `openapi/openapi.json`, then here.
+fn listed(route: engaged::api::router::Route<'_>) -> bool {
+    use engaged::api::router::Route;
+    match route {
+        Route::Healthz
+        | Route::Readyz
+        | Route::OpenApi
+        | Route::Metrics
+        | Route::ListLeads
+        | Route::CreateLead
+        | Route::GetLead(_)
+        | Route::UpdateLead(_)
+        | Route::DeleteLead(_)
+        | Route::ListEvents(_)
+        | Route::PostEvent(_)
+        | Route::ListMessages(_)
+        | Route::PostMessage(_)
+        | Route::GetCall(_)
+        | Route::PutCall(_)
+        | Route::Unsubscribe(_)
+        | Route::Resubscribe(_)
+        | Route::TurnOff(_)
+        | Route::TurnOn(_)
+        | Route::AddTags(_)
+        | Route::RemoveTags(_)
+        | Route::RequestCall(_)
+        | Route::RegisterDnc
+        | Route::ListDnc
+        | Route::RemoveDnc(_)
+        | Route::InboundSms
+        | Route::GetOrg
+        | Route::UpdateOrg
+        | Route::CreateWebhook
+        | Route::ListWebhooks
+        | Route::DeleteWebhook(_)
+        | Route::ListDeliveries(_)
+        | Route::RetryDelivery(_, _)
+        | Route::GetRecording(_)
+        | Route::PutRecording(_)
+        | Route::DeleteRecording(_)
+        | Route::RecordingFile(_, _) => true,
+    }
+}
+
+/// `list_leads` → `listLeads`: the document's operationId of a route.
+fn operation_id(route_name: &str) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in route_name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openapi_document_is_served_without_a_key_and_lists_every_route() {
+    use engaged::api::router;
     let ts = TestServer::start().await;
     let r = ts
         .request(Method::GET, "/v1/openapi.json", None, None, Vec::new())
         .await;
     assert_eq!(r.status, 200);
+    assert_eq!(
+        r.headers.get("content-type").and_then(|v| v.to_str().ok()),
+        Some("application/json")
+    );
     let doc = r.json();
     assert!(doc["openapi"]
         .as_str()
         .is_some_and(|v| v.starts_with("3.1")));
-    // Every route of src/api/router.rs, as (method, path template).
-    let routes = [
-        ("get", "/healthz"),
-        ("get", "/readyz"),
-        ("get", "/metrics"),
-        ("get", "/v1/openapi.json"),
-        ("get", "/v1/leads"),
-        ("post", "/v1/leads"),
-        ("get", "/v1/leads/{leadId}"),
-        ("patch", "/v1/leads/{leadId}"),
-        ("delete", "/v1/leads/{leadId}"),
-        ("get", "/v1/leads/{leadId}/events"),
-        ("post", "/v1/leads/{leadId}/events"),
-        ("get", "/v1/leads/{leadId}/messages"),
-        ("post", "/v1/leads/{leadId}/messages"),
-        ("post", "/v1/leads/{leadId}/calls"),
-        ("post", "/v1/leads/{leadId}/unsubscribe"),
-        ("post", "/v1/leads/{leadId}/resubscribe"),
-        ("post", "/v1/leads/{leadId}/turn-off"),
-        ("post", "/v1/leads/{leadId}/turn-on"),
-        ("post", "/v1/leads/{leadId}/tags/add"),
-        ("post", "/v1/leads/{leadId}/tags/remove"),
-        ("get", "/v1/calls/{callId}"),
-        ("put", "/v1/calls/{callId}"),
-        ("get", "/v1/calls/{callId}/recording"),
-        ("put", "/v1/calls/{callId}/recording"),
-        ("delete", "/v1/calls/{callId}/recording"),
-        ("get", "/v1/recordings/{org}/{callId}"),
-        ("get", "/v1/dnc"),
-        ("post", "/v1/dnc/register"),
-        ("delete", "/v1/dnc/{phone}"),
-        ("post", "/v1/inbound/sms"),
-        ("get", "/v1/org"),
-        ("patch", "/v1/org"),
-        ("get", "/v1/webhooks"),
-        ("post", "/v1/webhooks"),
-        ("delete", "/v1/webhooks/{webhookId}"),
-        ("get", "/v1/webhooks/{webhookId}/deliveries"),
-        (
-            "post",
-            "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry",
-        ),
-    ];
-    for (method, path) in routes {
-        assert!(
-            doc["paths"][path][method].is_object(),
-            "{method} {path} is not documented"
-        );
+    let file: serde_json::Value =
+        serde_json::from_str(include_str!("../../openapi/openapi.json")).expect("valid JSON");
+    assert_eq!(doc, file, "the served document is openapi/openapi.json");
+
+    for (name, method, template) in ROUTES {
+        let op = &doc["paths"][template][method];
+        assert!(op.is_object(), "{method} {template} is not documented");
+        // The template leads the router to this very route...
+        let path = template.replace('{', "x").replace('}', "");
+        let segments = router::segments(&path).expect("segments");
+        let http_method = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+        let route = router::route(&http_method, &segments)
+            .unwrap_or_else(|e| panic!("{method} {template}: {e}"));
+        assert!(listed(route));
+        assert_eq!(route.name(), name, "{method} {template}");
+        // ...which the document names and guards with the router's scope.
+        assert_eq!(op["operationId"], operation_id(name).as_str(), "{name}");
+        match route.scope() {
+            None => {
+                assert_eq!(op["security"], serde_json::json!([]), "{name} is open");
+                assert!(op.get("x-required-scope").is_none(), "{name} is open");
+            }
+            Some(scope) => {
+                assert!(op.get("security").is_none(), "{name} needs a key");
+                assert_eq!(op["x-required-scope"], scope.as_str(), "{name}");
+                for status in ["401", "403"] {
+                    assert!(op["responses"][status].is_object(), "{name}: {status}");
+                }
+            }
+        }
     }
     let documented: usize = doc["paths"]
         .as_object()
-        .unwrap()
+        .expect("paths")
         .values()
         .map(|p| {
             p.as_object()
-                .unwrap()
+                .expect("path item")
                 .keys()
                 .filter(|k| *k != "parameters")
                 .count()
@@ -248,7 +347,7 @@ async fn the_openapi_document_is_served_without_a_key_and_lists_every_route() {
         .sum();
     assert_eq!(
         documented,
-        routes.len(),
+        ROUTES.len(),
         "the document lists an operation the router does not have"
     );
 }
