@@ -27,9 +27,9 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
     let store = Arc::new(Store::open(&dir.path().join("bench.redb")).expect("store"));
     let (_, caller) = rt.block_on(support::org_with_key(&store, "write"));
     // Seed in large transactions: one job per chunk keeps seeding fast.
-    for chunk in 0..leads_n.div_ceil(1000) {
+    for chunk in 0..leads_n.div_ceil(20_000) {
         let c = caller.clone();
-        let n = (leads_n - chunk * 1000).min(1000);
+        let n = (leads_n - chunk * 20_000).min(20_000);
         rt.block_on(store.write(move |tx| {
             for i in 0..n {
                 let body = support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench", "phone": "+15551234567"}));
@@ -67,15 +67,36 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
 fn pages(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let mut group = c.benchmark_group("store");
-    {
-        let leads_n = 10_000usize;
-        let f = fixture(&rt, leads_n, 10_000);
+    // The page at 1M leads against the page at 10k: keyset pagination should not care.
+    // The page starts in the middle of the index, away from its cached first leaf.
+    // ENGAGED_BENCH_LEADS=10000 skips the 1M case (seeding it takes about a minute).
+    let sizes: Vec<usize> = match std::env::var("ENGAGED_BENCH_LEADS") {
+        Ok(list) => list
+            .split(',')
+            .filter_map(|n| n.trim().parse().ok())
+            .collect(),
+        Err(_) => vec![10_000, 1_000_000],
+    };
+    for &leads_n in &sizes {
+        let f = fixture(&rt, leads_n, 0);
+        let middle = {
+            let read = f.store.read().expect("read");
+            let q = LeadQuery {
+                updated_since: Some(0),
+                created_since: None,
+                limit: 1,
+                next_token: None,
+            };
+            let first = listing::leads(&read, f.store.cursor_key(), &f.caller, &q).expect("page");
+            let start = first.items.first().map_or(0, |l| l.updated_at);
+            start + (engaged::time::now_micros() - start) / 2
+        };
         group.bench_with_input(
             BenchmarkId::new("lead_page_100_by_updatedSince", leads_n),
             &f,
             |b, f| {
                 let q = LeadQuery {
-                    updated_since: Some(0),
+                    updated_since: Some(middle),
                     created_since: None,
                     limit: 100,
                     next_token: None,
@@ -88,6 +109,10 @@ fn pages(c: &mut Criterion) {
                 })
             },
         );
+    }
+    {
+        let leads_n = 10_000usize;
+        let f = fixture(&rt, leads_n, 10_000);
         group.bench_with_input(
             BenchmarkId::new("events_page_100_by_since", 10_000),
             &f,

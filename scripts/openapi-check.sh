@@ -24,10 +24,10 @@ case "${1:-}" in
   *) echo "usage: $0 [--long]" >&2; exit 2 ;;
 esac
 if [ "$mode" = long ]; then
-  examples=150  # per operation and phase: about 12,000 cases over 37 operations
+  examples=150  # per operation and phase
   budget=3600
 else
-  examples=12
+  examples=25
   budget=300
 fi
 
@@ -35,8 +35,9 @@ fi
 pins=("openapi-spec-validator==0.9.0" "schemathesis==4.32.5")
 venv=$root/target/openapi-venv
 if [ "$(cat "$venv/.pins" 2>/dev/null)" != "${pins[*]}" ]; then
+  command -v python3 >/dev/null || { echo "python3 (3.10+, with venv) is required" >&2; exit 1; }
   rm -rf "$venv"
-  python3 -m venv "$venv"
+  python3 -m venv "$venv" || { echo "python3 -m venv failed (Debian/Ubuntu: apt-get install python3-venv)" >&2; exit 1; }
   "$venv/bin/pip" install --quiet --disable-pip-version-check "${pins[@]}"
   echo "${pins[*]}" > "$venv/.pins"
 fi
