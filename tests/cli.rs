@@ -387,19 +387,7 @@ async fn send(
         .await
         .unwrap_or_else(|_| panic!("no answer to {url} within 20s"))
         .unwrap_or_else(|e| panic!("request to {url}: {e:?}"));
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    Response {
-        status,
-        headers,
-        body,
-    }
+    Response::read(response).await
 }
 
 fn text(r: &Response) -> String {

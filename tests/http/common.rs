@@ -30,6 +30,23 @@ pub struct Response {
 }
 
 impl Response {
+    /// Reads a whole hyper response.
+    pub async fn read(response: hyper::Response<hyper::body::Incoming>) -> Response {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        Response {
+            status,
+            headers,
+            body,
+        }
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
@@ -115,20 +132,7 @@ impl TestServer {
             builder = builder.header("content-type", ct);
         }
         let request = builder.body(Full::new(Bytes::from(body))).expect("request");
-        let response = self.client.request(request).await.expect("response");
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        Response {
-            status,
-            headers,
-            body,
-        }
+        Response::read(self.client.request(request).await.expect("response")).await
     }
 
     pub async fn get(&self, key: &str, path: &str) -> Response {

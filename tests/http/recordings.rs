@@ -155,19 +155,7 @@ async fn send(
     body: BoxBody<Bytes, Infallible>,
 ) -> Response {
     let response = send_streaming(ts, method, target, headers, body).await;
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    Response {
-        status,
-        headers,
-        body,
-    }
+    Response::read(response).await
 }
 
 async fn send_streaming(
