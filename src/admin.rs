@@ -55,9 +55,15 @@ pub struct AdminResponse {
 pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
     match request {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
-        // Both read the whole database: keep them off the async workers.
+        // Both read the whole database: keep them off the async workers where the
+        // runtime allows it (a current-thread runtime has no other worker to hand to).
         AdminRequest::Backup { .. } | AdminRequest::Check => {
-            tokio::task::block_in_place(|| run_blocking(store, request))
+            let flavor = tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor());
+            if matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::MultiThread)) {
+                tokio::task::block_in_place(|| run_blocking(store, request))
+            } else {
+                run_blocking(store, request)
+            }
         }
         write => {
             let job = move |tx: &mut crate::store::WriteTx| apply(tx, write);
