@@ -108,13 +108,17 @@ impl Dispatcher {
     /// Starts every due attempt there is room for; returns the next due time.
     fn start_due(&self, attempts: &mut JoinSet<()>) -> Result<Option<Micros>> {
         let now = now_micros();
+        // Leases first, snapshot second: an attempt drops its lease only after its
+        // result is committed, so a lease missing here means the snapshot below already
+        // shows that result. The other order could send a delivered webhook again.
+        let slots = self.all_slots()?;
         let read = self.store.read()?;
         let mut next_due: Option<Micros> = None;
         for endpoint in read.all_webhook_endpoints()? {
             if endpoint.disabled_at.is_some() {
                 continue;
             }
-            let (leased, sending) = self.slots(&endpoint.id);
+            let (leased, sending) = slots.get(&endpoint.id).cloned().unwrap_or_default();
             let free = self
                 .config
                 .max_in_flight_per_endpoint
@@ -143,14 +147,16 @@ impl Dispatcher {
         Ok(next_due)
     }
 
-    fn slots(&self, endpoint: &str) -> (HashSet<String>, usize) {
-        match self.in_flight.lock() {
-            Ok(map) => map
-                .get(endpoint)
-                .map(|e| (e.leased.clone(), e.sending))
-                .unwrap_or_default(),
-            Err(_) => (HashSet::new(), usize::MAX),
-        }
+    /// Per endpoint: the leased deliveries and how many are talking to the receiver.
+    fn all_slots(&self) -> Result<HashMap<String, (HashSet<String>, usize)>> {
+        let map = self
+            .in_flight
+            .lock()
+            .map_err(|_| crate::error::Error::Internal("webhook lease lock poisoned".into()))?;
+        Ok(map
+            .iter()
+            .map(|(id, e)| (id.clone(), (e.leased.clone(), e.sending)))
+            .collect())
     }
 
     fn lease(&self, endpoint: &str, delivery: &str) {
