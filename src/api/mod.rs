@@ -11,6 +11,7 @@ mod events;
 mod leads;
 mod ops;
 pub mod rate_limit;
+mod recording_body;
 pub mod recordings;
 pub mod request;
 pub mod response;
