@@ -108,8 +108,8 @@ pub async fn remove_tags(
         .get("tagIds")
         .and_then(Value::as_array)
         .ok_or_else(invalid)?;
-    if body.len() != 1 {
-        return Err(invalid());
+    if let Some(other) = body.keys().find(|k| *k != "tagIds") {
+        return Err(Error::BadRequest(format!("Unknown field: {other}")));
     }
     if items.len() > MAX_TAGS_PER_REQUEST {
         return Err(Error::BadRequest(format!(
@@ -142,6 +142,9 @@ pub async fn register_dnc(
         .get("phone")
         .and_then(Value::as_str)
         .ok_or_else(|| Error::invalid_field("phone"))?;
+    if let Some(other) = body.keys().find(|k| *k != "phone") {
+        return Err(Error::BadRequest(format!("Unknown field: {other}")));
+    }
     let phone = dnc::phone(raw)?;
     store
         .write(move |tx| dnc::register(tx, &caller, &phone))

@@ -206,7 +206,9 @@ where
                 .org(&caller.org_id)?
                 .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
             let on_dnc = !lead.phone.is_empty() && tx.dnc_contains(&caller.org_id, &lead.phone)?;
-            match early.or_else(|| local_check(&org, &lead, channel, on_dnc, Utc::now())) {
+            // The local steps come first in the order, so a block they find now (an
+            // opt-out committed while the service was asked) names its own reason.
+            match local_check(&org, &lead, channel, on_dnc, Utc::now()).or(early) {
                 Some(block) => Ok(Outcome::Blocked(record_block(
                     tx,
                     &caller.org_id,

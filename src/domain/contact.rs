@@ -107,6 +107,13 @@ pub fn parse_channels(body: &[u8]) -> Result<Option<Vec<Channel>>> {
     Ok(Some(channels))
 }
 
+/// Whether the organization couples SMS and voice opt-outs.
+fn coupled(tx: &WriteTx, org: &str) -> Result<bool> {
+    Ok(tx
+        .org(org)?
+        .is_some_and(|o| o.settings.sms_voice_opt_out_coupled))
+}
+
 /// The channels a request applies to: the reachable requested ones (or every reachable
 /// one), widened to both sms and voice when the organization couples them.
 fn applicable(
@@ -129,10 +136,7 @@ fn applicable(
             None => Error::BadRequest("Lead has no phone or email".into()),
         });
     }
-    let coupled = tx
-        .org(org)?
-        .is_some_and(|o| o.settings.sms_voice_opt_out_coupled);
-    if coupled
+    if coupled(tx, org)?
         && channels
             .iter()
             .any(|c| matches!(c, Channel::Sms | Channel::Voice))
@@ -207,7 +211,13 @@ pub fn resubscribe(
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut channels = applicable(tx, &caller.org_id, &lead, requested)?;
     if lead.subscriptions.sms_by_keyword {
-        channels.retain(|c| *c != Channel::Sms);
+        // Coupled, SMS and voice are one opt-out: the keyword holds both.
+        let held: &[Channel] = if coupled(tx, &caller.org_id)? {
+            &[Channel::Sms, Channel::Voice]
+        } else {
+            &[Channel::Sms]
+        };
+        channels.retain(|c| !held.contains(c));
     }
     let mut changed = lead.clone();
     for &channel in &channels {
@@ -303,10 +313,7 @@ pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -
     let id = crate::ids::generate("msg");
     let data = serde_json::json!({"owner": "lead", "channel": "sms", "content": {"text": text}});
     let (message, lead) = events::record(tx, org, lead, events::MESSAGE, &id, data, |_| {})?;
-    let coupled = tx
-        .org(org)?
-        .is_some_and(|o| o.settings.sms_voice_opt_out_coupled);
-    let channels: &[Channel] = if coupled {
+    let channels: &[Channel] = if coupled(tx, org)? {
         &[Channel::Sms, Channel::Voice]
     } else {
         &[Channel::Sms]

@@ -327,14 +327,26 @@ async fn blocks_are_events_and_nothing_is_sent() {
             .await,
         200,
     );
-    assert!(attempt(&s, "p", "sms").await.is_some());
+    let r =
+        s.ts.post(&s.key, "/v1/leads/p/messages", &outreach("sms"))
+            .await;
+    let answer = expect(&r, 200);
+    assert_eq!(answer.as_object().map(|o| o.len()), Some(2), "{answer}");
+    let block = &answer["event"];
+    assert!(block["id"]
+        .as_str()
+        .is_some_and(|id| id.starts_with("blk_")));
     let events = expect(
         &s.ts
             .get(&s.key, "/v1/leads/p/events?types=COMPLIANCE_BLOCKED")
             .await,
         200,
     );
-    assert_eq!(events["events"].as_array().map(Vec::len), Some(1));
+    assert_eq!(events["events"], json!([block.clone()]));
+    assert_eq!(
+        block["data"],
+        json!({"reason": "UNSUBSCRIBED", "source": "configuration", "channel": "sms"})
+    );
     let messages = expect(&s.ts.get(&s.key, "/v1/leads/p/messages").await, 200);
     assert_eq!(messages["messages"], json!([]));
 }
@@ -397,4 +409,160 @@ async fn outbound_calls_are_queued_or_blocked() {
         )
         .await;
     assert_error(&r, 404, "Resource not found: Lead with id ghost");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_hours_follow_each_lead_time_zone_on_every_channel() {
+    let s = setup().await;
+    // The window is the two hours around now in Kolkata (UTC+05:30), far from now in UTC.
+    let zone: chrono_tz::Tz = "Asia/Kolkata".parse().unwrap();
+    let local = chrono::Utc::now().with_timezone(&zone);
+    let hhmm = |t: chrono::DateTime<chrono_tz::Tz>| t.format("%H:%M").to_string();
+    let window = json!({"start": hhmm(local - chrono::Duration::hours(1)), "end": hhmm(local + chrono::Duration::hours(1))});
+    expect(
+        &s.ts
+            .patch(&s.admin, "/v1/org", &json!({"quietHours": window}))
+            .await,
+        200,
+    );
+    s.ts.create_lead(
+        &s.key,
+        &json!({"id": "in", "phone": "+15551230001", "email": "in@example.com", "timeZone": "Asia/Kolkata"}),
+    )
+    .await;
+    s.ts.create_lead(
+        &s.key,
+        &json!({"id": "utc", "phone": "+15551230002", "timeZone": "Etc/UTC"}),
+    )
+    .await;
+    let quiet = blocked("QUIET_HOURS", "configuration");
+    assert_eq!(attempt(&s, "in", "sms").await, quiet);
+    assert_eq!(attempt(&s, "in", "email").await, quiet);
+    assert_eq!(attempt(&s, "utc", "sms").await, None);
+    let r =
+        s.ts.post(
+            &s.key,
+            "/v1/leads/in/calls",
+            &json!({"direction": "OUTBOUND"}),
+        )
+        .await;
+    assert_eq!(
+        expect(&r, 200)["event"]["data"],
+        json!({"reason": "QUIET_HOURS", "source": "configuration", "channel": "voice"})
+    );
+    // Quiet hours come after the local steps: an opted-out channel says so.
+    expect(
+        &s.ts
+            .post(
+                &s.key,
+                "/v1/leads/in/unsubscribe",
+                &json!({"channels": ["email"]}),
+            )
+            .await,
+        200,
+    );
+    assert_eq!(
+        attempt(&s, "in", "email").await,
+        blocked("UNSUBSCRIBED", "configuration")
+    );
+    // Cleared, the window blocks nothing.
+    expect(
+        &s.ts
+            .patch(&s.admin, "/v1/org", &json!({"quietHours": null}))
+            .await,
+        200,
+    );
+    assert_eq!(attempt(&s, "in", "sms").await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opt_out_committed_while_the_service_is_asked_still_blocks() {
+    let s = setup().await;
+    let (url, seen) = service(Answer::Slow(Duration::from_millis(1500))).await;
+    expect(
+        &s.ts
+            .patch(
+                &s.admin,
+                "/v1/org",
+                &json!({"complianceUrl": url, "complianceTimeoutMs": 10000}),
+            )
+            .await,
+        200,
+    );
+    let opt_out = async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while seen.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(!seen.lock().unwrap().is_empty(), "the service was asked");
+        // The service has the question and has not answered yet.
+        expect(
+            &s.ts
+                .post(
+                    &s.key,
+                    "/v1/leads/p/unsubscribe",
+                    &json!({"channels": ["sms"]}),
+                )
+                .await,
+            200,
+        );
+    };
+    let (outcome, ()) = tokio::join!(attempt(&s, "p", "sms"), opt_out);
+    assert_eq!(outcome, blocked("UNSUBSCRIBED", "configuration"));
+    let messages = expect(&s.ts.get(&s.key, "/v1/leads/p/messages").await, 200);
+    assert_eq!(messages["messages"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
+    let s = setup().await;
+    let (url, seen) = service(Answer::Json(
+        200,
+        r#"{"allowed": false, "reason": "LITIGATOR"}"#,
+    ))
+    .await;
+    with_service(&s, &url, json!({"complianceChannels": ["voice"]})).await;
+    s.ts.create_lead(&s.key, &json!({"id": "v", "phone": "+15551230003"}))
+        .await;
+    let r =
+        s.ts.post(
+            &s.key,
+            "/v1/leads/v/calls",
+            &json!({"direction": "OUTBOUND"}),
+        )
+        .await;
+    assert_eq!(
+        expect(&r, 200)["event"]["data"],
+        json!({"reason": "LITIGATOR", "source": "http", "channel": "voice"})
+    );
+    let org = expect(&s.ts.get(&s.admin, "/v1/org").await, 200);
+    assert_eq!(
+        seen.lock().unwrap().clone(),
+        vec![
+            json!({"leadId": "v", "channel": "voice", "phone": "+15551230003", "organization": org["id"]})
+        ]
+    );
+    // A local step that blocks first means the service is not asked at all.
+    s.ts.create_lead(&s.key, &json!({"id": "bare"})).await;
+    let r =
+        s.ts.post(
+            &s.key,
+            "/v1/leads/bare/calls",
+            &json!({"direction": "OUTBOUND"}),
+        )
+        .await;
+    assert_eq!(
+        expect(&r, 200)["event"]["data"]["reason"],
+        json!("COMPLIANCE_TARGET_MISSING")
+    );
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    // A lead's own message is not outreach and is never gated.
+    let r =
+        s.ts.post(
+            &s.key,
+            "/v1/leads/v/messages",
+            &json!({"owner": "lead", "channel": "sms", "content": {"text": "hi"}}),
+        )
+        .await;
+    assert!(expect(&r, 201).get("outcome").is_none());
 }

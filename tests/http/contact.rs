@@ -222,13 +222,338 @@ async fn unsubscribing_leaves_the_assistant_and_the_dnc_list_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn coupled_settings_unsubscribe_sms_and_voice_together() {
     let (ts, key, admin) = start().await;
+    let hook = webhook(&ts, &admin).await;
     let r = ts
         .patch(&admin, "/v1/org", &json!({"smsVoiceOptOutCoupled": true}))
         .await;
     assert_eq!(expect(&r, 200)["smsVoiceOptOutCoupled"], json!(true));
-    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    lead(
+        &ts,
+        &key,
+        json!({"id": "p", "phone": "+15551234567", "email": "p@example.com"}),
+    )
+    .await;
     let r = unsubscribe(&ts, &key, "p", Some(json!({"channels": ["voice"]}))).await;
     assert_eq!(expect(&r, 200)["channels"], json!(["sms", "voice"]));
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(
+        l["subscriptions"],
+        json!({"sms": "unsubscribed", "voice": "unsubscribed", "email": "subscribed"})
+    );
+    assert_eq!(
+        opted_out(&ts, &admin, &hook).await,
+        vec![
+            ("p".into(), "sms".into(), "api".into()),
+            ("p".into(), "voice".into(), "api".into())
+        ]
+    );
+    // Resubscribing either brings both back.
+    let r = ts
+        .post(
+            &key,
+            "/v1/leads/p/resubscribe",
+            &json!({"channels": ["sms"]}),
+        )
+        .await;
+    assert_eq!(expect(&r, 200)["channels"], json!(["sms", "voice"]));
+    // Without coupling, a channel changes alone.
+    expect(
+        &ts.patch(&admin, "/v1/org", &json!({"smsVoiceOptOutCoupled": false}))
+            .await,
+        200,
+    );
+    let r = unsubscribe(&ts, &key, "p", Some(json!({"channels": ["voice"]}))).await;
+    assert_eq!(expect(&r, 200)["channels"], json!(["voice"]));
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(l["subscriptions"]["sms"], json!("subscribed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coupled_keyword_opt_out_holds_sms_and_voice_until_start() {
+    let (ts, key, admin) = start().await;
+    let hook = webhook(&ts, &admin).await;
+    expect(
+        &ts.patch(&admin, "/v1/org", &json!({"smsVoiceOptOutCoupled": true}))
+            .await,
+        200,
+    );
+    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    let stop = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15551234567", "text": "Quit"}),
+        )
+        .await;
+    assert_eq!(expect(&stop, 200)["optOut"], json!(true));
+    assert_eq!(
+        opted_out(&ts, &admin, &hook).await,
+        vec![
+            ("p".into(), "sms".into(), "keyword".into()),
+            ("p".into(), "voice".into(), "keyword".into())
+        ]
+    );
+    // The API cannot lift the lead's own opt-out, on either coupled channel.
+    let r = ts.post(&key, "/v1/leads/p/resubscribe", &json!({})).await;
+    assert_eq!(
+        expect(&r, 200),
+        json!({"message": "Lead resubscribed successfully.", "channels": []})
+    );
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(
+        (
+            l["subscriptions"]["sms"].clone(),
+            l["subscriptions"]["voice"].clone()
+        ),
+        (json!("unsubscribed"), json!("unsubscribed"))
+    );
+    let r = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15551234567", "text": " unstop"}),
+        )
+        .await;
+    assert_eq!(expect(&r, 200)["optIn"], json!(true));
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(
+        (
+            l["subscriptions"]["sms"].clone(),
+            l["subscriptions"]["voice"].clone()
+        ),
+        (json!("subscribed"), json!("subscribed"))
+    );
+    // After START, the API controls the channels again.
+    expect(&unsubscribe(&ts, &key, "p", None).await, 200);
+    let r = ts.post(&key, "/v1/leads/p/resubscribe", &json!({})).await;
+    assert_eq!(expect(&r, 200)["channels"], json!(["sms", "voice"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_keyword_of_the_lists_works_and_only_alone() {
+    let (ts, key, _) = start().await;
+    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    let send = |text: &'static str| {
+        let (ts, key) = (&ts, &key);
+        async move {
+            let r = ts
+                .post(
+                    key,
+                    "/v1/inbound/sms",
+                    &json!({"from": "+15551234567", "text": text}),
+                )
+                .await;
+            let a = expect(&r, 200);
+            (a["optOut"] == json!(true), a["optIn"] == json!(true))
+        }
+    };
+    for word in [
+        "STOP",
+        "stopall",
+        "Unsubscribe",
+        "CANCEL",
+        "end",
+        "QUIT",
+        "OptOut",
+        "revoke",
+    ] {
+        assert_eq!(send(word).await, (true, false), "{word}");
+    }
+    for word in ["START", "yes", "Unstop"] {
+        assert_eq!(send(word).await, (false, true), "{word}");
+    }
+    for text in ["STOP!", "yes please", "START NOW", "", "S T O P"] {
+        assert_eq!(send(text).await, (false, false), "{text:?}");
+    }
+    let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
+    assert_eq!(l["subscriptions"]["sms"], json!("subscribed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_sms_goes_to_the_most_recently_updated_live_lead() {
+    let (ts, key, _) = start().await;
+    for id in ["old", "new", "gone"] {
+        lead(&ts, &key, json!({"id": id, "phone": "+15551234567"})).await;
+    }
+    expect(&ts.delete(&key, "/v1/leads/gone").await, 200);
+    expect(
+        &ts.patch(&key, "/v1/leads/new", &json!({"firstName": "Ada"}))
+            .await,
+        200,
+    );
+    let r = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15551234567", "text": "STOP"}),
+        )
+        .await;
+    expect(&r, 200);
+    let sms = |l: Value| l["subscriptions"]["sms"].clone();
+    assert_eq!(
+        sms(expect(&ts.get(&key, "/v1/leads/new").await, 200)),
+        json!("unsubscribed")
+    );
+    assert_eq!(
+        sms(expect(&ts.get(&key, "/v1/leads/old").await, 200)),
+        json!("subscribed")
+    );
+    for (body, field) in [
+        (json!({"text": "hi"}), "from"),
+        (json!({"from": "+15551234567"}), "text"),
+        (json!({"from": "+15551234567", "text": 5}), "text"),
+    ] {
+        let r = ts.post(&key, "/v1/inbound/sms", &body).await;
+        assert_error(&r, 400, &format!("Invalid format for field: {field}"));
+    }
+    let r = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15551234567", "text": "hi", "to": "x"}),
+        )
+        .await;
+    assert_error(&r, 400, "Unknown field: to");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_leads_and_small_keys_are_refused() {
+    let (ts, key, _) = start().await;
+    lead(&ts, &key, json!({"id": "p", "phone": "+15551234567"})).await;
+    let reader = ts.key("acme", "read").await;
+    assert_error(
+        &unsubscribe(&ts, &reader, "p", None).await,
+        403,
+        "Forbidden",
+    );
+    expect(&ts.delete(&key, "/v1/leads/p").await, 200);
+    for path in [
+        "unsubscribe",
+        "resubscribe",
+        "turn-off",
+        "turn-on",
+        "tags/add",
+    ] {
+        let body = if path == "tags/add" {
+            json!({"tags": []})
+        } else {
+            json!({})
+        };
+        let r = ts.post(&key, &format!("/v1/leads/p/{path}"), &body).await;
+        assert_error(&r, 404, "Resource not found: Lead with id p");
+    }
+    let r = ts
+        .post(&key, "/v1/leads/p/tags/remove", &json!({"tagIds": []}))
+        .await;
+    assert_error(&r, 404, "Lead not found");
+    // Another organization's lead is missing, too.
+    let other = ts.key("globex", "write").await;
+    lead(&ts, &key, json!({"id": "q", "phone": "+15551234568"})).await;
+    assert_error(
+        &unsubscribe(&ts, &other, "q", None).await,
+        404,
+        "Resource not found: Lead with id q",
+    );
+}
+
+/// A receiver on loopback that answers 200 and keeps every body.
+async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use http_body_util::BodyExt;
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let log = log.clone();
+                        async move {
+                            let body = req.into_body().collect().await.map(|b| b.to_bytes());
+                            let value = body
+                                .ok()
+                                .and_then(|b| serde_json::from_slice(&b).ok())
+                                .unwrap_or(Value::Null);
+                            log.lock().unwrap().push(value);
+                            Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                                http_body_util::Full::new(bytes::Bytes::new()),
+                            ))
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_gets_one_opted_out_per_channel_that_changed() {
+    let (ts, key, admin) = start().await;
+    let (url, seen) = receiver().await;
+    expect(
+        &ts.post(
+            &admin,
+            "/v1/webhooks",
+            &json!({"url": url, "events": ["lead.opted_out"]}),
+        )
+        .await,
+        201,
+    );
+    lead(
+        &ts,
+        &key,
+        json!({"id": "r", "phone": "+15551234567", "email": "r@example.com"}),
+    )
+    .await;
+    for body in [
+        Some(json!({"channels": ["email"]})),
+        None,
+        None,
+        Some(json!({"channels": ["sms", "voice", "email"]})),
+    ] {
+        expect(&unsubscribe(&ts, &key, "r", body).await, 200);
+    }
+    // STOP on a number already unsubscribed changes nothing that a webhook reports.
+    let r = ts
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15551234567", "text": "STOP"}),
+        )
+        .await;
+    expect(&r, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while seen.lock().unwrap().len() < 3 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Give a duplicate the chance to show up.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let mut got: Vec<(String, String, String)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            assert_eq!(b["event"], json!("lead.opted_out"), "{b}");
+            let d = &b["data"];
+            (
+                d["leadId"].as_str().unwrap_or_default().to_string(),
+                d["channel"].as_str().unwrap_or_default().to_string(),
+                d["source"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    got.sort();
+    let expected: Vec<(String, String, String)> = ["email", "sms", "voice"]
+        .iter()
+        .map(|c| ("r".to_string(), c.to_string(), "api".to_string()))
+        .collect();
+    assert_eq!(got, expected);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -430,74 +755,94 @@ async fn tags_are_added_and_removed_with_the_interface_shapes() {
         400,
         "tagIds must hold at most 100 ids",
     );
+    for body in [
+        json!({"tagIds": "a"}),
+        json!({"tagIds": [1]}),
+        json!({}),
+        json!({"ids": ["a"]}),
+    ] {
+        assert_error(
+            &ts.post(&key, "/v1/leads/t/tags/remove", &body).await,
+            400,
+            "Invalid format for field: tagIds",
+        );
+    }
     assert_error(
-        &ts.post(&key, "/v1/leads/t/tags/remove", &json!({"tagIds": "a"}))
-            .await,
+        &ts.post(
+            &key,
+            "/v1/leads/t/tags/remove",
+            &json!({"tagIds": ["a"], "all": true}),
+        )
+        .await,
         400,
-        "Invalid format for field: tagIds",
+        "Unknown field: all",
+    );
+    // Exactly 100 is allowed.
+    let hundred: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+    expect(
+        &ts.post(&key, "/v1/leads/t/tags/remove", &json!({"tagIds": hundred}))
+            .await,
+        200,
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dnc_register_is_idempotent_normalised_paged_and_blocks_imports() {
-    let (ts, key, admin) = start().await;
-    for raw in ["+1 (555) 123-4567", "+15551234567"] {
-        let r = ts
-            .post(&key, "/v1/dnc/register", &json!({"phone": raw}))
-            .await;
-        assert_eq!(
-            expect(&r, 200),
-            json!({"message": "Phone number added to the Do Not Contact list."})
-        );
-    }
-    assert_error(
-        &ts.post(&key, "/v1/dnc/register", &json!({"phone": "555-1234"}))
-            .await,
-        400,
-        "Invalid format for field: phone",
-    );
-    for raw in ["+15550000001", "+15550000002"] {
-        expect(
-            &ts.post(&key, "/v1/dnc/register", &json!({"phone": raw}))
-                .await,
-            200,
-        );
-    }
-    let first = expect(&ts.get(&key, "/v1/dnc?limit=2").await, 200);
-    assert_eq!(first["numbers"].as_array().map(Vec::len), Some(2));
-    let token = first["nextToken"].as_str().unwrap().to_string();
-    let second = expect(
-        &ts.get(&key, &format!("/v1/dnc?limit=2&nextToken={token}"))
-            .await,
-        200,
-    );
-    assert_eq!(second["numbers"][0]["phone"], json!("+15551234567"));
-    assert_eq!(second["nextToken"], Value::Null);
-
+async fn tags_add_replaces_by_id_caps_and_validates() {
+    let (ts, key, _) = start().await;
+    let before = lead(&ts, &key, json!({"id": "t"})).await;
     let r = ts
-        .post(&key, "/v1/leads", &json!({"phone": "+1 555 123 4567"}))
+        .post(
+            &key,
+            "/v1/leads/t/tags/add",
+            &json!({"tags": [{"id": "a", "name": "A"}, {"id": "b", "name": "B", "condition": "c1"}]}),
+        )
         .await;
-    assert_error(&r, 409, "Phone number is on the Do Not Contact list");
-
-    assert_error(
-        &ts.delete(&key, "/v1/dnc/%2B15551234567").await,
-        403,
-        "Forbidden",
-    );
-    let r = ts.delete(&admin, "/v1/dnc/%2B15551234567").await;
+    expect(&r, 200);
+    let r = ts
+        .post(
+            &key,
+            "/v1/leads/t/tags/add",
+            &json!({"tags": [{"id": "b", "name": "Bee", "condition": "c2"}]}),
+        )
+        .await;
     assert_eq!(
         expect(&r, 200),
-        json!({"message": "Phone number removed from the Do Not Contact list."})
+        json!({"tags": [{"id": "a", "name": "A", "condition": ""}, {"id": "b", "name": "Bee", "condition": "c2"}]})
     );
+    let l = expect(&ts.get(&key, "/v1/leads/t").await, 200);
+    assert_eq!(l["tags"][1]["condition"], json!("c2"));
+    assert!(l["updatedAt"].as_str() > before["updatedAt"].as_str());
+
+    let too_many: Vec<Value> = (0..101)
+        .map(|i| json!({"id": format!("t{i}"), "name": "x"}))
+        .collect();
     assert_error(
-        &ts.delete(&admin, "/v1/dnc/%2B15551234567").await,
-        404,
-        "Phone number not found",
-    );
-    expect(
-        &ts.post(&key, "/v1/leads", &json!({"phone": "+15551234567"}))
+        &ts.post(&key, "/v1/leads/t/tags/add", &json!({"tags": too_many}))
             .await,
-        201,
+        400,
+        "tags must hold at most 100 tags",
+    );
+    for body in [
+        json!({}),
+        json!({"tags": "a"}),
+        json!({"tags": [{"name": "no id"}]}),
+        json!({"tags": [5]}),
+    ] {
+        assert_error(
+            &ts.post(&key, "/v1/leads/t/tags/add", &body).await,
+            400,
+            "Invalid format for field: tags",
+        );
+    }
+    assert_error(
+        &ts.post(
+            &key,
+            "/v1/leads/ghost/tags/add",
+            &json!({"tags": [{"id": "a", "name": "A"}]}),
+        )
+        .await,
+        404,
+        "Resource not found: Lead with id ghost",
     );
 }
 

@@ -8,6 +8,7 @@ mod auth;
 mod calls;
 mod compliance;
 mod contact;
+mod dnc;
 mod errors;
 mod events;
 mod fixture;
