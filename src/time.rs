@@ -23,11 +23,16 @@ pub fn format(t: Micros) -> String {
 }
 
 /// Parses any RFC 3339 date-time. Sub-microsecond digits are truncated, which keeps an
-/// inclusive `since` filter inclusive of the instant the client saw.
+/// inclusive `since` filter inclusive of the instant the client saw. An offset that moves
+/// the instant out of years 0000..=9999 in UTC is refused: `format` could not write it
+/// back as RFC 3339, and a stored value must read back the way it was written.
 pub fn parse(s: &str) -> Option<Micros> {
-    DateTime::parse_from_rfc3339(s.trim())
-        .ok()
-        .map(|dt| dt.with_timezone(&Utc).timestamp_micros())
+    let utc = DateTime::parse_from_rfc3339(s.trim())
+        .ok()?
+        .with_timezone(&Utc);
+    (0..=9999)
+        .contains(&chrono::Datelike::year(&utc))
+        .then(|| utc.timestamp_micros())
 }
 
 #[cfg(test)]
@@ -56,6 +61,8 @@ mod tests {
             "2026-11-22",
             "2026-11-22 10:15:30",
             "1795342530",
+            "9999-12-31T23:59:59-01:00",
+            "0000-01-01T00:00:00+01:00",
         ] {
             assert_eq!(parse(bad), None, "{bad}");
         }

@@ -140,7 +140,12 @@ fn validate(before: &CallDetails, after: &CallDetails, creating: bool) -> Result
     {
         return Err(Error::invalid_field("callStatus"));
     }
-    if after.transcript.as_ref().is_some_and(|t| !t.0.is_array()) {
+    // The interface defines a transcript as an array of objects (its turns).
+    let is_turns = |t: &serde_json::Value| {
+        t.as_array()
+            .is_some_and(|turns| turns.iter().all(serde_json::Value::is_object))
+    };
+    if after.transcript.as_ref().is_some_and(|t| !is_turns(&t.0)) {
         return Err(Error::invalid_field("transcript"));
     }
     for (name, number) in [

@@ -104,7 +104,9 @@ pub fn update(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
 /// Minutes after midnight of `HH:MM`.
 pub fn parse_hhmm(text: &str) -> Option<u32> {
     let (h, m) = text.split_once(':')?;
-    if h.len() != 2 || m.len() != 2 {
+    // `u32::from_str` takes a leading `+`, which is not a clock time.
+    let digits = |s: &str| s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(h) || !digits(m) {
         return None;
     }
     let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
@@ -119,7 +121,9 @@ mod tests {
     fn clock_times_are_hh_mm() {
         assert_eq!(parse_hhmm("21:00"), Some(1260));
         assert_eq!(parse_hhmm("08:05"), Some(485));
-        for bad in ["24:00", "8:00", "08:60", "0800", "aa:bb", ""] {
+        for bad in [
+            "24:00", "8:00", "08:60", "0800", "aa:bb", "", "+8:00", "08:+5",
+        ] {
             assert_eq!(parse_hhmm(bad), None, "{bad}");
         }
     }
