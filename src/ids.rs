@@ -9,12 +9,15 @@ use rand::Rng;
 const ALPHABET: &[u8; 32] = b"abcdefghijkmnpqrstuvwxyz23456789";
 
 pub fn generate(prefix: &str) -> String {
-    let mut rng = rand::thread_rng();
+    // One draw of 128 random bits, five of them per character: every request takes an
+    // id, so this stays a single call into the generator.
+    let mut bits: u128 = rand::thread_rng().gen();
     let mut id = String::with_capacity(prefix.len() + 21);
     id.push_str(prefix);
     id.push('_');
     for _ in 0..20 {
-        id.push(ALPHABET[rng.gen_range(0..32)] as char);
+        id.push(ALPHABET[(bits & 31) as usize] as char);
+        bits >>= 5;
     }
     id
 }

@@ -1,14 +1,14 @@
 //! Prometheus metrics, kept in atomics and rendered as text on `GET /metrics`.
 //!
-//! Counting must cost a request almost nothing: counters are atomics, the per-route
-//! table is a short mutex-guarded map touched once per request, and histograms have
-//! fixed buckets. Gauges that live in the store (outbox depth, database size) are read
+//! Counting must cost a request almost nothing: each route's counters are atomics found
+//! under a read lock (the write lock is taken once per route, the first time it is
+//! seen), statuses index an array, and a histogram observation is three atomic adds. Gauges that live in the store (outbox depth, database size) are read
 //! at scrape time instead of being kept up to date.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// A histogram with fixed upper bounds (in the unit the caller observes).
@@ -30,11 +30,16 @@ impl Histogram {
         }
     }
 
+    /// Counts `value` in the first bucket that holds it (buckets are made cumulative when
+    /// rendered), so an observation costs three atomic adds whatever the bucket count.
     pub fn observe(&self, value: f64) {
-        for (bound, bucket) in self.bounds.iter().zip(&self.buckets) {
-            if value <= *bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
+        if let Some(bucket) = self
+            .bounds
+            .iter()
+            .zip(&self.buckets)
+            .find_map(|(bound, bucket)| (value <= *bound).then_some(bucket))
+        {
+            bucket.fetch_add(1, Ordering::Relaxed);
         }
         self.count.fetch_add(1, Ordering::Relaxed);
         self.sum_micro
@@ -43,11 +48,12 @@ impl Histogram {
 
     fn render(&self, out: &mut String, name: &str, labels: &str) {
         let sep = if labels.is_empty() { "" } else { "," };
+        let mut cumulative = 0;
         for (bound, bucket) in self.bounds.iter().zip(&self.buckets) {
+            cumulative += bucket.load(Ordering::Relaxed);
             let _ = writeln!(
                 out,
-                "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {}",
-                bucket.load(Ordering::Relaxed)
+                "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {cumulative}"
             );
         }
         let count = self.count.load(Ordering::Relaxed);
@@ -74,16 +80,25 @@ pub const BATCH_SIZES: &[f64] = &[
 ];
 
 /// Request metrics of the HTTP interface.
+#[derive(Default)]
 pub struct Metrics {
-    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
-    latency: Mutex<BTreeMap<&'static str, std::sync::Arc<Histogram>>>,
+    routes: RwLock<BTreeMap<&'static str, Arc<RouteMetrics>>>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Metrics {
-            requests: Mutex::new(BTreeMap::new()),
-            latency: Mutex::new(BTreeMap::new()),
+/// One route's counters: requests by status code, and latency.
+struct RouteMetrics {
+    /// Indexed by `status - 100`: every valid HTTP status has its own counter.
+    statuses: Vec<AtomicU64>,
+    latency: Histogram,
+}
+
+const STATUS_RANGE: std::ops::Range<u16> = 100..600;
+
+impl RouteMetrics {
+    fn new() -> Self {
+        RouteMetrics {
+            statuses: STATUS_RANGE.map(|_| AtomicU64::new(0)).collect(),
+            latency: Histogram::new(LATENCY_SECONDS),
         }
     }
 }
@@ -99,39 +114,54 @@ pub struct StoreGauges {
 
 impl Metrics {
     pub fn record(&self, route: &'static str, status: u16, elapsed: Duration) {
-        if let Ok(mut map) = self.requests.lock() {
-            *map.entry((route, status)).or_insert(0) += 1;
-        }
-        let histogram = match self.latency.lock() {
-            Ok(mut map) => map
-                .entry(route)
-                .or_insert_with(|| std::sync::Arc::new(Histogram::new(LATENCY_SECONDS)))
-                .clone(),
-            Err(_) => return,
+        let Some(stats) = self.route(route) else {
+            return;
         };
-        histogram.observe(elapsed.as_secs_f64());
+        if STATUS_RANGE.contains(&status) {
+            stats.statuses[usize::from(status - STATUS_RANGE.start)]
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        stats.latency.observe(elapsed.as_secs_f64());
+    }
+
+    fn route(&self, route: &'static str) -> Option<Arc<RouteMetrics>> {
+        if let Some(stats) = self.routes.read().ok()?.get(route) {
+            return Some(stats.clone());
+        }
+        let mut routes = self.routes.write().ok()?;
+        Some(
+            routes
+                .entry(route)
+                .or_insert_with(|| Arc::new(RouteMetrics::new()))
+                .clone(),
+        )
     }
 
     pub fn render(&self, writer: &crate::store::WriterStats, gauges: &StoreGauges) -> String {
         let mut out = String::with_capacity(8192);
         out.push_str("# HELP engaged_requests_total HTTP requests by route and status.\n# TYPE engaged_requests_total counter\n");
-        if let Ok(map) = self.requests.lock() {
-            for ((route, status), n) in map.iter() {
-                let _ = writeln!(
-                    out,
-                    "engaged_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
-                );
+        let routes: Vec<_> = match self.routes.read() {
+            Ok(map) => map.iter().map(|(r, m)| (*r, m.clone())).collect(),
+            Err(_) => Vec::new(),
+        };
+        for (route, stats) in &routes {
+            for (status, n) in STATUS_RANGE.zip(&stats.statuses) {
+                let n = n.load(Ordering::Relaxed);
+                if n > 0 {
+                    let _ = writeln!(
+                        out,
+                        "engaged_requests_total{{route=\"{route}\",status=\"{status}\"}} {n}"
+                    );
+                }
             }
         }
         out.push_str("# HELP engaged_request_duration_seconds Time to answer a request, by route.\n# TYPE engaged_request_duration_seconds histogram\n");
-        if let Ok(map) = self.latency.lock() {
-            for (route, histogram) in map.iter() {
-                histogram.render(
-                    &mut out,
-                    "engaged_request_duration_seconds",
-                    &format!("route=\"{route}\""),
-                );
-            }
+        for (route, stats) in &routes {
+            stats.latency.render(
+                &mut out,
+                "engaged_request_duration_seconds",
+                &format!("route=\"{route}\""),
+            );
         }
         out.push_str("# HELP engaged_writer_batch_size Write jobs per commit.\n# TYPE engaged_writer_batch_size histogram\n");
         writer

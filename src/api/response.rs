@@ -21,14 +21,16 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
 pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Body> {
     match serde_json::to_vec(value) {
         Ok(bytes) => with_json_type(status, bytes),
-        Err(e) => error(&Error::Internal(format!("response encoding: {e}"))),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot encode a response");
+            error(&Error::Internal(format!("response encoding: {e}")))
+        }
     }
 }
 
+/// The `{"message"}` response of `e`. Logging an internal error is the caller's part,
+/// which knows the request it belongs to.
 pub fn error(e: &Error) -> Response<Body> {
-    if let Error::Internal(cause) = e {
-        tracing::error!(%cause, "internal error");
-    }
     let body = serde_json::json!({ "message": e.to_string() });
     let mut response = with_json_type(e.status(), body.to_string().into_bytes());
     if let Error::RateLimited { retry_after_secs } = e {

@@ -2,7 +2,7 @@
 //! call. Borrowing views serialise straight from the stored records without copies.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::domain::events::MessageShape;
 use crate::store::records::{CallRecord, LeadRecord, Subscriptions, TagRecord};
@@ -149,23 +149,31 @@ impl<'a> MessageView<'a> {
 }
 
 /// The full call record: required fields always, optional ones only when known.
-pub fn call(call: &CallRecord) -> Value {
-    let mut out = Map::new();
-    out.insert("id".into(), Value::String(call.id.clone()));
-    if let Ok(Value::Object(details)) = serde_json::to_value(&call.details) {
-        out.extend(details.into_iter().filter(|(_, v)| !v.is_null()));
+pub fn call(call: &CallRecord) -> CallView<'_> {
+    CallView(call)
+}
+
+/// A call on the wire: its id, the details that are set, `durationSeconds` and
+/// `transcript` defaulted when unset, and its times.
+pub struct CallView<'a>(&'a CallRecord);
+
+impl Serialize for CallView<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let CallView(call) = self;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("id", &call.id)?;
+        call.details.serialize_present(&mut map)?;
+        if call.details.duration_seconds.is_none() {
+            map.serialize_entry("durationSeconds", &0)?;
+        }
+        if call.details.transcript.is_none() {
+            map.serialize_entry("transcript", &[(); 0])?;
+        }
+        map.serialize_entry("createdAt", &Timestamp(call.created_at))?;
+        map.serialize_entry("updatedAt", &Timestamp(call.updated_at))?;
+        map.end()
     }
-    out.entry("durationSeconds").or_insert(Value::from(0));
-    out.entry("transcript").or_insert(Value::Array(Vec::new()));
-    out.insert(
-        "createdAt".into(),
-        Value::String(crate::time::format(call.created_at)),
-    );
-    out.insert(
-        "updatedAt".into(),
-        Value::String(crate::time::format(call.updated_at)),
-    );
-    Value::Object(out)
 }
 
 // Pages serialise in one pass, without building a `serde_json::Value` first.

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
-use crate::store::records::{CallDetails, CallRecord, LeadRecord, TransferStatus};
+use crate::store::records::{CallDetails, CallRecord, LeadRecord, RawJson, TransferStatus};
 use crate::store::WriteTx;
 use crate::webhooks;
 
@@ -141,11 +141,13 @@ fn validate(before: &CallDetails, after: &CallDetails, creating: bool) -> Result
         return Err(Error::invalid_field("callStatus"));
     }
     // The interface defines a transcript as an array of objects (its turns).
-    let is_turns = |t: &serde_json::Value| {
-        t.as_array()
-            .is_some_and(|turns| turns.iter().all(serde_json::Value::is_object))
+    let is_turns = |t: &RawJson| {
+        t.to_value().is_ok_and(|t| {
+            t.as_array()
+                .is_some_and(|turns| turns.iter().all(serde_json::Value::is_object))
+        })
     };
-    if after.transcript.as_ref().is_some_and(|t| !is_turns(&t.0)) {
+    if after.transcript.as_ref().is_some_and(|t| !is_turns(t)) {
         return Err(Error::invalid_field("transcript"));
     }
     for (name, number) in [

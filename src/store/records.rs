@@ -37,6 +37,49 @@ impl<'de> Deserialize<'de> for JsonBlob {
     }
 }
 
+/// JSON kept as its text, for a value that is stored and sent back but never looked
+/// into on a read (a call's transcript): reading it costs no parse into a tree. The
+/// postcard form is the same as [`JsonBlob`]'s, so either type reads the other's bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawJson(String);
+
+impl RawJson {
+    pub fn from_value(value: &Value) -> Self {
+        RawJson(value.to_string())
+    }
+
+    pub fn to_value(&self) -> serde_json::Result<Value> {
+        serde_json::from_str(&self.0)
+    }
+}
+
+impl Serialize for RawJson {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            // Borrowing the text as a `RawValue` checks it without allocating, and
+            // serde_json then copies it to the output as it is.
+            let raw: &serde_json::value::RawValue =
+                serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+            raw.serialize(s)
+        } else {
+            s.serialize_bytes(self.0.as_bytes())
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawJson {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if d.is_human_readable() {
+            Value::deserialize(d).map(|v| RawJson::from_value(&v))
+        } else {
+            let bytes = serde_bytes_compat::deserialize(d)?;
+            String::from_utf8(bytes)
+                .map(RawJson)
+                .map_err(serde::de::Error::custom)
+        }
+    }
+}
+
 mod serde_bytes_compat {
     //! Reads a byte string however the format hands it over.
     use serde::de::{Deserializer, Error, SeqAccess, Visitor};
@@ -229,45 +272,75 @@ pub enum TransferStatus {
     Failed,
 }
 
-/// Every client-writable field of a call. The same struct is the body of
-/// `PUT /v1/calls/{id}` (all fields optional: a field left out keeps its value), the
-/// stored record's contents, and, with `None`s dropped, the wire record.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CallDetails {
-    pub lead_id: Option<String>,
-    pub session_id: Option<String>,
-    pub direction: Option<Direction>,
-    pub call_status: Option<String>,
-    pub duration_seconds: Option<u64>,
-    pub transcript: Option<JsonBlob>,
-    pub summary: Option<String>,
-    pub is_transfer: Option<bool>,
-    pub mid_call_transfer: Option<bool>,
-    pub has_voicemail: Option<bool>,
-    pub transfer_number: Option<String>,
-    pub fallback_transfer_number: Option<String>,
-    pub transfer_answer_status: Option<AnswerStatus>,
-    pub transfer_answered_by: Option<AnsweredBy>,
-    pub transfer_fallback_attempted: Option<bool>,
-    pub transfer_fallback_answer_status: Option<AnswerStatus>,
-    pub transfer_fallback_answered_by: Option<AnsweredBy>,
-    pub mid_call_transfer_duration: Option<u64>,
-    pub ended_by: Option<EndedBy>,
-    pub transfer_initiated_at: Option<Timestamp>,
-    pub agent_connected: Option<bool>,
-    pub transfer_failure_code: Option<TransferFailureCode>,
-    pub transfer_wait_duration_seconds: Option<u64>,
-    pub transfer_status: Option<TransferStatus>,
-    pub ai_call_without_human_response: Option<bool>,
-    pub is_follow_up: Option<bool>,
-    pub is_ai_initiated: Option<bool>,
-    pub hit_call_screening: Option<bool>,
-    pub reached_human_after_screening: Option<bool>,
-    pub is_forward: Option<bool>,
-    pub disposition_id: Option<String>,
-    pub disposition_name: Option<String>,
-    pub disposition_classified_at: Option<Timestamp>,
+/// Declares [`CallDetails`] from one list of fields, each with its wire name, so that the
+/// struct and its wire view ([`CallDetails::serialize_present`]) cannot drift apart.
+macro_rules! call_details {
+    ($($field:ident: $ty:ty = $wire:literal,)*) => {
+        /// Every client-writable field of a call. The same struct is the body of
+        /// `PUT /v1/calls/{id}` (all fields optional: a field left out keeps its value),
+        /// the stored record's contents, and, with `None`s dropped, the wire record.
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct CallDetails {
+            $(
+                #[serde(rename = $wire)]
+                pub $field: Option<$ty>,
+            )*
+        }
+
+        impl CallDetails {
+            /// Writes the fields that are set, by their wire names, into a map being
+            /// serialised: the wire record leaves unset fields out rather than sending
+            /// `null`, and a derived `skip_serializing_if` would break the postcard form.
+            pub fn serialize_present<M: serde::ser::SerializeMap>(
+                &self,
+                map: &mut M,
+            ) -> Result<(), M::Error> {
+                $(
+                    if let Some(value) = &self.$field {
+                        map.serialize_entry($wire, value)?;
+                    }
+                )*
+                Ok(())
+            }
+        }
+    };
+}
+
+call_details! {
+    lead_id: String = "leadId",
+    session_id: String = "sessionId",
+    direction: Direction = "direction",
+    call_status: String = "callStatus",
+    duration_seconds: u64 = "durationSeconds",
+    transcript: RawJson = "transcript",
+    summary: String = "summary",
+    is_transfer: bool = "isTransfer",
+    mid_call_transfer: bool = "midCallTransfer",
+    has_voicemail: bool = "hasVoicemail",
+    transfer_number: String = "transferNumber",
+    fallback_transfer_number: String = "fallbackTransferNumber",
+    transfer_answer_status: AnswerStatus = "transferAnswerStatus",
+    transfer_answered_by: AnsweredBy = "transferAnsweredBy",
+    transfer_fallback_attempted: bool = "transferFallbackAttempted",
+    transfer_fallback_answer_status: AnswerStatus = "transferFallbackAnswerStatus",
+    transfer_fallback_answered_by: AnsweredBy = "transferFallbackAnsweredBy",
+    mid_call_transfer_duration: u64 = "midCallTransferDuration",
+    ended_by: EndedBy = "endedBy",
+    transfer_initiated_at: Timestamp = "transferInitiatedAt",
+    agent_connected: bool = "agentConnected",
+    transfer_failure_code: TransferFailureCode = "transferFailureCode",
+    transfer_wait_duration_seconds: u64 = "transferWaitDurationSeconds",
+    transfer_status: TransferStatus = "transferStatus",
+    ai_call_without_human_response: bool = "aiCallWithoutHumanResponse",
+    is_follow_up: bool = "isFollowUp",
+    is_ai_initiated: bool = "isAiInitiated",
+    hit_call_screening: bool = "hitCallScreening",
+    reached_human_after_screening: bool = "reachedHumanAfterScreening",
+    is_forward: bool = "isForward",
+    disposition_id: String = "dispositionId",
+    disposition_name: String = "dispositionName",
+    disposition_classified_at: Timestamp = "dispositionClassifiedAt",
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -302,6 +375,22 @@ mod tests {
         assert_eq!(back, record);
         let json = serde_json::to_value(&record.data).unwrap();
         assert_eq!(json, serde_json::json!({"a": [1, "x", null]}));
+    }
+
+    #[test]
+    fn raw_json_reads_json_blob_bytes_and_sends_its_text_as_json() {
+        let value = serde_json::json!([{"speaker": "lead", "text": "hi \"there\""}]);
+        let blob = postcard::to_allocvec(&JsonBlob(value.clone())).unwrap();
+        let raw: RawJson = postcard::from_bytes(&blob).unwrap();
+        assert_eq!(raw.to_value().unwrap(), value);
+        assert_eq!(
+            postcard::to_allocvec(&raw).unwrap(),
+            blob,
+            "same stored form"
+        );
+        assert_eq!(serde_json::to_value(&raw).unwrap(), value);
+        let parsed: RawJson = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(parsed.to_value().unwrap(), value);
     }
 
     #[test]
