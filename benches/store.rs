@@ -26,6 +26,7 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Arc::new(Store::open(&dir.path().join("bench.redb")).expect("store"));
     let (_, caller) = rt.block_on(support::org_with_key(&store, "write"));
+    let seeding = std::time::Instant::now();
     // Seed in large transactions: one job per chunk keeps seeding fast.
     for chunk in 0..leads_n.div_ceil(20_000) {
         let c = caller.clone();
@@ -38,6 +39,13 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
             Ok(())
         }))
         .expect("seed leads");
+    }
+    if leads_n >= 10_000 {
+        let took = seeding.elapsed().as_secs_f64();
+        eprintln!(
+            "seeded {leads_n} leads in {took:.1} s ({:.0} leads/s)",
+            leads_n as f64 / took
+        );
     }
     let lead_id = "lead-0-0".to_string();
     for chunk in 0..events_n.div_ceil(1000) {
@@ -64,6 +72,21 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
     }
 }
 
+/// A time halfway through the fixture's leads: a page from there starts in the middle of
+/// the index, away from its cached first leaf.
+fn middle(f: &Fixture) -> i64 {
+    let read = f.store.read().expect("read");
+    let q = LeadQuery {
+        updated_since: Some(0),
+        created_since: None,
+        limit: 1,
+        next_token: None,
+    };
+    let first = listing::leads(&read, f.store.cursor_key(), &f.caller, &q).expect("page");
+    let start = first.items.first().map_or(0, |l| l.updated_at);
+    start + (engaged::time::now_micros() - start) / 2
+}
+
 fn pages(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let mut group = c.benchmark_group("store");
@@ -77,39 +100,68 @@ fn pages(c: &mut Criterion) {
             .collect(),
         Err(_) => vec![10_000, 1_000_000],
     };
-    for &leads_n in &sizes {
-        let f = fixture(&rt, leads_n, 0);
-        let middle = {
-            let read = f.store.read().expect("read");
+    // Every fixture first, so the ratio below can alternate between them.
+    let fixtures: Vec<(usize, Fixture, LeadQuery)> = sizes
+        .iter()
+        .map(|&leads_n| {
+            let f = fixture(&rt, leads_n, 0);
             let q = LeadQuery {
-                updated_since: Some(0),
+                updated_since: Some(middle(&f)),
                 created_since: None,
-                limit: 1,
+                limit: 100,
                 next_token: None,
             };
-            let first = listing::leads(&read, f.store.cursor_key(), &f.caller, &q).expect("page");
-            let start = first.items.first().map_or(0, |l| l.updated_at);
-            start + (engaged::time::now_micros() - start) / 2
-        };
+            (leads_n, f, q)
+        })
+        .collect();
+    let page = |f: &Fixture, q: &LeadQuery| {
+        let read = f.store.read().expect("read");
+        let page = listing::leads(&read, f.store.cursor_key(), &f.caller, q).expect("page");
+        assert_eq!(page.items.len(), 100);
+    };
+    for (leads_n, f, q) in &fixtures {
         group.bench_with_input(
             BenchmarkId::new("lead_page_100_by_updatedSince", leads_n),
-            &f,
-            |b, f| {
-                let q = LeadQuery {
-                    updated_since: Some(middle),
-                    created_since: None,
-                    limit: 100,
-                    next_token: None,
-                };
-                b.iter(|| {
-                    let read = f.store.read().expect("read");
-                    let page =
-                        listing::leads(&read, f.store.cursor_key(), &f.caller, &q).expect("page");
-                    assert_eq!(page.items.len(), 100);
-                })
-            },
+            f,
+            |b, f| b.iter(|| page(f, q)),
         );
     }
+    // The ratio the target is stated in: medians of our own, taken in alternating rounds
+    // so that a busy neighbour slows both sizes alike.
+    let mut times: Vec<Vec<std::time::Duration>> = vec![Vec::new(); fixtures.len()];
+    for _ in 0..20 {
+        for (i, (_, f, q)) in fixtures.iter().enumerate() {
+            for _ in 0..25 {
+                let started = std::time::Instant::now();
+                page(f, q);
+                times[i].push(started.elapsed());
+            }
+        }
+    }
+    let medians: Vec<(usize, std::time::Duration)> = fixtures
+        .iter()
+        .zip(&mut times)
+        .map(|((n, _, _), t)| {
+            t.sort();
+            (*n, t[t.len() / 2])
+        })
+        .collect();
+    for &(n, median) in &medians {
+        eprintln!(
+            "lead page of 100 at {n} leads: median {:.3} ms over {} pages",
+            median.as_secs_f64() * 1e3,
+            times[0].len()
+        );
+    }
+    if let (Some(&(small_n, small)), Some(&(large_n, large))) = (medians.first(), medians.last()) {
+        if large_n > small_n {
+            eprintln!(
+                "lead page at {large_n} / at {small_n} leads: {:.2}x (target <= 1.3)",
+                large.as_secs_f64() / small.as_secs_f64()
+            );
+        }
+    }
+    drop(fixtures);
     {
         let leads_n = 10_000usize;
         let f = fixture(&rt, leads_n, 10_000);
@@ -182,7 +234,11 @@ where
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().sample_size(20);
+    // Bounded: the 1M fixture alone takes about a minute to seed.
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(std::time::Duration::from_secs(1))
+        .measurement_time(std::time::Duration::from_secs(3));
     targets = pages
 }
 criterion_main!(benches);
