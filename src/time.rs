@@ -4,7 +4,7 @@
 //! cheaply. The wire format is always UTC with exactly six fractional digits
 //! (`2026-11-22T10:15:30.123456Z`); input accepts any RFC 3339 date-time.
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, Timelike, Utc};
 
 /// Microseconds since the Unix epoch.
 pub type Micros = i64;
@@ -15,10 +15,40 @@ pub fn now_micros() -> Micros {
 
 /// Formats as RFC 3339 UTC with microseconds.
 pub fn format(t: Micros) -> String {
-    match DateTime::<Utc>::from_timestamp_micros(t) {
-        Some(dt) => dt.to_rfc3339_opts(SecondsFormat::Micros, true),
+    with_formatted(t, str::to_string)
+}
+
+/// Calls `f` with `t` formatted as RFC 3339 UTC with microseconds, written into a stack
+/// buffer: a page of leads formats three hundred times, and chrono's general formatter
+/// was a twentieth of the page's cost.
+pub fn with_formatted<R>(t: Micros, f: impl FnOnce(&str) -> R) -> R {
+    let Some(dt) = DateTime::<Utc>::from_timestamp_micros(t) else {
         // Unreachable for times we produce; keep the output well-formed anyway.
-        None => "1970-01-01T00:00:00.000000Z".to_string(),
+        return f("1970-01-01T00:00:00.000000Z");
+    };
+    let year = dt.year();
+    if !(0..=9999).contains(&year) {
+        return f(&dt.to_rfc3339_opts(SecondsFormat::Micros, true));
+    }
+    let mut buf = *b"0000-00-00T00:00:00.000000Z";
+    let fields = [
+        (0, 4, year as u32),
+        (5, 2, dt.month()),
+        (8, 2, dt.day()),
+        (11, 2, dt.hour()),
+        (14, 2, dt.minute()),
+        (17, 2, dt.second()),
+        (20, 6, dt.timestamp_subsec_micros()),
+    ];
+    for (at, width, mut value) in fields {
+        for digit in buf[at..at + width].iter_mut().rev() {
+            *digit = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    }
+    match std::str::from_utf8(&buf) {
+        Ok(text) => f(text),
+        Err(_) => f(&dt.to_rfc3339_opts(SecondsFormat::Micros, true)),
     }
 }
 
@@ -31,7 +61,7 @@ pub fn parse(s: &str) -> Option<Micros> {
         .ok()?
         .with_timezone(&Utc);
     (0..=9999)
-        .contains(&chrono::Datelike::year(&utc))
+        .contains(&utc.year())
         .then(|| utc.timestamp_micros())
 }
 
@@ -43,6 +73,26 @@ mod tests {
     fn formats_with_six_fraction_digits_in_utc() {
         assert_eq!(format(0), "1970-01-01T00:00:00.000000Z");
         assert_eq!(format(1_795_342_530_123_456), "2026-11-22T10:15:30.123456Z");
+    }
+
+    #[test]
+    fn formats_like_chrono_across_the_calendar() {
+        let mut t: i64 = -62_135_596_800_000_000; // 0001-01-01
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        while t < 253_402_300_799_999_999 {
+            let expected = DateTime::<Utc>::from_timestamp_micros(t)
+                .unwrap()
+                .to_rfc3339_opts(SecondsFormat::Micros, true);
+            assert_eq!(format(t), expected);
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            t += (seed % 400_000_000_000_000) as i64 + 1;
+        }
+        // Leap days and the last microsecond of a year.
+        for text in ["2024-02-29T23:59:59.999999Z", "2000-12-31T23:59:59.999999Z"] {
+            assert_eq!(format(parse(text).unwrap()), text);
+        }
     }
 
     #[test]
@@ -77,7 +127,7 @@ pub struct Timestamp(pub Micros);
 impl serde::Serialize for Timestamp {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if s.is_human_readable() {
-            s.serialize_str(&format(self.0))
+            with_formatted(self.0, |text| s.serialize_str(text))
         } else {
             s.serialize_i64(self.0)
         }
