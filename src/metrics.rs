@@ -1,9 +1,10 @@
 //! Prometheus metrics, kept in atomics and rendered as text on `GET /metrics`.
 //!
-//! Counting must cost a request almost nothing: each route's counters are atomics found
-//! under a read lock (the write lock is taken once per route, the first time it is
-//! seen), statuses index an array, and a histogram observation is three atomic adds. Gauges that live in the store (outbox depth, database size) are read
-//! at scrape time instead of being kept up to date.
+//! Counting must cost a request almost nothing: each route's counters are atomics used
+//! under a shared read lock (the write lock is taken once per route, the first time it
+//! is seen), statuses index an array, and a histogram observation is three atomic adds.
+//! Gauges that live in the store (outbox depth, database size) are read at scrape time
+//! instead of being kept up to date.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -114,27 +115,26 @@ pub struct StoreGauges {
 
 impl Metrics {
     pub fn record(&self, route: &'static str, status: u16, elapsed: Duration) {
-        let Some(stats) = self.route(route) else {
-            return;
+        let count = |stats: &RouteMetrics| {
+            if STATUS_RANGE.contains(&status) {
+                stats.statuses[usize::from(status - STATUS_RANGE.start)]
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            stats.latency.observe(elapsed.as_secs_f64());
         };
-        if STATUS_RANGE.contains(&status) {
-            stats.statuses[usize::from(status - STATUS_RANGE.start)]
-                .fetch_add(1, Ordering::Relaxed);
+        // The common case counts under the shared lock, touching no reference count.
+        if let Ok(routes) = self.routes.read() {
+            if let Some(stats) = routes.get(route) {
+                return count(stats);
+            }
         }
-        stats.latency.observe(elapsed.as_secs_f64());
-    }
-
-    fn route(&self, route: &'static str) -> Option<Arc<RouteMetrics>> {
-        if let Some(stats) = self.routes.read().ok()?.get(route) {
-            return Some(stats.clone());
+        if let Ok(mut routes) = self.routes.write() {
+            count(
+                routes
+                    .entry(route)
+                    .or_insert_with(|| Arc::new(RouteMetrics::new())),
+            );
         }
-        let mut routes = self.routes.write().ok()?;
-        Some(
-            routes
-                .entry(route)
-                .or_insert_with(|| Arc::new(RouteMetrics::new()))
-                .clone(),
-        )
     }
 
     pub fn render(&self, writer: &crate::store::WriterStats, gauges: &StoreGauges) -> String {

@@ -68,8 +68,9 @@ pub async fn handle(
     // span per request was a tenth of the server's CPU under load. Internal errors
     // name the request id themselves below.
     let span = tracing::debug_span!("request", id = %request_id);
-    let method = req.method().clone();
-    let path = req.uri().path().to_string();
+    // The request line is kept only for the debug log line below.
+    let request_line = tracing::enabled!(tracing::Level::DEBUG)
+        .then(|| (req.method().clone(), req.uri().path().to_string()));
     let mut route_name = "unmatched";
     let result = dispatch(&state, req, &mut route_name)
         .instrument(span.clone())
@@ -85,9 +86,11 @@ pub async fn handle(
     }
     let status = response.status().as_u16();
     state.metrics.record(route_name, status, started.elapsed());
-    span.in_scope(|| {
-        tracing::debug!(%method, %path, status, micros = started.elapsed().as_micros() as u64, "request")
-    });
+    if let Some((method, path)) = request_line {
+        span.in_scope(|| {
+            tracing::debug!(%method, %path, status, micros = started.elapsed().as_micros() as u64, "request")
+        });
+    }
     Ok(response)
 }
 
