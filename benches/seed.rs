@@ -20,13 +20,48 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use engaged::domain::{auth, calls, events, leads};
+use engaged::domain::{auth, calls, events, leads, Caller};
 use engaged::store::records::Scope;
-use engaged::store::Store;
+use engaged::store::{Store, WriteTx};
 
 /// Rows per write job: large transactions, few fsyncs.
-const LEADS_PER_JOB: usize = 20_000;
-const EVENTS_PER_JOB: usize = 20_000;
+const ROWS_PER_JOB: usize = 20_000;
+
+/// Writes numbered rows in large write jobs.
+struct Seeder<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    store: &'a Arc<Store>,
+    caller: &'a Caller,
+}
+
+impl Seeder<'_> {
+    /// Writes rows `0..n` with `row`, a job of `ROWS_PER_JOB` at a time, until `deadline`
+    /// if one is given; returns how many were written.
+    fn rows(
+        &self,
+        what: &str,
+        n: usize,
+        deadline: Option<Instant>,
+        row: impl Fn(&mut WriteTx, &Caller, usize) -> engaged::error::Result<()>
+            + Clone
+            + Send
+            + 'static,
+    ) -> usize {
+        let mut written = 0;
+        while written < n && deadline.is_none_or(|d| Instant::now() < d) {
+            let (first, last) = (written, (written + ROWS_PER_JOB).min(n));
+            let (caller, row) = (self.caller.clone(), row.clone());
+            self.rt
+                .block_on(
+                    self.store
+                        .write(move |tx| (first..last).try_for_each(|i| row(tx, &caller, i))),
+                )
+                .unwrap_or_else(|e| panic!("seeding {what}: {e}"));
+            written = last;
+        }
+        written
+    }
+}
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -58,26 +93,22 @@ fn main() {
     let caller = auth::authenticate(&store, Some(&key), Scope::Write).expect("a write key");
     let started = Instant::now();
 
+    let seeder = Seeder {
+        rt: &rt,
+        store: &store,
+        caller: &caller,
+    };
     let t = Instant::now();
-    for chunk in 0..leads_n.div_ceil(LEADS_PER_JOB) {
-        let c = caller.clone();
-        let first = chunk * LEADS_PER_JOB;
-        let last = (first + LEADS_PER_JOB).min(leads_n);
-        rt.block_on(store.write(move |tx| {
-            for i in first..last {
-                let body = support::object(json!({
-                    "id": format!("lead-{i}"),
-                    "firstName": "Load",
-                    "lastName": format!("Test {i}"),
-                    "phone": format!("+1555{:07}", i % 10_000_000),
-                    "email": format!("lead{i}@example.com"),
-                }));
-                leads::create(tx, &c, body)?;
-            }
-            Ok(())
-        }))
-        .expect("seed leads");
-    }
+    seeder.rows("leads", leads_n, None, |tx, c, i| {
+        let body = support::object(json!({
+            "id": format!("lead-{i}"),
+            "firstName": "Load",
+            "lastName": format!("Test {i}"),
+            "phone": format!("+1555{:07}", i % 10_000_000),
+            "email": format!("lead{i}@example.com"),
+        }));
+        leads::create(tx, c, body).map(drop)
+    });
     let leads_took = t.elapsed();
     println!(
         "seeded {leads_n} leads in {:.1} s ({:.0} leads/s)",
@@ -86,53 +117,37 @@ fn main() {
     );
 
     let t = Instant::now();
-    for chunk in 0..calls_n.div_ceil(LEADS_PER_JOB) {
-        let c = caller.clone();
-        let first = chunk * LEADS_PER_JOB;
-        let last = (first + LEADS_PER_JOB).min(calls_n);
-        rt.block_on(store.write(move |tx| {
-            for i in first..last {
-                let body = support::object(json!({
-                    "leadId": format!("lead-{i}"),
-                    "direction": "OUTBOUND",
-                    "callStatus": "COMPLETE",
-                    "durationSeconds": 42,
-                    "transcript": [{"speaker": "lead", "text": "hello"}, {"speaker": "agent", "text": "hi, how can I help?"}],
-                }));
-                calls::put(tx, &c, &format!("call-{i}"), body)?;
-            }
-            Ok(())
-        }))
-        .expect("seed calls");
-    }
+    seeder.rows("calls", calls_n, None, |tx, c, i| {
+        let body = support::object(json!({
+            "leadId": format!("lead-{i}"),
+            "direction": "OUTBOUND",
+            "callStatus": "COMPLETE",
+            "durationSeconds": 42,
+            "transcript": [{"speaker": "lead", "text": "hello"}, {"speaker": "agent", "text": "hi, how can I help?"}],
+        }));
+        calls::put(tx, c, &format!("call-{i}"), body).map(drop)
+    });
     println!(
         "seeded {calls_n} calls in {:.1} s",
         t.elapsed().as_secs_f64()
     );
 
     let t = Instant::now();
-    let mut written = 0usize;
-    while written < events_n {
-        if started.elapsed() > budget {
-            println!("event seeding stopped by the {} s budget", budget.as_secs());
-            break;
-        }
-        let c = caller.clone();
-        let first = written;
-        let last = (first + EVENTS_PER_JOB).min(events_n);
-        rt.block_on(store.write(move |tx| {
-            for j in first..last {
-                let input = events::EventInput::from_json(support::object(json!({
-                    "type": "CUSTOM",
-                    "id": format!("e-{j}"),
-                    "data": {"n": j, "note": "seeded by benches/seed.rs"},
-                })))?;
-                events::upsert(tx, &c, &format!("lead-{}", j % leads_n), input)?;
-            }
-            Ok(())
-        }))
-        .expect("seed events");
-        written = last;
+    let written = seeder.rows(
+        "events",
+        events_n,
+        Some(started + budget),
+        move |tx, c, j| {
+            let input = events::EventInput::from_json(support::object(json!({
+                "type": "CUSTOM",
+                "id": format!("e-{j}"),
+                "data": {"n": j, "note": "seeded by benches/seed.rs"},
+            })))?;
+            events::upsert(tx, c, &format!("lead-{}", j % leads_n), input).map(drop)
+        },
+    );
+    if written < events_n {
+        println!("event seeding stopped by the {} s budget", budget.as_secs());
     }
     if events_n > 0 {
         let took = t.elapsed();
