@@ -83,7 +83,7 @@ fn middle(f: &Fixture) -> i64 {
         next_token: None,
     };
     let first = listing::leads(&read, f.store.cursor_key(), &f.caller, &q).expect("page");
-    let start = first.items.first().map_or(0, |l| l.updated_at);
+    let start = first.items.first().map_or(0, |l| l.sort_time);
     start + (engaged::time::now_micros() - start) / 2
 }
 

@@ -14,6 +14,7 @@ pub mod domain;
 pub mod duration;
 pub mod error;
 pub mod ids;
+pub mod json_writer;
 pub mod maintenance;
 pub mod metrics;
 pub mod phone;

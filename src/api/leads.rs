@@ -4,8 +4,8 @@ use hyper::{Response, StatusCode};
 use serde_json::{Map, Value};
 
 use super::request::Query;
-use super::response::{json as reply, Body};
-use super::views::{LeadView, LeadsPage};
+use super::response::{json_bytes, Body};
+use super::views;
 use crate::domain::listing::{self, LeadQuery};
 use crate::domain::{leads, Caller};
 use crate::error::{Error, Result};
@@ -19,14 +19,8 @@ pub fn list(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Bo
         next_token: query.next_token(),
     };
     let page = listing::leads(&store.read()?, store.cursor_key(), caller, &q)?;
-    let leads = page.items.iter().map(LeadView::of).collect();
-    Ok(reply(
-        StatusCode::OK,
-        &LeadsPage {
-            leads,
-            next_token: page.next_token,
-        },
-    ))
+    let body = views::leads_page(&page.items, page.next_token.as_deref())?;
+    Ok(json_bytes(StatusCode::OK, body))
 }
 
 pub fn get(store: &Store, caller: &Caller, id: &str) -> Result<Response<Body>> {
@@ -34,7 +28,7 @@ pub fn get(store: &Store, caller: &Caller, id: &str) -> Result<Response<Body>> {
         .read()?
         .lead(&caller.org_id, id)?
         .ok_or_else(|| Error::lead_not_found(id))?;
-    Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+    Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }
 
 pub async fn create(
@@ -45,7 +39,7 @@ pub async fn create(
     let lead = store
         .write(move |tx| leads::create(tx, &caller, body))
         .await?;
-    Ok(reply(StatusCode::CREATED, &LeadView::of(&lead)))
+    Ok(json_bytes(StatusCode::CREATED, views::lead(&lead)?))
 }
 
 pub async fn update(
@@ -58,7 +52,7 @@ pub async fn update(
     let lead = store
         .write(move |tx| leads::update(tx, &caller, &id, body))
         .await?;
-    Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+    Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }
 
 pub async fn delete(store: &Store, caller: Caller, id: &str) -> Result<Response<Body>> {
@@ -66,5 +60,5 @@ pub async fn delete(store: &Store, caller: Caller, id: &str) -> Result<Response<
     let lead = store
         .write(move |tx| leads::delete(tx, &caller, &id))
         .await?;
-    Ok(reply(StatusCode::OK, &LeadView::of(&lead)))
+    Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }

@@ -20,7 +20,7 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
 
 pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Body> {
     match serde_json::to_vec(value) {
-        Ok(bytes) => with_json_type(status, bytes),
+        Ok(bytes) => json_bytes(status, bytes),
         Err(e) => {
             tracing::error!(error = %e, "cannot encode a response");
             error(&Error::Internal(format!("response encoding: {e}")))
@@ -32,7 +32,7 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Bo
 /// which knows the request it belongs to.
 pub fn error(e: &Error) -> Response<Body> {
     let body = serde_json::json!({ "message": e.to_string() });
-    let mut response = with_json_type(e.status(), body.to_string().into_bytes());
+    let mut response = json_bytes(e.status(), body.to_string().into_bytes());
     if let Error::RateLimited { retry_after_secs } = e {
         response
             .headers_mut()
@@ -41,7 +41,8 @@ pub fn error(e: &Error) -> Response<Body> {
     response
 }
 
-fn with_json_type(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
+/// A response whose body is JSON already.
+pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     let mut response = Response::new(full(bytes));
     *response.status_mut() = status;
     response

@@ -5,102 +5,34 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::domain::events::MessageShape;
-use crate::store::records::{CallRecord, LeadRecord, Subscriptions, TagRecord};
-use crate::store::EventRow;
+use crate::error::Result;
+use crate::json_writer::JsonWriter;
+use crate::store::lead_value;
+use crate::store::records::{CallRecord, LeadRecord};
+use crate::store::{EventRow, LeadRow};
 use crate::time::Timestamp;
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LeadView<'a> {
-    id: &'a str,
-    first_name: &'a str,
-    last_name: &'a str,
-    phone: &'a str,
-    email: &'a str,
-    customer_profile: &'a str,
-    created_at: Timestamp,
-    updated_at: Timestamp,
-    last_activity_at: Timestamp,
-    additional_info: &'a Value,
-    has_replied: bool,
-    has_replied_email: bool,
-    has_ai_call: bool,
-    is_hot: bool,
-    is_qualified: bool,
-    has_transfer_call: bool,
-    is_unsubscribed: bool,
-    is_ai_on: bool,
-    tags: &'a [TagRecord],
-    summary: &'a str,
-    external_lead_id: &'a str,
-    secondary_crm_lead_id: &'a str,
-    time_zone: &'a str,
-    subscriptions: SubscriptionsView,
-    deleted: bool,
-    deleted_at: Option<Timestamp>,
+/// A lead, rendered from its record (`lead_value` keeps the same text for pages).
+pub fn lead(lead: &LeadRecord) -> Result<Vec<u8>> {
+    let mut out = JsonWriter::with_capacity(lead_value::LEAD_JSON_BYTES);
+    lead_value::write_json(&mut out, lead);
+    out.finish()
 }
 
-#[derive(Serialize)]
-pub struct SubscriptionsView {
-    sms: &'static str,
-    voice: &'static str,
-    email: &'static str,
-}
-
-fn state(unsubscribed: bool) -> &'static str {
-    if unsubscribed {
-        "unsubscribed"
-    } else {
-        "subscribed"
-    }
-}
-
-/// True when every channel the lead can receive is unsubscribed (and it can receive one).
-pub fn is_unsubscribed(lead: &LeadRecord) -> bool {
-    let s: &Subscriptions = &lead.subscriptions;
-    let has_phone = !lead.phone.is_empty();
-    let has_email = !lead.email.is_empty();
-    (has_phone || has_email)
-        && (!has_phone || (s.sms_unsubscribed && s.voice_unsubscribed))
-        && (!has_email || s.email_unsubscribed)
-}
-
-impl<'a> LeadView<'a> {
-    pub fn of(lead: &'a LeadRecord) -> Self {
-        let s = &lead.subscriptions;
-        LeadView {
-            id: &lead.id,
-            first_name: &lead.first_name,
-            last_name: &lead.last_name,
-            phone: &lead.phone,
-            email: &lead.email,
-            customer_profile: &lead.customer_profile,
-            created_at: Timestamp(lead.created_at),
-            updated_at: Timestamp(lead.updated_at),
-            last_activity_at: Timestamp(lead.last_activity_at),
-            additional_info: &lead.additional_info.0,
-            has_replied: lead.has_replied,
-            has_replied_email: lead.has_replied_email,
-            has_ai_call: lead.has_ai_call,
-            is_hot: lead.is_hot,
-            is_qualified: lead.is_qualified,
-            has_transfer_call: lead.has_transfer_call,
-            is_unsubscribed: is_unsubscribed(lead),
-            is_ai_on: lead.is_ai_on,
-            tags: &lead.tags,
-            summary: &lead.summary,
-            external_lead_id: &lead.external_lead_id,
-            secondary_crm_lead_id: &lead.secondary_crm_lead_id,
-            time_zone: &lead.time_zone,
-            subscriptions: SubscriptionsView {
-                sms: state(s.sms_unsubscribed),
-                voice: state(s.voice_unsubscribed),
-                email: state(s.email_unsubscribed),
-            },
-            deleted: lead.deleted_at.is_some(),
-            deleted_at: lead.deleted_at.map(Timestamp),
+/// A page of leads: their stored wire JSON, copied as it is.
+pub fn leads_page(leads: &[LeadRow], next_token: Option<&str>) -> Result<Vec<u8>> {
+    let mut out = JsonWriter::with_capacity(64 + leads.len() * lead_value::LEAD_JSON_BYTES);
+    out.raw("{\"leads\":[");
+    for (i, lead) in leads.iter().enumerate() {
+        if i > 0 {
+            out.raw(",");
         }
+        out.json_text(&lead.json()?);
     }
+    out.raw("],\"nextToken\":");
+    out.opt_str(next_token);
+    out.raw("}");
+    out.finish()
 }
 
 #[derive(Serialize)]
@@ -177,13 +109,6 @@ impl Serialize for CallView<'_> {
 }
 
 // Pages serialise in one pass, without building a `serde_json::Value` first.
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LeadsPage<'a> {
-    pub leads: Vec<LeadView<'a>>,
-    pub next_token: Option<String>,
-}
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

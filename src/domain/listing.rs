@@ -7,8 +7,7 @@
 //! (`cursor`), so it cannot be replayed against another.
 
 use crate::error::{Error, Result};
-use crate::store::records::LeadRecord;
-use crate::store::{EventRow, Flow, From, ReadTx};
+use crate::store::{EventRow, Flow, From, LeadRow, ReadTx};
 use crate::time::{self, Micros};
 use crate::{cursor::CursorKey, domain::Caller};
 
@@ -32,7 +31,7 @@ pub fn leads(
     key: &CursorKey,
     caller: &Caller,
     q: &LeadQuery,
-) -> Result<Page<LeadRecord>> {
+) -> Result<Page<LeadRow>> {
     let (by_created, since) = match (q.updated_since, q.created_since) {
         (Some(u), _) => (false, u),
         (None, Some(c)) => (true, c),
@@ -52,16 +51,13 @@ pub fn leads(
         Some(token) => From::After(key.open::<(Micros, String)>(&query, token)?),
         None => From::AtOrAfter((since, String::new())),
     };
-    let created_since = q.created_since;
-    let wanted = |lead: &LeadRecord| created_since.is_none_or(|c| lead.created_at >= c);
-    let position = |last: &LeadRecord| {
-        let t = if by_created {
-            last.created_at
-        } else {
-            last.updated_at
-        };
-        (t, last.id.clone())
+    // With both filters the scan runs by `updatedAt`, and `createdAt` is in the record.
+    let created_since = q.created_since.filter(|_| !by_created);
+    let wanted = |lead: &LeadRow| match created_since {
+        None => Ok(true),
+        Some(c) => Ok(lead.record()?.created_at >= c),
     };
+    let position = |last: &LeadRow| (last.sort_time, last.id.clone());
     let sealed = Cursor {
         key,
         query: &query,
@@ -98,7 +94,8 @@ pub fn events(
         Some(token) => From::After(key.open::<(Micros, String, String)>(&query, token)?),
         None => From::AtOrAfter((q.since.unwrap_or(i64::MIN), String::new(), String::new())),
     };
-    let wanted = |row: &EventRow| q.types.is_empty() || q.types.binary_search(&row.kind).is_ok();
+    let wanted =
+        |row: &EventRow| Ok(q.types.is_empty() || q.types.binary_search(&row.kind).is_ok());
     let position = |last: &EventRow| (last.updated_at, last.kind.clone(), last.id.clone());
     let sealed = Cursor {
         key,
@@ -138,7 +135,7 @@ pub fn messages(
     paginate(
         limit,
         |visit| read.scan_messages(&caller.org_id, lead_id, from, visit),
-        |_| true,
+        |_| Ok(true),
         sealed,
     )
 }
@@ -155,7 +152,7 @@ pub struct Cursor<'a, F> {
 pub fn paginate<T, P: serde::Serialize>(
     limit: usize,
     scan: impl FnOnce(&mut dyn FnMut(T) -> Result<Flow>) -> Result<()>,
-    wanted: impl Fn(&T) -> bool,
+    wanted: impl Fn(&T) -> Result<bool>,
     cursor: Cursor<'_, impl Fn(&T) -> P>,
 ) -> Result<Page<T>> {
     let (items, more) = collect(limit, scan, wanted)?;
@@ -170,12 +167,12 @@ pub fn paginate<T, P: serde::Serialize>(
 fn collect<T>(
     limit: usize,
     scan: impl FnOnce(&mut dyn FnMut(T) -> Result<Flow>) -> Result<()>,
-    wanted: impl Fn(&T) -> bool,
+    wanted: impl Fn(&T) -> Result<bool>,
 ) -> Result<(Vec<T>, bool)> {
     let mut items = Vec::new();
     let mut more = false;
     scan(&mut |row| {
-        if !wanted(&row) {
+        if !wanted(&row)? {
             return Ok(Flow::Continue);
         }
         if items.len() == limit {

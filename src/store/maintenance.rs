@@ -3,7 +3,8 @@
 //! redb has no file-level backup, and copying the file while the writer commits can
 //! catch it half-written. A backup is therefore one read transaction, a consistent
 //! snapshot, copied table by table into a new redb file. The check verifies that every
-//! index row points at its record and every record has its index rows.
+//! index row points at its record, every record has its index rows, and every lead's
+//! stored wire JSON is what its record renders to.
 
 use std::path::Path;
 
@@ -13,10 +14,12 @@ use redb::{
 };
 
 use super::codec::decode;
-use super::records::{DeliveryRecord, DeliveryState, KeyRecord, LeadRecord, OrgRecord};
+use super::lead_value;
+use super::records::{DeliveryRecord, DeliveryState, KeyRecord, OrgRecord};
 use super::tables::*;
 use super::Store;
 use crate::error::{Error, Result};
+use crate::json_writer::JsonWriter;
 
 impl Store {
     /// Writes a consistent snapshot of the whole database to a new file at `target`.
@@ -127,8 +130,15 @@ fn check_leads(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()>
     for row in leads.iter()? {
         let (key, v) = row?;
         let (org, id) = key.value();
-        let lead: LeadRecord = decode(v.value())?;
+        let lead = lead_value::decode(v.value())?;
         count += 1;
+        let mut rendered = JsonWriter::with_capacity(lead_value::LEAD_JSON_BYTES);
+        lead_value::write_json(&mut rendered, &lead);
+        if *lead_value::json(v.value())? != *rendered.finish()? {
+            problems.push(format!(
+                "lead {org}/{id} has a stored view that differs from its record"
+            ));
+        }
         if by_updated.get((org, lead.updated_at, id))?.is_none() {
             problems.push(format!("lead {org}/{id} missing from leads_by_updated"));
         }
@@ -156,7 +166,7 @@ fn check_leads(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()>
         let (key, _) = row?;
         let (org, phone, id) = key.value();
         let points = match leads.get((org, id))? {
-            Some(v) => decode::<LeadRecord>(v.value())?.phone == phone,
+            Some(v) => lead_value::decode(v.value())?.phone == phone,
             None => false,
         };
         if !points {

@@ -8,6 +8,7 @@
 pub mod codec;
 mod contact;
 mod key_cache;
+pub mod lead_value;
 mod maintenance;
 mod migrations;
 mod read;
@@ -24,7 +25,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use redb::{Database, ReadableDatabase, ReadableTable};
 
 pub use maintenance::check_file;
-pub use read::{EventRow, Flow, From, ReadTx};
+pub use read::{EventRow, Flow, From, LeadRow, ReadTx};
 pub use write::{EventKey, WriteTx};
 pub use writer::WriterStats;
 

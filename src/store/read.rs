@@ -5,11 +5,13 @@
 //! visitor that says whether to go on, so callers can stop after a page without the
 //! store knowing what a page is.
 
+use std::borrow::Cow;
 use std::ops::Bound;
 
 use redb::{ReadTransaction, ReadableTable};
 
 use super::codec::decode;
+use super::lead_value;
 use super::records::{CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use crate::error::{Error, Result};
@@ -27,6 +29,26 @@ pub enum Flow {
 pub enum From<K> {
     AtOrAfter(K),
     After(K),
+}
+
+/// A lead as a listing reads it: where it sorts (`updatedAt` or `createdAt`), its id,
+/// and its stored value, decoded only as far as asked (`lead_value`).
+#[derive(Debug, Clone)]
+pub struct LeadRow {
+    pub sort_time: Micros,
+    pub id: String,
+    value: Vec<u8>,
+}
+
+impl LeadRow {
+    pub fn record(&self) -> Result<LeadRecord> {
+        lead_value::decode(&self.value)
+    }
+
+    /// The lead's wire JSON, as stored at its last write.
+    pub fn json(&self) -> Result<Cow<'_, [u8]>> {
+        lead_value::json(&self.value)
+    }
 }
 
 /// An event row as a scan yields it.
@@ -72,7 +94,7 @@ impl ReadTx {
     pub fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
         let table = self.txn.open_table(LEADS)?;
         let found = table.get((org, id))?;
-        found.map(|v| decode(v.value())).transpose()
+        found.map(|v| lead_value::decode(v.value())).transpose()
     }
 
     /// Visits an organization's leads in (`updatedAt`, id) order, or (`createdAt`, id)
@@ -82,7 +104,7 @@ impl ReadTx {
         org: &str,
         by_created: bool,
         from: From<(Micros, String)>,
-        mut visit: impl FnMut(LeadRecord) -> Result<Flow>,
+        mut visit: impl FnMut(LeadRow) -> Result<Flow>,
     ) -> Result<()> {
         let index = self.txn.open_table(if by_created {
             LEADS_BY_CREATED
@@ -96,14 +118,19 @@ impl ReadTx {
         };
         for row in index.range::<(&str, i64, &str)>((start, Bound::Unbounded))? {
             let (key, _) = row?;
-            let (row_org, _, id) = key.value();
+            let (row_org, sort_time, id) = key.value();
             if row_org != org {
                 break;
             }
             let lead = leads.get((org, id))?.ok_or_else(|| {
                 Error::Internal(format!("lead index points at a missing lead {org}/{id}"))
             })?;
-            if visit(decode(lead.value())?)? == Flow::Stop {
+            let row = LeadRow {
+                sort_time,
+                id: id.to_string(),
+                value: lead.value().to_vec(),
+            };
+            if visit(row)? == Flow::Stop {
                 break;
             }
         }

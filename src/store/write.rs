@@ -7,6 +7,7 @@
 use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{decode, encode};
+use super::lead_value;
 use super::records::{CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use crate::error::Result;
@@ -119,7 +120,7 @@ impl WriteTx {
     pub fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
         let table = self.txn.open_table(LEADS)?;
         let found = table.get((org, id))?;
-        found.map(|v| decode(v.value())).transpose()
+        found.map(|v| lead_value::decode(v.value())).transpose()
     }
 
     /// Writes `lead` and moves its index rows from where `old` had them.
@@ -130,7 +131,7 @@ impl WriteTx {
         old: Option<&LeadRecord>,
     ) -> Result<()> {
         let id = lead.id.as_str();
-        let bytes = encode(lead)?;
+        let bytes = lead_value::encode(lead)?;
         self.txn
             .open_table(LEADS)?
             .insert((org, id), bytes.as_slice())?;

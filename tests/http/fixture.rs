@@ -1,9 +1,10 @@
 //! Files written by an earlier release keep opening and reading the same.
 //!
-//! `tests/fixtures/schema-v1.redb` was written by this release's code (the ignored
-//! test below regenerates it) and `schema-v1.json` holds what the server answered then.
-//! A later change of a table or a record format must keep these answers identical, by
-//! migrating the file at start-up (`store::migrations`), or this test fails.
+//! `tests/fixtures/schema-vN.redb` was written by the release whose schema is N (the
+//! ignored test below writes one for the current schema) and `schema-vN.json` holds what
+//! the server answered then. A later change of a table or a record format must keep
+//! these answers identical, by migrating the file at start-up (`store::migrations`), or
+//! these tests fail.
 
 use serde_json::{json, Value};
 
@@ -57,14 +58,23 @@ async fn snapshot(ts: &TestServer, admin: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_written_by_schema_v1_reads_the_same() {
+    reads_the_same(1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_written_by_schema_v2_reads_the_same() {
+    reads_the_same(2).await;
+}
+
+async fn reads_the_same(schema: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::copy(
-        format!("{FIXTURE_DIR}/schema-v1.redb"),
+        format!("{FIXTURE_DIR}/schema-v{schema}.redb"),
         dir.path().join("engaged.redb"),
     )
     .expect("copy fixture");
     let expected: Value = serde_json::from_slice(
-        &std::fs::read(format!("{FIXTURE_DIR}/schema-v1.json")).expect("fixture answers"),
+        &std::fs::read(format!("{FIXTURE_DIR}/schema-v{schema}.json")).expect("fixture answers"),
     )
     .expect("json");
     let ts = TestServer::start_in(dir, |_| {}).await;
@@ -83,11 +93,13 @@ async fn a_file_written_by_schema_v1_reads_the_same() {
     assert_eq!(r.status, 200);
 }
 
-/// Regenerates the fixture: `cargo test --test http fixture -- --ignored`, then commit
-/// both files. Only when the format deliberately stays compatible, or for a new version.
+/// Writes the fixture of the current schema: `cargo test --test http fixture --
+/// --ignored`, then commit both files and add a test that reads them. Run it once per
+/// new schema version; an older version's files are never rewritten.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
-async fn write_the_schema_v1_fixture() {
+async fn write_the_current_schema_fixture() {
+    let schema = engaged::store::SCHEMA_VERSION;
     let ts = TestServer::start().await;
     let admin = ts.key("fixture", "admin").await;
     let lead = json!({
@@ -144,9 +156,9 @@ async fn write_the_schema_v1_fixture() {
     let db = ts.data_dir.join("engaged.redb");
     ts.server.store().shutdown();
     std::fs::create_dir_all(FIXTURE_DIR).expect("fixture dir");
-    std::fs::copy(&db, format!("{FIXTURE_DIR}/schema-v1.redb")).expect("write fixture");
+    std::fs::copy(&db, format!("{FIXTURE_DIR}/schema-v{schema}.redb")).expect("write fixture");
     std::fs::write(
-        format!("{FIXTURE_DIR}/schema-v1.json"),
+        format!("{FIXTURE_DIR}/schema-v{schema}.json"),
         serde_json::to_vec_pretty(&answers).expect("json"),
     )
     .expect("write answers");
