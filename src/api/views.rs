@@ -7,27 +7,25 @@ use serde_json::Value;
 use crate::domain::events::MessageShape;
 use crate::error::Result;
 use crate::json_writer::JsonWriter;
-use crate::store::lead_value;
+use crate::store::lead_view;
 use crate::store::records::{CallRecord, LeadRecord};
 use crate::store::{EventRow, LeadRow};
 use crate::time::Timestamp;
 
-/// A lead, rendered from its record (`lead_value` keeps the same text for pages).
+/// A lead, rendered from its record.
 pub fn lead(lead: &LeadRecord) -> Result<Vec<u8>> {
-    let mut out = JsonWriter::with_capacity(lead_value::LEAD_JSON_BYTES);
-    lead_value::write_json(&mut out, lead);
-    out.finish()
+    lead_view::render(lead)
 }
 
-/// A page of leads: their stored wire JSON, copied as it is.
+/// A page of leads: their wire JSON as the store keeps it, copied as it is.
 pub fn leads_page(leads: &[LeadRow], next_token: Option<&str>) -> Result<Vec<u8>> {
-    let mut out = JsonWriter::with_capacity(64 + leads.len() * lead_value::LEAD_JSON_BYTES);
+    let mut out = JsonWriter::with_capacity(64 + leads.len() * lead_view::LEAD_JSON_BYTES);
     out.raw("{\"leads\":[");
     for (i, lead) in leads.iter().enumerate() {
         if i > 0 {
             out.raw(",");
         }
-        out.json_text(&lead.json()?);
+        out.json_text(&lead.json);
     }
     out.raw("],\"nextToken\":");
     out.opt_str(next_token);

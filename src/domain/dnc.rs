@@ -48,5 +48,5 @@ pub fn list(
             visit((phone, at))
         })
     };
-    listing::paginate(limit, scan, |_| Ok(true), cursor)
+    listing::paginate(limit, scan, |_| true, cursor)
 }

@@ -51,12 +51,8 @@ pub fn leads(
         Some(token) => From::After(key.open::<(Micros, String)>(&query, token)?),
         None => From::AtOrAfter((since, String::new())),
     };
-    // With both filters the scan runs by `updatedAt`, and `createdAt` is in the record.
-    let created_since = q.created_since.filter(|_| !by_created);
-    let wanted = |lead: &LeadRow| match created_since {
-        None => Ok(true),
-        Some(c) => Ok(lead.record()?.created_at >= c),
-    };
+    let created_since = q.created_since;
+    let wanted = |lead: &LeadRow| created_since.is_none_or(|c| lead.created_at >= c);
     let position = |last: &LeadRow| (last.sort_time, last.id.clone());
     let sealed = Cursor {
         key,
@@ -94,8 +90,7 @@ pub fn events(
         Some(token) => From::After(key.open::<(Micros, String, String)>(&query, token)?),
         None => From::AtOrAfter((q.since.unwrap_or(i64::MIN), String::new(), String::new())),
     };
-    let wanted =
-        |row: &EventRow| Ok(q.types.is_empty() || q.types.binary_search(&row.kind).is_ok());
+    let wanted = |row: &EventRow| q.types.is_empty() || q.types.binary_search(&row.kind).is_ok();
     let position = |last: &EventRow| (last.updated_at, last.kind.clone(), last.id.clone());
     let sealed = Cursor {
         key,
@@ -135,7 +130,7 @@ pub fn messages(
     paginate(
         limit,
         |visit| read.scan_messages(&caller.org_id, lead_id, from, visit),
-        |_| Ok(true),
+        |_| true,
         sealed,
     )
 }
@@ -152,7 +147,7 @@ pub struct Cursor<'a, F> {
 pub fn paginate<T, P: serde::Serialize>(
     limit: usize,
     scan: impl FnOnce(&mut dyn FnMut(T) -> Result<Flow>) -> Result<()>,
-    wanted: impl Fn(&T) -> Result<bool>,
+    wanted: impl Fn(&T) -> bool,
     cursor: Cursor<'_, impl Fn(&T) -> P>,
 ) -> Result<Page<T>> {
     let (items, more) = collect(limit, scan, wanted)?;
@@ -167,12 +162,12 @@ pub fn paginate<T, P: serde::Serialize>(
 fn collect<T>(
     limit: usize,
     scan: impl FnOnce(&mut dyn FnMut(T) -> Result<Flow>) -> Result<()>,
-    wanted: impl Fn(&T) -> Result<bool>,
+    wanted: impl Fn(&T) -> bool,
 ) -> Result<(Vec<T>, bool)> {
     let mut items = Vec::new();
     let mut more = false;
     scan(&mut |row| {
-        if !wanted(&row)? {
+        if !wanted(&row) {
             return Ok(Flow::Continue);
         }
         if items.len() == limit {

@@ -6,12 +6,12 @@
 //! message rather than misread. A release that changes a table or a record format adds
 //! one step here and bumps the version; the fixture test keeps the old files readable.
 
-use std::ops::Bound;
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
-use redb::{ReadableTable, WriteTransaction};
-
-use super::lead_value;
-use super::tables::LEADS;
+use super::codec::decode;
+use super::lead_view;
+use super::records::LeadRecord;
+use super::tables::{LEADS, LEADS_BY_UPDATED};
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
@@ -19,46 +19,32 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
-const STEPS: &[Step] = &[leads_keep_their_wire_json];
+const STEPS: &[Step] = &[leads_by_updated_holds_each_leads_json];
 
 // Every version below the current one has its step.
 const _: () = assert!(STEPS.len() as u32 + 1 == SCHEMA_VERSION);
 
-/// 1 → 2: every lead value gains its rendered wire JSON (`lead_value`). Rewritten a
-/// slice of keys at a time, so a million leads do not sit in memory at once.
-fn leads_keep_their_wire_json(txn: &WriteTransaction) -> Result<()> {
-    rewrite_leads(txn, 10_000)
-}
-
-fn rewrite_leads(txn: &WriteTransaction, slice_len: usize) -> Result<()> {
-    let mut leads = txn.open_table(LEADS)?;
-    let mut after: Option<(String, String)> = None;
-    let mut rewritten = 0u64;
-    loop {
-        let start = match &after {
-            Some((org, id)) => Bound::Excluded((org.as_str(), id.as_str())),
-            None => Bound::Unbounded,
-        };
-        let mut slice = Vec::with_capacity(slice_len);
-        for row in leads.range::<(&str, &str)>((start, Bound::Unbounded))? {
-            let (key, value) = row?;
-            let (org, id) = key.value();
-            let lead = lead_value::decode(value.value())?;
-            slice.push((org.to_string(), id.to_string(), lead_value::encode(&lead)?));
-            if slice.len() == slice_len {
-                break;
-            }
-        }
-        for (org, id, value) in &slice {
-            leads.insert((org.as_str(), id.as_str()), value.as_slice())?;
-        }
-        rewritten += slice.len() as u64;
-        match slice.pop() {
-            Some((org, id, _)) if slice.len() + 1 == slice_len => after = Some((org, id)),
-            _ => break,
-        }
+/// 1 → 2: `leads_by_updated` rows gain the lead's createdAt and wire JSON
+/// (`lead_view`); the table's value type changes, so it is dropped and refilled.
+fn leads_by_updated_holds_each_leads_json(txn: &WriteTransaction) -> Result<()> {
+    const V1_LEADS_BY_UPDATED: TableDefinition<(&str, i64, &str), ()> =
+        TableDefinition::new("leads_by_updated");
+    txn.delete_table(V1_LEADS_BY_UPDATED)?;
+    let leads = txn.open_table(LEADS)?;
+    let mut by_updated = txn.open_table(LEADS_BY_UPDATED)?;
+    let mut filled = 0u64;
+    for row in leads.iter()? {
+        let (key, value) = row?;
+        let (org, id) = key.value();
+        let lead: LeadRecord = decode(value.value())?;
+        let view = lead_view::index_value(&lead)?;
+        by_updated.insert((org, lead.updated_at, id), view.as_slice())?;
+        filled += 1;
     }
-    tracing::info!(leads = rewritten, "stored each lead's wire JSON");
+    tracing::info!(
+        leads = filled,
+        "leads_by_updated now holds each lead's JSON"
+    );
     Ok(())
 }
 
@@ -87,42 +73,46 @@ pub fn migrate(txn: &WriteTransaction, from: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::codec;
-    use crate::store::records::LeadRecord;
+    use crate::store::codec::encode;
     use redb::ReadableTableMetadata;
 
     #[test]
-    fn schema_1_leads_are_rewritten_with_their_view_across_slices() {
+    fn schema_1_lead_index_rows_gain_the_leads_json() {
         let dir = tempfile::tempdir().unwrap();
         let db = redb::Database::create(dir.path().join("v1.redb")).unwrap();
-        let lead = |i: usize| LeadRecord {
-            id: format!("lead-{i}"),
-            first_name: format!("Name {i}"),
-            ..LeadRecord::default()
-        };
+        let v1_index: TableDefinition<(&str, i64, &str), ()> =
+            TableDefinition::new("leads_by_updated");
+        let leads: Vec<LeadRecord> = (0..3)
+            .map(|i| LeadRecord {
+                id: format!("lead-{i}"),
+                first_name: format!("Name {i}"),
+                created_at: i,
+                updated_at: 10 + i,
+                ..LeadRecord::default()
+            })
+            .collect();
         let txn = db.begin_write().unwrap();
         {
-            let mut leads = txn.open_table(LEADS).unwrap();
-            for i in 0..5 {
-                let org = if i < 3 { "org-a" } else { "org-b" };
-                let old = codec::encode(&lead(i)).unwrap();
-                leads
-                    .insert((org, lead(i).id.as_str()), old.as_slice())
-                    .unwrap();
+            let mut table = txn.open_table(LEADS).unwrap();
+            let mut index = txn.open_table(v1_index).unwrap();
+            for lead in &leads {
+                let id = lead.id.as_str();
+                let bytes = encode(lead).unwrap();
+                table.insert(("org", id), bytes.as_slice()).unwrap();
+                index.insert(("org", lead.updated_at, id), ()).unwrap();
             }
         }
-        rewrite_leads(&txn, 2).unwrap();
-        let leads = txn.open_table(LEADS).unwrap();
-        assert_eq!(leads.len().unwrap(), 5);
-        for row in leads.iter().unwrap() {
-            let (key, value) = row.unwrap();
-            let value = value.value();
-            assert_eq!(value[0], lead_value::LEAD_FORMAT, "{:?}", key.value());
-            let decoded = lead_value::decode(value).unwrap();
-            assert_eq!(decoded.id, key.value().1);
-            let view: serde_json::Value =
-                serde_json::from_slice(&lead_value::json(value).unwrap()).unwrap();
-            assert_eq!(view["firstName"], decoded.first_name.as_str());
+        leads_by_updated_holds_each_leads_json(&txn).unwrap();
+        let index = txn.open_table(LEADS_BY_UPDATED).unwrap();
+        assert_eq!(index.len().unwrap(), 3);
+        for lead in &leads {
+            let value = index
+                .get(("org", lead.updated_at, lead.id.as_str()))
+                .unwrap()
+                .unwrap();
+            let indexed = lead_view::parse(value.value()).unwrap();
+            assert_eq!(indexed.created_at, lead.created_at);
+            assert_eq!(indexed.json, lead_view::render(lead).unwrap().as_slice());
         }
     }
 }

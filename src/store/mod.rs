@@ -8,7 +8,7 @@
 pub mod codec;
 mod contact;
 mod key_cache;
-pub mod lead_value;
+pub mod lead_view;
 mod maintenance;
 mod migrations;
 mod read;

@@ -5,13 +5,12 @@
 //! visitor that says whether to go on, so callers can stop after a page without the
 //! store knowing what a page is.
 
-use std::borrow::Cow;
 use std::ops::Bound;
 
 use redb::{ReadTransaction, ReadableTable};
 
 use super::codec::decode;
-use super::lead_value;
+use super::lead_view;
 use super::records::{CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use crate::error::{Error, Result};
@@ -31,24 +30,14 @@ pub enum From<K> {
     After(K),
 }
 
-/// A lead as a listing reads it: where it sorts (`updatedAt` or `createdAt`), its id,
-/// and its stored value, decoded only as far as asked (`lead_value`).
+/// A lead as a listing reads it: where it sorts (`updatedAt` or `createdAt`), and its
+/// wire JSON (`lead_view`).
 #[derive(Debug, Clone)]
 pub struct LeadRow {
     pub sort_time: Micros,
     pub id: String,
-    value: Vec<u8>,
-}
-
-impl LeadRow {
-    pub fn record(&self) -> Result<LeadRecord> {
-        lead_value::decode(&self.value)
-    }
-
-    /// The lead's wire JSON, as stored at its last write.
-    pub fn json(&self) -> Result<Cow<'_, [u8]>> {
-        lead_value::json(&self.value)
-    }
+    pub created_at: Micros,
+    pub json: Vec<u8>,
 }
 
 /// An event row as a scan yields it.
@@ -94,11 +83,12 @@ impl ReadTx {
     pub fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
         let table = self.txn.open_table(LEADS)?;
         let found = table.get((org, id))?;
-        found.map(|v| lead_value::decode(v.value())).transpose()
+        found.map(|v| decode(v.value())).transpose()
     }
 
     /// Visits an organization's leads in (`updatedAt`, id) order, or (`createdAt`, id)
-    /// order when `by_created`, starting at `from`.
+    /// order when `by_created`, starting at `from`. By `updatedAt` the index row holds
+    /// the lead's JSON; by `createdAt` each record is read and rendered.
     pub fn scan_leads(
         &self,
         org: &str,
@@ -106,32 +96,53 @@ impl ReadTx {
         from: From<(Micros, String)>,
         mut visit: impl FnMut(LeadRow) -> Result<Flow>,
     ) -> Result<()> {
-        let index = self.txn.open_table(if by_created {
-            LEADS_BY_CREATED
-        } else {
-            LEADS_BY_UPDATED
-        })?;
         let leads = self.txn.open_table(LEADS)?;
+        let rendered = |id: &str, sort_time: Micros| -> Result<LeadRow> {
+            let found = leads.get((org, id))?.ok_or_else(|| {
+                Error::Internal(format!("lead index points at a missing lead {org}/{id}"))
+            })?;
+            let lead: LeadRecord = decode(found.value())?;
+            Ok(LeadRow {
+                sort_time,
+                id: id.to_string(),
+                created_at: lead.created_at,
+                json: lead_view::render(&lead)?,
+            })
+        };
         let start = match &from {
             From::AtOrAfter((t, id)) => Bound::Included((org, *t, id.as_str())),
             From::After((t, id)) => Bound::Excluded((org, *t, id.as_str())),
         };
-        for row in index.range::<(&str, i64, &str)>((start, Bound::Unbounded))? {
-            let (key, _) = row?;
-            let (row_org, sort_time, id) = key.value();
-            if row_org != org {
-                break;
+        let range = (start, Bound::Unbounded);
+        if by_created {
+            let index = self.txn.open_table(LEADS_BY_CREATED)?;
+            for row in index.range::<(&str, i64, &str)>(range)? {
+                let (key, _) = row?;
+                let (row_org, created_at, id) = key.value();
+                if row_org != org || visit(rendered(id, created_at)?)? == Flow::Stop {
+                    break;
+                }
             }
-            let lead = leads.get((org, id))?.ok_or_else(|| {
-                Error::Internal(format!("lead index points at a missing lead {org}/{id}"))
-            })?;
-            let row = LeadRow {
-                sort_time,
-                id: id.to_string(),
-                value: lead.value().to_vec(),
-            };
-            if visit(row)? == Flow::Stop {
-                break;
+        } else {
+            let index = self.txn.open_table(LEADS_BY_UPDATED)?;
+            for row in index.range::<(&str, i64, &str)>(range)? {
+                let (key, value) = row?;
+                let (row_org, updated_at, id) = key.value();
+                if row_org != org {
+                    break;
+                }
+                let row = match lead_view::parse(value.value()) {
+                    Some(indexed) => LeadRow {
+                        sort_time: updated_at,
+                        id: id.to_string(),
+                        created_at: indexed.created_at,
+                        json: indexed.json.to_vec(),
+                    },
+                    None => rendered(id, updated_at)?,
+                };
+                if visit(row)? == Flow::Stop {
+                    break;
+                }
             }
         }
         Ok(())

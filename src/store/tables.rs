@@ -2,6 +2,8 @@
 //!
 //! Records are postcard-encoded behind a one-byte format version (see `codec`). Index
 //! tables map a sort key to `()`: the record itself lives once, in its primary table.
+//! The one exception is `leads_by_updated`, which holds each lead's rendered JSON so
+//! the sync query it serves reads nothing else.
 //! Organization ids come first in every key, so one organization's rows are a
 //! contiguous range and another organization's rows are never in reach of a scan.
 //! ARCHITECTURE.md carries the same list for readers who are not in the code.
@@ -54,8 +56,9 @@ pub const API_KEY_IDS: TableDefinition<&str, &[u8]> = TableDefinition::new("api_
 
 /// (org, lead id) → `LeadRecord`.
 pub const LEADS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("leads");
-/// (org, updatedAt, lead id) → (): `GET /v1/leads?updatedSince`.
-pub const LEADS_BY_UPDATED: TableDefinition<(&str, i64, &str), ()> =
+/// (org, updatedAt, lead id) → the lead's createdAt and wire JSON (`lead_view`): the
+/// index covers `GET /v1/leads?updatedSince`, which then reads no record.
+pub const LEADS_BY_UPDATED: TableDefinition<(&str, i64, &str), &[u8]> =
     TableDefinition::new("leads_by_updated");
 /// (org, createdAt, lead id) → (): `GET /v1/leads?createdSince`.
 pub const LEADS_BY_CREATED: TableDefinition<(&str, i64, &str), ()> =

@@ -7,7 +7,7 @@
 use redb::{ReadableTable, WriteTransaction};
 
 use super::codec::{decode, encode};
-use super::lead_value;
+use super::lead_view;
 use super::records::{CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use crate::error::Result;
@@ -120,7 +120,7 @@ impl WriteTx {
     pub fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
         let table = self.txn.open_table(LEADS)?;
         let found = table.get((org, id))?;
-        found.map(|v| lead_value::decode(v.value())).transpose()
+        found.map(|v| decode(v.value())).transpose()
     }
 
     /// Writes `lead` and moves its index rows from where `old` had them.
@@ -131,16 +131,17 @@ impl WriteTx {
         old: Option<&LeadRecord>,
     ) -> Result<()> {
         let id = lead.id.as_str();
-        let bytes = lead_value::encode(lead)?;
+        let bytes = encode(lead)?;
         self.txn
             .open_table(LEADS)?
             .insert((org, id), bytes.as_slice())?;
 
         let mut by_updated = self.txn.open_table(LEADS_BY_UPDATED)?;
-        if let Some(old) = old {
+        if let Some(old) = old.filter(|old| old.updated_at != lead.updated_at) {
             by_updated.remove((org, old.updated_at, id))?;
         }
-        by_updated.insert((org, lead.updated_at, id), ())?;
+        let view = lead_view::index_value(lead)?;
+        by_updated.insert((org, lead.updated_at, id), view.as_slice())?;
         drop(by_updated);
 
         if old.map(|o| o.created_at) != Some(lead.created_at) {

@@ -195,7 +195,7 @@ pub fn deliveries(
     let page = listing::paginate(
         limit,
         |visit| read.scan_deliveries(endpoint_id, after, visit),
-        |_| Ok(true),
+        |_| true,
         cursor,
     )?;
     Ok((page.items, page.next_token))
