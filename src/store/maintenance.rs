@@ -256,3 +256,59 @@ fn check_deliveries(read: &ReadTransaction, problems: &mut Vec<String>) -> Resul
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::codec::encode;
+
+    #[test]
+    fn a_lead_whose_stored_json_differs_from_its_record_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("check.redb")).unwrap();
+        let lead = LeadRecord {
+            id: "lead-1".into(),
+            first_name: "Ann".into(),
+            created_at: 1,
+            updated_at: 2,
+            ..LeadRecord::default()
+        };
+        let write = |indexed: &LeadRecord| {
+            let txn = db.begin_write().unwrap();
+            let key = ("org", lead.id.as_str());
+            let record = encode(&lead).unwrap();
+            txn.open_table(LEADS)
+                .unwrap()
+                .insert(key, record.as_slice())
+                .unwrap();
+            let view = lead_view::index_value(indexed).unwrap();
+            txn.open_table(LEADS_BY_UPDATED)
+                .unwrap()
+                .insert(("org", 2, "lead-1"), view.as_slice())
+                .unwrap();
+            txn.open_table(LEADS_BY_CREATED)
+                .unwrap()
+                .insert(("org", 1, "lead-1"), ())
+                .unwrap();
+            txn.open_table(LEADS_BY_PHONE).unwrap();
+            txn.commit().unwrap();
+        };
+        let problems = || {
+            let mut found = Vec::new();
+            check_leads(&db.begin_read().unwrap(), &mut found).unwrap();
+            found
+        };
+
+        write(&lead);
+        assert_eq!(problems(), Vec::<String>::new());
+        let renamed = LeadRecord {
+            first_name: "Bob".into(),
+            ..lead.clone()
+        };
+        write(&renamed);
+        assert_eq!(
+            problems(),
+            vec!["lead org/lead-1 has stale JSON in leads_by_updated".to_string()]
+        );
+    }
+}
