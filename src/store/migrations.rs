@@ -25,22 +25,38 @@ const STEPS: &[Step] = &[leads_by_updated_holds_each_leads_json];
 const _: () = assert!(STEPS.len() as u32 + 1 == SCHEMA_VERSION);
 
 /// 1 → 2: `leads_by_updated` rows gain the lead's createdAt and wire JSON
-/// (`lead_view`); the table's value type changes, so it is dropped and refilled.
+/// (`lead_view`). The table's value type changes, so the old table is renamed aside,
+/// walked in its own key order (the new rows then go in as appends, which packs them),
+/// and dropped. A stray old row, pointing at no lead, is left behind with a warning: the
+/// index is derived from the records.
 fn leads_by_updated_holds_each_leads_json(txn: &WriteTransaction) -> Result<()> {
-    const V1_LEADS_BY_UPDATED: TableDefinition<(&str, i64, &str), ()> =
-        TableDefinition::new("leads_by_updated");
-    txn.delete_table(V1_LEADS_BY_UPDATED)?;
-    let leads = txn.open_table(LEADS)?;
-    let mut by_updated = txn.open_table(LEADS_BY_UPDATED)?;
+    const V1: TableDefinition<(&str, i64, &str), ()> = TableDefinition::new("leads_by_updated");
+    const V1_ASIDE: TableDefinition<(&str, i64, &str), ()> =
+        TableDefinition::new("leads_by_updated_v1");
+    txn.rename_table(V1, V1_ASIDE)?;
     let mut filled = 0u64;
-    for row in leads.iter()? {
-        let (key, value) = row?;
-        let (org, id) = key.value();
-        let lead: LeadRecord = decode(value.value())?;
-        let view = lead_view::index_value(&lead)?;
-        by_updated.insert((org, lead.updated_at, id), view.as_slice())?;
-        filled += 1;
+    {
+        let old = txn.open_table(V1_ASIDE)?;
+        let leads = txn.open_table(LEADS)?;
+        let mut by_updated = txn.open_table(LEADS_BY_UPDATED)?;
+        for row in old.iter()? {
+            let (key, _) = row?;
+            let (org, _, id) = key.value();
+            let Some(record) = leads.get((org, id))? else {
+                tracing::warn!(
+                    org,
+                    id,
+                    "leads_by_updated pointed at a missing lead; dropped"
+                );
+                continue;
+            };
+            let lead: LeadRecord = decode(record.value())?;
+            let view = lead_view::index_value(&lead)?;
+            by_updated.insert((org, lead.updated_at, id), view.as_slice())?;
+            filled += 1;
+        }
     }
+    txn.delete_table(V1_ASIDE)?;
     tracing::info!(
         leads = filled,
         "leads_by_updated now holds each lead's JSON"
@@ -77,7 +93,7 @@ mod tests {
     use redb::ReadableTableMetadata;
 
     #[test]
-    fn schema_1_lead_index_rows_gain_the_leads_json() {
+    fn schema_1_lead_index_rows_gain_the_leads_json_and_strays_go() {
         let dir = tempfile::tempdir().unwrap();
         let db = redb::Database::create(dir.path().join("v1.redb")).unwrap();
         let v1_index: TableDefinition<(&str, i64, &str), ()> =
@@ -101,6 +117,7 @@ mod tests {
                 table.insert(("org", id), bytes.as_slice()).unwrap();
                 index.insert(("org", lead.updated_at, id), ()).unwrap();
             }
+            index.insert(("org", 99, "ghost"), ()).unwrap();
         }
         leads_by_updated_holds_each_leads_json(&txn).unwrap();
         let index = txn.open_table(LEADS_BY_UPDATED).unwrap();
