@@ -1,5 +1,6 @@
 //! The wire shapes of records: what a client sees of a lead, an event, a message and a
-//! call. Borrowing views serialise straight from the stored records without copies.
+//! call. Borrowing views serialise straight from the stored records without copies;
+//! a lead is JSON text already (`store::lead_view`), which a page only concatenates.
 
 use serde::Serialize;
 use serde_json::Value;

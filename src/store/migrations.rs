@@ -27,8 +27,8 @@ const _: () = assert!(STEPS.len() as u32 + 1 == SCHEMA_VERSION);
 /// 1 → 2: `leads_by_updated` rows gain the lead's createdAt and wire JSON
 /// (`lead_view`). The table's value type changes, so the old table is renamed aside,
 /// walked in its own key order (the new rows then go in as appends, which packs them),
-/// and dropped. A stray old row, pointing at no lead, is left behind with a warning: the
-/// index is derived from the records.
+/// and dropped. A stray old row, pointing at no lead, is not carried over (a warning
+/// says so): the index is derived from the records.
 fn leads_by_updated_holds_each_leads_json(txn: &WriteTransaction) -> Result<()> {
     const V1: TableDefinition<(&str, i64, &str), ()> = TableDefinition::new("leads_by_updated");
     const V1_ASIDE: TableDefinition<(&str, i64, &str), ()> =
