@@ -1,4 +1,5 @@
-//! A JSON writer for the largest wire shapes: a page of a hundred leads is 64 KB.
+//! A JSON writer for the lead, the shape written most: at every lead write, and by the
+//! hundred in a page of the sync (`store::lead_view`).
 //!
 //! Through serde_json, every key of every object goes through the same byte-by-byte
 //! escaping scan as the values, and was the single largest cost of a page. Here keys are
