@@ -107,7 +107,7 @@ async fn run() {
     let c = caller.clone();
     store
         .write(move |tx| {
-            engaged::webhooks::create_endpoint(
+            engaged::domain::webhook_endpoints::create_endpoint(
                 tx,
                 &c,
                 support::object(json!({"url": url, "events": ["call.completed"]})),

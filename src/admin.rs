@@ -10,13 +10,15 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::config;
 use crate::domain::auth::{hash_key, new_key};
 use crate::error::{Error, Result};
 use crate::store::records::{KeyRecord, OrgRecord, OrgSettings, Scope};
-use crate::store::Store;
+use crate::store::{OpenError, Store};
 
 pub const SOCKET_NAME: &str = "admin.sock";
 
@@ -28,7 +30,7 @@ pub enum AdminRequest {
     },
     KeyCreate {
         org: String,
-        scope: String,
+        scope: Scope,
         name: Option<String>,
     },
     KeyList {
@@ -43,6 +45,61 @@ pub enum AdminRequest {
     },
     /// The store's consistency check (redb's own check needs the server stopped).
     Check,
+}
+
+/// `org create`'s answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OrgCreated {
+    pub id: String,
+    pub name: String,
+}
+
+/// `key create`'s answer: the key itself is shown this once.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct KeyCreated {
+    pub id: String,
+    pub key: String,
+    pub org: String,
+    pub scope: Scope,
+    pub name: String,
+}
+
+/// One row of `key list`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyListed {
+    pub id: String,
+    pub org: String,
+    pub scope: Scope,
+    pub name: String,
+    pub created_at: String,
+    pub revoked: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct KeyList {
+    pub keys: Vec<KeyListed>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct KeyRevoked {
+    pub id: String,
+    pub revoked: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct BackupDone {
+    pub path: std::path::PathBuf,
+    pub rows: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CheckDone {
+    pub problems: Vec<String>,
+}
+
+fn to_value(answer: impl Serialize) -> Result<Value> {
+    serde_json::to_value(answer).map_err(|e| Error::Internal(format!("admin answer: {e}")))
 }
 
 /// The socket's answer: exactly one of the two.
@@ -78,9 +135,14 @@ pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
         AdminRequest::Backup { path } => {
             let rows = store.backup_to(&path)?;
-            Ok(json!({"path": path, "rows": rows}))
+            to_value(BackupDone {
+                path,
+                rows: rows as u64,
+            })
         }
-        AdminRequest::Check => Ok(json!({"problems": store.check()?})),
+        AdminRequest::Check => to_value(CheckDone {
+            problems: store.check()?,
+        }),
         write => store.write_blocking(move |tx| apply(tx, write)),
     }
 }
@@ -106,12 +168,12 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
                 settings: OrgSettings::default(),
             };
             tx.put_org(&org)?;
-            Ok(json!({"id": org.id, "name": org.name}))
+            to_value(OrgCreated {
+                id: org.id,
+                name: org.name,
+            })
         }
         AdminRequest::KeyCreate { org, scope, name } => {
-            let scope = Scope::parse(&scope).ok_or_else(|| {
-                Error::BadRequest(format!("unknown scope {scope:?}: use read, write or admin"))
-            })?;
             let org_id = tx
                 .org_id_by_name(&org)?
                 .ok_or_else(|| Error::NotFound(format!("Organization not found: {org}")))?;
@@ -125,9 +187,13 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
                 revoked_at: None,
             };
             tx.put_key(&hash_key(&key), &record)?;
-            Ok(
-                json!({"id": record.id, "key": key, "org": org, "scope": scope.as_str(), "name": record.name}),
-            )
+            to_value(KeyCreated {
+                id: record.id,
+                key,
+                org,
+                scope,
+                name: record.name,
+            })
         }
         AdminRequest::KeyRevoke { id } => {
             let not_found = || Error::NotFound(format!("Key not found: {id}"));
@@ -137,7 +203,7 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
                 record.revoked_at = Some(tx.tick());
                 tx.put_key(&hash, &record)?;
             }
-            Ok(json!({"id": id, "revoked": true}))
+            to_value(KeyRevoked { id, revoked: true })
         }
         AdminRequest::KeyList { .. } | AdminRequest::Backup { .. } | AdminRequest::Check => {
             Err(Error::Internal("not a write".into()))
@@ -153,17 +219,22 @@ fn key_list(store: &Store, org: Option<&str>) -> Result<Value> {
         if org.is_some_and(|wanted| wanted != org_name) {
             continue;
         }
-        keys.push(json!({
-            "id": key.id,
-            "org": org_name,
-            "scope": key.scope.as_str(),
-            "name": key.name,
-            "createdAt": crate::time::format(key.created_at),
-            "revoked": key.revoked_at.is_some(),
-        }));
+        keys.push((
+            key.created_at,
+            KeyListed {
+                id: key.id,
+                org: org_name,
+                scope: key.scope,
+                name: key.name,
+                created_at: crate::time::format(key.created_at),
+                revoked: key.revoked_at.is_some(),
+            },
+        ));
     }
-    keys.sort_by(|a, b| a["createdAt"].as_str().cmp(&b["createdAt"].as_str()));
-    Ok(json!({"keys": keys}))
+    keys.sort_by_key(|(created, _)| *created);
+    to_value(KeyList {
+        keys: keys.into_iter().map(|(_, k)| k).collect(),
+    })
 }
 
 /// Sends one request to a running server's admin socket. `Ok(None)` when no server
@@ -193,4 +264,37 @@ pub fn call_socket(
     let response = serde_json::from_str(&answer)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
     Ok(Some(response))
+}
+
+/// Runs `request` through a running server's admin socket, or on the store itself when
+/// no server runs, and reads the answer as `T`. Errors are the operator's text.
+pub fn administer<T: DeserializeOwned>(
+    data_dir: &Path,
+    request: AdminRequest,
+) -> Result<T, String> {
+    let value = administer_value(data_dir, request)?;
+    serde_json::from_value(value).map_err(|e| format!("unexpected answer: {e}"))
+}
+
+fn administer_value(data_dir: &Path, request: AdminRequest) -> Result<Value, String> {
+    if let Some(response) =
+        call_socket(data_dir, &request).map_err(|e| format!("admin socket: {e}"))?
+    {
+        return match (response.ok, response.error) {
+            (Some(value), _) => Ok(value),
+            (None, Some(error)) => Err(error),
+            (None, None) => Err("the server sent an empty answer".into()),
+        };
+    }
+    if !data_dir.exists() {
+        config::create_data_dir(data_dir)?;
+    }
+    let store = Store::open(&config::database_path(data_dir)).map_err(|e| match e {
+        OpenError::InUse => format!(
+            "the database in {} is in use, but no server answers on its admin socket",
+            data_dir.display()
+        ),
+        OpenError::Other(msg) => msg,
+    })?;
+    run_blocking(&store, request).map_err(|e| e.to_string_for_logs())
 }

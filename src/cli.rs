@@ -6,11 +6,10 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use serde_json::Value;
 
-use crate::admin::{self, AdminRequest};
+use crate::admin::{administer, AdminRequest, KeyCreated, KeyList, KeyRevoked, OrgCreated};
 use crate::config::{self, Config, FileConfig, Overrides};
-use crate::store::{OpenError, Store};
+use crate::store::records::Scope;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -189,12 +188,9 @@ pub fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Org(OrgCommand::Create { name }) => {
             init_logging(cli.log_format, "warn");
-            let answer = administer(&data_dir, AdminRequest::OrgCreate { name })?;
-            println!("{}", answer["id"].as_str().unwrap_or_default());
-            eprintln!(
-                "created organization {}",
-                answer["name"].as_str().unwrap_or_default()
-            );
+            let org: OrgCreated = administer(&data_dir, AdminRequest::OrgCreate { name })?;
+            println!("{}", org.id);
+            eprintln!("created organization {}", org.name);
             Ok(())
         }
         Command::Key(cmd) => {
@@ -219,41 +215,39 @@ pub fn run(cli: Cli) -> Result<(), String> {
 fn key_command(data_dir: &Path, cmd: KeyCommand) -> Result<(), String> {
     match cmd {
         KeyCommand::Create { org, scope, name } => {
-            let answer = administer(data_dir, AdminRequest::KeyCreate { org, scope, name })?;
-            println!("{}", answer["key"].as_str().unwrap_or_default());
+            let scope = Scope::parse(&scope)
+                .ok_or_else(|| format!("unknown scope {scope:?}: use read, write or admin"))?;
+            let created: KeyCreated =
+                administer(data_dir, AdminRequest::KeyCreate { org, scope, name })?;
+            println!("{}", created.key);
             eprintln!(
                 "created key {} ({} scope, organization {}); store it now: it is not shown again",
-                answer["id"].as_str().unwrap_or_default(),
-                answer["scope"].as_str().unwrap_or_default(),
-                answer["org"].as_str().unwrap_or_default(),
+                created.id,
+                created.scope.as_str(),
+                created.org,
             );
         }
         KeyCommand::List { org } => {
-            let answer = administer(data_dir, AdminRequest::KeyList { org })?;
+            let list: KeyList = administer(data_dir, AdminRequest::KeyList { org })?;
             println!(
                 "{:<26} {:<20} {:<6} {:<8} {:<28} NAME",
                 "ID", "ORG", "SCOPE", "STATE", "CREATED"
             );
-            for key in answer["keys"].as_array().into_iter().flatten() {
-                let field = |k: &str| key[k].as_str().unwrap_or_default().to_string();
-                let state = if key["revoked"].as_bool() == Some(true) {
-                    "revoked"
-                } else {
-                    "active"
-                };
+            for key in list.keys {
+                let state = if key.revoked { "revoked" } else { "active" };
                 println!(
                     "{:<26} {:<20} {:<6} {:<8} {:<28} {}",
-                    field("id"),
-                    field("org"),
-                    field("scope"),
+                    key.id,
+                    key.org,
+                    key.scope.as_str(),
                     state,
-                    field("createdAt"),
-                    field("name")
+                    key.created_at,
+                    key.name
                 );
             }
         }
         KeyCommand::Revoke { id } => {
-            administer(data_dir, AdminRequest::KeyRevoke { id: id.clone() })?;
+            let _: KeyRevoked = administer(data_dir, AdminRequest::KeyRevoke { id: id.clone() })?;
             eprintln!("revoked key {id}");
         }
     }
@@ -262,29 +256,6 @@ fn key_command(data_dir: &Path, cmd: KeyCommand) -> Result<(), String> {
 
 /// Runs an admin request through a running server's socket, or on the store directly
 /// when no server runs.
-pub(crate) fn administer(data_dir: &Path, request: AdminRequest) -> Result<Value, String> {
-    if let Some(response) =
-        admin::call_socket(data_dir, &request).map_err(|e| format!("admin socket: {e}"))?
-    {
-        return match (response.ok, response.error) {
-            (Some(value), _) => Ok(value),
-            (None, Some(error)) => Err(error),
-            (None, None) => Err("the server sent an empty answer".into()),
-        };
-    }
-    if !data_dir.exists() {
-        crate::config::create_data_dir(data_dir)?;
-    }
-    let store = Store::open(&config::database_path(data_dir)).map_err(|e| match e {
-        OpenError::InUse => format!(
-            "the database in {} is in use, but no server answers on its admin socket",
-            data_dir.display()
-        ),
-        OpenError::Other(msg) => msg,
-    })?;
-    admin::run_blocking(&store, request).map_err(|e| e.to_string_for_logs())
-}
-
 fn init_logging(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));

@@ -73,8 +73,21 @@ impl Error {
         Error::NotFound(format!("Resource not found: Lead with id {id}"))
     }
 
+    /// `Unknown field: <name>`: a body member the operation does not take.
+    pub fn unknown_field(name: &str) -> Error {
+        Error::BadRequest(format!("Unknown field: {name}"))
+    }
+
     pub fn invalid_token() -> Error {
         Error::BadRequest("Invalid nextToken".to_string())
+    }
+
+    /// The cause of an error, including what the client never sees.
+    pub fn to_string_for_logs(&self) -> String {
+        match self {
+            Error::Internal(cause) => cause.clone(),
+            other => other.to_string(),
+        }
     }
 }
 

@@ -3,21 +3,20 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::admin::{self, AdminRequest};
-use crate::cli::administer;
+use crate::admin::{self, administer, AdminRequest, BackupDone, CheckDone};
 use crate::config::database_path;
 use crate::store::{check_file, Store};
 
 /// Backs up through the running server (it holds the lock), or from the file.
 pub fn backup(data_dir: &Path, target: &Path) -> Result<(), String> {
     let target = absolute(target)?;
-    let answer = administer(
+    let done: BackupDone = administer(
         data_dir,
         AdminRequest::Backup {
             path: target.clone(),
         },
     )?;
-    eprintln!("backed up {} rows to {}", answer["rows"], target.display());
+    eprintln!("backed up {} rows to {}", done.rows, target.display());
     Ok(())
 }
 
@@ -68,14 +67,11 @@ pub fn check(data_dir: &Path) -> Result<(), String> {
         Some(response) => {
             eprintln!("the server is running: checking the store's invariants (stop it to run redb's integrity check too)");
             match (response.ok, response.error) {
-                (Some(v), _) => v["problems"]
-                    .as_array()
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|p| p.as_str().map(str::to_string))
-                            .collect()
-                    })
-                    .unwrap_or_default(),
+                (Some(v), _) => {
+                    serde_json::from_value::<CheckDone>(v)
+                        .map_err(|e| format!("unexpected answer: {e}"))?
+                        .problems
+                }
                 (None, e) => return Err(e.unwrap_or_else(|| "empty answer".into())),
             }
         }

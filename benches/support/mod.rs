@@ -29,7 +29,7 @@ pub async fn org_with_key(store: &Store, scope: &str) -> (String, Caller) {
         store,
         AdminRequest::KeyCreate {
             org: "bench".into(),
-            scope: scope.into(),
+            scope: engaged::store::records::Scope::parse(scope).expect("a scope"),
             name: None,
         },
     )

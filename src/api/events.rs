@@ -7,6 +7,7 @@ use super::request::Query;
 use super::response::{json as reply, Body};
 use super::views::{EventView, EventsPage, MessageView, MessagesPage};
 use super::AppState;
+use crate::domain::channel::Owner;
 use crate::domain::listing::{self, EventQuery};
 use crate::domain::{events, messages, Caller};
 use crate::error::{Error, Result};
@@ -94,8 +95,8 @@ pub async fn post_message(
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
     let input = messages::MessageInput::from_json(body)?;
-    if input.owner == "user" {
-        return super::contact::outbound_message(state, caller, lead_id, input).await;
+    if input.owner == Owner::User {
+        return super::outreach::outbound_message(state, caller, lead_id, input).await;
     }
     let id = lead_id.to_string();
     let row = state

@@ -7,9 +7,13 @@
 
 mod calls;
 mod contact;
+mod dnc;
 mod events;
+mod inbound;
 mod leads;
 mod ops;
+mod org;
+mod outreach;
 pub mod rate_limit;
 mod recording_body;
 pub mod recordings;
@@ -45,7 +49,7 @@ pub struct AppState {
     /// Per-key request rate limit, when configured.
     pub rate_limiter: Option<rate_limit::RateLimiter>,
     /// The outgoing HTTP client, for the compliance service.
-    pub outbound: crate::webhooks::client::WebhookClient,
+    pub outbound: crate::http_client::HttpClient,
 }
 
 impl AppState {
@@ -164,18 +168,16 @@ async fn dispatch(
             contact::remove_tags(store, caller, id, state.json_body(body).await?).await
         }
         Route::RequestCall(id) => {
-            contact::request_call(state, caller, id, state.json_body(body).await?).await
+            outreach::request_call(state, caller, id, state.json_body(body).await?).await
         }
-        Route::RegisterDnc => {
-            contact::register_dnc(store, caller, state.json_body(body).await?).await
-        }
-        Route::ListDnc => contact::list_dnc(store, &caller, &query),
-        Route::RemoveDnc(phone) => contact::remove_dnc(store, caller, phone).await,
+        Route::RegisterDnc => dnc::register_dnc(store, caller, state.json_body(body).await?).await,
+        Route::ListDnc => dnc::list_dnc(store, &caller, &query),
+        Route::RemoveDnc(phone) => dnc::remove_dnc(store, caller, phone).await,
         Route::InboundSms => {
-            contact::inbound_sms(store, caller, state.json_body(body).await?).await
+            inbound::inbound_sms(store, caller, state.json_body(body).await?).await
         }
-        Route::GetOrg => contact::get_org(store, &caller),
-        Route::UpdateOrg => contact::update_org(store, caller, state.json_body(body).await?).await,
+        Route::GetOrg => org::get_org(store, &caller),
+        Route::UpdateOrg => org::update_org(store, caller, state.json_body(body).await?).await,
         Route::CreateWebhook => webhooks::create(store, caller, state.json_body(body).await?).await,
         Route::ListWebhooks => webhooks::list(store, &caller),
         Route::DeleteWebhook(id) => webhooks::delete(store, caller, id).await,

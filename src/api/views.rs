@@ -60,7 +60,7 @@ impl<'a> EventView<'a> {
 pub struct MessageView<'a> {
     id: &'a str,
     channel: &'static str,
-    owner: &'a str,
+    owner: &'static str,
     content: &'a Value,
     created_at: Timestamp,
 }
@@ -71,8 +71,8 @@ impl<'a> MessageView<'a> {
         let shape = MessageShape::of(&row.kind, &row.record.data.0)?;
         Some(MessageView {
             id: &row.id,
-            channel: shape.channel,
-            owner: shape.owner,
+            channel: shape.channel.as_str(),
+            owner: shape.owner.as_str(),
             content: shape.content,
             created_at: Timestamp(row.record.created_at),
         })

@@ -6,12 +6,12 @@ use serde_json::{json, Map, Value};
 
 use super::request::Query;
 use super::response::{json as reply, Body};
+use crate::domain::webhook_endpoints;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{DeliveryRecord, DeliveryState, EndpointRecord};
 use crate::store::Store;
 use crate::time::Timestamp;
-use crate::webhooks;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -79,7 +79,7 @@ pub async fn create(
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
     let endpoint = store
-        .write(move |tx| webhooks::create_endpoint(tx, &caller, body))
+        .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, body))
         .await?;
     let mut view = serde_json::to_value(EndpointView::of(&endpoint))
         .map_err(|e| Error::Internal(e.to_string()))?;
@@ -100,7 +100,7 @@ pub fn list(store: &Store, caller: &Caller) -> Result<Response<Body>> {
 pub async fn delete(store: &Store, caller: Caller, id: &str) -> Result<Response<Body>> {
     let id = id.to_string();
     store
-        .write(move |tx| webhooks::delete_endpoint(tx, &caller, &id))
+        .write(move |tx| webhook_endpoints::delete_endpoint(tx, &caller, &id))
         .await?;
     Ok(reply(
         StatusCode::OK,
@@ -115,7 +115,7 @@ pub fn deliveries(
     query: &Query,
 ) -> Result<Response<Body>> {
     let token = query.next_token();
-    let (items, next) = webhooks::deliveries(
+    let (items, next) = webhook_endpoints::deliveries(
         &store.read()?,
         store.cursor_key(),
         caller,
@@ -138,7 +138,7 @@ pub async fn retry(
 ) -> Result<Response<Body>> {
     let (id, delivery) = (id.to_string(), delivery.to_string());
     let d = store
-        .write(move |tx| webhooks::retry_delivery(tx, &caller, &id, &delivery))
+        .write(move |tx| webhook_endpoints::retry_delivery(tx, &caller, &id, &delivery))
         .await?;
     Ok(reply(StatusCode::ACCEPTED, &delivery_view(&d)))
 }

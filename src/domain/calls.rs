@@ -11,7 +11,7 @@ use super::{events, leads, Caller};
 use crate::error::{Error, Result};
 use crate::store::records::{CallDetails, CallRecord, LeadRecord, RawJson, TransferStatus};
 use crate::store::WriteTx;
-use crate::webhooks;
+use crate::webhooks::{self, WebhookEvent};
 
 pub const CALL: &str = "CALL";
 
@@ -34,7 +34,7 @@ pub fn parse_details(call_id: &str, mut body: Map<String, Value>) -> Result<Map<
         let single = Value::Object(Map::from_iter([(name.clone(), value.clone())]));
         if let Err(e) = serde_json::from_value::<CallDetails>(single) {
             return Err(if e.to_string().starts_with("unknown field") {
-                Error::BadRequest(format!("Unknown field: {name}"))
+                Error::unknown_field(name)
             } else {
                 Error::invalid_field(name)
             });
@@ -201,7 +201,7 @@ fn notify(
     let terminal = d.call_status.as_deref().is_some_and(is_terminal);
     if terminal && !call.notified.completed {
         call.notified.completed = true;
-        webhooks::emit(tx, org, webhooks::CALL_COMPLETED, completed_data(call))?;
+        webhooks::emit(tx, org, WebhookEvent::CallCompleted, completed_data(call))?;
     }
     let d = &call.details;
     if let (true, false, Some(lead)) = (terminal, call.notified.dispositioned, lead) {
@@ -210,7 +210,7 @@ fn notify(
             webhooks::emit(
                 tx,
                 org,
-                webhooks::CALL_DISPOSITIONED,
+                WebhookEvent::CallDispositioned,
                 dispositioned_data(call, lead),
             )?;
         }
@@ -219,8 +219,8 @@ fn notify(
     if let (Some(status), false) = (d.transfer_status, call.notified.transfer) {
         call.notified.transfer = true;
         let event = match status {
-            TransferStatus::Connected => webhooks::CALL_TRANSFER_CONNECTED,
-            TransferStatus::Failed => webhooks::CALL_TRANSFER_FAILED,
+            TransferStatus::Connected => WebhookEvent::CallTransferConnected,
+            TransferStatus::Failed => WebhookEvent::CallTransferFailed,
         };
         webhooks::emit(tx, org, event, transfer_data(call))?;
     }

@@ -17,13 +17,13 @@ use chrono::{DateTime, Timelike, Utc};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::contact::Channel;
+use super::channel::Channel;
 use super::org_settings::{parse_hhmm, DEFAULT_COMPLIANCE_TIMEOUT_MS};
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
+use crate::http_client::HttpClient;
 use crate::store::records::{LeadRecord, OrgRecord};
 use crate::store::{EventRow, Store, WriteTx};
-use crate::webhooks::client::WebhookClient;
 
 pub const COMPLIANCE_BLOCKED: &str = "COMPLIANCE_BLOCKED";
 
@@ -102,7 +102,7 @@ struct ServiceAnswer {
 /// `channel`. No answer in time, a non-2xx status or an answer that is not
 /// `{"allowed": bool, "reason"?: string}` blocks: the check fails closed.
 pub async fn service_check(
-    client: &WebhookClient,
+    client: &HttpClient,
     org: &OrgRecord,
     lead: &LeadRecord,
     channel: Channel,
@@ -172,7 +172,7 @@ pub enum Outcome<T> {
 /// job, either `send`s or records the block.
 pub async fn pass<T, F>(
     store: &Store,
-    client: &WebhookClient,
+    client: &HttpClient,
     caller: Caller,
     lead_id: &str,
     channel: Channel,

@@ -9,70 +9,12 @@
 
 use serde_json::Value;
 
+use super::channel::Channel;
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
-use crate::store::records::{LeadRecord, Subscriptions, TagRecord};
+use crate::store::records::{LeadRecord, TagRecord};
 use crate::store::{EventRow, WriteTx};
 use crate::webhooks;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Channel {
-    Sms,
-    Voice,
-    Email,
-}
-
-impl Channel {
-    pub const ALL: [Channel; 3] = [Channel::Sms, Channel::Voice, Channel::Email];
-
-    pub fn parse(s: &str) -> Option<Channel> {
-        match s {
-            "sms" => Some(Channel::Sms),
-            "voice" => Some(Channel::Voice),
-            "email" => Some(Channel::Email),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::Sms => "sms",
-            Channel::Voice => "voice",
-            Channel::Email => "email",
-        }
-    }
-
-    pub fn reachable(self, lead: &LeadRecord) -> bool {
-        match self {
-            Channel::Sms | Channel::Voice => !lead.phone.is_empty(),
-            Channel::Email => !lead.email.is_empty(),
-        }
-    }
-
-    /// The interface's message when a requested channel has no target.
-    fn missing_target(self) -> Error {
-        match self {
-            Channel::Email => Error::BadRequest("Lead has no email".into()),
-            Channel::Sms | Channel::Voice => Error::BadRequest("Lead has no phone".into()),
-        }
-    }
-
-    pub fn is_unsubscribed(self, s: &Subscriptions) -> bool {
-        match self {
-            Channel::Sms => s.sms_unsubscribed,
-            Channel::Voice => s.voice_unsubscribed,
-            Channel::Email => s.email_unsubscribed,
-        }
-    }
-
-    fn set_unsubscribed(self, s: &mut Subscriptions, value: bool) {
-        match self {
-            Channel::Sms => s.sms_unsubscribed = value,
-            Channel::Voice => s.voice_unsubscribed = value,
-            Channel::Email => s.email_unsubscribed = value,
-        }
-    }
-}
 
 pub const INVALID_CHANNELS: &str = "channels must include at least one of: sms, voice, email";
 

@@ -6,6 +6,7 @@
 
 use serde_json::{Map, Value};
 
+use super::channel::{Channel, Owner};
 use super::{leads, Caller};
 use crate::error::{Error, Result};
 use crate::store::records::{EventRecord, JsonBlob, LeadRecord};
@@ -34,7 +35,7 @@ impl EventInput {
                 ("data", Value::Object(map)) => data = map,
                 ("data", Value::Null) => {}
                 ("data", _) => return Err(Error::invalid_field("data")),
-                (other, _) => return Err(Error::BadRequest(format!("Unknown field: {other}"))),
+                (other, _) => return Err(Error::unknown_field(other)),
             }
         }
         let kind = kind.ok_or_else(|| Error::BadRequest("Missing required field: type".into()))?;
@@ -97,7 +98,7 @@ pub fn record(
         .as_ref()
         .is_some_and(|(_, r)| MessageShape::of(kind, &r.data.0).is_some());
     let message = MessageShape::of(kind, &data);
-    let replied = message.as_ref().is_some_and(|m| m.owner == "lead");
+    let replied = message.as_ref().is_some_and(|m| m.owner == Owner::Lead);
     let is_message = message.is_some();
 
     let record = EventRecord {
@@ -129,22 +130,30 @@ pub fn record(
 pub const MESSAGE: &str = "MESSAGE";
 pub const EMAIL: &str = "EMAIL";
 
+/// The event type of a message on `channel`: `EMAIL` for email, `MESSAGE` otherwise.
+pub fn message_kind(channel: Channel) -> &'static str {
+    match channel {
+        Channel::Email => EMAIL,
+        Channel::Sms | Channel::Voice => MESSAGE,
+    }
+}
+
 /// What makes an event a message: type `MESSAGE` (SMS) or `EMAIL`, an `owner`, and a
 /// `content` object with `text`.
 pub struct MessageShape<'a> {
-    pub owner: &'a str,
-    pub channel: &'static str,
+    pub owner: Owner,
+    pub channel: Channel,
     pub content: &'a Value,
 }
 
 impl<'a> MessageShape<'a> {
     pub fn of(kind: &str, data: &'a Value) -> Option<MessageShape<'a>> {
         let channel = match kind {
-            MESSAGE => "sms",
-            EMAIL => "email",
+            MESSAGE => Channel::Sms,
+            EMAIL => Channel::Email,
             _ => return None,
         };
-        let owner = data.get("owner")?.as_str()?;
+        let owner = Owner::parse(data.get("owner")?.as_str()?)?;
         let content = data.get("content")?;
         content.get("text")?.as_str()?;
         Some(MessageShape {

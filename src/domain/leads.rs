@@ -173,7 +173,7 @@ fn apply_fields(lead: &mut LeadRecord, body: &Map<String, Value>, creating: bool
             other if READ_ONLY.contains(&other) => {
                 return Err(Error::BadRequest(format!("Field is read-only: {other}")))
             }
-            other => return Err(Error::BadRequest(format!("Unknown field: {other}"))),
+            other => return Err(Error::unknown_field(other)),
         }
     }
     Ok(())

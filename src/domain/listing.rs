@@ -7,7 +7,7 @@
 //! (`cursor`), so it cannot be replayed against another.
 
 use crate::error::{Error, Result};
-use crate::store::{EventRow, Flow, From, LeadRow, ReadTx};
+use crate::store::{EventRow, Flow, LeadRow, ReadTx, Start};
 use crate::time::{self, Micros};
 use crate::{cursor::CursorKey, domain::Caller};
 
@@ -48,8 +48,8 @@ pub fn leads(
         &q.created_since.map(time::format).unwrap_or_default(),
     ];
     let from = match &q.next_token {
-        Some(token) => From::After(key.open::<(Micros, String)>(&query, token)?),
-        None => From::AtOrAfter((since, String::new())),
+        Some(token) => Start::After(key.open::<(Micros, String)>(&query, token)?),
+        None => Start::AtOrAfter((since, String::new())),
     };
     let created_since = q.created_since;
     let wanted = |lead: &LeadRow| created_since.is_none_or(|c| lead.created_at >= c);
@@ -87,8 +87,8 @@ pub fn events(
     let since = q.since.map(time::format).unwrap_or_default();
     let query = ["events", caller.org_id.as_str(), lead_id, &since, &types];
     let from = match &q.next_token {
-        Some(token) => From::After(key.open::<(Micros, String, String)>(&query, token)?),
-        None => From::AtOrAfter((q.since.unwrap_or(i64::MIN), String::new(), String::new())),
+        Some(token) => Start::After(key.open::<(Micros, String, String)>(&query, token)?),
+        None => Start::AtOrAfter((q.since.unwrap_or(i64::MIN), String::new(), String::new())),
     };
     let wanted = |row: &EventRow| q.types.is_empty() || q.types.binary_search(&row.kind).is_ok();
     let position = |last: &EventRow| (last.updated_at, last.kind.clone(), last.id.clone());
@@ -117,8 +117,8 @@ pub fn messages(
     require_lead(read, caller, lead_id)?;
     let query = ["messages", caller.org_id.as_str(), lead_id];
     let from = match next_token {
-        Some(token) => From::After(key.open::<(Micros, String, String)>(&query, token)?),
-        None => From::AtOrAfter((i64::MIN, String::new(), String::new())),
+        Some(token) => Start::After(key.open::<(Micros, String, String)>(&query, token)?),
+        None => Start::AtOrAfter((i64::MIN, String::new(), String::new())),
     };
     let position = |last: &EventRow| (last.record.created_at, last.kind.clone(), last.id.clone());
     let sealed = Cursor {

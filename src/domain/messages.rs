@@ -3,13 +3,15 @@
 
 use serde_json::{json, Map, Value};
 
+use super::channel::{Channel, Owner};
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
 use crate::store::{EventRow, WriteTx};
 
 pub struct MessageInput {
-    pub owner: String,
-    pub channel: String,
+    pub owner: Owner,
+    /// `Sms` or `Email`: a message is text.
+    pub channel: Channel,
     pub content: Map<String, Value>,
 }
 
@@ -19,13 +21,20 @@ impl MessageInput {
         let (mut owner, mut channel, mut content) = (None, None, None);
         for (name, value) in body {
             match (name.as_str(), value) {
-                ("owner", Value::String(s)) if s == "lead" || s == "user" => owner = Some(s),
+                ("owner", Value::String(s)) => {
+                    owner = Some(Owner::parse(&s).ok_or_else(|| Error::invalid_field("owner"))?)
+                }
                 ("owner", _) => return Err(Error::invalid_field("owner")),
-                ("channel", Value::String(s)) if s == "sms" || s == "email" => channel = Some(s),
+                ("channel", Value::String(s)) => {
+                    channel = match Channel::parse(&s) {
+                        Some(c @ (Channel::Sms | Channel::Email)) => Some(c),
+                        _ => return Err(Error::invalid_field("channel")),
+                    }
+                }
                 ("channel", _) => return Err(Error::invalid_field("channel")),
                 ("content", Value::Object(map)) if is_valid_content(&map) => content = Some(map),
                 ("content", _) => return Err(Error::invalid_field("content")),
-                (other, _) => return Err(Error::BadRequest(format!("Unknown field: {other}"))),
+                (other, _) => return Err(Error::unknown_field(other)),
             }
         }
         Ok(MessageInput {
@@ -50,13 +59,9 @@ pub fn record(
     input: MessageInput,
 ) -> Result<EventRow> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
-    let kind = if input.channel == "email" {
-        events::EMAIL
-    } else {
-        events::MESSAGE
-    };
+    let kind = events::message_kind(input.channel);
     let id = crate::ids::generate("msg");
-    let data = json!({"owner": input.owner, "channel": input.channel, "content": input.content});
+    let data = json!({"owner": input.owner.as_str(), "channel": input.channel.as_str(), "content": input.content});
     let (row, _) = events::record(tx, &caller.org_id, lead, kind, &id, data, |_| {})?;
     Ok(row)
 }

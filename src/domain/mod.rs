@@ -7,6 +7,7 @@
 
 pub mod auth;
 pub mod calls;
+pub mod channel;
 pub mod compliance;
 pub mod contact;
 pub mod dnc;
@@ -16,6 +17,7 @@ pub mod listing;
 pub mod messages;
 pub mod org_settings;
 pub mod recordings;
+pub mod webhook_endpoints;
 
 use crate::store::records::Scope;
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::contact::Channel;
+use super::channel::Channel;
 use super::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{OrgRecord, OrgSettings};
@@ -39,7 +39,7 @@ pub fn update(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
             "complianceUrl" => {
                 s.compliance_url = match value {
                     Value::Null => None,
-                    Value::String(url) if crate::webhooks::is_valid_url(&url) => Some(url),
+                    Value::String(url) if super::webhook_endpoints::is_valid_url(&url) => Some(url),
                     _ => return Err(Error::invalid_field(&name)),
                 }
             }
@@ -93,7 +93,7 @@ pub fn update(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
                 }
             }
             "id" | "name" => return Err(Error::BadRequest(format!("Field is read-only: {name}"))),
-            other => return Err(Error::BadRequest(format!("Unknown field: {other}"))),
+            other => return Err(Error::unknown_field(other)),
         }
     }
     org.settings = s;

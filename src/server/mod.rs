@@ -81,7 +81,7 @@ impl Server {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,
             metrics: Arc::default(),
-            outbound: crate::webhooks::client::WebhookClient::new(
+            outbound: crate::http_client::HttpClient::new(
                 config.webhooks.timeout,
                 config.webhooks.ca_file.as_deref(),
             )?,

@@ -25,7 +25,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use redb::{Database, ReadableDatabase, ReadableTable};
 
 pub use maintenance::check_file;
-pub use read::{EventRow, Flow, From, LeadRow, ReadTx};
+pub use read::{EventRow, Flow, LeadRow, ReadTx, Start};
 pub use write::{EventKey, WriteTx};
 pub use writer::WriterStats;
 
@@ -47,19 +47,9 @@ pub enum OpenError {
     Other(String),
 }
 
-impl std::convert::From<Error> for OpenError {
+impl From<Error> for OpenError {
     fn from(e: Error) -> Self {
         OpenError::Other(e.to_string_for_logs())
-    }
-}
-
-impl Error {
-    /// The cause of an error, including what the client never sees.
-    pub fn to_string_for_logs(&self) -> String {
-        match self {
-            Error::Internal(cause) => cause.clone(),
-            other => other.to_string(),
-        }
     }
 }
 

@@ -25,9 +25,20 @@ pub enum Flow {
 
 /// Where a scan starts: at a sort key (inclusive) or just after one (a cursor).
 #[derive(Debug, Clone)]
-pub enum From<K> {
+pub enum Start<K> {
     AtOrAfter(K),
     After(K),
+}
+
+impl<K> Start<K> {
+    /// The scan's lower bound: the table key that `key` builds from the sort key,
+    /// included or excluded.
+    fn bound<'a, B>(&'a self, key: impl FnOnce(&'a K) -> B) -> Bound<B> {
+        match self {
+            Start::AtOrAfter(k) => Bound::Included(key(k)),
+            Start::After(k) => Bound::Excluded(key(k)),
+        }
+    }
 }
 
 /// A lead as a listing reads it: where it sorts (`updatedAt` or `createdAt`), and its
@@ -93,7 +104,7 @@ impl ReadTx {
         &self,
         org: &str,
         by_created: bool,
-        from: From<(Micros, String)>,
+        from: Start<(Micros, String)>,
         mut visit: impl FnMut(LeadRow) -> Result<Flow>,
     ) -> Result<()> {
         let leads = self.txn.open_table(LEADS)?;
@@ -109,10 +120,7 @@ impl ReadTx {
                 json: lead_view::render(&lead)?,
             })
         };
-        let start = match &from {
-            From::AtOrAfter((t, id)) => Bound::Included((org, *t, id.as_str())),
-            From::After((t, id)) => Bound::Excluded((org, *t, id.as_str())),
-        };
+        let start = from.bound(|(t, id)| (org, *t, id.as_str()));
         let range = (start, Bound::Unbounded);
         if by_created {
             let index = self.txn.open_table(LEADS_BY_CREATED)?;
@@ -153,18 +161,11 @@ impl ReadTx {
         &self,
         org: &str,
         lead: &str,
-        from: From<(Micros, String, String)>,
+        from: Start<(Micros, String, String)>,
         mut visit: impl FnMut(EventRow) -> Result<Flow>,
     ) -> Result<()> {
         let events = self.txn.open_table(EVENTS)?;
-        let start = match &from {
-            From::AtOrAfter((t, kind, id)) => {
-                Bound::Included((org, lead, *t, kind.as_str(), id.as_str()))
-            }
-            From::After((t, kind, id)) => {
-                Bound::Excluded((org, lead, *t, kind.as_str(), id.as_str()))
-            }
-        };
+        let start = from.bound(|(t, kind, id)| (org, lead, *t, kind.as_str(), id.as_str()));
         for row in events.range::<(&str, &str, i64, &str, &str)>((start, Bound::Unbounded))? {
             let (key, value) = row?;
             let (row_org, row_lead, updated_at, kind, id) = key.value();
@@ -189,20 +190,13 @@ impl ReadTx {
         &self,
         org: &str,
         lead: &str,
-        from: From<(Micros, String, String)>,
+        from: Start<(Micros, String, String)>,
         mut visit: impl FnMut(EventRow) -> Result<Flow>,
     ) -> Result<()> {
         let index = self.txn.open_table(MESSAGES_BY_CREATED)?;
         let keys = self.txn.open_table(EVENT_KEYS)?;
         let events = self.txn.open_table(EVENTS)?;
-        let start = match &from {
-            From::AtOrAfter((t, kind, id)) => {
-                Bound::Included((org, lead, *t, kind.as_str(), id.as_str()))
-            }
-            From::After((t, kind, id)) => {
-                Bound::Excluded((org, lead, *t, kind.as_str(), id.as_str()))
-            }
-        };
+        let start = from.bound(|(t, kind, id)| (org, lead, *t, kind.as_str(), id.as_str()));
         for row in index.range::<(&str, &str, i64, &str, &str)>((start, Bound::Unbounded))? {
             let (key, _) = row?;
             let (row_org, row_lead, _, kind, id) = key.value();

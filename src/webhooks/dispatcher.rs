@@ -17,10 +17,10 @@ use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::client::{AttemptOutcome, WebhookClient};
 use super::signing;
 use crate::config::WebhookConfig;
 use crate::error::Result;
+use crate::http_client::{AttemptOutcome, HttpClient};
 use crate::store::records::{AttemptRecord, DeliveryRecord, DeliveryState, EndpointRecord};
 use crate::store::{Store, WriteTx};
 use crate::time::{self, now_micros, Micros};
@@ -48,14 +48,14 @@ type InFlight = Arc<Mutex<HashMap<String, EndpointSlots>>>;
 
 pub struct Dispatcher {
     store: Arc<Store>,
-    client: WebhookClient,
+    client: HttpClient,
     config: WebhookConfig,
     in_flight: InFlight,
 }
 
 impl Dispatcher {
     pub fn new(store: Arc<Store>, config: WebhookConfig) -> Result<Dispatcher, String> {
-        let client = WebhookClient::new(config.timeout, config.ca_file.as_deref())?;
+        let client = HttpClient::new(config.timeout, config.ca_file.as_deref())?;
         Ok(Dispatcher {
             store,
             client,
@@ -198,7 +198,7 @@ impl Dispatcher {
 /// One attempt of one delivery.
 struct Attempt {
     store: Arc<Store>,
-    client: WebhookClient,
+    client: HttpClient,
     schedule: Vec<Duration>,
     in_flight: InFlight,
     endpoint: Arc<EndpointRecord>,

@@ -163,7 +163,7 @@ async fn revoked_key_is_403_forbidden() {
     let created = ts
         .admin(AdminRequest::KeyCreate {
             org: "acme".to_string(),
-            scope: "write".to_string(),
+            scope: engaged::store::records::Scope::Write,
             name: None,
         })
         .await
@@ -205,7 +205,7 @@ async fn key_list_describes_keys_without_the_secret() {
     let a = ts
         .admin(AdminRequest::KeyCreate {
             org: "acme".to_string(),
-            scope: "read".to_string(),
+            scope: engaged::store::records::Scope::Read,
             name: Some("reporting".to_string()),
         })
         .await
@@ -213,7 +213,7 @@ async fn key_list_describes_keys_without_the_secret() {
     let b = ts
         .admin(AdminRequest::KeyCreate {
             org: "beta".to_string(),
-            scope: "write".to_string(),
+            scope: engaged::store::records::Scope::Write,
             name: None,
         })
         .await

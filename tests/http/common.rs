@@ -106,7 +106,7 @@ impl TestServer {
         let created = self
             .admin(AdminRequest::KeyCreate {
                 org: org.to_string(),
-                scope: scope.to_string(),
+                scope: engaged::store::records::Scope::parse(scope).expect("a scope"),
                 name: None,
             })
             .await

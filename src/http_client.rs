@@ -1,4 +1,5 @@
-//! The outgoing HTTP client: webhook deliveries and the compliance service's checks.
+//! The one outbound HTTP(S) client: webhook deliveries, the compliance service's checks,
+//! and (with the engine) the assistant's model server and the channel providers.
 //!
 //! hyper-util's pooled client over rustls, trusting the webpki roots plus an optional
 //! extra CA file (receivers with a private CA). One attempt is one POST bounded by a
@@ -25,7 +26,7 @@ pub struct AttemptOutcome {
 }
 
 #[derive(Clone)]
-pub struct WebhookClient {
+pub struct HttpClient {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     timeout: Duration,
 }
@@ -33,11 +34,8 @@ pub struct WebhookClient {
 /// Receivers' answers are not read beyond this.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
-impl WebhookClient {
-    pub fn new(
-        timeout: Duration,
-        ca_file: Option<&std::path::Path>,
-    ) -> Result<WebhookClient, String> {
+impl HttpClient {
+    pub fn new(timeout: Duration, ca_file: Option<&std::path::Path>) -> Result<HttpClient, String> {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         if let Some(path) = ca_file {
@@ -70,7 +68,7 @@ impl WebhookClient {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(connector);
-        Ok(WebhookClient { client, timeout })
+        Ok(HttpClient { client, timeout })
     }
 
     /// POSTs `body` to `url` with `headers`; never fails, the outcome says what happened.

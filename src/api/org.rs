@@ -1,0 +1,28 @@
+//! Handlers of the organization's settings (admin scope).
+
+use hyper::{Response, StatusCode};
+use serde_json::{Map, Value};
+
+use super::response::{json as reply, Body};
+use crate::domain::{org_settings, Caller};
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+pub fn get_org(store: &Store, caller: &Caller) -> Result<Response<Body>> {
+    let org = store
+        .read()?
+        .org(&caller.org_id)?
+        .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
+    Ok(reply(StatusCode::OK, &org_settings::view(&org)))
+}
+
+pub async fn update_org(
+    store: &Store,
+    caller: Caller,
+    body: Map<String, Value>,
+) -> Result<Response<Body>> {
+    let org = store
+        .write(move |tx| org_settings::update(tx, &caller, body))
+        .await?;
+    Ok(reply(StatusCode::OK, &org_settings::view(&org)))
+}

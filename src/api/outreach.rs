@@ -1,0 +1,97 @@
+//! Handlers of outreach started through the API: a message from the organization's
+//! side and an outbound call. Both pass the compliance gate first.
+
+use hyper::{Response, StatusCode};
+use serde_json::{json, Map, Value};
+
+use super::response::{json as reply, Body};
+use super::views::{self, EventView, MessageView};
+use super::AppState;
+use crate::domain::channel::Channel;
+use crate::domain::compliance::{self, Outcome};
+use crate::domain::{calls, messages, Caller};
+use crate::error::{Error, Result};
+
+fn blocked(event: &crate::store::EventRow) -> Response<Body> {
+    reply(
+        StatusCode::OK,
+        &json!({"outcome": "blocked", "event": EventView::of(event)}),
+    )
+}
+
+/// A message from the organization's side: outreach, so it passes the gate. The sent
+/// answer is the message with `"outcome": "sent"`.
+pub async fn outbound_message(
+    state: &AppState,
+    caller: Caller,
+    lead_id: &str,
+    input: messages::MessageInput,
+) -> Result<Response<Body>> {
+    let channel = input.channel;
+    let send = move |tx: &mut crate::store::WriteTx,
+                     caller: &Caller,
+                     lead: crate::store::records::LeadRecord| {
+        messages::record(tx, caller, &lead.id, input)
+    };
+    match compliance::pass(
+        &state.store,
+        &state.outbound,
+        caller,
+        lead_id,
+        channel,
+        send,
+    )
+    .await?
+    {
+        Outcome::Sent(row) => {
+            let view = MessageView::of(&row)
+                .ok_or_else(|| Error::Internal("a new message is not message-shaped".into()))?;
+            let mut value =
+                serde_json::to_value(view).map_err(|e| Error::Internal(e.to_string()))?;
+            value["outcome"] = json!("sent");
+            Ok(reply(StatusCode::CREATED, &value))
+        }
+        Outcome::Blocked(event) => Ok(blocked(&event)),
+    }
+}
+
+/// `POST /v1/leads/{id}/calls` `{"direction": "OUTBOUND"}`: queues an outbound call,
+/// unless the gate blocks it.
+pub async fn request_call(
+    state: &AppState,
+    caller: Caller,
+    lead_id: &str,
+    body: Map<String, Value>,
+) -> Result<Response<Body>> {
+    if body.get("direction").and_then(Value::as_str) != Some("OUTBOUND") {
+        return Err(Error::invalid_field("direction"));
+    }
+    if let Some(other) = body.keys().find(|k| *k != "direction") {
+        return Err(Error::unknown_field(other));
+    }
+    let send = |tx: &mut crate::store::WriteTx,
+                caller: &Caller,
+                lead: crate::store::records::LeadRecord| {
+        let call = json!({"leadId": lead.id, "direction": "OUTBOUND", "callStatus": "QUEUED"});
+        let Value::Object(changes) = call else {
+            return Err(Error::Internal("call body is not an object".into()));
+        };
+        calls::put(tx, caller, &crate::ids::generate("call"), changes).map(|(call, _)| call)
+    };
+    match compliance::pass(
+        &state.store,
+        &state.outbound,
+        caller,
+        lead_id,
+        Channel::Voice,
+        send,
+    )
+    .await?
+    {
+        Outcome::Sent(call) => Ok(reply(
+            StatusCode::CREATED,
+            &json!({"outcome": "sent", "call": views::call(&call)}),
+        )),
+        Outcome::Blocked(event) => Ok(blocked(&event)),
+    }
+}
