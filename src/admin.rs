@@ -18,6 +18,7 @@ use crate::config;
 use crate::domain::auth::{hash_key, new_key};
 use crate::error::{Error, Result};
 use crate::store::records::{KeyRecord, OrgRecord, OrgSettings, Scope};
+use crate::store::Reader;
 use crate::store::{OpenError, Store};
 
 pub const SOCKET_NAME: &str = "admin.sock";
@@ -135,10 +136,7 @@ pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
         AdminRequest::Backup { path } => {
             let rows = store.backup_to(&path)?;
-            to_value(BackupDone {
-                path,
-                rows: rows as u64,
-            })
+            to_value(BackupDone { path, rows })
         }
         AdminRequest::Check => to_value(CheckDone {
             problems: store.check()?,

@@ -13,6 +13,7 @@ pub mod cursor;
 pub mod domain;
 pub mod duration;
 pub mod error;
+pub mod histogram;
 pub mod http_client;
 pub mod ids;
 pub mod json_writer;

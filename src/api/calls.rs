@@ -7,6 +7,7 @@ use super::response::{json as reply, Body};
 use super::views;
 use crate::domain::{calls, Caller};
 use crate::error::{Error, Result};
+use crate::store::Reader;
 use crate::store::Store;
 
 pub fn get(store: &Store, caller: &Caller, id: &str) -> Result<Response<Body>> {

@@ -9,6 +9,7 @@ use super::views;
 use crate::domain::listing::{self, LeadQuery};
 use crate::domain::{leads, Caller};
 use crate::error::{Error, Result};
+use crate::store::Reader;
 use crate::store::Store;
 
 pub fn list(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Body>> {

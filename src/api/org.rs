@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use super::response::{json as reply, Body};
 use crate::domain::{org_settings, Caller};
 use crate::error::{Error, Result};
+use crate::store::Reader;
 use crate::store::Store;
 
 pub fn get_org(store: &Store, caller: &Caller) -> Result<Response<Body>> {

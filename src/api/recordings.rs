@@ -1,13 +1,11 @@
 //! Handlers of call recordings: upload, link, delete, and the signed download link.
 //!
-//! `PUT /v1/calls/{id}/recording` streams the body into the store chunk by chunk (a few
-//! chunk writes in flight, never a whole file in memory, never a write transaction held
-//! across network reads). `GET` answers a link to `/v1/recordings/{org}/{callId}`, which
+//! `PUT /v1/calls/{id}/recording` streams the body into a `RecordingUpload` (chunk by
+//! chunk, never a whole file in memory, never a write transaction held across network
+//! reads). `GET` answers a link to `/v1/recordings/{org}/{callId}`, which
 //! needs no key: its `expires` and `sig` query values are checked instead, and it
 //! streams the audio chunk by chunk from short read transactions, honouring one `Range`.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::BodyExt;
@@ -22,22 +20,19 @@ use hyper::{Response, StatusCode};
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::Serialize;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use super::recording_body::{ByteRange, ChunkReader};
 use super::request::Query;
 use super::response::{json as reply, Body};
 use super::AppState;
-use crate::config::Config;
-use crate::domain::recordings::{self, LinkKey, Uploaded, CHUNK_BYTES};
+use crate::domain::recording_upload::RecordingUpload;
+use crate::domain::recordings::{self, LinkKey};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::recordings::{QueuedWrite, RecordingRecord};
+use crate::store::recordings::RecordingRecord;
 use crate::store::Store;
 use crate::time::Timestamp;
 
-/// Chunk writes an upload keeps queued before it waits for the oldest.
-const WRITES_IN_FLIGHT: usize = 4;
 /// How long an upload may go without receiving a byte before it is given up.
 const UPLOAD_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -58,37 +53,6 @@ pub struct Settings {
     pub public_url: Option<String>,
     /// The scheme of links built from a request's host.
     pub scheme: &'static str,
-}
-
-impl Settings {
-    /// Reads (or creates) the link secret and discards uploads a crash cut short. Runs
-    /// at start-up, before any request.
-    pub async fn prepare(store: &Store, config: &Config) -> std::result::Result<Settings, String> {
-        let (secret, swept) = store
-            .write(|tx| {
-                let swept = tx.discard_all_recording_uploads()?;
-                Ok((tx.recording_secret()?, swept))
-            })
-            .await
-            .map_err(|e| format!("preparing recordings: {}", e.to_string_for_logs()))?;
-        if swept > 0 {
-            tracing::info!(uploads = swept, "discarded unfinished recording uploads");
-        }
-        Ok(Settings {
-            link_key: LinkKey::new(secret),
-            link_ttl_secs: config.recording_link_ttl_secs,
-            max_bytes: config.recording_max_bytes,
-            public_url: config
-                .public_url
-                .as_ref()
-                .map(|u| u.trim_end_matches('/').to_string()),
-            scheme: if config.insecure_http {
-                "http"
-            } else {
-                "https"
-            },
-        })
-    }
 }
 
 #[derive(Serialize)]
@@ -140,26 +104,8 @@ pub async fn upload(
     if declared.is_some_and(|len| len > settings.max_bytes) {
         return Err(Error::PayloadTooLarge);
     }
-    let store = state.store.clone();
-    let upload_id = crate::ids::generate("upl");
-    {
-        let (caller, call_id, upload_id) = (caller.clone(), call_id.to_string(), upload_id.clone());
-        store
-            .write(move |tx| recordings::begin(tx, &caller, &call_id, &upload_id))
-            .await?;
-    }
-    // From here on, leaving early (an error, or the connection dropping this future)
-    // discards what the upload stored.
-    let mut guard = Abandon {
-        store: store.clone(),
-        upload_id: Some(upload_id.clone()),
-    };
-
-    let mut hasher = Sha256::new();
-    let mut size = 0u64;
-    let mut buffer = Vec::with_capacity(CHUNK_BYTES);
-    let mut next_index = 0u64;
-    let mut in_flight = VecDeque::with_capacity(WRITES_IN_FLIGHT);
+    let mut upload =
+        RecordingUpload::begin(state.store.clone(), caller, call_id, settings.max_bytes).await?;
     loop {
         let next = tokio::time::timeout(UPLOAD_IDLE_TIMEOUT, body.frame())
             .await
@@ -172,104 +118,15 @@ pub async fn upload(
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };
-        size += data.len() as u64;
-        if size > settings.max_bytes {
-            return Err(Error::PayloadTooLarge);
-        }
-        hasher.update(&data);
-        let mut rest = &data[..];
-        while !rest.is_empty() {
-            let take = (CHUNK_BYTES - buffer.len()).min(rest.len());
-            buffer.extend_from_slice(&rest[..take]);
-            rest = &rest[take..];
-            if buffer.len() == CHUNK_BYTES {
-                let chunk = std::mem::replace(&mut buffer, Vec::with_capacity(CHUNK_BYTES));
-                queue_chunk(&store, &mut in_flight, &upload_id, next_index, chunk).await?;
-                next_index += 1;
-            }
-        }
+        upload.write(&data).await?;
     }
-    if size == 0 {
-        return Err(Error::BadRequest("Request body is empty".into()));
-    }
-    if !buffer.is_empty() {
-        queue_chunk(&store, &mut in_flight, &upload_id, next_index, buffer).await?;
-    }
-    while let Some(write) = in_flight.pop_front() {
-        write.await?;
-    }
-
-    let uploaded = Uploaded {
-        upload_id,
-        content_type,
-        size,
-        sha256: hex::encode(hasher.finalize()),
-    };
-    let call = call_id.to_string();
-    let (record, replaced) = store
-        .write(move |tx| recordings::finish(tx, &caller, &call, uploaded))
-        .await?;
-    guard.upload_id = None;
+    let (record, replaced) = upload.finish(content_type).await?;
     let status = if replaced {
         StatusCode::OK
     } else {
         StatusCode::CREATED
     };
     Ok(reply(status, &RecordingView::of(&record)))
-}
-
-/// Queues the write of one chunk, first waiting for the oldest queued one if the
-/// window is full.
-async fn queue_chunk(
-    store: &Store,
-    in_flight: &mut VecDeque<QueuedWrite<()>>,
-    upload_id: &str,
-    index: u64,
-    chunk: Vec<u8>,
-) -> Result<()> {
-    while in_flight.len() >= WRITES_IN_FLIGHT {
-        if let Some(oldest) = in_flight.pop_front() {
-            oldest.await?;
-        }
-    }
-    let upload_id = upload_id.to_string();
-    in_flight.push_back(
-        store.write_queued(move |tx| recordings::put_chunk(tx, &upload_id, index, &chunk))?,
-    );
-    Ok(())
-}
-
-/// Discards an upload's chunks when dropped armed. The discard is queued behind the
-/// upload's own chunk writes, and leaves a finished upload alone.
-struct Abandon {
-    store: Arc<Store>,
-    upload_id: Option<String>,
-}
-
-impl Drop for Abandon {
-    fn drop(&mut self) {
-        let Some(upload_id) = self.upload_id.take() else {
-            return;
-        };
-        let id = upload_id.clone();
-        match self
-            .store
-            .write_queued(move |tx| recordings::discard(tx, &id))
-        {
-            Ok(answer) => {
-                if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                    runtime.spawn(async move {
-                        if let Err(e) = answer.await {
-                            tracing::warn!(upload = %upload_id, error = %e.to_string_for_logs(), "could not discard an unfinished recording upload; the next start will");
-                        }
-                    });
-                }
-            }
-            Err(e) => {
-                tracing::warn!(upload = %upload_id, error = %e.to_string_for_logs(), "could not discard an unfinished recording upload; the next start will");
-            }
-        }
-    }
 }
 
 /// `GET /v1/calls/{callId}/recording`: a signed, expiring download link.

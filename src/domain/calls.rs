@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
 use crate::store::records::{CallDetails, CallRecord, LeadRecord, RawJson, TransferStatus};
+use crate::store::Reader;
 use crate::store::WriteTx;
 use crate::webhooks::{self, WebhookEvent};
 

@@ -23,6 +23,7 @@ use super::{events, leads, Caller};
 use crate::error::{Error, Result};
 use crate::http_client::HttpClient;
 use crate::store::records::{LeadRecord, OrgRecord};
+use crate::store::Reader;
 use crate::store::{EventRow, Store, WriteTx};
 
 pub const COMPLIANCE_BLOCKED: &str = "COMPLIANCE_BLOCKED";

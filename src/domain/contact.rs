@@ -13,6 +13,7 @@ use super::channel::Channel;
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
 use crate::store::records::{LeadRecord, TagRecord};
+use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
 use crate::webhooks;
 

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{JsonBlob, LeadRecord, TagRecord};
+use crate::store::Reader;
 use crate::store::WriteTx;
 
 /// Lead fields the server maintains; a body that sets one is refused.

@@ -7,6 +7,7 @@
 //! (`cursor`), so it cannot be replayed against another.
 
 use crate::error::{Error, Result};
+use crate::store::Reader;
 use crate::store::{EventRow, Flow, LeadRow, ReadTx, Start};
 use crate::time::{self, Micros};
 use crate::{cursor::CursorKey, domain::Caller};

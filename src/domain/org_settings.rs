@@ -7,6 +7,7 @@ use super::channel::Channel;
 use super::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{OrgRecord, OrgSettings};
+use crate::store::Reader;
 use crate::store::WriteTx;
 
 pub const DEFAULT_COMPLIANCE_TIMEOUT_MS: u64 = 3000;

@@ -17,6 +17,7 @@ use sha2::Sha256;
 use super::Caller;
 use crate::error::{Error, Result};
 use crate::store::recordings::{RecordingRecord, UploadRecord};
+use crate::store::Reader;
 use crate::store::{ReadTx, WriteTx};
 
 pub use crate::store::recordings::CHUNK_BYTES;

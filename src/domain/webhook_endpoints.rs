@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use super::{listing, Caller};
 use crate::error::{Error, Result};
 use crate::store::records::{DeliveryRecord, DeliveryState, EndpointRecord};
+use crate::store::Reader;
 use crate::store::{ReadTx, WriteTx};
 use crate::time::{now_micros, Micros};
 use crate::webhooks::{signing, WebhookEvent};

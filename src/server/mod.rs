@@ -7,6 +7,7 @@
 //! writer, so every acknowledged write is on disk when the process exits.
 
 mod admin_socket;
+mod startup;
 pub mod tls;
 
 use std::net::SocketAddr;
@@ -76,7 +77,7 @@ impl Server {
         let local_addr = listener.local_addr().map_err(|e| e.to_string())?;
         let (admin_listener, socket_path) = admin_socket::bind(&config.data_dir)?;
 
-        let recordings = api::recordings::Settings::prepare(&store, &config).await?;
+        let recordings = startup::prepare_recordings(&store, &config).await?;
         let state = Arc::new(AppState {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,

@@ -45,12 +45,6 @@ impl WriteTx {
 }
 
 impl ReadTx {
-    pub fn dnc_contains(&self, org: &str, phone: &str) -> Result<bool> {
-        let table = self.txn.open_table(DNC)?;
-        let found = table.get((org, phone))?;
-        Ok(found.is_some())
-    }
-
     /// Visits the organization's listed numbers in order, after `after` if given.
     pub fn scan_dnc(
         &self,

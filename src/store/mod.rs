@@ -12,6 +12,7 @@ pub mod lead_view;
 mod maintenance;
 mod migrations;
 mod read;
+mod reader;
 pub mod recordings;
 pub mod records;
 pub mod tables;
@@ -26,6 +27,7 @@ use redb::{Database, ReadableDatabase, ReadableTable};
 
 pub use maintenance::check_file;
 pub use read::{EventRow, Flow, LeadRow, ReadTx, Start};
+pub use reader::Reader;
 pub use write::{EventKey, WriteTx};
 pub use writer::WriterStats;
 

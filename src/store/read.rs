@@ -11,7 +11,7 @@ use redb::{ReadTransaction, ReadableTable};
 
 use super::codec::decode;
 use super::lead_view;
-use super::records::{CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
+use super::records::{EventRecord, KeyRecord, LeadRecord};
 use super::tables::*;
 use crate::error::{Error, Result};
 use crate::time::Micros;
@@ -69,12 +69,6 @@ impl ReadTx {
         ReadTx { txn }
     }
 
-    pub fn key(&self, hash: &[u8]) -> Result<Option<KeyRecord>> {
-        let table = self.txn.open_table(API_KEYS)?;
-        let found = table.get(hash)?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
     pub fn keys(&self) -> Result<Vec<KeyRecord>> {
         let table = self.txn.open_table(API_KEYS)?;
         let mut out = Vec::new();
@@ -83,18 +77,6 @@ impl ReadTx {
             out.push(decode(v.value())?);
         }
         Ok(out)
-    }
-
-    pub fn org(&self, id: &str) -> Result<Option<OrgRecord>> {
-        let table = self.txn.open_table(ORGS)?;
-        let found = table.get(id)?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
-    pub fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
-        let table = self.txn.open_table(LEADS)?;
-        let found = table.get((org, id))?;
-        found.map(|v| decode(v.value())).transpose()
     }
 
     /// Visits an organization's leads in (`updatedAt`, id) order, or (`createdAt`, id)
@@ -226,11 +208,5 @@ impl ReadTx {
             }
         }
         Ok(())
-    }
-
-    pub fn call(&self, org: &str, id: &str) -> Result<Option<CallRecord>> {
-        let table = self.txn.open_table(CALLS)?;
-        let found = table.get((org, id))?;
-        found.map(|v| decode(v.value())).transpose()
     }
 }

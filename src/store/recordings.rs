@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::codec::{decode, encode};
 use super::read::ReadTx;
+use super::reader::Reader;
 use super::tables::{META, RECORDINGS, RECORDING_CHUNKS, RECORDING_UPLOADS};
 use super::write::WriteTx;
 use super::{writer, Store};
@@ -63,18 +64,6 @@ pub struct UploadRecord {
 }
 
 impl WriteTx {
-    pub fn recording(&self, org: &str, call_id: &str) -> Result<Option<RecordingRecord>> {
-        let table = self.txn.open_table(RECORDINGS)?;
-        let found = table.get((org, call_id))?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
-    pub fn recording_upload(&self, upload_id: &str) -> Result<Option<UploadRecord>> {
-        let table = self.txn.open_table(RECORDING_UPLOADS)?;
-        let found = table.get(upload_id)?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
     /// Registers an upload as in progress, so that its chunks can be found and removed
     /// if it never finishes.
     pub fn begin_recording_upload(&mut self, upload_id: &str, upload: &UploadRecord) -> Result<()> {
@@ -186,12 +175,6 @@ fn remove_chunks(tx: &mut WriteTx, upload_id: &str) -> Result<()> {
 }
 
 impl ReadTx {
-    pub fn recording(&self, org: &str, call_id: &str) -> Result<Option<RecordingRecord>> {
-        let table = self.txn.open_table(RECORDINGS)?;
-        let found = table.get((org, call_id))?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
     /// One chunk of an upload's audio, if it exists.
     pub fn recording_chunk(&self, upload_id: &str, index: u64) -> Result<Option<Vec<u8>>> {
         let table = self.txn.open_table(RECORDING_CHUNKS)?;

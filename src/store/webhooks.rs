@@ -31,12 +31,6 @@ impl WriteTx {
         Ok(out)
     }
 
-    pub fn webhook_endpoint(&self, org: &str, id: &str) -> Result<Option<EndpointRecord>> {
-        let table = self.txn.open_table(WEBHOOK_ENDPOINTS)?;
-        let found = table.get((org, id))?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
     pub fn put_webhook_endpoint(&mut self, endpoint: &EndpointRecord) -> Result<()> {
         let bytes = encode(endpoint)?;
         let mut table = self.txn.open_table(WEBHOOK_ENDPOINTS)?;
@@ -57,12 +51,6 @@ impl WriteTx {
             deliveries.remove(delivery_id.as_str())?;
         }
         Ok(())
-    }
-
-    pub fn delivery(&self, id: &str) -> Result<Option<DeliveryRecord>> {
-        let table = self.txn.open_table(DELIVERIES)?;
-        let found = table.get(id)?;
-        found.map(|v| decode(v.value())).transpose()
     }
 
     /// Writes a delivery and keeps its outbox row in step; `previous_due` is where the
@@ -168,18 +156,6 @@ impl ReadTx {
             out.push(decode(value.value())?);
         }
         Ok(out)
-    }
-
-    pub fn webhook_endpoint(&self, org: &str, id: &str) -> Result<Option<EndpointRecord>> {
-        let table = self.txn.open_table(WEBHOOK_ENDPOINTS)?;
-        let found = table.get((org, id))?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
-    pub fn delivery(&self, id: &str) -> Result<Option<DeliveryRecord>> {
-        let table = self.txn.open_table(DELIVERIES)?;
-        let found = table.get(id)?;
-        found.map(|v| decode(v.value())).transpose()
     }
 
     /// Up to `max` deliveries of `endpoint` due at `now`, skipping those `in_flight`.

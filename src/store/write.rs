@@ -68,12 +68,6 @@ impl WriteTx {
 
     // Organizations and keys.
 
-    pub fn org(&self, id: &str) -> Result<Option<OrgRecord>> {
-        let table = self.txn.open_table(ORGS)?;
-        let found = table.get(id)?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
     pub fn org_id_by_name(&self, name: &str) -> Result<Option<String>> {
         let table = self.txn.open_table(ORG_NAMES)?;
         let found = table.get(name)?;
@@ -97,12 +91,6 @@ impl WriteTx {
         Ok(found.map(|v| v.value().to_vec()))
     }
 
-    pub fn key(&self, hash: &[u8]) -> Result<Option<KeyRecord>> {
-        let table = self.txn.open_table(API_KEYS)?;
-        let found = table.get(hash)?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
     pub fn put_key(&mut self, hash: &[u8], key: &KeyRecord) -> Result<()> {
         self.keys_changed = true;
         let bytes = encode(key)?;
@@ -116,12 +104,6 @@ impl WriteTx {
     }
 
     // Leads.
-
-    pub fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
-        let table = self.txn.open_table(LEADS)?;
-        let found = table.get((org, id))?;
-        found.map(|v| decode(v.value())).transpose()
-    }
 
     /// Writes `lead` and moves its index rows from where `old` had them.
     pub fn put_lead(
@@ -240,25 +222,11 @@ impl WriteTx {
 
     // Calls.
 
-    pub fn call(&self, org: &str, id: &str) -> Result<Option<CallRecord>> {
-        let table = self.txn.open_table(CALLS)?;
-        let found = table.get((org, id))?;
-        found.map(|v| decode(v.value())).transpose()
-    }
-
     pub fn put_call(&mut self, org: &str, call: &CallRecord) -> Result<()> {
         let bytes = encode(call)?;
         self.txn
             .open_table(CALLS)?
             .insert((org, call.id.as_str()), bytes.as_slice())?;
         Ok(())
-    }
-
-    // Do Not Contact.
-
-    pub fn dnc_contains(&self, org: &str, phone: &str) -> Result<bool> {
-        let table = self.txn.open_table(DNC)?;
-        let found = table.get((org, phone))?;
-        Ok(found.is_some())
     }
 }

@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 use super::key_cache::KeyCache;
 use super::write::WriteTx;
 use crate::error::{Error, Result};
-use crate::metrics::Histogram;
+use crate::histogram::{Histogram, BATCH_SIZES, LATENCY_SECONDS};
 
 /// What a job hands back after running: called with the commit's outcome.
 pub(crate) type Completion = Box<dyn FnOnce(Option<&Error>) + Send>;
@@ -47,8 +47,8 @@ impl Default for WriterStats {
             commits: AtomicU64::new(0),
             jobs: AtomicU64::new(0),
             largest_batch: AtomicU64::new(0),
-            batch_sizes: Histogram::new(crate::metrics::BATCH_SIZES),
-            commit_seconds: Histogram::new(crate::metrics::LATENCY_SECONDS),
+            batch_sizes: Histogram::new(BATCH_SIZES),
+            commit_seconds: Histogram::new(LATENCY_SECONDS),
         }
     }
 }

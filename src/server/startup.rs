@@ -1,0 +1,38 @@
+//! What runs once at start-up, after the store opened and before the first request:
+//! sweeping what a crash left half-done and reading the secrets handlers need.
+
+use crate::api::recordings::Settings as RecordingSettings;
+use crate::config::Config;
+use crate::domain::recordings::LinkKey;
+use crate::store::Store;
+
+/// Reads (or creates) the recording link secret and discards uploads a crash cut short.
+pub async fn prepare_recordings(
+    store: &Store,
+    config: &Config,
+) -> Result<RecordingSettings, String> {
+    let (secret, swept) = store
+        .write(|tx| {
+            let swept = tx.discard_all_recording_uploads()?;
+            Ok((tx.recording_secret()?, swept))
+        })
+        .await
+        .map_err(|e| format!("preparing recordings: {}", e.to_string_for_logs()))?;
+    if swept > 0 {
+        tracing::info!(uploads = swept, "discarded unfinished recording uploads");
+    }
+    Ok(RecordingSettings {
+        link_key: LinkKey::new(secret),
+        link_ttl_secs: config.recording_link_ttl_secs,
+        max_bytes: config.recording_max_bytes,
+        public_url: config
+            .public_url
+            .as_ref()
+            .map(|u| u.trim_end_matches('/').to_string()),
+        scheme: if config.insecure_http {
+            "http"
+        } else {
+            "https"
+        },
+    })
+}

@@ -1,0 +1,104 @@
+//! Point reads that a snapshot ([`ReadTx`]) and the writer's transaction ([`WriteTx`])
+//! share.
+//!
+//! redb opens tables differently in the two (a read-only table, a writable one), but
+//! both are `ReadableTable`s. Each transaction says once how it opens a table for a
+//! lookup ([`Reader::record`], [`Reader::contains`]); every named getter (a lead, an
+//! organization, a call, ...) is written once here, on top of those two.
+
+use redb::{Key, ReadableTable, TableDefinition, Value};
+use serde::de::DeserializeOwned;
+
+use super::codec::decode;
+use super::read::ReadTx;
+use super::recordings::{RecordingRecord, UploadRecord};
+use super::records::{
+    CallRecord, DeliveryRecord, EndpointRecord, KeyRecord, LeadRecord, OrgRecord,
+};
+use super::tables::*;
+use super::write::WriteTx;
+use crate::error::Result;
+
+/// Typed point reads, the same in a snapshot and in the writer's transaction. Bring it
+/// into scope (`use crate::store::Reader`) to call `lead`, `org`, ... on either.
+pub trait Reader {
+    /// The record stored at `key` of `table`, decoded.
+    fn record<K: Key + 'static, T: DeserializeOwned>(
+        &self,
+        table: TableDefinition<K, &'static [u8]>,
+        key: K::SelfType<'_>,
+    ) -> Result<Option<T>>;
+
+    /// Whether `table` has a row at `key`.
+    fn contains<K: Key + 'static, V: Value + 'static>(
+        &self,
+        table: TableDefinition<K, V>,
+        key: K::SelfType<'_>,
+    ) -> Result<bool>;
+
+    fn key(&self, hash: &[u8]) -> Result<Option<KeyRecord>> {
+        self.record(API_KEYS, hash)
+    }
+
+    fn org(&self, id: &str) -> Result<Option<OrgRecord>> {
+        self.record(ORGS, id)
+    }
+
+    fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
+        self.record(LEADS, (org, id))
+    }
+
+    fn call(&self, org: &str, id: &str) -> Result<Option<CallRecord>> {
+        self.record(CALLS, (org, id))
+    }
+
+    fn dnc_contains(&self, org: &str, phone: &str) -> Result<bool> {
+        self.contains(DNC, (org, phone))
+    }
+
+    fn webhook_endpoint(&self, org: &str, id: &str) -> Result<Option<EndpointRecord>> {
+        self.record(WEBHOOK_ENDPOINTS, (org, id))
+    }
+
+    fn delivery(&self, id: &str) -> Result<Option<DeliveryRecord>> {
+        self.record(DELIVERIES, id)
+    }
+
+    fn recording(&self, org: &str, call_id: &str) -> Result<Option<RecordingRecord>> {
+        self.record(RECORDINGS, (org, call_id))
+    }
+
+    fn recording_upload(&self, upload_id: &str) -> Result<Option<UploadRecord>> {
+        self.record(RECORDING_UPLOADS, upload_id)
+    }
+}
+
+/// The two implementations differ only in the table type redb hands back.
+macro_rules! reader_for {
+    ($tx:ty) => {
+        impl Reader for $tx {
+            fn record<K: Key + 'static, T: DeserializeOwned>(
+                &self,
+                table: TableDefinition<K, &'static [u8]>,
+                key: K::SelfType<'_>,
+            ) -> Result<Option<T>> {
+                let table = self.txn.open_table(table)?;
+                let found = table.get(key)?;
+                found.map(|v| decode(v.value())).transpose()
+            }
+
+            fn contains<K: Key + 'static, V: Value + 'static>(
+                &self,
+                table: TableDefinition<K, V>,
+                key: K::SelfType<'_>,
+            ) -> Result<bool> {
+                let table = self.txn.open_table(table)?;
+                let found = table.get(key)?;
+                Ok(found.is_some())
+            }
+        }
+    };
+}
+
+reader_for!(ReadTx);
+reader_for!(WriteTx);
