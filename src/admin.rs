@@ -124,7 +124,7 @@ pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
             }
         }
         write => {
-            let job = move |tx: &mut crate::store::WriteTx| apply(tx, write);
+            let job = move |tx: &mut crate::store::WriteTx| apply(tx, write.clone());
             store.write(job).await
         }
     }
@@ -141,7 +141,7 @@ pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
         AdminRequest::Check => to_value(CheckDone {
             problems: store.check()?,
         }),
-        write => store.write_blocking(move |tx| apply(tx, write)),
+        write => store.write_blocking(move |tx| apply(tx, write.clone())),
     }
 }
 

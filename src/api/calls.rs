@@ -28,7 +28,7 @@ pub async fn put(
     let changes = calls::parse_details(id, body)?;
     let id = id.to_string();
     let (call, created) = store
-        .write(move |tx| calls::put(tx, &caller, &id, changes))
+        .write(move |tx| calls::put(tx, &caller, &id, changes.clone()))
         .await?;
     let status = if created {
         StatusCode::CREATED

@@ -90,7 +90,7 @@ pub async fn add_tags(
     }
     let id = lead_id.to_string();
     let lead = store
-        .write(move |tx| contact::add_tags(tx, &caller, &id, tags))
+        .write(move |tx| contact::add_tags(tx, &caller, &id, tags.clone()))
         .await?;
     Ok(reply(StatusCode::OK, &json!({"tags": lead.tags})))
 }

@@ -55,7 +55,7 @@ pub async fn post(
     let input = events::EventInput::from_json(body)?;
     let id = lead_id.to_string();
     let row = store
-        .write(move |tx| events::upsert(tx, &caller, &id, input))
+        .write(move |tx| events::upsert(tx, &caller, &id, input.clone()))
         .await?;
     Ok(reply(StatusCode::OK, &EventView::of(&row)))
 }
@@ -101,7 +101,7 @@ pub async fn post_message(
     let id = lead_id.to_string();
     let row = state
         .store
-        .write(move |tx| messages::record(tx, &caller, &id, input))
+        .write(move |tx| messages::record(tx, &caller, &id, input.clone()))
         .await?;
     let view = MessageView::of(&row)
         .ok_or_else(|| Error::Internal("a new message is not message-shaped".into()))?;

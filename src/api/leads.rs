@@ -38,7 +38,7 @@ pub async fn create(
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
     let lead = store
-        .write(move |tx| leads::create(tx, &caller, body))
+        .write(move |tx| leads::create(tx, &caller, body.clone()))
         .await?;
     Ok(json_bytes(StatusCode::CREATED, views::lead(&lead)?))
 }
@@ -51,7 +51,7 @@ pub async fn update(
 ) -> Result<Response<Body>> {
     let id = id.to_string();
     let lead = store
-        .write(move |tx| leads::update(tx, &caller, &id, body))
+        .write(move |tx| leads::update(tx, &caller, &id, body.clone()))
         .await?;
     Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }

@@ -23,7 +23,7 @@ pub async fn update_org(
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
     let org = store
-        .write(move |tx| org_settings::update(tx, &caller, body))
+        .write(move |tx| org_settings::update(tx, &caller, body.clone()))
         .await?;
     Ok(reply(StatusCode::OK, &org_settings::view(&org)))
 }

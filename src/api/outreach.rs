@@ -31,7 +31,7 @@ pub async fn outbound_message(
     let send = move |tx: &mut crate::store::WriteTx,
                      caller: &Caller,
                      lead: crate::store::records::LeadRecord| {
-        messages::record(tx, caller, &lead.id, input)
+        messages::record(tx, caller, &lead.id, input.clone())
     };
     match compliance::pass(
         &state.store,

@@ -79,7 +79,7 @@ pub async fn create(
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
     let endpoint = store
-        .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, body))
+        .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, body.clone()))
         .await?;
     let mut view = serde_json::to_value(EndpointView::of(&endpoint))
         .map_err(|e| Error::Internal(e.to_string()))?;

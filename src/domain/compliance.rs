@@ -177,11 +177,11 @@ pub async fn pass<T, F>(
     caller: Caller,
     lead_id: &str,
     channel: Channel,
-    send: F,
+    mut send: F,
 ) -> Result<Outcome<T>>
 where
     T: Send + 'static,
-    F: FnOnce(&mut WriteTx, &Caller, LeadRecord) -> Result<T> + Send + 'static,
+    F: FnMut(&mut WriteTx, &Caller, LeadRecord) -> Result<T> + Send + 'static,
 {
     let (org, lead, on_dnc) = {
         let read = store.read()?;
@@ -209,7 +209,7 @@ where
             let on_dnc = !lead.phone.is_empty() && tx.dnc_contains(&caller.org_id, &lead.phone)?;
             // The local steps come first in the order, so a block they find now (an
             // opt-out committed while the service was asked) names its own reason.
-            match local_check(&org, &lead, channel, on_dnc, Utc::now()).or(early) {
+            match local_check(&org, &lead, channel, on_dnc, Utc::now()).or(early.clone()) {
                 Some(block) => Ok(Outcome::Blocked(record_block(
                     tx,
                     &caller.org_id,

@@ -13,6 +13,7 @@ use crate::store::records::{EventRecord, JsonBlob, LeadRecord};
 use crate::store::{EventKey, EventRow, WriteTx};
 
 /// A client's event write.
+#[derive(Debug, Clone)]
 pub struct EventInput {
     pub kind: String,
     pub id: Option<String>,

@@ -8,6 +8,7 @@ use super::{events, leads, Caller};
 use crate::error::{Error, Result};
 use crate::store::{EventRow, WriteTx};
 
+#[derive(Debug, Clone)]
 pub struct MessageInput {
     pub owner: Owner,
     /// `Sms` or `Email`: a message is text.

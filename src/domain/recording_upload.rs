@@ -112,7 +112,7 @@ impl RecordingUpload {
         let (caller, call) = (self.caller.clone(), self.call_id.clone());
         let answer = self
             .store
-            .write(move |tx| recordings::finish(tx, &caller, &call, uploaded))
+            .write(move |tx| recordings::finish(tx, &caller, &call, uploaded.clone()))
             .await?;
         self.upload_id = None;
         Ok(answer)

@@ -13,7 +13,7 @@ use crate::time::Micros;
 impl WriteTx {
     /// Adds a number; false when it was listed already (its first time is kept).
     pub fn dnc_add(&mut self, org: &str, phone: &str, at: Micros) -> Result<bool> {
-        let mut table = self.txn.open_table(DNC)?;
+        let mut table = self.open_write(DNC)?;
         if table.get((org, phone))?.is_some() {
             return Ok(false);
         }
@@ -23,14 +23,14 @@ impl WriteTx {
 
     /// Removes a number; false when it was not listed.
     pub fn dnc_remove(&mut self, org: &str, phone: &str) -> Result<bool> {
-        let mut table = self.txn.open_table(DNC)?;
+        let mut table = self.open_write(DNC)?;
         let removed = table.remove((org, phone))?;
         Ok(removed.is_some())
     }
 
     /// Ids of the leads with this phone.
     pub fn lead_ids_by_phone(&self, org: &str, phone: &str) -> Result<Vec<String>> {
-        let table = self.txn.open_table(LEADS_BY_PHONE)?;
+        let table = self.open_read(LEADS_BY_PHONE)?;
         let mut ids = Vec::new();
         for row in table.range((org, phone, "")..)? {
             let (key, _) = row?;
@@ -52,7 +52,7 @@ impl ReadTx {
         after: Option<&str>,
         mut visit: impl FnMut(String, Micros) -> Result<Flow>,
     ) -> Result<()> {
-        let table = self.txn.open_table(DNC)?;
+        let table = self.open_read(DNC)?;
         let start = match after {
             Some(phone) => Bound::Excluded((org, phone)),
             None => Bound::Included((org, "")),

@@ -57,7 +57,7 @@ impl From<Error> for OpenError {
 
 pub struct Store {
     db: Arc<Database>,
-    jobs: Mutex<Option<mpsc::Sender<writer::Job>>>,
+    jobs: Mutex<Option<mpsc::Sender<Box<dyn writer::Job>>>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     stats: Arc<WriterStats>,
     cursor_key: CursorKey,
@@ -133,7 +133,7 @@ impl Store {
     pub async fn write<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut WriteTx) -> Result<T> + Send + 'static,
+        F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.submit(writer::job(f, reply))?;
@@ -146,7 +146,7 @@ impl Store {
     pub fn write_blocking<T, F>(&self, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut WriteTx) -> Result<T> + Send + 'static,
+        F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.submit(writer::job(f, reply))?;
@@ -155,7 +155,7 @@ impl Store {
             .map_err(|_| Error::Internal("the writer dropped a job".into()))?
     }
 
-    fn submit(&self, job: writer::Job) -> Result<()> {
+    fn submit(&self, job: Box<dyn writer::Job>) -> Result<()> {
         let jobs = self
             .jobs
             .lock()

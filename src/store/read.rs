@@ -69,6 +69,14 @@ impl ReadTx {
         ReadTx { txn }
     }
 
+    /// Opens `table` in this snapshot.
+    pub(super) fn open_read<K: redb::Key + 'static, V: redb::Value + 'static>(
+        &self,
+        table: redb::TableDefinition<K, V>,
+    ) -> Result<redb::ReadOnlyTable<K, V>> {
+        Ok(self.txn.open_table(table)?)
+    }
+
     pub fn keys(&self) -> Result<Vec<KeyRecord>> {
         let table = self.txn.open_table(API_KEYS)?;
         let mut out = Vec::new();

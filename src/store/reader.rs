@@ -82,7 +82,7 @@ macro_rules! reader_for {
                 table: TableDefinition<K, &'static [u8]>,
                 key: K::SelfType<'_>,
             ) -> Result<Option<T>> {
-                let table = self.txn.open_table(table)?;
+                let table = self.open_read(table)?;
                 let found = table.get(key)?;
                 found.map(|v| decode(v.value())).transpose()
             }
@@ -92,7 +92,7 @@ macro_rules! reader_for {
                 table: TableDefinition<K, V>,
                 key: K::SelfType<'_>,
             ) -> Result<bool> {
-                let table = self.txn.open_table(table)?;
+                let table = self.open_read(table)?;
                 let found = table.get(key)?;
                 Ok(found.is_some())
             }

@@ -68,15 +68,13 @@ impl WriteTx {
     /// if it never finishes.
     pub fn begin_recording_upload(&mut self, upload_id: &str, upload: &UploadRecord) -> Result<()> {
         let bytes = encode(upload)?;
-        self.txn
-            .open_table(RECORDING_UPLOADS)?
+        self.open_write(RECORDING_UPLOADS)?
             .insert(upload_id, bytes.as_slice())?;
         Ok(())
     }
 
     pub fn put_recording_chunk(&mut self, upload_id: &str, index: u64, bytes: &[u8]) -> Result<()> {
-        self.txn
-            .open_table(RECORDING_CHUNKS)?
+        self.open_write(RECORDING_CHUNKS)?
             .insert((upload_id, index), bytes)?;
         Ok(())
     }
@@ -90,11 +88,9 @@ impl WriteTx {
     ) -> Result<Option<RecordingRecord>> {
         let previous = self.recording(org, &record.call_id)?;
         let bytes = encode(record)?;
-        self.txn
-            .open_table(RECORDINGS)?
+        self.open_write(RECORDINGS)?
             .insert((org, record.call_id.as_str()), bytes.as_slice())?;
-        self.txn
-            .open_table(RECORDING_UPLOADS)?
+        self.open_write(RECORDING_UPLOADS)?
             .remove(record.upload_id.as_str())?;
         if let Some(old) = &previous {
             if old.upload_id != record.upload_id {
@@ -111,7 +107,7 @@ impl WriteTx {
         call_id: &str,
     ) -> Result<Option<RecordingRecord>> {
         let removed: Option<RecordingRecord> = {
-            let mut table = self.txn.open_table(RECORDINGS)?;
+            let mut table = self.open_write(RECORDINGS)?;
             let removed = table.remove((org, call_id))?;
             removed.map(|v| decode(v.value())).transpose()?
         };
@@ -125,8 +121,7 @@ impl WriteTx {
     /// answers false) for an upload that finished, whose chunks now hold a recording.
     pub fn discard_recording_upload(&mut self, upload_id: &str) -> Result<bool> {
         let removed = self
-            .txn
-            .open_table(RECORDING_UPLOADS)?
+            .open_write(RECORDING_UPLOADS)?
             .remove(upload_id)?
             .is_some();
         if removed {
@@ -139,7 +134,7 @@ impl WriteTx {
     /// runs, that is at start-up. Returns how many there were.
     pub fn discard_all_recording_uploads(&mut self) -> Result<usize> {
         let mut ids = Vec::new();
-        for row in self.txn.open_table(RECORDING_UPLOADS)?.iter()? {
+        for row in self.open_write(RECORDING_UPLOADS)?.iter()? {
             let (key, _) = row?;
             ids.push(key.value().to_string());
         }
@@ -152,7 +147,7 @@ impl WriteTx {
     /// The secret that signs recording links, created on first use and kept in `meta`
     /// so links survive restarts.
     pub fn recording_secret(&mut self) -> Result<[u8; 32]> {
-        let mut meta = self.txn.open_table(META)?;
+        let mut meta = self.open_write(META)?;
         let existing = meta.get(SECRET_NAME)?.map(|v| v.value().to_vec());
         match existing {
             Some(bytes) => bytes
@@ -169,7 +164,7 @@ impl WriteTx {
 
 /// Removes every chunk of `upload_id`.
 fn remove_chunks(tx: &mut WriteTx, upload_id: &str) -> Result<()> {
-    let mut chunks = tx.txn.open_table(RECORDING_CHUNKS)?;
+    let mut chunks = tx.open_write(RECORDING_CHUNKS)?;
     chunks.retain_in((upload_id, 0u64)..=(upload_id, u64::MAX), |_, _| false)?;
     Ok(())
 }
@@ -177,14 +172,14 @@ fn remove_chunks(tx: &mut WriteTx, upload_id: &str) -> Result<()> {
 impl ReadTx {
     /// One chunk of an upload's audio, if it exists.
     pub fn recording_chunk(&self, upload_id: &str, index: u64) -> Result<Option<Vec<u8>>> {
-        let table = self.txn.open_table(RECORDING_CHUNKS)?;
+        let table = self.open_read(RECORDING_CHUNKS)?;
         let found = table.get((upload_id, index))?;
         Ok(found.map(|v| v.value().to_vec()))
     }
 
     /// How many chunk rows exist in all (for tests and diagnostics).
     pub fn recording_chunk_rows(&self) -> Result<u64> {
-        let table = self.txn.open_table(RECORDING_CHUNKS)?;
+        let table = self.open_read(RECORDING_CHUNKS)?;
         Ok(table.len()?)
     }
 }
@@ -197,7 +192,7 @@ impl Store {
     pub fn write_queued<T, F>(&self, f: F) -> Result<QueuedWrite<T>>
     where
         T: Send + 'static,
-        F: FnOnce(&mut WriteTx) -> Result<T> + Send + 'static,
+        F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.submit(writer::job(f, reply))?;

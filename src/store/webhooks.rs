@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::ops::Bound;
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::ReadableTable;
 
 use super::codec::{decode, encode};
 use super::read::{Flow, ReadTx};
@@ -19,7 +19,7 @@ use crate::time::Micros;
 
 impl WriteTx {
     pub fn webhook_endpoints(&self, org: &str) -> Result<Vec<EndpointRecord>> {
-        let table = self.txn.open_table(WEBHOOK_ENDPOINTS)?;
+        let table = self.open_read(WEBHOOK_ENDPOINTS)?;
         let mut out = Vec::new();
         for row in table.range((org, "")..)? {
             let (key, value) = row?;
@@ -33,7 +33,7 @@ impl WriteTx {
 
     pub fn put_webhook_endpoint(&mut self, endpoint: &EndpointRecord) -> Result<()> {
         let bytes = encode(endpoint)?;
-        let mut table = self.txn.open_table(WEBHOOK_ENDPOINTS)?;
+        let mut table = self.open_write(WEBHOOK_ENDPOINTS)?;
         table.insert(
             (endpoint.org_id.as_str(), endpoint.id.as_str()),
             bytes.as_slice(),
@@ -43,10 +43,10 @@ impl WriteTx {
 
     /// Removes an endpoint with its outbox rows and deliveries.
     pub fn delete_webhook_endpoint(&mut self, org: &str, id: &str) -> Result<()> {
-        self.txn.open_table(WEBHOOK_ENDPOINTS)?.remove((org, id))?;
-        remove_prefix(&self.txn, OUTBOX, id)?;
-        let removed = remove_prefix(&self.txn, DELIVERIES_BY_ENDPOINT, id)?;
-        let mut deliveries = self.txn.open_table(DELIVERIES)?;
+        self.open_write(WEBHOOK_ENDPOINTS)?.remove((org, id))?;
+        remove_prefix(self, OUTBOX, id)?;
+        let removed = remove_prefix(self, DELIVERIES_BY_ENDPOINT, id)?;
+        let mut deliveries = self.open_write(DELIVERIES)?;
         for delivery_id in removed {
             deliveries.remove(delivery_id.as_str())?;
         }
@@ -62,21 +62,26 @@ impl WriteTx {
     ) -> Result<()> {
         let (endpoint, id) = (delivery.endpoint_id.as_str(), delivery.id.as_str());
         let bytes = encode(delivery)?;
-        let mut deliveries = self.txn.open_table(DELIVERIES)?;
+        let mut deliveries = self.open_write(DELIVERIES)?;
         let is_new = deliveries.insert(id, bytes.as_slice())?.is_none();
         drop(deliveries);
         if is_new {
-            let mut by_endpoint = self.txn.open_table(DELIVERIES_BY_ENDPOINT)?;
+            let mut by_endpoint = self.open_write(DELIVERIES_BY_ENDPOINT)?;
             by_endpoint.insert((endpoint, delivery.created_at, id), ())?;
         }
-        let mut outbox = self.txn.open_table(OUTBOX)?;
+        let mut outbox = self.open_write(OUTBOX)?;
         if let Some(due) = previous_due {
             outbox.remove((endpoint, due, id))?;
         }
-        if let (DeliveryState::Pending, Some(due)) = (delivery.state, delivery.next_attempt_at) {
-            outbox.insert((endpoint, due, id), ())?;
-            self.outbox_added = true;
-        }
+        let queued = match (delivery.state, delivery.next_attempt_at) {
+            (DeliveryState::Pending, Some(due)) => {
+                outbox.insert((endpoint, due, id), ())?;
+                true
+            }
+            _ => false,
+        };
+        drop(outbox);
+        self.outbox_added |= queued;
         Ok(())
     }
 
@@ -90,8 +95,8 @@ impl WriteTx {
     ) -> Result<usize> {
         let mut doomed = Vec::new();
         {
-            let by_endpoint = self.txn.open_table(DELIVERIES_BY_ENDPOINT)?;
-            let deliveries = self.txn.open_table(DELIVERIES)?;
+            let by_endpoint = self.open_write(DELIVERIES_BY_ENDPOINT)?;
+            let deliveries = self.open_write(DELIVERIES)?;
             for row in by_endpoint.range((endpoint, i64::MIN, "")..(endpoint, before, ""))? {
                 let (key, _) = row?;
                 let (_, created, id) = key.value();
@@ -107,8 +112,8 @@ impl WriteTx {
                 }
             }
         }
-        let mut by_endpoint = self.txn.open_table(DELIVERIES_BY_ENDPOINT)?;
-        let mut deliveries = self.txn.open_table(DELIVERIES)?;
+        let mut by_endpoint = self.open_write(DELIVERIES_BY_ENDPOINT)?;
+        let mut deliveries = self.open_write(DELIVERIES)?;
         for (created, id) in &doomed {
             by_endpoint.remove((endpoint, *created, id.as_str()))?;
             deliveries.remove(id.as_str())?;
@@ -119,11 +124,11 @@ impl WriteTx {
 
 /// Removes every row whose key starts with `prefix`; returns the keys' last elements.
 fn remove_prefix(
-    txn: &WriteTransaction,
+    tx: &WriteTx,
     table: redb::TableDefinition<(&str, i64, &str), ()>,
     prefix: &str,
 ) -> Result<Vec<String>> {
-    let mut table = txn.open_table(table)?;
+    let mut table = tx.open_write(table)?;
     let mut keys = Vec::new();
     for row in table.range((prefix, i64::MIN, "")..)? {
         let (key, _) = row?;
@@ -149,7 +154,7 @@ pub struct DueDeliveries {
 impl ReadTx {
     /// Every endpoint of every organization (the dispatcher's view).
     pub fn all_webhook_endpoints(&self) -> Result<Vec<EndpointRecord>> {
-        let table = self.txn.open_table(WEBHOOK_ENDPOINTS)?;
+        let table = self.open_read(WEBHOOK_ENDPOINTS)?;
         let mut out = Vec::new();
         for row in table.iter()? {
             let (_, value) = row?;
@@ -166,8 +171,8 @@ impl ReadTx {
         in_flight: &HashSet<String>,
         max: usize,
     ) -> Result<DueDeliveries> {
-        let outbox = self.txn.open_table(OUTBOX)?;
-        let deliveries = self.txn.open_table(DELIVERIES)?;
+        let outbox = self.open_read(OUTBOX)?;
+        let deliveries = self.open_read(DELIVERIES)?;
         let mut due = Vec::new();
         let mut next_due = None;
         for row in outbox.range((endpoint, i64::MIN, "")..)? {
@@ -201,8 +206,8 @@ impl ReadTx {
         after: Option<(Micros, String)>,
         mut visit: impl FnMut(DeliveryRecord) -> Result<Flow>,
     ) -> Result<()> {
-        let by_endpoint = self.txn.open_table(DELIVERIES_BY_ENDPOINT)?;
-        let deliveries = self.txn.open_table(DELIVERIES)?;
+        let by_endpoint = self.open_read(DELIVERIES_BY_ENDPOINT)?;
+        let deliveries = self.open_read(DELIVERIES)?;
         let start = match &after {
             Some((t, id)) => Bound::Excluded((endpoint, *t, id.as_str())),
             None => Bound::Included((endpoint, i64::MIN, "")),
@@ -224,7 +229,7 @@ impl ReadTx {
 
     /// Number of pending deliveries and the oldest due time, across all endpoints.
     pub fn outbox_depth(&self) -> Result<(u64, Option<Micros>)> {
-        let outbox = self.txn.open_table(OUTBOX)?;
+        let outbox = self.open_read(OUTBOX)?;
         let mut depth = 0;
         let mut oldest: Option<Micros> = None;
         for row in outbox.iter()? {

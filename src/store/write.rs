@@ -4,7 +4,10 @@
 //! `Store::write`. Each `put_*` keeps a record's index rows in step with the record, so
 //! no caller can forget one. Every timestamp that orders rows comes from [`WriteTx::tick`].
 
-use redb::{ReadableTable, WriteTransaction};
+use std::cell::Cell;
+use std::ops::Deref;
+
+use redb::{Key, ReadableTable, Table, TableDefinition, Value, WriteTransaction};
 
 use super::codec::{decode, encode};
 use super::lead_view;
@@ -22,8 +25,24 @@ pub struct EventKey<'a> {
     pub id: &'a str,
 }
 
+/// The writer's transaction, as jobs see it. The redb transaction is private to this
+/// file: a table opened to change it comes only from [`WriteTx::open_write`], which
+/// counts, so the writer knows whether a job changed anything (see `writer`).
+/// A table of the write transaction opened for reading only (see [`WriteTx::open_read`]).
+pub(super) struct ReadOnly<'t, K: Key + 'static, V: Value + 'static>(Table<'t, K, V>);
+
+impl<'t, K: Key + 'static, V: Value + 'static> Deref for ReadOnly<'t, K, V> {
+    type Target = Table<'t, K, V>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
 pub struct WriteTx {
-    pub(super) txn: WriteTransaction,
+    txn: WriteTransaction,
+    /// How many times a table was opened to be changed.
+    writes: Cell<u64>,
     clock: Micros,
     clock_moved: bool,
     /// Set when the transaction queued a webhook delivery, to wake the dispatcher.
@@ -36,6 +55,7 @@ impl WriteTx {
     pub(crate) fn new(txn: WriteTransaction, clock: Micros) -> Self {
         WriteTx {
             txn,
+            writes: Cell::new(0),
             clock,
             clock_moved: false,
             outbox_added: false,
@@ -45,6 +65,30 @@ impl WriteTx {
 
     pub(crate) fn clock(&self) -> Micros {
         self.clock
+    }
+
+    /// How many times a table was opened to be changed so far: the writer compares it
+    /// before and after a job.
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.get()
+    }
+
+    /// Opens `table` to change it. Every change of the store goes through here.
+    pub(super) fn open_write<K: Key + 'static, V: Value + 'static>(
+        &self,
+        table: TableDefinition<K, V>,
+    ) -> Result<Table<'_, K, V>> {
+        self.writes.set(self.writes.get() + 1);
+        Ok(self.txn.open_table(table)?)
+    }
+
+    /// Opens `table` to read it: the handle gives out only `&Table`, and redb changes a
+    /// table only through `&mut`.
+    pub(super) fn open_read<K: Key + 'static, V: Value + 'static>(
+        &self,
+        table: TableDefinition<K, V>,
+    ) -> Result<ReadOnly<'_, K, V>> {
+        Ok(ReadOnly(self.txn.open_table(table)?))
     }
 
     /// Persists the clock's high-water mark and hands the transaction back for commit.
@@ -69,24 +113,22 @@ impl WriteTx {
     // Organizations and keys.
 
     pub fn org_id_by_name(&self, name: &str) -> Result<Option<String>> {
-        let table = self.txn.open_table(ORG_NAMES)?;
+        let table = self.open_read(ORG_NAMES)?;
         let found = table.get(name)?;
         Ok(found.map(|v| v.value().to_string()))
     }
 
     pub fn put_org(&mut self, org: &OrgRecord) -> Result<()> {
         let bytes = encode(org)?;
-        self.txn
-            .open_table(ORGS)?
+        self.open_write(ORGS)?
             .insert(org.id.as_str(), bytes.as_slice())?;
-        self.txn
-            .open_table(ORG_NAMES)?
+        self.open_write(ORG_NAMES)?
             .insert(org.name.as_str(), org.id.as_str())?;
         Ok(())
     }
 
     pub fn key_hash_by_id(&self, id: &str) -> Result<Option<Vec<u8>>> {
-        let table = self.txn.open_table(API_KEY_IDS)?;
+        let table = self.open_read(API_KEY_IDS)?;
         let found = table.get(id)?;
         Ok(found.map(|v| v.value().to_vec()))
     }
@@ -94,11 +136,8 @@ impl WriteTx {
     pub fn put_key(&mut self, hash: &[u8], key: &KeyRecord) -> Result<()> {
         self.keys_changed = true;
         let bytes = encode(key)?;
-        self.txn
-            .open_table(API_KEYS)?
-            .insert(hash, bytes.as_slice())?;
-        self.txn
-            .open_table(API_KEY_IDS)?
+        self.open_write(API_KEYS)?.insert(hash, bytes.as_slice())?;
+        self.open_write(API_KEY_IDS)?
             .insert(key.id.as_str(), hash)?;
         Ok(())
     }
@@ -114,11 +153,10 @@ impl WriteTx {
     ) -> Result<()> {
         let id = lead.id.as_str();
         let bytes = encode(lead)?;
-        self.txn
-            .open_table(LEADS)?
+        self.open_write(LEADS)?
             .insert((org, id), bytes.as_slice())?;
 
-        let mut by_updated = self.txn.open_table(LEADS_BY_UPDATED)?;
+        let mut by_updated = self.open_write(LEADS_BY_UPDATED)?;
         if let Some(old) = old.filter(|old| old.updated_at != lead.updated_at) {
             by_updated.remove((org, old.updated_at, id))?;
         }
@@ -127,7 +165,7 @@ impl WriteTx {
         drop(by_updated);
 
         if old.map(|o| o.created_at) != Some(lead.created_at) {
-            let mut by_created = self.txn.open_table(LEADS_BY_CREATED)?;
+            let mut by_created = self.open_write(LEADS_BY_CREATED)?;
             if let Some(old) = old {
                 by_created.remove((org, old.created_at, id))?;
             }
@@ -136,7 +174,7 @@ impl WriteTx {
 
         let old_phone = old.map(|o| o.phone.as_str()).unwrap_or("");
         if old_phone != lead.phone {
-            let mut by_phone = self.txn.open_table(LEADS_BY_PHONE)?;
+            let mut by_phone = self.open_write(LEADS_BY_PHONE)?;
             if !old_phone.is_empty() {
                 by_phone.remove((org, old_phone, id))?;
             }
@@ -157,11 +195,11 @@ impl WriteTx {
             kind,
             id,
         } = key;
-        let keys = self.txn.open_table(EVENT_KEYS)?;
+        let keys = self.open_read(EVENT_KEYS)?;
         let Some(updated_at) = keys.get((org, lead, kind, id))?.map(|v| v.value()) else {
             return Ok(None);
         };
-        let events = self.txn.open_table(EVENTS)?;
+        let events = self.open_read(EVENTS)?;
         let found = events.get((org, lead, updated_at, kind, id))?;
         match found {
             Some(v) => Ok(Some((updated_at, decode(v.value())?))),
@@ -186,14 +224,13 @@ impl WriteTx {
             id,
         } = key;
         let bytes = encode(record)?;
-        let mut events = self.txn.open_table(EVENTS)?;
+        let mut events = self.open_write(EVENTS)?;
         if let Some(old) = old_updated_at {
             events.remove((org, lead, old, kind, id))?;
         }
         events.insert((org, lead, updated_at, kind, id), bytes.as_slice())?;
         drop(events);
-        self.txn
-            .open_table(EVENT_KEYS)?
+        self.open_write(EVENT_KEYS)?
             .insert((org, lead, kind, id), updated_at)?;
         Ok(())
     }
@@ -211,7 +248,7 @@ impl WriteTx {
             kind,
             id,
         } = key;
-        let mut messages = self.txn.open_table(MESSAGES_BY_CREATED)?;
+        let mut messages = self.open_write(MESSAGES_BY_CREATED)?;
         if present {
             messages.insert((org, lead, created_at, kind, id), ())?;
         } else {
@@ -224,8 +261,7 @@ impl WriteTx {
 
     pub fn put_call(&mut self, org: &str, call: &CallRecord) -> Result<()> {
         let bytes = encode(call)?;
-        self.txn
-            .open_table(CALLS)?
+        self.open_write(CALLS)?
             .insert((org, call.id.as_str()), bytes.as_slice())?;
         Ok(())
     }

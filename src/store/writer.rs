@@ -6,9 +6,14 @@
 //! `Durability::Immediate`, and only then answers each job. Under load one fsync covers
 //! many requests; alone, a request pays for one.
 //!
-//! A job that fails (validation, not found) must leave no trace, so write operations
-//! check everything before they change anything; the job's error is simply its answer
-//! and its neighbours commit. A storage error or a panic inside a job poisons the
+//! A job that fails (validation, not found) must leave no trace: write operations check
+//! everything before they change anything, the job's error is simply its answer, and
+//! its neighbours commit. The writer does not trust that convention: it counts the
+//! tables a job opened to change ([`WriteTx::writes`]), and a job that refused after
+//! changing something is a bug whose half-write must not be committed. The batch is
+//! then aborted and run again from the start without that job, which answers its
+//! refusal, and the bug is logged. So jobs may run more than once: they are `FnMut`,
+//! and only their last run counts. A storage error or a panic inside a job poisons the
 //! transaction: the whole batch is aborted and every job in it answers 500, and nothing
 //! of it is on disk.
 
@@ -25,9 +30,24 @@ use super::write::WriteTx;
 use crate::error::{Error, Result};
 use crate::histogram::{Histogram, BATCH_SIZES, LATENCY_SECONDS};
 
-/// What a job hands back after running: called with the commit's outcome.
-pub(crate) type Completion = Box<dyn FnOnce(Option<&Error>) + Send>;
-pub(crate) type Job = Box<dyn FnOnce(&mut WriteTx) -> (Completion, bool) + Send>;
+/// A write request as the writer sees it: run inside a transaction (perhaps more than
+/// once, see the module's comment), then answered once its batch's fate is known.
+pub(crate) trait Job: Send {
+    fn run(&mut self, tx: &mut WriteTx) -> Ran;
+    /// Answers with the last run's result, or `failure` when the batch did not commit
+    /// (or the job never ran).
+    fn answer(self: Box<Self>, failure: Option<&Error>);
+}
+
+/// What one run of a job did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ran {
+    Done,
+    /// The job refused (validation, not found): its answer is an error.
+    Refused,
+    /// A storage-level failure: the transaction cannot be committed.
+    Fatal,
+}
 
 /// The most jobs one transaction takes; bounds the latency a batch adds.
 const MAX_BATCH: usize = 1024;
@@ -70,8 +90,8 @@ pub(crate) fn spawn(
     stats: Arc<WriterStats>,
     outbox_wake: Arc<Notify>,
     keys: Arc<KeyCache>,
-) -> Result<(mpsc::Sender<Job>, std::thread::JoinHandle<()>)> {
-    let (tx, rx) = mpsc::channel::<Job>();
+) -> Result<(mpsc::Sender<Box<dyn Job>>, std::thread::JoinHandle<()>)> {
+    let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
     let handle = std::thread::Builder::new()
         .name("engaged-writer".into())
         .spawn(move || run(&db, clock, &rx, &stats, &outbox_wake, &keys))?;
@@ -81,7 +101,7 @@ pub(crate) fn spawn(
 fn run(
     db: &Database,
     mut clock: i64,
-    rx: &mpsc::Receiver<Job>,
+    rx: &mpsc::Receiver<Box<dyn Job>>,
     stats: &WriterStats,
     outbox_wake: &Notify,
     keys: &KeyCache,
@@ -112,65 +132,82 @@ fn run(
 /// from (never lower than before, committed or not).
 fn commit_batch(
     db: &Database,
-    clock: i64,
-    batch: Vec<Job>,
+    mut clock: i64,
+    mut batch: Vec<Box<dyn Job>>,
     outbox_wake: &Notify,
     keys: &KeyCache,
 ) -> i64 {
-    let mut completions: Vec<Completion> = Vec::with_capacity(batch.len());
-    let mut tx = match begin(db, clock) {
-        Ok(tx) => tx,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot begin a write transaction");
-            for job in batch {
-                // The job never runs; dropping it drops its reply channel, which the
-                // waiting request reads as an internal error.
-                drop(job);
+    // Jobs that refused after writing: left out of every later run.
+    let mut left_out = vec![false; batch.len()];
+    let outcome = loop {
+        let mut tx = match begin(db, clock) {
+            Ok(tx) => tx,
+            Err(e) => {
+                tracing::error!(error = %e.to_string_for_logs(), "cannot begin a write transaction");
+                break Err(e);
             }
-            return clock;
+        };
+        let mut poisoned = false;
+        let mut half_write = None;
+        for (i, job) in batch.iter_mut().enumerate() {
+            if left_out[i] {
+                continue;
+            }
+            let before = tx.writes();
+            match catch_unwind(AssertUnwindSafe(|| job.run(&mut tx))) {
+                Ok(Ran::Done) => {}
+                Ok(Ran::Refused) if tx.writes() != before => {
+                    half_write = Some(i);
+                    break;
+                }
+                Ok(Ran::Refused) => {}
+                Ok(Ran::Fatal) => poisoned = true,
+                Err(_) => {
+                    tracing::error!("a write job panicked; aborting its batch");
+                    poisoned = true;
+                }
+            }
+            if poisoned {
+                break;
+            }
         }
-    };
-    let mut poisoned = false;
-    for job in batch {
-        if poisoned {
-            drop(job);
+        clock = tx.clock().max(clock);
+        if let Some(i) = half_write {
+            // A bug in the job: what it wrote before refusing must not be committed.
+            tracing::error!(
+                "a write job refused after changing the store; its batch runs again without it"
+            );
+            left_out[i] = true;
+            drop(tx);
             continue;
         }
-        match catch_unwind(AssertUnwindSafe(|| job(&mut tx))) {
-            Ok((completion, fatal)) => {
-                completions.push(completion);
-                poisoned |= fatal;
+        if poisoned {
+            break Err(Error::Internal("write batch aborted".into()));
+        }
+        let (outbox_added, keys_changed) = (tx.outbox_added, tx.keys_changed);
+        let committed = tx
+            .finish()
+            .and_then(|txn| txn.commit().map_err(Error::from));
+        if committed.is_ok() {
+            if keys_changed {
+                keys.invalidate();
             }
-            Err(_) => {
-                tracing::error!("a write job panicked; aborting its batch");
-                poisoned = true;
+            if outbox_added {
+                // The dispatcher may only see the new rows once they are committed.
+                outbox_wake.notify_one();
             }
         }
-    }
-    let next_clock = tx.clock().max(clock);
-    let outbox_added = tx.outbox_added;
-    let keys_changed = tx.keys_changed;
-    let outcome = if poisoned {
-        Err(Error::Internal("write batch aborted".into()))
-    } else {
-        tx.finish()
-            .and_then(|txn| txn.commit().map_err(Error::from))
+        break committed;
     };
     if let Err(e) = &outcome {
-        tracing::error!(error = %e, "write batch not committed");
-    }
-    if outcome.is_ok() && keys_changed {
-        keys.invalidate();
-    }
-    if outcome.is_ok() && outbox_added {
-        // The dispatcher may only see the new rows once they are committed.
-        outbox_wake.notify_one();
+        tracing::error!(error = %e.to_string_for_logs(), "write batch not committed");
     }
     let failure = outcome.err();
-    for completion in completions {
-        completion(failure.as_ref());
+    for (job, left_out) in batch.into_iter().zip(left_out) {
+        // A job left out answers its own refusal: nothing of it was committed.
+        job.answer(if left_out { None } else { failure.as_ref() });
     }
-    next_clock
+    clock
 }
 
 fn begin(db: &Database, clock: i64) -> Result<WriteTx> {
@@ -179,24 +216,113 @@ fn begin(db: &Database, clock: i64) -> Result<WriteTx> {
     Ok(WriteTx::new(txn, clock))
 }
 
-/// Wraps `f` as a job whose answer travels back on `reply` once the batch commits.
-pub(crate) fn job<T, F>(f: F, reply: tokio::sync::oneshot::Sender<Result<T>>) -> Job
+/// A request of `Store::write`: the closure, its last result, and where the answer goes.
+struct Request<T, F> {
+    f: F,
+    result: Option<Result<T>>,
+    reply: tokio::sync::oneshot::Sender<Result<T>>,
+}
+
+impl<T, F> Job for Request<T, F>
 where
     T: Send + 'static,
-    F: FnOnce(&mut WriteTx) -> Result<T> + Send + 'static,
+    F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
 {
-    Box::new(move |tx: &mut WriteTx| {
-        let result = f(tx);
-        // Only a storage-level failure poisons the transaction; a refusal does not.
-        let fatal = matches!(result, Err(Error::Internal(_)));
-        let completion: Completion = Box::new(move |commit_failure: Option<&Error>| {
-            let answer = match commit_failure {
-                None => result,
-                Some(e) => Err(e.clone()),
-            };
-            // The requester may have gone away; its answer is then nobody's business.
-            let _ = reply.send(answer);
-        });
-        (completion, fatal)
+    fn run(&mut self, tx: &mut WriteTx) -> Ran {
+        let result = (self.f)(tx);
+        let ran = match &result {
+            Ok(_) => Ran::Done,
+            // Only a storage-level failure poisons the transaction; a refusal does not.
+            Err(Error::Internal(_)) => Ran::Fatal,
+            Err(_) => Ran::Refused,
+        };
+        self.result = Some(result);
+        ran
+    }
+
+    fn answer(self: Box<Self>, failure: Option<&Error>) {
+        let answer = match (failure, self.result) {
+            (None, Some(result)) => result,
+            (Some(e), _) => Err(e.clone()),
+            (None, None) => Err(Error::Internal("a write job never ran".into())),
+        };
+        // The requester may have gone away; its answer is then nobody's business.
+        let _ = self.reply.send(answer);
+    }
+}
+
+/// Wraps `f` as a job whose answer travels back on `reply` once the batch commits.
+pub(crate) fn job<T, F>(f: F, reply: tokio::sync::oneshot::Sender<Result<T>>) -> Box<dyn Job>
+where
+    T: Send + 'static,
+    F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
+{
+    Box::new(Request {
+        f,
+        result: None,
+        reply,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::error::Error;
+    use crate::store::records::{OrgRecord, OrgSettings};
+    use crate::store::{Reader, Store};
+
+    fn org(id: &str) -> OrgRecord {
+        OrgRecord {
+            id: id.into(),
+            name: id.into(),
+            created_at: 0,
+            settings: OrgSettings::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_job_that_refuses_after_writing_leaves_no_trace_and_its_batch_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        // Holds the writer so that the next three jobs queue up and share one batch.
+        let slow = store
+            .write_queued(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                Ok(())
+            })
+            .unwrap();
+        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = runs.clone();
+        let first = store
+            .write_queued(move |tx| {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tx.put_org(&org("first"))
+            })
+            .unwrap();
+        let buggy = store
+            .write_queued(|tx| {
+                tx.put_org(&org("half"))?;
+                Err::<(), _>(Error::BadRequest("refused after writing".into()))
+            })
+            .unwrap();
+        let last = store.write_queued(|tx| tx.put_org(&org("last"))).unwrap();
+        slow.await.unwrap();
+        first.await.unwrap();
+        assert_eq!(
+            buggy.await.unwrap_err().to_string(),
+            "refused after writing"
+        );
+        last.await.unwrap();
+        assert_eq!(
+            runs.load(std::sync::atomic::Ordering::Relaxed),
+            2,
+            "the batch ran, was aborted, and ran again without the buggy job"
+        );
+        let read = store.read().unwrap();
+        assert!(read.org("first").unwrap().is_some());
+        assert!(read.org("last").unwrap().is_some());
+        assert!(
+            read.org("half").unwrap().is_none(),
+            "the half-write is gone"
+        );
+    }
 }
