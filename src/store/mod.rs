@@ -57,7 +57,7 @@ impl From<Error> for OpenError {
 
 pub struct Store {
     db: Arc<Database>,
-    jobs: Mutex<Option<mpsc::Sender<Box<dyn writer::Job>>>>,
+    jobs: Mutex<Option<writer::Jobs>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     stats: Arc<WriterStats>,
     cursor_key: CursorKey,

@@ -39,6 +39,9 @@ pub(crate) trait Job: Send {
     fn answer(self: Box<Self>, failure: Option<&Error>);
 }
 
+/// Where jobs queue for the writer.
+pub(crate) type Jobs = mpsc::Sender<Box<dyn Job>>;
+
 /// What one run of a job did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ran {
@@ -90,7 +93,7 @@ pub(crate) fn spawn(
     stats: Arc<WriterStats>,
     outbox_wake: Arc<Notify>,
     keys: Arc<KeyCache>,
-) -> Result<(mpsc::Sender<Box<dyn Job>>, std::thread::JoinHandle<()>)> {
+) -> Result<(Jobs, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
     let handle = std::thread::Builder::new()
         .name("engaged-writer".into())
