@@ -21,7 +21,7 @@ mod write;
 mod writer;
 
 use std::path::Path;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 
 use redb::{Database, ReadableDatabase, ReadableTable};
 
