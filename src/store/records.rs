@@ -1,8 +1,10 @@
 //! The records the store keeps, as they are encoded on disk (postcard, via `codec`).
 //!
-//! Free-form JSON (`additionalInfo`, event `data`, call transcripts) is kept as JSON
-//! bytes inside a record through [`JsonBlob`]; times are microseconds. The wire shapes
-//! live in `api::views`, except for call details, which serve both (see `CallDetails`).
+//! Free-form JSON (`additionalInfo`, event `data`) is kept as JSON bytes inside a
+//! record through [`JsonBlob`], a call transcript as [`RawJson`]; times are
+//! microseconds. The wire shapes live in `api::views`, a lead's in `store::lead_view`
+//! (its JSON is stored beside the record), and call details serve both: `call_details!`
+//! declares the stored fields and writes their wire view (see `CallDetails`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
