@@ -15,7 +15,9 @@ use crate::store::records::{LeadRecord, Subscriptions, TagRecord};
 use crate::store::{EventRow, WriteTx};
 use crate::webhooks;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Channel {
     Sms,
     Voice,

@@ -15,6 +15,7 @@ pub mod leads;
 pub mod listing;
 pub mod messages;
 pub mod org_settings;
+pub mod profiles;
 pub mod recordings;
 
 use crate::store::records::Scope;
