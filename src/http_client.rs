@@ -31,7 +31,8 @@ pub struct HttpClient {
     timeout: Duration,
 }
 
-/// Receivers' answers are not read beyond this.
+/// Receivers' answers are not read beyond this unless the caller says otherwise
+/// (`post_json_with`).
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 impl HttpClient {
@@ -79,7 +80,11 @@ impl HttpClient {
         body: Vec<u8>,
     ) -> AttemptOutcome {
         let started = Instant::now();
-        let result = tokio::time::timeout(self.timeout, self.send(url, headers, body)).await;
+        let result = tokio::time::timeout(
+            self.timeout,
+            self.send(url, headers, body, MAX_ANSWER_BYTES),
+        )
+        .await;
         let latency = started.elapsed();
         match result {
             Ok(Ok((status, retry_after, _))) => AttemptOutcome {
@@ -108,6 +113,7 @@ impl HttpClient {
         url: &str,
         headers: &[(&'static str, String)],
         body: Vec<u8>,
+        max_answer_bytes: usize,
     ) -> Result<(u16, Option<Duration>, Bytes), String> {
         let mut request = Request::post(url)
             .header(CONTENT_TYPE, "application/json")
@@ -135,7 +141,7 @@ impl HttpClient {
             .and_then(parse_retry_after);
         // Read at most a bounded part of the answer; draining lets the connection be
         // reused.
-        let answer = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+        let answer = Limited::new(response.into_body(), max_answer_bytes)
             .collect()
             .await
             .map(|b| b.to_bytes())
@@ -151,7 +157,23 @@ impl HttpClient {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<(u16, Bytes), String> {
-        match tokio::time::timeout(timeout, self.send(url, &[], body)).await {
+        self.post_json_with(url, &[], body, timeout, MAX_ANSWER_BYTES)
+            .await
+    }
+
+    /// POSTs JSON with extra `headers` and returns the status and at most
+    /// `max_answer_bytes` of the body (a longer answer is an error), within `timeout`:
+    /// calls that need the answer and may need credentials or a larger answer (the
+    /// assistant's model server).
+    pub async fn post_json_with(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Vec<u8>,
+        timeout: Duration,
+        max_answer_bytes: usize,
+    ) -> Result<(u16, Bytes), String> {
+        match tokio::time::timeout(timeout, self.send(url, headers, body, max_answer_bytes)).await {
             Ok(Ok((status, _, answer))) => Ok((status, answer)),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),

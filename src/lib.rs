@@ -12,6 +12,7 @@ pub mod config;
 pub mod cursor;
 pub mod domain;
 pub mod duration;
+pub mod engine;
 pub mod error;
 pub mod histogram;
 pub mod http_client;

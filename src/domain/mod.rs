@@ -16,6 +16,7 @@ pub mod leads;
 pub mod listing;
 pub mod messages;
 pub mod org_settings;
+pub mod profiles;
 pub mod recording_upload;
 pub mod recordings;
 pub mod webhook_endpoints;

@@ -1,0 +1,966 @@
+//! Profiles: what the engagement engine does for the leads whose `customerProfile` names
+//! one. A profile holds the assistant's instructions, a follow-up cadence (timed steps on
+//! a channel with a text template), the reply delay, the call dispositions and the
+//! transfer numbers.
+//!
+//! This module is pure: it turns a `PUT /v1/profiles/{name}` body into a
+//! [`ProfileRecord`] (refusing anything malformed with the interface's exact messages),
+//! renders a record back to its wire shape, and fills a step's template for one lead.
+//! Reading and writing profiles is the caller's business. Templates are checked when the
+//! profile is written, so an unknown placeholder is a 400 at PUT time rather than a
+//! surprise in a lead's inbox; a placeholder whose value is missing renders as empty text.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::domain::channel::Channel;
+use crate::error::{Error, Result};
+use crate::store::records::LeadRecord;
+
+/// The most steps one cadence may hold.
+pub const MAX_STEPS: usize = 20;
+
+/// The reply delay when a profile sets none.
+pub const DEFAULT_REPLY_DELAY: &str = "5s";
+
+/// The longest profile name, in characters.
+pub const MAX_NAME_CHARS: usize = 64;
+
+/// A stored profile (postcard): every member is always present, empty meaning unset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRecord {
+    pub name: String,
+    pub instructions: String,
+    pub cadence: Vec<StepRecord>,
+    pub reply_delay_ms: u64,
+    /// As written, for the view.
+    pub reply_delay: String,
+    pub dispositions: Vec<DispositionRecord>,
+    /// E.164, or empty.
+    pub transfer_number: String,
+    /// E.164, or empty.
+    pub fallback_transfer_number: String,
+    pub voice_greeting: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// One cadence step: `after` the previous step (the first counts from enrolment), send
+/// `text` (and `subject` for email) on `channel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// As written, for the view.
+    pub after: String,
+    pub after_ms: u64,
+    pub channel: Channel,
+    pub text: String,
+    /// Empty unless given (required for email).
+    pub subject: String,
+}
+
+/// A call outcome the post-call processing may choose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DispositionRecord {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+}
+
+const MEMBERS: &[&str] = &[
+    "instructions",
+    "cadence",
+    "replyDelay",
+    "dispositions",
+    "transferNumber",
+    "fallbackTransferNumber",
+    "voiceGreeting",
+];
+const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject"];
+const DISPOSITION_MEMBERS: &[&str] = &["id", "name", "description"];
+
+/// Whether `name` may name a profile: 1 to 64 characters, none of them whitespace, a
+/// control character or `/` (it is a path segment).
+pub fn is_valid_name(name: &str) -> bool {
+    let count = name.chars().count();
+    (1..=MAX_NAME_CHARS).contains(&count)
+        && !name
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '/')
+}
+
+/// Parses a PUT body into a profile named `name`. `created_at` and `updated_at` are left
+/// 0 for the caller to set. Members are checked in a fixed order (unknown members first,
+/// then as listed in the interface), so a body with several faults always gets the same
+/// message.
+pub fn parse(name: &str, body: Map<String, Value>) -> Result<ProfileRecord> {
+    if !is_valid_name(name) {
+        return Err(Error::invalid_field("name"));
+    }
+    refuse_unknown(&body, MEMBERS, "")?;
+
+    let instructions = optional_text(&body, "instructions", "instructions")?;
+
+    let cadence = match present(&body, "cadence") {
+        None => Vec::new(),
+        Some(Value::Array(steps)) => {
+            if steps.len() > MAX_STEPS {
+                return Err(Error::BadRequest(format!(
+                    "cadence must hold at most {MAX_STEPS} steps"
+                )));
+            }
+            steps
+                .iter()
+                .enumerate()
+                .map(|(i, step)| parse_step(i, step))
+                .collect::<Result<Vec<_>>>()?
+        }
+        Some(_) => return Err(Error::invalid_field("cadence")),
+    };
+
+    let (reply_delay, reply_delay_ms) = match present(&body, "replyDelay") {
+        None => (DEFAULT_REPLY_DELAY.to_string(), 5_000),
+        Some(Value::String(text)) => {
+            let ms = duration_ms(text).ok_or_else(|| Error::invalid_field("replyDelay"))?;
+            (text.clone(), ms)
+        }
+        Some(_) => return Err(Error::invalid_field("replyDelay")),
+    };
+
+    let dispositions = match present(&body, "dispositions") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => {
+            let mut out: Vec<DispositionRecord> = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                let disposition = parse_disposition(i, item)?;
+                if out.iter().any(|d| d.id == disposition.id) {
+                    return Err(Error::BadRequest(format!(
+                        "Duplicate disposition id: {}",
+                        disposition.id
+                    )));
+                }
+                out.push(disposition);
+            }
+            out
+        }
+        Some(_) => return Err(Error::invalid_field("dispositions")),
+    };
+
+    let transfer_number = phone(&body, "transferNumber")?;
+    let fallback_transfer_number = phone(&body, "fallbackTransferNumber")?;
+
+    let voice_greeting = optional_text(&body, "voiceGreeting", "voiceGreeting")?;
+    check_placeholders(&voice_greeting)?;
+
+    Ok(ProfileRecord {
+        name: name.to_string(),
+        instructions,
+        cadence,
+        reply_delay_ms,
+        reply_delay,
+        dispositions,
+        transfer_number,
+        fallback_transfer_number,
+        voice_greeting,
+        created_at: 0,
+        updated_at: 0,
+    })
+}
+
+fn parse_step(index: usize, step: &Value) -> Result<StepRecord> {
+    let path = format!("cadence[{index}]");
+    let Value::Object(step) = step else {
+        return Err(Error::invalid_field(&path));
+    };
+    refuse_unknown(step, STEP_MEMBERS, &path)?;
+    let field = |member: &str| format!("{path}.{member}");
+
+    let (after, after_ms) = match step.get("after") {
+        Some(Value::String(text)) => match duration_ms(text) {
+            Some(ms) => (text.clone(), ms),
+            None => return Err(Error::invalid_field(&field("after"))),
+        },
+        _ => return Err(Error::invalid_field(&field("after"))),
+    };
+
+    let channel = step
+        .get("channel")
+        .and_then(Value::as_str)
+        .and_then(Channel::parse)
+        .ok_or_else(|| Error::invalid_field(&field("channel")))?;
+
+    let text = match step.get("text") {
+        Some(Value::String(text)) if !text.trim().is_empty() => text.clone(),
+        _ => return Err(Error::invalid_field(&field("text"))),
+    };
+    check_placeholders(&text)?;
+
+    let subject = match present(step, "subject") {
+        None => String::new(),
+        Some(Value::String(subject)) => subject.clone(),
+        Some(_) => return Err(Error::invalid_field(&field("subject"))),
+    };
+    if channel == Channel::Email && subject.trim().is_empty() {
+        return Err(Error::invalid_field(&field("subject")));
+    }
+    check_placeholders(&subject)?;
+
+    Ok(StepRecord {
+        after,
+        after_ms,
+        channel,
+        text,
+        subject,
+    })
+}
+
+fn parse_disposition(index: usize, item: &Value) -> Result<DispositionRecord> {
+    let path = format!("dispositions[{index}]");
+    let Value::Object(item) = item else {
+        return Err(Error::invalid_field(&path));
+    };
+    refuse_unknown(item, DISPOSITION_MEMBERS, &path)?;
+    let required = |member: &str| match item.get(member) {
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.clone()),
+        _ => Err(Error::invalid_field(&format!("{path}.{member}"))),
+    };
+    let id = required("id")?;
+    let name = required("name")?;
+    let description = optional_text(item, "description", &format!("{path}.description"))?;
+    Ok(DispositionRecord {
+        id,
+        name,
+        description,
+    })
+}
+
+/// `Unknown field: {prefix}.{member}` for the first member not in `known`.
+fn refuse_unknown(object: &Map<String, Value>, known: &[&str], prefix: &str) -> Result<()> {
+    match object.keys().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(unknown) if prefix.is_empty() => {
+            Err(Error::BadRequest(format!("Unknown field: {unknown}")))
+        }
+        Some(unknown) => Err(Error::BadRequest(format!(
+            "Unknown field: {prefix}.{unknown}"
+        ))),
+    }
+}
+
+/// The member's value, `None` when absent or `null`.
+fn present<'a>(object: &'a Map<String, Value>, member: &str) -> Option<&'a Value> {
+    object.get(member).filter(|v| !v.is_null())
+}
+
+/// An optional string member, "" when absent or `null`.
+fn optional_text(object: &Map<String, Value>, member: &str, path: &str) -> Result<String> {
+    match present(object, member) {
+        None => Ok(String::new()),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(_) => Err(Error::invalid_field(path)),
+    }
+}
+
+/// A transfer number: `null`, absent or blank is "none"; anything else must normalise to
+/// E.164 like a lead's phone.
+fn phone(object: &Map<String, Value>, member: &str) -> Result<String> {
+    match present(object, member) {
+        None => Ok(String::new()),
+        Some(Value::String(raw)) if raw.trim().is_empty() => Ok(String::new()),
+        Some(Value::String(raw)) => {
+            crate::phone::normalize(raw).ok_or_else(|| Error::invalid_field(member))
+        }
+        Some(_) => Err(Error::invalid_field(member)),
+    }
+}
+
+fn duration_ms(text: &str) -> Option<u64> {
+    let duration = crate::duration::parse(text).ok()?;
+    u64::try_from(duration.as_millis()).ok()
+}
+
+/// A part of a template: literal text or the inside of a `{{...}}`.
+#[derive(Debug, PartialEq)]
+enum Piece<'a> {
+    Text(&'a str),
+    Placeholder(&'a str),
+}
+
+/// Splits a template into literal text and placeholders. A `{{` without a later `}}` is
+/// literal text.
+fn pieces(template: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        let after_open = &rest[open + 2..];
+        let Some(close) = after_open.find("}}") else {
+            break;
+        };
+        if open > 0 {
+            out.push(Piece::Text(&rest[..open]));
+        }
+        out.push(Piece::Placeholder(&after_open[..close]));
+        rest = &after_open[close + 2..];
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
+    out
+}
+
+/// What a placeholder stands for.
+#[derive(Debug, PartialEq)]
+enum Placeholder<'a> {
+    FirstName,
+    LastName,
+    Phone,
+    Email,
+    AdditionalInfo(&'a str),
+    BusinessName,
+}
+
+fn recognise(inner: &str) -> Option<Placeholder<'_>> {
+    match inner {
+        "firstName" => Some(Placeholder::FirstName),
+        "lastName" => Some(Placeholder::LastName),
+        "phone" => Some(Placeholder::Phone),
+        "email" => Some(Placeholder::Email),
+        "business.name" => Some(Placeholder::BusinessName),
+        _ => inner
+            .strip_prefix("additionalInfo.")
+            .filter(|key| !key.is_empty())
+            .map(Placeholder::AdditionalInfo),
+    }
+}
+
+/// `Unknown placeholder: {{...}}` for the first placeholder that is not one of the six.
+pub fn check_placeholders(template: &str) -> Result<()> {
+    for piece in pieces(template) {
+        if let Piece::Placeholder(inner) = piece {
+            if recognise(inner).is_none() {
+                return Err(Error::BadRequest(format!(
+                    "Unknown placeholder: {{{{{inner}}}}}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fills a template for `lead`. A missing value is empty text; `additionalInfo.KEY`
+/// takes a string as it is and a number or boolean as its JSON text, anything else as
+/// empty. Unknown placeholders (refused when the profile is written) render as empty.
+pub fn render(template: &str, lead: &LeadRecord, business_name: &str) -> String {
+    let mut out = String::with_capacity(template.len() + 32);
+    for piece in pieces(template) {
+        match piece {
+            Piece::Text(text) => out.push_str(text),
+            Piece::Placeholder(inner) => match recognise(inner) {
+                Some(Placeholder::FirstName) => out.push_str(&lead.first_name),
+                Some(Placeholder::LastName) => out.push_str(&lead.last_name),
+                Some(Placeholder::Phone) => out.push_str(&lead.phone),
+                Some(Placeholder::Email) => out.push_str(&lead.email),
+                Some(Placeholder::BusinessName) => out.push_str(business_name),
+                Some(Placeholder::AdditionalInfo(key)) => match lead.additional_info.0.get(key) {
+                    Some(Value::String(text)) => out.push_str(text),
+                    Some(value @ (Value::Number(_) | Value::Bool(_))) => {
+                        out.push_str(&value.to_string())
+                    }
+                    _ => {}
+                },
+                None => {}
+            },
+        }
+    }
+    out
+}
+
+/// The wire shape of a profile.
+pub fn view(p: &ProfileRecord) -> Value {
+    let cadence: Vec<Value> = p
+        .cadence
+        .iter()
+        .map(|step| {
+            let mut out = Map::new();
+            out.insert("after".into(), json!(step.after));
+            out.insert("channel".into(), json!(step.channel.as_str()));
+            out.insert("text".into(), json!(step.text));
+            if !step.subject.is_empty() {
+                out.insert("subject".into(), json!(step.subject));
+            }
+            Value::Object(out)
+        })
+        .collect();
+    let dispositions: Vec<Value> = p
+        .dispositions
+        .iter()
+        .map(|d| json!({"id": d.id, "name": d.name, "description": d.description}))
+        .collect();
+    json!({
+        "name": p.name,
+        "instructions": p.instructions,
+        "cadence": cadence,
+        "replyDelay": p.reply_delay,
+        "dispositions": dispositions,
+        "transferNumber": non_empty(&p.transfer_number),
+        "fallbackTransferNumber": non_empty(&p.fallback_transfer_number),
+        "voiceGreeting": non_empty(&p.voice_greeting),
+        "createdAt": crate::time::format(p.created_at),
+        "updatedAt": crate::time::format(p.updated_at),
+    })
+}
+
+fn non_empty(text: &str) -> Value {
+    if text.is_empty() {
+        Value::Null
+    } else {
+        Value::String(text.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::records::JsonBlob;
+
+    fn body(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    fn message(name: &str, value: Value) -> String {
+        match parse(name, body(value)) {
+            Ok(p) => panic!("accepted: {p:?}"),
+            Err(Error::BadRequest(m)) => m,
+            Err(other) => panic!("not a 400: {other:?}"),
+        }
+    }
+
+    fn step_message(step: Value) -> String {
+        message("p", json!({"cadence": [step]}))
+    }
+
+    fn spec_example() -> Value {
+        json!({
+            "instructions": "You are Sam, a friendly assistant for Acme Solar.",
+            "cadence": [
+                {"after": "0s", "channel": "sms", "text": "Hi {{firstName}}, Sam from Acme Solar here."},
+                {"after": "1d", "channel": "email", "subject": "Your solar quote", "text": "Hi {{firstName}}, ..."},
+                {"after": "2d", "channel": "voice", "text": "Hi {{firstName}}, this is Sam calling."}
+            ],
+            "replyDelay": "5s",
+            "dispositions": [{"id": "interested", "name": "Interested", "description": "wants a quote or a visit"}],
+            "transferNumber": "+1 (555) 010-0001",
+            "fallbackTransferNumber": "+15550100002",
+            "voiceGreeting": "Hi, this is Sam from {{business.name}}."
+        })
+    }
+
+    #[test]
+    fn parses_the_spec_example() {
+        let p = parse("solar", body(spec_example())).unwrap();
+        assert_eq!(p.name, "solar");
+        assert_eq!(
+            p.instructions,
+            "You are Sam, a friendly assistant for Acme Solar."
+        );
+        assert_eq!(p.cadence.len(), 3);
+        assert_eq!(p.cadence[0].after, "0s");
+        assert_eq!(p.cadence[0].after_ms, 0);
+        assert_eq!(p.cadence[0].channel, Channel::Sms);
+        assert_eq!(p.cadence[0].subject, "");
+        assert_eq!(p.cadence[1].after_ms, 86_400_000);
+        assert_eq!(p.cadence[1].channel, Channel::Email);
+        assert_eq!(p.cadence[1].subject, "Your solar quote");
+        assert_eq!(p.cadence[2].after_ms, 2 * 86_400_000);
+        assert_eq!(p.cadence[2].channel, Channel::Voice);
+        assert_eq!(p.reply_delay, "5s");
+        assert_eq!(p.reply_delay_ms, 5_000);
+        assert_eq!(
+            p.dispositions,
+            vec![DispositionRecord {
+                id: "interested".into(),
+                name: "Interested".into(),
+                description: "wants a quote or a visit".into(),
+            }]
+        );
+        assert_eq!(p.transfer_number, "+15550100001");
+        assert_eq!(p.fallback_transfer_number, "+15550100002");
+        assert_eq!(p.voice_greeting, "Hi, this is Sam from {{business.name}}.");
+        assert_eq!((p.created_at, p.updated_at), (0, 0));
+    }
+
+    #[test]
+    fn an_empty_body_and_nulls_take_the_defaults() {
+        let empty = parse("p", Map::new()).unwrap();
+        let nulls = parse(
+            "p",
+            body(json!({
+                "instructions": null, "cadence": null, "replyDelay": null,
+                "dispositions": null, "transferNumber": null,
+                "fallbackTransferNumber": null, "voiceGreeting": null
+            })),
+        )
+        .unwrap();
+        for p in [empty, nulls] {
+            assert_eq!(p.instructions, "");
+            assert!(p.cadence.is_empty());
+            assert_eq!((p.reply_delay.as_str(), p.reply_delay_ms), ("5s", 5_000));
+            assert!(p.dispositions.is_empty());
+            assert_eq!(p.transfer_number, "");
+            assert_eq!(p.fallback_transfer_number, "");
+            assert_eq!(p.voice_greeting, "");
+        }
+    }
+
+    #[test]
+    fn names_are_short_path_safe_and_visible() {
+        for good in ["solar", "a", "Solar_Leads-2.0", &"é".repeat(64)] {
+            assert!(parse(good, Map::new()).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "a b",
+            "a/b",
+            "tab\there",
+            "new\nline",
+            "nul\0",
+            &"x".repeat(65),
+        ] {
+            assert_eq!(
+                message(bad, json!({})),
+                "Invalid format for field: name",
+                "{bad:?}"
+            );
+        }
+        // The name is checked before the body.
+        assert_eq!(
+            message("a b", json!({"bogus": 1})),
+            "Invalid format for field: name"
+        );
+    }
+
+    #[test]
+    fn unknown_members_are_refused_by_path() {
+        assert_eq!(
+            message("p", json!({"instructions": "x", "nickname": "y"})),
+            "Unknown field: nickname"
+        );
+        assert_eq!(message("p", json!({"name": "p"})), "Unknown field: name");
+        assert_eq!(
+            step_message(json!({"after": "0s", "channel": "sms", "text": "x", "foo": 1})),
+            "Unknown field: cadence[0].foo"
+        );
+        assert_eq!(
+            message(
+                "p",
+                json!({"dispositions": [{"id": "a", "name": "A"}, {"id": "b", "name": "B", "colour": "red"}]})
+            ),
+            "Unknown field: dispositions[1].colour"
+        );
+    }
+
+    #[test]
+    fn instructions_and_greeting_must_be_strings() {
+        assert_eq!(
+            message("p", json!({"instructions": 5})),
+            "Invalid format for field: instructions"
+        );
+        assert_eq!(
+            message("p", json!({"voiceGreeting": ["hi"]})),
+            "Invalid format for field: voiceGreeting"
+        );
+    }
+
+    #[test]
+    fn cadence_must_be_an_array_of_at_most_twenty_objects() {
+        assert_eq!(
+            message("p", json!({"cadence": {"after": "0s"}})),
+            "Invalid format for field: cadence"
+        );
+        let step = json!({"after": "1h", "channel": "sms", "text": "hi"});
+        let twenty: Vec<Value> = (0..20).map(|_| step.clone()).collect();
+        assert_eq!(
+            parse("p", body(json!({ "cadence": twenty })))
+                .unwrap()
+                .cadence
+                .len(),
+            20
+        );
+        let twenty_one: Vec<Value> = (0..21).map(|_| step.clone()).collect();
+        assert_eq!(
+            message("p", json!({ "cadence": twenty_one })),
+            "cadence must hold at most 20 steps"
+        );
+        assert_eq!(
+            message("p", json!({"cadence": [step, "later"]})),
+            "Invalid format for field: cadence[1]"
+        );
+    }
+
+    #[test]
+    fn after_is_a_duration_string() {
+        for (after, ms) in [
+            ("0s", 0),
+            ("90m", 5_400_000),
+            ("1d", 86_400_000),
+            ("250ms", 250),
+        ] {
+            let p = parse(
+                "p",
+                body(json!({"cadence": [{"after": after, "channel": "sms", "text": "x"}]})),
+            )
+            .unwrap();
+            assert_eq!(
+                (p.cadence[0].after.as_str(), p.cadence[0].after_ms),
+                (after, ms)
+            );
+        }
+        for bad in [json!("soon"), json!("5"), json!(""), json!(60), json!(null)] {
+            assert_eq!(
+                step_message(json!({"after": bad, "channel": "sms", "text": "x"})),
+                "Invalid format for field: cadence[0].after"
+            );
+        }
+        assert_eq!(
+            step_message(json!({"channel": "sms", "text": "x"})),
+            "Invalid format for field: cadence[0].after"
+        );
+        // The index is the failing step's, 0-based.
+        assert_eq!(
+            message(
+                "p",
+                json!({"cadence": [
+                    {"after": "0s", "channel": "sms", "text": "x"},
+                    {"after": "1w", "channel": "sms", "text": "x"}
+                ]})
+            ),
+            "Invalid format for field: cadence[1].after"
+        );
+    }
+
+    #[test]
+    fn channel_is_one_of_three() {
+        for bad in [json!("SMS"), json!("fax"), json!(1), json!(null)] {
+            assert_eq!(
+                step_message(json!({"after": "0s", "channel": bad, "text": "x"})),
+                "Invalid format for field: cadence[0].channel"
+            );
+        }
+    }
+
+    #[test]
+    fn text_is_a_non_empty_string() {
+        for bad in [json!(""), json!("   "), json!(3), json!(null)] {
+            assert_eq!(
+                step_message(json!({"after": "0s", "channel": "sms", "text": bad})),
+                "Invalid format for field: cadence[0].text"
+            );
+        }
+        assert_eq!(
+            step_message(json!({"after": "0s", "channel": "voice"})),
+            "Invalid format for field: cadence[0].text"
+        );
+    }
+
+    #[test]
+    fn subject_is_required_for_email_and_a_string_for_the_rest() {
+        for bad in [json!(null), json!(""), json!(" "), json!(7)] {
+            assert_eq!(
+                step_message(
+                    json!({"after": "0s", "channel": "email", "text": "x", "subject": bad})
+                ),
+                "Invalid format for field: cadence[0].subject"
+            );
+        }
+        assert_eq!(
+            step_message(json!({"after": "0s", "channel": "email", "text": "x"})),
+            "Invalid format for field: cadence[0].subject"
+        );
+        assert_eq!(
+            step_message(json!({"after": "0s", "channel": "sms", "text": "x", "subject": false})),
+            "Invalid format for field: cadence[0].subject"
+        );
+        let p = parse(
+            "p",
+            body(json!({"cadence": [
+                {"after": "0s", "channel": "sms", "text": "x", "subject": "kept"},
+                {"after": "0s", "channel": "voice", "text": "x", "subject": ""},
+                {"after": "0s", "channel": "sms", "text": "x", "subject": null}
+            ]})),
+        )
+        .unwrap();
+        assert_eq!(p.cadence[0].subject, "kept");
+        assert_eq!(p.cadence[1].subject, "");
+        assert_eq!(p.cadence[2].subject, "");
+    }
+
+    #[test]
+    fn every_known_placeholder_is_accepted() {
+        let text = "{{firstName}} {{lastName}} {{phone}} {{email}} {{additionalInfo.city}} \
+                    {{additionalInfo.roof type}} {{business.name}} {{ unclosed";
+        let p = parse(
+            "p",
+            body(json!({
+                "cadence": [{"after": "0s", "channel": "email", "subject": text, "text": text}],
+                "voiceGreeting": text
+            })),
+        )
+        .unwrap();
+        assert_eq!(p.cadence[0].text, text);
+    }
+
+    #[test]
+    fn unknown_placeholders_are_refused_as_written() {
+        let step = |text: &str, subject: &str| {
+            step_message(
+                json!({"after": "0s", "channel": "email", "text": text, "subject": subject}),
+            )
+        };
+        assert_eq!(
+            step("Hi {{nickname}}", "s"),
+            "Unknown placeholder: {{nickname}}"
+        );
+        assert_eq!(
+            step("Hi {{ firstName }}", "s"),
+            "Unknown placeholder: {{ firstName }}"
+        );
+        assert_eq!(
+            step("Hi {{additionalInfo.}}", "s"),
+            "Unknown placeholder: {{additionalInfo.}}"
+        );
+        assert_eq!(step("{{}}", "s"), "Unknown placeholder: {{}}");
+        assert_eq!(
+            step("fine", "About {{business}}"),
+            "Unknown placeholder: {{business}}"
+        );
+        assert_eq!(
+            message("p", json!({"voiceGreeting": "Hello from {{company}}"})),
+            "Unknown placeholder: {{company}}"
+        );
+        // Instructions are the model's text, not a template.
+        assert!(parse("p", body(json!({"instructions": "Use {{anything}}"}))).is_ok());
+    }
+
+    #[test]
+    fn reply_delay_is_a_duration_string() {
+        let p = parse("p", body(json!({"replyDelay": "30s"}))).unwrap();
+        assert_eq!((p.reply_delay.as_str(), p.reply_delay_ms), ("30s", 30_000));
+        for bad in [json!("soon"), json!(5), json!(""), json!(true)] {
+            assert_eq!(
+                message("p", json!({ "replyDelay": bad })),
+                "Invalid format for field: replyDelay"
+            );
+        }
+    }
+
+    #[test]
+    fn dispositions_are_checked_member_by_member() {
+        assert_eq!(
+            message("p", json!({"dispositions": {"id": "a"}})),
+            "Invalid format for field: dispositions"
+        );
+        assert_eq!(
+            message("p", json!({"dispositions": ["a"]})),
+            "Invalid format for field: dispositions[0]"
+        );
+        for bad in [json!(null), json!(""), json!(1)] {
+            assert_eq!(
+                message("p", json!({"dispositions": [{"id": bad, "name": "A"}]})),
+                "Invalid format for field: dispositions[0].id"
+            );
+            assert_eq!(
+                message("p", json!({"dispositions": [{"id": "a", "name": bad}]})),
+                "Invalid format for field: dispositions[0].name"
+            );
+        }
+        assert_eq!(
+            message("p", json!({"dispositions": [{"name": "A"}]})),
+            "Invalid format for field: dispositions[0].id"
+        );
+        assert_eq!(
+            message(
+                "p",
+                json!({"dispositions": [{"id": "a", "name": "A", "description": 2}]})
+            ),
+            "Invalid format for field: dispositions[0].description"
+        );
+        let p = parse(
+            "p",
+            body(json!({"dispositions": [
+                {"id": "a", "name": "A"},
+                {"id": "b", "name": "B", "description": null}
+            ]})),
+        )
+        .unwrap();
+        assert_eq!(p.dispositions[0].description, "");
+        assert_eq!(p.dispositions[1].description, "");
+    }
+
+    #[test]
+    fn disposition_ids_are_unique() {
+        assert_eq!(
+            message(
+                "p",
+                json!({"dispositions": [
+                    {"id": "interested", "name": "A"},
+                    {"id": "other", "name": "B"},
+                    {"id": "interested", "name": "C"}
+                ]})
+            ),
+            "Duplicate disposition id: interested"
+        );
+    }
+
+    #[test]
+    fn transfer_numbers_are_normalised_like_lead_phones() {
+        let p = parse(
+            "p",
+            body(json!({"transferNumber": "+44 20 7946 0958", "fallbackTransferNumber": ""})),
+        )
+        .unwrap();
+        assert_eq!(p.transfer_number, "+442079460958");
+        assert_eq!(p.fallback_transfer_number, "");
+        for bad in [
+            json!("5550100001"),
+            json!("+1"),
+            json!("+1 555 abc"),
+            json!(15550100001u64),
+        ] {
+            assert_eq!(
+                message("p", json!({ "transferNumber": bad })),
+                "Invalid format for field: transferNumber"
+            );
+            assert_eq!(
+                message("p", json!({ "fallbackTransferNumber": bad })),
+                "Invalid format for field: fallbackTransferNumber"
+            );
+        }
+    }
+
+    #[test]
+    fn records_round_trip_through_postcard() {
+        let mut p = parse("solar", body(spec_example())).unwrap();
+        p.created_at = 1_700_000_000_000_000;
+        p.updated_at = 1_700_000_000_000_001;
+        let bytes = postcard::to_stdvec(&p).unwrap();
+        let back: ProfileRecord = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(back, p);
+    }
+
+    #[test]
+    fn the_view_is_the_wire_shape() {
+        let mut p = parse("solar", body(spec_example())).unwrap();
+        p.created_at = 0;
+        p.updated_at = 1_000_000;
+        assert_eq!(
+            view(&p),
+            json!({
+                "name": "solar",
+                "instructions": "You are Sam, a friendly assistant for Acme Solar.",
+                "cadence": [
+                    {"after": "0s", "channel": "sms", "text": "Hi {{firstName}}, Sam from Acme Solar here."},
+                    {"after": "1d", "channel": "email", "text": "Hi {{firstName}}, ...", "subject": "Your solar quote"},
+                    {"after": "2d", "channel": "voice", "text": "Hi {{firstName}}, this is Sam calling."}
+                ],
+                "replyDelay": "5s",
+                "dispositions": [{"id": "interested", "name": "Interested", "description": "wants a quote or a visit"}],
+                "transferNumber": "+15550100001",
+                "fallbackTransferNumber": "+15550100002",
+                "voiceGreeting": "Hi, this is Sam from {{business.name}}.",
+                "createdAt": "1970-01-01T00:00:00.000000Z",
+                "updatedAt": "1970-01-01T00:00:01.000000Z"
+            })
+        );
+        let empty = view(&parse("bare", Map::new()).unwrap());
+        assert_eq!(empty["transferNumber"], Value::Null);
+        assert_eq!(empty["fallbackTransferNumber"], Value::Null);
+        assert_eq!(empty["voiceGreeting"], Value::Null);
+        assert_eq!(empty["instructions"], json!(""));
+        assert_eq!(empty["cadence"], json!([]));
+        assert_eq!(empty["replyDelay"], json!("5s"));
+        // What GET answers is what PUT takes (members the server owns aside).
+        let mut again = view(&parse("solar", body(spec_example())).unwrap());
+        let again = again.as_object_mut().unwrap();
+        for owned in ["name", "createdAt", "updatedAt"] {
+            again.remove(owned);
+        }
+        let reparsed = parse("solar", again.clone()).unwrap();
+        assert_eq!(reparsed, parse("solar", body(spec_example())).unwrap());
+    }
+
+    fn lead() -> LeadRecord {
+        LeadRecord {
+            first_name: "Ada".into(),
+            last_name: "Lovelace".into(),
+            phone: "+15551234567".into(),
+            email: "ada@example.com".into(),
+            additional_info: JsonBlob(json!({
+                "city": "London",
+                "panels": 12,
+                "ratio": 0.5,
+                "owner": true,
+                "none": null,
+                "list": [1, 2],
+                "nested": {"a": 1},
+                "roof type": "slate"
+            })),
+            ..LeadRecord::default()
+        }
+    }
+
+    #[test]
+    fn render_fills_every_placeholder() {
+        let lead = lead();
+        assert_eq!(
+            render(
+                "Hi {{firstName}} {{lastName}} ({{phone}}, {{email}}), {{business.name}} here.",
+                &lead,
+                "Acme Solar"
+            ),
+            "Hi Ada Lovelace (+15551234567, ada@example.com), Acme Solar here."
+        );
+        assert_eq!(
+            render(
+                "{{additionalInfo.city}}|{{additionalInfo.panels}}|{{additionalInfo.ratio}}|\
+                 {{additionalInfo.owner}}|{{additionalInfo.roof type}}",
+                &lead,
+                ""
+            ),
+            "London|12|0.5|true|slate"
+        );
+    }
+
+    #[test]
+    fn render_leaves_missing_and_structured_values_empty() {
+        let lead = lead();
+        assert_eq!(
+            render(
+                "[{{additionalInfo.none}}][{{additionalInfo.list}}][{{additionalInfo.nested}}]\
+                 [{{additionalInfo.absent}}][{{business.name}}]",
+                &lead,
+                ""
+            ),
+            "[][][][][]"
+        );
+        let blank = LeadRecord::default();
+        assert_eq!(
+            render("Hi {{firstName}}{{lastName}}!", &blank, "Acme"),
+            "Hi !"
+        );
+        assert_eq!(render("Hi {{additionalInfo.city}}", &blank, "Acme"), "Hi ");
+    }
+
+    #[test]
+    fn render_keeps_literal_text_and_drops_unknown_placeholders() {
+        let lead = lead();
+        assert_eq!(render("", &lead, "A"), "");
+        assert_eq!(render("no placeholders", &lead, "A"), "no placeholders");
+        assert_eq!(render("{{nickname}}!", &lead, "A"), "!");
+        assert_eq!(render("a {{ b", &lead, "A"), "a {{ b");
+        assert_eq!(render("a }} b {{", &lead, "A"), "a }} b {{");
+        assert_eq!(render("{{firstName}}{{firstName}}", &lead, "A"), "AdaAda");
+        assert_eq!(render("ünï {{firstName}} ✓", &lead, "A"), "ünï Ada ✓");
+    }
+}

@@ -1,0 +1,1191 @@
+//! The assistant's protocol: an OpenAI-compatible chat-completions server (Ollama,
+//! llama.cpp's `llama-server`, vLLM or a hosted one) asked with tools.
+//!
+//! This file knows the wire format and nothing of the store: it builds the request body
+//! (a system message from the profile's instructions and the lead's situation, the last
+//! 50 messages, earlier tool rounds), sends it with bounded, retried attempts, reads the
+//! answer (a reply text or tool calls), and turns each tool call into a typed [`Tool`]
+//! the engine applies. Malformed output from a model is an `Err` with a short reason,
+//! never a panic: models are not always well-behaved, and the reason ends up in the
+//! engagement's `lastError` and the log.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::domain::channel::Channel;
+use crate::http_client::HttpClient;
+
+/// The longest SMS the engine sends, in characters (the caller cuts replies to it).
+pub const SMS_MAX_CHARS: usize = 1600;
+
+/// How many of the lead's latest messages go to the model.
+pub const MAX_HISTORY: usize = 50;
+
+/// The sampling temperature of every request.
+pub const TEMPERATURE: f64 = 0.3;
+
+/// The waits before the second and third attempts: a failed attempt is retried twice.
+pub const RETRY_BACKOFF: [Duration; 2] = [Duration::from_millis(250), Duration::from_millis(500)];
+
+/// A model's answer is not read beyond this (answers may be long; a runaway one is not
+/// held in memory whole).
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// Where the assistant lives and how long one attempt may take (stored in the
+/// organization's settings).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssistantSettings {
+    /// The API base, e.g. `http://127.0.0.1:11434/v1`; `/chat/completions` is appended.
+    pub base_url: String,
+    pub model: String,
+    /// Sent as `Authorization: Bearer ...` when set.
+    pub api_key: Option<String>,
+    /// The bound of one attempt.
+    pub timeout_ms: u64,
+}
+
+impl fmt::Debug for AssistantSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The key is a secret: it never reaches a log line.
+        f.debug_struct("AssistantSettings")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
+}
+
+/// One message of the conversation: the lead's (`from_lead`) or the organization's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    pub from_lead: bool,
+    pub text: String,
+}
+
+/// What the system message says about the conversation at hand.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The profile's instructions.
+    pub instructions: &'a str,
+    pub lead_name: &'a str,
+    pub channel: Channel,
+    /// The lead's local time as the caller chose to write it.
+    pub local_time: &'a str,
+    /// Oldest first; only the last [`MAX_HISTORY`] are sent.
+    pub history: &'a [Turn],
+}
+
+/// The model's answer to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The reply; empty means "no reply".
+    Text(String),
+    /// Tools to apply. `message` is the assistant message to send back, before the
+    /// results, in the next round (tool call ids filled in and arguments as JSON text).
+    ToolCalls {
+        message: Value,
+        calls: Vec<ToolCallRequest>,
+    },
+}
+
+/// One tool call as the model wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallRequest {
+    /// The model's id for the call (generated when the server gave none).
+    pub id: String,
+    pub name: String,
+    /// JSON text (an object, or empty).
+    pub arguments: String,
+}
+
+/// A tool call, checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tool {
+    MarkHot,
+    MarkQualified,
+    AddTag {
+        name: String,
+    },
+    /// `None`: every channel.
+    OptOut {
+        channels: Option<Vec<Channel>>,
+    },
+    Handoff {
+        reason: String,
+    },
+    /// `None`: as soon as allowed. Microseconds since the epoch.
+    ScheduleCall {
+        at: Option<i64>,
+    },
+    UpdateSummary {
+        summary: String,
+    },
+    /// Voice only: transfer the live call.
+    Transfer,
+}
+
+fn function(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
+    let mut parameters = Map::new();
+    parameters.insert("type".into(), json!("object"));
+    parameters.insert("properties".into(), properties);
+    // An empty `required` is left out: some servers' schema converters refuse it.
+    if !required.is_empty() {
+        parameters.insert("required".into(), json!(required));
+    }
+    json!({
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters}
+    })
+}
+
+/// The tools offered to the model, `transfer` only on a live call.
+pub fn tool_definitions(voice: bool) -> Value {
+    let mut tools = vec![
+        function(
+            "mark_hot",
+            "Mark the lead as hot: clearly interested and worth a salesperson's attention now.",
+            json!({}),
+            &[],
+        ),
+        function(
+            "mark_qualified",
+            "Mark the lead as qualified: it meets the qualification criteria of your instructions.",
+            json!({}),
+            &[],
+        ),
+        function(
+            "add_tag",
+            "Tag the lead with a short label, such as a product or an interest.",
+            json!({"name": {"type": "string", "description": "The tag, a few words."}}),
+            &["name"],
+        ),
+        function(
+            "opt_out",
+            "Opt the lead out when they ask, in any words, not to be contacted any more. \
+             Without channels, every channel.",
+            json!({"channels": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["sms", "voice", "email"]},
+                "description": "Only these channels."
+            }}),
+            &[],
+        ),
+        function(
+            "handoff",
+            "Hand the conversation to a human colleague; you will not reply again.",
+            json!({"reason": {"type": "string", "description": "Why a human should take over."}}),
+            &["reason"],
+        ),
+        function(
+            "schedule_call",
+            "Schedule a phone call to the lead.",
+            json!({"at": {
+                "type": "string",
+                "format": "date-time",
+                "description": "When to call, as an RFC 3339 date-time with its offset \
+                                (2025-03-01T15:00:00-05:00). Leave out to call as soon as allowed."
+            }}),
+            &[],
+        ),
+        function(
+            "update_summary",
+            "Replace the lead's summary: a few sentences on who they are and what they want.",
+            json!({"summary": {"type": "string"}}),
+            &["summary"],
+        ),
+    ];
+    if voice {
+        tools.push(function(
+            "transfer",
+            "Transfer this call to a human colleague now.",
+            json!({}),
+            &[],
+        ));
+    }
+    Value::Array(tools)
+}
+
+fn channel_label(channel: Channel) -> &'static str {
+    match channel {
+        Channel::Sms => "SMS",
+        Channel::Voice => "a live phone call",
+        Channel::Email => "email",
+    }
+}
+
+fn system_message(ctx: &Context) -> String {
+    let mut text = String::new();
+    let instructions = ctx.instructions.trim();
+    if !instructions.is_empty() {
+        text.push_str(instructions);
+        text.push_str("\n\n");
+    }
+    let name = match ctx.lead_name.trim() {
+        "" => "unknown",
+        name => name,
+    };
+    text.push_str(&format!("The lead's name: {name}\n"));
+    text.push_str(&format!("Channel: {}\n", channel_label(ctx.channel)));
+    text.push_str(&format!("The lead's local time: {}\n", ctx.local_time));
+    text.push_str(
+        "\nRules:\n\
+         - Reply in at most 320 characters for SMS.\n\
+         - Use the tools to act: a tool call does the thing, saying it does not.\n\
+         - Answer with empty text when no reply is needed.\n",
+    );
+    match ctx.channel {
+        Channel::Voice => text.push_str(
+            "- You are speaking on a call: short spoken sentences, no lists, links or formatting.\n",
+        ),
+        Channel::Email => {
+            text.push_str("- Write the plain-text body of an email, without a subject line.\n")
+        }
+        Channel::Sms => {}
+    }
+    text
+}
+
+/// The chat-completions request: `{"model", "messages", "tools", "temperature"}`.
+/// `extra` follows the history: the assistant's tool-call messages and the `tool`
+/// results of earlier rounds, in order.
+pub fn request_body(model: &str, ctx: &Context, extra: &[Value]) -> Value {
+    let history = &ctx.history[ctx.history.len().saturating_sub(MAX_HISTORY)..];
+    let mut messages = Vec::with_capacity(1 + history.len() + extra.len());
+    messages.push(json!({"role": "system", "content": system_message(ctx)}));
+    for turn in history {
+        let role = if turn.from_lead { "user" } else { "assistant" };
+        messages.push(json!({"role": role, "content": turn.text}));
+    }
+    messages.extend(extra.iter().cloned());
+    json!({
+        "model": model,
+        "messages": messages,
+        "tools": tool_definitions(ctx.channel == Channel::Voice),
+        "temperature": TEMPERATURE,
+    })
+}
+
+/// The `tool` message that answers one call.
+pub fn tool_result_message(call_id: &str, result: &Value) -> Value {
+    json!({"role": "tool", "tool_call_id": call_id, "content": result.to_string()})
+}
+
+/// Reads a chat-completions answer.
+pub fn parse_answer(bytes: &[u8]) -> Result<Answer, String> {
+    let answer: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
+    let Some(choices) = answer.get("choices") else {
+        return Err(
+            match answer.pointer("/error/message").and_then(Value::as_str) {
+                Some(error) => format!("error: {}", cut_to(error, 200)),
+                None => "no choices".to_string(),
+            },
+        );
+    };
+    let message = choices
+        .as_array()
+        .and_then(|c| c.first())
+        .ok_or("no choices")?
+        .get("message")
+        .and_then(Value::as_object)
+        .ok_or("no message in choices[0]")?;
+    let content = match message.get("content") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        // Some servers answer with content parts; the text ones are the reply.
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        Some(_) => return Err("content is not text".into()),
+    };
+    let raw_calls = match message.get("tool_calls") {
+        None | Some(Value::Null) => return Ok(Answer::Text(content)),
+        Some(Value::Array(calls)) if calls.is_empty() => return Ok(Answer::Text(content)),
+        Some(Value::Array(calls)) => calls,
+        Some(_) => return Err("tool_calls is not an array".into()),
+    };
+    let mut calls = Vec::with_capacity(raw_calls.len());
+    let mut echoed = Vec::with_capacity(raw_calls.len());
+    for (i, raw) in raw_calls.iter().enumerate() {
+        let call = parse_call(i, raw)?;
+        echoed.push(json!({
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments}
+        }));
+        calls.push(call);
+    }
+    let content = if content.is_empty() {
+        Value::Null
+    } else {
+        Value::String(content)
+    };
+    Ok(Answer::ToolCalls {
+        message: json!({"role": "assistant", "content": content, "tool_calls": echoed}),
+        calls,
+    })
+}
+
+fn parse_call(i: usize, raw: &Value) -> Result<ToolCallRequest, String> {
+    let call = raw
+        .as_object()
+        .ok_or_else(|| format!("tool_calls[{i}] is not an object"))?;
+    match call.get("type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(kind)) if kind == "function" => {}
+        Some(_) => return Err(format!("tool_calls[{i}] is not a function call")),
+    }
+    let function = call
+        .get("function")
+        .and_then(Value::as_object)
+        .ok_or_else(|| format!("tool_calls[{i}] has no function"))?;
+    let name = function
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| format!("tool_calls[{i}] has no function name"))?;
+    let arguments = match function.get("arguments") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        // Some servers send the object itself rather than its JSON text.
+        Some(object @ Value::Object(_)) => object.to_string(),
+        Some(_) => return Err(format!("tool_calls[{i}] arguments are not JSON text")),
+    };
+    // Some servers leave the id out; the next round and the TOOL_CALL event need one.
+    let id = match call.get("id").and_then(Value::as_str) {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => crate::ids::generate("call"),
+    };
+    Ok(ToolCallRequest {
+        id,
+        name: name.to_string(),
+        arguments,
+    })
+}
+
+/// Checks one tool call. Unknown arguments are ignored; a required one missing or of
+/// the wrong type is an error naming it (sent back to the model as the call's result).
+pub fn parse_tool(call: &ToolCallRequest, voice: bool) -> Result<Tool, String> {
+    let name = call.name.as_str();
+    let known = matches!(
+        name,
+        "mark_hot"
+            | "mark_qualified"
+            | "add_tag"
+            | "opt_out"
+            | "handoff"
+            | "schedule_call"
+            | "update_summary"
+    ) || (voice && name == "transfer");
+    if !known {
+        return Err(format!("unknown tool: {name}"));
+    }
+    let args = arguments(&call.arguments)?;
+    Ok(match name {
+        "mark_hot" => Tool::MarkHot,
+        "mark_qualified" => Tool::MarkQualified,
+        "add_tag" => {
+            let name = required_text(&args, "name")?;
+            if tag_id(&name).is_empty() {
+                return Err("invalid argument: name (needs a letter or a digit)".into());
+            }
+            Tool::AddTag { name }
+        }
+        "opt_out" => Tool::OptOut {
+            channels: channels(&args)?,
+        },
+        "handoff" => Tool::Handoff {
+            reason: required_text(&args, "reason")?,
+        },
+        "schedule_call" => {
+            let at = match args.get("at") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(text)) if text.trim().is_empty() => None,
+                Some(Value::String(text)) => Some(crate::time::parse(text).ok_or(
+                    "invalid argument: at (an RFC 3339 date-time such as 2025-03-01T15:00:00-05:00)",
+                )?),
+                Some(_) => return Err("invalid argument: at".into()),
+            };
+            Tool::ScheduleCall { at }
+        }
+        "update_summary" => Tool::UpdateSummary {
+            summary: required_text(&args, "summary")?,
+        },
+        _ => Tool::Transfer,
+    })
+}
+
+/// The arguments as an object; empty text counts as `{}`.
+fn arguments(text: &str) -> Result<Map<String, Value>, String> {
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str(text) {
+        Ok(Value::Object(args)) => Ok(args),
+        _ => Err("malformed arguments".into()),
+    }
+}
+
+fn required_text(args: &Map<String, Value>, name: &str) -> Result<String, String> {
+    match args.get(name) {
+        None | Some(Value::Null) => Err(format!("missing argument: {name}")),
+        Some(Value::String(text)) => Ok(text.clone()),
+        Some(_) => Err(format!("invalid argument: {name} (a string)")),
+    }
+}
+
+/// `opt_out`'s channels: absent, null or empty means every channel. A lone string is
+/// taken as a list of one, as models sometimes write it.
+fn channels(args: &Map<String, Value>) -> Result<Option<Vec<Channel>>, String> {
+    let invalid = || "invalid argument: channels (sms, voice or email)".to_string();
+    let items: Vec<&Value> = match args.get("channels") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(one @ Value::String(_)) => vec![one],
+        Some(Value::Array(items)) => items.iter().collect(),
+        Some(_) => return Err(invalid()),
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        let channel = item
+            .as_str()
+            .and_then(|s| Channel::parse(&s.trim().to_ascii_lowercase()))
+            .ok_or_else(invalid)?;
+        if !out.contains(&channel) {
+            out.push(channel);
+        }
+    }
+    Ok((!out.is_empty()).then_some(out))
+}
+
+/// A tag's id from its name: the lower-case words joined by `-`, anything but letters
+/// and digits separating words ("Solar Panels!" → "solar-panels"). Empty when the name
+/// has no letter or digit.
+pub fn tag_id(name: &str) -> String {
+    name.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// At most `max_chars` characters of `text`, cut on a character boundary.
+pub fn cut_to(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => text.get(..end).unwrap_or(text).to_string(),
+        None => text.to_string(),
+    }
+}
+
+/// Asks the model, retrying a failed attempt (non-2xx, timeout, transport error,
+/// malformed answer) after each of [`RETRY_BACKOFF`]'s waits; the last reason when all
+/// three fail.
+pub async fn complete(
+    client: &HttpClient,
+    settings: &AssistantSettings,
+    body: &Value,
+) -> Result<Answer, String> {
+    complete_with_backoff(client, settings, body, &RETRY_BACKOFF).await
+}
+
+/// [`complete`] with the waits between attempts given: `backoff.len() + 1` attempts.
+pub async fn complete_with_backoff(
+    client: &HttpClient,
+    settings: &AssistantSettings,
+    body: &Value,
+    backoff: &[Duration],
+) -> Result<Answer, String> {
+    let url = format!(
+        "{}/chat/completions",
+        settings.base_url.trim_end_matches('/')
+    );
+    let bytes = serde_json::to_vec(body).map_err(|e| format!("request body: {e}"))?;
+    let mut headers: Vec<(&'static str, String)> = Vec::new();
+    if let Some(key) = settings.api_key.as_deref().filter(|k| !k.is_empty()) {
+        headers.push(("authorization", format!("Bearer {key}")));
+    }
+    let timeout = Duration::from_millis(settings.timeout_ms);
+    let waits = std::iter::once(None).chain(backoff.iter().copied().map(Some));
+    let mut last = String::from("no attempt");
+    for (attempt, wait) in waits.enumerate() {
+        if let Some(wait) = wait {
+            tokio::time::sleep(wait).await;
+        }
+        let outcome = client
+            .post_json_with(&url, &headers, bytes.clone(), timeout, MAX_ANSWER_BYTES)
+            .await;
+        let reason = match outcome {
+            Ok((status, answer)) if (200..300).contains(&status) => match parse_answer(&answer) {
+                Ok(answer) => return Ok(answer),
+                Err(reason) => format!("malformed answer: {reason}"),
+            },
+            Ok((status, answer)) => status_reason(status, &answer),
+            Err(reason) => reason,
+        };
+        tracing::debug!(attempt = attempt + 1, %reason, "assistant attempt failed");
+        last = reason;
+    }
+    Err(last)
+}
+
+/// `status 503`, followed by the start of the answer when it has one (a model server's
+/// error message says what is wrong: an unknown model, a bad key).
+fn status_reason(status: u16, answer: &[u8]) -> String {
+    let text = String::from_utf8_lossy(answer);
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.is_empty() {
+        format!("status {status}")
+    } else {
+        format!("status {status}: {}", cut_to(&text, 200))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::convert::Infallible;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use hyper::{Request, Response};
+
+    fn turns(n: usize) -> Vec<Turn> {
+        (0..n)
+            .map(|i| Turn {
+                from_lead: i % 2 == 0,
+                text: format!("message {i}"),
+            })
+            .collect()
+    }
+
+    fn context<'a>(channel: Channel, history: &'a [Turn]) -> Context<'a> {
+        Context {
+            instructions: "You are Sam from Acme Solar.",
+            lead_name: "Ada Lovelace",
+            channel,
+            local_time: "Tuesday 2025-03-04 14:05 (America/New_York)",
+            history,
+        }
+    }
+
+    fn call(name: &str, arguments: &str) -> ToolCallRequest {
+        ToolCallRequest {
+            id: "call_1".into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    fn tool_names(tools: &Value) -> Vec<String> {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn tools_are_openai_functions_with_schemas() {
+        let tools = tool_definitions(false);
+        assert_eq!(
+            tool_names(&tools),
+            [
+                "mark_hot",
+                "mark_qualified",
+                "add_tag",
+                "opt_out",
+                "handoff",
+                "schedule_call",
+                "update_summary"
+            ]
+        );
+        for tool in tools.as_array().unwrap() {
+            assert_eq!(tool["type"], "function");
+            assert!(!tool["function"]["description"].as_str().unwrap().is_empty());
+            assert_eq!(tool["function"]["parameters"]["type"], "object");
+        }
+        let by_name = |name: &str| {
+            tools
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["function"]["name"] == name)
+                .unwrap()["function"]["parameters"]
+                .clone()
+        };
+        assert_eq!(by_name("mark_hot")["properties"], json!({}));
+        assert!(by_name("mark_hot").get("required").is_none());
+        assert_eq!(by_name("add_tag")["required"], json!(["name"]));
+        assert_eq!(by_name("add_tag")["properties"]["name"]["type"], "string");
+        assert_eq!(by_name("handoff")["required"], json!(["reason"]));
+        assert_eq!(by_name("update_summary")["required"], json!(["summary"]));
+        assert_eq!(
+            by_name("opt_out")["properties"]["channels"]["items"]["enum"],
+            json!(["sms", "voice", "email"])
+        );
+        assert!(by_name("opt_out").get("required").is_none());
+        assert_eq!(
+            by_name("schedule_call")["properties"]["at"]["format"],
+            "date-time"
+        );
+        let voice = tool_definitions(true);
+        assert_eq!(tool_names(&voice).last().unwrap(), "transfer");
+        assert_eq!(voice.as_array().unwrap().len(), 8);
+    }
+
+    #[test]
+    fn the_request_body_has_the_system_message_history_and_extra() {
+        let history = turns(3);
+        let extra = [json!({"role": "tool", "tool_call_id": "c", "content": "{}"})];
+        let body = request_body("llama3.1:8b", &context(Channel::Sms, &history), &extra);
+        let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["model", "messages", "tools", "temperature"]);
+        assert_eq!(body["model"], "llama3.1:8b");
+        assert_eq!(body["temperature"], json!(0.3));
+        assert_eq!(body["tools"], tool_definitions(false));
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 5);
+        assert_eq!(messages[0]["role"], "system");
+        let system = messages[0]["content"].as_str().unwrap();
+        assert!(
+            system.starts_with("You are Sam from Acme Solar.\n\n"),
+            "{system}"
+        );
+        assert!(system.contains("The lead's name: Ada Lovelace"), "{system}");
+        assert!(system.contains("Channel: SMS"), "{system}");
+        assert!(
+            system.contains("Tuesday 2025-03-04 14:05 (America/New_York)"),
+            "{system}"
+        );
+        assert!(
+            system.contains("at most 320 characters for SMS"),
+            "{system}"
+        );
+        assert!(system.contains("Use the tools to act"), "{system}");
+        assert_eq!(messages[1], json!({"role": "user", "content": "message 0"}));
+        assert_eq!(
+            messages[2],
+            json!({"role": "assistant", "content": "message 1"})
+        );
+        assert_eq!(messages[3], json!({"role": "user", "content": "message 2"}));
+        assert_eq!(messages[4], extra[0]);
+    }
+
+    #[test]
+    fn the_request_body_keeps_the_last_fifty_turns_oldest_first() {
+        let history = turns(60);
+        let body = request_body("m", &context(Channel::Email, &history), &[]);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 51);
+        assert_eq!(messages[1]["content"], "message 10");
+        assert_eq!(messages[50]["content"], "message 59");
+        assert!(messages[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Channel: email"));
+    }
+
+    #[test]
+    fn voice_requests_offer_transfer_and_unnamed_leads_are_unknown() {
+        let ctx = Context {
+            instructions: "  ",
+            lead_name: "",
+            ..context(Channel::Voice, &[])
+        };
+        let body = request_body("m", &ctx, &[]);
+        assert_eq!(tool_names(&body["tools"]).last().unwrap(), "transfer");
+        let system = body["messages"][0]["content"].as_str().unwrap();
+        assert!(system.starts_with("The lead's name: unknown\n"), "{system}");
+        assert!(system.contains("Channel: a live phone call"), "{system}");
+    }
+
+    #[test]
+    fn tool_results_are_tool_messages() {
+        assert_eq!(
+            tool_result_message("call_9", &json!({"ok": true})),
+            json!({"role": "tool", "tool_call_id": "call_9", "content": "{\"ok\":true}"})
+        );
+    }
+
+    #[test]
+    fn answers_with_text() {
+        let text = br#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}]}"#;
+        assert_eq!(parse_answer(text), Ok(Answer::Text("Hello!".into())));
+        for empty in [
+            r#"{"choices":[{"message":{"role":"assistant","content":null}}]}"#,
+            r#"{"choices":[{"message":{"role":"assistant"}}]}"#,
+            r#"{"choices":[{"message":{"content":"","tool_calls":[]}}]}"#,
+            r#"{"choices":[{"message":{"content":"","tool_calls":null}}]}"#,
+        ] {
+            assert_eq!(
+                parse_answer(empty.as_bytes()),
+                Ok(Answer::Text(String::new())),
+                "{empty}"
+            );
+        }
+        let parts = br#"{"choices":[{"message":{"content":[{"type":"text","text":"Hi "},{"type":"text","text":"there"}]}}]}"#;
+        assert_eq!(parse_answer(parts), Ok(Answer::Text("Hi there".into())));
+    }
+
+    #[test]
+    fn answers_with_tool_calls() {
+        let answer = json!({"choices": [{"message": {
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [
+                {"id": "call_a", "type": "function",
+                 "function": {"name": "add_tag", "arguments": "{\"name\":\"Solar\"}"}},
+                {"id": "call_b", "type": "function",
+                 "function": {"name": "mark_hot", "arguments": {"why": "keen"}}},
+                {"function": {"name": "mark_qualified"}}
+            ]
+        }, "finish_reason": "tool_calls"}]});
+        let Ok(Answer::ToolCalls { message, calls }) = parse_answer(answer.to_string().as_bytes())
+        else {
+            panic!("not tool calls");
+        };
+        assert_eq!(calls.len(), 3);
+        assert_eq!(
+            calls[0],
+            call("add_tag", "{\"name\":\"Solar\"}").with_id("call_a")
+        );
+        assert_eq!(
+            calls[1],
+            call("mark_hot", "{\"why\":\"keen\"}").with_id("call_b")
+        );
+        assert_eq!(calls[2].name, "mark_qualified");
+        assert_eq!(calls[2].arguments, "");
+        assert!(calls[2].id.starts_with("call_"), "{}", calls[2].id);
+        assert_eq!(message["role"], "assistant");
+        assert_eq!(message["content"], Value::Null);
+        let echoed = message["tool_calls"].as_array().unwrap();
+        assert_eq!(echoed.len(), 3);
+        assert_eq!(
+            echoed[1],
+            json!({"id": "call_b", "type": "function",
+                   "function": {"name": "mark_hot", "arguments": "{\"why\":\"keen\"}"}})
+        );
+        // A generated id is the same in the call and in the echoed message.
+        assert_eq!(echoed[2]["id"], json!(calls[2].id));
+
+        let with_text = br#"{"choices":[{"message":{"content":"One moment","tool_calls":[{"id":"c","function":{"name":"mark_hot","arguments":"{}"}}]}}]}"#;
+        let Ok(Answer::ToolCalls { message, .. }) = parse_answer(with_text) else {
+            panic!("not tool calls");
+        };
+        assert_eq!(message["content"], "One moment");
+    }
+
+    impl ToolCallRequest {
+        fn with_id(mut self, id: &str) -> Self {
+            self.id = id.into();
+            self
+        }
+    }
+
+    #[test]
+    fn malformed_answers_say_why() {
+        let cases: &[(&str, &str)] = &[
+            ("", "not JSON"),
+            ("<html>", "not JSON"),
+            ("{}", "no choices"),
+            (r#"{"choices":[]}"#, "no choices"),
+            (r#"{"choices":"x"}"#, "no choices"),
+            (r#"{"choices":[{}]}"#, "no message in choices[0]"),
+            (
+                r#"{"choices":[{"message":"hi"}]}"#,
+                "no message in choices[0]",
+            ),
+            (
+                r#"{"choices":[{"message":{"content":5}}]}"#,
+                "content is not text",
+            ),
+            (
+                r#"{"choices":[{"message":{"tool_calls":{}}}]}"#,
+                "tool_calls is not an array",
+            ),
+            (
+                r#"{"choices":[{"message":{"tool_calls":["x"]}}]}"#,
+                "tool_calls[0] is not an object",
+            ),
+            (
+                r#"{"choices":[{"message":{"tool_calls":[{"type":"code"}]}}]}"#,
+                "tool_calls[0] is not a function call",
+            ),
+            (
+                r#"{"choices":[{"message":{"tool_calls":[{"id":"c"}]}}]}"#,
+                "tool_calls[0] has no function",
+            ),
+            (
+                r#"{"choices":[{"message":{"tool_calls":[{"function":{"arguments":"{}"}}]}}]}"#,
+                "tool_calls[0] has no function name",
+            ),
+            (
+                r#"{"choices":[{"message":{"tool_calls":[{"function":{"name":"a","arguments":[1]}}]}}]}"#,
+                "tool_calls[0] arguments are not JSON text",
+            ),
+            (
+                r#"{"error":{"message":"model 'x' not found"}}"#,
+                "error: model 'x' not found",
+            ),
+        ];
+        for (bytes, reason) in cases {
+            let err = parse_answer(bytes.as_bytes()).unwrap_err();
+            assert!(err.starts_with(reason), "{bytes}: {err}");
+        }
+    }
+
+    #[test]
+    fn parses_each_tool() {
+        let ok = |name: &str, args: &str| parse_tool(&call(name, args), false);
+        assert_eq!(ok("mark_hot", ""), Ok(Tool::MarkHot));
+        assert_eq!(ok("mark_hot", "{}"), Ok(Tool::MarkHot));
+        assert_eq!(
+            ok("mark_qualified", " {\"extra\": 1} "),
+            Ok(Tool::MarkQualified)
+        );
+        assert_eq!(
+            ok("add_tag", r#"{"name": "Solar Panels"}"#),
+            Ok(Tool::AddTag {
+                name: "Solar Panels".into()
+            })
+        );
+        assert_eq!(ok("opt_out", "{}"), Ok(Tool::OptOut { channels: None }));
+        assert_eq!(
+            ok("opt_out", r#"{"channels": null}"#),
+            Ok(Tool::OptOut { channels: None })
+        );
+        assert_eq!(
+            ok("opt_out", r#"{"channels": []}"#),
+            Ok(Tool::OptOut { channels: None })
+        );
+        assert_eq!(
+            ok("opt_out", r#"{"channels": ["sms", "EMAIL", "sms"]}"#),
+            Ok(Tool::OptOut {
+                channels: Some(vec![Channel::Sms, Channel::Email])
+            })
+        );
+        assert_eq!(
+            ok("opt_out", r#"{"channels": "voice"}"#),
+            Ok(Tool::OptOut {
+                channels: Some(vec![Channel::Voice])
+            })
+        );
+        assert_eq!(
+            ok("handoff", r#"{"reason": "wants a human"}"#),
+            Ok(Tool::Handoff {
+                reason: "wants a human".into()
+            })
+        );
+        assert_eq!(
+            ok("schedule_call", "{}"),
+            Ok(Tool::ScheduleCall { at: None })
+        );
+        assert_eq!(
+            ok("schedule_call", r#"{"at": ""}"#),
+            Ok(Tool::ScheduleCall { at: None })
+        );
+        assert_eq!(
+            ok("schedule_call", r#"{"at": "2025-03-01T15:00:00-05:00"}"#),
+            Ok(Tool::ScheduleCall {
+                at: crate::time::parse("2025-03-01T20:00:00Z")
+            })
+        );
+        assert_eq!(
+            ok("update_summary", r#"{"summary": "Owns a house."}"#),
+            Ok(Tool::UpdateSummary {
+                summary: "Owns a house.".into()
+            })
+        );
+        assert_eq!(parse_tool(&call("transfer", ""), true), Ok(Tool::Transfer));
+        assert_eq!(parse_tool(&call("mark_hot", ""), true), Ok(Tool::MarkHot));
+    }
+
+    #[test]
+    fn refuses_bad_tool_calls_with_a_reason() {
+        let err = |name: &str, args: &str| parse_tool(&call(name, args), false).unwrap_err();
+        assert_eq!(err("send_email", "{}"), "unknown tool: send_email");
+        assert_eq!(err("transfer", "{}"), "unknown tool: transfer");
+        for bad in ["[]", "\"x\"", "42", "null", "{", "name=x"] {
+            assert_eq!(err("mark_hot", bad), "malformed arguments", "{bad}");
+        }
+        assert_eq!(err("add_tag", "{}"), "missing argument: name");
+        assert_eq!(
+            err("add_tag", r#"{"name": null}"#),
+            "missing argument: name"
+        );
+        assert!(err("add_tag", r#"{"name": 3}"#).starts_with("invalid argument: name"));
+        assert!(err("add_tag", r#"{"name": " !? "}"#).starts_with("invalid argument: name"));
+        assert_eq!(err("handoff", ""), "missing argument: reason");
+        assert!(err("handoff", r#"{"reason": ["x"]}"#).starts_with("invalid argument: reason"));
+        assert_eq!(err("update_summary", "{}"), "missing argument: summary");
+        assert!(
+            err("update_summary", r#"{"summary": {}}"#).starts_with("invalid argument: summary")
+        );
+        for bad in [
+            r#"{"channels": ["fax"]}"#,
+            r#"{"channels": [1]}"#,
+            r#"{"channels": 5}"#,
+        ] {
+            assert!(
+                err("opt_out", bad).starts_with("invalid argument: channels"),
+                "{bad}"
+            );
+        }
+        for bad in [
+            r#"{"at": "tomorrow at 3"}"#,
+            r#"{"at": "2025-03-01T15:00:00"}"#,
+            r#"{"at": 1740000000}"#,
+        ] {
+            assert!(
+                err("schedule_call", bad).starts_with("invalid argument: at"),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn tag_ids_are_lower_case_words_joined_by_dashes() {
+        assert_eq!(tag_id("Solar Panels"), "solar-panels");
+        assert_eq!(tag_id("  Solar   Panels!! "), "solar-panels");
+        assert_eq!(tag_id("roof/repair, urgent"), "roof-repair-urgent");
+        assert_eq!(tag_id("EV_charger-2"), "ev-charger-2");
+        assert_eq!(tag_id("Café Owners"), "café-owners");
+        assert_eq!(tag_id("hot"), "hot");
+        assert_eq!(tag_id(""), "");
+        assert_eq!(tag_id(" -!- "), "");
+    }
+
+    #[test]
+    fn cut_to_counts_characters() {
+        assert_eq!(cut_to("hello", 10), "hello");
+        assert_eq!(cut_to("hello", 5), "hello");
+        assert_eq!(cut_to("hello", 3), "hel");
+        assert_eq!(cut_to("hello", 0), "");
+        assert_eq!(cut_to("héllo wörld", 7), "héllo w");
+        assert_eq!(cut_to("👋👋👋", 2), "👋👋");
+        let long = "é".repeat(SMS_MAX_CHARS + 10);
+        assert_eq!(cut_to(&long, SMS_MAX_CHARS).chars().count(), SMS_MAX_CHARS);
+    }
+
+    #[test]
+    fn settings_round_trip_and_hide_the_key_from_debug() {
+        let settings = AssistantSettings {
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            model: "llama3.1:8b".into(),
+            api_key: Some("sk-secret".into()),
+            timeout_ms: 30_000,
+        };
+        let bytes = postcard::to_stdvec(&settings).unwrap();
+        assert_eq!(
+            postcard::from_bytes::<AssistantSettings>(&bytes).unwrap(),
+            settings
+        );
+        let debug = format!("{settings:?}");
+        assert!(!debug.contains("sk-secret"), "{debug}");
+        assert!(debug.contains("<set>"), "{debug}");
+    }
+
+    /// What the test server saw of one request.
+    #[derive(Debug, Clone)]
+    struct Seen {
+        path: String,
+        authorization: Option<String>,
+        content_type: Option<String>,
+        body: Value,
+    }
+
+    /// A model server on 127.0.0.1: the n-th request gets `answers[n]` (the last one
+    /// repeated) after its delay.
+    async fn model_server(
+        answers: Vec<(u16, &'static str, Duration)>,
+    ) -> (String, Arc<Mutex<Vec<Seen>>>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let count = Arc::new(AtomicUsize::new(0));
+        let answers = Arc::new(answers);
+        let recorded = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (seen, count, answers) = (recorded.clone(), count.clone(), answers.clone());
+                tokio::spawn(async move {
+                    let svc =
+                        hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                            let (seen, count, answers) =
+                                (seen.clone(), count.clone(), answers.clone());
+                            async move {
+                                let header = |name: &str| {
+                                    req.headers()
+                                        .get(name)
+                                        .map(|v| v.to_str().unwrap().to_string())
+                                };
+                                let (path, authorization, content_type) = (
+                                    req.uri().path().to_string(),
+                                    header("authorization"),
+                                    header("content-type"),
+                                );
+                                let body = req.into_body().collect().await.unwrap().to_bytes();
+                                seen.lock().unwrap().push(Seen {
+                                    path,
+                                    authorization,
+                                    content_type,
+                                    body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                                });
+                                let n = count.fetch_add(1, Ordering::SeqCst);
+                                let (status, text, delay) = answers[n.min(answers.len() - 1)];
+                                tokio::time::sleep(delay).await;
+                                let mut resp = Response::new(Full::new(Bytes::from(text)));
+                                *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                                Ok::<_, Infallible>(resp)
+                            }
+                        });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                        .await;
+                });
+            }
+        });
+        (format!("http://{addr}/v1/"), seen)
+    }
+
+    fn client() -> HttpClient {
+        HttpClient::new(Duration::from_secs(5), None).unwrap()
+    }
+
+    const HELLO: &str = r#"{"choices":[{"message":{"role":"assistant","content":"Hello Ada"}}]}"#;
+
+    #[tokio::test]
+    async fn complete_retries_a_failed_attempt_and_sends_the_key() {
+        let (base_url, seen) = model_server(vec![
+            (500, "upstream hiccup", Duration::ZERO),
+            (200, HELLO, Duration::ZERO),
+        ])
+        .await;
+        let settings = AssistantSettings {
+            base_url,
+            model: "m".into(),
+            api_key: Some("sk-test".into()),
+            timeout_ms: 5_000,
+        };
+        let body = request_body("m", &context(Channel::Sms, &turns(2)), &[]);
+        let answer = complete(&client(), &settings, &body).await;
+        assert_eq!(answer, Ok(Answer::Text("Hello Ada".into())));
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2);
+        for request in &seen {
+            assert_eq!(request.path, "/v1/chat/completions");
+            assert_eq!(request.authorization.as_deref(), Some("Bearer sk-test"));
+            assert_eq!(request.content_type.as_deref(), Some("application/json"));
+            assert_eq!(request.body, body);
+        }
+    }
+
+    #[tokio::test]
+    async fn complete_gives_up_after_three_timeouts() {
+        let (base_url, seen) = model_server(vec![(200, HELLO, Duration::from_secs(5))]).await;
+        let settings = AssistantSettings {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            model: "m".into(),
+            api_key: None,
+            timeout_ms: 100,
+        };
+        let started = std::time::Instant::now();
+        let answer = complete(&client(), &settings, &json!({"model": "m"})).await;
+        assert_eq!(answer, Err("timed out after 100 ms".to_string()));
+        // Three attempts of 100 ms and the 250 + 500 ms waits between them.
+        assert!(started.elapsed() >= Duration::from_millis(1_050));
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3);
+        assert!(seen.iter().all(|r| r.authorization.is_none()));
+        assert!(seen.iter().all(|r| r.path == "/v1/chat/completions"));
+    }
+
+    #[tokio::test]
+    async fn complete_reports_the_last_reason() {
+        let (base_url, seen) = model_server(vec![
+            (503, "", Duration::ZERO),
+            (
+                404,
+                "{\"error\": \"model 'x'\n not found\"}",
+                Duration::ZERO,
+            ),
+            (200, "{\"choices\": []}", Duration::ZERO),
+        ])
+        .await;
+        let settings = AssistantSettings {
+            base_url,
+            model: "x".into(),
+            api_key: Some(String::new()),
+            timeout_ms: 5_000,
+        };
+        let no_wait = [Duration::ZERO, Duration::ZERO];
+        let client = client();
+        let answer = complete_with_backoff(&client, &settings, &json!({}), &no_wait).await;
+        assert_eq!(answer, Err("malformed answer: no choices".to_string()));
+        // The attempts' own reasons, one by one.
+        let one = complete_with_backoff(&client, &settings, &json!({}), &[]).await;
+        assert_eq!(one, Err("malformed answer: no choices".to_string()));
+        assert_eq!(status_reason(503, b""), "status 503");
+        assert_eq!(
+            status_reason(404, b"{\"error\": \"model 'x'\n not found\"}"),
+            "status 404: {\"error\": \"model 'x' not found\"}"
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 4);
+        // An empty key sends no Authorization.
+        assert!(seen.iter().all(|r| r.authorization.is_none()));
+    }
+
+    #[tokio::test]
+    async fn complete_reads_long_answers_up_to_the_cap() {
+        let answer = |chars: usize| -> &'static str {
+            let text = json!({"choices": [{"message": {"content": "a".repeat(chars)}}]});
+            Box::leak(text.to_string().into_boxed_str())
+        };
+        let (base_url, _seen) = model_server(vec![
+            (200, answer(2_000_000), Duration::ZERO),
+            (200, answer(MAX_ANSWER_BYTES), Duration::ZERO),
+        ])
+        .await;
+        let settings = AssistantSettings {
+            base_url,
+            model: "m".into(),
+            api_key: None,
+            timeout_ms: 10_000,
+        };
+        let client = client();
+        match complete_with_backoff(&client, &settings, &json!({}), &[]).await {
+            Ok(Answer::Text(text)) => assert_eq!(text.len(), 2_000_000),
+            other => panic!("{other:?}"),
+        }
+        let refused = complete_with_backoff(&client, &settings, &json!({}), &[]).await;
+        let reason = refused.unwrap_err();
+        assert!(reason.starts_with("reading the answer"), "{reason}");
+    }
+
+    #[tokio::test]
+    async fn complete_reports_unreachable_servers() {
+        // A port nothing listens on: bind one, then let it go.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let settings = AssistantSettings {
+            base_url: format!("http://{addr}"),
+            model: "m".into(),
+            api_key: None,
+            timeout_ms: 2_000,
+        };
+        let answer = complete_with_backoff(&client(), &settings, &json!({}), &[]).await;
+        let reason = answer.unwrap_err();
+        assert!(
+            !reason.is_empty() && !reason.starts_with("timed out"),
+            "{reason}"
+        );
+    }
+}
