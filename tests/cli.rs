@@ -1,6 +1,8 @@
 //! The real `engaged` binary, run as a process: the `org` and `key` commands with the
 //! server stopped and running, the self-signed certificate, stopping on SIGTERM,
-//! durability across `kill -9`, plain HTTP, configuration layering and `--help`.
+//! durability across `kill -9`, plain HTTP, configuration layering and `--help`, and the
+//! engagement engine across restarts (a send cut by `kill -9` is never repeated; a step
+//! that fell due while stopped runs after the restart).
 //!
 //! Every server runs on an ephemeral loopback port in its own temporary data directory;
 //! its port is read from the `listening address=...` line it logs. Every child process
@@ -1101,4 +1103,218 @@ async fn acknowledged_webhooks_survive_kill_9() {
     }
     let expected: BTreeSet<String> = (0..n).map(|i| format!("c{i}")).collect();
     assert_eq!(*seen.lock().unwrap(), expected);
+}
+
+// ---- the engagement engine across restarts ---------------------------------------------
+
+/// Sends a request and asserts its status; returns the JSON body (null when empty).
+async fn call_json(
+    client: &HttpsClient,
+    method: Method,
+    url: &str,
+    key: &str,
+    body: Option<&Value>,
+    status: u16,
+) -> Value {
+    let r = send(client, method.clone(), url, Some(key), body).await;
+    assert_eq!(r.status, status, "{method} {url}: {}", text(&r));
+    if r.body.is_empty() {
+        Value::Null
+    } else {
+        r.json()
+    }
+}
+
+/// The `MESSAGE` events of `lead`.
+async fn sms_events(client: &HttpsClient, base: &str, key: &str, lead: &str) -> Vec<Value> {
+    let url = format!("{base}/v1/leads/{lead}/events?types=MESSAGE&limit=1000");
+    let page = call_json(client, Method::GET, &url, key, None, 200).await;
+    page["events"].as_array().expect("events array").clone()
+}
+
+/// The organization's messages to `lead` (owner `user`).
+async fn sent_messages(client: &HttpsClient, base: &str, key: &str, lead: &str) -> Vec<Value> {
+    let url = format!("{base}/v1/leads/{lead}/messages");
+    let page = call_json(client, Method::GET, &url, key, None, 200).await;
+    page["messages"]
+        .as_array()
+        .expect("messages array")
+        .iter()
+        .filter(|m| m["owner"] == json!("user"))
+        .cloned()
+        .collect()
+}
+
+/// Polls `check` every 100 ms for at most `limit`; panics with `what` and the last
+/// thing seen.
+async fn wait_until<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(seen) => assert!(
+                Instant::now() < deadline,
+                "{what}: not within {limit:?}; last seen: {seen}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `PUT /v1/profiles/{name}` with one sms step.
+async fn one_step_profile(
+    client: &HttpsClient,
+    base: &str,
+    key: &str,
+    name: &str,
+    after: &str,
+    text: &str,
+) {
+    let body = json!({"instructions": "Be brief.",
+                      "cadence": [{"after": after, "channel": "sms", "text": text}]});
+    call_json(
+        client,
+        Method::PUT,
+        &format!("{base}/v1/profiles/{name}"),
+        key,
+        Some(&body),
+        200,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_interrupted_by_kill_9_becomes_unknown_and_is_never_resent() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let key = create_key(data, "acme", "admin");
+    let mut server = Server::start(data, &[]);
+    let client = https_client(data);
+    let base = server.base();
+    // A sandbox that takes 30 s to accept: the send stays `sending` until then.
+    let settings = json!({"business": {"name": "Acme Solar"},
+                          "providers": {"sms": {"kind": "sandbox", "latencyMs": 30000}}});
+    call_json(
+        &client,
+        Method::PATCH,
+        &format!("{base}/v1/org"),
+        &key,
+        Some(&settings),
+        200,
+    )
+    .await;
+    one_step_profile(&client, &base, &key, "once", "0s", "Hello, once only").await;
+    let lead = json!({"id": "L1", "phone": "+15551234567", "customerProfile": "once"});
+    call_json(
+        &client,
+        Method::POST,
+        &format!("{base}/v1/leads"),
+        &key,
+        Some(&lead),
+        201,
+    )
+    .await;
+    let (client_ref, base_ref, key_ref) = (&client, base.as_str(), key.as_str());
+    let sending = wait_until("a MESSAGE event `sending`", START_TIMEOUT, || async move {
+        let events = sms_events(client_ref, base_ref, key_ref, "L1").await;
+        events
+            .iter()
+            .find(|e| e["data"]["status"] == json!("sending"))
+            .cloned()
+            .ok_or_else(|| format!("{events:?}"))
+    })
+    .await;
+    let id = sending["id"].clone();
+    drop(client);
+    server.kill_9();
+    drop(server);
+
+    let server = Server::start(data, &[]);
+    let client = https_client(data);
+    let base = server.base();
+    let (client_ref, base_ref, id_ref) = (&client, base.as_str(), &id);
+    let unknown = wait_until(
+        "the interrupted send becomes `unknown`",
+        START_TIMEOUT,
+        || async move {
+            let events = sms_events(client_ref, base_ref, key_ref, "L1").await;
+            events
+                .iter()
+                .find(|e| &e["id"] == id_ref && e["data"]["status"] == json!("unknown"))
+                .cloned()
+                .ok_or_else(|| format!("{events:?}"))
+        },
+    )
+    .await;
+    assert_eq!(unknown["data"]["error"], json!("interrupted"), "{unknown}");
+    // Nothing sends it again by itself.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let sent = sent_messages(&client, &base, &key, "L1").await;
+    assert_eq!(sent.len(), 1, "exactly one outbound message: {sent:?}");
+    let events = sms_events(&client, &base, &key, "L1").await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["id"], id);
+    assert_eq!(events[0]["data"]["status"], json!("unknown"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_due_while_the_server_is_stopped_runs_after_the_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let key = create_key(data, "acme", "admin");
+    let mut server = Server::start(data, &[]);
+    let client = https_client(data);
+    let base = server.base();
+    one_step_profile(&client, &base, &key, "later", "2s", "Due in two seconds").await;
+    let lead = json!({"id": "L1", "phone": "+15551234567", "customerProfile": "later"});
+    let created = call_json(
+        &client,
+        Method::POST,
+        &format!("{base}/v1/leads"),
+        &key,
+        Some(&lead),
+        201,
+    )
+    .await;
+    let enrolled = Instant::now();
+    assert!(sent_messages(&client, &base, &key, "L1").await.is_empty());
+    drop(client);
+    let status = server.terminate();
+    assert_eq!(status.code(), Some(0), "{}", server.log());
+    assert!(
+        enrolled.elapsed() < Duration::from_secs(2),
+        "stopping took longer than the step's delay; the test proves nothing"
+    );
+    drop(server);
+    // Stay stopped until the step is overdue.
+    if let Some(left) = Duration::from_millis(2500).checked_sub(enrolled.elapsed()) {
+        tokio::time::sleep(left).await;
+    }
+
+    let server = Server::start(data, &[]);
+    let client = https_client(data);
+    let base = server.base();
+    let (client_ref, base_ref, key_ref) = (&client, base.as_str(), key.as_str());
+    let sent = wait_until("the overdue step runs", START_TIMEOUT, || async move {
+        let sent = sent_messages(client_ref, base_ref, key_ref, "L1").await;
+        if sent.is_empty() {
+            Err("no message yet".to_string())
+        } else {
+            Ok(sent)
+        }
+    })
+    .await;
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["content"]["text"], json!("Due in two seconds"));
+    let at = |v: &Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().expect("timestamp")).expect("RFC 3339")
+    };
+    assert!(
+        at(&sent[0]["createdAt"]) >= at(&created["createdAt"]) + chrono::Duration::seconds(2),
+        "the step did not run early: {sent:?}"
+    );
 }

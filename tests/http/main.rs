@@ -4,18 +4,22 @@
 mod common;
 mod util;
 
+mod assistant;
 mod auth;
 mod calls;
 mod compliance;
 mod contact;
 mod dnc;
+mod engine;
 mod errors;
 mod events;
+mod fake_model;
 mod fixture;
 mod leads;
 mod listing;
 mod messages;
 mod ops;
+mod profiles;
 mod recordings;
 mod sync;
 mod transport;

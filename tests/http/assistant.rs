@@ -1,0 +1,586 @@
+//! The assistant, against a scripted OpenAI-compatible fake (`fake_model.rs`): one reply
+//! per inbound text after the profile's `replyDelay` (one for a burst), the request the
+//! model gets, each tool and its `TOOL_CALL` event, refused tool calls, the 1,600
+//! character cut, failures retried twice then given up with `lastError`, and silence
+//! while the lead is turned off.
+//!
+//! Every test's organization points its assistant at its own fake (`timeoutMs` 1000);
+//! the lead "L1" uses profile "assist" (`replyDelay` 1s, one cadence step a day away, so
+//! the cadence sends nothing while a test runs).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::TestServer;
+use crate::fake_model::{FakeModel, Step};
+use crate::util::*;
+
+const PHONE: &str = "+15551234567";
+const INSTRUCTIONS: &str = "You are Sam, a friendly assistant for Acme Solar. Qualify the lead.";
+const TOOLS: [&str; 7] = [
+    "mark_hot",
+    "mark_qualified",
+    "add_tag",
+    "opt_out",
+    "handoff",
+    "schedule_call",
+    "update_summary",
+];
+/// The profile's reply delay, and a margin past it for "nothing more happened" checks.
+const REPLY_DELAY: Duration = Duration::from_secs(1);
+const SETTLE: Duration = Duration::from_millis(1500);
+
+struct Setup {
+    ts: TestServer,
+    key: String,
+    admin: String,
+    model: FakeModel,
+}
+
+async fn start() -> Setup {
+    let ts = TestServer::start().await;
+    let key = ts.key("acme", "write").await;
+    let admin = ts.key("acme", "admin").await;
+    let model = FakeModel::start().await;
+    set_business(&ts, &admin).await;
+    set_org(&ts, &admin, &model.settings()).await;
+    put_profile(
+        &ts,
+        &admin,
+        "assist",
+        &json!({"instructions": INSTRUCTIONS,
+                "cadence": [sms_step("1d", "Checking in, {{firstName}}.")],
+                "replyDelay": "1s"}),
+    )
+    .await;
+    ts.create_lead(
+        &key,
+        &json!({"id": "L1", "firstName": "Ada", "phone": PHONE, "email": "ada@example.com",
+                "customerProfile": "assist"}),
+    )
+    .await;
+    Setup {
+        ts,
+        key,
+        admin,
+        model,
+    }
+}
+
+/// The lead texts `text`; returns the inbound answer.
+async fn say(s: &Setup, text: &str) -> Value {
+    inbound_sms(&s.ts, &s.key, PHONE, text).await
+}
+
+/// `arguments` of a TOOL_CALL event's data as JSON (parsed when stored as a string that
+/// is JSON; the raw string otherwise).
+fn arguments_of(data: &Value) -> Value {
+    match &data["arguments"] {
+        Value::String(raw) => serde_json::from_str(raw).unwrap_or_else(|_| json!(raw)),
+        other => other.clone(),
+    }
+}
+
+/// Waits for the TOOL_CALL event `id`, checks its shape (`name`, `arguments`, `result`,
+/// `channel` sms) and returns it.
+async fn tool_event(s: &Setup, id: &str, name: &str) -> Value {
+    let (ts, key) = (&s.ts, s.key.as_str());
+    let event = poll(&format!("TOOL_CALL {id}"), WAIT, || async move {
+        let calls = events_of_type(ts, key, "L1", "TOOL_CALL").await;
+        calls
+            .iter()
+            .find(|e| e["id"] == json!(id))
+            .cloned()
+            .ok_or_else(|| format!("{calls:?}"))
+    })
+    .await;
+    let data = &event["data"];
+    assert_eq!(data["name"], json!(name), "{event}");
+    assert_eq!(data["channel"], json!("sms"), "{event}");
+    assert!(data.get("arguments").is_some(), "{event}");
+    assert!(data["result"].is_object(), "result is an object: {event}");
+    event
+}
+
+/// Asserts the TOOL_CALL event reports success.
+fn assert_ok(event: &Value) {
+    assert_eq!(event["data"]["result"]["ok"], json!(true), "{event}");
+}
+
+/// Asserts the TOOL_CALL event reports a refusal with a reason.
+fn assert_refused(event: &Value) {
+    let result = &event["data"]["result"];
+    assert_eq!(result["ok"], json!(false), "{event}");
+    assert!(
+        result["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "a refusal says why: {event}"
+    );
+}
+
+/// Scripts one tool call followed by the text `then`, and has the lead say something.
+async fn call_tool(s: &Setup, id: &str, name: &str, arguments: Value, then: &str) -> Value {
+    s.model.push(Step::tool(id, name, arguments));
+    s.model.push(Step::text(then));
+    say(s, "Sounds good, tell me more.").await;
+    tool_event(s, id, name).await
+}
+
+/// Waits for the assistant's one reply; checks it went out as `origin: assistant`.
+async fn the_reply(s: &Setup) -> Value {
+    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    let event = wait_settled(&s.ts, &s.key, "L1", &sent[0]["id"]).await;
+    assert_sandbox_delivered(&event, "assistant");
+    assert_eq!(sent[0]["channel"], json!("sms"));
+    sent[0].clone()
+}
+
+// ---- replies ----------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inbound_text_gets_one_assistant_reply_after_the_reply_delay() {
+    let s = start().await;
+    let inbound = say(&s, "Is it expensive?").await;
+    let reply = the_reply(&s).await;
+    assert_eq!(reply["content"]["text"], json!(FakeModel::DEFAULT_TEXT));
+    let waited = time_of(&reply["createdAt"]) - time_of(&inbound["message"]["createdAt"]);
+    assert!(
+        waited >= chrono::Duration::milliseconds(900),
+        "the reply waits for replyDelay (1s): {waited}"
+    );
+    tokio::time::sleep(SETTLE).await;
+    assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+    assert_eq!(s.model.count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_gets_the_model_tools_instructions_and_conversation() {
+    let s = start().await;
+    let earlier = expect(
+        &s.ts
+            .post(
+                &s.key,
+                "/v1/leads/L1/messages",
+                &json!({"owner": "user", "channel": "sms",
+                        "content": {"text": "Hi Ada, still interested in a quote?"}}),
+            )
+            .await,
+        201,
+    );
+    wait_settled(&s.ts, &s.key, "L1", &earlier["id"]).await;
+    say(&s, "Yes, how much?").await;
+    s.model.wait_requests(1, WAIT).await;
+    let request = &s.model.received()[0];
+    assert_eq!(request.method, "POST");
+    assert_eq!(request.path, "/v1/chat/completions");
+    assert_eq!(request.authorization.as_deref(), Some("Bearer sk-test"));
+    let body = &request.body;
+    assert_eq!(body["model"], json!("test-model"));
+    let temperature = body["temperature"].as_f64().expect("temperature");
+    assert!(
+        (temperature - 0.3).abs() < 1e-9,
+        "temperature {temperature}"
+    );
+
+    let tools = body["tools"].as_array().expect("tools array");
+    for tool in tools {
+        assert_eq!(tool["type"], json!("function"), "{tool}");
+    }
+    let names: BTreeSet<&str> = tools
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names, BTreeSet::from(TOOLS), "the SMS tools");
+
+    let messages = body["messages"].as_array().expect("messages array");
+    assert_eq!(messages[0]["role"], json!("system"));
+    assert!(
+        messages[0]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains(INSTRUCTIONS)),
+        "the system message holds the profile's instructions: {}",
+        messages[0]
+    );
+    let conversation: Vec<(Value, Value)> = messages[1..]
+        .iter()
+        .map(|m| (m["role"].clone(), m["content"].clone()))
+        .collect();
+    assert_eq!(
+        conversation,
+        [
+            (
+                json!("assistant"),
+                json!("Hi Ada, still interested in a quote?")
+            ),
+            (json!("user"), json!("Yes, how much?")),
+        ],
+        "the conversation, oldest first"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_texts_within_the_delay_gets_one_reply() {
+    let s = start().await;
+    let burst = ["Hi", "Are you there?", "I want a quote"];
+    for text in burst {
+        say(&s, text).await;
+    }
+    the_reply(&s).await;
+    tokio::time::sleep(SETTLE).await;
+    assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+    let requests = s.model.requests();
+    assert_eq!(requests.len(), 1, "one model request for the burst");
+    let messages = requests[0]["messages"].as_array().expect("messages");
+    let last: Vec<(Value, Value)> = messages[messages.len() - 3..]
+        .iter()
+        .map(|m| (m["role"].clone(), m["content"].clone()))
+        .collect();
+    let expected: Vec<(Value, Value)> = burst.iter().map(|t| (json!("user"), json!(t))).collect();
+    assert_eq!(last, expected, "the reply answers the whole burst");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_turned_off_gets_no_model_request_and_no_reply() {
+    let s = start().await;
+    expect(
+        &s.ts.post(&s.key, "/v1/leads/L1/turn-off", &json!({})).await,
+        200,
+    );
+    say(&s, "Hello?").await;
+    tokio::time::sleep(REPLY_DELAY + SETTLE).await;
+    assert_eq!(s.model.count(), 0);
+    assert!(outbound(&s.ts, &s.key, "L1").await.is_empty());
+}
+
+// ---- tools ------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_leaves_a_tool_call_event_with_its_id() {
+    let s = start().await;
+    let event = call_tool(&s, "call_hot_1", "mark_hot", json!({}), "Great!").await;
+    assert_eq!(event["type"], json!("TOOL_CALL"));
+    assert_eq!(event["id"], json!("call_hot_1"));
+    let mut keys: Vec<&str> = event["data"]
+        .as_object()
+        .expect("data object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["arguments", "channel", "name", "result"]);
+    assert_eq!(arguments_of(&event["data"]), json!({}));
+    assert_ok(&event);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_asked_again_with_the_tool_result() {
+    let s = start().await;
+    call_tool(&s, "call_hot_1", "mark_hot", json!({}), "Great!").await;
+    let reply = the_reply(&s).await;
+    assert_eq!(reply["content"]["text"], json!("Great!"));
+    let requests = s.model.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "one round for the tool, one for the text"
+    );
+    let second = requests[1]["messages"].as_array().expect("messages");
+    let asked = second
+        .iter()
+        .find(|m| m["role"] == json!("assistant") && m["tool_calls"].is_array())
+        .unwrap_or_else(|| panic!("the tool call is in the history: {second:?}"));
+    assert_eq!(asked["tool_calls"][0]["id"], json!("call_hot_1"));
+    assert_eq!(
+        asked["tool_calls"][0]["function"]["name"],
+        json!("mark_hot")
+    );
+    let result = second
+        .iter()
+        .find(|m| m["role"] == json!("tool"))
+        .unwrap_or_else(|| panic!("the tool result is in the history: {second:?}"));
+    assert_eq!(result["tool_call_id"], json!("call_hot_1"));
+    assert!(result["content"].is_string(), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mark_hot_marks_the_lead_hot() {
+    let s = start().await;
+    let event = call_tool(&s, "call_1", "mark_hot", json!({}), "Great!").await;
+    assert_ok(&event);
+    assert_eq!(get_lead(&s.ts, &s.key, "L1").await["isHot"], json!(true));
+    assert_eq!(the_reply(&s).await["content"]["text"], json!("Great!"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mark_qualified_qualifies_the_lead() {
+    let s = start().await;
+    let event = call_tool(&s, "call_1", "mark_qualified", json!({}), "Noted.").await;
+    assert_ok(&event);
+    assert_eq!(
+        get_lead(&s.ts, &s.key, "L1").await["isQualified"],
+        json!(true)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_tag_tags_the_lead_with_a_slug_id() {
+    let s = start().await;
+    let event = call_tool(
+        &s,
+        "call_1",
+        "add_tag",
+        json!({"name": "Solar Panels"}),
+        "Tagged.",
+    )
+    .await;
+    assert_ok(&event);
+    assert_eq!(
+        arguments_of(&event["data"]),
+        json!({"name": "Solar Panels"})
+    );
+    let tags = get_lead(&s.ts, &s.key, "L1").await["tags"].clone();
+    let tag = tags
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["id"] == json!("solar-panels")))
+        .unwrap_or_else(|| panic!("tag solar-panels: {tags}"));
+    assert_eq!(tag["name"], json!("Solar Panels"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn update_summary_sets_the_lead_summary() {
+    let s = start().await;
+    let summary = "Wants a quote for ten panels; call after 5pm.";
+    let event = call_tool(
+        &s,
+        "call_1",
+        "update_summary",
+        json!({"summary": summary}),
+        "Thanks!",
+    )
+    .await;
+    assert_ok(&event);
+    assert_eq!(
+        get_lead(&s.ts, &s.key, "L1").await["summary"],
+        json!(summary)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opt_out_unsubscribes_emits_the_webhook_and_ends_the_conversation() {
+    let s = start().await;
+    let hooks = HookReceiver::start().await;
+    hooks.register(&s.ts, &s.admin).await;
+    let goodbye = "Sorry to see you go!";
+    let event = call_tool(
+        &s,
+        "call_1",
+        "opt_out",
+        json!({"channels": ["sms"]}),
+        goodbye,
+    )
+    .await;
+    assert_ok(&event);
+    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    assert_eq!(lead["subscriptions"]["sms"], json!("unsubscribed"));
+    assert_eq!(lead["subscriptions"]["email"], json!("subscribed"));
+    let data = hooks.wait_event("lead.opted_out").await;
+    assert_eq!(data["leadId"], json!("L1"));
+    assert_eq!(data["channel"], json!("sms"));
+    tokio::time::sleep(SETTLE).await;
+    let sent = texts(&outbound(&s.ts, &s.key, "L1").await);
+    assert!(
+        !sent.iter().any(|t| t == goodbye),
+        "no reply after an opt-out: {sent:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handoff_turns_the_assistant_off_stops_the_cadence_and_emits_the_webhook() {
+    let s = start().await;
+    let hooks = HookReceiver::start().await;
+    hooks.register(&s.ts, &s.admin).await;
+    let event = call_tool(
+        &s,
+        "call_1",
+        "handoff",
+        json!({"reason": "wants a human"}),
+        "A colleague will be in touch.",
+    )
+    .await;
+    assert_ok(&event);
+    assert_eq!(get_lead(&s.ts, &s.key, "L1").await["isAiOn"], json!(false));
+    wait_state(&s.ts, &s.key, "L1", "stopped", Some("handoff")).await;
+    let data = hooks.wait_event("lead.handoff").await;
+    for (field, value) in [
+        ("leadId", json!("L1")),
+        ("phone", json!(PHONE)),
+        ("profile", json!("assist")),
+        ("reason", json!("wants a human")),
+        ("channel", json!("sms")),
+    ] {
+        assert_eq!(data[field], value, "{field} in {data}");
+    }
+    let allowed = [
+        "leadId",
+        "externalLeadId",
+        "phone",
+        "profile",
+        "reason",
+        "channel",
+    ];
+    for key in data.as_object().expect("data object").keys() {
+        assert!(
+            allowed.contains(&key.as_str()),
+            "unexpected {key} in {data}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedule_call_places_a_call() {
+    let s = start().await;
+    let event = call_tool(&s, "call_1", "schedule_call", json!({}), "Calling you now.").await;
+    assert_ok(&event);
+    let (ts, key) = (&s.ts, s.key.as_str());
+    let call = poll("a completed sandbox call", WAIT, || async move {
+        let calls = events_of_type(ts, key, "L1", "CALL").await;
+        calls
+            .iter()
+            .find(|c| c["data"]["callStatus"] == json!("COMPLETE"))
+            .cloned()
+            .ok_or_else(|| format!("{calls:?}"))
+    })
+    .await;
+    assert_eq!(call["data"]["direction"], json!("OUTBOUND"));
+    let full = expect(
+        &s.ts
+            .get(&s.key, &format!("/v1/calls/{}", str_of(&call["id"])))
+            .await,
+        200,
+    );
+    assert_eq!(full["leadId"], json!("L1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_tool_is_refused_and_changes_nothing() {
+    let s = start().await;
+    let before = get_lead(&s.ts, &s.key, "L1").await;
+    let event = call_tool(&s, "call_1", "launch_rocket", json!({}), "Sorry.").await;
+    assert_refused(&event);
+    let after = get_lead(&s.ts, &s.key, "L1").await;
+    for field in [
+        "isHot",
+        "isQualified",
+        "isAiOn",
+        "tags",
+        "summary",
+        "subscriptions",
+    ] {
+        assert_eq!(after[field], before[field], "{field}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_tool_arguments_are_refused_and_change_nothing() {
+    let s = start().await;
+    s.model
+        .push(Step::tool_raw("call_bad_json", "add_tag", "{not json"));
+    s.model
+        .push(Step::tool("call_bad_type", "add_tag", json!({"name": 5})));
+    s.model.push(Step::text("Done."));
+    say(&s, "Tag me").await;
+    for id in ["call_bad_json", "call_bad_type"] {
+        let event = tool_event(&s, id, "add_tag").await;
+        assert_refused(&event);
+    }
+    assert_eq!(get_lead(&s.ts, &s.key, "L1").await["tags"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_rounds_are_bounded() {
+    let s = start().await;
+    s.model
+        .set_default(Step::tool("call_loop", "mark_hot", json!({})));
+    say(&s, "Hi").await;
+    s.model.wait_requests(2, WAIT).await;
+    // Wait until the model stops being asked.
+    let model = &s.model;
+    let rounds = poll("the tool rounds end", WAIT, || async move {
+        let before = model.count();
+        tokio::time::sleep(SETTLE).await;
+        let after = model.count();
+        if before == after {
+            Ok(after)
+        } else {
+            Err(format!("{after} requests and counting"))
+        }
+    })
+    .await;
+    assert!(rounds <= 5, "at most 4 rounds of tools: {rounds} requests");
+}
+
+// ---- limits and failures ----------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_answer_is_cut_to_1600_characters() {
+    let s = start().await;
+    s.model.push(Step::text("a".repeat(2 * 1024 * 1024)));
+    say(&s, "Tell me everything.").await;
+    let reply = the_reply(&s).await;
+    let text = str_of(&reply["content"]["text"]);
+    assert_eq!(text.chars().count(), 1600);
+    assert!(text.chars().all(|c| c == 'a'), "a prefix of the answer");
+}
+
+/// Waits for `lastError` on L1's engagement, then checks the model was asked exactly
+/// three times (the first attempt and two retries) and the lead got nothing.
+async fn assert_given_up(s: &Setup) {
+    let view = wait_engagement(&s.ts, &s.key, "L1", "lastError is set", |v| {
+        v["lastError"].as_str().is_some_and(|e| !e.is_empty())
+    })
+    .await;
+    assert!(view["lastError"].is_string(), "{view}");
+    tokio::time::sleep(SETTLE).await;
+    assert_eq!(s.model.count(), 3, "the first attempt and two retries");
+    assert!(
+        outbound(&s.ts, &s.key, "L1").await.is_empty(),
+        "a failure never messages the lead"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_slower_than_the_timeout_is_retried_twice_then_given_up() {
+    let s = start().await;
+    s.model
+        .set_default(Step::text("Too late").delayed(Duration::from_secs(3)));
+    say(&s, "Anyone there?").await;
+    assert_given_up(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_error_status_is_retried_twice_then_given_up() {
+    let s = start().await;
+    s.model.set_default(Step::status(500));
+    say(&s, "Anyone there?").await;
+    assert_given_up(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_model_answer_is_retried_twice_then_given_up() {
+    let s = start().await;
+    s.model
+        .set_default(Step::Raw(200, "<html>bad gateway</html>".into()));
+    say(&s, "Anyone there?").await;
+    assert_given_up(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_that_succeeds_sends_the_reply() {
+    let s = start().await;
+    s.model.push(Step::status(503));
+    say(&s, "Anyone there?").await;
+    let reply = the_reply(&s).await;
+    assert_eq!(reply["content"]["text"], json!(FakeModel::DEFAULT_TEXT));
+    assert_eq!(s.model.count(), 2);
+}

@@ -1,0 +1,414 @@
+//! Profiles: `PUT`/`GET`/`DELETE /v1/profiles/{name}` and `GET /v1/profiles`. The
+//! answer's shape and defaults, whole replacement, the scopes (admin writes, read
+//! reads), the organization boundary, and every validation rule with its exact message;
+//! a refused PUT changes nothing.
+
+use serde_json::{json, Value};
+
+use crate::common::TestServer;
+use crate::util::*;
+
+struct Setup {
+    ts: TestServer,
+    admin: String,
+    write: String,
+    read: String,
+}
+
+async fn start() -> Setup {
+    let ts = TestServer::start().await;
+    let admin = ts.key("acme", "admin").await;
+    let write = ts.key("acme", "write").await;
+    let read = ts.key("acme", "read").await;
+    Setup {
+        ts,
+        admin,
+        write,
+        read,
+    }
+}
+
+/// A profile that uses every member.
+fn full() -> Value {
+    json!({
+        "instructions": "You are Sam, a friendly assistant for Acme Solar. Qualify the lead.",
+        "cadence": [
+            sms_step("0s", "Hi {{firstName}}, Sam from {{business.name}} here. Still interested?"),
+            email_step("1d", "Your solar quote, {{firstName}}", "Hi {{firstName}} {{lastName}}, ..."),
+            {"after": "2d", "channel": "voice", "text": "Hi {{firstName}}, this is Sam calling."},
+        ],
+        "replyDelay": "10s",
+        "dispositions": [{"id": "interested", "name": "Interested", "description": "wants a quote or a visit"}],
+        "transferNumber": "+15550100001",
+        "fallbackTransferNumber": "+15550100002",
+        "voiceGreeting": "Hi, this is Sam from Acme Solar.",
+    })
+}
+
+/// `full()` with `member` replaced by `value` (or removed when `value` is null).
+fn full_with(member: &str, value: Value) -> Value {
+    let mut body = full();
+    if value.is_null() {
+        body.as_object_mut().unwrap().remove(member);
+    } else {
+        body[member] = value;
+    }
+    body
+}
+
+/// PUTs `body` to a fresh profile name and asserts the exact 400 message.
+async fn assert_refused(s: &Setup, body: &Value, message: &str) {
+    let r = s.ts.put(&s.admin, &profile_path("refused"), body).await;
+    assert_error(&r, 400, message);
+    assert_error(
+        &s.ts.get(&s.read, &profile_path("refused")).await,
+        404,
+        "Profile not found",
+    );
+}
+
+/// A cadence whose step `index` (0-based) is `step`, after valid sms steps.
+fn cadence_with(index: usize, step: Value) -> Value {
+    let mut steps: Vec<Value> = (0..index).map(|_| sms_step("1h", "ok")).collect();
+    steps.push(step);
+    json!({"instructions": "x", "cadence": steps})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_answers_the_whole_profile() {
+    let s = start().await;
+    let profile = put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    let mut expected = full();
+    expected["name"] = json!("solar");
+    for field in ["createdAt", "updatedAt"] {
+        time_of(&profile[field]);
+        expected[field] = profile[field].clone();
+    }
+    assert_eq!(profile, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn omitted_members_take_their_defaults() {
+    let s = start().await;
+    let profile = put_profile(
+        &s.ts,
+        &s.admin,
+        "bare",
+        &json!({"instructions": "Be brief.", "cadence": [sms_step("0s", "Hi")]}),
+    )
+    .await;
+    assert_eq!(profile["name"], json!("bare"));
+    assert_eq!(profile["replyDelay"], json!("5s"));
+    assert_eq!(profile["dispositions"], json!([]));
+    for optional in ["transferNumber", "fallbackTransferNumber", "voiceGreeting"] {
+        assert!(
+            profile.get(optional).is_none_or(Value::is_null),
+            "{optional} is absent or null when not given: {profile}"
+        );
+    }
+    assert_eq!(
+        profile["cadence"],
+        json!([{"after": "0s", "channel": "sms", "text": "Hi"}])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_returns_what_put_answered() {
+    let s = start().await;
+    let put = put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    let got = expect(&s.ts.get(&s.read, &profile_path("solar")).await, 200);
+    assert_eq!(got, put);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_replaces_the_whole_profile() {
+    let s = start().await;
+    let first = put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    let second = put_profile(
+        &s.ts,
+        &s.admin,
+        "solar",
+        &json!({"instructions": "Shorter.", "cadence": [sms_step("5m", "Only step")]}),
+    )
+    .await;
+    assert_eq!(second["instructions"], json!("Shorter."));
+    assert_eq!(
+        second["cadence"],
+        json!([{"after": "5m", "channel": "sms", "text": "Only step"}])
+    );
+    assert_eq!(
+        second["replyDelay"],
+        json!("5s"),
+        "an omitted member is reset, not kept"
+    );
+    assert_eq!(second["dispositions"], json!([]));
+    for dropped in ["transferNumber", "fallbackTransferNumber", "voiceGreeting"] {
+        assert!(
+            second.get(dropped).is_none_or(Value::is_null),
+            "{dropped} is gone: {second}"
+        );
+    }
+    assert_eq!(second["createdAt"], first["createdAt"], "createdAt is kept");
+    assert!(time_of(&second["updatedAt"]) >= time_of(&first["updatedAt"]));
+    assert_eq!(
+        expect(&s.ts.get(&s.read, &profile_path("solar")).await, 200),
+        second
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_profile_is_404() {
+    let s = start().await;
+    assert_error(
+        &s.ts.get(&s.read, &profile_path("ghost")).await,
+        404,
+        "Profile not found",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_answers_its_message_then_the_profile_is_gone() {
+    let s = start().await;
+    put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    let r = s.ts.delete(&s.admin, &profile_path("solar")).await;
+    assert_eq!(
+        expect(&r, 200),
+        json!({"message": "Profile deleted successfully."})
+    );
+    assert_error(
+        &s.ts.get(&s.read, &profile_path("solar")).await,
+        404,
+        "Profile not found",
+    );
+    assert_error(
+        &s.ts.delete(&s.admin, &profile_path("solar")).await,
+        404,
+        "Profile not found",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_holds_every_profile_sorted_by_name() {
+    let s = start().await;
+    assert_eq!(
+        expect(&s.ts.get(&s.read, "/v1/profiles").await, 200),
+        json!({"profiles": []})
+    );
+    let mut put = Vec::new();
+    for name in ["roofing", "hvac", "solar"] {
+        put.push(put_profile(&s.ts, &s.admin, name, &full()).await);
+    }
+    let listed = expect(&s.ts.get(&s.read, "/v1/profiles").await, 200);
+    put.sort_by(|a, b| str_of(&a["name"]).cmp(str_of(&b["name"])));
+    assert_eq!(listed, json!({ "profiles": put }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn put_and_delete_need_an_admin_key_and_get_a_read_key() {
+    let s = start().await;
+    assert_error(
+        &s.ts.put(&s.write, &profile_path("solar"), &full()).await,
+        403,
+        "Forbidden",
+    );
+    put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    assert_error(
+        &s.ts.delete(&s.write, &profile_path("solar")).await,
+        403,
+        "Forbidden",
+    );
+    expect(&s.ts.get(&s.read, &profile_path("solar")).await, 200);
+    expect(&s.ts.get(&s.read, "/v1/profiles").await, 200);
+    let anonymous =
+        s.ts.request(
+            hyper::Method::GET,
+            &profile_path("solar"),
+            None,
+            None,
+            Vec::new(),
+        )
+        .await;
+    assert_error(&anonymous, 401, "Unauthorized");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_belong_to_one_organization() {
+    let s = start().await;
+    put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    let other_admin = s.ts.key("globex", "admin").await;
+    assert_error(
+        &s.ts.get(&other_admin, &profile_path("solar")).await,
+        404,
+        "Profile not found",
+    );
+    assert_eq!(
+        expect(&s.ts.get(&other_admin, "/v1/profiles").await, 200),
+        json!({"profiles": []})
+    );
+    assert_error(
+        &s.ts.delete(&other_admin, &profile_path("solar")).await,
+        404,
+        "Profile not found",
+    );
+    // The same name in the other organization is another profile.
+    put_profile(
+        &s.ts,
+        &other_admin,
+        "solar",
+        &json!({"instructions": "Globex.", "cadence": []}),
+    )
+    .await;
+    let ours = expect(&s.ts.get(&s.read, &profile_path("solar")).await, 200);
+    assert_eq!(ours["instructions"], full()["instructions"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_duration_names_the_step() {
+    let s = start().await;
+    for after in [json!("5"), json!("soon"), json!("-1s"), json!(""), json!(5)] {
+        let body = cadence_with(0, json!({"after": after, "channel": "sms", "text": "Hi"}));
+        assert_refused(&s, &body, "Invalid format for field: cadence[0].after").await;
+    }
+    let body = cadence_with(2, json!({"after": "1.5h", "channel": "sms", "text": "Hi"}));
+    assert_refused(&s, &body, "Invalid format for field: cadence[2].after").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_step_needs_a_text() {
+    let s = start().await;
+    for step in [
+        json!({"after": "1h", "channel": "sms"}),
+        json!({"after": "1h", "channel": "sms", "text": 7}),
+        json!({"after": "1h", "channel": "sms", "text": null}),
+    ] {
+        let body = cadence_with(1, step);
+        assert_refused(&s, &body, "Invalid format for field: cadence[1].text").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_channel_is_sms_email_or_voice() {
+    let s = start().await;
+    for channel in [json!("fax"), json!(1), json!(null)] {
+        let body = cadence_with(
+            0,
+            json!({"after": "0s", "channel": channel, "text": "Hi", "subject": "S"}),
+        );
+        assert_refused(&s, &body, "Invalid format for field: cadence[0].channel").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_step_needs_a_subject() {
+    let s = start().await;
+    let body = cadence_with(0, json!({"after": "0s", "channel": "email", "text": "Hi"}));
+    assert_refused(&s, &body, "Invalid format for field: cadence[0].subject").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cadence_holds_at_most_20_steps() {
+    let s = start().await;
+    let steps = |n: usize| -> Value {
+        json!({"instructions": "x", "cadence": (0..n).map(|i| sms_step("1h", &format!("step {i}"))).collect::<Vec<_>>()})
+    };
+    let twenty = put_profile(&s.ts, &s.admin, "twenty", &steps(20)).await;
+    assert_eq!(twenty["cadence"].as_array().map(Vec::len), Some(20));
+    assert_refused(&s, &steps(21), "cadence must hold at most 20 steps").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_placeholder_is_refused_in_a_text_or_a_subject() {
+    let s = start().await;
+    let in_text = cadence_with(0, sms_step("0s", "Hi {{nickname}}!"));
+    assert_refused(&s, &in_text, "Unknown placeholder: {{nickname}}").await;
+    let in_subject = cadence_with(0, email_step("0s", "For {{nickname}}", "Hi"));
+    assert_refused(&s, &in_subject, "Unknown placeholder: {{nickname}}").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_documented_placeholder_is_accepted() {
+    let s = start().await;
+    let text = "{{firstName}} {{lastName}} {{phone}} {{email}} {{business.name}} \
+                {{additionalInfo.city}} {{additionalInfo.anything_at_all}}";
+    let body = json!({"instructions": "x", "cadence": [
+        sms_step("0s", text),
+        email_step("1h", "{{firstName}} in {{additionalInfo.city}}", text),
+    ]});
+    let profile = put_profile(&s.ts, &s.admin, "placeholders", &body).await;
+    assert_eq!(
+        profile["cadence"][0]["text"],
+        json!(text),
+        "stored unrendered"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disposition_ids_are_unique() {
+    let s = start().await;
+    let body = full_with(
+        "dispositions",
+        json!([
+            {"id": "interested", "name": "Interested", "description": "wants a quote"},
+            {"id": "interested", "name": "Very interested", "description": "wants it now"},
+        ]),
+    );
+    assert_refused(&s, &body, "Duplicate disposition id: interested").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_transfer_number_is_refused() {
+    let s = start().await;
+    for number in [json!("call me"), json!("+1"), json!(15550100001u64)] {
+        let body = full_with("transferNumber", number);
+        assert_refused(&s, &body, "Invalid format for field: transferNumber").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfer_numbers_are_normalised_to_e164() {
+    let s = start().await;
+    let mut body = full_with("transferNumber", json!("(555) 010-0001"));
+    body["fallbackTransferNumber"] = json!("+1 (555) 010-0002");
+    let profile = put_profile(&s.ts, &s.admin, "solar", &body).await;
+    assert_eq!(profile["transferNumber"], json!("+15550100001"));
+    assert_eq!(profile["fallbackTransferNumber"], json!("+15550100002"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_reply_delay_is_refused() {
+    let s = start().await;
+    for delay in [json!("soon"), json!("5"), json!(5)] {
+        let body = full_with("replyDelay", delay);
+        assert_refused(&s, &body, "Invalid format for field: replyDelay").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_member_is_refused() {
+    let s = start().await;
+    let body = full_with("foo", json!("bar"));
+    assert_refused(&s, &body, "Unknown field: foo").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instructions_are_a_string() {
+    let s = start().await;
+    for value in [json!(42), json!(["a"]), json!({"text": "a"})] {
+        let body = full_with("instructions", value);
+        assert_refused(&s, &body, "Invalid format for field: instructions").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_put_changes_nothing() {
+    let s = start().await;
+    let before = put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    let bad = json!({"instructions": "New", "cadence": [sms_step("0s", "Hi {{nickname}}")]});
+    assert_error(
+        &s.ts.put(&s.admin, &profile_path("solar"), &bad).await,
+        400,
+        "Unknown placeholder: {{nickname}}",
+    );
+    let after = expect(&s.ts.get(&s.read, &profile_path("solar")).await, 200);
+    assert_eq!(after, before);
+}
