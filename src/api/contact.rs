@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::request::read_body;
 use super::response::{json as reply, Body};
 use super::AppState;
-use crate::domain::channel::Channel;
+use crate::channel::Channel;
 use crate::domain::contact::{self, MAX_TAGS_PER_REQUEST};
 use crate::domain::{leads, Caller};
 use crate::error::{Error, Result};

@@ -7,7 +7,7 @@ use super::request::Query;
 use super::response::{json as reply, Body};
 use super::views::{EventView, EventsPage, MessageView, MessagesPage};
 use super::AppState;
-use crate::domain::channel::Owner;
+use crate::channel::Owner;
 use crate::domain::listing::{self, EventQuery};
 use crate::domain::{events, messages, Caller};
 use crate::error::{Error, Result};

@@ -14,7 +14,8 @@ pub fn get_org(store: &Store, caller: &Caller) -> Result<Response<Body>> {
         .read()?
         .org(&caller.org_id)?
         .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
-    Ok(reply(StatusCode::OK, &org_settings::view(&org)))
+    let engine = store.read()?.engine_settings(&caller.org_id)?;
+    Ok(reply(StatusCode::OK, &org_settings::view(&org, &engine)))
 }
 
 pub async fn update_org(
@@ -22,8 +23,8 @@ pub async fn update_org(
     caller: Caller,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
-    let org = store
+    let (org, engine) = store
         .write(move |tx| org_settings::update(tx, &caller, body.clone()))
         .await?;
-    Ok(reply(StatusCode::OK, &org_settings::view(&org)))
+    Ok(reply(StatusCode::OK, &org_settings::view(&org, &engine)))
 }

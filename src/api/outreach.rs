@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use super::response::{json as reply, Body};
 use super::views::{self, EventView, MessageView};
 use super::AppState;
-use crate::domain::channel::Channel;
+use crate::channel::Channel;
 use crate::domain::compliance::{self, Outcome};
 use crate::domain::{calls, messages, Caller};
 use crate::error::{Error, Result};

@@ -17,7 +17,7 @@ use chrono::{DateTime, Timelike, Utc};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::channel::Channel;
+use crate::channel::Channel;
 use super::org_settings::{parse_hhmm, DEFAULT_COMPLIANCE_TIMEOUT_MS};
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
@@ -53,6 +53,7 @@ impl Block {
 pub fn local_check(
     org: &OrgRecord,
     lead: &LeadRecord,
+    zone: &str,
     channel: Channel,
     on_dnc: bool,
     now: DateTime<Utc>,
@@ -66,31 +67,63 @@ pub fn local_check(
     if channel != Channel::Email && on_dnc {
         return Some(Block::new("DNC", "service-dnc"));
     }
-    if in_quiet_hours(org, lead, now) {
+    if in_quiet_hours(org, zone, now) {
         return Some(Block::new("QUIET_HOURS", "configuration"));
     }
     None
 }
 
-/// Whether `now` falls in the organization's quiet window, in the lead's time zone. A
-/// lead without a time zone (or a window that is not set) is never in quiet hours.
-fn in_quiet_hours(org: &OrgRecord, lead: &LeadRecord, now: DateTime<Utc>) -> bool {
-    let Some((start, end)) = &org.settings.quiet_hours else {
-        return false;
-    };
-    let Ok(zone) = lead.time_zone.parse::<chrono_tz::Tz>() else {
-        return false;
-    };
-    let (Some(start), Some(end)) = (parse_hhmm(start), parse_hhmm(end)) else {
-        return false;
-    };
+/// The time zone quiet hours use for `lead`: its own, else the organization's
+/// (`timeZone` in the engine settings), else none.
+pub fn zone_of<'a>(lead: &'a LeadRecord, org_zone: &'a str) -> &'a str {
+    if lead.time_zone.is_empty() {
+        org_zone
+    } else {
+        &lead.time_zone
+    }
+}
+
+/// The quiet window's (start, end) in minutes of the day, and the zone, when both are set.
+fn quiet_window(org: &OrgRecord, zone: &str) -> Option<(u32, u32, chrono_tz::Tz)> {
+    let (start, end) = org.settings.quiet_hours.as_ref()?;
+    let zone = zone.parse::<chrono_tz::Tz>().ok()?;
+    Some((parse_hhmm(start)?, parse_hhmm(end)?, zone))
+}
+
+/// Whether `now` falls in the organization's quiet window in `zone`. Without a zone (or
+/// a window) nothing is ever in quiet hours.
+fn in_quiet_hours(org: &OrgRecord, zone: &str, now: DateTime<Utc>) -> bool {
+    quiet_window_end(org, zone, now).is_some()
+}
+
+/// When `now` falls in the quiet window in `zone`: the window's end (the first instant
+/// automated work may run). `None` outside the window.
+pub fn quiet_window_end(org: &OrgRecord, zone: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    use chrono::{Days, TimeZone};
+    let (start, end, zone) = quiet_window(org, zone)?;
     let local = now.with_timezone(&zone);
     let minute = local.hour() * 60 + local.minute();
-    if start <= end {
-        (start..end).contains(&minute)
+    let (inside, end_tomorrow) = if start <= end {
+        ((start..end).contains(&minute), false)
+    } else if minute >= start {
+        (true, true)
     } else {
-        minute >= start || minute < end
+        (minute < end, false)
+    };
+    if !inside {
+        return None;
     }
+    let mut day = local.date_naive();
+    if end_tomorrow {
+        day = day.checked_add_days(Days::new(1))?;
+    }
+    let naive = day.and_hms_opt(end / 60, end % 60, 0)?;
+    // A window end inside a daylight-saving gap runs an hour later.
+    let at = zone
+        .from_local_datetime(&naive)
+        .earliest()
+        .or_else(|| zone.from_local_datetime(&(naive + chrono::Duration::hours(1))).earliest())?;
+    Some(at.with_timezone(&Utc))
 }
 
 #[derive(Deserialize)]
@@ -183,7 +216,7 @@ where
     T: Send + 'static,
     F: FnMut(&mut WriteTx, &Caller, LeadRecord) -> Result<T> + Send + 'static,
 {
-    let (org, lead, on_dnc) = {
+    let (org, lead, early) = {
         let read = store.read()?;
         let lead = read
             .lead(&caller.org_id, lead_id)?
@@ -192,10 +225,10 @@ where
         let org = read
             .org(&caller.org_id)?
             .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
-        let on_dnc = !lead.phone.is_empty() && read.dnc_contains(&caller.org_id, &lead.phone)?;
-        (org, lead, on_dnc)
+        let early = check_locally(&read, &org, &lead, channel)?;
+        (org, lead, early)
     };
-    let early = match local_check(&org, &lead, channel, on_dnc, Utc::now()) {
+    let early = match early {
         Some(block) => Some(block),
         None => service_check(client, &org, &lead, channel).await,
     };
@@ -203,13 +236,7 @@ where
     store
         .write(move |tx| {
             let lead = leads::live_lead(tx, &caller, &lead_id)?;
-            let org = tx
-                .org(&caller.org_id)?
-                .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
-            let on_dnc = !lead.phone.is_empty() && tx.dnc_contains(&caller.org_id, &lead.phone)?;
-            // The local steps come first in the order, so a block they find now (an
-            // opt-out committed while the service was asked) names its own reason.
-            match local_check(&org, &lead, channel, on_dnc, Utc::now()).or(early.clone()) {
+            match recheck(tx, &caller.org_id, &lead, channel, early.clone())? {
                 Some(block) => Ok(Outcome::Blocked(record_block(
                     tx,
                     &caller.org_id,
@@ -221,6 +248,36 @@ where
             }
         })
         .await
+}
+
+/// Steps 1 to 3 and quiet hours for `lead`, reading what they need (the DNC list, the
+/// time zone the organization falls back to) from `read`.
+pub fn check_locally(
+    read: &impl Reader,
+    org: &OrgRecord,
+    lead: &LeadRecord,
+    channel: Channel,
+) -> Result<Option<Block>> {
+    let on_dnc = !lead.phone.is_empty() && read.dnc_contains(&org.id, &lead.phone)?;
+    let org_zone = read.engine_settings(&org.id)?.time_zone;
+    let zone = zone_of(lead, &org_zone);
+    Ok(local_check(org, lead, zone, channel, on_dnc, Utc::now()))
+}
+
+/// Inside the write job: the local steps again (an opt-out may have been committed
+/// while the service was asked), then what the service said. The local steps come
+/// first in the order, so a block they find now names its own reason.
+pub fn recheck(
+    tx: &WriteTx,
+    org_id: &str,
+    lead: &LeadRecord,
+    channel: Channel,
+    early: Option<Block>,
+) -> Result<Option<Block>> {
+    let org = tx
+        .org(org_id)?
+        .ok_or_else(|| Error::Internal("the lead's organization is missing".into()))?;
+    Ok(check_locally(tx, &org, lead, channel)?.or(early))
 }
 
 /// Writes the `COMPLIANCE_BLOCKED` event; its id is the block's own.
@@ -274,7 +331,7 @@ mod tests {
         let noon = at("2026-11-22T17:00:00Z");
         let mut l = lead();
         let reason = |o: &OrgRecord, l: &LeadRecord, c, dnc| {
-            local_check(o, l, c, dnc, noon).map(|b| (b.reason, b.source))
+            local_check(o, l, &l.time_zone, c, dnc, noon).map(|b| (b.reason, b.source))
         };
         assert_eq!(
             reason(&org(None), &l, Channel::Email, true),
@@ -297,17 +354,17 @@ mod tests {
         let o = org(Some(("21:00", "08:00")));
         let l = lead();
         // 02:00 UTC is 21:00 in New York (EST, UTC-5): quiet.
-        assert!(in_quiet_hours(&o, &l, at("2026-11-22T02:00:00Z")));
+        assert!(in_quiet_hours(&o, &l.time_zone, at("2026-11-22T02:00:00Z")));
         // 13:00 in New York: not quiet.
-        assert!(!in_quiet_hours(&o, &l, at("2026-11-22T18:00:00Z")));
+        assert!(!in_quiet_hours(&o, &l.time_zone, at("2026-11-22T18:00:00Z")));
         // 07:59 in New York: still quiet.
-        assert!(in_quiet_hours(&o, &l, at("2026-11-22T12:59:00Z")));
+        assert!(in_quiet_hours(&o, &l.time_zone, at("2026-11-22T12:59:00Z")));
         let no_zone = LeadRecord {
             time_zone: String::new(),
             ..lead()
         };
-        assert!(!in_quiet_hours(&o, &no_zone, at("2026-11-22T02:00:00Z")));
+        assert!(!in_quiet_hours(&o, &no_zone.time_zone, at("2026-11-22T02:00:00Z")));
         let daytime = org(Some(("09:00", "17:00")));
-        assert!(in_quiet_hours(&daytime, &l, at("2026-11-22T15:00:00Z")));
+        assert!(in_quiet_hours(&daytime, &l.time_zone, at("2026-11-22T15:00:00Z")));
     }
 }

@@ -9,7 +9,8 @@
 
 use serde_json::Value;
 
-use super::channel::Channel;
+use crate::channel::Channel;
+use super::engagement::{self, InboundFollowUp};
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
 use crate::store::records::{LeadRecord, TagRecord};
@@ -226,15 +227,19 @@ pub const OPT_OUT_KEYWORDS: [&str; 8] = [
 ];
 pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
 
-/// What an inbound SMS did.
+/// What an inbound message did.
 pub struct Inbound {
     pub message: EventRow,
     pub opted_out: bool,
     pub opted_in: bool,
 }
 
-/// Records an SMS from `phone` on its lead (the most recently updated live one) and
-/// applies an opt-out or opt-in keyword when the message is only that word.
+/// HELP and INFO (the whole text, any case) ask for the organization's help text.
+pub const HELP_KEYWORDS: [&str; 2] = ["HELP", "INFO"];
+
+/// Records an SMS from `phone` on its lead (the most recently updated live one),
+/// applies an opt-out or opt-in keyword when the message is only that word, and hands
+/// the engine its follow-up: a confirmation or help text, or an assistant reply.
 pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -> Result<Inbound> {
     let org = caller.org_id.as_str();
     let mut lead: Option<LeadRecord> = None;
@@ -253,29 +258,93 @@ pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -
     let word = text.trim().to_ascii_uppercase();
     let opted_out = OPT_OUT_KEYWORDS.contains(&word.as_str());
     let opted_in = OPT_IN_KEYWORDS.contains(&word.as_str());
-    let id = crate::ids::generate("msg");
-    let data = serde_json::json!({"owner": "lead", "channel": "sms", "content": {"text": text}});
-    let (message, lead) = events::record(tx, org, lead, events::MESSAGE, &id, data, |_| {})?;
+    let help = HELP_KEYWORDS.contains(&word.as_str());
+    let (message, lead) = record_inbound(tx, org, lead, Channel::Sms, text, None)?;
     let channels: &[Channel] = if coupled(tx, org)? {
         &[Channel::Sms, Channel::Voice]
     } else {
         &[Channel::Sms]
     };
-    if opted_out {
-        opt_out(tx, org, lead, channels, Source::Keyword)?;
+    let lead = if opted_out {
+        opt_out(tx, org, lead, channels, Source::Keyword)?
     } else if opted_in {
         let mut changed = lead.clone();
         for &channel in channels {
             channel.set_unsubscribed(&mut changed.subscriptions, false);
         }
         changed.subscriptions.sms_by_keyword = false;
-        leads::save_if_changed(tx, org, lead, changed)?;
-    }
+        leads::save_if_changed(tx, org, lead, changed)?
+    } else {
+        lead
+    };
+    let business = engagement::business_name(tx, org)?;
+    let follow_up = if opted_out {
+        InboundFollowUp::Notice(format!(
+            "{business}: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
+        ))
+    } else if opted_in {
+        InboundFollowUp::Notice(format!(
+            "{business}: You are resubscribed. Reply STOP to opt out."
+        ))
+    } else if help {
+        let help_text = tx.engine_settings(org)?.help_text;
+        InboundFollowUp::Notice(if help_text.is_empty() {
+            format!("{business}: Reply STOP to opt out.")
+        } else {
+            help_text
+        })
+    } else {
+        InboundFollowUp::Reply
+    };
+    engagement::on_inbound(tx, org, &lead, Channel::Sms, follow_up)?;
     Ok(Inbound {
         message,
         opted_out,
         opted_in,
     })
+}
+
+/// Records an email from `from` on the live lead with that address (the most recently
+/// updated one), and hands the engine its follow-up (an assistant reply).
+pub fn inbound_email(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    from: &str,
+    subject: Option<&str>,
+    text: &str,
+) -> Result<Inbound> {
+    let org = caller.org_id.as_str();
+    let lead = tx
+        .live_leads_by_email(org, from)?
+        .into_iter()
+        .max_by_key(|l| l.updated_at)
+        .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
+    let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject)?;
+    engagement::on_inbound(tx, org, &lead, Channel::Email, InboundFollowUp::Reply)?;
+    Ok(Inbound {
+        message,
+        opted_out: false,
+        opted_in: false,
+    })
+}
+
+/// Writes a lead-owned message (which sets `hasReplied` / `hasRepliedEmail` and stops
+/// the cadence, see `events::record`), before any keyword changes the lead.
+fn record_inbound(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+    channel: Channel,
+    text: &str,
+    subject: Option<&str>,
+) -> Result<(EventRow, LeadRecord)> {
+    let id = crate::ids::generate("msg");
+    let mut content = serde_json::json!({"text": text});
+    if let Some(subject) = subject {
+        content["subject"] = serde_json::json!(subject);
+    }
+    let data = serde_json::json!({"owner": "lead", "channel": channel.as_str(), "content": content});
+    events::record(tx, org, lead, events::message_kind(channel), &id, data, |_| {})
 }
 
 #[cfg(test)]

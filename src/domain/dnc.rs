@@ -16,7 +16,7 @@ pub fn phone(raw: &str) -> Result<String> {
 pub fn register(tx: &mut WriteTx, caller: &Caller, phone: &str) -> Result<()> {
     let at = tx.tick();
     tx.dnc_add(&caller.org_id, phone, at)?;
-    Ok(())
+    super::engagement::on_dnc(tx, &caller.org_id, phone)
 }
 
 pub fn remove(tx: &mut WriteTx, caller: &Caller, phone: &str) -> Result<()> {

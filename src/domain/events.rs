@@ -3,13 +3,14 @@
 //! Every event write, whether from `POST /events`, a message or a call, goes through
 //! [`record`]: it moves the event's row to a fresh commit-ordered `updatedAt`, keeps the
 //! message projection in step, and moves the lead's `lastActivityAt` and `updatedAt`.
+//! A message from the lead also stops the lead's cadence (`replied`).
 
 use serde_json::{Map, Value};
 
-use super::channel::{Channel, Owner};
+use crate::channel::{Channel, Owner};
 use super::{leads, Caller};
 use crate::error::{Error, Result};
-use crate::store::records::{EventRecord, JsonBlob, LeadRecord};
+use crate::store::records::{EventRecord, JsonBlob, LeadRecord, StopReason};
 use crate::store::{EventKey, EventRow, WriteTx};
 
 /// A client's event write.
@@ -119,6 +120,10 @@ pub fn record(
         }
         flags(l);
     })?;
+    if replied {
+        // Any message from the lead stops its cadence.
+        super::engagement::stop(tx, org, &lead.id, StopReason::Replied)?;
+    }
     let row = EventRow {
         updated_at,
         kind: kind.to_string(),

@@ -53,7 +53,7 @@ pub fn create(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
     lead.created_at = now;
     lead.updated_at = now;
     lead.last_activity_at = now;
-    tx.put_lead(&caller.org_id, &lead, None)?;
+    put(tx, &caller.org_id, &lead, None)?;
     Ok(lead)
 }
 
@@ -76,7 +76,7 @@ pub fn update(
         ));
     }
     lead.updated_at = tx.tick();
-    tx.put_lead(&caller.org_id, &lead, Some(&old))?;
+    put(tx, &caller.org_id, &lead, Some(&old))?;
     Ok(lead)
 }
 
@@ -87,7 +87,7 @@ pub fn delete(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord>
     let now = tx.tick();
     lead.deleted_at = Some(now);
     lead.updated_at = now;
-    tx.put_lead(&caller.org_id, &lead, Some(&old))?;
+    put(tx, &caller.org_id, &lead, Some(&old))?;
     Ok(lead)
 }
 
@@ -97,6 +97,13 @@ pub fn live_lead(tx: &WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord> 
         Some(lead) if lead.deleted_at.is_none() => Ok(lead),
         _ => Err(Error::lead_not_found(id)),
     }
+}
+
+/// The one write of a lead: the record and its index rows, then what the change means
+/// for its engagement (enrolment, stop rules, pause), in the same transaction.
+fn put(tx: &mut WriteTx, org: &str, lead: &LeadRecord, old: Option<&LeadRecord>) -> Result<()> {
+    tx.put_lead(org, lead, old)?;
+    super::engagement::on_lead_written(tx, org, old, lead)
 }
 
 /// Writes `changed` over `old` with a fresh `updatedAt` when anything differs, so
@@ -111,7 +118,7 @@ pub fn save_if_changed(
         return Ok(old);
     }
     changed.updated_at = tx.tick();
-    tx.put_lead(org, &changed, Some(&old))?;
+    put(tx, org, &changed, Some(&old))?;
     Ok(changed)
 }
 
@@ -128,7 +135,7 @@ pub fn touch(
     change(&mut lead);
     lead.last_activity_at = lead.last_activity_at.max(activity_at);
     lead.updated_at = tx.tick();
-    tx.put_lead(org, &lead, Some(&old))?;
+    put(tx, org, &lead, Some(&old))?;
     Ok(lead)
 }
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::channel::{Channel, Owner};
+use crate::channel::{Channel, Owner};
 use super::{events, leads, Caller};
 use crate::error::{Error, Result};
 use crate::store::{EventRow, WriteTx};

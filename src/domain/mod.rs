@@ -7,10 +7,10 @@
 
 pub mod auth;
 pub mod calls;
-pub mod channel;
 pub mod compliance;
 pub mod contact;
 pub mod dnc;
+pub mod engagement;
 pub mod events;
 pub mod leads;
 pub mod listing;

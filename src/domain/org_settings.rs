@@ -1,20 +1,21 @@
-//! Organization settings: the SMS/voice opt-out coupling, the compliance service, and
-//! quiet hours.
+//! Organization settings: the SMS/voice opt-out coupling, the compliance service, quiet
+//! hours, and the engine's members (time zone, business, assistant, providers), which
+//! live in their own record (`EngineSettings`).
 
 use serde_json::{json, Map, Value};
 
-use super::channel::Channel;
+use crate::channel::Channel;
 use super::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{OrgRecord, OrgSettings};
+use crate::store::records::{AssistantSettings, EngineSettings, OrgRecord, OrgSettings, ProviderSettings};
 use crate::store::Reader;
 use crate::store::WriteTx;
 
 pub const DEFAULT_COMPLIANCE_TIMEOUT_MS: u64 = 3000;
 
-pub fn view(org: &OrgRecord) -> Value {
+pub fn view(org: &OrgRecord, engine: &EngineSettings) -> Value {
     let s = &org.settings;
-    json!({
+    let mut view = json!({
         "id": org.id,
         "name": org.name,
         "smsVoiceOptOutCoupled": s.sms_voice_opt_out_coupled,
@@ -22,16 +23,188 @@ pub fn view(org: &OrgRecord) -> Value {
         "complianceChannels": s.compliance_channels,
         "complianceTimeoutMs": s.compliance_timeout_ms.unwrap_or(DEFAULT_COMPLIANCE_TIMEOUT_MS),
         "quietHours": s.quiet_hours.as_ref().map(|(start, end)| json!({"start": start, "end": end})),
+    });
+    if let Value::Object(members) = &mut view {
+        members.extend(engine_view(engine));
+    }
+    view
+}
+
+/// The engine's members of the view. Secrets are write-only: only `...Set` shows them.
+fn engine_view(e: &EngineSettings) -> Map<String, Value> {
+    let text = |t: &str| (!t.is_empty()).then(|| t.to_string());
+    let business = (!e.business_name.is_empty() || !e.help_text.is_empty())
+        .then(|| json!({"name": text(&e.business_name), "helpText": text(&e.help_text)}));
+    let assistant = e.assistant.as_ref().map(|a| {
+        json!({"baseUrl": a.base_url, "model": a.model, "timeoutMs": a.timeout_ms,
+            "apiKeySet": a.api_key.as_ref().is_some_and(|k| !k.is_empty())})
+    });
+    let provider = |p: &ProviderSettings| match p {
+        ProviderSettings::Sandbox { latency_ms } => json!({"kind": "sandbox", "latencyMs": latency_ms}),
+    };
+    let mut out = Map::new();
+    out.insert("timeZone".into(), json!(text(&e.time_zone)));
+    out.insert("business".into(), json!(business));
+    out.insert("assistant".into(), json!(assistant));
+    out.insert(
+        "providers".into(),
+        json!({"sms": provider(&e.sms), "voice": provider(&e.voice), "email": provider(&e.email)}),
+    );
+    out
+}
+
+/// The assistant's per-attempt timeout when none is set.
+pub const DEFAULT_ASSISTANT_TIMEOUT_MS: u64 = 30_000;
+
+/// Applies one of the engine's members; false when `name` is not one of them.
+fn engine_member(e: &mut EngineSettings, name: &str, value: Value) -> Result<bool> {
+    match name {
+        "timeZone" => {
+            e.time_zone = match value {
+                Value::Null => String::new(),
+                Value::String(zone) if zone.parse::<chrono_tz::Tz>().is_ok() => zone,
+                _ => return Err(Error::invalid_field(name)),
+            }
+        }
+        "business" => {
+            let (mut business_name, mut help_text) = (String::new(), String::new());
+            match value {
+                Value::Null => {}
+                Value::Object(members) => {
+                    for (member, value) in members {
+                        let slot = match member.as_str() {
+                            "name" => &mut business_name,
+                            "helpText" => &mut help_text,
+                            other => return Err(Error::unknown_field(&format!("business.{other}"))),
+                        };
+                        *slot = match value {
+                            Value::Null => String::new(),
+                            Value::String(t) if t.chars().count() <= 320 => t,
+                            _ => return Err(Error::invalid_field(&format!("business.{member}"))),
+                        };
+                    }
+                }
+                _ => return Err(Error::invalid_field(name)),
+            }
+            e.business_name = business_name;
+            e.help_text = help_text;
+        }
+        "assistant" => {
+            e.assistant = match value {
+                Value::Null => None,
+                Value::Object(members) => Some(assistant(members, e.assistant.take())?),
+                _ => return Err(Error::invalid_field(name)),
+            }
+        }
+        "providers" => {
+            let channels = match value {
+                Value::Null => Map::new(),
+                Value::Object(members) => members,
+                _ => return Err(Error::invalid_field(name)),
+            };
+            let mut chosen = [ProviderSettings::default(), ProviderSettings::default(), ProviderSettings::default()];
+            for (channel, value) in channels {
+                let slot = match channel.as_str() {
+                    "sms" => 0,
+                    "voice" => 1,
+                    "email" => 2,
+                    other => return Err(Error::unknown_field(&format!("providers.{other}"))),
+                };
+                chosen[slot] = provider(&format!("providers.{channel}"), value)?;
+            }
+            let [sms, voice, email] = chosen;
+            (e.sms, e.voice, e.email) = (sms, voice, email);
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// `assistant`: `baseUrl` and `model` required; an absent `apiKey` keeps the one set
+/// before (it is never shown, so a client cannot send it back), `null` clears it.
+fn assistant(
+    members: Map<String, Value>,
+    previous: Option<AssistantSettings>,
+) -> Result<AssistantSettings> {
+    let mut base_url = None;
+    let mut model = None;
+    let mut api_key = previous.and_then(|p| p.api_key);
+    let mut timeout_ms = DEFAULT_ASSISTANT_TIMEOUT_MS;
+    for (member, value) in members {
+        let invalid = || Error::invalid_field(&format!("assistant.{member}"));
+        match (member.as_str(), value) {
+            ("baseUrl", Value::String(url)) if super::webhook_endpoints::is_valid_url(&url) => {
+                base_url = Some(url)
+            }
+            ("model", Value::String(m)) if !m.trim().is_empty() => model = Some(m),
+            ("apiKey", Value::Null) => api_key = None,
+            ("apiKey", Value::String(k)) => api_key = (!k.is_empty()).then_some(k),
+            ("timeoutMs", v) => {
+                timeout_ms = v
+                    .as_u64()
+                    .filter(|ms| (1..=600_000).contains(ms))
+                    .ok_or_else(invalid)?
+            }
+            ("baseUrl" | "model" | "apiKey", _) => return Err(invalid()),
+            (other, _) => return Err(Error::unknown_field(&format!("assistant.{other}"))),
+        }
+    }
+    Ok(AssistantSettings {
+        base_url: base_url.ok_or_else(|| Error::invalid_field("assistant.baseUrl"))?,
+        model: model.ok_or_else(|| Error::invalid_field("assistant.model"))?,
+        api_key,
+        timeout_ms,
     })
 }
 
-/// Applies a partial update; `null` clears an optional setting.
-pub fn update(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Result<OrgRecord> {
+/// One channel's provider: `{"kind": "sandbox", "latencyMs"?}`; the real kinds come
+/// with their own issue.
+fn provider(path: &str, value: Value) -> Result<ProviderSettings> {
+    let members = match value {
+        Value::Null => return Ok(ProviderSettings::default()),
+        Value::Object(members) => members,
+        _ => return Err(Error::invalid_field(path)),
+    };
+    match members.get("kind").and_then(Value::as_str) {
+        Some("sandbox") => {}
+        Some("twilio" | "smtp") => {
+            return Err(Error::BadRequest("Provider not supported yet".into()))
+        }
+        _ => return Err(Error::invalid_field(&format!("{path}.kind"))),
+    }
+    let mut latency_ms = 0;
+    for (member, value) in members {
+        match member.as_str() {
+            "kind" => {}
+            "latencyMs" => {
+                latency_ms = value
+                    .as_u64()
+                    .filter(|ms| *ms <= 600_000)
+                    .ok_or_else(|| Error::invalid_field(&format!("{path}.latencyMs")))?
+            }
+            other => return Err(Error::unknown_field(&format!("{path}.{other}"))),
+        }
+    }
+    Ok(ProviderSettings::Sandbox { latency_ms })
+}
+
+/// Applies a partial update; `null` clears an optional setting. Answers the
+/// organization and its engine settings.
+pub fn update(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    body: Map<String, Value>,
+) -> Result<(OrgRecord, EngineSettings)> {
     let mut org = tx
         .org(&caller.org_id)?
         .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
     let mut s: OrgSettings = org.settings.clone();
+    let mut engine = tx.engine_settings(&caller.org_id)?;
+    let engine_before = engine.clone();
     for (name, value) in body {
+        if engine_member(&mut engine, &name, value.clone())? {
+            continue;
+        }
         match name.as_str() {
             "smsVoiceOptOutCoupled" => {
                 s.sms_voice_opt_out_coupled =
@@ -99,7 +272,10 @@ pub fn update(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
     }
     org.settings = s;
     tx.put_org(&org)?;
-    Ok(org)
+    if engine != engine_before {
+        tx.put_engine_settings(&caller.org_id, &engine)?;
+    }
+    Ok((org, engine))
 }
 
 /// Minutes after midnight of `HH:MM`.

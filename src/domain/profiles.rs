@@ -3,19 +3,20 @@
 //! a channel with a text template), the reply delay, the call dispositions and the
 //! transfer numbers.
 //!
-//! This module is pure: it turns a `PUT /v1/profiles/{name}` body into a
+//! This module turns a `PUT /v1/profiles/{name}` body into a
 //! [`ProfileRecord`] (refusing anything malformed with the interface's exact messages),
 //! renders a record back to its wire shape, and fills a step's template for one lead.
-//! Reading and writing profiles is the caller's business. Templates are checked when the
+//! `put`, `delete` and `find` store and read them. Templates are checked when the
 //! profile is written, so an unknown placeholder is a 400 at PUT time rather than a
 //! surprise in a lead's inbox; a placeholder whose value is missing renders as empty text.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::domain::channel::Channel;
+use crate::channel::Channel;
 use crate::error::{Error, Result};
-use crate::store::records::LeadRecord;
+use super::Caller;
+use crate::store::records::{DispositionRecord, LeadRecord, ProfileRecord, StepRecord};
+use crate::store::{ReadTx, Reader, WriteTx};
 
 /// The most steps one cadence may hold.
 pub const MAX_STEPS: usize = 20;
@@ -25,46 +26,6 @@ pub const DEFAULT_REPLY_DELAY: &str = "5s";
 
 /// The longest profile name, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
-
-/// A stored profile (postcard): every member is always present, empty meaning unset.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProfileRecord {
-    pub name: String,
-    pub instructions: String,
-    pub cadence: Vec<StepRecord>,
-    pub reply_delay_ms: u64,
-    /// As written, for the view.
-    pub reply_delay: String,
-    pub dispositions: Vec<DispositionRecord>,
-    /// E.164, or empty.
-    pub transfer_number: String,
-    /// E.164, or empty.
-    pub fallback_transfer_number: String,
-    pub voice_greeting: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-/// One cadence step: `after` the previous step (the first counts from enrolment), send
-/// `text` (and `subject` for email) on `channel`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRecord {
-    /// As written, for the view.
-    pub after: String,
-    pub after_ms: u64,
-    pub channel: Channel,
-    pub text: String,
-    /// Empty unless given (required for email).
-    pub subject: String,
-}
-
-/// A call outcome the post-call processing may choose.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DispositionRecord {
-    pub id: String,
-    pub name: String,
-    pub description: String,
-}
 
 const MEMBERS: &[&str] = &[
     "instructions",
@@ -415,6 +376,40 @@ fn non_empty(text: &str) -> Value {
     } else {
         Value::String(text.to_string())
     }
+}
+
+pub fn not_found() -> Error {
+    Error::NotFound("Profile not found".into())
+}
+
+/// `PUT /v1/profiles/{name}`: replaces the whole profile (keeping its `createdAt`).
+pub fn put(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    name: &str,
+    body: Map<String, Value>,
+) -> Result<ProfileRecord> {
+    let mut profile = parse(name, body)?;
+    let now = tx.tick();
+    profile.created_at = tx
+        .profile(&caller.org_id, name)?
+        .map_or(now, |old| old.created_at);
+    profile.updated_at = now;
+    tx.put_profile(&caller.org_id, &profile)?;
+    Ok(profile)
+}
+
+/// `DELETE /v1/profiles/{name}`: the cadences that follow it stop (`profile_deleted`).
+pub fn delete(tx: &mut WriteTx, caller: &Caller, name: &str) -> Result<()> {
+    if tx.profile(&caller.org_id, name)?.is_none() {
+        return Err(not_found());
+    }
+    tx.delete_profile(&caller.org_id, name)?;
+    super::engagement::on_profile_deleted(tx, &caller.org_id, name)
+}
+
+pub fn find(read: &ReadTx, caller: &Caller, name: &str) -> Result<ProfileRecord> {
+    read.profile(&caller.org_id, name)?.ok_or_else(not_found)
 }
 
 #[cfg(test)]

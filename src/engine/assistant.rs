@@ -9,14 +9,13 @@
 //! never a panic: models are not always well-behaved, and the reason ends up in the
 //! engagement's `lastError` and the log.
 
-use std::fmt;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::domain::channel::Channel;
+use crate::channel::Channel;
 use crate::http_client::HttpClient;
+pub use crate::store::records::AssistantSettings;
 
 /// The longest SMS the engine sends, in characters (the caller cuts replies to it).
 pub const SMS_MAX_CHARS: usize = 1600;
@@ -33,31 +32,6 @@ pub const RETRY_BACKOFF: [Duration; 2] = [Duration::from_millis(250), Duration::
 /// A model's answer is not read beyond this (answers may be long; a runaway one is not
 /// held in memory whole).
 pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
-
-/// Where the assistant lives and how long one attempt may take (stored in the
-/// organization's settings).
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AssistantSettings {
-    /// The API base, e.g. `http://127.0.0.1:11434/v1`; `/chat/completions` is appended.
-    pub base_url: String,
-    pub model: String,
-    /// Sent as `Authorization: Bearer ...` when set.
-    pub api_key: Option<String>,
-    /// The bound of one attempt.
-    pub timeout_ms: u64,
-}
-
-impl fmt::Debug for AssistantSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The key is a secret: it never reaches a log line.
-        f.debug_struct("AssistantSettings")
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
-            .field("timeout_ms", &self.timeout_ms)
-            .finish()
-    }
-}
 
 /// One message of the conversation: the lead's (`from_lead`) or the organization's.
 #[derive(Debug, Clone, PartialEq, Eq)]

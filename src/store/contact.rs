@@ -1,11 +1,14 @@
-//! Typed access for the contact controls: the Do Not Contact list and leads by phone.
+//! Typed access for the contact controls: the Do Not Contact list, and finding the lead
+//! an inbound message comes from (by phone, by email).
 
 use std::ops::Bound;
 
 use redb::ReadableTable;
 
+use super::codec::decode;
 use super::read::{Flow, ReadTx};
-use super::tables::{DNC, LEADS_BY_PHONE};
+use super::records::LeadRecord;
+use super::tables::{DNC, LEADS, LEADS_BY_PHONE};
 use super::write::WriteTx;
 use crate::error::Result;
 use crate::time::Micros;
@@ -41,6 +44,25 @@ impl WriteTx {
             ids.push(id.to_string());
         }
         Ok(ids)
+    }
+
+    /// The live leads whose email is `email` (any case). A scan of the organization's
+    /// leads: inbound email is rare next to everything else a lead write pays for, so no
+    /// index is kept for it.
+    pub fn live_leads_by_email(&self, org: &str, email: &str) -> Result<Vec<LeadRecord>> {
+        let table = self.open_read(LEADS)?;
+        let mut out = Vec::new();
+        for row in table.range((org, "")..)? {
+            let (key, value) = row?;
+            if key.value().0 != org {
+                break;
+            }
+            let lead: LeadRecord = decode(value.value())?;
+            if lead.deleted_at.is_none() && lead.email.eq_ignore_ascii_case(email) {
+                out.push(lead);
+            }
+        }
+        Ok(out)
     }
 }
 

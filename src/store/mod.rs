@@ -7,6 +7,7 @@
 
 pub mod codec;
 mod contact;
+mod engine;
 mod key_cache;
 pub mod lead_view;
 mod maintenance;
@@ -62,6 +63,7 @@ pub struct Store {
     stats: Arc<WriterStats>,
     cursor_key: CursorKey,
     outbox_wake: Arc<tokio::sync::Notify>,
+    agenda_wake: Arc<tokio::sync::Notify>,
     path: std::path::PathBuf,
     keys: Arc<key_cache::KeyCache>,
 }
@@ -89,14 +91,13 @@ impl Store {
         let db = Arc::new(db);
         let stats = Arc::new(WriterStats::default());
         let outbox_wake = Arc::new(tokio::sync::Notify::new());
+        let agenda_wake = Arc::new(tokio::sync::Notify::new());
         let keys = Arc::new(key_cache::KeyCache::default());
-        let (jobs, handle) = writer::spawn(
-            db.clone(),
-            clock,
-            stats.clone(),
-            outbox_wake.clone(),
-            keys.clone(),
-        )?;
+        let wakes = writer::Wakes {
+            outbox: outbox_wake.clone(),
+            agenda: agenda_wake.clone(),
+        };
+        let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone(), wakes, keys.clone())?;
         Ok(Store {
             db,
             jobs: Mutex::new(Some(jobs)),
@@ -104,6 +105,7 @@ impl Store {
             stats,
             cursor_key: CursorKey::new(secret),
             outbox_wake,
+            agenda_wake,
             keys,
             path: path.to_path_buf(),
         })
@@ -206,6 +208,11 @@ impl Store {
     /// Notified after every commit that queued a webhook delivery.
     pub fn outbox_wake(&self) -> Arc<tokio::sync::Notify> {
         self.outbox_wake.clone()
+    }
+
+    /// Notified after every commit that added a row to the agenda.
+    pub fn agenda_wake(&self) -> Arc<tokio::sync::Notify> {
+        self.agenda_wake.clone()
     }
 }
 

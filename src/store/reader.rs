@@ -13,7 +13,8 @@ use super::codec::decode;
 use super::read::ReadTx;
 use super::recordings::{RecordingRecord, UploadRecord};
 use super::records::{
-    CallRecord, DeliveryRecord, EndpointRecord, KeyRecord, LeadRecord, OrgRecord,
+    CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, KeyRecord,
+    LeadRecord, OrgRecord, ProfileRecord,
 };
 use super::tables::*;
 use super::write::WriteTx;
@@ -70,6 +71,18 @@ pub trait Reader {
 
     fn recording_upload(&self, upload_id: &str) -> Result<Option<UploadRecord>> {
         self.record(RECORDING_UPLOADS, upload_id)
+    }
+
+    fn engine_settings(&self, org: &str) -> Result<EngineSettings> {
+        Ok(self.record(ENGINE_SETTINGS, org)?.unwrap_or_default())
+    }
+
+    fn profile(&self, org: &str, name: &str) -> Result<Option<ProfileRecord>> {
+        self.record(PROFILES, (org, name))
+    }
+
+    fn engagement(&self, org: &str, lead: &str) -> Result<Option<EngagementRecord>> {
+        self.record(ENGAGEMENTS, (org, lead))
     }
 }
 

@@ -9,6 +9,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::channel::Channel;
+use crate::error::Error;
 use crate::time::{Micros, Timestamp};
 
 /// JSON that is a value in JSON documents and JSON text in postcard records.
@@ -473,4 +475,293 @@ pub struct DeliveryRecord {
     pub cycle_attempts: u32,
     /// When the outbox row is due; `None` once delivered or failed.
     pub next_attempt_at: Option<Micros>,
+}
+
+/// What a channel means for a lead: whether it has a target, whether it is
+/// unsubscribed. Beside the records they read; the enum itself is the leaf
+/// `crate::channel`.
+impl Channel {
+    pub fn reachable(self, lead: &LeadRecord) -> bool {
+        match self {
+            Channel::Sms | Channel::Voice => !lead.phone.is_empty(),
+            Channel::Email => !lead.email.is_empty(),
+        }
+    }
+
+    /// The interface's message when a requested channel has no target.
+    pub(crate) fn missing_target(self) -> Error {
+        match self {
+            Channel::Email => Error::BadRequest("Lead has no email".into()),
+            Channel::Sms | Channel::Voice => Error::BadRequest("Lead has no phone".into()),
+        }
+    }
+
+    pub fn is_unsubscribed(self, s: &Subscriptions) -> bool {
+        match self {
+            Channel::Sms => s.sms_unsubscribed,
+            Channel::Voice => s.voice_unsubscribed,
+            Channel::Email => s.email_unsubscribed,
+        }
+    }
+
+    pub(crate) fn set_unsubscribed(self, s: &mut Subscriptions, value: bool) {
+        match self {
+            Channel::Sms => s.sms_unsubscribed = value,
+            Channel::Voice => s.voice_unsubscribed = value,
+            Channel::Email => s.email_unsubscribed = value,
+        }
+    }
+}
+
+// The engagement engine.
+
+/// A stored profile (postcard): every member is always present, empty meaning unset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRecord {
+    pub name: String,
+    pub instructions: String,
+    pub cadence: Vec<StepRecord>,
+    pub reply_delay_ms: u64,
+    /// As written, for the view.
+    pub reply_delay: String,
+    pub dispositions: Vec<DispositionRecord>,
+    /// E.164, or empty.
+    pub transfer_number: String,
+    /// E.164, or empty.
+    pub fallback_transfer_number: String,
+    pub voice_greeting: String,
+    pub created_at: Micros,
+    pub updated_at: Micros,
+}
+
+/// One cadence step: `after` the previous step (the first counts from enrolment), send
+/// `text` (and `subject` for email) on `channel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// As written, for the view.
+    pub after: String,
+    pub after_ms: u64,
+    pub channel: Channel,
+    pub text: String,
+    /// Empty unless given (required for email).
+    pub subject: String,
+}
+
+/// A call outcome the post-call processing may choose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DispositionRecord {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+}
+
+/// Where the assistant lives and how long one attempt may take (stored in the
+/// organization's settings).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssistantSettings {
+    /// The API base, e.g. `http://127.0.0.1:11434/v1`; `/chat/completions` is appended.
+    pub base_url: String,
+    pub model: String,
+    /// Sent as `Authorization: Bearer ...` when set.
+    pub api_key: Option<String>,
+    /// The bound of one attempt.
+    pub timeout_ms: u64,
+}
+
+impl std::fmt::Debug for AssistantSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The key is a secret: it never reaches a log line.
+        f.debug_struct("AssistantSettings")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("timeout_ms", &self.timeout_ms)
+            .finish()
+    }
+}
+
+/// How a message left (or failed to leave) through its provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SendStatus {
+    Sending,
+    Queued,
+    Sent,
+    Delivered,
+    Failed,
+    Undelivered,
+    Unknown,
+}
+
+impl SendStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SendStatus::Sending => "sending",
+            SendStatus::Queued => "queued",
+            SendStatus::Sent => "sent",
+            SendStatus::Delivered => "delivered",
+            SendStatus::Failed => "failed",
+            SendStatus::Undelivered => "undelivered",
+            SendStatus::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SendStatus> {
+        [
+            SendStatus::Sending,
+            SendStatus::Queued,
+            SendStatus::Sent,
+            SendStatus::Delivered,
+            SendStatus::Failed,
+            SendStatus::Undelivered,
+            SendStatus::Unknown,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == s)
+    }
+}
+
+/// Who started an outbound message: the event data's `origin`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Origin {
+    Cadence,
+    Assistant,
+    Keyword,
+    Api,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Cadence => "cadence",
+            Origin::Assistant => "assistant",
+            Origin::Keyword => "keyword",
+            Origin::Api => "api",
+        }
+    }
+}
+
+/// Where a lead stands in its profile's cadence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum EngagementState {
+    #[default]
+    None,
+    Active,
+    Paused,
+    Stopped,
+    Finished,
+}
+
+impl EngagementState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngagementState::None => "none",
+            EngagementState::Active => "active",
+            EngagementState::Paused => "paused",
+            EngagementState::Stopped => "stopped",
+            EngagementState::Finished => "finished",
+        }
+    }
+}
+
+/// Why a cadence stopped; it never resumes by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopReason {
+    Replied,
+    Unsubscribed,
+    Dnc,
+    Deleted,
+    Qualified,
+    Handoff,
+    ProfileChanged,
+    ProfileDeleted,
+}
+
+impl StopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Replied => "replied",
+            StopReason::Unsubscribed => "unsubscribed",
+            StopReason::Dnc => "dnc",
+            StopReason::Deleted => "deleted",
+            StopReason::Qualified => "qualified",
+            StopReason::Handoff => "handoff",
+            StopReason::ProfileChanged => "profile_changed",
+            StopReason::ProfileDeleted => "profile_deleted",
+        }
+    }
+}
+
+/// A lead's engagement: its cadence position and its pending agenda jobs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngagementRecord {
+    /// The profile the cadence follows (empty: none).
+    pub profile: String,
+    pub state: EngagementState,
+    /// 0-based index of the next step to run.
+    pub next_step: u32,
+    pub stopped_reason: Option<StopReason>,
+    pub last_error: String,
+    /// The agenda row of the next cadence step: (due, job id).
+    pub step_job: Option<(Micros, String)>,
+    /// The agenda row of the pending assistant reply: (due, job id).
+    pub reply_job: Option<(Micros, String)>,
+}
+
+/// What an agenda row asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum JobKind {
+    /// Step `index` of the lead's cadence.
+    Step { index: u32 },
+    /// One assistant reply to the lead's latest messages on `channel`.
+    Reply { channel: Channel },
+    /// A compliance text (keyword confirmation, help) sent past the gate.
+    Notice { channel: Channel, text: String },
+    /// An outbound call the assistant asked for.
+    Call,
+}
+
+/// One row of the agenda: work on a lead, due at the row's time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgendaJob {
+    pub org_id: String,
+    pub lead_id: String,
+    pub kind: JobKind,
+}
+
+/// A message still being handed to its provider: its event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendingRow {
+    pub org_id: String,
+    pub lead_id: String,
+    pub kind: String,
+    pub event_id: String,
+}
+
+/// Which provider serves a channel, with its settings. New kinds are added at the end
+/// (postcard stores the variant's position).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ProviderSettings {
+    /// Nothing leaves the machine; `latency_ms` delays each acceptance (a slow provider,
+    /// for trials and tests).
+    Sandbox { latency_ms: u64 },
+}
+
+impl Default for ProviderSettings {
+    fn default() -> Self {
+        ProviderSettings::Sandbox { latency_ms: 0 }
+    }
+}
+
+/// The engine's organization settings (their own table: the organization record keeps
+/// its layout).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineSettings {
+    /// IANA name, or empty: quiet hours for leads without a time zone.
+    pub time_zone: String,
+    pub business_name: String,
+    pub help_text: String,
+    pub assistant: Option<AssistantSettings>,
+    pub sms: ProviderSettings,
+    pub voice: ProviderSettings,
+    pub email: ProviderSettings,
 }

@@ -35,6 +35,11 @@ macro_rules! all_tables {
         $apply!(RECORDINGS);
         $apply!(RECORDING_CHUNKS);
         $apply!(RECORDING_UPLOADS);
+        $apply!(ENGINE_SETTINGS);
+        $apply!(PROFILES);
+        $apply!(ENGAGEMENTS);
+        $apply!(AGENDA);
+        $apply!(SENDING);
     };
 }
 pub(crate) use all_tables;
@@ -111,3 +116,19 @@ pub const RECORDING_CHUNKS: TableDefinition<(&str, u64), &[u8]> =
 /// uploads cut short by a crash and are swept with their chunks.
 pub const RECORDING_UPLOADS: TableDefinition<&str, &[u8]> =
     TableDefinition::new("recording_uploads");
+
+/// org id → `EngineSettings`: the engine's organization settings (time zone, business,
+/// assistant, providers), apart from `OrgRecord` so that record keeps its layout.
+pub const ENGINE_SETTINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("engine_settings");
+/// (org, profile name) → `ProfileRecord`.
+pub const PROFILES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("profiles");
+/// (org, lead id) → `EngagementRecord`: a lead's cadence position and the agenda rows it
+/// has pending (so they can be moved or removed without a scan).
+pub const ENGAGEMENTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("engagements");
+/// (due time, job id) → `AgendaJob`: the engine's durable work, in due order. Written
+/// in the same transaction as its cause; a row leaves in the transaction that commits
+/// the job's outcome (or, for a send, its attempt).
+pub const AGENDA: TableDefinition<(i64, &str), &[u8]> = TableDefinition::new("agenda");
+/// (org, lead id, event type, event id) → (): messages handed to a provider whose answer
+/// is not committed yet. At start-up these become `unknown` (never sent again).
+pub const SENDING: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("sending");

@@ -47,6 +47,8 @@ pub struct WriteTx {
     clock_moved: bool,
     /// Set when the transaction queued a webhook delivery, to wake the dispatcher.
     pub(super) outbox_added: bool,
+    /// Set when the transaction added an agenda row, to wake the scheduler.
+    pub(super) agenda_added: bool,
     /// Set when the transaction changed an API key, to empty the key cache.
     pub(super) keys_changed: bool,
 }
@@ -59,6 +61,7 @@ impl WriteTx {
             clock,
             clock_moved: false,
             outbox_added: false,
+            agenda_added: false,
             keys_changed: false,
         }
     }

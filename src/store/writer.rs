@@ -87,17 +87,25 @@ impl WriterStats {
     }
 }
 
+/// Whom the writer wakes after a commit that gave them work.
+pub(crate) struct Wakes {
+    /// The webhook dispatcher: new outbox rows.
+    pub outbox: Arc<Notify>,
+    /// The engine's scheduler: new agenda rows.
+    pub agenda: Arc<Notify>,
+}
+
 pub(crate) fn spawn(
     db: Arc<Database>,
     clock: i64,
     stats: Arc<WriterStats>,
-    outbox_wake: Arc<Notify>,
+    wakes: Wakes,
     keys: Arc<KeyCache>,
 ) -> Result<(Jobs, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
     let handle = std::thread::Builder::new()
         .name("engaged-writer".into())
-        .spawn(move || run(&db, clock, &rx, &stats, &outbox_wake, &keys))?;
+        .spawn(move || run(&db, clock, &rx, &stats, &wakes, &keys))?;
     Ok((tx, handle))
 }
 
@@ -106,7 +114,7 @@ fn run(
     mut clock: i64,
     rx: &mpsc::Receiver<Box<dyn Job>>,
     stats: &WriterStats,
-    outbox_wake: &Notify,
+    wakes: &Wakes,
     keys: &KeyCache,
 ) {
     // Ends when every sender is gone: the store was dropped and nothing is queued.
@@ -120,7 +128,7 @@ fn run(
         }
         let size = batch.len() as u64;
         let started = std::time::Instant::now();
-        clock = commit_batch(db, clock, batch, outbox_wake, keys);
+        clock = commit_batch(db, clock, batch, wakes, keys);
         stats
             .commit_seconds
             .observe(started.elapsed().as_secs_f64());
@@ -137,7 +145,7 @@ fn commit_batch(
     db: &Database,
     mut clock: i64,
     mut batch: Vec<Box<dyn Job>>,
-    outbox_wake: &Notify,
+    wakes: &Wakes,
     keys: &KeyCache,
 ) -> i64 {
     // Jobs that refused after writing: left out of every later run.
@@ -187,7 +195,8 @@ fn commit_batch(
         if poisoned {
             break Err(Error::Internal("write batch aborted".into()));
         }
-        let (outbox_added, keys_changed) = (tx.outbox_added, tx.keys_changed);
+        let (outbox_added, agenda_added, keys_changed) =
+            (tx.outbox_added, tx.agenda_added, tx.keys_changed);
         let committed = tx
             .finish()
             .and_then(|txn| txn.commit().map_err(Error::from));
@@ -195,9 +204,12 @@ fn commit_batch(
             if keys_changed {
                 keys.invalidate();
             }
+            // The dispatcher and the scheduler may only see new rows once committed.
             if outbox_added {
-                // The dispatcher may only see the new rows once they are committed.
-                outbox_wake.notify_one();
+                wakes.outbox.notify_one();
+            }
+            if agenda_added {
+                wakes.agenda.notify_one();
             }
         }
         break committed;

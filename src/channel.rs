@@ -3,12 +3,12 @@
 //! `Channel` is a way to reach a lead (`sms`, `voice`, `email`): subscriptions, the
 //! compliance gate, messages and the engine's cadence steps all speak of it. `Owner` is
 //! who wrote a message (`lead` or `user`, the organization's side). Wire names are
-//! parsed once at the edge; inside, the compiler checks every `match`.
+//! parsed once at the edge; inside, the compiler checks every `match`. A leaf: stored
+//! records (a profile's steps) hold channels too. What a channel means for a lead
+//! (reachable, unsubscribed) is written beside the lead's record in `store::records`.
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
-use crate::store::records::{LeadRecord, Subscriptions};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Channel {
@@ -34,37 +34,6 @@ impl Channel {
             Channel::Sms => "sms",
             Channel::Voice => "voice",
             Channel::Email => "email",
-        }
-    }
-
-    pub fn reachable(self, lead: &LeadRecord) -> bool {
-        match self {
-            Channel::Sms | Channel::Voice => !lead.phone.is_empty(),
-            Channel::Email => !lead.email.is_empty(),
-        }
-    }
-
-    /// The interface's message when a requested channel has no target.
-    pub(crate) fn missing_target(self) -> Error {
-        match self {
-            Channel::Email => Error::BadRequest("Lead has no email".into()),
-            Channel::Sms | Channel::Voice => Error::BadRequest("Lead has no phone".into()),
-        }
-    }
-
-    pub fn is_unsubscribed(self, s: &Subscriptions) -> bool {
-        match self {
-            Channel::Sms => s.sms_unsubscribed,
-            Channel::Voice => s.voice_unsubscribed,
-            Channel::Email => s.email_unsubscribed,
-        }
-    }
-
-    pub(crate) fn set_unsubscribed(self, s: &mut Subscriptions, value: bool) {
-        match self {
-            Channel::Sms => s.sms_unsubscribed = value,
-            Channel::Voice => s.voice_unsubscribed = value,
-            Channel::Email => s.email_unsubscribed = value,
         }
     }
 }

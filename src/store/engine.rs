@@ -1,0 +1,169 @@
+//! Typed access to the engine's tables: its organization settings, profiles, lead
+//! engagements, the agenda, and messages still being sent.
+//!
+//! An agenda row and the engagement that points at it move together: callers write the
+//! row and the engagement's `step_job`/`reply_job` in the same job. Adding a row sets
+//! the flag that wakes the scheduler after the commit.
+
+use std::collections::HashSet;
+
+use redb::ReadableTable;
+
+use super::codec::{decode, encode};
+use super::read::ReadTx;
+use super::records::{AgendaJob, EngagementRecord, EngineSettings, ProfileRecord, SendingRow};
+use super::tables::*;
+use super::write::WriteTx;
+use crate::error::Result;
+use crate::time::Micros;
+
+/// Due agenda rows, and when the next one not taken falls due.
+pub struct DueJobs {
+    pub due: Vec<(Micros, String, AgendaJob)>,
+    pub next_due: Option<Micros>,
+}
+
+impl WriteTx {
+    pub fn put_engine_settings(&mut self, org: &str, settings: &EngineSettings) -> Result<()> {
+        let bytes = encode(settings)?;
+        self.open_write(ENGINE_SETTINGS)?
+            .insert(org, bytes.as_slice())?;
+        Ok(())
+    }
+
+    pub fn put_profile(&mut self, org: &str, profile: &ProfileRecord) -> Result<()> {
+        let bytes = encode(profile)?;
+        self.open_write(PROFILES)?
+            .insert((org, profile.name.as_str()), bytes.as_slice())?;
+        Ok(())
+    }
+
+    pub fn delete_profile(&mut self, org: &str, name: &str) -> Result<()> {
+        self.open_write(PROFILES)?.remove((org, name))?;
+        Ok(())
+    }
+
+    pub fn put_engagement(
+        &mut self,
+        org: &str,
+        lead: &str,
+        engagement: &EngagementRecord,
+    ) -> Result<()> {
+        let bytes = encode(engagement)?;
+        self.open_write(ENGAGEMENTS)?
+            .insert((org, lead), bytes.as_slice())?;
+        Ok(())
+    }
+
+    /// The ids of an organization's leads whose engagement follows `profile`.
+    pub fn leads_following(&self, org: &str, profile: &str) -> Result<Vec<String>> {
+        let table = self.open_read(ENGAGEMENTS)?;
+        let mut out = Vec::new();
+        for row in table.range((org, "")..)? {
+            let (key, value) = row?;
+            let (row_org, lead) = key.value();
+            if row_org != org {
+                break;
+            }
+            let engagement: EngagementRecord = decode(value.value())?;
+            if engagement.profile == profile {
+                out.push(lead.to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn put_agenda(&mut self, due: Micros, id: &str, job: &AgendaJob) -> Result<()> {
+        let bytes = encode(job)?;
+        self.open_write(AGENDA)?.insert((due, id), bytes.as_slice())?;
+        self.agenda_added = true;
+        Ok(())
+    }
+
+    /// Removes an agenda row; whether it was there (a job run twice finds it gone).
+    pub fn remove_agenda(&mut self, due: Micros, id: &str) -> Result<bool> {
+        Ok(self.open_write(AGENDA)?.remove((due, id))?.is_some())
+    }
+
+    pub fn agenda_contains(&self, due: Micros, id: &str) -> Result<bool> {
+        Ok(self.open_read(AGENDA)?.get((due, id))?.is_some())
+    }
+
+    pub fn set_sending(&mut self, row: &SendingRow, present: bool) -> Result<()> {
+        let mut table = self.open_write(SENDING)?;
+        let key = (
+            row.org_id.as_str(),
+            row.lead_id.as_str(),
+            row.kind.as_str(),
+            row.event_id.as_str(),
+        );
+        if present {
+            table.insert(key, ())?;
+        } else {
+            table.remove(key)?;
+        }
+        Ok(())
+    }
+}
+
+impl ReadTx {
+    /// An organization's profiles, by name.
+    pub fn profiles(&self, org: &str) -> Result<Vec<ProfileRecord>> {
+        let table = self.open_read(PROFILES)?;
+        let mut out = Vec::new();
+        for row in table.range((org, "")..)? {
+            let (key, value) = row?;
+            if key.value().0 != org {
+                break;
+            }
+            out.push(decode(value.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Up to `max` agenda rows due at `now`, skipping those `taken`, and the due time of
+    /// the first row after them that is not taken.
+    pub fn due_agenda(&self, now: Micros, taken: &HashSet<String>, max: usize) -> Result<DueJobs> {
+        let table = self.open_read(AGENDA)?;
+        let mut due = Vec::new();
+        let mut next_due = None;
+        for row in table.iter()? {
+            let (key, value) = row?;
+            let (at, id) = key.value();
+            if taken.contains(id) {
+                continue;
+            }
+            if at > now || due.len() >= max {
+                next_due = Some(at);
+                break;
+            }
+            due.push((at, id.to_string(), decode(value.value())?));
+        }
+        Ok(DueJobs { due, next_due })
+    }
+
+    /// How many agenda rows there are, and the earliest due time.
+    pub fn agenda_depth(&self) -> Result<(u64, Option<Micros>)> {
+        let table = self.open_read(AGENDA)?;
+        let count = redb::ReadableTableMetadata::len(&table)?;
+        let first = table.first()?.map(|(key, _)| key.value().0);
+        Ok((count, first))
+    }
+
+    /// Every message a provider was handed without its answer being committed.
+    pub fn sending(&self) -> Result<Vec<SendingRow>> {
+        let table = self.open_read(SENDING)?;
+        let mut out = Vec::new();
+        for row in table.iter()? {
+            let (key, _) = row?;
+            let (org, lead, kind, id) = key.value();
+            out.push(SendingRow {
+                org_id: org.to_string(),
+                lead_id: lead.to_string(),
+                kind: kind.to_string(),
+                event_id: id.to_string(),
+            });
+        }
+        Ok(out)
+    }
+}
