@@ -22,6 +22,7 @@ pub mod json_writer;
 pub mod maintenance;
 pub mod metrics;
 pub mod phone;
+pub mod providers;
 pub mod server;
 pub mod store;
 pub mod time;

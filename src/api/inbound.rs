@@ -1,4 +1,5 @@
-//! Handlers of messages a lead sends: inbound SMS handed over by an integration.
+//! Handlers of messages a lead sends, handed over by an integration: inbound SMS and
+//! inbound email. Each then takes the engine's path (keywords, stop rules, a reply).
 
 use hyper::{Response, StatusCode};
 use serde_json::{json, Map, Value};
@@ -36,4 +37,35 @@ pub async fn inbound_sms(
         StatusCode::OK,
         &json!({"message": message, "optOut": inbound.opted_out, "optIn": inbound.opted_in}),
     ))
+}
+
+/// `POST /v1/inbound/email` `{"from", "subject"?, "text"}`.
+pub async fn inbound_email(
+    store: &Store,
+    caller: Caller,
+    body: Map<String, Value>,
+) -> Result<Response<Body>> {
+    let text_field = |name: &str| body.get(name).and_then(Value::as_str).map(str::to_string);
+    let from = text_field("from")
+        .map(|f| f.trim().to_string())
+        .filter(|f| f.contains('@'))
+        .ok_or_else(|| Error::invalid_field("from"))?;
+    let text = text_field("text").ok_or_else(|| Error::invalid_field("text"))?;
+    let subject = match body.get("subject") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(Error::invalid_field("subject")),
+    };
+    if let Some(other) = body
+        .keys()
+        .find(|k| !matches!(k.as_str(), "from" | "subject" | "text"))
+    {
+        return Err(Error::unknown_field(other));
+    }
+    let inbound = store
+        .write(move |tx| contact::inbound_email(tx, &caller, &from, subject.as_deref(), &text))
+        .await?;
+    let message = MessageView::of(&inbound.message)
+        .ok_or_else(|| Error::Internal("an inbound email is not message-shaped".into()))?;
+    Ok(reply(StatusCode::OK, &json!({ "message": message })))
 }

@@ -14,6 +14,7 @@ mod leads;
 mod ops;
 mod org;
 mod outreach;
+mod profiles;
 pub mod rate_limit;
 mod recording_body;
 pub mod recordings;
@@ -50,6 +51,8 @@ pub struct AppState {
     pub rate_limiter: Option<rate_limit::RateLimiter>,
     /// The outgoing HTTP client, for the compliance service.
     pub outbound: crate::http_client::HttpClient,
+    /// The engagement engine: sends the API's messages through their provider.
+    pub engine: Arc<crate::engine::Engine>,
 }
 
 impl AppState {
@@ -188,5 +191,15 @@ async fn dispatch(
         }
         Route::GetRecording(id) => recordings::link(state, &caller, id, &parts),
         Route::DeleteRecording(id) => recordings::delete(store, caller, id).await,
+        Route::ListProfiles => profiles::list(store, &caller),
+        Route::GetProfile(name) => profiles::get(store, &caller, name),
+        Route::PutProfile(name) => {
+            profiles::put(store, caller, name, state.json_body(body).await?).await
+        }
+        Route::DeleteProfile(name) => profiles::delete(store, caller, name).await,
+        Route::GetEngagement(id) => profiles::engagement(store, &caller, id),
+        Route::InboundEmail => {
+            inbound::inbound_email(store, caller, state.json_body(body).await?).await
+        }
     }
 }

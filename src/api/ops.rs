@@ -46,7 +46,12 @@ pub fn metrics(state: &AppState) -> Result<Response<Body>> {
         writer_commits: writer.commits.load(std::sync::atomic::Ordering::Relaxed),
         writer_jobs: writer.jobs.load(std::sync::atomic::Ordering::Relaxed),
     };
-    let text = state.metrics.render(writer, &gauges);
+    let mut text = state.metrics.render(writer, &gauges);
+    let (rows, due, oldest_due) = store.read()?.agenda_depth(now_micros())?;
+    state
+        .engine
+        .metrics()
+        .render(&mut text, rows, due, oldest_due);
     let mut response = Response::new(full(text));
     *response.status_mut() = StatusCode::OK;
     response.headers_mut().insert(

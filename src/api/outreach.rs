@@ -9,7 +9,8 @@ use super::views::{self, EventView, MessageView};
 use super::AppState;
 use crate::channel::Channel;
 use crate::domain::compliance::{self, Outcome};
-use crate::domain::{calls, messages, Caller};
+use crate::domain::{calls, messages, outbound, Caller};
+use crate::store::records::Origin;
 use crate::error::{Error, Result};
 
 fn blocked(event: &crate::store::EventRow) -> Response<Body> {
@@ -19,9 +20,72 @@ fn blocked(event: &crate::store::EventRow) -> Response<Body> {
     )
 }
 
-/// A message from the organization's side: outreach, so it passes the gate. The sent
-/// answer is the message with `"outcome": "sent"`.
+/// A message from the organization's side: outreach, so it passes the gate, then goes
+/// out through the channel's provider (`recordOnly`: recorded only, sent elsewhere).
+/// The sent answer is the message with `"outcome": "sent"`.
 pub async fn outbound_message(
+    state: &AppState,
+    caller: Caller,
+    lead_id: &str,
+    input: messages::MessageInput,
+) -> Result<Response<Body>> {
+    let channel = input.channel;
+    if input.record_only {
+        return record_only(state, caller, lead_id, input).await;
+    }
+    let text = input
+        .content
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let subject = input
+        .content
+        .get("subject")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let send = move |tx: &mut crate::store::WriteTx,
+                     caller: &Caller,
+                     lead: crate::store::records::LeadRecord| {
+        outbound::begin(
+            tx,
+            &caller.org_id,
+            lead,
+            channel,
+            &text,
+            subject.as_deref(),
+            Origin::Api,
+        )
+    };
+    match compliance::pass(
+        &state.store,
+        &state.outbound,
+        caller,
+        lead_id,
+        channel,
+        send,
+    )
+    .await?
+    {
+        Outcome::Sent(attempt) => {
+            let row = attempt.event.clone();
+            state.engine.deliver(attempt).await?;
+            sent(&row)
+        }
+        Outcome::Blocked(event) => Ok(blocked(&event)),
+    }
+}
+
+fn sent(row: &crate::store::EventRow) -> Result<Response<Body>> {
+    let view = MessageView::of(row)
+        .ok_or_else(|| Error::Internal("a new message is not message-shaped".into()))?;
+    let mut value = serde_json::to_value(view).map_err(|e| Error::Internal(e.to_string()))?;
+    value["outcome"] = json!("sent");
+    Ok(reply(StatusCode::CREATED, &value))
+}
+
+/// `recordOnly`: a message sent elsewhere, recorded after the gate.
+async fn record_only(
     state: &AppState,
     caller: Caller,
     lead_id: &str,
@@ -43,14 +107,7 @@ pub async fn outbound_message(
     )
     .await?
     {
-        Outcome::Sent(row) => {
-            let view = MessageView::of(&row)
-                .ok_or_else(|| Error::Internal("a new message is not message-shaped".into()))?;
-            let mut value =
-                serde_json::to_value(view).map_err(|e| Error::Internal(e.to_string()))?;
-            value["outcome"] = json!("sent");
-            Ok(reply(StatusCode::CREATED, &value))
-        }
+        Outcome::Sent(row) => sent(&row),
         Outcome::Blocked(event) => Ok(blocked(&event)),
     }
 }

@@ -49,6 +49,12 @@ pub enum Route<'a> {
     DeleteRecording(&'a str),
     /// A signed recording link: (org, call id); its query is checked instead of a key.
     RecordingFile(&'a str, &'a str),
+    ListProfiles,
+    GetProfile(&'a str),
+    PutProfile(&'a str),
+    DeleteProfile(&'a str),
+    GetEngagement(&'a str),
+    InboundEmail,
 }
 
 impl Route<'_> {
@@ -79,7 +85,12 @@ impl Route<'_> {
             | Route::RemoveTags(_)
             | Route::RequestCall(_)
             | Route::RegisterDnc
-            | Route::InboundSms => Some(Scope::Write),
+            | Route::InboundSms
+            | Route::InboundEmail => Some(Scope::Write),
+            Route::ListProfiles | Route::GetProfile(_) | Route::GetEngagement(_) => {
+                Some(Scope::Read)
+            }
+            Route::PutProfile(_) | Route::DeleteProfile(_) => Some(Scope::Admin),
             Route::ListDnc => Some(Scope::Read),
             Route::RemoveDnc(_) | Route::GetOrg | Route::UpdateOrg => Some(Scope::Admin),
             Route::CreateWebhook
@@ -130,6 +141,12 @@ impl Route<'_> {
             Route::PutRecording(_) => "put_recording",
             Route::DeleteRecording(_) => "delete_recording",
             Route::RecordingFile(_, _) => "recording_file",
+            Route::ListProfiles => "list_profiles",
+            Route::GetProfile(_) => "get_profile",
+            Route::PutProfile(_) => "put_profile",
+            Route::DeleteProfile(_) => "delete_profile",
+            Route::GetEngagement(_) => "get_engagement",
+            Route::InboundEmail => "inbound_email",
         }
     }
 }
@@ -180,6 +197,9 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 _ => return Err(Error::MethodNotAllowed),
             }
         }
+        ["v1", "leads", _, "engagement"] => {
+            only(m, Method::GET, Route::GetEngagement(segments[2].as_str()))?
+        }
         ["v1", "leads", _, action] => {
             let id = segments[2].as_str();
             let route = match *action {
@@ -202,6 +222,17 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
         ["v1", "dnc", "register"] => only(m, Method::POST, Route::RegisterDnc)?,
         ["v1", "dnc", _] => only(m, Method::DELETE, Route::RemoveDnc(segments[2].as_str()))?,
         ["v1", "inbound", "sms"] => only(m, Method::POST, Route::InboundSms)?,
+        ["v1", "inbound", "email"] => only(m, Method::POST, Route::InboundEmail)?,
+        ["v1", "profiles"] => only(m, Method::GET, Route::ListProfiles)?,
+        ["v1", "profiles", _] => {
+            let name = segments[2].as_str();
+            match m {
+                Method::GET => Route::GetProfile(name),
+                Method::PUT => Route::PutProfile(name),
+                Method::DELETE => Route::DeleteProfile(name),
+                _ => return Err(Error::MethodNotAllowed),
+            }
+        }
         ["v1", "org"] => match m {
             Method::GET => Route::GetOrg,
             Method::PATCH => Route::UpdateOrg,

@@ -100,6 +100,8 @@ fn applicable(
 pub enum Source {
     Api,
     Keyword,
+    /// The provider refused a send because the recipient opted out with the carrier.
+    Provider,
 }
 
 impl Source {
@@ -107,6 +109,7 @@ impl Source {
         match self {
             Source::Api => "api",
             Source::Keyword => "keyword",
+            Source::Provider => "provider",
         }
     }
 }
@@ -138,11 +141,22 @@ fn opt_out(
             channel.set_unsubscribed(&mut changed.subscriptions, true);
             webhooks::emit_opted_out(tx, org, &lead.id, channel.as_str(), source.as_str())?;
         }
-        if let (Channel::Sms, Source::Keyword) = (channel, source) {
+        if let (Channel::Sms, Source::Keyword | Source::Provider) = (channel, source) {
             changed.subscriptions.sms_by_keyword = true;
         }
     }
     leads::save_if_changed(tx, org, lead, changed)
+}
+
+/// The provider said the recipient opted out with the carrier (Twilio 21610): SMS is
+/// unsubscribed as a STOP would, and only the lead's START clears it.
+pub fn carrier_opt_out(tx: &mut WriteTx, org: &str, lead: LeadRecord) -> Result<LeadRecord> {
+    let channels: &[Channel] = if coupled(tx, org)? {
+        &[Channel::Sms, Channel::Voice]
+    } else {
+        &[Channel::Sms]
+    };
+    opt_out(tx, org, lead, channels, Source::Provider)
 }
 
 /// Resubscribes the applicable channels, except an SMS opt-out made by keyword.

@@ -14,12 +14,16 @@ pub struct MessageInput {
     /// `Sms` or `Email`: a message is text.
     pub channel: Channel,
     pub content: Map<String, Value>,
+    /// A message from the organization's side sent elsewhere: recorded, not sent.
+    pub record_only: bool,
 }
 
 impl MessageInput {
-    /// Parses `{"owner": "lead"|"user", "channel": "sms"|"email", "content": {"text", "subject"?}}`.
+    /// Parses `{"owner": "lead"|"user", "channel": "sms"|"email", "content": {"text",
+    /// "subject"?}, "recordOnly"?: bool}`.
     pub fn from_json(body: Map<String, Value>) -> Result<MessageInput> {
         let (mut owner, mut channel, mut content) = (None, None, None);
+        let mut record_only = false;
         for (name, value) in body {
             match (name.as_str(), value) {
                 ("owner", Value::String(s)) => {
@@ -35,6 +39,8 @@ impl MessageInput {
                 ("channel", _) => return Err(Error::invalid_field("channel")),
                 ("content", Value::Object(map)) if is_valid_content(&map) => content = Some(map),
                 ("content", _) => return Err(Error::invalid_field("content")),
+                ("recordOnly", Value::Bool(b)) => record_only = b,
+                ("recordOnly", _) => return Err(Error::invalid_field("recordOnly")),
                 (other, _) => return Err(Error::unknown_field(other)),
             }
         }
@@ -42,6 +48,7 @@ impl MessageInput {
             owner: owner.ok_or_else(|| Error::invalid_field("owner"))?,
             channel: channel.ok_or_else(|| Error::invalid_field("channel"))?,
             content: content.ok_or_else(|| Error::invalid_field("content"))?,
+            record_only,
         })
     }
 }

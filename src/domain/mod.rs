@@ -5,6 +5,7 @@
 //! functions on a snapshot (`store::ReadTx`). Nothing here knows about HTTP, and
 //! nothing here touches a redb table directly.
 
+pub mod agenda;
 pub mod auth;
 pub mod calls;
 pub mod compliance;
@@ -16,6 +17,7 @@ pub mod leads;
 pub mod listing;
 pub mod messages;
 pub mod org_settings;
+pub mod outbound;
 pub mod profiles;
 pub mod recording_upload;
 pub mod recordings;
@@ -29,4 +31,16 @@ pub struct Caller {
     pub org_id: String,
     pub key_id: String,
     pub scope: Scope,
+}
+
+impl Caller {
+    /// The engine acting for `org` (a cadence step, the assistant's tools): the same
+    /// domain functions as a request, with the organization's full rights.
+    pub fn system(org: &str) -> Caller {
+        Caller {
+            org_id: org.to_string(),
+            key_id: "engine".to_string(),
+            scope: Scope::Admin,
+        }
+    }
 }

@@ -1,3 +1,89 @@
-//! The engagement engine: cadences, replies and calls run for leads (more arrives on merge).
+//! The engagement engine: the scheduler over the agenda, and what runs a due row.
+//!
+//! The rules (enrolment, stop rules, what a due row becomes) live in the domain
+//! (`domain::engagement`, `domain::agenda`) and run inside write jobs. This module is
+//! the slow part around them, on the workers' floor beside the webhook dispatcher: it
+//! leases due rows, asks the compliance service, the assistant's model server and the
+//! channel providers (`crate::providers`), and commits each outcome through the domain.
+//! **No network call runs on the writer thread.**
+//!
+//! - `scheduler`: one task; wakes on commits that add rows and at the earliest due time.
+//! - `jobs`: running one claimed row (a cadence step, a notice, a call) and carrying out
+//!   the claim through a provider.
+//! - `reply`: the assistant's conversation turn, at most four rounds of tools.
+//! - `tools`: applying a tool call through the same domain functions the API uses.
+//! - `assistant`: the OpenAI-compatible protocol.
 
 pub mod assistant;
+mod jobs;
+pub mod metrics;
+mod reply;
+mod scheduler;
+mod tools;
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::domain::outbound;
+use crate::error::Result;
+use crate::http_client::HttpClient;
+use crate::store::Store;
+pub use metrics::EngineMetrics;
+
+/// What every job of the engine shares.
+pub struct Engine {
+    store: Arc<Store>,
+    client: HttpClient,
+    metrics: Arc<EngineMetrics>,
+}
+
+impl Engine {
+    pub fn new(store: Arc<Store>, client: HttpClient, metrics: Arc<EngineMetrics>) -> Engine {
+        Engine {
+            store,
+            client,
+            metrics,
+        }
+    }
+
+    /// Runs the scheduler until `stop` turns true.
+    pub async fn run(self: Arc<Self>, stop: watch::Receiver<bool>) {
+        scheduler::run(self, stop).await
+    }
+
+    pub fn metrics(&self) -> &EngineMetrics {
+        &self.metrics
+    }
+
+    /// Hands a message the API committed as `sending` to its provider and commits the
+    /// answer. The work runs in its own task, so a client that goes away does not leave
+    /// the message `sending`.
+    pub async fn deliver(self: &Arc<Self>, attempt: outbound::Attempt) -> Result<()> {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            engine
+                .carry_out(crate::domain::agenda::Claim::Send(attempt))
+                .await
+        })
+        .await
+        .map_err(|e| crate::error::Error::Internal(format!("delivery task: {e}")))?
+    }
+}
+
+/// At start-up, before the scheduler: messages a crash left `sending` become `unknown`
+/// (never sent again); answers how many.
+pub async fn mark_interrupted_sends(store: &Store) -> Result<usize> {
+    let rows = store.read()?.sending()?;
+    let count = rows.len();
+    if count > 0 {
+        store
+            .write(move |tx| outbound::interrupted(tx, &rows))
+            .await?;
+        tracing::warn!(
+            messages = count,
+            "messages were being sent when the process stopped: marked unknown, not sent again"
+        );
+    }
+    Ok(count)
+}

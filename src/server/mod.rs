@@ -40,6 +40,7 @@ pub struct Server {
     accept_loop: JoinHandle<()>,
     admin_loop: JoinHandle<()>,
     dispatcher: JoinHandle<()>,
+    scheduler: JoinHandle<()>,
     socket_path: PathBuf,
     certs: Option<Arc<tls::CertStore>>,
 }
@@ -78,14 +79,22 @@ impl Server {
         let (admin_listener, socket_path) = admin_socket::bind(&config.data_dir)?;
 
         let recordings = startup::prepare_recordings(&store, &config).await?;
+        startup::prepare_engine(&store).await?;
+        let outbound = crate::http_client::HttpClient::new(
+            config.webhooks.timeout,
+            config.webhooks.ca_file.as_deref(),
+        )?;
+        let engine = Arc::new(crate::engine::Engine::new(
+            store.clone(),
+            outbound.clone(),
+            Arc::default(),
+        ));
         let state = Arc::new(AppState {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,
             metrics: Arc::default(),
-            outbound: crate::http_client::HttpClient::new(
-                config.webhooks.timeout,
-                config.webhooks.ca_file.as_deref(),
-            )?,
+            outbound,
+            engine: engine.clone(),
             rate_limiter: config.limits.rate_limit_per_second.map(|rate| {
                 crate::api::rate_limit::RateLimiter::new(rate, config.limits.rate_limit_burst)
             }),
@@ -95,6 +104,7 @@ impl Server {
         let dispatcher =
             crate::webhooks::dispatcher::Dispatcher::new(store.clone(), config.webhooks.clone())?;
         let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
+        let scheduler = tokio::spawn(engine.run(stopped.clone()));
         let accept_loop = tokio::spawn(accept_loop(
             listener,
             tls,
@@ -116,6 +126,7 @@ impl Server {
             accept_loop,
             admin_loop,
             dispatcher,
+            scheduler,
             socket_path,
             certs,
         })
@@ -143,6 +154,7 @@ impl Server {
         let _ = self.accept_loop.await;
         // Requests are done; attempts in flight get a short grace, the rest stays queued.
         let _ = self.dispatcher.await;
+        let _ = self.scheduler.await;
         self.admin_loop.abort();
         let _ = std::fs::remove_file(&self.socket_path);
         let store = self.store.clone();

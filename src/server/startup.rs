@@ -1,5 +1,6 @@
 //! What runs once at start-up, after the store opened and before the first request:
-//! sweeping what a crash left half-done and reading the secrets handlers need.
+//! sweeping what a crash left half-done (recording uploads, messages cut short while
+//! being sent) and reading the secrets handlers need.
 
 use crate::api::recordings::Settings as RecordingSettings;
 use crate::config::Config;
@@ -35,4 +36,12 @@ pub async fn prepare_recordings(
             "https"
         },
     })
+}
+
+/// Messages a crash left `sending` become `unknown`; they are never sent again.
+pub async fn prepare_engine(store: &Store) -> Result<(), String> {
+    crate::engine::mark_interrupted_sends(store)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("preparing the engine: {}", e.to_string_for_logs()))
 }

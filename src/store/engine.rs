@@ -142,12 +142,21 @@ impl ReadTx {
         Ok(DueJobs { due, next_due })
     }
 
-    /// How many agenda rows there are, and the earliest due time.
-    pub fn agenda_depth(&self) -> Result<(u64, Option<Micros>)> {
+    /// How many agenda rows there are, how many are due at `now`, and the due time of
+    /// the oldest due one.
+    pub fn agenda_depth(&self, now: Micros) -> Result<(u64, u64, Option<Micros>)> {
         let table = self.open_read(AGENDA)?;
-        let count = redb::ReadableTableMetadata::len(&table)?;
-        let first = table.first()?.map(|(key, _)| key.value().0);
-        Ok((count, first))
+        let rows = redb::ReadableTableMetadata::len(&table)?;
+        let first = table
+            .first()?
+            .map(|(key, _)| key.value().0)
+            .filter(|at| *at <= now);
+        let mut due = 0;
+        for row in table.range::<(i64, &str)>(..(now.saturating_add(1), ""))? {
+            row?;
+            due += 1;
+        }
+        Ok((rows, due, first))
     }
 
     /// Every message a provider was handed without its answer being committed.

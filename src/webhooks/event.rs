@@ -33,6 +33,7 @@ webhook_events! {
     CallTransferConnected => "call.transfer.connected",
     CallTransferFailed => "call.transfer.failed",
     LeadOptedOut => "lead.opted_out",
+    LeadHandoff => "lead.handoff",
 }
 
 impl WebhookEvent {

@@ -367,7 +367,8 @@ async fn a_bad_transfer_number_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transfer_numbers_are_normalised_to_e164() {
     let s = start().await;
-    let mut body = full_with("transferNumber", json!("(555) 010-0001"));
+    // Like lead phones: a leading `+`, then digits with spaces, parentheses, hyphens.
+    let mut body = full_with("transferNumber", json!("+1 555-010-0001"));
     body["fallbackTransferNumber"] = json!("+1 (555) 010-0002");
     let profile = put_profile(&s.ts, &s.admin, "solar", &body).await;
     assert_eq!(profile["transferNumber"], json!("+15550100001"));

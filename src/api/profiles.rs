@@ -1,0 +1,54 @@
+//! Handlers of the engine's resources: profiles (`/v1/profiles/{name}`) and a lead's
+//! engagement (`GET /v1/leads/{id}/engagement`).
+
+use hyper::{Response, StatusCode};
+use serde_json::{json, Map, Value};
+
+use super::response::{json as reply, Body};
+use crate::domain::{engagement, profiles, Caller};
+use crate::error::Result;
+use crate::store::Store;
+
+pub fn list(store: &Store, caller: &Caller) -> Result<Response<Body>> {
+    let all: Vec<Value> = store
+        .read()?
+        .profiles(&caller.org_id)?
+        .iter()
+        .map(profiles::view)
+        .collect();
+    Ok(reply(StatusCode::OK, &json!({ "profiles": all })))
+}
+
+pub fn get(store: &Store, caller: &Caller, name: &str) -> Result<Response<Body>> {
+    let profile = profiles::find(&store.read()?, caller, name)?;
+    Ok(reply(StatusCode::OK, &profiles::view(&profile)))
+}
+
+pub async fn put(
+    store: &Store,
+    caller: Caller,
+    name: &str,
+    body: Map<String, Value>,
+) -> Result<Response<Body>> {
+    let name = name.to_string();
+    let profile = store
+        .write(move |tx| profiles::put(tx, &caller, &name, body.clone()))
+        .await?;
+    Ok(reply(StatusCode::OK, &profiles::view(&profile)))
+}
+
+pub async fn delete(store: &Store, caller: Caller, name: &str) -> Result<Response<Body>> {
+    let name = name.to_string();
+    store
+        .write(move |tx| profiles::delete(tx, &caller, &name))
+        .await?;
+    Ok(reply(
+        StatusCode::OK,
+        &json!({"message": "Profile deleted successfully."}),
+    ))
+}
+
+pub fn engagement(store: &Store, caller: &Caller, lead_id: &str) -> Result<Response<Body>> {
+    let found = engagement::find(&store.read()?, &caller.org_id, lead_id)?;
+    Ok(reply(StatusCode::OK, &engagement::view(found.as_ref())))
+}

@@ -1,0 +1,365 @@
+//! Running agenda rows: what a due row becomes, decided inside one write job.
+//!
+//! The engine's scheduler leases a due row and calls one `claim_*` here. The claim
+//! removes the row and, in the same commit, records what it decided: nothing (the row
+//! was stale, the cadence stopped), a deferral (quiet hours: a new row at the window's
+//! end), a pause (`isAiOn` is false), a block (`COMPLIANCE_BLOCKED`, and the cadence
+//! moves on), or a send (the message as `sending`, and the next step's row). The slow
+//! part (provider, model) then runs outside the writer, and its outcome is committed by
+//! `outbound::finish` or [`finish_call`].
+//!
+//! **At most once**: a row leaves the agenda in the same commit that records its
+//! attempt, so a crash before that commit runs the row again (nothing was sent) and a
+//! crash after it never does.
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use super::compliance::{self, Block};
+use super::engagement::{self, outside_quiet_hours};
+use super::outbound::{self, Attempt};
+use super::{calls, profiles, Caller};
+use crate::channel::Channel;
+use crate::error::{Error, Result};
+use crate::store::records::{
+    EngagementRecord, EngagementState, JobKind, LeadRecord, Origin, ProfileRecord, StopReason,
+};
+use crate::store::{Reader, WriteTx};
+use crate::time::Micros;
+
+/// An agenda row's key: (due time, job id).
+pub type JobKey = (Micros, String);
+
+/// What a claimed row asks the engine to do next.
+#[derive(Debug)]
+pub enum Claim {
+    /// Nothing more: the row is gone and its outcome committed.
+    Done,
+    /// Hand this message to the channel's provider, then `outbound::finish`.
+    Send(Attempt),
+    /// Place this call through the voice provider, then [`finish_call`].
+    Call {
+        org: String,
+        call_id: String,
+        to: String,
+    },
+}
+
+/// What a step claim decided, for the log.
+fn log_skip(org: &str, lead: &str, index: u32, why: &str) {
+    tracing::info!(org, lead, step = index + 1, why, "cadence step skipped");
+}
+
+/// Takes the row out of the agenda; false when it was gone already (run before).
+fn take(tx: &mut WriteTx, key: &JobKey) -> Result<bool> {
+    tx.remove_agenda(key.0, &key.1)
+}
+
+fn live_lead(tx: &WriteTx, org: &str, lead: &str) -> Result<Option<LeadRecord>> {
+    Ok(tx.lead(org, lead)?.filter(|l| l.deleted_at.is_none()))
+}
+
+/// A due cadence step of `lead`. `early` is the compliance service's answer, asked
+/// before the write (it is slow).
+pub fn claim_step(
+    tx: &mut WriteTx,
+    key: &JobKey,
+    org: &str,
+    lead_id: &str,
+    index: u32,
+    early: Option<Block>,
+    now: DateTime<Utc>,
+) -> Result<Claim> {
+    if !take(tx, key)? {
+        return Ok(Claim::Done);
+    }
+    let Some(mut e) = tx.engagement(org, lead_id)? else {
+        return Ok(Claim::Done);
+    };
+    if e.step_job.as_ref() != Some(key) || e.next_step != index {
+        return Ok(Claim::Done);
+    }
+    e.step_job = None;
+    let Some(lead) = live_lead(tx, org, lead_id)? else {
+        tx.put_engagement(org, lead_id, &e)?;
+        engagement::stop(tx, org, lead_id, StopReason::Deleted)?;
+        return Ok(Claim::Done);
+    };
+    if e.state == EngagementState::Paused || !lead.is_ai_on {
+        // Turn-on schedules the step again.
+        e.state = EngagementState::Paused;
+        tx.put_engagement(org, lead_id, &e)?;
+        log_skip(org, lead_id, index, "paused");
+        return Ok(Claim::Done);
+    }
+    if e.state != EngagementState::Active {
+        tx.put_engagement(org, lead_id, &e)?;
+        return Ok(Claim::Done);
+    }
+    let Some(profile) = tx.profile(org, &e.profile)? else {
+        tx.put_engagement(org, lead_id, &e)?;
+        engagement::stop(tx, org, lead_id, StopReason::ProfileDeleted)?;
+        return Ok(Claim::Done);
+    };
+    let Some(step) = profile.cadence.get(index as usize).cloned() else {
+        finish_cadence(tx, org, lead_id, e)?;
+        return Ok(Claim::Done);
+    };
+    if let Some(end) = outside_quiet_hours(tx, org, &lead, now)? {
+        // Automated work waits for the window's end, without an event.
+        e.step_job = Some(engagement::schedule(
+            tx,
+            org,
+            lead_id,
+            end.timestamp_micros(),
+            JobKind::Step { index },
+        )?);
+        tx.put_engagement(org, lead_id, &e)?;
+        tracing::info!(org, lead = lead_id, step = index + 1, until = %end, "cadence step deferred by quiet hours");
+        return Ok(Claim::Done);
+    }
+    let block = compliance::recheck(tx, org, &lead, step.channel, early)?;
+    advance(tx, org, lead_id, &mut e, &profile, index + 1, now)?;
+    if let Some(block) = block {
+        compliance::record_block(tx, org, lead, step.channel, &block)?;
+        log_skip(org, lead_id, index, &block.reason);
+        return Ok(Claim::Done);
+    }
+    let business = engagement::business_name(tx, org)?;
+    let text = profiles::render(&step.text, &lead, &business);
+    tracing::info!(org, lead = lead_id, step = index + 1, channel = step.channel.as_str(), "cadence step sent");
+    match step.channel {
+        Channel::Voice => start_call(tx, org, lead, index > 0),
+        channel => {
+            let subject = (channel == Channel::Email)
+                .then(|| profiles::render(&step.subject, &lead, &business));
+            let attempt = outbound::begin(
+                tx,
+                org,
+                lead,
+                channel,
+                &text,
+                subject.as_deref(),
+                Origin::Cadence,
+            )?;
+            Ok(Claim::Send(attempt))
+        }
+    }
+}
+
+/// Schedules step `next` `after` its delay, or finishes the cadence after the last.
+fn advance(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: &str,
+    e: &mut EngagementRecord,
+    profile: &ProfileRecord,
+    next: u32,
+    now: DateTime<Utc>,
+) -> Result<()> {
+    match profile.cadence.get(next as usize) {
+        Some(step) => {
+            e.next_step = next;
+            let due = now.timestamp_micros() + step.after_ms as i64 * 1000;
+            e.step_job = Some(engagement::schedule(
+                tx,
+                org,
+                lead,
+                due,
+                JobKind::Step { index: next },
+            )?);
+            tx.put_engagement(org, lead, e)
+        }
+        None => finish_cadence(tx, org, lead, e.clone()),
+    }
+}
+
+fn finish_cadence(tx: &mut WriteTx, org: &str, lead: &str, mut e: EngagementRecord) -> Result<()> {
+    e.state = EngagementState::Finished;
+    e.step_job = None;
+    tx.put_engagement(org, lead, &e)
+}
+
+/// Whether the reply row `key` is still the lead's pending reply, and the lead may get
+/// one: the runner asks before it calls the model.
+pub fn reply_wanted(read: &impl Reader, key: &JobKey, org: &str, lead_id: &str) -> Result<bool> {
+    let current = read
+        .engagement(org, lead_id)?
+        .is_some_and(|e| e.reply_job.as_ref() == Some(key));
+    let lead = read.lead(org, lead_id)?;
+    Ok(current && lead.is_some_and(|l| l.deleted_at.is_none() && l.is_ai_on))
+}
+
+/// Drops the reply row `key` (given up, or nothing to say); `error` becomes the
+/// engagement's `lastError` when set.
+pub fn drop_reply(
+    tx: &mut WriteTx,
+    key: &JobKey,
+    org: &str,
+    lead_id: &str,
+    error: Option<&str>,
+) -> Result<()> {
+    take(tx, key)?;
+    let mut e = tx.engagement(org, lead_id)?.unwrap_or_default();
+    if e.reply_job.as_ref() == Some(key) {
+        e.reply_job = None;
+    }
+    if let Some(error) = error {
+        e.last_error = error.to_string();
+    }
+    tx.put_engagement(org, lead_id, &e)
+}
+
+/// Moves the reply row `key` to `until` (quiet hours).
+pub fn defer_reply(
+    tx: &mut WriteTx,
+    key: &JobKey,
+    org: &str,
+    lead_id: &str,
+    channel: Channel,
+    until: DateTime<Utc>,
+) -> Result<()> {
+    if !take(tx, key)? {
+        return Ok(());
+    }
+    let mut e = tx.engagement(org, lead_id)?.unwrap_or_default();
+    if e.reply_job.as_ref() != Some(key) {
+        return Ok(());
+    }
+    e.reply_job = Some(engagement::schedule(
+        tx,
+        org,
+        lead_id,
+        until.timestamp_micros(),
+        JobKind::Reply { channel },
+    )?);
+    tx.put_engagement(org, lead_id, &e)
+}
+
+/// The assistant's reply `text` to the burst of row `key`: sent unless a newer message
+/// started another burst, the assistant was switched off, or the gate says no.
+pub fn claim_reply(
+    tx: &mut WriteTx,
+    key: &JobKey,
+    org: &str,
+    lead_id: &str,
+    channel: Channel,
+    text: &str,
+    early: Option<Block>,
+) -> Result<Claim> {
+    if !take(tx, key)? {
+        return Ok(Claim::Done);
+    }
+    let mut e = tx.engagement(org, lead_id)?.unwrap_or_default();
+    if e.reply_job.as_ref() != Some(key) {
+        return Ok(Claim::Done);
+    }
+    e.reply_job = None;
+    e.last_error.clear();
+    tx.put_engagement(org, lead_id, &e)?;
+    let Some(lead) = live_lead(tx, org, lead_id)?.filter(|l| l.is_ai_on) else {
+        return Ok(Claim::Done);
+    };
+    if let Some(block) = compliance::recheck(tx, org, &lead, channel, early)? {
+        compliance::record_block(tx, org, lead, channel, &block)?;
+        return Ok(Claim::Done);
+    }
+    let subject = match channel {
+        Channel::Email => Some(reply_subject(tx, org)?),
+        Channel::Sms | Channel::Voice => None,
+    };
+    let attempt = outbound::begin(
+        tx,
+        org,
+        lead,
+        channel,
+        text,
+        subject.as_deref(),
+        Origin::Assistant,
+    )?;
+    Ok(Claim::Send(attempt))
+}
+
+/// The subject of an emailed reply.
+fn reply_subject(tx: &WriteTx, org: &str) -> Result<String> {
+    Ok(format!("Re: your message to {}", engagement::business_name(tx, org)?))
+}
+
+/// A compliance text (keyword confirmation, help): past the gate, but never to a lead
+/// without a target.
+pub fn claim_notice(
+    tx: &mut WriteTx,
+    key: &JobKey,
+    org: &str,
+    lead_id: &str,
+    channel: Channel,
+    text: &str,
+) -> Result<Claim> {
+    if !take(tx, key)? {
+        return Ok(Claim::Done);
+    }
+    let Some(lead) = live_lead(tx, org, lead_id)?.filter(|l| channel.reachable(l)) else {
+        return Ok(Claim::Done);
+    };
+    let attempt = outbound::begin(tx, org, lead, channel, text, None, Origin::Keyword)?;
+    Ok(Claim::Send(attempt))
+}
+
+/// A call the assistant scheduled: through the gate, then the call record.
+pub fn claim_call(
+    tx: &mut WriteTx,
+    key: &JobKey,
+    org: &str,
+    lead_id: &str,
+    early: Option<Block>,
+) -> Result<Claim> {
+    if !take(tx, key)? {
+        return Ok(Claim::Done);
+    }
+    let Some(lead) = live_lead(tx, org, lead_id)? else {
+        return Ok(Claim::Done);
+    };
+    if let Some(block) = compliance::recheck(tx, org, &lead, Channel::Voice, early)? {
+        compliance::record_block(tx, org, lead, Channel::Voice, &block)?;
+        return Ok(Claim::Done);
+    }
+    start_call(tx, org, lead, false)
+}
+
+/// Creates the call record (queued, the lead's, AI-initiated) before the provider is
+/// asked to dial.
+fn start_call(tx: &mut WriteTx, org: &str, lead: LeadRecord, follow_up: bool) -> Result<Claim> {
+    let call_id = crate::ids::generate("call");
+    let changes = object(json!({
+        "leadId": lead.id,
+        "direction": "OUTBOUND",
+        "callStatus": "QUEUED",
+        "isAiInitiated": true,
+        "isFollowUp": follow_up,
+    }))?;
+    calls::put(tx, &Caller::system(org), &call_id, changes)?;
+    Ok(Claim::Call {
+        org: org.to_string(),
+        call_id,
+        to: lead.phone,
+    })
+}
+
+/// The voice provider's answer to a dial: the sandbox's calls complete at once, with no
+/// transcript; a refused or unknown dial fails the call.
+pub fn finish_call(tx: &mut WriteTx, org: &str, call_id: &str, completed: bool) -> Result<()> {
+    let changes = if completed {
+        json!({"callStatus": "COMPLETE", "durationSeconds": 0})
+    } else {
+        json!({"callStatus": "FAILED"})
+    };
+    calls::put(tx, &Caller::system(org), call_id, object(changes)?)?;
+    Ok(())
+}
+
+fn object(value: Value) -> Result<serde_json::Map<String, Value>> {
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(Error::Internal("a call change is not an object".into())),
+    }
+}

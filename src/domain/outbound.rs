@@ -1,0 +1,148 @@
+//! Outbound messages through a provider, at most once.
+//!
+//! A send is two commits around a provider call that runs outside the writer:
+//! [`begin`] records the message (a `MESSAGE`/`EMAIL` event, owner `user`) with
+//! `status: "sending"` and a `sending` row; [`finish`] writes the provider's answer into
+//! the same event (same type and id, so syncing clients see the change) and drops the
+//! row. A process that dies in between leaves the row: at start-up [`interrupted`] marks
+//! such messages `unknown` with `error: "interrupted"`, and nothing sends them again (a
+//! duplicate text is worse than a missing follow-up).
+
+use serde_json::{json, Value};
+
+use super::compliance::{self, Block};
+use super::contact;
+use super::events;
+use crate::channel::{Channel, Owner};
+use crate::error::{Error, Result};
+use crate::providers::{Outgoing, SendOutcome};
+use crate::store::records::{LeadRecord, Origin, SendStatus, SendingRow};
+use crate::store::{EventKey, EventRow, Reader, WriteTx};
+
+/// A message committed as `sending`: its event, the row that marks it, and what the
+/// provider is to send.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub row: SendingRow,
+    pub event: EventRow,
+    pub channel: Channel,
+    pub outgoing: Outgoing,
+}
+
+/// Records a message to `lead` on `channel` as `sending`. The gate is the caller's.
+pub fn begin(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+    channel: Channel,
+    text: &str,
+    subject: Option<&str>,
+    origin: Origin,
+) -> Result<Attempt> {
+    let to = match channel {
+        Channel::Email => lead.email.clone(),
+        Channel::Sms | Channel::Voice => lead.phone.clone(),
+    };
+    if to.is_empty() {
+        return Err(Error::Internal("a send to a lead without a target".into()));
+    }
+    let mut content = json!({"text": text});
+    if let Some(subject) = subject {
+        content["subject"] = json!(subject);
+    }
+    let data = json!({
+        "owner": Owner::User.as_str(),
+        "channel": channel.as_str(),
+        "content": content,
+        "status": SendStatus::Sending.as_str(),
+        "origin": origin.as_str(),
+    });
+    let kind = events::message_kind(channel);
+    let id = crate::ids::generate("msg");
+    let lead_id = lead.id.clone();
+    let (event, _) = events::record(tx, org, lead, kind, &id, data, |_| {})?;
+    let row = SendingRow {
+        org_id: org.to_string(),
+        lead_id,
+        kind: kind.to_string(),
+        event_id: id,
+    };
+    tx.set_sending(&row, true)?;
+    Ok(Attempt {
+        row,
+        event,
+        channel,
+        outgoing: Outgoing {
+            to,
+            text: text.to_string(),
+            subject: subject.map(str::to_string),
+        },
+    })
+}
+
+/// Writes the provider's answer into the message. A refusal that means "do not
+/// contact" is the gate's fifth step: a `COMPLIANCE_BLOCKED` event and an SMS opt-out
+/// that only the lead's START clears.
+pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Result<()> {
+    let (status, extra) = match outcome {
+        SendOutcome::Accepted {
+            provider_message_id,
+            status,
+        } => (*status, json!({"providerMessageId": provider_message_id})),
+        SendOutcome::Refused { code, .. } => (SendStatus::Failed, json!({"errorCode": code})),
+        SendOutcome::Unknown { error } => (SendStatus::Unknown, json!({"error": error})),
+    };
+    set_status(tx, row, status, extra)?;
+    if let SendOutcome::Refused {
+        code,
+        do_not_contact: true,
+    } = outcome
+    {
+        if let Some(lead) = tx.lead(&row.org_id, &row.lead_id)? {
+            let channel = if row.kind == events::EMAIL {
+                Channel::Email
+            } else {
+                Channel::Sms
+            };
+            compliance::record_block(tx, &row.org_id, lead.clone(), channel, &Block::provider(code))?;
+            contact::carrier_opt_out(tx, &row.org_id, lead)?;
+        }
+    }
+    Ok(())
+}
+
+/// At start-up: messages a crash left `sending` become `unknown` ("interrupted").
+pub fn interrupted(tx: &mut WriteTx, rows: &[SendingRow]) -> Result<()> {
+    for row in rows {
+        set_status(
+            tx,
+            row,
+            SendStatus::Unknown,
+            json!({"error": "interrupted"}),
+        )?;
+    }
+    Ok(())
+}
+
+/// Moves the message's `status` (and adds `extra` members) in place, and drops its
+/// `sending` row.
+fn set_status(tx: &mut WriteTx, row: &SendingRow, status: SendStatus, extra: Value) -> Result<()> {
+    tx.set_sending(row, false)?;
+    let key = EventKey {
+        org: &row.org_id,
+        lead: &row.lead_id,
+        kind: &row.kind,
+        id: &row.event_id,
+    };
+    let (Some((_, record)), Some(lead)) = (tx.event(key)?, tx.lead(&row.org_id, &row.lead_id)?)
+    else {
+        return Ok(());
+    };
+    let mut data = record.data.0;
+    data["status"] = json!(status.as_str());
+    if let (Value::Object(data), Value::Object(extra)) = (&mut data, extra) {
+        data.extend(extra);
+    }
+    events::record(tx, &row.org_id, lead, &row.kind, &row.event_id, data, |_| {})?;
+    Ok(())
+}

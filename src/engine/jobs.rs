@@ -1,0 +1,129 @@
+//! Running one leased agenda row: ask the compliance service when one is configured
+//! (slow, so before the write), claim the row in a write job (`domain::agenda`), then
+//! carry out what the claim asks through the channel's provider and commit the answer.
+
+use chrono::Utc;
+
+use super::Engine;
+use crate::channel::Channel;
+use crate::domain::agenda::{self, Claim, JobKey};
+use crate::domain::compliance::{self, Block};
+use crate::domain::outbound;
+use crate::error::Result;
+use crate::providers::{Provider, SendOutcome};
+use crate::store::records::{AgendaJob, JobKind};
+use crate::store::Reader;
+
+impl Engine {
+    pub(super) async fn run_job(&self, key: JobKey, job: AgendaJob) -> Result<()> {
+        let AgendaJob {
+            org_id: org,
+            lead_id: lead,
+            kind,
+        } = job;
+        let claim = match kind {
+            JobKind::Step { index } => {
+                let channel = self.step_channel(&org, &lead, index)?;
+                let early = match channel {
+                    Some(channel) => self.ask_service(&org, &lead, channel).await?,
+                    None => None,
+                };
+                self.store
+                    .write(move |tx| {
+                        agenda::claim_step(tx, &key, &org, &lead, index, early.clone(), Utc::now())
+                    })
+                    .await?
+            }
+            JobKind::Reply { channel } => return self.reply(key, &org, &lead, channel).await,
+            JobKind::Notice { channel, text } => {
+                self.store
+                    .write(move |tx| agenda::claim_notice(tx, &key, &org, &lead, channel, &text))
+                    .await?
+            }
+            JobKind::Call => {
+                let early = self.ask_service(&org, &lead, Channel::Voice).await?;
+                self.store
+                    .write(move |tx| agenda::claim_call(tx, &key, &org, &lead, early.clone()))
+                    .await?
+            }
+        };
+        self.carry_out(claim).await
+    }
+
+    /// The channel of step `index` of the lead's cadence, if it still has one.
+    fn step_channel(&self, org: &str, lead: &str, index: u32) -> Result<Option<Channel>> {
+        let read = self.store.read()?;
+        let Some(engagement) = read.engagement(org, lead)? else {
+            return Ok(None);
+        };
+        Ok(read
+            .profile(org, &engagement.profile)?
+            .and_then(|p| p.cadence.get(index as usize).map(|s| s.channel)))
+    }
+
+    /// The compliance service's answer for an attempt on `channel`, when the organization
+    /// has one for that channel (the local steps run again inside the claim).
+    pub(super) async fn ask_service(
+        &self,
+        org: &str,
+        lead: &str,
+        channel: Channel,
+    ) -> Result<Option<Block>> {
+        let (org_record, lead_record) = {
+            let read = self.store.read()?;
+            let Some(org_record) = read.org(org)? else {
+                return Ok(None);
+            };
+            let Some(lead_record) = read.lead(org, lead)? else {
+                return Ok(None);
+            };
+            (org_record, lead_record)
+        };
+        if org_record.settings.compliance_url.is_none() {
+            return Ok(None);
+        }
+        Ok(compliance::service_check(&self.client, &org_record, &lead_record, channel).await)
+    }
+
+    /// Hands a claimed send or call to the provider and commits its answer.
+    pub(super) async fn carry_out(&self, claim: Claim) -> Result<()> {
+        match claim {
+            Claim::Done => Ok(()),
+            Claim::Send(attempt) => {
+                let settings = self.store.read()?.engine_settings(&attempt.row.org_id)?;
+                let provider = Provider::for_channel(&settings, attempt.channel);
+                let outcome = match attempt.channel {
+                    Channel::Email => provider.send_email(&self.client, &attempt.outgoing).await,
+                    Channel::Sms | Channel::Voice => {
+                        provider.send_sms(&self.client, &attempt.outgoing).await
+                    }
+                };
+                self.count(attempt.channel, &provider, &outcome);
+                let row = attempt.row;
+                self.store
+                    .write(move |tx| outbound::finish(tx, &row, &outcome))
+                    .await
+            }
+            Claim::Call { call_id, to, org } => {
+                let settings = self.store.read()?.engine_settings(&org)?;
+                let provider = Provider::for_channel(&settings, Channel::Voice);
+                let outcome = provider.start_call(&self.client, &to).await;
+                self.count(Channel::Voice, &provider, &outcome);
+                let completed = matches!(outcome, SendOutcome::Accepted { .. });
+                self.store
+                    .write(move |tx| agenda::finish_call(tx, &org, &call_id, completed))
+                    .await
+            }
+        }
+    }
+
+    fn count(&self, channel: Channel, provider: &Provider, outcome: &SendOutcome) {
+        let result = match outcome {
+            SendOutcome::Accepted { .. } => "accepted",
+            SendOutcome::Refused { .. } => "refused",
+            SendOutcome::Unknown { .. } => "unknown",
+        };
+        self.metrics
+            .provider(channel.as_str(), provider.kind(), result);
+    }
+}

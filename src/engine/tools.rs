@@ -1,0 +1,159 @@
+//! The assistant's tools, applied through the same domain functions the HTTP API uses
+//! (an `opt_out` is exactly an unsubscribe, with its webhooks), each in one write job
+//! together with its `TOOL_CALL` event (`{"name", "arguments", "result", "channel"}`,
+//! whose id is the tool call's). A tool the model named wrongly, or called with
+//! malformed arguments, is recorded with `result.ok == false` and changes nothing.
+
+use chrono::Utc;
+use serde_json::{json, Map, Value};
+
+use super::assistant::{self, Tool, ToolCallRequest};
+use super::Engine;
+use crate::channel::Channel;
+use crate::domain::{contact, engagement, events, leads, Caller};
+use crate::error::{Error, Result};
+use crate::store::records::{JobKind, StopReason, TagRecord};
+use crate::store::{Reader, WriteTx};
+use crate::time::now_micros;
+use crate::webhooks::{self, WebhookEvent};
+
+pub const TOOL_CALL: &str = "TOOL_CALL";
+
+/// What a tool means for the rest of the conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    Continue,
+    /// `opt_out` and `handoff`: no further reply is generated.
+    EndsConversation,
+}
+
+impl Engine {
+    /// Applies one tool call and records it; answers the result the model is shown.
+    pub(super) async fn apply_tool(
+        &self,
+        org: &str,
+        lead: &str,
+        channel: Channel,
+        call: &ToolCallRequest,
+    ) -> Result<(Value, Effect)> {
+        let parsed = assistant::parse_tool(call, channel == Channel::Voice);
+        let (org, lead, call) = (org.to_string(), lead.to_string(), call.clone());
+        self.store
+            .write(move |tx| {
+                let caller = Caller::system(&org);
+                let (result, effect) = match &parsed {
+                    Err(error) => (json!({"ok": false, "error": error}), Effect::Continue),
+                    Ok(tool) => match apply(tx, &caller, &lead, channel, tool) {
+                        Ok(effect) => (json!({"ok": true}), effect),
+                        Err(Error::Internal(cause)) => return Err(Error::Internal(cause)),
+                        Err(refused) => (
+                            json!({"ok": false, "error": refused.to_string()}),
+                            Effect::Continue,
+                        ),
+                    },
+                };
+                record(tx, &org, &lead, channel, &call, &result)?;
+                Ok((result, effect))
+            })
+            .await
+    }
+}
+
+/// Applies `tool` for `lead`. A refusal comes before any change (the domain functions
+/// check first), so the caller may still record the call in the same job.
+fn apply(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead: &str,
+    channel: Channel,
+    tool: &Tool,
+) -> Result<Effect> {
+    let patch = |tx: &mut WriteTx, body: Value| -> Result<()> {
+        let Value::Object(body) = body else {
+            return Err(Error::Internal("a lead patch is not an object".into()));
+        };
+        leads::update(tx, caller, lead, body).map(|_| ())
+    };
+    match tool {
+        Tool::MarkHot => patch(tx, json!({"isHot": true}))?,
+        Tool::MarkQualified => patch(tx, json!({"isQualified": true}))?,
+        Tool::UpdateSummary { summary } => patch(tx, json!({"summary": summary}))?,
+        Tool::AddTag { name } => {
+            let tag = TagRecord {
+                id: assistant::tag_id(name),
+                name: name.clone(),
+                condition: String::new(),
+            };
+            contact::add_tags(tx, caller, lead, vec![tag])?;
+        }
+        Tool::OptOut { channels } => {
+            contact::unsubscribe(tx, caller, lead, channels.as_deref())?;
+            return Ok(Effect::EndsConversation);
+        }
+        Tool::Handoff { reason } => {
+            handoff(tx, caller, lead, channel, reason)?;
+            return Ok(Effect::EndsConversation);
+        }
+        Tool::ScheduleCall { at } => {
+            let record = leads::live_lead(tx, caller, lead)?;
+            if record.phone.is_empty() {
+                return Err(Error::BadRequest("Lead has no phone".into()));
+            }
+            let mut due = at.unwrap_or_default().max(now_micros());
+            let when = chrono::DateTime::<Utc>::from_timestamp_micros(due).unwrap_or_else(Utc::now);
+            if let Some(end) = engagement::outside_quiet_hours(tx, &caller.org_id, &record, when)? {
+                due = end.timestamp_micros();
+            }
+            engagement::schedule(tx, &caller.org_id, lead, due, JobKind::Call)?;
+        }
+        Tool::Transfer => {
+            return Err(Error::BadRequest("transfer needs a live call".into()));
+        }
+    }
+    Ok(Effect::Continue)
+}
+
+/// `handoff`: the assistant is switched off, the cadence stops (`handoff`), and a
+/// `lead.handoff` webhook tells the team.
+fn handoff(tx: &mut WriteTx, caller: &Caller, lead: &str, channel: Channel, reason: &str) -> Result<()> {
+    let record = contact::set_ai(tx, caller, lead, false)?;
+    engagement::stop(tx, &caller.org_id, lead, StopReason::Handoff)?;
+    let mut data = json!({
+        "leadId": record.id,
+        "phone": record.phone,
+        "profile": record.customer_profile,
+        "reason": reason,
+        "channel": channel.as_str(),
+    });
+    if !record.external_lead_id.is_empty() {
+        data["externalLeadId"] = json!(record.external_lead_id);
+    }
+    webhooks::emit(tx, &caller.org_id, WebhookEvent::LeadHandoff, data)
+}
+
+/// The `TOOL_CALL` event of `call`.
+fn record(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: &str,
+    channel: Channel,
+    call: &ToolCallRequest,
+    result: &Value,
+) -> Result<()> {
+    let Some(record) = tx.lead(org, lead)? else {
+        return Ok(());
+    };
+    let arguments = match serde_json::from_str::<Value>(&call.arguments) {
+        Ok(Value::Object(map)) => Value::Object(map),
+        _ if call.arguments.trim().is_empty() => Value::Object(Map::new()),
+        _ => Value::String(call.arguments.clone()),
+    };
+    let data = json!({
+        "name": call.name,
+        "arguments": arguments,
+        "result": result,
+        "channel": channel.as_str(),
+    });
+    events::record(tx, org, record, TOOL_CALL, &call.id, data, |_| {})?;
+    Ok(())
+}

@@ -1,0 +1,89 @@
+//! Channel providers: the seam between the engine and the outside world.
+//!
+//! A provider sends an SMS, an email, or starts a call, and says what became of it. It
+//! never sees the store: the engine commits the attempt (`sending`) before calling it and
+//! the outcome after, outside the writer. [`Provider::for_channel`] picks the provider an
+//! organization configured for a channel; today that is the sandbox (nothing leaves the
+//! machine). A real kind (Twilio-compatible SMS and voice, SMTP email) is a variant of
+//! [`Provider`] and an arm in each method: the engine does not change.
+
+pub mod sandbox;
+
+use crate::channel::Channel;
+use crate::http_client::HttpClient;
+use crate::store::records::{EngineSettings, ProviderSettings, SendStatus};
+
+/// A text to send: an SMS, or an email when `subject` is set.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// E.164 phone (SMS, calls) or email address.
+    pub to: String,
+    pub text: String,
+    pub subject: Option<String>,
+}
+
+/// What the provider made of a send.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendOutcome {
+    /// Taken: the provider's id of the message and its status now.
+    Accepted {
+        provider_message_id: String,
+        status: SendStatus,
+    },
+    /// Refused for good. `do_not_contact` when the refusal means the recipient opted
+    /// out with the carrier (Twilio 21610): the gate's fifth step.
+    Refused {
+        code: String,
+        do_not_contact: bool,
+    },
+    /// Not known to have been taken (timeout, connection lost after the request was
+    /// written): never retried by itself.
+    Unknown { error: String },
+}
+
+/// The provider serving one channel of an organization.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Provider {
+    Sandbox(sandbox::Sandbox),
+}
+
+impl Provider {
+    pub fn for_channel(settings: &EngineSettings, channel: Channel) -> Provider {
+        let chosen = match channel {
+            Channel::Sms => &settings.sms,
+            Channel::Voice => &settings.voice,
+            Channel::Email => &settings.email,
+        };
+        match chosen {
+            ProviderSettings::Sandbox { latency_ms } => {
+                Provider::Sandbox(sandbox::Sandbox::new(*latency_ms))
+            }
+        }
+    }
+
+    /// The kind's name, for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Provider::Sandbox(_) => "sandbox",
+        }
+    }
+
+    pub async fn send_sms(&self, _client: &HttpClient, message: &Outgoing) -> SendOutcome {
+        match self {
+            Provider::Sandbox(sandbox) => sandbox.accept(message).await,
+        }
+    }
+
+    pub async fn send_email(&self, _client: &HttpClient, message: &Outgoing) -> SendOutcome {
+        match self {
+            Provider::Sandbox(sandbox) => sandbox.accept(message).await,
+        }
+    }
+
+    /// Places a call to `to`; the sandbox's calls complete at once, with no transcript.
+    pub async fn start_call(&self, _client: &HttpClient, to: &str) -> SendOutcome {
+        match self {
+            Provider::Sandbox(sandbox) => sandbox.call(to).await,
+        }
+    }
+}
