@@ -176,7 +176,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 37] = [
+const ROUTES: [(&str, &str, &str); 43] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -207,6 +207,12 @@ const ROUTES: [(&str, &str, &str); 37] = [
     ("register_dnc", "post", "/v1/dnc/register"),
     ("remove_dnc", "delete", "/v1/dnc/{phone}"),
     ("inbound_sms", "post", "/v1/inbound/sms"),
+    ("inbound_email", "post", "/v1/inbound/email"),
+    ("list_profiles", "get", "/v1/profiles"),
+    ("get_profile", "get", "/v1/profiles/{name}"),
+    ("put_profile", "put", "/v1/profiles/{name}"),
+    ("delete_profile", "delete", "/v1/profiles/{name}"),
+    ("get_engagement", "get", "/v1/leads/{leadId}/engagement"),
     ("get_org", "get", "/v1/org"),
     ("update_org", "patch", "/v1/org"),
     ("list_webhooks", "get", "/v1/webhooks"),
@@ -265,7 +271,13 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::GetRecording(_)
         | Route::PutRecording(_)
         | Route::DeleteRecording(_)
-        | Route::RecordingFile(_, _) => true,
+        | Route::RecordingFile(_, _)
+        | Route::ListProfiles
+        | Route::GetProfile(_)
+        | Route::PutProfile(_)
+        | Route::DeleteProfile(_)
+        | Route::GetEngagement(_)
+        | Route::InboundEmail => true,
     }
 }
 
