@@ -10,8 +10,8 @@ use super::AppState;
 use crate::channel::Channel;
 use crate::domain::compliance::{self, Outcome};
 use crate::domain::{calls, messages, outbound, Caller};
-use crate::store::records::Origin;
 use crate::error::{Error, Result};
+use crate::store::records::Origin;
 
 fn blocked(event: &crate::store::EventRow) -> Response<Body> {
     reply(

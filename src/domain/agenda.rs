@@ -36,7 +36,7 @@ pub enum Claim {
     /// Nothing more: the row is gone and its outcome committed.
     Done,
     /// Hand this message to the channel's provider, then `outbound::finish`.
-    Send(Attempt),
+    Send(Box<Attempt>),
     /// Place this call through the voice provider, then [`finish_call`].
     Call {
         org: String,
@@ -127,7 +127,13 @@ pub fn claim_step(
     }
     let business = engagement::business_name(tx, org)?;
     let text = profiles::render(&step.text, &lead, &business);
-    tracing::info!(org, lead = lead_id, step = index + 1, channel = step.channel.as_str(), "cadence step sent");
+    tracing::info!(
+        org,
+        lead = lead_id,
+        step = index + 1,
+        channel = step.channel.as_str(),
+        "cadence step sent"
+    );
     match step.channel {
         Channel::Voice => start_call(tx, org, lead, index > 0),
         channel => {
@@ -142,7 +148,7 @@ pub fn claim_step(
                 subject.as_deref(),
                 Origin::Cadence,
             )?;
-            Ok(Claim::Send(attempt))
+            Ok(Claim::Send(Box::new(attempt)))
         }
     }
 }
@@ -277,12 +283,15 @@ pub fn claim_reply(
         subject.as_deref(),
         Origin::Assistant,
     )?;
-    Ok(Claim::Send(attempt))
+    Ok(Claim::Send(Box::new(attempt)))
 }
 
 /// The subject of an emailed reply.
 fn reply_subject(tx: &WriteTx, org: &str) -> Result<String> {
-    Ok(format!("Re: your message to {}", engagement::business_name(tx, org)?))
+    Ok(format!(
+        "Re: your message to {}",
+        engagement::business_name(tx, org)?
+    ))
 }
 
 /// A compliance text (keyword confirmation, help): past the gate, but never to a lead
@@ -302,7 +311,7 @@ pub fn claim_notice(
         return Ok(Claim::Done);
     };
     let attempt = outbound::begin(tx, org, lead, channel, text, None, Origin::Keyword)?;
-    Ok(Claim::Send(attempt))
+    Ok(Claim::Send(Box::new(attempt)))
 }
 
 /// A call the assistant scheduled: through the gate, then the call record.

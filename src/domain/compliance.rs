@@ -17,9 +17,9 @@ use chrono::{DateTime, Timelike, Utc};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::channel::Channel;
 use super::org_settings::{parse_hhmm, DEFAULT_COMPLIANCE_TIMEOUT_MS};
 use super::{events, leads, Caller};
+use crate::channel::Channel;
 use crate::error::{Error, Result};
 use crate::http_client::HttpClient;
 use crate::store::records::{LeadRecord, OrgRecord};
@@ -119,10 +119,10 @@ pub fn quiet_window_end(org: &OrgRecord, zone: &str, now: DateTime<Utc>) -> Opti
     }
     let naive = day.and_hms_opt(end / 60, end % 60, 0)?;
     // A window end inside a daylight-saving gap runs an hour later.
-    let at = zone
-        .from_local_datetime(&naive)
-        .earliest()
-        .or_else(|| zone.from_local_datetime(&(naive + chrono::Duration::hours(1))).earliest())?;
+    let at = zone.from_local_datetime(&naive).earliest().or_else(|| {
+        zone.from_local_datetime(&(naive + chrono::Duration::hours(1)))
+            .earliest()
+    })?;
     Some(at.with_timezone(&Utc))
 }
 
@@ -356,15 +356,27 @@ mod tests {
         // 02:00 UTC is 21:00 in New York (EST, UTC-5): quiet.
         assert!(in_quiet_hours(&o, &l.time_zone, at("2026-11-22T02:00:00Z")));
         // 13:00 in New York: not quiet.
-        assert!(!in_quiet_hours(&o, &l.time_zone, at("2026-11-22T18:00:00Z")));
+        assert!(!in_quiet_hours(
+            &o,
+            &l.time_zone,
+            at("2026-11-22T18:00:00Z")
+        ));
         // 07:59 in New York: still quiet.
         assert!(in_quiet_hours(&o, &l.time_zone, at("2026-11-22T12:59:00Z")));
         let no_zone = LeadRecord {
             time_zone: String::new(),
             ..lead()
         };
-        assert!(!in_quiet_hours(&o, &no_zone.time_zone, at("2026-11-22T02:00:00Z")));
+        assert!(!in_quiet_hours(
+            &o,
+            &no_zone.time_zone,
+            at("2026-11-22T02:00:00Z")
+        ));
         let daytime = org(Some(("09:00", "17:00")));
-        assert!(in_quiet_hours(&daytime, &l.time_zone, at("2026-11-22T15:00:00Z")));
+        assert!(in_quiet_hours(
+            &daytime,
+            &l.time_zone,
+            at("2026-11-22T15:00:00Z")
+        ));
     }
 }

@@ -9,9 +9,9 @@
 
 use serde_json::Value;
 
-use crate::channel::Channel;
 use super::engagement::{self, InboundFollowUp};
 use super::{events, leads, Caller};
+use crate::channel::Channel;
 use crate::error::{Error, Result};
 use crate::store::records::{LeadRecord, TagRecord};
 use crate::store::Reader;
@@ -357,8 +357,17 @@ fn record_inbound(
     if let Some(subject) = subject {
         content["subject"] = serde_json::json!(subject);
     }
-    let data = serde_json::json!({"owner": "lead", "channel": channel.as_str(), "content": content});
-    events::record(tx, org, lead, events::message_kind(channel), &id, data, |_| {})
+    let data =
+        serde_json::json!({"owner": "lead", "channel": channel.as_str(), "content": content});
+    events::record(
+        tx,
+        org,
+        lead,
+        events::message_kind(channel),
+        &id,
+        data,
+        |_| {},
+    )
 }
 
 #[cfg(test)]

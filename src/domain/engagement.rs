@@ -280,11 +280,7 @@ pub fn business_name(tx: &impl Reader, org: &str) -> Result<String> {
 }
 
 /// The engagement of a live lead, for the view.
-pub fn find(
-    read: &impl Reader,
-    org: &str,
-    lead_id: &str,
-) -> Result<Option<EngagementRecord>> {
+pub fn find(read: &impl Reader, org: &str, lead_id: &str) -> Result<Option<EngagementRecord>> {
     read.lead(org, lead_id)?
         .ok_or_else(|| Error::lead_not_found(lead_id))?;
     read.engagement(org, lead_id)

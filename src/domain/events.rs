@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::channel::{Channel, Owner};
 use super::{leads, Caller};
+use crate::channel::{Channel, Owner};
 use crate::error::{Error, Result};
 use crate::store::records::{EventRecord, JsonBlob, LeadRecord, StopReason};
 use crate::store::{EventKey, EventRow, WriteTx};

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::channel::{Channel, Owner};
 use super::{events, leads, Caller};
+use crate::channel::{Channel, Owner};
 use crate::error::{Error, Result};
 use crate::store::{EventRow, WriteTx};
 

@@ -4,10 +4,12 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::channel::Channel;
 use super::Caller;
+use crate::channel::Channel;
 use crate::error::{Error, Result};
-use crate::store::records::{AssistantSettings, EngineSettings, OrgRecord, OrgSettings, ProviderSettings};
+use crate::store::records::{
+    AssistantSettings, EngineSettings, OrgRecord, OrgSettings, ProviderSettings,
+};
 use crate::store::Reader;
 use crate::store::WriteTx;
 
@@ -40,7 +42,9 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
             "apiKeySet": a.api_key.as_ref().is_some_and(|k| !k.is_empty())})
     });
     let provider = |p: &ProviderSettings| match p {
-        ProviderSettings::Sandbox { latency_ms } => json!({"kind": "sandbox", "latencyMs": latency_ms}),
+        ProviderSettings::Sandbox { latency_ms } => {
+            json!({"kind": "sandbox", "latencyMs": latency_ms})
+        }
     };
     let mut out = Map::new();
     out.insert("timeZone".into(), json!(text(&e.time_zone)));
@@ -75,7 +79,9 @@ fn engine_member(e: &mut EngineSettings, name: &str, value: Value) -> Result<boo
                         let slot = match member.as_str() {
                             "name" => &mut business_name,
                             "helpText" => &mut help_text,
-                            other => return Err(Error::unknown_field(&format!("business.{other}"))),
+                            other => {
+                                return Err(Error::unknown_field(&format!("business.{other}")))
+                            }
                         };
                         *slot = match value {
                             Value::Null => String::new(),
@@ -102,7 +108,11 @@ fn engine_member(e: &mut EngineSettings, name: &str, value: Value) -> Result<boo
                 Value::Object(members) => members,
                 _ => return Err(Error::invalid_field(name)),
             };
-            let mut chosen = [ProviderSettings::default(), ProviderSettings::default(), ProviderSettings::default()];
+            let mut chosen = [
+                ProviderSettings::default(),
+                ProviderSettings::default(),
+                ProviderSettings::default(),
+            ];
             for (channel, value) in channels {
                 let slot = match channel.as_str() {
                     "sms" => 0,

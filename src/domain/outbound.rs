@@ -104,7 +104,13 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
             } else {
                 Channel::Sms
             };
-            compliance::record_block(tx, &row.org_id, lead.clone(), channel, &Block::provider(code))?;
+            compliance::record_block(
+                tx,
+                &row.org_id,
+                lead.clone(),
+                channel,
+                &Block::provider(code),
+            )?;
             contact::carrier_opt_out(tx, &row.org_id, lead)?;
         }
     }
@@ -143,6 +149,14 @@ fn set_status(tx: &mut WriteTx, row: &SendingRow, status: SendStatus, extra: Val
     if let (Value::Object(data), Value::Object(extra)) = (&mut data, extra) {
         data.extend(extra);
     }
-    events::record(tx, &row.org_id, lead, &row.kind, &row.event_id, data, |_| {})?;
+    events::record(
+        tx,
+        &row.org_id,
+        lead,
+        &row.kind,
+        &row.event_id,
+        data,
+        |_| {},
+    )?;
     Ok(())
 }

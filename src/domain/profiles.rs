@@ -12,9 +12,9 @@
 
 use serde_json::{json, Map, Value};
 
+use super::Caller;
 use crate::channel::Channel;
 use crate::error::{Error, Result};
-use super::Caller;
 use crate::store::records::{DispositionRecord, LeadRecord, ProfileRecord, StepRecord};
 use crate::store::{ReadTx, Reader, WriteTx};
 

@@ -55,10 +55,19 @@ impl EngineMetrics {
         let _ = writeln!(out, "# HELP engaged_agenda_due Agenda rows due now.\n# TYPE engaged_agenda_due gauge\nengaged_agenda_due {due}");
         let _ = writeln!(out, "# HELP engaged_agenda_oldest_due_seconds How long the oldest due row has waited.\n# TYPE engaged_agenda_oldest_due_seconds gauge\nengaged_agenda_oldest_due_seconds {oldest}");
         let _ = writeln!(out, "# HELP engaged_assistant_requests_total Assistant conversations by outcome (after retries).\n# TYPE engaged_assistant_requests_total counter");
-        let _ = writeln!(out, "engaged_assistant_requests_total{{outcome=\"ok\"}} {}", self.assistant_ok.load(Ordering::Relaxed));
-        let _ = writeln!(out, "engaged_assistant_requests_total{{outcome=\"error\"}} {}", self.assistant_error.load(Ordering::Relaxed));
+        let _ = writeln!(
+            out,
+            "engaged_assistant_requests_total{{outcome=\"ok\"}} {}",
+            self.assistant_ok.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "engaged_assistant_requests_total{{outcome=\"error\"}} {}",
+            self.assistant_error.load(Ordering::Relaxed)
+        );
         out.push_str("# HELP engaged_assistant_seconds Time of one assistant request, retries included.\n# TYPE engaged_assistant_seconds histogram\n");
-        self.assistant_seconds.render(out, "engaged_assistant_seconds", "");
+        self.assistant_seconds
+            .render(out, "engaged_assistant_seconds", "");
         out.push_str("# HELP engaged_provider_requests_total Provider requests by channel, kind and outcome.\n# TYPE engaged_provider_requests_total counter\n");
         if let Ok(map) = self.providers.lock() {
             for ((channel, kind, outcome), n) in map.iter() {

@@ -63,7 +63,7 @@ impl Engine {
         let engine = self.clone();
         tokio::spawn(async move {
             engine
-                .carry_out(crate::domain::agenda::Claim::Send(attempt))
+                .carry_out(crate::domain::agenda::Claim::Send(Box::new(attempt)))
                 .await
         })
         .await

@@ -50,12 +50,15 @@ impl Engine {
                     .write(move |tx| agenda::defer_reply(tx, &key, &org, &lead, channel, until))
                     .await;
             }
-            Prepared::Ask {
-                settings,
-                instructions,
-                lead,
-                history,
-            } => (settings, instructions, lead, history),
+            Prepared::Ask(conversation) => {
+                let Conversation {
+                    settings,
+                    instructions,
+                    lead,
+                    history,
+                } = *conversation;
+                (settings, instructions, lead, history)
+            }
         };
         let name = format!("{} {}", lead.first_name, lead.last_name);
         let local_time = self.local_time(org, &lead)?;
@@ -153,12 +156,12 @@ impl Engine {
             .map(|p| p.instructions)
             .unwrap_or_default();
         let history = conversation(read, org, lead_id)?;
-        Ok(Prepared::Ask {
+        Ok(Prepared::Ask(Box::new(Conversation {
             settings,
             instructions,
             lead,
             history,
-        })
+        })))
     }
 
     async fn drop_reply(
@@ -181,7 +184,10 @@ impl Engine {
         let zone = compliance::zone_of(lead, &org_zone);
         let now = Utc::now();
         Ok(match zone.parse::<chrono_tz::Tz>() {
-            Ok(tz) => now.with_timezone(&tz).format("%A %Y-%m-%d %H:%M %Z").to_string(),
+            Ok(tz) => now
+                .with_timezone(&tz)
+                .format("%A %Y-%m-%d %H:%M %Z")
+                .to_string(),
             Err(_) => now.format("%A %Y-%m-%d %H:%M UTC").to_string(),
         })
     }
@@ -190,12 +196,15 @@ impl Engine {
 enum Prepared {
     Drop,
     Defer(chrono::DateTime<Utc>),
-    Ask {
-        settings: assistant::AssistantSettings,
-        instructions: String,
-        lead: LeadRecord,
-        history: Vec<Turn>,
-    },
+    Ask(Box<Conversation>),
+}
+
+/// What the model is asked with.
+struct Conversation {
+    settings: assistant::AssistantSettings,
+    instructions: String,
+    lead: LeadRecord,
+    history: Vec<Turn>,
 }
 
 /// The lead's last messages, oldest first.

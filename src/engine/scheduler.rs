@@ -108,5 +108,7 @@ fn lease_due(
 }
 
 fn lock(leased: &Mutex<HashSet<String>>) -> std::sync::MutexGuard<'_, HashSet<String>> {
-    leased.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    leased
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -115,7 +115,13 @@ fn apply(
 
 /// `handoff`: the assistant is switched off, the cadence stops (`handoff`), and a
 /// `lead.handoff` webhook tells the team.
-fn handoff(tx: &mut WriteTx, caller: &Caller, lead: &str, channel: Channel, reason: &str) -> Result<()> {
+fn handoff(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead: &str,
+    channel: Channel,
+    reason: &str,
+) -> Result<()> {
     let record = contact::set_ai(tx, caller, lead, false)?;
     engagement::stop(tx, &caller.org_id, lead, StopReason::Handoff)?;
     let mut data = json!({

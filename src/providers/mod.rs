@@ -32,10 +32,7 @@ pub enum SendOutcome {
     },
     /// Refused for good. `do_not_contact` when the refusal means the recipient opted
     /// out with the carrier (Twilio 21610): the gate's fifth step.
-    Refused {
-        code: String,
-        do_not_contact: bool,
-    },
+    Refused { code: String, do_not_contact: bool },
     /// Not known to have been taken (timeout, connection lost after the request was
     /// written): never retried by itself.
     Unknown { error: String },

@@ -75,7 +75,8 @@ impl WriteTx {
 
     pub fn put_agenda(&mut self, due: Micros, id: &str, job: &AgendaJob) -> Result<()> {
         let bytes = encode(job)?;
-        self.open_write(AGENDA)?.insert((due, id), bytes.as_slice())?;
+        self.open_write(AGENDA)?
+            .insert((due, id), bytes.as_slice())?;
         self.agenda_added = true;
         Ok(())
     }
