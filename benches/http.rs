@@ -11,20 +11,16 @@ use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 
 use engaged::config::Config;
 use engaged::domain::{calls, leads};
 use engaged::server::Server;
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
-
 struct Bench {
     _dir: tempfile::TempDir,
     server: Server,
-    client: HttpsClient,
+    client: support::HttpsClient,
     base: String,
     key: String,
 }
@@ -51,26 +47,7 @@ async fn setup(leads_n: usize) -> Bench {
             .await
             .expect("seed");
     }
-    let pem = std::fs::read(dir.path().join("tls/cert.pem")).expect("cert");
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-        roots.add(cert.expect("pem")).expect("root");
-    }
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_only()
-        .enable_http1()
-        .build();
-    let client = Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(128)
-        .build(connector);
+    let client = support::https_client(dir.path());
     let base = format!("https://localhost:{}", server.local_addr().port());
     Bench {
         _dir: dir,

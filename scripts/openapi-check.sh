@@ -157,6 +157,16 @@ def before_call(context, case, kwargs):
             value = case.body.get(field)
             if isinstance(value, str) and re.match(r"(?i)\s*https?:", value):
                 case.body[field] = CLOSED_LOOPBACK_PORT
+        # The assistant's model server likewise; and a sandbox provider slowed down past
+        # the client's timeout would only measure patience.
+        assistant = case.body.get("assistant")
+        if isinstance(assistant, dict) and isinstance(assistant.get("baseUrl"), str):
+            assistant["baseUrl"] = CLOSED_LOOPBACK_PORT
+        providers = case.body.get("providers")
+        if isinstance(providers, dict):
+            for provider in providers.values():
+                if isinstance(provider, dict) and isinstance(provider.get("latencyMs"), int):
+                    provider["latencyMs"] = min(provider["latencyMs"], 100)
     # Cases that carry every part of a link get the real one, so that downloads and
     # ranges are tested; the others test refusals.
     if case.operation.path == "/v1/recordings/{org}/{callId}":
