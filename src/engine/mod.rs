@@ -36,15 +36,28 @@ pub struct Engine {
     store: Arc<Store>,
     client: HttpClient,
     metrics: Arc<EngineMetrics>,
+    /// The server's `public_url` (no trailing `/`): the base of every URL handed to a
+    /// provider (status callbacks, unsubscribe links).
+    public_url: Option<String>,
 }
 
 impl Engine {
-    pub fn new(store: Arc<Store>, client: HttpClient, metrics: Arc<EngineMetrics>) -> Engine {
+    pub fn new(
+        store: Arc<Store>,
+        client: HttpClient,
+        metrics: Arc<EngineMetrics>,
+        public_url: Option<String>,
+    ) -> Engine {
         Engine {
             store,
             client,
             metrics,
+            public_url: public_url.map(|u| u.trim_end_matches('/').to_string()),
         }
+    }
+
+    pub fn public_url(&self) -> Option<&str> {
+        self.public_url.as_deref()
     }
 
     /// Runs the scheduler until `stop` turns true.

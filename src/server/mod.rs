@@ -88,6 +88,7 @@ impl Server {
             store.clone(),
             outbound.clone(),
             Arc::default(),
+            config.public_url.clone(),
         ));
         let state = Arc::new(AppState {
             store: store.clone(),
