@@ -112,8 +112,8 @@ async fn record_only(
     }
 }
 
-/// `POST /v1/leads/{id}/calls` `{"direction": "OUTBOUND"}`: queues an outbound call,
-/// unless the gate blocks it.
+/// `POST /v1/leads/{id}/calls` `{"direction": "OUTBOUND"}`: queues an outbound call and
+/// dials it through the voice provider, unless the gate blocks it.
 pub async fn request_call(
     state: &AppState,
     caller: Caller,
@@ -133,8 +133,10 @@ pub async fn request_call(
         let Value::Object(changes) = call else {
             return Err(Error::Internal("call body is not an object".into()));
         };
-        calls::put(tx, caller, &crate::ids::generate("call"), changes).map(|(call, _)| call)
+        let (call, _) = calls::put(tx, caller, &crate::ids::generate("call"), changes)?;
+        Ok((call, lead.phone))
     };
+    let org_id = caller.org_id.clone();
     match compliance::pass(
         &state.store,
         &state.outbound,
@@ -145,10 +147,13 @@ pub async fn request_call(
     )
     .await?
     {
-        Outcome::Sent(call) => Ok(reply(
-            StatusCode::CREATED,
-            &json!({"outcome": "sent", "call": views::call(&call)}),
-        )),
+        Outcome::Sent((call, to)) => {
+            state.engine.dial(org_id, call.id.clone(), to);
+            Ok(reply(
+                StatusCode::CREATED,
+                &json!({"outcome": "sent", "call": views::call(&call)}),
+            ))
+        }
         Outcome::Blocked(event) => Ok(blocked(&event)),
     }
 }

@@ -69,6 +69,22 @@ impl Engine {
         &self.metrics
     }
 
+    /// Dials a call the API recorded as queued, through the voice provider, in the
+    /// background: the answer says `QUEUED`, the call record follows the provider.
+    pub fn dial(self: &Arc<Self>, org: String, call_id: String, to: String) {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let claim = crate::domain::agenda::Claim::Call {
+                org,
+                call_id: call_id.clone(),
+                to,
+            };
+            if let Err(e) = engine.carry_out(claim).await {
+                tracing::error!(call = %call_id, error = %e.to_string_for_logs(), "could not record the outcome of a dial");
+            }
+        });
+    }
+
     /// Hands a message the API committed as `sending` to its provider and commits the
     /// answer. The work runs in its own task, so a client that goes away does not leave
     /// the message `sending`.
