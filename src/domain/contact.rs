@@ -353,10 +353,7 @@ fn record_inbound(
     subject: Option<&str>,
 ) -> Result<(EventRow, LeadRecord)> {
     let id = crate::ids::generate("msg");
-    let mut content = serde_json::json!({"text": text});
-    if let Some(subject) = subject {
-        content["subject"] = serde_json::json!(subject);
-    }
+    let content = super::messages::content(text, subject);
     let data =
         serde_json::json!({"owner": "lead", "channel": channel.as_str(), "content": content});
     events::record(

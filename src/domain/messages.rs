@@ -53,6 +53,15 @@ impl MessageInput {
     }
 }
 
+/// A message's `content`: `{"text", "subject"?}`.
+pub fn content(text: &str, subject: Option<&str>) -> Value {
+    let mut content = json!({ "text": text });
+    if let Some(subject) = subject {
+        content["subject"] = json!(subject);
+    }
+    content
+}
+
 fn is_valid_content(content: &Map<String, Value>) -> bool {
     content.get("text").is_some_and(Value::is_string)
         && content.get("subject").is_none_or(Value::is_string)

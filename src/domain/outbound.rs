@@ -46,10 +46,7 @@ pub fn begin(
     if to.is_empty() {
         return Err(Error::Internal("a send to a lead without a target".into()));
     }
-    let mut content = json!({"text": text});
-    if let Some(subject) = subject {
-        content["subject"] = json!(subject);
-    }
+    let content = super::messages::content(text, subject);
     let data = json!({
         "owner": Owner::User.as_str(),
         "channel": channel.as_str(),
