@@ -26,6 +26,7 @@ pub enum AdminRequest {
     OrgCreate {
         name: String,
     },
+    OrgList,
     KeyCreate {
         org: String,
         scope: String,
@@ -55,6 +56,7 @@ pub struct AdminResponse {
 pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
     match request {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        AdminRequest::OrgList => org_list(store),
         // Both read the whole database: keep them off the async workers where the
         // runtime allows it (a current-thread runtime has no other worker to hand to).
         AdminRequest::Backup { .. } | AdminRequest::Check => {
@@ -76,6 +78,7 @@ pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
 pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
     match request {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        AdminRequest::OrgList => org_list(store),
         AdminRequest::Backup { path } => {
             let rows = store.backup_to(&path)?;
             Ok(json!({"path": path, "rows": rows}))
@@ -139,10 +142,23 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
             }
             Ok(json!({"id": id, "revoked": true}))
         }
-        AdminRequest::KeyList { .. } | AdminRequest::Backup { .. } | AdminRequest::Check => {
-            Err(Error::Internal("not a write".into()))
-        }
+        AdminRequest::KeyList { .. }
+        | AdminRequest::OrgList
+        | AdminRequest::Backup { .. }
+        | AdminRequest::Check => Err(Error::Internal("not a write".into())),
     }
+}
+
+fn org_list(store: &Store) -> Result<Value> {
+    let mut orgs = store.read()?.orgs()?;
+    orgs.sort_by_key(|o| o.created_at);
+    let orgs: Vec<Value> = orgs
+        .iter()
+        .map(
+            |o| json!({"id": o.id, "name": o.name, "createdAt": crate::time::format(o.created_at)}),
+        )
+        .collect();
+    Ok(json!({"orgs": orgs}))
 }
 
 fn key_list(store: &Store, org: Option<&str>) -> Result<Value> {

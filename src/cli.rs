@@ -124,14 +124,20 @@ pub struct ServeArgs {
 pub enum OrgCommand {
     /// Create an organization; prints its id.
     Create { name: String },
+    /// List organizations: id, creation time, name.
+    List,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
     /// Create a key; prints the key alone on standard output, once.
     Create {
+        /// Name of the organization the key belongs to (see `org list`).
         #[arg(long)]
         org: String,
+        /// What the key may do: `read` (every GET), `write` (also every integrator and
+        /// ingest operation) or `admin` (also webhooks, organization settings, DNC
+        /// removal, recording deletion, /metrics).
         #[arg(long, default_value = "write", value_parser = ["read", "write", "admin"])]
         scope: String,
         /// A label to recognise the key by.
@@ -140,6 +146,7 @@ pub enum KeyCommand {
     },
     /// List keys (never the keys themselves).
     List {
+        /// Only the keys of this organization (by name).
         #[arg(long)]
         org: Option<String>,
     },
@@ -156,6 +163,10 @@ pub fn run(cli: Cli) -> Result<(), String> {
         .clone()
         .or_else(|| file.data_dir.clone())
         .unwrap_or_else(|| config::DEFAULT_DATA_DIR.into());
+    // Only `serve` creates a database and only `restore` wants none.
+    if !matches!(cli.command, Command::Serve(_) | Command::Restore { .. }) {
+        config::require_database(&data_dir)?;
+    }
     match cli.command {
         Command::Serve(args) => {
             init_logging(cli.log_format, "info");
@@ -186,6 +197,21 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
             runtime.block_on(crate::server::serve(config))
+        }
+        Command::Org(OrgCommand::List) => {
+            init_logging(cli.log_format, "warn");
+            let answer = administer(&data_dir, AdminRequest::OrgList)?;
+            println!("{:<26} {:<28} NAME", "ID", "CREATED");
+            for org in answer["orgs"].as_array().into_iter().flatten() {
+                let field = |k: &str| org[k].as_str().unwrap_or_default().to_string();
+                println!(
+                    "{:<26} {:<28} {}",
+                    field("id"),
+                    field("createdAt"),
+                    field("name")
+                );
+            }
+            Ok(())
         }
         Command::Org(OrgCommand::Create { name }) => {
             init_logging(cli.log_format, "warn");

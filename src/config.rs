@@ -344,6 +344,30 @@ pub fn database_path(data_dir: &Path) -> PathBuf {
     data_dir.join("engaged.redb")
 }
 
+/// Refuses a data directory that holds no database, for every command but `serve`
+/// (which creates one) and `restore` (which wants none): a mistyped `--data-dir` must
+/// not quietly become a new, empty service.
+pub fn require_database(data_dir: &Path) -> Result<(), String> {
+    let db = database_path(data_dir);
+    match std::fs::metadata(&db) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) => Err(format!("{} is not a file", db.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = data_dir.display();
+            Err(format!(
+                "no database at {}: is --data-dir right? `engaged --data-dir {dir} serve` \
+                 creates one on its first start, and `engaged --data-dir {dir} restore FILE` \
+                 restores a backup into an empty directory",
+                db.display()
+            ))
+        }
+        Err(e) => Err(format!(
+            "cannot read {}: {e} (run as the service's user, or root)",
+            db.display()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,8 +30,8 @@ pub fn restore(data_dir: &Path, source: &Path) -> Result<(), String> {
             db.display()
         ));
     }
-    let problems = check_file(source)
-        .map_err(|e| format!("{}: {}", source.display(), e.to_string_for_logs()))?;
+    // The error names the file already.
+    let problems = check_file(source).map_err(|e| e.to_string_for_logs())?;
     if !problems.is_empty() {
         return Err(format!(
             "{} is not a sound backup:\n  {}",

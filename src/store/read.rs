@@ -74,6 +74,16 @@ impl ReadTx {
         Ok(out)
     }
 
+    pub fn orgs(&self) -> Result<Vec<OrgRecord>> {
+        let table = self.txn.open_table(ORGS)?;
+        let mut out = Vec::new();
+        for row in table.iter()? {
+            let (_, v) = row?;
+            out.push(decode(v.value())?);
+        }
+        Ok(out)
+    }
+
     pub fn org(&self, id: &str) -> Result<Option<OrgRecord>> {
         let table = self.txn.open_table(ORGS)?;
         let found = table.get(id)?;
