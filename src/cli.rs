@@ -75,6 +75,10 @@ pub struct ServeArgs {
     /// PEM private key (with --tls-cert).
     #[arg(long, env = "ENGAGED_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
+    /// Host names and IP addresses the generated certificate covers, comma-separated,
+    /// besides localhost, 127.0.0.1, ::1 and this machine's host name.
+    #[arg(long, env = "ENGAGED_TLS_NAMES", value_delimiter = ',')]
+    pub tls_names: Option<Vec<String>>,
     /// Largest accepted JSON request body, in bytes [default: 1048576].
     #[arg(long, env = "ENGAGED_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
@@ -87,6 +91,15 @@ pub struct ServeArgs {
     /// Connections served at once [default: 1024].
     #[arg(long, env = "ENGAGED_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Connections one client address may hold at once; 0: no cap [default: 256].
+    #[arg(long, env = "ENGAGED_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<usize>,
+    /// Time a request's body has to arrive whole; later: 408 [default: 30s].
+    #[arg(long, env = "ENGAGED_BODY_READ_TIMEOUT")]
+    pub body_read_timeout: Option<String>,
+    /// Least average rate of a recording upload, in bytes per second [default: 8192].
+    #[arg(long, env = "ENGAGED_RECORDING_MIN_BYTES_PER_SECOND")]
+    pub recording_min_bytes_per_second: Option<u64>,
     /// Requests per second per API key; unset: no limit.
     #[arg(long, env = "ENGAGED_RATE_LIMIT_PER_SECOND")]
     pub rate_limit_per_second: Option<f64>,
@@ -176,6 +189,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 insecure_http: args.insecure_http,
                 tls_cert: args.tls_cert,
                 tls_key: args.tls_key,
+                tls_names: args.tls_names,
                 max_body_bytes: args.max_body_bytes,
                 webhook_retry_schedule: args.webhook_retry_schedule,
                 webhook_timeout: args.webhook_timeout,
@@ -185,6 +199,9 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 cache_mib: args.cache_mib,
                 header_read_timeout: args.header_read_timeout,
                 max_connections: args.max_connections,
+                max_connections_per_ip: args.max_connections_per_ip,
+                body_read_timeout: args.body_read_timeout,
+                recording_min_bytes_per_second: args.recording_min_bytes_per_second,
                 rate_limit_per_second: args.rate_limit_per_second,
                 rate_limit_burst: args.rate_limit_burst,
                 public_url: args.public_url,

@@ -2,11 +2,10 @@
 //! tags, the DNC list, inbound SMS, organization settings, and outbound attempts that
 //! pass the compliance gate.
 
-use hyper::body::Incoming;
 use hyper::{Response, StatusCode};
 use serde_json::{json, Map, Value};
 
-use super::request::{read_body, Query};
+use super::request::{read_body, Query, RequestBody};
 use super::response::{json as reply, Body};
 use super::views::{self, EventView, MessageView};
 use super::AppState;
@@ -26,7 +25,7 @@ pub async fn subscription(
     state: &AppState,
     caller: Caller,
     lead_id: &str,
-    body: Incoming,
+    body: RequestBody,
     unsubscribe: bool,
 ) -> Result<Response<Body>> {
     let bytes = read_body(body, state.max_body_bytes).await?;

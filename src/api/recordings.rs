@@ -8,10 +8,8 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper::header::{
     HeaderMap, HeaderValue, ACCEPT_RANGES, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE,
     CONTENT_TYPE, ETAG, HOST, IF_RANGE, RANGE,
@@ -25,7 +23,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use super::recording_body::{ByteRange, ChunkReader};
-use super::request::Query;
+use super::request::{Query, RequestBody};
 use super::response::{json as reply, Body};
 use super::AppState;
 use crate::config::Config;
@@ -38,8 +36,6 @@ use crate::time::Timestamp;
 
 /// Chunk writes an upload keeps queued before it waits for the oldest.
 const WRITES_IN_FLIGHT: usize = 4;
-/// How long an upload may go without receiving a byte before it is given up.
-const UPLOAD_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What path segments of a link leave unencoded.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -128,9 +124,11 @@ pub async fn upload(
     caller: Caller,
     call_id: &str,
     headers: &HeaderMap,
-    mut body: Incoming,
+    mut body: RequestBody,
 ) -> Result<Response<Body>> {
     let settings = &state.recordings;
+    // An upload may be long: it is held to a minimum rate, not a deadline.
+    body.stream(settings.max_bytes);
     let content_type =
         recordings::content_type(headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()))?;
     let declared = headers
@@ -161,14 +159,10 @@ pub async fn upload(
     let mut next_index = 0u64;
     let mut in_flight = VecDeque::with_capacity(WRITES_IN_FLIGHT);
     loop {
-        let next = tokio::time::timeout(UPLOAD_IDLE_TIMEOUT, body.frame())
-            .await
-            .map_err(|_| Error::BadRequest("The request body stalled".into()))?;
-        let Some(frame) = next else {
+        let Some(frame) = body.frame().await else {
             break;
         };
-        let frame = frame
-            .map_err(|e| Error::BadRequest(format!("Could not read the request body: {e}")))?;
+        let frame = frame?;
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };

@@ -9,6 +9,7 @@ mod calls;
 mod compliance;
 mod contact;
 mod dnc;
+mod edge;
 mod errors;
 mod events;
 mod fixture;
