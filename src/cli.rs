@@ -45,8 +45,12 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the HTTPS service.
+    /// Run the HTTPS service (its first start creates the database).
     Serve(Box<ServeArgs>),
+    /// Create the data directory and an empty database, as a first `serve` would, to
+    /// provision organizations and keys before the first start. Does nothing (and says
+    /// so) where a database exists.
+    Init,
     /// Manage organizations.
     #[command(subcommand)]
     Org(OrgCommand),
@@ -176,8 +180,11 @@ pub fn run(cli: Cli) -> Result<(), String> {
         .clone()
         .or_else(|| file.data_dir.clone())
         .unwrap_or_else(|| config::DEFAULT_DATA_DIR.into());
-    // Only `serve` creates a database and only `restore` wants none.
-    if !matches!(cli.command, Command::Serve(_) | Command::Restore { .. }) {
+    // Only `serve` and `init` create a database, and only `restore` wants none.
+    if !matches!(
+        cli.command,
+        Command::Serve(_) | Command::Init | Command::Restore { .. }
+    ) {
         config::require_database(&data_dir)?;
     }
     match cli.command {
@@ -214,6 +221,10 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
             runtime.block_on(crate::server::serve(config))
+        }
+        Command::Init => {
+            init_logging(cli.log_format, "warn");
+            crate::maintenance::init(&data_dir)
         }
         Command::Org(OrgCommand::List) => {
             init_logging(cli.log_format, "warn");

@@ -406,7 +406,8 @@ pub fn require_database(data_dir: &Path) -> Result<(), String> {
             let dir = data_dir.display();
             Err(format!(
                 "no database at {}: is --data-dir right? `engaged --data-dir {dir} serve` \
-                 creates one on its first start, and `engaged --data-dir {dir} restore FILE` \
+                 creates one on its first start (`engaged --data-dir {dir} init` creates an \
+                 empty one without serving), and `engaged --data-dir {dir} restore FILE` \
                  restores a backup into an empty directory",
                 db.display()
             ))

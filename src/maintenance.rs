@@ -1,4 +1,4 @@
-//! `engaged backup`, `restore` and `check`: the operator's side of the store's
+//! `engaged init`, `backup`, `restore` and `check`: the operator's side of the store's
 //! maintenance functions, with or without a running server.
 
 use std::path::{Path, PathBuf};
@@ -7,6 +7,20 @@ use crate::admin::{self, AdminRequest};
 use crate::cli::administer;
 use crate::config::database_path;
 use crate::store::{check_file, Store};
+
+/// Creates the data directory (mode 0700) and an empty database (0600) where there is
+/// none; a directory that has one is left alone.
+pub fn init(data_dir: &Path) -> Result<(), String> {
+    let db = database_path(data_dir);
+    if db.exists() {
+        eprintln!("{} already exists: nothing to do", db.display());
+        return Ok(());
+    }
+    crate::config::create_data_dir(data_dir)?;
+    Store::open(&db).map_err(|e| format!("cannot create {}: {e}", db.display()))?;
+    eprintln!("created {}", db.display());
+    Ok(())
+}
 
 /// Backs up through the running server (it holds the lock), or from the file.
 pub fn backup(data_dir: &Path, target: &Path) -> Result<(), String> {

@@ -151,13 +151,10 @@ fn assert_cli_failure(ran: &Ran, what: &str) {
     );
 }
 
-/// Creates the database in `data_dir` if it has none, as a first `engaged serve` would
-/// (the administration commands refuse a directory without one).
+/// `engaged init`: the database a first `engaged serve` would create (the
+/// administration commands refuse a directory without one).
 fn ensure_database(data_dir: &Path) {
-    if !engaged::config::database_path(data_dir).exists() {
-        engaged::config::create_data_dir(data_dir).expect("data dir");
-        engaged::store::Store::open(&engaged::config::database_path(data_dir)).expect("database");
-    }
+    cli(data_dir, &["init"]).ok("init");
 }
 
 /// Creates `org` and a key of `scope` in it; returns the key.
@@ -872,6 +869,22 @@ fn the_data_directory_and_database_are_private_whoever_creates_them() {
     assert_eq!(mode(&data), 0o700);
     assert_eq!(mode(&data.join("engaged.redb")), 0o600);
     drop(server);
+
+    // `init` creates the same, and leaves an existing database alone.
+    let data = dir.path().join("a/b");
+    let ran = cli(&data, &["init"]).ok("init");
+    assert!(ran.stderr.contains("created"), "{}", ran.stderr);
+    assert_eq!(mode(&data), 0o700);
+    assert_eq!(mode(&data.join("engaged.redb")), 0o600);
+    cli(&data, &["org", "create", "acme"]).ok("org create after init");
+    let ran = cli(&data, &["init"]).ok("init again");
+    assert!(ran.stderr.contains("already exists"), "{}", ran.stderr);
+    let list = cli(&data, &["org", "list"]).ok("org list");
+    assert!(
+        list.stdout.contains("acme"),
+        "init kept the data: {}",
+        list.stdout
+    );
 }
 
 /// A mistyped `--data-dir` must not quietly become a new, empty service: every command
@@ -906,11 +919,14 @@ fn commands_refuse_a_data_directory_without_a_database() {
                 "{what}: names the file it looked for: {}",
                 ran.stderr
             );
-            assert!(
-                ran.stderr.contains("serve") && ran.stderr.contains("restore"),
-                "{what}: says how to create one: {}",
-                ran.stderr
-            );
+            for how in ["serve", "init", "restore"] {
+                assert!(
+                    ran.stderr
+                        .contains(&format!("--data-dir {} {how}", data.display())),
+                    "{what}: says how to create one ({how}): {}",
+                    ran.stderr
+                );
+            }
             assert!(ran.stdout.is_empty(), "{what}: {}", ran.stdout);
         }
     }
