@@ -603,11 +603,23 @@ async fn the_self_signed_certificate_is_generated_once_and_reused() {
     assert_eq!(status.code(), Some(0), "{}", first.log());
     drop(first);
 
-    let second = Server::start(data, &[]);
+    // A name added later does not replace a certificate clients may have pinned: the
+    // log says which names it lacks and how to get a new one.
+    let second = Server::start(data, &["--tls-names", "localhost,engaged.example.test"]);
     assert_eq!(
         std::fs::read(&cert_path).expect("cert.pem"),
         cert,
         "same certificate"
+    );
+    let warning = second
+        .log()
+        .lines()
+        .find(|l| l.contains("does not cover these names"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no warning about the new name:\n{}", second.log()));
+    assert!(
+        warning.trim_end().ends_with("names=engaged.example.test") && warning.contains("move"),
+        "{warning}"
     );
     assert_eq!(std::fs::read(&key_path).expect("key.pem"), key, "same key");
     assert_eq!(mode(&key_path), 0o600, "key.pem mode");

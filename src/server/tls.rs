@@ -31,14 +31,16 @@ pub fn paths(config: &Config) -> Result<(PathBuf, PathBuf), String> {
     if !cert.exists() || !key.exists() {
         generate_self_signed(&dir, &cert, &key, &names)?;
     } else {
-        let uncovered = uncovered_names(&cert, &names)?;
-        if !uncovered.is_empty() {
-            tracing::warn!(
+        // Only ever a warning: the certificate itself is loaded (or refused) below.
+        match uncovered_names(&cert, &names) {
+            Ok(uncovered) if !uncovered.is_empty() => tracing::warn!(
                 cert = %cert.display(),
                 names = %uncovered.join(","),
                 "the generated certificate does not cover these names; to get one that does, move {} away and restart (clients then need the new cert.pem)",
                 dir.display()
-            );
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot tell which names the certificate covers"),
         }
     }
     Ok((cert, key))
