@@ -68,6 +68,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # Seed while no server runs: the organization and key by the engaged CLI, then leads,
 # calls and events through the library in large write jobs (benches/seed.rs).
+"$engaged" --data-dir "$work" init 2>/dev/null
 "$engaged" --data-dir "$work" org create load >/dev/null 2>&1
 key=$("$engaged" --data-dir "$work" key create --org load --scope write 2>/dev/null)
 echo "seeding $leads leads, $calls calls, $events events (budget ${seed_budget} s)..." >&2

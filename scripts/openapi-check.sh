@@ -75,6 +75,7 @@ trap cleanup EXIT
 data=$work/data
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
+"$bin" --data-dir "$data" init 2>/dev/null
 "$bin" --data-dir "$data" org create openapi-check >/dev/null
 key=$("$bin" --data-dir "$data" key create --org openapi-check --scope admin --name openapi-check)
 "$bin" --data-dir "$data" serve --insecure-http --listen "127.0.0.1:$port" --recording-link-ttl-secs $((budget + 600)) >"$work/serve.log" 2>&1 &

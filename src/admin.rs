@@ -29,6 +29,7 @@ pub enum AdminRequest {
     OrgCreate {
         name: String,
     },
+    OrgList,
     KeyCreate {
         org: String,
         scope: Scope,
@@ -82,6 +83,20 @@ pub struct KeyList {
     pub keys: Vec<KeyListed>,
 }
 
+/// One row of `org list`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrgListed {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OrgList {
+    pub orgs: Vec<OrgListed>,
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub struct KeyRevoked {
     pub id: String,
@@ -113,6 +128,7 @@ pub struct AdminResponse {
 pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
     match request {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        AdminRequest::OrgList => org_list(store),
         // Both read the whole database: keep them off the async workers where the
         // runtime allows it (a current-thread runtime has no other worker to hand to).
         AdminRequest::Backup { .. } | AdminRequest::Check => {
@@ -134,6 +150,7 @@ pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
 pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
     match request {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        AdminRequest::OrgList => org_list(store),
         AdminRequest::Backup { path } => {
             let rows = store.backup_to(&path)?;
             to_value(BackupDone { path, rows })
@@ -203,10 +220,26 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
             }
             to_value(KeyRevoked { id, revoked: true })
         }
-        AdminRequest::KeyList { .. } | AdminRequest::Backup { .. } | AdminRequest::Check => {
-            Err(Error::Internal("not a write".into()))
-        }
+        AdminRequest::KeyList { .. }
+        | AdminRequest::OrgList
+        | AdminRequest::Backup { .. }
+        | AdminRequest::Check => Err(Error::Internal("not a write".into())),
     }
+}
+
+fn org_list(store: &Store) -> Result<Value> {
+    let mut orgs = store.read()?.orgs()?;
+    orgs.sort_by_key(|o| o.created_at);
+    to_value(OrgList {
+        orgs: orgs
+            .into_iter()
+            .map(|o| OrgListed {
+                created_at: crate::time::format(o.created_at),
+                id: o.id,
+                name: o.name,
+            })
+            .collect(),
+    })
 }
 
 fn key_list(store: &Store, org: Option<&str>) -> Result<Value> {
@@ -283,9 +316,6 @@ fn administer_value(data_dir: &Path, request: AdminRequest) -> Result<Value, Str
             (None, Some(error)) => Err(error),
             (None, None) => Err("the server sent an empty answer".into()),
         };
-    }
-    if !data_dir.exists() {
-        config::create_data_dir(data_dir)?;
     }
     let store = Store::open(&config::database_path(data_dir)).map_err(|e| match e {
         OpenError::InUse => format!(

@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::admin::{administer, AdminRequest, KeyCreated, KeyList, KeyRevoked, OrgCreated};
+use crate::admin::{
+    administer, AdminRequest, KeyCreated, KeyList, KeyRevoked, OrgCreated, OrgList,
+};
 use crate::config::{self, Config, FileConfig, Overrides};
 use crate::store::records::Scope;
 
@@ -44,8 +46,12 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the HTTPS service.
+    /// Run the HTTPS service (its first start creates the database).
     Serve(Box<ServeArgs>),
+    /// Create the data directory and an empty database, as a first `serve` would, to
+    /// provision organizations and keys before the first start. Does nothing (and says
+    /// so) where a database exists.
+    Init,
     /// Manage organizations.
     #[command(subcommand)]
     Org(OrgCommand),
@@ -74,6 +80,10 @@ pub struct ServeArgs {
     /// PEM private key (with --tls-cert).
     #[arg(long, env = "ENGAGED_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
+    /// Host names and IP addresses the generated certificate covers, comma-separated,
+    /// besides localhost, 127.0.0.1, ::1 and this machine's host name.
+    #[arg(long, env = "ENGAGED_TLS_NAMES", value_delimiter = ',')]
+    pub tls_names: Option<Vec<String>>,
     /// Largest accepted JSON request body, in bytes [default: 1048576].
     #[arg(long, env = "ENGAGED_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
@@ -86,6 +96,15 @@ pub struct ServeArgs {
     /// Connections served at once [default: 1024].
     #[arg(long, env = "ENGAGED_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
+    /// Connections one client address may hold at once; 0: no cap [default: 256].
+    #[arg(long, env = "ENGAGED_MAX_CONNECTIONS_PER_IP")]
+    pub max_connections_per_ip: Option<usize>,
+    /// Time a request's body has to arrive whole; later: 408 [default: 30s].
+    #[arg(long, env = "ENGAGED_BODY_READ_TIMEOUT")]
+    pub body_read_timeout: Option<String>,
+    /// Least average rate of a recording upload, in bytes per second [default: 8192].
+    #[arg(long, env = "ENGAGED_RECORDING_MIN_BYTES_PER_SECOND")]
+    pub recording_min_bytes_per_second: Option<u64>,
     /// Requests per second per API key; unset: no limit.
     #[arg(long, env = "ENGAGED_RATE_LIMIT_PER_SECOND")]
     pub rate_limit_per_second: Option<f64>,
@@ -123,14 +142,20 @@ pub struct ServeArgs {
 pub enum OrgCommand {
     /// Create an organization; prints its id.
     Create { name: String },
+    /// List organizations: id, creation time, name.
+    List,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
     /// Create a key; prints the key alone on standard output, once.
     Create {
+        /// Name of the organization the key belongs to (see `org list`).
         #[arg(long)]
         org: String,
+        /// What the key may do: `read` (every GET), `write` (also every integrator and
+        /// ingest operation) or `admin` (also webhooks, organization settings, DNC
+        /// removal, recording deletion, /metrics).
         #[arg(long, default_value = "write", value_parser = ["read", "write", "admin"])]
         scope: String,
         /// A label to recognise the key by.
@@ -139,6 +164,7 @@ pub enum KeyCommand {
     },
     /// List keys (never the keys themselves).
     List {
+        /// Only the keys of this organization (by name).
         #[arg(long)]
         org: Option<String>,
     },
@@ -155,6 +181,13 @@ pub fn run(cli: Cli) -> Result<(), String> {
         .clone()
         .or_else(|| file.data_dir.clone())
         .unwrap_or_else(|| config::DEFAULT_DATA_DIR.into());
+    // Only `serve` and `init` create a database, and only `restore` wants none.
+    if !matches!(
+        cli.command,
+        Command::Serve(_) | Command::Init | Command::Restore { .. }
+    ) {
+        config::require_database(&data_dir)?;
+    }
     match cli.command {
         Command::Serve(args) => {
             init_logging(cli.log_format, "info");
@@ -164,6 +197,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 insecure_http: args.insecure_http,
                 tls_cert: args.tls_cert,
                 tls_key: args.tls_key,
+                tls_names: args.tls_names,
                 max_body_bytes: args.max_body_bytes,
                 webhook_retry_schedule: args.webhook_retry_schedule,
                 webhook_timeout: args.webhook_timeout,
@@ -173,6 +207,9 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 cache_mib: args.cache_mib,
                 header_read_timeout: args.header_read_timeout,
                 max_connections: args.max_connections,
+                max_connections_per_ip: args.max_connections_per_ip,
+                body_read_timeout: args.body_read_timeout,
+                recording_min_bytes_per_second: args.recording_min_bytes_per_second,
                 rate_limit_per_second: args.rate_limit_per_second,
                 rate_limit_burst: args.rate_limit_burst,
                 public_url: args.public_url,
@@ -185,6 +222,19 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 .build()
                 .map_err(|e| format!("cannot start the runtime: {e}"))?;
             runtime.block_on(crate::server::serve(config))
+        }
+        Command::Init => {
+            init_logging(cli.log_format, "warn");
+            crate::maintenance::init(&data_dir)
+        }
+        Command::Org(OrgCommand::List) => {
+            init_logging(cli.log_format, "warn");
+            let list: OrgList = administer(&data_dir, AdminRequest::OrgList)?;
+            println!("{:<26} {:<28} NAME", "ID", "CREATED");
+            for org in list.orgs {
+                println!("{:<26} {:<28} {}", org.id, org.created_at, org.name);
+            }
+            Ok(())
         }
         Command::Org(OrgCommand::Create { name }) => {
             init_logging(cli.log_format, "warn");

@@ -26,6 +26,9 @@ pub struct Config {
     /// certificate is generated in `<data_dir>/tls/` on first start.
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    /// Host names and IP addresses the generated certificate covers besides `localhost`,
+    /// `127.0.0.1`, `::1` and the machine's host name.
+    pub tls_names: Vec<String>,
     pub max_body_bytes: usize,
     /// redb's page cache, in MiB.
     pub cache_mib: usize,
@@ -46,8 +49,16 @@ pub struct Limits {
     /// Time a client has to send a request's headers; also how long an idle HTTP/1.1
     /// keep-alive connection is kept.
     pub header_read_timeout: Duration,
-    /// Connections served at once; further clients wait in the kernel's backlog.
+    /// Connections served at once; further clients wait in the kernel's backlog, which
+    /// is as long.
     pub max_connections: usize,
+    /// Connections one client address (an IPv6 /64) may hold at once; 0: no cap.
+    /// Beyond it, new connections from that address are closed at once.
+    pub max_connections_per_ip: usize,
+    /// Time a request's body has to arrive whole (408 and a closed connection after).
+    pub body_read_timeout: Duration,
+    /// The least average rate of a recording upload past its first `body_read_timeout`.
+    pub recording_min_bytes_per_second: u64,
     /// Requests per second allowed per API key (token bucket), `None` for no limit.
     pub rate_limit_per_second: Option<f64>,
     /// Requests a key may make in a burst above the rate.
@@ -59,6 +70,9 @@ impl Default for Limits {
         Limits {
             header_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            max_connections_per_ip: 256,
+            body_read_timeout: Duration::from_secs(30),
+            recording_min_bytes_per_second: 8 * 1024,
             rate_limit_per_second: None,
             rate_limit_burst: 100,
         }
@@ -68,22 +82,39 @@ impl Default for Limits {
 impl Limits {
     fn resolve(file: &FileConfig, over: &Overrides) -> Result<Limits, String> {
         let defaults = Limits::default();
-        let header_read_timeout = match over
-            .header_read_timeout
-            .as_ref()
-            .or(file.header_read_timeout.as_ref())
-        {
-            Some(text) => {
-                crate::duration::parse(text).map_err(|e| format!("header_read_timeout: {e}"))?
-            }
-            None => defaults.header_read_timeout,
+        let duration = |name: &str, value: Option<&String>, default: Duration| match value {
+            Some(text) => crate::duration::parse(text).map_err(|e| format!("{name}: {e}")),
+            None => Ok(default),
         };
+        let header_read_timeout = duration(
+            "header_read_timeout",
+            over.header_read_timeout
+                .as_ref()
+                .or(file.header_read_timeout.as_ref()),
+            defaults.header_read_timeout,
+        )?;
+        let body_read_timeout = duration(
+            "body_read_timeout",
+            over.body_read_timeout
+                .as_ref()
+                .or(file.body_read_timeout.as_ref()),
+            defaults.body_read_timeout,
+        )?;
         let limits = Limits {
             header_read_timeout,
             max_connections: over
                 .max_connections
                 .or(file.max_connections)
                 .unwrap_or(defaults.max_connections),
+            max_connections_per_ip: over
+                .max_connections_per_ip
+                .or(file.max_connections_per_ip)
+                .unwrap_or(defaults.max_connections_per_ip),
+            body_read_timeout,
+            recording_min_bytes_per_second: over
+                .recording_min_bytes_per_second
+                .or(file.recording_min_bytes_per_second)
+                .unwrap_or(defaults.recording_min_bytes_per_second),
             rate_limit_per_second: over.rate_limit_per_second.or(file.rate_limit_per_second),
             rate_limit_burst: over
                 .rate_limit_burst
@@ -101,6 +132,12 @@ impl Limits {
         }
         if limits.header_read_timeout.is_zero() {
             return Err("header_read_timeout must be positive".into());
+        }
+        if limits.body_read_timeout.is_zero() {
+            return Err("body_read_timeout must be positive".into());
+        }
+        if limits.recording_min_bytes_per_second == 0 {
+            return Err("recording_min_bytes_per_second must be positive".into());
         }
         Ok(limits)
     }
@@ -199,10 +236,14 @@ pub struct FileConfig {
     pub insecure_http: Option<bool>,
     pub tls_cert: Option<PathBuf>,
     pub tls_key: Option<PathBuf>,
+    pub tls_names: Option<Vec<String>>,
     pub max_body_bytes: Option<usize>,
     pub cache_mib: Option<usize>,
     pub header_read_timeout: Option<String>,
     pub max_connections: Option<usize>,
+    pub max_connections_per_ip: Option<usize>,
+    pub body_read_timeout: Option<String>,
+    pub recording_min_bytes_per_second: Option<u64>,
     pub rate_limit_per_second: Option<f64>,
     pub rate_limit_burst: Option<u32>,
     pub webhook_retry_schedule: Option<Vec<String>>,
@@ -250,6 +291,7 @@ impl Config {
             insecure_http: over.insecure_http.or(file.insecure_http).unwrap_or(false),
             tls_cert: over.tls_cert.or(file.tls_cert),
             tls_key: over.tls_key.or(file.tls_key),
+            tls_names: over.tls_names.or(file.tls_names).unwrap_or_default(),
             max_body_bytes: over
                 .max_body_bytes
                 .or(file.max_body_bytes)
@@ -282,6 +324,13 @@ impl Config {
         if config.tls_cert.is_some() != config.tls_key.is_some() {
             return Err("tls_cert and tls_key must be given together".into());
         }
+        for name in &config.tls_names {
+            if rustls::pki_types::ServerName::try_from(name.as_str()).is_err() {
+                return Err(format!(
+                    "tls_names: {name:?} is neither a host name nor an IP address"
+                ));
+            }
+        }
         if config.cache_mib == 0 {
             return Err("cache_mib must be positive".into());
         }
@@ -299,6 +348,7 @@ impl Config {
             insecure_http: false,
             tls_cert: None,
             tls_key: None,
+            tls_names: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             webhooks: WebhookConfig::default(),
             limits: Limits::default(),
@@ -342,6 +392,31 @@ pub fn create_data_dir(dir: &Path) -> Result<(), String> {
 
 pub fn database_path(data_dir: &Path) -> PathBuf {
     data_dir.join("engaged.redb")
+}
+
+/// Refuses a data directory that holds no database, for every command but `serve`
+/// (which creates one) and `restore` (which wants none): a mistyped `--data-dir` must
+/// not quietly become a new, empty service.
+pub fn require_database(data_dir: &Path) -> Result<(), String> {
+    let db = database_path(data_dir);
+    match std::fs::metadata(&db) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(_) => Err(format!("{} is not a file", db.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let dir = data_dir.display();
+            Err(format!(
+                "no database at {}: is --data-dir right? `engaged --data-dir {dir} serve` \
+                 creates one on its first start (`engaged --data-dir {dir} init` creates an \
+                 empty one without serving), and `engaged --data-dir {dir} restore FILE` \
+                 restores a backup into an empty directory",
+                db.display()
+            ))
+        }
+        Err(e) => Err(format!(
+            "cannot read {}: {e} (run as the service's user, or root)",
+            db.display()
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -406,6 +481,44 @@ mod tests {
         let file: FileConfig = toml::from_str(include_str!("../config/engaged.toml")).unwrap();
         let config = Config::resolve(file, Overrides::default()).unwrap();
         assert_eq!(config.listen.to_string(), DEFAULT_LISTEN);
+    }
+
+    #[test]
+    fn edge_limits_and_tls_names_resolve_and_are_checked() {
+        let d = Config::resolve(FileConfig::default(), Overrides::default()).unwrap();
+        assert!(d.tls_names.is_empty());
+        assert_eq!(d.limits.max_connections_per_ip, 256);
+        assert_eq!(d.limits.body_read_timeout, Duration::from_secs(30));
+        assert_eq!(d.limits.recording_min_bytes_per_second, 8192);
+        let file: FileConfig = toml::from_str(
+            "tls_names = [\"engaged.corp.example\", \"10.0.0.5\", \"fd00::5\"]\n\
+             max_connections_per_ip = 0\nbody_read_timeout = \"5s\"\n\
+             recording_min_bytes_per_second = 1000",
+        )
+        .unwrap();
+        let c = Config::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(c.tls_names, ["engaged.corp.example", "10.0.0.5", "fd00::5"]);
+        assert_eq!(c.limits.max_connections_per_ip, 0);
+        assert_eq!(c.limits.body_read_timeout, Duration::from_secs(5));
+        assert_eq!(c.limits.recording_min_bytes_per_second, 1000);
+        let refused = |over: Overrides| Config::resolve(FileConfig::default(), over).unwrap_err();
+        for bad in ["", "not a name", "https://x.example"] {
+            let e = refused(Overrides {
+                tls_names: Some(vec![bad.into()]),
+                ..Default::default()
+            });
+            assert!(e.starts_with("tls_names: "), "{e}");
+        }
+        let e = refused(Overrides {
+            body_read_timeout: Some("0s".into()),
+            ..Default::default()
+        });
+        assert!(e.starts_with("body_read_timeout"), "{e}");
+        let e = refused(Overrides {
+            recording_min_bytes_per_second: Some(0),
+            ..Default::default()
+        });
+        assert!(e.starts_with("recording_min_bytes_per_second"), "{e}");
     }
 
     #[test]

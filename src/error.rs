@@ -30,6 +30,9 @@ pub enum Error {
     Conflict(String),
     #[error("Request body too large")]
     PayloadTooLarge,
+    /// 408: the body did not arrive in time (the connection is closed after it).
+    #[error("Request body not received in time")]
+    RequestTimeout,
     /// 415 with the given message.
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -56,6 +59,7 @@ impl Error {
             Error::Gone(_) => StatusCode::GONE,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

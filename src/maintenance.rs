@@ -1,4 +1,4 @@
-//! `engaged backup`, `restore` and `check`: the operator's side of the store's
+//! `engaged init`, `backup`, `restore` and `check`: the operator's side of the store's
 //! maintenance functions, with or without a running server.
 
 use std::path::{Path, PathBuf};
@@ -6,6 +6,20 @@ use std::path::{Path, PathBuf};
 use crate::admin::{self, administer, AdminRequest, BackupDone, CheckDone};
 use crate::config::database_path;
 use crate::store::{check_file, Store};
+
+/// Creates the data directory (mode 0700) and an empty database (0600) where there is
+/// none; a directory that has one is left alone.
+pub fn init(data_dir: &Path) -> Result<(), String> {
+    let db = database_path(data_dir);
+    if db.exists() {
+        eprintln!("{} already exists: nothing to do", db.display());
+        return Ok(());
+    }
+    crate::config::create_data_dir(data_dir)?;
+    Store::open(&db).map_err(|e| format!("cannot create {}: {e}", db.display()))?;
+    eprintln!("created {}", db.display());
+    Ok(())
+}
 
 /// Backs up through the running server (it holds the lock), or from the file.
 pub fn backup(data_dir: &Path, target: &Path) -> Result<(), String> {
@@ -29,8 +43,8 @@ pub fn restore(data_dir: &Path, source: &Path) -> Result<(), String> {
             db.display()
         ));
     }
-    let problems = check_file(source)
-        .map_err(|e| format!("{}: {}", source.display(), e.to_string_for_logs()))?;
+    // The error names the file already.
+    let problems = check_file(source).map_err(|e| e.to_string_for_logs())?;
     if !problems.is_empty() {
         return Err(format!(
             "{} is not a sound backup:\n  {}",

@@ -153,8 +153,15 @@ fn assert_cli_failure(ran: &Ran, what: &str) {
     );
 }
 
+/// `engaged init`: the database a first `engaged serve` would create (the
+/// administration commands refuse a directory without one).
+fn ensure_database(data_dir: &Path) {
+    cli(data_dir, &["init"]).ok("init");
+}
+
 /// Creates `org` and a key of `scope` in it; returns the key.
 fn create_key(data_dir: &Path, org: &str, scope: &str) -> String {
+    ensure_database(data_dir);
     cli(data_dir, &["org", "create", org]).ok("org create");
     let ran = cli(data_dir, &["key", "create", "--org", org, "--scope", scope]).ok("key create");
     let key = ran.stdout.trim().to_string();
@@ -429,6 +436,7 @@ fn mode(path: &Path) -> u32 {
 fn org_and_key_commands_work_on_a_stopped_server() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path();
+    ensure_database(data);
 
     let ran = cli(data, &["org", "create", "acme"]).ok("org create");
     let org_id = ran.stdout.trim();
@@ -437,6 +445,23 @@ fn org_and_key_commands_work_on_a_stopped_server() {
         org_id.starts_with("org_"),
         "org create prints the id: {org_id:?}"
     );
+
+    cli(data, &["org", "create", "beta"]).ok("org create");
+    let list = cli(data, &["org", "list"]).ok("org list");
+    let lines: Vec<Vec<&str>> = list
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines[0], ["ID", "CREATED", "NAME"], "{}", list.stdout);
+    assert_eq!(lines.len(), 3, "two organizations: {}", list.stdout);
+    assert_eq!(
+        (lines[1][0], lines[1][2]),
+        (org_id, "acme"),
+        "{}",
+        list.stdout
+    );
+    assert_eq!(lines[2][2], "beta", "in creation order: {}", list.stdout);
 
     let ran = cli(
         data,
@@ -580,11 +605,23 @@ async fn the_self_signed_certificate_is_generated_once_and_reused() {
     assert_eq!(status.code(), Some(0), "{}", first.log());
     drop(first);
 
-    let second = Server::start(data, &[]);
+    // A name added later does not replace a certificate clients may have pinned: the
+    // log says which names it lacks and how to get a new one.
+    let second = Server::start(data, &["--tls-names", "localhost,engaged.example.test"]);
     assert_eq!(
         std::fs::read(&cert_path).expect("cert.pem"),
         cert,
         "same certificate"
+    );
+    let warning = second
+        .log()
+        .lines()
+        .find(|l| l.contains("does not cover these names"))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("no warning about the new name:\n{}", second.log()));
+    assert!(
+        warning.trim_end().ends_with("names=engaged.example.test") && warning.contains("move"),
+        "{warning}"
     );
     assert_eq!(std::fs::read(&key_path).expect("key.pem"), key, "same key");
     assert_eq!(mode(&key_path), 0o600, "key.pem mode");
@@ -820,32 +857,115 @@ fn help_lists_the_commands() {
     for command in ["serve", "org", "key"] {
         assert!(commands.contains(command), "{command} in --help:\n{stdout}");
     }
+    let out = run_to_exit({
+        let mut cmd = engaged();
+        cmd.args(["key", "create", "--help"]);
+        cmd
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for (flag, words) in [("--org <ORG>", "organization"), ("--scope <SCOPE>", "read")] {
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(flag))
+            .unwrap_or_else(|| panic!("{flag} in key create --help:\n{stdout}"));
+        assert!(
+            line.to_lowercase().contains(words),
+            "{flag} is explained: {line:?}"
+        );
+    }
 }
 
 #[test]
 fn the_data_directory_and_database_are_private_whoever_creates_them() {
-    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("fresh");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_engaged"))
-        .args([
-            "--data-dir",
-            data.to_str().expect("utf-8 path"),
-            "org",
-            "create",
-            "acme",
-        ])
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mode =
-        |p: &std::path::Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o777;
+    let server = Server::start(&data, &[]);
     assert_eq!(mode(&data), 0o700);
     assert_eq!(mode(&data.join("engaged.redb")), 0o600);
+    drop(server);
+
+    // `init` creates the same, and leaves an existing database alone.
+    let data = dir.path().join("a/b");
+    let ran = cli(&data, &["init"]).ok("init");
+    assert!(ran.stderr.contains("created"), "{}", ran.stderr);
+    assert_eq!(mode(&data), 0o700);
+    assert_eq!(mode(&data.join("engaged.redb")), 0o600);
+    cli(&data, &["org", "create", "acme"]).ok("org create after init");
+    let ran = cli(&data, &["init"]).ok("init again");
+    assert!(ran.stderr.contains("already exists"), "{}", ran.stderr);
+    let list = cli(&data, &["org", "list"]).ok("org list");
+    assert!(
+        list.stdout.contains("acme"),
+        "init kept the data: {}",
+        list.stdout
+    );
+}
+
+/// A mistyped `--data-dir` must not quietly become a new, empty service: every command
+/// but `serve` and `restore` refuses a directory without a database, names the file it
+/// looked for and says how to create one, and leaves nothing behind.
+#[test]
+fn commands_refuse_a_data_directory_without_a_database() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let typo = dir.path().join("no/such/dir");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).expect("empty dir");
+    let backup = dir.path().join("backup.redb");
+    let backup = backup.to_str().expect("utf-8");
+    let commands: [&[&str]; 7] = [
+        &["org", "create", "acme"],
+        &["org", "list"],
+        &["key", "create", "--org", "acme"],
+        &["key", "list"],
+        &["key", "revoke", "key_x"],
+        &["backup", backup],
+        &["check"],
+    ];
+    for data in [&typo, &empty] {
+        for args in commands {
+            let ran = cli(data, args);
+            let what = format!("{args:?} in {}", data.display());
+            assert_cli_failure(&ran, &what);
+            let looked_at = data.join("engaged.redb");
+            assert!(
+                ran.stderr
+                    .contains(&format!("no database at {}", looked_at.display())),
+                "{what}: names the file it looked for: {}",
+                ran.stderr
+            );
+            for how in ["serve", "init", "restore"] {
+                assert!(
+                    ran.stderr
+                        .contains(&format!("--data-dir {} {how}", data.display())),
+                    "{what}: says how to create one ({how}): {}",
+                    ran.stderr
+                );
+            }
+            assert!(ran.stdout.is_empty(), "{what}: {}", ran.stdout);
+        }
+    }
+    assert!(
+        !dir.path().join("no").exists(),
+        "the mistyped directory was created"
+    );
+    assert_eq!(
+        std::fs::read_dir(&empty).expect("read empty dir").count(),
+        0,
+        "something was left in an empty directory"
+    );
+    assert!(!Path::new(backup).exists());
+
+    // The default `./data`, from a directory that has none.
+    let mut cmd = engaged();
+    cmd.current_dir(dir.path()).args(["key", "list"]);
+    let out = run_to_exit(cmd);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no database at ./data/engaged.redb"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("data").exists());
 }
 
 #[test]
@@ -962,6 +1082,8 @@ async fn backup_of_a_running_server_restores_into_an_empty_directory() {
     }
     let backup = dir.path().join("backup.redb");
     cli(&data, &["backup", backup.to_str().expect("utf-8")]).ok("backup while running");
+    // It holds personal data and webhook secrets: the owner's only.
+    assert_eq!(mode(&backup), 0o600, "backup mode");
     cli(&data, &["check"]).ok("check while running");
     // A second backup never overwrites the first.
     assert_cli_failure(
@@ -978,6 +1100,21 @@ async fn backup_of_a_running_server_restores_into_an_empty_directory() {
         &cli(&restored, &["restore", backup.to_str().expect("utf-8")]),
         "restore over data",
     );
+    // A file that is no database is refused, and named once.
+    let junk = dir.path().join("junk.redb");
+    std::fs::write(&junk, b"not a database").expect("write junk");
+    let ran = cli(
+        &dir.path().join("from-junk"),
+        &["restore", junk.to_str().expect("utf-8")],
+    );
+    assert_cli_failure(&ran, "restore of a file that is no database");
+    assert_eq!(
+        ran.stderr.matches(&junk.display().to_string()).count(),
+        1,
+        "the path once: {}",
+        ran.stderr
+    );
+    assert!(!dir.path().join("from-junk/engaged.redb").exists());
     // The restored copy serves the same leads with the same key.
     let server = Server::start(&restored, &[]);
     let r = send(
@@ -1316,5 +1453,90 @@ async fn a_step_due_while_the_server_is_stopped_runs_after_the_restart() {
     assert!(
         at(&sent[0]["createdAt"]) >= at(&created["createdAt"]) + chrono::Duration::seconds(2),
         "the step did not run early: {sent:?}"
+    );
+}
+
+/// A receiver on loopback that answers every delivery with `status`.
+async fn failing_receiver(status: u16) -> String {
+    use hyper::service::service_fn;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| async move {
+                    let _ = req.into_body().collect().await;
+                    let mut response = hyper::Response::new(Full::new(Bytes::new()));
+                    *response.status_mut() = hyper::StatusCode::from_u16(status).expect("status");
+                    Ok::<_, std::convert::Infallible>(response)
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
+            });
+        }
+    });
+    format!("http://{addr}/hooks")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_webhook_attempts_are_logged_at_the_default_level() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let key = create_key(data, "acme", "admin");
+    let url = failing_receiver(503).await;
+    let server = Server::start(data, &[]);
+    let client = https_client(data);
+    let base = server.base();
+    let r = send(
+        &client,
+        Method::POST,
+        &format!("{base}/v1/webhooks"),
+        Some(&key),
+        Some(&json!({"url": url})),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", text(&r));
+    let endpoint = r.json()["id"].as_str().expect("endpoint id").to_string();
+    let r = send(
+        &client,
+        Method::POST,
+        &format!("{base}/v1/leads"),
+        Some(&key),
+        Some(&json!({"id": "L1"})),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", text(&r));
+    let call = json!({"leadId": "L1", "direction": "OUTBOUND", "callStatus": "COMPLETE"});
+    let r = send(
+        &client,
+        Method::PUT,
+        &format!("{base}/v1/calls/c1"),
+        Some(&key),
+        Some(&call),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", text(&r));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let line = loop {
+        let log = server.log();
+        if let Some(line) = log.lines().find(|l| l.contains("webhook attempt failed")) {
+            break line.to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no failed attempt logged:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(line.contains("WARN"), "{line}");
+    assert!(line.contains(&endpoint), "names the endpoint: {line}");
+    assert!(line.contains("status=503"), "names the status: {line}");
+    assert!(
+        line.contains("host=127.0.0.1"),
+        "names the receiver's host: {line}"
     );
 }

@@ -1,11 +1,10 @@
 //! Handlers of a lead's contact controls: unsubscribe and resubscribe, the assistant
 //! switch, and tags.
 
-use hyper::body::Incoming;
 use hyper::{Response, StatusCode};
 use serde_json::{json, Map, Value};
 
-use super::request::read_body;
+use super::request::{read_body, RequestBody};
 use super::response::{json as reply, Body};
 use super::AppState;
 use crate::channel::Channel;
@@ -24,7 +23,7 @@ pub async fn subscription(
     state: &AppState,
     caller: Caller,
     lead_id: &str,
-    body: Incoming,
+    body: RequestBody,
     unsubscribe: bool,
 ) -> Result<Response<Body>> {
     let bytes = read_body(body, state.max_body_bytes).await?;

@@ -28,8 +28,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hyper::body::Incoming;
-use hyper::header::HeaderValue;
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{HeaderMap, HeaderValue, CONNECTION, EXPECT};
+use hyper::{Request, Response, StatusCode, Version};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -37,7 +37,7 @@ use crate::domain::auth;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::store::Store;
-use request::{json_object, read_body, Query};
+use request::{json_object, read_body, BodyPace, Query, RequestBody};
 use response::{json as reply, Body};
 use router::Route;
 
@@ -45,6 +45,8 @@ use router::Route;
 pub struct AppState {
     pub store: Arc<Store>,
     pub max_body_bytes: usize,
+    /// How fast request bodies must arrive.
+    pub body_pace: BodyPace,
     pub metrics: Arc<Metrics>,
     pub recordings: recordings::Settings,
     /// Per-key request rate limit, when configured.
@@ -59,7 +61,7 @@ impl AppState {
     /// Reads a JSON object body within the size limit.
     pub async fn json_body(
         &self,
-        body: Incoming,
+        body: RequestBody,
     ) -> Result<serde_json::Map<String, serde_json::Value>> {
         json_object(&read_body(body, self.max_body_bytes).await?)
     }
@@ -70,7 +72,15 @@ pub async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, std::convert::Infallible> {
     let started = Instant::now();
-    let request_id = request_id(&req);
+    let request_id = request_id(req.headers());
+    let version = req.version();
+    let expects_continue = req
+        .headers()
+        .get(EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let (parts, body) = req.into_parts();
+    let (body, leftover) = RequestBody::new(body, state.body_pace);
+    let req = Request::from_parts(parts, body);
     // At the default `info` level this span is disabled and costs nothing; a formatted
     // span per request was a tenth of the server's CPU under load. Internal errors
     // name the request id themselves below.
@@ -88,6 +98,17 @@ pub async fn handle(
         }
         response::error(&e)
     });
+    // The handler is done with the body; whatever it left unread is read now, before
+    // the answer goes out, so that the client gets the answer (see `request`).
+    let mut complete = response.status() != StatusCode::REQUEST_TIMEOUT;
+    if let Some(Ok(rest)) = leftover.map(|mut l| l.try_recv()) {
+        complete &= request::discard(rest, state.max_body_bytes, expects_continue).await;
+    }
+    if !complete && version < Version::HTTP_2 {
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", value);
     }
@@ -102,11 +123,8 @@ pub async fn handle(
 }
 
 /// The caller's `x-request-id` when it is a sane token, else a new one.
-fn request_id(req: &Request<Incoming>) -> String {
-    let given = req
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok());
+fn request_id(headers: &HeaderMap) -> String {
+    let given = headers.get("x-request-id").and_then(|v| v.to_str().ok());
     match given {
         Some(id) if crate::ids::is_valid_client_id(id) && id.len() <= 64 => id.to_string(),
         _ => crate::ids::generate("req"),
@@ -115,7 +133,7 @@ fn request_id(req: &Request<Incoming>) -> String {
 
 async fn dispatch(
     state: &AppState,
-    req: Request<Incoming>,
+    req: Request<RequestBody>,
     route_name: &mut &'static str,
 ) -> Result<Response<Body>> {
     let (parts, body) = req.into_parts();
@@ -133,7 +151,7 @@ async fn dispatch(
     let scope = route
         .scope()
         .ok_or_else(|| Error::Internal(format!("open route {} has no handler", route.name())))?;
-    let key = parts.headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    let key = request::api_key(&parts.headers)?;
     let caller = auth::authenticate(&state.store, key, scope)?;
     if let Some(limiter) = &state.rate_limiter {
         limiter.check(&caller.key_id)?;

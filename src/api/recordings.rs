@@ -6,10 +6,7 @@
 //! needs no key: its `expires` and `sig` query values are checked instead, and it
 //! streams the audio chunk by chunk from short read transactions, honouring one `Range`.
 
-use std::time::Duration;
-
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper::header::{
     HeaderMap, HeaderValue, ACCEPT_RANGES, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE,
     CONTENT_TYPE, ETAG, HOST, IF_RANGE, RANGE,
@@ -22,7 +19,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::recording_body::{ByteRange, ChunkReader};
-use super::request::Query;
+use super::request::{Query, RequestBody};
 use super::response::{json as reply, Body};
 use super::AppState;
 use crate::domain::recording_upload::RecordingUpload;
@@ -32,9 +29,6 @@ use crate::error::{Error, Result};
 use crate::store::recordings::RecordingRecord;
 use crate::store::Store;
 use crate::time::Timestamp;
-
-/// How long an upload may go without receiving a byte before it is given up.
-const UPLOAD_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What path segments of a link leave unencoded.
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -92,9 +86,11 @@ pub async fn upload(
     caller: Caller,
     call_id: &str,
     headers: &HeaderMap,
-    mut body: Incoming,
+    mut body: RequestBody,
 ) -> Result<Response<Body>> {
     let settings = &state.recordings;
+    // An upload may be long: it is held to a minimum rate, not a deadline.
+    body.stream(settings.max_bytes);
     let content_type =
         recordings::content_type(headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()))?;
     let declared = headers
@@ -107,14 +103,10 @@ pub async fn upload(
     let mut upload =
         RecordingUpload::begin(state.store.clone(), caller, call_id, settings.max_bytes).await?;
     loop {
-        let next = tokio::time::timeout(UPLOAD_IDLE_TIMEOUT, body.frame())
-            .await
-            .map_err(|_| Error::BadRequest("The request body stalled".into()))?;
-        let Some(frame) = next else {
+        let Some(frame) = body.frame().await else {
             break;
         };
-        let frame = frame
-            .map_err(|e| Error::BadRequest(format!("Could not read the request body: {e}")))?;
+        let frame = frame?;
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };

@@ -1,29 +1,303 @@
-//! Reading requests: bounded JSON bodies and query parameters.
+//! Reading requests: bodies bounded in size and time, the API key, query parameters.
+//!
+//! A body reaches handlers as a [`RequestBody`], which holds the client to a pace: a
+//! whole JSON body must arrive within `body_read_timeout` of its request, and a
+//! streamed upload (a recording) must keep a minimum average rate; a client that falls
+//! behind gets 408 and its connection is closed, so slow bodies cannot hold the
+//! server's connections. A body a handler lets go of unread (a refusal before reading:
+//! 401, 403, 404, 415, ...) comes back to `api::handle`, which reads and discards the
+//! rest ([`discard`]) before answering: a client still sending would otherwise see the
+//! stream reset (HTTP/2) or the connection reset (HTTP/1.1) instead of the answer.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::HeaderMap;
 use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+use tokio::time::{Instant, Sleep};
 
 use crate::domain::listing::{DEFAULT_LIMIT, MAX_LIMIT};
 use crate::error::{Error, Result};
 use crate::time::{self, Micros};
 
-/// Reads the whole body, refusing more than `max` bytes with 413.
-pub async fn read_body(body: Incoming, max: usize) -> Result<Bytes> {
+/// How fast a request's body must arrive.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyPace {
+    /// A whole body arrives within this time of its request; so must the rest of a
+    /// refused request's body, which is read and discarded. A streamed upload never
+    /// waits longer than this for its next bytes.
+    pub timeout: Duration,
+    /// A streamed upload, past its first `timeout`, has received at least this many
+    /// bytes per second since it began.
+    pub min_bytes_per_second: u64,
+}
+
+/// What is left of a body its handler let go of before the end, still held to its pace.
+pub struct Leftover {
+    body: RequestBody,
+}
+
+/// A request's body as handlers see it: [`Incoming`] held to a [`BodyPace`].
+pub struct RequestBody {
+    inner: Option<Incoming>,
+    pace: BodyPace,
+    started: Instant,
+    /// Held to the minimum rate of a streamed upload rather than a whole-body deadline.
+    streaming: bool,
+    /// How much of a refused body is read and discarded; `None`: `max_body_bytes`.
+    discard_limit: Option<u64>,
+    received: u64,
+    /// Whether a handler read from it at all (which, with `Expect: 100-continue`, is
+    /// what told the client to send it).
+    polled: bool,
+    timed_out: bool,
+    /// Armed on the first wait for data.
+    timer: Option<Pin<Box<Sleep>>>,
+    /// Where an unread rest goes when the body is dropped.
+    rest: Option<oneshot::Sender<Leftover>>,
+}
+
+impl RequestBody {
+    /// Wraps `body`; the receiver gets what is left of it if it is dropped unread.
+    /// A body that is already complete (no body at all) needs no receiver.
+    pub fn new(
+        body: Incoming,
+        pace: BodyPace,
+    ) -> (RequestBody, Option<oneshot::Receiver<Leftover>>) {
+        let (rest, receiver) = if body.is_end_stream() {
+            (None, None)
+        } else {
+            let (tx, rx) = oneshot::channel();
+            (Some(tx), Some(rx))
+        };
+        let body = RequestBody {
+            inner: Some(body),
+            pace,
+            started: Instant::now(),
+            streaming: false,
+            discard_limit: None,
+            received: 0,
+            polled: false,
+            timed_out: false,
+            timer: None,
+            rest,
+        };
+        (body, receiver)
+    }
+
+    /// Holds the body to the minimum rate of a streamed upload of at most `max` bytes
+    /// instead of a deadline for the whole of it. The caller is authenticated and may
+    /// send that much anyway, so a refusal reads and discards up to `max` bytes too
+    /// (at the same pace): a client uploading a file gets the refusal, not a reset.
+    pub fn stream(&mut self, max: u64) {
+        self.streaming = true;
+        self.discard_limit = Some(max);
+        self.rearm();
+    }
+
+    /// When the body (whole) or its next bytes (streamed) are due.
+    fn deadline(&self) -> Instant {
+        let whole = self.started + self.pace.timeout;
+        if !self.streaming {
+            return whole;
+        }
+        let idle = Instant::now() + self.pace.timeout;
+        let rate = self.pace.min_bytes_per_second.max(1);
+        let earned = Duration::from_micros(self.received.saturating_mul(1_000_000) / rate);
+        let by_rate = whole.checked_add(earned).unwrap_or(idle);
+        idle.min(by_rate)
+    }
+
+    fn rearm(&mut self) {
+        let deadline = self.deadline();
+        match &mut self.timer {
+            Some(timer) => timer.as_mut().reset(deadline),
+            None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+        }
+    }
+}
+
+impl Body for RequestBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<std::result::Result<Frame<Bytes>, BodyError>>> {
+        let this = &mut *self;
+        this.polled = true;
+        if this.timed_out {
+            return Poll::Ready(Some(Err(BodyError::TimedOut)));
+        }
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match Pin::new(inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    this.received += data.len() as u64;
+                    if this.streaming {
+                        this.rearm();
+                    }
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(BodyError::Read(e)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                if this.timer.is_none() {
+                    this.rearm();
+                }
+                let fired = match &mut this.timer {
+                    Some(timer) => timer.as_mut().poll(cx).is_ready(),
+                    None => false,
+                };
+                if fired {
+                    this.timed_out = true;
+                    return Poll::Ready(Some(Err(BodyError::TimedOut)));
+                }
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.as_ref().is_none_or(Body::is_end_stream)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner
+            .as_ref()
+            .map_or_else(|| SizeHint::with_exact(0), Body::size_hint)
+    }
+}
+
+impl Drop for RequestBody {
+    fn drop(&mut self) {
+        // A body that timed out gets a 408 and a closed connection: nothing to read.
+        if self.timed_out {
+            return;
+        }
+        if let (Some(inner), Some(rest)) = (self.inner.take(), self.rest.take()) {
+            if !inner.is_end_stream() {
+                let body = RequestBody {
+                    inner: Some(inner),
+                    pace: self.pace,
+                    started: self.started,
+                    streaming: self.streaming,
+                    discard_limit: self.discard_limit,
+                    received: self.received,
+                    polled: self.polled,
+                    timed_out: false,
+                    timer: None,
+                    rest: None,
+                };
+                let _ = rest.send(Leftover { body });
+            }
+        }
+    }
+}
+
+/// Why a body could not be read.
+#[derive(Debug)]
+pub enum BodyError {
+    /// It did not keep its [`BodyPace`].
+    TimedOut,
+    Read(hyper::Error),
+}
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyError::TimedOut => f.write_str("the body did not arrive in time"),
+            BodyError::Read(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for BodyError {}
+
+impl From<BodyError> for Error {
+    fn from(e: BodyError) -> Error {
+        match e {
+            BodyError::TimedOut => Error::RequestTimeout,
+            BodyError::Read(e) => {
+                Error::BadRequest(format!("Could not read the request body: {e}"))
+            }
+        }
+    }
+}
+
+/// Reads and discards the rest of a refused request's body, so that its client gets the
+/// answer rather than a reset: at most `max` bytes (an upload's own limit once its
+/// handler took it as one), at the body's pace. `false` when it was not read to the end
+/// (longer, slower, broken, or never asked for), so an HTTP/1.1 connection must close
+/// after the answer. A rest announced longer than the limit is not read at all: an
+/// HTTP/2 client then gets the answer followed by a stream reset (`NO_ERROR`, as RFC
+/// 9113 section 8.1 provides), an HTTP/1.1 client the answer and `connection: close`.
+pub async fn discard(rest: Leftover, max: usize, expects_continue: bool) -> bool {
+    let mut body = rest.body;
+    // The client waits for a `100 Continue` nobody sent: it has sent nothing.
+    if expects_continue && !body.polled {
+        return false;
+    }
+    let mut left = body.discard_limit.unwrap_or(max as u64);
+    if body.size_hint().lower() > left {
+        return false;
+    }
+    while let Some(frame) = body.frame().await {
+        // A read error, or the body fell behind its pace.
+        let Ok(frame) = frame else {
+            return false;
+        };
+        if let Some(data) = frame.data_ref() {
+            let n = data.len() as u64;
+            if n > left {
+                return false;
+            }
+            left -= n;
+        }
+    }
+    true
+}
+
+/// The request's `x-api-key`, if any. A repeated header is refused (401): which copy
+/// counts must never depend on a proxy's or library's choice of the first or the last.
+pub fn api_key(headers: &HeaderMap) -> Result<Option<&str>> {
+    let mut values = headers.get_all("x-api-key").iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(Error::Unauthorized);
+    }
+    Ok(first.and_then(|v| v.to_str().ok()))
+}
+
+/// Reads the whole body, refusing more than `max` bytes with 413 and a body that does
+/// not arrive in time with 408.
+pub async fn read_body(body: RequestBody, max: usize) -> Result<Bytes> {
+    // A declared length beyond the limit is refused before a byte is read: a client
+    // waiting on `Expect: 100-continue` then never sends the body at all.
+    if body.size_hint().lower() > max as u64 {
+        return Err(Error::PayloadTooLarge);
+    }
     match Limited::new(body, max).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(Error::PayloadTooLarge)
-        }
-        Err(e) => Err(Error::BadRequest(format!(
-            "Could not read the request body: {e}"
-        ))),
+        Err(e) => match e.downcast::<BodyError>() {
+            Ok(e) => Err((*e).into()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(Error::PayloadTooLarge),
+            Err(e) => Err(Error::BadRequest(format!(
+                "Could not read the request body: {e}"
+            ))),
+        },
     }
 }
 

@@ -51,8 +51,9 @@ pub fn put(
     call_id: &str,
     changes: Map<String, Value>,
 ) -> Result<(CallRecord, bool)> {
+    // As on lead creation: an id that could never be stored is malformed, not missing.
     if !crate::ids::is_valid_client_id(call_id) {
-        return Err(Error::NotFound("Call not found".into()));
+        return Err(Error::invalid_field("id"));
     }
     let org = caller.org_id.as_str();
     let existing = tx.call(org, call_id)?;

@@ -7,6 +7,8 @@
 //! writer, so every acknowledged write is on disk when the process exits.
 
 mod admin_socket;
+pub mod limits;
+mod plaintext;
 mod startup;
 pub mod tls;
 
@@ -20,6 +22,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
+
+use limits::PerAddress;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
@@ -72,8 +76,7 @@ impl Server {
             Some(certs) => Some(TlsAcceptor::from(tls::server_config(certs.clone())?)),
             None => None,
         };
-        let listener = TcpListener::bind(config.listen)
-            .await
+        let listener = limits::listen(config.listen, config.limits.max_connections)
             .map_err(|e| format!("cannot listen on {}: {e}", config.listen))?;
         let local_addr = listener.local_addr().map_err(|e| e.to_string())?;
         let (admin_listener, socket_path) = admin_socket::bind(&config.data_dir)?;
@@ -93,6 +96,10 @@ impl Server {
         let state = Arc::new(AppState {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,
+            body_pace: crate::api::request::BodyPace {
+                timeout: config.limits.body_read_timeout,
+                min_bytes_per_second: config.limits.recording_min_bytes_per_second,
+            },
             metrics: Arc::default(),
             outbound,
             engine: engine.clone(),
@@ -232,6 +239,7 @@ async fn accept_loop(
         first_bytes_timeout: limits.header_read_timeout,
     });
     let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let per_address = PerAddress::new(limits.max_connections_per_ip);
     loop {
         // At the cap, stop accepting: new clients wait in the kernel's backlog.
         let permit = tokio::select! {
@@ -253,6 +261,12 @@ async fn accept_loop(
             },
             _ = stopped.changed() => break,
         };
+        // One address at its cap: close at once, so it never holds a slot it may not have.
+        let Some(address_slot) = per_address.admit(peer.ip()) else {
+            tracing::debug!(%peer, "connection refused: its address holds max_connections_per_ip");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let tls = tls.clone();
         let state = state.clone();
@@ -262,6 +276,7 @@ async fn accept_loop(
             if let Err(e) = serve_connection(stream, tls, state, protocols, watcher).await {
                 tracing::debug!(%peer, error = %e, "connection ended with an error");
             }
+            drop(address_slot);
             drop(permit);
         });
     }
@@ -293,6 +308,9 @@ async fn serve_connection(
     let service = service_fn(move |req| api::handle(state.clone(), req));
     match tls {
         Some(acceptor) => {
+            if tokio::time::timeout(HANDSHAKE_TIMEOUT, plaintext::starts_plain(&stream)).await?? {
+                return Ok(plaintext::answer(stream).await?);
+            }
             let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await??;
             // Choosing by ALPN skips protocol sniffing, which has no timeout of its own;
             // the chosen protocol's timeouts then cover a silent client.

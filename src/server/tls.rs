@@ -1,8 +1,11 @@
 //! TLS: the certificate the server presents.
 //!
-//! With no certificate configured, the first start writes a self-signed certificate for
-//! `localhost` and `127.0.0.1` to `<data_dir>/tls/cert.pem` and `key.pem` (mode 0600)
-//! and every later start reuses it, so clients can pin it with `--cacert`.
+//! With no certificate configured, the first start writes a self-signed certificate to
+//! `<data_dir>/tls/cert.pem` and `key.pem` (mode 0600) and every later start reuses it,
+//! so clients can pin it with `--cacert`. It covers `localhost`, `127.0.0.1`, `::1`, the
+//! machine's host name and every `tls_names` entry, as of its generation: a later start
+//! whose names it does not cover says so in the log (and how to get a new one) rather
+//! than replace a certificate clients may have pinned.
 
 use std::fs;
 use std::io::Write;
@@ -10,7 +13,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls::ServerConfig;
@@ -24,16 +27,82 @@ pub fn paths(config: &Config) -> Result<(PathBuf, PathBuf), String> {
     }
     let dir = config.data_dir.join("tls");
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let names = certificate_names(config);
     if !cert.exists() || !key.exists() {
-        generate_self_signed(&dir, &cert, &key)?;
+        generate_self_signed(&dir, &cert, &key, &names)?;
+    } else {
+        // Only ever a warning: the certificate itself is loaded (or refused) below.
+        match uncovered_names(&cert, &names) {
+            Ok(uncovered) if !uncovered.is_empty() => tracing::warn!(
+                cert = %cert.display(),
+                names = %uncovered.join(","),
+                "the generated certificate does not cover these names; to get one that does, move {} away and restart (clients then need the new cert.pem)",
+                dir.display()
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot tell which names the certificate covers"),
+        }
     }
     Ok((cert, key))
 }
 
-fn generate_self_signed(dir: &Path, cert_path: &Path, key_path: &Path) -> Result<(), String> {
+/// What a generated certificate covers: the local names, this machine's host name, and
+/// the configured `tls_names`.
+pub fn certificate_names(config: &Config) -> Vec<String> {
+    let mut names: Vec<String> = ["localhost", "127.0.0.1", "::1"]
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    names.extend(host_name());
+    for name in &config.tls_names {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    names
+}
+
+/// The machine's host name, when a certificate can hold it.
+fn host_name() -> Option<String> {
+    let name = fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let name = name.trim().to_ascii_lowercase();
+    let usable = !name.is_empty()
+        && name != "localhost"
+        && matches!(
+            ServerName::try_from(name.as_str()),
+            Ok(ServerName::DnsName(_))
+        );
+    usable.then_some(name)
+}
+
+/// The names among `names` that the certificate at `cert` is not valid for.
+fn uncovered_names(cert: &Path, names: &[String]) -> Result<Vec<String>, String> {
+    let pem = fs::read(cert).map_err(|e| format!("cannot read {}: {e}", cert.display()))?;
+    let Some(Ok(der)) = rustls_pemfile::certs(&mut pem.as_slice()).next() else {
+        return Err(format!("{}: no certificate found", cert.display()));
+    };
+    let end_entity =
+        webpki::EndEntityCert::try_from(&der).map_err(|e| format!("{}: {e}", cert.display()))?;
+    Ok(names
+        .iter()
+        .filter(|name| match ServerName::try_from(name.as_str()) {
+            Ok(server_name) => end_entity
+                .verify_is_valid_for_subject_name(&server_name)
+                .is_err(),
+            Err(_) => true,
+        })
+        .cloned()
+        .collect())
+}
+
+fn generate_self_signed(
+    dir: &Path,
+    cert_path: &Path,
+    key_path: &Path,
+    names: &[String],
+) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
-    let generated = rcgen::generate_simple_self_signed(names)
+    let generated = rcgen::generate_simple_self_signed(names.to_vec())
         .map_err(|e| format!("certificate generation: {e}"))?;
     write_file(
         key_path,
@@ -41,7 +110,7 @@ fn generate_self_signed(dir: &Path, cert_path: &Path, key_path: &Path) -> Result
         0o600,
     )?;
     write_file(cert_path, generated.cert.pem().as_bytes(), 0o644)?;
-    tracing::info!(cert = %cert_path.display(), "generated a self-signed certificate");
+    tracing::info!(cert = %cert_path.display(), names = %names.join(","), "generated a self-signed certificate");
     Ok(())
 }
 

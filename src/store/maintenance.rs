@@ -6,6 +6,7 @@
 //! index row points at its record, every record has its index rows, and every lead's
 //! stored JSON is what its record renders to.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use redb::{
@@ -23,12 +24,20 @@ use crate::error::{Error, Result};
 impl Store {
     /// Writes a consistent snapshot of the whole database to a new file at `target`.
     pub fn backup_to(&self, target: &Path) -> Result<u64> {
-        if target.exists() {
-            return Err(Error::Conflict(format!(
-                "{} already exists",
-                target.display()
-            )));
-        }
+        // The backup holds personal data and webhook secrets: readable by its owner
+        // only (mode 0600), like the database. Creating it here, exclusively, also
+        // makes sure an existing file is never overwritten.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(target)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => {
+                    Error::Conflict(format!("{} already exists", target.display()))
+                }
+                _ => Error::Internal(format!("cannot create {}: {e}", target.display())),
+            })?;
         let snapshot = self.db.begin_read()?;
         let copy = Database::create(target)?;
         let txn = copy.begin_write()?;
@@ -65,12 +74,13 @@ fn copy_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
     Ok(n)
 }
 
-/// Runs redb's own integrity check on a closed database file, then ours.
+/// Runs redb's own integrity check on a closed database file, then ours. An error names
+/// the file.
 pub fn check_file(path: &Path) -> Result<Vec<String>> {
     let mut db = match Database::open(path) {
         Ok(db) => db,
         Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-            return Err(Error::Conflict("the database is in use".into()))
+            return Err(Error::Conflict(format!("{} is in use", path.display())))
         }
         Err(e) => return Err(Error::Internal(format!("{}: {e}", path.display()))),
     };

@@ -11,7 +11,7 @@ use redb::{ReadTransaction, ReadableTable};
 
 use super::codec::decode;
 use super::lead_view;
-use super::records::{EventRecord, KeyRecord, LeadRecord};
+use super::records::{EventRecord, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use crate::error::{Error, Result};
 use crate::time::Micros;
@@ -79,6 +79,16 @@ impl ReadTx {
 
     pub fn keys(&self) -> Result<Vec<KeyRecord>> {
         let table = self.txn.open_table(API_KEYS)?;
+        let mut out = Vec::new();
+        for row in table.iter()? {
+            let (_, v) = row?;
+            out.push(decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    pub fn orgs(&self) -> Result<Vec<OrgRecord>> {
+        let table = self.txn.open_table(ORGS)?;
         let mut out = Vec::new();
         for row in table.iter()? {
             let (_, v) = row?;

@@ -210,6 +210,9 @@ impl Attempt {
     async fn run(self) {
         let started_at = now_micros();
         let outcome = self.send(started_at).await;
+        if !outcome.status.is_some_and(|s| (200..300).contains(&s)) {
+            self.log_failure(&outcome);
+        }
         // The receiver is done with us: its slot is free while the result commits.
         self.update_slots(|slots| slots.sending = slots.sending.saturating_sub(1));
         self.store.outbox_wake().notify_one();
@@ -229,6 +232,30 @@ impl Attempt {
             slots.leased.remove(&self.delivery.id);
         });
         self.store.outbox_wake().notify_one();
+    }
+
+    /// A failed attempt, at the default level: the endpoint, the receiver's host (not
+    /// its whole URL, which may carry a token) and the status or the error.
+    fn log_failure(&self, outcome: &AttemptOutcome) {
+        let host = self
+            .endpoint
+            .url
+            .parse::<hyper::Uri>()
+            .ok()
+            .and_then(|u| u.host().map(str::to_string))
+            .unwrap_or_default();
+        let status = outcome
+            .status
+            .map_or_else(|| "none".to_string(), |s| s.to_string());
+        tracing::warn!(
+            endpoint = %self.endpoint.id,
+            %host,
+            delivery = %self.delivery.id,
+            attempt = self.delivery.attempts.len() + 1,
+            %status,
+            error = %outcome.error,
+            "webhook attempt failed"
+        );
     }
 
     fn update_slots(&self, change: impl FnOnce(&mut EndpointSlots)) {

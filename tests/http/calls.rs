@@ -387,3 +387,15 @@ async fn transfer_initiated_at_is_normalised_to_utc_micros() {
         json!("2026-11-22T10:15:30.000000Z")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_call_ids_are_400_as_on_lead_creation() {
+    let (ts, key) = start().await;
+    let long = "x".repeat(129);
+    for id in ["a%20b", "a%00b", "%00", "a%2Fb", "caf%C3%A9", long.as_str()] {
+        let r = ts.put(&key, &format!("/v1/calls/{id}"), &minimal()).await;
+        assert_error(&r, 400, "Invalid format for field: id");
+    }
+    let r = ts.post(&key, "/v1/leads", &json!({"id": "a b"})).await;
+    assert_error(&r, 400, "Invalid format for field: id");
+}

@@ -10,6 +10,7 @@ mod calls;
 mod compliance;
 mod contact;
 mod dnc;
+mod edge;
 mod engine;
 mod errors;
 mod events;
