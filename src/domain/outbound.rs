@@ -76,6 +76,7 @@ pub fn begin(
             to,
             text: text.to_string(),
             subject: subject.map(str::to_string),
+            unsubscribe_url: None,
         },
     })
 }
