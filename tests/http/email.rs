@@ -262,6 +262,27 @@ async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscrib
     assert_eq!(count, 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_unsubscribe_link_of_a_deleted_lead_is_404() {
+    let s = start().await;
+    mail_profile(&s).await;
+    s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))
+        .await;
+    let raw = wait_sink(&s.sink, 1).await.remove(0);
+    let list = header(&raw, "List-Unsubscribe").unwrap();
+    let path = list
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .strip_prefix(PUBLIC_URL)
+        .unwrap()
+        .to_string();
+    expect(&s.ts.delete(&s.key, "/v1/leads/L1").await, 200);
+    for method in [Method::GET, Method::POST] {
+        let r = open_request(&s.ts, method, &path, "List-Unsubscribe=One-Click").await;
+        assert_error(&r, 404, "Resource not found: Lead with id L1");
+    }
+}
+
 fn text_of(r: &Response) -> String {
     String::from_utf8_lossy(&r.body).into_owned()
 }
