@@ -8,6 +8,7 @@
 mod calls;
 mod contact;
 mod dnc;
+mod email;
 mod events;
 mod inbound;
 mod leads;
@@ -146,6 +147,11 @@ async fn dispatch(
         Route::Readyz => return ops::readyz(&state.store),
         Route::OpenApi => return Ok(ops::openapi()),
         Route::RecordingFile(org, call) => return recordings::download(state, &parts, org, call),
+        Route::UnsubscribePage(token) => return email::page(state, token).await,
+        Route::UnsubscribeOneClick(token) => return email::one_click(state, token, body).await,
+        Route::MailgunInbound(org) => {
+            return email::mailgun_inbound(state, &parts, org, body).await
+        }
         _ => {}
     }
     let scope = route
@@ -159,9 +165,13 @@ async fn dispatch(
     let query = Query::parse(parts.uri.query())?;
     let store = &state.store;
     match route {
-        Route::Healthz | Route::Readyz | Route::OpenApi | Route::RecordingFile(_, _) => {
-            Err(Error::Internal("open route reached auth".into()))
-        }
+        Route::Healthz
+        | Route::Readyz
+        | Route::OpenApi
+        | Route::RecordingFile(_, _)
+        | Route::UnsubscribePage(_)
+        | Route::UnsubscribeOneClick(_)
+        | Route::MailgunInbound(_) => Err(Error::Internal("open route reached auth".into())),
         Route::Metrics => ops::metrics(state),
         Route::ListLeads => leads::list(store, &caller, &query),
         Route::GetLead(id) => leads::get(store, &caller, id),
@@ -198,7 +208,10 @@ async fn dispatch(
             inbound::inbound_sms(store, caller, state.json_body(body).await?).await
         }
         Route::GetOrg => org::get_org(store, &caller),
-        Route::UpdateOrg => org::update_org(store, caller, state.json_body(body).await?).await,
+        Route::UpdateOrg => {
+            let public_url = state.engine.public_url().map(str::to_string);
+            org::update_org(store, caller, state.json_body(body).await?, public_url).await
+        }
         Route::CreateWebhook => webhooks::create(store, caller, state.json_body(body).await?).await,
         Route::ListWebhooks => webhooks::list(store, &caller),
         Route::DeleteWebhook(id) => webhooks::delete(store, caller, id).await,

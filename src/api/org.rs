@@ -22,9 +22,10 @@ pub async fn update_org(
     store: &Store,
     caller: Caller,
     body: Map<String, Value>,
+    public_url: Option<String>,
 ) -> Result<Response<Body>> {
     let (org, engine) = store
-        .write(move |tx| org_settings::update(tx, &caller, body.clone()))
+        .write(move |tx| org_settings::update(tx, &caller, body.clone(), public_url.as_deref()))
         .await?;
     Ok(reply(StatusCode::OK, &org_settings::view(&org, &engine)))
 }

@@ -55,6 +55,11 @@ pub enum Route<'a> {
     DeleteProfile(&'a str),
     GetEngagement(&'a str),
     InboundEmail,
+    /// A one-click unsubscribe link's page (GET) and its unsubscribe (POST): the token.
+    UnsubscribePage(&'a str),
+    UnsubscribeOneClick(&'a str),
+    /// Inbound email forwarded by a Mailgun route: the org id.
+    MailgunInbound(&'a str),
 }
 
 impl Route<'_> {
@@ -62,6 +67,9 @@ impl Route<'_> {
     pub fn scope(&self) -> Option<Scope> {
         match self {
             Route::Healthz | Route::Readyz | Route::OpenApi | Route::RecordingFile(_, _) => None,
+            Route::UnsubscribePage(_)
+            | Route::UnsubscribeOneClick(_)
+            | Route::MailgunInbound(_) => None,
             Route::GetRecording(_) => Some(Scope::Read),
             Route::PutRecording(_) => Some(Scope::Write),
             Route::DeleteRecording(_) => Some(Scope::Admin),
@@ -147,6 +155,9 @@ impl Route<'_> {
             Route::DeleteProfile(_) => "delete_profile",
             Route::GetEngagement(_) => "get_engagement",
             Route::InboundEmail => "inbound_email",
+            Route::UnsubscribePage(_) => "unsubscribe_page",
+            Route::UnsubscribeOneClick(_) => "unsubscribe_one_click",
+            Route::MailgunInbound(_) => "mailgun_inbound",
         }
     }
 }
@@ -223,6 +234,17 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
         ["v1", "dnc", _] => only(m, Method::DELETE, Route::RemoveDnc(segments[2].as_str()))?,
         ["v1", "inbound", "sms"] => only(m, Method::POST, Route::InboundSms)?,
         ["v1", "inbound", "email"] => only(m, Method::POST, Route::InboundEmail)?,
+        ["v1", "unsubscribe", _] => {
+            let token = segments[2].as_str();
+            match m {
+                Method::GET => Route::UnsubscribePage(token),
+                Method::POST => Route::UnsubscribeOneClick(token),
+                _ => return Err(Error::MethodNotAllowed),
+            }
+        }
+        ["v1", "providers", "mailgun", _, "inbound"] => {
+            only(m, Method::POST, Route::MailgunInbound(segments[3].as_str()))?
+        }
         ["v1", "profiles"] => only(m, Method::GET, Route::ListProfiles)?,
         ["v1", "profiles", _] => {
             let name = segments[2].as_str();

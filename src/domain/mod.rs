@@ -11,6 +11,7 @@ pub mod calls;
 pub mod compliance;
 pub mod contact;
 pub mod dnc;
+pub mod email_settings;
 pub mod engagement;
 pub mod events;
 pub mod leads;
@@ -21,6 +22,7 @@ pub mod outbound;
 pub mod profiles;
 pub mod recording_upload;
 pub mod recordings;
+pub mod unsubscribe_links;
 pub mod webhook_endpoints;
 
 use crate::store::records::Scope;

@@ -45,6 +45,7 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
         ProviderSettings::Sandbox { latency_ms } => {
             json!({"kind": "sandbox", "latencyMs": latency_ms})
         }
+        ProviderSettings::Smtp(smtp) => super::email_settings::view(smtp),
     };
     let mut out = Map::new();
     out.insert("timeZone".into(), json!(text(&e.time_zone)));
@@ -120,7 +121,8 @@ fn engine_member(e: &mut EngineSettings, name: &str, value: Value) -> Result<boo
                     "email" => 2,
                     other => return Err(Error::unknown_field(&format!("providers.{other}"))),
                 };
-                chosen[slot] = provider(&format!("providers.{channel}"), value)?;
+                let previous = [&e.sms, &e.voice, &e.email][slot];
+                chosen[slot] = provider(&format!("providers.{channel}"), value, previous)?;
             }
             let [sms, voice, email] = chosen;
             (e.sms, e.voice, e.email) = (sms, voice, email);
@@ -167,9 +169,9 @@ fn assistant(
     })
 }
 
-/// One channel's provider: `{"kind": "sandbox", "latencyMs"?}`; the real kinds come
-/// with their own issue.
-fn provider(path: &str, value: Value) -> Result<ProviderSettings> {
+/// One channel's provider: `{"kind": "sandbox", "latencyMs"?}`, or `smtp` for email
+/// (`email_settings`); `previous` is what the channel had (its secrets stay when absent).
+fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<ProviderSettings> {
     let members = match value {
         Value::Null => return Ok(ProviderSettings::default()),
         Value::Object(members) => members,
@@ -177,6 +179,14 @@ fn provider(path: &str, value: Value) -> Result<ProviderSettings> {
     };
     match members.get("kind").and_then(Value::as_str) {
         Some("sandbox") => {}
+        Some("smtp") if path == "providers.email" => {
+            let previous = match previous {
+                ProviderSettings::Smtp(p) => Some(p),
+                _ => None,
+            };
+            return super::email_settings::parse(path, members, previous)
+                .map(ProviderSettings::Smtp);
+        }
         Some("twilio" | "smtp") => {
             return Err(Error::BadRequest("Provider not supported yet".into()))
         }
@@ -204,6 +214,7 @@ pub fn update(
     tx: &mut WriteTx,
     caller: &Caller,
     body: Map<String, Value>,
+    public_url: Option<&str>,
 ) -> Result<(OrgRecord, EngineSettings)> {
     let mut org = tx
         .org(&caller.org_id)?
@@ -279,6 +290,14 @@ pub fn update(
             "id" | "name" => return Err(Error::BadRequest(format!("Field is read-only: {name}"))),
             other => return Err(Error::unknown_field(other)),
         }
+    }
+    if engine.email != engine_before.email
+        && matches!(engine.email, ProviderSettings::Smtp(_))
+        && public_url.is_none()
+    {
+        return Err(Error::BadRequest(
+            super::email_settings::NEEDS_PUBLIC_URL.into(),
+        ));
     }
     org.settings = s;
     tx.put_org(&org)?;

@@ -73,6 +73,7 @@ pub fn begin(
             to,
             text: text.to_string(),
             subject: subject.map(str::to_string),
+            unsubscribe_url: None,
         },
     })
 }

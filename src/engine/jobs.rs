@@ -93,7 +93,7 @@ impl Engine {
                 let settings = self.store.read()?.engine_settings(&attempt.row.org_id)?;
                 let provider = Provider::for_channel(&settings, attempt.channel);
                 let outcome = match attempt.channel {
-                    Channel::Email => provider.send_email(&self.client, &attempt.outgoing).await,
+                    Channel::Email => self.send_email(&provider, &attempt).await,
                     Channel::Sms | Channel::Voice => {
                         provider.send_sms(&self.client, &attempt.outgoing).await
                     }

@@ -15,6 +15,7 @@
 //! - `assistant`: the OpenAI-compatible protocol.
 
 pub mod assistant;
+mod email;
 mod jobs;
 pub mod metrics;
 mod reply;
@@ -39,6 +40,8 @@ pub struct Engine {
     /// The server's `public_url` (no trailing `/`): the base of every URL handed to a
     /// provider (status callbacks, unsubscribe links).
     public_url: Option<String>,
+    /// Signs one-click unsubscribe links; read from the store on first use.
+    unsubscribe_key: tokio::sync::OnceCell<crate::domain::unsubscribe_links::UnsubscribeKey>,
 }
 
 impl Engine {
@@ -53,6 +56,7 @@ impl Engine {
             client,
             metrics,
             public_url: public_url.map(|u| u.trim_end_matches('/').to_string()),
+            unsubscribe_key: tokio::sync::OnceCell::new(),
         }
     }
 

@@ -8,6 +8,7 @@
 //! [`Provider`] and an arm in each method: the engine does not change.
 
 pub mod sandbox;
+pub mod smtp;
 
 use crate::channel::Channel;
 use crate::http_client::HttpClient;
@@ -20,6 +21,9 @@ pub struct Outgoing {
     pub to: String,
     pub text: String,
     pub subject: Option<String>,
+    /// The one-click unsubscribe link of an email (filled in by the engine, which knows
+    /// `public_url`); the SMTP provider puts it in `List-Unsubscribe` and the text.
+    pub unsubscribe_url: Option<String>,
 }
 
 /// What the provider made of a send.
@@ -42,6 +46,7 @@ pub enum SendOutcome {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Provider {
     Sandbox(sandbox::Sandbox),
+    Smtp(smtp::Smtp),
 }
 
 impl Provider {
@@ -55,6 +60,7 @@ impl Provider {
             ProviderSettings::Sandbox { latency_ms } => {
                 Provider::Sandbox(sandbox::Sandbox::new(*latency_ms))
             }
+            ProviderSettings::Smtp(settings) => Provider::Smtp(smtp::Smtp::new(settings.clone())),
         }
     }
 
@@ -62,18 +68,21 @@ impl Provider {
     pub fn kind(&self) -> &'static str {
         match self {
             Provider::Sandbox(_) => "sandbox",
+            Provider::Smtp(_) => "smtp",
         }
     }
 
     pub async fn send_sms(&self, _client: &HttpClient, message: &Outgoing) -> SendOutcome {
         match self {
             Provider::Sandbox(sandbox) => sandbox.accept(message).await,
+            Provider::Smtp(_) => smtp::wrong_channel(),
         }
     }
 
     pub async fn send_email(&self, _client: &HttpClient, message: &Outgoing) -> SendOutcome {
         match self {
             Provider::Sandbox(sandbox) => sandbox.accept(message).await,
+            Provider::Smtp(smtp) => smtp.send(message).await,
         }
     }
 
@@ -81,6 +90,7 @@ impl Provider {
     pub async fn start_call(&self, _client: &HttpClient, to: &str) -> SendOutcome {
         match self {
             Provider::Sandbox(sandbox) => sandbox.call(to).await,
+            Provider::Smtp(_) => smtp::wrong_channel(),
         }
     }
 }

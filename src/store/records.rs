@@ -744,6 +744,49 @@ pub enum ProviderSettings {
     /// Nothing leaves the machine; `latency_ms` delays each acceptance (a slow provider,
     /// for trials and tests).
     Sandbox { latency_ms: u64 },
+    /// Email through an SMTP server.
+    Smtp(SmtpSettings),
+}
+
+/// How the connection to an SMTP server is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SmtpSecurity {
+    /// Implicit TLS from the first byte (port 465).
+    Tls,
+    /// Plain connect, then a required STARTTLS (port 587).
+    StartTls,
+    /// No TLS at all: a local relay.
+    None,
+}
+
+/// An SMTP provider's settings. `password` and `inbound_signing_key` are secrets:
+/// write-only in the view, hidden from `Debug`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct SmtpSettings {
+    pub host: String,
+    pub port: u16,
+    pub security: SmtpSecurity,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    /// A mailbox, `Name <addr>` or `addr` (parsed with lettre when set).
+    pub from: String,
+    /// Mailgun's HTTP webhook signing key, which verifies inbound email.
+    pub inbound_signing_key: Option<String>,
+}
+
+impl std::fmt::Debug for SmtpSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |s: &Option<String>| s.as_ref().map(|_| "<set>");
+        f.debug_struct("SmtpSettings")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("security", &self.security)
+            .field("username", &self.username)
+            .field("password", &set(&self.password))
+            .field("from", &self.from)
+            .field("inbound_signing_key", &set(&self.inbound_signing_key))
+            .finish()
+    }
 }
 
 impl Default for ProviderSettings {

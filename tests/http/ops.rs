@@ -176,7 +176,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 43] = [
+const ROUTES: [(&str, &str, &str); 46] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -228,6 +228,13 @@ const ROUTES: [(&str, &str, &str); 43] = [
         "post",
         "/v1/webhooks/{webhookId}/deliveries/{deliveryId}/retry",
     ),
+    ("unsubscribe_page", "get", "/v1/unsubscribe/{token}"),
+    ("unsubscribe_one_click", "post", "/v1/unsubscribe/{token}"),
+    (
+        "mailgun_inbound",
+        "post",
+        "/v1/providers/mailgun/{orgId}/inbound",
+    ),
 ];
 
 /// Does not compile once `Route` gains a variant: add the route to `ROUTES` and to
@@ -277,7 +284,10 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::PutProfile(_)
         | Route::DeleteProfile(_)
         | Route::GetEngagement(_)
-        | Route::InboundEmail => true,
+        | Route::InboundEmail
+        | Route::UnsubscribePage(_)
+        | Route::UnsubscribeOneClick(_)
+        | Route::MailgunInbound(_) => true,
     }
 }
 

@@ -1,0 +1,300 @@
+//! Handlers of the email routes that need no API key: the one-click unsubscribe link
+//! (`GET` a small page, `POST` unsubscribes, RFC 8058) and inbound email forwarded by a
+//! Mailgun route (`forward()`), verified with the organization's
+//! `providers.email.inboundSigningKey` and then taken down the engine's inbound path.
+
+use bytes::Bytes;
+use hmac::{Hmac, Mac};
+
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::http::request::Parts;
+use hyper::{Response, StatusCode};
+use serde_json::json;
+use sha2::Sha256;
+
+use super::request::{read_body, RequestBody};
+use super::response::{full, json as reply, Body};
+use super::views::MessageView;
+use super::AppState;
+use crate::domain::{contact, engagement, unsubscribe_links, Caller};
+use crate::error::{Error, Result};
+use crate::store::records::ProviderSettings;
+use crate::store::Reader;
+
+/// How far a Mailgun `timestamp` may be from now, either way.
+const MAILGUN_MAX_SKEW_SECS: i64 = 300;
+
+/// `GET /v1/unsubscribe/{token}`: a page whose button POSTs to the same URL. A GET
+/// never unsubscribes (link scanners follow GETs).
+pub async fn page(state: &AppState, token: &str) -> Result<Response<Body>> {
+    let target = state.engine.unsubscribe_key().await?.verify(token)?;
+    let read = state.store.read()?;
+    if read
+        .lead(&target.org, &target.lead)?
+        .is_none_or(|l| l.deleted_at.is_some())
+    {
+        return Err(Error::lead_not_found(&target.lead));
+    }
+    let business = escape(&engagement::business_name(&read, &target.org)?);
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Unsubscribe</title></head>\n<body>\n<h1>Unsubscribe</h1>\n\
+         <p>Stop receiving emails from {business}?</p>\n\
+         <form method=\"post\" action=\"\">\
+         <input type=\"hidden\" name=\"List-Unsubscribe\" value=\"One-Click\">\
+         <button type=\"submit\">Unsubscribe</button></form>\n</body></html>\n"
+    );
+    let mut response = Response::new(full(html));
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        "content-security-policy",
+        HeaderValue::from_static("default-src 'none'; form-action 'self'"),
+    );
+    Ok(response)
+}
+
+/// `POST /v1/unsubscribe/{token}` (any body, usually `List-Unsubscribe=One-Click`):
+/// unsubscribes the lead's email channel; 200, no redirect.
+pub async fn one_click(state: &AppState, token: &str, body: RequestBody) -> Result<Response<Body>> {
+    let target = state.engine.unsubscribe_key().await?.verify(token)?;
+    read_body(body, state.max_body_bytes).await?;
+    state
+        .store
+        .write(move |tx| unsubscribe_links::one_click(tx, &target))
+        .await?;
+    let mut response = Response::new(full(
+        "You are unsubscribed: you will receive no more of these emails.\n",
+    ));
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    Ok(response)
+}
+
+/// The fields of a Mailgun route's `forward()` this service reads.
+#[derive(Debug, Default)]
+struct Forwarded {
+    sender: Option<String>,
+    subject: Option<String>,
+    body_plain: Option<String>,
+    stripped_text: Option<String>,
+    timestamp: Option<String>,
+    token: Option<String>,
+    signature: Option<String>,
+}
+
+impl Forwarded {
+    fn set(&mut self, name: &str, value: String) {
+        let slot = match name {
+            "sender" => &mut self.sender,
+            "subject" => &mut self.subject,
+            "body-plain" => &mut self.body_plain,
+            "stripped-text" => &mut self.stripped_text,
+            "timestamp" => &mut self.timestamp,
+            "token" => &mut self.token,
+            "signature" => &mut self.signature,
+            _ => return,
+        };
+        *slot = Some(value);
+    }
+}
+
+/// `POST /v1/providers/mailgun/{orgId}/inbound`: multipart/form-data or url-encoded.
+pub async fn mailgun_inbound(
+    state: &AppState,
+    parts: &Parts,
+    org: &str,
+    body: RequestBody,
+) -> Result<Response<Body>> {
+    let key = {
+        let read = state.store.read()?;
+        if read.org(org)?.is_none() {
+            return Err(Error::NotFound("Not found".into()));
+        }
+        match read.engine_settings(org)?.email {
+            ProviderSettings::Smtp(smtp) => smtp.inbound_signing_key,
+            _ => None,
+        }
+    };
+    let Some(key) = key else {
+        tracing::info!(
+            org,
+            "inbound email from mailgun for an organization without an inbound signing key"
+        );
+        return Err(Error::NotFound("Not found".into()));
+    };
+    let content_type = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let bytes = read_body(body, state.max_body_bytes).await?;
+    let fields = parse_form(&content_type, bytes).await?;
+    verify(
+        &key,
+        fields.timestamp.as_deref(),
+        fields.token.as_deref(),
+        fields.signature.as_deref(),
+        chrono::Utc::now().timestamp(),
+    )?;
+    let sender = fields
+        .sender
+        .map(|s| s.trim().to_string())
+        .filter(|s| s.contains('@'))
+        .ok_or_else(|| Error::invalid_field("sender"))?;
+    let text = fields
+        .stripped_text
+        .filter(|t| !t.trim().is_empty())
+        .or(fields.body_plain)
+        .ok_or_else(|| Error::invalid_field("body-plain"))?;
+    let subject = fields.subject;
+    let caller = Caller::system(org);
+    let inbound = state
+        .store
+        .write(move |tx| contact::inbound_email(tx, &caller, &sender, subject.as_deref(), &text))
+        .await?;
+    let message = MessageView::of(&inbound.message)
+        .ok_or_else(|| Error::Internal("an inbound email is not message-shaped".into()))?;
+    Ok(reply(StatusCode::OK, &json!({ "message": message })))
+}
+
+/// The form's text fields (files, such as attachments, are skipped).
+async fn parse_form(content_type: &str, bytes: Bytes) -> Result<Forwarded> {
+    let mut fields = Forwarded::default();
+    let mime = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match mime.as_str() {
+        "application/x-www-form-urlencoded" => {
+            let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes)
+                .map_err(|_| Error::BadRequest("Invalid form body".into()))?;
+            for (name, value) in pairs {
+                fields.set(&name, value);
+            }
+        }
+        "multipart/form-data" => {
+            let boundary = multer::parse_boundary(content_type)
+                .map_err(|_| Error::BadRequest("Invalid multipart body".into()))?;
+            let stream =
+                futures_util::stream::once(
+                    async move { Ok::<Bytes, std::convert::Infallible>(bytes) },
+                );
+            let mut multipart = multer::Multipart::new(stream, boundary);
+            let invalid = |_| Error::BadRequest("Invalid multipart body".into());
+            while let Some(field) = multipart.next_field().await.map_err(invalid)? {
+                if field.file_name().is_some() {
+                    continue;
+                }
+                let Some(name) = field.name().map(str::to_string) else {
+                    continue;
+                };
+                let value = field.text().await.map_err(invalid)?;
+                fields.set(&name, value);
+            }
+        }
+        _ => {
+            return Err(Error::BadRequest(
+                "Content-Type must be multipart/form-data or application/x-www-form-urlencoded"
+                    .into(),
+            ))
+        }
+    }
+    Ok(fields)
+}
+
+/// Mailgun's webhook signature: `signature` is the hex HMAC-SHA256 under `key` of
+/// `timestamp` followed by `token`, and `timestamp` is within five minutes of `now`
+/// (Unix seconds). 403 `Forbidden` otherwise.
+fn verify(
+    key: &str,
+    timestamp: Option<&str>,
+    token: Option<&str>,
+    signature: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    let (Some(timestamp), Some(token), Some(signature)) = (timestamp, token, signature) else {
+        return Err(Error::Forbidden);
+    };
+    let when: i64 = timestamp.trim().parse().map_err(|_| Error::Forbidden)?;
+    if (now - when).abs() > MAILGUN_MAX_SKEW_SECS {
+        return Err(Error::Forbidden);
+    }
+    let signature = hex::decode(signature.trim()).map_err(|_| Error::Forbidden)?;
+    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes())
+        .map_err(|e| Error::Internal(format!("hmac key: {e}")))?;
+    mac.update(timestamp.as_bytes());
+    mac.update(token.as_bytes());
+    // Constant-time comparison.
+    mac.verify_slice(&signature).map_err(|_| Error::Forbidden)
+}
+
+/// Text for an HTML page.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sign(key: &str, timestamp: &str, token: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
+        mac.update(format!("{timestamp}{token}").as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    #[test]
+    fn mailgun_signatures_and_their_age() {
+        let now = 1_700_000_000;
+        let ts = now.to_string();
+        let good = sign("key-1", &ts, "tok");
+        assert!(verify("key-1", Some(&ts), Some("tok"), Some(&good), now).is_ok());
+        assert!(verify("key-1", Some(&ts), Some("tok"), Some(&good), now + 299).is_ok());
+        for (key, token, sig, at) in [
+            ("key-2", "tok", good.as_str(), now),
+            ("key-1", "tok2", good.as_str(), now),
+            ("key-1", "tok", "zz", now),
+            ("key-1", "tok", good.as_str(), now + 301),
+            ("key-1", "tok", good.as_str(), now - 301),
+        ] {
+            assert!(matches!(
+                verify(key, Some(&ts), Some(token), Some(sig), at),
+                Err(Error::Forbidden)
+            ));
+        }
+        assert!(matches!(
+            verify("key-1", None, Some("tok"), Some(&good), now),
+            Err(Error::Forbidden)
+        ));
+    }
+
+    #[test]
+    fn pages_escape_text() {
+        assert_eq!(
+            escape("<a href='x'>&\""),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;"
+        );
+    }
+}

@@ -1,0 +1,571 @@
+//! Email over SMTP (against `smtp_sink`), the one-click unsubscribe link (RFC 8058),
+//! and inbound email from a Mailgun route, signed here with Mailgun's published scheme
+//! (hex HMAC-SHA256 of timestamp followed by token), not with the server's code.
+
+use hmac::{Hmac, Mac};
+use hyper::Method;
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::common::{Response, TestServer};
+use crate::smtp_sink::SmtpSink;
+use crate::util::*;
+
+const PUBLIC_URL: &str = "https://engaged.test";
+const SIGNING_KEY: &str = "key-mailgun-test-0123456789";
+const EMAIL: &str = "ada@example.com";
+const FROM: &str = "Sam at Acme <sam@acme.example>";
+
+struct Setup {
+    ts: TestServer,
+    key: String,
+    admin: String,
+    sink: SmtpSink,
+}
+
+/// A server with `public_url`, keys of "acme", and email through the sink.
+async fn start() -> Setup {
+    let sink = SmtpSink::start().await;
+    let ts = TestServer::start_with(|c| c.public_url = Some(PUBLIC_URL.into())).await;
+    let key = ts.key("acme", "write").await;
+    let admin = ts.key("acme", "admin").await;
+    set_business(&ts, &admin).await;
+    set_org(
+        &ts,
+        &admin,
+        &json!({"providers": {"email": smtp(sink.port)}}),
+    )
+    .await;
+    Setup {
+        ts,
+        key,
+        admin,
+        sink,
+    }
+}
+
+fn smtp(port: u16) -> Value {
+    json!({"kind": "smtp", "host": "127.0.0.1", "port": port, "security": "none",
+           "from": FROM, "inboundSigningKey": SIGNING_KEY})
+}
+
+/// A lead reachable by email only, enrolled in `profile`.
+fn email_lead(id: &str, email: &str, profile: &str) -> Value {
+    json!({"id": id, "firstName": "Ada", "email": email, "customerProfile": profile})
+}
+
+/// Profile "mail": one email at once, a second an hour later.
+async fn mail_profile(s: &Setup) {
+    put_profile(
+        &s.ts,
+        &s.admin,
+        "mail",
+        &profile_with(json!([
+            email_step(
+                "0s",
+                "Your {{business.name}} quote",
+                "Hi {{firstName}}, your quote is ready."
+            ),
+            email_step("1h", "Still there?", "Any questions?"),
+        ])),
+    )
+    .await;
+}
+
+/// The value of header `name` in a raw message (folded lines joined).
+fn header(raw: &str, name: &str) -> Option<String> {
+    let head = raw.split("\r\n\r\n").next().unwrap_or("");
+    let mut unfolded: Vec<String> = Vec::new();
+    for line in head.split("\r\n") {
+        if line.starts_with(' ') || line.starts_with('\t') {
+            if let Some(last) = unfolded.last_mut() {
+                last.push_str(line.trim_start());
+                continue;
+            }
+        }
+        unfolded.push(line.to_string());
+    }
+    unfolded.into_iter().find_map(|line| {
+        let (n, v) = line.split_once(':')?;
+        n.eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+    })
+}
+
+/// The text of a raw message, quoted-printable decoded when it is so encoded (lettre
+/// chooses it for lines over 76 characters, such as the unsubscribe line).
+fn body(raw: &str) -> String {
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    if header(raw, "Content-Transfer-Encoding").as_deref() != Some("quoted-printable") {
+        return body;
+    }
+    let joined = body.replace("=\r\n", "");
+    let bytes = joined.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'=' && i + 2 < bytes.len() {
+            if let Ok(b) = u8::from_str_radix(&joined[i + 1..i + 3], 16) {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).expect("utf-8 text")
+}
+
+/// Waits until the sink holds `n` messages.
+async fn wait_sink(sink: &SmtpSink, n: usize) -> Vec<String> {
+    poll(
+        &format!("{n} message(s) at the sink"),
+        WAIT,
+        || async move {
+            let got = sink.messages();
+            if got.len() >= n {
+                Ok(got)
+            } else {
+                Err(format!("{} so far", got.len()))
+            }
+        },
+    )
+    .await
+}
+
+async fn open_request(ts: &TestServer, method: Method, path: &str, body: &str) -> Response {
+    ts.request(
+        method,
+        path,
+        None,
+        Some("application/x-www-form-urlencoded"),
+        body.as_bytes().to_vec(),
+    )
+    .await
+}
+
+// ---- sending ------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscribes() {
+    let s = start().await;
+    let hooks = HookReceiver::start().await;
+    hooks.register(&s.ts, &s.admin).await;
+    mail_profile(&s).await;
+    s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))
+        .await;
+
+    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    let event = wait_settled(&s.ts, &s.key, "L1", &sent[0]["id"]).await;
+    assert_eq!(event["data"]["status"], json!("sent"), "{event}");
+    let raw = wait_sink(&s.sink, 1).await.remove(0);
+
+    assert!(
+        header(&raw, "From").unwrap().contains("<sam@acme.example>"),
+        "{raw}"
+    );
+    assert_eq!(header(&raw, "To").unwrap(), EMAIL, "{raw}");
+    assert_eq!(header(&raw, "Subject").unwrap(), "Your Acme Solar quote");
+    assert_eq!(
+        header(&raw, "Message-ID"),
+        event["data"]["providerMessageId"]
+            .as_str()
+            .map(str::to_string),
+        "the Message-ID is the providerMessageId: {raw}"
+    );
+    assert!(header(&raw, "Message-ID")
+        .unwrap()
+        .ends_with("@acme.example>"));
+    assert_eq!(
+        header(&raw, "List-Unsubscribe-Post").unwrap(),
+        "List-Unsubscribe=One-Click"
+    );
+    let list = header(&raw, "List-Unsubscribe").unwrap();
+    let url = list
+        .strip_prefix('<')
+        .and_then(|u| u.strip_suffix('>'))
+        .unwrap_or_else(|| panic!("List-Unsubscribe is <url>: {list}"));
+    let path = url
+        .strip_prefix(PUBLIC_URL)
+        .unwrap_or_else(|| panic!("under public_url: {url}"));
+    assert!(path.starts_with("/v1/unsubscribe/"), "{path}");
+    let text = body(&raw);
+    assert!(
+        text.starts_with("Hi Ada, your quote is ready.\r\n\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("To stop receiving these emails, open {url}")),
+        "a visible unsubscribe line: {text}"
+    );
+
+    // A GET shows a form and does not unsubscribe.
+    let page = open_request(&s.ts, Method::GET, path, "").await;
+    assert_eq!(page.status, 200, "{}", text_of(&page));
+    assert!(page.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    let html = text_of(&page);
+    assert!(html.contains("<form method=\"post\""), "{html}");
+    assert!(!html.contains("http"), "no external resources: {html}");
+    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    assert_eq!(
+        lead["subscriptions"]["email"],
+        json!("subscribed"),
+        "{lead}"
+    );
+    assert_eq!(
+        engagement(&s.ts, &s.key, "L1").await["state"],
+        json!("active")
+    );
+
+    // A forged or altered token is 403, for both methods.
+    let forged = format!(
+        "/v1/unsubscribe/{}",
+        tamper(&path["/v1/unsubscribe/".len()..])
+    );
+    for method in [Method::GET, Method::POST] {
+        let r = open_request(&s.ts, method, &forged, "List-Unsubscribe=One-Click").await;
+        assert_error(&r, 403, "Forbidden");
+    }
+
+    // The one-click POST unsubscribes the email channel: 200, no redirect.
+    let r = open_request(&s.ts, Method::POST, path, "List-Unsubscribe=One-Click").await;
+    assert_eq!(r.status, 200, "{}", text_of(&r));
+    assert!(r.headers.get("location").is_none());
+    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    assert_eq!(
+        lead["subscriptions"]["email"],
+        json!("unsubscribed"),
+        "{lead}"
+    );
+    wait_state(&s.ts, &s.key, "L1", "stopped", Some("unsubscribed")).await;
+    let opted_out = hooks.wait_event("lead.opted_out").await;
+    assert_eq!(opted_out["channel"], json!("email"), "{opted_out}");
+
+    // A second POST changes nothing.
+    let r = open_request(&s.ts, Method::POST, path, "List-Unsubscribe=One-Click").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        get_lead(&s.ts, &s.key, "L1").await["updatedAt"],
+        lead["updatedAt"]
+    );
+    let count = hooks
+        .envelopes()
+        .iter()
+        .filter(|e| e["event"] == json!("lead.opted_out"))
+        .count();
+    assert_eq!(count, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_unsubscribe_link_of_a_deleted_lead_is_404() {
+    let s = start().await;
+    mail_profile(&s).await;
+    s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))
+        .await;
+    let raw = wait_sink(&s.sink, 1).await.remove(0);
+    let list = header(&raw, "List-Unsubscribe").unwrap();
+    let path = list
+        .trim_start_matches('<')
+        .trim_end_matches('>')
+        .strip_prefix(PUBLIC_URL)
+        .unwrap()
+        .to_string();
+    expect(&s.ts.delete(&s.key, "/v1/leads/L1").await, 200);
+    for method in [Method::GET, Method::POST] {
+        let r = open_request(&s.ts, method, &path, "List-Unsubscribe=One-Click").await;
+        assert_error(&r, 404, "Resource not found: Lead with id L1");
+    }
+}
+
+fn text_of(r: &Response) -> String {
+    String::from_utf8_lossy(&r.body).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_smtp_550_fails_the_message_with_its_code() {
+    let s = start().await;
+    s.sink.refuse(EMAIL);
+    mail_profile(&s).await;
+    s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))
+        .await;
+    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    let event = wait_settled(&s.ts, &s.key, "L1", &sent[0]["id"]).await;
+    assert_eq!(event["data"]["status"], json!("failed"), "{event}");
+    assert_eq!(event["data"]["errorCode"], json!("550"), "{event}");
+    assert!(s.sink.messages().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_smtp_451_is_retried_and_one_message_arrives() {
+    let s = start().await;
+    s.sink.defer_once();
+    mail_profile(&s).await;
+    s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))
+        .await;
+    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    let event = wait_settled(&s.ts, &s.key, "L1", &sent[0]["id"]).await;
+    assert_eq!(event["data"]["status"], json!("sent"), "{event}");
+    let raw = wait_sink(&s.sink, 1).await;
+    assert_eq!(raw.len(), 1);
+    assert_eq!(
+        header(&raw[0], "Message-ID"),
+        event["data"]["providerMessageId"]
+            .as_str()
+            .map(str::to_string)
+    );
+}
+
+// ---- settings -----------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smtp_settings_are_validated_and_their_secrets_write_only() {
+    let s = start().await;
+    let mut missing = smtp(25);
+    missing.as_object_mut().unwrap().remove("host");
+    let r =
+        s.ts.patch(
+            &s.admin,
+            "/v1/org",
+            &json!({"providers": {"email": missing}}),
+        )
+        .await;
+    assert_error(&r, 400, "Invalid format for field: providers.email.host");
+    let mut bad_from = smtp(25);
+    bad_from["from"] = json!("not a mailbox");
+    let r =
+        s.ts.patch(
+            &s.admin,
+            "/v1/org",
+            &json!({"providers": {"email": bad_from}}),
+        )
+        .await;
+    assert_error(&r, 400, "Invalid format for field: providers.email.from");
+
+    let mut with_password = smtp(2525);
+    with_password["username"] = json!("sam");
+    with_password["password"] = json!("hunter2-secret");
+    let view = set_org(
+        &s.ts,
+        &s.admin,
+        &json!({"providers": {"email": with_password}}),
+    )
+    .await;
+    let email = &view["providers"]["email"];
+    assert_eq!(email["passwordSet"], json!(true), "{view}");
+    assert_eq!(email["inboundSigningKeySet"], json!(true), "{view}");
+    assert_eq!(email["port"], json!(2525));
+    // Absent secrets keep the stored ones.
+    let view = set_org(
+        &s.ts,
+        &s.admin,
+        &json!({"providers": {"email": smtp(2526)}}),
+    )
+    .await;
+    assert_eq!(
+        view["providers"]["email"]["passwordSet"],
+        json!(true),
+        "{view}"
+    );
+    let shown = text_of(&s.ts.get(&s.admin, "/v1/org").await);
+    assert!(
+        !shown.contains("hunter2-secret") && !shown.contains(SIGNING_KEY),
+        "{shown}"
+    );
+
+    // Without public_url the smtp provider is refused.
+    let bare = TestServer::start().await;
+    let admin = bare.key("acme", "admin").await;
+    let r = bare
+        .patch(
+            &admin,
+            "/v1/org",
+            &json!({"providers": {"email": smtp(25)}}),
+        )
+        .await;
+    assert_error(&r, 400, "public_url must be set to use the smtp provider");
+}
+
+// ---- inbound email from Mailgun -----------------------------------------------------
+
+fn mailgun_fields(sender: &str, timestamp: i64, key: &str) -> Vec<(String, String)> {
+    let token = format!("tok{timestamp}{sender}").replace(['@', '.'], "");
+    let timestamp = timestamp.to_string();
+    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
+    mac.update(timestamp.as_bytes());
+    mac.update(token.as_bytes());
+    let signature = hex::encode(mac.finalize().into_bytes());
+    [
+        ("sender", sender.to_string()),
+        ("recipient", "sam@acme.example".to_string()),
+        ("subject", "Re: Your Acme Solar quote".to_string()),
+        (
+            "body-plain",
+            "How much is it?\n\n> quoted older text".to_string(),
+        ),
+        ("timestamp", timestamp),
+        ("token", token),
+        ("signature", signature),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+async fn org_id(s: &Setup) -> String {
+    str_of(&s.ts.get(&s.admin, "/v1/org").await.json()["id"]).to_string()
+}
+
+async fn post_urlencoded(s: &Setup, org: &str, fields: &[(String, String)]) -> Response {
+    let body = serde_urlencoded::to_string(fields).unwrap();
+    s.ts.request(
+        Method::POST,
+        &format!("/v1/providers/mailgun/{org}/inbound"),
+        None,
+        Some("application/x-www-form-urlencoded"),
+        body.into_bytes(),
+    )
+    .await
+}
+
+async fn post_multipart(s: &Setup, org: &str, fields: &[(String, String)]) -> Response {
+    let boundary = "----engagedTestBoundary7MA4YWxk";
+    let mut body = String::new();
+    for (name, value) in fields {
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+        ));
+    }
+    body.push_str(&format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"attachment-1\"; filename=\"a.txt\"\r\nContent-Type: text/plain\r\n\r\nignored\r\n--{boundary}--\r\n"
+    ));
+    s.ts.request(
+        Method::POST,
+        &format!("/v1/providers/mailgun/{org}/inbound"),
+        None,
+        Some(&format!("multipart/form-data; boundary={boundary}")),
+        body.into_bytes(),
+    )
+    .await
+}
+
+/// Leads L1 (Ada) and L2 (Bob) in a cadence whose first email is an hour away.
+async fn two_waiting_leads(s: &Setup) {
+    put_profile(
+        &s.ts,
+        &s.admin,
+        "later",
+        &profile_with(json!([email_step("1h", "Hello", "Hello there")])),
+    )
+    .await;
+    for (id, email) in [("L1", EMAIL), ("L2", "bob@example.com")] {
+        s.ts.create_lead(&s.key, &email_lead(id, email, "later"))
+            .await;
+        wait_state(&s.ts, &s.key, id, "active", None).await;
+    }
+}
+
+fn from_lead(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|m| m["owner"] == json!("lead"))
+        .cloned()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_mailgun_posts_are_the_leads_email_and_stop_the_cadence() {
+    let s = start().await;
+    two_waiting_leads(&s).await;
+    let org = org_id(&s).await;
+    let now = chrono::Utc::now().timestamp();
+
+    // url-encoded, with stripped-text: that is the reply's text.
+    let mut fields = mailgun_fields(EMAIL, now, SIGNING_KEY);
+    fields.push(("stripped-text".into(), "How much is it?".into()));
+    let r = post_urlencoded(&s, &org, &fields).await;
+    assert_eq!(r.status, 200, "{}", text_of(&r));
+    assert_eq!(
+        r.json()["message"]["content"]["text"],
+        json!("How much is it?")
+    );
+    wait_state(&s.ts, &s.key, "L1", "stopped", Some("replied")).await;
+    let theirs = from_lead(&messages_of(&s.ts, &s.key, "L1").await);
+    assert_eq!(theirs.len(), 1, "{theirs:?}");
+    assert_eq!(theirs[0]["channel"], json!("email"));
+    assert_eq!(
+        theirs[0]["content"]["subject"],
+        json!("Re: Your Acme Solar quote")
+    );
+
+    // multipart, without stripped-text: body-plain is the text; files are skipped.
+    let r = post_multipart(
+        &s,
+        &org,
+        &mailgun_fields("bob@example.com", now, SIGNING_KEY),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", text_of(&r));
+    wait_state(&s.ts, &s.key, "L2", "stopped", Some("replied")).await;
+    let theirs = from_lead(&messages_of(&s.ts, &s.key, "L2").await);
+    assert_eq!(
+        theirs[0]["content"]["text"],
+        json!("How much is it?\n\n> quoted older text")
+    );
+
+    // An unknown sender is 404, like POST /v1/inbound/email.
+    let r = post_urlencoded(&s, &org, &mailgun_fields("x@y.example", now, SIGNING_KEY)).await;
+    assert_error(&r, 404, "Resource not found: Lead with email x@y.example");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mailgun_posts_with_a_bad_signature_or_a_stale_timestamp_are_403() {
+    let s = start().await;
+    two_waiting_leads(&s).await;
+    let org = org_id(&s).await;
+    let now = chrono::Utc::now().timestamp();
+
+    let wrong_key = mailgun_fields(EMAIL, now, "another-key");
+    assert_error(
+        &post_urlencoded(&s, &org, &wrong_key).await,
+        403,
+        "Forbidden",
+    );
+    assert_error(
+        &post_multipart(&s, &org, &wrong_key).await,
+        403,
+        "Forbidden",
+    );
+    let mut altered = mailgun_fields(EMAIL, now, SIGNING_KEY);
+    altered[4].1 = (now + 1).to_string(); // the timestamp, after signing
+    assert_error(&post_urlencoded(&s, &org, &altered).await, 403, "Forbidden");
+    let stale = mailgun_fields(EMAIL, now - 600, SIGNING_KEY);
+    assert_error(&post_urlencoded(&s, &org, &stale).await, 403, "Forbidden");
+    let unsigned: Vec<(String, String)> = mailgun_fields(EMAIL, now, SIGNING_KEY)
+        .into_iter()
+        .filter(|(k, _)| k != "signature")
+        .collect();
+    assert_error(
+        &post_urlencoded(&s, &org, &unsigned).await,
+        403,
+        "Forbidden",
+    );
+
+    assert!(messages_of(&s.ts, &s.key, "L1").await.is_empty());
+    assert_eq!(
+        engagement(&s.ts, &s.key, "L1").await["state"],
+        json!("active")
+    );
+
+    // An organization without an inbound signing key: 404.
+    set_org(&s.ts, &s.admin, &json!({"providers": {"email": null}})).await;
+    let r = post_urlencoded(&s, &org, &mailgun_fields(EMAIL, now, SIGNING_KEY)).await;
+    assert_eq!(r.status, 404, "{}", text_of(&r));
+    let r = post_urlencoded(&s, "no-such-org", &mailgun_fields(EMAIL, now, SIGNING_KEY)).await;
+    assert_eq!(r.status, 404);
+}
