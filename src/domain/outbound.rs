@@ -91,24 +91,18 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
         SendOutcome::Unknown { error } => (SendStatus::Unknown, json!({"error": error})),
     };
     set_status(tx, row, status, extra)?;
-    if let SendOutcome::Refused {
-        code,
-        do_not_contact: true,
-    } = outcome
+    // Only an SMS refusal means the carrier holds an opt-out (Twilio 21610).
+    if let (
+        SendOutcome::Refused {
+            code,
+            do_not_contact: true,
+        },
+        events::MESSAGE,
+    ) = (outcome, row.kind.as_str())
     {
         if let Some(lead) = tx.lead(&row.org_id, &row.lead_id)? {
-            let channel = if row.kind == events::EMAIL {
-                Channel::Email
-            } else {
-                Channel::Sms
-            };
-            compliance::record_block(
-                tx,
-                &row.org_id,
-                lead.clone(),
-                channel,
-                &Block::provider(code),
-            )?;
+            let block = Block::provider(code);
+            compliance::record_block(tx, &row.org_id, lead.clone(), Channel::Sms, &block)?;
             contact::carrier_opt_out(tx, &row.org_id, lead)?;
         }
     }
