@@ -95,7 +95,7 @@ impl HttpClient {
             },
             Ok(Err(error)) => AttemptOutcome {
                 status: None,
-                error,
+                error: error.message,
                 retry_after: None,
                 latency,
             },
@@ -114,7 +114,7 @@ impl HttpClient {
         headers: &[(&'static str, String)],
         body: Vec<u8>,
         max_answer_bytes: usize,
-    ) -> Result<(u16, Option<Duration>, Bytes), String> {
+    ) -> Result<(u16, Option<Duration>, Bytes), SendError> {
         let mut request = Request::post(url)
             .header(CONTENT_TYPE, "application/json")
             .header(
@@ -122,17 +122,16 @@ impl HttpClient {
                 concat!("engaged-webhooks/", env!("CARGO_PKG_VERSION")),
             )
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| format!("bad request: {e}"))?;
+            .map_err(|e| SendError::not_sent(format!("bad request: {e}")))?;
         for (name, value) in headers {
-            let value =
-                HeaderValue::from_str(value).map_err(|e| format!("bad header {name}: {e}"))?;
+            let value = HeaderValue::from_str(value)
+                .map_err(|e| SendError::not_sent(format!("bad header {name}: {e}")))?;
             request.headers_mut().insert(*name, value);
         }
-        let response = self
-            .client
-            .request(request)
-            .await
-            .map_err(|e| describe(&e))?;
+        let response = self.client.request(request).await.map_err(|e| SendError {
+            message: describe(&e),
+            not_sent: e.is_connect(),
+        })?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -145,7 +144,10 @@ impl HttpClient {
             .collect()
             .await
             .map(|b| b.to_bytes())
-            .map_err(|e| format!("reading the answer: {e}"))?;
+            .map_err(|e| SendError {
+                message: format!("reading the answer: {e}"),
+                not_sent: false,
+            })?;
         Ok((status, retry_after, answer))
     }
 
@@ -175,8 +177,47 @@ impl HttpClient {
     ) -> Result<(u16, Bytes), String> {
         match tokio::time::timeout(timeout, self.send(url, headers, body, max_answer_bytes)).await {
             Ok(Ok((status, _, answer))) => Ok((status, answer)),
-            Ok(Err(e)) => Err(e),
+            Ok(Err(e)) => Err(e.message),
             Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
+        }
+    }
+
+    /// POSTs a form (`application/x-www-form-urlencoded`) with `headers` within
+    /// `timeout`; the error says whether the request surely never left (a provider
+    /// send may then be retried without risking a second message).
+    pub async fn post_form(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        form: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(u16, Bytes), SendError> {
+        let mut all = headers.to_vec();
+        all.push(("content-type", "application/x-www-form-urlencoded".into()));
+        match tokio::time::timeout(timeout, self.send(url, &all, form, MAX_ANSWER_BYTES)).await {
+            Ok(Ok((status, _, answer))) => Ok((status, answer)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(SendError {
+                message: format!("timed out after {} ms", timeout.as_millis()),
+                not_sent: false,
+            }),
+        }
+    }
+}
+
+/// Why a request got no answer; `not_sent` when it failed before it was written (no
+/// connection), so the receiver never saw it.
+#[derive(Debug, Clone)]
+pub struct SendError {
+    pub message: String,
+    pub not_sent: bool,
+}
+
+impl SendError {
+    fn not_sent(message: String) -> SendError {
+        SendError {
+            message,
+            not_sent: true,
         }
     }
 }

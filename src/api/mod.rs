@@ -22,6 +22,7 @@ pub mod recordings;
 pub mod request;
 pub mod response;
 pub mod router;
+mod twilio;
 pub mod views;
 mod webhooks;
 
@@ -152,6 +153,12 @@ async fn dispatch(
         Route::MailgunInbound(org) => {
             return email::mailgun_inbound(state, &parts, org, body).await
         }
+        Route::TwilioSms(org) => {
+            return twilio::webhook(state, &parts, org, twilio::Hook::Sms, body).await
+        }
+        Route::TwilioSmsStatus(org) => {
+            return twilio::webhook(state, &parts, org, twilio::Hook::SmsStatus, body).await
+        }
         _ => {}
     }
     let scope = route
@@ -171,7 +178,9 @@ async fn dispatch(
         | Route::RecordingFile(_, _)
         | Route::UnsubscribePage(_)
         | Route::UnsubscribeOneClick(_)
-        | Route::MailgunInbound(_) => Err(Error::Internal("open route reached auth".into())),
+        | Route::MailgunInbound(_)
+        | Route::TwilioSms(_)
+        | Route::TwilioSmsStatus(_) => Err(Error::Internal("open route reached auth".into())),
         Route::Metrics => ops::metrics(state),
         Route::ListLeads => leads::list(store, &caller, &query),
         Route::GetLead(id) => leads::get(store, &caller, id),

@@ -60,6 +60,10 @@ pub enum Route<'a> {
     UnsubscribeOneClick(&'a str),
     /// Inbound email forwarded by a Mailgun route: the org id.
     MailgunInbound(&'a str),
+    /// Twilio's inbound SMS webhook of an organization (signed, no key).
+    TwilioSms(&'a str),
+    /// Twilio's message status callback of an organization (signed, no key).
+    TwilioSmsStatus(&'a str),
 }
 
 impl Route<'_> {
@@ -69,7 +73,9 @@ impl Route<'_> {
             Route::Healthz | Route::Readyz | Route::OpenApi | Route::RecordingFile(_, _) => None,
             Route::UnsubscribePage(_)
             | Route::UnsubscribeOneClick(_)
-            | Route::MailgunInbound(_) => None,
+            | Route::MailgunInbound(_)
+            | Route::TwilioSms(_)
+            | Route::TwilioSmsStatus(_) => None,
             Route::GetRecording(_) => Some(Scope::Read),
             Route::PutRecording(_) => Some(Scope::Write),
             Route::DeleteRecording(_) => Some(Scope::Admin),
@@ -158,6 +164,8 @@ impl Route<'_> {
             Route::UnsubscribePage(_) => "unsubscribe_page",
             Route::UnsubscribeOneClick(_) => "unsubscribe_one_click",
             Route::MailgunInbound(_) => "mailgun_inbound",
+            Route::TwilioSms(_) => "twilio_sms",
+            Route::TwilioSmsStatus(_) => "twilio_sms_status",
         }
     }
 }
@@ -242,6 +250,14 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 _ => return Err(Error::MethodNotAllowed),
             }
         }
+        ["v1", "providers", "twilio", _, "sms"] => {
+            only(m, Method::POST, Route::TwilioSms(segments[3].as_str()))?
+        }
+        ["v1", "providers", "twilio", _, "sms-status"] => only(
+            m,
+            Method::POST,
+            Route::TwilioSmsStatus(segments[3].as_str()),
+        )?,
         ["v1", "providers", "mailgun", _, "inbound"] => {
             only(m, Method::POST, Route::MailgunInbound(segments[3].as_str()))?
         }

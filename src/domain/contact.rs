@@ -255,6 +255,37 @@ pub const HELP_KEYWORDS: [&str; 2] = ["HELP", "INFO"];
 /// applies an opt-out or opt-in keyword when the message is only that word, and hands
 /// the engine its follow-up: a confirmation or help text, or an assistant reply.
 pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -> Result<Inbound> {
+    inbound_sms_via(tx, caller, phone, text, None)
+}
+
+/// A keyword the SMS provider recognised and already answered (Twilio's Advanced
+/// Opt-Out `OptOutType`): it means the same as ours, without a second confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKeyword {
+    Stop,
+    Start,
+    Help,
+}
+
+impl ProviderKeyword {
+    pub fn parse(s: &str) -> Option<ProviderKeyword> {
+        match s.to_ascii_uppercase().as_str() {
+            "STOP" => Some(ProviderKeyword::Stop),
+            "START" => Some(ProviderKeyword::Start),
+            "HELP" => Some(ProviderKeyword::Help),
+            _ => None,
+        }
+    }
+}
+
+/// [`inbound_sms`] for an SMS a provider delivered, with the keyword it recognised.
+pub fn inbound_sms_via(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    phone: &str,
+    text: &str,
+    provider_keyword: Option<ProviderKeyword>,
+) -> Result<Inbound> {
     let org = caller.org_id.as_str();
     let mut lead: Option<LeadRecord> = None;
     for id in tx.lead_ids_by_phone(org, phone)? {
@@ -270,9 +301,12 @@ pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -
     let lead = lead
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
     let word = text.trim().to_ascii_uppercase();
-    let opted_out = OPT_OUT_KEYWORDS.contains(&word.as_str());
-    let opted_in = OPT_IN_KEYWORDS.contains(&word.as_str());
-    let help = HELP_KEYWORDS.contains(&word.as_str());
+    let opted_out = OPT_OUT_KEYWORDS.contains(&word.as_str())
+        || provider_keyword == Some(ProviderKeyword::Stop);
+    let opted_in = OPT_IN_KEYWORDS.contains(&word.as_str())
+        || provider_keyword == Some(ProviderKeyword::Start);
+    let help =
+        HELP_KEYWORDS.contains(&word.as_str()) || provider_keyword == Some(ProviderKeyword::Help);
     let (message, lead) = record_inbound(tx, org, lead, Channel::Sms, text, None)?;
     let channels: &[Channel] = if coupled(tx, org)? {
         &[Channel::Sms, Channel::Voice]
@@ -292,7 +326,10 @@ pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -
         lead
     };
     let business = engagement::business_name(tx, org)?;
-    let follow_up = if opted_out {
+    let follow_up = if provider_keyword.is_some() {
+        // The provider answered the keyword itself.
+        InboundFollowUp::Nothing
+    } else if opted_out {
         InboundFollowUp::Notice(format!(
             "{business}: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
         ))

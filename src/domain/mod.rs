@@ -22,6 +22,7 @@ pub mod outbound;
 pub mod profiles;
 pub mod recording_upload;
 pub mod recordings;
+pub mod twilio_settings;
 pub mod unsubscribe_links;
 pub mod webhook_endpoints;
 

@@ -46,6 +46,7 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
             json!({"kind": "sandbox", "latencyMs": latency_ms})
         }
         ProviderSettings::Smtp(smtp) => super::email_settings::view(smtp),
+        ProviderSettings::Twilio(twilio) => super::twilio_settings::view(twilio),
     };
     let mut out = Map::new();
     out.insert("timeZone".into(), json!(text(&e.time_zone)));
@@ -187,6 +188,14 @@ fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<Pro
             return super::email_settings::parse(path, members, previous)
                 .map(ProviderSettings::Smtp);
         }
+        Some("twilio") if path != "providers.email" => {
+            let previous = match previous {
+                ProviderSettings::Twilio(p) => Some(p),
+                _ => None,
+            };
+            return super::twilio_settings::parse(path, members, previous)
+                .map(ProviderSettings::Twilio);
+        }
         Some("twilio" | "smtp") => {
             return Err(Error::BadRequest("Provider not supported yet".into()))
         }
@@ -297,6 +306,15 @@ pub fn update(
     {
         return Err(Error::BadRequest(
             super::email_settings::NEEDS_PUBLIC_URL.into(),
+        ));
+    }
+    let twilio = |p: &ProviderSettings| matches!(p, ProviderSettings::Twilio(_));
+    if (engine.sms != engine_before.sms && twilio(&engine.sms)
+        || engine.voice != engine_before.voice && twilio(&engine.voice))
+        && public_url.is_none()
+    {
+        return Err(Error::BadRequest(
+            super::twilio_settings::NEEDS_PUBLIC_URL.into(),
         ));
     }
     org.settings = s;

@@ -16,7 +16,7 @@ use super::events;
 use crate::channel::{Channel, Owner};
 use crate::error::{Error, Result};
 use crate::providers::{Outgoing, SendOutcome};
-use crate::store::records::{LeadRecord, Origin, SendStatus, SendingRow};
+use crate::store::records::{LeadRecord, Origin, ProviderMessageRef, SendStatus, SendingRow};
 use crate::store::{EventKey, EventRow, Reader, WriteTx};
 
 /// A message committed as `sending`: its event, the row that marks it, and what the
@@ -74,6 +74,7 @@ pub fn begin(
             text: text.to_string(),
             subject: subject.map(str::to_string),
             unsubscribe_url: None,
+            status_callback: None,
         },
     })
 }
@@ -91,6 +92,21 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
         SendOutcome::Unknown { error } => (SendStatus::Unknown, json!({"error": error})),
     };
     set_status(tx, row, status, extra)?;
+    if let SendOutcome::Accepted {
+        provider_message_id,
+        status,
+    } = outcome
+    {
+        if !is_final(*status) {
+            // Its later statuses arrive by callback.
+            let message = ProviderMessageRef {
+                lead_id: row.lead_id.clone(),
+                kind: row.kind.clone(),
+                event_id: row.event_id.clone(),
+            };
+            tx.put_provider_message(&row.org_id, provider_message_id, &message)?;
+        }
+    }
     // Only an SMS refusal means the carrier holds an opt-out (Twilio 21610).
     if let (
         SendOutcome::Refused {
@@ -107,6 +123,40 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
         }
     }
     Ok(())
+}
+
+/// Whether a message's status can still change.
+fn is_final(status: SendStatus) -> bool {
+    matches!(
+        status,
+        SendStatus::Delivered | SendStatus::Failed | SendStatus::Undelivered
+    )
+}
+
+/// A provider's status callback for message `provider_id`: the message event moves to
+/// `status` (with `errorCode` when given). False when no message has that id.
+pub fn status_update(
+    tx: &mut WriteTx,
+    org: &str,
+    provider_id: &str,
+    status: SendStatus,
+    error_code: Option<&str>,
+) -> Result<bool> {
+    let Some(message) = tx.provider_message(org, provider_id)? else {
+        return Ok(false);
+    };
+    let row = SendingRow {
+        org_id: org.to_string(),
+        lead_id: message.lead_id,
+        kind: message.kind,
+        event_id: message.event_id,
+    };
+    let extra = match error_code {
+        Some(code) => json!({ "errorCode": code }),
+        None => json!({}),
+    };
+    set_status(tx, &row, status, extra)?;
+    Ok(true)
 }
 
 /// At start-up: messages a crash left `sending` become `unknown` ("interrupted").

@@ -95,7 +95,14 @@ impl Engine {
                 let outcome = match attempt.channel {
                     Channel::Email => self.send_email(&provider, &attempt).await,
                     Channel::Sms | Channel::Voice => {
-                        provider.send_sms(&self.client, &attempt.outgoing).await
+                        let mut outgoing = attempt.outgoing.clone();
+                        outgoing.status_callback = self.public_url().map(|base| {
+                            format!(
+                                "{base}/v1/providers/twilio/{}/sms-status",
+                                attempt.row.org_id
+                            )
+                        });
+                        provider.send_sms(&self.client, &outgoing).await
                     }
                 };
                 self.count(attempt.channel, &provider, &outcome);

@@ -11,7 +11,9 @@ use redb::ReadableTable;
 
 use super::codec::{decode, encode};
 use super::read::ReadTx;
-use super::records::{AgendaJob, EngagementRecord, EngineSettings, ProfileRecord, SendingRow};
+use super::records::{
+    AgendaJob, EngagementRecord, EngineSettings, ProfileRecord, ProviderMessageRef, SendingRow,
+};
 use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;
@@ -88,6 +90,38 @@ impl WriteTx {
 
     pub fn agenda_contains(&self, due: Micros, id: &str) -> Result<bool> {
         Ok(self.open_read(AGENDA)?.get((due, id))?.is_some())
+    }
+
+    pub fn put_provider_message(
+        &mut self,
+        org: &str,
+        provider_id: &str,
+        message: &ProviderMessageRef,
+    ) -> Result<()> {
+        let bytes = encode(message)?;
+        self.open_write(PROVIDER_MESSAGES)?
+            .insert((org, provider_id), bytes.as_slice())?;
+        Ok(())
+    }
+
+    pub fn provider_message(
+        &self,
+        org: &str,
+        provider_id: &str,
+    ) -> Result<Option<ProviderMessageRef>> {
+        let table = self.open_read(PROVIDER_MESSAGES)?;
+        let found = table.get((org, provider_id))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    /// Notes an inbound message id; false when it was seen before.
+    pub fn first_inbound(&mut self, org: &str, provider_id: &str, at: Micros) -> Result<bool> {
+        let mut table = self.open_write(PROVIDER_INBOUND)?;
+        if table.get((org, provider_id))?.is_some() {
+            return Ok(false);
+        }
+        table.insert((org, provider_id), at)?;
+        Ok(true)
     }
 
     pub fn set_sending(&mut self, row: &SendingRow, present: bool) -> Result<()> {

@@ -746,6 +746,41 @@ pub enum ProviderSettings {
     Sandbox { latency_ms: u64 },
     /// Email through an SMTP server.
     Smtp(SmtpSettings),
+    /// SMS (and, later, voice) through a Twilio-compatible REST API.
+    Twilio(TwilioSettings),
+}
+
+/// A Twilio-compatible account. `auth_token` is write-only in the view and hidden from
+/// `Debug`.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct TwilioSettings {
+    pub account_sid: String,
+    pub auth_token: String,
+    /// E.164 sender, or empty when `messaging_service_sid` is set.
+    pub from: String,
+    pub messaging_service_sid: String,
+    /// `https://api.twilio.com` unless a compatible service is used.
+    pub base_url: String,
+}
+
+impl std::fmt::Debug for TwilioSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwilioSettings")
+            .field("account_sid", &self.account_sid)
+            .field("auth_token", &"<set>")
+            .field("from", &self.from)
+            .field("messaging_service_sid", &self.messaging_service_sid)
+            .field("base_url", &self.base_url)
+            .finish()
+    }
+}
+
+/// Where a provider's message id points: the message event (for status callbacks).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderMessageRef {
+    pub lead_id: String,
+    pub kind: String,
+    pub event_id: String,
 }
 
 /// How the connection to an SMTP server is secured.

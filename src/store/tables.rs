@@ -40,6 +40,8 @@ macro_rules! all_tables {
         $apply!(ENGAGEMENTS);
         $apply!(AGENDA);
         $apply!(SENDING);
+        $apply!(PROVIDER_MESSAGES);
+        $apply!(PROVIDER_INBOUND);
     };
 }
 pub(crate) use all_tables;
@@ -132,3 +134,12 @@ pub const AGENDA: TableDefinition<(i64, &str), &[u8]> = TableDefinition::new("ag
 /// (org, lead id, event type, event id) → (): messages handed to a provider whose answer
 /// is not committed yet. At start-up these become `unknown` (never sent again).
 pub const SENDING: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("sending");
+/// (org, provider message id) → `ProviderMessageRef`: the message event a provider's
+/// status callback is about. Written when a provider accepts a message whose status
+/// may still change.
+pub const PROVIDER_MESSAGES: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("provider_messages");
+/// (org, provider message id) → time seen: inbound messages a provider delivered
+/// already, so a retried webhook changes nothing.
+pub const PROVIDER_INBOUND: TableDefinition<(&str, &str), i64> =
+    TableDefinition::new("provider_inbound");

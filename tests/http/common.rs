@@ -135,6 +135,25 @@ impl TestServer {
         Response::read(self.client.request(request).await.expect("response")).await
     }
 
+    /// A POST with `headers` and no API key (provider webhooks sign instead).
+    pub async fn post_with_headers(
+        &self,
+        path: &str,
+        headers: &[(&str, String)],
+        content_type: &str,
+        body: Vec<u8>,
+    ) -> Response {
+        let mut builder = Request::builder()
+            .method(Method::POST)
+            .uri(format!("{}{}", self.base, path))
+            .header("content-type", content_type);
+        for (name, value) in headers {
+            builder = builder.header(*name, HeaderValue::from_str(value).expect("header"));
+        }
+        let request = builder.body(Full::new(Bytes::from(body))).expect("request");
+        Response::read(self.client.request(request).await.expect("response")).await
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> Response {
         self.request(Method::GET, path, Some(key), None, Vec::new())
             .await

@@ -670,17 +670,23 @@ async fn the_assistant_api_key_is_write_only() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_twilio_sms_provider_is_not_supported_yet() {
+async fn a_twilio_sms_provider_needs_public_url_and_keeps_its_token_secret() {
+    let body = json!({"providers": {"sms": {"kind": "twilio", "accountSid": "AC123",
+                                            "authToken": "token-secret", "from": "+15550100000"}}});
+    let bare = TestServer::start().await;
+    let admin = bare.key("acme", "admin").await;
+    assert_error(
+        &bare.patch(&admin, "/v1/org", &body).await,
+        400,
+        "public_url must be set to use the twilio provider",
+    );
     let ts =
         TestServer::start_with(|c| c.public_url = Some("https://engaged.example.com".into())).await;
     let admin = ts.key("acme", "admin").await;
-    let body = json!({"providers": {"sms": {"kind": "twilio", "accountSid": "AC123",
-                                            "authToken": "token", "from": "+15550100000"}}});
-    assert_error(
-        &ts.patch(&admin, "/v1/org", &body).await,
-        400,
-        "Provider not supported yet",
-    );
+    let org = expect(&ts.patch(&admin, "/v1/org", &body).await, 200);
+    assert_eq!(org["providers"]["sms"]["kind"], json!("twilio"));
+    assert_eq!(org["providers"]["sms"]["authTokenSet"], json!(true));
+    assert!(!org.to_string().contains("token-secret"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -176,7 +176,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 46] = [
+const ROUTES: [(&str, &str, &str); 48] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -235,6 +235,12 @@ const ROUTES: [(&str, &str, &str); 46] = [
         "post",
         "/v1/providers/mailgun/{orgId}/inbound",
     ),
+    ("twilio_sms", "post", "/v1/providers/twilio/{orgId}/sms"),
+    (
+        "twilio_sms_status",
+        "post",
+        "/v1/providers/twilio/{orgId}/sms-status",
+    ),
 ];
 
 /// Does not compile once `Route` gains a variant: add the route to `ROUTES` and to
@@ -287,7 +293,9 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::InboundEmail
         | Route::UnsubscribePage(_)
         | Route::UnsubscribeOneClick(_)
-        | Route::MailgunInbound(_) => true,
+        | Route::MailgunInbound(_)
+        | Route::TwilioSms(_)
+        | Route::TwilioSmsStatus(_) => true,
     }
 }
 

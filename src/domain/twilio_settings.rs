@@ -1,0 +1,131 @@
+//! The `twilio` kind of an SMS (or voice) provider in the organization's settings:
+//! parsing `providers.sms` into [`TwilioSettings`] and its view. `authToken` is
+//! write-only: the view says `authTokenSet`, and a later `PATCH` without it keeps the
+//! stored one.
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+use crate::store::records::TwilioSettings;
+
+/// The message of a `PATCH` that configures twilio on a server without `public_url`.
+pub const NEEDS_PUBLIC_URL: &str = "public_url must be set to use the twilio provider";
+
+pub const DEFAULT_BASE_URL: &str = "https://api.twilio.com";
+
+/// Parses `{"kind": "twilio", "accountSid", "authToken", "from" | "messagingServiceSid",
+/// "baseUrl"?}` at `path`.
+pub fn parse(
+    path: &str,
+    members: Map<String, Value>,
+    previous: Option<&TwilioSettings>,
+) -> Result<TwilioSettings> {
+    let mut account_sid = None;
+    let mut auth_token = previous.map(|p| p.auth_token.clone());
+    let mut from = String::new();
+    let mut messaging_service_sid = String::new();
+    let mut base_url = DEFAULT_BASE_URL.to_string();
+    for (member, value) in members {
+        let invalid = || Error::invalid_field(&format!("{path}.{member}"));
+        let text = |value: Value| match value {
+            Value::String(s) if !s.trim().is_empty() && s.len() <= 256 => Ok(s.trim().to_string()),
+            _ => Err(invalid()),
+        };
+        match member.as_str() {
+            "kind" => {}
+            "accountSid" => account_sid = Some(text(value)?),
+            "authToken" => auth_token = Some(text(value)?),
+            "from" => {
+                from = match value {
+                    Value::Null => String::new(),
+                    Value::String(s) => crate::phone::normalize(&s).ok_or_else(invalid)?,
+                    _ => return Err(invalid()),
+                }
+            }
+            "messagingServiceSid" => {
+                messaging_service_sid = match value {
+                    Value::Null => String::new(),
+                    other => text(other)?,
+                }
+            }
+            "baseUrl" => {
+                base_url = match value {
+                    Value::String(url) if super::webhook_endpoints::is_valid_url(&url) => {
+                        url.trim_end_matches('/').to_string()
+                    }
+                    _ => return Err(invalid()),
+                }
+            }
+            other => return Err(Error::unknown_field(&format!("{path}.{other}"))),
+        }
+    }
+    if from.is_empty() && messaging_service_sid.is_empty() {
+        return Err(Error::invalid_field(&format!("{path}.from")));
+    }
+    Ok(TwilioSettings {
+        account_sid: account_sid
+            .ok_or_else(|| Error::invalid_field(&format!("{path}.accountSid")))?,
+        auth_token: auth_token.ok_or_else(|| Error::invalid_field(&format!("{path}.authToken")))?,
+        from,
+        messaging_service_sid,
+        base_url,
+    })
+}
+
+pub fn view(s: &TwilioSettings) -> Value {
+    let text = |t: &str| (!t.is_empty()).then(|| t.to_string());
+    json!({
+        "kind": "twilio",
+        "accountSid": s.account_sid,
+        "authTokenSet": !s.auth_token.is_empty(),
+        "from": text(&s.from),
+        "messagingServiceSid": text(&s.messaging_service_sid),
+        "baseUrl": s.base_url,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn required_members_are_named_and_the_token_is_kept() {
+        let path = "providers.sms";
+        let err = |v: Value| parse(path, members(v), None).unwrap_err().to_string();
+        assert_eq!(
+            err(json!({"kind": "twilio", "authToken": "t", "from": "+15550100000"})),
+            "Invalid format for field: providers.sms.accountSid"
+        );
+        assert_eq!(
+            err(json!({"kind": "twilio", "accountSid": "AC1", "from": "+15550100000"})),
+            "Invalid format for field: providers.sms.authToken"
+        );
+        assert_eq!(
+            err(json!({"kind": "twilio", "accountSid": "AC1", "authToken": "t"})),
+            "Invalid format for field: providers.sms.from"
+        );
+        let first = parse(
+            path,
+            members(json!({"kind": "twilio", "accountSid": "AC1", "authToken": "secret", "from": "+1 555 010 0000"})),
+            None,
+        )
+        .unwrap();
+        assert_eq!(first.from, "+15550100000");
+        let again = parse(
+            path,
+            members(json!({"kind": "twilio", "accountSid": "AC1", "from": "+15550100000"})),
+            Some(&first),
+        )
+        .unwrap();
+        assert_eq!(again.auth_token, "secret");
+        assert!(!view(&again).to_string().contains("secret"));
+        assert!(!format!("{again:?}").contains("secret"));
+    }
+}

@@ -1,0 +1,305 @@
+//! SMS over a Twilio-compatible provider (against `fake_twilio`) and Twilio's webhooks,
+//! signed here with Twilio's published algorithm (base64 HMAC-SHA1 of the URL and the
+//! sorted parameters), not with the server's code.
+
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha1::Sha1;
+
+use crate::common::{Response, TestServer};
+use crate::fake_twilio::FakeTwilio;
+use crate::util::*;
+
+const PUBLIC_URL: &str = "https://engaged.test";
+const SID: &str = "AC0123456789";
+const TOKEN: &str = "twilio-auth-token-secret";
+const FROM: &str = "+15550100000";
+const PHONE: &str = "+15551230001";
+
+struct Setup {
+    ts: TestServer,
+    key: String,
+    org: String,
+    twilio: FakeTwilio,
+}
+
+async fn start() -> Setup {
+    let twilio = FakeTwilio::start().await;
+    let ts = TestServer::start_with(|c| c.public_url = Some(PUBLIC_URL.into())).await;
+    let key = ts.key("acme", "write").await;
+    let admin = ts.key("acme", "admin").await;
+    set_business(&ts, &admin).await;
+    let settings = set_org(
+        &ts,
+        &admin,
+        &json!({"providers": {"sms": {"kind": "twilio", "accountSid": SID, "authToken": TOKEN,
+            "from": FROM, "baseUrl": twilio.base_url}}}),
+    )
+    .await;
+    assert_eq!(settings["providers"]["sms"]["authTokenSet"], json!(true));
+    assert!(
+        !settings.to_string().contains(TOKEN),
+        "the token is write-only"
+    );
+    let org = settings["id"].as_str().unwrap().to_string();
+    put_profile(
+        &ts,
+        &admin,
+        "solar",
+        &profile_with(json!([sms_step("0s", "Hi {{firstName}}, Sam here.")])),
+    )
+    .await;
+    Setup {
+        ts,
+        key,
+        org,
+        twilio,
+    }
+}
+
+async fn lead(s: &Setup, id: &str, phone: &str, profile: &str) {
+    expect(
+        &s.ts
+            .post(
+                &s.key,
+                "/v1/leads",
+                &json!({"id": id, "firstName": "Ada", "phone": phone, "customerProfile": profile}),
+            )
+            .await,
+        201,
+    );
+}
+
+/// Twilio's signature of a POST of `params` to `url`, computed as Twilio documents it.
+fn twilio_signature(url: &str, params: &[(&str, &str)]) -> String {
+    let mut sorted = params.to_vec();
+    sorted.sort();
+    let mut data = url.to_string();
+    for (k, v) in sorted {
+        data.push_str(k);
+        data.push_str(v);
+    }
+    let mut mac = Hmac::<Sha1>::new_from_slice(TOKEN.as_bytes()).unwrap();
+    mac.update(data.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+}
+
+async fn webhook(
+    s: &Setup,
+    hook: &str,
+    params: &[(&str, &str)],
+    signature: Option<String>,
+) -> Response {
+    let path = format!("/v1/providers/twilio/{}/{hook}", s.org);
+    let signature =
+        signature.unwrap_or_else(|| twilio_signature(&format!("{PUBLIC_URL}{path}"), params));
+    let body = serde_urlencoded::to_string(params).unwrap().into_bytes();
+    s.ts.post_with_headers(
+        &path,
+        &[("x-twilio-signature", signature)],
+        "application/x-www-form-urlencoded",
+        body,
+    )
+    .await
+}
+
+async fn first_message(s: &Setup, lead: &str) -> Value {
+    let sent = wait_outbound(&s.ts, &s.key, lead, 1).await;
+    wait_settled(&s.ts, &s.key, lead, &sent[0]["id"]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cadence_step_goes_out_through_twilio_with_its_fields_auth_and_callback() {
+    let s = start().await;
+    lead(&s, "L1", PHONE, "solar").await;
+    let event = first_message(&s, "L1").await;
+    assert_eq!(event["data"]["status"], json!("queued"));
+    assert!(event["data"]["providerMessageId"]
+        .as_str()
+        .unwrap()
+        .starts_with("SM"));
+    let sent = s.twilio.sent();
+    assert_eq!(sent.len(), 1);
+    let request = &sent[0];
+    assert_eq!(
+        request.path,
+        format!("/2010-04-01/Accounts/{SID}/Messages.json")
+    );
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{SID}:{TOKEN}"));
+    assert_eq!(request.authorization, format!("Basic {basic}"));
+    assert_eq!(request.field("To"), Some(PHONE));
+    assert_eq!(request.field("From"), Some(FROM));
+    assert_eq!(request.field("Body"), Some("Hi Ada, Sam here."));
+    let callback = format!("{PUBLIC_URL}/v1/providers/twilio/{}/sms-status", s.org);
+    assert_eq!(request.field("StatusCallback"), Some(callback.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_callback_moves_the_message_and_it_syncs_again() {
+    let s = start().await;
+    lead(&s, "L1", PHONE, "solar").await;
+    let event = first_message(&s, "L1").await;
+    let sid = event["data"]["providerMessageId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let since = event["updatedAt"].as_str().unwrap().to_string();
+    let r = webhook(
+        &s,
+        "sms-status",
+        &[
+            ("MessageSid", &sid),
+            ("MessageStatus", "delivered"),
+            ("AccountSid", SID),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.headers.get("content-type").and_then(|v| v.to_str().ok()),
+        Some("text/xml")
+    );
+    let moved = message_event(&s.ts, &s.key, "L1", &event["id"]).await;
+    assert_eq!(moved["data"]["status"], json!("delivered"));
+    assert!(moved["updatedAt"].as_str().unwrap() > since.as_str());
+    let path = format!(
+        "/v1/leads/L1/events?updatedSince={}",
+        since.replace(':', "%3A").replace('+', "%2B")
+    );
+    let synced = expect(&s.ts.get(&s.key, &path).await, 200);
+    assert!(
+        synced["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["id"] == event["id"] && e["data"]["status"] == json!("delivered")),
+        "the moved message re-appears in a sync: {synced}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsigned_or_wrongly_signed_webhooks_are_403_and_change_nothing() {
+    let s = start().await;
+    lead(&s, "L1", PHONE, "").await;
+    let params = [
+        ("MessageSid", "SMin1"),
+        ("From", PHONE),
+        ("To", FROM),
+        ("Body", "hello"),
+    ];
+    let path = format!("/v1/providers/twilio/{}/sms", s.org);
+    let body = serde_urlencoded::to_string(params).unwrap().into_bytes();
+    let unsigned =
+        s.ts.post_with_headers(&path, &[], "application/x-www-form-urlencoded", body)
+            .await;
+    assert_error(&unsigned, 403, "Forbidden");
+    let forged = webhook(
+        &s,
+        "sms",
+        &params,
+        Some("AAAAAAAAAAAAAAAAAAAAAAAAAAA=".into()),
+    )
+    .await;
+    assert_error(&forged, 403, "Forbidden");
+    // Signed for other parameters (the body was altered on the way).
+    let other = twilio_signature(&format!("{PUBLIC_URL}{path}"), &[("MessageSid", "SMin1")]);
+    let altered = webhook(&s, "sms", &params, Some(other)).await;
+    assert_error(&altered, 403, "Forbidden");
+    assert!(messages_of(&s.ts, &s.key, "L1").await.is_empty());
+    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    assert_eq!(lead["hasReplied"], json!(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inbound_sms_is_recorded_once_per_message_sid() {
+    let s = start().await;
+    lead(&s, "L1", PHONE, "").await;
+    let params = [
+        ("MessageSid", "SMin1"),
+        ("From", PHONE),
+        ("To", FROM),
+        ("Body", "hello"),
+    ];
+    for _ in 0..2 {
+        let r = webhook(&s, "sms", &params, None).await;
+        assert_eq!(r.status, 200, "{}", text(&r));
+        assert_eq!(text(&r), "<Response/>");
+    }
+    let messages = messages_of(&s.ts, &s.key, "L1").await;
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(messages[0]["owner"], json!("lead"));
+    assert_eq!(
+        get_lead(&s.ts, &s.key, "L1").await["hasReplied"],
+        json!(true)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_21610_is_the_gates_fifth_step_and_an_sms_opt_out() {
+    let s = start().await;
+    s.twilio.opt_out(PHONE);
+    lead(&s, "L1", PHONE, "solar").await;
+    let event = first_message(&s, "L1").await;
+    assert_eq!(event["data"]["status"], json!("failed"));
+    assert_eq!(event["data"]["errorCode"], json!("21610"));
+    let blocked = events_of_type(&s.ts, &s.key, "L1", "COMPLIANCE_BLOCKED").await;
+    assert_eq!(blocked.len(), 1, "{blocked:?}");
+    assert_eq!(blocked[0]["data"]["source"], json!("provider-error"));
+    assert_eq!(blocked[0]["data"]["reason"], json!("21610"));
+    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    assert_eq!(
+        lead["subscriptions"]["sms"],
+        json!("unsubscribed"),
+        "{lead}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_500_is_retried_and_one_message_reaches_the_provider() {
+    let s = start().await;
+    s.twilio.fail_next();
+    lead(&s, "L1", PHONE, "solar").await;
+    let event = first_message(&s, "L1").await;
+    assert_eq!(event["data"]["status"], json!("queued"));
+    let sent = s.twilio.sent();
+    assert_eq!(sent.len(), 2, "one refused with 500, one accepted");
+    assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_twilio_already_answered_gets_no_second_confirmation() {
+    let s = start().await;
+    lead(&s, "L1", PHONE, "").await;
+    let params = [
+        ("MessageSid", "SMstop"),
+        ("From", PHONE),
+        ("To", FROM),
+        ("Body", "stop please"),
+        ("OptOutType", "STOP"),
+    ];
+    assert_eq!(webhook(&s, "sms", &params, None).await.status, 200);
+    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    assert_eq!(
+        lead["subscriptions"]["sms"],
+        json!("unsubscribed"),
+        "{lead}"
+    );
+    // Our own STOP (no OptOutType) is confirmed through Twilio; Twilio's was not.
+    let ours = [
+        ("MessageSid", "SMstop2"),
+        ("From", PHONE),
+        ("To", FROM),
+        ("Body", "STOP"),
+    ];
+    assert_eq!(webhook(&s, "sms", &ours, None).await.status, 200);
+    let confirmations = wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        outbound(&s.ts, &s.key, "L1").await.len(),
+        1,
+        "{confirmations:?}"
+    );
+    assert_eq!(s.twilio.sent().len(), 1);
+}
