@@ -57,16 +57,7 @@ pub async fn outbound_message(
             Origin::Api,
         )
     };
-    match compliance::pass(
-        &state.store,
-        &state.outbound,
-        caller,
-        lead_id,
-        channel,
-        send,
-    )
-    .await?
-    {
+    match gate(state, caller, lead_id, channel, send).await? {
         Outcome::Sent(attempt) => {
             let row = attempt.event.clone();
             state.engine.deliver(attempt).await?;
@@ -74,6 +65,31 @@ pub async fn outbound_message(
         }
         Outcome::Blocked(event) => Ok(blocked(&event)),
     }
+}
+
+/// The compliance gate, then `send` inside the write job when the attempt may go.
+async fn gate<T, F>(
+    state: &AppState,
+    caller: Caller,
+    lead_id: &str,
+    channel: Channel,
+    send: F,
+) -> Result<Outcome<T>>
+where
+    T: Send + 'static,
+    F: FnMut(&mut crate::store::WriteTx, &Caller, crate::store::records::LeadRecord) -> Result<T>
+        + Send
+        + 'static,
+{
+    compliance::pass(
+        &state.store,
+        &state.outbound,
+        caller,
+        lead_id,
+        channel,
+        send,
+    )
+    .await
 }
 
 fn sent(row: &crate::store::EventRow) -> Result<Response<Body>> {
@@ -97,16 +113,7 @@ async fn record_only(
                      lead: crate::store::records::LeadRecord| {
         messages::record(tx, caller, &lead.id, input.clone())
     };
-    match compliance::pass(
-        &state.store,
-        &state.outbound,
-        caller,
-        lead_id,
-        channel,
-        send,
-    )
-    .await?
-    {
+    match gate(state, caller, lead_id, channel, send).await? {
         Outcome::Sent(row) => sent(&row),
         Outcome::Blocked(event) => Ok(blocked(&event)),
     }
@@ -137,16 +144,7 @@ pub async fn request_call(
         Ok((call, lead.phone))
     };
     let org_id = caller.org_id.clone();
-    match compliance::pass(
-        &state.store,
-        &state.outbound,
-        caller,
-        lead_id,
-        Channel::Voice,
-        send,
-    )
-    .await?
-    {
+    match gate(state, caller, lead_id, Channel::Voice, send).await? {
         Outcome::Sent((call, to)) => {
             state.engine.dial(org_id, call.id.clone(), to);
             Ok(reply(
