@@ -124,18 +124,20 @@ async fn inbound(
     state
         .store
         .write(move |tx| {
-            if !tx.first_inbound(&caller.org_id, &sid, now_micros())? {
+            // Checked before anything changes, noted after: a job refuses before writing.
+            if tx.inbound_seen(&caller.org_id, &sid)? {
                 return Ok(());
             }
             match contact::inbound_sms_via(tx, &caller, &phone, &text, keyword) {
-                Ok(_) => Ok(()),
+                Ok(_) => {}
                 // A text from a number no lead has: Twilio needs no error for it.
                 Err(Error::NotFound(_)) => {
                     tracing::info!(org = %caller.org_id, "an inbound SMS from a number no live lead has");
-                    Ok(())
                 }
-                Err(e) => Err(e),
+                Err(e) => return Err(e),
             }
+            tx.first_inbound(&caller.org_id, &sid, now_micros())?;
+            Ok(())
         })
         .await?;
     Ok(twiml_empty())

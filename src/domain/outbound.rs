@@ -135,6 +135,10 @@ fn is_final(status: SendStatus) -> bool {
 
 /// A provider's status callback for message `provider_id`: the message event moves to
 /// `status` (with `errorCode` when given). False when no message has that id.
+///
+/// Callbacks may arrive out of order (Twilio does not promise the order): a status
+/// never moves back (`sent` after `delivered` changes nothing), a repeat changes
+/// nothing, and a final status (delivered, failed, undelivered) ends the index row.
 pub fn status_update(
     tx: &mut WriteTx,
     org: &str,
@@ -151,12 +155,38 @@ pub fn status_update(
         kind: message.kind,
         event_id: message.event_id,
     };
-    let extra = match error_code {
-        Some(code) => json!({ "errorCode": code }),
-        None => json!({}),
+    let key = EventKey {
+        org: &row.org_id,
+        lead: &row.lead_id,
+        kind: &row.kind,
+        id: &row.event_id,
     };
-    set_status(tx, &row, status, extra)?;
+    let current = match tx.event(key)? {
+        Some((_, record)) => record.data.0["status"].as_str().and_then(SendStatus::parse),
+        None => None,
+    };
+    let moves = current.is_some_and(|c| !is_final(c) && progress(status) > progress(c));
+    if moves {
+        let extra = match error_code {
+            Some(code) => json!({ "errorCode": code }),
+            None => json!({}),
+        };
+        set_status(tx, &row, status, extra)?;
+    }
+    if is_final(status) {
+        tx.remove_provider_message(org, provider_id)?;
+    }
     Ok(true)
+}
+
+/// How far along a message is: a status never moves to a smaller one.
+fn progress(status: SendStatus) -> u8 {
+    match status {
+        SendStatus::Sending | SendStatus::Unknown => 0,
+        SendStatus::Queued => 1,
+        SendStatus::Sent => 2,
+        SendStatus::Delivered | SendStatus::Failed | SendStatus::Undelivered => 3,
+    }
 }
 
 /// At start-up: messages a crash left `sending` become `unknown` ("interrupted").

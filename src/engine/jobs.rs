@@ -102,7 +102,15 @@ impl Engine {
                                 attempt.row.org_id
                             )
                         });
-                        provider.send_sms(&self.client, &outgoing).await
+                        // Every request counts: a retried one as `retried`.
+                        let retried = || {
+                            self.metrics.provider(
+                                attempt.channel.as_str(),
+                                provider.kind(),
+                                "retried",
+                            )
+                        };
+                        provider.send_sms(&self.client, &outgoing, &retried).await
                     }
                 };
                 self.count(attempt.channel, &provider, &outcome);

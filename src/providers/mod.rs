@@ -82,13 +82,25 @@ impl Provider {
         }
     }
 
-    pub async fn send_sms(&self, client: &HttpClient, message: &Outgoing) -> SendOutcome {
+    /// Sends an SMS; `on_retry` is called for each attempt the provider did not take
+    /// and that is tried again (so a metric can count every request).
+    pub async fn send_sms(
+        &self,
+        client: &HttpClient,
+        message: &Outgoing,
+        on_retry: &(dyn Fn() + Sync),
+    ) -> SendOutcome {
         match self {
             Provider::Sandbox(sandbox) => sandbox.accept(message).await,
             Provider::Smtp(_) => smtp::wrong_channel(),
             Provider::Twilio(twilio) => {
                 twilio
-                    .send_sms(client, message, message.status_callback.as_deref())
+                    .send_sms(
+                        client,
+                        message,
+                        message.status_callback.as_deref(),
+                        on_retry,
+                    )
                     .await
             }
         }

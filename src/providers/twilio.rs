@@ -60,6 +60,7 @@ impl Twilio {
         client: &HttpClient,
         message: &Outgoing,
         status_callback: Option<&str>,
+        on_retry: &(dyn Fn() + Sync),
     ) -> SendOutcome {
         let s = &self.settings;
         let url = format!(
@@ -117,6 +118,7 @@ impl Twilio {
             match BACKOFF.get(attempt) {
                 Some(pause) => {
                     tracing::warn!(error = %retry, "the SMS provider did not take a message; trying again");
+                    on_retry();
                     tokio::time::sleep(*pause).await;
                     attempt += 1;
                 }

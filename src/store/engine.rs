@@ -114,6 +114,20 @@ impl WriteTx {
         found.map(|v| decode(v.value())).transpose()
     }
 
+    pub fn remove_provider_message(&mut self, org: &str, provider_id: &str) -> Result<()> {
+        self.open_write(PROVIDER_MESSAGES)?
+            .remove((org, provider_id))?;
+        Ok(())
+    }
+
+    /// Whether an inbound message id was recorded before.
+    pub fn inbound_seen(&self, org: &str, provider_id: &str) -> Result<bool> {
+        Ok(self
+            .open_read(PROVIDER_INBOUND)?
+            .get((org, provider_id))?
+            .is_some())
+    }
+
     /// Notes an inbound message id; false when it was seen before.
     pub fn first_inbound(&mut self, org: &str, provider_id: &str, at: Micros) -> Result<bool> {
         let mut table = self.open_write(PROVIDER_INBOUND)?;

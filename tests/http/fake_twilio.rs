@@ -1,7 +1,8 @@
 //! A fake of Twilio's Messages REST resource on 127.0.0.1: records each request (path,
 //! `Authorization`, form fields) and answers as Twilio does: 201 `{"sid", "status":
-//! "queued"}`, 400 `{"code": 21610}` for a number that opted out with the carrier, or a
-//! 500 when told to fail the next request.
+//! "queued"}`, 400 `{"code": 21610}` for a number that opted out with the carrier, a
+//! 500 when told to fail the next request, or, told to hang, no answer at all: it
+//! keeps the request and closes the connection (the request arrived, its fate unknown).
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -35,6 +36,7 @@ struct State {
     sent: Mutex<Vec<Sent>>,
     opted_out: Mutex<Vec<String>>,
     fail_next: AtomicBool,
+    hang_next: AtomicBool,
     count: AtomicUsize,
 }
 
@@ -59,13 +61,20 @@ impl FakeTwilio {
                 };
                 let state = shared.clone();
                 tokio::spawn(async move {
+                    // A hung request closes its connection without an answer.
+                    let hang = Arc::new(tokio::sync::Notify::new());
+                    let hung = hang.clone();
                     let service = service_fn(move |req: Request<hyper::body::Incoming>| {
                         let state = state.clone();
-                        async move { Ok::<_, Infallible>(answer(&state, req).await) }
+                        let hang = hang.clone();
+                        async move { Ok::<_, Infallible>(answer(&state, &hang, req).await) }
                     });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let connection =
+                        http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+                    tokio::select! {
+                        _ = connection => {}
+                        _ = hung.notified() => {}
+                    }
                 });
             }
         });
@@ -82,12 +91,21 @@ impl FakeTwilio {
         self.state.fail_next.store(true, Ordering::SeqCst);
     }
 
+    /// The next request is kept but never answered: its connection closes.
+    pub fn hang_next(&self) {
+        self.state.hang_next.store(true, Ordering::SeqCst);
+    }
+
     pub fn sent(&self) -> Vec<Sent> {
         self.state.sent.lock().unwrap().clone()
     }
 }
 
-async fn answer(state: &State, req: Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
+async fn answer(
+    state: &State,
+    hang: &tokio::sync::Notify,
+    req: Request<hyper::body::Incoming>,
+) -> Response<Full<Bytes>> {
     let path = req.uri().path().to_string();
     let authorization = req
         .headers()
@@ -116,6 +134,10 @@ async fn answer(state: &State, req: Request<hyper::body::Incoming>) -> Response<
             .insert("content-type", "application/json".parse().unwrap());
         r
     };
+    if state.hang_next.swap(false, Ordering::SeqCst) {
+        hang.notify_one();
+        return std::future::pending().await;
+    }
     if state.fail_next.swap(false, Ordering::SeqCst) {
         return reply(
             500,

@@ -20,6 +20,7 @@ const PHONE: &str = "+15551230001";
 struct Setup {
     ts: TestServer,
     key: String,
+    admin: String,
     org: String,
     twilio: FakeTwilio,
 }
@@ -53,6 +54,7 @@ async fn start() -> Setup {
     Setup {
         ts,
         key,
+        admin,
         org,
         twilio,
     }
@@ -239,6 +241,8 @@ async fn an_inbound_sms_is_recorded_once_per_message_sid() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_21610_is_the_gates_fifth_step_and_an_sms_opt_out() {
     let s = start().await;
+    let hooks = HookReceiver::start().await;
+    hooks.register(&s.ts, &s.admin).await;
     s.twilio.opt_out(PHONE);
     lead(&s, "L1", PHONE, "solar").await;
     let event = first_message(&s, "L1").await;
@@ -254,6 +258,9 @@ async fn error_21610_is_the_gates_fifth_step_and_an_sms_opt_out() {
         json!("unsubscribed"),
         "{lead}"
     );
+    let opted_out = hooks.wait_event("lead.opted_out").await;
+    assert_eq!(opted_out["channel"], json!("sms"), "{opted_out}");
+    assert_eq!(opted_out["source"], json!("provider"), "{opted_out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,6 +273,106 @@ async fn a_500_is_retried_and_one_message_reaches_the_provider() {
     let sent = s.twilio.sent();
     assert_eq!(sent.len(), 2, "one refused with 500, one accepted");
     assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+    // Both requests are counted.
+    let metrics = text(&s.ts.get(&s.admin, "/metrics").await);
+    for outcome in ["retried", "accepted"] {
+        let line = format!(
+            "engaged_provider_requests_total{{channel=\"sms\",kind=\"twilio\",outcome=\"{outcome}\"}} 1"
+        );
+        assert!(metrics.contains(&line), "missing {line} in\n{metrics}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_the_provider_may_have_received_is_unknown_and_never_sent_again() {
+    let s = start().await;
+    s.twilio.hang_next();
+    lead(&s, "L1", PHONE, "solar").await;
+    let event = first_message(&s, "L1").await;
+    assert_eq!(event["data"]["status"], json!("unknown"), "{event}");
+    assert!(event["data"]["error"].is_string(), "{event}");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(s.twilio.sent().len(), 1, "the request arrived once");
+    assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+}
+
+/// Posts a signed status callback; answers the message event after it.
+async fn status_callback(
+    s: &Setup,
+    sid: &str,
+    status: &str,
+    error_code: Option<&str>,
+    event_id: &Value,
+) -> Value {
+    let mut params = vec![("MessageSid", sid), ("MessageStatus", status)];
+    if let Some(code) = error_code {
+        params.push(("ErrorCode", code));
+    }
+    let r = webhook(s, "sms-status", &params, None).await;
+    assert_eq!(r.status, 200, "{}", text(&r));
+    message_event(&s.ts, &s.key, "L1", event_id).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_callbacks_never_move_a_message_back_and_unknown_sids_change_nothing() {
+    let s = start().await;
+    lead(&s, "L1", PHONE, "solar").await;
+    let event = first_message(&s, "L1").await;
+    let sid = event["data"]["providerMessageId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = &event["id"];
+    let sent = status_callback(&s, &sid, "sent", None, id).await;
+    assert_eq!(sent["data"]["status"], json!("sent"));
+    let last = status_callback(&s, &sid, "undelivered", Some("30003"), id).await;
+    assert_eq!(last["data"]["status"], json!("undelivered"));
+    assert_eq!(last["data"]["errorCode"], json!("30003"));
+    // Late or repeated callbacks change nothing.
+    for status in ["sent", "delivered", "undelivered"] {
+        let again = status_callback(&s, &sid, status, None, id).await;
+        assert_eq!(again, last, "{status}");
+    }
+    let unknown = webhook(
+        &s,
+        "sms-status",
+        &[("MessageSid", "SMnot-ours"), ("MessageStatus", "delivered")],
+        None,
+    )
+    .await;
+    assert_eq!(unknown.status, 200);
+    assert_eq!(message_event(&s.ts, &s.key, "L1", &event["id"]).await, last);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhooks_for_another_number_or_an_org_without_twilio_are_404() {
+    let s = start().await;
+    lead(&s, "L1", PHONE, "").await;
+    let params = [
+        ("MessageSid", "SMin1"),
+        ("From", PHONE),
+        ("To", "+15550199999"),
+        ("Body", "hello"),
+    ];
+    assert_error(&webhook(&s, "sms", &params, None).await, 404, "Not found");
+    // An organization with the sandbox provider has no Twilio webhooks.
+    let other_admin = s.ts.key("other", "admin").await;
+    let other = expect(&s.ts.get(&other_admin, "/v1/org").await, 200);
+    for org in [other["id"].as_str().unwrap(), "org_none"] {
+        let path = format!("/v1/providers/twilio/{org}/sms");
+        let signature = twilio_signature(&format!("{PUBLIC_URL}{path}"), &params);
+        let body = serde_urlencoded::to_string(params).unwrap().into_bytes();
+        let r =
+            s.ts.post_with_headers(
+                &path,
+                &[("x-twilio-signature", signature)],
+                "application/x-www-form-urlencoded",
+                body,
+            )
+            .await;
+        assert_error(&r, 404, "Not found");
+    }
+    assert!(messages_of(&s.ts, &s.key, "L1").await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
