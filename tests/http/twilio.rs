@@ -410,3 +410,63 @@ async fn a_stop_twilio_already_answered_gets_no_second_confirmation() {
     );
     assert_eq!(s.twilio.sent().len(), 1);
 }
+
+/// Collects what the server logs on this thread (a current-thread runtime runs every
+/// async task of the server here; the writer thread's lines are not captured).
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn provider_secrets_never_reach_the_log_at_debug_level() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let s = start().await;
+    // A send through Twilio, a refused one, a forged webhook, a settings change.
+    s.twilio.opt_out("+15551230002");
+    lead(&s, "L1", PHONE, "solar").await;
+    lead(&s, "L2", "+15551230002", "solar").await;
+    first_message(&s, "L1").await;
+    first_message(&s, "L2").await;
+    let params = [
+        ("MessageSid", "SMx"),
+        ("From", PHONE),
+        ("To", FROM),
+        ("Body", "hi"),
+    ];
+    let forged = webhook(&s, "sms", &params, Some("bm90IGEgc2lnbmF0dXJl".into())).await;
+    assert_eq!(forged.status, 403);
+    let log = String::from_utf8_lossy(&captured.0.lock().unwrap()).to_string();
+    // What runs on the writer thread is not captured here; the handlers, the engine's
+    // provider calls and the HTTP client are.
+    assert!(
+        log.contains("wrong signature"),
+        "the log was captured: {log}"
+    );
+    assert!(
+        log.contains("connecting to"),
+        "the provider call was logged: {log}"
+    );
+    assert!(!log.contains(TOKEN), "the auth token is in the log");
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{SID}:{TOKEN}"));
+    assert!(
+        !log.contains(&basic),
+        "the Basic credentials are in the log"
+    );
+}
