@@ -5,7 +5,8 @@
 //! (a system message from the profile's instructions and the lead's situation, the last
 //! 50 messages, earlier tool rounds), sends it with bounded, retried attempts, reads the
 //! answer (a reply text or tool calls), and turns each tool call into a typed [`Tool`]
-//! the engine applies. Malformed output from a model is an `Err` with a short reason,
+//! the engine applies. The attempt-and-retry loop ([`send`]) takes the reading step as
+//! a parameter: post-call processing (`call_outcome`) sends its own requests through it. Malformed output from a model is an `Err` with a short reason,
 //! never a panic: models are not always well-behaved, and the reason ends up in the
 //! engagement's `lastError` and the log.
 
@@ -472,11 +473,64 @@ pub async fn complete_with_backoff(
     body: &Value,
     backoff: &[Duration],
 ) -> Result<Answer, String> {
+    send(
+        client,
+        settings,
+        body,
+        backoff,
+        OnRefusal::Retry,
+        parse_answer,
+    )
+    .await
+    .map_err(SendError::into_reason)
+}
+
+/// What [`send`] does when the server refuses the request itself: a 400 or 422 answer,
+/// or a 2xx answer the parse step rejects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnRefusal {
+    /// Retry it like any other failure ([`complete`]).
+    Retry,
+    /// Stop at once with [`SendError::Refused`]: the caller asks differently (post-call
+    /// processing falls back from `response_format` to a forced tool call).
+    Stop,
+}
+
+/// Why [`send`] gave up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// The server refused the request ([`OnRefusal::Stop`]); no further attempt was made.
+    Refused(String),
+    /// Every attempt failed; the last one's reason.
+    Failed(String),
+}
+
+impl SendError {
+    pub fn into_reason(self) -> String {
+        match self {
+            SendError::Refused(reason) | SendError::Failed(reason) => reason,
+        }
+    }
+}
+
+/// Posts `body` to `{baseUrl}/chat/completions` (with the bearer key when set) and
+/// reads a 2xx answer with `parse`, retrying a failed attempt (non-2xx, timeout,
+/// transport error, an answer `parse` rejects) after each of `backoff`'s waits, except
+/// a refusal under [`OnRefusal::Stop`].
+pub async fn send<T>(
+    client: &HttpClient,
+    settings: &AssistantSettings,
+    body: &Value,
+    backoff: &[Duration],
+    on_refusal: OnRefusal,
+    parse: impl Fn(&[u8]) -> Result<T, String>,
+) -> Result<T, SendError> {
     let url = format!(
         "{}/chat/completions",
         settings.base_url.trim_end_matches('/')
     );
-    let bytes = serde_json::to_vec(body).map_err(|e| format!("request body: {e}"))?;
+    let bytes =
+        serde_json::to_vec(body).map_err(|e| SendError::Failed(format!("request body: {e}")))?;
     let mut headers: Vec<(&'static str, String)> = Vec::new();
     if let Some(key) = settings.api_key.as_deref().filter(|k| !k.is_empty()) {
         headers.push(("authorization", format!("Bearer {key}")));
@@ -491,18 +545,21 @@ pub async fn complete_with_backoff(
         let outcome = client
             .post_json_with(&url, &headers, bytes.clone(), timeout, MAX_ANSWER_BYTES)
             .await;
-        let reason = match outcome {
-            Ok((status, answer)) if (200..300).contains(&status) => match parse_answer(&answer) {
+        let (reason, refused) = match outcome {
+            Ok((status, answer)) if (200..300).contains(&status) => match parse(&answer) {
                 Ok(answer) => return Ok(answer),
-                Err(reason) => format!("malformed answer: {reason}"),
+                Err(reason) => (format!("malformed answer: {reason}"), true),
             },
-            Ok((status, answer)) => status_reason(status, &answer),
-            Err(reason) => reason,
+            Ok((status, answer)) => (status_reason(status, &answer), matches!(status, 400 | 422)),
+            Err(reason) => (reason, false),
         };
         tracing::debug!(attempt = attempt + 1, %reason, "assistant attempt failed");
+        if refused && on_refusal == OnRefusal::Stop {
+            return Err(SendError::Refused(reason));
+        }
         last = reason;
     }
-    Err(last)
+    Err(SendError::Failed(last))
 }
 
 /// `status 503`, followed by the start of the answer when it has one (a model server's
@@ -518,7 +575,7 @@ fn status_reason(status: u16, answer: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::convert::Infallible;
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -967,16 +1024,16 @@ mod tests {
 
     /// What the test server saw of one request.
     #[derive(Debug, Clone)]
-    struct Seen {
-        path: String,
-        authorization: Option<String>,
-        content_type: Option<String>,
-        body: Value,
+    pub(crate) struct Seen {
+        pub(crate) path: String,
+        pub(crate) authorization: Option<String>,
+        pub(crate) content_type: Option<String>,
+        pub(crate) body: Value,
     }
 
     /// A model server on 127.0.0.1: the n-th request gets `answers[n]` (the last one
-    /// repeated) after its delay.
-    async fn model_server(
+    /// repeated) after its delay. Post-call processing's tests use it too.
+    pub(crate) async fn model_server(
         answers: Vec<(u16, &'static str, Duration)>,
     ) -> (String, Arc<Mutex<Vec<Seen>>>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1028,7 +1085,7 @@ mod tests {
         (format!("http://{addr}/v1/"), seen)
     }
 
-    fn client() -> HttpClient {
+    pub(crate) fn client() -> HttpClient {
         HttpClient::new(Duration::from_secs(5), None).unwrap()
     }
 

@@ -13,8 +13,11 @@
 //! - `reply`: the assistant's conversation turn, at most four rounds of tools.
 //! - `tools`: applying a tool call through the same domain functions the API uses.
 //! - `assistant`: the OpenAI-compatible protocol.
+//! - `call_outcome`: post-call processing's protocol, a finished call's summary and
+//!   disposition asked of the assistant.
 
 pub mod assistant;
+pub mod call_outcome;
 mod email;
 mod jobs;
 pub mod metrics;
