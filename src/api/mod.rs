@@ -18,12 +18,14 @@ mod outreach;
 mod profiles;
 pub mod rate_limit;
 mod recording_body;
+mod relay;
 pub mod recordings;
 pub mod request;
 pub mod response;
 pub mod router;
 mod twilio;
 pub mod views;
+mod voice;
 mod webhooks;
 
 use std::sync::Arc;
@@ -80,7 +82,7 @@ pub async fn handle(
         .headers()
         .get(EXPECT)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let (body, leftover) = RequestBody::new(body, state.body_pace);
     let req = Request::from_parts(parts, body);
     // At the default `info` level this span is disabled and costs nothing; a formatted
@@ -138,7 +140,7 @@ async fn dispatch(
     req: Request<RequestBody>,
     route_name: &mut &'static str,
 ) -> Result<Response<Body>> {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let segments = router::segments(parts.uri.path())?;
     let route = router::route(&parts.method, &segments)?;
     *route_name = route.name();
@@ -159,6 +161,23 @@ async fn dispatch(
         Route::TwilioSmsStatus(org) => {
             return twilio::webhook(state, &parts, org, twilio::Hook::SmsStatus, body).await
         }
+        Route::TwilioVoiceInbound(org) => {
+            return voice::webhook(state, &parts, org, voice::Hook::Inbound, body).await
+        }
+        Route::TwilioVoiceTwiml(org, call) => {
+            return voice::webhook(state, &parts, org, voice::Hook::Twiml(call), body).await
+        }
+        Route::TwilioVoiceStatus(org, call) => {
+            return voice::webhook(state, &parts, org, voice::Hook::Status(call), body).await
+        }
+        Route::TwilioVoiceRecording(org, call) => {
+            let hook = voice::Hook::Recording(call);
+            return voice::webhook(state, &parts, org, hook, body).await;
+        }
+        Route::TwilioVoiceTransfer(org, call) => {
+            return voice::webhook(state, &parts, org, voice::Hook::Transfer(call), body).await
+        }
+        Route::TwilioVoiceRelay(org, call) => return relay::upgrade(state, &mut parts, org, call),
         _ => {}
     }
     let scope = route
@@ -180,7 +199,13 @@ async fn dispatch(
         | Route::UnsubscribeOneClick(_)
         | Route::MailgunInbound(_)
         | Route::TwilioSms(_)
-        | Route::TwilioSmsStatus(_) => Err(Error::Internal("open route reached auth".into())),
+        | Route::TwilioSmsStatus(_)
+        | Route::TwilioVoiceInbound(_)
+        | Route::TwilioVoiceTwiml(_, _)
+        | Route::TwilioVoiceStatus(_, _)
+        | Route::TwilioVoiceRecording(_, _)
+        | Route::TwilioVoiceTransfer(_, _)
+        | Route::TwilioVoiceRelay(_, _) => Err(Error::Internal("open route reached auth".into())),
         Route::Metrics => ops::metrics(state),
         Route::ListLeads => leads::list(store, &caller, &query),
         Route::GetLead(id) => leads::get(store, &caller, id),

@@ -9,7 +9,7 @@ use super::views::{self, EventView, MessageView};
 use super::AppState;
 use crate::channel::Channel;
 use crate::domain::compliance::{self, Outcome};
-use crate::domain::{calls, messages, outbound, Caller};
+use crate::domain::{messages, outbound, voice, Caller};
 use crate::error::{Error, Result};
 use crate::store::records::Origin;
 
@@ -136,11 +136,7 @@ pub async fn request_call(
     let send = |tx: &mut crate::store::WriteTx,
                 caller: &Caller,
                 lead: crate::store::records::LeadRecord| {
-        let call = json!({"leadId": lead.id, "direction": "OUTBOUND", "callStatus": "QUEUED"});
-        let Value::Object(changes) = call else {
-            return Err(Error::Internal("call body is not an object".into()));
-        };
-        let (call, _) = calls::put(tx, caller, &crate::ids::generate("call"), changes)?;
+        let call = voice::start_outbound(tx, &caller.org_id, &lead, false, String::new())?;
         Ok((call, lead.phone))
     };
     let org_id = caller.org_id.clone();

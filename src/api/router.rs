@@ -64,6 +64,18 @@ pub enum Route<'a> {
     TwilioSms(&'a str),
     /// Twilio's message status callback of an organization (signed, no key).
     TwilioSmsStatus(&'a str),
+    /// A call to the organization's Twilio number (signed, no key): the org id.
+    TwilioVoiceInbound(&'a str),
+    /// What to do once an outbound call is answered (signed): (org, call id).
+    TwilioVoiceTwiml(&'a str, &'a str),
+    /// A call's status and answering-machine callbacks (signed): (org, call id).
+    TwilioVoiceStatus(&'a str, &'a str),
+    /// A call's recording is ready (signed): (org, call id).
+    TwilioVoiceRecording(&'a str, &'a str),
+    /// A call's hand-over and transfer rings (signed): (org, call id).
+    TwilioVoiceTransfer(&'a str, &'a str),
+    /// A call's ConversationRelay WebSocket (signed handshake): (org, call id).
+    TwilioVoiceRelay(&'a str, &'a str),
 }
 
 impl Route<'_> {
@@ -75,7 +87,13 @@ impl Route<'_> {
             | Route::UnsubscribeOneClick(_)
             | Route::MailgunInbound(_)
             | Route::TwilioSms(_)
-            | Route::TwilioSmsStatus(_) => None,
+            | Route::TwilioSmsStatus(_)
+            | Route::TwilioVoiceInbound(_)
+            | Route::TwilioVoiceTwiml(_, _)
+            | Route::TwilioVoiceStatus(_, _)
+            | Route::TwilioVoiceRecording(_, _)
+            | Route::TwilioVoiceTransfer(_, _)
+            | Route::TwilioVoiceRelay(_, _) => None,
             Route::GetRecording(_) => Some(Scope::Read),
             Route::PutRecording(_) => Some(Scope::Write),
             Route::DeleteRecording(_) => Some(Scope::Admin),
@@ -166,6 +184,12 @@ impl Route<'_> {
             Route::MailgunInbound(_) => "mailgun_inbound",
             Route::TwilioSms(_) => "twilio_sms",
             Route::TwilioSmsStatus(_) => "twilio_sms_status",
+            Route::TwilioVoiceInbound(_) => "twilio_voice_inbound",
+            Route::TwilioVoiceTwiml(_, _) => "twilio_voice_twiml",
+            Route::TwilioVoiceStatus(_, _) => "twilio_voice_status",
+            Route::TwilioVoiceRecording(_, _) => "twilio_voice_recording",
+            Route::TwilioVoiceTransfer(_, _) => "twilio_voice_transfer",
+            Route::TwilioVoiceRelay(_, _) => "twilio_voice_relay",
         }
     }
 }
@@ -258,6 +282,22 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
             Method::POST,
             Route::TwilioSmsStatus(segments[3].as_str()),
         )?,
+        ["v1", "providers", "twilio", _, "voice", "inbound"] => only(
+            m,
+            Method::POST,
+            Route::TwilioVoiceInbound(segments[3].as_str()),
+        )?,
+        ["v1", "providers", "twilio", _, "voice", _, leaf] => {
+            let (org, call) = (segments[3].as_str(), segments[5].as_str());
+            match *leaf {
+                "twiml" => only(m, Method::POST, Route::TwilioVoiceTwiml(org, call))?,
+                "status" => only(m, Method::POST, Route::TwilioVoiceStatus(org, call))?,
+                "recording" => only(m, Method::POST, Route::TwilioVoiceRecording(org, call))?,
+                "transfer" => only(m, Method::POST, Route::TwilioVoiceTransfer(org, call))?,
+                "relay" => only(m, Method::GET, Route::TwilioVoiceRelay(org, call))?,
+                _ => return Err(Error::NotFound("Not found".into())),
+            }
+        }
         ["v1", "providers", "mailgun", _, "inbound"] => {
             only(m, Method::POST, Route::MailgunInbound(segments[3].as_str()))?
         }

@@ -12,6 +12,7 @@ use hyper::{Response, StatusCode};
 use super::request::{read_body, RequestBody};
 use super::response::{full, Body};
 use super::AppState;
+use crate::channel::Channel;
 use crate::domain::contact::{self, ProviderKeyword};
 use crate::domain::{outbound, Caller};
 use crate::error::{Error, Result};
@@ -28,17 +29,17 @@ pub enum Hook {
 }
 
 /// A verified webhook's form parameters.
-struct Form(Vec<(String, String)>);
+pub(super) struct Form(Vec<(String, String)>);
 
 impl Form {
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
 
-    fn required(&self, name: &str) -> Result<&str> {
+    pub(super) fn required(&self, name: &str) -> Result<&str> {
         self.get(name)
             .filter(|v| !v.is_empty())
             .ok_or_else(|| Error::invalid_field(name))
@@ -52,7 +53,7 @@ pub async fn webhook(
     hook: Hook,
     body: RequestBody,
 ) -> Result<Response<Body>> {
-    let settings = sms_settings(state, org)?;
+    let settings = settings_for(state, org, Channel::Sms)?;
     let bytes = read_body(body, state.max_body_bytes).await?;
     let form = verify(state, parts, &settings, &bytes)?;
     match hook {
@@ -61,23 +62,30 @@ pub async fn webhook(
     }
 }
 
-/// The organization's Twilio SMS settings; 404 (logged) without them.
-fn sms_settings(state: &AppState, org: &str) -> Result<TwilioSettings> {
+/// The organization's Twilio settings for `channel`; 404 (logged) without them.
+pub(super) fn settings_for(state: &AppState, org: &str, channel: Channel) -> Result<TwilioSettings> {
     let read = state.store.read()?;
     if read.org(org)?.is_some() {
-        if let ProviderSettings::Twilio(settings) = read.engine_settings(org)?.sms {
+        let settings = read.engine_settings(org)?;
+        let chosen = match channel {
+            Channel::Sms => settings.sms,
+            Channel::Voice => settings.voice,
+            Channel::Email => settings.email,
+        };
+        if let ProviderSettings::Twilio(settings) = chosen {
             return Ok(settings);
         }
     }
     tracing::warn!(
         org,
-        "a Twilio webhook for an organization without a Twilio SMS provider"
+        channel = channel.as_str(),
+        "a Twilio webhook for an organization without a Twilio provider on that channel"
     );
     Err(Error::NotFound("Not found".into()))
 }
 
 /// Checks `X-Twilio-Signature` over `{public_url}{path and query}` and the form.
-fn verify(
+pub(super) fn verify(
     state: &AppState,
     parts: &Parts,
     settings: &TwilioSettings,
@@ -166,8 +174,13 @@ async fn status(state: &AppState, org: &str, form: Form) -> Result<Response<Body
 }
 
 /// `200`, `text/xml`, `<Response/>`: nothing more for Twilio to do.
-fn twiml_empty() -> Response<Body> {
-    let mut response = Response::new(full("<Response/>"));
+pub(super) fn twiml_empty() -> Response<Body> {
+    twiml("<Response/>".to_string())
+}
+
+/// `200`, `text/xml`, a TwiML document.
+pub(super) fn twiml(document: String) -> Response<Body> {
+    let mut response = Response::new(full(document));
     *response.status_mut() = StatusCode::OK;
     response
         .headers_mut()

@@ -6,21 +6,20 @@
 //! end), a pause (`isAiOn` is false), a block (`COMPLIANCE_BLOCKED`, and the cadence
 //! moves on), or a send (the message as `sending`, and the next step's row). The slow
 //! part (provider, model) then runs outside the writer, and its outcome is committed by
-//! `outbound::finish` or [`finish_call`].
+//! `outbound::finish` or `voice::dialed`.
 //!
 //! **At most once**: a row leaves the agenda in the same commit that records its
 //! attempt, so a crash before that commit runs the row again (nothing was sent) and a
 //! crash after it never does.
 
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
 
 use super::compliance::{self, Block};
 use super::engagement::{self, outside_quiet_hours};
 use super::outbound::{self, Attempt};
-use super::{calls, profiles, Caller};
+use super::{profiles, voice};
 use crate::channel::Channel;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::store::records::{
     EngagementRecord, EngagementState, JobKind, LeadRecord, Origin, ProfileRecord, StopReason,
 };
@@ -37,7 +36,7 @@ pub enum Claim {
     Done,
     /// Hand this message to the channel's provider, then `outbound::finish`.
     Send(Box<Attempt>),
-    /// Place this call through the voice provider, then [`finish_call`].
+    /// Place this call through the voice provider, then `voice::dialed`.
     Call {
         org: String,
         call_id: String,
@@ -135,7 +134,7 @@ pub fn claim_step(
         "cadence step sent"
     );
     match step.channel {
-        Channel::Voice => start_call(tx, org, lead, index > 0),
+        Channel::Voice => start_call(tx, org, lead, index > 0, text),
         channel => {
             let subject = (channel == Channel::Email)
                 .then(|| profiles::render(&step.subject, &lead, &business));
@@ -332,43 +331,43 @@ pub fn claim_call(
         compliance::record_block(tx, org, lead, Channel::Voice, &block)?;
         return Ok(Claim::Done);
     }
-    start_call(tx, org, lead, false)
+    start_call(tx, org, lead, false, String::new())
 }
 
-/// Creates the call record (queued, the lead's, AI-initiated) before the provider is
-/// asked to dial.
-fn start_call(tx: &mut WriteTx, org: &str, lead: LeadRecord, follow_up: bool) -> Result<Claim> {
-    let call_id = crate::ids::generate("call");
-    let changes = object(json!({
-        "leadId": lead.id,
-        "direction": "OUTBOUND",
-        "callStatus": "QUEUED",
-        "isAiInitiated": true,
-        "isFollowUp": follow_up,
-    }))?;
-    calls::put(tx, &Caller::system(org), &call_id, changes)?;
+/// Records the call (queued, the lead's, AI-initiated) before the provider is asked to
+/// dial it; `say` is what it says without the assistant.
+fn start_call(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+    follow_up: bool,
+    say: String,
+) -> Result<Claim> {
+    let call = voice::start_outbound(tx, org, &lead, follow_up, say)?;
     Ok(Claim::Call {
         org: org.to_string(),
-        call_id,
+        call_id: call.id,
         to: lead.phone,
     })
 }
 
-/// The voice provider's answer to a dial: the sandbox's calls complete at once, with no
-/// transcript; a refused or unknown dial fails the call.
-pub fn finish_call(tx: &mut WriteTx, org: &str, call_id: &str, completed: bool) -> Result<()> {
-    let changes = if completed {
-        json!({"callStatus": "COMPLETE", "durationSeconds": 0})
-    } else {
-        json!({"callStatus": "FAILED"})
-    };
-    calls::put(tx, &Caller::system(org), call_id, object(changes)?)?;
-    Ok(())
+/// Removes row `key` whose job is over (a fetched recording, a given-up one); false
+/// when it was gone already.
+pub fn done(tx: &mut WriteTx, key: &JobKey) -> Result<bool> {
+    take(tx, key)
 }
 
-fn object(value: Value) -> Result<serde_json::Map<String, Value>> {
-    match value {
-        Value::Object(map) => Ok(map),
-        _ => Err(Error::Internal("a call change is not an object".into())),
+/// Moves row `key` to `due`, as `kind` (its next attempt); nothing when it was gone.
+pub fn retry_at(
+    tx: &mut WriteTx,
+    key: &JobKey,
+    org: &str,
+    lead: &str,
+    due: crate::time::Micros,
+    kind: JobKind,
+) -> Result<()> {
+    if take(tx, key)? {
+        engagement::schedule(tx, org, lead, due, kind)?;
     }
+    Ok(())
 }

@@ -51,6 +51,53 @@ pub fn put(
     call_id: &str,
     changes: Map<String, Value>,
 ) -> Result<(CallRecord, bool)> {
+    upsert(tx, caller, call_id, changes, Owner::Required)
+}
+
+/// Whether a new call must name its lead (or webchat session).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    /// A client's `PUT`.
+    Required,
+    /// A call from a number no lead has, answered by the engine.
+    Optional,
+}
+
+/// [`put`] for a call the engine answered from a caller no live lead has: it is stored
+/// without `leadId` (and without a `CALL` event, having no lead to carry it).
+pub fn put_unattached(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    call_id: &str,
+    changes: Map<String, Value>,
+) -> Result<(CallRecord, bool)> {
+    upsert(tx, caller, call_id, changes, Owner::Optional)
+}
+
+/// Replaces the transcript of call `call_id` (a turn appended as the call goes). Only
+/// the call record changes: its `CALL` event carries no transcript.
+pub fn set_transcript(
+    tx: &mut WriteTx,
+    org: &str,
+    call_id: &str,
+    transcript: &Value,
+) -> Result<CallRecord> {
+    let mut call = tx
+        .call(org, call_id)?
+        .ok_or_else(|| Error::NotFound(format!("Resource not found: Call {call_id}")))?;
+    call.details.transcript = Some(RawJson::from_value(transcript));
+    call.updated_at = tx.tick();
+    tx.put_call(org, &call)?;
+    Ok(call)
+}
+
+fn upsert(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    call_id: &str,
+    changes: Map<String, Value>,
+    owner: Owner,
+) -> Result<(CallRecord, bool)> {
     // As on lead creation: an id that could never be stored is malformed, not missing.
     if !crate::ids::is_valid_client_id(call_id) {
         return Err(Error::invalid_field("id"));
@@ -62,7 +109,7 @@ pub fn put(
         .map(|c| c.details.clone())
         .unwrap_or_default();
     let details = merge(&before, changes)?;
-    validate(&before, &details, existing.is_none())?;
+    validate(&before, &details, existing.is_none() && owner == Owner::Required)?;
 
     let lead = match &details.lead_id {
         Some(lead_id) => Some(leads::live_lead(tx, caller, lead_id)?),
@@ -105,35 +152,23 @@ fn merge(before: &CallDetails, changes: Map<String, Value>) -> Result<CallDetail
         .map_err(|e| Error::BadRequest(format!("Invalid call: {e}")))
 }
 
-fn validate(before: &CallDetails, after: &CallDetails, creating: bool) -> Result<()> {
-    if creating {
-        if after.lead_id.is_none() && after.session_id.is_none() {
-            return Err(Error::BadRequest("leadId or sessionId is required".into()));
-        }
-        if after.direction.is_none() {
-            return Err(Error::BadRequest(
-                "Missing required field: direction".into(),
-            ));
-        }
-        if after.call_status.is_none() {
-            return Err(Error::BadRequest(
-                "Missing required field: callStatus".into(),
-            ));
-        }
-    } else {
-        if before.lead_id.is_some() && after.lead_id != before.lead_id {
-            return Err(Error::BadRequest("leadId cannot be changed".into()));
-        }
-        if after.direction.is_none() {
-            return Err(Error::BadRequest(
-                "Missing required field: direction".into(),
-            ));
-        }
-        if after.call_status.is_none() {
-            return Err(Error::BadRequest(
-                "Missing required field: callStatus".into(),
-            ));
-        }
+/// `owner_required`: a new call from a client, which must name its lead or session.
+fn validate(before: &CallDetails, after: &CallDetails, owner_required: bool) -> Result<()> {
+    if owner_required && after.lead_id.is_none() && after.session_id.is_none() {
+        return Err(Error::BadRequest("leadId or sessionId is required".into()));
+    }
+    if before.lead_id.is_some() && after.lead_id != before.lead_id {
+        return Err(Error::BadRequest("leadId cannot be changed".into()));
+    }
+    if after.direction.is_none() {
+        return Err(Error::BadRequest(
+            "Missing required field: direction".into(),
+        ));
+    }
+    if after.call_status.is_none() {
+        return Err(Error::BadRequest(
+            "Missing required field: callStatus".into(),
+        ));
     }
     if after
         .call_status

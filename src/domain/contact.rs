@@ -278,15 +278,9 @@ impl ProviderKeyword {
     }
 }
 
-/// [`inbound_sms`] for an SMS a provider delivered, with the keyword it recognised.
-pub fn inbound_sms_via(
-    tx: &mut WriteTx,
-    caller: &Caller,
-    phone: &str,
-    text: &str,
-    provider_keyword: Option<ProviderKeyword>,
-) -> Result<Inbound> {
-    let org = caller.org_id.as_str();
+/// The live lead an inbound message or call from `phone` belongs to: the most recently
+/// updated one, when several share the number.
+pub fn lead_by_phone(tx: &WriteTx, org: &str, phone: &str) -> Result<Option<LeadRecord>> {
     let mut lead: Option<LeadRecord> = None;
     for id in tx.lead_ids_by_phone(org, phone)? {
         if let Some(candidate) = tx.lead(org, &id)?.filter(|l| l.deleted_at.is_none()) {
@@ -298,6 +292,19 @@ pub fn inbound_sms_via(
             }
         }
     }
+    Ok(lead)
+}
+
+/// [`inbound_sms`] for an SMS a provider delivered, with the keyword it recognised.
+pub fn inbound_sms_via(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    phone: &str,
+    text: &str,
+    provider_keyword: Option<ProviderKeyword>,
+) -> Result<Inbound> {
+    let org = caller.org_id.as_str();
+    let lead = lead_by_phone(tx, org, phone)?;
     let lead = lead
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
     let word = text.trim().to_ascii_uppercase();

@@ -22,8 +22,11 @@ pub mod outbound;
 pub mod profiles;
 pub mod recording_upload;
 pub mod recordings;
+pub mod transcript;
+pub mod transfer;
 pub mod twilio_settings;
 pub mod unsubscribe_links;
+pub mod voice;
 pub mod webhook_endpoints;
 
 use crate::store::records::Scope;

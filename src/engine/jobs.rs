@@ -10,7 +10,8 @@ use crate::domain::agenda::{self, Claim, JobKey};
 use crate::domain::compliance::{self, Block};
 use crate::domain::outbound;
 use crate::error::Result;
-use crate::providers::{Provider, SendOutcome};
+use crate::domain::voice;
+use crate::providers::{CallOutcome, CallRequest, Provider, SendOutcome};
 use crate::store::records::{AgendaJob, JobKind};
 use crate::store::Reader;
 
@@ -45,6 +46,16 @@ impl Engine {
                 self.store
                     .write(move |tx| agenda::claim_call(tx, &key, &org, &lead, early.clone()))
                     .await?
+            }
+            JobKind::PostCall { call_id } => return self.post_call(key, &org, &call_id).await,
+            JobKind::FetchRecording {
+                call_id,
+                url,
+                attempt,
+            } => {
+                return self
+                    .fetch_recording(key, &org, &lead, &call_id, &url, attempt)
+                    .await
             }
         };
         self.carry_out(claim).await
@@ -122,11 +133,29 @@ impl Engine {
             Claim::Call { call_id, to, org } => {
                 let settings = self.store.read()?.engine_settings(&org)?;
                 let provider = Provider::for_channel(&settings, Channel::Voice);
-                let outcome = provider.start_call(&self.client, &to).await;
-                self.count(Channel::Voice, &provider, &outcome);
-                let completed = matches!(outcome, SendOutcome::Accepted { .. });
+                let url = |leaf| {
+                    self.public_url()
+                        .map(|base| voice::call_url(base, &org, &call_id, leaf))
+                        .unwrap_or_default()
+                };
+                let request = CallRequest {
+                    to,
+                    twiml_url: url("twiml"),
+                    status_callback: url("status"),
+                    recording_callback: url("recording"),
+                };
+                let retried = || self.metrics.provider("voice", provider.kind(), "retried");
+                let outcome = provider
+                    .start_call(&self.client, &request, &retried)
+                    .await;
+                let result = match &outcome {
+                    CallOutcome::Accepted { .. } => "accepted",
+                    CallOutcome::Refused { .. } => "refused",
+                    CallOutcome::Unknown { .. } => "unknown",
+                };
+                self.metrics.provider("voice", provider.kind(), result);
                 self.store
-                    .write(move |tx| agenda::finish_call(tx, &org, &call_id, completed))
+                    .write(move |tx| voice::dialed(tx, &org, &call_id, &outcome))
                     .await
             }
         }

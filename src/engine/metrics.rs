@@ -15,6 +15,13 @@ pub struct EngineMetrics {
     assistant_seconds: Histogram,
     /// (channel, kind, outcome) → count.
     providers: Mutex<BTreeMap<(&'static str, &'static str, &'static str), u64>>,
+    /// Call relays open now.
+    relays: AtomicU64,
+    /// The relay's own time per answered prompt: prompt in → text frame out, less the
+    /// model's time.
+    relay_added_seconds: Histogram,
+    /// Recordings fetched from providers, by outcome.
+    recordings: Mutex<BTreeMap<&'static str, u64>>,
 }
 
 impl Default for EngineMetrics {
@@ -24,6 +31,9 @@ impl Default for EngineMetrics {
             assistant_error: AtomicU64::new(0),
             assistant_seconds: Histogram::new(ASSISTANT_SECONDS),
             providers: Mutex::new(BTreeMap::new()),
+            relays: AtomicU64::new(0),
+            relay_added_seconds: Histogram::new(RELAY_SECONDS),
+            recordings: Mutex::new(BTreeMap::new()),
         }
     }
 }
@@ -31,7 +41,29 @@ impl Default for EngineMetrics {
 /// A model answers in seconds, not milliseconds: the request buckets reach further.
 const ASSISTANT_SECONDS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
+/// The relay's own work is sub-millisecond: its buckets start low.
+const RELAY_SECONDS: &[f64] = &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
+
 impl EngineMetrics {
+    pub fn relay_opened(&self) {
+        self.relays.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn relay_closed(&self) {
+        self.relays.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub fn relay_turn(&self, added: std::time::Duration) {
+        self.relay_added_seconds.observe(added.as_secs_f64());
+    }
+
+    /// A recording fetch ended: `fetched`, `retried`, `given_up`.
+    pub fn recording(&self, outcome: &'static str) {
+        if let Ok(mut map) = self.recordings.lock() {
+            *map.entry(outcome).or_default() += 1;
+        }
+    }
+
     pub fn assistant(&self, ok: bool, seconds: f64) {
         let counter = if ok {
             &self.assistant_ok
@@ -68,6 +100,16 @@ impl EngineMetrics {
         out.push_str("# HELP engaged_assistant_seconds Time of one assistant request, retries included.\n# TYPE engaged_assistant_seconds histogram\n");
         self.assistant_seconds
             .render(out, "engaged_assistant_seconds", "");
+        let _ = writeln!(out, "# HELP engaged_relays Call relays (ConversationRelay WebSockets) open now.\n# TYPE engaged_relays gauge\nengaged_relays {}", self.relays.load(Ordering::Relaxed));
+        out.push_str("# HELP engaged_relay_added_seconds The relay's own time per answered prompt (prompt in to text out, less the model's time).\n# TYPE engaged_relay_added_seconds histogram\n");
+        self.relay_added_seconds
+            .render(out, "engaged_relay_added_seconds", "");
+        out.push_str("# HELP engaged_recording_fetches_total Call recordings fetched from a provider, by outcome.\n# TYPE engaged_recording_fetches_total counter\n");
+        if let Ok(map) = self.recordings.lock() {
+            for (outcome, n) in map.iter() {
+                let _ = writeln!(out, "engaged_recording_fetches_total{{outcome=\"{outcome}\"}} {n}");
+            }
+        }
         out.push_str("# HELP engaged_provider_requests_total Provider requests by channel, kind and outcome.\n# TYPE engaged_provider_requests_total counter\n");
         if let Ok(map) = self.providers.lock() {
             for ((channel, kind, outcome), n) in map.iter() {

@@ -15,15 +15,21 @@
 //! - `assistant`: the OpenAI-compatible protocol.
 //! - `call_outcome`: post-call processing's protocol, a finished call's summary and
 //!   disposition asked of the assistant.
+//! - `voice`: the relay, one live call's conversation over ConversationRelay.
+//! - `post_call`: a completed call's summary and disposition.
+//! - `recording_fetch`: a finished call's recording, streamed from the provider.
 
 pub mod assistant;
 pub mod call_outcome;
 mod email;
 mod jobs;
 pub mod metrics;
+mod post_call;
+mod recording_fetch;
 mod reply;
 mod scheduler;
 mod tools;
+mod voice;
 
 use std::sync::Arc;
 
@@ -43,6 +49,8 @@ pub struct Engine {
     /// The server's `public_url` (no trailing `/`): the base of every URL handed to a
     /// provider (status callbacks, unsubscribe links).
     public_url: Option<String>,
+    /// The largest recording fetched from a provider (`recording_max_bytes`).
+    recording_max_bytes: u64,
     /// Signs one-click unsubscribe links; read from the store on first use.
     unsubscribe_key: tokio::sync::OnceCell<crate::domain::unsubscribe_links::UnsubscribeKey>,
 }
@@ -53,12 +61,14 @@ impl Engine {
         client: HttpClient,
         metrics: Arc<EngineMetrics>,
         public_url: Option<String>,
+        recording_max_bytes: u64,
     ) -> Engine {
         Engine {
             store,
             client,
             metrics,
             public_url: public_url.map(|u| u.trim_end_matches('/').to_string()),
+            recording_max_bytes,
             unsubscribe_key: tokio::sync::OnceCell::new(),
         }
     }

@@ -7,7 +7,7 @@
 //! engagement's `lastError`, a log line and a metric; never a message to the lead.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use serde_json::Value;
@@ -69,46 +69,20 @@ impl Engine {
             local_time: &local_time,
             history: &history,
         };
-        let mut extra: Vec<Value> = Vec::new();
-        let mut text = String::new();
-        for round in 0..=MAX_ROUNDS {
-            let body = assistant::request_body(&settings.model, &context, &extra);
-            let started = Instant::now();
-            let answer = assistant::complete(&self.client, &settings, &body).await;
-            self.metrics
-                .assistant(answer.is_ok(), started.elapsed().as_secs_f64());
-            let answer = match answer {
-                Ok(answer) => answer,
-                Err(error) => {
-                    tracing::warn!(org, lead = lead_id, %error, "the assistant did not answer; no reply sent");
-                    let error = format!("assistant: {error}");
-                    return self.drop_reply(&key, org, lead_id, Some(error)).await;
-                }
-            };
-            match answer {
-                Answer::Text(answer) => {
-                    text = answer;
-                    break;
-                }
-                Answer::ToolCalls { .. } if round == MAX_ROUNDS => {
-                    tracing::warn!(org, lead = lead_id, "the assistant was still calling tools after {MAX_ROUNDS} rounds; no reply sent");
-                    break;
-                }
-                Answer::ToolCalls { message, calls } => {
-                    extra.push(message);
-                    let mut ended = false;
-                    for call in &calls {
-                        let (result, effect) = self.apply_tool(org, lead_id, channel, call).await?;
-                        extra.push(assistant::tool_result_message(&call.id, &result));
-                        ended |= effect == Effect::EndsConversation;
-                    }
-                    if ended {
-                        // After an opt-out or a handoff the assistant says nothing more.
-                        return self.drop_reply(&key, org, lead_id, None).await;
-                    }
-                }
+        let (said, _) = self
+            .converse(org, lead_id, channel, &settings, &context, false)
+            .await?;
+        let text = match said {
+            Said::Text(text) => text,
+            Said::Nothing => String::new(),
+            // After an opt-out or a handoff the assistant says nothing more.
+            Said::Ended(_) => return self.drop_reply(&key, org, lead_id, None).await,
+            Said::Failed(error) => {
+                tracing::warn!(org, lead = lead_id, %error, "the assistant did not answer; no reply sent");
+                let error = format!("assistant: {error}");
+                return self.drop_reply(&key, org, lead_id, Some(error)).await;
             }
-        }
+        };
         let limit = match channel {
             Channel::Email => EMAIL_MAX_CHARS,
             Channel::Sms | Channel::Voice => SMS_MAX_CHARS,
@@ -126,6 +100,54 @@ impl Engine {
             })
             .await?;
         self.carry_out(claim).await
+    }
+
+    /// One turn of the conversation: the model is asked, each tool it calls is applied
+    /// and recorded, and it is asked again with the results, at most [`MAX_ROUNDS`]
+    /// rounds. Answers what it said and how long the model took in all.
+    pub(super) async fn converse(
+        &self,
+        org: &str,
+        lead_id: &str,
+        channel: Channel,
+        settings: &assistant::AssistantSettings,
+        context: &Context<'_>,
+        transfer_available: bool,
+    ) -> Result<(Said, Duration)> {
+        let mut extra: Vec<Value> = Vec::new();
+        let mut model_time = Duration::ZERO;
+        for round in 0..=MAX_ROUNDS {
+            let body = assistant::request_body(&settings.model, context, &extra);
+            let started = Instant::now();
+            let answer = assistant::complete(&self.client, settings, &body).await;
+            let took = started.elapsed();
+            model_time += took;
+            self.metrics.assistant(answer.is_ok(), took.as_secs_f64());
+            match answer {
+                Err(error) => return Ok((Said::Failed(error), model_time)),
+                Ok(Answer::Text(text)) => return Ok((Said::Text(text), model_time)),
+                Ok(Answer::ToolCalls { .. }) if round == MAX_ROUNDS => {
+                    tracing::warn!(org, lead = lead_id, "the assistant was still calling tools after {MAX_ROUNDS} rounds; nothing said");
+                }
+                Ok(Answer::ToolCalls { message, calls }) => {
+                    extra.push(message);
+                    let mut ended = None;
+                    for call in &calls {
+                        let (result, effect) = self
+                            .apply_tool(org, lead_id, channel, call, transfer_available)
+                            .await?;
+                        extra.push(assistant::tool_result_message(&call.id, &result));
+                        if effect.ends_conversation() {
+                            ended = Some(effect);
+                        }
+                    }
+                    if let Some(effect) = ended {
+                        return Ok((Said::Ended(effect), model_time));
+                    }
+                }
+            }
+        }
+        Ok((Said::Nothing, model_time))
     }
 
     fn prepare(
@@ -179,7 +201,7 @@ impl Engine {
 
     /// The lead's local time for the system message, in its zone (or the
     /// organization's, or UTC).
-    fn local_time(&self, org: &str, lead: &LeadRecord) -> Result<String> {
+    pub(super) fn local_time(&self, org: &str, lead: &LeadRecord) -> Result<String> {
         let org_zone = self.store.read()?.engine_settings(org)?.time_zone;
         let zone = compliance::zone_of(lead, &org_zone);
         let now = Utc::now();
@@ -191,6 +213,19 @@ impl Engine {
             Err(_) => now.format("%A %Y-%m-%d %H:%M UTC").to_string(),
         })
     }
+}
+
+/// What one turn of the conversation came to.
+#[derive(Debug)]
+pub(super) enum Said {
+    /// The assistant's words (empty: nothing to say).
+    Text(String),
+    /// Nothing: the model was still calling tools after the last round.
+    Nothing,
+    /// A tool ended the assistant's side (an opt-out, a handoff, a transfer).
+    Ended(Effect),
+    /// The model did not answer (after retries): why.
+    Failed(String),
 }
 
 enum Prepared {

@@ -23,18 +23,31 @@ pub const TOOL_CALL: &str = "TOOL_CALL";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
     Continue,
-    /// `opt_out` and `handoff`: no further reply is generated.
-    EndsConversation,
+    /// `opt_out`: no further reply is generated.
+    OptedOut,
+    /// `handoff`: no further reply; a human takes over (on a call, by a transfer).
+    HandedOff,
+    /// `transfer` on a live call: the assistant's side ends and a human is rung.
+    Transfer,
+}
+
+impl Effect {
+    /// Whether the assistant says nothing more after it.
+    pub fn ends_conversation(self) -> bool {
+        self != Effect::Continue
+    }
 }
 
 impl Engine {
     /// Applies one tool call and records it; answers the result the model is shown.
+    /// `transfer_available`: a live call whose profile has a transfer number.
     pub(super) async fn apply_tool(
         &self,
         org: &str,
         lead: &str,
         channel: Channel,
         call: &ToolCallRequest,
+        transfer_available: bool,
     ) -> Result<(Value, Effect)> {
         let parsed = assistant::parse_tool(call, channel == Channel::Voice);
         let (org, lead, call) = (org.to_string(), lead.to_string(), call.clone());
@@ -43,7 +56,7 @@ impl Engine {
                 let caller = Caller::system(&org);
                 let (result, effect) = match &parsed {
                     Err(error) => (json!({"ok": false, "error": error}), Effect::Continue),
-                    Ok(tool) => match apply(tx, &caller, &lead, channel, tool) {
+                    Ok(tool) => match apply(tx, &caller, &lead, channel, tool, transfer_available) {
                         Ok(effect) => (json!({"ok": true}), effect),
                         Err(Error::Internal(cause)) => return Err(Error::Internal(cause)),
                         Err(refused) => (
@@ -67,6 +80,7 @@ fn apply(
     lead: &str,
     channel: Channel,
     tool: &Tool,
+    transfer_available: bool,
 ) -> Result<Effect> {
     let patch = |tx: &mut WriteTx, body: Value| -> Result<()> {
         let Value::Object(body) = body else {
@@ -88,11 +102,11 @@ fn apply(
         }
         Tool::OptOut { channels } => {
             contact::unsubscribe(tx, caller, lead, channels.as_deref())?;
-            return Ok(Effect::EndsConversation);
+            return Ok(Effect::OptedOut);
         }
         Tool::Handoff { reason } => {
             handoff(tx, caller, lead, channel, reason)?;
-            return Ok(Effect::EndsConversation);
+            return Ok(Effect::HandedOff);
         }
         Tool::ScheduleCall { at } => {
             let record = leads::live_lead(tx, caller, lead)?;
@@ -106,9 +120,15 @@ fn apply(
             }
             engagement::schedule(tx, &caller.org_id, lead, due, JobKind::Call)?;
         }
-        Tool::Transfer => {
+        Tool::Transfer if channel != Channel::Voice => {
             return Err(Error::BadRequest("transfer needs a live call".into()));
         }
+        Tool::Transfer if !transfer_available => {
+            return Err(Error::BadRequest(
+                "no transfer number is set for this call; keep talking".into(),
+            ));
+        }
+        Tool::Transfer => return Ok(Effect::Transfer),
     }
     Ok(Effect::Continue)
 }

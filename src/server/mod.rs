@@ -92,6 +92,7 @@ impl Server {
             outbound.clone(),
             Arc::default(),
             config.public_url.clone(),
+            config.recording_max_bytes,
         ));
         let state = Arc::new(AppState {
             store: store.clone(),
@@ -318,7 +319,8 @@ async fn serve_connection(
                 Some(b"h2") => &protocols.http2,
                 _ => &protocols.http1,
             };
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            // With upgrades: the ConversationRelay WebSocket (`api::relay`).
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
             watcher.watch(conn.into_owned()).await
         }
         None => {
@@ -326,7 +328,7 @@ async fn serve_connection(
             tokio::time::timeout(protocols.first_bytes_timeout, stream.peek(&mut first)).await??;
             let conn = protocols
                 .any
-                .serve_connection(TokioIo::new(stream), service);
+                .serve_connection_with_upgrades(TokioIo::new(stream), service);
             watcher.watch(conn.into_owned()).await
         }
     }

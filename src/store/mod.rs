@@ -8,6 +8,7 @@
 pub mod codec;
 mod contact;
 mod engine;
+mod voice;
 mod key_cache;
 pub mod lead_view;
 mod maintenance;

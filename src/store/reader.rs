@@ -14,7 +14,7 @@ use super::read::ReadTx;
 use super::recordings::{RecordingRecord, UploadRecord};
 use super::records::{
     CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, KeyRecord,
-    LeadRecord, OrgRecord, ProfileRecord,
+    LeadRecord, OrgRecord, ProfileRecord, VoiceSession,
 };
 use super::tables::*;
 use super::write::WriteTx;
@@ -83,6 +83,10 @@ pub trait Reader {
 
     fn engagement(&self, org: &str, lead: &str) -> Result<Option<EngagementRecord>> {
         self.record(ENGAGEMENTS, (org, lead))
+    }
+
+    fn voice_session(&self, org: &str, call_id: &str) -> Result<Option<VoiceSession>> {
+        self.record(VOICE_SESSIONS, (org, call_id))
     }
 }
 

@@ -718,6 +718,47 @@ pub enum JobKind {
     Notice { channel: Channel, text: String },
     /// An outbound call the assistant asked for.
     Call,
+    /// Post-call processing of a completed call: its summary and disposition.
+    PostCall { call_id: String },
+    /// Fetching a call's finished recording from its provider; `attempt` counts the
+    /// failed tries so far.
+    FetchRecording {
+        call_id: String,
+        url: String,
+        attempt: u32,
+    },
+}
+
+/// engaged's side of a call it placed or answered through a voice provider: what the
+/// call's record does not say (the record is the interface's view).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VoiceSession {
+    /// The lead's id; empty for a caller no live lead has.
+    pub lead_id: String,
+    /// The profile the call follows (empty: none).
+    pub profile: String,
+    /// What a call without the assistant says (a cadence step's text, rendered).
+    pub say: String,
+    /// What the assistant's side says first (rendered), once the call is answered.
+    pub greeting: String,
+    /// The provider's id of the call (Twilio's `CallSid`), once known.
+    pub provider_call_id: String,
+    pub transfer: TransferStage,
+    /// Post-call processing was scheduled (it is, once).
+    pub post_call_scheduled: bool,
+}
+
+/// Where a call's transfer to a human stands.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TransferStage {
+    #[default]
+    None,
+    /// Ringing `transferNumber`.
+    Primary,
+    /// Ringing `fallbackTransferNumber` after the first did not answer.
+    Fallback,
+    /// Connected or failed: the outcome is on the call.
+    Finished,
 }
 
 /// One row of the agenda: work on a lead, due at the row's time.

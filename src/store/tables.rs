@@ -42,6 +42,8 @@ macro_rules! all_tables {
         $apply!(SENDING);
         $apply!(PROVIDER_MESSAGES);
         $apply!(PROVIDER_INBOUND);
+        $apply!(VOICE_SESSIONS);
+        $apply!(PROVIDER_CALLS);
     };
 }
 pub(crate) use all_tables;
@@ -143,3 +145,12 @@ pub const PROVIDER_MESSAGES: TableDefinition<(&str, &str), &[u8]> =
 /// already, so a retried webhook changes nothing.
 pub const PROVIDER_INBOUND: TableDefinition<(&str, &str), i64> =
     TableDefinition::new("provider_inbound");
+
+/// (org, call id) → `VoiceSession`: engaged's side of a call it placed or answered
+/// through a voice provider (its lead, profile, provider id, transfer stage).
+pub const VOICE_SESSIONS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("voice_sessions");
+/// (org, provider call id) → call id: a provider's calls, so a repeated inbound-call
+/// webhook answers the call it created the first time.
+pub const PROVIDER_CALLS: TableDefinition<(&str, &str), &str> =
+    TableDefinition::new("provider_calls");

@@ -176,7 +176,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 48] = [
+const ROUTES: [(&str, &str, &str); 54] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -241,6 +241,36 @@ const ROUTES: [(&str, &str, &str); 48] = [
         "post",
         "/v1/providers/twilio/{orgId}/sms-status",
     ),
+    (
+        "twilio_voice_inbound",
+        "post",
+        "/v1/providers/twilio/{orgId}/voice/inbound",
+    ),
+    (
+        "twilio_voice_twiml",
+        "post",
+        "/v1/providers/twilio/{orgId}/voice/{callId}/twiml",
+    ),
+    (
+        "twilio_voice_status",
+        "post",
+        "/v1/providers/twilio/{orgId}/voice/{callId}/status",
+    ),
+    (
+        "twilio_voice_recording",
+        "post",
+        "/v1/providers/twilio/{orgId}/voice/{callId}/recording",
+    ),
+    (
+        "twilio_voice_transfer",
+        "post",
+        "/v1/providers/twilio/{orgId}/voice/{callId}/transfer",
+    ),
+    (
+        "twilio_voice_relay",
+        "get",
+        "/v1/providers/twilio/{orgId}/voice/{callId}/relay",
+    ),
 ];
 
 /// Does not compile once `Route` gains a variant: add the route to `ROUTES` and to
@@ -295,7 +325,13 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::UnsubscribeOneClick(_)
         | Route::MailgunInbound(_)
         | Route::TwilioSms(_)
-        | Route::TwilioSmsStatus(_) => true,
+        | Route::TwilioSmsStatus(_)
+        | Route::TwilioVoiceInbound(_)
+        | Route::TwilioVoiceTwiml(_, _)
+        | Route::TwilioVoiceStatus(_, _)
+        | Route::TwilioVoiceRecording(_, _)
+        | Route::TwilioVoiceTransfer(_, _)
+        | Route::TwilioVoiceRelay(_, _) => true,
     }
 }
 

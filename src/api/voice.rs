@@ -1,0 +1,195 @@
+//! Twilio's voice webhooks: a call to the organization's number (`voice/inbound`),
+//! and, for each call engaged placed or answered, `voice/{callId}/twiml` (answered),
+//! `status` (status and answering-machine callbacks), `recording` (the recording is
+//! ready) and `transfer` (the relay session ended; each transfer ring's outcome).
+//!
+//! No API key: each request must carry a valid `X-Twilio-Signature` keyed with the
+//! organization's voice auth token (403 `Forbidden` otherwise, and nothing changes).
+//! Each handler parses the form, calls `domain::voice` (or `domain::transfer`) in one
+//! write job, and renders the domain's [`Answer`] as TwiML. The relay WebSocket is
+//! `api::relay`.
+
+use hyper::http::request::Parts;
+use hyper::{Response, StatusCode};
+
+use super::request::{read_body, RequestBody};
+use super::response::Body;
+use super::twilio::{self, Form};
+use super::AppState;
+use crate::channel::Channel;
+use crate::domain::transfer::{self, Reason, Ring};
+use crate::domain::voice::{self, Answer, StatusUpdate};
+use crate::error::{Error, Result};
+use crate::providers::{twilio as provider, twiml};
+use crate::time::now_micros;
+
+/// How long a transfer rings a human before it counts as not answered.
+pub const TRANSFER_RING_SECONDS: u32 = 20;
+
+/// Which of the voice webhooks a request is; the call id for a call's own paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook<'a> {
+    Inbound,
+    Twiml(&'a str),
+    Status(&'a str),
+    Recording(&'a str),
+    Transfer(&'a str),
+}
+
+pub async fn webhook(
+    state: &AppState,
+    parts: &Parts,
+    org: &str,
+    hook: Hook<'_>,
+    body: RequestBody,
+) -> Result<Response<Body>> {
+    let settings = twilio::settings_for(state, org, Channel::Voice)?;
+    let bytes = read_body(body, state.max_body_bytes).await?;
+    let form = twilio::verify(state, parts, &settings, &bytes)?;
+    let base = state.engine.public_url().ok_or(Error::Forbidden)?.to_string();
+    let org_id = org.to_string();
+    match hook {
+        Hook::Inbound => {
+            form.required("CallSid")?;
+            let from = crate::phone::normalize(form.required("From")?)
+                .ok_or_else(|| Error::invalid_field("From"))?;
+            let to = form.get("To").and_then(crate::phone::normalize);
+            if to.as_deref() != Some(settings.from.as_str()) {
+                tracing::warn!(org, to = ?to, "an inbound call to a number that is not the organization's");
+                return Err(Error::NotFound("Not found".into()));
+            }
+            let sid = form.required("CallSid")?.to_string();
+            let (call_id, answer) = state
+                .store
+                .write(move |tx| voice::inbound(tx, &org_id, &sid, &from))
+                .await?;
+            Ok(render(&base, org, &call_id, answer))
+        }
+        Hook::Twiml(call) => {
+            let call_id = call.to_string();
+            let answer = state
+                .store
+                .write(move |tx| voice::answered(tx, &org_id, &call_id))
+                .await?;
+            Ok(render(&base, org, call, answer))
+        }
+        Hook::Status(call) => {
+            let update = status_update(&form)?;
+            let call_id = call.to_string();
+            let found = state
+                .store
+                .write(move |tx| voice::status_changed(tx, &org_id, &call_id, &update))
+                .await?;
+            if !found {
+                tracing::info!(org, call, "a call status callback for a call engaged did not place");
+            }
+            Ok(twilio::twiml_empty())
+        }
+        Hook::Recording(call) => {
+            if form.get("RecordingStatus") == Some("completed") {
+                let url = form.required("RecordingUrl")?.to_string();
+                let call_id = call.to_string();
+                let found = state
+                    .store
+                    .write(move |tx| voice::recording_ready(tx, &org_id, &call_id, &url))
+                    .await?;
+                if !found {
+                    tracing::info!(org, call, "a recording callback for a call engaged did not place");
+                }
+            }
+            Ok(twilio::twiml_empty())
+        }
+        Hook::Transfer(call) => {
+            let call_id = call.to_string();
+            let now = now_micros();
+            let answer = match attempt(parts)? {
+                None => {
+                    let reason = Reason::parse(form.get("HandoffData"));
+                    state
+                        .store
+                        .write(move |tx| transfer::handover(tx, &org_id, &call_id, reason, now))
+                        .await?
+                }
+                Some(attempt) => {
+                    let ring = ring(&form, attempt);
+                    state
+                        .store
+                        .write(move |tx| transfer::dialed(tx, &org_id, &call_id, ring, now))
+                        .await?
+                }
+            };
+            Ok(render(&base, org, call, answer))
+        }
+    }
+}
+
+/// A status callback's form: `CallStatus`, `CallDuration`, `AnsweredBy` (each optional:
+/// the answering-machine callback has no `CallStatus`).
+fn status_update(form: &Form) -> Result<StatusUpdate> {
+    let status = match form.get("CallStatus").filter(|s| !s.is_empty()) {
+        Some(s) => Some(provider::call_status_of(s).ok_or_else(|| Error::invalid_field("CallStatus"))?),
+        None => None,
+    };
+    let duration_seconds = match form.get("CallDuration").filter(|s| !s.is_empty()) {
+        Some(d) => Some(d.parse::<u64>().map_err(|_| Error::invalid_field("CallDuration"))?),
+        None => None,
+    };
+    Ok(StatusUpdate {
+        status,
+        duration_seconds,
+        answered_by: form.get("AnsweredBy").map(str::to_string),
+    })
+}
+
+/// The `attempt` of a transfer ring's callback (`?attempt=1` or `2`); none for the
+/// relay's hand-over.
+fn attempt(parts: &Parts) -> Result<Option<u8>> {
+    let Some(query) = parts.uri.query() else {
+        return Ok(None);
+    };
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(query).map_err(|_| Error::invalid_field("attempt"))?;
+    match pairs.iter().find(|(k, _)| k == "attempt").map(|(_, v)| v.as_str()) {
+        None => Ok(None),
+        Some("1") => Ok(Some(1)),
+        Some("2") => Ok(Some(2)),
+        Some(_) => Err(Error::invalid_field("attempt")),
+    }
+}
+
+/// A `<Dial>` action's form: `DialCallStatus`, `DialCallDuration`, and the lead's own
+/// leg's `CallStatus` (`completed` when the lead hung up while it rang).
+fn ring(form: &Form, attempt: u8) -> Ring {
+    let dial_status = form.get("DialCallStatus").unwrap_or_default();
+    Ring {
+        attempt,
+        answered: matches!(dial_status, "completed" | "answered"),
+        duration_seconds: form
+            .get("DialCallDuration")
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(0),
+        lead_gone: dial_status == "canceled" || form.get("CallStatus") == Some("completed"),
+    }
+}
+
+/// The domain's answer as TwiML, with the URLs of call `call_id`.
+fn render(base: &str, org: &str, call_id: &str, answer: Answer) -> Response<Body> {
+    let transfer = voice::call_url(base, org, call_id, "transfer");
+    let document = match answer {
+        Answer::Relay { greeting } => twiml::relay(
+            &transfer,
+            &voice::relay_url(base, org, call_id),
+            Some(&greeting),
+        ),
+        Answer::Say(text) => twiml::say_then_hangup(&text),
+        Answer::Hangup => twiml::hangup(),
+        Answer::Dial { number, attempt } => twiml::dial(
+            &format!("{transfer}?attempt={attempt}"),
+            TRANSFER_RING_SECONDS,
+            &number,
+        ),
+    };
+    let mut response = twilio::twiml(document);
+    *response.status_mut() = StatusCode::OK;
+    response
+}

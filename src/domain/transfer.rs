@@ -1,0 +1,224 @@
+//! Transfers of a live call to a human: the assistant hands over, the provider rings
+//! the profile's `transferNumber`, then its `fallbackTransferNumber` when no one
+//! answers, and the call records how it went.
+//!
+//! Two moments, each a provider webhook: the hand-over ([`handover`], when the relay
+//! session ends with a reason) and the outcome of each ring ([`dialed`]). The call's
+//! transfer fields are filled as they become known, and the outcome
+//! (`transferStatus` `connected` or `failed`) sends its `call.transfer.*` webhook once
+//! (`calls`). These are cold transfers (the lead is bridged to the number): `endedBy`,
+//! which the interface keeps for warm transfers, is not set.
+
+use serde_json::{json, Map, Value};
+
+use super::voice::{self, Answer};
+use crate::error::Result;
+use crate::store::records::{CallRecord, TransferStage};
+use crate::store::{Reader, WriteTx};
+use crate::time::{self, Micros};
+
+/// What the lead hears when no one took the transfer.
+pub const NO_ONE_AVAILABLE: &str =
+    "Sorry, no one can take your call right now. We will call you back soon.";
+
+/// Why the assistant ended its side of the call (the relay's `handoffData`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The `transfer` tool.
+    Transfer,
+    /// The `handoff` tool: a human takes over, on a call by a transfer.
+    Handoff,
+    /// Anything else (an opt-out, the lead hung up): the call ends.
+    Other,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Transfer => "transfer",
+            Reason::Handoff => "handoff",
+            Reason::Other => "other",
+        }
+    }
+
+    /// Reads Twilio's `HandoffData`: the JSON text the relay sent, `{"reason": ...}`.
+    pub fn parse(handoff_data: Option<&str>) -> Reason {
+        let reason = handoff_data
+            .and_then(|d| serde_json::from_str::<Value>(d).ok())
+            .and_then(|d| d.get("reason").and_then(Value::as_str).map(str::to_string));
+        match reason.as_deref() {
+            Some("transfer") => Reason::Transfer,
+            Some("handoff") => Reason::Handoff,
+            _ => Reason::Other,
+        }
+    }
+}
+
+/// How one ring of a transfer ended (Twilio's `<Dial>` action).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ring {
+    /// 1: `transferNumber`; 2: `fallbackTransferNumber`.
+    pub attempt: u8,
+    pub answered: bool,
+    /// Seconds the lead spent with the agent (`DialCallDuration`).
+    pub duration_seconds: u64,
+    /// The lead hung up while it rang.
+    pub lead_gone: bool,
+}
+
+/// The profile's transfer numbers for this call: (transferNumber, fallback), empty when
+/// unset.
+pub fn numbers(read: &impl Reader, org: &str, call_id: &str) -> Result<(String, String)> {
+    let session = voice::session(read, org, call_id)?;
+    if session.profile.is_empty() {
+        return Ok((String::new(), String::new()));
+    }
+    Ok(read
+        .profile(org, &session.profile)?
+        .map(|p| (p.transfer_number, p.fallback_transfer_number))
+        .unwrap_or_default())
+}
+
+fn change(tx: &mut WriteTx, org: &str, call: &CallRecord, changes: Value) -> Result<()> {
+    if let Value::Object(changes) = changes {
+        voice::update_call(tx, org, call, changes)?;
+    }
+    Ok(())
+}
+
+/// The relay session of call `call_id` ended with `reason`: a transfer (or a handoff)
+/// rings `transferNumber` when the profile has one; anything else hangs up. A repeated
+/// webhook rings the same number again rather than starting over.
+pub fn handover(tx: &mut WriteTx, org: &str, call_id: &str, reason: Reason, now: Micros) -> Result<Answer> {
+    let mut session = voice::session(tx, org, call_id)?;
+    let (primary, _) = numbers(tx, org, call_id)?;
+    match session.transfer {
+        TransferStage::Primary => {
+            return Ok(Answer::Dial {
+                number: primary,
+                attempt: 1,
+            })
+        }
+        TransferStage::Fallback | TransferStage::Finished => return Ok(Answer::Hangup),
+        TransferStage::None => {}
+    }
+    if reason == Reason::Other || primary.is_empty() {
+        return Ok(Answer::Hangup);
+    }
+    let Some(call) = tx.call(org, call_id)? else {
+        return Ok(Answer::Hangup);
+    };
+    session.transfer = TransferStage::Primary;
+    tx.put_voice_session(org, call_id, &session)?;
+    change(
+        tx,
+        org,
+        &call,
+        json!({
+            "isTransfer": true,
+            "midCallTransfer": true,
+            "transferInitiatedAt": time::format(now),
+            "transferNumber": primary,
+            "transferAnswerStatus": "pending",
+            "agentConnected": false,
+        }),
+    )?;
+    Ok(Answer::Dial {
+        number: primary,
+        attempt: 1,
+    })
+}
+
+/// Seconds from the transfer's start to `now`, less the time with the agent.
+fn wait_seconds(call: &CallRecord, now: Micros, with_agent: u64) -> u64 {
+    let started = call
+        .details
+        .transfer_initiated_at
+        .as_ref()
+        .map_or(now, |t| t.0);
+    let total = (now - started).max(0) as u64 / 1_000_000;
+    total.saturating_sub(with_agent)
+}
+
+/// One ring of the transfer ended. Answered: connected. Not answered: the fallback
+/// rings when there is one (and the lead is still there), else the transfer failed and
+/// the lead hears an apology. A ring reported twice changes nothing the second time.
+pub fn dialed(tx: &mut WriteTx, org: &str, call_id: &str, ring: Ring, now: Micros) -> Result<Answer> {
+    let mut session = voice::session(tx, org, call_id)?;
+    let expected = match ring.attempt {
+        1 => TransferStage::Primary,
+        _ => TransferStage::Fallback,
+    };
+    if session.transfer != expected {
+        return Ok(Answer::Hangup);
+    }
+    let Some(call) = tx.call(org, call_id)? else {
+        return Ok(Answer::Hangup);
+    };
+    let (_, fallback) = numbers(tx, org, call_id)?;
+    let answer_field = if ring.attempt == 1 {
+        "transferAnswerStatus"
+    } else {
+        "transferFallbackAnswerStatus"
+    };
+    let mut changes = Map::new();
+    let answer = if ring.answered {
+        changes.insert(answer_field.into(), json!("answered"));
+        changes.insert("transferStatus".into(), json!("connected"));
+        changes.insert("agentConnected".into(), json!(true));
+        changes.insert("midCallTransferDuration".into(), json!(ring.duration_seconds));
+        changes.insert(
+            "transferWaitDurationSeconds".into(),
+            json!(wait_seconds(&call, now, ring.duration_seconds)),
+        );
+        session.transfer = TransferStage::Finished;
+        Answer::Hangup
+    } else {
+        changes.insert(answer_field.into(), json!("no_answer"));
+        if ring.attempt == 1 && !ring.lead_gone && !fallback.is_empty() {
+            changes.insert("transferFallbackAttempted".into(), json!(true));
+            changes.insert("fallbackTransferNumber".into(), json!(fallback));
+            changes.insert("transferFallbackAnswerStatus".into(), json!("pending"));
+            session.transfer = TransferStage::Fallback;
+            Answer::Dial {
+                number: fallback,
+                attempt: 2,
+            }
+        } else {
+            let code = if ring.lead_gone {
+                "lead_disconnected"
+            } else {
+                "agent_not_connected"
+            };
+            changes.insert("transferStatus".into(), json!("failed"));
+            changes.insert("transferFailureCode".into(), json!(code));
+            changes.insert(
+                "transferWaitDurationSeconds".into(),
+                json!(wait_seconds(&call, now, 0)),
+            );
+            session.transfer = TransferStage::Finished;
+            if ring.lead_gone {
+                Answer::Hangup
+            } else {
+                Answer::Say(NO_ONE_AVAILABLE.to_string())
+            }
+        }
+    };
+    tx.put_voice_session(org, call_id, &session)?;
+    change(tx, org, &call, Value::Object(changes))?;
+    Ok(answer)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handoff_data_is_read_as_twilio_passes_it() {
+        assert_eq!(Reason::parse(Some(r#"{"reason":"transfer"}"#)), Reason::Transfer);
+        assert_eq!(Reason::parse(Some(r#"{"reason":"handoff"}"#)), Reason::Handoff);
+        assert_eq!(Reason::parse(Some(r#"{"reason":"opt_out"}"#)), Reason::Other);
+        assert_eq!(Reason::parse(Some("not json")), Reason::Other);
+        assert_eq!(Reason::parse(None), Reason::Other);
+    }
+}

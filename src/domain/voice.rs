@@ -1,0 +1,440 @@
+//! Calls engaged places and answers through a voice provider: the rules that run
+//! inside write jobs when a call is requested, answered, moves on, or ends.
+//!
+//! Each call has its record (`calls`, the interface's view, with its `CALL` event and
+//! once-only webhooks) and a [`VoiceSession`] beside it: engaged's own side (lead,
+//! profile, what a call without the assistant says, the provider's id, the transfer
+//! stage). The provider's webhooks (`api::voice`) and the relay (`engine::voice`) call
+//! in here; what to tell the provider comes back as an [`Answer`], which the caller
+//! renders as TwiML. Transfers have their own file (`transfer`), the transcript too
+//! (`transcript`).
+
+use serde_json::{json, Map, Value};
+
+use super::agenda::{self, JobKey};
+use super::{calls, contact, engagement, profiles, transcript, Caller};
+use crate::error::{Error, Result};
+use crate::providers::{CallOutcome, CallStatus};
+use crate::store::records::{
+    CallRecord, JobKind, LeadRecord, ProfileRecord, VoiceSession,
+};
+use crate::store::{Reader, WriteTx};
+
+/// The profile an unknown caller's call follows, when the organization has one.
+pub const DEFAULT_PROFILE: &str = "default";
+/// An outbound call's greeting when its profile sets none.
+pub const DEFAULT_GREETING: &str = "Hi {{firstName}}, this is {{business.name}}.";
+/// An inbound call's greeting when its profile sets none.
+pub const DEFAULT_INBOUND_GREETING: &str = "Thanks for calling {{business.name}}. How can I help?";
+/// What an inbound call hears when no assistant can take it.
+pub const INBOUND_WITHOUT_ASSISTANT: &str =
+    "Thanks for calling {{business.name}}. We will call you back soon.";
+
+/// What the provider is told to do next on a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Connect the caller to the assistant over the relay; the provider speaks the
+    /// greeting first.
+    Relay { greeting: String },
+    /// Say this, then hang up.
+    Say(String),
+    /// Hang up.
+    Hangup,
+    /// Ring a human: `attempt` 1 is the profile's `transferNumber`, 2 its fallback.
+    Dial { number: String, attempt: u8 },
+}
+
+/// A status callback's contents, parsed.
+#[derive(Debug, Clone, Default)]
+pub struct StatusUpdate {
+    pub status: Option<CallStatus>,
+    pub duration_seconds: Option<u64>,
+    /// Twilio's `AnsweredBy` (answering-machine detection).
+    pub answered_by: Option<String>,
+}
+
+/// The session of call `call_id`; 404 when engaged did not place or answer it.
+pub fn session(read: &impl Reader, org: &str, call_id: &str) -> Result<VoiceSession> {
+    read.voice_session(org, call_id)?
+        .ok_or_else(|| Error::NotFound(format!("Resource not found: Call {call_id}")))
+}
+
+fn object(value: Value) -> Result<Map<String, Value>> {
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(Error::Internal("a call change is not an object".into())),
+    }
+}
+
+/// Records an outbound call to `lead` before the provider is asked to dial it: the call
+/// (`QUEUED`, AI-initiated, a follow-up after a cadence's first step) with its `CALL`
+/// event, and its session. `say` is what the call says without the assistant (a cadence
+/// step's text; empty: the greeting).
+pub fn start_outbound(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: &LeadRecord,
+    follow_up: bool,
+    say: String,
+) -> Result<CallRecord> {
+    let call_id = crate::ids::generate("call");
+    let changes = object(json!({
+        "leadId": lead.id,
+        "direction": "OUTBOUND",
+        "callStatus": CallStatus::Queued.as_str(),
+        "isAiInitiated": true,
+        "isFollowUp": follow_up,
+    }))?;
+    let (call, _) = calls::put(tx, &Caller::system(org), &call_id, changes)?;
+    let session = VoiceSession {
+        lead_id: lead.id.clone(),
+        profile: lead.customer_profile.clone(),
+        say,
+        ..VoiceSession::default()
+    };
+    tx.put_voice_session(org, &call_id, &session)?;
+    Ok(call)
+}
+
+/// The voice provider's answer to a dial. A refusal fails the call; an accepted call
+/// notes the provider's id and status; a lost answer changes nothing (the status
+/// callbacks will tell, and the call is never dialled twice).
+pub fn dialed(tx: &mut WriteTx, org: &str, call_id: &str, outcome: &CallOutcome) -> Result<()> {
+    match outcome {
+        CallOutcome::Accepted {
+            provider_call_id,
+            status,
+        } => {
+            if let Some(mut session) = tx.voice_session(org, call_id)? {
+                session.provider_call_id = provider_call_id.clone();
+                tx.put_voice_session(org, call_id, &session)?;
+                tx.put_provider_call(org, provider_call_id, call_id)?;
+            }
+            let update = StatusUpdate {
+                status: Some(*status),
+                duration_seconds: status.is_final().then_some(0),
+                answered_by: None,
+            };
+            status_changed(tx, org, call_id, &update)?;
+        }
+        CallOutcome::Refused { code } => {
+            tracing::warn!(org, call = call_id, code = %code, "the voice provider refused a call");
+            let update = StatusUpdate {
+                status: Some(CallStatus::Failed),
+                ..StatusUpdate::default()
+            };
+            status_changed(tx, org, call_id, &update)?;
+        }
+        CallOutcome::Unknown { error } => {
+            tracing::warn!(org, call = call_id, %error, "the voice provider's answer to a dial was lost; the call is not dialled again");
+        }
+    }
+    Ok(())
+}
+
+/// Whether the assistant takes calls of this organization, for this lead (none: an
+/// unknown caller).
+fn assistant_takes(tx: &WriteTx, org: &str, lead: Option<&LeadRecord>) -> Result<bool> {
+    let configured = tx.engine_settings(org)?.assistant.is_some();
+    Ok(configured && lead.is_none_or(|l| l.is_ai_on))
+}
+
+fn profile_of(tx: &WriteTx, org: &str, name: &str) -> Result<Option<ProfileRecord>> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    tx.profile(org, name)
+}
+
+/// A template rendered for `lead` (or, for an unknown caller, with empty lead fields);
+/// "Hi , this" becomes "Hi, this" when the lead has no first name.
+fn render(tx: &WriteTx, org: &str, template: &str, lead: Option<&LeadRecord>) -> Result<String> {
+    let business = engagement::business_name(tx, org)?;
+    let empty = LeadRecord::default();
+    let text = profiles::render(template, lead.unwrap_or(&empty), &business);
+    Ok(text.replace(" ,", ","))
+}
+
+/// Notes on the session what the assistant's side says first, for the transcript.
+fn remember_greeting(tx: &mut WriteTx, org: &str, call_id: &str, greeting: &str) -> Result<()> {
+    let mut session = session(tx, org, call_id)?;
+    if session.greeting != greeting {
+        session.greeting = greeting.to_string();
+        tx.put_voice_session(org, call_id, &session)?;
+    }
+    Ok(())
+}
+
+/// The twiml path of an outbound call: it was answered. The call is `IN_PROGRESS`;
+/// the lead hears the assistant (with one configured and the lead's `isAiOn`), or the
+/// session's text once.
+pub fn answered(tx: &mut WriteTx, org: &str, call_id: &str) -> Result<Answer> {
+    let session = session(tx, org, call_id)?;
+    let update = StatusUpdate {
+        status: Some(CallStatus::InProgress),
+        ..StatusUpdate::default()
+    };
+    status_changed(tx, org, call_id, &update)?;
+    let lead = match session.lead_id.as_str() {
+        "" => None,
+        id => tx.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
+    };
+    let profile = profile_of(tx, org, &session.profile)?;
+    let greeting = profile
+        .as_ref()
+        .map(|p| p.voice_greeting.as_str())
+        .filter(|g| !g.is_empty())
+        .unwrap_or(DEFAULT_GREETING);
+    if assistant_takes(tx, org, lead.as_ref())? {
+        let greeting = render(tx, org, greeting, lead.as_ref())?;
+        remember_greeting(tx, org, call_id, &greeting)?;
+        return Ok(Answer::Relay { greeting });
+    }
+    let text = if session.say.is_empty() {
+        render(tx, org, greeting, lead.as_ref())?
+    } else {
+        session.say
+    };
+    Ok(Answer::Say(text))
+}
+
+/// A call to the organization's number from `from` (E.164), with the provider's id:
+/// the call (`INBOUND`, `IN_PROGRESS`, the caller's live lead if any) and its session,
+/// once per provider id; a repeat answers the call created the first time.
+pub fn inbound(
+    tx: &mut WriteTx,
+    org: &str,
+    provider_call_id: &str,
+    from: &str,
+) -> Result<(String, Answer)> {
+    let lead = contact::lead_by_phone(tx, org, from)?;
+    let call_id = match tx.provider_call(org, provider_call_id)? {
+        Some(call_id) => call_id,
+        None => {
+            let call_id = crate::ids::generate("call");
+            let mut changes = object(json!({
+                "direction": "INBOUND",
+                "callStatus": CallStatus::InProgress.as_str(),
+                "isAiInitiated": false,
+            }))?;
+            if let Some(lead) = &lead {
+                changes.insert("leadId".into(), json!(lead.id));
+            }
+            calls::put_unattached(tx, &Caller::system(org), &call_id, changes)?;
+            let profile = match &lead {
+                Some(lead) => lead.customer_profile.clone(),
+                None => DEFAULT_PROFILE.to_string(),
+            };
+            let session = VoiceSession {
+                lead_id: lead.as_ref().map(|l| l.id.clone()).unwrap_or_default(),
+                profile,
+                provider_call_id: provider_call_id.to_string(),
+                ..VoiceSession::default()
+            };
+            tx.put_voice_session(org, &call_id, &session)?;
+            tx.put_provider_call(org, provider_call_id, &call_id)?;
+            call_id
+        }
+    };
+    let session = session(tx, org, &call_id)?;
+    let profile = profile_of(tx, org, &session.profile)?;
+    let answer = if assistant_takes(tx, org, lead.as_ref())? {
+        let greeting = profile
+            .as_ref()
+            .map(|p| p.voice_greeting.as_str())
+            .filter(|g| !g.is_empty())
+            .unwrap_or(DEFAULT_INBOUND_GREETING);
+        let greeting = render(tx, org, greeting, lead.as_ref())?;
+        remember_greeting(tx, org, &call_id, &greeting)?;
+        Answer::Relay { greeting }
+    } else {
+        Answer::Say(render(tx, org, INBOUND_WITHOUT_ASSISTANT, lead.as_ref())?)
+    };
+    Ok((call_id, answer))
+}
+
+/// The status this call's record has, as a provider status (none when a client wrote
+/// one engaged does not know).
+fn current_status(call: &CallRecord) -> Option<CallStatus> {
+    call.details
+        .call_status
+        .as_deref()
+        .and_then(CallStatus::from_wire)
+}
+
+/// A status callback (or the dial's own answer): the status moves forward only, a
+/// final status stays; the duration and answering-machine result are noted. When the
+/// call first ends: `aiCallWithoutHumanResponse` for an AI-initiated call, and
+/// post-call processing when it is `COMPLETE` with at least two spoken turns and an
+/// assistant is configured. False when the call is not one of engaged's.
+pub fn status_changed(
+    tx: &mut WriteTx,
+    org: &str,
+    call_id: &str,
+    update: &StatusUpdate,
+) -> Result<bool> {
+    let (Some(call), Some(mut session)) = (tx.call(org, call_id)?, tx.voice_session(org, call_id)?)
+    else {
+        return Ok(false);
+    };
+    let before = current_status(&call);
+    let mut changes = Map::new();
+    let mut ended = None;
+    if let Some(status) = update.status {
+        let forward = match before {
+            None => true,
+            Some(before) => !before.is_final() && status.rank() > before.rank(),
+        };
+        if forward {
+            changes.insert("callStatus".into(), json!(status.as_str()));
+            if status.is_final() {
+                ended = Some(status);
+            }
+        }
+    }
+    if let Some(seconds) = update.duration_seconds {
+        changes.insert("durationSeconds".into(), json!(seconds));
+    }
+    match update.answered_by.as_deref() {
+        Some("human") => {
+            changes.insert("hasVoicemail".into(), json!(false));
+        }
+        Some(machine) if machine.starts_with("machine_") || machine == "fax" => {
+            changes.insert("hasVoicemail".into(), json!(true));
+        }
+        _ => {}
+    }
+    if changes.is_empty() {
+        return Ok(true);
+    }
+    let turns = transcript::turns(&call);
+    if ended.is_some() && call.details.is_ai_initiated == Some(true) {
+        let lead_spoke = turns.iter().any(transcript::is_spoken_by_lead);
+        changes.insert("aiCallWithoutHumanResponse".into(), json!(!lead_spoke));
+    }
+    update_call(tx, org, &call, changes)?;
+    let spoken = turns.iter().filter(|t| transcript::is_spoken(t)).count();
+    if ended == Some(CallStatus::Complete)
+        && !session.post_call_scheduled
+        && spoken >= 2
+        && tx.engine_settings(org)?.assistant.is_some()
+    {
+        session.post_call_scheduled = true;
+        tx.put_voice_session(org, call_id, &session)?;
+        engagement::schedule(
+            tx,
+            org,
+            &session.lead_id,
+            crate::time::now_micros(),
+            JobKind::PostCall {
+                call_id: call_id.to_string(),
+            },
+        )?;
+    }
+    Ok(true)
+}
+
+/// Applies `changes` to one of engaged's calls (with or without a lead).
+pub fn update_call(
+    tx: &mut WriteTx,
+    org: &str,
+    call: &CallRecord,
+    changes: Map<String, Value>,
+) -> Result<CallRecord> {
+    let caller = Caller::system(org);
+    let (call, _) = if call.details.lead_id.is_some() {
+        calls::put(tx, &caller, &call.id, changes)?
+    } else {
+        calls::put_unattached(tx, &caller, &call.id, changes)?
+    };
+    Ok(call)
+}
+
+/// What post-call processing made of a call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Classified {
+    pub summary: Option<String>,
+    /// (id, name) of one of the profile's dispositions.
+    pub disposition: Option<(String, String)>,
+    /// Why it stopped short (the engagement's `lastError`).
+    pub error: Option<String>,
+}
+
+/// Commits post-call processing (row `key`): the call's `summary` and disposition
+/// (which sends `call.dispositioned` once), and a failure as the lead's engagement
+/// `lastError`. Nothing when the row ran before.
+pub fn classified(
+    tx: &mut WriteTx,
+    key: &JobKey,
+    org: &str,
+    call_id: &str,
+    outcome: &Classified,
+) -> Result<()> {
+    if !agenda::done(tx, key)? {
+        return Ok(());
+    }
+    let Some(call) = tx.call(org, call_id)? else {
+        return Ok(());
+    };
+    let mut changes = Map::new();
+    if let Some(summary) = &outcome.summary {
+        changes.insert("summary".into(), json!(summary));
+    }
+    if let Some((id, name)) = &outcome.disposition {
+        changes.insert("dispositionId".into(), json!(id));
+        changes.insert("dispositionName".into(), json!(name));
+        changes.insert(
+            "dispositionClassifiedAt".into(),
+            json!(crate::time::format(tx.tick())),
+        );
+    }
+    if !changes.is_empty() {
+        update_call(tx, org, &call, changes)?;
+    }
+    if let (Some(error), Some(lead)) = (&outcome.error, &call.details.lead_id) {
+        if tx.lead(org, lead)?.is_some() {
+            let mut e = tx.engagement(org, lead)?.unwrap_or_default();
+            e.last_error = format!("post-call: {error}");
+            tx.put_engagement(org, lead, &e)?;
+        }
+    }
+    Ok(())
+}
+
+/// A finished recording at the provider: a durable job fetches it. False when the call
+/// is not one of engaged's.
+pub fn recording_ready(tx: &mut WriteTx, org: &str, call_id: &str, url: &str) -> Result<bool> {
+    let Some(session) = tx.voice_session(org, call_id)? else {
+        return Ok(false);
+    };
+    engagement::schedule(
+        tx,
+        org,
+        &session.lead_id,
+        crate::time::now_micros(),
+        JobKind::FetchRecording {
+            call_id: call_id.to_string(),
+            url: url.to_string(),
+            attempt: 0,
+        },
+    )?;
+    Ok(true)
+}
+
+/// The URL of call `call_id`'s voice webhook `leaf` (`twiml`, `status`, `recording`,
+/// `transfer`) under the server's `public_url`.
+pub fn call_url(public_url: &str, org: &str, call_id: &str, leaf: &str) -> String {
+    format!("{public_url}/v1/providers/twilio/{org}/voice/{call_id}/{leaf}")
+}
+
+/// The relay's WebSocket URL: [`call_url`] with `wss` for `https` (`ws` for `http`).
+pub fn relay_url(public_url: &str, org: &str, call_id: &str) -> String {
+    let base = if let Some(rest) = public_url.strip_prefix("https://") {
+        format!("wss://{rest}")
+    } else if let Some(rest) = public_url.strip_prefix("http://") {
+        format!("ws://{rest}")
+    } else {
+        public_url.to_string()
+    };
+    call_url(&base, org, call_id, "relay")
+}

@@ -1,0 +1,294 @@
+//! The relay: one live call's conversation over Twilio's ConversationRelay WebSocket.
+//!
+//! Twilio turns the lead's speech into `prompt` messages and speaks the `text` we send
+//! back. Each last prompt is one assistant turn (the same conversation loop as texts,
+//! `reply::converse`, with the voice tools and `transfer`); its answer goes back as one
+//! text frame. A newer prompt while the model thinks replaces the turn in flight.
+//!
+//! Every turn is committed to the call's transcript as it happens, by one writer task
+//! per call fed in order, so the relay never waits on the store: the lead's words are
+//! written while the model thinks, the agent's after they are sent. An interruption
+//! cuts the agent's last turn to what was spoken; a keypad digit is a turn of its own.
+//! A tool that ends the assistant's side (transfer, handoff, opt-out) sends `end` with
+//! the reason as `handoffData`; Twilio then calls the transfer path (`api::voice`).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
+
+use super::assistant::{self, AssistantSettings, Context, Turn};
+use super::reply::Said;
+use super::tools::Effect;
+use super::Engine;
+use crate::channel::Channel;
+use crate::domain::transcript::{self, Role};
+use crate::domain::{transfer, voice};
+use crate::error::Result;
+use crate::providers::relay::{self, FromTwilio};
+use crate::store::records::LeadRecord;
+use crate::store::{Reader, Store};
+use crate::time::now_micros;
+
+/// The longest spoken answer, in characters (about a minute of speech).
+pub const VOICE_MAX_CHARS: usize = 1000;
+
+/// What a call's turns need, read once when the relay opens.
+struct CallContext {
+    org: String,
+    call_id: String,
+    /// Empty for a caller no live lead has.
+    lead_id: String,
+    lead_name: String,
+    local_time: String,
+    instructions: String,
+    /// `None`: no assistant any more; prompts are recorded, nothing is said.
+    settings: Option<AssistantSettings>,
+    /// The profile has a transfer number.
+    transfer_available: bool,
+    greeting: String,
+    /// The transcript had no turn yet (the greeting is recorded once).
+    fresh: bool,
+}
+
+/// One change to the transcript, applied in order by the call's writer task.
+enum TranscriptOp {
+    Said(Role, String, i64),
+    Dtmf(String, i64),
+    Interrupted(String),
+}
+
+type TurnFuture = Pin<Box<dyn Future<Output = Result<(Said, Duration)>> + Send>>;
+
+impl Engine {
+    /// Runs the relay of call `call_id` until Twilio closes it.
+    pub async fn relay<S>(self: Arc<Self>, org: String, call_id: String, socket: WebSocketStream<S>)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        self.metrics.relay_opened();
+        if let Err(e) = self.run_relay(&org, &call_id, socket).await {
+            tracing::warn!(org, call = call_id, error = %e.to_string_for_logs(), "a relay ended with an error");
+        }
+        self.metrics.relay_closed();
+    }
+
+    fn call_context(&self, org: &str, call_id: &str) -> Result<CallContext> {
+        let read = self.store.read()?;
+        let session = voice::session(&read, org, call_id)?;
+        let lead = match session.lead_id.as_str() {
+            "" => None,
+            id => read.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
+        };
+        let profile = match session.profile.as_str() {
+            "" => None,
+            name => read.profile(org, name)?,
+        };
+        let fresh = read
+            .call(org, call_id)?
+            .is_none_or(|c| transcript::turns(&c).is_empty());
+        let settings = read.engine_settings(org)?.assistant;
+        drop(read);
+        let lead_record = lead.clone().unwrap_or_default();
+        let name = format!("{} {}", lead_record.first_name, lead_record.last_name);
+        Ok(CallContext {
+            org: org.to_string(),
+            call_id: call_id.to_string(),
+            lead_id: session.lead_id,
+            lead_name: name.trim().to_string(),
+            local_time: self.local_time(org, &lead_record)?,
+            instructions: profile
+                .as_ref()
+                .map(|p| p.instructions.clone())
+                .unwrap_or_default(),
+            // The assistant talks to unknown callers and to leads whose assistant is on.
+            settings: settings.filter(|_| lead.as_ref().is_none_or(|l: &LeadRecord| l.is_ai_on)),
+            transfer_available: profile.is_some_and(|p| !p.transfer_number.is_empty()),
+            greeting: session.greeting,
+            fresh,
+        })
+    }
+
+    async fn run_relay<S>(self: &Arc<Self>, org: &str, call_id: &str, mut socket: WebSocketStream<S>) -> Result<()>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let call = Arc::new(self.call_context(org, call_id)?);
+        let (ops, queue) = mpsc::unbounded_channel();
+        let writer = tokio::spawn(write_transcript(
+            self.store.clone(),
+            org.to_string(),
+            call_id.to_string(),
+            queue,
+        ));
+        let mut heard: Vec<Turn> = Vec::new();
+        if !call.fresh {
+            let read = self.store.read()?;
+            if let Some(record) = read.call(org, call_id)? {
+                heard = transcript::conversation(&record)
+                    .into_iter()
+                    .map(|(role, text)| Turn {
+                        from_lead: role == Role::Lead,
+                        text,
+                    })
+                    .collect();
+            }
+        }
+        let mut partial = String::new();
+        let mut turn: Option<TurnFuture> = None;
+        let mut prompt_at = Instant::now();
+        let mut greeted = !call.fresh;
+        loop {
+            let in_flight = async {
+                match turn.as_mut() {
+                    Some(t) => t.await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                message = socket.next() => {
+                    let text = match message {
+                        None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+                        Some(Ok(Message::Text(text))) => text,
+                        Some(Ok(_)) => continue,
+                    };
+                    match relay::parse(text.as_str()) {
+                        Ok(FromTwilio::Setup(_)) => {
+                            if !greeted && !call.greeting.is_empty() {
+                                let _ = ops.send(TranscriptOp::Said(Role::Agent, call.greeting.clone(), now_micros()));
+                                heard.push(Turn { from_lead: false, text: call.greeting.clone() });
+                            }
+                            greeted = true;
+                        }
+                        Ok(FromTwilio::Prompt { voice_prompt, last }) => {
+                            if !partial.is_empty() && !voice_prompt.is_empty() {
+                                partial.push(' ');
+                            }
+                            partial.push_str(voice_prompt.trim());
+                            if !last || partial.trim().is_empty() {
+                                continue;
+                            }
+                            let said = std::mem::take(&mut partial);
+                            prompt_at = Instant::now();
+                            let _ = ops.send(TranscriptOp::Said(Role::Lead, said.clone(), now_micros()));
+                            heard.push(Turn { from_lead: true, text: said });
+                            // A newer prompt replaces the turn in flight.
+                            let (engine, call, history) = (self.clone(), call.clone(), heard.clone());
+                            turn = Some(Box::pin(async move { engine.voice_turn(&call, &history).await }));
+                        }
+                        Ok(FromTwilio::Interrupt { utterance_until_interrupt, .. }) => {
+                            if let Some(last) = heard.iter_mut().rev().find(|t| !t.from_lead) {
+                                last.text = utterance_until_interrupt.trim().to_string();
+                            }
+                            let _ = ops.send(TranscriptOp::Interrupted(utterance_until_interrupt));
+                        }
+                        Ok(FromTwilio::Dtmf { digit }) => {
+                            let _ = ops.send(TranscriptOp::Dtmf(digit, now_micros()));
+                        }
+                        Ok(FromTwilio::Error { description }) => {
+                            tracing::warn!(org, call = call_id, %description, "ConversationRelay reported an error");
+                        }
+                        Ok(FromTwilio::Other(kind)) => {
+                            tracing::debug!(org, call = call_id, %kind, "a relay message engaged does not use");
+                        }
+                        Err(reason) => {
+                            tracing::warn!(org, call = call_id, %reason, "a malformed relay message");
+                        }
+                    }
+                }
+                outcome = in_flight => {
+                    turn = None;
+                    let (said, model_time) = outcome?;
+                    match said {
+                        Said::Text(text) => {
+                            let text = assistant::cut_to(text.trim(), VOICE_MAX_CHARS);
+                            if text.is_empty() {
+                                continue;
+                            }
+                            socket.send(Message::text(relay::text_frame(&text, true))).await.map_err(ws_error)?;
+                            self.metrics.relay_turn(prompt_at.elapsed().saturating_sub(model_time));
+                            let _ = ops.send(TranscriptOp::Said(Role::Agent, text.clone(), now_micros()));
+                            heard.push(Turn { from_lead: false, text });
+                        }
+                        Said::Ended(effect) => {
+                            let reason = match effect {
+                                Effect::Transfer => transfer::Reason::Transfer,
+                                Effect::HandedOff => transfer::Reason::Handoff,
+                                Effect::OptedOut | Effect::Continue => transfer::Reason::Other,
+                            };
+                            let data = serde_json::json!({"reason": match effect {
+                                Effect::OptedOut => "opt_out",
+                                _ => reason.as_str(),
+                            }});
+                            socket.send(Message::text(relay::end_frame(&data.to_string()))).await.map_err(ws_error)?;
+                        }
+                        Said::Nothing => {}
+                        Said::Failed(error) => {
+                            tracing::warn!(org, call = call_id, %error, "the assistant did not answer on a call; nothing said");
+                        }
+                    }
+                }
+            }
+        }
+        drop(ops);
+        if let Err(e) = writer.await {
+            tracing::error!(org, call = call_id, error = %e, "the transcript writer stopped");
+        }
+        Ok(())
+    }
+
+    /// One assistant turn on a call, with the conversation so far.
+    async fn voice_turn(&self, call: &CallContext, heard: &[Turn]) -> Result<(Said, Duration)> {
+        let Some(settings) = &call.settings else {
+            return Ok((Said::Nothing, Duration::ZERO));
+        };
+        let context = Context {
+            instructions: &call.instructions,
+            lead_name: &call.lead_name,
+            channel: Channel::Voice,
+            local_time: &call.local_time,
+            history: heard,
+        };
+        self.converse(
+            &call.org,
+            &call.lead_id,
+            Channel::Voice,
+            settings,
+            &context,
+            call.transfer_available,
+        )
+        .await
+    }
+}
+
+fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> crate::error::Error {
+    crate::error::Error::Internal(format!("relay socket: {e}"))
+}
+
+/// Applies a call's transcript changes in order, each in its own write job.
+async fn write_transcript(
+    store: Arc<Store>,
+    org: String,
+    call_id: String,
+    mut queue: mpsc::UnboundedReceiver<TranscriptOp>,
+) {
+    while let Some(op) = queue.recv().await {
+        let (o, c) = (org.clone(), call_id.clone());
+        let written = store
+            .write(move |tx| match &op {
+                TranscriptOp::Said(role, text, at) => transcript::append(tx, &o, &c, *role, text, *at),
+                TranscriptOp::Dtmf(digit, at) => transcript::append_dtmf(tx, &o, &c, digit, *at),
+                TranscriptOp::Interrupted(spoken) => transcript::interrupted(tx, &o, &c, spoken),
+            })
+            .await;
+        if let Err(e) = written {
+            tracing::error!(org, call = call_id, error = %e.to_string_for_logs(), "a transcript turn could not be written");
+        }
+    }
+}

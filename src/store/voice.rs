@@ -1,0 +1,45 @@
+//! Typed access to the voice tables: each call's session (engaged's side of a call it
+//! placed or answered) and the index from a provider's call id to the call.
+//!
+//! A session is written in the same job as the call record it accompanies, so the two
+//! never disagree about whether a call exists.
+
+use redb::ReadableTable;
+
+use super::records::VoiceSession;
+use super::tables::{PROVIDER_CALLS, VOICE_SESSIONS};
+use super::codec::encode;
+use super::write::WriteTx;
+use crate::error::Result;
+
+impl WriteTx {
+    pub fn put_voice_session(
+        &mut self,
+        org: &str,
+        call_id: &str,
+        session: &VoiceSession,
+    ) -> Result<()> {
+        let bytes = encode(session)?;
+        self.open_write(VOICE_SESSIONS)?
+            .insert((org, call_id), bytes.as_slice())?;
+        Ok(())
+    }
+
+    /// The call a provider's call id belongs to, when one was noted.
+    pub fn provider_call(&self, org: &str, provider_call_id: &str) -> Result<Option<String>> {
+        let table = self.open_read(PROVIDER_CALLS)?;
+        let found = table.get((org, provider_call_id))?;
+        Ok(found.map(|v| v.value().to_string()))
+    }
+
+    pub fn put_provider_call(
+        &mut self,
+        org: &str,
+        provider_call_id: &str,
+        call_id: &str,
+    ) -> Result<()> {
+        self.open_write(PROVIDER_CALLS)?
+            .insert((org, provider_call_id), call_id)?;
+        Ok(())
+    }
+}
