@@ -7,10 +7,12 @@
 //! machine). A real kind (Twilio-compatible SMS and voice, SMTP email) is a variant of
 //! [`Provider`] and an arm in each method: the engine does not change.
 
+pub mod relay;
 pub mod sandbox;
 pub mod smtp;
 pub mod twilio;
 pub mod twilio_signature;
+pub mod twiml;
 
 use crate::channel::Channel;
 use crate::http_client::HttpClient;
