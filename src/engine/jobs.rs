@@ -10,7 +10,7 @@ use crate::domain::agenda::{self, Claim, JobKey};
 use crate::domain::compliance::{self, Block};
 use crate::domain::outbound;
 use crate::error::Result;
-use crate::providers::{Provider, SendOutcome};
+use crate::providers::{CallOutcome, CallRequest, CallStatus, Provider};
 use crate::store::records::{AgendaJob, JobKind};
 use crate::store::Reader;
 
@@ -113,7 +113,7 @@ impl Engine {
                         provider.send_sms(&self.client, &outgoing, &retried).await
                     }
                 };
-                self.count(attempt.channel, &provider, &outcome);
+                self.count(attempt.channel, &provider, outcome.result());
                 let row = attempt.row;
                 self.store
                     .write(move |tx| outbound::finish(tx, &row, &outcome))
@@ -122,9 +122,32 @@ impl Engine {
             Claim::Call { call_id, to, org } => {
                 let settings = self.store.read()?.engine_settings(&org)?;
                 let provider = Provider::for_channel(&settings, Channel::Voice);
-                let outcome = provider.start_call(&self.client, &to).await;
-                self.count(Channel::Voice, &provider, &outcome);
-                let completed = matches!(outcome, SendOutcome::Accepted { .. });
+                let url = |end: &str| {
+                    self.public_url().map_or_else(String::new, |base| {
+                        format!("{base}/v1/providers/twilio/{org}/voice/{call_id}/{end}")
+                    })
+                };
+                let call = CallRequest {
+                    to,
+                    twiml_url: url("twiml"),
+                    status_callback: url("status"),
+                    recording_callback: url("recording"),
+                };
+                let retried = || {
+                    self.metrics
+                        .provider(Channel::Voice.as_str(), provider.kind(), "retried")
+                };
+                let outcome = provider.start_call(&self.client, &call, &retried).await;
+                self.count(Channel::Voice, &provider, outcome.result());
+                let completed = match outcome {
+                    CallOutcome::Accepted {
+                        status: CallStatus::Complete,
+                        ..
+                    } => true,
+                    // A call under way: its status callbacks carry it on.
+                    CallOutcome::Accepted { .. } => return Ok(()),
+                    CallOutcome::Refused { .. } | CallOutcome::Unknown { .. } => false,
+                };
                 self.store
                     .write(move |tx| agenda::finish_call(tx, &org, &call_id, completed))
                     .await
@@ -132,12 +155,8 @@ impl Engine {
         }
     }
 
-    fn count(&self, channel: Channel, provider: &Provider, outcome: &SendOutcome) {
-        let result = match outcome {
-            SendOutcome::Accepted { .. } => "accepted",
-            SendOutcome::Refused { .. } => "refused",
-            SendOutcome::Unknown { .. } => "unknown",
-        };
+    /// Counts one provider request by its `result` (`accepted`, `refused`, `unknown`).
+    fn count(&self, channel: Channel, provider: &Provider, result: &'static str) {
         self.metrics
             .provider(channel.as_str(), provider.kind(), result);
     }
