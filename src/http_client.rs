@@ -3,7 +3,9 @@
 //!
 //! hyper-util's pooled client over rustls, trusting the webpki roots plus an optional
 //! extra CA file (receivers with a private CA). One attempt is one POST bounded by a
-//! timeout that covers connecting, sending and reading the (discarded) answer.
+//! timeout that covers connecting, sending and reading the (discarded) answer. A large
+//! download (a call's recording) is one GET whose timeout covers the answer's head only:
+//! the caller reads the body as it streams.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
-use hyper::Request;
+use hyper::{Method, Request};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -101,7 +103,7 @@ impl HttpClient {
             },
             Err(_) => AttemptOutcome {
                 status: None,
-                error: format!("timed out after {} ms", self.timeout.as_millis()),
+                error: SendError::timed_out(self.timeout).message,
                 retry_after: None,
                 latency,
             },
@@ -115,23 +117,12 @@ impl HttpClient {
         body: Vec<u8>,
         max_answer_bytes: usize,
     ) -> Result<(u16, Option<Duration>, Bytes), SendError> {
-        let mut request = Request::post(url)
-            .header(CONTENT_TYPE, "application/json")
-            .header(
-                USER_AGENT,
-                concat!("engaged-webhooks/", env!("CARGO_PKG_VERSION")),
-            )
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| SendError::not_sent(format!("bad request: {e}")))?;
-        for (name, value) in headers {
-            let value = HeaderValue::from_str(value)
-                .map_err(|e| SendError::not_sent(format!("bad header {name}: {e}")))?;
-            request.headers_mut().insert(*name, value);
-        }
-        let response = self.client.request(request).await.map_err(|e| SendError {
-            message: describe(&e),
-            not_sent: e.is_connect(),
-        })?;
+        let mut request = build(Method::POST, url, headers, Bytes::from(body))?;
+        request
+            .headers_mut()
+            .entry(CONTENT_TYPE)
+            .or_insert(HeaderValue::from_static("application/json"));
+        let response = self.client.request(request).await.map_err(failed)?;
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -178,7 +169,7 @@ impl HttpClient {
         match tokio::time::timeout(timeout, self.send(url, headers, body, max_answer_bytes)).await {
             Ok(Ok((status, _, answer))) => Ok((status, answer)),
             Ok(Err(e)) => Err(e.message),
-            Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
+            Err(_) => Err(SendError::timed_out(timeout).message),
         }
     }
 
@@ -197,11 +188,56 @@ impl HttpClient {
         match tokio::time::timeout(timeout, self.send(url, &all, form, MAX_ANSWER_BYTES)).await {
             Ok(Ok((status, _, answer))) => Ok((status, answer)),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(SendError {
-                message: format!("timed out after {} ms", timeout.as_millis()),
-                not_sent: false,
-            }),
+            Err(_) => Err(SendError::timed_out(timeout)),
         }
+    }
+
+    /// GETs `url` with `headers` and answers the status and the body, unread: `timeout`
+    /// covers connecting and the answer's head; the caller bounds its reads of the body.
+    pub async fn get_streaming(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        timeout: Duration,
+    ) -> Result<(u16, hyper::body::Incoming), SendError> {
+        let request = build(Method::GET, url, headers, Bytes::new())?;
+        match tokio::time::timeout(timeout, self.client.request(request)).await {
+            Ok(Ok(response)) => Ok((response.status().as_u16(), response.into_body())),
+            Ok(Err(e)) => Err(failed(e)),
+            Err(_) => Err(SendError::timed_out(timeout)),
+        }
+    }
+}
+
+/// A request with our `User-Agent` and `headers`.
+fn build(
+    method: Method,
+    url: &str,
+    headers: &[(&'static str, String)],
+    body: Bytes,
+) -> Result<Request<Full<Bytes>>, SendError> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(url)
+        .header(
+            USER_AGENT,
+            concat!("engaged-webhooks/", env!("CARGO_PKG_VERSION")),
+        )
+        .body(Full::new(body))
+        .map_err(|e| SendError::not_sent(format!("bad request: {e}")))?;
+    for (name, value) in headers {
+        let value = HeaderValue::from_str(value)
+            .map_err(|e| SendError::not_sent(format!("bad header {name}: {e}")))?;
+        request.headers_mut().insert(*name, value);
+    }
+    Ok(request)
+}
+
+/// A request that got no answer: `not_sent` when it never connected.
+fn failed(e: hyper_util::client::legacy::Error) -> SendError {
+    SendError {
+        message: describe(&e),
+        not_sent: e.is_connect(),
     }
 }
 
@@ -218,6 +254,14 @@ impl SendError {
         SendError {
             message,
             not_sent: true,
+        }
+    }
+
+    /// No answer within `timeout`: the request may have arrived.
+    fn timed_out(timeout: Duration) -> SendError {
+        SendError {
+            message: format!("timed out after {} ms", timeout.as_millis()),
+            not_sent: false,
         }
     }
 }

@@ -18,8 +18,8 @@ mod outreach;
 mod profiles;
 pub mod rate_limit;
 mod recording_body;
-mod relay;
 pub mod recordings;
+mod relay;
 pub mod request;
 pub mod response;
 pub mod router;
@@ -82,7 +82,7 @@ pub async fn handle(
         .headers()
         .get(EXPECT)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    let (mut parts, body) = req.into_parts();
+    let (parts, body) = req.into_parts();
     let (body, leftover) = RequestBody::new(body, state.body_pace);
     let req = Request::from_parts(parts, body);
     // At the default `info` level this span is disabled and costs nothing; a formatted

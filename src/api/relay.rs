@@ -25,7 +25,12 @@ use crate::domain::voice;
 use crate::error::{Error, Result};
 use crate::providers::twilio_signature;
 
-pub fn upgrade(state: &AppState, parts: &mut Parts, org: &str, call_id: &str) -> Result<Response<Body>> {
+pub fn upgrade(
+    state: &AppState,
+    parts: &mut Parts,
+    org: &str,
+    call_id: &str,
+) -> Result<Response<Body>> {
     let settings = twilio::settings_for(state, org, Channel::Voice)?;
     let signature = parts
         .headers
@@ -42,20 +47,29 @@ pub fn upgrade(state: &AppState, parts: &mut Parts, org: &str, call_id: &str) ->
         .iter()
         .any(|url| twilio_signature::verify(&settings.auth_token, url, &[], signature))
     {
-        tracing::warn!(org, call = call_id, "a relay handshake with a wrong signature");
+        tracing::warn!(
+            org,
+            call = call_id,
+            "a relay handshake with a wrong signature"
+        );
         return Err(Error::Forbidden);
     }
     voice::session(&state.store.read()?, org, call_id)?;
-    let header = |name| parts.headers.get(name).and_then(|v: &HeaderValue| v.to_str().ok());
+    let header = |name| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
     let wants_websocket = header(UPGRADE).is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
         && header(CONNECTION).is_some_and(|v| {
             v.split(',')
                 .any(|token| token.trim().eq_ignore_ascii_case("upgrade"))
         })
         && header(hyper::header::SEC_WEBSOCKET_VERSION) == Some("13");
-    let key = header(SEC_WEBSOCKET_KEY).filter(|_| wants_websocket).ok_or_else(|| {
-        Error::BadRequest("Expected a WebSocket upgrade (version 13)".into())
-    })?;
+    let key = header(SEC_WEBSOCKET_KEY)
+        .filter(|_| wants_websocket)
+        .ok_or_else(|| Error::BadRequest("Expected a WebSocket upgrade (version 13)".into()))?;
     let accept = derive_accept_key(key.as_bytes());
     let on_upgrade = parts
         .extensions
@@ -71,7 +85,9 @@ pub fn upgrade(state: &AppState, parts: &mut Parts, org: &str, call_id: &str) ->
                         .await;
                 engine.relay(org, call, socket).await;
             }
-            Err(e) => tracing::info!(org, call, error = %e, "a relay connection closed before its upgrade"),
+            Err(e) => {
+                tracing::info!(org, call, error = %e, "a relay connection closed before its upgrade")
+            }
         }
     });
     let mut response = Response::new(full(""));

@@ -63,7 +63,11 @@ pub async fn webhook(
 }
 
 /// The organization's Twilio settings for `channel`; 404 (logged) without them.
-pub(super) fn settings_for(state: &AppState, org: &str, channel: Channel) -> Result<TwilioSettings> {
+pub(super) fn settings_for(
+    state: &AppState,
+    org: &str,
+    channel: Channel,
+) -> Result<TwilioSettings> {
     let read = state.store.read()?;
     if read.org(org)?.is_some() {
         let settings = read.engine_settings(org)?;

@@ -46,7 +46,11 @@ pub async fn webhook(
     let settings = twilio::settings_for(state, org, Channel::Voice)?;
     let bytes = read_body(body, state.max_body_bytes).await?;
     let form = twilio::verify(state, parts, &settings, &bytes)?;
-    let base = state.engine.public_url().ok_or(Error::Forbidden)?.to_string();
+    let base = state
+        .engine
+        .public_url()
+        .ok_or(Error::Forbidden)?
+        .to_string();
     let org_id = org.to_string();
     match hook {
         Hook::Inbound => {
@@ -81,7 +85,11 @@ pub async fn webhook(
                 .write(move |tx| voice::status_changed(tx, &org_id, &call_id, &update))
                 .await?;
             if !found {
-                tracing::info!(org, call, "a call status callback for a call engaged did not place");
+                tracing::info!(
+                    org,
+                    call,
+                    "a call status callback for a call engaged did not place"
+                );
             }
             Ok(twilio::twiml_empty())
         }
@@ -94,7 +102,11 @@ pub async fn webhook(
                     .write(move |tx| voice::recording_ready(tx, &org_id, &call_id, &url))
                     .await?;
                 if !found {
-                    tracing::info!(org, call, "a recording callback for a call engaged did not place");
+                    tracing::info!(
+                        org,
+                        call,
+                        "a recording callback for a call engaged did not place"
+                    );
                 }
             }
             Ok(twilio::twiml_empty())
@@ -127,11 +139,16 @@ pub async fn webhook(
 /// the answering-machine callback has no `CallStatus`).
 fn status_update(form: &Form) -> Result<StatusUpdate> {
     let status = match form.get("CallStatus").filter(|s| !s.is_empty()) {
-        Some(s) => Some(provider::call_status_of(s).ok_or_else(|| Error::invalid_field("CallStatus"))?),
+        Some(s) => {
+            Some(provider::call_status_of(s).ok_or_else(|| Error::invalid_field("CallStatus"))?)
+        }
         None => None,
     };
     let duration_seconds = match form.get("CallDuration").filter(|s| !s.is_empty()) {
-        Some(d) => Some(d.parse::<u64>().map_err(|_| Error::invalid_field("CallDuration"))?),
+        Some(d) => Some(
+            d.parse::<u64>()
+                .map_err(|_| Error::invalid_field("CallDuration"))?,
+        ),
         None => None,
     };
     Ok(StatusUpdate {
@@ -149,7 +166,11 @@ fn attempt(parts: &Parts) -> Result<Option<u8>> {
     };
     let pairs: Vec<(String, String)> =
         serde_urlencoded::from_str(query).map_err(|_| Error::invalid_field("attempt"))?;
-    match pairs.iter().find(|(k, _)| k == "attempt").map(|(_, v)| v.as_str()) {
+    match pairs
+        .iter()
+        .find(|(k, _)| k == "attempt")
+        .map(|(_, v)| v.as_str())
+    {
         None => Ok(None),
         Some("1") => Ok(Some(1)),
         Some("2") => Ok(Some(2)),

@@ -109,7 +109,11 @@ fn upsert(
         .map(|c| c.details.clone())
         .unwrap_or_default();
     let details = merge(&before, changes)?;
-    validate(&before, &details, existing.is_none() && owner == Owner::Required)?;
+    validate(
+        &before,
+        &details,
+        existing.is_none() && owner == Owner::Required,
+    )?;
 
     let lead = match &details.lead_id {
         Some(lead_id) => Some(leads::live_lead(tx, caller, lead_id)?),

@@ -193,7 +193,12 @@ fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<Pro
                 ProviderSettings::Twilio(p) => Some(p),
                 _ => None,
             };
-            return super::twilio_settings::parse(path, members, previous)
+            let channel = if path == "providers.voice" {
+                Channel::Voice
+            } else {
+                Channel::Sms
+            };
+            return super::twilio_settings::parse(path, channel, members, previous)
                 .map(ProviderSettings::Twilio);
         }
         Some("twilio" | "smtp") => {

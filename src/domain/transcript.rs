@@ -75,7 +75,12 @@ pub fn conversation(call: &CallRecord) -> Vec<(Role, String)> {
         .collect()
 }
 
-fn write(tx: &mut WriteTx, org: &str, call_id: &str, edit: impl FnOnce(&mut Vec<Value>)) -> Result<()> {
+fn write(
+    tx: &mut WriteTx,
+    org: &str,
+    call_id: &str,
+    edit: impl FnOnce(&mut Vec<Value>),
+) -> Result<()> {
     let Some(call) = tx.call(org, call_id)? else {
         return Ok(());
     };
@@ -86,13 +91,26 @@ fn write(tx: &mut WriteTx, org: &str, call_id: &str, edit: impl FnOnce(&mut Vec<
 }
 
 /// Appends a spoken turn.
-pub fn append(tx: &mut WriteTx, org: &str, call_id: &str, role: Role, text: &str, at: Micros) -> Result<()> {
+pub fn append(
+    tx: &mut WriteTx,
+    org: &str,
+    call_id: &str,
+    role: Role,
+    text: &str,
+    at: Micros,
+) -> Result<()> {
     let turn = json!({"role": role.as_str(), "text": text, "at": time::format(at)});
     write(tx, org, call_id, |turns| turns.push(turn))
 }
 
 /// Appends a keypad digit the lead pressed.
-pub fn append_dtmf(tx: &mut WriteTx, org: &str, call_id: &str, digit: &str, at: Micros) -> Result<()> {
+pub fn append_dtmf(
+    tx: &mut WriteTx,
+    org: &str,
+    call_id: &str,
+    digit: &str,
+    at: Micros,
+) -> Result<()> {
     let turn = json!({"role": "lead", "text": "", "dtmf": digit, "at": time::format(at)});
     write(tx, org, call_id, |turns| turns.push(turn))
 }
@@ -101,7 +119,11 @@ pub fn append_dtmf(tx: &mut WriteTx, org: &str, call_id: &str, digit: &str, at: 
 /// before the interruption.
 pub fn interrupted(tx: &mut WriteTx, org: &str, call_id: &str, spoken: &str) -> Result<()> {
     write(tx, org, call_id, |turns| {
-        if let Some(turn) = turns.iter_mut().rev().find(|t| role_of(t) == Some(Role::Agent)) {
+        if let Some(turn) = turns
+            .iter_mut()
+            .rev()
+            .find(|t| role_of(t) == Some(Role::Agent))
+        {
             turn["text"] = json!(spoken.trim());
             turn["interrupted"] = json!(true);
         }

@@ -89,7 +89,13 @@ fn change(tx: &mut WriteTx, org: &str, call: &CallRecord, changes: Value) -> Res
 /// The relay session of call `call_id` ended with `reason`: a transfer (or a handoff)
 /// rings `transferNumber` when the profile has one; anything else hangs up. A repeated
 /// webhook rings the same number again rather than starting over.
-pub fn handover(tx: &mut WriteTx, org: &str, call_id: &str, reason: Reason, now: Micros) -> Result<Answer> {
+pub fn handover(
+    tx: &mut WriteTx,
+    org: &str,
+    call_id: &str,
+    reason: Reason,
+    now: Micros,
+) -> Result<Answer> {
     let mut session = voice::session(tx, org, call_id)?;
     let (primary, _) = numbers(tx, org, call_id)?;
     match session.transfer {
@@ -143,7 +149,13 @@ fn wait_seconds(call: &CallRecord, now: Micros, with_agent: u64) -> u64 {
 /// One ring of the transfer ended. Answered: connected. Not answered: the fallback
 /// rings when there is one (and the lead is still there), else the transfer failed and
 /// the lead hears an apology. A ring reported twice changes nothing the second time.
-pub fn dialed(tx: &mut WriteTx, org: &str, call_id: &str, ring: Ring, now: Micros) -> Result<Answer> {
+pub fn dialed(
+    tx: &mut WriteTx,
+    org: &str,
+    call_id: &str,
+    ring: Ring,
+    now: Micros,
+) -> Result<Answer> {
     let mut session = voice::session(tx, org, call_id)?;
     let expected = match ring.attempt {
         1 => TransferStage::Primary,
@@ -166,7 +178,10 @@ pub fn dialed(tx: &mut WriteTx, org: &str, call_id: &str, ring: Ring, now: Micro
         changes.insert(answer_field.into(), json!("answered"));
         changes.insert("transferStatus".into(), json!("connected"));
         changes.insert("agentConnected".into(), json!(true));
-        changes.insert("midCallTransferDuration".into(), json!(ring.duration_seconds));
+        changes.insert(
+            "midCallTransferDuration".into(),
+            json!(ring.duration_seconds),
+        );
         changes.insert(
             "transferWaitDurationSeconds".into(),
             json!(wait_seconds(&call, now, ring.duration_seconds)),
@@ -215,9 +230,18 @@ mod tests {
 
     #[test]
     fn handoff_data_is_read_as_twilio_passes_it() {
-        assert_eq!(Reason::parse(Some(r#"{"reason":"transfer"}"#)), Reason::Transfer);
-        assert_eq!(Reason::parse(Some(r#"{"reason":"handoff"}"#)), Reason::Handoff);
-        assert_eq!(Reason::parse(Some(r#"{"reason":"opt_out"}"#)), Reason::Other);
+        assert_eq!(
+            Reason::parse(Some(r#"{"reason":"transfer"}"#)),
+            Reason::Transfer
+        );
+        assert_eq!(
+            Reason::parse(Some(r#"{"reason":"handoff"}"#)),
+            Reason::Handoff
+        );
+        assert_eq!(
+            Reason::parse(Some(r#"{"reason":"opt_out"}"#)),
+            Reason::Other
+        );
         assert_eq!(Reason::parse(Some("not json")), Reason::Other);
         assert_eq!(Reason::parse(None), Reason::Other);
     }

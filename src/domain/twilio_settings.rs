@@ -1,10 +1,12 @@
 //! The `twilio` kind of an SMS (or voice) provider in the organization's settings:
-//! parsing `providers.sms` into [`TwilioSettings`] and its view. `authToken` is
-//! write-only: the view says `authTokenSet`, and a later `PATCH` without it keeps the
-//! stored one.
+//! parsing `providers.sms` or `providers.voice` into [`TwilioSettings`] and its view.
+//! `authToken` is write-only: the view says `authTokenSet`, and a later `PATCH` without
+//! it keeps the stored one. Messages may go out through a messaging service instead of a
+//! `from` number; calls cannot, so the voice slot needs `from`.
 
 use serde_json::{json, Map, Value};
 
+use crate::channel::Channel;
 use crate::error::{Error, Result};
 use crate::store::records::TwilioSettings;
 
@@ -14,9 +16,10 @@ pub const NEEDS_PUBLIC_URL: &str = "public_url must be set to use the twilio pro
 pub const DEFAULT_BASE_URL: &str = "https://api.twilio.com";
 
 /// Parses `{"kind": "twilio", "accountSid", "authToken", "from" | "messagingServiceSid",
-/// "baseUrl"?}` at `path`.
+/// "baseUrl"?}` at `path`, the provider of `channel` (voice needs `from`).
 pub fn parse(
     path: &str,
+    channel: Channel,
     members: Map<String, Value>,
     previous: Option<&TwilioSettings>,
 ) -> Result<TwilioSettings> {
@@ -59,7 +62,7 @@ pub fn parse(
             other => return Err(Error::unknown_field(&format!("{path}.{other}"))),
         }
     }
-    if from.is_empty() && messaging_service_sid.is_empty() {
+    if from.is_empty() && (messaging_service_sid.is_empty() || channel == Channel::Voice) {
         return Err(Error::invalid_field(&format!("{path}.from")));
     }
     Ok(TwilioSettings {
@@ -98,7 +101,11 @@ mod tests {
     #[test]
     fn required_members_are_named_and_the_token_is_kept() {
         let path = "providers.sms";
-        let err = |v: Value| parse(path, members(v), None).unwrap_err().to_string();
+        let err = |v: Value| {
+            parse(path, Channel::Sms, members(v), None)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(
             err(json!({"kind": "twilio", "authToken": "t", "from": "+15550100000"})),
             "Invalid format for field: providers.sms.accountSid"
@@ -113,6 +120,7 @@ mod tests {
         );
         let first = parse(
             path,
+            Channel::Sms,
             members(json!({"kind": "twilio", "accountSid": "AC1", "authToken": "secret", "from": "+1 555 010 0000"})),
             None,
         )
@@ -120,6 +128,7 @@ mod tests {
         assert_eq!(first.from, "+15550100000");
         let again = parse(
             path,
+            Channel::Sms,
             members(json!({"kind": "twilio", "accountSid": "AC1", "from": "+15550100000"})),
             Some(&first),
         )
@@ -127,5 +136,31 @@ mod tests {
         assert_eq!(again.auth_token, "secret");
         assert!(!view(&again).to_string().contains("secret"));
         assert!(!format!("{again:?}").contains("secret"));
+    }
+
+    #[test]
+    fn calls_need_a_from_number() {
+        let service = json!({"kind": "twilio", "accountSid": "AC1", "authToken": "t", "messagingServiceSid": "MG1"});
+        assert!(parse(
+            "providers.sms",
+            Channel::Sms,
+            members(service.clone()),
+            None
+        )
+        .is_ok());
+        assert_eq!(
+            parse("providers.voice", Channel::Voice, members(service), None)
+                .unwrap_err()
+                .to_string(),
+            "Invalid format for field: providers.voice.from"
+        );
+        let voice = parse(
+            "providers.voice",
+            Channel::Voice,
+            members(json!({"kind": "twilio", "accountSid": "AC1", "authToken": "t", "from": "+15550100000"})),
+            None,
+        )
+        .unwrap();
+        assert_eq!(voice.from, "+15550100000");
     }
 }

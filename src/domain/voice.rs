@@ -15,9 +15,7 @@ use super::agenda::{self, JobKey};
 use super::{calls, contact, engagement, profiles, transcript, Caller};
 use crate::error::{Error, Result};
 use crate::providers::{CallOutcome, CallStatus};
-use crate::store::records::{
-    CallRecord, JobKind, LeadRecord, ProfileRecord, VoiceSession,
-};
+use crate::store::records::{CallRecord, JobKind, LeadRecord, ProfileRecord, VoiceSession};
 use crate::store::{Reader, WriteTx};
 
 /// The profile an unknown caller's call follows, when the organization has one.

@@ -9,9 +9,9 @@ use crate::channel::Channel;
 use crate::domain::agenda::{self, Claim, JobKey};
 use crate::domain::compliance::{self, Block};
 use crate::domain::outbound;
-use crate::error::Result;
 use crate::domain::voice;
-use crate::providers::{CallOutcome, CallRequest, Provider, SendOutcome};
+use crate::error::Result;
+use crate::providers::{CallRequest, Provider, SendOutcome};
 use crate::store::records::{AgendaJob, JobKind};
 use crate::store::Reader;
 
@@ -145,15 +145,9 @@ impl Engine {
                     recording_callback: url("recording"),
                 };
                 let retried = || self.metrics.provider("voice", provider.kind(), "retried");
-                let outcome = provider
-                    .start_call(&self.client, &request, &retried)
-                    .await;
-                let result = match &outcome {
-                    CallOutcome::Accepted { .. } => "accepted",
-                    CallOutcome::Refused { .. } => "refused",
-                    CallOutcome::Unknown { .. } => "unknown",
-                };
-                self.metrics.provider("voice", provider.kind(), result);
+                let outcome = provider.start_call(&self.client, &request, &retried).await;
+                self.metrics
+                    .provider("voice", provider.kind(), outcome.result());
                 self.store
                     .write(move |tx| voice::dialed(tx, &org, &call_id, &outcome))
                     .await
@@ -162,12 +156,7 @@ impl Engine {
     }
 
     fn count(&self, channel: Channel, provider: &Provider, outcome: &SendOutcome) {
-        let result = match outcome {
-            SendOutcome::Accepted { .. } => "accepted",
-            SendOutcome::Refused { .. } => "refused",
-            SendOutcome::Unknown { .. } => "unknown",
-        };
         self.metrics
-            .provider(channel.as_str(), provider.kind(), result);
+            .provider(channel.as_str(), provider.kind(), outcome.result());
     }
 }

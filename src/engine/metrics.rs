@@ -107,7 +107,10 @@ impl EngineMetrics {
         out.push_str("# HELP engaged_recording_fetches_total Call recordings fetched from a provider, by outcome.\n# TYPE engaged_recording_fetches_total counter\n");
         if let Ok(map) = self.recordings.lock() {
             for (outcome, n) in map.iter() {
-                let _ = writeln!(out, "engaged_recording_fetches_total{{outcome=\"{outcome}\"}} {n}");
+                let _ = writeln!(
+                    out,
+                    "engaged_recording_fetches_total{{outcome=\"{outcome}\"}} {n}"
+                );
             }
         }
         out.push_str("# HELP engaged_provider_requests_total Provider requests by channel, kind and outcome.\n# TYPE engaged_provider_requests_total counter\n");

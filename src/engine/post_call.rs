@@ -117,7 +117,9 @@ impl Engine {
                 return Classified {
                     summary: Some(outcome.summary),
                     disposition: None,
-                    error: Some(format!("unknown disposition id \"{id}\" (twice); the call has none")),
+                    error: Some(format!(
+                        "unknown disposition id \"{id}\" (twice); the call has none"
+                    )),
                 };
             }
             correction = Some(format!(

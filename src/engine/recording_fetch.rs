@@ -46,7 +46,8 @@ impl Engine {
         let settings = self.store.read()?.engine_settings(org)?.voice;
         let fetched = match settings {
             ProviderSettings::Twilio(settings) => {
-                self.download(&Twilio::new(settings), org, call_id, url).await
+                self.download(&Twilio::new(settings), org, call_id, url)
+                    .await
             }
             _ => Err(FetchError {
                 retryable: false,
@@ -57,8 +58,15 @@ impl Engine {
         match fetched {
             Ok(size) => {
                 self.metrics.recording("fetched");
-                tracing::info!(org, call = call_id, bytes = size, "a call recording was fetched");
-                self.store.write(move |tx| agenda::done(tx, &key).map(|_| ())).await
+                tracing::info!(
+                    org,
+                    call = call_id,
+                    bytes = size,
+                    "a call recording was fetched"
+                );
+                self.store
+                    .write(move |tx| agenda::done(tx, &key).map(|_| ()))
+                    .await
             }
             Err(e) if e.retryable && (attempt as usize) < RETRY_AFTER.len() => {
                 self.metrics.recording("retried");
@@ -77,7 +85,9 @@ impl Engine {
             Err(e) => {
                 self.metrics.recording("given_up");
                 tracing::error!(org, call = call_id, error = %e.message, "a call recording was given up");
-                self.store.write(move |tx| agenda::done(tx, &key).map(|_| ())).await
+                self.store
+                    .write(move |tx| agenda::done(tx, &key).map(|_| ()))
+                    .await
             }
         }
     }
@@ -129,7 +139,10 @@ impl Engine {
             size += chunk.len() as u64;
             upload.write(&chunk).await.map_err(stored)?;
         }
-        upload.finish(AUDIO_MPEG.to_string()).await.map_err(stored)?;
+        upload
+            .finish(AUDIO_MPEG.to_string())
+            .await
+            .map_err(stored)?;
         Ok(size)
     }
 }

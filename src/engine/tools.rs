@@ -56,14 +56,16 @@ impl Engine {
                 let caller = Caller::system(&org);
                 let (result, effect) = match &parsed {
                     Err(error) => (json!({"ok": false, "error": error}), Effect::Continue),
-                    Ok(tool) => match apply(tx, &caller, &lead, channel, tool, transfer_available) {
-                        Ok(effect) => (json!({"ok": true}), effect),
-                        Err(Error::Internal(cause)) => return Err(Error::Internal(cause)),
-                        Err(refused) => (
-                            json!({"ok": false, "error": refused.to_string()}),
-                            Effect::Continue,
-                        ),
-                    },
+                    Ok(tool) => {
+                        match apply(tx, &caller, &lead, channel, tool, transfer_available) {
+                            Ok(effect) => (json!({"ok": true}), effect),
+                            Err(Error::Internal(cause)) => return Err(Error::Internal(cause)),
+                            Err(refused) => (
+                                json!({"ok": false, "error": refused.to_string()}),
+                                Effect::Continue,
+                            ),
+                        }
+                    }
                 };
                 record(tx, &org, &lead, channel, &call, &result)?;
                 Ok((result, effect))

@@ -42,7 +42,6 @@ pub const VOICE_MAX_CHARS: usize = 1000;
 /// What a call's turns need, read once when the relay opens.
 struct CallContext {
     org: String,
-    call_id: String,
     /// Empty for a caller no live lead has.
     lead_id: String,
     lead_name: String,
@@ -99,7 +98,6 @@ impl Engine {
         let name = format!("{} {}", lead_record.first_name, lead_record.last_name);
         Ok(CallContext {
             org: org.to_string(),
-            call_id: call_id.to_string(),
             lead_id: session.lead_id,
             lead_name: name.trim().to_string(),
             local_time: self.local_time(org, &lead_record)?,
@@ -115,7 +113,12 @@ impl Engine {
         })
     }
 
-    async fn run_relay<S>(self: &Arc<Self>, org: &str, call_id: &str, mut socket: WebSocketStream<S>) -> Result<()>
+    async fn run_relay<S>(
+        self: &Arc<Self>,
+        org: &str,
+        call_id: &str,
+        mut socket: WebSocketStream<S>,
+    ) -> Result<()>
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
@@ -282,7 +285,9 @@ async fn write_transcript(
         let (o, c) = (org.clone(), call_id.clone());
         let written = store
             .write(move |tx| match &op {
-                TranscriptOp::Said(role, text, at) => transcript::append(tx, &o, &c, *role, text, *at),
+                TranscriptOp::Said(role, text, at) => {
+                    transcript::append(tx, &o, &c, *role, text, *at)
+                }
                 TranscriptOp::Dtmf(digit, at) => transcript::append_dtmf(tx, &o, &c, digit, *at),
                 TranscriptOp::Interrupted(spoken) => transcript::interrupted(tx, &o, &c, spoken),
             })

@@ -1,16 +1,22 @@
 //! Channel providers: the seam between the engine and the outside world.
 //!
-//! A provider sends an SMS, an email, or starts a call, and says what became of it. It
-//! never sees the store: the engine commits the attempt (`sending`) before calling it and
-//! the outcome after, outside the writer. [`Provider::for_channel`] picks the provider an
-//! organization configured for a channel; today that is the sandbox (nothing leaves the
-//! machine). A real kind (Twilio-compatible SMS and voice, SMTP email) is a variant of
-//! [`Provider`] and an arm in each method: the engine does not change.
+//! A provider sends an SMS, an email, or starts a call ([`CallRequest`] in,
+//! [`CallOutcome`] out), and says what became of it. It never sees the store: the engine
+//! commits the attempt (`sending`, a queued call) before calling it and the outcome
+//! after, outside the writer. [`Provider::for_channel`] picks the provider an
+//! organization configured for a channel; by default that is the sandbox (nothing leaves
+//! the machine). A real kind (Twilio-compatible SMS and voice, SMTP email) is a variant of
+//! [`Provider`] and an arm in each method: the engine does not change. A live Twilio call
+//! also speaks the wire formats beside the providers: [`twiml`] (the documents answering
+//! the voice webhooks), [`relay`] (ConversationRelay's WebSocket messages) and
+//! [`twilio_signature`] (the webhooks' signatures).
 
+pub mod relay;
 pub mod sandbox;
 pub mod smtp;
 pub mod twilio;
 pub mod twilio_signature;
+pub mod twiml;
 
 use crate::channel::Channel;
 use crate::http_client::HttpClient;
@@ -45,6 +51,121 @@ pub enum SendOutcome {
     /// Not known to have been taken (timeout, connection lost after the request was
     /// written): never retried by itself.
     Unknown { error: String },
+}
+
+/// A call to place: the lead's number and where the provider asks what to do and
+/// reports the call's progress and recording (URLs under `public_url`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallRequest {
+    /// E.164 phone.
+    pub to: String,
+    /// Where the provider fetches the call's TwiML when it is answered.
+    pub twiml_url: String,
+    /// Where the provider reports the call's statuses (and answering-machine detection).
+    pub status_callback: String,
+    /// Where the provider says the call's recording is ready.
+    pub recording_callback: String,
+}
+
+/// What the provider made of a dial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// Taken: the provider's id of the call and its status now.
+    Accepted {
+        provider_call_id: String,
+        status: CallStatus,
+    },
+    /// Refused for good, with the provider's code.
+    Refused { code: String },
+    /// Not known to have been taken (timeout, connection lost after the request was
+    /// written): never retried by itself.
+    Unknown { error: String },
+}
+
+/// Where a call is, as the interface's `callStatus` says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallStatus {
+    Queued,
+    Initiated,
+    Ringing,
+    InProgress,
+    Complete,
+    NoAnswer,
+    Failed,
+}
+
+impl CallStatus {
+    pub const ALL: [CallStatus; 7] = [
+        CallStatus::Queued,
+        CallStatus::Initiated,
+        CallStatus::Ringing,
+        CallStatus::InProgress,
+        CallStatus::Complete,
+        CallStatus::NoAnswer,
+        CallStatus::Failed,
+    ];
+
+    /// Reads a call record's `callStatus` back (any case); `None` for a status a client
+    /// wrote that is not one of these.
+    pub fn from_wire(status: &str) -> Option<CallStatus> {
+        CallStatus::ALL
+            .into_iter()
+            .find(|c| c.as_str().eq_ignore_ascii_case(status))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallStatus::Queued => "QUEUED",
+            CallStatus::Initiated => "INITIATED",
+            CallStatus::Ringing => "RINGING",
+            CallStatus::InProgress => "IN_PROGRESS",
+            CallStatus::Complete => "COMPLETE",
+            CallStatus::NoAnswer => "NO_ANSWER",
+            CallStatus::Failed => "FAILED",
+        }
+    }
+
+    /// Whether the call is over.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            CallStatus::Complete | CallStatus::NoAnswer | CallStatus::Failed
+        )
+    }
+
+    /// How far the call got: callbacks arrive out of order, and a status never replaces
+    /// one of a higher rank (queued 0, initiated 1, ringing 2, in progress 3, final 4).
+    pub fn rank(self) -> u8 {
+        match self {
+            CallStatus::Queued => 0,
+            CallStatus::Initiated => 1,
+            CallStatus::Ringing => 2,
+            CallStatus::InProgress => 3,
+            CallStatus::Complete | CallStatus::NoAnswer | CallStatus::Failed => 4,
+        }
+    }
+}
+
+impl SendOutcome {
+    /// The outcome's name in the provider metric.
+    pub fn result(&self) -> &'static str {
+        match self {
+            SendOutcome::Accepted { .. } => "accepted",
+            SendOutcome::Refused { .. } => "refused",
+            SendOutcome::Unknown { .. } => "unknown",
+        }
+    }
+}
+
+impl CallOutcome {
+    /// The outcome's name in the provider metric.
+    pub fn result(&self) -> &'static str {
+        match self {
+            CallOutcome::Accepted { .. } => "accepted",
+            CallOutcome::Refused { .. } => "refused",
+            CallOutcome::Unknown { .. } => "unknown",
+        }
+    }
 }
 
 /// The provider serving one channel of an organization.
@@ -114,12 +235,78 @@ impl Provider {
         }
     }
 
-    /// Places a call to `to`; the sandbox's calls complete at once, with no transcript.
-    pub async fn start_call(&self, _client: &HttpClient, to: &str) -> SendOutcome {
+    /// Places `call`; the sandbox's calls complete at once, with no transcript.
+    /// `on_retry` is called for each attempt the provider did not take and that is tried
+    /// again.
+    pub async fn start_call(
+        &self,
+        client: &HttpClient,
+        call: &CallRequest,
+        on_retry: &(dyn Fn() + Sync),
+    ) -> CallOutcome {
         match self {
-            Provider::Sandbox(sandbox) => sandbox.call(to).await,
-            // Voice over Twilio comes with its own issue: until then a dial is refused.
-            Provider::Smtp(_) | Provider::Twilio(_) => smtp::wrong_channel(),
+            Provider::Sandbox(sandbox) => sandbox.call(call).await,
+            Provider::Smtp(_) => CallOutcome::Refused {
+                code: smtp::UNSUPPORTED_CHANNEL.into(),
+            },
+            Provider::Twilio(twilio) => twilio.start_call(client, call, on_retry).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_statuses_name_rank_and_end() {
+        let all = [
+            CallStatus::Queued,
+            CallStatus::Initiated,
+            CallStatus::Ringing,
+            CallStatus::InProgress,
+            CallStatus::Complete,
+            CallStatus::NoAnswer,
+            CallStatus::Failed,
+        ];
+        let names: Vec<_> = all.iter().map(|s| s.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "QUEUED",
+                "INITIATED",
+                "RINGING",
+                "IN_PROGRESS",
+                "COMPLETE",
+                "NO_ANSWER",
+                "FAILED"
+            ]
+        );
+        let ranks: Vec<_> = all.iter().map(|s| s.rank()).collect();
+        assert_eq!(ranks, [0, 1, 2, 3, 4, 4, 4]);
+        let finals: Vec<_> = all.iter().map(|s| s.is_final()).collect();
+        assert_eq!(finals, [false, false, false, false, true, true, true]);
+    }
+
+    #[tokio::test]
+    async fn a_sandbox_call_completes_at_once() {
+        let client = HttpClient::new(std::time::Duration::from_secs(1), None).unwrap();
+        let call = CallRequest {
+            to: "+15550100000".into(),
+            twiml_url: String::new(),
+            status_callback: String::new(),
+            recording_callback: String::new(),
+        };
+        let sandbox = Provider::Sandbox(sandbox::Sandbox::new(0));
+        match sandbox.start_call(&client, &call, &|| {}).await {
+            CallOutcome::Accepted {
+                provider_call_id,
+                status,
+            } => {
+                assert!(provider_call_id.starts_with("sbx"));
+                assert_eq!(status, CallStatus::Complete);
+            }
+            other => panic!("{other:?}"),
         }
     }
 }

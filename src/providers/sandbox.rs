@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{Outgoing, SendOutcome};
+use super::{CallOutcome, CallRequest, CallStatus, Outgoing, SendOutcome};
 use crate::store::records::SendStatus;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,11 +34,12 @@ impl Sandbox {
         }
     }
 
-    pub async fn call(&self, _to: &str) -> SendOutcome {
+    /// A call, complete as soon as it is placed (no transcript, no recording).
+    pub async fn call(&self, _call: &CallRequest) -> CallOutcome {
         self.wait().await;
-        SendOutcome::Accepted {
-            provider_message_id: crate::ids::generate("sbx"),
-            status: SendStatus::Delivered,
+        CallOutcome::Accepted {
+            provider_call_id: crate::ids::generate("sbx"),
+            status: CallStatus::Complete,
         }
     }
 }

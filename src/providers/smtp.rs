@@ -55,10 +55,13 @@ enum Failure {
     Unknown(String),
 }
 
+/// The refusal code of a send or call on a channel SMTP does not serve.
+pub const UNSUPPORTED_CHANNEL: &str = "unsupported-channel";
+
 /// A send on a channel SMTP does not serve (only email is configurable as smtp).
 pub fn wrong_channel() -> SendOutcome {
     SendOutcome::Refused {
-        code: "unsupported-channel".into(),
+        code: UNSUPPORTED_CHANNEL.into(),
         do_not_contact: false,
     }
 }

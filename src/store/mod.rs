@@ -8,7 +8,6 @@
 pub mod codec;
 mod contact;
 mod engine;
-mod voice;
 mod key_cache;
 pub mod lead_view;
 mod maintenance;
@@ -18,6 +17,7 @@ mod reader;
 pub mod recordings;
 pub mod records;
 pub mod tables;
+mod voice;
 mod webhooks;
 mod write;
 mod writer;

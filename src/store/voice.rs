@@ -6,9 +6,9 @@
 
 use redb::ReadableTable;
 
+use super::codec::encode;
 use super::records::VoiceSession;
 use super::tables::{PROVIDER_CALLS, VOICE_SESSIONS};
-use super::codec::encode;
 use super::write::WriteTx;
 use crate::error::Result;
 
