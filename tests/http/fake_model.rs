@@ -38,6 +38,10 @@ pub enum Step {
     /// 200, `message.tool_calls` are these calls, `content` null, `finish_reason`
     /// `tool_calls`.
     ToolCalls(Vec<ToolCall>),
+    /// 200, one tool call with these id and arguments, named after the function the
+    /// request forces with `tool_choice` (`{"type": "function", "function": {"name"}}`),
+    /// so a test need not know the name the server chose.
+    ForcedTool(String, Value),
     /// This status with an OpenAI-style error body.
     Status(u16),
     /// This status and this body, verbatim (a malformed answer, say).
@@ -63,6 +67,11 @@ impl Step {
             name: name.to_string(),
             arguments: arguments.to_string(),
         }])
+    }
+
+    /// A call of the tool the request forces, with `arguments`.
+    pub fn forced_tool(id: &str, arguments: Value) -> Step {
+        Step::ForcedTool(id.to_string(), arguments)
     }
 
     pub fn status(status: u16) -> Step {
@@ -284,6 +293,18 @@ async fn answer(
                 200,
                 completion(
                     json!({"role": "assistant", "content": null, "tool_calls": calls}),
+                    "tool_calls",
+                ),
+            )
+        }
+        Step::ForcedTool(id, arguments) => {
+            let name = request["tool_choice"]["function"]["name"].clone();
+            let call = json!({"id": id, "type": "function",
+                              "function": {"name": name, "arguments": arguments.to_string()}});
+            respond(
+                200,
+                completion(
+                    json!({"role": "assistant", "content": null, "tool_calls": [call]}),
                     "tool_calls",
                 ),
             )

@@ -1,9 +1,19 @@
-//! A fake of Twilio's Messages REST resource on 127.0.0.1: records each request (path,
-//! `Authorization`, form fields) and answers as Twilio does: 201 `{"sid", "status":
-//! "queued"}`, 400 `{"code": 21610}` for a number that opted out with the carrier, a
-//! 500 when told to fail the next request, or, told to hang, no answer at all: it
-//! keeps the request and closes the connection (the request arrived, its fate unknown).
+//! A fake of Twilio's Messages, Calls and Recordings REST resources on 127.0.0.1.
+//!
+//! Messages and calls: records each request (path, `Authorization`, form fields, every
+//! pair kept, so a repeated `StatusCallbackEvent` shows each value) and answers as Twilio
+//! does: 201 `{"sid", "status": "queued"}` (`SM...` for a message, `CA...` for a call),
+//! 400 `{"code": 21610}` for a message to a number that opted out with the carrier, 400
+//! `{"code": 21217}` for a call when told to refuse the next one, a 500 when told to fail
+//! the next request, or, told to hang, no answer at all: it keeps the request and closes
+//! the connection (the request arrived, its fate unknown).
+//!
+//! Recordings: `GET /2010-04-01/Accounts/{sid}/Recordings/{RecordingSid}.mp3` serves the
+//! bytes a test registered with [`FakeTwilio::serve_recording`], `audio/mpeg`, after
+//! checking HTTP Basic `accountSid:authToken` ([`FakeTwilio::expect_credentials`]; 401
+//! otherwise); told to, it answers 500 the next N times. Every such request is counted.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,6 +30,8 @@ pub struct Sent {
     pub path: String,
     pub authorization: String,
     pub form: Vec<(String, String)>,
+    /// The `sid` the fake answered (none when it refused, failed or hung).
+    pub sid: Option<String>,
 }
 
 impl Sent {
@@ -29,6 +41,22 @@ impl Sent {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
     }
+
+    /// Every value of a field that may repeat, in order.
+    pub fn fields(&self, name: &str) -> Vec<&str> {
+        self.form
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+}
+
+/// A request for a recording's media.
+#[derive(Debug, Clone)]
+pub struct RecordingRequest {
+    pub path: String,
+    pub authorization: String,
 }
 
 #[derive(Default)]
@@ -38,6 +66,13 @@ struct State {
     fail_next: AtomicBool,
     hang_next: AtomicBool,
     count: AtomicUsize,
+    calls: Mutex<Vec<Sent>>,
+    refuse_next_call: AtomicBool,
+    call_count: AtomicUsize,
+    credentials: Mutex<Option<(String, String)>>,
+    recordings: Mutex<HashMap<String, Vec<u8>>>,
+    recording_failures: AtomicUsize,
+    recording_requests: Mutex<Vec<RecordingRequest>>,
 }
 
 #[derive(Clone)]
@@ -96,8 +131,108 @@ impl FakeTwilio {
         self.state.hang_next.store(true, Ordering::SeqCst);
     }
 
+    /// Every Messages.json request, in arrival order.
     pub fn sent(&self) -> Vec<Sent> {
         self.state.sent.lock().unwrap().clone()
+    }
+
+    /// Every Calls.json request, in arrival order.
+    pub fn calls(&self) -> Vec<Sent> {
+        self.state.calls.lock().unwrap().clone()
+    }
+
+    /// The next Calls.json request is refused: 400 `{"code": 21217}`.
+    pub fn refuse_next_call(&self) {
+        self.state.refuse_next_call.store(true, Ordering::SeqCst);
+    }
+
+    /// The Basic credentials recording downloads must carry.
+    pub fn expect_credentials(&self, account_sid: &str, auth_token: &str) {
+        *self.state.credentials.lock().unwrap() =
+            Some((account_sid.to_string(), auth_token.to_string()));
+    }
+
+    /// `GET .../Recordings/{recording_sid}.mp3` answers these bytes.
+    pub fn serve_recording(&self, recording_sid: &str, bytes: Vec<u8>) {
+        self.state
+            .recordings
+            .lock()
+            .unwrap()
+            .insert(recording_sid.to_string(), bytes);
+    }
+
+    /// The next `n` recording requests answer 500.
+    pub fn fail_recordings(&self, n: usize) {
+        self.state.recording_failures.store(n, Ordering::SeqCst);
+    }
+
+    /// Every recording request so far (whatever it was answered).
+    pub fn recording_requests(&self) -> Vec<RecordingRequest> {
+        self.state.recording_requests.lock().unwrap().clone()
+    }
+
+    pub fn recording_count(&self) -> usize {
+        self.state.recording_requests.lock().unwrap().len()
+    }
+}
+
+fn reply(status: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+    r.headers_mut()
+        .insert("content-type", content_type.parse().unwrap());
+    r
+}
+
+/// `GET /2010-04-01/Accounts/{sid}/Recordings/{RecordingSid}.mp3`.
+fn recording(state: &State, path: &str, authorization: &str) -> Response<Full<Bytes>> {
+    state
+        .recording_requests
+        .lock()
+        .unwrap()
+        .push(RecordingRequest {
+            path: path.to_string(),
+            authorization: authorization.to_string(),
+        });
+    let json = "application/json";
+    let Some((account, recording_sid)) = path
+        .strip_prefix("/2010-04-01/Accounts/")
+        .and_then(|rest| rest.split_once("/Recordings/"))
+        .and_then(|(account, file)| Some((account, file.strip_suffix(".mp3")?)))
+    else {
+        return reply(404, json, r#"{"code": 20404, "status": 404}"#);
+    };
+    let authorized = state
+        .credentials
+        .lock()
+        .unwrap()
+        .as_ref()
+        .is_some_and(|(sid, token)| {
+            use base64::Engine as _;
+            let basic = base64::engine::general_purpose::STANDARD.encode(format!("{sid}:{token}"));
+            sid == account && authorization == format!("Basic {basic}")
+        });
+    if !authorized {
+        return reply(
+            401,
+            json,
+            r#"{"code": 20003, "message": "Authenticate", "status": 401}"#,
+        );
+    }
+    let failing = state
+        .recording_failures
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if failing {
+        return reply(
+            500,
+            json,
+            r#"{"code": 20500, "message": "Internal Server Error"}"#,
+        );
+    }
+    match state.recordings.lock().unwrap().get(recording_sid) {
+        Some(bytes) => reply(200, "audio/mpeg", bytes.clone()),
+        None => reply(404, json, r#"{"code": 20404, "status": 404}"#),
     }
 }
 
@@ -113,6 +248,9 @@ async fn answer(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
+    if req.method() == hyper::Method::GET {
+        return recording(state, &path, &authorization);
+    }
     let body = req
         .into_body()
         .collect()
@@ -120,20 +258,21 @@ async fn answer(
         .map(|b| b.to_bytes())
         .unwrap_or_default();
     let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let is_call = path.ends_with("/Calls.json");
     let sent = Sent {
         path,
         authorization,
         form,
+        sid: None,
     };
     let to = sent.field("To").unwrap_or_default().to_string();
-    state.sent.lock().unwrap().push(sent);
-    let reply = |status: u16, body: String| {
-        let mut r = Response::new(Full::new(Bytes::from(body)));
-        *r.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-        r.headers_mut()
-            .insert("content-type", "application/json".parse().unwrap());
-        r
+    let log = if is_call { &state.calls } else { &state.sent };
+    let index = {
+        let mut log = log.lock().unwrap();
+        log.push(sent);
+        log.len() - 1
     };
+    let json = "application/json";
     if state.hang_next.swap(false, Ordering::SeqCst) {
         hang.notify_one();
         return std::future::pending().await;
@@ -141,19 +280,145 @@ async fn answer(
     if state.fail_next.swap(false, Ordering::SeqCst) {
         return reply(
             500,
-            r#"{"code": 20500, "message": "Internal Server Error"}"#.into(),
+            json,
+            r#"{"code": 20500, "message": "Internal Server Error"}"#,
         );
     }
-    if state.opted_out.lock().unwrap().contains(&to) {
+    if is_call && state.refuse_next_call.swap(false, Ordering::SeqCst) {
         return reply(
             400,
-            r#"{"code": 21610, "message": "Attempt to send to unsubscribed recipient", "status": 400}"#
-                .into(),
+            json,
+            r#"{"code": 21217, "message": "Phone number does not appear to be valid", "status": 400}"#,
         );
     }
-    let n = state.count.fetch_add(1, Ordering::SeqCst);
+    if !is_call && state.opted_out.lock().unwrap().contains(&to) {
+        return reply(
+            400,
+            json,
+            r#"{"code": 21610, "message": "Attempt to send to unsubscribed recipient", "status": 400}"#,
+        );
+    }
+    let sid = if is_call {
+        let n = state.call_count.fetch_add(1, Ordering::SeqCst);
+        format!("CA{n:032}")
+    } else {
+        let n = state.count.fetch_add(1, Ordering::SeqCst);
+        format!("SM{n:032}")
+    };
+    log.lock().unwrap()[index].sid = Some(sid.clone());
     reply(
         201,
-        format!(r#"{{"sid": "SM{n:032}", "status": "queued"}}"#),
+        json,
+        format!(r#"{{"sid": "{sid}", "status": "queued"}}"#),
     )
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests of the fake itself (they pass on their own)
+// ---------------------------------------------------------------------------------------
+
+type PlainClient = hyper_util::client::legacy::Client<
+    hyper_util::client::legacy::connect::HttpConnector,
+    Full<Bytes>,
+>;
+
+fn plain_client() -> PlainClient {
+    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http()
+}
+
+async fn call_fake(
+    client: &PlainClient,
+    method: &str,
+    url: &str,
+    authorization: Option<&str>,
+    body: &str,
+) -> (u16, Bytes) {
+    let mut request = hyper::Request::builder().method(method).uri(url);
+    if let Some(auth) = authorization {
+        request = request.header("authorization", auth);
+    }
+    let request = request
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("request");
+    let response = client.request(request).await.expect("the fake answers");
+    let status = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, bytes)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fake_twilio_records_calls_with_repeated_fields_and_refuses_one_when_told() {
+    let fake = FakeTwilio::start().await;
+    let client = plain_client();
+    let url = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
+    let form = "To=%2B15551230001&From=%2B15550100000&StatusCallbackEvent=initiated\
+                &StatusCallbackEvent=ringing&StatusCallbackEvent=answered\
+                &StatusCallbackEvent=completed";
+    let (status, body) = call_fake(&client, "POST", &url, Some("Basic x"), form).await;
+    assert_eq!(status, 201);
+    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer["status"], "queued");
+    let sid = answer["sid"].as_str().unwrap().to_string();
+    assert!(sid.starts_with("CA") && sid.len() == 34, "{sid}");
+    fake.refuse_next_call();
+    let (status, body) = call_fake(&client, "POST", &url, None, "To=%2B1").await;
+    assert_eq!(status, 400);
+    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(answer["code"], 21217);
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].sid.as_deref(), Some(sid.as_str()));
+    assert_eq!(calls[0].authorization, "Basic x");
+    assert_eq!(calls[0].field("To"), Some("+15551230001"));
+    assert_eq!(
+        calls[0].fields("StatusCallbackEvent"),
+        ["initiated", "ringing", "answered", "completed"]
+    );
+    assert_eq!(calls[1].sid, None);
+    assert!(fake.sent().is_empty(), "calls are not messages");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fake_twilio_serves_recordings_to_its_credentials_and_fails_when_told() {
+    use base64::Engine as _;
+    let fake = FakeTwilio::start().await;
+    fake.expect_credentials("AC1", "secret");
+    fake.serve_recording("RE1", vec![1, 2, 3]);
+    let client = plain_client();
+    let url = format!(
+        "{}/2010-04-01/Accounts/AC1/Recordings/RE1.mp3",
+        fake.base_url
+    );
+    let good = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("AC1:secret")
+    );
+    let bad = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("AC1:wrong")
+    );
+    assert_eq!(call_fake(&client, "GET", &url, None, "").await.0, 401);
+    assert_eq!(call_fake(&client, "GET", &url, Some(&bad), "").await.0, 401);
+    fake.fail_recordings(2);
+    for _ in 0..2 {
+        assert_eq!(
+            call_fake(&client, "GET", &url, Some(&good), "").await.0,
+            500
+        );
+    }
+    let (status, body) = call_fake(&client, "GET", &url, Some(&good), "").await;
+    assert_eq!((status, body.to_vec()), (200, vec![1, 2, 3]));
+    let other = url.replace("RE1", "RE2");
+    assert_eq!(
+        call_fake(&client, "GET", &other, Some(&good), "").await.0,
+        404
+    );
+    assert_eq!(fake.recording_count(), 6);
+    assert_eq!(fake.recording_requests()[2].authorization, good);
 }

@@ -3,9 +3,7 @@
 //! sorted parameters), not with the server's code.
 
 use base64::Engine as _;
-use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
-use sha1::Sha1;
 
 use crate::common::{Response, TestServer};
 use crate::fake_twilio::FakeTwilio;
@@ -73,20 +71,6 @@ async fn lead(s: &Setup, id: &str, phone: &str, profile: &str) {
     );
 }
 
-/// Twilio's signature of a POST of `params` to `url`, computed as Twilio documents it.
-fn twilio_signature(url: &str, params: &[(&str, &str)]) -> String {
-    let mut sorted = params.to_vec();
-    sorted.sort();
-    let mut data = url.to_string();
-    for (k, v) in sorted {
-        data.push_str(k);
-        data.push_str(v);
-    }
-    let mut mac = Hmac::<Sha1>::new_from_slice(TOKEN.as_bytes()).unwrap();
-    mac.update(data.as_bytes());
-    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
-}
-
 async fn webhook(
     s: &Setup,
     hook: &str,
@@ -94,8 +78,8 @@ async fn webhook(
     signature: Option<String>,
 ) -> Response {
     let path = format!("/v1/providers/twilio/{}/{hook}", s.org);
-    let signature =
-        signature.unwrap_or_else(|| twilio_signature(&format!("{PUBLIC_URL}{path}"), params));
+    let signature = signature
+        .unwrap_or_else(|| twilio_signature(TOKEN, &format!("{PUBLIC_URL}{path}"), params));
     let body = serde_urlencoded::to_string(params).unwrap().into_bytes();
     s.ts.post_with_headers(
         &path,
@@ -206,7 +190,11 @@ async fn unsigned_or_wrongly_signed_webhooks_are_403_and_change_nothing() {
     .await;
     assert_error(&forged, 403, "Forbidden");
     // Signed for other parameters (the body was altered on the way).
-    let other = twilio_signature(&format!("{PUBLIC_URL}{path}"), &[("MessageSid", "SMin1")]);
+    let other = twilio_signature(
+        TOKEN,
+        &format!("{PUBLIC_URL}{path}"),
+        &[("MessageSid", "SMin1")],
+    );
     let altered = webhook(&s, "sms", &params, Some(other)).await;
     assert_error(&altered, 403, "Forbidden");
     assert!(messages_of(&s.ts, &s.key, "L1").await.is_empty());
@@ -360,7 +348,7 @@ async fn webhooks_for_another_number_or_an_org_without_twilio_are_404() {
     let other = expect(&s.ts.get(&other_admin, "/v1/org").await, 200);
     for org in [other["id"].as_str().unwrap(), "org_none"] {
         let path = format!("/v1/providers/twilio/{org}/sms");
-        let signature = twilio_signature(&format!("{PUBLIC_URL}{path}"), &params);
+        let signature = twilio_signature(TOKEN, &format!("{PUBLIC_URL}{path}"), &params);
         let body = serde_urlencoded::to_string(params).unwrap().into_bytes();
         let r =
             s.ts.post_with_headers(
