@@ -7,6 +7,7 @@
 //! writer, so every acknowledged write is on disk when the process exits.
 
 mod admin_socket;
+mod first_bytes;
 pub mod limits;
 mod plaintext;
 mod startup;
@@ -23,6 +24,7 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 
+use first_bytes::FirstBytes;
 use limits::PerAddress;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
@@ -313,15 +315,22 @@ async fn serve_connection(
                 return Ok(plaintext::answer(stream).await?);
             }
             let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await??;
-            // Choosing by ALPN skips protocol sniffing, which has no timeout of its own;
-            // the chosen protocol's timeouts then cover a silent client.
-            let builder = match stream.get_ref().1.alpn_protocol() {
-                Some(b"h2") => &protocols.http2,
-                _ => &protocols.http1,
-            };
-            // With upgrades: the ConversationRelay WebSocket (`api::relay`).
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            watcher.watch(conn.into_owned()).await
+            // Choosing by ALPN: HTTP/2 skips protocol sniffing, whose read has no timeout
+            // of its own, and its timeouts then cover a silent client. HTTP/1.1 serves
+            // upgrades (the relay's WebSocket, `api::relay`), which always sniff: its
+            // first bytes are held to the header timeout by `FirstBytes`.
+            if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                let conn = protocols
+                    .http2
+                    .serve_connection(TokioIo::new(stream), service);
+                watcher.watch(conn.into_owned()).await
+            } else {
+                let stream = FirstBytes::new(stream, protocols.first_bytes_timeout);
+                let conn = protocols
+                    .http1
+                    .serve_connection_with_upgrades(TokioIo::new(stream), service);
+                watcher.watch(conn.into_owned()).await
+            }
         }
         None => {
             let mut first = [0u8; 1];
