@@ -1,0 +1,373 @@
+//! The relay measured in one run: what engaged adds to a spoken turn, and whether live
+//! calls slow the API down.
+//!
+//! `cargo bench --bench voice` (not criterion: it prints one measured run). The server
+//! runs in-process with a Twilio voice provider and a model server on 127.0.0.1 that
+//! answers at once (and records how long each answer took it). Calls come in through
+//! the signed `voice/inbound` webhook and talk over the relay WebSocket, as Twilio's
+//! ConversationRelay would.
+//!
+//! 1. Added latency: one call, 200 prompts in turn. Each turn's time from sending the
+//!    prompt to receiving the text frame, less the model server's own time for that
+//!    turn; p50 and p99 (target: p99 under 5 ms).
+//! 2. 50 calls at once, each prompting in a loop against a model that takes 50 ms,
+//!    while 4 clients `GET /v1/leads/{id}`: the GET p50/p99 with and without the calls,
+//!    measured in the same run (target: p99 under 10 ms with the calls).
+
+mod support;
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use http_body_util::{BodyExt, Full};
+use hyper::{Request, Response};
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+use engaged::config::Config;
+use engaged::domain::{leads, Caller};
+use engaged::providers::twilio_signature;
+use engaged::server::Server;
+
+const PUBLIC_URL: &str = "https://engaged.test";
+const TOKEN: &str = "bench-token";
+const FROM: &str = "+15550100000";
+const TURNS: usize = 200;
+const CALLS: usize = 50;
+const LOAD_SECONDS: u64 = 8;
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(run());
+}
+
+/// A chat-completions server that answers "Sure." after `delay`, adding each answer's
+/// own time (in microseconds) to `spent`.
+async fn model(delay: Duration, spent: Arc<AtomicU64>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let spent = spent.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let spent = spent.clone();
+                    async move {
+                        let started = Instant::now();
+                        let _ = req.into_body().collect().await;
+                        if !delay.is_zero() {
+                            tokio::time::sleep(delay).await;
+                        }
+                        let body = json!({"choices": [{"message": {"role": "assistant", "content": "Sure."}}]});
+                        spent.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(body.to_string()))))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    url
+}
+
+struct Bench {
+    dir: tempfile::TempDir,
+    server: Server,
+    org: String,
+    caller: Caller,
+    client: support::HttpsClient,
+    base: String,
+}
+
+impl Bench {
+    async fn post_form(&self, path: &str, params: &[(&str, &str)]) -> String {
+        let owned: Vec<(String, String)> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let signature = twilio_signature::sign(TOKEN, &format!("{PUBLIC_URL}{path}"), &owned);
+        let body = serde_urlencoded::to_string(params).expect("form");
+        let req = Request::post(format!("{}{path}", self.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("x-twilio-signature", signature)
+            .body(Full::new(Bytes::from(body)))
+            .expect("request");
+        let resp = self.client.request(req).await.expect("webhook");
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        String::from_utf8_lossy(&bytes).to_string()
+    }
+
+    /// A call from lead `n`'s phone; answers the call id (from the relay URL).
+    async fn inbound_call(&self, n: usize) -> String {
+        let path = format!("/v1/providers/twilio/{}/voice/inbound", self.org);
+        let from = format!("+1555020{n:04}");
+        let sid = format!("CA{n:032}");
+        let twiml = self
+            .post_form(&path, &[("CallSid", &sid), ("From", &from), ("To", FROM)])
+            .await;
+        let start = twiml.find("/voice/").expect("a relay URL") + "/voice/".len();
+        let rest = &twiml[start..];
+        rest[..rest.find('/').expect("call id")].to_string()
+    }
+
+    async fn relay(
+        &self,
+        call: &str,
+    ) -> tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<TcpStream>> {
+        let path = format!("/v1/providers/twilio/{}/voice/{call}/relay", self.org);
+        let signed = format!("wss://engaged.test{path}");
+        let signature = twilio_signature::sign(TOKEN, &signed, &[]);
+        let tcp = TcpStream::connect(self.server.local_addr())
+            .await
+            .expect("connect");
+        let mut tls = tls_config(self.dir.path());
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(tls));
+        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+        let stream = connector.connect(name, tcp).await.expect("tls");
+        let url = format!("wss://localhost:{}{path}", self.server.local_addr().port());
+        let mut request = url.into_client_request().expect("request");
+        request
+            .headers_mut()
+            .insert("x-twilio-signature", signature.parse().expect("header"));
+        let (mut ws, _) = tokio_tungstenite::client_async(request, stream)
+            .await
+            .expect("handshake");
+        let setup = json!({"type": "setup", "sessionId": "VX1", "callSid": "CA1", "from": "+1", "to": FROM});
+        ws.send(Message::text(setup.to_string())).await.expect("setup");
+        ws
+    }
+}
+
+fn tls_config(dir: &std::path::Path) -> rustls::ClientConfig {
+    let pem = std::fs::read(dir.join("tls/cert.pem")).expect("cert");
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+        roots.add(cert.expect("pem")).expect("root");
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+/// Sends one prompt and waits for the text frame; answers the round trip.
+async fn turn<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>, text: &str) -> Duration
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let prompt = json!({"type": "prompt", "voicePrompt": text, "lang": "en-US", "last": true});
+    let started = Instant::now();
+    ws.send(Message::text(prompt.to_string())).await.expect("prompt");
+    loop {
+        match ws.next().await {
+            Some(Ok(Message::Text(frame))) => {
+                let frame: Value = serde_json::from_str(frame.as_str()).expect("json");
+                if frame["type"] == "text" {
+                    return started.elapsed();
+                }
+            }
+            Some(Ok(_)) => {}
+            other => panic!("the relay closed: {other:?}"),
+        }
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+async fn start(model_url: &str) -> Bench {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = Config::for_tests(dir.path().to_path_buf());
+    config.public_url = Some(PUBLIC_URL.into());
+    let server = Server::start(config).await.expect("server");
+    let store = server.store().clone();
+    let (key, caller) = support::org_with_key(&store, "admin").await;
+    let client = support::https_client(dir.path());
+    let base = format!("https://localhost:{}", server.local_addr().port());
+    let settings = json!({
+        "assistant": {"baseUrl": model_url, "model": "bench", "timeoutMs": 10000},
+        "providers": {"voice": {"kind": "twilio", "accountSid": "ACbench", "authToken": TOKEN, "from": FROM}}
+    });
+    let req = Request::patch(format!("{base}/v1/org"))
+        .header("x-api-key", &key)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(settings.to_string())))
+        .expect("request");
+    let resp = client.request(req).await.expect("patch org");
+    let body = resp.into_body().collect().await.expect("body").to_bytes();
+    let org: Value = serde_json::from_slice(&body).expect("org");
+    let org = org["id"].as_str().expect("org id").to_string();
+    for n in 0..=CALLS {
+        let c = caller.clone();
+        let lead = support::object(json!({"id": format!("lead-{n}"), "firstName": "Ada", "phone": format!("+1555020{n:04}")}));
+        store
+            .write(move |tx| leads::create(tx, &c, lead.clone()).map(|_| ()))
+            .await
+            .expect("lead");
+    }
+    Bench {
+        dir,
+        server,
+        org,
+        caller,
+        client,
+        base,
+    }
+}
+
+async fn gets(bench: &Bench, key: &str, seconds: u64) -> Vec<Duration> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let latencies: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let (client, base, key) = (bench.client.clone(), bench.base.clone(), key.to_string());
+        let (stop, latencies) = (stop.clone(), latencies.clone());
+        readers.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let req = Request::get(format!("{base}/v1/leads/lead-0"))
+                    .header("x-api-key", &key)
+                    .body(Full::new(Bytes::new()))
+                    .expect("request");
+                let started = Instant::now();
+                let resp = client.request(req).await.expect("get");
+                let _ = resp.into_body().collect().await;
+                latencies.lock().expect("lock").push(started.elapsed());
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        let _ = r.await;
+    }
+    let mut all = latencies.lock().expect("lock").clone();
+    all.sort();
+    all
+}
+
+async fn run() {
+    println!(
+        "voice, one run on this machine ({} cores):",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    // 1. Added latency over 200 turns, the model answering at once.
+    let spent = Arc::new(AtomicU64::new(0));
+    let model_url = model(Duration::ZERO, spent.clone()).await;
+    let bench = start(&model_url).await;
+    let call = bench.inbound_call(0).await;
+    let mut ws = bench.relay(&call).await;
+    for _ in 0..10 {
+        turn(&mut ws, "warming up").await; // connections and caches warm
+    }
+    let mut added = Vec::with_capacity(TURNS);
+    let mut round_trips = Vec::with_capacity(TURNS);
+    for i in 0..TURNS {
+        let before = spent.load(Ordering::Relaxed);
+        let rt = turn(&mut ws, &format!("prompt number {i}")).await;
+        let model_time = Duration::from_micros(spent.load(Ordering::Relaxed) - before);
+        round_trips.push(rt);
+        added.push(rt.saturating_sub(model_time));
+    }
+    added.sort();
+    round_trips.sort();
+    println!(
+        "  relay, {TURNS} turns: added latency (prompt sent to text frame received, less the model's own time) p50 {} p99 {} max {}; whole round trip p50 {} p99 {}",
+        ms(percentile(&added, 0.5)),
+        ms(percentile(&added, 0.99)),
+        ms(percentile(&added, 1.0)),
+        ms(percentile(&round_trips, 0.5)),
+        ms(percentile(&round_trips, 0.99)),
+    );
+    drop(ws);
+    let admin_key = {
+        let created = engaged::admin::run(
+            bench.server.store(),
+            engaged::admin::AdminRequest::KeyCreate {
+                org: "bench".into(),
+                scope: engaged::store::records::Scope::Read,
+                name: None,
+            },
+        )
+        .await
+        .expect("key");
+        created["key"].as_str().expect("key").to_string()
+    };
+    let _ = &bench.caller;
+
+    // 2. GET latency alone, then with 50 calls talking to a 50 ms model.
+    let quiet = gets(&bench, &admin_key, LOAD_SECONDS).await;
+    let slow_spent = Arc::new(AtomicU64::new(0));
+    let slow_model = model(Duration::from_millis(50), slow_spent).await;
+    let slow = start(&slow_model).await;
+    let slow_key = {
+        let created = engaged::admin::run(
+            slow.server.store(),
+            engaged::admin::AdminRequest::KeyCreate {
+                org: "bench".into(),
+                scope: engaged::store::records::Scope::Read,
+                name: None,
+            },
+        )
+        .await
+        .expect("key");
+        created["key"].as_str().expect("key").to_string()
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let turns = Arc::new(AtomicU64::new(0));
+    let mut talkers = Vec::new();
+    for n in 1..=CALLS {
+        let call = slow.inbound_call(n).await;
+        let mut ws = slow.relay(&call).await;
+        let (stop, turns) = (stop.clone(), turns.clone());
+        talkers.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                turn(&mut ws, "tell me more about the offer").await;
+                turns.fetch_add(1, Ordering::Relaxed);
+            }
+        }));
+    }
+    let busy = gets(&slow, &slow_key, LOAD_SECONDS).await;
+    stop.store(true, Ordering::Relaxed);
+    for t in talkers {
+        let _ = t.await;
+    }
+    println!(
+        "  GET /v1/leads/{{id}}, 4 clients, {LOAD_SECONDS} s: alone p50 {} p99 {} ({} requests); with {CALLS} calls talking p50 {} p99 {} ({} requests, {} turns answered)",
+        ms(percentile(&quiet, 0.5)),
+        ms(percentile(&quiet, 0.99)),
+        quiet.len(),
+        ms(percentile(&busy, 0.5)),
+        ms(percentile(&busy, 0.99)),
+        busy.len(),
+        turns.load(Ordering::Relaxed),
+    );
+    slow.server.shutdown().await;
+    bench.server.shutdown().await;
+}
