@@ -64,19 +64,24 @@ async fn model(delay: Duration, spent: Arc<AtomicU64>) -> String {
             };
             let spent = spent.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let spent = spent.clone();
-                    async move {
-                        let started = Instant::now();
-                        let _ = req.into_body().collect().await;
-                        if !delay.is_zero() {
-                            tokio::time::sleep(delay).await;
+                let service = hyper::service::service_fn(
+                    move |req: Request<hyper::body::Incoming>| {
+                        let spent = spent.clone();
+                        async move {
+                            let started = Instant::now();
+                            let _ = req.into_body().collect().await;
+                            if !delay.is_zero() {
+                                tokio::time::sleep(delay).await;
+                            }
+                            let body = json!({"choices": [{"message": {"role": "assistant", "content": "Sure."}}]});
+                            spent
+                                .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+                            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(
+                                body.to_string(),
+                            ))))
                         }
-                        let body = json!({"choices": [{"message": {"role": "assistant", "content": "Sure."}}]});
-                        spent.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(body.to_string()))))
-                    }
-                });
+                    },
+                );
                 let _ = hyper::server::conn::http1::Builder::new()
                     .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                     .await;
@@ -150,7 +155,9 @@ impl Bench {
             .await
             .expect("handshake");
         let setup = json!({"type": "setup", "sessionId": "VX1", "callSid": "CA1", "from": "+1", "to": FROM});
-        ws.send(Message::text(setup.to_string())).await.expect("setup");
+        ws.send(Message::text(setup.to_string()))
+            .await
+            .expect("setup");
         ws
     }
 }
@@ -175,7 +182,9 @@ where
 {
     let prompt = json!({"type": "prompt", "voicePrompt": text, "lang": "en-US", "last": true});
     let started = Instant::now();
-    ws.send(Message::text(prompt.to_string())).await.expect("prompt");
+    ws.send(Message::text(prompt.to_string()))
+        .await
+        .expect("prompt");
     loop {
         match ws.next().await {
             Some(Ok(Message::Text(frame))) => {
@@ -226,7 +235,9 @@ async fn start(model_url: &str) -> Bench {
     let org = org["id"].as_str().expect("org id").to_string();
     for n in 0..=CALLS {
         let c = caller.clone();
-        let lead = support::object(json!({"id": format!("lead-{n}"), "firstName": "Ada", "phone": format!("+1555020{n:04}")}));
+        let lead = support::object(
+            json!({"id": format!("lead-{n}"), "firstName": "Ada", "phone": format!("+1555020{n:04}")}),
+        );
         store
             .write(move |tx| leads::create(tx, &c, lead.clone()).map(|_| ()))
             .await
