@@ -54,7 +54,7 @@ pub async fn webhook(
     let org_id = org.to_string();
     match hook {
         Hook::Inbound => {
-            form.required("CallSid")?;
+            let sid = form.required("CallSid")?.to_string();
             let from = crate::phone::normalize(form.required("From")?)
                 .ok_or_else(|| Error::invalid_field("From"))?;
             let to = form.get("To").and_then(crate::phone::normalize);
@@ -62,7 +62,6 @@ pub async fn webhook(
                 tracing::warn!(org, to = ?to, "an inbound call to a number that is not the organization's");
                 return Err(Error::NotFound("Not found".into()));
             }
-            let sid = form.required("CallSid")?.to_string();
             let (call_id, answer) = state
                 .store
                 .write(move |tx| voice::inbound(tx, &org_id, &sid, &from))

@@ -447,10 +447,9 @@ async fn provider_secrets_never_reach_the_log_at_debug_level() {
         log.contains("wrong signature"),
         "the log was captured: {log}"
     );
-    assert!(
-        log.contains("connecting to"),
-        "the provider call was logged: {log}"
-    );
+    // hyper-util's own "connecting to" line is not asserted: tracing caches a
+    // callsite's interest process-wide, and a test on another thread hitting it first
+    // (with no subscriber) makes it come and go here.
     assert!(!log.contains(TOKEN), "the auth token is in the log");
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("{SID}:{TOKEN}"));
     assert!(
