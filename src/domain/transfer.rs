@@ -33,14 +33,6 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Transfer => "transfer",
-            Reason::Handoff => "handoff",
-            Reason::Other => "other",
-        }
-    }
-
     /// Reads Twilio's `HandoffData`: the JSON text the relay sent, `{"reason": ...}`.
     pub fn parse(handoff_data: Option<&str>) -> Reason {
         let reason = handoff_data

@@ -29,7 +29,7 @@ use super::tools::Effect;
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::transcript::{self, Role};
-use crate::domain::{transfer, voice};
+use crate::domain::voice;
 use crate::error::Result;
 use crate::providers::relay::{self, FromTwilio};
 use crate::store::records::LeadRecord;
@@ -220,16 +220,14 @@ impl Engine {
                             heard.push(Turn { from_lead: false, text });
                         }
                         Said::Ended(effect) => {
+                            // The transfer path reads the reason (`transfer::Reason`).
                             let reason = match effect {
-                                Effect::Transfer => transfer::Reason::Transfer,
-                                Effect::HandedOff => transfer::Reason::Handoff,
-                                Effect::OptedOut | Effect::Continue => transfer::Reason::Other,
+                                Effect::Transfer => "transfer",
+                                Effect::HandedOff => "handoff",
+                                Effect::OptedOut | Effect::Continue => "opt_out",
                             };
-                            let data = serde_json::json!({"reason": match effect {
-                                Effect::OptedOut => "opt_out",
-                                _ => reason.as_str(),
-                            }});
-                            socket.send(Message::text(relay::end_frame(&data.to_string()))).await.map_err(ws_error)?;
+                            let data = serde_json::json!({"reason": reason}).to_string();
+                            socket.send(Message::text(relay::end_frame(&data))).await.map_err(ws_error)?;
                         }
                         Said::Nothing => {}
                         Said::Failed(error) => {
