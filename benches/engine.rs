@@ -113,11 +113,11 @@ async fn run() {
     );
     println!(
         "  GET /v1/leads/{{id}} over HTTPS, 4 clients: during the burst p50 {:.2} ms, p99 {:.2} ms ({} requests); idle p50 {:.2} ms, p99 {:.2} ms",
-        ms(percentile(&during, 0.50)),
-        ms(percentile(&during, 0.99)),
+        ms(support::percentile(&during, 0.50)),
+        ms(support::percentile(&during, 0.99)),
         during.len(),
-        ms(percentile(&idle_gets, 0.50)),
-        ms(percentile(&idle_gets, 0.99)),
+        ms(support::percentile(&idle_gets, 0.50)),
+        ms(support::percentile(&idle_gets, 0.99)),
     );
 
     // 2. An agenda of 100k rows due tomorrow.
@@ -157,8 +157,8 @@ async fn run() {
     lateness.sort();
     println!(
         "  idle: 20 steps due 1 s after enrolment ran late by p50 {:.2} ms, max {:.2} ms",
-        ms(percentile(&lateness, 0.50)),
-        ms(percentile(&lateness, 1.0)),
+        ms(support::percentile(&lateness, 0.50)),
+        ms(support::percentile(&lateness, 1.0)),
     );
     server.shutdown().await;
 }
@@ -256,16 +256,6 @@ fn cpu_seconds() -> f64 {
     };
     // utime and stime are fields 14 and 15 of the line: 11 and 12 after the name.
     (ticks(11) + ticks(12)) / 100.0
-}
-
-fn percentile(sorted_or_not: &[Duration], p: f64) -> Duration {
-    let mut sorted = sorted_or_not.to_vec();
-    sorted.sort();
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 fn ms(d: Duration) -> f64 {

@@ -199,14 +199,6 @@ where
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
-}
-
 fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
@@ -310,11 +302,11 @@ async fn run() {
     round_trips.sort();
     println!(
         "  relay, {TURNS} turns: added latency (prompt sent to text frame received, less the model's own time) p50 {} p99 {} max {}; whole round trip p50 {} p99 {}",
-        ms(percentile(&added, 0.5)),
-        ms(percentile(&added, 0.99)),
-        ms(percentile(&added, 1.0)),
-        ms(percentile(&round_trips, 0.5)),
-        ms(percentile(&round_trips, 0.99)),
+        ms(support::percentile(&added, 0.5)),
+        ms(support::percentile(&added, 0.99)),
+        ms(support::percentile(&added, 1.0)),
+        ms(support::percentile(&round_trips, 0.5)),
+        ms(support::percentile(&round_trips, 0.99)),
     );
     drop(ws);
     let admin_key = {
@@ -371,11 +363,11 @@ async fn run() {
     }
     println!(
         "  GET /v1/leads/{{id}}, 4 clients, {LOAD_SECONDS} s: alone p50 {} p99 {} ({} requests); with {CALLS} calls talking p50 {} p99 {} ({} requests, {} turns answered)",
-        ms(percentile(&quiet, 0.5)),
-        ms(percentile(&quiet, 0.99)),
+        ms(support::percentile(&quiet, 0.5)),
+        ms(support::percentile(&quiet, 0.99)),
         quiet.len(),
-        ms(percentile(&busy, 0.5)),
-        ms(percentile(&busy, 0.99)),
+        ms(support::percentile(&busy, 0.5)),
+        ms(support::percentile(&busy, 0.99)),
         busy.len(),
         turns.load(Ordering::Relaxed),
     );

@@ -81,11 +81,6 @@ async fn wait_for(arrivals: &Arrivals, n: usize, limit: Duration) -> bool {
     false
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` would pass nothing useful.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -183,9 +178,9 @@ async fn run() {
     );
     println!(
         "  commit-to-delivery latency over {n_latency} sequential deliveries: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
-        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
-        percentile(&latencies, 1.0).as_secs_f64() * 1e3,
+        support::percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        support::percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        support::percentile(&latencies, 1.0).as_secs_f64() * 1e3,
     );
     println!(
         "  throughput: {n_throughput} deliveries from 64 concurrent writers: {} in {:.2} s = {:.0} deliveries/s (writes took {:.2} s)",

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -74,4 +75,15 @@ pub fn https_client(data_dir: &Path) -> HttpsClient {
     Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(128)
         .build(connector)
+}
+
+/// The `p` quantile (0.0 to 1.0) of `samples`, in any order; zero for none.
+pub fn percentile(samples: &[Duration], p: f64) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
 }

@@ -144,6 +144,14 @@ fn profile_of(tx: &WriteTx, org: &str, name: &str) -> Result<Option<ProfileRecor
     tx.profile(org, name)
 }
 
+/// The profile's `voiceGreeting` template, or `default` when it sets none.
+fn greeting_of<'a>(profile: Option<&'a ProfileRecord>, default: &'a str) -> &'a str {
+    profile
+        .map(|p| p.voice_greeting.as_str())
+        .filter(|g| !g.is_empty())
+        .unwrap_or(default)
+}
+
 /// A template rendered for `lead` (or, for an unknown caller, with empty lead fields);
 /// "Hi , this" becomes "Hi, this" when the lead has no first name.
 fn render(tx: &WriteTx, org: &str, template: &str, lead: Option<&LeadRecord>) -> Result<String> {
@@ -178,11 +186,7 @@ pub fn answered(tx: &mut WriteTx, org: &str, call_id: &str) -> Result<Answer> {
         id => tx.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
     };
     let profile = profile_of(tx, org, &session.profile)?;
-    let greeting = profile
-        .as_ref()
-        .map(|p| p.voice_greeting.as_str())
-        .filter(|g| !g.is_empty())
-        .unwrap_or(DEFAULT_GREETING);
+    let greeting = greeting_of(profile.as_ref(), DEFAULT_GREETING);
     if assistant_takes(tx, org, lead.as_ref())? {
         let greeting = render(tx, org, greeting, lead.as_ref())?;
         remember_greeting(tx, org, call_id, &greeting)?;
@@ -237,11 +241,7 @@ pub fn inbound(
     let session = session(tx, org, &call_id)?;
     let profile = profile_of(tx, org, &session.profile)?;
     let answer = if assistant_takes(tx, org, lead.as_ref())? {
-        let greeting = profile
-            .as_ref()
-            .map(|p| p.voice_greeting.as_str())
-            .filter(|g| !g.is_empty())
-            .unwrap_or(DEFAULT_INBOUND_GREETING);
+        let greeting = greeting_of(profile.as_ref(), DEFAULT_INBOUND_GREETING);
         let greeting = render(tx, org, greeting, lead.as_ref())?;
         remember_greeting(tx, org, &call_id, &greeting)?;
         Answer::Relay { greeting }
