@@ -275,16 +275,25 @@ async fn request_call(v: &Voice, lead: &str) -> String {
     str_of(&answer["call"]["id"]).to_string()
 }
 
+/// The `CallSid` the fake gave its `index`-th call request, once it answered (the fake
+/// logs a request before it answers).
+async fn dialed_sid(v: &Voice, index: usize) -> String {
+    wait_dialed(v, index + 1).await;
+    poll("the fake accepted the call", WAIT, || async move {
+        v.twilio.calls()[index]
+            .sid
+            .clone()
+            .ok_or_else(|| "no sid yet".to_string())
+    })
+    .await
+}
+
 /// Places a call to `lead` through the API and waits until Twilio was asked; returns the
 /// call's id and the `CallSid` the fake gave it.
 async fn placed_call(v: &Voice, lead: &str) -> (String, String) {
     let before = v.twilio.calls().len();
     let call = request_call(v, lead).await;
-    let dialed = wait_dialed(v, before + 1).await;
-    let sid = dialed[before]
-        .sid
-        .clone()
-        .expect("the fake accepted the call");
+    let sid = dialed_sid(v, before).await;
     (call, sid)
 }
 
@@ -580,8 +589,7 @@ async fn twiml_without_an_assistant_says_the_step_text_then_hangs_up() {
     let v = start(false).await;
     lead(&v, "L1", "solar").await;
     let call = call_of(&v, "L1").await;
-    let dialed = wait_dialed(&v, 1).await;
-    let sid = dialed[0].sid.clone().unwrap();
+    let sid = dialed_sid(&v, 0).await;
     let doc = fetch_twiml(&v, &call, &sid).await;
     assert_eq!(element_text(&doc, "Say"), STEP_TEXT_ADA, "{doc}");
     let hangup = doc
@@ -601,8 +609,8 @@ async fn twiml_escapes_what_a_lead_put_in_its_name() {
     let injection = "</Say><Dial>+19005550000</Dial><Say>";
     lead_named(&v, "L1", injection, "solar").await;
     let call = call_of(&v, "L1").await;
-    let dialed = wait_dialed(&v, 1).await;
-    let doc = fetch_twiml(&v, &call, dialed[0].sid.as_deref().unwrap()).await;
+    let sid = dialed_sid(&v, 0).await;
+    let doc = fetch_twiml(&v, &call, &sid).await;
     assert!(!doc.contains("<Dial"), "the name is not markup: {doc}");
     assert!(doc.contains("&lt;Dial&gt;"), "the name is escaped: {doc}");
     assert_eq!(doc.matches("<Say").count(), 1, "{doc}");
