@@ -123,7 +123,11 @@ pub struct ServeArgs {
     /// How long finished webhook deliveries are kept [default: 30d].
     #[arg(long, env = "ENGAGED_WEBHOOK_RETENTION")]
     pub webhook_retention: Option<String>,
-    /// Extra PEM CA certificates trusted for https webhook receivers.
+    /// Extra PEM CA certificates trusted, beside the built-in roots, by every outbound
+    /// client (SMTP, webhooks, the model, the compliance service, Twilio).
+    #[arg(long, env = "ENGAGED_OUTBOUND_CA_FILE")]
+    pub outbound_ca_file: Option<PathBuf>,
+    /// The old name of --outbound-ca-file.
     #[arg(long, env = "ENGAGED_WEBHOOK_CA_FILE")]
     pub webhook_ca_file: Option<PathBuf>,
     /// URL clients reach this server under (behind a proxy), for recording links
@@ -204,6 +208,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 webhook_max_in_flight: args.webhook_max_in_flight,
                 webhook_retention: args.webhook_retention,
                 webhook_ca_file: args.webhook_ca_file,
+                outbound_ca_file: args.outbound_ca_file,
                 cache_mib: args.cache_mib,
                 header_read_timeout: args.header_read_timeout,
                 max_connections: args.max_connections,

@@ -34,6 +34,10 @@ pub struct Config {
     pub cache_mib: usize,
     pub limits: Limits,
     pub webhooks: WebhookConfig,
+    /// Extra PEM CA certificates trusted, beside the webpki roots, by every outbound
+    /// client (SMTP, webhooks, the model, the compliance service, Twilio). TOML key
+    /// `outbound_ca_file`, or its old name `webhook_ca_file`.
+    pub outbound_ca_file: Option<PathBuf>,
     /// Scheme, host and optional path prefix under which clients reach this server
     /// (behind a proxy); recording links start with it. `None`: from each request.
     pub public_url: Option<String>,
@@ -154,8 +158,6 @@ pub struct WebhookConfig {
     pub max_in_flight_per_endpoint: usize,
     /// How long finished deliveries and their attempts are kept.
     pub retention: Duration,
-    /// Extra PEM CA certificates trusted for https receivers, besides the webpki roots.
-    pub ca_file: Option<PathBuf>,
 }
 
 pub const DEFAULT_RETRY_SCHEDULE: [&str; 7] = ["5s", "5m", "30m", "2h", "5h", "10h", "10h"];
@@ -170,7 +172,6 @@ impl Default for WebhookConfig {
             timeout: Duration::from_secs(15),
             max_in_flight_per_endpoint: 8,
             retention: Duration::from_secs(30 * 86_400),
-            ca_file: None,
         }
     }
 }
@@ -219,10 +220,6 @@ impl WebhookConfig {
                     .or(file.webhook_retention.as_ref()),
                 defaults.retention,
             )?,
-            ca_file: over
-                .webhook_ca_file
-                .clone()
-                .or(file.webhook_ca_file.clone()),
         })
     }
 }
@@ -250,7 +247,9 @@ pub struct FileConfig {
     pub webhook_timeout: Option<String>,
     pub webhook_max_in_flight: Option<usize>,
     pub webhook_retention: Option<String>,
+    /// The old name of `outbound_ca_file`, still accepted.
     pub webhook_ca_file: Option<PathBuf>,
+    pub outbound_ca_file: Option<PathBuf>,
     pub public_url: Option<String>,
     pub recording_max_bytes: Option<u64>,
     pub recording_link_ttl_secs: Option<u64>,
@@ -275,6 +274,10 @@ impl Config {
     pub fn resolve(file: FileConfig, over: Overrides) -> Result<Config, String> {
         let webhooks = WebhookConfig::resolve(&file, &over)?;
         let limits = Limits::resolve(&file, &over)?;
+        let outbound_ca_file = match outbound_ca_file(&over)? {
+            Some(path) => Some(path),
+            None => outbound_ca_file(&file)?,
+        };
         let listen = over
             .listen
             .or(file.listen)
@@ -297,6 +300,7 @@ impl Config {
                 .or(file.max_body_bytes)
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
             webhooks,
+            outbound_ca_file,
             limits,
             cache_mib: over
                 .cache_mib
@@ -351,6 +355,7 @@ impl Config {
             tls_names: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             webhooks: WebhookConfig::default(),
+            outbound_ca_file: None,
             limits: Limits::default(),
             cache_mib: DEFAULT_CACHE_MIB,
             public_url: None,
@@ -361,6 +366,19 @@ impl Config {
 
     pub fn database_path(&self) -> PathBuf {
         database_path(&self.data_dir)
+    }
+}
+
+/// `outbound_ca_file` of one layer, under its name or its old name `webhook_ca_file`
+/// (both at once must agree).
+fn outbound_ca_file(layer: &FileConfig) -> Result<Option<PathBuf>, String> {
+    match (&layer.outbound_ca_file, &layer.webhook_ca_file) {
+        (Some(new), Some(old)) if new != old => Err(format!(
+            "outbound_ca_file ({}) and its old name webhook_ca_file ({}) differ: set one",
+            new.display(),
+            old.display()
+        )),
+        (new, old) => Ok(new.clone().or_else(|| old.clone())),
     }
 }
 
@@ -519,6 +537,26 @@ mod tests {
             ..Default::default()
         });
         assert!(e.starts_with("recording_min_bytes_per_second"), "{e}");
+    }
+
+    #[test]
+    fn outbound_ca_file_takes_its_old_name() {
+        let file: FileConfig = toml::from_str("webhook_ca_file = \"/etc/old.pem\"").unwrap();
+        let c = Config::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(c.outbound_ca_file, Some(PathBuf::from("/etc/old.pem")));
+        let file: FileConfig = toml::from_str("outbound_ca_file = \"/etc/new.pem\"").unwrap();
+        let over = Overrides {
+            webhook_ca_file: Some("/flag.pem".into()),
+            ..Default::default()
+        };
+        let c = Config::resolve(file, over).unwrap();
+        assert_eq!(c.outbound_ca_file, Some(PathBuf::from("/flag.pem")));
+        let file: FileConfig =
+            toml::from_str("outbound_ca_file = \"/a.pem\"\nwebhook_ca_file = \"/b.pem\"").unwrap();
+        let e = Config::resolve(file, Overrides::default()).unwrap_err();
+        assert!(e.starts_with("outbound_ca_file"), "{e}");
+        let d = Config::resolve(FileConfig::default(), Overrides::default()).unwrap();
+        assert_eq!(d.outbound_ca_file, None);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The one outbound HTTP(S) client: webhook deliveries, the compliance service's checks,
 //! and (with the engine) the assistant's model server and the channel providers.
 //!
-//! hyper-util's pooled client over rustls, trusting the webpki roots plus an optional
-//! extra CA file (receivers with a private CA). One attempt is one POST bounded by a
+//! hyper-util's pooled client over rustls, trusting the webpki roots plus the
+//! server-wide `outbound_ca_file` (receivers with a private CA; `outbound_tls`). A
+//! failed certificate check is `tls` in the error text and `tls_certificate` in a
+//! [`SendError`]: repeating it cannot help. One attempt is one POST bounded by a
 //! timeout that covers connecting, sending and reading the (discarded) answer. A large
 //! download (a call's recording) is one GET whose timeout covers the answer's head only:
 //! the caller reads the body as it streams.
@@ -18,6 +20,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::outbound_tls::{is_certificate_error, OutboundTrust, TLS_CLASS};
+
 /// What the receiver made of one attempt.
 #[derive(Debug, Clone)]
 pub struct AttemptOutcome {
@@ -31,6 +35,7 @@ pub struct AttemptOutcome {
 pub struct HttpClient {
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     timeout: Duration,
+    trust: OutboundTrust,
 }
 
 /// Receivers' answers are not read beyond this unless the caller says otherwise
@@ -38,19 +43,10 @@ pub struct HttpClient {
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 impl HttpClient {
+    /// A client trusting the webpki roots and `ca_file` (`outbound_ca_file`).
     pub fn new(timeout: Duration, ca_file: Option<&std::path::Path>) -> Result<HttpClient, String> {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        if let Some(path) = ca_file {
-            let pem = std::fs::read(path)
-                .map_err(|e| format!("webhook_ca_file {}: {e}", path.display()))?;
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| format!("webhook_ca_file {}: {e}", path.display()))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| format!("webhook_ca_file {}: {e}", path.display()))?;
-            }
-        }
+        let trust = OutboundTrust::load(ca_file)?;
+        let roots = trust.roots();
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
@@ -71,7 +67,16 @@ impl HttpClient {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(connector);
-        Ok(HttpClient { client, timeout })
+        Ok(HttpClient {
+            client,
+            timeout,
+            trust,
+        })
+    }
+
+    /// What this client trusts, for the clients that are not HTTP (SMTP).
+    pub fn trust(&self) -> &OutboundTrust {
+        &self.trust
     }
 
     /// POSTs `body` to `url` with `headers`; never fails, the outcome says what happened.
@@ -138,6 +143,7 @@ impl HttpClient {
             .map_err(|e| SendError {
                 message: format!("reading the answer: {e}"),
                 not_sent: false,
+                tls_certificate: false,
             })?;
         Ok((status, retry_after, answer))
     }
@@ -233,20 +239,29 @@ fn build(
     Ok(request)
 }
 
-/// A request that got no answer: `not_sent` when it never connected.
+/// A request that got no answer: `not_sent` when it never connected; a refused
+/// certificate is the class `tls` alone.
 fn failed(e: hyper_util::client::legacy::Error) -> SendError {
+    let tls_certificate = is_certificate_error(&e);
     SendError {
-        message: describe(&e),
+        message: if tls_certificate {
+            TLS_CLASS.to_string()
+        } else {
+            describe(&e)
+        },
         not_sent: e.is_connect(),
+        tls_certificate,
     }
 }
 
 /// Why a request got no answer; `not_sent` when it failed before it was written (no
-/// connection), so the receiver never saw it.
+/// connection), so the receiver never saw it; `tls_certificate` when the receiver's
+/// certificate was not trusted (not sent, and never worth repeating).
 #[derive(Debug, Clone)]
 pub struct SendError {
     pub message: String,
     pub not_sent: bool,
+    pub tls_certificate: bool,
 }
 
 impl SendError {
@@ -254,6 +269,7 @@ impl SendError {
         SendError {
             message,
             not_sent: true,
+            tls_certificate: false,
         }
     }
 
@@ -262,6 +278,7 @@ impl SendError {
         SendError {
             message: format!("timed out after {} ms", timeout.as_millis()),
             not_sent: false,
+            tls_certificate: false,
         }
     }
 }

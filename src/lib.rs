@@ -21,6 +21,7 @@ pub mod ids;
 pub mod json_writer;
 pub mod maintenance;
 pub mod metrics;
+pub mod outbound_tls;
 pub mod phone;
 pub mod providers;
 pub mod server;

@@ -89,6 +89,10 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
             status,
         } => (*status, json!({"providerMessageId": provider_message_id})),
         SendOutcome::Refused { code, .. } => (SendStatus::Failed, json!({"errorCode": code})),
+        SendOutcome::Rejected { code, reply } => (
+            SendStatus::Failed,
+            json!({"errorCode": code, "error": reply}),
+        ),
         SendOutcome::Unknown { error } => (SendStatus::Unknown, json!({"error": error})),
     };
     set_status(tx, row, status, extra)?;

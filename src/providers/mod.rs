@@ -48,6 +48,10 @@ pub enum SendOutcome {
     /// Refused for good. `do_not_contact` when the refusal means the recipient opted
     /// out with the carrier (Twilio 21610): the gate's fifth step.
     Refused { code: String, do_not_contact: bool },
+    /// Refused for good by a server that said why (an SMTP 5xx): its code and its
+    /// reply text, which the event keeps in `error` (a mail server's reply, not an
+    /// HTTP response body).
+    Rejected { code: String, reply: String },
     /// Not known to have been taken (timeout, connection lost after the request was
     /// written): never retried by itself.
     Unknown { error: String },
@@ -151,7 +155,7 @@ impl SendOutcome {
     pub fn result(&self) -> &'static str {
         match self {
             SendOutcome::Accepted { .. } => "accepted",
-            SendOutcome::Refused { .. } => "refused",
+            SendOutcome::Refused { .. } | SendOutcome::Rejected { .. } => "refused",
             SendOutcome::Unknown { .. } => "unknown",
         }
     }
@@ -227,10 +231,10 @@ impl Provider {
         }
     }
 
-    pub async fn send_email(&self, _client: &HttpClient, message: &Outgoing) -> SendOutcome {
+    pub async fn send_email(&self, client: &HttpClient, message: &Outgoing) -> SendOutcome {
         match self {
             Provider::Sandbox(sandbox) => sandbox.accept(message).await,
-            Provider::Smtp(smtp) => smtp.send(message).await,
+            Provider::Smtp(smtp) => smtp.send(client.trust(), message).await,
             Provider::Twilio(_) => smtp::wrong_channel(),
         }
     }

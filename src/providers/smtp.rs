@@ -2,8 +2,16 @@
 //! rustls; no OpenSSL).
 //!
 //! A message is plain text: the step's text, a blank line and a visible unsubscribe line,
-//! with `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click`
-//! (RFC 8058) and a `Message-ID` we generate, which becomes the `providerMessageId`.
+//! with `MIME-Version: 1.0`, `List-Unsubscribe` and `List-Unsubscribe-Post:
+//! List-Unsubscribe=One-Click` (RFC 8058) and a `Message-ID` we generate, which becomes
+//! the `providerMessageId`.
+//!
+//! An address that is not ASCII (RFC 6531) goes out only to a server that offers
+//! `SMTPUTF8`, with that parameter on `MAIL FROM` and its domain IDNA-encoded in the
+//! envelope; to any other server nothing is sent and the message fails
+//! `smtputf8-unsupported`. TLS (implicit or STARTTLS) trusts the webpki roots and
+//! `outbound_ca_file` (`outbound_tls`); a certificate the server presents that fails
+//! the check fails the message `tls-certificate` at once.
 //!
 //! The SMTP dialogue is driven step by step rather than through lettre's transport, so
 //! the provider knows whether the message content was handed over: anything that fails
@@ -11,20 +19,24 @@
 //! send the message, and a temporary failure there (4xx, a lost connection) is retried
 //! with backoff, twice. Once the content is on the wire, a lost connection or a timeout
 //! means the message may have been taken: [`SendOutcome::Unknown`], never retried. A
-//! 5xx reply at any step is a refusal: the message is `failed` with the code.
+//! 5xx reply at any step is a refusal: the message is `failed` with the code, and the
+//! server's reply text is logged at warn level and kept in the event's `error`
+//! ([`SendOutcome::Rejected`]).
 
 use std::time::Duration;
 
 use lettre::address::Envelope;
-use lettre::message::header::{ContentType, HeaderName, HeaderValue};
+use lettre::message::header::{ContentType, HeaderName, HeaderValue, MIME_VERSION_1_0};
 use lettre::message::Mailbox;
 use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
 use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
 use lettre::transport::smtp::extension::{ClientId, Extension, MailBodyParameter, MailParameter};
+use lettre::Address;
 use lettre::Message;
 
 use super::{Outgoing, SendOutcome};
+use crate::outbound_tls::{is_certificate_error, OutboundTrust, TLS_CERTIFICATE, TLS_CLASS};
 use crate::store::records::{SendStatus, SmtpSecurity, SmtpSettings};
 
 /// Retries of a send that failed before its content was handed over.
@@ -39,6 +51,10 @@ const CONTENT_TIMEOUT: Duration = Duration::from_secs(60);
 /// The error code of a send that never got through to the server.
 pub const CONNECTION_FAILED: &str = "connection-failed";
 
+/// The error code of a message to an address that is not ASCII, for a server that does
+/// not offer SMTPUTF8.
+pub const SMTPUTF8_UNSUPPORTED: &str = "smtputf8-unsupported";
+
 /// The SMTP provider of an organization.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Smtp {
@@ -47,8 +63,11 @@ pub struct Smtp {
 
 /// How one attempt failed.
 enum Failure {
-    /// A 5xx reply: refused for good.
-    Permanent(String),
+    /// A 5xx reply: refused for good, with its code and the server's reply text.
+    Permanent { code: String, reply: String },
+    /// Refused before anything was sent, for a reason a repeat cannot change: the
+    /// error code (an untrusted certificate, no SMTPUTF8 for an address that needs it).
+    Final(&'static str),
     /// Not sent, may be tried again: a 4xx reply (its code) or no conversation.
     Retryable(Option<String>, String),
     /// The content went out and no answer came back.
@@ -71,9 +90,15 @@ impl Smtp {
         Smtp { settings }
     }
 
-    /// Sends `message` to its `to` address; retries what failed before the content.
-    pub async fn send(&self, message: &Outgoing) -> SendOutcome {
-        let (envelope, bytes, message_id) = match self.compose(message) {
+    /// Sends `message` to its `to` address, trusting `trust` for TLS; retries what
+    /// failed before the content.
+    pub async fn send(&self, trust: &OutboundTrust, message: &Outgoing) -> SendOutcome {
+        let Composed {
+            envelope,
+            bytes,
+            message_id,
+            needs_utf8,
+        } = match self.compose(message) {
             Ok(composed) => composed,
             Err(code) => {
                 return SendOutcome::Refused {
@@ -84,16 +109,20 @@ impl Smtp {
         };
         let mut attempt = 0;
         loop {
-            match self.attempt(&envelope, &bytes).await {
+            match self.attempt(trust, &envelope, &bytes, needs_utf8).await {
                 Ok(()) => {
                     return SendOutcome::Accepted {
                         provider_message_id: message_id,
                         status: SendStatus::Sent,
                     }
                 }
-                Err(Failure::Permanent(code)) => {
+                Err(Failure::Permanent { code, reply }) => {
+                    tracing::warn!(host = %self.settings.host, %reply, "smtp: the server refused the message");
+                    return SendOutcome::Rejected { code, reply };
+                }
+                Err(Failure::Final(code)) => {
                     return SendOutcome::Refused {
-                        code,
+                        code: code.into(),
                         do_not_contact: false,
                     }
                 }
@@ -118,7 +147,7 @@ impl Smtp {
 
     /// The envelope, the formatted message and its `Message-ID`; an error code when an
     /// address does not parse.
-    fn compose(&self, out: &Outgoing) -> Result<(Envelope, Vec<u8>, String), String> {
+    fn compose(&self, out: &Outgoing) -> Result<Composed, String> {
         let from: Mailbox = self
             .settings
             .from
@@ -135,6 +164,7 @@ impl Smtp {
             .to(to.clone())
             .subject(out.subject.clone().unwrap_or_default())
             .message_id(Some(message_id.clone()))
+            .header(MIME_VERSION_1_0)
             .header(ContentType::TEXT_PLAIN);
         if let Some(url) = &out.unsubscribe_url {
             text.push_str(&format!("\n\nTo stop receiving these emails, open {url}"));
@@ -151,20 +181,35 @@ impl Smtp {
         let message = builder
             .body(text)
             .map_err(|_| "invalid-message".to_string())?;
-        let envelope = Envelope::new(Some(from.email), vec![to.email])
-            .map_err(|_| "invalid-recipient".to_string())?;
-        Ok((envelope, message.formatted(), message_id))
+        let needs_utf8 = !from.email.to_string().is_ascii() || !to.email.to_string().is_ascii();
+        let from = envelope_address(&from.email).map_err(|_| "invalid-from".to_string())?;
+        let to = envelope_address(&to.email).map_err(|_| "invalid-recipient".to_string())?;
+        let envelope =
+            Envelope::new(Some(from), vec![to]).map_err(|_| "invalid-recipient".to_string())?;
+        Ok(Composed {
+            envelope,
+            bytes: message.formatted(),
+            message_id,
+            needs_utf8,
+        })
     }
 
-    fn tls(&self) -> Result<TlsParameters, Failure> {
-        TlsParameters::new(self.settings.host.clone())
+    fn tls(&self, trust: &OutboundTrust) -> Result<TlsParameters, Failure> {
+        trust
+            .smtp(&self.settings.host)
             .map_err(|e| Failure::Retryable(None, format!("tls parameters: {e}")))
     }
 
     /// One SMTP conversation.
-    async fn attempt(&self, envelope: &Envelope, bytes: &[u8]) -> Result<(), Failure> {
-        let mut conn = match tokio::time::timeout(SETUP_TIMEOUT, self.setup(envelope, bytes)).await
-        {
+    async fn attempt(
+        &self,
+        trust: &OutboundTrust,
+        envelope: &Envelope,
+        bytes: &[u8],
+        needs_utf8: bool,
+    ) -> Result<(), Failure> {
+        let setup = self.setup(trust, envelope, bytes, needs_utf8);
+        let mut conn = match tokio::time::timeout(SETUP_TIMEOUT, setup).await {
             Ok(result) => result?,
             Err(_) => {
                 return Err(Failure::Retryable(
@@ -192,13 +237,15 @@ impl Smtp {
     /// Connects, secures, authenticates and opens the envelope up to `DATA`'s `354`.
     async fn setup(
         &self,
+        trust: &OutboundTrust,
         envelope: &Envelope,
         bytes: &[u8],
+        needs_utf8: bool,
     ) -> Result<AsyncSmtpConnection, Failure> {
         let s = &self.settings;
         let hello = ClientId::default();
         let implicit = match s.security {
-            SmtpSecurity::Tls => Some(self.tls()?),
+            SmtpSecurity::Tls => Some(self.tls(trust)?),
             SmtpSecurity::StartTls | SmtpSecurity::None => None,
         };
         let mut conn = AsyncSmtpConnection::connect_tokio1(
@@ -210,23 +257,28 @@ impl Smtp {
         )
         .await
         .map_err(before_content)?;
-        let result = self.open_envelope(&mut conn, &hello, envelope, bytes).await;
+        let result = self
+            .open_envelope(&mut conn, trust, &hello, envelope, bytes, needs_utf8)
+            .await;
         if result.is_err() {
             conn.abort().await;
         }
         result.map(|()| conn)
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn open_envelope(
         &self,
         conn: &mut AsyncSmtpConnection,
+        trust: &OutboundTrust,
         hello: &ClientId,
         envelope: &Envelope,
         bytes: &[u8],
+        needs_utf8: bool,
     ) -> Result<(), Failure> {
         let s = &self.settings;
         if s.security == SmtpSecurity::StartTls {
-            conn.starttls(self.tls()?, hello)
+            conn.starttls(self.tls(trust)?, hello)
                 .await
                 .map_err(before_content)?;
         }
@@ -237,6 +289,14 @@ impl Smtp {
                 .map_err(before_content)?;
         }
         let mut params = Vec::new();
+        if needs_utf8 {
+            // RFC 6531: without the server's SMTPUTF8, such an address must not be sent.
+            if !conn.server_info().supports_feature(Extension::SmtpUtfEight) {
+                tracing::warn!(host = %s.host, "smtp: an address that is not ASCII, and the server does not offer SMTPUTF8");
+                return Err(Failure::Final(SMTPUTF8_UNSUPPORTED));
+            }
+            params.push(MailParameter::SmtpUtfEight);
+        }
         if !bytes.is_ascii() && conn.server_info().supports_feature(Extension::EightBitMime) {
             params.push(MailParameter::Body(MailBodyParameter::EightBitMime));
         }
@@ -253,10 +313,49 @@ impl Smtp {
     }
 }
 
-/// An error before the content: a 5xx refuses, anything else may be retried.
+/// What a message is on the wire.
+struct Composed {
+    /// Its envelope, domains IDNA-encoded.
+    envelope: Envelope,
+    /// The formatted message.
+    bytes: Vec<u8>,
+    message_id: String,
+    /// An address is not ASCII: the server must offer SMTPUTF8.
+    needs_utf8: bool,
+}
+
+/// `address` for the envelope: its domain IDNA-encoded (ASCII), its local part as is.
+fn envelope_address(address: &Address) -> Result<Address, String> {
+    let domain = idna::domain_to_ascii(address.domain()).map_err(|e| e.to_string())?;
+    Address::new(address.user(), domain).map_err(|e| e.to_string())
+}
+
+/// A 5xx reply: its code, and the server's reply text (code first, as it was sent).
+fn permanent(
+    code: lettre::transport::smtp::response::Code,
+    e: &lettre::transport::smtp::Error,
+) -> Failure {
+    let text = std::error::Error::source(e)
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    Failure::Permanent {
+        code: code.to_string(),
+        reply: format!("{code} {text}").trim_end().to_string(),
+    }
+}
+
+/// An error before the content: a 5xx refuses, an untrusted certificate fails for
+/// good, anything else may be retried.
 fn before_content(e: lettre::transport::smtp::Error) -> Failure {
+    if is_certificate_error(&e) {
+        tracing::warn!(
+            error = TLS_CLASS,
+            "smtp: the server's certificate is not trusted"
+        );
+        return Failure::Final(TLS_CERTIFICATE);
+    }
     match e.status() {
-        Some(code) if e.is_permanent() => Failure::Permanent(code.to_string()),
+        Some(code) if e.is_permanent() => permanent(code, &e),
         code => Failure::Retryable(code.map(|c| c.to_string()), e.to_string()),
     }
 }
@@ -265,8 +364,57 @@ fn before_content(e: lettre::transport::smtp::Error) -> Failure {
 /// or silence, which leaves the outcome unknown.
 fn after_content(e: lettre::transport::smtp::Error) -> Failure {
     match e.status() {
-        Some(code) if e.is_permanent() => Failure::Permanent(code.to_string()),
+        Some(code) if e.is_permanent() => permanent(code, &e),
         Some(code) => Failure::Retryable(Some(code.to_string()), e.to_string()),
         None => Failure::Unknown(format!("after the content: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn smtp() -> Smtp {
+        Smtp::new(SmtpSettings {
+            host: "mail.test".into(),
+            port: 25,
+            security: SmtpSecurity::None,
+            username: None,
+            password: None,
+            from: "Sam <sam@acme.example>".into(),
+            inbound_signing_key: None,
+        })
+    }
+
+    fn outgoing(to: &str) -> Outgoing {
+        Outgoing {
+            to: to.into(),
+            text: "Hi".into(),
+            subject: Some("Quote".into()),
+            unsubscribe_url: Some("https://e.test/v1/unsubscribe/t".into()),
+            status_callback: None,
+        }
+    }
+
+    #[test]
+    fn every_message_says_mime_version_1_0() {
+        let composed = smtp().compose(&outgoing("ada@example.com")).unwrap();
+        let raw = String::from_utf8(composed.bytes).unwrap();
+        assert!(raw.contains("\r\nMIME-Version: 1.0\r\n"), "{raw}");
+        assert!(!composed.needs_utf8);
+    }
+
+    #[test]
+    fn a_non_ascii_address_needs_smtputf8_and_its_domain_goes_idna_encoded() {
+        let composed = smtp().compose(&outgoing("jörg@bücher.example")).unwrap();
+        assert!(composed.needs_utf8);
+        let to = composed.envelope.to()[0].to_string();
+        assert_eq!(to, "jörg@xn--bcher-kva.example");
+        let composed = smtp().compose(&outgoing("ada@bücher.example")).unwrap();
+        assert!(composed.needs_utf8);
+        assert_eq!(
+            composed.envelope.to()[0].to_string(),
+            "ada@xn--bcher-kva.example"
+        );
     }
 }

@@ -266,6 +266,13 @@ impl Twilio {
                     };
                 }
                 Ok((status, _)) => format!("status {status}"),
+                // An untrusted certificate fails the same way every time.
+                Err(e) if e.tls_certificate => {
+                    return Answer::Refused {
+                        code: crate::outbound_tls::TLS_CERTIFICATE.into(),
+                        twilio_code: None,
+                    }
+                }
                 Err(e) if e.not_sent => e.message,
                 Err(e) => return Answer::Unknown(e.message),
             };

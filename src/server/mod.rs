@@ -87,7 +87,7 @@ impl Server {
         startup::prepare_engine(&store).await?;
         let outbound = crate::http_client::HttpClient::new(
             config.webhooks.timeout,
-            config.webhooks.ca_file.as_deref(),
+            config.outbound_ca_file.as_deref(),
         )?;
         let engine = Arc::new(crate::engine::Engine::new(
             store.clone(),
@@ -112,8 +112,11 @@ impl Server {
             recordings,
         });
         let (stop, stopped) = watch::channel(false);
-        let dispatcher =
-            crate::webhooks::dispatcher::Dispatcher::new(store.clone(), config.webhooks.clone())?;
+        let dispatcher = crate::webhooks::dispatcher::Dispatcher::new(
+            store.clone(),
+            config.webhooks.clone(),
+            config.outbound_ca_file.as_deref(),
+        )?;
         let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
         let scheduler = tokio::spawn(engine.run(stopped.clone()));
         let accept_loop = tokio::spawn(accept_loop(

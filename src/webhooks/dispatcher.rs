@@ -55,8 +55,14 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(store: Arc<Store>, config: WebhookConfig) -> Result<Dispatcher, String> {
-        let client = HttpClient::new(config.timeout, config.ca_file.as_deref())?;
+    /// A dispatcher whose client trusts `ca_file` (`outbound_ca_file`) beside the
+    /// webpki roots.
+    pub fn new(
+        store: Arc<Store>,
+        config: WebhookConfig,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<Dispatcher, String> {
+        let client = HttpClient::new(config.timeout, ca_file)?;
         Ok(Dispatcher {
             store,
             client,
