@@ -309,6 +309,75 @@ pub fn parse_retry_after(value: &str) -> Option<Duration> {
 mod tests {
     use super::*;
 
+    /// An HTTPS server on loopback with a certificate for 127.0.0.1 issued by a CA of
+    /// its own, answering 204 to every request; the CA's PEM file is in `dir`.
+    async fn private_ca_server(dir: &std::path::Path) -> (u16, std::path::PathBuf) {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = params.self_signed(&ca_key).unwrap();
+        let leaf_key = KeyPair::generate().unwrap();
+        let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&leaf_key, &ca, &ca_key)
+            .unwrap();
+        let ca_file = dir.join("ca.pem");
+        std::fs::write(&ca_file, ca.pem()).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+        )
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let mut buf = vec![0u8; 4096];
+                    let _ = tls.read(&mut buf).await;
+                    let _ = tls
+                        .write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
+                        .await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        (port, ca_file)
+    }
+
+    #[tokio::test]
+    async fn a_private_ca_is_trusted_through_the_ca_file_and_refused_as_tls_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (port, ca_file) = private_ca_server(dir.path()).await;
+        let url = format!("https://127.0.0.1:{port}/hook");
+        let timeout = Duration::from_secs(5);
+        let trusting = HttpClient::new(timeout, Some(&ca_file)).unwrap();
+        let answer = trusting.post(&url, &[], b"{}".to_vec()).await;
+        assert_eq!(answer.status, Some(204), "{}", answer.error);
+        let plain = HttpClient::new(timeout, None).unwrap();
+        let refused = plain
+            .post_form(&url, &[], b"a=1".to_vec(), timeout)
+            .await
+            .unwrap_err();
+        assert!(refused.tls_certificate && refused.not_sent, "{refused:?}");
+        assert_eq!(refused.message, "tls");
+        let answer = plain.post(&url, &[], b"{}".to_vec()).await;
+        assert_eq!((answer.status, answer.error.as_str()), (None, "tls"));
+    }
+
     #[test]
     fn retry_after_takes_seconds_and_dates() {
         assert_eq!(parse_retry_after("120"), Some(Duration::from_secs(120)));

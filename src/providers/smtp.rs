@@ -257,8 +257,14 @@ impl Smtp {
         )
         .await
         .map_err(before_content)?;
+        if s.security == SmtpSecurity::StartTls {
+            let tls = self.tls(trust)?;
+            // A failed upgrade leaves lettre's connection without a stream, which
+            // `abort` would panic on: it is dropped, not aborted.
+            conn.starttls(tls, &hello).await.map_err(before_content)?;
+        }
         let result = self
-            .open_envelope(&mut conn, trust, &hello, envelope, bytes, needs_utf8)
+            .open_envelope(&mut conn, envelope, bytes, needs_utf8)
             .await;
         if result.is_err() {
             conn.abort().await;
@@ -266,22 +272,15 @@ impl Smtp {
         result.map(|()| conn)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Authenticates and opens the envelope up to `DATA`'s `354`.
     async fn open_envelope(
         &self,
         conn: &mut AsyncSmtpConnection,
-        trust: &OutboundTrust,
-        hello: &ClientId,
         envelope: &Envelope,
         bytes: &[u8],
         needs_utf8: bool,
     ) -> Result<(), Failure> {
         let s = &self.settings;
-        if s.security == SmtpSecurity::StartTls {
-            conn.starttls(self.tls(trust)?, hello)
-                .await
-                .map_err(before_content)?;
-        }
         if let (Some(user), Some(password)) = (&s.username, &s.password) {
             let credentials = Credentials::new(user.clone(), password.clone());
             conn.auth(DEFAULT_MECHANISMS, &credentials)

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 
 use crate::common::{Response, TestServer};
-use crate::smtp_sink::SmtpSink;
+use crate::smtp_sink::{SinkTls, SmtpSink, TestCa};
 use crate::util::*;
 
 const PUBLIC_URL: &str = "https://engaged.test";
@@ -170,6 +170,11 @@ async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscrib
     assert_eq!(header(&raw, "To").unwrap(), EMAIL, "{raw}");
     assert_eq!(header(&raw, "Subject").unwrap(), "Your Acme Solar quote");
     assert_eq!(
+        header(&raw, "MIME-Version").as_deref(),
+        Some("1.0"),
+        "{raw}"
+    );
+    assert_eq!(
         header(&raw, "Message-ID"),
         event["data"]["providerMessageId"]
             .as_str()
@@ -287,18 +292,178 @@ fn text_of(r: &Response) -> String {
     String::from_utf8_lossy(&r.body).into_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_smtp_550_fails_the_message_with_its_code() {
+/// The first email to lead `id` at `email` (profile "mail"), once settled.
+async fn first_email(s: &Setup, id: &str, email: &str) -> Value {
+    mail_profile(s).await;
+    s.ts.create_lead(&s.key, &email_lead(id, email, "mail"))
+        .await;
+    let sent = wait_outbound(&s.ts, &s.key, id, 1).await;
+    wait_settled(&s.ts, &s.key, id, &sent[0]["id"]).await
+}
+
+/// Logs of the server at warn level and above, captured on this (current) thread.
+fn capture_warnings() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_smtp_550_fails_the_message_with_its_code_and_the_servers_reply_logged_at_warn() {
+    let (log, _guard) = capture_warnings();
     let s = start().await;
     s.sink.refuse(EMAIL);
-    mail_profile(&s).await;
-    s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))
-        .await;
-    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
-    let event = wait_settled(&s.ts, &s.key, "L1", &sent[0]["id"]).await;
+    let event = first_email(&s, "L1", EMAIL).await;
     assert_eq!(event["data"]["status"], json!("failed"), "{event}");
     assert_eq!(event["data"]["errorCode"], json!("550"), "{event}");
+    assert_eq!(
+        event["data"]["error"],
+        json!("550 5.1.1 No such user"),
+        "{event}"
+    );
     assert!(s.sink.messages().is_empty());
+    let log = log.text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("550 5.1.1 No such user"))
+        .unwrap_or_else(|| panic!("no log line with the reply: {log}"));
+    assert!(line.contains("WARN"), "{line}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_smtp_535_to_our_credentials_fails_the_message_with_the_reply_logged_at_warn() {
+    let (log, _guard) = capture_warnings();
+    let s = start().await;
+    s.sink.refuse_auth();
+    let mut settings = smtp(s.sink.port);
+    settings["username"] = json!("sam");
+    settings["password"] = json!("wrong");
+    set_org(&s.ts, &s.admin, &json!({"providers": {"email": settings}})).await;
+    let event = first_email(&s, "L1", EMAIL).await;
+    assert_eq!(event["data"]["status"], json!("failed"), "{event}");
+    assert_eq!(event["data"]["errorCode"], json!("535"), "{event}");
+    assert_eq!(
+        event["data"]["error"],
+        json!("535 5.7.8 Authentication credentials invalid"),
+        "{event}"
+    );
+    assert!(s.sink.mail_from().is_empty(), "nothing was sent");
+    assert_eq!(s.sink.connections(), 1, "a refusal is not tried again");
+    let log = log.text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("535 5.7.8 Authentication credentials invalid"))
+        .unwrap_or_else(|| panic!("no log line with the reply: {log}"));
+    assert!(line.contains("WARN"), "{line}");
+    assert!(!log.contains("wrong"), "the password is in the log: {log}");
+}
+
+// ---- TLS to the mail server -------------------------------------------------------
+
+/// A server whose email goes to a TLS sink (`mode`) with a certificate of its own CA,
+/// trusted through `outbound_ca_file` when `trusted`.
+async fn start_tls(mode: SinkTls, trusted: bool) -> (Setup, tempfile::TempDir) {
+    let ca = TestCa::new();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = ca.write_ca(dir.path());
+    let sink = SmtpSink::start_tls(mode, &ca).await;
+    let ts = TestServer::start_with(|c| {
+        c.public_url = Some(PUBLIC_URL.into());
+        c.outbound_ca_file = trusted.then_some(ca_file);
+    })
+    .await;
+    let key = ts.key("acme", "write").await;
+    let admin = ts.key("acme", "admin").await;
+    set_business(&ts, &admin).await;
+    let mut settings = smtp(sink.port);
+    settings["security"] = json!(match mode {
+        SinkTls::Implicit => "tls",
+        SinkTls::StartTls => "starttls",
+    });
+    set_org(&ts, &admin, &json!({"providers": {"email": settings}})).await;
+    let setup = Setup {
+        ts,
+        key,
+        admin,
+        sink,
+    };
+    (setup, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smtp_over_tls_trusts_the_outbound_ca_file() {
+    for mode in [SinkTls::Implicit, SinkTls::StartTls] {
+        let (s, _dir) = start_tls(mode, true).await;
+        let event = first_email(&s, "L1", EMAIL).await;
+        assert_eq!(event["data"]["status"], json!("sent"), "{mode:?}: {event}");
+        let raw = wait_sink(&s.sink, 1).await;
+        assert_eq!(header(&raw[0], "To").as_deref(), Some(EMAIL), "{mode:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_smtp_certificate_fails_tls_certificate_after_one_connection() {
+    for mode in [SinkTls::Implicit, SinkTls::StartTls] {
+        let (s, _dir) = start_tls(mode, false).await;
+        let event = first_email(&s, "L1", EMAIL).await;
+        assert_eq!(
+            event["data"]["status"],
+            json!("failed"),
+            "{mode:?}: {event}"
+        );
+        assert_eq!(
+            event["data"]["errorCode"],
+            json!("tls-certificate"),
+            "{mode:?}: {event}"
+        );
+        assert_eq!(s.sink.connections(), 1, "{mode:?}: not tried again");
+        assert!(s.sink.messages().is_empty(), "{mode:?}");
+    }
+}
+
+// ---- addresses that are not ASCII (RFC 6531) --------------------------------------
+
+const UTF8_EMAIL: &str = "jörg@bücher.example";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_that_is_not_ascii_goes_with_smtputf8_and_an_idna_domain() {
+    let s = start().await;
+    s.sink.offer_smtputf8();
+    let event = first_email(&s, "L1", UTF8_EMAIL).await;
+    assert_eq!(event["data"]["status"], json!("sent"), "{event}");
+    let raw = wait_sink(&s.sink, 1).await;
+    let mail = s.sink.mail_from();
+    assert_eq!(mail.len(), 1, "{mail:?}");
+    assert!(
+        mail[0].split_whitespace().any(|p| p == "SMTPUTF8"),
+        "MAIL FROM carries SMTPUTF8: {mail:?}"
+    );
+    assert_eq!(
+        s.sink.rcpt_to(),
+        ["RCPT TO:<jörg@xn--bcher-kva.example>"],
+        "the domain is IDNA-encoded"
+    );
+    assert_eq!(header(&raw[0], "MIME-Version").as_deref(), Some("1.0"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_that_is_not_ascii_to_a_server_without_smtputf8_fails_and_sends_nothing() {
+    let s = start().await;
+    let event = first_email(&s, "L1", UTF8_EMAIL).await;
+    assert_eq!(event["data"]["status"], json!("failed"), "{event}");
+    assert_eq!(
+        event["data"]["errorCode"],
+        json!("smtputf8-unsupported"),
+        "{event}"
+    );
+    assert!(s.sink.mail_from().is_empty(), "{:?}", s.sink.mail_from());
+    assert!(s.sink.messages().is_empty());
+    assert_eq!(s.sink.connections(), 1, "not tried again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

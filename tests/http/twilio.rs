@@ -284,6 +284,32 @@ async fn a_send_the_provider_may_have_received_is_unknown_and_never_sent_again()
     assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_whose_certificate_is_not_trusted_fails_tls_certificate_untried_again() {
+    let s = start().await;
+    // engaged's own self-signed certificate is in no trusted root, nor outbound_ca_file.
+    set_org(
+        &s.ts,
+        &s.admin,
+        &json!({"providers": {"sms": {"kind": "twilio", "accountSid": SID, "authToken": TOKEN,
+            "from": FROM, "baseUrl": s.ts.base}}}),
+    )
+    .await;
+    lead(&s, "L1", PHONE, "solar").await;
+    let event = first_message(&s, "L1").await;
+    assert_eq!(event["data"]["status"], json!("failed"), "{event}");
+    assert_eq!(
+        event["data"]["errorCode"],
+        json!("tls-certificate"),
+        "{event}"
+    );
+    let metrics = text(&s.ts.get(&s.admin, "/metrics").await);
+    assert!(
+        !metrics.contains("kind=\"twilio\",outcome=\"retried\""),
+        "not tried again:\n{metrics}"
+    );
+}
+
 /// Posts a signed status callback; answers the message event after it.
 async fn status_callback(
     s: &Setup,
@@ -397,22 +423,6 @@ async fn a_stop_twilio_already_answered_gets_no_second_confirmation() {
         "{confirmations:?}"
     );
     assert_eq!(s.twilio.sent().len(), 1);
-}
-
-/// Collects what the server logs on this thread (a current-thread runtime runs every
-/// async task of the server here; the writer thread's lines are not captured).
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[tokio::test(flavor = "current_thread")]
