@@ -2,6 +2,12 @@
 //! (`GET` a small page, `POST` unsubscribes, RFC 8058) and inbound email forwarded by a
 //! Mailgun route (`forward()`), verified with the organization's
 //! `providers.email.inboundSigningKey` and then taken down the engine's inbound path.
+//!
+//! Mailgun's signature covers only `timestamp` and `token`, so a captured request could
+//! be replayed with any text while its timestamp is fresh: each token is accepted once.
+//! It is remembered (`mailgun_tokens`) until its timestamp is too old to pass the age
+//! check, in the same write that records the email; a repeat is 403 and changes
+//! nothing, and an empty token is 403.
 
 use bytes::Bytes;
 use hmac::{Hmac, Mac};
@@ -138,13 +144,17 @@ pub async fn mailgun_inbound(
         .to_string();
     let bytes = read_body(body, state.max_body_bytes).await?;
     let fields = parse_form(&content_type, bytes).await?;
-    verify(
+    let now = chrono::Utc::now().timestamp();
+    let signed_at = verify(
         &key,
         fields.timestamp.as_deref(),
         fields.token.as_deref(),
         fields.signature.as_deref(),
-        chrono::Utc::now().timestamp(),
+        now,
     )?;
+    // Past this, the age check refuses the token by itself.
+    let remember_until = signed_at + MAILGUN_MAX_SKEW_SECS;
+    let token = fields.token.unwrap_or_default();
     let sender = fields
         .sender
         .map(|s| s.trim().to_string())
@@ -159,7 +169,17 @@ pub async fn mailgun_inbound(
     let caller = Caller::system(org);
     let inbound = state
         .store
-        .write(move |tx| contact::inbound_email(tx, &caller, &sender, subject.as_deref(), &text))
+        .write(move |tx| {
+            let org = caller.org_id.as_str();
+            // Checked before anything is written: a refusal must change nothing.
+            if tx.mailgun_token_seen(org, &token, remember_until)? {
+                tracing::warn!(org, "a Mailgun token seen before (a replay): refused");
+                return Err(Error::Forbidden);
+            }
+            let inbound = contact::inbound_email(tx, &caller, &sender, subject.as_deref(), &text)?;
+            tx.remember_mailgun_token(org, &token, remember_until, now)?;
+            Ok(inbound)
+        })
         .await?;
     let message = MessageView::of(&inbound.message)
         .ok_or_else(|| Error::Internal("an inbound email is not message-shaped".into()))?;
@@ -214,18 +234,21 @@ async fn parse_form(content_type: &str, bytes: Bytes) -> Result<Forwarded> {
 }
 
 /// Mailgun's webhook signature: `signature` is the hex HMAC-SHA256 under `key` of
-/// `timestamp` followed by `token`, and `timestamp` is within five minutes of `now`
-/// (Unix seconds). 403 `Forbidden` otherwise.
+/// `timestamp` followed by a non-empty `token`, and `timestamp` is within five minutes
+/// of `now` (Unix seconds). Answers the timestamp; 403 `Forbidden` otherwise.
 fn verify(
     key: &str,
     timestamp: Option<&str>,
     token: Option<&str>,
     signature: Option<&str>,
     now: i64,
-) -> Result<()> {
+) -> Result<i64> {
     let (Some(timestamp), Some(token), Some(signature)) = (timestamp, token, signature) else {
         return Err(Error::Forbidden);
     };
+    if token.is_empty() {
+        return Err(Error::Forbidden);
+    }
     let when: i64 = timestamp.trim().parse().map_err(|_| Error::Forbidden)?;
     if (now - when).abs() > MAILGUN_MAX_SKEW_SECS {
         return Err(Error::Forbidden);
@@ -236,7 +259,8 @@ fn verify(
     mac.update(timestamp.as_bytes());
     mac.update(token.as_bytes());
     // Constant-time comparison.
-    mac.verify_slice(&signature).map_err(|_| Error::Forbidden)
+    mac.verify_slice(&signature).map_err(|_| Error::Forbidden)?;
+    Ok(when)
 }
 
 /// Text for an HTML page.
@@ -286,6 +310,15 @@ mod tests {
         }
         assert!(matches!(
             verify("key-1", None, Some("tok"), Some(&good), now),
+            Err(Error::Forbidden)
+        ));
+        assert_eq!(
+            verify("key-1", Some(&ts), Some("tok"), Some(&good), now).ok(),
+            Some(now)
+        );
+        let empty = sign("key-1", &ts, "");
+        assert!(matches!(
+            verify("key-1", Some(&ts), Some(""), Some(&empty), now),
             Err(Error::Forbidden)
         ));
     }

@@ -128,6 +128,30 @@ impl WriteTx {
             .is_some())
     }
 
+    /// Whether Mailgun's `token` for `org`, remembered until `until` (Unix seconds),
+    /// was accepted before.
+    pub fn mailgun_token_seen(&self, org: &str, token: &str, until: i64) -> Result<bool> {
+        Ok(self
+            .open_read(MAILGUN_TOKENS)?
+            .get((until, org, token))?
+            .is_some())
+    }
+
+    /// Remembers Mailgun's `token` for `org` until `until` (Unix seconds), and forgets
+    /// every token whose window ended before `now`.
+    pub fn remember_mailgun_token(
+        &mut self,
+        org: &str,
+        token: &str,
+        until: i64,
+        now: i64,
+    ) -> Result<()> {
+        let mut table = self.open_write(MAILGUN_TOKENS)?;
+        table.retain_in((i64::MIN, "", "")..(now, "", ""), |_, _| false)?;
+        table.insert((until, org, token), ())?;
+        Ok(())
+    }
+
     /// Notes an inbound message id; false when it was seen before.
     pub fn first_inbound(&mut self, org: &str, provider_id: &str, at: Micros) -> Result<bool> {
         let mut table = self.open_write(PROVIDER_INBOUND)?;
@@ -223,5 +247,35 @@ impl ReadTx {
             });
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+
+    #[test]
+    fn mailgun_tokens_are_remembered_for_their_window_and_pruned_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        let seen = |org: &'static str, token: &'static str, until: i64| {
+            store
+                .write_blocking(move |tx| tx.mailgun_token_seen(org, token, until))
+                .unwrap()
+        };
+        let remember = |org: &'static str, token: &'static str, until: i64, now: i64| {
+            store
+                .write_blocking(move |tx| tx.remember_mailgun_token(org, token, until, now))
+                .unwrap()
+        };
+        remember("o1", "a", 1_300, 1_000);
+        assert!(seen("o1", "a", 1_300));
+        assert!(!seen("o2", "a", 1_300), "tokens are per organization");
+        // Still in its window at its last second; gone once a later write passes it.
+        remember("o1", "b", 1_600, 1_300);
+        assert!(seen("o1", "a", 1_300));
+        remember("o1", "c", 1_700, 1_301);
+        assert!(!seen("o1", "a", 1_300));
+        assert!(seen("o1", "b", 1_600) && seen("o1", "c", 1_700));
     }
 }

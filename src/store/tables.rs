@@ -44,6 +44,7 @@ macro_rules! all_tables {
         $apply!(PROVIDER_INBOUND);
         $apply!(VOICE_SESSIONS);
         $apply!(PROVIDER_CALLS);
+        $apply!(MAILGUN_TOKENS);
     };
 }
 pub(crate) use all_tables;
@@ -145,6 +146,13 @@ pub const PROVIDER_MESSAGES: TableDefinition<(&str, &str), &[u8]> =
 /// already, so a retried webhook changes nothing.
 pub const PROVIDER_INBOUND: TableDefinition<(&str, &str), i64> =
     TableDefinition::new("provider_inbound");
+
+/// (end of its window in Unix seconds, org, token) → (): Mailgun inbound-email tokens
+/// accepted, each remembered until its signed timestamp is too old to be accepted
+/// again (a replay within the window is refused). Rows past their end are pruned in
+/// the write that adds one.
+pub const MAILGUN_TOKENS: TableDefinition<(i64, &str, &str), ()> =
+    TableDefinition::new("mailgun_tokens");
 
 /// (org, call id) → `VoiceSession`: engaged's side of a call it placed or answered
 /// through a voice provider (its lead, profile, provider id, transfer stage).

@@ -560,6 +560,17 @@ async fn smtp_settings_are_validated_and_their_secrets_write_only() {
 
 fn mailgun_fields(sender: &str, timestamp: i64, key: &str) -> Vec<(String, String)> {
     let token = format!("tok{timestamp}{sender}").replace(['@', '.'], "");
+    mailgun_fields_with_token(sender, timestamp, key, &token)
+}
+
+/// Mailgun's fields for `sender` with `token`, signed with `key`.
+fn mailgun_fields_with_token(
+    sender: &str,
+    timestamp: i64,
+    key: &str,
+    token: &str,
+) -> Vec<(String, String)> {
+    let token = token.to_string();
     let timestamp = timestamp.to_string();
     let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).unwrap();
     mac.update(timestamp.as_bytes());
@@ -733,4 +744,39 @@ async fn mailgun_posts_with_a_bad_signature_or_a_stale_timestamp_are_403() {
     assert_eq!(r.status, 404, "{}", text_of(&r));
     let r = post_urlencoded(&s, "no-such-org", &mailgun_fields(EMAIL, now, SIGNING_KEY)).await;
     assert_eq!(r.status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mailgun_token_is_accepted_once_and_an_empty_token_is_403() {
+    let s = start().await;
+    two_waiting_leads(&s).await;
+    let org = org_id(&s).await;
+    let now = chrono::Utc::now().timestamp();
+
+    let first = mailgun_fields(EMAIL, now, SIGNING_KEY);
+    let r = post_urlencoded(&s, &org, &first).await;
+    assert_eq!(r.status, 200, "{}", text_of(&r));
+    let before = get_lead(&s.ts, &s.key, "L1").await;
+
+    // The same request again, then its signed timestamp and token with other text.
+    assert_error(&post_urlencoded(&s, &org, &first).await, 403, "Forbidden");
+    let mut forged = first.clone();
+    for (name, value) in forged.iter_mut() {
+        if name == "body-plain" {
+            *value = "Please call my other number".into();
+        }
+    }
+    assert_error(&post_multipart(&s, &org, &forged).await, 403, "Forbidden");
+    let theirs = from_lead(&messages_of(&s.ts, &s.key, "L1").await);
+    assert_eq!(theirs.len(), 1, "a replay records nothing: {theirs:?}");
+    let after = get_lead(&s.ts, &s.key, "L1").await;
+    assert_eq!(after["updatedAt"], before["updatedAt"], "{after}");
+
+    // An empty token, however well signed, is refused.
+    let empty = mailgun_fields_with_token("bob@example.com", now, SIGNING_KEY, "");
+    assert_error(&post_urlencoded(&s, &org, &empty).await, 403, "Forbidden");
+    assert!(from_lead(&messages_of(&s.ts, &s.key, "L2").await).is_empty());
+    // Another token is another email.
+    let fresh = mailgun_fields("bob@example.com", now, SIGNING_KEY);
+    assert_eq!(post_urlencoded(&s, &org, &fresh).await.status, 200);
 }
