@@ -457,6 +457,42 @@ fn statuses(delivery: &Value) -> Vec<Value> {
         .collect()
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_receiver_with_a_private_ca_is_reached_only_through_outbound_ca_file() {
+    // Another engaged server is the receiver: HTTPS with its own self-signed
+    // certificate, which no built-in root covers. Its answer (404 here) is the proof
+    // that TLS succeeded.
+    let receiver = TestServer::start().await;
+    let ca = receiver.data_dir.join("tls/cert.pem");
+    for trusted in [true, false] {
+        let ts = TestServer::start_with(|c| c.outbound_ca_file = trusted.then(|| ca.clone())).await;
+        let admin = ts.key("acme", "admin").await;
+        let url = format!("{}/hooks", receiver.base);
+        let created = expect(
+            &ts.post(&admin, "/v1/webhooks", &json!({"url": url})).await,
+            201,
+        );
+        let hook = str_of(&created["id"]).to_string();
+        reachable_lead(&ts, &admin, "L1").await;
+        put_call(&ts, &admin, "c1", &completed("L1")).await;
+        let log = wait_log(&ts, &admin, &hook, "an attempt", |all| {
+            all.iter()
+                .any(|d| !d["attempts"].as_array().unwrap().is_empty())
+        })
+        .await;
+        let attempt = log
+            .iter()
+            .find_map(|d| d["attempts"].as_array().unwrap().first().cloned())
+            .unwrap();
+        if trusted {
+            assert_eq!(attempt["status"], json!(404), "{attempt}");
+        } else {
+            assert_eq!(attempt.get("status"), None, "{attempt}");
+            assert_eq!(attempt["error"], json!("tls"), "{attempt}");
+        }
+    }
+}
+
 async fn endpoint_view(ts: &TestServer, key: &str, hook: &str) -> Value {
     let list = expect(&ts.get(key, "/v1/webhooks").await, 200);
     list["webhooks"]
