@@ -48,6 +48,9 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The bound of sending the content and reading the server's answer.
 const CONTENT_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The most of a server's reply text kept in a message's `error` and the log.
+const MAX_REPLY_CHARS: usize = 512;
+
 /// The error code of a send that never got through to the server.
 pub const CONNECTION_FAILED: &str = "connection-failed";
 
@@ -337,9 +340,14 @@ fn permanent(
     let text = std::error::Error::source(e)
         .map(|s| s.to_string())
         .unwrap_or_default();
+    let reply: String = format!("{code} {text}")
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_REPLY_CHARS)
+        .collect();
     Failure::Permanent {
         code: code.to_string(),
-        reply: format!("{code} {text}").trim_end().to_string(),
+        reply: reply.trim_end().to_string(),
     }
 }
 
