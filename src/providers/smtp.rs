@@ -327,7 +327,11 @@ struct Composed {
 }
 
 /// `address` for the envelope: its domain IDNA-encoded (ASCII), its local part as is.
+/// An ASCII domain is left as it was written.
 fn envelope_address(address: &Address) -> Result<Address, String> {
+    if address.domain().is_ascii() {
+        return Ok(address.clone());
+    }
     let domain = idna::domain_to_ascii(address.domain()).map_err(|e| e.to_string())?;
     Address::new(address.user(), domain).map_err(|e| e.to_string())
 }
@@ -417,6 +421,9 @@ mod tests {
         assert!(composed.needs_utf8);
         let to = composed.envelope.to()[0].to_string();
         assert_eq!(to, "jörg@xn--bcher-kva.example");
+        let composed = smtp().compose(&outgoing("Ada@Example.COM")).unwrap();
+        assert!(!composed.needs_utf8);
+        assert_eq!(composed.envelope.to()[0].to_string(), "Ada@Example.COM");
         let composed = smtp().compose(&outgoing("ada@bücher.example")).unwrap();
         assert!(composed.needs_utf8);
         assert_eq!(
