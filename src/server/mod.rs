@@ -56,16 +56,20 @@ impl Server {
         crate::config::create_data_dir(&config.data_dir)?;
         let db_path = config.database_path();
         let cache = config.cache_mib.saturating_mul(1024 * 1024);
-        let store = tokio::task::spawn_blocking(move || Store::open_with_cache(&db_path, cache))
-            .await
-            .map_err(|e| format!("opening the store: {e}"))?
-            .map_err(|e| match e {
-                OpenError::InUse => format!(
-                    "{} is in use by another process (is another `engaged serve` running?)",
-                    config.database_path().display()
-                ),
-                OpenError::Other(msg) => msg,
-            })?;
+        // The store's writer thread logs where this task does (see `store::writer`).
+        let logs = tracing::dispatcher::get_default(|d| d.clone());
+        let open = move || Store::open_with_cache(&db_path, cache);
+        let store =
+            tokio::task::spawn_blocking(move || tracing::dispatcher::with_default(&logs, open))
+                .await
+                .map_err(|e| format!("opening the store: {e}"))?
+                .map_err(|e| match e {
+                    OpenError::InUse => format!(
+                        "{} is in use by another process (is another `engaged serve` running?)",
+                        config.database_path().display()
+                    ),
+                    OpenError::Other(msg) => msg,
+                })?;
         let store = Arc::new(store);
 
         let certs = if config.insecure_http {

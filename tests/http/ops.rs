@@ -383,6 +383,10 @@ async fn the_openapi_document_is_served_without_a_key_and_lists_every_route() {
             .unwrap_or_else(|e| panic!("{method} {template}: {e}"));
         assert!(listed(route));
         assert_eq!(route.name(), name, "{method} {template}");
+        // HEAD takes every GET route (the document lists GET only).
+        if http_method == Method::GET {
+            assert_eq!(router::route(&Method::HEAD, &segments).ok(), Some(route));
+        }
         // ...which the document names and guards with the router's scope.
         assert_eq!(op["operationId"], operation_id(name).as_str(), "{name}");
         match route.scope() {
