@@ -123,7 +123,27 @@ async fn head_answers_like_get_without_the_body_over_http1_and_http2() {
         &serde_json::json!({"id": "L1", "phone": "+15551234567"}),
     )
     .await;
+    // A recording, whose download is a streamed body.
+    let call =
+        serde_json::json!({"leadId": "L1", "direction": "INBOUND", "callStatus": "COMPLETE"});
+    assert_eq!(ts.put(&key, "/v1/calls/c1", &call).await.status, 201);
+    let audio = vec![7u8; 5000];
+    let path = "/v1/calls/c1/recording";
+    let uploaded = ts
+        .request(
+            hyper::Method::PUT,
+            path,
+            Some(&key),
+            Some("audio/mpeg"),
+            audio,
+        )
+        .await;
+    assert_eq!(uploaded.status, 201);
+    let link = ts.get(&key, path).await.json();
+    let url = link["url"].as_str().expect("url");
+    let download = url.strip_prefix(&ts.base).expect("a link to this server");
     let cases = [
+        (download, None),
         ("/healthz", None),
         ("/v1/openapi.json", None),
         ("/v1/leads/L1", Some(key.as_str())),
