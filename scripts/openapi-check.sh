@@ -87,7 +87,7 @@ if command -v npx >/dev/null; then
     echo "openapi-typescript made recordOnly required" >&2; rm -rf "$clients"; exit 1; }
 fi
 rm -rf "$clients"
-echo "generated clients: openapi-python-client, all $operations operations, no warnings"
+echo "generated clients without a warning: openapi-python-client (all $operations operations)$(command -v npx >/dev/null && echo ', openapi-typescript')"
 
 if [ -n "${ENGAGED_BIN:-}" ]; then
   bin=$ENGAGED_BIN
