@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Checks openapi/openapi.json against the real server:
 #   1. validates the document (PyPI openapi-spec-validator);
-#   2. starts `engaged serve` on a free loopback port over plain HTTP with a fresh data
+#   2. generates the Python client (openapi-python-client, with openapi/python-client.yaml)
+#      and, when npx is there, the TypeScript types (openapi-typescript): any warning,
+#      or an operation left out, fails the check;
+#   3. starts `engaged serve` on a free loopback port over plain HTTP with a fresh data
 #      directory, seeds the records the document's examples name, and runs a bounded
 #      schemathesis pass with an admin key. Any 5xx, any response (status, content type,
 #      headers or body) that the document does not describe, or an operation that
@@ -47,6 +50,44 @@ if [ "$(cat "$venv/.pins" 2>/dev/null)" != "${pins[*]}" ]; then
 fi
 
 "$venv/bin/openapi-spec-validator" openapi/openapi.json
+
+# Generated clients keep every operation and schema: openapi-python-client (its own
+# venv, pinned) must generate without a single warning, and one module per operation.
+# With npx at hand, openapi-typescript too (pinned; npm's cache keeps it after once).
+client_pin="openapi-python-client==0.29.1"
+client_venv=$root/target/openapi-client-venv
+if [ "$(cat "$client_venv/.pins" 2>/dev/null)" != "$client_pin" ]; then
+  rm -rf "$client_venv"
+  python3 -m venv "$client_venv"
+  "$client_venv/bin/pip" install --quiet --disable-pip-version-check "$client_pin"
+  echo "$client_pin" > "$client_venv/.pins"
+fi
+clients=$(mktemp -d)
+operations=$(python3 -c 'import json, sys
+doc = json.load(open(sys.argv[1]))
+print(sum(1 for item in doc["paths"].values() for k in item if k != "parameters"))' openapi/openapi.json)
+(cd "$clients" && "$client_venv/bin/openapi-python-client" generate --path "$root/openapi/openapi.json" \
+  --config "$root/openapi/python-client.yaml" --meta none --output-path python >"$clients/python.log" 2>&1) || {
+  cat "$clients/python.log" >&2; echo "openapi-python-client failed" >&2; rm -rf "$clients"; exit 1; }
+if grep -v '^Generating ' "$clients/python.log" | grep -q .; then
+  cat "$clients/python.log" >&2; echo "openapi-python-client warned (above)" >&2; rm -rf "$clients"; exit 1
+fi
+generated=$(find "$clients/python/api" -name '*.py' ! -name '__init__.py' | wc -l)
+if [ "$generated" -ne "$operations" ]; then
+  echo "openapi-python-client generated $generated of $operations operations" >&2; rm -rf "$clients"; exit 1
+fi
+if command -v npx >/dev/null; then
+  npx --yes openapi-typescript@7.10.1 openapi/openapi.json -o "$clients/api.ts" >"$clients/ts.log" 2>&1 || {
+    cat "$clients/ts.log" >&2; echo "openapi-typescript failed" >&2; rm -rf "$clients"; exit 1; }
+  if grep -qiE 'warn|error' "$clients/ts.log"; then
+    cat "$clients/ts.log" >&2; echo "openapi-typescript warned (above)" >&2; rm -rf "$clients"; exit 1
+  fi
+  # An optional member stays optional: a `default` would make it required.
+  grep -q 'recordOnly?: boolean' "$clients/api.ts" || {
+    echo "openapi-typescript made recordOnly required" >&2; rm -rf "$clients"; exit 1; }
+fi
+rm -rf "$clients"
+echo "generated clients without a warning: openapi-python-client (all $operations operations)$(command -v npx >/dev/null && echo ', openapi-typescript')"
 
 if [ -n "${ENGAGED_BIN:-}" ]; then
   bin=$ENGAGED_BIN

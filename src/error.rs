@@ -6,7 +6,7 @@
 //! error responses by hand. Internal failures keep their cause for the log but show the
 //! client only `Internal Server Error`.
 
-use hyper::StatusCode;
+use hyper::{Method, StatusCode};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
@@ -20,8 +20,9 @@ pub enum Error {
     /// 404 with the given message.
     #[error("{0}")]
     NotFound(String),
+    /// 405; the response's `Allow` header lists the path's methods.
     #[error("Method not allowed")]
-    MethodNotAllowed,
+    MethodNotAllowed(Allowed),
     /// 410 with the given message (an expired recording link).
     #[error("{0}")]
     Gone(String),
@@ -46,6 +47,46 @@ pub enum Error {
     Internal(String),
 }
 
+/// The methods a path takes, for the `Allow` header of its 405: `HEAD` goes with `GET`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allowed(u8);
+
+impl Allowed {
+    /// In the order of the header.
+    const METHODS: [(Method, u8); 6] = [
+        (Method::GET, 1),
+        (Method::HEAD, 2),
+        (Method::POST, 4),
+        (Method::PUT, 8),
+        (Method::PATCH, 16),
+        (Method::DELETE, 32),
+    ];
+
+    /// `self` and `method` (and `HEAD` with `GET`).
+    pub fn with(self, method: &Method) -> Allowed {
+        let mut bits = self.0;
+        for (m, bit) in Self::METHODS {
+            if m == method {
+                bits |= bit;
+            }
+        }
+        if *method == Method::GET {
+            bits |= 2;
+        }
+        Allowed(bits)
+    }
+
+    /// The `Allow` header's value: `GET, HEAD, POST`.
+    pub fn header(&self) -> String {
+        let names: Vec<&str> = Self::METHODS
+            .iter()
+            .filter(|(_, bit)| self.0 & bit != 0)
+            .map(|(m, _)| m.as_str())
+            .collect();
+        names.join(", ")
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
@@ -55,7 +96,7 @@ impl Error {
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
             Error::Forbidden => StatusCode::FORBIDDEN,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
-            Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Error::Gone(_) => StatusCode::GONE,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,

@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use hyper::body::Incoming;
 use hyper::header::{HeaderMap, HeaderValue, CONNECTION, EXPECT};
-use hyper::{Request, Response, StatusCode, Version};
+use hyper::{Method, Request, Response, StatusCode, Version};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -78,6 +78,7 @@ pub async fn handle(
     let started = Instant::now();
     let request_id = request_id(req.headers());
     let version = req.version();
+    let head = req.method() == Method::HEAD;
     let expects_continue = req
         .headers()
         .get(EXPECT)
@@ -115,6 +116,10 @@ pub async fn handle(
     }
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", value);
+    }
+    if head {
+        // The router gave a HEAD the GET route; its answer goes out without the body.
+        response = response::without_body(response);
     }
     let status = response.status().as_u16();
     state.metrics.record(route_name, status, started.elapsed());

@@ -1,9 +1,10 @@
-//! Building responses: JSON bodies and the `{"message"}` error body.
+//! Building responses: JSON bodies and the `{"message"}` error body (with `Allow` on a
+//! 405, `Retry-After` on a 429), and the bodiless answer to a `HEAD`.
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
 
@@ -38,6 +39,11 @@ pub fn error(e: &Error) -> Response<Body> {
             .headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));
     }
+    if let Error::MethodNotAllowed(allowed) = e {
+        if let Ok(value) = HeaderValue::from_str(&allowed.header()) {
+            response.headers_mut().insert(ALLOW, value);
+        }
+    }
     response
 }
 
@@ -49,4 +55,18 @@ pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
+}
+
+/// The answer to a `HEAD`: `response`'s status and headers, with the `Content-Length` its
+/// body would have had (when known), and no body. hyper drops a HEAD answer's body over
+/// HTTP/1.1 but sends it over HTTP/2, where the client takes it as a protocol error.
+pub fn without_body(response: Response<Body>) -> Response<Body> {
+    use hyper::body::Body as _;
+    let (mut parts, body) = response.into_parts();
+    if !parts.headers.contains_key(CONTENT_LENGTH) {
+        if let Some(len) = body.size_hint().exact() {
+            parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(len));
+        }
+    }
+    Response::from_parts(parts, full(Bytes::new()))
 }

@@ -2,11 +2,12 @@
 //!
 //! A `match` on the segment slice is the whole routing table: easy to read top to bottom,
 //! no allocation beyond the decoded segments, and a path that exists with another method
-//! answers 405 rather than 404.
+//! answers 405 rather than 404, naming the path's methods (`Allow`). Each path lists its
+//! methods once, in [`pick`]; `HEAD` takes the `GET` route of every path that has one.
 
 use hyper::Method;
 
-use crate::error::{Error, Result};
+use crate::error::{Allowed, Error, Result};
 use crate::store::records::Scope;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,43 +203,53 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
         ["readyz"] => only(m, Method::GET, Route::Readyz)?,
         ["v1", "openapi.json"] => only(m, Method::GET, Route::OpenApi)?,
         ["metrics"] => only(m, Method::GET, Route::Metrics)?,
-        ["v1", "leads"] => match m {
-            Method::GET => Route::ListLeads,
-            Method::POST => Route::CreateLead,
-            _ => return Err(Error::MethodNotAllowed),
-        },
+        ["v1", "leads"] => pick(
+            &m,
+            [
+                (Method::GET, Route::ListLeads),
+                (Method::POST, Route::CreateLead),
+            ],
+        )?,
         ["v1", "leads", _] => {
             let id = segments[2].as_str();
-            match m {
-                Method::GET => Route::GetLead(id),
-                Method::PATCH => Route::UpdateLead(id),
-                Method::DELETE => Route::DeleteLead(id),
-                _ => return Err(Error::MethodNotAllowed),
-            }
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::GetLead(id)),
+                    (Method::PATCH, Route::UpdateLead(id)),
+                    (Method::DELETE, Route::DeleteLead(id)),
+                ],
+            )?
         }
         ["v1", "leads", _, "events"] => {
             let id = segments[2].as_str();
-            match m {
-                Method::GET => Route::ListEvents(id),
-                Method::POST => Route::PostEvent(id),
-                _ => return Err(Error::MethodNotAllowed),
-            }
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::ListEvents(id)),
+                    (Method::POST, Route::PostEvent(id)),
+                ],
+            )?
         }
         ["v1", "leads", _, "messages"] => {
             let id = segments[2].as_str();
-            match m {
-                Method::GET => Route::ListMessages(id),
-                Method::POST => Route::PostMessage(id),
-                _ => return Err(Error::MethodNotAllowed),
-            }
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::ListMessages(id)),
+                    (Method::POST, Route::PostMessage(id)),
+                ],
+            )?
         }
         ["v1", "calls", _] => {
             let id = segments[2].as_str();
-            match m {
-                Method::GET => Route::GetCall(id),
-                Method::PUT => Route::PutCall(id),
-                _ => return Err(Error::MethodNotAllowed),
-            }
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::GetCall(id)),
+                    (Method::PUT, Route::PutCall(id)),
+                ],
+            )?
         }
         ["v1", "leads", _, "engagement"] => {
             only(m, Method::GET, Route::GetEngagement(segments[2].as_str()))?
@@ -268,11 +279,13 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
         ["v1", "inbound", "email"] => only(m, Method::POST, Route::InboundEmail)?,
         ["v1", "unsubscribe", _] => {
             let token = segments[2].as_str();
-            match m {
-                Method::GET => Route::UnsubscribePage(token),
-                Method::POST => Route::UnsubscribeOneClick(token),
-                _ => return Err(Error::MethodNotAllowed),
-            }
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::UnsubscribePage(token)),
+                    (Method::POST, Route::UnsubscribeOneClick(token)),
+                ],
+            )?
         }
         ["v1", "providers", "twilio", _, "sms"] => {
             only(m, Method::POST, Route::TwilioSms(segments[3].as_str()))?
@@ -304,23 +317,29 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
         ["v1", "profiles"] => only(m, Method::GET, Route::ListProfiles)?,
         ["v1", "profiles", _] => {
             let name = segments[2].as_str();
-            match m {
-                Method::GET => Route::GetProfile(name),
-                Method::PUT => Route::PutProfile(name),
-                Method::DELETE => Route::DeleteProfile(name),
-                _ => return Err(Error::MethodNotAllowed),
-            }
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::GetProfile(name)),
+                    (Method::PUT, Route::PutProfile(name)),
+                    (Method::DELETE, Route::DeleteProfile(name)),
+                ],
+            )?
         }
-        ["v1", "org"] => match m {
-            Method::GET => Route::GetOrg,
-            Method::PATCH => Route::UpdateOrg,
-            _ => return Err(Error::MethodNotAllowed),
-        },
-        ["v1", "webhooks"] => match m {
-            Method::GET => Route::ListWebhooks,
-            Method::POST => Route::CreateWebhook,
-            _ => return Err(Error::MethodNotAllowed),
-        },
+        ["v1", "org"] => pick(
+            &m,
+            [
+                (Method::GET, Route::GetOrg),
+                (Method::PATCH, Route::UpdateOrg),
+            ],
+        )?,
+        ["v1", "webhooks"] => pick(
+            &m,
+            [
+                (Method::GET, Route::ListWebhooks),
+                (Method::POST, Route::CreateWebhook),
+            ],
+        )?,
         ["v1", "webhooks", _] => only(
             m,
             Method::DELETE,
@@ -336,12 +355,14 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
         )?,
         ["v1", "calls", _, "recording"] => {
             let id = segments[2].as_str();
-            match m {
-                Method::GET => Route::GetRecording(id),
-                Method::PUT => Route::PutRecording(id),
-                Method::DELETE => Route::DeleteRecording(id),
-                _ => return Err(Error::MethodNotAllowed),
-            }
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::GetRecording(id)),
+                    (Method::PUT, Route::PutRecording(id)),
+                    (Method::DELETE, Route::DeleteRecording(id)),
+                ],
+            )?
         }
         ["v1", "recordings", _, _] => only(
             m,
@@ -354,11 +375,28 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
 }
 
 fn only<'a>(method: Method, allowed: Method, route: Route<'a>) -> Result<Route<'a>> {
-    if method == allowed {
-        Ok(route)
+    pick(&method, [(allowed, route)])
+}
+
+/// The route of `method` among a path's `choices`; `HEAD` takes the `GET` route (its
+/// body is dropped by `api::handle`). Otherwise 405, with every method of the path.
+fn pick<'a, const N: usize>(
+    method: &Method,
+    choices: [(Method, Route<'a>); N],
+) -> Result<Route<'a>> {
+    let wanted = if method == Method::HEAD {
+        &Method::GET
     } else {
-        Err(Error::MethodNotAllowed)
+        method
+    };
+    let mut allowed = Allowed::default();
+    for (choice, route) in choices {
+        if choice == wanted {
+            return Ok(route);
+        }
+        allowed = allowed.with(&choice);
     }
+    Err(Error::MethodNotAllowed(allowed))
 }
 
 /// Splits a path into percent-decoded segments. An empty segment (`//`, trailing `/`)
@@ -425,6 +463,36 @@ mod tests {
         assert_eq!(
             r(Method::POST, "/healthz").unwrap_err(),
             "Method not allowed"
+        );
+    }
+
+    fn allow(method: Method, path: &str) -> String {
+        let segs = segments(path).expect("segments");
+        match route(&method, &segs) {
+            Err(Error::MethodNotAllowed(allowed)) => allowed.header(),
+            other => panic!("{method} {path}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_405_names_the_methods_of_the_path_with_head_beside_get() {
+        assert_eq!(allow(Method::PUT, "/v1/leads"), "GET, HEAD, POST");
+        assert_eq!(
+            allow(Method::POST, "/v1/leads/x"),
+            "GET, HEAD, PATCH, DELETE"
+        );
+        assert_eq!(allow(Method::GET, "/v1/dnc/x"), "DELETE");
+        assert_eq!(allow(Method::HEAD, "/v1/inbound/sms"), "POST");
+        assert_eq!(allow(Method::POST, "/healthz"), "GET, HEAD");
+    }
+
+    #[test]
+    fn head_takes_the_get_route() {
+        assert_eq!(r(Method::HEAD, "/v1/leads").unwrap(), "ListLeads");
+        assert_eq!(r(Method::HEAD, "/healthz").unwrap(), "Healthz");
+        assert_eq!(
+            r(Method::HEAD, "/v1/calls/c1/recording").unwrap(),
+            "GetRecording(\"c1\")"
         );
     }
 }

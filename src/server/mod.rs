@@ -25,8 +25,8 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 
 use first_bytes::FirstBytes;
-use limits::PerAddress;
-use tokio::sync::{watch, Semaphore};
+use limits::{PerAddress, Unheaded, UnheadedSlot};
+use tokio::sync::{watch, Semaphore, TryAcquireError};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
@@ -56,16 +56,20 @@ impl Server {
         crate::config::create_data_dir(&config.data_dir)?;
         let db_path = config.database_path();
         let cache = config.cache_mib.saturating_mul(1024 * 1024);
-        let store = tokio::task::spawn_blocking(move || Store::open_with_cache(&db_path, cache))
-            .await
-            .map_err(|e| format!("opening the store: {e}"))?
-            .map_err(|e| match e {
-                OpenError::InUse => format!(
-                    "{} is in use by another process (is another `engaged serve` running?)",
-                    config.database_path().display()
-                ),
-                OpenError::Other(msg) => msg,
-            })?;
+        // The store's writer thread logs where this task does (see `store::writer`).
+        let logs = tracing::dispatcher::get_default(|d| d.clone());
+        let open = move || Store::open_with_cache(&db_path, cache);
+        let store =
+            tokio::task::spawn_blocking(move || tracing::dispatcher::with_default(&logs, open))
+                .await
+                .map_err(|e| format!("opening the store: {e}"))?
+                .map_err(|e| match e {
+                    OpenError::InUse => format!(
+                        "{} is in use by another process (is another `engaged serve` running?)",
+                        config.database_path().display()
+                    ),
+                    OpenError::Other(msg) => msg,
+                })?;
         let store = Arc::new(store);
 
         let certs = if config.insecure_http {
@@ -246,15 +250,8 @@ async fn accept_loop(
     });
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let per_address = PerAddress::new(limits.max_connections_per_ip);
+    let unheaded = Unheaded::new(limits.max_connections);
     loop {
-        // At the cap, stop accepting: new clients wait in the kernel's backlog.
-        let permit = tokio::select! {
-            permit = connections.clone().acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            _ = stopped.changed() => break,
-        };
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
@@ -273,15 +270,52 @@ async fn accept_loop(
             drop(stream);
             continue;
         };
+        // A full table makes room by closing its oldest connection without a request
+        // head; when every connection carries requests, this one waits for a free slot
+        // and the next clients wait in the kernel's backlog.
+        let permit = match connections.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(TryAcquireError::Closed) => break,
+            Err(TryAcquireError::NoPermits) => {
+                if unheaded.evict_oldest() {
+                    tracing::debug!(
+                        "closed the oldest connection without a request head to make room"
+                    );
+                }
+                tokio::select! {
+                    permit = connections.clone().acquire_owned() => match permit {
+                        Ok(p) => p,
+                        Err(_) => break,
+                    },
+                    _ = stopped.changed() => break,
+                }
+            }
+        };
+        let (unheaded_slot, evicted) = unheaded.admit();
         let _ = stream.set_nodelay(true);
         let tls = tls.clone();
         let state = state.clone();
         let protocols = protocols.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            if let Err(e) = serve_connection(stream, tls, state, protocols, watcher).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            let slot = Arc::new(unheaded_slot);
+            // Only a sent `()` closes: a dropped sender means the head came.
+            let closed = async {
+                if evicted.await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                served = serve_connection(stream, tls, state, protocols, watcher, slot.clone()) => {
+                    if let Err(e) = served {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                }
+                () = closed => {
+                    tracing::debug!(%peer, "connection closed before its request head, to make room");
+                }
             }
+            drop(slot);
             drop(address_slot);
             drop(permit);
         });
@@ -310,8 +344,13 @@ async fn serve_connection(
     state: Arc<AppState>,
     protocols: Arc<Protocols>,
     watcher: hyper_util::server::graceful::Watcher,
+    unheaded: Arc<UnheadedSlot>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let service = service_fn(move |req| api::handle(state.clone(), req));
+    let service = service_fn(move |req| {
+        // hyper calls the service once a request's head is complete.
+        unheaded.headed();
+        api::handle(state.clone(), req)
+    });
     match tls {
         Some(acceptor) => {
             if tokio::time::timeout(HANDSHAKE_TIMEOUT, plaintext::starts_plain(&stream)).await?? {

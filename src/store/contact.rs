@@ -24,8 +24,12 @@ impl WriteTx {
         Ok(true)
     }
 
-    /// Removes a number; false when it was not listed.
+    /// Removes a listed number; answers false, having changed nothing, for one that is
+    /// not listed (so that a job refusing on it is no half-write).
     pub fn dnc_remove(&mut self, org: &str, phone: &str) -> Result<bool> {
+        if self.open_read(DNC)?.get((org, phone))?.is_none() {
+            return Ok(false);
+        }
         let mut table = self.open_write(DNC)?;
         let removed = table.remove((org, phone))?;
         Ok(removed.is_some())

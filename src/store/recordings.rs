@@ -100,12 +100,16 @@ impl WriteTx {
         Ok(previous)
     }
 
-    /// Removes a call's recording and its chunks; returns it if there was one.
+    /// Removes a call's recording and its chunks; returns it if there was one. Without
+    /// one it changes nothing (so that a job refusing on it is no half-write).
     pub fn delete_recording(
         &mut self,
         org: &str,
         call_id: &str,
     ) -> Result<Option<RecordingRecord>> {
+        if self.open_read(RECORDINGS)?.get((org, call_id))?.is_none() {
+            return Ok(None);
+        }
         let removed: Option<RecordingRecord> = {
             let mut table = self.open_write(RECORDINGS)?;
             let removed = table.remove((org, call_id))?;

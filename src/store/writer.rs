@@ -103,9 +103,19 @@ pub(crate) fn spawn(
     keys: Arc<KeyCache>,
 ) -> Result<(Jobs, std::thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Box<dyn Job>>();
+    // The writer logs where the thread that opened the store logs: the process's
+    // subscriber, or a test's own (which then sees the writer's errors too).
+    let logs = tracing::dispatcher::get_default(|d| d.clone());
     let handle = std::thread::Builder::new()
         .name("engaged-writer".into())
-        .spawn(move || run(&db, clock, &rx, &stats, &wakes, &keys))?;
+        .spawn(move || {
+            let work = || run(&db, clock, &rx, &stats, &wakes, &keys);
+            if logs.is::<tracing::subscriber::NoSubscriber>() {
+                work()
+            } else {
+                tracing::dispatcher::with_default(&logs, work)
+            }
+        })?;
     Ok((tx, handle))
 }
 

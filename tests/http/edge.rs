@@ -577,7 +577,8 @@ async fn a_recording_upload_slower_than_the_minimum_rate_is_408() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_address_cannot_hold_every_connection() {
     let ts = TestServer::start_with(|c| {
-        c.limits.max_connections = 8;
+        // A quarter of 16 may sit without a request head: as many as one address holds.
+        c.limits.max_connections = 16;
         c.limits.max_connections_per_ip = 4;
         // Idle connections would otherwise stay for a minute.
         c.limits.header_read_timeout = Duration::from_secs(60);
@@ -640,6 +641,62 @@ async fn one_address_cannot_hold_every_connection() {
 }
 
 // ---- the API key -------------------------------------------------------------------------
+
+/// Slow clients under the per-address cap cannot fill the table: connections without a
+/// request head hold at most a quarter of it, and a full table closes the oldest of them
+/// to make room for a new client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_without_a_request_head_cannot_crowd_out_a_new_client() {
+    let ts = TestServer::start_with(|c| {
+        c.limits.max_connections = 16;
+        // Idle connections would otherwise stay for a minute.
+        c.limits.header_read_timeout = Duration::from_secs(60);
+    })
+    .await;
+    // Twelve connections that made a request and stay open (keep-alive)...
+    let mut served = Vec::new();
+    for _ in 0..12 {
+        let mut stream = tls_connect(&ts, "localhost", None).await.expect("tls");
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+            .await
+            .expect("write");
+        assert_eq!(read_response(&mut stream).await.0, 200);
+        served.push(stream);
+    }
+    // ...then forty that never send a request head: TCP only, or TLS done. Those closed
+    // to make room may fail their handshake; that is the point.
+    let mut idle_tcp = Vec::new();
+    let mut idle_tls = Vec::new();
+    for i in 0..40 {
+        if i % 2 == 0 {
+            let tcp = tokio::net::TcpStream::connect(ts.server.local_addr()).await;
+            idle_tcp.push(tcp.expect("tcp"));
+        } else if let Ok(Ok(stream)) =
+            tokio::time::timeout(Duration::from_secs(2), tls_connect(&ts, "localhost", None)).await
+        {
+            idle_tls.push(stream);
+        }
+    }
+    // A new client is served.
+    let fresh = client(&ts, false, None);
+    let request = Request::get(format!("{}/healthz", ts.base))
+        .body(BodyExt::boxed(Full::new(Bytes::new())))
+        .expect("request");
+    let response = tokio::time::timeout(ANSWER_WITHIN, fresh.request(request))
+        .await
+        .expect("the new client was served in time")
+        .expect("response");
+    assert_eq!(response.status(), 200);
+    // The connections that carry requests were kept.
+    for stream in &mut served {
+        stream
+            .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+            .await
+            .expect("write");
+        assert_eq!(read_response(stream).await.0, 200);
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_api_key_header_is_401() {

@@ -301,21 +301,9 @@ async fn first_email(s: &Setup, id: &str, email: &str) -> Value {
     wait_settled(&s.ts, &s.key, id, &sent[0]["id"]).await
 }
 
-/// Logs of the server at warn level and above, captured on this (current) thread.
-fn capture_warnings() -> (Captured, tracing::subscriber::DefaultGuard) {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    (captured, tracing::subscriber::set_default(subscriber))
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn an_smtp_550_fails_the_message_with_its_code_and_the_servers_reply_logged_at_warn() {
-    let (log, _guard) = capture_warnings();
+    let (log, _guard) = Captured::install(tracing::Level::WARN);
     let s = start().await;
     s.sink.refuse(EMAIL);
     let event = first_email(&s, "L1", EMAIL).await;
@@ -337,7 +325,7 @@ async fn an_smtp_550_fails_the_message_with_its_code_and_the_servers_reply_logge
 
 #[tokio::test(flavor = "current_thread")]
 async fn an_smtp_535_to_our_credentials_fails_the_message_with_the_reply_logged_at_warn() {
-    let (log, _guard) = capture_warnings();
+    let (log, _guard) = Captured::install(tracing::Level::WARN);
     let s = start().await;
     s.sink.refuse_auth();
     let mut settings = smtp(s.sink.port);

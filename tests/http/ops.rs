@@ -151,9 +151,23 @@ async fn a_client_that_sends_no_headers_is_disconnected() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_beyond_the_cap_wait_for_a_free_slot() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let ts = TestServer::start_with(|c| c.limits.max_connections = 1).await;
-    let first = idle_tls_connection(&ts).await;
-    // The only slot is taken: a second client is not served meanwhile...
+    // The only slot is taken by a connection that made a request and stays open (one
+    // that never sent a request head would be closed to make room).
+    let mut first = idle_tls_connection(&ts).await;
+    first
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !answer.ends_with(br#"{"status":"ok"}"#) {
+        let n = first.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed before the answer");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    // A second client is not served meanwhile...
     let waiting = tokio::time::timeout(
         std::time::Duration::from_millis(700),
         idle_tls_connection(&ts),
@@ -383,6 +397,10 @@ async fn the_openapi_document_is_served_without_a_key_and_lists_every_route() {
             .unwrap_or_else(|e| panic!("{method} {template}: {e}"));
         assert!(listed(route));
         assert_eq!(route.name(), name, "{method} {template}");
+        // HEAD takes every GET route (the document lists GET only).
+        if http_method == Method::GET {
+            assert_eq!(router::route(&Method::HEAD, &segments).ok(), Some(route));
+        }
         // ...which the document names and guards with the router's scope.
         assert_eq!(op["operationId"], operation_id(name).as_str(), "{name}");
         match route.scope() {

@@ -1,4 +1,4 @@
-//! The transport: HTTP/1.1 and HTTP/2 over TLS, keep-alive.
+//! The transport: HTTP/1.1 and HTTP/2 over TLS, keep-alive, HEAD.
 
 use std::sync::Arc;
 
@@ -78,5 +78,93 @@ async fn http1_connections_are_kept_alive() {
         let resp = sender.send_request(req).await.unwrap();
         assert_eq!(resp.status(), 200);
         resp.into_body().collect().await.unwrap();
+    }
+}
+
+/// Status, content type, content length (from the header, else the body) and body of
+/// `method path` with `key`.
+async fn answer(
+    ts: &TestServer,
+    h2: bool,
+    method: hyper::Method,
+    path: &str,
+    key: Option<&str>,
+) -> (u16, Option<String>, Option<u64>, Bytes) {
+    let c = client(ts, h2);
+    let mut req = Request::builder()
+        .method(method)
+        .uri(format!("{}{path}", ts.base));
+    if let Some(key) = key {
+        req = req.header("x-api-key", key);
+    }
+    let resp = c.request(req.body(Full::new(Bytes::new())).unwrap()).await;
+    let resp = resp.unwrap_or_else(|e| panic!("{path} (h2: {h2}): {e:?}"));
+    let header = |name| {
+        resp.headers()
+            .get(name)
+            .and_then(|v: &hyper::header::HeaderValue| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let (status, content_type) = (resp.status().as_u16(), header("content-type"));
+    let length = header("content-length").and_then(|v| v.parse().ok());
+    let body = resp.into_body().collect().await;
+    let body = body.unwrap_or_else(|e| panic!("{path} (h2: {h2}): {e:?}"));
+    (status, content_type, length, body.to_bytes())
+}
+
+/// HEAD answers every GET route as GET would (status, headers, length), without the
+/// body, over both protocols: an answer, a refusal and an unknown path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn head_answers_like_get_without_the_body_over_http1_and_http2() {
+    let ts = TestServer::start().await;
+    let key = ts.key("acme", "write").await;
+    ts.create_lead(
+        &key,
+        &serde_json::json!({"id": "L1", "phone": "+15551234567"}),
+    )
+    .await;
+    // A recording, whose download is a streamed body.
+    let call =
+        serde_json::json!({"leadId": "L1", "direction": "INBOUND", "callStatus": "COMPLETE"});
+    assert_eq!(ts.put(&key, "/v1/calls/c1", &call).await.status, 201);
+    let audio = vec![7u8; 5000];
+    let path = "/v1/calls/c1/recording";
+    let uploaded = ts
+        .request(
+            hyper::Method::PUT,
+            path,
+            Some(&key),
+            Some("audio/mpeg"),
+            audio,
+        )
+        .await;
+    assert_eq!(uploaded.status, 201);
+    let link = ts.get(&key, path).await.json();
+    let url = link["url"].as_str().expect("url");
+    let download = url.strip_prefix(&ts.base).expect("a link to this server");
+    let cases = [
+        (download, None),
+        ("/healthz", None),
+        ("/v1/openapi.json", None),
+        ("/v1/leads/L1", Some(key.as_str())),
+        (
+            "/v1/leads?updatedSince=1970-01-01T00:00:00Z",
+            Some(key.as_str()),
+        ),
+        ("/v1/leads/nope", Some(key.as_str())),
+        ("/v1/leads/L1", None),
+        ("/v1/nope", None),
+    ];
+    for h2 in [false, true] {
+        for (path, key) in cases {
+            let get = answer(&ts, h2, hyper::Method::GET, path, key).await;
+            let head = answer(&ts, h2, hyper::Method::HEAD, path, key).await;
+            assert_eq!(head.0, get.0, "{path} (h2: {h2})");
+            assert_eq!(head.1, get.1, "{path} (h2: {h2})");
+            let get_length = get.2.unwrap_or(get.3.len() as u64);
+            assert_eq!(head.2, Some(get_length), "{path} (h2: {h2})");
+            assert!(head.3.is_empty(), "{path} (h2: {h2})");
+            assert!(!get.3.is_empty(), "{path} (h2: {h2})");
+        }
     }
 }

@@ -427,14 +427,7 @@ async fn a_stop_twilio_already_answered_gets_no_second_confirmation() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn provider_secrets_never_reach_the_log_at_debug_level() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::install(tracing::Level::DEBUG);
     let s = start().await;
     // A send through Twilio, a refused one, a forged webhook, a settings change.
     s.twilio.opt_out("+15551230002");
@@ -450,9 +443,8 @@ async fn provider_secrets_never_reach_the_log_at_debug_level() {
     ];
     let forged = webhook(&s, "sms", &params, Some("bm90IGEgc2lnbmF0dXJl".into())).await;
     assert_eq!(forged.status, 403);
-    let log = String::from_utf8_lossy(&captured.0.lock().unwrap()).to_string();
-    // What runs on the writer thread is not captured here; the handlers, the engine's
-    // provider calls and the HTTP client are.
+    let log = captured.text();
+    // The handlers, the engine's provider calls and the HTTP client are captured.
     assert!(
         log.contains("wrong signature"),
         "the log was captured: {log}"

@@ -543,21 +543,36 @@ impl HookReceiver {
     }
 }
 
-/// Collects what the server logs on this thread (a current-thread runtime runs every
-/// async task of the server here; the writer thread's lines are not captured).
+/// Collects what the server logs: install it on a current-thread runtime before starting
+/// the server, which then runs every async task on this thread, and its writer thread
+/// logs where the thread that opened the store does.
 #[derive(Clone, Default)]
-pub struct Captured(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
 impl Captured {
-    /// What was logged so far.
+    /// Captures this thread's log at `level` and above until the guard is dropped.
+    pub fn install(level: tracing::Level) -> (Captured, tracing::subscriber::DefaultGuard) {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+        let bytes = self.0.lock().map(|b| b.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&bytes).to_string()
     }
 }
 
 impl std::io::Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        if let Ok(mut bytes) = self.0.lock() {
+            bytes.extend_from_slice(buf);
+        }
         Ok(buf.len())
     }
 
