@@ -1,6 +1,7 @@
 //! Running one leased agenda row: ask the compliance service when one is configured
-//! (slow, so before the write), claim the row in a write job (`domain::agenda`), then
-//! carry out what the claim asks through the channel's provider and commit the answer.
+//! (slow, so before the write), wait for the provider's pacing slot (a send), claim the
+//! row in a write job (`domain::agenda`), then carry out what the claim asks through the
+//! channel's provider and commit the answer.
 
 use chrono::Utc;
 
@@ -26,7 +27,11 @@ impl Engine {
             JobKind::Step { index } => {
                 let channel = self.step_channel(&org, &lead, index)?;
                 let early = match channel {
-                    Some(channel) => self.ask_service(&org, &lead, channel).await?,
+                    Some(channel) => {
+                        let early = self.ask_service(&org, &lead, channel).await?;
+                        self.pace(&org, channel).await?;
+                        early
+                    }
                     None => None,
                 };
                 self.store
@@ -37,12 +42,14 @@ impl Engine {
             }
             JobKind::Reply { channel } => return self.reply(key, &org, &lead, channel).await,
             JobKind::Notice { channel, text } => {
+                self.pace(&org, channel).await?;
                 self.store
                     .write(move |tx| agenda::claim_notice(tx, &key, &org, &lead, channel, &text))
                     .await?
             }
             JobKind::Call => {
                 let early = self.ask_service(&org, &lead, Channel::Voice).await?;
+                self.pace(&org, Channel::Voice).await?;
                 self.store
                     .write(move |tx| agenda::claim_call(tx, &key, &org, &lead, early.clone()))
                     .await?
@@ -70,6 +77,26 @@ impl Engine {
         Ok(read
             .profile(org, &engagement.profile)?
             .and_then(|p| p.cadence.get(index as usize).map(|s| s.channel)))
+    }
+
+    /// Waits for the next slot of `org`'s `channel` provider, when it has a sending rate
+    /// (`engine::pacing`): called before a send's claim.
+    pub(super) async fn pace(&self, org: &str, channel: Channel) -> Result<()> {
+        let settings = self.store.read()?.engine_settings(org)?;
+        let provider = match channel {
+            Channel::Sms => &settings.sms,
+            Channel::Voice => &settings.voice,
+            Channel::Email => &settings.email,
+        };
+        if let Some(rate) = provider.rate_per_second() {
+            let wait = self
+                .pacer
+                .reserve(org, channel, rate, std::time::Instant::now());
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        Ok(())
     }
 
     /// The compliance service's answer for an attempt on `channel`, when the organization

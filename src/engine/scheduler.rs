@@ -4,7 +4,10 @@
 //! table until the job's claim commits, so a crash means the row runs again after the
 //! restart), and sleeps until the writer says a commit added rows or the earliest row
 //! falls due: it never polls in a loop. At most `MAX_IN_FLIGHT` jobs run at once; when
-//! that many are leased it waits for one to finish.
+//! that many are leased it waits for one to finish. A send keeps its provider's rate:
+//! its job waits for its pacing slot (`pacing`) while leased, before its claim, so a
+//! burst of due sends is spread over time (and, while it lasts, holds lanes other due
+//! rows wait for).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
