@@ -10,6 +10,12 @@
 //! slot a claim then does not use (the step was stale, deferred or blocked) is lost,
 //! which only ever slows sending down. The slots live in memory: after a restart the
 //! first send goes at once.
+//!
+//! A job whose slot is near ([`PARK_AFTER`] or less) waits for it in its lane; one whose
+//! slot is further off gives its lane back and is **parked** by the scheduler until its
+//! slot (the row stays in the agenda; when it runs again it already holds its slot), so
+//! a burst of one organization never fills the scheduler's lanes that other
+//! organizations, replies and post-call work need.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -20,6 +26,29 @@ use crate::channel::Channel;
 /// The longest gap between two slots (a rate this low is refused by the settings; the
 /// bound keeps the arithmetic finite whatever the rate).
 const MAX_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// The longest wait for a slot a job spends in its scheduler lane; a longer one parks it.
+pub const PARK_AFTER: Duration = Duration::from_secs(1);
+
+/// What a job that asked for a slot does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// Send after this wait (none, or at most [`PARK_AFTER`]).
+    Wait(Duration),
+    /// Give the lane back: the slot is this far off.
+    Park(Duration),
+}
+
+impl Turn {
+    /// What a job does about a slot `wait` away.
+    pub fn of(wait: Duration) -> Turn {
+        if wait <= PARK_AFTER {
+            Turn::Wait(wait)
+        } else {
+            Turn::Park(wait)
+        }
+    }
+}
 
 /// The next free slot of each (organization, channel).
 #[derive(Default)]
@@ -71,6 +100,13 @@ mod tests {
             pacer.reserve("org_1", Channel::Sms, 10.0, t0 + ms(250)),
             ms(250)
         );
+    }
+
+    #[test]
+    fn a_near_slot_is_waited_for_and_a_far_one_parks() {
+        assert_eq!(Turn::of(ms(0)), Turn::Wait(ms(0)));
+        assert_eq!(Turn::of(PARK_AFTER), Turn::Wait(PARK_AFTER));
+        assert_eq!(Turn::of(ms(1001)), Turn::Park(ms(1001)));
     }
 
     #[test]
