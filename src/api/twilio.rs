@@ -160,10 +160,11 @@ async fn inbound(
 async fn status(state: &AppState, org: &str, form: Form) -> Result<Response<Body>> {
     let sid = form.required("MessageSid")?.to_string();
     let status = twilio::status_of(form.required("MessageStatus")?);
+    // Twilio's numeric code only: nothing else of a callback is kept as an error.
     let error_code = form
         .get("ErrorCode")
-        .filter(|c| !c.is_empty())
-        .map(str::to_string);
+        .and_then(|c| c.trim().parse::<u32>().ok())
+        .map(|c| c.to_string());
     let org_id = org.to_string();
     let found = state
         .store
