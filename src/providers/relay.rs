@@ -5,7 +5,9 @@
 //!
 //! Only the wire format lives here, so the relay loop deals in types, not JSON. A type
 //! this code does not know is [`FromTwilio::Other`] (Twilio adds message types; the
-//! caller ignores them); a known type with wrong members is an error.
+//! caller ignores them); a known type with wrong members is an error. Where Twilio's own
+//! examples disagree with its reference (`interrupt`'s `durationUntilInterruptMs`, a
+//! number or a string), both are read.
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
