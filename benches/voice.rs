@@ -214,7 +214,7 @@ async fn start(model_url: &str) -> Bench {
     let base = format!("https://localhost:{}", server.local_addr().port());
     let settings = json!({
         "assistant": {"baseUrl": model_url, "model": "bench", "timeoutMs": 10000},
-        "providers": {"voice": {"kind": "twilio", "accountSid": "ACbench", "authToken": TOKEN, "from": FROM}}
+        "providers": {"voice": {"kind": "twilio", "accountSid": "AC0000000000000000000000000000beef", "authToken": TOKEN, "from": FROM}}
     });
     let req = Request::patch(format!("{base}/v1/org"))
         .header("x-api-key", &key)

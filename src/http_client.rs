@@ -180,19 +180,20 @@ impl HttpClient {
     }
 
     /// POSTs a form (`application/x-www-form-urlencoded`) with `headers` within
-    /// `timeout`; the error says whether the request surely never left (a provider
-    /// send may then be retried without risking a second message).
+    /// `timeout`, and answers the status, `Retry-After` and the body; the error says
+    /// whether the request surely never left (a provider send may then be retried
+    /// without risking a second message).
     pub async fn post_form(
         &self,
         url: &str,
         headers: &[(&'static str, String)],
         form: Vec<u8>,
         timeout: Duration,
-    ) -> Result<(u16, Bytes), SendError> {
+    ) -> Result<(u16, Option<Duration>, Bytes), SendError> {
         let mut all = headers.to_vec();
         all.push(("content-type", "application/x-www-form-urlencoded".into()));
         match tokio::time::timeout(timeout, self.send(url, &all, form, MAX_ANSWER_BYTES)).await {
-            Ok(Ok((status, _, answer))) => Ok((status, answer)),
+            Ok(Ok(answer)) => Ok(answer),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(SendError::timed_out(timeout)),
         }

@@ -2,7 +2,8 @@
 //! handshake, checked here, then the conversation, handed to the engine.
 //!
 //! Twilio signs the handshake like its webhooks: `X-Twilio-Signature` over the URL it
-//! was given in the TwiML (`wss://` + the server's `public_url` host and the path),
+//! was given in the TwiML (`wss://` + the server's `public_url` host and the path; or
+//! its `https://` form; each without its port or with it, as Twilio's validators accept),
 //! with no parameters, keyed with the organization's voice auth token. A missing or
 //! wrong signature is 403 and nothing is upgraded; a call engaged did not place or
 //! answer is 404. A good handshake is answered `101 Switching Protocols`, and the
@@ -45,7 +46,7 @@ pub fn upgrade(
     ];
     if !urls
         .iter()
-        .any(|url| twilio_signature::verify(&settings.auth_token, url, &[], signature))
+        .any(|url| twilio_signature::verify_url(&settings.auth_token, url, &[], signature))
     {
         tracing::warn!(
             org,

@@ -1,7 +1,7 @@
 //! Twilio's webhooks: inbound SMS (`POST /v1/providers/twilio/{orgId}/sms`) and message
 //! status callbacks (`.../sms-status`). No API key: each request must carry a valid
-//! `X-Twilio-Signature` over the URL as built from `public_url` and its form
-//! parameters, keyed with the organization's auth token (403 `Forbidden` otherwise,
+//! `X-Twilio-Signature` over the URL as built from `public_url` (without its port, or
+//! with it, the scheme's default when it has none) and its form parameters, keyed with the organization's auth token (403 `Forbidden` otherwise,
 //! and nothing changes). An inbound text then takes the engine's path, exactly as
 //! `POST /v1/inbound/sms`; a repeated `MessageSid` changes nothing.
 
@@ -88,7 +88,8 @@ pub(super) fn settings_for(
     Err(Error::NotFound("Not found".into()))
 }
 
-/// Checks `X-Twilio-Signature` over `{public_url}{path and query}` and the form.
+/// Checks `X-Twilio-Signature` over `{public_url}{path and query}` (without its port,
+/// or with it: Twilio's validators accept both) and the form.
 pub(super) fn verify(
     state: &AppState,
     parts: &Parts,
@@ -108,7 +109,7 @@ pub(super) fn verify(
     let url = format!("{base}{path}");
     let params: Vec<(String, String)> =
         serde_urlencoded::from_bytes(bytes).map_err(|_| Error::Forbidden)?;
-    if !twilio_signature::verify(&settings.auth_token, &url, &params, signature) {
+    if !twilio_signature::verify_url(&settings.auth_token, &url, &params, signature) {
         tracing::warn!(%url, "a Twilio webhook with a wrong signature");
         return Err(Error::Forbidden);
     }
@@ -159,10 +160,11 @@ async fn inbound(
 async fn status(state: &AppState, org: &str, form: Form) -> Result<Response<Body>> {
     let sid = form.required("MessageSid")?.to_string();
     let status = twilio::status_of(form.required("MessageStatus")?);
+    // Twilio's numeric code only: nothing else of a callback is kept as an error.
     let error_code = form
         .get("ErrorCode")
-        .filter(|c| !c.is_empty())
-        .map(str::to_string);
+        .and_then(|c| c.trim().parse::<u32>().ok())
+        .map(|c| c.to_string());
     let org_id = org.to_string();
     let found = state
         .store

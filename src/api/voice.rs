@@ -6,7 +6,9 @@
 //! No API key: each request must carry a valid `X-Twilio-Signature` keyed with the
 //! organization's voice auth token (403 `Forbidden` otherwise, and nothing changes).
 //! Each handler parses the form, calls `domain::voice` (or `domain::transfer`) in one
-//! write job, and renders the domain's [`Answer`] as TwiML. The relay WebSocket is
+//! write job, and renders the domain's [`Answer`] as TwiML; the answer to an inbound
+//! call also starts its recording (`<Start><Recording>`, reported to its `recording`
+//! path), as `Record=true` does for the calls engaged places. The relay WebSocket is
 //! `api::relay`.
 
 use hyper::http::request::Parts;
@@ -66,7 +68,10 @@ pub async fn webhook(
                 .store
                 .write(move |tx| voice::inbound(tx, &org_id, &sid, &from))
                 .await?;
-            Ok(render(&base, org, &call_id, answer))
+            // An outbound call is recorded by its Calls.json request; an inbound one by
+            // the TwiML that answers it.
+            let recording = voice::call_url(&base, org, &call_id, "recording");
+            Ok(render(&base, org, &call_id, answer, Some(&recording)))
         }
         Hook::Twiml(call) => {
             let call_id = call.to_string();
@@ -74,7 +79,7 @@ pub async fn webhook(
                 .store
                 .write(move |tx| voice::answered(tx, &org_id, &call_id))
                 .await?;
-            Ok(render(&base, org, call, answer))
+            Ok(render(&base, org, call, answer, None))
         }
         Hook::Status(call) => {
             let update = status_update(&form)?;
@@ -129,7 +134,7 @@ pub async fn webhook(
                         .await?
                 }
             };
-            Ok(render(&base, org, call, answer))
+            Ok(render(&base, org, call, answer, None))
         }
     }
 }
@@ -192,16 +197,24 @@ fn ring(form: &Form, attempt: u8) -> Ring {
     }
 }
 
-/// The domain's answer as TwiML, with the URLs of call `call_id`.
-fn render(base: &str, org: &str, call_id: &str, answer: Answer) -> Response<Body> {
+/// The domain's answer as TwiML, with the URLs of call `call_id`; a call that is still
+/// to be recorded (an inbound one) is recorded first, reported to `record`.
+fn render(
+    base: &str,
+    org: &str,
+    call_id: &str,
+    answer: Answer,
+    record: Option<&str>,
+) -> Response<Body> {
     let transfer = voice::call_url(base, org, call_id, "transfer");
     let document = match answer {
         Answer::Relay { greeting } => twiml::relay(
             &transfer,
             &voice::relay_url(base, org, call_id),
             Some(&greeting),
+            record,
         ),
-        Answer::Say(text) => twiml::say_then_hangup(&text),
+        Answer::Say(text) => twiml::say_then_hangup(&text, record),
         Answer::Hangup => twiml::hangup(),
         Answer::Dial { number, attempt } => twiml::dial(
             &format!("{transfer}?attempt={attempt}"),

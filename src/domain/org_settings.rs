@@ -1,6 +1,8 @@
 //! Organization settings: the SMS/voice opt-out coupling, the compliance service, quiet
 //! hours, and the engine's members (time zone, business, assistant, providers), which
-//! live in their own record (`EngineSettings`).
+//! live in their own record (`EngineSettings`). An SMS or voice provider has a sending
+//! rate (`ratePerSecond`, above 0 and at most 1000; `twilio` 10 and `sandbox` unlimited
+//! unless set), which the engine's pacing keeps to.
 
 use serde_json::{json, Map, Value};
 
@@ -41,12 +43,20 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
         json!({"baseUrl": a.base_url, "model": a.model, "timeoutMs": a.timeout_ms,
             "apiKeySet": a.api_key.as_ref().is_some_and(|k| !k.is_empty())})
     });
-    let provider = |p: &ProviderSettings| match p {
-        ProviderSettings::Sandbox { latency_ms } => {
-            json!({"kind": "sandbox", "latencyMs": latency_ms})
+    // `ratePerSecond` is the rate in force: a `twilio` provider's default shows as 10, a
+    // sandbox's `null` is unlimited. Email has none.
+    let provider = |p: &ProviderSettings, paced: bool| {
+        let mut view = match p {
+            ProviderSettings::Sandbox { latency_ms, .. } => {
+                json!({"kind": "sandbox", "latencyMs": latency_ms})
+            }
+            ProviderSettings::Smtp(smtp) => super::email_settings::view(smtp),
+            ProviderSettings::Twilio(twilio) => super::twilio_settings::view(twilio),
+        };
+        if let (true, Value::Object(members)) = (paced, &mut view) {
+            members.insert("ratePerSecond".into(), json!(p.rate_per_second()));
         }
-        ProviderSettings::Smtp(smtp) => super::email_settings::view(smtp),
-        ProviderSettings::Twilio(twilio) => super::twilio_settings::view(twilio),
+        view
     };
     let mut out = Map::new();
     out.insert("timeZone".into(), json!(text(&e.time_zone)));
@@ -54,7 +64,8 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
     out.insert("assistant".into(), json!(assistant));
     out.insert(
         "providers".into(),
-        json!({"sms": provider(&e.sms), "voice": provider(&e.voice), "email": provider(&e.email)}),
+        json!({"sms": provider(&e.sms, true), "voice": provider(&e.voice, true),
+            "email": provider(&e.email, false)}),
     );
     out
 }
@@ -207,6 +218,7 @@ fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<Pro
         _ => return Err(Error::invalid_field(&format!("{path}.kind"))),
     }
     let mut latency_ms = 0;
+    let mut rate_per_second = None;
     for (member, value) in members {
         match member.as_str() {
             "kind" => {}
@@ -216,10 +228,33 @@ fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<Pro
                     .filter(|ms| *ms <= 600_000)
                     .ok_or_else(|| Error::invalid_field(&format!("{path}.latencyMs")))?
             }
+            "ratePerSecond" if path != "providers.email" => {
+                rate_per_second = rate(&format!("{path}.ratePerSecond"), &value)?
+            }
             other => return Err(Error::unknown_field(&format!("{path}.{other}"))),
         }
     }
-    Ok(ProviderSettings::Sandbox { latency_ms })
+    Ok(ProviderSettings::Sandbox {
+        latency_ms,
+        rate_per_second,
+    })
+}
+
+/// The most sends per second a provider may be given (Twilio's fastest senders, short
+/// codes, take about 100).
+pub const MAX_RATE_PER_SECOND: f64 = 1000.0;
+
+/// A provider's `ratePerSecond` at `path`: a number above 0 and at most
+/// [`MAX_RATE_PER_SECOND`]; `null` is the kind's default.
+pub(super) fn rate(path: &str, value: &Value) -> Result<Option<f64>> {
+    match value {
+        Value::Null => Ok(None),
+        v => v
+            .as_f64()
+            .filter(|r| *r > 0.0 && *r <= MAX_RATE_PER_SECOND)
+            .map(Some)
+            .ok_or_else(|| Error::invalid_field(path)),
+    }
 }
 
 /// Applies a partial update; `null` clears an optional setting. Answers the

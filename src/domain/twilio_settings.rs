@@ -2,7 +2,9 @@
 //! parsing `providers.sms` or `providers.voice` into [`TwilioSettings`] and its view.
 //! `authToken` is write-only: the view says `authTokenSet`, and a later `PATCH` without
 //! it keeps the stored one. Messages may go out through a messaging service instead of a
-//! `from` number; calls cannot, so the voice slot needs `from`.
+//! `from` number; calls cannot, so the voice slot needs `from`. Twilio's ids are checked
+//! when saved (`accountSid` `AC` and `messagingServiceSid` `MG`, each followed by 32 hex
+//! digits): a typo is a 400 now, not every send refused later.
 
 use serde_json::{json, Map, Value};
 
@@ -28,6 +30,7 @@ pub fn parse(
     let mut from = String::new();
     let mut messaging_service_sid = String::new();
     let mut base_url = DEFAULT_BASE_URL.to_string();
+    let mut rate_per_second = None;
     for (member, value) in members {
         let invalid = || Error::invalid_field(&format!("{path}.{member}"));
         let text = |value: Value| match value {
@@ -36,7 +39,16 @@ pub fn parse(
         };
         match member.as_str() {
             "kind" => {}
-            "accountSid" => account_sid = Some(text(value)?),
+            "accountSid" => {
+                let sid = text(value)?;
+                if !is_sid(&sid, "AC") {
+                    return Err(invalid());
+                }
+                account_sid = Some(sid);
+            }
+            "ratePerSecond" => {
+                rate_per_second = super::org_settings::rate(&format!("{path}.{member}"), &value)?
+            }
             "authToken" => auth_token = Some(text(value)?),
             "from" => {
                 from = match value {
@@ -48,7 +60,13 @@ pub fn parse(
             "messagingServiceSid" => {
                 messaging_service_sid = match value {
                     Value::Null => String::new(),
-                    other => text(other)?,
+                    other => {
+                        let sid = text(other)?;
+                        if !is_sid(&sid, "MG") {
+                            return Err(invalid());
+                        }
+                        sid
+                    }
                 }
             }
             "baseUrl" => {
@@ -72,7 +90,15 @@ pub fn parse(
         from,
         messaging_service_sid,
         base_url,
+        rate_per_second,
     })
+}
+
+/// Whether `sid` is one of Twilio's ids of the kind `prefix` names: the prefix and 32
+/// hex digits (`^AC[0-9a-fA-F]{32}$` for an account).
+pub fn is_sid(sid: &str, prefix: &str) -> bool {
+    sid.strip_prefix(prefix)
+        .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 pub fn view(s: &TwilioSettings) -> Value {
@@ -90,6 +116,9 @@ pub fn view(s: &TwilioSettings) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const ACCOUNT: &str = "AC0123456789abcdef0123456789ABCDEF";
+    const SERVICE: &str = "MG0123456789abcdef0123456789abcdef";
 
     fn members(v: Value) -> Map<String, Value> {
         match v {
@@ -111,17 +140,17 @@ mod tests {
             "Invalid format for field: providers.sms.accountSid"
         );
         assert_eq!(
-            err(json!({"kind": "twilio", "accountSid": "AC1", "from": "+15550100000"})),
+            err(json!({"kind": "twilio", "accountSid": ACCOUNT, "from": "+15550100000"})),
             "Invalid format for field: providers.sms.authToken"
         );
         assert_eq!(
-            err(json!({"kind": "twilio", "accountSid": "AC1", "authToken": "t"})),
+            err(json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t"})),
             "Invalid format for field: providers.sms.from"
         );
         let first = parse(
             path,
             Channel::Sms,
-            members(json!({"kind": "twilio", "accountSid": "AC1", "authToken": "secret", "from": "+1 555 010 0000"})),
+            members(json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "secret", "from": "+1 555 010 0000"})),
             None,
         )
         .unwrap();
@@ -129,7 +158,7 @@ mod tests {
         let again = parse(
             path,
             Channel::Sms,
-            members(json!({"kind": "twilio", "accountSid": "AC1", "from": "+15550100000"})),
+            members(json!({"kind": "twilio", "accountSid": ACCOUNT, "from": "+15550100000"})),
             Some(&first),
         )
         .unwrap();
@@ -140,7 +169,7 @@ mod tests {
 
     #[test]
     fn calls_need_a_from_number() {
-        let service = json!({"kind": "twilio", "accountSid": "AC1", "authToken": "t", "messagingServiceSid": "MG1"});
+        let service = json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t", "messagingServiceSid": SERVICE});
         assert!(parse(
             "providers.sms",
             Channel::Sms,
@@ -157,10 +186,69 @@ mod tests {
         let voice = parse(
             "providers.voice",
             Channel::Voice,
-            members(json!({"kind": "twilio", "accountSid": "AC1", "authToken": "t", "from": "+15550100000"})),
+            members(json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t", "from": "+15550100000"})),
             None,
         )
         .unwrap();
         assert_eq!(voice.from, "+15550100000");
+    }
+
+    #[test]
+    fn twilio_ids_and_the_rate_are_checked_when_saved() {
+        let parse_sms = |v: Value| parse("providers.sms", Channel::Sms, members(v), None);
+        let parse_voice = |v: Value| parse("providers.voice", Channel::Voice, members(v), None);
+        for bad in [
+            "AC1",
+            "AC0123456789abcdef0123456789ABCDE",
+            "AC0123456789abcdef0123456789ABCDEF0",
+            "AC0123456789abcdef0123456789ABCDEG",
+            "MG0123456789abcdef0123456789abcdef",
+            "ac0123456789abcdef0123456789abcdef",
+        ] {
+            let body = json!({"kind": "twilio", "accountSid": bad, "authToken": "t", "from": "+15550100000"});
+            assert_eq!(
+                parse_sms(body.clone()).unwrap_err().to_string(),
+                "Invalid format for field: providers.sms.accountSid",
+                "{bad}"
+            );
+            assert_eq!(
+                parse_voice(body).unwrap_err().to_string(),
+                "Invalid format for field: providers.voice.accountSid",
+                "{bad}"
+            );
+        }
+        for bad in ["MG1", "AC0123456789abcdef0123456789abcdef", "MGxyz"] {
+            let body = json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t", "messagingServiceSid": bad});
+            assert_eq!(
+                parse_sms(body).unwrap_err().to_string(),
+                "Invalid format for field: providers.sms.messagingServiceSid",
+                "{bad}"
+            );
+        }
+        for bad in [json!(0), json!(-1), json!(1001), json!("10"), json!(true)] {
+            let body = json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t",
+                "from": "+15550100000", "ratePerSecond": bad});
+            assert_eq!(
+                parse_voice(body).unwrap_err().to_string(),
+                "Invalid format for field: providers.voice.ratePerSecond",
+                "{bad}"
+            );
+        }
+        let paced = parse_sms(
+            json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t",
+            "messagingServiceSid": SERVICE, "ratePerSecond": 0.5}),
+        )
+        .unwrap();
+        assert_eq!(paced.rate_per_second, Some(0.5));
+        let default = parse_sms(
+            json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t",
+            "from": "+15550100000", "ratePerSecond": null}),
+        )
+        .unwrap();
+        assert_eq!(default.rate_per_second, None);
+        assert_eq!(
+            crate::store::records::ProviderSettings::Twilio(default).rate_per_second(),
+            Some(10.0)
+        );
     }
 }

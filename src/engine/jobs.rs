@@ -1,9 +1,13 @@
 //! Running one leased agenda row: ask the compliance service when one is configured
-//! (slow, so before the write), claim the row in a write job (`domain::agenda`), then
-//! carry out what the claim asks through the channel's provider and commit the answer.
+//! (slow, so before the write), take the provider's pacing slot (a send: waited for, or
+//! the row is parked until it comes), claim the row in a write job (`domain::agenda`), then carry out what the claim asks through the
+//! channel's provider and commit the answer.
+
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
+use super::pacing::Turn;
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::agenda::{self, Claim, JobKey};
@@ -15,8 +19,20 @@ use crate::providers::{CallRequest, Provider, SendOutcome};
 use crate::store::records::{AgendaJob, JobKind};
 use crate::store::Reader;
 
+/// What running a row came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ran {
+    /// Claimed and carried out (or failed, and left for another run).
+    Done,
+    /// Not run yet: its pacing slot is this far off. The scheduler leaves the row alone
+    /// until then, and runs it again as holding its slot (`paced`).
+    Parked(std::time::Duration),
+}
+
 impl Engine {
-    pub(super) async fn run_job(&self, key: JobKey, job: AgendaJob) -> Result<()> {
+    /// Runs the leased row `key`; `paced` when it already holds its pacing slot (it was
+    /// parked until then).
+    pub(super) async fn run_job(&self, key: JobKey, job: AgendaJob, paced: bool) -> Result<Ran> {
         let AgendaJob {
             org_id: org,
             lead_id: lead,
@@ -25,6 +41,11 @@ impl Engine {
         let claim = match kind {
             JobKind::Step { index } => {
                 let channel = self.step_channel(&org, &lead, index)?;
+                if let (Some(channel), false) = (channel, paced) {
+                    if let Some(far) = self.take_slot(&org, channel).await? {
+                        return Ok(Ran::Parked(far));
+                    }
+                }
                 let early = match channel {
                     Some(channel) => self.ask_service(&org, &lead, channel).await?,
                     None => None,
@@ -35,19 +56,36 @@ impl Engine {
                     })
                     .await?
             }
-            JobKind::Reply { channel } => return self.reply(key, &org, &lead, channel).await,
+            JobKind::Reply { channel } => {
+                return self
+                    .reply(key, &org, &lead, channel)
+                    .await
+                    .map(|_| Ran::Done)
+            }
             JobKind::Notice { channel, text } => {
+                if !paced {
+                    if let Some(far) = self.take_slot(&org, channel).await? {
+                        return Ok(Ran::Parked(far));
+                    }
+                }
                 self.store
                     .write(move |tx| agenda::claim_notice(tx, &key, &org, &lead, channel, &text))
                     .await?
             }
             JobKind::Call => {
+                if !paced {
+                    if let Some(far) = self.take_slot(&org, Channel::Voice).await? {
+                        return Ok(Ran::Parked(far));
+                    }
+                }
                 let early = self.ask_service(&org, &lead, Channel::Voice).await?;
                 self.store
                     .write(move |tx| agenda::claim_call(tx, &key, &org, &lead, early.clone()))
                     .await?
             }
-            JobKind::PostCall { call_id } => return self.post_call(key, &org, &call_id).await,
+            JobKind::PostCall { call_id } => {
+                return self.post_call(key, &org, &call_id).await.map(|_| Ran::Done)
+            }
             JobKind::FetchRecording {
                 call_id,
                 url,
@@ -56,9 +94,10 @@ impl Engine {
                 return self
                     .fetch_recording(key, &org, &lead, &call_id, &url, attempt)
                     .await
+                    .map(|_| Ran::Done)
             }
         };
-        self.carry_out(claim).await
+        self.carry_out(claim).await.map(|_| Ran::Done)
     }
 
     /// The channel of step `index` of the lead's cadence, if it still has one.
@@ -70,6 +109,49 @@ impl Engine {
         Ok(read
             .profile(org, &engagement.profile)?
             .and_then(|p| p.cadence.get(index as usize).map(|s| s.channel)))
+    }
+
+    /// Takes the next slot of `org`'s `channel` provider, when it has a sending rate
+    /// (`engine::pacing`), before a send's claim: waits for a near slot, or answers how
+    /// far off a far one is (the job then parks).
+    async fn take_slot(&self, org: &str, channel: Channel) -> Result<Option<Duration>> {
+        let Some(wait) = self.slot_wait(org, channel)? else {
+            return Ok(None);
+        };
+        match Turn::of(wait) {
+            Turn::Wait(wait) => {
+                if !wait.is_zero() {
+                    tokio::time::sleep(wait).await;
+                }
+                Ok(None)
+            }
+            Turn::Park(far) => Ok(Some(far)),
+        }
+    }
+
+    /// Takes the next slot of `org`'s `channel` provider and waits for it, however far:
+    /// a reply, whose model answer is already in hand.
+    pub(super) async fn pace(&self, org: &str, channel: Channel) -> Result<()> {
+        if let Some(wait) = self.slot_wait(org, channel)? {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reserves the next slot of `org`'s `channel` provider; how long until it comes
+    /// (`None`: the provider has no rate).
+    fn slot_wait(&self, org: &str, channel: Channel) -> Result<Option<Duration>> {
+        let settings = self.store.read()?.engine_settings(org)?;
+        let provider = match channel {
+            Channel::Sms => &settings.sms,
+            Channel::Voice => &settings.voice,
+            Channel::Email => &settings.email,
+        };
+        Ok(provider
+            .rate_per_second()
+            .map(|rate| self.pacer.reserve(org, channel, rate, Instant::now())))
     }
 
     /// The compliance service's answer for an attempt on `channel`, when the organization

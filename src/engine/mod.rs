@@ -10,6 +10,7 @@
 //! - `scheduler`: one task; wakes on commits that add rows and at the earliest due time.
 //! - `jobs`: running one claimed row (a cadence step, a notice, a call) and carrying out
 //!   the claim through a provider.
+//! - `pacing`: each provider's sending rate; a send waits for its slot before its claim.
 //! - `reply`: the assistant's conversation turn, at most four rounds of tools.
 //! - `tools`: applying a tool call through the same domain functions the API uses.
 //! - `assistant`: the OpenAI-compatible protocol.
@@ -24,6 +25,7 @@ pub mod call_outcome;
 mod email;
 mod jobs;
 pub mod metrics;
+mod pacing;
 mod post_call;
 mod recording_fetch;
 mod reply;
@@ -53,6 +55,8 @@ pub struct Engine {
     recording_max_bytes: u64,
     /// Signs one-click unsubscribe links; read from the store on first use.
     unsubscribe_key: tokio::sync::OnceCell<crate::domain::unsubscribe_links::UnsubscribeKey>,
+    /// Each provider's sending rate, kept across the scheduler's sends.
+    pacer: pacing::Pacer,
 }
 
 impl Engine {
@@ -70,6 +74,7 @@ impl Engine {
             public_url: public_url.map(|u| u.trim_end_matches('/').to_string()),
             recording_max_bytes,
             unsubscribe_key: tokio::sync::OnceCell::new(),
+            pacer: pacing::Pacer::default(),
         }
     }
 

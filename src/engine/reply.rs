@@ -92,6 +92,7 @@ impl Engine {
             return self.drop_reply(&key, org, lead_id, None).await;
         }
         let early = self.ask_service(org, lead_id, channel).await?;
+        self.pace(org, channel).await?;
         let (org, lead) = (org.to_string(), lead_id.to_string());
         let claim = self
             .store

@@ -188,7 +188,7 @@ impl Provider {
             Channel::Email => &settings.email,
         };
         match chosen {
-            ProviderSettings::Sandbox { latency_ms } => {
+            ProviderSettings::Sandbox { latency_ms, .. } => {
                 Provider::Sandbox(sandbox::Sandbox::new(*latency_ms))
             }
             ProviderSettings::Smtp(settings) => Provider::Smtp(smtp::Smtp::new(settings.clone())),

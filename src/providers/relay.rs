@@ -5,7 +5,9 @@
 //!
 //! Only the wire format lives here, so the relay loop deals in types, not JSON. A type
 //! this code does not know is [`FromTwilio::Other`] (Twilio adds message types; the
-//! caller ignores them); a known type with wrong members is an error.
+//! caller ignores them); a known type with wrong members is an error. Where Twilio's own
+//! examples disagree with its reference (`interrupt`'s `durationUntilInterruptMs`, a
+//! number or a string), both are read.
 
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -66,7 +68,25 @@ fn yes() -> bool {
 #[serde(rename_all = "camelCase")]
 struct Interrupt {
     utterance_until_interrupt: String,
+    #[serde(deserialize_with = "number_or_string")]
     duration_until_interrupt_ms: u64,
+}
+
+/// A whole number of milliseconds sent as a number or as a string: Twilio's own
+/// published `interrupt` example sends `"durationUntilInterruptMs": "460"`.
+fn number_or_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Either {
+        Number(u64),
+        Text(String),
+    }
+    match Either::deserialize(d)? {
+        Either::Number(n) => Ok(n),
+        Either::Text(t) => t.trim().parse().map_err(|_| {
+            serde::de::Error::custom("durationUntilInterruptMs is not a whole number")
+        }),
+    }
 }
 
 #[derive(Deserialize)]
@@ -188,6 +208,16 @@ mod tests {
                 duration_until_interrupt_ms: 460
             })
         );
+        // Twilio's published example sends the duration as a string.
+        assert_eq!(
+            parse(
+                r#"{"type":"interrupt","utteranceUntilInterrupt":"Hi Ada","durationUntilInterruptMs":"460"}"#
+            ),
+            Ok(FromTwilio::Interrupt {
+                utterance_until_interrupt: "Hi Ada".into(),
+                duration_until_interrupt_ms: 460
+            })
+        );
         assert_eq!(
             parse(r#"{"type":"dtmf","digit":"5"}"#),
             Ok(FromTwilio::Dtmf { digit: "5".into() })
@@ -216,6 +246,8 @@ mod tests {
             r#"{"type":"prompt","voicePrompt":3}"#,
             r#"{"type":"prompt","voicePrompt":"x","last":"yes"}"#,
             r#"{"type":"interrupt","utteranceUntilInterrupt":"x","durationUntilInterruptMs":-1}"#,
+            r#"{"type":"interrupt","utteranceUntilInterrupt":"x","durationUntilInterruptMs":"soon"}"#,
+            r#"{"type":"interrupt","utteranceUntilInterrupt":"x","durationUntilInterruptMs":"-1"}"#,
             r#"{"type":"dtmf"}"#,
             r#"{"type":"error","description":null}"#,
         ] {

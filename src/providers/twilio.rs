@@ -5,11 +5,15 @@
 //! HTTP Basic `accountSid:authToken`, and a call's recording downloaded as it streams.
 //!
 //! The answer's `sid` is the provider's id of the message or call and its `status` the
-//! status. Error 21610 (the recipient texted STOP to the carrier) is a refusal that means
-//! "do not contact"; other 4xx refuse with their code. A 5xx, or a request that surely
-//! never left (no connection), is tried again with backoff; a request that may have
-//! arrived (a timeout after writing it) is `unknown` and never sent again: one loop
-//! ([`Twilio::post`]) serves messages and calls alike. Credentials only ever go to the
+//! status (a call's answer never completes it: only status callbacks do). Error 21610
+//! (the recipient texted STOP to the carrier) is a refusal that means "do not contact";
+//! other 4xx refuse with their code. **Retries**: a 429 (Twilio's 20429) or a 503, or a
+//! connection that failed before the request was written, means the request was not
+//! taken: it is tried again after `Retry-After` (or a short backoff), at most 3 tries
+//! within 60 s. Anything else after a written request (a 500, a 502, a timeout) is never
+//! repeated: the send is `unknown`. One loop ([`Twilio::post`]) serves messages and calls
+//! alike. Errors carry no response body: Twilio's numeric `code`, a status, or a short
+//! class (`timeout`, `connection`, `malformed answer`). Credentials only ever go to the
 //! configured `baseUrl`: a recording URL elsewhere is refused.
 
 use std::time::Duration;
@@ -21,11 +25,15 @@ use hyper::body::Body as _;
 use serde::Deserialize;
 
 use super::{CallOutcome, CallRequest, CallStatus, Outgoing, SendOutcome};
-use crate::http_client::HttpClient;
+use crate::http_client::{HttpClient, SendError};
 use crate::store::records::{SendStatus, TwilioSettings};
 
-/// The pauses before the second and third tries.
+/// The pauses before the second and third tries when Twilio gives no `Retry-After`.
 const BACKOFF: [Duration; 2] = [Duration::from_millis(250), Duration::from_millis(1000)];
+/// Tries of one request that was not taken, the first included.
+const MAX_TRIES: usize = 3;
+/// Every try of one request starts within this long of the first.
+const RETRY_WINDOW: Duration = Duration::from_secs(60);
 /// How long one request may take (for a download, until the answer's head).
 const TIMEOUT: Duration = Duration::from_secs(15);
 /// How long one read of a downloading recording may take.
@@ -34,7 +42,8 @@ const CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
 const CALL_EVENTS: [&str; 4] = ["initiated", "ringing", "answered", "completed"];
 /// The refusal of a call the settings give no caller id for (calls need `from`).
 pub const NO_CALLER_ID: &str = "no-caller-id";
-/// The refusal after every try met a 5xx or no connection.
+/// The refusal after every try met a 429, a 503 or no connection (when Twilio gave no
+/// code of its own).
 pub const PROVIDER_UNAVAILABLE: &str = "provider-unavailable";
 /// Twilio's "attempt to send to unsubscribed recipient".
 pub const UNSUBSCRIBED_RECIPIENT: i64 = 21610;
@@ -54,15 +63,112 @@ struct Accepted {
 enum Answer {
     /// A 2xx with its `sid` and `status`.
     Accepted(Accepted),
-    /// A 2xx without a readable `sid`, or no answer to a request that may have arrived.
+    /// A 2xx without a readable `sid`, or no answer (or a 5xx other than 503) to a
+    /// request that may have arrived: a short class, never the answer's body.
     Unknown(String),
     /// A 4xx, with Twilio's `code` when it gave one (else the HTTP status).
     Refused {
         code: String,
         twilio_code: Option<i64>,
     },
-    /// 5xx or no connection, every try.
-    Unavailable,
+    /// Not taken (429, 503 or no connection) on every try; Twilio's code when it gave
+    /// one.
+    Unavailable { twilio_code: Option<i64> },
+}
+
+/// What one try came to.
+#[derive(Debug, PartialEq)]
+enum Try {
+    Done(Done),
+    /// Not taken: may be tried again, after `Retry-After` when Twilio said.
+    NotTaken {
+        class: String,
+        twilio_code: Option<i64>,
+        retry_after: Option<Duration>,
+    },
+}
+
+/// A try's final answer (nothing to try again).
+#[derive(Debug, PartialEq)]
+enum Done {
+    Accepted {
+        sid: String,
+        status: Option<String>,
+    },
+    Unknown(String),
+    Refused {
+        code: String,
+        twilio_code: Option<i64>,
+    },
+}
+
+/// Twilio's numeric `code` in an error answer, if it gave one.
+fn twilio_code(bytes: &[u8]) -> Option<i64> {
+    serde_json::from_slice::<Refusal>(bytes)
+        .ok()
+        .and_then(|r| r.code)
+}
+
+/// Reads one try's answer: 2xx accepted, 429 and 503 not taken, other 4xx refused,
+/// anything else unknown (the request was written: it is never sent again). Nothing of
+/// the body but Twilio's `sid`, `status` and `code` is kept.
+fn read_try(answer: Result<(u16, Option<Duration>, Bytes), SendError>) -> Try {
+    match answer {
+        Ok((status, _, bytes)) if (200..300).contains(&status) => {
+            Try::Done(match serde_json::from_slice::<Accepted>(&bytes) {
+                Ok(a) => Done::Accepted {
+                    sid: a.sid,
+                    status: a.status,
+                },
+                Err(_) => Done::Unknown("malformed answer".into()),
+            })
+        }
+        Ok((status @ (429 | 503), retry_after, bytes)) => Try::NotTaken {
+            class: format!("status {status}"),
+            twilio_code: twilio_code(&bytes),
+            retry_after,
+        },
+        Ok((status, _, bytes)) if (400..500).contains(&status) => {
+            let twilio_code = twilio_code(&bytes);
+            Try::Done(Done::Refused {
+                code: twilio_code.map_or_else(|| status.to_string(), |c| c.to_string()),
+                twilio_code,
+            })
+        }
+        Ok((status, _, _)) => Try::Done(Done::Unknown(format!("status {status}"))),
+        // An untrusted certificate fails the same way every time: never tried again.
+        Err(e) if e.tls_certificate => Try::Done(Done::Refused {
+            code: crate::outbound_tls::TLS_CERTIFICATE.into(),
+            twilio_code: None,
+        }),
+        Err(e) if e.not_sent => Try::NotTaken {
+            class: "connect".into(),
+            twilio_code: None,
+            retry_after: None,
+        },
+        Err(e) => Try::Done(Done::Unknown(class_of(&e))),
+    }
+}
+
+/// A failed request's short class: `timeout`, or `connection` (lost after the request
+/// was written).
+fn class_of(e: &SendError) -> String {
+    if e.message.starts_with("timed out") {
+        "timeout".into()
+    } else {
+        "connection".into()
+    }
+}
+
+/// The pause before try `tries + 1` of a request first tried at `started`, or `None`
+/// when it is not tried again: after [`MAX_TRIES`], or when the pause (Twilio's
+/// `Retry-After`, else [`BACKOFF`]) would start it past [`RETRY_WINDOW`].
+fn next_pause(tries: usize, retry_after: Option<Duration>, elapsed: Duration) -> Option<Duration> {
+    if tries >= MAX_TRIES {
+        return None;
+    }
+    let pause = retry_after.unwrap_or(BACKOFF[(tries - 1).min(BACKOFF.len() - 1)]);
+    (elapsed + pause <= RETRY_WINDOW).then_some(pause)
 }
 
 /// A recording that could not be downloaded; `retryable` when a later try may work
@@ -168,8 +274,8 @@ impl Twilio {
                 code,
                 do_not_contact: twilio_code == Some(UNSUBSCRIBED_RECIPIENT),
             },
-            Answer::Unavailable => SendOutcome::Refused {
-                code: PROVIDER_UNAVAILABLE.into(),
+            Answer::Unavailable { twilio_code } => SendOutcome::Refused {
+                code: unavailable(twilio_code),
                 do_not_contact: false,
             },
         }
@@ -215,24 +321,27 @@ impl Twilio {
             .post(client, &self.url("Calls.json"), &form, "call", on_retry)
             .await
         {
+            // Only status callbacks end a call: a final status in this answer (a
+            // compatible service's, or a misreading) counts as queued.
             Answer::Accepted(a) => CallOutcome::Accepted {
                 provider_call_id: a.sid,
                 status: a
                     .status
                     .as_deref()
                     .and_then(call_status_of)
+                    .filter(|status| !status.is_final())
                     .unwrap_or(CallStatus::Queued),
             },
             Answer::Unknown(error) => CallOutcome::Unknown { error },
             Answer::Refused { code, .. } => CallOutcome::Refused { code },
-            Answer::Unavailable => CallOutcome::Refused {
-                code: PROVIDER_UNAVAILABLE.into(),
+            Answer::Unavailable { twilio_code } => CallOutcome::Refused {
+                code: unavailable(twilio_code),
             },
         }
     }
 
-    /// POSTs `form` to `url`, trying again after a 5xx or a request that never left;
-    /// `what` names the thing sent, for the log.
+    /// POSTs `form` to `url`, trying again only while Twilio did not take it (429, 503,
+    /// no connection); `what` names the thing sent, for the log.
     async fn post(
         &self,
         client: &HttpClient,
@@ -243,47 +352,41 @@ impl Twilio {
     ) -> Answer {
         let body = match serde_urlencoded::to_string(form) {
             Ok(body) => body.into_bytes(),
-            Err(e) => return Answer::Unknown(format!("form: {e}")),
+            Err(_) => return Answer::Unknown("malformed request".into()),
         };
         let headers = [("authorization", self.auth())];
-        let mut attempt = 0;
+        let started = tokio::time::Instant::now();
+        let mut tries = 0;
         loop {
+            tries += 1;
             let answer = client.post_form(url, &headers, body.clone(), TIMEOUT).await;
-            let retry = match answer {
-                Ok((status, bytes)) if (200..300).contains(&status) => {
-                    return match serde_json::from_slice::<Accepted>(&bytes) {
-                        Ok(a) => Answer::Accepted(a),
-                        Err(e) => Answer::Unknown(format!("an answer without a sid: {e}")),
-                    };
+            let (class, twilio_code, retry_after) = match read_try(answer) {
+                Try::Done(Done::Accepted { sid, status }) => {
+                    return Answer::Accepted(Accepted { sid, status })
                 }
-                Ok((status, bytes)) if (400..500).contains(&status) => {
-                    let twilio_code = serde_json::from_slice::<Refusal>(&bytes)
-                        .ok()
-                        .and_then(|r| r.code);
-                    return Answer::Refused {
-                        code: twilio_code.map_or_else(|| status.to_string(), |c| c.to_string()),
-                        twilio_code,
-                    };
+                Try::Done(Done::Unknown(class)) => {
+                    tracing::warn!(error = %class, what, "the Twilio provider's answer is unknown; not sent again");
+                    return Answer::Unknown(class);
                 }
-                Ok((status, _)) => format!("status {status}"),
-                // An untrusted certificate fails the same way every time.
-                Err(e) if e.tls_certificate => {
-                    return Answer::Refused {
-                        code: crate::outbound_tls::TLS_CERTIFICATE.into(),
-                        twilio_code: None,
-                    }
+                Try::Done(Done::Refused { code, twilio_code }) => {
+                    return Answer::Refused { code, twilio_code }
                 }
-                Err(e) if e.not_sent => e.message,
-                Err(e) => return Answer::Unknown(e.message),
+                Try::NotTaken {
+                    class,
+                    twilio_code,
+                    retry_after,
+                } => (class, twilio_code, retry_after),
             };
-            match BACKOFF.get(attempt) {
+            match next_pause(tries, retry_after, started.elapsed()) {
                 Some(pause) => {
-                    tracing::warn!(error = %retry, what, "the Twilio provider did not take a request; trying again");
+                    tracing::warn!(error = %class, code = ?twilio_code, what, pause_ms = pause.as_millis() as u64, "the Twilio provider did not take a request; trying again");
                     on_retry();
-                    tokio::time::sleep(*pause).await;
-                    attempt += 1;
+                    tokio::time::sleep(pause).await;
                 }
-                None => return Answer::Unavailable,
+                None => {
+                    tracing::warn!(error = %class, code = ?twilio_code, what, tries, "the Twilio provider did not take a request; given up");
+                    return Answer::Unavailable { twilio_code };
+                }
             }
         }
     }
@@ -318,6 +421,11 @@ impl Twilio {
             }),
         }
     }
+}
+
+/// The refusal code of a request never taken: Twilio's code (20429) when it gave one.
+fn unavailable(twilio_code: Option<i64>) -> String {
+    twilio_code.map_or_else(|| PROVIDER_UNAVAILABLE.into(), |c| c.to_string())
 }
 
 /// Twilio's message statuses as ours.
@@ -430,6 +538,7 @@ mod tests {
                 String::new()
             },
             base_url: base_url.into(),
+            rate_per_second: None,
         })
     }
 
@@ -539,6 +648,138 @@ mod tests {
         );
         assert_eq!(retries.load(Ordering::SeqCst), 2);
         assert_eq!(seen.lock().unwrap().len(), 3);
+    }
+
+    fn answered(status: u16, retry_after: Option<u64>, body: &str) -> Try {
+        read_try(Ok((
+            status,
+            retry_after.map(Duration::from_secs),
+            Bytes::from(body.to_string()),
+        )))
+    }
+
+    #[test]
+    fn only_429_503_and_no_connection_are_not_taken() {
+        assert_eq!(
+            answered(
+                429,
+                Some(3),
+                r#"{"code":20429,"message":"Too Many Requests"}"#
+            ),
+            Try::NotTaken {
+                class: "status 429".into(),
+                twilio_code: Some(20429),
+                retry_after: Some(Duration::from_secs(3))
+            }
+        );
+        assert!(matches!(answered(503, None, ""), Try::NotTaken { .. }));
+        let refused = SendError {
+            message: "client error (Connect): connection refused".into(),
+            not_sent: true,
+            tls_certificate: false,
+        };
+        assert!(matches!(read_try(Err(refused)), Try::NotTaken { .. }));
+        // An untrusted certificate is refused at once, though nothing was sent.
+        let untrusted = SendError {
+            message: "tls".into(),
+            not_sent: true,
+            tls_certificate: true,
+        };
+        assert!(matches!(
+            read_try(Err(untrusted)),
+            Try::Done(Done::Refused { ref code, .. }) if code == "tls-certificate"
+        ));
+        // After the request was written: never again, and no body in the error.
+        for status in [500, 502, 504] {
+            assert_eq!(
+                answered(status, Some(1), r#"{"message":"secret detail"}"#),
+                Try::Done(Done::Unknown(format!("status {status}")))
+            );
+        }
+        let lost = SendError {
+            message: "connection closed before message completed".into(),
+            not_sent: false,
+            tls_certificate: false,
+        };
+        assert_eq!(
+            read_try(Err(lost)),
+            Try::Done(Done::Unknown("connection".into()))
+        );
+        let late = SendError {
+            message: "timed out after 15000 ms".into(),
+            not_sent: false,
+            tls_certificate: false,
+        };
+        assert_eq!(
+            read_try(Err(late)),
+            Try::Done(Done::Unknown("timeout".into()))
+        );
+        assert_eq!(
+            answered(201, None, r#"{"sid": 7, "secret": "detail"}"#),
+            Try::Done(Done::Unknown("malformed answer".into()))
+        );
+        assert_eq!(
+            answered(
+                400,
+                None,
+                r#"{"code":21211,"message":"Invalid 'To' Phone Number"}"#
+            ),
+            Try::Done(Done::Refused {
+                code: "21211".into(),
+                twilio_code: Some(21211)
+            })
+        );
+        assert_eq!(
+            answered(404, None, "<html>not found</html>"),
+            Try::Done(Done::Refused {
+                code: "404".into(),
+                twilio_code: None
+            })
+        );
+    }
+
+    #[test]
+    fn at_most_three_tries_within_sixty_seconds_honouring_retry_after() {
+        let s = Duration::from_secs;
+        assert_eq!(next_pause(1, None, s(0)), Some(BACKOFF[0]));
+        assert_eq!(next_pause(2, None, s(0)), Some(BACKOFF[1]));
+        assert_eq!(next_pause(3, None, s(0)), None);
+        assert_eq!(next_pause(1, Some(s(5)), s(0)), Some(s(5)));
+        assert_eq!(next_pause(2, Some(s(30)), s(30)), Some(s(30)));
+        // A try that would start past the window is not made.
+        assert_eq!(next_pause(1, Some(s(61)), s(0)), None);
+        assert_eq!(next_pause(2, Some(s(20)), s(45)), None);
+    }
+
+    #[tokio::test]
+    async fn a_500_after_the_request_was_written_is_never_sent_again() {
+        let (base, seen) = fake_twilio(|_| (500, Bytes::from(r#"{"code":20500}"#))).await;
+        let outcome = twilio(&base, "+15550100000")
+            .start_call(&client(), &call(), &|| panic!("no retry"))
+            .await;
+        assert_eq!(
+            outcome,
+            CallOutcome::Unknown {
+                error: "status 500".into()
+            }
+        );
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_completed_status_in_the_calls_answer_does_not_complete_the_call() {
+        let (base, _) =
+            fake_twilio(|_| (201, Bytes::from(r#"{"sid":"CA9","status":"completed"}"#))).await;
+        let outcome = twilio(&base, "+15550100000")
+            .start_call(&client(), &call(), &|| panic!("no retry"))
+            .await;
+        assert_eq!(
+            outcome,
+            CallOutcome::Accepted {
+                provider_call_id: "CA9".into(),
+                status: CallStatus::Queued
+            }
+        );
     }
 
     #[tokio::test]

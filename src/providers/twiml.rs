@@ -1,6 +1,9 @@
 //! TwiML answers to Twilio's voice webhooks: the few documents the voice paths send back
 //! (`<Response/>`, `<Say>` then `<Hangup/>`, `<Connect>` to a ConversationRelay,
-//! `<Dial>` of a transfer number).
+//! `<Dial>` of a transfer number). An inbound call's answer opens with
+//! `<Start><Recording>` (its recording reported to the call's `recording` path), since
+//! only an outbound call is recorded by its `Calls.json` request; `<Start>` does not
+//! block, so the relay or the `<Say>` follows at once.
 //!
 //! Each is written through a tiny XML writer that escapes `& < > " '` in every text and
 //! attribute value: a step's text, a greeting or a number comes from organization
@@ -113,10 +116,28 @@ pub fn empty() -> String {
     w.finish()
 }
 
-/// `<Response><Say>text</Say><Hangup/></Response>`: a step's text read to the lead.
-pub fn say_then_hangup(text: &str) -> String {
+/// `<Start><Recording recordingStatusCallback="..." .../></Start>` when `record` says
+/// where the finished recording is reported: the whole call, both sides, recorded from
+/// here on (Twilio goes on with the next verb at once).
+fn start_recording(w: &mut XmlWriter, record: Option<&str>) {
+    if let Some(callback) = record {
+        w.start("Start")
+            .start("Recording")
+            .attr("recordingStatusCallback", callback)
+            .attr("recordingStatusCallbackMethod", "POST")
+            .attr("recordingStatusCallbackEvent", "completed")
+            .end()
+            .end();
+    }
+}
+
+/// `<Response><Say>text</Say><Hangup/></Response>`: a step's text read to the lead;
+/// recorded first when `record` is the recording callback.
+pub fn say_then_hangup(text: &str, record: Option<&str>) -> String {
     let mut w = XmlWriter::new();
-    w.start("Response").start("Say").text(text).end();
+    w.start("Response");
+    start_recording(&mut w, record);
+    w.start("Say").text(text).end();
     w.empty("Hangup");
     w.finish()
 }
@@ -128,16 +149,25 @@ pub fn hangup() -> String {
     w.finish()
 }
 
-/// `<Response><Connect action="..."><ConversationRelay url="..." welcomeGreeting="..."/>
-/// </Connect></Response>`: the call handed to the relay WebSocket; Twilio requests
-/// `action` when the session ends. `welcomeGreeting` is left out when none or empty.
-pub fn relay(action: &str, relay_url: &str, welcome_greeting: Option<&str>) -> String {
+/// `<Response><Connect action="..."><ConversationRelay url="..." dtmfDetection="true"
+/// welcomeGreeting="..."/></Connect></Response>`: the call handed to the relay
+/// WebSocket; Twilio requests `action` when the session ends. `dtmfDetection` is always
+/// on: without it the lead's keypad digits never reach the relay. `welcomeGreeting` is
+/// left out when none or empty. Recorded first when `record` is the recording callback.
+pub fn relay(
+    action: &str,
+    relay_url: &str,
+    welcome_greeting: Option<&str>,
+    record: Option<&str>,
+) -> String {
     let mut w = XmlWriter::new();
-    w.start("Response")
-        .start("Connect")
+    w.start("Response");
+    start_recording(&mut w, record);
+    w.start("Connect")
         .attr("action", action)
         .start("ConversationRelay")
-        .attr("url", relay_url);
+        .attr("url", relay_url)
+        .attr("dtmfDetection", "true");
     if let Some(greeting) = welcome_greeting.filter(|g| !g.is_empty()) {
         w.attr("welcomeGreeting", greeting);
     }
@@ -175,7 +205,7 @@ mod tests {
             r#"<?xml version="1.0" encoding="UTF-8"?><Response/>"#
         );
         assert_eq!(
-            body(&say_then_hangup("Hi Ada, this is Acme.")),
+            body(&say_then_hangup("Hi Ada, this is Acme.", None)),
             "<Response><Say>Hi Ada, this is Acme.</Say><Hangup/></Response>"
         );
         assert_eq!(body(&hangup()), "<Response><Hangup/></Response>");
@@ -184,16 +214,39 @@ mod tests {
                 "https://e.example/v1/providers/twilio/org_1/voice/call_1/transfer",
                 "wss://e.example/v1/providers/twilio/org_1/voice/call_1/relay",
                 Some("Hello!"),
+                None,
             )),
             concat!(
                 r#"<Response><Connect action="https://e.example/v1/providers/twilio/org_1/voice/call_1/transfer">"#,
-                r#"<ConversationRelay url="wss://e.example/v1/providers/twilio/org_1/voice/call_1/relay" welcomeGreeting="Hello!"/>"#,
+                r#"<ConversationRelay url="wss://e.example/v1/providers/twilio/org_1/voice/call_1/relay" dtmfDetection="true" welcomeGreeting="Hello!"/>"#,
                 "</Connect></Response>"
             )
         );
-        let without = r#"<Response><Connect action="a"><ConversationRelay url="wss://r"/></Connect></Response>"#;
-        assert_eq!(body(&relay("a", "wss://r", None)), without);
-        assert_eq!(body(&relay("a", "wss://r", Some(""))), without);
+        let without = r#"<Response><Connect action="a"><ConversationRelay url="wss://r" dtmfDetection="true"/></Connect></Response>"#;
+        assert_eq!(body(&relay("a", "wss://r", None, None)), without);
+        assert_eq!(body(&relay("a", "wss://r", Some(""), None)), without);
+        let recording = concat!(
+            r#"<Start><Recording recordingStatusCallback="https://e.example/rec?a=1&amp;b=2" "#,
+            r#"recordingStatusCallbackMethod="POST" recordingStatusCallbackEvent="completed"/></Start>"#
+        );
+        assert_eq!(
+            body(&relay(
+                "a",
+                "wss://r",
+                None,
+                Some("https://e.example/rec?a=1&b=2")
+            )),
+            format!(
+                r#"<Response>{recording}<Connect action="a"><ConversationRelay url="wss://r" dtmfDetection="true"/></Connect></Response>"#
+            )
+        );
+        assert_eq!(
+            body(&say_then_hangup(
+                "Hi",
+                Some("https://e.example/rec?a=1&b=2")
+            )),
+            format!("<Response>{recording}<Say>Hi</Say><Hangup/></Response>")
+        );
         assert_eq!(
             body(&dial("https://e.example/t?step=2&x=1", 20, "+15550100000")),
             r#"<Response><Dial action="https://e.example/t?step=2&amp;x=1" timeout="20"><Number>+15550100000</Number></Dial></Response>"#
@@ -202,7 +255,7 @@ mod tests {
 
     #[test]
     fn injected_markup_comes_out_escaped() {
-        let said = say_then_hangup("</Say><Dial>+19005550000</Dial><Say>");
+        let said = say_then_hangup("</Say><Dial>+19005550000</Dial><Say>", None);
         assert_eq!(
             body(&said),
             "<Response><Say>&lt;/Say&gt;&lt;Dial&gt;+19005550000&lt;/Dial&gt;&lt;Say&gt;</Say><Hangup/></Response>"
@@ -215,11 +268,12 @@ mod tests {
             "a",
             "wss://r",
             Some(r#"Hi "/><Dial>+19005550000</Dial> it's me & co"#),
+            None,
         );
         assert_eq!(
             body(&greeted),
             concat!(
-                r#"<Response><Connect action="a"><ConversationRelay url="wss://r" "#,
+                r#"<Response><Connect action="a"><ConversationRelay url="wss://r" dtmfDetection="true" "#,
                 r#"welcomeGreeting="Hi &quot;/&gt;&lt;Dial&gt;+19005550000&lt;/Dial&gt; it&apos;s me &amp; co"/>"#,
                 "</Connect></Response>"
             )

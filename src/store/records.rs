@@ -783,8 +783,11 @@ pub struct SendingRow {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ProviderSettings {
     /// Nothing leaves the machine; `latency_ms` delays each acceptance (a slow provider,
-    /// for trials and tests).
-    Sandbox { latency_ms: u64 },
+    /// for trials and tests); `rate_per_second` paces its sends (none: unlimited).
+    Sandbox {
+        latency_ms: u64,
+        rate_per_second: Option<f64>,
+    },
     /// Email through an SMTP server.
     Smtp(SmtpSettings),
     /// SMS (and, later, voice) through a Twilio-compatible REST API.
@@ -802,6 +805,25 @@ pub struct TwilioSettings {
     pub messaging_service_sid: String,
     /// `https://api.twilio.com` unless a compatible service is used.
     pub base_url: String,
+    /// Sends (messages, or calls) per second at most; none: [`DEFAULT_TWILIO_RATE`].
+    pub rate_per_second: Option<f64>,
+}
+
+/// The sending rate of a `twilio` provider that sets none (Twilio queues what goes
+/// beyond an account's rate, and refuses with 20429 past its queue).
+pub const DEFAULT_TWILIO_RATE: f64 = 10.0;
+
+impl ProviderSettings {
+    /// Sends per second this provider takes at most; `None`: unlimited.
+    pub fn rate_per_second(&self) -> Option<f64> {
+        match self {
+            ProviderSettings::Sandbox {
+                rate_per_second, ..
+            } => *rate_per_second,
+            ProviderSettings::Smtp(_) => None,
+            ProviderSettings::Twilio(t) => Some(t.rate_per_second.unwrap_or(DEFAULT_TWILIO_RATE)),
+        }
+    }
 }
 
 impl std::fmt::Debug for TwilioSettings {
@@ -812,6 +834,7 @@ impl std::fmt::Debug for TwilioSettings {
             .field("from", &self.from)
             .field("messaging_service_sid", &self.messaging_service_sid)
             .field("base_url", &self.base_url)
+            .field("rate_per_second", &self.rate_per_second)
             .finish()
     }
 }
@@ -867,7 +890,10 @@ impl std::fmt::Debug for SmtpSettings {
 
 impl Default for ProviderSettings {
     fn default() -> Self {
-        ProviderSettings::Sandbox { latency_ms: 0 }
+        ProviderSettings::Sandbox {
+            latency_ms: 0,
+            rate_per_second: None,
+        }
     }
 }
 

@@ -671,7 +671,7 @@ async fn the_assistant_api_key_is_write_only() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_twilio_sms_provider_needs_public_url_and_keeps_its_token_secret() {
-    let body = json!({"providers": {"sms": {"kind": "twilio", "accountSid": "AC123",
+    let body = json!({"providers": {"sms": {"kind": "twilio", "accountSid": "AC0123456789abcdef0123456789abcdef",
                                             "authToken": "token-secret", "from": "+15550100000"}}});
     let bare = TestServer::start().await;
     let admin = bare.key("acme", "admin").await;

@@ -4,9 +4,12 @@
 //! pair kept, so a repeated `StatusCallbackEvent` shows each value) and answers as Twilio
 //! does: 201 `{"sid", "status": "queued"}` (`SM...` for a message, `CA...` for a call),
 //! 400 `{"code": 21610}` for a message to a number that opted out with the carrier, 400
-//! `{"code": 21217}` for a call when told to refuse the next one, a 500 when told to fail
-//! the next request, or, told to hang, no answer at all: it keeps the request and closes
-//! the connection (the request arrived, its fate unknown).
+//! `{"code": 21217}` for a call when told to refuse the next one, or, told to hang, no answer at all: it keeps the request and closes
+//! the connection (the request arrived, its fate unknown). A script of statuses
+//! ([`FakeTwilio::script`]) answers the next requests with each status in turn (429 as
+//! Twilio's `{"code": 20429}`, with `Retry-After` when given) before answering as usual,
+//! and a call's answer may carry another status ([`FakeTwilio::answer_calls_with`]).
+//! Each request records when it arrived.
 //!
 //! Recordings: `GET /2010-04-01/Accounts/{sid}/Recordings/{RecordingSid}.mp3` serves the
 //! bytes a test registered with [`FakeTwilio::serve_recording`], `audio/mpeg`, after
@@ -32,6 +35,8 @@ pub struct Sent {
     pub form: Vec<(String, String)>,
     /// The `sid` the fake answered (none when it refused, failed or hung).
     pub sid: Option<String>,
+    /// When the request arrived.
+    pub at: std::time::Instant,
 }
 
 impl Sent {
@@ -63,7 +68,6 @@ pub struct RecordingRequest {
 struct State {
     sent: Mutex<Vec<Sent>>,
     opted_out: Mutex<Vec<String>>,
-    fail_next: AtomicBool,
     hang_next: AtomicBool,
     count: AtomicUsize,
     calls: Mutex<Vec<Sent>>,
@@ -73,6 +77,10 @@ struct State {
     recordings: Mutex<HashMap<String, Vec<u8>>>,
     recording_failures: AtomicUsize,
     recording_requests: Mutex<Vec<RecordingRequest>>,
+    /// Statuses (and `Retry-After` seconds) the next Messages/Calls requests answer.
+    script: Mutex<std::collections::VecDeque<(u16, Option<u64>)>>,
+    /// The `status` a call's 201 answer carries (`queued` when none).
+    call_status: Mutex<Option<String>>,
 }
 
 #[derive(Clone)]
@@ -121,14 +129,24 @@ impl FakeTwilio {
         self.state.opted_out.lock().unwrap().push(phone.to_string());
     }
 
-    /// The next request answers 500.
-    pub fn fail_next(&self) {
-        self.state.fail_next.store(true, Ordering::SeqCst);
-    }
-
     /// The next request is kept but never answered: its connection closes.
     pub fn hang_next(&self) {
         self.state.hang_next.store(true, Ordering::SeqCst);
+    }
+
+    /// The next requests (messages or calls) answer these statuses, one each, with
+    /// `Retry-After` when given; then the fake answers as usual.
+    pub fn script(&self, answers: &[(u16, Option<u64>)]) {
+        self.state
+            .script
+            .lock()
+            .unwrap()
+            .extend(answers.iter().copied());
+    }
+
+    /// A call's 201 answer says this `status` (Twilio says `queued`).
+    pub fn answer_calls_with(&self, status: &str) {
+        *self.state.call_status.lock().unwrap() = Some(status.to_string());
     }
 
     /// Every Messages.json request, in arrival order.
@@ -264,6 +282,7 @@ async fn answer(
         authorization,
         form,
         sid: None,
+        at: std::time::Instant::now(),
     };
     let to = sent.field("To").unwrap_or_default().to_string();
     let log = if is_call { &state.calls } else { &state.sent };
@@ -277,12 +296,19 @@ async fn answer(
         hang.notify_one();
         return std::future::pending().await;
     }
-    if state.fail_next.swap(false, Ordering::SeqCst) {
-        return reply(
-            500,
-            json,
-            r#"{"code": 20500, "message": "Internal Server Error"}"#,
-        );
+    let scripted = state.script.lock().unwrap().pop_front();
+    if let Some((status, retry_after)) = scripted {
+        let body = match status {
+            429 => r#"{"code": 20429, "message": "Too Many Requests", "status": 429}"#,
+            503 => r#"{"code": 20503, "message": "Service Unavailable", "status": 503}"#,
+            _ => r#"{"code": 20500, "message": "Internal Server Error"}"#,
+        };
+        let mut r = reply(status, json, body);
+        if let Some(seconds) = retry_after {
+            r.headers_mut()
+                .insert("retry-after", seconds.to_string().parse().unwrap());
+        }
+        return r;
     }
     if is_call && state.refuse_next_call.swap(false, Ordering::SeqCst) {
         return reply(
@@ -306,10 +332,14 @@ async fn answer(
         format!("SM{n:032}")
     };
     log.lock().unwrap()[index].sid = Some(sid.clone());
+    let status = match &*state.call_status.lock().unwrap() {
+        Some(status) if is_call => status.clone(),
+        _ => "queued".to_string(),
+    };
     reply(
         201,
         json,
-        format!(r#"{{"sid": "{sid}", "status": "queued"}}"#),
+        format!(r#"{{"sid": "{sid}", "status": "{status}"}}"#),
     )
 }
 
@@ -382,6 +412,45 @@ async fn fake_twilio_records_calls_with_repeated_fields_and_refuses_one_when_tol
     );
     assert_eq!(calls[1].sid, None);
     assert!(fake.sent().is_empty(), "calls are not messages");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fake_twilio_answers_its_script_then_as_usual() {
+    let fake = FakeTwilio::start().await;
+    fake.script(&[(429, Some(2)), (503, None)]);
+    fake.answer_calls_with("completed");
+    let client = plain_client();
+    let messages = format!("{}/2010-04-01/Accounts/AC1/Messages.json", fake.base_url);
+    let calls = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
+    let request = |url: String| {
+        let client = client.clone();
+        async move {
+            let request = hyper::Request::post(url)
+                .body(Full::new(Bytes::from_static(b"To=%2B1")))
+                .unwrap();
+            let response = client.request(request).await.unwrap();
+            let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_string());
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            (status, retry_after, body)
+        }
+    };
+    let (status, retry_after, body) = request(messages.clone()).await;
+    assert_eq!((status, retry_after.as_deref()), (429, Some("2")));
+    assert_eq!(body["code"], 20429);
+    let (status, retry_after, _) = request(calls.clone()).await;
+    assert_eq!((status, retry_after), (503, None));
+    let (status, _, body) = request(messages).await;
+    assert_eq!((status, body["status"].as_str()), (201, Some("queued")));
+    let (status, _, body) = request(calls).await;
+    assert_eq!((status, body["status"].as_str()), (201, Some("completed")));
+    assert_eq!(fake.sent().len(), 2);
+    assert_eq!(fake.calls().len(), 2);
+    assert!(fake.sent()[0].at <= fake.sent()[1].at);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@ use crate::fake_twilio::FakeTwilio;
 use crate::util::*;
 
 const PUBLIC_URL: &str = "https://engaged.test";
-const SID: &str = "AC0123456789";
+const SID: &str = "AC0123456789abcdef0123456789abcdef";
 const TOKEN: &str = "twilio-auth-token-secret";
 const FROM: &str = "+15550100000";
 const PHONE: &str = "+15551230001";
@@ -24,18 +24,24 @@ struct Setup {
 }
 
 async fn start() -> Setup {
+    start_with(PUBLIC_URL, json!({})).await
+}
+
+/// A server with `public_url`, whose SMS provider is the fake Twilio with the extra
+/// settings `more` (e.g. `ratePerSecond`).
+async fn start_with(public_url: &str, more: Value) -> Setup {
     let twilio = FakeTwilio::start().await;
-    let ts = TestServer::start_with(|c| c.public_url = Some(PUBLIC_URL.into())).await;
+    let public_url = public_url.to_string();
+    let ts = TestServer::start_with(|c| c.public_url = Some(public_url)).await;
     let key = ts.key("acme", "write").await;
     let admin = ts.key("acme", "admin").await;
     set_business(&ts, &admin).await;
-    let settings = set_org(
-        &ts,
-        &admin,
-        &json!({"providers": {"sms": {"kind": "twilio", "accountSid": SID, "authToken": TOKEN,
-            "from": FROM, "baseUrl": twilio.base_url}}}),
-    )
-    .await;
+    let mut sms = json!({"kind": "twilio", "accountSid": SID, "authToken": TOKEN,
+        "from": FROM, "baseUrl": twilio.base_url});
+    for (k, v) in more.as_object().unwrap() {
+        sms[k] = v.clone();
+    }
+    let settings = set_org(&ts, &admin, &json!({"providers": {"sms": sms}})).await;
     assert_eq!(settings["providers"]["sms"]["authTokenSet"], json!(true));
     assert!(
         !settings.to_string().contains(TOKEN),
@@ -252,14 +258,18 @@ async fn error_21610_is_the_gates_fifth_step_and_an_sms_opt_out() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_500_is_retried_and_one_message_reaches_the_provider() {
+async fn a_429_is_tried_again_after_retry_after_and_one_message_reaches_the_provider() {
     let s = start().await;
-    s.twilio.fail_next();
+    s.twilio.script(&[(429, Some(1))]);
     lead(&s, "L1", PHONE, "solar").await;
     let event = first_message(&s, "L1").await;
-    assert_eq!(event["data"]["status"], json!("queued"));
+    assert_eq!(event["data"]["status"], json!("queued"), "{event}");
     let sent = s.twilio.sent();
-    assert_eq!(sent.len(), 2, "one refused with 500, one accepted");
+    assert_eq!(sent.len(), 2, "one refused with 429, one accepted");
+    assert!(
+        sent[1].at.duration_since(sent[0].at) >= std::time::Duration::from_millis(950),
+        "Retry-After (1 s) is honoured"
+    );
     assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
     // Both requests are counted.
     let metrics = text(&s.ts.get(&s.admin, "/metrics").await);
@@ -268,6 +278,40 @@ async fn a_500_is_retried_and_one_message_reaches_the_provider() {
             "engaged_provider_requests_total{{channel=\"sms\",kind=\"twilio\",outcome=\"{outcome}\"}} 1"
         );
         assert!(metrics.contains(&line), "missing {line} in\n{metrics}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_503_is_tried_three_times_at_most_then_the_message_fails() {
+    let s = start().await;
+    s.twilio.script(&[(503, None), (503, None), (503, None)]);
+    lead(&s, "L1", PHONE, "solar").await;
+    let event = first_message(&s, "L1").await;
+    assert_eq!(event["data"]["status"], json!("failed"), "{event}");
+    assert_eq!(event["data"]["errorCode"], json!("20503"), "{event}");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(s.twilio.sent().len(), 3, "three tries, no more");
+    assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_500_or_502_after_the_request_was_written_is_never_sent_again() {
+    for status in [500, 502] {
+        let s = start().await;
+        s.twilio.script(&[(status, None)]);
+        lead(&s, "L1", PHONE, "solar").await;
+        let event = first_message(&s, "L1").await;
+        assert_eq!(event["data"]["status"], json!("unknown"), "{event}");
+        // A status and a short class, never Twilio's answer.
+        assert_eq!(
+            event["data"]["error"],
+            json!(format!("status {status}")),
+            "{event}"
+        );
+        assert!(!event.to_string().contains("Internal Server Error"));
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        assert_eq!(s.twilio.sent().len(), 1, "at most once");
+        assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
     }
 }
 
@@ -337,8 +381,10 @@ async fn status_callbacks_never_move_a_message_back_and_unknown_sids_change_noth
         .unwrap()
         .to_string();
     let id = &event["id"];
-    let sent = status_callback(&s, &sid, "sent", None, id).await;
+    // Only Twilio's numeric code is kept of a callback's ErrorCode.
+    let sent = status_callback(&s, &sid, "sent", Some("<b>not a code</b>"), id).await;
     assert_eq!(sent["data"]["status"], json!("sent"));
+    assert!(sent["data"].get("errorCode").is_none(), "{sent}");
     let last = status_callback(&s, &sid, "undelivered", Some("30003"), id).await;
     assert_eq!(last["data"]["status"], json!("undelivered"));
     assert_eq!(last["data"]["errorCode"], json!("30003"));
@@ -458,4 +504,196 @@ async fn provider_secrets_never_reach_the_log_at_debug_level() {
         !log.contains(&basic),
         "the Basic credentials are in the log"
     );
+}
+
+// ---- signatures as Twilio's validators check them ---------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signature_over_the_url_with_its_default_port_is_accepted() {
+    let s = start().await;
+    lead(&s, "L1", PHONE, "").await;
+    let path = format!("/v1/providers/twilio/{}/sms", s.org);
+    for (n, url) in [
+        format!("{PUBLIC_URL}{path}"),
+        format!("https://engaged.test:443{path}"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let sid = format!("SMport{n}");
+        let params = [
+            ("MessageSid", sid.as_str()),
+            ("From", PHONE),
+            ("To", FROM),
+            ("Body", "hello"),
+        ];
+        let signature = twilio_signature(TOKEN, url, &params);
+        let r = webhook(&s, "sms", &params, Some(signature)).await;
+        assert_eq!(r.status, 200, "signed over {url}: {}", text(&r));
+    }
+    assert_eq!(messages_of(&s.ts, &s.key, "L1").await.len(), 2);
+    // Another port is another URL; a wrong token is still refused.
+    let params = [
+        ("MessageSid", "SMport9"),
+        ("From", PHONE),
+        ("To", FROM),
+        ("Body", "hello"),
+    ];
+    for signature in [
+        twilio_signature(TOKEN, &format!("https://engaged.test:8443{path}"), &params),
+        twilio_signature(
+            "another-token",
+            &format!("https://engaged.test:443{path}"),
+            &params,
+        ),
+    ] {
+        assert_error(
+            &webhook(&s, "sms", &params, Some(signature)).await,
+            403,
+            "Forbidden",
+        );
+    }
+    assert_eq!(messages_of(&s.ts, &s.key, "L1").await.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_url_with_a_port_accepts_a_signature_without_it() {
+    let public_url = "https://engaged.test:8443";
+    let s = start_with(public_url, json!({})).await;
+    lead(&s, "L1", PHONE, "").await;
+    let path = format!("/v1/providers/twilio/{}/sms", s.org);
+    for (n, url) in [
+        format!("{public_url}{path}"),
+        format!("https://engaged.test{path}"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let sid = format!("SMport{n}");
+        let params = [
+            ("MessageSid", sid.as_str()),
+            ("From", PHONE),
+            ("To", FROM),
+            ("Body", "hello"),
+        ];
+        let signature = twilio_signature(TOKEN, url, &params);
+        let r = webhook(&s, "sms", &params, Some(signature)).await;
+        assert_eq!(r.status, 200, "signed over {url}: {}", text(&r));
+    }
+    let params = [("MessageSid", "SMx"), ("MessageStatus", "delivered")];
+    let wrong = twilio_signature(TOKEN, &format!("https://engaged.test:443{path}"), &params);
+    assert_error(
+        &webhook(&s, "sms-status", &params, Some(wrong)).await,
+        403,
+        "Forbidden",
+    );
+    assert_eq!(messages_of(&s.ts, &s.key, "L1").await.len(), 2);
+}
+
+// ---- settings checked when saved ------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twilio_ids_and_the_sending_rate_are_checked_when_saved() {
+    let s = start().await;
+    let before = expect(&s.ts.get(&s.admin, "/v1/org").await, 200);
+    assert_eq!(before["providers"]["sms"]["ratePerSecond"], json!(10.0));
+    let base = |channel: &str, more: Value| {
+        let mut provider = json!({"kind": "twilio", "accountSid": SID, "authToken": TOKEN,
+            "from": FROM});
+        for (k, v) in more.as_object().unwrap() {
+            provider[k] = v.clone();
+        }
+        json!({"providers": {channel: provider}})
+    };
+    for (body, field) in [
+        (
+            base("sms", json!({"accountSid": "AC0123456789"})),
+            "providers.sms.accountSid",
+        ),
+        (
+            base(
+                "voice",
+                json!({"accountSid": "SK0123456789abcdef0123456789abcdef"}),
+            ),
+            "providers.voice.accountSid",
+        ),
+        (
+            base("sms", json!({"from": null, "messagingServiceSid": "MG123"})),
+            "providers.sms.messagingServiceSid",
+        ),
+        (
+            base("sms", json!({"ratePerSecond": 0})),
+            "providers.sms.ratePerSecond",
+        ),
+        (
+            base("voice", json!({"ratePerSecond": 5000})),
+            "providers.voice.ratePerSecond",
+        ),
+        (
+            json!({"providers": {"sms": {"kind": "sandbox", "ratePerSecond": -1}}}),
+            "providers.sms.ratePerSecond",
+        ),
+    ] {
+        let r = s.ts.patch(&s.admin, "/v1/org", &body).await;
+        assert_error(&r, 400, &format!("Invalid format for field: {field}"));
+    }
+    assert_eq!(
+        expect(&s.ts.get(&s.admin, "/v1/org").await, 200),
+        before,
+        "a refused PATCH changes nothing"
+    );
+    let org = set_org(
+        &s.ts,
+        &s.admin,
+        &json!({"providers": {
+            "sms": {"kind": "twilio", "accountSid": SID, "authToken": TOKEN,
+                "messagingServiceSid": "MG0123456789abcdef0123456789abcdef", "ratePerSecond": 2.5},
+            "voice": {"kind": "sandbox"}}}),
+    )
+    .await;
+    assert_eq!(org["providers"]["sms"]["ratePerSecond"], json!(2.5));
+    assert_eq!(
+        org["providers"]["voice"]["ratePerSecond"],
+        json!(null),
+        "unlimited"
+    );
+    assert!(org["providers"]["email"].get("ratePerSecond").is_none());
+}
+
+// ---- pacing -----------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_enrolments_leaves_at_the_providers_rate() {
+    const LEADS: usize = 30;
+    const RATE: f64 = 10.0;
+    let s = start_with(PUBLIC_URL, json!({"ratePerSecond": RATE})).await;
+    let started = std::time::Instant::now();
+    for n in 0..LEADS {
+        let phone = format!("+1555123{n:04}");
+        lead(&s, &format!("L{n}"), &phone, "solar").await;
+    }
+    let sent = poll(
+        "every lead's first step reaches the provider",
+        std::time::Duration::from_secs(60),
+        || async {
+            let sent = s.twilio.sent();
+            if sent.len() >= LEADS {
+                Ok(sent)
+            } else {
+                Err(format!("{} sent", sent.len()))
+            }
+        },
+    )
+    .await;
+    // Slot k is k / rate after the first one, which is no earlier than the first
+    // enrolment: the last request cannot arrive sooner (a lower bound only).
+    let last = sent.iter().map(|r| r.at).max().unwrap();
+    let least = std::time::Duration::from_secs_f64((LEADS - 1) as f64 / RATE);
+    assert!(
+        last.duration_since(started) >= least,
+        "{LEADS} sends at {RATE}/s took {:?}, less than {least:?}",
+        last.duration_since(started)
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(s.twilio.sent().len(), LEADS, "each step once");
 }

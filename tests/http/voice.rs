@@ -552,6 +552,49 @@ async fn a_call_twilio_refuses_fails_and_is_not_retried() {
     assert_eq!(v.twilio.calls().len(), 1, "a refusal is not retried");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_answer_to_calls_json_never_completes_a_call() {
+    let v = start(false).await;
+    v.twilio.answer_calls_with("completed");
+    lead(&v, "L1", "quiet").await;
+    let call = request_call(&v, "L1").await;
+    let sid = dialed_sid(&v, 0).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let record = get_call(&v, &call).await;
+    assert_ne!(record["callStatus"], json!("COMPLETE"), "{record}");
+    // Only a status callback completes it.
+    status(&v, &call, &sid, "completed", &[("CallDuration", "12")]).await;
+    wait_call(&v, &call, "the callback completes the call", |c| {
+        c["callStatus"] == json!("COMPLETE")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_twilio_did_not_take_is_tried_again_and_placed_once() {
+    let v = start(false).await;
+    v.twilio.script(&[(429, Some(1))]);
+    lead(&v, "L1", "quiet").await;
+    let call = request_call(&v, "L1").await;
+    dialed_sid(&v, 1).await;
+    assert_eq!(v.twilio.calls()[0].sid, None, "the 429");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(v.twilio.calls().len(), 2, "placed once");
+    assert_ne!(get_call(&v, &call).await["callStatus"], json!("FAILED"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_twilio_answered_500_is_never_dialled_again() {
+    let v = start(false).await;
+    v.twilio.script(&[(500, None)]);
+    lead(&v, "L1", "quiet").await;
+    let call = request_call(&v, "L1").await;
+    wait_dialed(&v, 1).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(v.twilio.calls().len(), 1, "at most once");
+    assert_eq!(get_call(&v, &call).await["callStatus"], json!("QUEUED"));
+}
+
 // ---------------------------------------------------------------------------------------
 // TwiML
 // ---------------------------------------------------------------------------------------
@@ -577,11 +620,20 @@ async fn twiml_with_an_assistant_connects_the_relay_with_the_rendered_greeting()
         GREETING_ADA,
         "{doc}"
     );
+    assert_eq!(
+        attr(&doc, "ConversationRelay", "dtmfDetection"),
+        "true",
+        "keypad digits reach the relay only when asked for: {doc}"
+    );
     assert!(
         doc.find("<Connect").unwrap() < doc.find("<ConversationRelay").unwrap(),
         "the relay is inside Connect: {doc}"
     );
     assert!(!doc.contains("<Say"), "{doc}");
+    assert!(
+        !doc.contains("<Recording"),
+        "an outbound call is recorded by its Calls.json request: {doc}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -650,6 +702,23 @@ async fn an_inbound_call_from_a_lead_is_its_call_once_per_call_sid() {
         public(&call_path(&v, &call, "transfer")),
         "{doc}"
     );
+    // Recorded as an outbound call is: from the start, reported to the call's
+    // recording path, before the relay.
+    assert_eq!(
+        attr(&doc, "Recording", "recordingStatusCallback"),
+        public(&call_path(&v, &call, "recording")),
+        "{doc}"
+    );
+    assert_eq!(
+        attr(&doc, "Recording", "recordingStatusCallbackEvent"),
+        "completed"
+    );
+    assert!(
+        doc.find("<Start").unwrap() < doc.find("<Recording").unwrap()
+            && doc.find("<Recording").unwrap() < doc.find("<Connect").unwrap(),
+        "Start/Recording, then Connect: {doc}"
+    );
+    assert_eq!(attr(&doc, "ConversationRelay", "dtmfDetection"), "true");
     let record = get_call(&v, &call).await;
     assert_eq!(record["direction"], json!("INBOUND"), "{record}");
     assert_eq!(record["leadId"], json!("L1"), "{record}");
@@ -749,7 +818,13 @@ async fn an_interruption_truncates_the_agent_turn_and_keypad_digits_are_turns() 
         "We install panels on most roofs. A visit takes an hour and is free.",
     )
     .await;
-    relay.interrupt("We install panels", 900).await;
+    // As Twilio's published example sends it: the duration as a string.
+    relay
+        .send(
+            json!({"type": "interrupt", "utteranceUntilInterrupt": "We install panels",
+            "durationUntilInterruptMs": "900"}),
+        )
+        .await;
     let transcript = wait_call(&v, &call, "the agent turn is interrupted", |c| {
         c["transcript"]
             .as_array()
@@ -1562,6 +1637,18 @@ async fn a_relay_handshake_with_a_forged_signature_is_refused() {
     let forged = twilio_signature(WRONG_TOKEN, &url, &[]);
     let refused = relay_client::connect(&v.ts, &v.org, &call, &forged).await;
     assert_eq!(refused.err(), Some(403), "a forged signature is refused");
+    // Signed over the wss:// URL with its default port, as Twilio's validators accept.
+    let with_port = url.replacen("wss://engaged.test", "wss://engaged.test:443", 1);
+    assert_ne!(with_port, url);
+    let signature = twilio_signature(TOKEN, &with_port, &[]);
+    match relay_client::connect(&v.ts, &v.org, &call, &signature).await {
+        Ok(client) => client.close().await,
+        Err(status) => panic!("a signature over {with_port} was refused with {status}"),
+    }
+    let other_port = url.replacen("wss://engaged.test", "wss://engaged.test:8443", 1);
+    let signature = twilio_signature(TOKEN, &other_port, &[]);
+    let refused = relay_client::connect(&v.ts, &v.org, &call, &signature).await;
+    assert_eq!(refused.err(), Some(403), "another port is another URL");
     // The right signature opens it.
     open_relay(&v, &call).await.close().await;
     assert_eq!(get_call(&v, &call).await["transcript"], json!([]));
