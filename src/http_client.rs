@@ -221,7 +221,7 @@ fn build(
         .uri(url)
         .header(
             USER_AGENT,
-            concat!("engaged-webhooks/", env!("CARGO_PKG_VERSION")),
+            concat!("engaged/", env!("CARGO_PKG_VERSION")),
         )
         .body(Full::new(body))
         .map_err(|e| SendError::not_sent(format!("bad request: {e}")))?;

@@ -14,7 +14,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::channel::Channel;
+use crate::channel::{Channel, Owner};
 use crate::error::{Error, Result};
 use crate::store::records::{
     AgendaJob, EngagementRecord, EngagementState, JobKind, LeadRecord, StopReason,
@@ -268,6 +268,23 @@ pub fn on_inbound(
             tx.put_engagement(org, &lead.id, &e)
         }
     }
+}
+
+/// The assistant was turned back on for `lead`: when its last message is the lead's
+/// (not a keyword), it went unanswered while the assistant was off, and a reply is
+/// scheduled after the profile's `replyDelay` (as if it had just arrived).
+pub fn answer_unanswered(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Result<()> {
+    let Some((kind, record)) = tx.last_message(org, &lead.id)? else {
+        return Ok(());
+    };
+    let data = &record.data.0;
+    let Some(shape) = super::events::MessageShape::of(&kind, data) else {
+        return Ok(());
+    };
+    if shape.owner != Owner::Lead || super::contact::is_keyword_traffic(&shape, data) {
+        return Ok(());
+    }
+    on_inbound(tx, org, lead, shape.channel, InboundFollowUp::Reply)
 }
 
 /// The business name texts use: the organization's setting, else its name.

@@ -12,6 +12,7 @@
 //!   the claim through a provider.
 //! - `reply`: the assistant's conversation turn, at most four rounds of tools.
 //! - `tools`: applying a tool call through the same domain functions the API uses.
+//! - `guard`: the one output guard every reply passes before it is sent or spoken.
 //! - `assistant`: the OpenAI-compatible protocol.
 //! - `call_outcome`: post-call processing's protocol, a finished call's summary and
 //!   disposition asked of the assistant.
@@ -22,6 +23,7 @@
 pub mod assistant;
 pub mod call_outcome;
 mod email;
+pub mod guard;
 mod jobs;
 pub mod metrics;
 mod post_call;
