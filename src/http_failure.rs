@@ -143,10 +143,18 @@ mod tests {
         let addr = closed.local_addr().unwrap();
         drop(closed);
         let refused = client
-            .post_json(&format!("http://{addr}/"), b"{}".to_vec(), Duration::from_secs(2))
+            .post_json(
+                &format!("http://{addr}/"),
+                b"{}".to_vec(),
+                Duration::from_secs(2),
+            )
             .await
             .unwrap_err();
-        assert_eq!(Failure::of_transport(&refused), Failure::Connect, "{refused}");
+        assert_eq!(
+            Failure::of_transport(&refused),
+            Failure::Connect,
+            "{refused}"
+        );
 
         // A plain TCP server that answers HTTP/1.1 text to a TLS client hello.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -162,7 +170,11 @@ mod tests {
             }
         });
         let tls = client
-            .post_json(&format!("https://{addr}/"), b"{}".to_vec(), Duration::from_secs(2))
+            .post_json(
+                &format!("https://{addr}/"),
+                b"{}".to_vec(),
+                Duration::from_secs(2),
+            )
             .await
             .unwrap_err();
         assert_eq!(Failure::of_transport(&tls), Failure::Tls, "{tls}");

@@ -253,7 +253,9 @@ pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
 pub fn is_keyword(text: &str) -> bool {
     let word = text.trim().to_ascii_uppercase();
     let word = word.as_str();
-    OPT_OUT_KEYWORDS.contains(&word) || OPT_IN_KEYWORDS.contains(&word) || HELP_KEYWORDS.contains(&word)
+    OPT_OUT_KEYWORDS.contains(&word)
+        || OPT_IN_KEYWORDS.contains(&word)
+        || HELP_KEYWORDS.contains(&word)
 }
 
 /// A keyword SMS from the lead, or a keyword's confirmation or help text to it
@@ -269,9 +271,7 @@ pub fn is_keyword_traffic(shape: &events::MessageShape, data: &Value) -> bool {
                     .and_then(Value::as_str)
                     .is_some_and(is_keyword)
         }
-        Owner::User => {
-            data.get("origin").and_then(Value::as_str) == Some(Origin::Keyword.as_str())
-        }
+        Owner::User => data.get("origin").and_then(Value::as_str) == Some(Origin::Keyword.as_str()),
     }
 }
 

@@ -1,6 +1,10 @@
 //! Organization settings: the SMS/voice opt-out coupling, the compliance service, quiet
 //! hours, and the engine's members (time zone, business, assistant, providers), which
 //! live in their own record (`EngineSettings`).
+//!
+//! `assistant` merges its members into what was set (a member left out keeps its
+//! value). A change of `quietHours` or `timeZone` re-computes, in the same write, the
+//! agenda rows quiet hours deferred (`engagement::recompute_deferred`).
 
 use serde_json::{json, Map, Value};
 
@@ -345,10 +349,16 @@ pub fn update(
             super::twilio_settings::NEEDS_PUBLIC_URL.into(),
         ));
     }
+    let quiet_changed =
+        s.quiet_hours != org.settings.quiet_hours || engine.time_zone != engine_before.time_zone;
     org.settings = s;
     tx.put_org(&org)?;
     if engine != engine_before {
         tx.put_engine_settings(&caller.org_id, &engine)?;
+    }
+    if quiet_changed {
+        // In this same write: the work quiet hours deferred follows the new window.
+        super::engagement::recompute_deferred(tx, &caller.org_id, None)?;
     }
     Ok((org, engine))
 }

@@ -797,7 +797,10 @@ pub(crate) mod tests {
         let body = request_body("m", 150, &ctx, &[]);
         assert_eq!(tool_names(&body["tools"]).last().unwrap(), "transfer");
         let system = body["messages"][0]["content"].as_str().unwrap();
-        assert!(system.starts_with("Channel: a live phone call\n"), "{system}");
+        assert!(
+            system.starts_with("Channel: a live phone call\n"),
+            "{system}"
+        );
         assert_eq!(body["max_tokens"], json!(150));
         assert!(system.contains("Channel: a live phone call"), "{system}");
     }
@@ -1350,9 +1353,6 @@ pub(crate) mod tests {
         let answer = complete_with_backoff(&client(), &settings, &json!({}), &[]).await;
         let reason = answer.unwrap_err();
         assert_eq!(reason, Failure::Connect);
-        assert!(
-            !reason.to_string().is_empty(),
-            "{reason}"
-        );
+        assert!(!reason.to_string().is_empty(), "{reason}");
     }
 }

@@ -407,7 +407,8 @@ mod tests {
     #[test]
     fn the_json_schema_body_has_the_response_format_and_no_tools() {
         let body = request_body(
-            "llama3.1:8b", 1000,
+            "llama3.1:8b",
+            1000,
             "You are Sam from Acme Solar.",
             &turns(),
             &CHOICES,

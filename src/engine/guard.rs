@@ -36,9 +36,7 @@ enum Cap {
 impl Cap {
     fn of(channel: Channel, text: &str) -> Cap {
         match channel {
-            Channel::Sms if text.chars().all(|c| gsm7_cost(c).is_some()) => {
-                Cap::Gsm7(SMS_GSM7_CAP)
-            }
+            Channel::Sms if text.chars().all(|c| gsm7_cost(c).is_some()) => Cap::Gsm7(SMS_GSM7_CAP),
             Channel::Sms => Cap::Ucs2(SMS_UCS2_CAP),
             Channel::Email => Cap::Chars(EMAIL_CAP),
             Channel::Voice => Cap::Chars(VOICE_CAP),
@@ -315,10 +313,7 @@ mod tests {
         let answer: String = answer.chars().take(460).collect();
         let cut = sms(&answer);
         assert!(!cut.is_empty());
-        assert!(
-            cut.chars().all(|c| c == '\n' || !c.is_control()),
-            "{cut:?}"
-        );
+        assert!(cut.chars().all(|c| c == '\n' || !c.is_control()), "{cut:?}");
         assert!(!cut.contains("  "), "{cut:?}");
         assert!(septets(&cut) <= 306, "{}", septets(&cut));
         assert!(cut.ends_with('.') || cut.ends_with('!'), "{cut:?}");

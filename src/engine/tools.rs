@@ -173,12 +173,20 @@ fn apply(
                     )));
                 }
             }
-            let mut due = at.unwrap_or_default().max(now);
-            let when = chrono::DateTime::<Utc>::from_timestamp_micros(due).unwrap_or_else(Utc::now);
-            if let Some(end) = engagement::outside_quiet_hours(tx, &caller.org_id, &record, when)? {
-                due = end.timestamp_micros();
-            }
-            engagement::schedule(tx, &caller.org_id, lead, due, JobKind::Call)?;
+            let wanted = at.unwrap_or_default().max(now);
+            let when =
+                chrono::DateTime::<Utc>::from_timestamp_micros(wanted).unwrap_or_else(Utc::now);
+            match engagement::outside_quiet_hours(tx, &caller.org_id, &record, when)? {
+                Some(end) => engagement::schedule_deferred(
+                    tx,
+                    &caller.org_id,
+                    lead,
+                    end.timestamp_micros(),
+                    wanted,
+                    JobKind::Call,
+                )?,
+                None => engagement::schedule(tx, &caller.org_id, lead, wanted, JobKind::Call)?,
+            };
         }
         Tool::Transfer if channel != Channel::Voice => {
             return Err(Error::BadRequest("transfer needs a live call".into()));

@@ -243,7 +243,9 @@ impl WriteTx {
         let messages = self.open_read(MESSAGES_BY_CREATED)?;
         let from = (org, lead, i64::MIN, "", "");
         let to = (org, lead, i64::MAX, "\u{10FFFF}", "\u{10FFFF}");
-        let last = messages.range::<(&str, &str, i64, &str, &str)>(from..=to)?.next_back();
+        let last = messages
+            .range::<(&str, &str, i64, &str, &str)>(from..=to)?
+            .next_back();
         let Some(row) = last else {
             return Ok(None);
         };
