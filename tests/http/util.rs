@@ -551,6 +551,12 @@ pub struct LogCapture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
 impl LogCapture {
     pub fn start() -> (LogCapture, tracing::subscriber::DefaultGuard) {
+        // tracing computes a line's interest with the *current thread's* subscriber
+        // while only one subscriber is registered in the process: a test on another
+        // thread would then cache "never" for lines this one wants. A second one, kept
+        // for the whole run, makes it ask every registered subscriber instead.
+        static KEEP: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+        KEEP.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
         let captured = LogCapture::default();
         let writer = captured.clone();
         let subscriber = tracing_subscriber::fmt()
