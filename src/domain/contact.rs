@@ -187,17 +187,12 @@ pub fn resubscribe(
 
 /// Pauses or resumes the assistant; subscriptions are not touched. Turning it back on
 /// (`turn-on`, and the console's hand back) answers the lead's last message when it
-/// went unanswered meanwhile (`engagement::answer_unanswered`).
+/// went unanswered meanwhile (the lead's write calls `engagement::answer_unanswered`).
 pub fn set_ai(tx: &mut WriteTx, caller: &Caller, lead_id: &str, on: bool) -> Result<LeadRecord> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
-    let was_on = lead.is_ai_on;
     let mut changed = lead.clone();
     changed.is_ai_on = on;
-    let saved = leads::save_if_changed(tx, &caller.org_id, lead, changed)?;
-    if on && !was_on {
-        engagement::answer_unanswered(tx, &caller.org_id, &saved)?;
-    }
-    Ok(saved)
+    leads::save_if_changed(tx, &caller.org_id, lead, changed)
 }
 
 /// The most ids or tags one tag request may carry.

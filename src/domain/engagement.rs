@@ -9,7 +9,10 @@
 //! **Stop rules** (state `stopped`, never resumed by itself): the lead sends a message,
 //! every reachable channel is unsubscribed, the phone joins the DNC list and the lead
 //! has no email, the lead is deleted, qualified, handed off, or its profile is cleared
-//! or deleted. While `isAiOn` is false the cadence is `paused`: its due step waits.
+//! or deleted. While `isAiOn` is false the cadence is `paused`: its due step waits;
+//! turning it back on resumes it and answers the lead's last message if it went
+//! unanswered. Work quiet hours deferred is noted (`quiet_deferred`) and re-computed
+//! when the quiet hours or a time zone change.
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -171,6 +174,10 @@ pub fn on_lead_written(
     }
     if old.is_ai_on != new.is_ai_on {
         set_paused(tx, org, &new.id, !new.is_ai_on)?;
+        if new.is_ai_on {
+            // Turned back on (`turn-on`, a PATCH, the console's hand back).
+            answer_unanswered(tx, org, new)?;
+        }
     }
     if old.time_zone != new.time_zone {
         recompute_deferred(tx, org, Some(&new.id))?;

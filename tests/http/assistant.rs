@@ -1084,6 +1084,27 @@ async fn turning_the_assistant_back_on_answers_an_unanswered_message() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patching_is_ai_on_back_to_true_answers_an_unanswered_message_too() {
+    let s = start().await;
+    expect(
+        &s.ts
+            .patch(&s.key, "/v1/leads/L1", &json!({"isAiOn": false}))
+            .await,
+        200,
+    );
+    say(&s, "Hello? Anyone?").await;
+    tokio::time::sleep(REPLY_DELAY + SETTLE).await;
+    assert_eq!(s.model.count(), 0);
+    expect(
+        &s.ts
+            .patch(&s.key, "/v1/leads/L1", &json!({"isAiOn": true}))
+            .await,
+        200,
+    );
+    the_reply(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turning_on_after_a_keyword_or_an_answered_message_asks_nothing() {
     let s = start().await;
     expect(
