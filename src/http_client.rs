@@ -226,10 +226,7 @@ fn build(
     let mut request = Request::builder()
         .method(method)
         .uri(url)
-        .header(
-            USER_AGENT,
-            concat!("engaged-webhooks/", env!("CARGO_PKG_VERSION")),
-        )
+        .header(USER_AGENT, concat!("engaged/", env!("CARGO_PKG_VERSION")))
         .body(Full::new(body))
         .map_err(|e| SendError::not_sent(format!("bad request: {e}")))?;
     for (name, value) in headers {

@@ -17,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod histogram;
 pub mod http_client;
+pub mod http_failure;
 pub mod ids;
 pub mod json_writer;
 pub mod maintenance;

@@ -105,12 +105,14 @@ pub fn claim_step(
         return Ok(Claim::Done);
     };
     if let Some(end) = outside_quiet_hours(tx, org, &lead, now)? {
-        // Automated work waits for the window's end, without an event.
-        e.step_job = Some(engagement::schedule(
+        // Automated work waits for the window's end, without an event (and moves again
+        // if the quiet hours or a time zone change meanwhile).
+        e.step_job = Some(engagement::schedule_deferred(
             tx,
             org,
             lead_id,
             end.timestamp_micros(),
+            key.0,
             JobKind::Step { index },
         )?);
         tx.put_engagement(org, lead_id, &e)?;
@@ -231,11 +233,12 @@ pub fn defer_reply(
     if e.reply_job.as_ref() != Some(key) {
         return Ok(());
     }
-    e.reply_job = Some(engagement::schedule(
+    e.reply_job = Some(engagement::schedule_deferred(
         tx,
         org,
         lead_id,
         until.timestamp_micros(),
+        key.0,
         JobKind::Reply { channel },
     )?);
     tx.put_engagement(org, lead_id, &e)

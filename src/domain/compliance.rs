@@ -12,6 +12,8 @@
 //! The HTTP check is slow and must not hold the writer, so [`pass`] runs steps 1 to 3
 //! and quiet hours on a snapshot, asks the service, then re-runs the local steps inside
 //! the write job (the lead may have opted out meanwhile) before it sends or blocks.
+//! A failed check is logged with its class only (`timeout`, `status 500`, ...): what
+//! the service answered never reaches a log line.
 
 use chrono::{DateTime, Timelike, Utc};
 use serde::Deserialize;
@@ -22,6 +24,7 @@ use super::{events, leads, Caller};
 use crate::channel::Channel;
 use crate::error::{Error, Result};
 use crate::http_client::HttpClient;
+use crate::http_failure::Failure;
 use crate::store::records::{LeadRecord, OrgRecord};
 use crate::store::Reader;
 use crate::store::{EventRow, Store, WriteTx};
@@ -182,15 +185,22 @@ pub async fn service_check(
                         source: "http",
                     })
                 }
-                Err(_) => unavailable(),
+                Err(_) => {
+                    // The class only: what the service answered is never repeated.
+                    let failure = Failure::Malformed;
+                    tracing::warn!(%failure, "the compliance service's answer is not {{\"allowed\": bool}}");
+                    unavailable()
+                }
             }
         }
         Ok((status, _)) => {
-            tracing::warn!(status, "the compliance service refused to answer");
+            let failure = Failure::Status(status);
+            tracing::warn!(%failure, "the compliance service refused to answer");
             unavailable()
         }
         Err(e) => {
-            tracing::warn!(error = %e, "the compliance service did not answer");
+            let failure = Failure::of_transport(&e);
+            tracing::warn!(%failure, "the compliance service did not answer");
             unavailable()
         }
     }

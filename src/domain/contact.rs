@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use super::engagement::{self, InboundFollowUp};
 use super::{events, leads, Caller};
-use crate::channel::Channel;
+use crate::channel::{Channel, Owner};
 use crate::error::{Error, Result};
-use crate::store::records::{LeadRecord, TagRecord};
+use crate::store::records::{LeadRecord, Origin, TagRecord};
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
 use crate::webhooks;
@@ -185,7 +185,9 @@ pub fn resubscribe(
     Ok(channels)
 }
 
-/// Pauses or resumes the assistant; subscriptions are not touched.
+/// Pauses or resumes the assistant; subscriptions are not touched. Turning it back on
+/// (`turn-on`, and the console's hand back) answers the lead's last message when it
+/// went unanswered meanwhile (the lead's write calls `engagement::answer_unanswered`).
 pub fn set_ai(tx: &mut WriteTx, caller: &Caller, lead_id: &str, on: bool) -> Result<LeadRecord> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut changed = lead.clone();
@@ -240,6 +242,33 @@ pub const OPT_OUT_KEYWORDS: [&str; 8] = [
     "REVOKE",
 ];
 pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
+
+/// Whether an SMS from a lead is a keyword (opt-out, opt-in, help): the whole text, any
+/// case, as `inbound_sms` reads it.
+pub fn is_keyword(text: &str) -> bool {
+    let word = text.trim().to_ascii_uppercase();
+    let word = word.as_str();
+    OPT_OUT_KEYWORDS.contains(&word)
+        || OPT_IN_KEYWORDS.contains(&word)
+        || HELP_KEYWORDS.contains(&word)
+}
+
+/// A keyword SMS from the lead, or a keyword's confirmation or help text to it
+/// (`origin: keyword`): compliance traffic, which the assistant neither sees nor
+/// answers.
+pub fn is_keyword_traffic(shape: &events::MessageShape, data: &Value) -> bool {
+    match shape.owner {
+        Owner::Lead => {
+            shape.channel == Channel::Sms
+                && shape
+                    .content
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .is_some_and(is_keyword)
+        }
+        Owner::User => data.get("origin").and_then(Value::as_str) == Some(Origin::Keyword.as_str()),
+    }
+}
 
 /// What an inbound message did.
 pub struct Inbound {

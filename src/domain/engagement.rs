@@ -9,12 +9,15 @@
 //! **Stop rules** (state `stopped`, never resumed by itself): the lead sends a message,
 //! every reachable channel is unsubscribed, the phone joins the DNC list and the lead
 //! has no email, the lead is deleted, qualified, handed off, or its profile is cleared
-//! or deleted. While `isAiOn` is false the cadence is `paused`: its due step waits.
+//! or deleted. While `isAiOn` is false the cadence is `paused`: its due step waits;
+//! turning it back on resumes it and answers the lead's last message if it went
+//! unanswered. Work quiet hours deferred is noted (`quiet_deferred`) and re-computed
+//! when the quiet hours or a time zone change.
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::channel::Channel;
+use crate::channel::{Channel, Owner};
 use crate::error::{Error, Result};
 use crate::store::records::{
     AgendaJob, EngagementRecord, EngagementState, JobKind, LeadRecord, StopReason,
@@ -64,6 +67,73 @@ pub fn schedule(
     Ok((due, id))
 }
 
+/// Adds the agenda row of work that wanted to run at `wanted` but that quiet hours
+/// defer to `due` (the window's end), and notes it, so that a change of the quiet
+/// hours or of a time zone re-computes it ([`recompute_deferred`]).
+pub fn schedule_deferred(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: &str,
+    due: Micros,
+    wanted: Micros,
+    kind: JobKind,
+) -> Result<(Micros, String)> {
+    let key = schedule(tx, org, lead, due, kind)?;
+    tx.put_quiet_deferred(org, lead, key.0, &key.1, wanted)?;
+    Ok(key)
+}
+
+/// The organization's quiet hours or time zone changed (`lead` None), or one lead's
+/// time zone did: every agenda row quiet hours deferred (of the organization, or of
+/// that lead) runs again when its work wanted to (or now, if that has passed), unless
+/// the new quiet hours defer it still, to the new window's end. Called in the write
+/// job of the change; it walks only the deferred rows (`quiet_deferred`), never the
+/// organization's leads. A moved row keeps its job id; the engagement's pointer to it
+/// follows.
+pub fn recompute_deferred(tx: &mut WriteTx, org: &str, lead: Option<&str>) -> Result<()> {
+    let now = now_micros();
+    for (lead_id, due, id, wanted) in tx.quiet_deferred(org, lead)? {
+        let Some(job) = tx.agenda_job(due, &id)? else {
+            continue;
+        };
+        let Some(record) = tx.lead(org, &lead_id)?.filter(|l| l.deleted_at.is_none()) else {
+            continue;
+        };
+        let at = wanted.max(now);
+        let at_time = DateTime::<Utc>::from_timestamp_micros(at).unwrap_or_else(Utc::now);
+        let still = outside_quiet_hours(tx, org, &record, at_time)?;
+        let new_due = still.map_or(at, |end| end.timestamp_micros());
+        if new_due == due {
+            continue;
+        }
+        tx.remove_agenda(due, &id)?;
+        tx.put_agenda(new_due, &id, &job)?;
+        if still.is_some() {
+            tx.put_quiet_deferred(org, &lead_id, new_due, &id, wanted)?;
+        }
+        if let Some(mut e) = tx.engagement(org, &lead_id)? {
+            let old = Some((due, id.clone()));
+            let mut moved = false;
+            for pointer in [&mut e.step_job, &mut e.reply_job] {
+                if *pointer == old {
+                    *pointer = Some((new_due, id.clone()));
+                    moved = true;
+                }
+            }
+            if moved {
+                tx.put_engagement(org, &lead_id, &e)?;
+            }
+        }
+        tracing::info!(
+            org,
+            lead = lead_id,
+            job = id,
+            "work deferred by quiet hours re-computed"
+        );
+    }
+    Ok(())
+}
+
 fn unschedule(tx: &mut WriteTx, job: &mut Option<(Micros, String)>) -> Result<()> {
     if let Some((due, id)) = job.take() {
         tx.remove_agenda(due, &id)?;
@@ -104,6 +174,13 @@ pub fn on_lead_written(
     }
     if old.is_ai_on != new.is_ai_on {
         set_paused(tx, org, &new.id, !new.is_ai_on)?;
+        if new.is_ai_on {
+            // Turned back on (`turn-on`, a PATCH, the console's hand back).
+            answer_unanswered(tx, org, new)?;
+        }
+    }
+    if old.time_zone != new.time_zone {
+        recompute_deferred(tx, org, Some(&new.id))?;
     }
     Ok(())
 }
@@ -268,6 +345,23 @@ pub fn on_inbound(
             tx.put_engagement(org, &lead.id, &e)
         }
     }
+}
+
+/// The assistant was turned back on for `lead`: when its last message is the lead's
+/// (not a keyword), it went unanswered while the assistant was off, and a reply is
+/// scheduled after the profile's `replyDelay` (as if it had just arrived).
+pub fn answer_unanswered(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Result<()> {
+    let Some((kind, record)) = tx.last_message(org, &lead.id)? else {
+        return Ok(());
+    };
+    let data = &record.data.0;
+    let Some(shape) = super::events::MessageShape::of(&kind, data) else {
+        return Ok(());
+    };
+    if shape.owner != Owner::Lead || super::contact::is_keyword_traffic(&shape, data) {
+        return Ok(());
+    }
+    on_inbound(tx, org, lead, shape.channel, InboundFollowUp::Reply)
 }
 
 /// The business name texts use: the organization's setting, else its name.

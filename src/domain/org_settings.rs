@@ -3,6 +3,10 @@
 //! live in their own record (`EngineSettings`). An SMS or voice provider has a sending
 //! rate (`ratePerSecond`, above 0 and at most 1000; `twilio` 10 and `sandbox` unlimited
 //! unless set), which the engine's pacing keeps to.
+//!
+//! `assistant` merges its members into what was set (a member left out keeps its
+//! value). A change of `quietHours` or `timeZone` re-computes, in the same write, the
+//! agenda rows quiet hours deferred (`engagement::recompute_deferred`).
 
 use serde_json::{json, Map, Value};
 
@@ -41,6 +45,7 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
         .then(|| json!({"name": text(&e.business_name), "helpText": text(&e.help_text)}));
     let assistant = e.assistant.as_ref().map(|a| {
         json!({"baseUrl": a.base_url, "model": a.model, "timeoutMs": a.timeout_ms,
+            "maxTokens": a.max_tokens,
             "apiKeySet": a.api_key.as_ref().is_some_and(|k| !k.is_empty())})
     });
     // `ratePerSecond` is the rate in force: a `twilio` provider's default shows as 10, a
@@ -144,16 +149,27 @@ fn engine_member(e: &mut EngineSettings, name: &str, value: Value) -> Result<boo
     Ok(true)
 }
 
-/// `assistant`: `baseUrl` and `model` required; an absent `apiKey` keeps the one set
-/// before (it is never shown, so a client cannot send it back), `null` clears it.
+/// The largest `assistant.maxTokens` accepted.
+pub const MAX_ASSISTANT_MAX_TOKENS: u64 = 65_536;
+
+/// `assistant`: merged into the settings before (a member left out keeps its value);
+/// `baseUrl` and `model` are required once there is an assistant and cannot be
+/// cleared; `null` clears `apiKey` (it is never shown, so a client cannot send it
+/// back), `timeoutMs` (back to 30000) and `maxTokens` (back to the channel's default).
 fn assistant(
     members: Map<String, Value>,
     previous: Option<AssistantSettings>,
 ) -> Result<AssistantSettings> {
-    let mut base_url = None;
-    let mut model = None;
-    let mut api_key = previous.and_then(|p| p.api_key);
-    let mut timeout_ms = DEFAULT_ASSISTANT_TIMEOUT_MS;
+    let (mut base_url, mut model, mut api_key, mut timeout_ms, mut max_tokens) = match previous {
+        Some(p) => (
+            Some(p.base_url),
+            Some(p.model),
+            p.api_key,
+            p.timeout_ms,
+            p.max_tokens,
+        ),
+        None => (None, None, None, DEFAULT_ASSISTANT_TIMEOUT_MS, None),
+    };
     for (member, value) in members {
         let invalid = || Error::invalid_field(&format!("assistant.{member}"));
         match (member.as_str(), value) {
@@ -163,11 +179,21 @@ fn assistant(
             ("model", Value::String(m)) if !m.trim().is_empty() => model = Some(m),
             ("apiKey", Value::Null) => api_key = None,
             ("apiKey", Value::String(k)) => api_key = (!k.is_empty()).then_some(k),
+            ("timeoutMs", Value::Null) => timeout_ms = DEFAULT_ASSISTANT_TIMEOUT_MS,
             ("timeoutMs", v) => {
                 timeout_ms = v
                     .as_u64()
                     .filter(|ms| (1..=600_000).contains(ms))
                     .ok_or_else(invalid)?
+            }
+            ("maxTokens", Value::Null) => max_tokens = None,
+            ("maxTokens", v) => {
+                max_tokens = Some(
+                    v.as_u64()
+                        .filter(|n| (1..=MAX_ASSISTANT_MAX_TOKENS).contains(n))
+                        .and_then(|n| u32::try_from(n).ok())
+                        .ok_or_else(invalid)?,
+                )
             }
             ("baseUrl" | "model" | "apiKey", _) => return Err(invalid()),
             (other, _) => return Err(Error::unknown_field(&format!("assistant.{other}"))),
@@ -178,6 +204,7 @@ fn assistant(
         model: model.ok_or_else(|| Error::invalid_field("assistant.model"))?,
         api_key,
         timeout_ms,
+        max_tokens,
     })
 }
 
@@ -357,10 +384,16 @@ pub fn update(
             super::twilio_settings::NEEDS_PUBLIC_URL.into(),
         ));
     }
+    let quiet_changed =
+        s.quiet_hours != org.settings.quiet_hours || engine.time_zone != engine_before.time_zone;
     org.settings = s;
     tx.put_org(&org)?;
     if engine != engine_before {
         tx.put_engine_settings(&caller.org_id, &engine)?;
+    }
+    if quiet_changed {
+        // In this same write: the work quiet hours deferred follows the new window.
+        super::engagement::recompute_deferred(tx, &caller.org_id, None)?;
     }
     Ok((org, engine))
 }

@@ -17,8 +17,8 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::assistant::{
-    cut_to, parse_answer, send, Answer, AssistantSettings, OnRefusal, SendError, Turn,
-    RETRY_BACKOFF, TEMPERATURE,
+    parse_answer, send, Answer, AssistantSettings, OnRefusal, SendError, Turn,
+    POST_CALL_MAX_TOKENS, RETRY_BACKOFF, TEMPERATURE,
 };
 use crate::http_client::HttpClient;
 
@@ -126,12 +126,14 @@ fn transcript(turns: &[Turn]) -> String {
     lines.join("\n")
 }
 
-/// The chat-completions request: `{"model", "messages", "temperature"}` and, by
+/// The chat-completions request: `{"model", "messages", "temperature", "max_tokens"}`
+/// (`assistant.maxTokens`, else [`POST_CALL_MAX_TOKENS`]) and, by
 /// `mode`, `response_format` or `tools` and `tool_choice`. Messages: the system
 /// message (the task, the profile's instructions, the dispositions), one user message
 /// holding the transcript, then `correction` as a last user message when set.
 pub fn request_body(
     model: &str,
+    max_tokens: u32,
     instructions: &str,
     turns: &[Turn],
     choices: &[Choice],
@@ -149,6 +151,7 @@ pub fn request_body(
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(messages));
     body.insert("temperature".into(), json!(TEMPERATURE));
+    body.insert("max_tokens".into(), json!(max_tokens));
     match mode {
         Mode::JsonSchema => {
             body.insert(
@@ -197,7 +200,7 @@ pub fn parse(bytes: &[u8], mode: Mode) -> Result<Outcome, String> {
         (Answer::ToolCalls { calls, .. }, Mode::ForcedTool) => {
             let call = calls.first().ok_or("no tool call")?;
             if call.name != TOOL_NAME {
-                return Err(format!("unexpected tool: {}", cut_to(&call.name, 64)));
+                return Err("unexpected tool".into());
             }
             serde_json::from_str(&call.arguments)
                 .map_err(|_| "tool call arguments are not JSON".to_string())?
@@ -279,9 +282,11 @@ async fn ask_with_backoff(
     correction: Option<&str>,
     backoff: &[Duration],
 ) -> Result<Outcome, String> {
+    let max_tokens = settings.max_tokens.unwrap_or(POST_CALL_MAX_TOKENS);
     let body = |mode| {
         request_body(
             &settings.model,
+            max_tokens,
             instructions,
             turns,
             choices,
@@ -312,7 +317,7 @@ async fn ask_with_backoff(
     let refusal = match first {
         Ok(outcome) => return Ok(outcome),
         Err(SendError::Refused(reason)) => reason,
-        Err(SendError::Failed(reason)) => return Err(reason),
+        Err(SendError::Failed(failure)) => return Err(failure.to_string()),
     };
     tracing::debug!(%refusal, "response_format refused: asking with a forced tool call");
     send(
@@ -327,7 +332,7 @@ async fn ask_with_backoff(
     .map_err(|e| {
         format!(
             "{} (with a forced tool call; response_format: {refusal})",
-            e.into_reason()
+            e.into_failure()
         )
     })
 }
@@ -371,6 +376,7 @@ mod tests {
             model: "m".into(),
             api_key: None,
             timeout_ms: 5_000,
+            max_tokens: None,
         }
     }
 
@@ -402,6 +408,7 @@ mod tests {
     fn the_json_schema_body_has_the_response_format_and_no_tools() {
         let body = request_body(
             "llama3.1:8b",
+            1000,
             "You are Sam from Acme Solar.",
             &turns(),
             &CHOICES,
@@ -411,8 +418,15 @@ mod tests {
         let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
-            ["model", "messages", "temperature", "response_format"]
+            [
+                "model",
+                "messages",
+                "temperature",
+                "max_tokens",
+                "response_format"
+            ]
         );
+        assert_eq!(body["max_tokens"], json!(1000));
         assert_eq!(body["model"], "llama3.1:8b");
         assert_eq!(body["temperature"], json!(0.3));
         assert_eq!(
@@ -458,17 +472,24 @@ mod tests {
 
     #[test]
     fn the_forced_tool_body_names_the_function() {
-        let body = request_body("m", "", &turns(), &CHOICES, None, Mode::ForcedTool);
+        let body = request_body("m", 1000, "", &turns(), &CHOICES, None, Mode::ForcedTool);
         let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
-            ["model", "messages", "temperature", "tools", "tool_choice"]
+            [
+                "model",
+                "messages",
+                "temperature",
+                "max_tokens",
+                "tools",
+                "tool_choice"
+            ]
         );
         assert_eq!(
             body["tool_choice"],
             json!({"type": "function", "function": {"name": "record_call_outcome"}})
         );
-        let schema_body = request_body("m", "", &turns(), &CHOICES, None, Mode::JsonSchema);
+        let schema_body = request_body("m", 1000, "", &turns(), &CHOICES, None, Mode::JsonSchema);
         let tools = body["tools"].as_array().unwrap();
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0]["type"], "function");
@@ -485,7 +506,7 @@ mod tests {
 
     #[test]
     fn without_choices_the_schema_has_only_the_summary() {
-        let body = request_body("m", "x", &turns(), &[], None, Mode::JsonSchema);
+        let body = request_body("m", 1000, "x", &turns(), &[], None, Mode::JsonSchema);
         assert_eq!(
             body["response_format"]["json_schema"]["schema"],
             json!({
@@ -507,7 +528,7 @@ mod tests {
             from_lead: false,
             text: "  ".into(),
         });
-        let body = request_body("m", "", &turns, &CHOICES, None, Mode::JsonSchema);
+        let body = request_body("m", 1000, "", &turns, &CHOICES, None, Mode::JsonSchema);
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[1]["role"], "user");
@@ -524,7 +545,7 @@ mod tests {
     fn the_correction_is_the_last_user_message() {
         let correction = "dispositionId \"x\" is not one of: a, b. Choose one of them.";
         for mode in [Mode::JsonSchema, Mode::ForcedTool] {
-            let body = request_body("m", "", &turns(), &CHOICES, Some(correction), mode);
+            let body = request_body("m", 1000, "", &turns(), &CHOICES, Some(correction), mode);
             let messages = body["messages"].as_array().unwrap();
             assert_eq!(messages.len(), 3);
             assert_eq!(messages[2], json!({"role": "user", "content": correction}));
@@ -584,7 +605,7 @@ mod tests {
         );
         assert_eq!(
             parse(tool_answer("other", args).as_bytes(), Mode::ForcedTool),
-            Err("unexpected tool: other".into())
+            Err("unexpected tool".into())
         );
     }
 
@@ -645,11 +666,11 @@ mod tests {
         assert_eq!(seen.len(), 2);
         assert_eq!(
             seen[0].body,
-            request_body("m", "", &turns(), &CHOICES, None, Mode::JsonSchema)
+            request_body("m", 1000, "", &turns(), &CHOICES, None, Mode::JsonSchema)
         );
         assert_eq!(
             seen[1].body,
-            request_body("m", "", &turns(), &CHOICES, None, Mode::ForcedTool)
+            request_body("m", 1000, "", &turns(), &CHOICES, None, Mode::ForcedTool)
         );
         assert!(seen.iter().all(|r| r.path == "/v1/chat/completions"));
     }
@@ -664,7 +685,7 @@ mod tests {
                 leak(content_answer("The lead was busy.")),
                 Duration::ZERO,
             ),
-            (422, "unprocessable", Duration::ZERO),
+            (502, "bad gateway", Duration::ZERO),
             (200, leak(answer), Duration::ZERO),
         ])
         .await;
@@ -679,7 +700,7 @@ mod tests {
             .map(|r| r.body.get("response_format").is_some())
             .collect();
         // The 503 retried with the same body; the prose sends the forced tool call,
-        // whose 422 is retried like any failure.
+        // whose 502 is retried like any failure.
         assert_eq!(modes, [true, true, false, false]);
     }
 
@@ -705,8 +726,7 @@ mod tests {
         assert_eq!(
             got,
             Err(
-                "malformed answer: no dispositionId (with a forced tool call; \
-                 response_format: malformed answer: no dispositionId)"
+                "malformed answer (with a forced tool call; response_format: malformed answer)"
                     .to_string()
             )
         );
@@ -716,6 +736,28 @@ mod tests {
         assert!(seen
             .iter()
             .all(|r| r.body["messages"][2]["content"] == "fix it"));
+    }
+
+    #[tokio::test]
+    async fn a_final_status_is_not_retried_nor_quoted() {
+        let (base_url, seen) = model_server(vec![
+            (401, "SECRET-INTERNAL-123", Duration::ZERO),
+            (200, "never asked", Duration::ZERO),
+        ])
+        .await;
+        let no_wait = [Duration::ZERO, Duration::ZERO];
+        let got = ask_with_backoff(
+            &client(),
+            &settings(base_url),
+            "",
+            &turns(),
+            &CHOICES,
+            None,
+            &no_wait,
+        )
+        .await;
+        assert_eq!(got, Err("status 401".to_string()));
+        assert_eq!(seen.lock().unwrap().len(), 1);
     }
 
     #[tokio::test]

@@ -12,6 +12,8 @@ use crate::time::{now_micros, Micros};
 pub struct EngineMetrics {
     assistant_ok: AtomicU64,
     assistant_error: AtomicU64,
+    /// Replies that were empty after the output guard (nothing sent).
+    assistant_empty: AtomicU64,
     assistant_seconds: Histogram,
     /// (channel, kind, outcome) → count.
     providers: Mutex<BTreeMap<(&'static str, &'static str, &'static str), u64>>,
@@ -29,6 +31,7 @@ impl Default for EngineMetrics {
         EngineMetrics {
             assistant_ok: AtomicU64::new(0),
             assistant_error: AtomicU64::new(0),
+            assistant_empty: AtomicU64::new(0),
             assistant_seconds: Histogram::new(ASSISTANT_SECONDS),
             providers: Mutex::new(BTreeMap::new()),
             relays: AtomicU64::new(0),
@@ -74,6 +77,11 @@ impl EngineMetrics {
         self.assistant_seconds.observe(seconds);
     }
 
+    /// A reply was empty after the output guard: nothing was sent.
+    pub fn assistant_empty(&self) {
+        self.assistant_empty.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub fn provider(&self, channel: &'static str, kind: &'static str, outcome: &'static str) {
         if let Ok(mut map) = self.providers.lock() {
             *map.entry((channel, kind, outcome)).or_default() += 1;
@@ -96,6 +104,11 @@ impl EngineMetrics {
             out,
             "engaged_assistant_requests_total{{outcome=\"error\"}} {}",
             self.assistant_error.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "engaged_assistant_requests_total{{outcome=\"empty\"}} {}",
+            self.assistant_empty.load(Ordering::Relaxed)
         );
         out.push_str("# HELP engaged_assistant_seconds Time of one assistant request, retries included.\n# TYPE engaged_assistant_seconds histogram\n");
         self.assistant_seconds

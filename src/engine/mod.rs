@@ -13,6 +13,7 @@
 //! - `pacing`: each provider's sending rate; a send waits for its slot before its claim.
 //! - `reply`: the assistant's conversation turn, at most four rounds of tools.
 //! - `tools`: applying a tool call through the same domain functions the API uses.
+//! - `guard`: the one output guard every reply passes before it is sent or spoken.
 //! - `assistant`: the OpenAI-compatible protocol.
 //! - `call_outcome`: post-call processing's protocol, a finished call's summary and
 //!   disposition asked of the assistant.
@@ -23,6 +24,7 @@
 pub mod assistant;
 pub mod call_outcome;
 mod email;
+pub mod guard;
 mod jobs;
 pub mod metrics;
 mod pacing;

@@ -117,9 +117,8 @@ impl Engine {
                 return Classified {
                     summary: Some(outcome.summary),
                     disposition: None,
-                    error: Some(format!(
-                        "unknown disposition id \"{id}\" (twice); the call has none"
-                    )),
+                    // The id is the model's words: not repeated in `lastError`.
+                    error: Some("unknown disposition id (twice); the call has none".into()),
                 };
             }
             correction = Some(format!(

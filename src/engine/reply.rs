@@ -1,10 +1,14 @@
 //! The assistant's turn: one reply to a burst of the lead's messages.
 //!
-//! The model is asked with the profile's instructions and the last 50 messages; each
-//! tool call it makes is applied (`tools`) and recorded, and it is asked again with the
-//! results, at most four rounds. Its final text is sent like any other message, through
-//! the gate, cut to the channel's limit. A failure (after two retries) is the
-//! engagement's `lastError`, a log line and a metric; never a message to the lead.
+//! The model is asked with the profile's instructions, the lead's fields (as quoted
+//! data) and the last 50 messages, keyword messages (STOP, START, HELP and their kin)
+//! and their confirmations left out; each tool call it makes is applied (`tools`,
+//! at most [`MAX_TOOL_CALLS`] of one answer, `handoff` and `opt_out` once) and
+//! recorded, and it is asked again with the results, at most four rounds. Its final
+//! text passes the output guard (`guard`) and is sent like any other message, through
+//! the gate; empty after the guard, nothing is sent (a warning and the metric's
+//! `empty`). A failure (after two retries) is the engagement's `lastError`, a log line
+//! and a metric, each with the failure's class only; never a message to the lead.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -12,12 +16,14 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use serde_json::Value;
 
-use super::assistant::{self, Answer, Context, Turn, MAX_HISTORY, SMS_MAX_CHARS};
-use super::tools::Effect;
+use super::assistant::{self, Answer, Context, Failure, Turn, MAX_HISTORY};
+use super::guard::guard;
+use super::tools::{self, Effect, MAX_TOOL_CALLS};
 use super::Engine;
 use crate::channel::{Channel, Owner};
 use crate::domain::agenda::{self, JobKey};
 use crate::domain::compliance;
+use crate::domain::contact;
 use crate::domain::engagement;
 use crate::domain::events::MessageShape;
 use crate::error::Result;
@@ -26,8 +32,6 @@ use crate::store::{Flow, ReadTx, Reader, Start};
 
 /// Rounds of tool calls before the model must have answered.
 pub const MAX_ROUNDS: usize = 4;
-/// The longest emailed reply, in characters.
-const EMAIL_MAX_CHARS: usize = 10_000;
 
 impl Engine {
     pub(super) async fn reply(
@@ -60,11 +64,11 @@ impl Engine {
                 (settings, instructions, lead, history)
             }
         };
-        let name = format!("{} {}", lead.first_name, lead.last_name);
+        let data = lead_data(&lead);
         let local_time = self.local_time(org, &lead)?;
         let context = Context {
             instructions: &instructions,
-            lead_name: name.trim(),
+            lead: &data,
             channel,
             local_time: &local_time,
             history: &history,
@@ -77,18 +81,15 @@ impl Engine {
             Said::Nothing => String::new(),
             // After an opt-out or a handoff the assistant says nothing more.
             Said::Ended(_) => return self.drop_reply(&key, org, lead_id, None).await,
-            Said::Failed(error) => {
-                tracing::warn!(org, lead = lead_id, %error, "the assistant did not answer; no reply sent");
-                let error = format!("assistant: {error}");
+            Said::Failed(failure) => {
+                tracing::warn!(org, lead = lead_id, %failure, "the assistant did not answer; no reply sent");
+                let error = format!("assistant: {failure}");
                 return self.drop_reply(&key, org, lead_id, Some(error)).await;
             }
         };
-        let limit = match channel {
-            Channel::Email => EMAIL_MAX_CHARS,
-            Channel::Sms | Channel::Voice => SMS_MAX_CHARS,
-        };
-        let text = assistant::cut_to(text.trim(), limit);
+        let text = guard(&text, channel);
         if text.is_empty() {
+            self.nothing_to_say(org, lead_id, channel);
             return self.drop_reply(&key, org, lead_id, None).await;
         }
         let early = self.ask_service(org, lead_id, channel).await?;
@@ -117,30 +118,27 @@ impl Engine {
     ) -> Result<(Said, Duration)> {
         let mut extra: Vec<Value> = Vec::new();
         let mut model_time = Duration::ZERO;
+        let max_tokens = assistant::max_tokens(settings, channel);
         for round in 0..=MAX_ROUNDS {
-            let body = assistant::request_body(&settings.model, context, &extra);
+            let body = assistant::request_body(&settings.model, max_tokens, context, &extra);
             let started = Instant::now();
             let answer = assistant::complete(&self.client, settings, &body).await;
             let took = started.elapsed();
             model_time += took;
             self.metrics.assistant(answer.is_ok(), took.as_secs_f64());
             match answer {
-                Err(error) => return Ok((Said::Failed(error), model_time)),
+                Err(failure) => return Ok((Said::Failed(failure), model_time)),
                 Ok(Answer::Text(text)) => return Ok((Said::Text(text), model_time)),
                 Ok(Answer::ToolCalls { .. }) if round == MAX_ROUNDS => {
                     tracing::warn!(org, lead = lead_id, "the assistant was still calling tools after {MAX_ROUNDS} rounds; nothing said");
                 }
                 Ok(Answer::ToolCalls { message, calls }) => {
                     extra.push(message);
-                    let mut ended = None;
-                    for call in &calls {
-                        let (result, effect) = self
-                            .apply_tool(org, lead_id, channel, call, transfer_available)
-                            .await?;
-                        extra.push(assistant::tool_result_message(&call.id, &result));
-                        if effect.ends_conversation() {
-                            ended = Some(effect);
-                        }
+                    let (results, ended) = self
+                        .apply_answer(org, lead_id, channel, &calls, transfer_available)
+                        .await?;
+                    for (call, result) in calls.iter().zip(&results) {
+                        extra.push(assistant::tool_result_message(&call.id, result));
                     }
                     if let Some(effect) = ended {
                         return Ok((Said::Ended(effect), model_time));
@@ -149,6 +147,68 @@ impl Engine {
             }
         }
         Ok((Said::Nothing, model_time))
+    }
+
+    /// Applies the tool calls of one answer, in order: the first [`MAX_TOOL_CALLS`]
+    /// (a second `handoff` or `opt_out` refused), the rest recorded as too many in one
+    /// write. Answers each call's result, in the calls' order, and the effect that ended
+    /// the conversation, if one did.
+    async fn apply_answer(
+        &self,
+        org: &str,
+        lead_id: &str,
+        channel: Channel,
+        calls: &[assistant::ToolCallRequest],
+        transfer_available: bool,
+    ) -> Result<(Vec<Value>, Option<Effect>)> {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut ended = None;
+        let mut applied_once: Vec<&str> = Vec::new();
+        let (applied, over) = calls.split_at(calls.len().min(MAX_TOOL_CALLS));
+        for call in applied {
+            let name = call.name.as_str();
+            if tools::once_per_answer(name) && applied_once.contains(&name) {
+                let result = self
+                    .record_refused(org, lead_id, channel, vec![call.clone()], tools::ONCE)
+                    .await?;
+                results.push(result);
+                continue;
+            }
+            let (result, effect) = self
+                .apply_tool(org, lead_id, channel, call, transfer_available)
+                .await?;
+            if result["ok"] == Value::Bool(true) && tools::once_per_answer(name) {
+                applied_once.push(name);
+            }
+            if effect.ends_conversation() {
+                ended = Some(effect);
+            }
+            results.push(result);
+        }
+        if !over.is_empty() {
+            tracing::warn!(
+                org,
+                lead = lead_id,
+                calls = calls.len(),
+                "the assistant asked for more than {MAX_TOOL_CALLS} tool calls in one answer; the rest were not applied"
+            );
+            let result = self
+                .record_refused(org, lead_id, channel, over.to_vec(), tools::TOO_MANY)
+                .await?;
+            results.extend(std::iter::repeat_n(result, over.len()));
+        }
+        Ok((results, ended))
+    }
+
+    /// A reply that is empty after the output guard: nothing is sent.
+    pub(super) fn nothing_to_say(&self, org: &str, lead_id: &str, channel: Channel) {
+        tracing::warn!(
+            org,
+            lead = lead_id,
+            channel = channel.as_str(),
+            "the assistant's reply is empty after the output guard; nothing sent"
+        );
+        self.metrics.assistant_empty();
     }
 
     fn prepare(
@@ -225,8 +285,8 @@ pub(super) enum Said {
     Nothing,
     /// A tool ended the assistant's side (an opt-out, a handoff, a transfer).
     Ended(Effect),
-    /// The model did not answer (after retries): why.
-    Failed(String),
+    /// The model did not answer (after retries): the failure's class.
+    Failed(Failure),
 }
 
 enum Prepared {
@@ -243,17 +303,39 @@ struct Conversation {
     history: Vec<Turn>,
 }
 
-/// The lead's last messages, oldest first.
+/// The lead's fields the model may know, as data (the system message quotes it as
+/// JSON; nothing in it is an instruction).
+pub(super) fn lead_data(lead: &LeadRecord) -> Value {
+    let tags: Vec<&str> = lead.tags.iter().map(|t| t.name.as_str()).collect();
+    serde_json::json!({
+        "firstName": lead.first_name,
+        "lastName": lead.last_name,
+        "phone": lead.phone,
+        "email": lead.email,
+        "timeZone": lead.time_zone,
+        "summary": lead.summary,
+        "tags": tags,
+        "additionalInfo": lead.additional_info.0,
+    })
+}
+
+/// The lead's last messages, oldest first, without keyword messages (STOP, START,
+/// HELP and their kin) and the texts that answer them (`origin: keyword`): they are
+/// compliance traffic, not conversation.
 fn conversation(read: &ReadTx, org: &str, lead: &str) -> Result<Vec<Turn>> {
     let mut turns = VecDeque::with_capacity(MAX_HISTORY + 1);
     let start = Start::AtOrAfter((i64::MIN, String::new(), String::new()));
     read.scan_messages(org, lead, start, |row| {
-        if let Some(shape) = MessageShape::of(&row.kind, &row.record.data.0) {
+        let data = &row.record.data.0;
+        if let Some(shape) = MessageShape::of(&row.kind, data) {
             let text = shape
                 .content
                 .get("text")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
+            if contact::is_keyword_traffic(&shape, data) {
+                return Ok(Flow::Continue);
+            }
             turns.push_back(Turn {
                 from_lead: shape.owner == Owner::Lead,
                 text: text.to_string(),

@@ -3,6 +3,13 @@
 //! together with its `TOOL_CALL` event (`{"name", "arguments", "result", "channel"}`,
 //! whose id is the tool call's). A tool the model named wrongly, or called with
 //! malformed arguments, is recorded with `result.ok == false` and changes nothing.
+//!
+//! Bounds on one answer (enforced by `reply::converse`, which calls [`Engine::apply_tool`]
+//! and [`Engine::record_refused`]): at most [`MAX_TOOL_CALLS`] calls are applied, the
+//! rest recorded as [`TOO_MANY`]; `handoff` and `opt_out` apply once ([`ONCE`]).
+//! `schedule_call` takes a time from now to [`MAX_CALL_AHEAD_DAYS`] ahead. Every
+//! `TOOL_CALL` event has its own id: a call whose id an earlier event of the lead holds
+//! gets a fresh one derived from it (the model's ids repeat).
 
 use chrono::Utc;
 use serde_json::{json, Map, Value};
@@ -13,11 +20,28 @@ use crate::channel::Channel;
 use crate::domain::{contact, engagement, events, leads, Caller};
 use crate::error::{Error, Result};
 use crate::store::records::{JobKind, StopReason, TagRecord};
-use crate::store::{Reader, WriteTx};
+use crate::store::{EventKey, Reader, WriteTx};
 use crate::time::now_micros;
 use crate::webhooks::{self, WebhookEvent};
 
 pub const TOOL_CALL: &str = "TOOL_CALL";
+
+/// The most tool calls of one answer that are applied.
+pub const MAX_TOOL_CALLS: usize = 8;
+/// The result's error of a call past [`MAX_TOOL_CALLS`].
+pub const TOO_MANY: &str = "too many tool calls";
+/// The result's error of a second `handoff` or `opt_out` in one answer.
+pub const ONCE: &str = "already applied in this answer";
+/// `schedule_call`'s `at` may be at most this far ahead.
+pub const MAX_CALL_AHEAD_DAYS: i64 = 30;
+/// An `at` this little in the past is taken as now (the model's clock is the prompt's
+/// minute).
+const PAST_GRACE_MICROS: i64 = 5 * 60 * 1_000_000;
+
+/// Whether a tool takes effect once per answer.
+pub fn once_per_answer(name: &str) -> bool {
+    matches!(name, "handoff" | "opt_out")
+}
 
 /// What a tool means for the rest of the conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +96,29 @@ impl Engine {
             })
             .await
     }
+
+    /// Records `calls`, none applied, each with `{"ok": false, "error": error}`, in one
+    /// write job; answers that result.
+    pub(super) async fn record_refused(
+        &self,
+        org: &str,
+        lead: &str,
+        channel: Channel,
+        calls: Vec<ToolCallRequest>,
+        error: &'static str,
+    ) -> Result<Value> {
+        let result = json!({"ok": false, "error": error});
+        let (org, lead, shown) = (org.to_string(), lead.to_string(), result.clone());
+        self.store
+            .write(move |tx| {
+                for call in &calls {
+                    record(tx, &org, &lead, channel, call, &shown)?;
+                }
+                Ok(())
+            })
+            .await?;
+        Ok(result)
+    }
 }
 
 /// Applies `tool` for `lead`. A refusal comes before any change (the domain functions
@@ -115,12 +162,31 @@ fn apply(
             if record.phone.is_empty() {
                 return Err(Error::BadRequest("Lead has no phone".into()));
             }
-            let mut due = at.unwrap_or_default().max(now_micros());
-            let when = chrono::DateTime::<Utc>::from_timestamp_micros(due).unwrap_or_else(Utc::now);
-            if let Some(end) = engagement::outside_quiet_hours(tx, &caller.org_id, &record, when)? {
-                due = end.timestamp_micros();
+            let now = now_micros();
+            if let Some(at) = *at {
+                if at < now - PAST_GRACE_MICROS {
+                    return Err(Error::BadRequest("at is in the past".into()));
+                }
+                if at > now + MAX_CALL_AHEAD_DAYS * 86_400 * 1_000_000 {
+                    return Err(Error::BadRequest(format!(
+                        "at is more than {MAX_CALL_AHEAD_DAYS} days ahead"
+                    )));
+                }
             }
-            engagement::schedule(tx, &caller.org_id, lead, due, JobKind::Call)?;
+            let wanted = at.unwrap_or_default().max(now);
+            let when =
+                chrono::DateTime::<Utc>::from_timestamp_micros(wanted).unwrap_or_else(Utc::now);
+            match engagement::outside_quiet_hours(tx, &caller.org_id, &record, when)? {
+                Some(end) => engagement::schedule_deferred(
+                    tx,
+                    &caller.org_id,
+                    lead,
+                    end.timestamp_micros(),
+                    wanted,
+                    JobKind::Call,
+                )?,
+                None => engagement::schedule(tx, &caller.org_id, lead, wanted, JobKind::Call)?,
+            };
         }
         Tool::Transfer if channel != Channel::Voice => {
             return Err(Error::BadRequest("transfer needs a live call".into()));
@@ -182,6 +248,22 @@ fn record(
         "result": result,
         "channel": channel.as_str(),
     });
-    events::record(tx, org, record, TOOL_CALL, &call.id, data, |_| {})?;
+    // The model's ids repeat (across rounds and replies, some servers number them from
+    // 0 each time): an id an earlier event holds gets a fresh one derived from it.
+    let taken = |tx: &WriteTx, id: &str| -> Result<bool> {
+        Ok(tx
+            .event(EventKey {
+                org,
+                lead,
+                kind: TOOL_CALL,
+                id,
+            })?
+            .is_some())
+    };
+    let mut id = call.id.clone();
+    while taken(tx, &id)? {
+        id = crate::ids::generate(&call.id);
+    }
+    events::record(tx, org, record, TOOL_CALL, &id, data, |_| {})?;
     Ok(())
 }

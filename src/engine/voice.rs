@@ -23,7 +23,8 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-use super::assistant::{self, AssistantSettings, Context, Turn};
+use super::assistant::{AssistantSettings, Context, Turn};
+use super::guard::guard;
 use super::reply::Said;
 use super::tools::Effect;
 use super::Engine;
@@ -36,15 +37,13 @@ use crate::store::records::LeadRecord;
 use crate::store::{Reader, Store};
 use crate::time::now_micros;
 
-/// The longest spoken answer, in characters (about a minute of speech).
-pub const VOICE_MAX_CHARS: usize = 1000;
-
 /// What a call's turns need, read once when the relay opens.
 struct CallContext {
     org: String,
     /// Empty for a caller no live lead has.
     lead_id: String,
-    lead_name: String,
+    /// The lead's fields, as data for the system message (`{}` for an unknown caller).
+    lead_data: serde_json::Value,
     local_time: String,
     instructions: String,
     /// `None`: no assistant any more; prompts are recorded, nothing is said.
@@ -95,11 +94,13 @@ impl Engine {
         let settings = read.engine_settings(org)?.assistant;
         drop(read);
         let lead_record = lead.clone().unwrap_or_default();
-        let name = format!("{} {}", lead_record.first_name, lead_record.last_name);
         Ok(CallContext {
             org: org.to_string(),
             lead_id: session.lead_id,
-            lead_name: name.trim().to_string(),
+            lead_data: match &lead {
+                Some(lead) => super::reply::lead_data(lead),
+                None => serde_json::json!({}),
+            },
             local_time: self.local_time(org, &lead_record)?,
             instructions: profile
                 .as_ref()
@@ -210,8 +211,10 @@ impl Engine {
                     let (said, model_time) = outcome?;
                     match said {
                         Said::Text(text) => {
-                            let text = assistant::cut_to(text.trim(), VOICE_MAX_CHARS);
+                            // Every spoken turn passes the output guard (600 characters).
+                            let text = guard(&text, Channel::Voice);
                             if text.is_empty() {
+                                self.nothing_to_say(org, &call.lead_id, Channel::Voice);
                                 continue;
                             }
                             socket.send(Message::text(relay::text_frame(&text, true))).await.map_err(ws_error)?;
@@ -230,8 +233,8 @@ impl Engine {
                             socket.send(Message::text(relay::end_frame(&data))).await.map_err(ws_error)?;
                         }
                         Said::Nothing => {}
-                        Said::Failed(error) => {
-                            tracing::warn!(org, call = call_id, %error, "the assistant did not answer on a call; nothing said");
+                        Said::Failed(failure) => {
+                            tracing::warn!(org, call = call_id, %failure, "the assistant did not answer on a call; nothing said");
                         }
                     }
                 }
@@ -251,7 +254,7 @@ impl Engine {
         };
         let context = Context {
             instructions: &call.instructions,
-            lead_name: &call.lead_name,
+            lead: &call.lead_data,
             channel: Channel::Voice,
             local_time: &call.local_time,
             history: heard,

@@ -83,9 +83,70 @@ impl WriteTx {
         Ok(())
     }
 
-    /// Removes an agenda row; whether it was there (a job run twice finds it gone).
+    /// Removes an agenda row, and its quiet-hours entry when quiet hours deferred it;
+    /// whether it was there (a job run twice finds it gone).
     pub fn remove_agenda(&mut self, due: Micros, id: &str) -> Result<bool> {
-        Ok(self.open_write(AGENDA)?.remove((due, id))?.is_some())
+        let removed = {
+            let mut agenda = self.open_write(AGENDA)?;
+            let removed = agenda.remove((due, id))?;
+            match removed {
+                Some(value) => Some(decode::<AgendaJob>(value.value())?),
+                None => None,
+            }
+        };
+        let Some(job) = removed else {
+            return Ok(false);
+        };
+        self.open_write(QUIET_DEFERRED)?.remove((
+            job.org_id.as_str(),
+            job.lead_id.as_str(),
+            due,
+            id,
+        ))?;
+        Ok(true)
+    }
+
+    /// The agenda row (due, id), if it is there.
+    pub fn agenda_job(&self, due: Micros, id: &str) -> Result<Option<AgendaJob>> {
+        let table = self.open_read(AGENDA)?;
+        let found = table.get((due, id))?;
+        found.map(|v| decode(v.value())).transpose()
+    }
+
+    /// Notes that quiet hours deferred the agenda row (due, id) of `lead`, whose work
+    /// wanted to run at `wanted`.
+    pub fn put_quiet_deferred(
+        &mut self,
+        org: &str,
+        lead: &str,
+        due: Micros,
+        id: &str,
+        wanted: Micros,
+    ) -> Result<()> {
+        self.open_write(QUIET_DEFERRED)?
+            .insert((org, lead, due, id), wanted)?;
+        Ok(())
+    }
+
+    /// The rows quiet hours deferred, of one lead or of the whole organization:
+    /// (lead, due, job id, wanted).
+    pub fn quiet_deferred(
+        &self,
+        org: &str,
+        lead: Option<&str>,
+    ) -> Result<Vec<(String, Micros, String, Micros)>> {
+        let table = self.open_read(QUIET_DEFERRED)?;
+        let mut out = Vec::new();
+        let start = (org, lead.unwrap_or(""), i64::MIN, "");
+        for row in table.range::<(&str, &str, i64, &str)>(start..)? {
+            let (key, wanted) = row?;
+            let (row_org, row_lead, due, id) = key.value();
+            if row_org != org || lead.is_some_and(|l| l != row_lead) {
+                break;
+            }
+            out.push((row_lead.to_string(), due, id.to_string(), wanted.value()));
+        }
+        Ok(out)
     }
 
     pub fn agenda_contains(&self, due: Micros, id: &str) -> Result<bool> {

@@ -566,6 +566,8 @@ pub struct AssistantSettings {
     pub api_key: Option<String>,
     /// The bound of one attempt.
     pub timeout_ms: u64,
+    /// `max_tokens` of every request; `None`: the channel's default (`assistant`).
+    pub max_tokens: Option<u32>,
 }
 
 impl std::fmt::Debug for AssistantSettings {
@@ -576,6 +578,7 @@ impl std::fmt::Debug for AssistantSettings {
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("timeout_ms", &self.timeout_ms)
+            .field("max_tokens", &self.max_tokens)
             .finish()
     }
 }

@@ -39,6 +39,7 @@ macro_rules! all_tables {
         $apply!(PROFILES);
         $apply!(ENGAGEMENTS);
         $apply!(AGENDA);
+        $apply!(QUIET_DEFERRED);
         $apply!(SENDING);
         $apply!(PROVIDER_MESSAGES);
         $apply!(PROVIDER_INBOUND);
@@ -134,6 +135,12 @@ pub const ENGAGEMENTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::n
 /// in the same transaction as its cause; a row leaves in the transaction that commits
 /// the job's outcome (or, for a send, its attempt).
 pub const AGENDA: TableDefinition<(i64, &str), &[u8]> = TableDefinition::new("agenda");
+/// (org, lead id, due time, job id) → the time the work wanted: the agenda rows quiet
+/// hours deferred (to their window's end). A change of the quiet hours or a time zone
+/// walks only these (the organization's, or one lead's) to re-compute them; a row's
+/// entry leaves with the row (`WriteTx::remove_agenda`).
+pub const QUIET_DEFERRED: TableDefinition<(&str, &str, i64, &str), i64> =
+    TableDefinition::new("quiet_deferred");
 /// (org, lead id, event type, event id) → (): messages handed to a provider whose answer
 /// is not committed yet. At start-up these become `unknown` (never sent again).
 pub const SENDING: TableDefinition<(&str, &str, &str, &str), ()> = TableDefinition::new("sending");

@@ -238,6 +238,29 @@ impl WriteTx {
         Ok(())
     }
 
+    /// A lead's latest message event (by `createdAt`): its type and record.
+    pub fn last_message(&self, org: &str, lead: &str) -> Result<Option<(String, EventRecord)>> {
+        let messages = self.open_read(MESSAGES_BY_CREATED)?;
+        let from = (org, lead, i64::MIN, "", "");
+        let to = (org, lead, i64::MAX, "\u{10FFFF}", "\u{10FFFF}");
+        let last = messages
+            .range::<(&str, &str, i64, &str, &str)>(from..=to)?
+            .next_back();
+        let Some(row) = last else {
+            return Ok(None);
+        };
+        let (key, _) = row?;
+        let (_, _, _, kind, id) = key.value();
+        let kind = kind.to_string();
+        let found = self.event(EventKey {
+            org,
+            lead,
+            kind: &kind,
+            id,
+        })?;
+        Ok(found.map(|(_, record)| (kind, record)))
+    }
+
     /// Adds or removes the message-projection row of an event created at `created_at`.
     pub fn set_message_row(
         &mut self,

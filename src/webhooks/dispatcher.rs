@@ -7,6 +7,10 @@
 //! (only one process can open the database); its outbox row stays due on disk until
 //! the attempt's result is committed, so after a crash mid-attempt it is simply
 //! attempted again: at least once, never zero times.
+//!
+//! An attempt's `error` (in the delivery's record, which read keys see, and in the log)
+//! is a short class (`timeout`, `connect`, `tls`, ...): a receiver's URL may point
+//! anywhere, and nothing of what answers there is repeated.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -21,6 +25,7 @@ use super::signing;
 use crate::config::WebhookConfig;
 use crate::error::Result;
 use crate::http_client::{AttemptOutcome, HttpClient};
+use crate::http_failure::Failure;
 use crate::store::records::{AttemptRecord, DeliveryRecord, DeliveryState, EndpointRecord};
 use crate::store::Reader;
 use crate::store::{Store, WriteTx};
@@ -297,7 +302,13 @@ impl Attempt {
             ("webhook-timestamp", unix.to_string()),
             ("webhook-signature", signature),
         ];
-        self.client.post(&self.endpoint.url, &headers, body).await
+        let mut outcome = self.client.post(&self.endpoint.url, &headers, body).await;
+        // The attempt's record (shown to read keys) and the log say a class, never the
+        // transport's words nor anything of the receiver's answer.
+        if !outcome.error.is_empty() {
+            outcome.error = Failure::of_transport(&outcome.error).to_string();
+        }
+        outcome
     }
 }
 

@@ -11,7 +11,7 @@ use hyper::{Request, Response};
 use serde_json::{json, Value};
 
 use crate::common::TestServer;
-use crate::util::{assert_error, expect};
+use crate::util::{assert_error, expect, Captured};
 
 /// How the fake compliance service answers.
 #[derive(Clone)]
@@ -306,6 +306,41 @@ async fn step_4_fails_closed_when_down_broken_garbled_or_slow() {
         with_service(&s, &url, json!({})).await;
         assert_eq!(attempt(&s, "p", "sms").await, unavailable);
     }
+}
+
+/// The service's URL may point anywhere: a failed check is logged with its class
+/// (`connect`, `status 500`, `malformed answer`), never with what the service answered.
+#[tokio::test(flavor = "current_thread")]
+async fn a_failed_check_is_logged_by_its_class_only() {
+    let (log, _guard) = Captured::install(tracing::Level::DEBUG);
+    let s = setup().await;
+    let unavailable = blocked("COMPLIANCE_SERVICE_UNAVAILABLE", "http");
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/check", l.local_addr().unwrap())
+    };
+    with_service(&s, &closed, json!({})).await;
+    assert_eq!(attempt(&s, "p", "sms").await, unavailable);
+    for answer in [
+        Answer::Json(500, "SECRET-INTERNAL-123"),
+        Answer::Json(200, "SECRET-INTERNAL-123"),
+    ] {
+        let (url, _) = service(answer).await;
+        with_service(&s, &url, json!({})).await;
+        assert_eq!(attempt(&s, "p", "sms").await, unavailable);
+    }
+    let log = log.text();
+    for class in [
+        "failure=connect",
+        "failure=status 500",
+        "failure=malformed answer",
+    ] {
+        assert!(log.contains(class), "{class} in the log: {log}");
+    }
+    assert!(
+        !log.contains("SECRET"),
+        "the service's answer in the log: {log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,7 @@
 //! The engagement engine with the sandbox providers (the default: nothing configured):
 //! enrolment and the cadence (rendering, order, the engagement view), each stop rule,
-//! the turn-off pause, a blocked step moving on, quiet hours deferring a step, the SMS
+//! the turn-off pause, a blocked step moving on, quiet hours deferring a step (and a
+//! change of the quiet hours or a time zone moving it again), the SMS
 //! keywords and their confirmations, API sends through the provider, the engine's
 //! organization settings, and its metrics. The assistant itself is in `assistant.rs`.
 
@@ -506,6 +507,85 @@ async fn quiet_hours_use_the_organization_time_zone_when_the_lead_has_none() {
     .await;
     s.ts.create_lead(&s.key, &ada("L1", "steady")).await;
     assert_deferred_to(&s, "L1", end).await;
+}
+
+/// Profile "steady" with one step at once; lead L1 (`time_zone` when given) enrolled
+/// in it, and its step deferred to `end`.
+async fn deferred_first_step(s: &Setup, time_zone: Option<&str>, end: DateTime<Utc>) {
+    put_profile(
+        &s.ts,
+        &s.admin,
+        "steady",
+        &profile_with(json!([sms_step("0s", "First")])),
+    )
+    .await;
+    let mut body = ada("L1", "steady");
+    if let Some(zone) = time_zone {
+        body["timeZone"] = json!(zone);
+    }
+    s.ts.create_lead(&s.key, &body).await;
+    assert_deferred_to(s, "L1", end).await;
+}
+
+/// Waits until L1's deferred first step went out.
+async fn assert_first_step_sent(s: &Setup) {
+    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    assert_eq!(texts(&sent), ["First"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clearing_quiet_hours_runs_a_deferred_step_at_once() {
+    let s = start().await;
+    let end = quiet_now(&s).await;
+    deferred_first_step(&s, Some("UTC"), end).await;
+    set_org(&s.ts, &s.admin, &json!({"quietHours": null})).await;
+    assert_first_step_sent(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_longer_quiet_window_moves_a_deferred_step_to_its_new_end() {
+    let s = start().await;
+    let end = quiet_now(&s).await;
+    deferred_first_step(&s, Some("UTC"), end).await;
+    let later = end + chrono::Duration::hours(1);
+    let start = Utc::now() - chrono::Duration::hours(1);
+    set_org(
+        &s.ts,
+        &s.admin,
+        &json!({"quietHours": {"start": start.format("%H:%M").to_string(),
+                               "end": later.format("%H:%M").to_string()}}),
+    )
+    .await;
+    let view = engagement(&s.ts, &s.key, "L1").await;
+    let next = time_of(&view["nextStepAt"]);
+    assert!(
+        next >= later && next <= later + chrono::Duration::seconds(60),
+        "moved to the new end {later} in the same write: {view}"
+    );
+    assert!(outbound(&s.ts, &s.key, "L1").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_organization_time_zone_outside_the_window_runs_a_deferred_step() {
+    let s = start().await;
+    let end = quiet_now(&s).await;
+    set_org(&s.ts, &s.admin, &json!({"timeZone": "UTC"})).await;
+    deferred_first_step(&s, None, end).await;
+    // Six hours ahead of UTC, the clock is outside the window.
+    set_org(&s.ts, &s.admin, &json!({"timeZone": "Asia/Dhaka"})).await;
+    assert_first_step_sent(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_time_zone_outside_the_window_runs_its_deferred_step() {
+    let s = start().await;
+    let end = quiet_now(&s).await;
+    deferred_first_step(&s, Some("UTC"), end).await;
+    let r =
+        s.ts.patch(&s.key, "/v1/leads/L1", &json!({"timeZone": "Asia/Dhaka"}))
+            .await;
+    expect(&r, 200);
+    assert_first_step_sent(&s).await;
 }
 
 // ---- keywords ---------------------------------------------------------------------------

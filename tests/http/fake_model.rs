@@ -2,7 +2,7 @@
 //! tests of the fake itself (and of the shared webhook receiver), which pass on their own.
 //!
 //! `FakeModel::start()` serves plain HTTP/1.1 on `127.0.0.1:0`. Every request is recorded
-//! on arrival (method, path, `Authorization` header, JSON body). `POST
+//! on arrival (method, path, `Authorization` and `User-Agent` headers, JSON body). `POST
 //! /v1/chat/completions` is answered from a queue of scripted [`Step`]s, oldest first,
 //! and from a default step once the queue is empty; any other path is 404 and a body that
 //! is not JSON is 400 (both still recorded, so a wrong call shows in the log).
@@ -60,6 +60,20 @@ impl Step {
         Step::tool_raw(id, name, &arguments.to_string())
     }
 
+    /// One answer with these calls, each `(id, name, arguments)`.
+    pub fn tools(calls: &[(&str, &str, Value)]) -> Step {
+        Step::ToolCalls(
+            calls
+                .iter()
+                .map(|(id, name, arguments)| ToolCall {
+                    id: id.to_string(),
+                    name: name.to_string(),
+                    arguments: arguments.to_string(),
+                })
+                .collect(),
+        )
+    }
+
     /// One tool call whose arguments string is `arguments` verbatim.
     pub fn tool_raw(id: &str, name: &str, arguments: &str) -> Step {
         Step::ToolCalls(vec![ToolCall {
@@ -90,6 +104,7 @@ pub struct ModelRequest {
     pub method: String,
     pub path: String,
     pub authorization: Option<String>,
+    pub user_agent: Option<String>,
     /// The body as JSON (`null` when it was not JSON).
     pub body: Value,
 }
@@ -236,6 +251,11 @@ async fn answer(
         authorization: parts
             .headers
             .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        user_agent: parts
+            .headers
+            .get(hyper::header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         body: json.clone().unwrap_or(Value::Null),

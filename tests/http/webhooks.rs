@@ -1491,3 +1491,38 @@ async fn transfer_events_are_sent_once_when_the_transfer_status_is_first_set() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(rx.count(), 2);
 }
+
+// ---------------------------------------------------------------------------------------
+// What a failed attempt says
+// ---------------------------------------------------------------------------------------
+
+/// A receiver's URL may point anywhere: a failed attempt's `error` is a short class
+/// (`connect`, `tls`, ...), never the transport's words nor anything it answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_attempt_says_a_short_class_only() {
+    let (ts, key) = start(&[60_000]).await;
+    // A port nothing listens on, and a plain-HTTP receiver called over https.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let refused = format!("http://{}/hook", closed.local_addr().expect("addr"));
+    drop(closed);
+    let plain = Receiver::ok().await;
+    let tls = plain.url.replacen("http://", "https://", 1);
+    let refused_hook = register(&ts, &key, &refused, None).await;
+    let tls_hook = register(&ts, &key, &tls, None).await;
+    reachable_lead(&ts, &key, "L1").await;
+    put_call(&ts, &key, "c1", &completed("L1")).await;
+    for (hook, class) in [(&refused_hook, "connect"), (&tls_hook, "tls")] {
+        let log = wait_log(&ts, &key, &hook.id, "a failed attempt", |all| {
+            all.first()
+                .and_then(|d| d["attempts"].as_array())
+                .is_some_and(|a| !a.is_empty())
+        })
+        .await;
+        let attempt = &log[0]["attempts"][0];
+        assert_eq!(attempt["error"], json!(class), "{attempt}");
+        assert!(
+            attempt.get("status").is_none_or(Value::is_null),
+            "{attempt}"
+        );
+    }
+}
