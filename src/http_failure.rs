@@ -66,9 +66,13 @@ impl Failure {
 
     /// Whether asking again cannot help: the model server refused the request itself
     /// (400 malformed or too long, 401/403 the key, 404 the model or path, 422
-    /// unprocessable).
+    /// unprocessable), or its certificate is not trusted (the same every time, until the
+    /// operator mends `outbound_ca_file` or the server's certificate).
     pub fn is_final(self) -> bool {
-        matches!(self, Failure::Status(400 | 401 | 403 | 404 | 422))
+        matches!(
+            self,
+            Failure::Status(400 | 401 | 403 | 404 | 422) | Failure::Tls
+        )
     }
 }
 
@@ -105,6 +109,7 @@ mod tests {
         assert!(!Failure::Status(500).is_final());
         assert!(!Failure::Status(429).is_final());
         assert!(!Failure::Timeout.is_final());
+        assert!(Failure::Tls.is_final());
     }
 
     #[test]
