@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::response::{json as reply, Body};
 use super::views::MessageView;
-use crate::domain::{contact, Caller};
+use crate::domain::{contact, limits, Caller};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -28,6 +28,7 @@ pub async fn inbound_sms(
     if let Some(other) = body.keys().find(|k| *k != "from" && *k != "text") {
         return Err(Error::unknown_field(other));
     }
+    limits::inbound(&text, None, true)?;
     let inbound = store
         .write(move |tx| contact::inbound_sms(tx, &caller, &phone, &text))
         .await?;
@@ -62,6 +63,7 @@ pub async fn inbound_email(
     {
         return Err(Error::unknown_field(other));
     }
+    limits::inbound(&text, subject.as_deref(), false)?;
     let inbound = store
         .write(move |tx| contact::inbound_email(tx, &caller, &from, subject.as_deref(), &text))
         .await?;

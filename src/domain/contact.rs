@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::engagement::{self, InboundFollowUp};
-use super::{events, leads, Caller};
+use super::{events, leads, limits, Caller};
 use crate::channel::Channel;
 use crate::error::{Error, Result};
 use crate::store::records::{LeadRecord, TagRecord};
@@ -192,9 +192,6 @@ pub fn set_ai(tx: &mut WriteTx, caller: &Caller, lead_id: &str, on: bool) -> Res
     changed.is_ai_on = on;
     leads::save_if_changed(tx, &caller.org_id, lead, changed)
 }
-
-/// The most ids or tags one tag request may carry.
-pub const MAX_TAGS_PER_REQUEST: usize = 100;
 
 pub fn add_tags(
     tx: &mut WriteTx,
@@ -397,6 +394,13 @@ fn record_inbound(
     subject: Option<&str>,
 ) -> Result<(EventRow, LeadRecord)> {
     let id = crate::ids::generate("msg");
+    // A provider's message over the bounds (the API refuses one) is cut to them.
+    let max = match channel {
+        Channel::Email => limits::MESSAGE_CHARS,
+        Channel::Sms | Channel::Voice => limits::SMS_CHARS,
+    };
+    let text = limits::truncate(text, max);
+    let subject = subject.map(|s| limits::truncate(s, limits::SUBJECT_CHARS));
     let content = super::messages::content(text, subject);
     let data =
         serde_json::json!({"owner": "lead", "channel": channel.as_str(), "content": content});

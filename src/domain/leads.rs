@@ -101,7 +101,9 @@ pub fn live_lead(tx: &WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord> 
 
 /// The one write of a lead: the record and its index rows, then what the change means
 /// for its engagement (enrolment, stop rules, pause), in the same transaction.
+/// Every lead write passes the bounds on stored values here, before it writes anything.
 fn put(tx: &mut WriteTx, org: &str, lead: &LeadRecord, old: Option<&LeadRecord>) -> Result<()> {
+    super::limits::lead(old, lead)?;
     tx.put_lead(org, lead, old)?;
     super::engagement::on_lead_written(tx, org, old, lead)
 }
@@ -225,14 +227,17 @@ fn merge_additional_info(lead: &mut LeadRecord, value: &Value) -> Result<()> {
     Ok(())
 }
 
-/// Parses a list of tags `{id, name, condition?}`; later duplicates of an id win.
+/// Parses a list of tags `{id, name, condition?}`; later duplicates of an id win. At
+/// most [`limits::TAGS`](super::limits::TAGS) items, repeated ids counted.
 pub fn tags(value: &Value) -> Result<Vec<TagRecord>> {
     let Value::Array(items) = value else {
         return Err(Error::invalid_field("tags"));
     };
+    super::limits::tags_in_request(items.len())?;
     let mut out: Vec<TagRecord> = Vec::with_capacity(items.len());
     for item in items {
         let tag = tag(item).ok_or_else(|| Error::invalid_field("tags"))?;
+        super::limits::tag(&tag)?;
         out.retain(|t| t.id != tag.id);
         out.push(tag);
     }

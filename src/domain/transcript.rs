@@ -5,11 +5,12 @@
 //! agent's last turn to what was spoken before it (`"interrupted": true`): what the
 //! lead never heard is not recorded as said. Keypad digits are lead turns with empty
 //! text and `"dtmf"`. The transcript lives on the call record; writing it touches only
-//! the record (its `CALL` event carries no transcript).
+//! the record (its `CALL` event carries no transcript). The engine keeps the bounds on
+//! a transcript (`limits`) by cutting a turn's text and storing no turn past the last.
 
 use serde_json::{json, Value};
 
-use super::calls;
+use super::{calls, limits};
 use crate::error::Result;
 use crate::store::records::CallRecord;
 use crate::store::{Reader, WriteTx};
@@ -85,7 +86,13 @@ fn write(
         return Ok(());
     };
     let mut turns = turns(&call);
+    let before = turns.len();
     edit(&mut turns);
+    if turns.len() > before && before >= limits::TRANSCRIPT_TURNS {
+        // The transcript is full: what is said from here on is not stored.
+        tracing::warn!(call = call_id, "transcript full; turn not stored");
+        return Ok(());
+    }
     calls::set_transcript(tx, org, call_id, &Value::Array(turns))?;
     Ok(())
 }
@@ -99,6 +106,7 @@ pub fn append(
     text: &str,
     at: Micros,
 ) -> Result<()> {
+    let text = limits::truncate(text, limits::TURN_CHARS);
     let turn = json!({"role": role.as_str(), "text": text, "at": time::format(at)});
     write(tx, org, call_id, |turns| turns.push(turn))
 }
@@ -111,6 +119,7 @@ pub fn append_dtmf(
     digit: &str,
     at: Micros,
 ) -> Result<()> {
+    let digit = limits::truncate(digit, 16);
     let turn = json!({"role": "lead", "text": "", "dtmf": digit, "at": time::format(at)});
     write(tx, org, call_id, |turns| turns.push(turn))
 }

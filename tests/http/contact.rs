@@ -757,7 +757,7 @@ async fn tags_are_added_and_removed_with_the_interface_shapes() {
         )
         .await,
         400,
-        "tagIds must hold at most 100 ids",
+        "Too many: tagIds (at most 100)",
     );
     for body in [
         json!({"tagIds": "a"}),
@@ -824,7 +824,7 @@ async fn tags_add_replaces_by_id_caps_and_validates() {
         &ts.post(&key, "/v1/leads/t/tags/add", &json!({"tags": too_many}))
             .await,
         400,
-        "tags must hold at most 100 tags",
+        "Too many: tags (at most 100)",
     );
     for body in [
         json!({}),
