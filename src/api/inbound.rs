@@ -36,7 +36,7 @@ pub async fn inbound_sms(
         .ok_or_else(|| Error::Internal("an inbound SMS is not message-shaped".into()))?;
     Ok(reply(
         StatusCode::OK,
-        &json!({"message": message, "optOut": inbound.opted_out, "optIn": inbound.opted_in}),
+        &json!({"leadId": inbound.lead_id, "message": message, "optOut": inbound.opted_out, "optIn": inbound.opted_in}),
     ))
 }
 
@@ -69,5 +69,8 @@ pub async fn inbound_email(
         .await?;
     let message = MessageView::of(&inbound.message)
         .ok_or_else(|| Error::Internal("an inbound email is not message-shaped".into()))?;
-    Ok(reply(StatusCode::OK, &json!({ "message": message })))
+    Ok(reply(
+        StatusCode::OK,
+        &json!({"leadId": inbound.lead_id, "message": message}),
+    ))
 }

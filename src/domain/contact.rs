@@ -240,6 +240,8 @@ pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
 
 /// What an inbound message did.
 pub struct Inbound {
+    /// The lead it was recorded on.
+    pub lead_id: String,
     pub message: EventRow,
     pub opted_out: bool,
     pub opted_in: bool,
@@ -276,10 +278,20 @@ impl ProviderKeyword {
 }
 
 /// The live lead an inbound message or call from `phone` belongs to: the most recently
-/// updated one, when several share the number.
+/// updated one, when several share the number (from before duplicates were refused).
 pub fn lead_by_phone(tx: &WriteTx, org: &str, phone: &str) -> Result<Option<LeadRecord>> {
+    most_recent(tx, org, tx.lead_ids_by_phone(org, phone)?)
+}
+
+/// The live lead an inbound email from `email` belongs to (any case), as
+/// [`lead_by_phone`].
+pub fn lead_by_email(tx: &WriteTx, org: &str, email: &str) -> Result<Option<LeadRecord>> {
+    most_recent(tx, org, tx.lead_ids_by_email(org, email)?)
+}
+
+fn most_recent(tx: &WriteTx, org: &str, ids: Vec<String>) -> Result<Option<LeadRecord>> {
     let mut lead: Option<LeadRecord> = None;
-    for id in tx.lead_ids_by_phone(org, phone)? {
+    for id in ids {
         if let Some(candidate) = tx.lead(org, &id)?.filter(|l| l.deleted_at.is_none()) {
             if lead
                 .as_ref()
@@ -353,6 +365,7 @@ pub fn inbound_sms_via(
     };
     engagement::on_inbound(tx, org, &lead, Channel::Sms, follow_up)?;
     Ok(Inbound {
+        lead_id: lead.id.clone(),
         message,
         opted_out,
         opted_in,
@@ -369,14 +382,12 @@ pub fn inbound_email(
     text: &str,
 ) -> Result<Inbound> {
     let org = caller.org_id.as_str();
-    let lead = tx
-        .live_leads_by_email(org, from)?
-        .into_iter()
-        .max_by_key(|l| l.updated_at)
+    let lead = lead_by_email(tx, org, from)?
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
     let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject)?;
     engagement::on_inbound(tx, org, &lead, Channel::Email, InboundFollowUp::Reply)?;
     Ok(Inbound {
+        lead_id: lead.id.clone(),
         message,
         opted_out: false,
         opted_in: false,

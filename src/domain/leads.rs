@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{JsonBlob, LeadRecord, TagRecord};
+use crate::store::records::{email_key, JsonBlob, LeadRecord, TagRecord};
 use crate::store::Reader;
 use crate::store::WriteTx;
 
@@ -49,6 +49,7 @@ pub fn create(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
     if tx.lead(&caller.org_id, &lead.id)?.is_some() {
         return Err(Error::Conflict("Lead already exists".into()));
     }
+    unique_contacts(tx, &caller.org_id, None, &lead)?;
     let now = tx.tick();
     lead.created_at = now;
     lead.updated_at = now;
@@ -75,6 +76,7 @@ pub fn update(
             "Phone number is on the Do Not Contact list".into(),
         ));
     }
+    unique_contacts(tx, &caller.org_id, Some(&old), &lead)?;
     lead.updated_at = tx.tick();
     put(tx, &caller.org_id, &lead, Some(&old))?;
     Ok(lead)
@@ -89,6 +91,29 @@ pub fn delete(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord>
     lead.updated_at = now;
     put(tx, &caller.org_id, &lead, Some(&old))?;
     Ok(lead)
+}
+
+/// A live lead's phone and email are its own within the organization: a create, or a
+/// change of either, that another live lead already has is 409 `Lead exists: <id>`.
+/// Two lookups in the contact indexes, which hold live leads only. Leads that shared a
+/// value before this rule keep it while it does not change.
+fn unique_contacts(
+    tx: &WriteTx,
+    org: &str,
+    old: Option<&LeadRecord>,
+    lead: &LeadRecord,
+) -> Result<()> {
+    let exists = |ids: Vec<String>| match ids.into_iter().find(|id| *id != lead.id) {
+        Some(other) => Err(Error::Conflict(format!("Lead exists: {other}"))),
+        None => Ok(()),
+    };
+    if !lead.phone.is_empty() && old.is_none_or(|o| o.phone != lead.phone) {
+        exists(tx.lead_ids_by_phone(org, &lead.phone)?)?;
+    }
+    if !lead.email.is_empty() && old.is_none_or(|o| email_key(&o.email) != email_key(&lead.email)) {
+        exists(tx.lead_ids_by_email(org, &lead.email)?)?;
+    }
+    Ok(())
 }
 
 /// The lead, if it exists and is not deleted: what every mutation requires.

@@ -118,8 +118,9 @@ pub fn tag(tag: &TagRecord) -> Result<()> {
 /// changed is within its bound. Fields left as they were are not checked again, so a
 /// lead stored before these bounds can still be written (touched by an event, say).
 pub fn lead(old: Option<&LeadRecord>, new: &LeadRecord) -> Result<()> {
-    let changed = |f: fn(&LeadRecord) -> &str| old.is_none_or(|o| f(o) != f(new));
-    let strings: [(&str, fn(&LeadRecord) -> &str, usize); 7] = [
+    type Field = fn(&LeadRecord) -> &str;
+    let changed = |f: Field| old.is_none_or(|o| f(o) != f(new));
+    let strings: [(&str, Field, usize); 7] = [
         ("firstName", |l| &l.first_name, NAME_CHARS),
         ("lastName", |l| &l.last_name, NAME_CHARS),
         ("email", |l| &l.email, EMAIL_CHARS),
