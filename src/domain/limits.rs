@@ -109,8 +109,10 @@ pub fn tags_in_request(count_in_request: usize) -> Result<()> {
 
 /// One tag's fields.
 pub fn tag(tag: &TagRecord) -> Result<()> {
-    text("tags.id", &tag.id, TAG_CHARS)?;
+    // The name first: the assistant's `add_tag` gives only a name (its id is a slug of
+    // it), so that is what its refusal names.
     text("tags.name", &tag.name, TAG_CHARS)?;
+    text("tags.id", &tag.id, TAG_CHARS)?;
     text("tags.condition", &tag.condition, TAG_CONDITION_CHARS)
 }
 
