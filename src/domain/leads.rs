@@ -2,7 +2,9 @@
 //!
 //! Create and update share one path: a create applies the body to an empty lead, an
 //! update applies it to the stored one. Everything is validated before anything is
-//! written, as the writer requires.
+//! written, as the writer requires. A live lead's phone and email are its own within its
+//! organization (`unique_contacts`), and every lead write passes the bounds on stored
+//! values (`limits::lead`, in `put`).
 
 use serde_json::{Map, Value};
 

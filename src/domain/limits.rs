@@ -25,7 +25,7 @@ pub const SUMMARY_CHARS: usize = 10_000;
 /// A tag's `id` and `name`.
 pub const TAG_CHARS: usize = 100;
 /// A tag's `condition`.
-pub const TAG_CONDITION_CHARS: usize = 1_000;
+pub const TAG_CONDITION_CHARS: usize = 200;
 /// Tags in one request, and on one lead.
 pub const TAGS: usize = 100;
 /// Keys of `additionalInfo`.
