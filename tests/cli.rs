@@ -1580,17 +1580,19 @@ fn check_lists_live_leads_sharing_a_phone_or_email() {
             })
             .expect("write");
     }
+    let expected = [
+        "2 value(s) shared by live leads (stored before duplicates were refused):",
+        "org_1 phone +15551234567: a, b",
+        "org_1 email ada@example.com: a, c",
+        "ok",
+    ];
     let ran = cli(&data, &["check"]).ok("check with shared values");
     let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
-    assert_eq!(
-        lines,
-        [
-            "2 value(s) shared by live leads (stored before duplicates were refused):",
-            "org_1 phone +15551234567: a, b",
-            "org_1 email ada@example.com: a, c",
-            "ok"
-        ],
-        "stdout:\n{}",
-        ran.stdout
-    );
+    assert_eq!(lines, expected, "stdout:\n{}", ran.stdout);
+    // Through a running server's socket, the same list.
+    let server = Server::start(&data, &[]);
+    let ran = cli(&data, &["check"]).ok("check of a running server");
+    let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
+    assert_eq!(lines, expected, "stdout:\n{}", ran.stdout);
+    drop(server);
 }
