@@ -176,6 +176,39 @@ mod tests {
     }
 
     #[test]
+    fn the_engine_keeps_a_transcript_within_its_bounds() {
+        use crate::domain::{calls, limits, Caller};
+        use crate::store::Store;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        let turns_of = |call: &str| {
+            let call = store.read().unwrap().call("o", call).unwrap().unwrap();
+            turns(&call)
+        };
+        let full: Vec<Value> = (0..limits::TRANSCRIPT_TURNS)
+            .map(|_| json!({"role": "lead", "text": "hi"}))
+            .collect();
+        store
+            .write_blocking(move |tx| {
+                let caller = Caller::system("o");
+                for (id, transcript) in [("full", json!(full)), ("short", json!([]))] {
+                    let body = json!({"sessionId": "s", "direction": "INBOUND",
+                                      "callStatus": "IN_PROGRESS", "transcript": transcript});
+                    let Value::Object(body) = body else {
+                        unreachable!()
+                    };
+                    calls::put(tx, &caller, id, body)?;
+                }
+                append(tx, "o", "full", Role::Agent, "one more", 0)?;
+                append(tx, "o", "short", Role::Lead, &"é".repeat(5_000), 0)
+            })
+            .unwrap();
+        assert_eq!(turns_of("full").len(), limits::TRANSCRIPT_TURNS);
+        let short = turns_of("short");
+        assert_eq!(text_of(&short[0]).chars().count(), limits::TURN_CHARS);
+    }
+
+    #[test]
     fn a_transcript_in_another_shape_has_no_turns() {
         assert!(turns(&call(json!({"text": "not a list"}))).is_empty());
         assert!(turns(&call(json!([]))).is_empty());
