@@ -78,7 +78,7 @@ pub fn count(name: &str, count: usize, max: usize) -> Result<()> {
 }
 
 /// `value` serialises to at most `max` bytes of JSON.
-pub fn json_size(name: &str, value: &Value, max: usize) -> Result<()> {
+pub fn json_size(name: &str, value: &impl serde::Serialize, max: usize) -> Result<()> {
     let mut counter = Counter(0);
     // Writing into a counter cannot fail but for a value that cannot be serialised.
     serde_json::to_writer(&mut counter, value).map_err(|_| Error::invalid_field(name))?;
@@ -158,12 +158,7 @@ pub fn lead(old: Option<&LeadRecord>, new: &LeadRecord) -> Result<()> {
 
 /// An event's `data`.
 pub fn event_data(data: &Map<String, Value>) -> Result<()> {
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, data).map_err(|_| Error::invalid_field("data"))?;
-    if counter.0 > EVENT_DATA_BYTES {
-        return Err(too_long("data", EVENT_DATA_BYTES));
-    }
-    Ok(())
+    json_size("data", data, EVENT_DATA_BYTES)
 }
 
 /// A message's `content` (`{"text", "subject"?}`) on `sms` (true) or email.
@@ -174,12 +169,7 @@ pub fn message(content: &Map<String, Value>, sms: bool) -> Result<()> {
     if let Some(subject) = content.get("subject").and_then(Value::as_str) {
         text("content.subject", subject, SUBJECT_CHARS)?;
     }
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, content).map_err(|_| Error::invalid_field("content"))?;
-    if counter.0 > EVENT_DATA_BYTES {
-        return Err(too_long("content", EVENT_DATA_BYTES));
-    }
-    Ok(())
+    json_size("content", content, EVENT_DATA_BYTES)
 }
 
 /// An inbound message's text (and subject): the bounds of [`message`].
