@@ -1,11 +1,17 @@
 //! HTTP-level benches over TLS on loopback: the real server, a real HTTPS client.
 //!
 //! `cargo bench --bench http`. Prints the writer's grouping (jobs per commit) at the end.
+//!
+//! `cargo bench --bench http -- neighbour`: another organization's durable `POST
+//! /v1/leads/{id}/events` while one organization keeps writing small events to one lead,
+//! first a small lead, then a lead with every stored value at its bound
+//! (`domain::limits`). Prints both p99s and their ratio (decisions.md: within 2×).
 
 mod support;
 
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -14,7 +20,7 @@ use hyper::Request;
 use serde_json::{json, Value};
 
 use engaged::config::Config;
-use engaged::domain::{calls, leads};
+use engaged::domain::{calls, leads, limits};
 use engaged::server::Server;
 
 struct Bench {
@@ -59,11 +65,15 @@ async fn setup(leads_n: usize) -> Bench {
 }
 
 async fn send(b: &Bench, method: &str, path: &str, body: Option<Value>) -> u16 {
+    send_as(b, &b.key, method, path, body).await
+}
+
+async fn send_as(b: &Bench, key: &str, method: &str, path: &str, body: Option<Value>) -> u16 {
     let bytes = body.map(|v| v.to_string()).unwrap_or_default();
     let req = Request::builder()
         .method(method)
         .uri(format!("{}{}", b.base, path))
-        .header("x-api-key", &b.key)
+        .header("x-api-key", key)
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(bytes)))
         .expect("request");
@@ -142,9 +152,136 @@ fn http(c: &mut Criterion) {
     );
 }
 
+/// A lead with every bounded value at its bound (`domain::limits`).
+fn lead_at_every_maximum(id: &str) -> Value {
+    let tags: Vec<Value> = (0..limits::TAGS)
+        .map(|i| {
+            json!({"id": format!("{i:0>width$}", width = limits::TAG_CHARS),
+                   "name": "n".repeat(limits::TAG_CHARS),
+                   "condition": "c".repeat(limits::TAG_CONDITION_CHARS)})
+        })
+        .collect();
+    let mut info: serde_json::Map<String, Value> = (0..limits::ADDITIONAL_INFO_KEYS - 1)
+        .map(|i| (format!("k{i:03}"), json!(i)))
+        .collect();
+    info.insert("pad".into(), json!(""));
+    let size = Value::Object(info.clone()).to_string().len();
+    info.insert(
+        "pad".into(),
+        json!("p".repeat(limits::ADDITIONAL_INFO_BYTES - size)),
+    );
+    let email = format!(
+        "{}@example.com",
+        "a".repeat(limits::EMAIL_CHARS - "@example.com".len())
+    );
+    json!({
+        "id": id,
+        "firstName": "f".repeat(limits::NAME_CHARS),
+        "lastName": "l".repeat(limits::NAME_CHARS),
+        "email": email,
+        "externalLeadId": "e".repeat(limits::REFERENCE_CHARS),
+        "secondaryCrmLeadId": "s".repeat(limits::REFERENCE_CHARS),
+        "customerProfile": "c".repeat(limits::REFERENCE_CHARS),
+        "summary": "é".repeat(limits::SUMMARY_CHARS),
+        "tags": tags,
+        "additionalInfo": info,
+    })
+}
+
+/// Writers of the noisy organization: each posts small events to `lead` until `stop`.
+const NOISY_WRITERS: usize = 4;
+
+fn neighbour(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (bench, noisy_key) = rt.block_on(async {
+        let bench = setup(1).await;
+        let store = bench.server.store();
+        let (noisy_key, noisy) = support::named_org_with_key(store, "noisy", "write").await;
+        store
+            .write(move |tx| {
+                leads::create(
+                    tx,
+                    &noisy,
+                    support::object(json!({"id": "small", "firstName": "Small"})),
+                )?;
+                leads::create(tx, &noisy, support::object(lead_at_every_maximum("max")))?;
+                Ok(())
+            })
+            .await
+            .expect("noisy leads");
+        (Arc::new(bench), noisy_key)
+    });
+    let mut p99 = Vec::new();
+    let mut group = c.benchmark_group("neighbour");
+    for noisy_lead in ["small", "max"] {
+        let samples = Arc::new(Mutex::new(Vec::<Duration>::new()));
+        group.bench_function(format!("other_org_post_event_beside_{noisy_lead}_lead"), |b| {
+            let stop = Arc::new(AtomicBool::new(false));
+            let writers: Vec<_> = (0..NOISY_WRITERS)
+                .map(|w| {
+                    let (bench, key, stop) = (bench.clone(), noisy_key.clone(), stop.clone());
+                    rt.spawn(async move {
+                        let mut i = 0u64;
+                        while !stop.load(Ordering::Relaxed) {
+                            let body = json!({"type": "CUSTOM", "id": format!("n-{w}-{i}"), "data": {"i": i}});
+                            let path = format!("/v1/leads/{noisy_lead}/events");
+                            assert_eq!(send_as(&bench, &key, "POST", &path, Some(body)).await, 200);
+                            i += 1;
+                        }
+                    })
+                })
+                .collect();
+            let samples = samples.clone();
+            b.to_async(&rt).iter_custom(|iters| {
+                let (bench, samples) = (bench.clone(), samples.clone());
+                async move {
+                    let mut total = Duration::ZERO;
+                    for i in 0..iters {
+                        let body = json!({"type": "CUSTOM", "id": format!("o-{i}"), "data": {"i": i}});
+                        let started = Instant::now();
+                        let status = send(&bench, "POST", "/v1/leads/lead-0-0/events", Some(body)).await;
+                        let took = started.elapsed();
+                        assert_eq!(status, 200);
+                        total += took;
+                        if let Ok(mut s) = samples.lock() {
+                            s.push(took);
+                        }
+                    }
+                    total
+                }
+            });
+            stop.store(true, Ordering::Relaxed);
+            for w in writers {
+                rt.block_on(w).expect("noisy writer");
+            }
+        });
+        let samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
+        if !samples.is_empty() {
+            p99.push((
+                noisy_lead,
+                support::percentile(&samples, 0.99),
+                samples.len(),
+            ));
+        }
+    }
+    group.finish();
+    for (lead, p, n) in &p99 {
+        eprintln!("other organization's POST p99 beside the {lead} lead: {p:?} ({n} samples)");
+    }
+    if let [(_, small, _), (_, max, _)] = p99.as_slice() {
+        eprintln!(
+            "ratio (lead at every maximum / small lead): {:.2} (target: within 2)",
+            max.as_secs_f64() / small.as_secs_f64().max(f64::EPSILON)
+        );
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30);
-    targets = http
+    targets = http, neighbour
 }
 criterion_main!(benches);

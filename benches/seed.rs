@@ -104,7 +104,7 @@ fn main() {
             "id": format!("lead-{i}"),
             "firstName": "Load",
             "lastName": format!("Test {i}"),
-            "phone": format!("+1555{:07}", i % 10_000_000),
+            "phone": format!("+15{:09}", i % 1_000_000_000), // unique: a live lead's phone is its own
             "email": format!("lead{i}@example.com"),
         }));
         leads::create(tx, c, body).map(drop)

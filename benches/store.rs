@@ -33,7 +33,7 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
         let n = (leads_n - chunk * 20_000).min(20_000);
         rt.block_on(store.write(move |tx| {
             for i in 0..n {
-                let body = support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench", "phone": "+15551234567"}));
+                let body = support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench", "phone": format!("+1555{:07}", chunk * 20_000 + i)}));
                 leads::create(tx, &c, body)?;
             }
             Ok(())

@@ -112,6 +112,9 @@ pub struct BackupDone {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct CheckDone {
     pub problems: Vec<String>,
+    /// Live leads sharing a phone or email (`Store::shared_contacts`).
+    #[serde(default)]
+    pub shared: Vec<String>,
 }
 
 fn to_value(answer: impl Serialize) -> Result<Value> {
@@ -157,6 +160,7 @@ pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
         }
         AdminRequest::Check => to_value(CheckDone {
             problems: store.check()?,
+            shared: store.shared_contacts()?,
         }),
         write => store.write_blocking(move |tx| apply(tx, write.clone())),
     }

@@ -1540,3 +1540,59 @@ async fn failed_webhook_attempts_are_logged_at_the_default_level() {
         "names the receiver's host: {line}"
     );
 }
+
+/// Leads that shared a phone or email before duplicates were refused are listed by
+/// `engaged check` (not as damage: the check passes); a deleted lead is not one of them.
+#[test]
+fn check_lists_live_leads_sharing_a_phone_or_email() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    ensure_database(&data);
+    let ran = cli(&data, &["check"]).ok("check of a sound store");
+    assert_eq!(ran.stdout.trim(), "ok");
+    {
+        // Written past the domain's rule, as an older release could have.
+        let store = engaged::store::Store::open(&data.join("engaged.redb")).expect("open");
+        store
+            .write_blocking(|tx| {
+                let leads = [
+                    ("a", "+15551234567", "ada@example.com", false),
+                    ("b", "+15551234567", "other@example.com", false),
+                    ("c", "+15550000000", "ADA@example.com", false),
+                    ("d", "+15550000000", "d@example.com", true),
+                    ("e", "+15559999999", "e@example.com", false),
+                ];
+                for (id, phone, email, deleted) in leads {
+                    let now = tx.tick();
+                    let lead = engaged::store::records::LeadRecord {
+                        id: id.into(),
+                        phone: phone.into(),
+                        email: email.into(),
+                        created_at: now,
+                        updated_at: now,
+                        last_activity_at: now,
+                        deleted_at: deleted.then_some(now),
+                        ..Default::default()
+                    };
+                    tx.put_lead("org_1", &lead, None)?;
+                }
+                Ok(())
+            })
+            .expect("write");
+    }
+    let expected = [
+        "2 value(s) shared by live leads (stored before duplicates were refused):",
+        "org_1 phone +15551234567: a, b",
+        "org_1 email ada@example.com: a, c",
+        "ok",
+    ];
+    let ran = cli(&data, &["check"]).ok("check with shared values");
+    let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
+    assert_eq!(lines, expected, "stdout:\n{}", ran.stdout);
+    // Through a running server's socket, the same list.
+    let server = Server::start(&data, &[]);
+    let ran = cli(&data, &["check"]).ok("check of a running server");
+    let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
+    assert_eq!(lines, expected, "stdout:\n{}", ran.stdout);
+    drop(server);
+}

@@ -26,18 +26,18 @@ pub fn object(v: Value) -> Map<String, Value> {
 
 /// Creates organization `bench` and a key of `scope`; returns the key and its caller.
 pub async fn org_with_key(store: &Store, scope: &str) -> (String, Caller) {
-    admin::run(
-        store,
-        AdminRequest::OrgCreate {
-            name: "bench".into(),
-        },
-    )
-    .await
-    .expect("org");
+    named_org_with_key(store, "bench", scope).await
+}
+
+/// Creates organization `name` and a key of `scope`; returns the key and its caller.
+pub async fn named_org_with_key(store: &Store, name: &str, scope: &str) -> (String, Caller) {
+    admin::run(store, AdminRequest::OrgCreate { name: name.into() })
+        .await
+        .expect("org");
     let created = admin::run(
         store,
         AdminRequest::KeyCreate {
-            org: "bench".into(),
+            org: name.into(),
             scope: engaged::store::records::Scope::parse(scope).expect("a scope"),
             name: None,
         },

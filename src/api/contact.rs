@@ -8,8 +8,8 @@ use super::request::{read_body, RequestBody};
 use super::response::{json as reply, Body};
 use super::AppState;
 use crate::channel::Channel;
-use crate::domain::contact::{self, MAX_TAGS_PER_REQUEST};
-use crate::domain::{leads, Caller};
+use crate::domain::contact;
+use crate::domain::{leads, limits, Caller};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -79,11 +79,6 @@ pub async fn add_tags(
     mut body: Map<String, Value>,
 ) -> Result<Response<Body>> {
     let tags = leads::tags(&body.remove("tags").unwrap_or(Value::Null))?;
-    if tags.len() > MAX_TAGS_PER_REQUEST {
-        return Err(Error::BadRequest(format!(
-            "tags must hold at most {MAX_TAGS_PER_REQUEST} tags"
-        )));
-    }
     if let Some(other) = body.keys().next() {
         return Err(Error::unknown_field(other));
     }
@@ -108,11 +103,7 @@ pub async fn remove_tags(
     if let Some(other) = body.keys().find(|k| *k != "tagIds") {
         return Err(Error::unknown_field(other));
     }
-    if items.len() > MAX_TAGS_PER_REQUEST {
-        return Err(Error::BadRequest(format!(
-            "tagIds must hold at most {MAX_TAGS_PER_REQUEST} ids"
-        )));
-    }
+    limits::count("tagIds", items.len(), limits::TAGS)?;
     let ids: Vec<String> = items
         .iter()
         .map(|v| v.as_str().map(str::to_string).ok_or_else(invalid))

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::response::{json as reply, Body};
 use super::views::MessageView;
-use crate::domain::{contact, Caller};
+use crate::domain::{contact, limits, Caller};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -28,6 +28,7 @@ pub async fn inbound_sms(
     if let Some(other) = body.keys().find(|k| *k != "from" && *k != "text") {
         return Err(Error::unknown_field(other));
     }
+    limits::inbound(&text, None, true)?;
     let inbound = store
         .write(move |tx| contact::inbound_sms(tx, &caller, &phone, &text))
         .await?;
@@ -35,7 +36,7 @@ pub async fn inbound_sms(
         .ok_or_else(|| Error::Internal("an inbound SMS is not message-shaped".into()))?;
     Ok(reply(
         StatusCode::OK,
-        &json!({"message": message, "optOut": inbound.opted_out, "optIn": inbound.opted_in}),
+        &json!({"leadId": inbound.lead_id, "message": message, "optOut": inbound.opted_out, "optIn": inbound.opted_in}),
     ))
 }
 
@@ -62,10 +63,14 @@ pub async fn inbound_email(
     {
         return Err(Error::unknown_field(other));
     }
+    limits::inbound(&text, subject.as_deref(), false)?;
     let inbound = store
         .write(move |tx| contact::inbound_email(tx, &caller, &from, subject.as_deref(), &text))
         .await?;
     let message = MessageView::of(&inbound.message)
         .ok_or_else(|| Error::Internal("an inbound email is not message-shaped".into()))?;
-    Ok(reply(StatusCode::OK, &json!({ "message": message })))
+    Ok(reply(
+        StatusCode::OK,
+        &json!({"leadId": inbound.lead_id, "message": message}),
+    ))
 }

@@ -114,6 +114,7 @@ fn upsert(
         &details,
         existing.is_none() && owner == Owner::Required,
     )?;
+    super::limits::call(&before, &details)?;
 
     let lead = match &details.lead_id {
         Some(lead_id) => Some(leads::live_lead(tx, caller, lead_id)?),

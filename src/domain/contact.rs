@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::engagement::{self, InboundFollowUp};
-use super::{events, leads, Caller};
+use super::{events, leads, limits, Caller};
 use crate::channel::{Channel, Owner};
 use crate::error::{Error, Result};
 use crate::store::records::{LeadRecord, Origin, TagRecord};
@@ -195,9 +195,6 @@ pub fn set_ai(tx: &mut WriteTx, caller: &Caller, lead_id: &str, on: bool) -> Res
     leads::save_if_changed(tx, &caller.org_id, lead, changed)
 }
 
-/// The most ids or tags one tag request may carry.
-pub const MAX_TAGS_PER_REQUEST: usize = 100;
-
 pub fn add_tags(
     tx: &mut WriteTx,
     caller: &Caller,
@@ -272,6 +269,8 @@ pub fn is_keyword_traffic(shape: &events::MessageShape, data: &Value) -> bool {
 
 /// What an inbound message did.
 pub struct Inbound {
+    /// The lead it was recorded on.
+    pub lead_id: String,
     pub message: EventRow,
     pub opted_out: bool,
     pub opted_in: bool,
@@ -308,10 +307,20 @@ impl ProviderKeyword {
 }
 
 /// The live lead an inbound message or call from `phone` belongs to: the most recently
-/// updated one, when several share the number.
+/// updated one, when several share the number (from before duplicates were refused).
 pub fn lead_by_phone(tx: &WriteTx, org: &str, phone: &str) -> Result<Option<LeadRecord>> {
+    most_recent(tx, org, tx.lead_ids_by_phone(org, phone)?)
+}
+
+/// The live lead an inbound email from `email` belongs to (any case), as
+/// [`lead_by_phone`].
+pub fn lead_by_email(tx: &WriteTx, org: &str, email: &str) -> Result<Option<LeadRecord>> {
+    most_recent(tx, org, tx.lead_ids_by_email(org, email)?)
+}
+
+fn most_recent(tx: &WriteTx, org: &str, ids: Vec<String>) -> Result<Option<LeadRecord>> {
     let mut lead: Option<LeadRecord> = None;
-    for id in tx.lead_ids_by_phone(org, phone)? {
+    for id in ids {
         if let Some(candidate) = tx.lead(org, &id)?.filter(|l| l.deleted_at.is_none()) {
             if lead
                 .as_ref()
@@ -385,6 +394,7 @@ pub fn inbound_sms_via(
     };
     engagement::on_inbound(tx, org, &lead, Channel::Sms, follow_up)?;
     Ok(Inbound {
+        lead_id: lead.id.clone(),
         message,
         opted_out,
         opted_in,
@@ -401,14 +411,12 @@ pub fn inbound_email(
     text: &str,
 ) -> Result<Inbound> {
     let org = caller.org_id.as_str();
-    let lead = tx
-        .live_leads_by_email(org, from)?
-        .into_iter()
-        .max_by_key(|l| l.updated_at)
+    let lead = lead_by_email(tx, org, from)?
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
     let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject)?;
     engagement::on_inbound(tx, org, &lead, Channel::Email, InboundFollowUp::Reply)?;
     Ok(Inbound {
+        lead_id: lead.id.clone(),
         message,
         opted_out: false,
         opted_in: false,
@@ -426,6 +434,13 @@ fn record_inbound(
     subject: Option<&str>,
 ) -> Result<(EventRow, LeadRecord)> {
     let id = crate::ids::generate("msg");
+    // A provider's message over the bounds (the API refuses one) is cut to them.
+    let max = match channel {
+        Channel::Email => limits::MESSAGE_CHARS,
+        Channel::Sms | Channel::Voice => limits::SMS_CHARS,
+    };
+    let text = limits::truncate(text, max);
+    let subject = subject.map(|s| limits::truncate(s, limits::SUBJECT_CHARS));
     let content = super::messages::content(text, subject);
     let data =
         serde_json::json!({"owner": "lead", "channel": channel.as_str(), "content": content});

@@ -41,6 +41,7 @@ impl EventInput {
             }
         }
         let kind = kind.ok_or_else(|| Error::BadRequest("Missing required field: type".into()))?;
+        super::limits::event_data(&data)?;
         Ok(EventInput { kind, id, data })
     }
 }

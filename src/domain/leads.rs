@@ -2,13 +2,15 @@
 //!
 //! Create and update share one path: a create applies the body to an empty lead, an
 //! update applies it to the stored one. Everything is validated before anything is
-//! written, as the writer requires.
+//! written, as the writer requires. A live lead's phone and email are its own within its
+//! organization (`unique_contacts`), and every lead write passes the bounds on stored
+//! values (`limits::lead`, in `put`).
 
 use serde_json::{Map, Value};
 
 use super::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{JsonBlob, LeadRecord, TagRecord};
+use crate::store::records::{email_key, JsonBlob, LeadRecord, TagRecord};
 use crate::store::Reader;
 use crate::store::WriteTx;
 
@@ -49,6 +51,7 @@ pub fn create(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
     if tx.lead(&caller.org_id, &lead.id)?.is_some() {
         return Err(Error::Conflict("Lead already exists".into()));
     }
+    unique_contacts(tx, &caller.org_id, None, &lead)?;
     let now = tx.tick();
     lead.created_at = now;
     lead.updated_at = now;
@@ -75,6 +78,7 @@ pub fn update(
             "Phone number is on the Do Not Contact list".into(),
         ));
     }
+    unique_contacts(tx, &caller.org_id, Some(&old), &lead)?;
     lead.updated_at = tx.tick();
     put(tx, &caller.org_id, &lead, Some(&old))?;
     Ok(lead)
@@ -91,6 +95,29 @@ pub fn delete(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord>
     Ok(lead)
 }
 
+/// A live lead's phone and email are its own within the organization: a create, or a
+/// change of either, that another live lead already has is 409 `Lead exists: <id>`.
+/// Two lookups in the contact indexes, which hold live leads only. Leads that shared a
+/// value before this rule keep it while it does not change.
+fn unique_contacts(
+    tx: &WriteTx,
+    org: &str,
+    old: Option<&LeadRecord>,
+    lead: &LeadRecord,
+) -> Result<()> {
+    let exists = |ids: Vec<String>| match ids.into_iter().find(|id| *id != lead.id) {
+        Some(other) => Err(Error::Conflict(format!("Lead exists: {other}"))),
+        None => Ok(()),
+    };
+    if !lead.phone.is_empty() && old.is_none_or(|o| o.phone != lead.phone) {
+        exists(tx.lead_ids_by_phone(org, &lead.phone)?)?;
+    }
+    if !lead.email.is_empty() && old.is_none_or(|o| email_key(&o.email) != email_key(&lead.email)) {
+        exists(tx.lead_ids_by_email(org, &lead.email)?)?;
+    }
+    Ok(())
+}
+
 /// The lead, if it exists and is not deleted: what every mutation requires.
 pub fn live_lead(tx: &WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord> {
     match tx.lead(&caller.org_id, id)? {
@@ -101,7 +128,9 @@ pub fn live_lead(tx: &WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord> 
 
 /// The one write of a lead: the record and its index rows, then what the change means
 /// for its engagement (enrolment, stop rules, pause), in the same transaction.
+/// Every lead write passes the bounds on stored values here, before it writes anything.
 fn put(tx: &mut WriteTx, org: &str, lead: &LeadRecord, old: Option<&LeadRecord>) -> Result<()> {
+    super::limits::lead(old, lead)?;
     tx.put_lead(org, lead, old)?;
     super::engagement::on_lead_written(tx, org, old, lead)
 }
@@ -225,14 +254,17 @@ fn merge_additional_info(lead: &mut LeadRecord, value: &Value) -> Result<()> {
     Ok(())
 }
 
-/// Parses a list of tags `{id, name, condition?}`; later duplicates of an id win.
+/// Parses a list of tags `{id, name, condition?}`; later duplicates of an id win. At
+/// most [`limits::TAGS`](super::limits::TAGS) items, repeated ids counted.
 pub fn tags(value: &Value) -> Result<Vec<TagRecord>> {
     let Value::Array(items) = value else {
         return Err(Error::invalid_field("tags"));
     };
+    super::limits::tags_in_request(items.len())?;
     let mut out: Vec<TagRecord> = Vec::with_capacity(items.len());
     for item in items {
         let tag = tag(item).ok_or_else(|| Error::invalid_field("tags"))?;
+        super::limits::tag(&tag)?;
         out.retain(|t| t.id != tag.id);
         out.push(tag);
     }

@@ -44,12 +44,14 @@ impl MessageInput {
                 (other, _) => return Err(Error::unknown_field(other)),
             }
         }
-        Ok(MessageInput {
+        let input = MessageInput {
             owner: owner.ok_or_else(|| Error::invalid_field("owner"))?,
             channel: channel.ok_or_else(|| Error::invalid_field("channel"))?,
             content: content.ok_or_else(|| Error::invalid_field("content"))?,
             record_only,
-        })
+        };
+        super::limits::message(&input.content, input.channel == Channel::Sms)?;
+        Ok(input)
     }
 }
 

@@ -15,6 +15,7 @@ pub mod email_settings;
 pub mod engagement;
 pub mod events;
 pub mod leads;
+pub mod limits;
 pub mod listing;
 pub mod messages;
 pub mod org_settings;

@@ -5,11 +5,12 @@
 //! agent's last turn to what was spoken before it (`"interrupted": true`): what the
 //! lead never heard is not recorded as said. Keypad digits are lead turns with empty
 //! text and `"dtmf"`. The transcript lives on the call record; writing it touches only
-//! the record (its `CALL` event carries no transcript).
+//! the record (its `CALL` event carries no transcript). The engine keeps the bounds on
+//! a transcript (`limits`) by cutting a turn's text and storing no turn past the last.
 
 use serde_json::{json, Value};
 
-use super::calls;
+use super::{calls, limits};
 use crate::error::Result;
 use crate::store::records::CallRecord;
 use crate::store::{Reader, WriteTx};
@@ -85,7 +86,13 @@ fn write(
         return Ok(());
     };
     let mut turns = turns(&call);
+    let before = turns.len();
     edit(&mut turns);
+    if turns.len() > before && before >= limits::TRANSCRIPT_TURNS {
+        // The transcript is full: what is said from here on is not stored.
+        tracing::warn!(call = call_id, "transcript full; turn not stored");
+        return Ok(());
+    }
     calls::set_transcript(tx, org, call_id, &Value::Array(turns))?;
     Ok(())
 }
@@ -99,6 +106,7 @@ pub fn append(
     text: &str,
     at: Micros,
 ) -> Result<()> {
+    let text = limits::truncate(text, limits::TURN_CHARS);
     let turn = json!({"role": role.as_str(), "text": text, "at": time::format(at)});
     write(tx, org, call_id, |turns| turns.push(turn))
 }
@@ -111,6 +119,7 @@ pub fn append_dtmf(
     digit: &str,
     at: Micros,
 ) -> Result<()> {
+    let digit = limits::truncate(digit, 16);
     let turn = json!({"role": "lead", "text": "", "dtmf": digit, "at": time::format(at)});
     write(tx, org, call_id, |turns| turns.push(turn))
 }
@@ -164,6 +173,39 @@ mod tests {
             ]
         );
         assert_eq!(turns(&c).iter().filter(|t| is_spoken_by_lead(t)).count(), 1);
+    }
+
+    #[test]
+    fn the_engine_keeps_a_transcript_within_its_bounds() {
+        use crate::domain::{calls, limits, Caller};
+        use crate::store::Store;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        let turns_of = |call: &str| {
+            let call = store.read().unwrap().call("o", call).unwrap().unwrap();
+            turns(&call)
+        };
+        let full: Vec<Value> = (0..limits::TRANSCRIPT_TURNS)
+            .map(|_| json!({"role": "lead", "text": "hi"}))
+            .collect();
+        store
+            .write_blocking(move |tx| {
+                let caller = Caller::system("o");
+                for (id, transcript) in [("full", json!(full)), ("short", json!([]))] {
+                    let body = json!({"sessionId": "s", "direction": "INBOUND",
+                                      "callStatus": "IN_PROGRESS", "transcript": transcript});
+                    let Value::Object(body) = body else {
+                        unreachable!()
+                    };
+                    calls::put(tx, &caller, id, body)?;
+                }
+                append(tx, "o", "full", Role::Agent, "one more", 0)?;
+                append(tx, "o", "short", Role::Lead, &"é".repeat(5_000), 0)
+            })
+            .unwrap();
+        assert_eq!(turns_of("full").len(), limits::TRANSCRIPT_TURNS);
+        let short = turns_of("short");
+        assert_eq!(text_of(&short[0]).chars().count(), limits::TURN_CHARS);
     }
 
     #[test]

@@ -3,12 +3,11 @@
 
 use std::ops::Bound;
 
-use redb::ReadableTable;
+use redb::{ReadableTable, TableDefinition};
 
-use super::codec::decode;
 use super::read::{Flow, ReadTx};
-use super::records::LeadRecord;
-use super::tables::{DNC, LEADS, LEADS_BY_PHONE};
+use super::records::email_key;
+use super::tables::{DNC, LEADS_BY_EMAIL, LEADS_BY_PHONE};
 use super::write::WriteTx;
 use crate::error::Result;
 use crate::time::Micros;
@@ -35,38 +34,34 @@ impl WriteTx {
         Ok(removed.is_some())
     }
 
-    /// Ids of the leads with this phone.
+    /// Ids of the live leads with this phone: an index lookup.
     pub fn lead_ids_by_phone(&self, org: &str, phone: &str) -> Result<Vec<String>> {
-        let table = self.open_read(LEADS_BY_PHONE)?;
+        self.contact_ids(LEADS_BY_PHONE, org, phone)
+    }
+
+    /// Ids of the live leads with this email (compared case-insensitively): an index
+    /// lookup.
+    pub fn lead_ids_by_email(&self, org: &str, email: &str) -> Result<Vec<String>> {
+        self.contact_ids(LEADS_BY_EMAIL, org, &email_key(email))
+    }
+
+    fn contact_ids(
+        &self,
+        table: TableDefinition<(&str, &str, &str), ()>,
+        org: &str,
+        value: &str,
+    ) -> Result<Vec<String>> {
+        let table = self.open_read(table)?;
         let mut ids = Vec::new();
-        for row in table.range((org, phone, "")..)? {
+        for row in table.range((org, value, "")..)? {
             let (key, _) = row?;
-            let (o, p, id) = key.value();
-            if o != org || p != phone {
+            let (o, v, id) = key.value();
+            if o != org || v != value {
                 break;
             }
             ids.push(id.to_string());
         }
         Ok(ids)
-    }
-
-    /// The live leads whose email is `email` (any case). A scan of the organization's
-    /// leads: inbound email is rare next to everything else a lead write pays for, so no
-    /// index is kept for it.
-    pub fn live_leads_by_email(&self, org: &str, email: &str) -> Result<Vec<LeadRecord>> {
-        let table = self.open_read(LEADS)?;
-        let mut out = Vec::new();
-        for row in table.range((org, "")..)? {
-            let (key, value) = row?;
-            if key.value().0 != org {
-                break;
-            }
-            let lead: LeadRecord = decode(value.value())?;
-            if lead.deleted_at.is_none() && lead.email.eq_ignore_ascii_case(email) {
-                out.push(lead);
-            }
-        }
-        Ok(out)
     }
 }
 

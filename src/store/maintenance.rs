@@ -4,7 +4,9 @@
 //! catch it half-written. A backup is therefore one read transaction, a consistent
 //! snapshot, copied table by table into a new redb file. The check verifies that every
 //! index row points at its record, every record has its index rows, and every lead's
-//! stored JSON is what its record renders to.
+//! stored JSON is what its record renders to. Beside the problems, `engaged check`
+//! lists live leads that share a phone or email (`shared_contacts`): stored before
+//! duplicates were refused, they are not damage, but someone should merge them.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -16,7 +18,7 @@ use redb::{
 
 use super::codec::decode;
 use super::lead_view;
-use super::records::{DeliveryRecord, DeliveryState, KeyRecord, LeadRecord, OrgRecord};
+use super::records::{email_key, DeliveryRecord, DeliveryState, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use super::Store;
 use crate::error::{Error, Result};
@@ -56,6 +58,11 @@ impl Store {
     pub fn check(&self) -> Result<Vec<String>> {
         check_snapshot(&self.db.begin_read()?)
     }
+
+    /// Live leads sharing a phone or email, as [`shared_contacts`] lists them.
+    pub fn shared_contacts(&self) -> Result<Vec<String>> {
+        shared_contacts(&self.db.begin_read()?)
+    }
 }
 
 fn copy_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
@@ -77,6 +84,11 @@ fn copy_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
 /// Runs redb's own integrity check on a closed database file, then ours. An error names
 /// the file.
 pub fn check_file(path: &Path) -> Result<Vec<String>> {
+    check_file_and_shared(path).map(|(problems, _)| problems)
+}
+
+/// [`check_file`], and the live leads sharing a phone or email ([`shared_contacts`]).
+pub fn check_file_and_shared(path: &Path) -> Result<(Vec<String>, Vec<String>)> {
     let mut db = match Database::open(path) {
         Ok(db) => db,
         Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
@@ -88,8 +100,9 @@ pub fn check_file(path: &Path) -> Result<Vec<String>> {
     if !db.check_integrity()? {
         problems.push("redb integrity check repaired or found damage".to_string());
     }
-    problems.extend(check_snapshot(&db.begin_read()?)?);
-    Ok(problems)
+    let read = db.begin_read()?;
+    problems.extend(check_snapshot(&read)?);
+    Ok((problems, shared_contacts(&read)?))
 }
 
 fn check_snapshot(read: &ReadTransaction) -> Result<Vec<String>> {
@@ -135,6 +148,7 @@ fn check_leads(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()>
     let by_updated = read.open_table(LEADS_BY_UPDATED)?;
     let by_created = read.open_table(LEADS_BY_CREATED)?;
     let by_phone = read.open_table(LEADS_BY_PHONE)?;
+    let by_email = read.open_table(LEADS_BY_EMAIL)?;
     let mut count = 0u64;
     for row in leads.iter()? {
         let (key, v) = row?;
@@ -159,8 +173,14 @@ fn check_leads(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()>
         if by_created.get((org, lead.created_at, id))?.is_none() {
             problems.push(format!("lead {org}/{id} missing from leads_by_created"));
         }
-        if !lead.phone.is_empty() && by_phone.get((org, lead.phone.as_str(), id))?.is_none() {
+        let live = lead.deleted_at.is_none();
+        if live && !lead.phone.is_empty() && by_phone.get((org, lead.phone.as_str(), id))?.is_none()
+        {
             problems.push(format!("lead {org}/{id} missing from leads_by_phone"));
+        }
+        let email = email_key(&lead.email);
+        if live && !email.is_empty() && by_email.get((org, email.as_str(), id))?.is_none() {
+            problems.push(format!("lead {org}/{id} missing from leads_by_email"));
         }
     }
     // Every index row points at a lead with that value; equal counts then mean no
@@ -173,20 +193,60 @@ fn check_leads(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()>
             problems.push(format!("{name} has {rows} rows for {count} leads"));
         }
     }
-    for row in by_phone.iter()? {
-        let (key, _) = row?;
-        let (org, phone, id) = key.value();
-        let points = match leads.get((org, id))? {
-            Some(v) => decode::<LeadRecord>(v.value())?.phone == phone,
-            None => false,
-        };
-        if !points {
-            problems.push(format!(
-                "leads_by_phone row {org}/{phone}/{id} points at no such lead"
-            ));
+    for (name, index, value_of) in [
+        (
+            "leads_by_phone",
+            &by_phone,
+            (|l: &LeadRecord| l.phone.clone()) as fn(&LeadRecord) -> String,
+        ),
+        ("leads_by_email", &by_email, |l: &LeadRecord| {
+            email_key(&l.email)
+        }),
+    ] {
+        for row in index.iter()? {
+            let (key, _) = row?;
+            let (org, value, id) = key.value();
+            let points = match leads.get((org, id))? {
+                Some(v) => {
+                    let lead = decode::<LeadRecord>(v.value())?;
+                    lead.deleted_at.is_none() && value_of(&lead) == value
+                }
+                None => false,
+            };
+            if !points {
+                problems.push(format!(
+                    "{name} row {org}/{value}/{id} points at no such live lead"
+                ));
+            }
         }
     }
     Ok(())
+}
+
+/// Live leads that share a phone or email within their organization (stored before
+/// duplicates were refused), one line per shared value: `org phone +1555...: id, id`.
+/// Walks the contact indexes, whose order puts such leads side by side.
+fn shared_contacts(read: &ReadTransaction) -> Result<Vec<String>> {
+    let mut lines = Vec::new();
+    for (what, table) in [("phone", LEADS_BY_PHONE), ("email", LEADS_BY_EMAIL)] {
+        let index = read.open_table(table)?;
+        let mut group: Option<(String, String, Vec<String>)> = None;
+        let mut flush = |group: Option<(String, String, Vec<String>)>| {
+            if let Some((org, value, ids)) = group.filter(|(_, _, ids)| ids.len() > 1) {
+                lines.push(format!("{org} {what} {value}: {}", ids.join(", ")));
+            }
+        };
+        for row in index.iter()? {
+            let (key, _) = row?;
+            let (org, value, id) = key.value();
+            match &mut group {
+                Some((o, v, ids)) if o == org && v == value => ids.push(id.to_string()),
+                _ => flush(group.replace((org.into(), value.into(), vec![id.to_string()]))),
+            }
+        }
+        flush(group);
+    }
+    Ok(lines)
 }
 
 fn check_events(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()> {
@@ -301,6 +361,7 @@ mod tests {
                 .insert(("org", 1, "lead-1"), ())
                 .unwrap();
             txn.open_table(LEADS_BY_PHONE).unwrap();
+            txn.open_table(LEADS_BY_EMAIL).unwrap();
             txn.commit().unwrap();
         };
         let problems = || {

@@ -10,16 +10,19 @@ use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
 use super::codec::decode;
 use super::lead_view;
-use super::records::LeadRecord;
-use super::tables::{LEADS, LEADS_BY_UPDATED};
+use super::records::{email_key, LeadRecord};
+use super::tables::{LEADS, LEADS_BY_EMAIL, LEADS_BY_PHONE, LEADS_BY_UPDATED};
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
-const STEPS: &[Step] = &[leads_by_updated_holds_each_leads_json];
+const STEPS: &[Step] = &[
+    leads_by_updated_holds_each_leads_json,
+    contact_indexes_hold_live_leads,
+];
 
 // Every version below the current one has its step.
 const _: () = assert!(STEPS.len() as u32 + 1 == SCHEMA_VERSION);
@@ -60,6 +63,37 @@ fn leads_by_updated_holds_each_leads_json(txn: &WriteTransaction) -> Result<()> 
     tracing::info!(
         leads = filled,
         "leads_by_updated now holds each lead's JSON"
+    );
+    Ok(())
+}
+
+/// 2 → 3: duplicates are refused by lookup, so the contact indexes hold live leads
+/// only: a deleted lead's `leads_by_phone` row goes, and `leads_by_email` is built. The
+/// file may hold live leads that share a phone or email (from before the rule): each
+/// keeps its row, the indexes being keyed by lead too.
+fn contact_indexes_hold_live_leads(txn: &WriteTransaction) -> Result<()> {
+    let leads = txn.open_table(LEADS)?;
+    let mut by_phone = txn.open_table(LEADS_BY_PHONE)?;
+    let mut by_email = txn.open_table(LEADS_BY_EMAIL)?;
+    let (mut emails, mut freed) = (0u64, 0u64);
+    for row in leads.iter()? {
+        let (key, value) = row?;
+        let (org, id) = key.value();
+        let lead: LeadRecord = decode(value.value())?;
+        if lead.deleted_at.is_some() {
+            if !lead.phone.is_empty() && by_phone.remove((org, lead.phone.as_str(), id))?.is_some()
+            {
+                freed += 1;
+            }
+        } else if !lead.email.is_empty() {
+            by_email.insert((org, email_key(&lead.email).as_str(), id), ())?;
+            emails += 1;
+        }
+    }
+    tracing::info!(
+        emails,
+        deleted_phones = freed,
+        "the contact indexes hold live leads"
     );
     Ok(())
 }
@@ -131,5 +165,53 @@ mod tests {
             assert_eq!(indexed.created_at, lead.created_at);
             assert_eq!(indexed.json, lead_view::render(lead).unwrap().as_slice());
         }
+    }
+
+    #[test]
+    fn schema_2_contact_indexes_hold_live_leads_and_keep_duplicates() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v2.redb")).unwrap();
+        let lead = |id: &str, deleted: bool| LeadRecord {
+            id: id.into(),
+            phone: "+15551234567".into(),
+            email: "Ada@Example.com".into(),
+            deleted_at: deleted.then_some(5),
+            ..LeadRecord::default()
+        };
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(LEADS).unwrap();
+            let mut by_phone = txn.open_table(LEADS_BY_PHONE).unwrap();
+            for l in [lead("a", false), lead("b", false), lead("gone", true)] {
+                let bytes = encode(&l).unwrap();
+                table
+                    .insert(("org", l.id.as_str()), bytes.as_slice())
+                    .unwrap();
+                by_phone
+                    .insert(("org", "+15551234567", l.id.as_str()), ())
+                    .unwrap();
+            }
+        }
+        contact_indexes_hold_live_leads(&txn).unwrap();
+        let keys = |table: TableDefinition<(&str, &str, &str), ()>| -> Vec<(String, String)> {
+            let t = txn.open_table(table).unwrap();
+            t.iter()
+                .unwrap()
+                .map(|row| {
+                    let (k, _) = row.unwrap();
+                    let (_, value, id) = k.value();
+                    (value.to_string(), id.to_string())
+                })
+                .collect()
+        };
+        let pair = |v: &str, id: &str| (v.to_string(), id.to_string());
+        assert_eq!(
+            keys(LEADS_BY_PHONE),
+            vec![pair("+15551234567", "a"), pair("+15551234567", "b")]
+        );
+        assert_eq!(
+            keys(LEADS_BY_EMAIL),
+            vec![pair("ada@example.com", "a"), pair("ada@example.com", "b")]
+        );
     }
 }

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use redb::{Database, ReadableDatabase, ReadableTable};
 
-pub use maintenance::check_file;
+pub use maintenance::{check_file, check_file_and_shared};
 pub use read::{EventRow, Flow, LeadRow, ReadTx, Start};
 pub use reader::Reader;
 pub use write::{EventKey, WriteTx};

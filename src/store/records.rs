@@ -188,6 +188,12 @@ pub struct Subscriptions {
     pub sms_by_keyword: bool,
 }
 
+/// How an email address is compared (case-insensitively) and indexed
+/// (`leads_by_email`): trimmed, in lower case.
+pub fn email_key(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LeadRecord {
     pub id: String,

@@ -23,6 +23,7 @@ macro_rules! all_tables {
         $apply!(LEADS_BY_UPDATED);
         $apply!(LEADS_BY_CREATED);
         $apply!(LEADS_BY_PHONE);
+        $apply!(LEADS_BY_EMAIL);
         $apply!(EVENTS);
         $apply!(EVENT_KEYS);
         $apply!(MESSAGES_BY_CREATED);
@@ -74,9 +75,15 @@ pub const LEADS_BY_UPDATED: TableDefinition<(&str, i64, &str), &[u8]> =
 /// (org, createdAt, lead id) → (): `GET /v1/leads?createdSince`.
 pub const LEADS_BY_CREATED: TableDefinition<(&str, i64, &str), ()> =
     TableDefinition::new("leads_by_created");
-/// (org, E.164 phone, lead id) → (): inbound SMS finds its lead.
+/// (org, E.164 phone, lead id) → (), for live leads only: a new lead's phone is
+/// checked for a duplicate, and an inbound SMS or call finds its lead. Keyed by the lead
+/// too, so leads that shared a phone before duplicates were refused keep their rows.
 pub const LEADS_BY_PHONE: TableDefinition<(&str, &str, &str), ()> =
     TableDefinition::new("leads_by_phone");
+/// (org, email in lower case (`records::email_key`), lead id) → (), for live leads
+/// only: as `leads_by_phone`, for email.
+pub const LEADS_BY_EMAIL: TableDefinition<(&str, &str, &str), ()> =
+    TableDefinition::new("leads_by_email");
 
 /// (org, lead id, updatedAt, type, event id) → `EventRecord`, in sync order.
 pub const EVENTS: TableDefinition<(&str, &str, i64, &str, &str), &[u8]> =

@@ -11,7 +11,7 @@ use redb::{Key, ReadableTable, Table, TableDefinition, Value, WriteTransaction};
 
 use super::codec::{decode, encode};
 use super::lead_view;
-use super::records::{CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
+use super::records::{email_key, CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use crate::error::Result;
 use crate::time::{now_micros, Micros};
@@ -175,15 +175,37 @@ impl WriteTx {
             by_created.insert((org, lead.created_at, id), ())?;
         }
 
-        let old_phone = old.map(|o| o.phone.as_str()).unwrap_or("");
-        if old_phone != lead.phone {
-            let mut by_phone = self.open_write(LEADS_BY_PHONE)?;
-            if !old_phone.is_empty() {
-                by_phone.remove((org, old_phone, id))?;
-            }
-            if !lead.phone.is_empty() {
-                by_phone.insert((org, lead.phone.as_str(), id), ())?;
-            }
+        // The contact indexes hold live leads only: a deleted lead's phone and email
+        // are free again.
+        let live = |l: &&LeadRecord| l.deleted_at.is_none();
+        let old_live = old.filter(live);
+        let new_live = Some(lead).filter(live);
+        let old_phone = old_live.map_or("", |o| o.phone.as_str());
+        let new_phone = new_live.map_or("", |l| l.phone.as_str());
+        self.move_contact_row(LEADS_BY_PHONE, org, id, old_phone, new_phone)?;
+        let old_email = old_live.map(|o| email_key(&o.email)).unwrap_or_default();
+        let new_email = new_live.map(|l| email_key(&l.email)).unwrap_or_default();
+        self.move_contact_row(LEADS_BY_EMAIL, org, id, &old_email, &new_email)
+    }
+
+    /// Moves lead `id`'s row of a contact index from value `old` to `new` ("": none).
+    fn move_contact_row(
+        &self,
+        table: TableDefinition<(&str, &str, &str), ()>,
+        org: &str,
+        id: &str,
+        old: &str,
+        new: &str,
+    ) -> Result<()> {
+        if old == new {
+            return Ok(());
+        }
+        let mut index = self.open_write(table)?;
+        if !old.is_empty() {
+            index.remove((org, old, id))?;
+        }
+        if !new.is_empty() {
+            index.insert((org, new, id), ())?;
         }
         Ok(())
     }

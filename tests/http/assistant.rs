@@ -487,6 +487,54 @@ async fn an_unknown_tool_is_refused_and_changes_nothing() {
     }
 }
 
+/// The tools obey the bounds on stored values of the API: at the bound a call works,
+/// over it the call is refused with the API's reason and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_over_a_bound_is_refused_with_its_reason() {
+    let s = start().await;
+    let at_bound = "s".repeat(10_000);
+    s.model.push(Step::tool(
+        "call_summary_max",
+        "update_summary",
+        json!({"summary": at_bound}),
+    ));
+    s.model.push(Step::tool(
+        "call_summary_over",
+        "update_summary",
+        json!({"summary": "o".repeat(10_001)}),
+    ));
+    s.model.push(Step::tool(
+        "call_tag_over",
+        "add_tag",
+        json!({"name": "t".repeat(101)}),
+    ));
+    s.model.push(Step::text("Noted."));
+    say(&s, "Here is my whole life story").await;
+    assert_ok(&tool_event(&s, "call_summary_max", "update_summary").await);
+    for (id, name, reason) in [
+        (
+            "call_summary_over",
+            "update_summary",
+            "Field too long: summary (at most 10000)",
+        ),
+        (
+            "call_tag_over",
+            "add_tag",
+            "Field too long: tags.name (at most 100)",
+        ),
+    ] {
+        let event = tool_event(&s, id, name).await;
+        assert_eq!(
+            event["data"]["result"],
+            json!({"ok": false, "error": reason}),
+            "{event}"
+        );
+    }
+    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    assert_eq!(lead["summary"], json!(at_bound));
+    assert_eq!(lead["tags"], json!([]));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_tool_arguments_are_refused_and_change_nothing() {
     let s = start().await;

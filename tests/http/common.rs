@@ -193,6 +193,33 @@ impl TestServer {
         );
         r.json()
     }
+
+    /// Gives lead `id` of organization `org` (its name) this phone and email in the
+    /// store directly, past the duplicate check: what a release from before duplicates
+    /// were refused may have stored.
+    pub async fn store_contact_directly(&self, org: &str, id: &str, phone: &str, email: &str) {
+        let orgs = self.admin(AdminRequest::OrgList).await.expect("org list");
+        let org_id = orgs["orgs"]
+            .as_array()
+            .and_then(|all| all.iter().find(|o| o["name"] == org))
+            .and_then(|o| o["id"].as_str())
+            .expect("the organization")
+            .to_string();
+        let (id, phone, email) = (id.to_string(), phone.to_string(), email.to_string());
+        self.server
+            .store()
+            .write(move |tx| {
+                use engaged::store::Reader;
+                let old = tx.lead(&org_id, &id)?.expect("the lead");
+                let mut lead = old.clone();
+                lead.phone = phone.clone();
+                lead.email = email.clone();
+                lead.updated_at = tx.tick();
+                tx.put_lead(&org_id, &lead, Some(&old))
+            })
+            .await
+            .expect("stored");
+    }
 }
 
 /// A rustls client configuration that trusts exactly the certificate at `cert`.

@@ -188,6 +188,29 @@ async fn a_profile_that_does_not_exist_enrols_nothing() {
     assert!(outbound(&s.ts, &s.key, "L1").await.is_empty());
 }
 
+/// The duplicate of an enrolled lead is refused whole: it is not created, so nothing is
+/// enrolled and the opener is not texted to the same phone again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplicate_lead_is_refused_and_enrols_nothing() {
+    let s = start().await;
+    started(&s).await;
+    let r = s.ts.post(&s.key, "/v1/leads", &ada("L2", "steady")).await;
+    assert_error(&r, 409, "Lead exists: L1");
+    assert_eq!(s.ts.get(&s.key, "/v1/leads/L2").await.status, 404);
+    assert_eq!(
+        s.ts.get(&s.key, "/v1/leads/L2/engagement").await.status,
+        404
+    );
+    let page = expect(
+        &s.ts
+            .get(&s.key, "/v1/leads?createdSince=1970-01-01T00%3A00%3A00Z")
+            .await,
+        200,
+    );
+    assert_eq!(page["leads"].as_array().map(Vec::len), Some(1));
+    assert_eq!(texts(&outbound(&s.ts, &s.key, "L1").await), ["First"]);
+}
+
 // ---- stop rules -----------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

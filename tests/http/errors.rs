@@ -1,7 +1,7 @@
 //! Router and body errors: unknown paths, wrong methods, malformed JSON, oversized bodies.
 
 use hyper::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::common::TestServer;
 use crate::util::*;
@@ -173,9 +173,15 @@ async fn body_over_one_mib_is_413() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_under_the_limit_is_accepted() {
     let (ts, key) = start().await;
-    let data = json!({"type": "CUSTOM", "id": "big", "data": {"blob": "y".repeat(512 * 1024)}});
-    let e = post_event(&ts, &key, "L1", &data).await;
-    assert_eq!(e["data"]["blob"].as_str().unwrap().len(), 512 * 1024);
+    // Every stored value is bounded well below the body limit; a call's transcript
+    // (2,000 turns of 4,000 characters) is what can fill a body.
+    let turns: Vec<Value> = (0..140)
+        .map(|_| json!({"role": "lead", "text": "y".repeat(4_000)}))
+        .collect();
+    let call = json!({"leadId": "L1", "direction": "INBOUND", "callStatus": "COMPLETE", "transcript": turns});
+    assert!(call.to_string().len() > 512 * 1024);
+    let stored = expect(&ts.put(&key, "/v1/calls/big", &call).await, 201);
+    assert_eq!(stored["transcript"].as_array().map(Vec::len), Some(140));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -66,6 +66,11 @@ async fn a_file_written_by_schema_v2_reads_the_same() {
     reads_the_same(2).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_written_by_schema_v3_reads_the_same() {
+    reads_the_same(3).await;
+}
+
 async fn reads_the_same(schema: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::copy(
@@ -82,6 +87,12 @@ async fn reads_the_same(schema: u32) {
     let mut got = snapshot(&ts, admin).await;
     got["adminKey"] = json!(admin);
     assert_eq!(got, expected);
+    // The migrated file is consistent (its indexes match its records).
+    let check = ts
+        .admin(engaged::admin::AdminRequest::Check)
+        .await
+        .expect("check");
+    assert_eq!(check["problems"], json!([]), "{check}");
     // And the old file takes writes.
     let r = ts
         .post(

@@ -598,3 +598,94 @@ async fn lead_json_is_served_as_application_json() {
         .to_string();
     assert!(ct.starts_with("application/json"), "{ct}");
 }
+
+// ---- duplicates ------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_leads_phone_and_email_are_its_own_in_the_organization() {
+    let (srv, key) = start().await;
+    srv.create_lead(
+        &key,
+        &json!({"id": "a", "phone": "+1 555 123 4567", "email": "Ada@Example.com"}),
+    )
+    .await;
+    for body in [
+        json!({"id": "b", "phone": "+15551234567"}),
+        json!({"id": "b", "email": "ada@example.COM"}),
+        json!({"id": "b", "phone": "+15550000000", "email": "ada@example.com"}),
+    ] {
+        let r = srv.post(&key, "/v1/leads", &body).await;
+        assert_error(&r, 409, "Lead exists: a");
+    }
+    assert_eq!(srv.get(&key, "/v1/leads/b").await.status, 404);
+
+    srv.create_lead(
+        &key,
+        &json!({"id": "b", "phone": "+15550000000", "email": "bob@example.com"}),
+    )
+    .await;
+    let before = get_lead(&srv, &key, "b").await;
+    for body in [
+        json!({"phone": "+15551234567"}),
+        json!({"email": "ADA@example.com"}),
+    ] {
+        let r = srv.patch(&key, "/v1/leads/b", &body).await;
+        assert_error(&r, 409, "Lead exists: a");
+    }
+    assert_eq!(get_lead(&srv, &key, "b").await, before, "nothing changed");
+
+    // A lead's own values are no conflict, nor another organization's leads.
+    let r = srv
+        .patch(
+            &key,
+            "/v1/leads/a",
+            &json!({"phone": "+15551234567", "email": "ada@example.com", "firstName": "Ada"}),
+        )
+        .await;
+    expect(&r, 200);
+    let other = srv.key("globex", "write").await;
+    srv.create_lead(
+        &other,
+        &json!({"id": "a2", "phone": "+15551234567", "email": "ada@example.com"}),
+    )
+    .await;
+
+    // A deleted lead's phone and email are free again.
+    expect(&srv.delete(&key, "/v1/leads/a").await, 200);
+    srv.create_lead(
+        &key,
+        &json!({"id": "c", "phone": "+15551234567", "email": "ada@example.com"}),
+    )
+    .await;
+    let r = srv
+        .patch(&key, "/v1/leads/b", &json!({"phone": "+15551234567"}))
+        .await;
+    assert_error(&r, 409, "Lead exists: c");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leads_that_shared_a_value_before_the_rule_keep_it_and_inbound_goes_to_the_latest() {
+    let (srv, key) = start().await;
+    for id in ["old", "new"] {
+        srv.create_lead(&key, &json!({"id": id})).await;
+        srv.store_contact_directly("acme", id, "+15551234567", "Ada@example.com")
+            .await;
+    }
+    // Each may still change its other fields.
+    let r = srv
+        .patch(&key, "/v1/leads/old", &json!({"firstName": "Ada"}))
+        .await;
+    expect(&r, 200);
+    let r = srv
+        .patch(&key, "/v1/leads/new", &json!({"lastName": "Lovelace"}))
+        .await;
+    expect(&r, 200);
+    let r = inbound_email(&srv, &key, "ada@EXAMPLE.com", "Hi", "Hello").await;
+    assert_eq!(expect(&r, 200)["leadId"], json!("new"));
+    let r = srv
+        .patch(&key, "/v1/leads/old", &json!({"firstName": "Ada L."}))
+        .await;
+    expect(&r, 200);
+    let answer = inbound_sms(&srv, &key, "+15551234567", "Hello").await;
+    assert_eq!(answer["leadId"], json!("old"));
+}

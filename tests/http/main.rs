@@ -19,6 +19,7 @@ mod fake_model;
 mod fake_twilio;
 mod fixture;
 mod leads;
+mod limits;
 mod listing;
 mod messages;
 mod ops;

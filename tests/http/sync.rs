@@ -23,7 +23,7 @@ async fn writer(ts: &TestServer, key: &str, w: usize, done: &AtomicUsize) {
                 let id = format!("w{w}-{i}");
                 ts.create_lead(
                     key,
-                    &json!({"id": id, "firstName": format!("W{w}"), "phone": "+15551234567"}),
+                    &json!({"id": id, "firstName": format!("W{w}"), "phone": format!("+1555{:07}", w * 10_000 + i)}),
                 )
                 .await;
                 own.push(id);
