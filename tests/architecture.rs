@@ -17,7 +17,10 @@ use std::path::{Path, PathBuf};
 /// longest matching entry places a file.
 const FLOORS: &[(&str, &[&str])] = &[
     ("main and cli", &["main", "cli"]),
-    ("server, admin, maintenance", &["server", "admin", "maintenance"]),
+    (
+        "server, admin, maintenance",
+        &["server", "admin", "maintenance"],
+    ),
     ("api", &["api"]),
     ("engine", &["engine"]),
     ("domain", &["domain"]),
@@ -115,13 +118,14 @@ fn code_of(text: &str) -> String {
             i += rest.find('\n').unwrap_or(rest.len());
         } else if rest.starts_with("/*") {
             i += rest.find("*/").map_or(rest.len(), |end| end + 2);
-        } else if rest.starts_with("r#\"") || rest.starts_with("r\"") || rest.starts_with("br\"")
-        {
+        } else if rest.starts_with("r#\"") || rest.starts_with("r\"") || rest.starts_with("br\"") {
             let open = rest.find('"').unwrap_or(0);
             let hashes = rest[..open].matches('#').count();
             let close = format!("\"{}", "#".repeat(hashes));
             i += open + 1;
-            i += text[i..].find(&close).map_or(text.len() - i, |e| e + close.len());
+            i += text[i..]
+                .find(&close)
+                .map_or(text.len() - i, |e| e + close.len());
             out.push_str("\"\"");
         } else if bytes[i] == b'"' {
             i += 1;
@@ -199,7 +203,11 @@ fn paths_in(code: &str, here: &[String], is_mod_rs: bool) -> Vec<Vec<String>> {
 
 /// Reads `a::b::{c, d::e}` from `tokens[at..]` after `prefix`; the paths and where it
 /// stopped.
-fn path_tail(tokens: &[String], mut at: usize, mut prefix: Vec<String>) -> (Vec<Vec<String>>, usize) {
+fn path_tail(
+    tokens: &[String],
+    mut at: usize,
+    mut prefix: Vec<String>,
+) -> (Vec<Vec<String>>, usize) {
     loop {
         match tokens.get(at).map(String::as_str) {
             Some("{") => {
@@ -401,7 +409,10 @@ fn every_file_of_src_has_a_floor() {
         .iter()
         .filter(|m| floor_of(m).is_none())
         .collect();
-    assert!(homeless.is_empty(), "files on no floor (add them to FLOORS and ARCHITECTURE.md): {homeless:?}");
+    assert!(
+        homeless.is_empty(),
+        "files on no floor (add them to FLOORS and ARCHITECTURE.md): {homeless:?}"
+    );
 }
 
 #[test]
@@ -424,7 +435,12 @@ fn the_import_graph() {
         .modules
         .iter()
         .filter(|m| m.starts_with("domain/") && m.matches('/').count() == 1)
-        .filter(|m| graph.modules.iter().all(|o| !o.starts_with(&format!("{m}/"))))
+        .filter(|m| {
+            graph
+                .modules
+                .iter()
+                .all(|o| !o.starts_with(&format!("{m}/")))
+        })
         .collect();
     println!("files straight in src/domain/: {}", flat_domain.len());
     let up = imports_up(&graph);

@@ -8,20 +8,21 @@
 
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
-use super::codec::decode;
+use super::codec::{decode, encode};
 use super::lead_view;
 use super::records::{email_key, LeadRecord};
-use super::tables::{LEADS, LEADS_BY_EMAIL, LEADS_BY_PHONE, LEADS_BY_UPDATED};
+use super::tables::{ENGINE_SETTINGS, LEADS, LEADS_BY_EMAIL, LEADS_BY_PHONE, LEADS_BY_UPDATED};
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
 const STEPS: &[Step] = &[
     leads_by_updated_holds_each_leads_json,
     contact_indexes_hold_live_leads,
+    engine_settings_gain_max_tokens_and_rates,
 ];
 
 // Every version below the current one has its step.
@@ -96,6 +97,113 @@ fn contact_indexes_hold_live_leads(txn: &WriteTransaction) -> Result<()> {
         "the contact indexes hold live leads"
     );
     Ok(())
+}
+
+/// 3 → 4: the engine's organization settings gain `assistant.maxTokens` and each
+/// provider's `ratePerSecond` (both unset: the defaults). postcard records carry no
+/// field names, so every row is read in the layout of schema 3 and written again.
+fn engine_settings_gain_max_tokens_and_rates(txn: &WriteTransaction) -> Result<()> {
+    let mut table = txn.open_table(ENGINE_SETTINGS)?;
+    let mut rows = Vec::new();
+    for row in table.iter()? {
+        let (org, value) = row?;
+        let old: schema3::EngineSettings = decode(value.value())?;
+        rows.push((org.value().to_string(), encode(&old.upgraded())?));
+    }
+    for (org, bytes) in &rows {
+        table.insert(org.as_str(), bytes.as_slice())?;
+    }
+    tracing::info!(
+        organizations = rows.len(),
+        "the engine settings carry maxTokens and sending rates"
+    );
+    Ok(())
+}
+
+/// The engine settings as schema 3 wrote them.
+mod schema3 {
+    use serde::Deserialize;
+
+    use crate::store::records::{self, ProviderSettings as Now, SmtpSettings};
+
+    #[derive(Deserialize)]
+    #[cfg_attr(test, derive(serde::Serialize))]
+    pub struct EngineSettings {
+        pub(super) time_zone: String,
+        pub(super) business_name: String,
+        pub(super) help_text: String,
+        pub(super) assistant: Option<AssistantSettings>,
+        pub(super) sms: ProviderSettings,
+        pub(super) voice: ProviderSettings,
+        pub(super) email: ProviderSettings,
+    }
+
+    #[derive(Deserialize)]
+    #[cfg_attr(test, derive(serde::Serialize))]
+    pub(super) struct AssistantSettings {
+        pub(super) base_url: String,
+        pub(super) model: String,
+        pub(super) api_key: Option<String>,
+        pub(super) timeout_ms: u64,
+    }
+
+    #[derive(Deserialize)]
+    #[cfg_attr(test, derive(serde::Serialize))]
+    pub(super) enum ProviderSettings {
+        Sandbox { latency_ms: u64 },
+        Smtp(SmtpSettings),
+        Twilio(TwilioSettings),
+    }
+
+    #[derive(Deserialize)]
+    #[cfg_attr(test, derive(serde::Serialize))]
+    pub(super) struct TwilioSettings {
+        pub(super) account_sid: String,
+        pub(super) auth_token: String,
+        pub(super) from: String,
+        pub(super) messaging_service_sid: String,
+        pub(super) base_url: String,
+    }
+
+    impl ProviderSettings {
+        fn upgraded(self) -> Now {
+            match self {
+                ProviderSettings::Sandbox { latency_ms } => Now::Sandbox {
+                    latency_ms,
+                    rate_per_second: None,
+                },
+                ProviderSettings::Smtp(smtp) => Now::Smtp(smtp),
+                ProviderSettings::Twilio(t) => Now::Twilio(records::TwilioSettings {
+                    account_sid: t.account_sid,
+                    auth_token: t.auth_token,
+                    from: t.from,
+                    messaging_service_sid: t.messaging_service_sid,
+                    base_url: t.base_url,
+                    rate_per_second: None,
+                }),
+            }
+        }
+    }
+
+    impl EngineSettings {
+        pub fn upgraded(self) -> records::EngineSettings {
+            records::EngineSettings {
+                time_zone: self.time_zone,
+                business_name: self.business_name,
+                help_text: self.help_text,
+                assistant: self.assistant.map(|a| records::AssistantSettings {
+                    base_url: a.base_url,
+                    model: a.model,
+                    api_key: a.api_key,
+                    timeout_ms: a.timeout_ms,
+                    max_tokens: None,
+                }),
+                sms: self.sms.upgraded(),
+                voice: self.voice.upgraded(),
+                email: self.email.upgraded(),
+            }
+        }
+    }
 }
 
 /// Brings a file at version `from` up to [`SCHEMA_VERSION`].
@@ -212,6 +320,66 @@ mod tests {
         assert_eq!(
             keys(LEADS_BY_EMAIL),
             vec![pair("ada@example.com", "a"), pair("ada@example.com", "b")]
+        );
+    }
+
+    #[test]
+    fn schema_3_engine_settings_gain_unset_max_tokens_and_rates() {
+        use super::schema3 as old;
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v3.redb")).unwrap();
+        let twilio = || {
+            old::ProviderSettings::Twilio(old::TwilioSettings {
+                account_sid: format!("AC{}", "0".repeat(32)),
+                auth_token: "token".into(),
+                from: "+15550100000".into(),
+                messaging_service_sid: String::new(),
+                base_url: "https://api.twilio.com".into(),
+            })
+        };
+        let v3 = old::EngineSettings {
+            time_zone: "America/New_York".into(),
+            business_name: "Acme Solar".into(),
+            help_text: "Help at acme.example".into(),
+            assistant: Some(old::AssistantSettings {
+                base_url: "http://127.0.0.1:11434/v1".into(),
+                model: "llama3.1:8b".into(),
+                api_key: Some("key".into()),
+                timeout_ms: 12_000,
+            }),
+            sms: twilio(),
+            voice: twilio(),
+            email: old::ProviderSettings::Sandbox { latency_ms: 7 },
+        };
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(ENGINE_SETTINGS).unwrap();
+            let bytes = encode(&v3).unwrap();
+            table.insert("org", bytes.as_slice()).unwrap();
+        }
+        engine_settings_gain_max_tokens_and_rates(&txn).unwrap();
+        let table = txn.open_table(ENGINE_SETTINGS).unwrap();
+        let now: crate::store::records::EngineSettings =
+            decode(table.get("org").unwrap().unwrap().value()).unwrap();
+        assert_eq!(now.time_zone, "America/New_York");
+        assert_eq!(now.business_name, "Acme Solar");
+        let assistant = now.assistant.unwrap();
+        assert_eq!(assistant.timeout_ms, 12_000);
+        assert_eq!(assistant.api_key.as_deref(), Some("key"));
+        assert_eq!(assistant.max_tokens, None);
+        match now.sms {
+            crate::store::records::ProviderSettings::Twilio(t) => {
+                assert_eq!(t.from, "+15550100000");
+                assert_eq!(t.rate_per_second, None);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            now.email,
+            crate::store::records::ProviderSettings::Sandbox {
+                latency_ms: 7,
+                rate_per_second: None
+            }
         );
     }
 }
