@@ -23,7 +23,9 @@ use hyper::Request;
 use serde_json::json;
 
 use engaged::config::Config;
-use engaged::domain::{leads, profiles, Caller};
+use engaged::domain::records::leads;
+use engaged::domain::settings::profiles;
+use engaged::domain::Caller;
 use engaged::server::Server;
 use engaged::store::{Flow, Reader, Start, Store};
 

@@ -20,7 +20,9 @@ use hyper::Request;
 use serde_json::{json, Value};
 
 use engaged::config::Config;
-use engaged::domain::{calls, leads, limits};
+use engaged::domain::records::calls;
+use engaged::domain::records::leads;
+use engaged::domain::records::limits;
 use engaged::server::Server;
 
 struct Bench {

@@ -20,7 +20,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use engaged::domain::{auth, calls, events, leads, Caller};
+use engaged::domain::records::auth;
+use engaged::domain::records::calls;
+use engaged::domain::records::events;
+use engaged::domain::records::leads;
+use engaged::domain::Caller;
 use engaged::store::records::Scope;
 use engaged::store::{Store, WriteTx};
 

@@ -10,8 +10,10 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::json;
 
-use engaged::domain::listing::{self, EventQuery, LeadQuery};
-use engaged::domain::{events, leads, Caller};
+use engaged::domain::records::events;
+use engaged::domain::records::leads;
+use engaged::domain::records::listing::{self, EventQuery, LeadQuery};
+use engaged::domain::Caller;
 use engaged::store::Store;
 
 struct Fixture {

@@ -31,7 +31,8 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 use engaged::config::Config;
-use engaged::domain::{leads, Caller};
+use engaged::domain::records::leads;
+use engaged::domain::Caller;
 use engaged::providers::twilio_signature;
 use engaged::server::Server;
 

@@ -21,7 +21,8 @@ use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
 use engaged::config::Config;
-use engaged::domain::{calls, leads};
+use engaged::domain::records::calls;
+use engaged::domain::records::leads;
 use engaged::server::Server;
 
 type Arrivals = Arc<Mutex<HashMap<String, Instant>>>;
@@ -102,7 +103,7 @@ async fn run() {
     let c = caller.clone();
     store
         .write(move |tx| {
-            engaged::domain::webhook_endpoints::create_endpoint(
+            engaged::domain::records::webhook_endpoints::create_endpoint(
                 tx,
                 &c,
                 support::object(json!({"url": url, "events": ["call.completed"]})),

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config;
-use crate::domain::auth::{hash_key, new_key};
+use crate::domain::records::auth::{hash_key, new_key};
 use crate::error::{Error, Result};
 use crate::store::records::{KeyRecord, OrgRecord, OrgSettings, Scope};
 use crate::store::Reader;

@@ -310,11 +310,11 @@ impl Config {
             recording_max_bytes: over
                 .recording_max_bytes
                 .or(file.recording_max_bytes)
-                .unwrap_or(crate::domain::recordings::DEFAULT_MAX_BYTES),
+                .unwrap_or(crate::domain::records::recordings::DEFAULT_MAX_BYTES),
             recording_link_ttl_secs: over
                 .recording_link_ttl_secs
                 .or(file.recording_link_ttl_secs)
-                .unwrap_or(crate::domain::recordings::DEFAULT_LINK_TTL_SECS),
+                .unwrap_or(crate::domain::records::recordings::DEFAULT_LINK_TTL_SECS),
         };
         if let Some(url) = &config.public_url {
             check_public_url(url)?;
@@ -359,8 +359,8 @@ impl Config {
             limits: Limits::default(),
             cache_mib: DEFAULT_CACHE_MIB,
             public_url: None,
-            recording_max_bytes: crate::domain::recordings::DEFAULT_MAX_BYTES,
-            recording_link_ttl_secs: crate::domain::recordings::DEFAULT_LINK_TTL_SECS,
+            recording_max_bytes: crate::domain::records::recordings::DEFAULT_MAX_BYTES,
+            recording_link_ttl_secs: crate::domain::records::recordings::DEFAULT_LINK_TTL_SECS,
         }
     }
 

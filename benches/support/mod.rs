@@ -13,7 +13,8 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Map, Value};
 
 use engaged::admin::{self, AdminRequest};
-use engaged::domain::{auth, Caller};
+use engaged::domain::records::auth;
+use engaged::domain::Caller;
 use engaged::store::records::Scope;
 use engaged::store::Store;
 

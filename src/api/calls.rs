@@ -5,7 +5,8 @@ use serde_json::{Map, Value};
 
 use super::response::{json as reply, Body};
 use super::views;
-use crate::domain::{calls, Caller};
+use crate::domain::records::calls;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::Reader;
 use crate::store::Store;

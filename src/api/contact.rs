@@ -8,8 +8,10 @@ use super::request::{read_body, RequestBody};
 use super::response::{json as reply, Body};
 use super::AppState;
 use crate::channel::Channel;
-use crate::domain::contact;
-use crate::domain::{leads, limits, Caller};
+use crate::domain::contact::controls;
+use crate::domain::records::leads;
+use crate::domain::records::limits;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -27,16 +29,16 @@ pub async fn subscription(
     unsubscribe: bool,
 ) -> Result<Response<Body>> {
     let bytes = read_body(body, state.max_body_bytes).await?;
-    let requested = contact::parse_channels(&bytes)?;
+    let requested = controls::parse_channels(&bytes)?;
     let id = lead_id.to_string();
     let applied = state
         .store
         .write(move |tx| {
             let requested = requested.as_deref();
             if unsubscribe {
-                contact::unsubscribe(tx, &caller, &id, requested)
+                controls::unsubscribe(tx, &caller, &id, requested)
             } else {
-                contact::resubscribe(tx, &caller, &id, requested)
+                controls::resubscribe(tx, &caller, &id, requested)
             }
         })
         .await?;
@@ -59,7 +61,7 @@ pub async fn set_ai(
 ) -> Result<Response<Body>> {
     let id = lead_id.to_string();
     let lead = store
-        .write(move |tx| contact::set_ai(tx, &caller, &id, on))
+        .write(move |tx| controls::set_ai(tx, &caller, &id, on))
         .await?;
     let message = if on {
         "Lead turned on successfully."
@@ -84,7 +86,7 @@ pub async fn add_tags(
     }
     let id = lead_id.to_string();
     let lead = store
-        .write(move |tx| contact::add_tags(tx, &caller, &id, tags.clone()))
+        .write(move |tx| controls::add_tags(tx, &caller, &id, tags.clone()))
         .await?;
     Ok(reply(StatusCode::OK, &json!({"tags": lead.tags})))
 }
@@ -110,7 +112,7 @@ pub async fn remove_tags(
         .collect::<Result<_>>()?;
     let id = lead_id.to_string();
     let lead = store
-        .write(move |tx| contact::remove_tags(tx, &caller, &id, &ids))
+        .write(move |tx| controls::remove_tags(tx, &caller, &id, &ids))
         .await?;
     // This answer carries only `id` and `name`, as the interface shows.
     let tags: Vec<Value> = lead

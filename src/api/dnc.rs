@@ -5,7 +5,8 @@ use serde_json::{json, Map, Value};
 
 use super::request::Query;
 use super::response::{json as reply, Body};
-use crate::domain::{dnc, Caller};
+use crate::domain::records::dnc;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::Store;
 

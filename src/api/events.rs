@@ -8,8 +8,10 @@ use super::response::{json as reply, Body};
 use super::views::{EventView, EventsPage, MessageView, MessagesPage};
 use super::AppState;
 use crate::channel::Owner;
-use crate::domain::listing::{self, EventQuery};
-use crate::domain::{events, messages, Caller};
+use crate::domain::records::events;
+use crate::domain::records::listing::{self, EventQuery};
+use crate::domain::records::messages;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::Store;
 

@@ -37,7 +37,7 @@ use hyper::{Method, Request, Response, StatusCode, Version};
 use serde_json::json;
 use tracing::Instrument;
 
-use crate::domain::auth;
+use crate::domain::records::auth;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::store::Store;

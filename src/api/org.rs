@@ -4,7 +4,8 @@ use hyper::{Response, StatusCode};
 use serde_json::{Map, Value};
 
 use super::response::{json as reply, Body};
-use crate::domain::{org_settings, Caller};
+use crate::domain::settings::org;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::Reader;
 use crate::store::Store;
@@ -15,7 +16,7 @@ pub fn get_org(store: &Store, caller: &Caller) -> Result<Response<Body>> {
         .org(&caller.org_id)?
         .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
     let engine = store.read()?.engine_settings(&caller.org_id)?;
-    Ok(reply(StatusCode::OK, &org_settings::view(&org, &engine)))
+    Ok(reply(StatusCode::OK, &org::view(&org, &engine)))
 }
 
 pub async fn update_org(
@@ -25,7 +26,7 @@ pub async fn update_org(
     public_url: Option<String>,
 ) -> Result<Response<Body>> {
     let (org, engine) = store
-        .write(move |tx| org_settings::update(tx, &caller, body.clone(), public_url.as_deref()))
+        .write(move |tx| org::update(tx, &caller, body.clone(), public_url.as_deref()))
         .await?;
-    Ok(reply(StatusCode::OK, &org_settings::view(&org, &engine)))
+    Ok(reply(StatusCode::OK, &org::view(&org, &engine)))
 }

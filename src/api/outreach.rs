@@ -8,8 +8,11 @@ use super::response::{json as reply, Body};
 use super::views::{self, EventView, MessageView};
 use super::AppState;
 use crate::channel::Channel;
-use crate::domain::compliance::{self, Outcome};
-use crate::domain::{messages, outbound, voice, Caller};
+use crate::domain::contact::compliance::{self, Outcome};
+use crate::domain::engagement::outbound;
+use crate::domain::records::messages;
+use crate::domain::voice::voice;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::Origin;
 

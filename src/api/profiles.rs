@@ -5,7 +5,9 @@ use hyper::{Response, StatusCode};
 use serde_json::{json, Map, Value};
 
 use super::response::{json as reply, Body};
-use crate::domain::{engagement, profiles, Caller};
+use crate::domain::engagement::enrolment;
+use crate::domain::settings::profiles;
+use crate::domain::Caller;
 use crate::error::Result;
 use crate::store::Store;
 
@@ -49,6 +51,6 @@ pub async fn delete(store: &Store, caller: Caller, name: &str) -> Result<Respons
 }
 
 pub fn engagement(store: &Store, caller: &Caller, lead_id: &str) -> Result<Response<Body>> {
-    let found = engagement::find(&store.read()?, &caller.org_id, lead_id)?;
-    Ok(reply(StatusCode::OK, &engagement::view(found.as_ref())))
+    let found = enrolment::find(&store.read()?, &caller.org_id, lead_id)?;
+    Ok(reply(StatusCode::OK, &enrolment::view(found.as_ref())))
 }

@@ -10,7 +10,7 @@ use std::task::{ready, Context, Poll};
 use bytes::Bytes;
 use hyper::body::{Frame, SizeHint};
 
-use crate::domain::recordings::CHUNK_BYTES;
+use crate::domain::records::recordings::CHUNK_BYTES;
 use crate::error::Result;
 use crate::store::recordings::RecordingRecord;
 use crate::store::Store;

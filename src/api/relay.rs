@@ -22,7 +22,7 @@ use super::response::{full, Body};
 use super::twilio;
 use super::AppState;
 use crate::channel::Channel;
-use crate::domain::voice;
+use crate::domain::voice::voice;
 use crate::error::{Error, Result};
 use crate::providers::twilio_signature;
 

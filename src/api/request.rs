@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 
-use crate::domain::listing::{DEFAULT_LIMIT, MAX_LIMIT};
+use crate::domain::records::listing::{DEFAULT_LIMIT, MAX_LIMIT};
 use crate::error::{Error, Result};
 use crate::time::{self, Micros};
 

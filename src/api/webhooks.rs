@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::request::Query;
 use super::response::{json as reply, Body};
-use crate::domain::webhook_endpoints;
+use crate::domain::records::webhook_endpoints;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{DeliveryRecord, DeliveryState, EndpointRecord};

@@ -4,31 +4,20 @@
 //! write functions run inside the writer's transaction (`store::WriteTx`), read
 //! functions on a snapshot (`store::ReadTx`). Nothing here knows about HTTP, and
 //! nothing here touches a redb table directly.
+//!
+//! One folder per feature: `records` (what a client writes and reads back: leads,
+//! events, messages, calls, listings, the DNC list, webhook endpoints, recordings, API
+//! keys, the bounds on stored values), `settings` (the organization's, its profiles and
+//! their templates, the email and Twilio provider settings), `contact` (the contact
+//! controls, inbound messages, the compliance gate, quiet hours, unsubscribe links),
+//! `engagement` (enrolment in a cadence, the agenda, claims of due rows, outbound
+//! sends) and `voice` (calls through the voice provider, transfers, transcripts).
 
-pub mod agenda;
-pub mod auth;
-pub mod calls;
-pub mod compliance;
 pub mod contact;
-pub mod dnc;
-pub mod email_settings;
 pub mod engagement;
-pub mod events;
-pub mod leads;
-pub mod limits;
-pub mod listing;
-pub mod messages;
-pub mod org_settings;
-pub mod outbound;
-pub mod profiles;
-pub mod recording_upload;
-pub mod recordings;
-pub mod transcript;
-pub mod transfer;
-pub mod twilio_settings;
-pub mod unsubscribe_links;
+pub mod records;
+pub mod settings;
 pub mod voice;
-pub mod webhook_endpoints;
 
 use crate::store::records::Scope;
 

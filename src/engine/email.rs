@@ -5,8 +5,8 @@
 
 use super::Engine;
 use crate::channel::Channel;
-use crate::domain::outbound::Attempt;
-use crate::domain::unsubscribe_links::UnsubscribeKey;
+use crate::domain::contact::unsubscribe_links::UnsubscribeKey;
+use crate::domain::engagement::outbound::Attempt;
 use crate::error::Result;
 use crate::providers::{Provider, SendOutcome};
 

@@ -10,10 +10,10 @@ use chrono::Utc;
 use super::pacing::Turn;
 use super::Engine;
 use crate::channel::Channel;
-use crate::domain::agenda::{self, Claim, JobKey};
-use crate::domain::compliance::{self, Block};
-use crate::domain::outbound;
-use crate::domain::voice;
+use crate::domain::contact::compliance::{self, Block};
+use crate::domain::engagement::claims::{self, Claim, JobKey};
+use crate::domain::engagement::outbound;
+use crate::domain::voice::voice;
 use crate::error::Result;
 use crate::providers::{CallRequest, Provider, SendOutcome};
 use crate::store::records::{AgendaJob, JobKind};
@@ -52,7 +52,7 @@ impl Engine {
                 };
                 self.store
                     .write(move |tx| {
-                        agenda::claim_step(tx, &key, &org, &lead, index, early.clone(), Utc::now())
+                        claims::claim_step(tx, &key, &org, &lead, index, early.clone(), Utc::now())
                     })
                     .await?
             }
@@ -69,7 +69,7 @@ impl Engine {
                     }
                 }
                 self.store
-                    .write(move |tx| agenda::claim_notice(tx, &key, &org, &lead, channel, &text))
+                    .write(move |tx| claims::claim_notice(tx, &key, &org, &lead, channel, &text))
                     .await?
             }
             JobKind::Call => {
@@ -80,7 +80,7 @@ impl Engine {
                 }
                 let early = self.ask_service(&org, &lead, Channel::Voice).await?;
                 self.store
-                    .write(move |tx| agenda::claim_call(tx, &key, &org, &lead, early.clone()))
+                    .write(move |tx| claims::claim_call(tx, &key, &org, &lead, early.clone()))
                     .await?
             }
             JobKind::PostCall { call_id } => {

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::domain::outbound;
+use crate::domain::engagement::outbound;
 use crate::error::Result;
 use crate::http_client::HttpClient;
 use crate::store::Store;
@@ -56,7 +56,8 @@ pub struct Engine {
     /// The largest recording fetched from a provider (`recording_max_bytes`).
     recording_max_bytes: u64,
     /// Signs one-click unsubscribe links; read from the store on first use.
-    unsubscribe_key: tokio::sync::OnceCell<crate::domain::unsubscribe_links::UnsubscribeKey>,
+    unsubscribe_key:
+        tokio::sync::OnceCell<crate::domain::contact::unsubscribe_links::UnsubscribeKey>,
     /// Each provider's sending rate, kept across the scheduler's sends.
     pacer: pacing::Pacer,
 }
@@ -98,7 +99,7 @@ impl Engine {
     pub fn dial(self: &Arc<Self>, org: String, call_id: String, to: String) {
         let engine = self.clone();
         tokio::spawn(async move {
-            let claim = crate::domain::agenda::Claim::Call {
+            let claim = crate::domain::engagement::claims::Claim::Call {
                 org,
                 call_id: call_id.clone(),
                 to,
@@ -116,7 +117,9 @@ impl Engine {
         let engine = self.clone();
         tokio::spawn(async move {
             engine
-                .carry_out(crate::domain::agenda::Claim::Send(Box::new(attempt)))
+                .carry_out(crate::domain::engagement::claims::Claim::Send(Box::new(
+                    attempt,
+                )))
                 .await
         })
         .await

@@ -11,9 +11,9 @@
 use super::assistant::Turn;
 use super::call_outcome::{self, Choice};
 use super::Engine;
-use crate::domain::agenda::JobKey;
-use crate::domain::transcript::{self, Role};
-use crate::domain::voice::{self, Classified};
+use crate::domain::engagement::claims::JobKey;
+use crate::domain::voice::transcript::{self, Role};
+use crate::domain::voice::voice::{self, Classified};
 use crate::error::Result;
 use crate::store::records::DispositionRecord;
 use crate::store::Reader;

@@ -21,11 +21,11 @@ use super::guard::guard;
 use super::tools::{self, Effect, MAX_TOOL_CALLS};
 use super::Engine;
 use crate::channel::{Channel, Owner};
-use crate::domain::agenda::{self, JobKey};
-use crate::domain::compliance;
-use crate::domain::contact;
-use crate::domain::engagement;
-use crate::domain::events::MessageShape;
+use crate::domain::contact::compliance;
+use crate::domain::contact::controls;
+use crate::domain::engagement::claims::{self, JobKey};
+use crate::domain::engagement::enrolment;
+use crate::domain::records::events::MessageShape;
 use crate::error::Result;
 use crate::store::records::LeadRecord;
 use crate::store::{Flow, ReadTx, Reader, Start};
@@ -51,7 +51,7 @@ impl Engine {
                 let (key, org, lead) = (key.clone(), org.to_string(), lead_id.to_string());
                 return self
                     .store
-                    .write(move |tx| agenda::defer_reply(tx, &key, &org, &lead, channel, until))
+                    .write(move |tx| claims::defer_reply(tx, &key, &org, &lead, channel, until))
                     .await;
             }
             Prepared::Ask(conversation) => {
@@ -98,7 +98,7 @@ impl Engine {
         let claim = self
             .store
             .write(move |tx| {
-                agenda::claim_reply(tx, &key, &org, &lead, channel, &text, early.clone())
+                claims::claim_reply(tx, &key, &org, &lead, channel, &text, early.clone())
             })
             .await?;
         self.carry_out(claim).await
@@ -219,7 +219,7 @@ impl Engine {
         lead_id: &str,
         channel: Channel,
     ) -> Result<Prepared> {
-        if !agenda::reply_wanted(read, key, org, lead_id)? {
+        if !claims::reply_wanted(read, key, org, lead_id)? {
             return Ok(Prepared::Drop);
         }
         let Some(lead) = read.lead(org, lead_id)? else {
@@ -231,7 +231,7 @@ impl Engine {
         if channel.is_unsubscribed(&lead.subscriptions) {
             return Ok(Prepared::Drop);
         }
-        if let Some(until) = engagement::outside_quiet_hours(read, org, &lead, Utc::now())? {
+        if let Some(until) = enrolment::outside_quiet_hours(read, org, &lead, Utc::now())? {
             return Ok(Prepared::Defer(until));
         }
         let instructions = read
@@ -256,7 +256,7 @@ impl Engine {
     ) -> Result<()> {
         let (key, org, lead) = (key.clone(), org.to_string(), lead.to_string());
         self.store
-            .write(move |tx| agenda::drop_reply(tx, &key, &org, &lead, error.as_deref()))
+            .write(move |tx| claims::drop_reply(tx, &key, &org, &lead, error.as_deref()))
             .await
     }
 
@@ -333,7 +333,7 @@ fn conversation(read: &ReadTx, org: &str, lead: &str) -> Result<Vec<Turn>> {
                 .get("text")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            if contact::is_keyword_traffic(&shape, data) {
+            if controls::is_keyword_traffic(&shape, data) {
                 return Ok(Flow::Continue);
             }
             turns.push_back(Turn {

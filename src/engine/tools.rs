@@ -17,7 +17,11 @@ use serde_json::{json, Map, Value};
 use super::assistant::{self, Tool, ToolCallRequest};
 use super::Engine;
 use crate::channel::Channel;
-use crate::domain::{contact, engagement, events, leads, Caller};
+use crate::domain::contact::controls;
+use crate::domain::engagement::enrolment;
+use crate::domain::records::events;
+use crate::domain::records::leads;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{JobKind, StopReason, TagRecord};
 use crate::store::{EventKey, Reader, WriteTx};
@@ -147,10 +151,10 @@ fn apply(
                 name: name.clone(),
                 condition: String::new(),
             };
-            contact::add_tags(tx, caller, lead, vec![tag])?;
+            controls::add_tags(tx, caller, lead, vec![tag])?;
         }
         Tool::OptOut { channels } => {
-            contact::unsubscribe(tx, caller, lead, channels.as_deref())?;
+            controls::unsubscribe(tx, caller, lead, channels.as_deref())?;
             return Ok(Effect::OptedOut);
         }
         Tool::Handoff { reason } => {
@@ -176,8 +180,8 @@ fn apply(
             let wanted = at.unwrap_or_default().max(now);
             let when =
                 chrono::DateTime::<Utc>::from_timestamp_micros(wanted).unwrap_or_else(Utc::now);
-            match engagement::outside_quiet_hours(tx, &caller.org_id, &record, when)? {
-                Some(end) => engagement::schedule_deferred(
+            match enrolment::outside_quiet_hours(tx, &caller.org_id, &record, when)? {
+                Some(end) => enrolment::schedule_deferred(
                     tx,
                     &caller.org_id,
                     lead,
@@ -185,7 +189,7 @@ fn apply(
                     wanted,
                     JobKind::Call,
                 )?,
-                None => engagement::schedule(tx, &caller.org_id, lead, wanted, JobKind::Call)?,
+                None => enrolment::schedule(tx, &caller.org_id, lead, wanted, JobKind::Call)?,
             };
         }
         Tool::Transfer if channel != Channel::Voice => {
@@ -210,8 +214,8 @@ fn handoff(
     channel: Channel,
     reason: &str,
 ) -> Result<()> {
-    let record = contact::set_ai(tx, caller, lead, false)?;
-    engagement::stop(tx, &caller.org_id, lead, StopReason::Handoff)?;
+    let record = controls::set_ai(tx, caller, lead, false)?;
+    enrolment::stop(tx, &caller.org_id, lead, StopReason::Handoff)?;
     let mut data = json!({
         "leadId": record.id,
         "phone": record.phone,

@@ -4,7 +4,7 @@
 
 use crate::api::recordings::Settings as RecordingSettings;
 use crate::config::Config;
-use crate::domain::recordings::LinkKey;
+use crate::domain::records::recordings::LinkKey;
 use crate::store::Store;
 
 /// Reads (or creates) the recording link secret and discards uploads a crash cut short.

@@ -14,7 +14,7 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::Caller;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::recordings::{RecordingRecord, UploadRecord};
 use crate::store::Reader;

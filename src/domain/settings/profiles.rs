@@ -12,8 +12,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::Caller;
 use crate::channel::Channel;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{DispositionRecord, LeadRecord, ProfileRecord, StepRecord};
 use crate::store::{ReadTx, Reader, WriteTx};
@@ -405,7 +405,7 @@ pub fn delete(tx: &mut WriteTx, caller: &Caller, name: &str) -> Result<()> {
         return Err(not_found());
     }
     tx.delete_profile(&caller.org_id, name)?;
-    super::engagement::on_profile_deleted(tx, &caller.org_id, name)
+    crate::domain::engagement::enrolment::on_profile_deleted(tx, &caller.org_id, name)
 }
 
 pub fn find(read: &ReadTx, caller: &Caller, name: &str) -> Result<ProfileRecord> {

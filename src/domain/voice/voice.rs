@@ -11,8 +11,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::agenda::{self, JobKey};
-use super::{calls, contact, engagement, profiles, transcript, Caller};
+use crate::domain::contact::controls;
+use crate::domain::engagement::claims::{self, JobKey};
+use crate::domain::engagement::enrolment;
+use crate::domain::records::calls;
+use crate::domain::settings::profiles;
+use crate::domain::voice::transcript;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::{CallOutcome, CallStatus};
 use crate::store::records::{CallRecord, JobKind, LeadRecord, ProfileRecord, VoiceSession};
@@ -155,7 +160,7 @@ fn greeting_of<'a>(profile: Option<&'a ProfileRecord>, default: &'a str) -> &'a 
 /// A template rendered for `lead` (or, for an unknown caller, with empty lead fields);
 /// "Hi , this" becomes "Hi, this" when the lead has no first name.
 fn render(tx: &WriteTx, org: &str, template: &str, lead: Option<&LeadRecord>) -> Result<String> {
-    let business = engagement::business_name(tx, org)?;
+    let business = enrolment::business_name(tx, org)?;
     let empty = LeadRecord::default();
     let text = profiles::render(template, lead.unwrap_or(&empty), &business);
     Ok(text.replace(" ,", ","))
@@ -209,7 +214,7 @@ pub fn inbound(
     provider_call_id: &str,
     from: &str,
 ) -> Result<(String, Answer)> {
-    let lead = contact::lead_by_phone(tx, org, from)?;
+    let lead = controls::lead_by_phone(tx, org, from)?;
     let call_id = match tx.provider_call(org, provider_call_id)? {
         Some(call_id) => call_id,
         None => {
@@ -319,7 +324,7 @@ pub fn status_changed(
     {
         session.post_call_scheduled = true;
         tx.put_voice_session(org, call_id, &session)?;
-        engagement::schedule(
+        enrolment::schedule(
             tx,
             org,
             &session.lead_id,
@@ -368,7 +373,7 @@ pub fn classified(
     call_id: &str,
     outcome: &Classified,
 ) -> Result<()> {
-    if !agenda::done(tx, key)? {
+    if !claims::done(tx, key)? {
         return Ok(());
     }
     let Some(call) = tx.call(org, call_id)? else {
@@ -405,7 +410,7 @@ pub fn recording_ready(tx: &mut WriteTx, org: &str, call_id: &str, url: &str) ->
     let Some(session) = tx.voice_session(org, call_id)? else {
         return Ok(false);
     };
-    engagement::schedule(
+    enrolment::schedule(
         tx,
         org,
         &session.lead_id,

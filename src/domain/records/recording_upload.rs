@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
-use super::recordings::{self, Uploaded, CHUNK_BYTES};
-use super::Caller;
+use crate::domain::records::recordings::{self, Uploaded, CHUNK_BYTES};
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::recordings::{QueuedWrite, RecordingRecord};
 use crate::store::Store;

@@ -355,10 +355,12 @@ pub fn answer_unanswered(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Resu
         return Ok(());
     };
     let data = &record.data.0;
-    let Some(shape) = super::events::MessageShape::of(&kind, data) else {
+    let Some(shape) = crate::domain::records::events::MessageShape::of(&kind, data) else {
         return Ok(());
     };
-    if shape.owner != Owner::Lead || super::contact::is_keyword_traffic(&shape, data) {
+    if shape.owner != Owner::Lead
+        || crate::domain::contact::controls::is_keyword_traffic(&shape, data)
+    {
         return Ok(());
     }
     on_inbound(tx, org, lead, shape.channel, InboundFollowUp::Reply)
@@ -397,5 +399,9 @@ pub fn outside_quiet_hours(
     } else {
         lead.time_zone.clone()
     };
-    Ok(super::compliance::quiet_window_end(&org_record, &zone, at))
+    Ok(crate::domain::contact::compliance::quiet_window_end(
+        &org_record,
+        &zone,
+        at,
+    ))
 }

@@ -6,7 +6,7 @@
 //! prefix in the MAC input, so neither kind of signature verifies as the other). It has
 //! no expiry: an unsubscribe link must keep working. It is URL-safe:
 //! `base64url(["org","lead","email"]) . base64url(mac)`. A `POST` unsubscribes through
-//! `contact::unsubscribe`, so the lead gets exactly one `lead.opted_out` and a second
+//! `controls::unsubscribe`, so the lead gets exactly one `lead.opted_out` and a second
 //! `POST` changes nothing.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -14,8 +14,9 @@ use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::{contact, Caller};
 use crate::channel::Channel;
+use crate::domain::contact::controls;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::WriteTx;
 
@@ -96,7 +97,7 @@ pub fn one_click(tx: &mut WriteTx, target: &Target) -> Result<Vec<Channel>> {
         key_id: "unsubscribe-link".to_string(),
         scope: crate::store::records::Scope::Write,
     };
-    contact::unsubscribe(tx, &caller, &target.lead, Some(&[target.channel]))
+    controls::unsubscribe(tx, &caller, &target.lead, Some(&[target.channel]))
 }
 
 #[cfg(test)]

@@ -9,9 +9,12 @@
 
 use serde_json::Value;
 
-use super::engagement::{self, InboundFollowUp};
-use super::{events, leads, limits, Caller};
 use crate::channel::{Channel, Owner};
+use crate::domain::engagement::enrolment::{self, InboundFollowUp};
+use crate::domain::records::events;
+use crate::domain::records::leads;
+use crate::domain::records::limits;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{LeadRecord, Origin, TagRecord};
 use crate::store::Reader;
@@ -187,7 +190,7 @@ pub fn resubscribe(
 
 /// Pauses or resumes the assistant; subscriptions are not touched. Turning it back on
 /// (`turn-on`, and the console's hand back) answers the lead's last message when it
-/// went unanswered meanwhile (the lead's write calls `engagement::answer_unanswered`).
+/// went unanswered meanwhile (the lead's write calls `enrolment::answer_unanswered`).
 pub fn set_ai(tx: &mut WriteTx, caller: &Caller, lead_id: &str, on: bool) -> Result<LeadRecord> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut changed = lead.clone();
@@ -370,7 +373,7 @@ pub fn inbound_sms_via(
     } else {
         lead
     };
-    let business = engagement::business_name(tx, org)?;
+    let business = enrolment::business_name(tx, org)?;
     let follow_up = if provider_keyword.is_some() {
         // The provider answered the keyword itself.
         InboundFollowUp::Nothing
@@ -392,7 +395,7 @@ pub fn inbound_sms_via(
     } else {
         InboundFollowUp::Reply
     };
-    engagement::on_inbound(tx, org, &lead, Channel::Sms, follow_up)?;
+    enrolment::on_inbound(tx, org, &lead, Channel::Sms, follow_up)?;
     Ok(Inbound {
         lead_id: lead.id.clone(),
         message,
@@ -414,7 +417,7 @@ pub fn inbound_email(
     let lead = lead_by_email(tx, org, from)?
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
     let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject)?;
-    engagement::on_inbound(tx, org, &lead, Channel::Email, InboundFollowUp::Reply)?;
+    enrolment::on_inbound(tx, org, &lead, Channel::Email, InboundFollowUp::Reply)?;
     Ok(Inbound {
         lead_id: lead.id.clone(),
         message,
@@ -441,7 +444,7 @@ fn record_inbound(
     };
     let text = limits::truncate(text, max);
     let subject = subject.map(|s| limits::truncate(s, limits::SUBJECT_CHARS));
-    let content = super::messages::content(text, subject);
+    let content = crate::domain::records::messages::content(text, subject);
     let data =
         serde_json::json!({"owner": "lead", "channel": channel.as_str(), "content": content});
     events::record(

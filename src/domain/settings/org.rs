@@ -10,8 +10,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::Caller;
 use crate::channel::Channel;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{
     AssistantSettings, EngineSettings, OrgRecord, OrgSettings, ProviderSettings,
@@ -55,8 +55,8 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
             ProviderSettings::Sandbox { latency_ms, .. } => {
                 json!({"kind": "sandbox", "latencyMs": latency_ms})
             }
-            ProviderSettings::Smtp(smtp) => super::email_settings::view(smtp),
-            ProviderSettings::Twilio(twilio) => super::twilio_settings::view(twilio),
+            ProviderSettings::Smtp(smtp) => crate::domain::settings::email::view(smtp),
+            ProviderSettings::Twilio(twilio) => crate::domain::settings::twilio::view(twilio),
         };
         if let (true, Value::Object(members)) = (paced, &mut view) {
             members.insert("ratePerSecond".into(), json!(p.rate_per_second()));
@@ -173,7 +173,9 @@ fn assistant(
     for (member, value) in members {
         let invalid = || Error::invalid_field(&format!("assistant.{member}"));
         match (member.as_str(), value) {
-            ("baseUrl", Value::String(url)) if super::webhook_endpoints::is_valid_url(&url) => {
+            ("baseUrl", Value::String(url))
+                if crate::domain::records::webhook_endpoints::is_valid_url(&url) =>
+            {
                 base_url = Some(url)
             }
             ("model", Value::String(m)) if !m.trim().is_empty() => model = Some(m),
@@ -223,7 +225,7 @@ fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<Pro
                 ProviderSettings::Smtp(p) => Some(p),
                 _ => None,
             };
-            return super::email_settings::parse(path, members, previous)
+            return crate::domain::settings::email::parse(path, members, previous)
                 .map(ProviderSettings::Smtp);
         }
         Some("twilio") if path != "providers.email" => {
@@ -236,7 +238,7 @@ fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<Pro
             } else {
                 Channel::Sms
             };
-            return super::twilio_settings::parse(path, channel, members, previous)
+            return crate::domain::settings::twilio::parse(path, channel, members, previous)
                 .map(ProviderSettings::Twilio);
         }
         Some("twilio" | "smtp") => {
@@ -310,7 +312,11 @@ pub fn update(
             "complianceUrl" => {
                 s.compliance_url = match value {
                     Value::Null => None,
-                    Value::String(url) if super::webhook_endpoints::is_valid_url(&url) => Some(url),
+                    Value::String(url)
+                        if crate::domain::records::webhook_endpoints::is_valid_url(&url) =>
+                    {
+                        Some(url)
+                    }
                     _ => return Err(Error::invalid_field(&name)),
                 }
             }
@@ -372,7 +378,7 @@ pub fn update(
         && public_url.is_none()
     {
         return Err(Error::BadRequest(
-            super::email_settings::NEEDS_PUBLIC_URL.into(),
+            crate::domain::settings::email::NEEDS_PUBLIC_URL.into(),
         ));
     }
     let twilio = |p: &ProviderSettings| matches!(p, ProviderSettings::Twilio(_));
@@ -381,7 +387,7 @@ pub fn update(
         && public_url.is_none()
     {
         return Err(Error::BadRequest(
-            super::twilio_settings::NEEDS_PUBLIC_URL.into(),
+            crate::domain::settings::twilio::NEEDS_PUBLIC_URL.into(),
         ));
     }
     let quiet_changed =
@@ -393,7 +399,7 @@ pub fn update(
     }
     if quiet_changed {
         // In this same write: the work quiet hours deferred follows the new window.
-        super::engagement::recompute_deferred(tx, &caller.org_id, None)?;
+        crate::domain::engagement::enrolment::recompute_deferred(tx, &caller.org_id, None)?;
     }
     Ok((org, engine))
 }

@@ -3,8 +3,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{events, leads, Caller};
 use crate::channel::{Channel, Owner};
+use crate::domain::records::events;
+use crate::domain::records::leads;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::{EventRow, WriteTx};
 
@@ -50,7 +52,7 @@ impl MessageInput {
             content: content.ok_or_else(|| Error::invalid_field("content"))?,
             record_only,
         };
-        super::limits::message(&input.content, input.channel == Channel::Sms)?;
+        crate::domain::records::limits::message(&input.content, input.channel == Channel::Sms)?;
         Ok(input)
     }
 }

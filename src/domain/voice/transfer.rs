@@ -11,7 +11,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::voice::{self, Answer};
+use crate::domain::voice::voice::{self, Answer};
 use crate::error::Result;
 use crate::store::records::{CallRecord, TransferStage};
 use crate::store::{Reader, WriteTx};

@@ -10,10 +10,10 @@
 
 use serde_json::{json, Value};
 
-use super::compliance::{self, Block};
-use super::contact;
-use super::events;
 use crate::channel::{Channel, Owner};
+use crate::domain::contact::compliance::{self, Block};
+use crate::domain::contact::controls;
+use crate::domain::records::events;
 use crate::error::{Error, Result};
 use crate::providers::{Outgoing, SendOutcome};
 use crate::store::records::{LeadRecord, Origin, ProviderMessageRef, SendStatus, SendingRow};
@@ -46,7 +46,7 @@ pub fn begin(
     if to.is_empty() {
         return Err(Error::Internal("a send to a lead without a target".into()));
     }
-    let content = super::messages::content(text, subject);
+    let content = crate::domain::records::messages::content(text, subject);
     let data = json!({
         "owner": Owner::User.as_str(),
         "channel": channel.as_str(),
@@ -123,7 +123,7 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
         if let Some(lead) = tx.lead(&row.org_id, &row.lead_id)? {
             let block = Block::provider(code);
             compliance::record_block(tx, &row.org_id, lead.clone(), Channel::Sms, &block)?;
-            contact::carrier_opt_out(tx, &row.org_id, lead)?;
+            controls::carrier_opt_out(tx, &row.org_id, lead)?;
         }
     }
     Ok(())

@@ -47,7 +47,8 @@ pub fn parse(
                 account_sid = Some(sid);
             }
             "ratePerSecond" => {
-                rate_per_second = super::org_settings::rate(&format!("{path}.{member}"), &value)?
+                rate_per_second =
+                    crate::domain::settings::org::rate(&format!("{path}.{member}"), &value)?
             }
             "authToken" => auth_token = Some(text(value)?),
             "from" => {
@@ -71,7 +72,9 @@ pub fn parse(
             }
             "baseUrl" => {
                 base_url = match value {
-                    Value::String(url) if super::webhook_endpoints::is_valid_url(&url) => {
+                    Value::String(url)
+                        if crate::domain::records::webhook_endpoints::is_valid_url(&url) =>
+                    {
                         url.trim_end_matches('/').to_string()
                     }
                     _ => return Err(invalid()),

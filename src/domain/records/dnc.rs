@@ -1,8 +1,9 @@
 //! The organization's Do Not Contact list: numbers that are never contacted and whose
 //! leads cannot be imported.
 
-use super::{listing, Caller};
 use crate::cursor::CursorKey;
+use crate::domain::records::listing;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::{ReadTx, WriteTx};
 use crate::time::Micros;
@@ -16,7 +17,7 @@ pub fn phone(raw: &str) -> Result<String> {
 pub fn register(tx: &mut WriteTx, caller: &Caller, phone: &str) -> Result<()> {
     let at = tx.tick();
     tx.dnc_add(&caller.org_id, phone, at)?;
-    super::engagement::on_dnc(tx, &caller.org_id, phone)
+    crate::domain::engagement::enrolment::on_dnc(tx, &caller.org_id, phone)
 }
 
 pub fn remove(tx: &mut WriteTx, caller: &Caller, phone: &str) -> Result<()> {

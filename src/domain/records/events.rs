@@ -7,8 +7,9 @@
 
 use serde_json::{Map, Value};
 
-use super::{leads, Caller};
 use crate::channel::{Channel, Owner};
+use crate::domain::records::leads;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{EventRecord, JsonBlob, LeadRecord, StopReason};
 use crate::store::{EventKey, EventRow, WriteTx};
@@ -41,7 +42,7 @@ impl EventInput {
             }
         }
         let kind = kind.ok_or_else(|| Error::BadRequest("Missing required field: type".into()))?;
-        super::limits::event_data(&data)?;
+        crate::domain::records::limits::event_data(&data)?;
         Ok(EventInput { kind, id, data })
     }
 }
@@ -123,7 +124,7 @@ pub fn record(
     })?;
     if replied {
         // Any message from the lead stops its cadence.
-        super::engagement::stop(tx, org, &lead.id, StopReason::Replied)?;
+        crate::domain::engagement::enrolment::stop(tx, org, &lead.id, StopReason::Replied)?;
     }
     let row = EventRow {
         updated_at,

@@ -7,7 +7,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{events, leads, Caller};
+use crate::domain::records::events;
+use crate::domain::records::leads;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{CallDetails, CallRecord, LeadRecord, RawJson, TransferStatus};
 use crate::store::Reader;
@@ -114,7 +116,7 @@ fn upsert(
         &details,
         existing.is_none() && owner == Owner::Required,
     )?;
-    super::limits::call(&before, &details)?;
+    crate::domain::records::limits::call(&before, &details)?;
 
     let lead = match &details.lead_id {
         Some(lead_id) => Some(leads::live_lead(tx, caller, lead_id)?),

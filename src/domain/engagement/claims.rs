@@ -14,11 +14,12 @@
 
 use chrono::{DateTime, Utc};
 
-use super::compliance::{self, Block};
-use super::engagement::{self, outside_quiet_hours};
-use super::outbound::{self, Attempt};
-use super::{profiles, voice};
 use crate::channel::Channel;
+use crate::domain::contact::compliance::{self, Block};
+use crate::domain::engagement::enrolment::{self, outside_quiet_hours};
+use crate::domain::engagement::outbound::{self, Attempt};
+use crate::domain::settings::profiles;
+use crate::domain::voice::voice;
 use crate::error::Result;
 use crate::store::records::{
     EngagementRecord, EngagementState, JobKind, LeadRecord, Origin, ProfileRecord, StopReason,
@@ -81,7 +82,7 @@ pub fn claim_step(
     e.step_job = None;
     let Some(lead) = live_lead(tx, org, lead_id)? else {
         tx.put_engagement(org, lead_id, &e)?;
-        engagement::stop(tx, org, lead_id, StopReason::Deleted)?;
+        enrolment::stop(tx, org, lead_id, StopReason::Deleted)?;
         return Ok(Claim::Done);
     };
     if e.state == EngagementState::Paused || !lead.is_ai_on {
@@ -97,7 +98,7 @@ pub fn claim_step(
     }
     let Some(profile) = tx.profile(org, &e.profile)? else {
         tx.put_engagement(org, lead_id, &e)?;
-        engagement::stop(tx, org, lead_id, StopReason::ProfileDeleted)?;
+        enrolment::stop(tx, org, lead_id, StopReason::ProfileDeleted)?;
         return Ok(Claim::Done);
     };
     let Some(step) = profile.cadence.get(index as usize).cloned() else {
@@ -107,7 +108,7 @@ pub fn claim_step(
     if let Some(end) = outside_quiet_hours(tx, org, &lead, now)? {
         // Automated work waits for the window's end, without an event (and moves again
         // if the quiet hours or a time zone change meanwhile).
-        e.step_job = Some(engagement::schedule_deferred(
+        e.step_job = Some(enrolment::schedule_deferred(
             tx,
             org,
             lead_id,
@@ -126,7 +127,7 @@ pub fn claim_step(
         log_skip(org, lead_id, index, &block.reason);
         return Ok(Claim::Done);
     }
-    let business = engagement::business_name(tx, org)?;
+    let business = enrolment::business_name(tx, org)?;
     let text = profiles::render(&step.text, &lead, &business);
     tracing::info!(
         org,
@@ -168,7 +169,7 @@ fn advance(
         Some(step) => {
             e.next_step = next;
             let due = now.timestamp_micros() + step.after_ms as i64 * 1000;
-            e.step_job = Some(engagement::schedule(
+            e.step_job = Some(enrolment::schedule(
                 tx,
                 org,
                 lead,
@@ -233,7 +234,7 @@ pub fn defer_reply(
     if e.reply_job.as_ref() != Some(key) {
         return Ok(());
     }
-    e.reply_job = Some(engagement::schedule_deferred(
+    e.reply_job = Some(enrolment::schedule_deferred(
         tx,
         org,
         lead_id,
@@ -292,7 +293,7 @@ pub fn claim_reply(
 fn reply_subject(tx: &WriteTx, org: &str) -> Result<String> {
     Ok(format!(
         "Re: your message to {}",
-        engagement::business_name(tx, org)?
+        enrolment::business_name(tx, org)?
     ))
 }
 
@@ -370,7 +371,7 @@ pub fn retry_at(
     kind: JobKind,
 ) -> Result<()> {
     if take(tx, key)? {
-        engagement::schedule(tx, org, lead, due, kind)?;
+        enrolment::schedule(tx, org, lead, due, kind)?;
     }
     Ok(())
 }

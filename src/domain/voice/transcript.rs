@@ -10,7 +10,8 @@
 
 use serde_json::{json, Value};
 
-use super::{calls, limits};
+use crate::domain::records::calls;
+use crate::domain::records::limits;
 use crate::error::Result;
 use crate::store::records::CallRecord;
 use crate::store::{Reader, WriteTx};
@@ -177,7 +178,9 @@ mod tests {
 
     #[test]
     fn the_engine_keeps_a_transcript_within_its_bounds() {
-        use crate::domain::{calls, limits, Caller};
+        use crate::domain::records::calls;
+        use crate::domain::records::limits;
+        use crate::domain::Caller;
         use crate::store::Store;
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.redb")).unwrap();

@@ -8,7 +8,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use super::Caller;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::Scope;
 use crate::store::Store;

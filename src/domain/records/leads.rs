@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::Caller;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{email_key, JsonBlob, LeadRecord, TagRecord};
 use crate::store::Reader;
@@ -130,9 +130,9 @@ pub fn live_lead(tx: &WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord> 
 /// for its engagement (enrolment, stop rules, pause), in the same transaction.
 /// Every lead write passes the bounds on stored values here, before it writes anything.
 fn put(tx: &mut WriteTx, org: &str, lead: &LeadRecord, old: Option<&LeadRecord>) -> Result<()> {
-    super::limits::lead(old, lead)?;
+    crate::domain::records::limits::lead(old, lead)?;
     tx.put_lead(org, lead, old)?;
-    super::engagement::on_lead_written(tx, org, old, lead)
+    crate::domain::engagement::enrolment::on_lead_written(tx, org, old, lead)
 }
 
 /// Writes `changed` over `old` with a fresh `updatedAt` when anything differs, so
@@ -255,16 +255,16 @@ fn merge_additional_info(lead: &mut LeadRecord, value: &Value) -> Result<()> {
 }
 
 /// Parses a list of tags `{id, name, condition?}`; later duplicates of an id win. At
-/// most [`limits::TAGS`](super::limits::TAGS) items, repeated ids counted.
+/// most [`limits::TAGS`](crate::domain::records::limits::TAGS) items, repeated ids counted.
 pub fn tags(value: &Value) -> Result<Vec<TagRecord>> {
     let Value::Array(items) = value else {
         return Err(Error::invalid_field("tags"));
     };
-    super::limits::tags_in_request(items.len())?;
+    crate::domain::records::limits::tags_in_request(items.len())?;
     let mut out: Vec<TagRecord> = Vec::with_capacity(items.len());
     for item in items {
         let tag = tag(item).ok_or_else(|| Error::invalid_field("tags"))?;
-        super::limits::tag(&tag)?;
+        crate::domain::records::limits::tag(&tag)?;
         out.retain(|t| t.id != tag.id);
         out.push(tag);
     }

@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{listing, Caller};
+use crate::domain::records::listing;
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{DeliveryRecord, DeliveryState, EndpointRecord};
 use crate::store::Reader;

@@ -19,9 +19,11 @@ use chrono::{DateTime, Timelike, Utc};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::org_settings::{parse_hhmm, DEFAULT_COMPLIANCE_TIMEOUT_MS};
-use super::{events, leads, Caller};
 use crate::channel::Channel;
+use crate::domain::records::events;
+use crate::domain::records::leads;
+use crate::domain::settings::org::{parse_hhmm, DEFAULT_COMPLIANCE_TIMEOUT_MS};
+use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::http_client::HttpClient;
 use crate::http_failure::Failure;

@@ -1,0 +1,7 @@
+//! Engagement: the work engaged does on its own for a lead. Enrolment in a profile's
+//! cadence and its stop rules, the claims that turn a due agenda row into a send or a
+//! call (at most once), and outbound messages through a provider.
+
+pub mod claims;
+pub mod enrolment;
+pub mod outbound;

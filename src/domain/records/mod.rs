@@ -1,0 +1,16 @@
+//! Records: what a client writes and reads back through the interface, each with its
+//! rules: leads, their events and messages, calls, the listings (filters and cursors),
+//! the DNC list, webhook endpoints, recordings and their uploads, API keys, and the
+//! bounds every stored value keeps to.
+
+pub mod auth;
+pub mod calls;
+pub mod dnc;
+pub mod events;
+pub mod leads;
+pub mod limits;
+pub mod listing;
+pub mod messages;
+pub mod recording_upload;
+pub mod recordings;
+pub mod webhook_endpoints;
