@@ -5,7 +5,7 @@
 //! `cargo bench --bench http -- neighbour`: another organization's durable `POST
 //! /v1/leads/{id}/events` while one organization keeps writing small events to one lead,
 //! first a small lead, then a lead with every stored value at its bound
-//! (`domain::limits`). Prints both p99s and their ratio (decisions.md: within 2×).
+//! (`domain::records::limits`). Prints both p99s and their ratio (decisions.md: within 2×).
 
 mod support;
 
@@ -154,7 +154,7 @@ fn http(c: &mut Criterion) {
     );
 }
 
-/// A lead with every bounded value at its bound (`domain::limits`).
+/// A lead with every bounded value at its bound (`domain::records::limits`).
 fn lead_at_every_maximum(id: &str) -> Value {
     let tags: Vec<Value> = (0..limits::TAGS)
         .map(|i| {

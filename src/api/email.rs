@@ -22,9 +22,9 @@ use super::request::{read_body, RequestBody};
 use super::response::{full, json as reply, Body};
 use super::views::MessageView;
 use super::AppState;
-use crate::domain::contact::controls;
+use crate::domain::contact::inbound;
 use crate::domain::contact::unsubscribe_links;
-use crate::domain::engagement::enrolment;
+use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::ProviderSettings;
@@ -44,7 +44,7 @@ pub async fn page(state: &AppState, token: &str) -> Result<Response<Body>> {
     {
         return Err(Error::lead_not_found(&target.lead));
     }
-    let business = escape(&enrolment::business_name(&read, &target.org)?);
+    let business = escape(&business_name(&read, &target.org)?);
     let html = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
@@ -179,7 +179,7 @@ pub async fn mailgun_inbound(
                 tracing::warn!(org, "a Mailgun token seen before (a replay): refused");
                 return Err(Error::Forbidden);
             }
-            let inbound = controls::inbound_email(tx, &caller, &sender, subject.as_deref(), &text)?;
+            let inbound = inbound::inbound_email(tx, &caller, &sender, subject.as_deref(), &text)?;
             tx.remember_mailgun_token(org, &token, remember_until, now)?;
             Ok(inbound)
         })

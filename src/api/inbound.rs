@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::response::{json as reply, Body};
 use super::views::MessageView;
-use crate::domain::contact::controls;
+use crate::domain::contact::inbound;
 use crate::domain::records::limits;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -32,7 +32,7 @@ pub async fn inbound_sms(
     }
     limits::inbound(&text, None, true)?;
     let inbound = store
-        .write(move |tx| controls::inbound_sms(tx, &caller, &phone, &text))
+        .write(move |tx| inbound::inbound_sms(tx, &caller, &phone, &text))
         .await?;
     let message = MessageView::of(&inbound.message)
         .ok_or_else(|| Error::Internal("an inbound SMS is not message-shaped".into()))?;
@@ -67,7 +67,7 @@ pub async fn inbound_email(
     }
     limits::inbound(&text, subject.as_deref(), false)?;
     let inbound = store
-        .write(move |tx| controls::inbound_email(tx, &caller, &from, subject.as_deref(), &text))
+        .write(move |tx| inbound::inbound_email(tx, &caller, &from, subject.as_deref(), &text))
         .await?;
     let message = MessageView::of(&inbound.message)
         .ok_or_else(|| Error::Internal("an inbound email is not message-shaped".into()))?;

@@ -1,6 +1,6 @@
 //! The HTTP interface: one function per operation, each thin.
 //!
-//! [`handle`] routes a request (`router`), checks its key (`domain::auth`), and calls
+//! [`handle`] routes a request (`router`), checks its key (`domain::records::auth`), and calls
 //! the operation's handler, which parses the request (`request`), calls one `domain`
 //! function, and renders the result (`views`, `response`). Every error becomes a
 //! `{"message"}` body through `error::Error`.

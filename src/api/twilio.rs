@@ -13,7 +13,7 @@ use super::request::{read_body, RequestBody};
 use super::response::{full, Body};
 use super::AppState;
 use crate::channel::Channel;
-use crate::domain::contact::controls::{self, ProviderKeyword};
+use crate::domain::contact::inbound::{self, ProviderKeyword};
 use crate::domain::engagement::outbound;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -142,7 +142,7 @@ async fn inbound(
             if tx.inbound_seen(&caller.org_id, &sid)? {
                 return Ok(());
             }
-            match controls::inbound_sms_via(tx, &caller, &phone, &text, keyword) {
+            match inbound::inbound_sms_via(tx, &caller, &phone, &text, keyword) {
                 Ok(_) => {}
                 // A text from a number no lead has: Twilio needs no error for it.
                 Err(Error::NotFound(_)) => {

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::domain::records::events::MessageShape;
+use crate::domain::records::message_shape::MessageShape;
 use crate::error::Result;
 use crate::json_writer::JsonWriter;
 use crate::store::lead_view;

@@ -5,7 +5,7 @@
 //!
 //! No API key: each request must carry a valid `X-Twilio-Signature` keyed with the
 //! organization's voice auth token (403 `Forbidden` otherwise, and nothing changes).
-//! Each handler parses the form, calls `domain::voice` (or `domain::transfer`) in one
+//! Each handler parses the form, calls `domain::voice::voice` (or `domain::voice::transfer`) in one
 //! write job, and renders the domain's [`Answer`] as TwiML; the answer to an inbound
 //! call also starts its recording (`<Start><Recording>`, reported to its `recording`
 //! path), as `Record=true` does for the calls engaged places. The relay WebSocket is

@@ -1,6 +1,6 @@
 //! Running one leased agenda row: ask the compliance service when one is configured
 //! (slow, so before the write), take the provider's pacing slot (a send: waited for, or
-//! the row is parked until it comes), claim the row in a write job (`domain::agenda`), then carry out what the claim asks through the
+//! the row is parked until it comes), claim the row in a write job (`domain::engagement::claims`), then carry out what the claim asks through the
 //! channel's provider and commit the answer.
 
 use std::time::{Duration, Instant};
@@ -11,7 +11,8 @@ use super::pacing::Turn;
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::{self, Block};
-use crate::domain::engagement::claims::{self, Claim, JobKey};
+use crate::domain::engagement::agenda::JobKey;
+use crate::domain::engagement::claims::{self, Claim};
 use crate::domain::engagement::outbound;
 use crate::domain::voice::voice;
 use crate::error::Result;

@@ -1,7 +1,7 @@
 //! The engagement engine: the scheduler over the agenda, and what runs a due row.
 //!
 //! The rules (enrolment, stop rules, what a due row becomes) live in the domain
-//! (`domain::engagement`, `domain::agenda`) and run inside write jobs. This module is
+//! (`domain::engagement::enrolment`, `domain::engagement::claims`) and run inside write jobs. This module is
 //! the slow part around them, on the workers' floor beside the webhook dispatcher: it
 //! leases due rows, asks the compliance service, the assistant's model server and the
 //! channel providers (`crate::providers`), and commits each outcome through the domain.

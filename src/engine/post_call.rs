@@ -6,12 +6,12 @@
 //! and the profile's dispositions. An answer naming no known disposition is asked once
 //! more with a correction; after that the call keeps its summary without a disposition
 //! and the engagement's `lastError` says why. The outcome is committed by
-//! `domain::voice::classified`, which sends `call.dispositioned` once.
+//! `domain::voice::voice::classified`, which sends `call.dispositioned` once.
 
 use super::assistant::Turn;
 use super::call_outcome::{self, Choice};
 use super::Engine;
-use crate::domain::engagement::claims::JobKey;
+use crate::domain::engagement::agenda::JobKey;
 use crate::domain::voice::transcript::{self, Role};
 use crate::domain::voice::voice::{self, Classified};
 use crate::error::Result;

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use super::Engine;
-use crate::domain::engagement::claims::{self, JobKey};
+use crate::domain::engagement::agenda::{self, JobKey};
 use crate::domain::records::recording_upload::RecordingUpload;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -65,7 +65,7 @@ impl Engine {
                     "a call recording was fetched"
                 );
                 self.store
-                    .write(move |tx| claims::done(tx, &key).map(|_| ()))
+                    .write(move |tx| agenda::done(tx, &key).map(|_| ()))
                     .await
             }
             Err(e) if e.retryable && (attempt as usize) < RETRY_AFTER.len() => {
@@ -79,14 +79,14 @@ impl Engine {
                     attempt: attempt + 1,
                 };
                 self.store
-                    .write(move |tx| claims::retry_at(tx, &key, &org, &lead, due, kind.clone()))
+                    .write(move |tx| agenda::retry_at(tx, &key, &org, &lead, due, kind.clone()))
                     .await
             }
             Err(e) => {
                 self.metrics.recording("given_up");
                 tracing::error!(org, call = call_id, error = %e.message, "a call recording was given up");
                 self.store
-                    .write(move |tx| claims::done(tx, &key).map(|_| ()))
+                    .write(move |tx| agenda::done(tx, &key).map(|_| ()))
                     .await
             }
         }

@@ -21,11 +21,11 @@ use super::guard::guard;
 use super::tools::{self, Effect, MAX_TOOL_CALLS};
 use super::Engine;
 use crate::channel::{Channel, Owner};
-use crate::domain::contact::compliance;
-use crate::domain::contact::controls;
-use crate::domain::engagement::claims::{self, JobKey};
-use crate::domain::engagement::enrolment;
-use crate::domain::records::events::MessageShape;
+use crate::domain::contact::keywords;
+use crate::domain::contact::quiet_hours::{self, outside_quiet_hours};
+use crate::domain::engagement::agenda::JobKey;
+use crate::domain::engagement::claims;
+use crate::domain::records::message_shape::MessageShape;
 use crate::error::Result;
 use crate::store::records::LeadRecord;
 use crate::store::{Flow, ReadTx, Reader, Start};
@@ -231,7 +231,7 @@ impl Engine {
         if channel.is_unsubscribed(&lead.subscriptions) {
             return Ok(Prepared::Drop);
         }
-        if let Some(until) = enrolment::outside_quiet_hours(read, org, &lead, Utc::now())? {
+        if let Some(until) = outside_quiet_hours(read, org, &lead, Utc::now())? {
             return Ok(Prepared::Defer(until));
         }
         let instructions = read
@@ -264,7 +264,7 @@ impl Engine {
     /// organization's, or UTC).
     pub(super) fn local_time(&self, org: &str, lead: &LeadRecord) -> Result<String> {
         let org_zone = self.store.read()?.engine_settings(org)?.time_zone;
-        let zone = compliance::zone_of(lead, &org_zone);
+        let zone = quiet_hours::zone_of(lead, &org_zone);
         let now = Utc::now();
         Ok(match zone.parse::<chrono_tz::Tz>() {
             Ok(tz) => now
@@ -333,7 +333,7 @@ fn conversation(read: &ReadTx, org: &str, lead: &str) -> Result<Vec<Turn>> {
                 .get("text")
                 .and_then(Value::as_str)
                 .unwrap_or_default();
-            if controls::is_keyword_traffic(&shape, data) {
+            if keywords::is_keyword_traffic(&shape, data) {
                 return Ok(Flow::Continue);
             }
             turns.push_back(Turn {

@@ -18,7 +18,8 @@ use super::assistant::{self, Tool, ToolCallRequest};
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::contact::controls;
-use crate::domain::engagement::enrolment;
+use crate::domain::contact::quiet_hours::outside_quiet_hours;
+use crate::domain::engagement::{agenda, enrolment};
 use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::Caller;
@@ -180,8 +181,8 @@ fn apply(
             let wanted = at.unwrap_or_default().max(now);
             let when =
                 chrono::DateTime::<Utc>::from_timestamp_micros(wanted).unwrap_or_else(Utc::now);
-            match enrolment::outside_quiet_hours(tx, &caller.org_id, &record, when)? {
-                Some(end) => enrolment::schedule_deferred(
+            match outside_quiet_hours(tx, &caller.org_id, &record, when)? {
+                Some(end) => agenda::schedule_deferred(
                     tx,
                     &caller.org_id,
                     lead,
@@ -189,7 +190,7 @@ fn apply(
                     wanted,
                     JobKind::Call,
                 )?,
-                None => enrolment::schedule(tx, &caller.org_id, lead, wanted, JobKind::Call)?,
+                None => agenda::schedule(tx, &caller.org_id, lead, wanted, JobKind::Call)?,
             };
         }
         Tool::Transfer if channel != Channel::Voice => {

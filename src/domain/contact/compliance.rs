@@ -15,14 +15,15 @@
 //! A failed check is logged with its class only (`timeout`, `status 500`, ...): what
 //! the service answered never reaches a log line.
 
-use chrono::{DateTime, Timelike, Utc};
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::channel::Channel;
+use crate::domain::contact::quiet_hours::{in_quiet_hours, zone_of};
 use crate::domain::records::events;
 use crate::domain::records::leads;
-use crate::domain::settings::org::{parse_hhmm, DEFAULT_COMPLIANCE_TIMEOUT_MS};
+use crate::domain::settings::org::DEFAULT_COMPLIANCE_TIMEOUT_MS;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::http_client::HttpClient;
@@ -76,59 +77,6 @@ pub fn local_check(
         return Some(Block::new("QUIET_HOURS", "configuration"));
     }
     None
-}
-
-/// The time zone quiet hours use for `lead`: its own, else the organization's
-/// (`timeZone` in the engine settings), else none.
-pub fn zone_of<'a>(lead: &'a LeadRecord, org_zone: &'a str) -> &'a str {
-    if lead.time_zone.is_empty() {
-        org_zone
-    } else {
-        &lead.time_zone
-    }
-}
-
-/// The quiet window's (start, end) in minutes of the day, and the zone, when both are set.
-fn quiet_window(org: &OrgRecord, zone: &str) -> Option<(u32, u32, chrono_tz::Tz)> {
-    let (start, end) = org.settings.quiet_hours.as_ref()?;
-    let zone = zone.parse::<chrono_tz::Tz>().ok()?;
-    Some((parse_hhmm(start)?, parse_hhmm(end)?, zone))
-}
-
-/// Whether `now` falls in the organization's quiet window in `zone`. Without a zone (or
-/// a window) nothing is ever in quiet hours.
-fn in_quiet_hours(org: &OrgRecord, zone: &str, now: DateTime<Utc>) -> bool {
-    quiet_window_end(org, zone, now).is_some()
-}
-
-/// When `now` falls in the quiet window in `zone`: the window's end (the first instant
-/// automated work may run). `None` outside the window.
-pub fn quiet_window_end(org: &OrgRecord, zone: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    use chrono::{Days, TimeZone};
-    let (start, end, zone) = quiet_window(org, zone)?;
-    let local = now.with_timezone(&zone);
-    let minute = local.hour() * 60 + local.minute();
-    let (inside, end_tomorrow) = if start <= end {
-        ((start..end).contains(&minute), false)
-    } else if minute >= start {
-        (true, true)
-    } else {
-        (minute < end, false)
-    };
-    if !inside {
-        return None;
-    }
-    let mut day = local.date_naive();
-    if end_tomorrow {
-        day = day.checked_add_days(Days::new(1))?;
-    }
-    let naive = day.and_hms_opt(end / 60, end % 60, 0)?;
-    // A window end inside a daylight-saving gap runs an hour later.
-    let at = zone.from_local_datetime(&naive).earliest().or_else(|| {
-        zone.from_local_datetime(&(naive + chrono::Duration::hours(1)))
-            .earliest()
-    })?;
-    Some(at.with_timezone(&Utc))
 }
 
 #[derive(Deserialize)]
@@ -359,36 +307,5 @@ mod tests {
             Some(("DNC".into(), "service-dnc"))
         );
         assert_eq!(reason(&org(None), &l, Channel::Voice, false), None);
-    }
-
-    #[test]
-    fn quiet_hours_follow_the_lead_time_zone_and_wrap_midnight() {
-        let o = org(Some(("21:00", "08:00")));
-        let l = lead();
-        // 02:00 UTC is 21:00 in New York (EST, UTC-5): quiet.
-        assert!(in_quiet_hours(&o, &l.time_zone, at("2026-11-22T02:00:00Z")));
-        // 13:00 in New York: not quiet.
-        assert!(!in_quiet_hours(
-            &o,
-            &l.time_zone,
-            at("2026-11-22T18:00:00Z")
-        ));
-        // 07:59 in New York: still quiet.
-        assert!(in_quiet_hours(&o, &l.time_zone, at("2026-11-22T12:59:00Z")));
-        let no_zone = LeadRecord {
-            time_zone: String::new(),
-            ..lead()
-        };
-        assert!(!in_quiet_hours(
-            &o,
-            &no_zone.time_zone,
-            at("2026-11-22T02:00:00Z")
-        ));
-        let daytime = org(Some(("09:00", "17:00")));
-        assert!(in_quiet_hours(
-            &daytime,
-            &l.time_zone,
-            at("2026-11-22T15:00:00Z")
-        ));
     }
 }

@@ -4,4 +4,7 @@
 
 pub mod compliance;
 pub mod controls;
+pub mod inbound;
+pub mod keywords;
+pub mod quiet_hours;
 pub mod unsubscribe_links;

@@ -16,19 +16,18 @@ use chrono::{DateTime, Utc};
 
 use crate::channel::Channel;
 use crate::domain::contact::compliance::{self, Block};
-use crate::domain::engagement::enrolment::{self, outside_quiet_hours};
+use crate::domain::contact::quiet_hours::outside_quiet_hours;
+use crate::domain::engagement::agenda::{self, JobKey};
+use crate::domain::engagement::enrolment;
 use crate::domain::engagement::outbound::{self, Attempt};
-use crate::domain::settings::profiles;
+use crate::domain::settings::org::business_name;
+use crate::domain::settings::templates;
 use crate::domain::voice::voice;
 use crate::error::Result;
 use crate::store::records::{
     EngagementRecord, EngagementState, JobKind, LeadRecord, Origin, ProfileRecord, StopReason,
 };
 use crate::store::{Reader, WriteTx};
-use crate::time::Micros;
-
-/// An agenda row's key: (due time, job id).
-pub type JobKey = (Micros, String);
 
 /// What a claimed row asks the engine to do next.
 #[derive(Debug)]
@@ -50,11 +49,6 @@ fn log_skip(org: &str, lead: &str, index: u32, why: &str) {
     tracing::info!(org, lead, step = index + 1, why, "cadence step skipped");
 }
 
-/// Takes the row out of the agenda; false when it was gone already (run before).
-fn take(tx: &mut WriteTx, key: &JobKey) -> Result<bool> {
-    tx.remove_agenda(key.0, &key.1)
-}
-
 fn live_lead(tx: &WriteTx, org: &str, lead: &str) -> Result<Option<LeadRecord>> {
     Ok(tx.lead(org, lead)?.filter(|l| l.deleted_at.is_none()))
 }
@@ -70,7 +64,7 @@ pub fn claim_step(
     early: Option<Block>,
     now: DateTime<Utc>,
 ) -> Result<Claim> {
-    if !take(tx, key)? {
+    if !agenda::take(tx, key)? {
         return Ok(Claim::Done);
     }
     let Some(mut e) = tx.engagement(org, lead_id)? else {
@@ -108,7 +102,7 @@ pub fn claim_step(
     if let Some(end) = outside_quiet_hours(tx, org, &lead, now)? {
         // Automated work waits for the window's end, without an event (and moves again
         // if the quiet hours or a time zone change meanwhile).
-        e.step_job = Some(enrolment::schedule_deferred(
+        e.step_job = Some(agenda::schedule_deferred(
             tx,
             org,
             lead_id,
@@ -127,8 +121,8 @@ pub fn claim_step(
         log_skip(org, lead_id, index, &block.reason);
         return Ok(Claim::Done);
     }
-    let business = enrolment::business_name(tx, org)?;
-    let text = profiles::render(&step.text, &lead, &business);
+    let business = business_name(tx, org)?;
+    let text = templates::render(&step.text, &lead, &business);
     tracing::info!(
         org,
         lead = lead_id,
@@ -140,7 +134,7 @@ pub fn claim_step(
         Channel::Voice => start_call(tx, org, lead, index > 0, text),
         channel => {
             let subject = (channel == Channel::Email)
-                .then(|| profiles::render(&step.subject, &lead, &business));
+                .then(|| templates::render(&step.subject, &lead, &business));
             let attempt = outbound::begin(
                 tx,
                 org,
@@ -169,7 +163,7 @@ fn advance(
         Some(step) => {
             e.next_step = next;
             let due = now.timestamp_micros() + step.after_ms as i64 * 1000;
-            e.step_job = Some(enrolment::schedule(
+            e.step_job = Some(agenda::schedule(
                 tx,
                 org,
                 lead,
@@ -207,7 +201,7 @@ pub fn drop_reply(
     lead_id: &str,
     error: Option<&str>,
 ) -> Result<()> {
-    take(tx, key)?;
+    agenda::take(tx, key)?;
     let mut e = tx.engagement(org, lead_id)?.unwrap_or_default();
     if e.reply_job.as_ref() == Some(key) {
         e.reply_job = None;
@@ -227,14 +221,14 @@ pub fn defer_reply(
     channel: Channel,
     until: DateTime<Utc>,
 ) -> Result<()> {
-    if !take(tx, key)? {
+    if !agenda::take(tx, key)? {
         return Ok(());
     }
     let mut e = tx.engagement(org, lead_id)?.unwrap_or_default();
     if e.reply_job.as_ref() != Some(key) {
         return Ok(());
     }
-    e.reply_job = Some(enrolment::schedule_deferred(
+    e.reply_job = Some(agenda::schedule_deferred(
         tx,
         org,
         lead_id,
@@ -256,7 +250,7 @@ pub fn claim_reply(
     text: &str,
     early: Option<Block>,
 ) -> Result<Claim> {
-    if !take(tx, key)? {
+    if !agenda::take(tx, key)? {
         return Ok(Claim::Done);
     }
     let mut e = tx.engagement(org, lead_id)?.unwrap_or_default();
@@ -291,10 +285,7 @@ pub fn claim_reply(
 
 /// The subject of an emailed reply.
 fn reply_subject(tx: &WriteTx, org: &str) -> Result<String> {
-    Ok(format!(
-        "Re: your message to {}",
-        enrolment::business_name(tx, org)?
-    ))
+    Ok(format!("Re: your message to {}", business_name(tx, org)?))
 }
 
 /// A compliance text (keyword confirmation, help): past the gate, but never to a lead
@@ -307,7 +298,7 @@ pub fn claim_notice(
     channel: Channel,
     text: &str,
 ) -> Result<Claim> {
-    if !take(tx, key)? {
+    if !agenda::take(tx, key)? {
         return Ok(Claim::Done);
     }
     let Some(lead) = live_lead(tx, org, lead_id)?.filter(|l| channel.reachable(l)) else {
@@ -325,7 +316,7 @@ pub fn claim_call(
     lead_id: &str,
     early: Option<Block>,
 ) -> Result<Claim> {
-    if !take(tx, key)? {
+    if !agenda::take(tx, key)? {
         return Ok(Claim::Done);
     }
     let Some(lead) = live_lead(tx, org, lead_id)? else {
@@ -353,25 +344,4 @@ fn start_call(
         call_id: call.id,
         to: lead.phone,
     })
-}
-
-/// Removes row `key` whose job is over (a fetched recording, a given-up one); false
-/// when it was gone already.
-pub fn done(tx: &mut WriteTx, key: &JobKey) -> Result<bool> {
-    take(tx, key)
-}
-
-/// Moves row `key` to `due`, as `kind` (its next attempt); nothing when it was gone.
-pub fn retry_at(
-    tx: &mut WriteTx,
-    key: &JobKey,
-    org: &str,
-    lead: &str,
-    due: crate::time::Micros,
-    kind: JobKind,
-) -> Result<()> {
-    if take(tx, key)? {
-        enrolment::schedule(tx, org, lead, due, kind)?;
-    }
-    Ok(())
 }

@@ -1,29 +1,29 @@
 //! A lead's engagement: enrolment in its profile's cadence, the stop rules, the
-//! turn-off pause, and the agenda rows that carry the engine's work.
+//! turn-off pause, and the follow-up of an inbound message; the agenda rows that carry
+//! the engine's work are added through `engagement::agenda`.
 //!
 //! Everything here runs inside the write job of the change that causes it (a lead
 //! created or patched, a message received, an opt-out, a DNC entry), so the agenda row
 //! commits or rolls back with its cause. Running a row is the engine's business
-//! (`crate::engine`); the engine calls back here to commit what a run decided.
+//! (`crate::engine`); the engine calls back into `engagement::claims` to commit what a
+//! run decided.
 //!
 //! **Stop rules** (state `stopped`, never resumed by itself): the lead sends a message,
 //! every reachable channel is unsubscribed, the phone joins the DNC list and the lead
 //! has no email, the lead is deleted, qualified, handed off, or its profile is cleared
 //! or deleted. While `isAiOn` is false the cadence is `paused`: its due step waits;
 //! turning it back on resumes it and answers the lead's last message if it went
-//! unanswered. Work quiet hours deferred is noted (`quiet_deferred`) and re-computed
-//! when the quiet hours or a time zone change.
+//! unanswered. A time zone change re-computes the work quiet hours deferred
+//! (`agenda::recompute_deferred`).
 
-use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::channel::{Channel, Owner};
+use crate::domain::engagement::agenda::{recompute_deferred, schedule, unschedule};
 use crate::error::{Error, Result};
-use crate::store::records::{
-    AgendaJob, EngagementRecord, EngagementState, JobKind, LeadRecord, StopReason,
-};
+use crate::store::records::{EngagementRecord, EngagementState, JobKind, LeadRecord, StopReason};
 use crate::store::{Reader, WriteTx};
-use crate::time::{now_micros, Micros};
+use crate::time::now_micros;
 
 /// The reply delay of a lead without a profile that sets one.
 pub const DEFAULT_REPLY_DELAY_MS: u64 = 5_000;
@@ -49,99 +49,7 @@ fn load(tx: &WriteTx, org: &str, lead: &str) -> Result<EngagementRecord> {
     Ok(tx.engagement(org, lead)?.unwrap_or_default())
 }
 
-/// Adds an agenda row for `lead` due at `due`; answers its key.
-pub fn schedule(
-    tx: &mut WriteTx,
-    org: &str,
-    lead: &str,
-    due: Micros,
-    kind: JobKind,
-) -> Result<(Micros, String)> {
-    let id = crate::ids::generate("job");
-    let job = AgendaJob {
-        org_id: org.to_string(),
-        lead_id: lead.to_string(),
-        kind,
-    };
-    tx.put_agenda(due, &id, &job)?;
-    Ok((due, id))
-}
-
-/// Adds the agenda row of work that wanted to run at `wanted` but that quiet hours
-/// defer to `due` (the window's end), and notes it, so that a change of the quiet
-/// hours or of a time zone re-computes it ([`recompute_deferred`]).
-pub fn schedule_deferred(
-    tx: &mut WriteTx,
-    org: &str,
-    lead: &str,
-    due: Micros,
-    wanted: Micros,
-    kind: JobKind,
-) -> Result<(Micros, String)> {
-    let key = schedule(tx, org, lead, due, kind)?;
-    tx.put_quiet_deferred(org, lead, key.0, &key.1, wanted)?;
-    Ok(key)
-}
-
-/// The organization's quiet hours or time zone changed (`lead` None), or one lead's
-/// time zone did: every agenda row quiet hours deferred (of the organization, or of
-/// that lead) runs again when its work wanted to (or now, if that has passed), unless
-/// the new quiet hours defer it still, to the new window's end. Called in the write
-/// job of the change; it walks only the deferred rows (`quiet_deferred`), never the
-/// organization's leads. A moved row keeps its job id; the engagement's pointer to it
-/// follows.
-pub fn recompute_deferred(tx: &mut WriteTx, org: &str, lead: Option<&str>) -> Result<()> {
-    let now = now_micros();
-    for (lead_id, due, id, wanted) in tx.quiet_deferred(org, lead)? {
-        let Some(job) = tx.agenda_job(due, &id)? else {
-            continue;
-        };
-        let Some(record) = tx.lead(org, &lead_id)?.filter(|l| l.deleted_at.is_none()) else {
-            continue;
-        };
-        let at = wanted.max(now);
-        let at_time = DateTime::<Utc>::from_timestamp_micros(at).unwrap_or_else(Utc::now);
-        let still = outside_quiet_hours(tx, org, &record, at_time)?;
-        let new_due = still.map_or(at, |end| end.timestamp_micros());
-        if new_due == due {
-            continue;
-        }
-        tx.remove_agenda(due, &id)?;
-        tx.put_agenda(new_due, &id, &job)?;
-        if still.is_some() {
-            tx.put_quiet_deferred(org, &lead_id, new_due, &id, wanted)?;
-        }
-        if let Some(mut e) = tx.engagement(org, &lead_id)? {
-            let old = Some((due, id.clone()));
-            let mut moved = false;
-            for pointer in [&mut e.step_job, &mut e.reply_job] {
-                if *pointer == old {
-                    *pointer = Some((new_due, id.clone()));
-                    moved = true;
-                }
-            }
-            if moved {
-                tx.put_engagement(org, &lead_id, &e)?;
-            }
-        }
-        tracing::info!(
-            org,
-            lead = lead_id,
-            job = id,
-            "work deferred by quiet hours re-computed"
-        );
-    }
-    Ok(())
-}
-
-fn unschedule(tx: &mut WriteTx, job: &mut Option<(Micros, String)>) -> Result<()> {
-    if let Some((due, id)) = job.take() {
-        tx.remove_agenda(due, &id)?;
-    }
-    Ok(())
-}
-
-/// Called for every write of a lead (`domain::leads`), with the lead as it was.
+/// Called for every write of a lead (`domain::records::leads`), with the lead as it was.
 pub fn on_lead_written(
     tx: &mut WriteTx,
     org: &str,
@@ -355,24 +263,15 @@ pub fn answer_unanswered(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Resu
         return Ok(());
     };
     let data = &record.data.0;
-    let Some(shape) = crate::domain::records::events::MessageShape::of(&kind, data) else {
+    let Some(shape) = crate::domain::records::message_shape::MessageShape::of(&kind, data) else {
         return Ok(());
     };
     if shape.owner != Owner::Lead
-        || crate::domain::contact::controls::is_keyword_traffic(&shape, data)
+        || crate::domain::contact::keywords::is_keyword_traffic(&shape, data)
     {
         return Ok(());
     }
     on_inbound(tx, org, lead, shape.channel, InboundFollowUp::Reply)
-}
-
-/// The business name texts use: the organization's setting, else its name.
-pub fn business_name(tx: &impl Reader, org: &str) -> Result<String> {
-    let settings = tx.engine_settings(org)?;
-    if !settings.business_name.is_empty() {
-        return Ok(settings.business_name);
-    }
-    Ok(tx.org(org)?.map(|o| o.name).unwrap_or_default())
 }
 
 /// The engagement of a live lead, for the view.
@@ -380,28 +279,4 @@ pub fn find(read: &impl Reader, org: &str, lead_id: &str) -> Result<Option<Engag
     read.lead(org, lead_id)?
         .ok_or_else(|| Error::lead_not_found(lead_id))?;
     read.engagement(org, lead_id)
-}
-
-/// When automated work due at `at` may run for `lead`: `at` itself, or the end of the
-/// organization's quiet window in the lead's time zone (the organization's when the
-/// lead has none).
-pub fn outside_quiet_hours(
-    tx: &impl Reader,
-    org: &str,
-    lead: &LeadRecord,
-    at: DateTime<Utc>,
-) -> Result<Option<DateTime<Utc>>> {
-    let Some(org_record) = tx.org(org)? else {
-        return Ok(None);
-    };
-    let zone = if lead.time_zone.is_empty() {
-        tx.engine_settings(org)?.time_zone
-    } else {
-        lead.time_zone.clone()
-    };
-    Ok(crate::domain::contact::compliance::quiet_window_end(
-        &org_record,
-        &zone,
-        at,
-    ))
 }

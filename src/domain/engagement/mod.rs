@@ -2,6 +2,7 @@
 //! cadence and its stop rules, the claims that turn a due agenda row into a send or a
 //! call (at most once), and outbound messages through a provider.
 
+pub mod agenda;
 pub mod claims;
 pub mod enrolment;
 pub mod outbound;

@@ -14,6 +14,7 @@ use crate::channel::{Channel, Owner};
 use crate::domain::contact::compliance::{self, Block};
 use crate::domain::contact::controls;
 use crate::domain::records::events;
+use crate::domain::records::message_shape;
 use crate::error::{Error, Result};
 use crate::providers::{Outgoing, SendOutcome};
 use crate::store::records::{LeadRecord, Origin, ProviderMessageRef, SendStatus, SendingRow};
@@ -54,7 +55,7 @@ pub fn begin(
         "status": SendStatus::Sending.as_str(),
         "origin": origin.as_str(),
     });
-    let kind = events::message_kind(channel);
+    let kind = message_shape::message_kind(channel);
     let id = crate::ids::generate("msg");
     let lead_id = lead.id.clone();
     let (event, _) = events::record(tx, org, lead, kind, &id, data, |_| {})?;
@@ -117,7 +118,7 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
             code,
             do_not_contact: true,
         },
-        events::MESSAGE,
+        message_shape::MESSAGE,
     ) = (outcome, row.kind.as_str())
     {
         if let Some(lead) = tx.lead(&row.org_id, &row.lead_id)? {

@@ -7,8 +7,9 @@
 
 use serde_json::{Map, Value};
 
-use crate::channel::{Channel, Owner};
+use crate::channel::Owner;
 use crate::domain::records::leads;
+use crate::domain::records::message_shape::{MessageShape, EMAIL, MESSAGE};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{EventRecord, JsonBlob, LeadRecord, StopReason};
@@ -133,41 +134,4 @@ pub fn record(
         record,
     };
     Ok((row, lead))
-}
-
-pub const MESSAGE: &str = "MESSAGE";
-pub const EMAIL: &str = "EMAIL";
-
-/// The event type of a message on `channel`: `EMAIL` for email, `MESSAGE` otherwise.
-pub fn message_kind(channel: Channel) -> &'static str {
-    match channel {
-        Channel::Email => EMAIL,
-        Channel::Sms | Channel::Voice => MESSAGE,
-    }
-}
-
-/// What makes an event a message: type `MESSAGE` (SMS) or `EMAIL`, an `owner`, and a
-/// `content` object with `text`.
-pub struct MessageShape<'a> {
-    pub owner: Owner,
-    pub channel: Channel,
-    pub content: &'a Value,
-}
-
-impl<'a> MessageShape<'a> {
-    pub fn of(kind: &str, data: &'a Value) -> Option<MessageShape<'a>> {
-        let channel = match kind {
-            MESSAGE => Channel::Sms,
-            EMAIL => Channel::Email,
-            _ => return None,
-        };
-        let owner = Owner::parse(data.get("owner")?.as_str()?)?;
-        let content = data.get("content")?;
-        content.get("text")?.as_str()?;
-        Some(MessageShape {
-            owner,
-            channel,
-            content,
-        })
-    }
 }

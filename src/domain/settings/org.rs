@@ -6,11 +6,12 @@
 //!
 //! `assistant` merges its members into what was set (a member left out keeps its
 //! value). A change of `quietHours` or `timeZone` re-computes, in the same write, the
-//! agenda rows quiet hours deferred (`engagement::recompute_deferred`).
+//! agenda rows quiet hours deferred (`engagement::agenda::recompute_deferred`).
 
 use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
+use crate::domain::contact::quiet_hours::parse_hhmm;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{
@@ -258,7 +259,7 @@ fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<Pro
                     .ok_or_else(|| Error::invalid_field(&format!("{path}.latencyMs")))?
             }
             "ratePerSecond" if path != "providers.email" => {
-                rate_per_second = rate(&format!("{path}.ratePerSecond"), &value)?
+                rate_per_second = super::rate(&format!("{path}.ratePerSecond"), &value)?
             }
             other => return Err(Error::unknown_field(&format!("{path}.{other}"))),
         }
@@ -267,23 +268,6 @@ fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<Pro
         latency_ms,
         rate_per_second,
     })
-}
-
-/// The most sends per second a provider may be given (Twilio's fastest senders, short
-/// codes, take about 100).
-pub const MAX_RATE_PER_SECOND: f64 = 1000.0;
-
-/// A provider's `ratePerSecond` at `path`: a number above 0 and at most
-/// [`MAX_RATE_PER_SECOND`]; `null` is the kind's default.
-pub(super) fn rate(path: &str, value: &Value) -> Result<Option<f64>> {
-    match value {
-        Value::Null => Ok(None),
-        v => v
-            .as_f64()
-            .filter(|r| *r > 0.0 && *r <= MAX_RATE_PER_SECOND)
-            .map(Some)
-            .ok_or_else(|| Error::invalid_field(path)),
-    }
 }
 
 /// Applies a partial update; `null` clears an optional setting. Answers the
@@ -399,35 +383,16 @@ pub fn update(
     }
     if quiet_changed {
         // In this same write: the work quiet hours deferred follows the new window.
-        crate::domain::engagement::enrolment::recompute_deferred(tx, &caller.org_id, None)?;
+        crate::domain::engagement::agenda::recompute_deferred(tx, &caller.org_id, None)?;
     }
     Ok((org, engine))
 }
 
-/// Minutes after midnight of `HH:MM`.
-pub fn parse_hhmm(text: &str) -> Option<u32> {
-    let (h, m) = text.split_once(':')?;
-    // `u32::from_str` takes a leading `+`, which is not a clock time.
-    let digits = |s: &str| s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(h) || !digits(m) {
-        return None;
+/// The business name texts use: the organization's setting, else its name.
+pub fn business_name(tx: &impl Reader, org: &str) -> Result<String> {
+    let settings = tx.engine_settings(org)?;
+    if !settings.business_name.is_empty() {
+        return Ok(settings.business_name);
     }
-    let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
-    (h < 24 && m < 60).then_some(h * 60 + m)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_hhmm;
-
-    #[test]
-    fn clock_times_are_hh_mm() {
-        assert_eq!(parse_hhmm("21:00"), Some(1260));
-        assert_eq!(parse_hhmm("08:05"), Some(485));
-        for bad in [
-            "24:00", "8:00", "08:60", "0800", "aa:bb", "", "+8:00", "08:+5",
-        ] {
-            assert_eq!(parse_hhmm(bad), None, "{bad}");
-        }
-    }
+    Ok(tx.org(org)?.map(|o| o.name).unwrap_or_default())
 }

@@ -5,17 +5,17 @@
 //!
 //! This module turns a `PUT /v1/profiles/{name}` body into a
 //! [`ProfileRecord`] (refusing anything malformed with the interface's exact messages),
-//! renders a record back to its wire shape, and fills a step's template for one lead.
-//! `put`, `delete` and `find` store and read them. Templates are checked when the
-//! profile is written, so an unknown placeholder is a 400 at PUT time rather than a
-//! surprise in a lead's inbox; a placeholder whose value is missing renders as empty text.
+//! renders a record back to its wire shape; `put`, `delete` and `find` store and read
+//! them. Templates (`settings::templates`) are checked when the profile is written, so
+//! an unknown placeholder is a 400 at PUT time rather than a surprise in a lead's inbox.
 
 use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
+use crate::domain::settings::templates::check_placeholders;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{DispositionRecord, LeadRecord, ProfileRecord, StepRecord};
+use crate::store::records::{DispositionRecord, ProfileRecord, StepRecord};
 use crate::store::{ReadTx, Reader, WriteTx};
 
 /// The most steps one cadence may hold.
@@ -239,102 +239,6 @@ fn duration_ms(text: &str) -> Option<u64> {
     u64::try_from(duration.as_millis()).ok()
 }
 
-/// A part of a template: literal text or the inside of a `{{...}}`.
-#[derive(Debug, PartialEq)]
-enum Piece<'a> {
-    Text(&'a str),
-    Placeholder(&'a str),
-}
-
-/// Splits a template into literal text and placeholders. A `{{` without a later `}}` is
-/// literal text.
-fn pieces(template: &str) -> Vec<Piece<'_>> {
-    let mut out = Vec::new();
-    let mut rest = template;
-    while let Some(open) = rest.find("{{") {
-        let after_open = &rest[open + 2..];
-        let Some(close) = after_open.find("}}") else {
-            break;
-        };
-        if open > 0 {
-            out.push(Piece::Text(&rest[..open]));
-        }
-        out.push(Piece::Placeholder(&after_open[..close]));
-        rest = &after_open[close + 2..];
-    }
-    if !rest.is_empty() {
-        out.push(Piece::Text(rest));
-    }
-    out
-}
-
-/// What a placeholder stands for.
-#[derive(Debug, PartialEq)]
-enum Placeholder<'a> {
-    FirstName,
-    LastName,
-    Phone,
-    Email,
-    AdditionalInfo(&'a str),
-    BusinessName,
-}
-
-fn recognise(inner: &str) -> Option<Placeholder<'_>> {
-    match inner {
-        "firstName" => Some(Placeholder::FirstName),
-        "lastName" => Some(Placeholder::LastName),
-        "phone" => Some(Placeholder::Phone),
-        "email" => Some(Placeholder::Email),
-        "business.name" => Some(Placeholder::BusinessName),
-        _ => inner
-            .strip_prefix("additionalInfo.")
-            .filter(|key| !key.is_empty())
-            .map(Placeholder::AdditionalInfo),
-    }
-}
-
-/// `Unknown placeholder: {{...}}` for the first placeholder that is not one of the six.
-pub fn check_placeholders(template: &str) -> Result<()> {
-    for piece in pieces(template) {
-        if let Piece::Placeholder(inner) = piece {
-            if recognise(inner).is_none() {
-                return Err(Error::BadRequest(format!(
-                    "Unknown placeholder: {{{{{inner}}}}}"
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Fills a template for `lead`. A missing value is empty text; `additionalInfo.KEY`
-/// takes a string as it is and a number or boolean as its JSON text, anything else as
-/// empty. Unknown placeholders (refused when the profile is written) render as empty.
-pub fn render(template: &str, lead: &LeadRecord, business_name: &str) -> String {
-    let mut out = String::with_capacity(template.len() + 32);
-    for piece in pieces(template) {
-        match piece {
-            Piece::Text(text) => out.push_str(text),
-            Piece::Placeholder(inner) => match recognise(inner) {
-                Some(Placeholder::FirstName) => out.push_str(&lead.first_name),
-                Some(Placeholder::LastName) => out.push_str(&lead.last_name),
-                Some(Placeholder::Phone) => out.push_str(&lead.phone),
-                Some(Placeholder::Email) => out.push_str(&lead.email),
-                Some(Placeholder::BusinessName) => out.push_str(business_name),
-                Some(Placeholder::AdditionalInfo(key)) => match lead.additional_info.0.get(key) {
-                    Some(Value::String(text)) => out.push_str(text),
-                    Some(value @ (Value::Number(_) | Value::Bool(_))) => {
-                        out.push_str(&value.to_string())
-                    }
-                    _ => {}
-                },
-                None => {}
-            },
-        }
-    }
-    out
-}
-
 /// The wire shape of a profile.
 pub fn view(p: &ProfileRecord) -> Value {
     let cadence: Vec<Value> = p
@@ -415,7 +319,6 @@ pub fn find(read: &ReadTx, caller: &Caller, name: &str) -> Result<ProfileRecord>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::records::JsonBlob;
 
     fn body(value: Value) -> Map<String, Value> {
         match value {
@@ -883,79 +786,5 @@ mod tests {
         }
         let reparsed = parse("solar", again.clone()).unwrap();
         assert_eq!(reparsed, parse("solar", body(spec_example())).unwrap());
-    }
-
-    fn lead() -> LeadRecord {
-        LeadRecord {
-            first_name: "Ada".into(),
-            last_name: "Lovelace".into(),
-            phone: "+15551234567".into(),
-            email: "ada@example.com".into(),
-            additional_info: JsonBlob(json!({
-                "city": "London",
-                "panels": 12,
-                "ratio": 0.5,
-                "owner": true,
-                "none": null,
-                "list": [1, 2],
-                "nested": {"a": 1},
-                "roof type": "slate"
-            })),
-            ..LeadRecord::default()
-        }
-    }
-
-    #[test]
-    fn render_fills_every_placeholder() {
-        let lead = lead();
-        assert_eq!(
-            render(
-                "Hi {{firstName}} {{lastName}} ({{phone}}, {{email}}), {{business.name}} here.",
-                &lead,
-                "Acme Solar"
-            ),
-            "Hi Ada Lovelace (+15551234567, ada@example.com), Acme Solar here."
-        );
-        assert_eq!(
-            render(
-                "{{additionalInfo.city}}|{{additionalInfo.panels}}|{{additionalInfo.ratio}}|\
-                 {{additionalInfo.owner}}|{{additionalInfo.roof type}}",
-                &lead,
-                ""
-            ),
-            "London|12|0.5|true|slate"
-        );
-    }
-
-    #[test]
-    fn render_leaves_missing_and_structured_values_empty() {
-        let lead = lead();
-        assert_eq!(
-            render(
-                "[{{additionalInfo.none}}][{{additionalInfo.list}}][{{additionalInfo.nested}}]\
-                 [{{additionalInfo.absent}}][{{business.name}}]",
-                &lead,
-                ""
-            ),
-            "[][][][][]"
-        );
-        let blank = LeadRecord::default();
-        assert_eq!(
-            render("Hi {{firstName}}{{lastName}}!", &blank, "Acme"),
-            "Hi !"
-        );
-        assert_eq!(render("Hi {{additionalInfo.city}}", &blank, "Acme"), "Hi ");
-    }
-
-    #[test]
-    fn render_keeps_literal_text_and_drops_unknown_placeholders() {
-        let lead = lead();
-        assert_eq!(render("", &lead, "A"), "");
-        assert_eq!(render("no placeholders", &lead, "A"), "no placeholders");
-        assert_eq!(render("{{nickname}}!", &lead, "A"), "!");
-        assert_eq!(render("a {{ b", &lead, "A"), "a {{ b");
-        assert_eq!(render("a }} b {{", &lead, "A"), "a }} b {{");
-        assert_eq!(render("{{firstName}}{{firstName}}", &lead, "A"), "AdaAda");
-        assert_eq!(render("ünï {{firstName}} ✓", &lead, "A"), "ünï Ada ✓");
     }
 }

@@ -48,7 +48,7 @@ pub fn parse(
             }
             "ratePerSecond" => {
                 rate_per_second =
-                    crate::domain::settings::org::rate(&format!("{path}.{member}"), &value)?
+                    crate::domain::settings::rate(&format!("{path}.{member}"), &value)?
             }
             "authToken" => auth_token = Some(text(value)?),
             "from" => {

@@ -11,11 +11,11 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::domain::contact::controls;
-use crate::domain::engagement::claims::{self, JobKey};
-use crate::domain::engagement::enrolment;
+use crate::domain::contact::inbound;
+use crate::domain::engagement::agenda::{self, JobKey};
 use crate::domain::records::calls;
-use crate::domain::settings::profiles;
+use crate::domain::settings::org::business_name;
+use crate::domain::settings::templates;
 use crate::domain::voice::transcript;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -160,9 +160,9 @@ fn greeting_of<'a>(profile: Option<&'a ProfileRecord>, default: &'a str) -> &'a 
 /// A template rendered for `lead` (or, for an unknown caller, with empty lead fields);
 /// "Hi , this" becomes "Hi, this" when the lead has no first name.
 fn render(tx: &WriteTx, org: &str, template: &str, lead: Option<&LeadRecord>) -> Result<String> {
-    let business = enrolment::business_name(tx, org)?;
+    let business = business_name(tx, org)?;
     let empty = LeadRecord::default();
-    let text = profiles::render(template, lead.unwrap_or(&empty), &business);
+    let text = templates::render(template, lead.unwrap_or(&empty), &business);
     Ok(text.replace(" ,", ","))
 }
 
@@ -214,7 +214,7 @@ pub fn inbound(
     provider_call_id: &str,
     from: &str,
 ) -> Result<(String, Answer)> {
-    let lead = controls::lead_by_phone(tx, org, from)?;
+    let lead = inbound::lead_by_phone(tx, org, from)?;
     let call_id = match tx.provider_call(org, provider_call_id)? {
         Some(call_id) => call_id,
         None => {
@@ -324,7 +324,7 @@ pub fn status_changed(
     {
         session.post_call_scheduled = true;
         tx.put_voice_session(org, call_id, &session)?;
-        enrolment::schedule(
+        agenda::schedule(
             tx,
             org,
             &session.lead_id,
@@ -373,7 +373,7 @@ pub fn classified(
     call_id: &str,
     outcome: &Classified,
 ) -> Result<()> {
-    if !claims::done(tx, key)? {
+    if !agenda::done(tx, key)? {
         return Ok(());
     }
     let Some(call) = tx.call(org, call_id)? else {
@@ -410,7 +410,7 @@ pub fn recording_ready(tx: &mut WriteTx, org: &str, call_id: &str, url: &str) ->
     let Some(session) = tx.voice_session(org, call_id)? else {
         return Ok(false);
     };
-    enrolment::schedule(
+    agenda::schedule(
         tx,
         org,
         &session.lead_id,

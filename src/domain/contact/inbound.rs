@@ -1,0 +1,201 @@
+//! Messages a lead sends in (SMS and email, from a provider's webhook or the inbound
+//! API): recorded on the lead the sender's phone or address belongs to, with what an
+//! SMS keyword does (opt-out, opt-in, help) and the follow-up handed to the engine
+//! (a confirmation or help text, or an assistant reply).
+
+use crate::channel::Channel;
+use crate::domain::contact::controls::{self, Source};
+use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS};
+use crate::domain::engagement::enrolment::{self, InboundFollowUp};
+use crate::domain::records::{events, leads, limits, message_shape};
+use crate::domain::settings::org::business_name;
+use crate::domain::Caller;
+use crate::error::{Error, Result};
+use crate::store::records::LeadRecord;
+use crate::store::Reader;
+use crate::store::{EventRow, WriteTx};
+
+/// What an inbound message did.
+pub struct Inbound {
+    /// The lead it was recorded on.
+    pub lead_id: String,
+    pub message: EventRow,
+    pub opted_out: bool,
+    pub opted_in: bool,
+}
+
+/// Records an SMS from `phone` on its lead (the most recently updated live one),
+/// applies an opt-out or opt-in keyword when the message is only that word, and hands
+/// the engine its follow-up: a confirmation or help text, or an assistant reply.
+pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -> Result<Inbound> {
+    inbound_sms_via(tx, caller, phone, text, None)
+}
+
+/// A keyword the SMS provider recognised and already answered (Twilio's Advanced
+/// Opt-Out `OptOutType`): it means the same as ours, without a second confirmation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKeyword {
+    Stop,
+    Start,
+    Help,
+}
+
+impl ProviderKeyword {
+    pub fn parse(s: &str) -> Option<ProviderKeyword> {
+        match s.to_ascii_uppercase().as_str() {
+            "STOP" => Some(ProviderKeyword::Stop),
+            "START" => Some(ProviderKeyword::Start),
+            "HELP" => Some(ProviderKeyword::Help),
+            _ => None,
+        }
+    }
+}
+
+/// The live lead an inbound message or call from `phone` belongs to: the most recently
+/// updated one, when several share the number (from before duplicates were refused).
+pub fn lead_by_phone(tx: &WriteTx, org: &str, phone: &str) -> Result<Option<LeadRecord>> {
+    most_recent(tx, org, tx.lead_ids_by_phone(org, phone)?)
+}
+
+/// The live lead an inbound email from `email` belongs to (any case), as
+/// [`lead_by_phone`].
+pub fn lead_by_email(tx: &WriteTx, org: &str, email: &str) -> Result<Option<LeadRecord>> {
+    most_recent(tx, org, tx.lead_ids_by_email(org, email)?)
+}
+
+fn most_recent(tx: &WriteTx, org: &str, ids: Vec<String>) -> Result<Option<LeadRecord>> {
+    let mut lead: Option<LeadRecord> = None;
+    for id in ids {
+        if let Some(candidate) = tx.lead(org, &id)?.filter(|l| l.deleted_at.is_none()) {
+            if lead
+                .as_ref()
+                .is_none_or(|l| candidate.updated_at > l.updated_at)
+            {
+                lead = Some(candidate);
+            }
+        }
+    }
+    Ok(lead)
+}
+
+/// [`inbound_sms`] for an SMS a provider delivered, with the keyword it recognised.
+pub fn inbound_sms_via(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    phone: &str,
+    text: &str,
+    provider_keyword: Option<ProviderKeyword>,
+) -> Result<Inbound> {
+    let org = caller.org_id.as_str();
+    let lead = lead_by_phone(tx, org, phone)?;
+    let lead = lead
+        .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
+    let word = text.trim().to_ascii_uppercase();
+    let opted_out = OPT_OUT_KEYWORDS.contains(&word.as_str())
+        || provider_keyword == Some(ProviderKeyword::Stop);
+    let opted_in = OPT_IN_KEYWORDS.contains(&word.as_str())
+        || provider_keyword == Some(ProviderKeyword::Start);
+    let help =
+        HELP_KEYWORDS.contains(&word.as_str()) || provider_keyword == Some(ProviderKeyword::Help);
+    let (message, lead) = record_inbound(tx, org, lead, Channel::Sms, text, None)?;
+    let channels: &[Channel] = if controls::coupled(tx, org)? {
+        &[Channel::Sms, Channel::Voice]
+    } else {
+        &[Channel::Sms]
+    };
+    let lead = if opted_out {
+        controls::opt_out(tx, org, lead, channels, Source::Keyword)?
+    } else if opted_in {
+        let mut changed = lead.clone();
+        for &channel in channels {
+            channel.set_unsubscribed(&mut changed.subscriptions, false);
+        }
+        changed.subscriptions.sms_by_keyword = false;
+        leads::save_if_changed(tx, org, lead, changed)?
+    } else {
+        lead
+    };
+    let business = business_name(tx, org)?;
+    let follow_up = if provider_keyword.is_some() {
+        // The provider answered the keyword itself.
+        InboundFollowUp::Nothing
+    } else if opted_out {
+        InboundFollowUp::Notice(format!(
+            "{business}: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
+        ))
+    } else if opted_in {
+        InboundFollowUp::Notice(format!(
+            "{business}: You are resubscribed. Reply STOP to opt out."
+        ))
+    } else if help {
+        let help_text = tx.engine_settings(org)?.help_text;
+        InboundFollowUp::Notice(if help_text.is_empty() {
+            format!("{business}: Reply STOP to opt out.")
+        } else {
+            help_text
+        })
+    } else {
+        InboundFollowUp::Reply
+    };
+    enrolment::on_inbound(tx, org, &lead, Channel::Sms, follow_up)?;
+    Ok(Inbound {
+        lead_id: lead.id.clone(),
+        message,
+        opted_out,
+        opted_in,
+    })
+}
+
+/// Records an email from `from` on the live lead with that address (the most recently
+/// updated one), and hands the engine its follow-up (an assistant reply).
+pub fn inbound_email(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    from: &str,
+    subject: Option<&str>,
+    text: &str,
+) -> Result<Inbound> {
+    let org = caller.org_id.as_str();
+    let lead = lead_by_email(tx, org, from)?
+        .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
+    let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject)?;
+    enrolment::on_inbound(tx, org, &lead, Channel::Email, InboundFollowUp::Reply)?;
+    Ok(Inbound {
+        lead_id: lead.id.clone(),
+        message,
+        opted_out: false,
+        opted_in: false,
+    })
+}
+
+/// Writes a lead-owned message (which sets `hasReplied` / `hasRepliedEmail` and stops
+/// the cadence, see `events::record`), before any keyword changes the lead.
+fn record_inbound(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+    channel: Channel,
+    text: &str,
+    subject: Option<&str>,
+) -> Result<(EventRow, LeadRecord)> {
+    let id = crate::ids::generate("msg");
+    // A provider's message over the bounds (the API refuses one) is cut to them.
+    let max = match channel {
+        Channel::Email => limits::MESSAGE_CHARS,
+        Channel::Sms | Channel::Voice => limits::SMS_CHARS,
+    };
+    let text = limits::truncate(text, max);
+    let subject = subject.map(|s| limits::truncate(s, limits::SUBJECT_CHARS));
+    let content = crate::domain::records::messages::content(text, subject);
+    let data =
+        serde_json::json!({"owner": "lead", "channel": channel.as_str(), "content": content});
+    events::record(
+        tx,
+        org,
+        lead,
+        message_shape::message_kind(channel),
+        &id,
+        data,
+        |_| {},
+    )
+}

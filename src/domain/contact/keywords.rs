@@ -1,0 +1,51 @@
+//! The SMS keywords: a lead's whole message STOP (and its synonyms), START or HELP.
+//! `contact::inbound` acts on them; the assistant neither sees nor answers keyword
+//! traffic (the keyword, and the confirmation or help text sent back).
+
+use serde_json::Value;
+
+use crate::channel::{Channel, Owner};
+use crate::domain::records::message_shape::MessageShape;
+use crate::store::records::Origin;
+
+pub const OPT_OUT_KEYWORDS: [&str; 8] = [
+    "STOP",
+    "STOPALL",
+    "UNSUBSCRIBE",
+    "CANCEL",
+    "END",
+    "QUIT",
+    "OPTOUT",
+    "REVOKE",
+];
+pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
+
+/// Whether an SMS from a lead is a keyword (opt-out, opt-in, help): the whole text, any
+/// case, as `inbound_sms` reads it.
+pub fn is_keyword(text: &str) -> bool {
+    let word = text.trim().to_ascii_uppercase();
+    let word = word.as_str();
+    OPT_OUT_KEYWORDS.contains(&word)
+        || OPT_IN_KEYWORDS.contains(&word)
+        || HELP_KEYWORDS.contains(&word)
+}
+
+/// A keyword SMS from the lead, or a keyword's confirmation or help text to it
+/// (`origin: keyword`): compliance traffic, which the assistant neither sees nor
+/// answers.
+pub fn is_keyword_traffic(shape: &MessageShape, data: &Value) -> bool {
+    match shape.owner {
+        Owner::Lead => {
+            shape.channel == Channel::Sms
+                && shape
+                    .content
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .is_some_and(is_keyword)
+        }
+        Owner::User => data.get("origin").and_then(Value::as_str) == Some(Origin::Keyword.as_str()),
+    }
+}
+
+/// HELP and INFO (the whole text, any case) ask for the organization's help text.
+pub const HELP_KEYWORDS: [&str; 2] = ["HELP", "INFO"];

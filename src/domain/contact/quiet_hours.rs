@@ -1,0 +1,169 @@
+//! Quiet hours: the organization's window (`quietHours`, `HH:MM` to `HH:MM`, possibly
+//! across midnight) in the lead's time zone, else the organization's. Automated work
+//! due inside the window waits for its end; the compliance gate blocks a send inside it.
+
+use chrono::{DateTime, Timelike, Utc};
+
+use crate::error::Result;
+use crate::store::records::{LeadRecord, OrgRecord};
+use crate::store::Reader;
+
+/// The time zone quiet hours use for `lead`: its own, else the organization's
+/// (`timeZone` in the engine settings), else none.
+pub fn zone_of<'a>(lead: &'a LeadRecord, org_zone: &'a str) -> &'a str {
+    if lead.time_zone.is_empty() {
+        org_zone
+    } else {
+        &lead.time_zone
+    }
+}
+
+/// The quiet window's (start, end) in minutes of the day, and the zone, when both are set.
+fn quiet_window(org: &OrgRecord, zone: &str) -> Option<(u32, u32, chrono_tz::Tz)> {
+    let (start, end) = org.settings.quiet_hours.as_ref()?;
+    let zone = zone.parse::<chrono_tz::Tz>().ok()?;
+    Some((parse_hhmm(start)?, parse_hhmm(end)?, zone))
+}
+
+/// Whether `now` falls in the organization's quiet window in `zone`. Without a zone (or
+/// a window) nothing is ever in quiet hours.
+pub fn in_quiet_hours(org: &OrgRecord, zone: &str, now: DateTime<Utc>) -> bool {
+    quiet_window_end(org, zone, now).is_some()
+}
+
+/// When `now` falls in the quiet window in `zone`: the window's end (the first instant
+/// automated work may run). `None` outside the window.
+pub fn quiet_window_end(org: &OrgRecord, zone: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    use chrono::{Days, TimeZone};
+    let (start, end, zone) = quiet_window(org, zone)?;
+    let local = now.with_timezone(&zone);
+    let minute = local.hour() * 60 + local.minute();
+    let (inside, end_tomorrow) = if start <= end {
+        ((start..end).contains(&minute), false)
+    } else if minute >= start {
+        (true, true)
+    } else {
+        (minute < end, false)
+    };
+    if !inside {
+        return None;
+    }
+    let mut day = local.date_naive();
+    if end_tomorrow {
+        day = day.checked_add_days(Days::new(1))?;
+    }
+    let naive = day.and_hms_opt(end / 60, end % 60, 0)?;
+    // A window end inside a daylight-saving gap runs an hour later.
+    let at = zone.from_local_datetime(&naive).earliest().or_else(|| {
+        zone.from_local_datetime(&(naive + chrono::Duration::hours(1)))
+            .earliest()
+    })?;
+    Some(at.with_timezone(&Utc))
+}
+
+/// Minutes after midnight of `HH:MM`.
+pub fn parse_hhmm(text: &str) -> Option<u32> {
+    let (h, m) = text.split_once(':')?;
+    // `u32::from_str` takes a leading `+`, which is not a clock time.
+    let digits = |s: &str| s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(h) || !digits(m) {
+        return None;
+    }
+    let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
+    (h < 24 && m < 60).then_some(h * 60 + m)
+}
+
+/// When automated work due at `at` may run for `lead`: `at` itself, or the end of the
+/// organization's quiet window in the lead's time zone (the organization's when the
+/// lead has none).
+pub fn outside_quiet_hours(
+    tx: &impl Reader,
+    org: &str,
+    lead: &LeadRecord,
+    at: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>> {
+    let Some(org_record) = tx.org(org)? else {
+        return Ok(None);
+    };
+    let zone = if lead.time_zone.is_empty() {
+        tx.engine_settings(org)?.time_zone
+    } else {
+        lead.time_zone.clone()
+    };
+    Ok(quiet_window_end(&org_record, &zone, at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::records::OrgSettings;
+
+    fn org(quiet: Option<(&str, &str)>) -> OrgRecord {
+        OrgRecord {
+            id: "o".into(),
+            name: "o".into(),
+            created_at: 0,
+            settings: OrgSettings {
+                quiet_hours: quiet.map(|(a, b)| (a.to_string(), b.to_string())),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn lead() -> LeadRecord {
+        LeadRecord {
+            id: "l".into(),
+            phone: "+15551234567".into(),
+            time_zone: "America/New_York".into(),
+            ..Default::default()
+        }
+    }
+
+    fn at(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text)
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    #[test]
+    fn quiet_hours_follow_the_lead_time_zone_and_wrap_midnight() {
+        let o = org(Some(("21:00", "08:00")));
+        let l = lead();
+        // 02:00 UTC is 21:00 in New York (EST, UTC-5): quiet.
+        assert!(in_quiet_hours(&o, &l.time_zone, at("2026-11-22T02:00:00Z")));
+        // 13:00 in New York: not quiet.
+        assert!(!in_quiet_hours(
+            &o,
+            &l.time_zone,
+            at("2026-11-22T18:00:00Z")
+        ));
+        // 07:59 in New York: still quiet.
+        assert!(in_quiet_hours(&o, &l.time_zone, at("2026-11-22T12:59:00Z")));
+        let no_zone = LeadRecord {
+            time_zone: String::new(),
+            ..lead()
+        };
+        assert!(!in_quiet_hours(
+            &o,
+            &no_zone.time_zone,
+            at("2026-11-22T02:00:00Z")
+        ));
+        let daytime = org(Some(("09:00", "17:00")));
+        assert!(in_quiet_hours(
+            &daytime,
+            &l.time_zone,
+            at("2026-11-22T15:00:00Z")
+        ));
+    }
+
+    #[test]
+    fn clock_times_are_hh_mm() {
+        assert_eq!(parse_hhmm("21:00"), Some(1260));
+        assert_eq!(parse_hhmm("08:05"), Some(485));
+        for bad in [
+            "24:00", "8:00", "08:60", "0800", "aa:bb", "", "+8:00", "08:+5",
+        ] {
+            assert_eq!(parse_hhmm(bad), None, "{bad}");
+        }
+    }
+}
