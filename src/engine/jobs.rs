@@ -53,7 +53,17 @@ impl Engine {
                 };
                 self.store
                     .write(move |tx| {
-                        claims::claim_step(tx, &key, &org, &lead, index, early.clone(), Utc::now())
+                        claims::taking(tx, &key, |tx, row| {
+                            claims::claim_step(
+                                tx,
+                                row,
+                                &org,
+                                &lead,
+                                index,
+                                early.clone(),
+                                Utc::now(),
+                            )
+                        })
                     })
                     .await?
             }
@@ -70,7 +80,11 @@ impl Engine {
                     }
                 }
                 self.store
-                    .write(move |tx| claims::claim_notice(tx, &key, &org, &lead, channel, &text))
+                    .write(move |tx| {
+                        claims::taking(tx, &key, |tx, row| {
+                            claims::claim_notice(tx, row, &org, &lead, channel, &text)
+                        })
+                    })
                     .await?
             }
             JobKind::Call => {
@@ -81,7 +95,11 @@ impl Engine {
                 }
                 let early = self.ask_service(&org, &lead, Channel::Voice).await?;
                 self.store
-                    .write(move |tx| claims::claim_call(tx, &key, &org, &lead, early.clone()))
+                    .write(move |tx| {
+                        claims::taking(tx, &key, |tx, row| {
+                            claims::claim_call(tx, row, &org, &lead, early.clone())
+                        })
+                    })
                     .await?
             }
             JobKind::PostCall { call_id } => {

@@ -98,7 +98,9 @@ impl Engine {
         let claim = self
             .store
             .write(move |tx| {
-                claims::claim_reply(tx, &key, &org, &lead, channel, &text, early.clone())
+                claims::taking(tx, &key, |tx, row| {
+                    claims::claim_reply(tx, row, &org, &lead, channel, &text, early.clone())
+                })
             })
             .await?;
         self.carry_out(claim).await

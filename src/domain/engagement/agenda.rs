@@ -17,9 +17,28 @@ use crate::time::{now_micros, Micros};
 /// An agenda row's key: (due time, job id).
 pub type JobKey = (Micros, String);
 
-/// Takes the row out of the agenda; false when it was gone already (run before).
-pub(crate) fn take(tx: &mut WriteTx, key: &JobKey) -> Result<bool> {
-    tx.remove_agenda(key.0, &key.1)
+/// Proof that this write job took its row out of the agenda. Only [`take`] makes one,
+/// and every claim (`engagement::claims`) requires one by value: a claim cannot be
+/// written without taking its row, so the row leaves in the same commit that records
+/// what the claim decided (at most once).
+#[derive(Debug)]
+#[must_use = "a taken row's outcome is recorded by the claim it is handed to"]
+pub struct Taken {
+    key: JobKey,
+}
+
+impl Taken {
+    /// The key the row had.
+    pub fn key(&self) -> &JobKey {
+        &self.key
+    }
+}
+
+/// Takes row `key` out of the agenda; `None` when it was gone already (it ran before).
+pub fn take(tx: &mut WriteTx, key: &JobKey) -> Result<Option<Taken>> {
+    Ok(tx
+        .remove_agenda(key.0, &key.1)?
+        .then(|| Taken { key: key.clone() }))
 }
 
 /// Adds an agenda row for `lead` due at `due`; answers its key.
@@ -117,7 +136,7 @@ pub(crate) fn unschedule(tx: &mut WriteTx, job: &mut Option<(Micros, String)>) -
 /// Removes row `key` whose job is over (a fetched recording, a given-up one); false
 /// when it was gone already.
 pub fn done(tx: &mut WriteTx, key: &JobKey) -> Result<bool> {
-    take(tx, key)
+    Ok(take(tx, key)?.is_some())
 }
 
 /// Moves row `key` to `due`, as `kind` (its next attempt); nothing when it was gone.
@@ -129,7 +148,7 @@ pub fn retry_at(
     due: Micros,
     kind: JobKind,
 ) -> Result<()> {
-    if take(tx, key)? {
+    if take(tx, key)?.is_some() {
         schedule(tx, org, lead, due, kind)?;
     }
     Ok(())

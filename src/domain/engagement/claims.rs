@@ -1,7 +1,8 @@
 //! Running agenda rows: what a due row becomes, decided inside one write job.
 //!
-//! The engine's scheduler leases a due row and calls one `claim_*` here. The claim
-//! removes the row and, in the same commit, records what it decided: nothing (the row
+//! The engine's scheduler leases a due row, takes it out of the agenda
+//! (`agenda::take`, through [`taking`]) and hands the proof ([`Taken`]) to one
+//! `claim_*` here, which records in the same commit what it decided: nothing (the row
 //! was stale, the cadence stopped), a deferral (quiet hours: a new row at the window's
 //! end), a pause (`isAiOn` is false), a block (`COMPLIANCE_BLOCKED`, and the cadence
 //! moves on), or a send (the message as `sending`, and the next step's row). The slow
@@ -10,14 +11,15 @@
 //!
 //! **At most once**: a row leaves the agenda in the same commit that records its
 //! attempt, so a crash before that commit runs the row again (nothing was sent) and a
-//! crash after it never does.
+//! crash after it never does. A claim requires the row's [`Taken`] by value, so none
+//! can be written without taking its row.
 
 use chrono::{DateTime, Utc};
 
 use crate::channel::Channel;
 use crate::domain::contact::compliance::{self, Block};
 use crate::domain::contact::quiet_hours::outside_quiet_hours;
-use crate::domain::engagement::agenda::{self, JobKey};
+use crate::domain::engagement::agenda::{self, JobKey, Taken};
 use crate::domain::engagement::enrolment;
 use crate::domain::engagement::outbound::{self, Attempt};
 use crate::domain::settings::org::business_name;
@@ -49,6 +51,19 @@ fn log_skip(org: &str, lead: &str, index: u32, why: &str) {
     tracing::info!(org, lead, step = index + 1, why, "cadence step skipped");
 }
 
+/// Takes row `key` out of the agenda and hands it to `claim`; [`Claim::Done`] when the
+/// row was gone already (it ran before).
+pub fn taking(
+    tx: &mut WriteTx,
+    key: &JobKey,
+    claim: impl FnOnce(&mut WriteTx, Taken) -> Result<Claim>,
+) -> Result<Claim> {
+    match agenda::take(tx, key)? {
+        Some(row) => claim(tx, row),
+        None => Ok(Claim::Done),
+    }
+}
+
 fn live_lead(tx: &WriteTx, org: &str, lead: &str) -> Result<Option<LeadRecord>> {
     Ok(tx.lead(org, lead)?.filter(|l| l.deleted_at.is_none()))
 }
@@ -57,16 +72,14 @@ fn live_lead(tx: &WriteTx, org: &str, lead: &str) -> Result<Option<LeadRecord>> 
 /// before the write (it is slow).
 pub fn claim_step(
     tx: &mut WriteTx,
-    key: &JobKey,
+    row: Taken,
     org: &str,
     lead_id: &str,
     index: u32,
     early: Option<Block>,
     now: DateTime<Utc>,
 ) -> Result<Claim> {
-    if !agenda::take(tx, key)? {
-        return Ok(Claim::Done);
-    }
+    let key = row.key();
     let Some(mut e) = tx.engagement(org, lead_id)? else {
         return Ok(Claim::Done);
     };
@@ -201,7 +214,7 @@ pub fn drop_reply(
     lead_id: &str,
     error: Option<&str>,
 ) -> Result<()> {
-    agenda::take(tx, key)?;
+    let _ = agenda::take(tx, key)?;
     let mut e = tx.engagement(org, lead_id)?.unwrap_or_default();
     if e.reply_job.as_ref() == Some(key) {
         e.reply_job = None;
@@ -221,7 +234,7 @@ pub fn defer_reply(
     channel: Channel,
     until: DateTime<Utc>,
 ) -> Result<()> {
-    if !agenda::take(tx, key)? {
+    if agenda::take(tx, key)?.is_none() {
         return Ok(());
     }
     let mut e = tx.engagement(org, lead_id)?.unwrap_or_default();
@@ -243,16 +256,14 @@ pub fn defer_reply(
 /// started another burst, the assistant was switched off, or the gate says no.
 pub fn claim_reply(
     tx: &mut WriteTx,
-    key: &JobKey,
+    row: Taken,
     org: &str,
     lead_id: &str,
     channel: Channel,
     text: &str,
     early: Option<Block>,
 ) -> Result<Claim> {
-    if !agenda::take(tx, key)? {
-        return Ok(Claim::Done);
-    }
+    let key = row.key();
     let mut e = tx.engagement(org, lead_id)?.unwrap_or_default();
     if e.reply_job.as_ref() != Some(key) {
         return Ok(Claim::Done);
@@ -292,15 +303,12 @@ fn reply_subject(tx: &WriteTx, org: &str) -> Result<String> {
 /// without a target.
 pub fn claim_notice(
     tx: &mut WriteTx,
-    key: &JobKey,
+    _row: Taken,
     org: &str,
     lead_id: &str,
     channel: Channel,
     text: &str,
 ) -> Result<Claim> {
-    if !agenda::take(tx, key)? {
-        return Ok(Claim::Done);
-    }
     let Some(lead) = live_lead(tx, org, lead_id)?.filter(|l| channel.reachable(l)) else {
         return Ok(Claim::Done);
     };
@@ -311,14 +319,11 @@ pub fn claim_notice(
 /// A call the assistant scheduled: through the gate, then the call record.
 pub fn claim_call(
     tx: &mut WriteTx,
-    key: &JobKey,
+    _row: Taken,
     org: &str,
     lead_id: &str,
     early: Option<Block>,
 ) -> Result<Claim> {
-    if !agenda::take(tx, key)? {
-        return Ok(Claim::Done);
-    }
     let Some(lead) = live_lead(tx, org, lead_id)? else {
         return Ok(Claim::Done);
     };
