@@ -1,8 +1,10 @@
-//! Channels and message owners: the closed sets the interface names as strings.
+//! Channels, message owners and opt-out sources: the closed sets the interface names as
+//! strings.
 //!
 //! `Channel` is a way to reach a lead (`sms`, `voice`, `email`): subscriptions, the
 //! compliance gate, messages and the engine's cadence steps all speak of it. `Owner` is
-//! who wrote a message (`lead` or `user`, the organization's side). Wire names are
+//! who wrote a message (`lead` or `user`, the organization's side), `OptOutSource` where
+//! an opt-out came from (`api`, `keyword`, `provider`). Wire names are
 //! parsed once at the edge; inside, the compiler checks every `match`. A leaf: stored
 //! records (a profile's steps) hold channels too. What a channel means for a lead
 //! (reachable, unsubscribed) is written beside the lead's record in `store::records`.
@@ -57,6 +59,25 @@ impl Owner {
         match self {
             Owner::Lead => "lead",
             Owner::User => "user",
+        }
+    }
+}
+
+/// Where an opt-out came from, as the `lead.opted_out` webhook says.
+#[derive(Debug, Clone, Copy)]
+pub enum OptOutSource {
+    Api,
+    Keyword,
+    /// The provider refused a send because the recipient opted out with the carrier.
+    Provider,
+}
+
+impl OptOutSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OptOutSource::Api => "api",
+            OptOutSource::Keyword => "keyword",
+            OptOutSource::Provider => "provider",
         }
     }
 }

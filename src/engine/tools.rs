@@ -24,12 +24,10 @@ use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{JobKind, StopReason, TagRecord};
+use crate::store::records::{JobKind, StopReason, SystemEvent, TagRecord};
 use crate::store::{EventKey, Reader, WriteTx};
 use crate::time::now_micros;
 use crate::webhooks::{self, WebhookEvent};
-
-pub const TOOL_CALL: &str = "TOOL_CALL";
 
 /// The most tool calls of one answer that are applied.
 pub const MAX_TOOL_CALLS: usize = 8;
@@ -260,7 +258,7 @@ fn record(
             .event(EventKey {
                 org,
                 lead,
-                kind: TOOL_CALL,
+                kind: SystemEvent::ToolCall.as_str(),
                 id,
             })?
             .is_some())
@@ -269,6 +267,14 @@ fn record(
     while taken(tx, &id)? {
         id = crate::ids::generate(&call.id);
     }
-    events::record(tx, org, record, TOOL_CALL, &id, data, |_| {})?;
+    events::record(
+        tx,
+        org,
+        record,
+        SystemEvent::ToolCall.as_str(),
+        &id,
+        data,
+        |_| {},
+    )?;
     Ok(())
 }

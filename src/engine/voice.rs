@@ -80,9 +80,9 @@ impl Engine {
     fn call_context(&self, org: &str, call_id: &str) -> Result<CallContext> {
         let read = self.store.read()?;
         let session = voice::session(&read, org, call_id)?;
-        let lead = match session.lead_id.as_str() {
-            "" => None,
-            id => read.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
+        let lead = match session.lead() {
+            None => None,
+            Some(id) => read.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
         };
         let profile = match session.profile.as_str() {
             "" => None,

@@ -12,11 +12,12 @@ use redb::ReadableTable;
 use super::codec::{decode, encode};
 use super::read::ReadTx;
 use super::records::{
-    AgendaJob, EngagementRecord, EngineSettings, ProfileRecord, ProviderMessageRef, SendingRow,
+    AgendaJob, EngagementRecord, EngineSettings, MessageKind, ProfileRecord, ProviderMessageRef,
+    SendingRow,
 };
 use super::tables::*;
 use super::write::WriteTx;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::time::Micros;
 
 /// Due agenda rows, and when the next one not taken falls due.
@@ -300,10 +301,12 @@ impl ReadTx {
         for row in table.iter()? {
             let (key, _) = row?;
             let (org, lead, kind, id) = key.value();
+            let kind = MessageKind::parse(kind)
+                .ok_or_else(|| Error::Internal(format!("a sending row of type {kind}")))?;
             out.push(SendingRow {
                 org_id: org.to_string(),
                 lead_id: lead.to_string(),
-                kind: kind.to_string(),
+                kind,
                 event_id: id.to_string(),
             });
         }

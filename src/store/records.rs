@@ -376,6 +376,43 @@ mod tests {
     use crate::store::codec;
 
     #[test]
+    fn message_kinds_are_stored_as_the_strings_they_were() {
+        #[derive(Serialize)]
+        struct Before {
+            org_id: String,
+            lead_id: String,
+            kind: String,
+            event_id: String,
+        }
+        for (kind, name) in [(MessageKind::Sms, "MESSAGE"), (MessageKind::Email, "EMAIL")] {
+            let before = Before {
+                org_id: "o".into(),
+                lead_id: "l".into(),
+                kind: name.into(),
+                event_id: "e".into(),
+            };
+            let row = SendingRow {
+                org_id: "o".into(),
+                lead_id: "l".into(),
+                kind,
+                event_id: "e".into(),
+            };
+            let bytes = codec::encode(&before).unwrap();
+            assert_eq!(codec::encode(&row).unwrap(), bytes);
+            assert_eq!(codec::decode::<SendingRow>(&bytes).unwrap(), row);
+            let message = ProviderMessageRef {
+                lead_id: "l".into(),
+                kind,
+                event_id: "e".into(),
+            };
+            let back: ProviderMessageRef =
+                codec::decode(&codec::encode(&message).unwrap()).unwrap();
+            assert_eq!(back, message);
+        }
+        assert!(codec::decode::<MessageKind>(&codec::encode(&"CALL").unwrap()).is_err());
+    }
+
+    #[test]
     fn json_blobs_are_values_in_json_and_text_in_records() {
         let record = EventRecord {
             created_at: 5,
@@ -649,6 +686,91 @@ impl Origin {
     }
 }
 
+/// The event types engaged writes itself (a client's types are free-form): their names,
+/// written once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SystemEvent {
+    /// An SMS (a message on the `sms` channel; voice-channel text too).
+    Message,
+    Email,
+    /// The summary of a call, beside its record.
+    Call,
+    /// An outbound attempt the compliance gate suppressed.
+    ComplianceBlocked,
+    /// A tool the assistant called, with its result.
+    ToolCall,
+}
+
+impl SystemEvent {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SystemEvent::Message => "MESSAGE",
+            SystemEvent::Email => "EMAIL",
+            SystemEvent::Call => "CALL",
+            SystemEvent::ComplianceBlocked => "COMPLIANCE_BLOCKED",
+            SystemEvent::ToolCall => "TOOL_CALL",
+        }
+    }
+}
+
+/// The type of a message event: `MESSAGE` (SMS) or `EMAIL`. Stored as its name, a
+/// string, the same bytes as when the field was a `String`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum MessageKind {
+    Sms,
+    Email,
+}
+
+impl MessageKind {
+    /// The type of a message on `channel`: `EMAIL` for email, `MESSAGE` otherwise.
+    pub fn of(channel: Channel) -> MessageKind {
+        match channel {
+            Channel::Email => MessageKind::Email,
+            Channel::Sms | Channel::Voice => MessageKind::Sms,
+        }
+    }
+
+    pub fn parse(kind: &str) -> Option<MessageKind> {
+        [MessageKind::Sms, MessageKind::Email]
+            .into_iter()
+            .find(|k| k.as_str() == kind)
+    }
+
+    pub fn event(self) -> SystemEvent {
+        match self {
+            MessageKind::Sms => SystemEvent::Message,
+            MessageKind::Email => SystemEvent::Email,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        self.event().as_str()
+    }
+
+    /// The channel a message of this type was on (an SMS's: `sms`).
+    pub fn channel(self) -> Channel {
+        match self {
+            MessageKind::Sms => Channel::Sms,
+            MessageKind::Email => Channel::Email,
+        }
+    }
+}
+
+impl From<MessageKind> for String {
+    fn from(kind: MessageKind) -> String {
+        kind.as_str().to_string()
+    }
+}
+
+impl TryFrom<String> for MessageKind {
+    type Error = String;
+
+    fn try_from(kind: String) -> Result<MessageKind, String> {
+        MessageKind::parse(&kind).ok_or_else(|| format!("not a message type: {kind}"))
+    }
+}
+
 /// Where a lead stands in its profile's cadence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub enum EngagementState {
@@ -742,7 +864,7 @@ pub enum JobKind {
 /// call's record does not say (the record is the interface's view).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct VoiceSession {
-    /// The lead's id; empty for a caller no live lead has.
+    /// The lead's id; empty for a caller no live lead has (see [`VoiceSession::lead`]).
     pub lead_id: String,
     /// The profile the call follows (empty: none).
     pub profile: String,
@@ -755,6 +877,14 @@ pub struct VoiceSession {
     pub transfer: TransferStage,
     /// Post-call processing was scheduled (it is, once).
     pub post_call_scheduled: bool,
+}
+
+impl VoiceSession {
+    /// The lead's id; `None` for a caller no live lead has. (The stored field keeps an
+    /// empty string for none: postcard would store an `Option` with a tag byte.)
+    pub fn lead(&self) -> Option<&str> {
+        Some(self.lead_id.as_str()).filter(|id| !id.is_empty())
+    }
 }
 
 /// Where a call's transfer to a human stands.
@@ -783,7 +913,7 @@ pub struct AgendaJob {
 pub struct SendingRow {
     pub org_id: String,
     pub lead_id: String,
-    pub kind: String,
+    pub kind: MessageKind,
     pub event_id: String,
 }
 
@@ -852,7 +982,7 @@ impl std::fmt::Debug for TwilioSettings {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProviderMessageRef {
     pub lead_id: String,
-    pub kind: String,
+    pub kind: MessageKind,
     pub event_id: String,
 }
 

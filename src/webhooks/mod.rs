@@ -14,6 +14,7 @@ pub use event::WebhookEvent;
 
 use serde_json::Value;
 
+use crate::channel::{Channel, OptOutSource};
 use crate::error::Result;
 use crate::store::records::{DeliveryRecord, DeliveryState, EndpointRecord, JsonBlob};
 use crate::store::WriteTx;
@@ -49,10 +50,10 @@ pub fn emit_opted_out(
     tx: &mut WriteTx,
     org: &str,
     lead_id: &str,
-    channel: &str,
-    source: &str,
+    channel: Channel,
+    source: OptOutSource,
 ) -> Result<()> {
-    let data = serde_json::json!({"leadId": lead_id, "channel": channel, "source": source});
+    let data = serde_json::json!({"leadId": lead_id, "channel": channel.as_str(), "source": source.as_str()});
     emit(tx, org, WebhookEvent::LeadOptedOut, data)
 }
 

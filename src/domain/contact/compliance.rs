@@ -28,21 +28,44 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::http_client::HttpClient;
 use crate::http_failure::Failure;
-use crate::store::records::{LeadRecord, OrgRecord};
+use crate::store::records::{LeadRecord, OrgRecord, SystemEvent};
 use crate::store::Reader;
 use crate::store::{EventRow, Store, WriteTx};
 
-pub const COMPLIANCE_BLOCKED: &str = "COMPLIANCE_BLOCKED";
+/// Which check suppressed an attempt: the `COMPLIANCE_BLOCKED` event's `source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockSource {
+    /// The lead's or the organization's own settings (a target, a subscription, quiet
+    /// hours).
+    Configuration,
+    /// The DNC list.
+    ServiceDnc,
+    /// The organization's compliance HTTP service.
+    Http,
+    /// The channel provider's refusal.
+    ProviderError,
+}
+
+impl BlockSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockSource::Configuration => "configuration",
+            BlockSource::ServiceDnc => "service-dnc",
+            BlockSource::Http => "http",
+            BlockSource::ProviderError => "provider-error",
+        }
+    }
+}
 
 /// Why an attempt was suppressed: the event's `reason` and `source`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Block {
     pub reason: String,
-    pub source: &'static str,
+    pub source: BlockSource,
 }
 
 impl Block {
-    fn new(reason: &str, source: &'static str) -> Block {
+    fn new(reason: &str, source: BlockSource) -> Block {
         Block {
             reason: reason.to_string(),
             source,
@@ -51,7 +74,7 @@ impl Block {
 
     /// Step 5: the channel provider refused with `code`.
     pub fn provider(code: &str) -> Block {
-        Block::new(code, "provider-error")
+        Block::new(code, BlockSource::ProviderError)
     }
 }
 
@@ -65,16 +88,19 @@ pub fn local_check(
     now: DateTime<Utc>,
 ) -> Option<Block> {
     if !channel.reachable(lead) {
-        return Some(Block::new("COMPLIANCE_TARGET_MISSING", "configuration"));
+        return Some(Block::new(
+            "COMPLIANCE_TARGET_MISSING",
+            BlockSource::Configuration,
+        ));
     }
     if channel.is_unsubscribed(&lead.subscriptions) {
-        return Some(Block::new("UNSUBSCRIBED", "configuration"));
+        return Some(Block::new("UNSUBSCRIBED", BlockSource::Configuration));
     }
     if channel != Channel::Email && on_dnc {
-        return Some(Block::new("DNC", "service-dnc"));
+        return Some(Block::new("DNC", BlockSource::ServiceDnc));
     }
     if in_quiet_hours(org, zone, now) {
-        return Some(Block::new("QUIET_HOURS", "configuration"));
+        return Some(Block::new("QUIET_HOURS", BlockSource::Configuration));
     }
     None
 }
@@ -115,7 +141,12 @@ pub async fn service_check(
             .compliance_timeout_ms
             .unwrap_or(DEFAULT_COMPLIANCE_TIMEOUT_MS),
     );
-    let unavailable = || Some(Block::new("COMPLIANCE_SERVICE_UNAVAILABLE", "http"));
+    let unavailable = || {
+        Some(Block::new(
+            "COMPLIANCE_SERVICE_UNAVAILABLE",
+            BlockSource::Http,
+        ))
+    };
     match client
         .post_json(url, body.to_string().into_bytes(), timeout)
         .await
@@ -132,7 +163,7 @@ pub async fn service_check(
                         .unwrap_or_else(|| "BLOCKED_BY_COMPLIANCE_SERVICE".into());
                     Some(Block {
                         reason,
-                        source: "http",
+                        source: BlockSource::Http,
                     })
                 }
                 Err(_) => {
@@ -249,8 +280,16 @@ pub fn record_block(
     block: &Block,
 ) -> Result<EventRow> {
     let id = crate::ids::generate("blk");
-    let data = json!({"reason": block.reason, "source": block.source, "channel": channel.as_str()});
-    let (row, _) = events::record(tx, org, lead, COMPLIANCE_BLOCKED, &id, data, |_| {})?;
+    let data = json!({"reason": block.reason, "source": block.source.as_str(), "channel": channel.as_str()});
+    let (row, _) = events::record(
+        tx,
+        org,
+        lead,
+        SystemEvent::ComplianceBlocked.as_str(),
+        &id,
+        data,
+        |_| {},
+    )?;
     Ok(row)
 }
 
@@ -291,7 +330,7 @@ mod tests {
         let noon = at("2026-11-22T17:00:00Z");
         let mut l = lead();
         let reason = |o: &OrgRecord, l: &LeadRecord, c, dnc| {
-            local_check(o, l, &l.time_zone, c, dnc, noon).map(|b| (b.reason, b.source))
+            local_check(o, l, &l.time_zone, c, dnc, noon).map(|b| (b.reason, b.source.as_str()))
         };
         assert_eq!(
             reason(&org(None), &l, Channel::Email, true),

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::channel::Channel;
+use crate::channel::{Channel, OptOutSource};
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -95,25 +95,6 @@ fn applicable(
     Ok(channels)
 }
 
-/// Where an opt-out came from, as the `lead.opted_out` webhook says.
-#[derive(Debug, Clone, Copy)]
-pub enum Source {
-    Api,
-    Keyword,
-    /// The provider refused a send because the recipient opted out with the carrier.
-    Provider,
-}
-
-impl Source {
-    fn as_str(self) -> &'static str {
-        match self {
-            Source::Api => "api",
-            Source::Keyword => "keyword",
-            Source::Provider => "provider",
-        }
-    }
-}
-
 /// Unsubscribes; returns the channels applied. One `lead.opted_out` per channel that
 /// changed, in the same transaction.
 pub fn unsubscribe(
@@ -124,7 +105,7 @@ pub fn unsubscribe(
 ) -> Result<Vec<Channel>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let channels = applicable(tx, &caller.org_id, &lead, requested)?;
-    opt_out(tx, &caller.org_id, lead, &channels, Source::Api)?;
+    opt_out(tx, &caller.org_id, lead, &channels, OptOutSource::Api)?;
     Ok(channels)
 }
 
@@ -135,15 +116,15 @@ pub(crate) fn opt_out(
     org: &str,
     lead: LeadRecord,
     channels: &[Channel],
-    source: Source,
+    source: OptOutSource,
 ) -> Result<LeadRecord> {
     let mut changed = lead.clone();
     for &channel in channels {
         if !channel.is_unsubscribed(&changed.subscriptions) {
             channel.set_unsubscribed(&mut changed.subscriptions, true);
-            webhooks::emit_opted_out(tx, org, &lead.id, channel.as_str(), source.as_str())?;
+            webhooks::emit_opted_out(tx, org, &lead.id, channel, source)?;
         }
-        if let (Channel::Sms, Source::Keyword | Source::Provider) = (channel, source) {
+        if let (Channel::Sms, OptOutSource::Keyword | OptOutSource::Provider) = (channel, source) {
             changed.subscriptions.sms_by_keyword = true;
         }
     }
@@ -158,7 +139,7 @@ pub fn carrier_opt_out(tx: &mut WriteTx, org: &str, lead: LeadRecord) -> Result<
     } else {
         &[Channel::Sms]
     };
-    opt_out(tx, org, lead, channels, Source::Provider)
+    opt_out(tx, org, lead, channels, OptOutSource::Provider)
 }
 
 /// Resubscribes the applicable channels, except an SMS opt-out made by keyword.

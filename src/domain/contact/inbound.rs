@@ -3,15 +3,15 @@
 //! SMS keyword does (opt-out, opt-in, help) and the follow-up handed to the engine
 //! (a confirmation or help text, or an assistant reply).
 
-use crate::channel::Channel;
-use crate::domain::contact::controls::{self, Source};
+use crate::channel::{Channel, OptOutSource};
+use crate::domain::contact::controls;
 use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS};
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
-use crate::domain::records::{events, leads, limits, message_shape};
+use crate::domain::records::{events, leads, limits};
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::LeadRecord;
+use crate::store::records::{LeadRecord, MessageKind};
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
 
@@ -104,7 +104,7 @@ pub fn inbound_sms_via(
         &[Channel::Sms]
     };
     let lead = if opted_out {
-        controls::opt_out(tx, org, lead, channels, Source::Keyword)?
+        controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword)?
     } else if opted_in {
         let mut changed = lead.clone();
         for &channel in channels {
@@ -193,7 +193,7 @@ fn record_inbound(
         tx,
         org,
         lead,
-        message_shape::message_kind(channel),
+        MessageKind::of(channel).as_str(),
         &id,
         data,
         |_| {},

@@ -25,7 +25,7 @@ use crate::store::records::{EngagementRecord, EngagementState, JobKind, LeadReco
 use crate::store::{Reader, WriteTx};
 use crate::time::now_micros;
 
-/// The reply delay of a lead without a profile that sets one.
+/// The reply delay of a lead without a profile that sets one (a profile's default).
 pub const DEFAULT_REPLY_DELAY_MS: u64 = 5_000;
 
 /// `GET /v1/leads/{id}/engagement`.

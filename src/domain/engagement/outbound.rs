@@ -14,10 +14,11 @@ use crate::channel::{Channel, Owner};
 use crate::domain::contact::compliance::{self, Block};
 use crate::domain::contact::controls;
 use crate::domain::records::events;
-use crate::domain::records::message_shape;
 use crate::error::{Error, Result};
 use crate::providers::{Outgoing, SendOutcome};
-use crate::store::records::{LeadRecord, Origin, ProviderMessageRef, SendStatus, SendingRow};
+use crate::store::records::{
+    LeadRecord, MessageKind, Origin, ProviderMessageRef, SendStatus, SendingRow,
+};
 use crate::store::{EventKey, EventRow, Reader, WriteTx};
 
 /// A message committed as `sending`: its event, the row that marks it, and what the
@@ -55,14 +56,14 @@ pub fn begin(
         "status": SendStatus::Sending.as_str(),
         "origin": origin.as_str(),
     });
-    let kind = message_shape::message_kind(channel);
+    let kind = MessageKind::of(channel);
     let id = crate::ids::generate("msg");
     let lead_id = lead.id.clone();
-    let (event, _) = events::record(tx, org, lead, kind, &id, data, |_| {})?;
+    let (event, _) = events::record(tx, org, lead, kind.as_str(), &id, data, |_| {})?;
     let row = SendingRow {
         org_id: org.to_string(),
         lead_id,
-        kind: kind.to_string(),
+        kind,
         event_id: id,
     };
     tx.set_sending(&row, true)?;
@@ -106,7 +107,7 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
             // Its later statuses arrive by callback.
             let message = ProviderMessageRef {
                 lead_id: row.lead_id.clone(),
-                kind: row.kind.clone(),
+                kind: row.kind,
                 event_id: row.event_id.clone(),
             };
             tx.put_provider_message(&row.org_id, provider_message_id, &message)?;
@@ -118,8 +119,8 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
             code,
             do_not_contact: true,
         },
-        message_shape::MESSAGE,
-    ) = (outcome, row.kind.as_str())
+        MessageKind::Sms,
+    ) = (outcome, row.kind)
     {
         if let Some(lead) = tx.lead(&row.org_id, &row.lead_id)? {
             let block = Block::provider(code);
@@ -163,7 +164,7 @@ pub fn status_update(
     let key = EventKey {
         org: &row.org_id,
         lead: &row.lead_id,
-        kind: &row.kind,
+        kind: row.kind.as_str(),
         id: &row.event_id,
     };
     let current = match tx.event(key)? {
@@ -214,7 +215,7 @@ fn set_status(tx: &mut WriteTx, row: &SendingRow, status: SendStatus, extra: Val
     let key = EventKey {
         org: &row.org_id,
         lead: &row.lead_id,
-        kind: &row.kind,
+        kind: row.kind.as_str(),
         id: &row.event_id,
     };
     let (Some((_, record)), Some(lead)) = (tx.event(key)?, tx.lead(&row.org_id, &row.lead_id)?)
@@ -230,7 +231,7 @@ fn set_status(tx: &mut WriteTx, row: &SendingRow, status: SendStatus, extra: Val
         tx,
         &row.org_id,
         lead,
-        &row.kind,
+        row.kind.as_str(),
         &row.event_id,
         data,
         |_| {},

@@ -11,12 +11,12 @@ use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{CallDetails, CallRecord, LeadRecord, RawJson, TransferStatus};
+use crate::store::records::{
+    CallDetails, CallRecord, LeadRecord, RawJson, SystemEvent, TransferStatus,
+};
 use crate::store::Reader;
 use crate::store::WriteTx;
 use crate::webhooks::{self, WebhookEvent};
-
-pub const CALL: &str = "CALL";
 
 /// Parses a `PUT` body into the fields it sets. `id`, `createdAt` and `updatedAt` may be
 /// echoed back from a `GET`; the server owns them, so they are dropped (an `id` other
@@ -135,10 +135,18 @@ fn upsert(
     if let Some(lead) = lead {
         let d = &call.details;
         let (ai, transfer) = (d.is_ai_initiated == Some(true), d.is_transfer == Some(true));
-        events::record(tx, org, lead, CALL, call_id, call_event_data(&call), |l| {
-            l.has_ai_call |= ai;
-            l.has_transfer_call |= transfer;
-        })?;
+        events::record(
+            tx,
+            org,
+            lead,
+            SystemEvent::Call.as_str(),
+            call_id,
+            call_event_data(&call),
+            |l| {
+                l.has_ai_call |= ai;
+                l.has_transfer_call |= transfer;
+            },
+        )?;
     }
     Ok((call, existing.is_none()))
 }

@@ -9,10 +9,10 @@ use serde_json::{Map, Value};
 
 use crate::channel::Owner;
 use crate::domain::records::leads;
-use crate::domain::records::message_shape::{MessageShape, EMAIL, MESSAGE};
+use crate::domain::records::message_shape::MessageShape;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{EventRecord, JsonBlob, LeadRecord, StopReason};
+use crate::store::records::{EventRecord, JsonBlob, LeadRecord, StopReason, SystemEvent};
 use crate::store::{EventKey, EventRow, WriteTx};
 
 /// A client's event write.
@@ -115,10 +115,10 @@ pub fn record(
         tx.set_message_row(key, created_at, is_message)?;
     }
     let lead = leads::touch(tx, org, lead, updated_at, |l| {
-        if replied && kind == MESSAGE {
+        if replied && kind == SystemEvent::Message.as_str() {
             l.has_replied = true;
         }
-        if replied && kind == EMAIL {
+        if replied && kind == SystemEvent::Email.as_str() {
             l.has_replied_email = true;
         }
         flags(l);

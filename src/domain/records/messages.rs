@@ -6,9 +6,9 @@ use serde_json::{json, Map, Value};
 use crate::channel::{Channel, Owner};
 use crate::domain::records::events;
 use crate::domain::records::leads;
-use crate::domain::records::message_shape;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
+use crate::store::records::MessageKind;
 use crate::store::{EventRow, WriteTx};
 
 #[derive(Debug, Clone)]
@@ -81,7 +81,7 @@ pub fn record(
     input: MessageInput,
 ) -> Result<EventRow> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
-    let kind = message_shape::message_kind(input.channel);
+    let kind = MessageKind::of(input.channel).as_str();
     let id = crate::ids::generate("msg");
     let data = json!({"owner": input.owner.as_str(), "channel": input.channel.as_str(), "content": input.content});
     let (row, _) = events::record(tx, &caller.org_id, lead, kind, &id, data, |_| {})?;

@@ -12,6 +12,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
+use crate::domain::engagement::enrolment::DEFAULT_REPLY_DELAY_MS;
 use crate::domain::settings::templates::check_placeholders;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -21,8 +22,11 @@ use crate::store::{ReadTx, Reader, WriteTx};
 /// The most steps one cadence may hold.
 pub const MAX_STEPS: usize = 20;
 
-/// The reply delay when a profile sets none.
-pub const DEFAULT_REPLY_DELAY: &str = "5s";
+/// The reply delay when a profile sets none, as its `replyDelay` text: the one default
+/// (`engagement::enrolment::DEFAULT_REPLY_DELAY_MS`) in whole seconds.
+fn default_reply_delay() -> String {
+    format!("{}s", DEFAULT_REPLY_DELAY_MS / 1000)
+}
 
 /// The longest profile name, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -79,7 +83,7 @@ pub fn parse(name: &str, body: Map<String, Value>) -> Result<ProfileRecord> {
     };
 
     let (reply_delay, reply_delay_ms) = match present(&body, "replyDelay") {
-        None => (DEFAULT_REPLY_DELAY.to_string(), 5_000),
+        None => (default_reply_delay(), DEFAULT_REPLY_DELAY_MS),
         Some(Value::String(text)) => {
             let ms = duration_ms(text).ok_or_else(|| Error::invalid_field("replyDelay"))?;
             (text.clone(), ms)
@@ -639,6 +643,14 @@ mod tests {
         );
         // Instructions are the model's text, not a template.
         assert!(parse("p", body(json!({"instructions": "Use {{anything}}"}))).is_ok());
+    }
+
+    #[test]
+    fn the_default_reply_delay_text_says_the_default() {
+        assert_eq!(
+            duration_ms(&default_reply_delay()),
+            Some(DEFAULT_REPLY_DELAY_MS)
+        );
     }
 
     #[test]

@@ -186,9 +186,9 @@ pub fn answered(tx: &mut WriteTx, org: &str, call_id: &str) -> Result<Answer> {
         ..StatusUpdate::default()
     };
     status_changed(tx, org, call_id, &update)?;
-    let lead = match session.lead_id.as_str() {
-        "" => None,
-        id => tx.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
+    let lead = match session.lead() {
+        None => None,
+        Some(id) => tx.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
     };
     let profile = profile_of(tx, org, &session.profile)?;
     let greeting = greeting_of(profile.as_ref(), DEFAULT_GREETING);
