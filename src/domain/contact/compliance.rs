@@ -296,34 +296,7 @@ pub fn record_block(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::records::OrgSettings;
-
-    fn org(quiet: Option<(&str, &str)>) -> OrgRecord {
-        OrgRecord {
-            id: "o".into(),
-            name: "o".into(),
-            created_at: 0,
-            settings: OrgSettings {
-                quiet_hours: quiet.map(|(a, b)| (a.to_string(), b.to_string())),
-                ..Default::default()
-            },
-        }
-    }
-
-    fn lead() -> LeadRecord {
-        LeadRecord {
-            id: "l".into(),
-            phone: "+15551234567".into(),
-            time_zone: "America/New_York".into(),
-            ..Default::default()
-        }
-    }
-
-    fn at(text: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(text)
-            .unwrap()
-            .with_timezone(&Utc)
-    }
+    use crate::domain::contact::quiet_hours::tests::{at, lead, org};
 
     #[test]
     fn steps_run_in_order() {

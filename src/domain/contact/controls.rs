@@ -52,10 +52,20 @@ pub fn parse_channels(body: &[u8]) -> Result<Option<Vec<Channel>>> {
 }
 
 /// Whether the organization couples SMS and voice opt-outs.
-pub(crate) fn coupled(tx: &WriteTx, org: &str) -> Result<bool> {
+fn coupled(tx: &WriteTx, org: &str) -> Result<bool> {
     Ok(tx
         .org(org)?
         .is_some_and(|o| o.settings.sms_voice_opt_out_coupled))
+}
+
+/// The channels an SMS opt-out (or opt-in) covers: SMS, and voice too when the
+/// organization couples them.
+pub(crate) fn sms_channels(tx: &WriteTx, org: &str) -> Result<&'static [Channel]> {
+    Ok(if coupled(tx, org)? {
+        &[Channel::Sms, Channel::Voice]
+    } else {
+        &[Channel::Sms]
+    })
 }
 
 /// The channels a request applies to: the reachable requested ones (or every reachable
@@ -134,11 +144,7 @@ pub(crate) fn opt_out(
 /// The provider said the recipient opted out with the carrier (Twilio 21610): SMS is
 /// unsubscribed as a STOP would, and only the lead's START clears it.
 pub fn carrier_opt_out(tx: &mut WriteTx, org: &str, lead: LeadRecord) -> Result<LeadRecord> {
-    let channels: &[Channel] = if coupled(tx, org)? {
-        &[Channel::Sms, Channel::Voice]
-    } else {
-        &[Channel::Sms]
-    };
+    let channels = sms_channels(tx, org)?;
     opt_out(tx, org, lead, channels, OptOutSource::Provider)
 }
 
@@ -153,11 +159,7 @@ pub fn resubscribe(
     let mut channels = applicable(tx, &caller.org_id, &lead, requested)?;
     if lead.subscriptions.sms_by_keyword {
         // Coupled, SMS and voice are one opt-out: the keyword holds both.
-        let held: &[Channel] = if coupled(tx, &caller.org_id)? {
-            &[Channel::Sms, Channel::Voice]
-        } else {
-            &[Channel::Sms]
-        };
+        let held = sms_channels(tx, &caller.org_id)?;
         channels.retain(|c| !held.contains(c));
     }
     let mut changed = lead.clone();

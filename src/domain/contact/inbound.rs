@@ -98,11 +98,7 @@ pub fn inbound_sms_via(
     let help =
         HELP_KEYWORDS.contains(&word.as_str()) || provider_keyword == Some(ProviderKeyword::Help);
     let (message, lead) = record_inbound(tx, org, lead, Channel::Sms, text, None)?;
-    let channels: &[Channel] = if controls::coupled(tx, org)? {
-        &[Channel::Sms, Channel::Voice]
-    } else {
-        &[Channel::Sms]
-    };
+    let channels = controls::sms_channels(tx, org)?;
     let lead = if opted_out {
         controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword)?
     } else if opted_in {

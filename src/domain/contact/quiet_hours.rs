@@ -94,11 +94,12 @@ pub fn outside_quiet_hours(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::records::OrgSettings;
 
-    fn org(quiet: Option<(&str, &str)>) -> OrgRecord {
+    /// An organization with `quiet` hours (also the compliance gate's tests').
+    pub(crate) fn org(quiet: Option<(&str, &str)>) -> OrgRecord {
         OrgRecord {
             id: "o".into(),
             name: "o".into(),
@@ -110,7 +111,7 @@ mod tests {
         }
     }
 
-    fn lead() -> LeadRecord {
+    pub(crate) fn lead() -> LeadRecord {
         LeadRecord {
             id: "l".into(),
             phone: "+15551234567".into(),
@@ -119,7 +120,7 @@ mod tests {
         }
     }
 
-    fn at(text: &str) -> DateTime<Utc> {
+    pub(crate) fn at(text: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(text)
             .unwrap()
             .with_timezone(&Utc)

@@ -35,7 +35,7 @@ impl Taken {
 }
 
 /// Takes row `key` out of the agenda; `None` when it was gone already (it ran before).
-pub fn take(tx: &mut WriteTx, key: &JobKey) -> Result<Option<Taken>> {
+pub(crate) fn take(tx: &mut WriteTx, key: &JobKey) -> Result<Option<Taken>> {
     Ok(tx
         .remove_agenda(key.0, &key.1)?
         .then(|| Taken { key: key.clone() }))

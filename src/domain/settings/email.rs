@@ -1,6 +1,6 @@
 //! The `smtp` kind of an email provider in the organization's settings: parsing a
 //! `providers.email` object into [`SmtpSettings`] and its view. Kept apart from
-//! `org_settings` so each provider kind's rules stay in one place; secrets (`password`,
+//! `settings::org` so each provider kind's rules stay in one place; secrets (`password`,
 //! `inboundSigningKey`) are write-only, and an absent one keeps the stored value.
 
 use serde_json::{json, Map, Value};

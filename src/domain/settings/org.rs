@@ -212,7 +212,7 @@ fn assistant(
 }
 
 /// One channel's provider: `{"kind": "sandbox", "latencyMs"?}`, or `smtp` for email
-/// (`email_settings`); `previous` is what the channel had (its secrets stay when absent).
+/// (`settings::email`); `previous` is what the channel had (its secrets stay when absent).
 fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<ProviderSettings> {
     let members = match value {
         Value::Null => return Ok(ProviderSettings::default()),
