@@ -56,7 +56,7 @@ pub struct AppState {
     /// Per-key request rate limit, when configured.
     pub rate_limiter: Option<rate_limit::RateLimiter>,
     /// The outgoing HTTP client, for the compliance service.
-    pub outbound: crate::http_client::HttpClient,
+    pub http: crate::http_client::HttpClient,
     /// The engagement engine: sends the API's messages through their provider.
     pub engine: Arc<crate::engine::Engine>,
 }

@@ -8,9 +8,10 @@ use super::response::{json as reply, Body};
 use super::views::{self, EventView, MessageView};
 use super::AppState;
 use crate::channel::Channel;
-use crate::domain::compliance::{self, Outcome};
+use crate::domain::compliance::{self, Gate, Outcome};
 use crate::domain::{messages, outbound, voice, Caller};
 use crate::error::{Error, Result};
+use crate::providers;
 use crate::store::records::Origin;
 
 fn blocked(event: &crate::store::EventRow) -> Response<Body> {
@@ -81,15 +82,14 @@ where
         + Send
         + 'static,
 {
-    compliance::pass(
-        &state.store,
-        &state.outbound,
-        caller,
-        lead_id,
-        channel,
-        send,
-    )
-    .await
+    let early = match compliance::first_steps(&state.store, &caller, lead_id, channel)? {
+        Gate::Blocked(block) => Some(block),
+        Gate::Ask(question) => {
+            compliance::service_block(providers::compliance::ask(&state.http, &question).await)
+        }
+        Gate::Clear => None,
+    };
+    compliance::pass(&state.store, caller, lead_id, channel, early, send).await
 }
 
 fn sent(row: &crate::store::EventRow) -> Result<Response<Body>> {

@@ -24,6 +24,7 @@ use super::AppState;
 use crate::channel::Channel;
 use crate::domain::voice;
 use crate::error::{Error, Result};
+use crate::providers::callbacks::{self, CallHook};
 use crate::providers::twilio_signature;
 
 pub fn upgrade(
@@ -41,8 +42,8 @@ pub fn upgrade(
     let base = state.engine.public_url().ok_or(Error::Forbidden)?;
     // The URL as given to Twilio, and its https form (as a proxy may report it).
     let urls = [
-        voice::relay_url(base, org, call_id),
-        voice::call_url(base, org, call_id, "relay"),
+        callbacks::relay(base, org, call_id),
+        callbacks::call(base, org, call_id, CallHook::Relay),
     ];
     if !urls
         .iter()

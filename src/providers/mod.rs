@@ -11,6 +11,8 @@
 //! the voice webhooks), [`relay`] (ConversationRelay's WebSocket messages) and
 //! [`twilio_signature`] (the webhooks' signatures).
 
+pub mod callbacks;
+pub mod compliance;
 pub mod relay;
 pub mod sandbox;
 pub mod smtp;
@@ -207,9 +209,12 @@ impl Provider {
         }
     }
 
-    /// Sends an SMS; `on_retry` is called for each attempt the provider did not take
-    /// and that is tried again (so a metric can count every request).
-    pub async fn send_sms(
+    /// Sends a text to a phone number: the SMS channel's messages, and the voice
+    /// channel's written ones (a notice or a text step on the voice channel goes out as
+    /// an SMS from the voice provider's number). `on_retry` is called for each attempt
+    /// the provider did not take and that is tried again (so a metric can count every
+    /// request).
+    pub async fn send_text(
         &self,
         client: &HttpClient,
         message: &Outgoing,
