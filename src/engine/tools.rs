@@ -14,11 +14,11 @@
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
-use super::assistant::{self, Tool, ToolCallRequest};
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::{contact, engagement, events, leads, Caller};
 use crate::error::{Error, Result};
+use crate::providers::model::tools::{self as assistant, Tool, ToolCallRequest};
 use crate::store::records::{JobKind, StopReason, TagRecord};
 use crate::store::{EventKey, Reader, WriteTx};
 use crate::time::now_micros;

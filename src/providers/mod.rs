@@ -13,6 +13,7 @@
 
 pub mod callbacks;
 pub mod compliance;
+pub mod model;
 pub mod relay;
 pub mod sandbox;
 pub mod smtp;

@@ -406,6 +406,25 @@ pub struct UploadRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn settings_round_trip_and_hide_the_key_from_debug() {
+        let settings = AssistantSettings {
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            model: "llama3.1:8b".into(),
+            api_key: Some("sk-secret".into()),
+            timeout_ms: 30_000,
+            max_tokens: None,
+        };
+        let bytes = postcard::to_stdvec(&settings).unwrap();
+        assert_eq!(
+            postcard::from_bytes::<AssistantSettings>(&bytes).unwrap(),
+            settings
+        );
+        let debug = format!("{settings:?}");
+        assert!(!debug.contains("sk-secret"), "{debug}");
+        assert!(debug.contains("<set>"), "{debug}");
+    }
     use crate::store::codec;
 
     #[test]
@@ -605,7 +624,7 @@ pub struct AssistantSettings {
     pub api_key: Option<String>,
     /// The bound of one attempt.
     pub timeout_ms: u64,
-    /// `max_tokens` of every request; `None`: the channel's default (`assistant`).
+    /// `max_tokens` of every request; `None`: the channel's default (`providers::model::protocol`).
     pub max_tokens: Option<u32>,
 }
 
