@@ -350,7 +350,9 @@ impl Config {
         Ok(config)
     }
 
-    /// A server on an ephemeral loopback port with data in `data_dir`: for tests.
+    /// A server on an ephemeral loopback port with data in `data_dir`: for tests (and
+    /// benches), through the `testkit` feature; not part of the API.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn for_tests(data_dir: PathBuf) -> Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
