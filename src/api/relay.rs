@@ -34,12 +34,7 @@ pub fn upgrade(
     call_id: &str,
 ) -> Result<Response<Body>> {
     let settings = twilio::settings_for(state, org, Channel::Voice)?;
-    let signature = parts
-        .headers
-        .get("x-twilio-signature")
-        .and_then(|v| v.to_str().ok())
-        .ok_or(Error::Forbidden)?;
-    let base = state.engine.public_url().ok_or(Error::Forbidden)?;
+    let (signature, base) = twilio::signature_and_base(state, parts)?;
     // The URL as given to Twilio, and its https form (as a proxy may report it).
     let urls = [
         callbacks::relay(base, org, call_id),

@@ -270,15 +270,7 @@ mod tests {
 
     #[test]
     fn call_statuses_name_rank_and_end() {
-        let all = [
-            CallStatus::Queued,
-            CallStatus::Initiated,
-            CallStatus::Ringing,
-            CallStatus::InProgress,
-            CallStatus::Complete,
-            CallStatus::NoAnswer,
-            CallStatus::Failed,
-        ];
+        let all = CallStatus::ALL;
         let names: Vec<_> = all.iter().map(|s| s.as_str()).collect();
         assert_eq!(
             names,

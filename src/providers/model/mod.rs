@@ -31,30 +31,29 @@ pub const RETRY_BACKOFF: [Duration; 2] = [Duration::from_millis(250), Duration::
 pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
 /// Where the model server is and what to ask it for: the organization's assistant
-/// settings as the client needs them.
+/// settings (`assistant`) as the client needs them. `base_url` is the API base
+/// (`/chat/completions` is appended), `api_key` goes in `Authorization: Bearer ...`,
+/// `timeout_ms` bounds one attempt and `max_tokens` (else the channel's default) every
+/// request.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Server {
-    /// The API base, e.g. `http://127.0.0.1:11434/v1`; `/chat/completions` is appended.
     pub base_url: String,
     pub model: String,
-    /// Sent as `Authorization: Bearer ...` when set.
     pub api_key: Option<String>,
-    /// The bound of one attempt.
     pub timeout_ms: u64,
-    /// `max_tokens` of every request; `None`: the channel's default.
     pub max_tokens: Option<u32>,
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The key is a secret: it never reaches a log line.
+        // The key is a secret: it is left out, so it never reaches a log line.
+        let Server {
+            base_url, model, ..
+        } = self;
         f.debug_struct("Server")
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
-            .field("timeout_ms", &self.timeout_ms)
-            .field("max_tokens", &self.max_tokens)
-            .finish()
+            .field("base_url", base_url)
+            .field("model", model)
+            .finish_non_exhaustive()
     }
 }
 
