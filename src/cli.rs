@@ -75,6 +75,8 @@ pub struct ServeArgs {
     #[arg(long, env = "ENGAGED_INSECURE_HTTP", num_args = 0..=1, default_missing_value = "true")]
     pub insecure_http: Option<bool>,
     /// PEM certificate chain (with --tls-key); default: a self-signed one in <data-dir>/tls.
+    // The help text is the doc comment as written: `<data-dir>` is no HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "ENGAGED_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
     /// PEM private key (with --tls-cert).

@@ -13,7 +13,13 @@ use serde::Deserialize;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
 pub const DEFAULT_DATA_DIR: &str = "./data";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
-pub const DEFAULT_CACHE_MIB: usize = crate::store::DEFAULT_CACHE_BYTES / (1024 * 1024);
+/// redb's page cache by default: enough for the hot indexes, far from redb's own 1 GiB.
+pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+pub const DEFAULT_CACHE_MIB: usize = DEFAULT_CACHE_BYTES / (1024 * 1024);
+/// The largest recording accepted by default.
+pub const DEFAULT_RECORDING_MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// How long a recording's download link lives by default.
+pub const DEFAULT_RECORDING_LINK_TTL_SECS: u64 = 15 * 60;
 
 /// The resolved configuration of a server.
 #[derive(Debug, Clone)]
@@ -310,11 +316,11 @@ impl Config {
             recording_max_bytes: over
                 .recording_max_bytes
                 .or(file.recording_max_bytes)
-                .unwrap_or(crate::domain::records::recordings::DEFAULT_MAX_BYTES),
+                .unwrap_or(DEFAULT_RECORDING_MAX_BYTES),
             recording_link_ttl_secs: over
                 .recording_link_ttl_secs
                 .or(file.recording_link_ttl_secs)
-                .unwrap_or(crate::domain::records::recordings::DEFAULT_LINK_TTL_SECS),
+                .unwrap_or(DEFAULT_RECORDING_LINK_TTL_SECS),
         };
         if let Some(url) = &config.public_url {
             check_public_url(url)?;
@@ -344,7 +350,9 @@ impl Config {
         Ok(config)
     }
 
-    /// A server on an ephemeral loopback port with data in `data_dir`: for tests.
+    /// A server on an ephemeral loopback port with data in `data_dir`: for tests (and
+    /// benches), through the `testkit` feature; not part of the API.
+    #[cfg(any(test, feature = "testkit"))]
     pub fn for_tests(data_dir: PathBuf) -> Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -359,8 +367,8 @@ impl Config {
             limits: Limits::default(),
             cache_mib: DEFAULT_CACHE_MIB,
             public_url: None,
-            recording_max_bytes: crate::domain::records::recordings::DEFAULT_MAX_BYTES,
-            recording_link_ttl_secs: crate::domain::records::recordings::DEFAULT_LINK_TTL_SECS,
+            recording_max_bytes: DEFAULT_RECORDING_MAX_BYTES,
+            recording_link_ttl_secs: DEFAULT_RECORDING_LINK_TTL_SECS,
         }
     }
 

@@ -3,7 +3,7 @@
 //!
 //! Through serde_json, every key of every object goes through the same byte-by-byte
 //! escaping scan as the values, and was the single largest cost of a page. Here keys are
-//! literals joined with their punctuation at compile time ([`write_object!`]), strings
+//! literals joined with their punctuation at compile time (`write_object!`), strings
 //! that need no escaping are copied as they are, and the buffer is sized up front. The
 //! output is byte for byte what serde_json writes for the same shape (tested below).
 

@@ -8,12 +8,13 @@ use super::response::{json as reply, Body};
 use super::views::{self, EventView, MessageView};
 use super::AppState;
 use crate::channel::Channel;
-use crate::domain::contact::compliance::{self, Outcome};
+use crate::domain::contact::compliance::{self, Gate, Outcome};
 use crate::domain::engagement::outbound;
 use crate::domain::records::messages;
 use crate::domain::voice::voice;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
+use crate::providers;
 use crate::store::records::Origin;
 
 fn blocked(event: &crate::store::EventRow) -> Response<Body> {
@@ -84,15 +85,14 @@ where
         + Send
         + 'static,
 {
-    compliance::pass(
-        &state.store,
-        &state.outbound,
-        caller,
-        lead_id,
-        channel,
-        send,
-    )
-    .await
+    let early = match compliance::first_steps(&state.store, &caller, lead_id, channel)? {
+        Gate::Blocked(block) => Some(block),
+        Gate::Ask(question) => {
+            compliance::service_block(providers::compliance::ask(&state.http, &question).await)
+        }
+        Gate::Clear => None,
+    };
+    compliance::pass(&state.store, caller, lead_id, channel, early, send).await
 }
 
 fn sent(row: &crate::store::EventRow) -> Result<Response<Body>> {

@@ -24,6 +24,7 @@ use super::AppState;
 use crate::channel::Channel;
 use crate::domain::voice::voice;
 use crate::error::{Error, Result};
+use crate::providers::callbacks::{self, CallHook};
 use crate::providers::twilio_signature;
 
 pub fn upgrade(
@@ -33,16 +34,11 @@ pub fn upgrade(
     call_id: &str,
 ) -> Result<Response<Body>> {
     let settings = twilio::settings_for(state, org, Channel::Voice)?;
-    let signature = parts
-        .headers
-        .get("x-twilio-signature")
-        .and_then(|v| v.to_str().ok())
-        .ok_or(Error::Forbidden)?;
-    let base = state.engine.public_url().ok_or(Error::Forbidden)?;
+    let (signature, base) = twilio::signature_and_base(state, parts)?;
     // The URL as given to Twilio, and its https form (as a proxy may report it).
     let urls = [
-        voice::relay_url(base, org, call_id),
-        voice::call_url(base, org, call_id, "relay"),
+        callbacks::relay(base, org, call_id),
+        callbacks::call(base, org, call_id, CallHook::Relay),
     ];
     if !urls
         .iter()

@@ -3,7 +3,7 @@
 //! A `match` on the segment slice is the whole routing table: easy to read top to bottom,
 //! no allocation beyond the decoded segments, and a path that exists with another method
 //! answers 405 rather than 404, naming the path's methods (`Allow`). Each path lists its
-//! methods once, in [`pick`]; `HEAD` takes the `GET` route of every path that has one.
+//! methods once, in `pick`; `HEAD` takes the `GET` route of every path that has one.
 
 use hyper::Method;
 

@@ -89,6 +89,21 @@ pub(super) fn settings_for(
     Err(Error::NotFound("Not found".into()))
 }
 
+/// A Twilio request's `X-Twilio-Signature` and the server's `public_url` it was signed
+/// under; `Forbidden` without either.
+pub(super) fn signature_and_base<'a>(
+    state: &'a AppState,
+    parts: &'a Parts,
+) -> Result<(&'a str, &'a str)> {
+    let signature = parts
+        .headers
+        .get("x-twilio-signature")
+        .and_then(|v| v.to_str().ok())
+        .ok_or(Error::Forbidden)?;
+    let base = state.engine.public_url().ok_or(Error::Forbidden)?;
+    Ok((signature, base))
+}
+
 /// Checks `X-Twilio-Signature` over `{public_url}{path and query}` (without its port,
 /// or with it: Twilio's validators accept both) and the form.
 pub(super) fn verify(
@@ -97,12 +112,7 @@ pub(super) fn verify(
     settings: &TwilioSettings,
     bytes: &[u8],
 ) -> Result<Form> {
-    let signature = parts
-        .headers
-        .get("x-twilio-signature")
-        .and_then(|v| v.to_str().ok())
-        .ok_or(Error::Forbidden)?;
-    let base = state.engine.public_url().ok_or(Error::Forbidden)?;
+    let (signature, base) = signature_and_base(state, parts)?;
     let path = parts
         .uri
         .path_and_query()

@@ -22,6 +22,7 @@ use crate::channel::Channel;
 use crate::domain::voice::transfer::{self, Reason, Ring};
 use crate::domain::voice::voice::{self, Answer, StatusUpdate};
 use crate::error::{Error, Result};
+use crate::providers::callbacks::{self, CallHook};
 use crate::providers::{twilio as provider, twiml};
 use crate::time::now_micros;
 
@@ -70,7 +71,7 @@ pub async fn webhook(
                 .await?;
             // An outbound call is recorded by its Calls.json request; an inbound one by
             // the TwiML that answers it.
-            let recording = voice::call_url(&base, org, &call_id, "recording");
+            let recording = callbacks::call(&base, org, &call_id, CallHook::Recording);
             Ok(render(&base, org, &call_id, answer, Some(&recording)))
         }
         Hook::Twiml(call) => {
@@ -206,11 +207,11 @@ fn render(
     answer: Answer,
     record: Option<&str>,
 ) -> Response<Body> {
-    let transfer = voice::call_url(base, org, call_id, "transfer");
+    let transfer = callbacks::call(base, org, call_id, CallHook::Transfer);
     let document = match answer {
         Answer::Relay { greeting } => twiml::relay(
             &transfer,
-            &voice::relay_url(base, org, call_id),
+            &callbacks::relay(base, org, call_id),
             Some(&greeting),
             record,
         ),

@@ -35,7 +35,7 @@ impl Engine {
             .unsubscribe_key()
             .await?
             .token(org, lead, Channel::Email)?;
-        Ok(Some(format!("{base}/v1/unsubscribe/{token}")))
+        Ok(Some(crate::providers::callbacks::unsubscribe(base, &token)))
     }
 
     /// Sends an email attempt through `provider`; a real (SMTP) email always carries

@@ -6,7 +6,7 @@
 //! Unicode line separators count as whitespace; invisible direction and width marks
 //! go), runs of whitespace collapse (to one space, or to one newline, or one blank
 //! line, when the run held newlines), and the text is cut at the last sentence or word
-//! boundary to its channel's cap ([`Cap`]): an SMS to two segments (306 GSM-7
+//! boundary to its channel's cap (`Cap`): an SMS to two segments (306 GSM-7
 //! characters, the extension table's counting two, or 134 UTF-16 units when the text
 //! needs UCS-2), an email to 5,000 characters, a voice turn to 600. An empty result
 //! means nothing is sent.

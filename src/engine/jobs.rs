@@ -16,6 +16,7 @@ use crate::domain::engagement::claims::{self, Claim};
 use crate::domain::engagement::outbound;
 use crate::domain::voice::voice;
 use crate::error::Result;
+use crate::providers::callbacks::{self, CallHook};
 use crate::providers::{CallRequest, Provider, SendOutcome};
 use crate::store::records::{AgendaJob, JobKind};
 use crate::store::Reader;
@@ -191,10 +192,12 @@ impl Engine {
             };
             (org_record, lead_record)
         };
-        if org_record.settings.compliance_url.is_none() {
+        let Some(question) = compliance::service_question(&org_record, &lead_record, channel)
+        else {
             return Ok(None);
-        }
-        Ok(compliance::service_check(&self.client, &org_record, &lead_record, channel).await)
+        };
+        let answer = crate::providers::compliance::ask(&self.client, &question).await;
+        Ok(compliance::service_block(answer))
     }
 
     /// Hands a claimed send or call to the provider and commits its answer.
@@ -208,12 +211,11 @@ impl Engine {
                     Channel::Email => self.send_email(&provider, &attempt).await,
                     Channel::Sms | Channel::Voice => {
                         let mut outgoing = attempt.outgoing.clone();
-                        outgoing.status_callback = self.public_url().map(|base| {
-                            format!(
-                                "{base}/v1/providers/twilio/{}/sms-status",
-                                attempt.row.org_id
-                            )
-                        });
+                        // Only Twilio reports a message's fate to a callback.
+                        outgoing.status_callback = self
+                            .public_url()
+                            .filter(|_| matches!(provider, Provider::Twilio(_)))
+                            .map(|base| callbacks::sms_status(base, &attempt.row.org_id));
                         // Every request counts: a retried one as `retried`.
                         let retried = || {
                             self.metrics.provider(
@@ -222,7 +224,7 @@ impl Engine {
                                 "retried",
                             )
                         };
-                        provider.send_sms(&self.client, &outgoing, &retried).await
+                        provider.send_text(&self.client, &outgoing, &retried).await
                     }
                 };
                 self.count(attempt.channel, &provider, &outcome);
@@ -234,16 +236,16 @@ impl Engine {
             Claim::Call { call_id, to, org } => {
                 let settings = self.store.read()?.engine_settings(&org)?;
                 let provider = Provider::for_channel(&settings, Channel::Voice);
-                let url = |leaf| {
+                let url = |hook| {
                     self.public_url()
-                        .map(|base| voice::call_url(base, &org, &call_id, leaf))
+                        .map(|base| callbacks::call(base, &org, &call_id, hook))
                         .unwrap_or_default()
                 };
                 let request = CallRequest {
                     to,
-                    twiml_url: url("twiml"),
-                    status_callback: url("status"),
-                    recording_callback: url("recording"),
+                    twiml_url: url(CallHook::Twiml),
+                    status_callback: url(CallHook::Status),
+                    recording_callback: url(CallHook::Recording),
                 };
                 let retried = || self.metrics.provider("voice", provider.kind(), "retried");
                 let outcome = provider.start_call(&self.client, &request, &retried).await;

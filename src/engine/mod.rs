@@ -11,18 +11,14 @@
 //! - `jobs`: running one claimed row (a cadence step, a notice, a call) and carrying out
 //!   the claim through a provider.
 //! - `pacing`: each provider's sending rate; a send waits for its slot before its claim.
-//! - `reply`: the assistant's conversation turn, at most four rounds of tools.
+//! - `reply`: the assistant's conversation turn, at most four rounds of tools (the
+//!   model client, its protocol and post-call request are `providers::model`).
 //! - `tools`: applying a tool call through the same domain functions the API uses.
 //! - `guard`: the one output guard every reply passes before it is sent or spoken.
-//! - `assistant`: the OpenAI-compatible protocol.
-//! - `call_outcome`: post-call processing's protocol, a finished call's summary and
-//!   disposition asked of the assistant.
 //! - `voice`: the relay, one live call's conversation over ConversationRelay.
 //! - `post_call`: a completed call's summary and disposition.
 //! - `recording_fetch`: a finished call's recording, streamed from the provider.
 
-pub mod assistant;
-pub mod call_outcome;
 mod email;
 pub mod guard;
 mod jobs;
@@ -42,6 +38,7 @@ use tokio::sync::watch;
 use crate::domain::engagement::outbound;
 use crate::error::Result;
 use crate::http_client::HttpClient;
+use crate::store::records::AssistantSettings;
 use crate::store::Store;
 pub use metrics::EngineMetrics;
 
@@ -142,4 +139,15 @@ pub async fn mark_interrupted_sends(store: &Store) -> Result<usize> {
         );
     }
     Ok(count)
+}
+
+/// The model client's view of an organization's assistant settings.
+fn model_server(settings: &AssistantSettings) -> crate::providers::model::Server {
+    crate::providers::model::Server {
+        base_url: settings.base_url.clone(),
+        model: settings.model.clone(),
+        api_key: settings.api_key.clone(),
+        timeout_ms: settings.timeout_ms,
+        max_tokens: settings.max_tokens,
+    }
 }

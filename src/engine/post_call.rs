@@ -1,20 +1,21 @@
 //! Post-call processing: a completed call's summary and disposition, from a durable
 //! agenda row (`JobKind::PostCall`) the call's completion scheduled.
 //!
-//! The assistant is asked through `call_outcome` (JSON-schema output, or a forced tool
+//! The assistant is asked through `providers::model::call_outcome` (JSON-schema output, or a forced tool
 //! call when the model server refuses `response_format`) with the call's spoken turns
 //! and the profile's dispositions. An answer naming no known disposition is asked once
 //! more with a correction; after that the call keeps its summary without a disposition
 //! and the engagement's `lastError` says why. The outcome is committed by
 //! `domain::voice::voice::classified`, which sends `call.dispositioned` once.
 
-use super::assistant::Turn;
-use super::call_outcome::{self, Choice};
+use super::model_server;
 use super::Engine;
 use crate::domain::engagement::agenda::JobKey;
 use crate::domain::voice::transcript::{self, Role};
 use crate::domain::voice::voice::{self, Classified};
 use crate::error::Result;
+use crate::providers::model::call_outcome::{self, Choice};
+use crate::providers::model::protocol::Turn;
 use crate::store::records::DispositionRecord;
 use crate::store::Reader;
 
@@ -66,7 +67,7 @@ impl Engine {
 
     async fn classify(
         &self,
-        settings: &super::assistant::AssistantSettings,
+        settings: &crate::store::records::AssistantSettings,
         instructions: &str,
         dispositions: &[DispositionRecord],
         turns: &[Turn],
@@ -80,10 +81,11 @@ impl Engine {
             })
             .collect();
         let mut correction: Option<String> = None;
+        let server = model_server(settings);
         loop {
             let asked = call_outcome::ask(
                 &self.client,
-                settings,
+                &server,
                 instructions,
                 turns,
                 &choices,

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use serde_json::Value;
 
-use super::assistant::{self, Answer, Context, Failure, Turn, MAX_HISTORY};
 use super::guard::guard;
+use super::model_server;
 use super::tools::{self, Effect, MAX_TOOL_CALLS};
 use super::Engine;
 use crate::channel::{Channel, Owner};
@@ -27,7 +27,9 @@ use crate::domain::engagement::agenda::JobKey;
 use crate::domain::engagement::claims;
 use crate::domain::records::message_shape::MessageShape;
 use crate::error::Result;
-use crate::store::records::LeadRecord;
+use crate::providers::model::protocol::{self as assistant, Answer, Context, Turn, MAX_HISTORY};
+use crate::providers::model::{self, Failure};
+use crate::store::records::{AssistantSettings, LeadRecord};
 use crate::store::{Flow, ReadTx, Reader, Start};
 
 /// Rounds of tool calls before the model must have answered.
@@ -114,17 +116,18 @@ impl Engine {
         org: &str,
         lead_id: &str,
         channel: Channel,
-        settings: &assistant::AssistantSettings,
+        settings: &AssistantSettings,
         context: &Context<'_>,
         transfer_available: bool,
     ) -> Result<(Said, Duration)> {
         let mut extra: Vec<Value> = Vec::new();
         let mut model_time = Duration::ZERO;
-        let max_tokens = assistant::max_tokens(settings, channel);
+        let server = model_server(settings);
+        let max_tokens = assistant::max_tokens(&server, channel);
         for round in 0..=MAX_ROUNDS {
             let body = assistant::request_body(&settings.model, max_tokens, context, &extra);
             let started = Instant::now();
-            let answer = assistant::complete(&self.client, settings, &body).await;
+            let answer = model::complete(&self.client, &server, &body).await;
             let took = started.elapsed();
             model_time += took;
             self.metrics.assistant(answer.is_ok(), took.as_secs_f64());
@@ -160,7 +163,7 @@ impl Engine {
         org: &str,
         lead_id: &str,
         channel: Channel,
-        calls: &[assistant::ToolCallRequest],
+        calls: &[crate::providers::model::tools::ToolCallRequest],
         transfer_available: bool,
     ) -> Result<(Vec<Value>, Option<Effect>)> {
         let mut results = Vec::with_capacity(calls.len());
@@ -299,7 +302,7 @@ enum Prepared {
 
 /// What the model is asked with.
 struct Conversation {
-    settings: assistant::AssistantSettings,
+    settings: AssistantSettings,
     instructions: String,
     lead: LeadRecord,
     history: Vec<Turn>,

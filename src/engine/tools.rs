@@ -14,7 +14,6 @@
 use chrono::Utc;
 use serde_json::{json, Map, Value};
 
-use super::assistant::{self, Tool, ToolCallRequest};
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::contact::controls;
@@ -24,6 +23,7 @@ use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
+use crate::providers::model::tools::{self as assistant, Tool, ToolCallRequest};
 use crate::store::records::{JobKind, StopReason, SystemEvent, TagRecord};
 use crate::store::{EventKey, Reader, WriteTx};
 use crate::time::now_micros;

@@ -23,7 +23,6 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::WebSocketStream;
 
-use super::assistant::{AssistantSettings, Context, Turn};
 use super::guard::guard;
 use super::reply::Said;
 use super::tools::Effect;
@@ -32,7 +31,9 @@ use crate::channel::Channel;
 use crate::domain::voice::transcript::{self, Role};
 use crate::domain::voice::voice;
 use crate::error::Result;
+use crate::providers::model::protocol::{Context, Turn};
 use crate::providers::relay::{self, FromTwilio};
+use crate::store::records::AssistantSettings;
 use crate::store::records::LeadRecord;
 use crate::store::{Reader, Store};
 use crate::time::now_micros;

@@ -11,6 +11,9 @@
 //! the voice webhooks), [`relay`] (ConversationRelay's WebSocket messages) and
 //! [`twilio_signature`] (the webhooks' signatures).
 
+pub mod callbacks;
+pub mod compliance;
+pub mod model;
 pub mod relay;
 pub mod sandbox;
 pub mod smtp;
@@ -207,9 +210,12 @@ impl Provider {
         }
     }
 
-    /// Sends an SMS; `on_retry` is called for each attempt the provider did not take
-    /// and that is tried again (so a metric can count every request).
-    pub async fn send_sms(
+    /// Sends a text to a phone number: the SMS channel's messages, and the voice
+    /// channel's written ones (a notice or a text step on the voice channel goes out as
+    /// an SMS from the voice provider's number). `on_retry` is called for each attempt
+    /// the provider did not take and that is tried again (so a metric can count every
+    /// request).
+    pub async fn send_text(
         &self,
         client: &HttpClient,
         message: &Outgoing,
@@ -264,15 +270,7 @@ mod tests {
 
     #[test]
     fn call_statuses_name_rank_and_end() {
-        let all = [
-            CallStatus::Queued,
-            CallStatus::Initiated,
-            CallStatus::Ringing,
-            CallStatus::InProgress,
-            CallStatus::Complete,
-            CallStatus::NoAnswer,
-            CallStatus::Failed,
-        ];
+        let all = CallStatus::ALL;
         let names: Vec<_> = all.iter().map(|s| s.as_str()).collect();
         assert_eq!(
             names,

@@ -11,7 +11,7 @@
 //! connection that failed before the request was written, means the request was not
 //! taken: it is tried again after `Retry-After` (or a short backoff), at most 3 tries
 //! within 60 s. Anything else after a written request (a 500, a 502, a timeout) is never
-//! repeated: the send is `unknown`. One loop ([`Twilio::post`]) serves messages and calls
+//! repeated: the send is `unknown`. One loop (`Twilio::post`) serves messages and calls
 //! alike. Errors carry no response body: Twilio's numeric `code`, a status, or a short
 //! class (`timeout`, `connection`, `malformed answer`). Credentials only ever go to the
 //! configured `baseUrl`: a recording URL elsewhere is refused.

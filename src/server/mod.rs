@@ -89,13 +89,13 @@ impl Server {
 
         let recordings = startup::prepare_recordings(&store, &config).await?;
         startup::prepare_engine(&store).await?;
-        let outbound = crate::http_client::HttpClient::new(
+        let http = crate::http_client::HttpClient::new(
             config.webhooks.timeout,
             config.outbound_ca_file.as_deref(),
         )?;
         let engine = Arc::new(crate::engine::Engine::new(
             store.clone(),
-            outbound.clone(),
+            http.clone(),
             Arc::default(),
             config.public_url.clone(),
             config.recording_max_bytes,
@@ -108,7 +108,7 @@ impl Server {
                 min_bytes_per_second: config.limits.recording_min_bytes_per_second,
             },
             metrics: Arc::default(),
-            outbound,
+            http,
             engine: engine.clone(),
             rate_limiter: config.limits.rate_limit_per_second.map(|rate| {
                 crate::api::rate_limit::RateLimiter::new(rate, config.limits.rate_limit_burst)

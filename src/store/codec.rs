@@ -31,6 +31,23 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     }
 }
 
+/// The records of `org` in a table keyed (organization, name), in name order.
+pub(super) fn org_records<T, R>(table: &R, org: &str) -> Result<Vec<T>>
+where
+    T: DeserializeOwned,
+    R: redb::ReadableTable<(&'static str, &'static str), &'static [u8]>,
+{
+    let mut out = Vec::new();
+    for row in table.range((org, "")..)? {
+        let (key, value) = row?;
+        if key.value().0 != org {
+            break;
+        }
+        out.push(decode(value.value())?);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,7 +59,7 @@ impl Store {
         check_snapshot(&self.db.begin_read()?)
     }
 
-    /// Live leads sharing a phone or email, as [`shared_contacts`] lists them.
+    /// Live leads sharing a phone or email, as `shared_contacts` lists them.
     pub fn shared_contacts(&self) -> Result<Vec<String>> {
         shared_contacts(&self.db.begin_read()?)
     }
@@ -87,7 +87,7 @@ pub fn check_file(path: &Path) -> Result<Vec<String>> {
     check_file_and_shared(path).map(|(problems, _)| problems)
 }
 
-/// [`check_file`], and the live leads sharing a phone or email ([`shared_contacts`]).
+/// [`check_file`], and the live leads sharing a phone or email (`shared_contacts`).
 pub fn check_file_and_shared(path: &Path) -> Result<(Vec<String>, Vec<String>)> {
     let mut db = match Database::open(path) {
         Ok(db) => db,

@@ -7,7 +7,7 @@
 
 pub mod codec;
 mod contact;
-mod engine;
+mod engagement;
 mod key_cache;
 pub mod lead_view;
 mod maintenance;
@@ -39,8 +39,7 @@ use tables::*;
 
 pub use migrations::SCHEMA_VERSION;
 
-/// redb's page cache by default: enough for the hot indexes, far from redb's own 1 GiB.
-pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+use crate::config::DEFAULT_CACHE_BYTES;
 
 /// Why a database could not be opened.
 #[derive(Debug, thiserror::Error)]
@@ -138,11 +137,7 @@ impl Store {
         T: Send + 'static,
         F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
     {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.submit(writer::job(f, reply))?;
-        answer
-            .await
-            .map_err(|_| Error::Internal("the writer dropped a job".into()))?
+        self.write_queued(f)?.await
     }
 
     /// [`Store::write`] for callers outside an async runtime (the command line).
@@ -151,11 +146,22 @@ impl Store {
         T: Send + 'static,
         F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
     {
+        let QueuedWrite(answer) = self.write_queued(f)?;
+        answer.blocking_recv().map_err(|_| writer_dropped())?
+    }
+
+    /// Queues `f` for the writer at once, like [`Store::write`], but hands back its
+    /// answer as a future to await later. An upload keeps a few chunk writes in flight
+    /// this way, so the writer can commit them together while the next chunk arrives.
+    /// Dropping the future does not cancel the job.
+    pub fn write_queued<T, F>(&self, f: F) -> Result<QueuedWrite<T>>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
+    {
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.submit(writer::job(f, reply))?;
-        answer
-            .blocking_recv()
-            .map_err(|_| Error::Internal("the writer dropped a job".into()))?
+        Ok(QueuedWrite(answer))
     }
 
     fn submit(&self, job: Box<dyn writer::Job>) -> Result<()> {
@@ -215,6 +221,27 @@ impl Store {
     pub fn agenda_wake(&self) -> Arc<tokio::sync::Notify> {
         self.agenda_wake.clone()
     }
+}
+
+/// The answer of a job queued with [`Store::write_queued`]: ready once its batch
+/// committed (or failed).
+pub struct QueuedWrite<T>(tokio::sync::oneshot::Receiver<Result<T>>);
+
+impl<T> std::future::Future for QueuedWrite<T> {
+    type Output = Result<T>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<T>> {
+        std::pin::Pin::new(&mut self.0)
+            .poll(cx)
+            .map(|answer| answer.map_err(|_| writer_dropped())?)
+    }
+}
+
+fn writer_dropped() -> Error {
+    Error::Internal("the writer dropped a job".into())
 }
 
 impl Drop for Store {

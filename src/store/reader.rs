@@ -11,11 +11,11 @@ use serde::de::DeserializeOwned;
 
 use super::codec::decode;
 use super::read::ReadTx;
-use super::recordings::{RecordingRecord, UploadRecord};
 use super::records::{
     CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, KeyRecord,
     LeadRecord, OrgRecord, ProfileRecord, VoiceSession,
 };
+use super::records::{RecordingRecord, UploadRecord};
 use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;

@@ -2,7 +2,7 @@
 //! the uploads still streaming in, and the secret that signs download links.
 //!
 //! An upload never holds a write transaction across network reads. It gets a fresh
-//! upload id, registered in `recording_uploads`; each [`CHUNK_BYTES`] of audio is its
+//! upload id, registered in `recording_uploads`; each [`CHUNK_BYTES`](super::records::CHUNK_BYTES) of audio is its
 //! own small write job into `recording_chunks` under (upload id, index); a last job
 //! ([`WriteTx::put_recording`]) points the call's `recordings` row at the upload,
 //! removes the previous upload's chunks and forgets the in-progress row, all in one
@@ -11,57 +11,18 @@
 //! swept at the next start ([`WriteTx::discard_all_recording_uploads`]), since every
 //! row left in `recording_uploads` then belongs to an upload nobody finishes.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use redb::{ReadableTable, ReadableTableMetadata};
-use serde::{Deserialize, Serialize};
 
 use super::codec::{decode, encode};
 use super::read::ReadTx;
 use super::reader::Reader;
+use super::records::{RecordingRecord, UploadRecord};
 use super::tables::{META, RECORDINGS, RECORDING_CHUNKS, RECORDING_UPLOADS};
 use super::write::WriteTx;
-use super::{writer, Store};
 use crate::error::{Error, Result};
-use crate::time::Micros;
-
-/// The size of every stored chunk but an upload's last: 255 KiB, so that a chunk with
-/// its key and redb's leaf header fits one 256 KiB page. A chunk of exactly 256 KiB
-/// would spill into a 512 KiB page and nearly double the file (measured: 100 MiB of
-/// audio took a 273 MiB file in 256 KiB chunks, 145 MiB in 255 KiB ones).
-pub const CHUNK_BYTES: usize = 255 * 1024;
 
 /// The name of the link-signing secret in `meta`.
 const SECRET_NAME: &str = "recording_secret";
-
-/// A call's current recording; its audio is the chunks of `upload_id`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecordingRecord {
-    pub call_id: String,
-    pub upload_id: String,
-    pub content_type: String,
-    pub size: u64,
-    /// SHA-256 of the audio, lowercase hex.
-    pub sha256: String,
-    pub uploaded_at: Micros,
-}
-
-impl RecordingRecord {
-    /// How many chunks hold the audio.
-    pub fn chunk_count(&self) -> u64 {
-        self.size.div_ceil(CHUNK_BYTES as u64)
-    }
-}
-
-/// An upload still streaming in.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UploadRecord {
-    pub org_id: String,
-    pub call_id: String,
-    pub started_at: Micros,
-}
 
 impl WriteTx {
     /// Registers an upload as in progress, so that its chunks can be found and removed
@@ -188,43 +149,10 @@ impl ReadTx {
     }
 }
 
-impl Store {
-    /// Queues `f` for the writer at once, like [`Store::write`], but hands back its
-    /// answer as a future to await later. An upload keeps a few chunk writes in flight
-    /// this way, so the writer can commit them together while the next chunk arrives.
-    /// Dropping the future does not cancel the job.
-    pub fn write_queued<T, F>(&self, f: F) -> Result<QueuedWrite<T>>
-    where
-        T: Send + 'static,
-        F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
-    {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.submit(writer::job(f, reply))?;
-        Ok(QueuedWrite(answer))
-    }
-}
-
-/// The answer of a job queued with [`Store::write_queued`]: ready once its batch
-/// committed (or failed).
-pub struct QueuedWrite<T>(tokio::sync::oneshot::Receiver<Result<T>>);
-
-impl<T> Future for QueuedWrite<T> {
-    type Output = Result<T>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
-        match Pin::new(&mut self.0).poll(cx) {
-            Poll::Ready(Ok(answer)) => Poll::Ready(answer),
-            Poll::Ready(Err(_)) => {
-                Poll::Ready(Err(Error::Internal("the writer dropped a job".into())))
-            }
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Store;
 
     fn open() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();

@@ -19,16 +19,7 @@ use crate::time::Micros;
 
 impl WriteTx {
     pub fn webhook_endpoints(&self, org: &str) -> Result<Vec<EndpointRecord>> {
-        let table = self.open_read(WEBHOOK_ENDPOINTS)?;
-        let mut out = Vec::new();
-        for row in table.range((org, "")..)? {
-            let (key, value) = row?;
-            if key.value().0 != org {
-                break;
-            }
-            out.push(decode(value.value())?);
-        }
-        Ok(out)
+        super::codec::org_records(&*self.open_read(WEBHOOK_ENDPOINTS)?, org)
     }
 
     pub fn put_webhook_endpoint(&mut self, endpoint: &EndpointRecord) -> Result<()> {

@@ -9,14 +9,13 @@
 //! service hands nothing to a provider, so step 5 has no caller yet: an integration that
 //! sends through one records the provider's refusal with [`Block::provider`].
 //!
-//! The HTTP check is slow and must not hold the writer, so [`pass`] runs steps 1 to 3
-//! and quiet hours on a snapshot, asks the service, then re-runs the local steps inside
-//! the write job (the lead may have opted out meanwhile) before it sends or blocks.
-//! A failed check is logged with its class only (`timeout`, `status 500`, ...): what
-//! the service answered never reaches a log line.
+//! The HTTP check is slow and must not hold the writer, so [`first_steps`] runs steps 1
+//! to 3 and quiet hours on a snapshot, the caller asks the service (the client is
+//! `providers::compliance`; this module only says when to ask, what, and what the
+//! answer means), then [`pass`] re-runs the local steps inside the write job (the lead
+//! may have opted out meanwhile) before it sends or blocks.
 
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::channel::Channel;
@@ -26,8 +25,7 @@ use crate::domain::records::leads;
 use crate::domain::settings::org::DEFAULT_COMPLIANCE_TIMEOUT_MS;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::http_client::HttpClient;
-use crate::http_failure::Failure;
+use crate::providers::compliance::{Answer, Question};
 use crate::store::records::{LeadRecord, OrgRecord, SystemEvent};
 use crate::store::Reader;
 use crate::store::{EventRow, Store, WriteTx};
@@ -105,21 +103,9 @@ pub fn local_check(
     None
 }
 
-#[derive(Deserialize)]
-struct ServiceAnswer {
-    allowed: bool,
-    reason: Option<String>,
-}
-
-/// Step 4: asks the organization's compliance service, when one is configured for
-/// `channel`. No answer in time, a non-2xx status or an answer that is not
-/// `{"allowed": bool, "reason"?: string}` blocks: the check fails closed.
-pub async fn service_check(
-    client: &HttpClient,
-    org: &OrgRecord,
-    lead: &LeadRecord,
-    channel: Channel,
-) -> Option<Block> {
+/// Step 4's question for the organization's compliance service, when one is configured
+/// for `channel` (`providers::compliance` asks it).
+pub fn service_question(org: &OrgRecord, lead: &LeadRecord, channel: Channel) -> Option<Question> {
     let settings = &org.settings;
     let url = settings.compliance_url.as_deref()?;
     if settings
@@ -141,49 +127,32 @@ pub async fn service_check(
             .compliance_timeout_ms
             .unwrap_or(DEFAULT_COMPLIANCE_TIMEOUT_MS),
     );
-    let unavailable = || {
-        Some(Block::new(
+    Some(Question {
+        url: url.to_string(),
+        body,
+        timeout,
+    })
+}
+
+/// Step 4's block for the service's `answer`: none when it allowed the attempt; a
+/// refusal without a reason is `BLOCKED_BY_COMPLIANCE_SERVICE`; no usable answer
+/// blocks too (the check fails closed).
+pub fn service_block(answer: Answer) -> Option<Block> {
+    match answer {
+        Answer::Allowed => None,
+        Answer::Refused(reason) => {
+            let reason = reason
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "BLOCKED_BY_COMPLIANCE_SERVICE".into());
+            Some(Block {
+                reason,
+                source: BlockSource::Http,
+            })
+        }
+        Answer::Unavailable => Some(Block::new(
             "COMPLIANCE_SERVICE_UNAVAILABLE",
             BlockSource::Http,
-        ))
-    };
-    match client
-        .post_json(url, body.to_string().into_bytes(), timeout)
-        .await
-    {
-        Ok((status, answer)) if (200..300).contains(&status) => {
-            match serde_json::from_slice::<ServiceAnswer>(&answer) {
-                Ok(ServiceAnswer { allowed: true, .. }) => None,
-                Ok(ServiceAnswer {
-                    allowed: false,
-                    reason,
-                }) => {
-                    let reason = reason
-                        .filter(|r| !r.is_empty())
-                        .unwrap_or_else(|| "BLOCKED_BY_COMPLIANCE_SERVICE".into());
-                    Some(Block {
-                        reason,
-                        source: BlockSource::Http,
-                    })
-                }
-                Err(_) => {
-                    // The class only: what the service answered is never repeated.
-                    let failure = Failure::Malformed;
-                    tracing::warn!(%failure, "the compliance service's answer is not {{\"allowed\": bool}}");
-                    unavailable()
-                }
-            }
-        }
-        Ok((status, _)) => {
-            let failure = Failure::Status(status);
-            tracing::warn!(%failure, "the compliance service refused to answer");
-            unavailable()
-        }
-        Err(e) => {
-            let failure = Failure::of_transport(&e);
-            tracing::warn!(%failure, "the compliance service did not answer");
-            unavailable()
-        }
+        )),
     }
 }
 
@@ -193,36 +162,56 @@ pub enum Outcome<T> {
     Blocked(EventRow),
 }
 
-/// Runs the gate for an attempt on `channel` to lead `lead_id`, then, in one write
-/// job, either `send`s or records the block.
+/// Where the gate stands before the write job.
+pub enum Gate {
+    /// Steps 1 to 3 or quiet hours block already.
+    Blocked(Block),
+    /// They pass, and the compliance service is to be asked this.
+    Ask(Question),
+    /// They pass, and there is no service to ask.
+    Clear,
+}
+
+/// Steps 1 to 3 and quiet hours for an attempt on `channel` to lead `lead_id`, on a
+/// snapshot; then the service's question, if it is to be asked.
+pub fn first_steps(
+    store: &Store,
+    caller: &Caller,
+    lead_id: &str,
+    channel: Channel,
+) -> Result<Gate> {
+    let read = store.read()?;
+    let lead = read
+        .lead(&caller.org_id, lead_id)?
+        .filter(|l| l.deleted_at.is_none())
+        .ok_or_else(|| Error::lead_not_found(lead_id))?;
+    let org = read
+        .org(&caller.org_id)?
+        .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
+    Ok(match check_locally(&read, &org, &lead, channel)? {
+        Some(block) => Gate::Blocked(block),
+        None => match service_question(&org, &lead, channel) {
+            Some(question) => Gate::Ask(question),
+            None => Gate::Clear,
+        },
+    })
+}
+
+/// In one write job, for an attempt on `channel` to lead `lead_id`: the local steps
+/// again, then either `send`s or records the block (the local steps', else `early`,
+/// what [`first_steps`] and the service came to).
 pub async fn pass<T, F>(
     store: &Store,
-    client: &HttpClient,
     caller: Caller,
     lead_id: &str,
     channel: Channel,
+    early: Option<Block>,
     mut send: F,
 ) -> Result<Outcome<T>>
 where
     T: Send + 'static,
     F: FnMut(&mut WriteTx, &Caller, LeadRecord) -> Result<T> + Send + 'static,
 {
-    let (org, lead, early) = {
-        let read = store.read()?;
-        let lead = read
-            .lead(&caller.org_id, lead_id)?
-            .filter(|l| l.deleted_at.is_none())
-            .ok_or_else(|| Error::lead_not_found(lead_id))?;
-        let org = read
-            .org(&caller.org_id)?
-            .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
-        let early = check_locally(&read, &org, &lead, channel)?;
-        (org, lead, early)
-    };
-    let early = match early {
-        Some(block) => Some(block),
-        None => service_check(client, &org, &lead, channel).await,
-    };
     let lead_id = lead_id.to_string();
     store
         .write(move |tx| {

@@ -16,7 +16,8 @@ use sha2::{Digest, Sha256};
 use crate::domain::records::recordings::{self, Uploaded, CHUNK_BYTES};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::recordings::{QueuedWrite, RecordingRecord};
+use crate::store::records::RecordingRecord;
+use crate::store::QueuedWrite;
 use crate::store::Store;
 
 /// Chunk writes an upload keeps queued before it waits for the oldest.

@@ -16,14 +16,11 @@ use sha2::Sha256;
 
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::recordings::{RecordingRecord, UploadRecord};
+use crate::store::records::{RecordingRecord, UploadRecord};
 use crate::store::Reader;
 use crate::store::{ReadTx, WriteTx};
 
-pub use crate::store::recordings::CHUNK_BYTES;
-
-pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
-pub const DEFAULT_LINK_TTL_SECS: u64 = 15 * 60;
+pub use crate::store::records::CHUNK_BYTES;
 
 /// Longest accepted `Content-Type` value.
 const MAX_CONTENT_TYPE_LEN: usize = 255;

@@ -423,21 +423,3 @@ pub fn recording_ready(tx: &mut WriteTx, org: &str, call_id: &str, url: &str) ->
     )?;
     Ok(true)
 }
-
-/// The URL of call `call_id`'s voice webhook `leaf` (`twiml`, `status`, `recording`,
-/// `transfer`) under the server's `public_url`.
-pub fn call_url(public_url: &str, org: &str, call_id: &str, leaf: &str) -> String {
-    format!("{public_url}/v1/providers/twilio/{org}/voice/{call_id}/{leaf}")
-}
-
-/// The relay's WebSocket URL: [`call_url`] with `wss` for `https` (`ws` for `http`).
-pub fn relay_url(public_url: &str, org: &str, call_id: &str) -> String {
-    let base = if let Some(rest) = public_url.strip_prefix("https://") {
-        format!("wss://{rest}")
-    } else if let Some(rest) = public_url.strip_prefix("http://") {
-        format!("ws://{rest}")
-    } else {
-        public_url.to_string()
-    };
-    call_url(&base, org, call_id, "relay")
-}

@@ -244,16 +244,7 @@ impl WriteTx {
 impl ReadTx {
     /// An organization's profiles, by name.
     pub fn profiles(&self, org: &str) -> Result<Vec<ProfileRecord>> {
-        let table = self.open_read(PROFILES)?;
-        let mut out = Vec::new();
-        for row in table.range((org, "")..)? {
-            let (key, value) = row?;
-            if key.value().0 != org {
-                break;
-            }
-            out.push(decode(value.value())?);
-        }
-        Ok(out)
+        super::codec::org_records(&self.open_read(PROFILES)?, org)
     }
 
     /// Up to `max` agenda rows due at `now`, skipping those `taken`, and the due time of

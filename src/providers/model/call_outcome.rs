@@ -16,10 +16,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use super::assistant::{
-    parse_answer, send, Answer, AssistantSettings, OnRefusal, SendError, Turn,
-    POST_CALL_MAX_TOKENS, RETRY_BACKOFF, TEMPERATURE,
-};
+use super::protocol::{parse_answer, Answer, Turn, POST_CALL_MAX_TOKENS, TEMPERATURE};
+use super::{send, OnRefusal, SendError, Server, RETRY_BACKOFF};
 use crate::http_client::HttpClient;
 
 /// The name of the forced tool.
@@ -248,13 +246,13 @@ fn outcome(json: &Value) -> Result<Outcome, String> {
 /// first): first with `response_format` `json_schema`; when the server refuses that (a
 /// 400 or 422 answer, or a 2xx whose content is not the JSON asked for), once more
 /// with a forced tool call instead. Each request is retried as
-/// [`complete`](super::assistant::complete) does (network errors, 5xx, timeouts).
+/// [`complete`](super::complete) does (network errors, 5xx, timeouts).
 /// `correction`, when set, is added as a last user message (after an unknown
 /// dispositionId). With choices, an answer without a `dispositionId` is malformed;
 /// without, `disposition_id` is `None`.
 pub async fn ask(
     client: &HttpClient,
-    settings: &AssistantSettings,
+    settings: &Server,
     instructions: &str,
     turns: &[Turn],
     choices: &[Choice<'_>],
@@ -275,7 +273,7 @@ pub async fn ask(
 /// [`ask`] with the waits between attempts given.
 async fn ask_with_backoff(
     client: &HttpClient,
-    settings: &AssistantSettings,
+    settings: &Server,
     instructions: &str,
     turns: &[Turn],
     choices: &[Choice<'_>],
@@ -340,7 +338,7 @@ async fn ask_with_backoff(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::assistant::tests::{client, model_server};
+    use crate::providers::model::tests::{client, model_server};
 
     const CHOICES: [Choice<'static>; 2] = [
         Choice {
@@ -370,8 +368,8 @@ mod tests {
         .collect()
     }
 
-    fn settings(base_url: String) -> AssistantSettings {
-        AssistantSettings {
+    fn settings(base_url: String) -> Server {
+        Server {
             base_url,
             model: "m".into(),
             api_key: None,
