@@ -344,7 +344,9 @@ impl Config {
         Ok(config)
     }
 
-    /// A server on an ephemeral loopback port with data in `data_dir`: for tests.
+    /// A server on an ephemeral loopback port with data in `data_dir`: for tests (the
+    /// test kit's; not part of the service's API).
+    #[cfg(any(test, feature = "testkit"))]
     pub fn for_tests(data_dir: PathBuf) -> Config {
         Config {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),

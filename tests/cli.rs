@@ -8,10 +8,6 @@
 //! its port is read from the `listening address=...` line it logs. Every child process
 //! is killed when its test ends, and every wait is bounded.
 
-// `common.rs` carries `#![allow(dead_code)]`: this binary uses only part of it.
-#[path = "http/common.rs"]
-mod common;
-
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -29,7 +25,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use serde_json::{json, Value};
 
-use common::{client_trusting, enc, Response};
+use engaged::testkit::{client_trusting, enc, Response};
 
 type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 

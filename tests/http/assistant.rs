@@ -19,9 +19,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::fake_model::{FakeModel, Step};
-use crate::util::*;
+use engaged::testkit::model::{FakeModel, Step};
+use engaged::testkit::TestServer;
+use engaged::testkit::{poll, Captured, WebhookReceiver, WAIT};
+
+use crate::answers::*;
+use crate::engagement::*;
+use crate::requests::*;
 
 const PHONE: &str = "+15551234567";
 const INSTRUCTIONS: &str = "You are Sam, a friendly assistant for Acme Solar. Qualify the lead.";
@@ -375,7 +379,7 @@ async fn update_summary_sets_the_lead_summary() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opt_out_unsubscribes_emits_the_webhook_and_ends_the_conversation() {
     let s = start().await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     hooks.register(&s.ts, &s.admin).await;
     let goodbye = "Sorry to see you go!";
     let event = call_tool(
@@ -404,7 +408,7 @@ async fn opt_out_unsubscribes_emits_the_webhook_and_ends_the_conversation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handoff_turns_the_assistant_off_stops_the_cadence_and_emits_the_webhook() {
     let s = start().await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     hooks.register(&s.ts, &s.admin).await;
     let event = call_tool(
         &s,
@@ -897,7 +901,7 @@ async fn calls_sharing_an_id_each_leave_their_own_event_and_pair_with_their_resu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn handoff_and_opt_out_apply_once_per_answer() {
     let s = start().await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     hooks.register(&s.ts, &s.admin).await;
     let mut calls: Vec<(String, &str, Value)> = (1..=5)
         .map(|i| {

@@ -1,68 +1,15 @@
 //! The compliance gate: each step with its exact reason and source, the organization's
 //! compliance service in every state it can be in, and the outcomes.
 
-use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Request, Response};
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::util::{assert_error, expect, Captured};
+use engaged::testkit::compliance::{closed_url, Answer, FakeCompliance};
+use engaged::testkit::Captured;
+use engaged::testkit::TestServer;
 
-/// How the fake compliance service answers.
-#[derive(Clone)]
-enum Answer {
-    Json(u16, &'static str),
-    Slow(Duration),
-}
-
-/// A compliance service on loopback; returns its URL and the requests it saw.
-async fn service(answer: Answer) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let record = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let (record, answer) = (record.clone(), answer.clone());
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let (record, answer) = (record.clone(), answer.clone());
-                    async move {
-                        let body = req
-                            .into_body()
-                            .collect()
-                            .await
-                            .map(|b| b.to_bytes())
-                            .unwrap_or_default();
-                        record
-                            .lock()
-                            .unwrap()
-                            .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                        let (status, text) = match answer {
-                            Answer::Json(status, text) => (status, text),
-                            Answer::Slow(delay) => {
-                                tokio::time::sleep(delay).await;
-                                (200, r#"{"allowed": true}"#)
-                            }
-                        };
-                        let mut resp = Response::new(Full::new(Bytes::from(text)));
-                        *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                        Ok::<_, Infallible>(resp)
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    (format!("http://{addr}/check"), seen)
-}
+use crate::answers::{assert_error, expect};
 
 struct Setup {
     ts: TestServer,
@@ -252,10 +199,11 @@ async fn with_service(s: &Setup, url: &str, extra: Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn step_4_the_service_is_asked_and_its_yes_sends() {
     let s = setup().await;
-    let (url, seen) = service(Answer::Json(200, r#"{"allowed": true}"#)).await;
+    let service = FakeCompliance::start(Answer::Json(200, r#"{"allowed": true}"#)).await;
+    let url = service.url.clone();
     with_service(&s, &url, json!({})).await;
     assert_eq!(attempt(&s, "p", "sms").await, None);
-    let asked = seen.lock().unwrap().clone();
+    let asked = service.requests();
     assert_eq!(asked.len(), 1);
     let org = expect(&s.ts.get(&s.admin, "/v1/org").await, 200);
     assert_eq!(
@@ -267,17 +215,20 @@ async fn step_4_the_service_is_asked_and_its_yes_sends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn step_4_a_no_gives_its_reason_or_the_default() {
     let s = setup().await;
-    let (url, _) = service(Answer::Json(
+    let url = FakeCompliance::start(Answer::Json(
         200,
         r#"{"allowed": false, "reason": "STATE_LAW_FL"}"#,
     ))
-    .await;
+    .await
+    .url;
     with_service(&s, &url, json!({})).await;
     assert_eq!(
         attempt(&s, "p", "sms").await,
         blocked("STATE_LAW_FL", "http")
     );
-    let (url, _) = service(Answer::Json(200, r#"{"allowed": false}"#)).await;
+    let url = FakeCompliance::start(Answer::Json(200, r#"{"allowed": false}"#))
+        .await
+        .url;
     with_service(&s, &url, json!({})).await;
     assert_eq!(
         attempt(&s, "p", "email").await,
@@ -290,10 +241,7 @@ async fn step_4_fails_closed_when_down_broken_garbled_or_slow() {
     let s = setup().await;
     let unavailable = blocked("COMPLIANCE_SERVICE_UNAVAILABLE", "http");
     // Down: nothing listens on the port any more.
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/check", l.local_addr().unwrap())
-    };
+    let closed = closed_url();
     with_service(&s, &closed, json!({})).await;
     assert_eq!(attempt(&s, "p", "sms").await, unavailable);
     for answer in [
@@ -302,7 +250,7 @@ async fn step_4_fails_closed_when_down_broken_garbled_or_slow() {
         Answer::Json(200, r#"{"allowed": "yes"}"#),
         Answer::Slow(Duration::from_secs(3)),
     ] {
-        let (url, _) = service(answer).await;
+        let url = FakeCompliance::start(answer).await.url;
         with_service(&s, &url, json!({})).await;
         assert_eq!(attempt(&s, "p", "sms").await, unavailable);
     }
@@ -315,17 +263,14 @@ async fn a_failed_check_is_logged_by_its_class_only() {
     let (log, _guard) = Captured::install(tracing::Level::DEBUG);
     let s = setup().await;
     let unavailable = blocked("COMPLIANCE_SERVICE_UNAVAILABLE", "http");
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/check", l.local_addr().unwrap())
-    };
+    let closed = closed_url();
     with_service(&s, &closed, json!({})).await;
     assert_eq!(attempt(&s, "p", "sms").await, unavailable);
     for answer in [
         Answer::Json(500, "SECRET-INTERNAL-123"),
         Answer::Json(200, "SECRET-INTERNAL-123"),
     ] {
-        let (url, _) = service(answer).await;
+        let url = FakeCompliance::start(answer).await.url;
         with_service(&s, &url, json!({})).await;
         assert_eq!(attempt(&s, "p", "sms").await, unavailable);
     }
@@ -346,11 +291,13 @@ async fn a_failed_check_is_logged_by_its_class_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn step_4_applies_only_to_the_configured_channels() {
     let s = setup().await;
-    let (url, seen) = service(Answer::Json(200, r#"{"allowed": false, "reason": "NO"}"#)).await;
+    let service =
+        FakeCompliance::start(Answer::Json(200, r#"{"allowed": false, "reason": "NO"}"#)).await;
+    let url = service.url.clone();
     with_service(&s, &url, json!({"complianceChannels": ["sms"]})).await;
     assert_eq!(attempt(&s, "p", "email").await, None);
     assert_eq!(attempt(&s, "p", "sms").await, blocked("NO", "http"));
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(service.requests().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -513,7 +460,8 @@ async fn quiet_hours_follow_each_lead_time_zone_on_every_channel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_opt_out_committed_while_the_service_is_asked_still_blocks() {
     let s = setup().await;
-    let (url, seen) = service(Answer::Slow(Duration::from_millis(1500))).await;
+    let service = FakeCompliance::start(Answer::Slow(Duration::from_millis(1500))).await;
+    let url = service.url.clone();
     expect(
         &s.ts
             .patch(
@@ -526,10 +474,10 @@ async fn an_opt_out_committed_while_the_service_is_asked_still_blocks() {
     );
     let opt_out = async {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while seen.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        while service.requests().is_empty() && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(!seen.lock().unwrap().is_empty(), "the service was asked");
+        assert!(!service.requests().is_empty(), "the service was asked");
         // The service has the question and has not answered yet.
         expect(
             &s.ts
@@ -551,11 +499,12 @@ async fn an_opt_out_committed_while_the_service_is_asked_still_blocks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
     let s = setup().await;
-    let (url, seen) = service(Answer::Json(
+    let service = FakeCompliance::start(Answer::Json(
         200,
         r#"{"allowed": false, "reason": "LITIGATOR"}"#,
     ))
     .await;
+    let url = service.url.clone();
     with_service(&s, &url, json!({"complianceChannels": ["voice"]})).await;
     s.ts.create_lead(&s.key, &json!({"id": "v", "phone": "+15551230003"}))
         .await;
@@ -572,7 +521,7 @@ async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
     );
     let org = expect(&s.ts.get(&s.admin, "/v1/org").await, 200);
     assert_eq!(
-        seen.lock().unwrap().clone(),
+        service.requests(),
         vec![
             json!({"leadId": "v", "channel": "voice", "phone": "+15551230003", "organization": org["id"]})
         ]
@@ -590,7 +539,7 @@ async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
         expect(&r, 200)["event"]["data"]["reason"],
         json!("COMPLIANCE_TARGET_MISSING")
     );
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(service.requests().len(), 1);
     // A lead's own message is not outreach and is never gated.
     let r =
         s.ts.post(

@@ -7,9 +7,14 @@ use hyper::Method;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::common::{Response, TestServer};
-use crate::smtp_sink::{SinkTls, SmtpSink, TestCa};
-use crate::util::*;
+use engaged::testkit::smtp::{SinkTls, SmtpSink, TestCa};
+use engaged::testkit::{poll, Captured, WebhookReceiver, WAIT};
+use engaged::testkit::{Response, TestServer};
+
+use crate::answers::*;
+use crate::engagement::*;
+use crate::requests::*;
+use crate::twilio_signing::*;
 
 const PUBLIC_URL: &str = "https://engaged.test";
 const SIGNING_KEY: &str = "key-mailgun-test-0123456789";
@@ -152,7 +157,7 @@ async fn open_request(ts: &TestServer, method: Method, path: &str, body: &str) -
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscribes() {
     let s = start().await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     hooks.register(&s.ts, &s.admin).await;
     mail_profile(&s).await;
     s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))

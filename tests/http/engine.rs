@@ -10,9 +10,13 @@ use std::time::Duration;
 use chrono::{DateTime, Timelike, Utc};
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::fake_model::FakeModel;
-use crate::util::*;
+use engaged::testkit::model::FakeModel;
+use engaged::testkit::TestServer;
+use engaged::testkit::WAIT;
+
+use crate::answers::*;
+use crate::engagement::*;
+use crate::requests::*;
 
 const PHONE: &str = "+15551234567";
 const EMAIL: &str = "ada@example.com";

@@ -5,8 +5,10 @@
 
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::util::*;
+use engaged::testkit::TestServer;
+
+use crate::answers::*;
+use crate::engagement::*;
 
 struct Setup {
     ts: TestServer,

@@ -5,9 +5,14 @@
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::common::{Response, TestServer};
-use crate::fake_twilio::FakeTwilio;
-use crate::util::*;
+use engaged::testkit::twilio::FakeTwilio;
+use engaged::testkit::{poll, Captured, WebhookReceiver};
+use engaged::testkit::{Response, TestServer};
+
+use crate::answers::*;
+use crate::engagement::*;
+use crate::requests::*;
+use crate::twilio_signing::*;
 
 const PUBLIC_URL: &str = "https://engaged.test";
 const SID: &str = "AC0123456789abcdef0123456789abcdef";
@@ -235,7 +240,7 @@ async fn an_inbound_sms_is_recorded_once_per_message_sid() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_21610_is_the_gates_fifth_step_and_an_sms_opt_out() {
     let s = start().await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     hooks.register(&s.ts, &s.admin).await;
     s.twilio.opt_out(PHONE);
     lead(&s, "L1", PHONE, "solar").await;

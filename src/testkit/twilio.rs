@@ -343,151 +343,145 @@ async fn answer(
     )
 }
 
-// ---------------------------------------------------------------------------------------
-// Tests of the fake itself (they pass on their own)
-// ---------------------------------------------------------------------------------------
+// Tests of the fake itself.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::https::{plain_client, PlainClient};
 
-type PlainClient = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    Full<Bytes>,
->;
-
-fn plain_client() -> PlainClient {
-    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http()
-}
-
-async fn call_fake(
-    client: &PlainClient,
-    method: &str,
-    url: &str,
-    authorization: Option<&str>,
-    body: &str,
-) -> (u16, Bytes) {
-    let mut request = hyper::Request::builder().method(method).uri(url);
-    if let Some(auth) = authorization {
-        request = request.header("authorization", auth);
-    }
-    let request = request
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("request");
-    let response = client.request(request).await.expect("the fake answers");
-    let status = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    (status, bytes)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_twilio_records_calls_with_repeated_fields_and_refuses_one_when_told() {
-    let fake = FakeTwilio::start().await;
-    let client = plain_client();
-    let url = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
-    let form = "To=%2B15551230001&From=%2B15550100000&StatusCallbackEvent=initiated\
-                &StatusCallbackEvent=ringing&StatusCallbackEvent=answered\
-                &StatusCallbackEvent=completed";
-    let (status, body) = call_fake(&client, "POST", &url, Some("Basic x"), form).await;
-    assert_eq!(status, 201);
-    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(answer["status"], "queued");
-    let sid = answer["sid"].as_str().unwrap().to_string();
-    assert!(sid.starts_with("CA") && sid.len() == 34, "{sid}");
-    fake.refuse_next_call();
-    let (status, body) = call_fake(&client, "POST", &url, None, "To=%2B1").await;
-    assert_eq!(status, 400);
-    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(answer["code"], 21217);
-    let calls = fake.calls();
-    assert_eq!(calls.len(), 2);
-    assert_eq!(calls[0].sid.as_deref(), Some(sid.as_str()));
-    assert_eq!(calls[0].authorization, "Basic x");
-    assert_eq!(calls[0].field("To"), Some("+15551230001"));
-    assert_eq!(
-        calls[0].fields("StatusCallbackEvent"),
-        ["initiated", "ringing", "answered", "completed"]
-    );
-    assert_eq!(calls[1].sid, None);
-    assert!(fake.sent().is_empty(), "calls are not messages");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_twilio_answers_its_script_then_as_usual() {
-    let fake = FakeTwilio::start().await;
-    fake.script(&[(429, Some(2)), (503, None)]);
-    fake.answer_calls_with("completed");
-    let client = plain_client();
-    let messages = format!("{}/2010-04-01/Accounts/AC1/Messages.json", fake.base_url);
-    let calls = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
-    let request = |url: String| {
-        let client = client.clone();
-        async move {
-            let request = hyper::Request::post(url)
-                .body(Full::new(Bytes::from_static(b"To=%2B1")))
-                .unwrap();
-            let response = client.request(request).await.unwrap();
-            let status = response.status().as_u16();
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .map(|v| v.to_str().unwrap().to_string());
-            let body = response.into_body().collect().await.unwrap().to_bytes();
-            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
-            (status, retry_after, body)
+    async fn call_fake(
+        client: &PlainClient,
+        method: &str,
+        url: &str,
+        authorization: Option<&str>,
+        body: &str,
+    ) -> (u16, Bytes) {
+        let mut request = hyper::Request::builder().method(method).uri(url);
+        if let Some(auth) = authorization {
+            request = request.header("authorization", auth);
         }
-    };
-    let (status, retry_after, body) = request(messages.clone()).await;
-    assert_eq!((status, retry_after.as_deref()), (429, Some("2")));
-    assert_eq!(body["code"], 20429);
-    let (status, retry_after, _) = request(calls.clone()).await;
-    assert_eq!((status, retry_after), (503, None));
-    let (status, _, body) = request(messages).await;
-    assert_eq!((status, body["status"].as_str()), (201, Some("queued")));
-    let (status, _, body) = request(calls).await;
-    assert_eq!((status, body["status"].as_str()), (201, Some("completed")));
-    assert_eq!(fake.sent().len(), 2);
-    assert_eq!(fake.calls().len(), 2);
-    assert!(fake.sent()[0].at <= fake.sent()[1].at);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_twilio_serves_recordings_to_its_credentials_and_fails_when_told() {
-    use base64::Engine as _;
-    let fake = FakeTwilio::start().await;
-    fake.expect_credentials("AC1", "secret");
-    fake.serve_recording("RE1", vec![1, 2, 3]);
-    let client = plain_client();
-    let url = format!(
-        "{}/2010-04-01/Accounts/AC1/Recordings/RE1.mp3",
-        fake.base_url
-    );
-    let good = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode("AC1:secret")
-    );
-    let bad = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode("AC1:wrong")
-    );
-    assert_eq!(call_fake(&client, "GET", &url, None, "").await.0, 401);
-    assert_eq!(call_fake(&client, "GET", &url, Some(&bad), "").await.0, 401);
-    fake.fail_recordings(2);
-    for _ in 0..2 {
-        assert_eq!(
-            call_fake(&client, "GET", &url, Some(&good), "").await.0,
-            500
-        );
+        let request = request
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .expect("request");
+        let response = client.request(request).await.expect("the fake answers");
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        (status, bytes)
     }
-    let (status, body) = call_fake(&client, "GET", &url, Some(&good), "").await;
-    assert_eq!((status, body.to_vec()), (200, vec![1, 2, 3]));
-    let other = url.replace("RE1", "RE2");
-    assert_eq!(
-        call_fake(&client, "GET", &other, Some(&good), "").await.0,
-        404
-    );
-    assert_eq!(fake.recording_count(), 6);
-    assert_eq!(fake.recording_requests()[2].authorization, good);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_twilio_records_calls_with_repeated_fields_and_refuses_one_when_told() {
+        let fake = FakeTwilio::start().await;
+        let client = plain_client();
+        let url = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
+        let form = "To=%2B15551230001&From=%2B15550100000&StatusCallbackEvent=initiated\
+                    &StatusCallbackEvent=ringing&StatusCallbackEvent=answered\
+                    &StatusCallbackEvent=completed";
+        let (status, body) = call_fake(&client, "POST", &url, Some("Basic x"), form).await;
+        assert_eq!(status, 201);
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["status"], "queued");
+        let sid = answer["sid"].as_str().unwrap().to_string();
+        assert!(sid.starts_with("CA") && sid.len() == 34, "{sid}");
+        fake.refuse_next_call();
+        let (status, body) = call_fake(&client, "POST", &url, None, "To=%2B1").await;
+        assert_eq!(status, 400);
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["code"], 21217);
+        let calls = fake.calls();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].sid.as_deref(), Some(sid.as_str()));
+        assert_eq!(calls[0].authorization, "Basic x");
+        assert_eq!(calls[0].field("To"), Some("+15551230001"));
+        assert_eq!(
+            calls[0].fields("StatusCallbackEvent"),
+            ["initiated", "ringing", "answered", "completed"]
+        );
+        assert_eq!(calls[1].sid, None);
+        assert!(fake.sent().is_empty(), "calls are not messages");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_twilio_answers_its_script_then_as_usual() {
+        let fake = FakeTwilio::start().await;
+        fake.script(&[(429, Some(2)), (503, None)]);
+        fake.answer_calls_with("completed");
+        let client = plain_client();
+        let messages = format!("{}/2010-04-01/Accounts/AC1/Messages.json", fake.base_url);
+        let calls = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
+        let request = |url: String| {
+            let client = client.clone();
+            async move {
+                let request = hyper::Request::post(url)
+                    .body(Full::new(Bytes::from_static(b"To=%2B1")))
+                    .unwrap();
+                let response = client.request(request).await.unwrap();
+                let status = response.status().as_u16();
+                let retry_after = response
+                    .headers()
+                    .get("retry-after")
+                    .map(|v| v.to_str().unwrap().to_string());
+                let body = response.into_body().collect().await.unwrap().to_bytes();
+                let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                (status, retry_after, body)
+            }
+        };
+        let (status, retry_after, body) = request(messages.clone()).await;
+        assert_eq!((status, retry_after.as_deref()), (429, Some("2")));
+        assert_eq!(body["code"], 20429);
+        let (status, retry_after, _) = request(calls.clone()).await;
+        assert_eq!((status, retry_after), (503, None));
+        let (status, _, body) = request(messages).await;
+        assert_eq!((status, body["status"].as_str()), (201, Some("queued")));
+        let (status, _, body) = request(calls).await;
+        assert_eq!((status, body["status"].as_str()), (201, Some("completed")));
+        assert_eq!(fake.sent().len(), 2);
+        assert_eq!(fake.calls().len(), 2);
+        assert!(fake.sent()[0].at <= fake.sent()[1].at);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_twilio_serves_recordings_to_its_credentials_and_fails_when_told() {
+        use base64::Engine as _;
+        let fake = FakeTwilio::start().await;
+        fake.expect_credentials("AC1", "secret");
+        fake.serve_recording("RE1", vec![1, 2, 3]);
+        let client = plain_client();
+        let url = format!(
+            "{}/2010-04-01/Accounts/AC1/Recordings/RE1.mp3",
+            fake.base_url
+        );
+        let good = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("AC1:secret")
+        );
+        let bad = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("AC1:wrong")
+        );
+        assert_eq!(call_fake(&client, "GET", &url, None, "").await.0, 401);
+        assert_eq!(call_fake(&client, "GET", &url, Some(&bad), "").await.0, 401);
+        fake.fail_recordings(2);
+        for _ in 0..2 {
+            assert_eq!(
+                call_fake(&client, "GET", &url, Some(&good), "").await.0,
+                500
+            );
+        }
+        let (status, body) = call_fake(&client, "GET", &url, Some(&good), "").await;
+        assert_eq!((status, body.to_vec()), (200, vec![1, 2, 3]));
+        let other = url.replace("RE1", "RE2");
+        assert_eq!(
+            call_fake(&client, "GET", &other, Some(&good), "").await.0,
+            404
+        );
+        assert_eq!(fake.recording_count(), 6);
+        assert_eq!(fake.recording_requests()[2].authorization, good);
+    }
 }

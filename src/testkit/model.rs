@@ -1,5 +1,6 @@
-//! A scripted OpenAI-compatible chat-completions server for the assistant tests, and the
-//! tests of the fake itself (and of the shared webhook receiver), which pass on their own.
+//! A scripted OpenAI-compatible chat-completions server for the assistant tests (the unit
+//! tests of the model client, `tests/http` and the voice bench), and the tests of the
+//! fake itself.
 //!
 //! `FakeModel::start()` serves plain HTTP/1.1 on `127.0.0.1:0`. Every request is recorded
 //! on arrival (method, path, `Authorization` and `User-Agent` headers, JSON body). `POST
@@ -335,181 +336,159 @@ async fn answer(
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Tests of the fakes themselves
-// ---------------------------------------------------------------------------------------
+// Tests of the fake itself.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::https::{plain_client, PlainClient};
 
-type PlainClient = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    Full<Bytes>,
->;
+    /// POSTs `body` to `url` with `Authorization: Bearer sk-test`; returns status and JSON.
+    async fn post(client: &PlainClient, url: &str, body: &[u8]) -> (u16, Value) {
+        let request = hyper::Request::post(url)
+            .header("authorization", "Bearer sk-test")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::copy_from_slice(body)))
+            .expect("request");
+        let response = client.request(request).await.expect("fake answers");
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
+        )
+    }
 
-fn plain_client() -> PlainClient {
-    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http()
-}
+    fn chat(content: &str) -> Vec<u8> {
+        json!({"model": "test-model", "messages": [{"role": "user", "content": content}]})
+            .to_string()
+            .into_bytes()
+    }
 
-/// POSTs `body` to `url` with `Authorization: Bearer sk-test`; returns status and JSON.
-async fn post(client: &PlainClient, url: &str, body: &[u8]) -> (u16, Value) {
-    let request = hyper::Request::post(url)
-        .header("authorization", "Bearer sk-test")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::copy_from_slice(body)))
-        .expect("request");
-    let response = client.request(request).await.expect("fake answers");
-    let status = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
-    )
-}
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_model_answers_its_script_in_order_then_the_default() {
+        let fake = FakeModel::start().await;
+        assert!(fake.base_url().starts_with("http://127.0.0.1:"));
+        assert!(fake.base_url().ends_with("/v1"));
+        fake.push(Step::text("first"));
+        fake.push(Step::tool("call_1", "mark_hot", json!({})));
+        fake.push(Step::status(503));
+        fake.push(Step::Raw(200, "<html>not json</html>".into()));
+        let url = format!("{}/chat/completions", fake.base_url());
+        let client = plain_client();
 
-fn chat(content: &str) -> Vec<u8> {
-    json!({"model": "test-model", "messages": [{"role": "user", "content": content}]})
-        .to_string()
-        .into_bytes()
-}
+        let (status, body) = post(&client, &url, &chat("one")).await;
+        assert_eq!(status, 200);
+        assert_eq!(body["object"], json!("chat.completion"));
+        assert_eq!(body["model"], json!("test-model"));
+        assert_eq!(
+            body["choices"],
+            json!([{"index": 0, "message": {"role": "assistant", "content": "first"}, "finish_reason": "stop"}])
+        );
+        assert!(body["id"].is_string());
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_model_answers_its_script_in_order_then_the_default() {
-    let fake = FakeModel::start().await;
-    assert!(fake.base_url().starts_with("http://127.0.0.1:"));
-    assert!(fake.base_url().ends_with("/v1"));
-    fake.push(Step::text("first"));
-    fake.push(Step::tool("call_1", "mark_hot", json!({})));
-    fake.push(Step::status(503));
-    fake.push(Step::Raw(200, "<html>not json</html>".into()));
-    let url = format!("{}/chat/completions", fake.base_url());
-    let client = plain_client();
+        let (status, body) = post(&client, &url, &chat("two")).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            body["choices"][0],
+            json!({"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": "mark_hot", "arguments": "{}"}}]}})
+        );
 
-    let (status, body) = post(&client, &url, &chat("one")).await;
-    assert_eq!(status, 200);
-    assert_eq!(body["object"], json!("chat.completion"));
-    assert_eq!(body["model"], json!("test-model"));
-    assert_eq!(
-        body["choices"],
-        json!([{"index": 0, "message": {"role": "assistant", "content": "first"}, "finish_reason": "stop"}])
-    );
-    assert!(body["id"].is_string());
+        let (status, body) = post(&client, &url, &chat("three")).await;
+        assert_eq!(status, 503);
+        assert!(body["error"]["message"].is_string(), "{body}");
 
-    let (status, body) = post(&client, &url, &chat("two")).await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        body["choices"][0],
-        json!({"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": null,
-            "tool_calls": [{"id": "call_1", "type": "function",
-                            "function": {"name": "mark_hot", "arguments": "{}"}}]}})
-    );
+        let (status, body) = post(&client, &url, &chat("four")).await;
+        assert_eq!((status, body), (200, json!("<html>not json</html>")));
 
-    let (status, body) = post(&client, &url, &chat("three")).await;
-    assert_eq!(status, 503);
-    assert!(body["error"]["message"].is_string(), "{body}");
+        for _ in 0..2 {
+            let (status, body) = post(&client, &url, &chat("more")).await;
+            assert_eq!(status, 200);
+            assert_eq!(
+                body["choices"][0]["message"]["content"],
+                json!(FakeModel::DEFAULT_TEXT)
+            );
+        }
+        fake.set_default(Step::status(500));
+        assert_eq!(post(&client, &url, &chat("after")).await.0, 500);
 
-    let (status, body) = post(&client, &url, &chat("four")).await;
-    assert_eq!((status, body), (200, json!("<html>not json</html>")));
+        let seen = fake.received();
+        assert_eq!(seen.len(), 7);
+        for r in &seen {
+            assert_eq!(r.method, "POST");
+            assert_eq!(r.path, "/v1/chat/completions");
+            assert_eq!(r.authorization.as_deref(), Some("Bearer sk-test"));
+        }
+        let contents: Vec<Value> = fake
+            .requests()
+            .iter()
+            .map(|b| b["messages"][0]["content"].clone())
+            .collect();
+        assert_eq!(
+            contents,
+            ["one", "two", "three", "four", "more", "more", "after"]
+                .map(|s| json!(s))
+                .to_vec()
+        );
+    }
 
-    for _ in 0..2 {
-        let (status, body) = post(&client, &url, &chat("more")).await;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_model_records_a_delayed_request_on_arrival() {
+        let fake = FakeModel::start().await;
+        fake.push(Step::text("late").delayed(Duration::from_millis(600)));
+        let url = format!("{}/chat/completions", fake.base_url());
+        let client = plain_client();
+        let started = Instant::now();
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move { post(&client, &url, &chat("hello")).await }
+        });
+        fake.wait_requests(1, Duration::from_secs(5)).await;
+        assert!(!call.is_finished(), "the answer waits for the delay");
+        let (status, body) = call.await.expect("request task");
+        assert!(started.elapsed() >= Duration::from_millis(600));
+        assert_eq!(status, 200);
+        assert_eq!(body["choices"][0]["message"]["content"], json!("late"));
+        assert_eq!(fake.count(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_model_refuses_other_paths_and_non_json_but_records_them() {
+        let fake = FakeModel::start().await;
+        fake.push(Step::text("kept for the right call"));
+        let client = plain_client();
+        let wrong = format!("{}/completions", fake.base_url());
+        assert_eq!(post(&client, &wrong, &chat("x")).await.0, 404);
+        let right = format!("{}/chat/completions", fake.base_url());
+        assert_eq!(post(&client, &right, b"{not json").await.0, 400);
+        let (status, body) = post(&client, &right, &chat("y")).await;
         assert_eq!(status, 200);
         assert_eq!(
             body["choices"][0]["message"]["content"],
-            json!(FakeModel::DEFAULT_TEXT)
+            json!("kept for the right call"),
+            "refused requests do not consume the script"
+        );
+        let seen = fake.received();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0].path, "/v1/completions");
+        assert_eq!(seen[1].body, Value::Null);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_model_settings_point_at_itself() {
+        let fake = FakeModel::start().await;
+        assert_eq!(
+            fake.settings(),
+            json!({"assistant": {"baseUrl": fake.base_url(), "model": "test-model",
+                                  "apiKey": "sk-test", "timeoutMs": 1000}})
         );
     }
-    fake.set_default(Step::status(500));
-    assert_eq!(post(&client, &url, &chat("after")).await.0, 500);
-
-    let seen = fake.received();
-    assert_eq!(seen.len(), 7);
-    for r in &seen {
-        assert_eq!(r.method, "POST");
-        assert_eq!(r.path, "/v1/chat/completions");
-        assert_eq!(r.authorization.as_deref(), Some("Bearer sk-test"));
-    }
-    let contents: Vec<Value> = fake
-        .requests()
-        .iter()
-        .map(|b| b["messages"][0]["content"].clone())
-        .collect();
-    assert_eq!(
-        contents,
-        ["one", "two", "three", "four", "more", "more", "after"]
-            .map(|s| json!(s))
-            .to_vec()
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_model_records_a_delayed_request_on_arrival() {
-    let fake = FakeModel::start().await;
-    fake.push(Step::text("late").delayed(Duration::from_millis(600)));
-    let url = format!("{}/chat/completions", fake.base_url());
-    let client = plain_client();
-    let started = Instant::now();
-    let call = tokio::spawn({
-        let client = client.clone();
-        async move { post(&client, &url, &chat("hello")).await }
-    });
-    fake.wait_requests(1, Duration::from_secs(5)).await;
-    assert!(!call.is_finished(), "the answer waits for the delay");
-    let (status, body) = call.await.expect("request task");
-    assert!(started.elapsed() >= Duration::from_millis(600));
-    assert_eq!(status, 200);
-    assert_eq!(body["choices"][0]["message"]["content"], json!("late"));
-    assert_eq!(fake.count(), 1);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_model_refuses_other_paths_and_non_json_but_records_them() {
-    let fake = FakeModel::start().await;
-    fake.push(Step::text("kept for the right call"));
-    let client = plain_client();
-    let wrong = format!("{}/completions", fake.base_url());
-    assert_eq!(post(&client, &wrong, &chat("x")).await.0, 404);
-    let right = format!("{}/chat/completions", fake.base_url());
-    assert_eq!(post(&client, &right, b"{not json").await.0, 400);
-    let (status, body) = post(&client, &right, &chat("y")).await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        body["choices"][0]["message"]["content"],
-        json!("kept for the right call"),
-        "refused requests do not consume the script"
-    );
-    let seen = fake.received();
-    assert_eq!(seen.len(), 3);
-    assert_eq!(seen[0].path, "/v1/completions");
-    assert_eq!(seen[1].body, Value::Null);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_model_settings_point_at_itself() {
-    let fake = FakeModel::start().await;
-    assert_eq!(
-        fake.settings(),
-        json!({"assistant": {"baseUrl": fake.base_url(), "model": "test-model",
-                              "apiKey": "sk-test", "timeoutMs": 1000}})
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hook_receiver_keeps_every_envelope_and_finds_one_by_event() {
-    let receiver = crate::util::HookReceiver::start().await;
-    let client = plain_client();
-    for event in ["lead.opted_out", "lead.handoff"] {
-        let body = json!({"event": event, "data": {"leadId": "L1"}, "timestamp": "t"});
-        let (status, _) = post(&client, &receiver.url, body.to_string().as_bytes()).await;
-        assert_eq!(status, 200);
-    }
-    assert_eq!(receiver.envelopes().len(), 2);
-    assert_eq!(
-        receiver.wait_event("lead.handoff").await,
-        json!({"leadId": "L1"})
-    );
 }
