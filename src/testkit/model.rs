@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -116,6 +117,8 @@ struct State {
     default: Mutex<Option<Step>>,
     log: Mutex<Vec<ModelRequest>>,
     answered: Mutex<u64>,
+    /// Microseconds spent answering, from each request's arrival to its answer.
+    busy_micros: AtomicU64,
 }
 
 pub struct FakeModel {
@@ -152,7 +155,13 @@ impl FakeModel {
                 tokio::spawn(async move {
                     let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                         let state = state.clone();
-                        async move { Ok::<_, Infallible>(answer(&state, req).await) }
+                        async move {
+                            let started = Instant::now();
+                            let answer = answer(&state, req).await;
+                            let spent = started.elapsed().as_micros() as u64;
+                            state.busy_micros.fetch_add(spent, Ordering::Relaxed);
+                            Ok::<_, Infallible>(answer)
+                        }
                     });
                     let _ = http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
@@ -207,6 +216,12 @@ impl FakeModel {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// The fake's own time so far: from each request's arrival to its answer, summed
+    /// (what a measurement of the server's latency subtracts).
+    pub fn busy(&self) -> Duration {
+        Duration::from_micros(self.state.busy_micros.load(Ordering::Relaxed))
     }
 
     /// The `PATCH /v1/org` body that points the organization's assistant at this fake:
