@@ -107,6 +107,7 @@ pub struct ModelRequest {
     pub path: String,
     pub authorization: Option<String>,
     pub user_agent: Option<String>,
+    pub content_type: Option<String>,
     /// The body as JSON (`null` when it was not JSON).
     pub body: Value,
 }
@@ -272,6 +273,11 @@ async fn answer(
         user_agent: parts
             .headers
             .get(hyper::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        content_type: parts
+            .headers
+            .get(hyper::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         body: json.clone().unwrap_or(Value::Null),
