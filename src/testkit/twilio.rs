@@ -9,7 +9,8 @@
 //! ([`FakeTwilio::script`]) answers the next requests with each status in turn (429 as
 //! Twilio's `{"code": 20429}`, with `Retry-After` when given) before answering as usual,
 //! and a call's answer may carry another status ([`FakeTwilio::answer_calls_with`]).
-//! Each request records when it arrived.
+//! Each request records when it arrived. Told to, it answers every request with one
+//! status and body verbatim ([`FakeTwilio::answer_with`]).
 //!
 //! Recordings: `GET /2010-04-01/Accounts/{sid}/Recordings/{RecordingSid}.mp3` serves the
 //! bytes a test registered with [`FakeTwilio::serve_recording`], `audio/mpeg`, after
@@ -30,8 +31,10 @@ use hyper_util::rt::TokioIo;
 
 #[derive(Debug, Clone)]
 pub struct Sent {
+    pub method: String,
     pub path: String,
     pub authorization: String,
+    pub content_type: Option<String>,
     pub form: Vec<(String, String)>,
     /// The `sid` the fake answered (none when it refused, failed or hung).
     pub sid: Option<String>,
@@ -81,6 +84,8 @@ struct State {
     script: Mutex<std::collections::VecDeque<(u16, Option<u64>)>>,
     /// The `status` a call's 201 answer carries (`queued` when none).
     call_status: Mutex<Option<String>>,
+    /// What every Messages/Calls request answers instead, when set.
+    fixed: Mutex<Option<(u16, String)>>,
 }
 
 #[derive(Clone)]
@@ -144,6 +149,12 @@ impl FakeTwilio {
             .extend(answers.iter().copied());
     }
 
+    /// Every Messages/Calls request from now on answers `status` and `body`, verbatim
+    /// (unless scripted, refused or to a number that opted out).
+    pub fn answer_with(&self, status: u16, body: &str) {
+        *self.state.fixed.lock().unwrap() = Some((status, body.to_string()));
+    }
+
     /// A call's 201 answer says this `status` (Twilio says `queued`).
     pub fn answer_calls_with(&self, status: &str) {
         *self.state.call_status.lock().unwrap() = Some(status.to_string());
@@ -187,6 +198,11 @@ impl FakeTwilio {
     /// Every recording request so far (whatever it was answered).
     pub fn recording_requests(&self) -> Vec<RecordingRequest> {
         self.state.recording_requests.lock().unwrap().clone()
+    }
+
+    /// Every request so far: messages, calls and recordings.
+    pub fn total(&self) -> usize {
+        self.sent().len() + self.calls().len() + self.recording_count()
     }
 
     pub fn recording_count(&self) -> usize {
@@ -269,6 +285,12 @@ async fn answer(
     if req.method() == hyper::Method::GET {
         return recording(state, &path, &authorization);
     }
+    let method = req.method().to_string();
+    let content_type = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let body = req
         .into_body()
         .collect()
@@ -278,8 +300,10 @@ async fn answer(
     let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let is_call = path.ends_with("/Calls.json");
     let sent = Sent {
+        method,
         path,
         authorization,
+        content_type,
         form,
         sid: None,
         at: std::time::Instant::now(),
@@ -323,6 +347,9 @@ async fn answer(
             json,
             r#"{"code": 21610, "message": "Attempt to send to unsubscribed recipient", "status": 400}"#,
         );
+    }
+    if let Some((status, body)) = state.fixed.lock().unwrap().clone() {
+        return reply(status, json, body);
     }
     let sid = if is_call {
         let n = state.call_count.fetch_add(1, Ordering::SeqCst);
