@@ -3,7 +3,8 @@
 //! dev-dependency of the package on itself turns on). Nothing in the service uses it.
 //!
 //! - [`server`]: [`TestServer`], a real server on a loopback port over HTTPS, in a
-//!   temporary data directory, with a client trusting its certificate.
+//!   temporary data directory, with a client trusting its certificate; [`Org`], one
+//!   with organization `acme` and a key of each scope.
 //! - [`https`]: that client, HTTP/1.1, HTTP/2 or both, any body, and a plain one.
 //! - [`twilio`]: [`FakeTwilio`], Twilio's Messages, Calls and Recordings resources.
 //! - [`model`]: [`FakeModel`], a scripted OpenAI-compatible chat-completions server.
@@ -28,7 +29,7 @@ pub use https::{client_trusting, https_client, tls_trusting, HttpsClient, Versio
 pub use logs::Captured;
 pub use model::{FakeModel, Step};
 pub use poll::{poll, WAIT};
-pub use server::{enc, Response, TestServer};
+pub use server::{enc, Org, Response, TestServer};
 pub use smtp::{SinkTls, SmtpSink, TestCa};
 pub use twilio::FakeTwilio;
 pub use webhooks::{Reply, WebhookReceiver};

@@ -226,3 +226,37 @@ impl TestServer {
 pub fn enc(value: &str) -> String {
     percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
+
+/// A test server with organization `acme` and a key of each scope: what most test
+/// modules start from.
+pub struct Org {
+    /// The server.
+    pub ts: TestServer,
+    /// A `write` key of `acme`.
+    pub write: String,
+    /// An `admin` key of `acme`.
+    pub admin: String,
+    /// A `read` key of `acme`.
+    pub read: String,
+}
+
+impl Org {
+    /// A server with the default test configuration.
+    pub async fn start() -> Org {
+        Org::start_with(|_| {}).await
+    }
+
+    /// A server whose configuration `adjust` may change first.
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Org {
+        let ts = TestServer::start_with(adjust).await;
+        let write = ts.key("acme", "write").await;
+        let admin = ts.key("acme", "admin").await;
+        let read = ts.key("acme", "read").await;
+        Org {
+            ts,
+            write,
+            admin,
+            read,
+        }
+    }
+}

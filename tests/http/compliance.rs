@@ -7,26 +7,20 @@ use serde_json::{json, Value};
 
 use engaged::testkit::compliance::{closed_url, Answer, FakeCompliance};
 use engaged::testkit::Captured;
-use engaged::testkit::TestServer;
+use engaged::testkit::Org;
 
 use crate::answers::{assert_error, expect};
 
-struct Setup {
-    ts: TestServer,
-    key: String,
-    admin: String,
-}
+type Setup = Org;
 
 async fn setup() -> Setup {
-    let ts = TestServer::start().await;
-    let key = ts.key("acme", "write").await;
-    let admin = ts.key("acme", "admin").await;
-    ts.create_lead(
-        &key,
+    let s = Org::start().await;
+    s.ts.create_lead(
+        &s.write,
         &json!({"id": "p", "phone": "+15551234567", "email": "p@example.com"}),
     )
     .await;
-    Setup { ts, key, admin }
+    s
 }
 
 fn outreach(channel: &str) -> Value {
@@ -37,7 +31,7 @@ fn outreach(channel: &str) -> Value {
 async fn attempt(s: &Setup, lead: &str, channel: &str) -> Option<(String, String)> {
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             &format!("/v1/leads/{lead}/messages"),
             &outreach(channel),
         )
@@ -81,7 +75,7 @@ async fn a_reachable_subscribed_lead_is_contacted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn step_1_no_target_is_configuration() {
     let s = setup().await;
-    s.ts.create_lead(&s.key, &json!({"id": "bare"})).await;
+    s.ts.create_lead(&s.write, &json!({"id": "bare"})).await;
     assert_eq!(
         attempt(&s, "bare", "sms").await,
         blocked("COMPLIANCE_TARGET_MISSING", "configuration")
@@ -98,7 +92,7 @@ async fn step_2_unsubscribed_channel_is_configuration() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads/p/unsubscribe",
                 &json!({"channels": ["email"]}),
             )
@@ -118,7 +112,7 @@ async fn step_3_dnc_is_service_dnc_and_spares_email() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/dnc/register",
                 &json!({"phone": "+15551234567"}),
             )
@@ -135,7 +129,7 @@ async fn steps_run_in_order_unsubscribed_before_dnc() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/dnc/register",
                 &json!({"phone": "+15551234567"}),
             )
@@ -145,7 +139,7 @@ async fn steps_run_in_order_unsubscribed_before_dnc() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads/p/unsubscribe",
                 &json!({"channels": ["sms"]}),
             )
@@ -174,7 +168,7 @@ async fn quiet_hours_in_the_lead_time_zone_block() {
     assert_eq!(attempt(&s, "p", "sms").await, None);
     expect(
         &s.ts
-            .patch(&s.key, "/v1/leads/p", &json!({"timeZone": "Etc/UTC"}))
+            .patch(&s.write, "/v1/leads/p", &json!({"timeZone": "Etc/UTC"}))
             .await,
         200,
     );
@@ -183,8 +177,12 @@ async fn quiet_hours_in_the_lead_time_zone_block() {
         blocked("QUIET_HOURS", "configuration")
     );
     let r =
-        s.ts.patch(&s.key, "/v1/leads/p", &json!({"timeZone": "Mars/Olympus"}))
-            .await;
+        s.ts.patch(
+            &s.write,
+            "/v1/leads/p",
+            &json!({"timeZone": "Mars/Olympus"}),
+        )
+        .await;
     assert_error(&r, 400, "Invalid format for field: timeZone");
 }
 
@@ -305,12 +303,12 @@ async fn blocks_are_events_and_nothing_is_sent() {
     let s = setup().await;
     expect(
         &s.ts
-            .post(&s.key, "/v1/leads/p/unsubscribe", &json!({}))
+            .post(&s.write, "/v1/leads/p/unsubscribe", &json!({}))
             .await,
         200,
     );
     let r =
-        s.ts.post(&s.key, "/v1/leads/p/messages", &outreach("sms"))
+        s.ts.post(&s.write, "/v1/leads/p/messages", &outreach("sms"))
             .await;
     let answer = expect(&r, 200);
     assert_eq!(answer.as_object().map(|o| o.len()), Some(2), "{answer}");
@@ -320,7 +318,7 @@ async fn blocks_are_events_and_nothing_is_sent() {
         .is_some_and(|id| id.starts_with("blk_")));
     let events = expect(
         &s.ts
-            .get(&s.key, "/v1/leads/p/events?types=COMPLIANCE_BLOCKED")
+            .get(&s.write, "/v1/leads/p/events?types=COMPLIANCE_BLOCKED")
             .await,
         200,
     );
@@ -329,7 +327,7 @@ async fn blocks_are_events_and_nothing_is_sent() {
         block["data"],
         json!({"reason": "UNSUBSCRIBED", "source": "configuration", "channel": "sms"})
     );
-    let messages = expect(&s.ts.get(&s.key, "/v1/leads/p/messages").await, 200);
+    let messages = expect(&s.ts.get(&s.write, "/v1/leads/p/messages").await, 200);
     assert_eq!(messages["messages"], json!([]));
 }
 
@@ -338,7 +336,7 @@ async fn outbound_calls_are_queued_or_blocked() {
     let s = setup().await;
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/p/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -348,14 +346,14 @@ async fn outbound_calls_are_queued_or_blocked() {
     assert_eq!(sent["call"]["callStatus"], json!("QUEUED"));
     let call_id = sent["call"]["id"].as_str().unwrap().to_string();
     expect(
-        &s.ts.get(&s.key, &format!("/v1/calls/{call_id}")).await,
+        &s.ts.get(&s.write, &format!("/v1/calls/{call_id}")).await,
         200,
     );
 
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads/p/unsubscribe",
                 &json!({"channels": ["voice"]}),
             )
@@ -364,7 +362,7 @@ async fn outbound_calls_are_queued_or_blocked() {
     );
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/p/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -377,7 +375,7 @@ async fn outbound_calls_are_queued_or_blocked() {
     );
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/p/calls",
             &json!({"direction": "INBOUND"}),
         )
@@ -385,7 +383,7 @@ async fn outbound_calls_are_queued_or_blocked() {
     assert_error(&r, 400, "Invalid format for field: direction");
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/ghost/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -408,12 +406,12 @@ async fn quiet_hours_follow_each_lead_time_zone_on_every_channel() {
         200,
     );
     s.ts.create_lead(
-        &s.key,
+        &s.write,
         &json!({"id": "in", "phone": "+15551230001", "email": "in@example.com", "timeZone": "Asia/Kolkata"}),
     )
     .await;
     s.ts.create_lead(
-        &s.key,
+        &s.write,
         &json!({"id": "utc", "phone": "+15551230002", "timeZone": "Etc/UTC"}),
     )
     .await;
@@ -423,7 +421,7 @@ async fn quiet_hours_follow_each_lead_time_zone_on_every_channel() {
     assert_eq!(attempt(&s, "utc", "sms").await, None);
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/in/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -436,7 +434,7 @@ async fn quiet_hours_follow_each_lead_time_zone_on_every_channel() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads/in/unsubscribe",
                 &json!({"channels": ["email"]}),
             )
@@ -482,7 +480,7 @@ async fn an_opt_out_committed_while_the_service_is_asked_still_blocks() {
         expect(
             &s.ts
                 .post(
-                    &s.key,
+                    &s.write,
                     "/v1/leads/p/unsubscribe",
                     &json!({"channels": ["sms"]}),
                 )
@@ -492,7 +490,7 @@ async fn an_opt_out_committed_while_the_service_is_asked_still_blocks() {
     };
     let (outcome, ()) = tokio::join!(attempt(&s, "p", "sms"), opt_out);
     assert_eq!(outcome, blocked("UNSUBSCRIBED", "configuration"));
-    let messages = expect(&s.ts.get(&s.key, "/v1/leads/p/messages").await, 200);
+    let messages = expect(&s.ts.get(&s.write, "/v1/leads/p/messages").await, 200);
     assert_eq!(messages["messages"], json!([]));
 }
 
@@ -506,11 +504,11 @@ async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
     .await;
     let url = service.url.clone();
     with_service(&s, &url, json!({"complianceChannels": ["voice"]})).await;
-    s.ts.create_lead(&s.key, &json!({"id": "v", "phone": "+15551230003"}))
+    s.ts.create_lead(&s.write, &json!({"id": "v", "phone": "+15551230003"}))
         .await;
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/v/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -527,10 +525,10 @@ async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
         ]
     );
     // A local step that blocks first means the service is not asked at all.
-    s.ts.create_lead(&s.key, &json!({"id": "bare"})).await;
+    s.ts.create_lead(&s.write, &json!({"id": "bare"})).await;
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/bare/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -543,7 +541,7 @@ async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
     // A lead's own message is not outreach and is never gated.
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/v/messages",
             &json!({"owner": "lead", "channel": "sms", "content": {"text": "hi"}}),
         )

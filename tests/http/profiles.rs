@@ -5,29 +5,15 @@
 
 use serde_json::{json, Value};
 
-use engaged::testkit::TestServer;
+use engaged::testkit::Org;
 
 use crate::answers::*;
 use crate::engagement::*;
 
-struct Setup {
-    ts: TestServer,
-    admin: String,
-    write: String,
-    read: String,
-}
+type Setup = Org;
 
 async fn start() -> Setup {
-    let ts = TestServer::start().await;
-    let admin = ts.key("acme", "admin").await;
-    let write = ts.key("acme", "write").await;
-    let read = ts.key("acme", "read").await;
-    Setup {
-        ts,
-        admin,
-        write,
-        read,
-    }
+    Org::start().await
 }
 
 /// A profile that uses every member.

@@ -18,7 +18,7 @@ use hyper_util::client::legacy::Client;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use engaged::testkit::{https_client, Response, TestServer, Versions};
+use engaged::testkit::{https_client, Org, Response, TestServer, Versions};
 
 use crate::answers::*;
 use crate::requests::*;
@@ -209,26 +209,13 @@ async fn download(ts: &TestServer, url: &str, headers: &[(&str, &str)]) -> Respo
 
 /// A server with organization `acme` (write, read and admin keys), lead L1 and call
 /// `call-1` on it.
-struct Setup {
-    ts: TestServer,
-    write: String,
-    read: String,
-    admin: String,
-}
+type Setup = Org;
 
 async fn setup_with(adjust: impl FnOnce(&mut engaged::config::Config)) -> Setup {
-    let ts = TestServer::start_with(adjust).await;
-    let write = ts.key("acme", "write").await;
-    let read = ts.key("acme", "read").await;
-    let admin = ts.key("acme", "admin").await;
-    reachable_lead(&ts, &write, "L1").await;
-    put_call(&ts, &write, "call-1").await;
-    Setup {
-        ts,
-        write,
-        read,
-        admin,
-    }
+    let s = Org::start_with(adjust).await;
+    reachable_lead(&s.ts, &s.write, "L1").await;
+    put_call(&s.ts, &s.write, "call-1").await;
+    s
 }
 
 async fn setup() -> Setup {
