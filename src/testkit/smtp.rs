@@ -25,7 +25,14 @@ pub struct TestCa {
     pub key: rustls::pki_types::PrivateKeyDer<'static>,
 }
 
+impl Default for TestCa {
+    fn default() -> TestCa {
+        TestCa::new()
+    }
+}
+
 impl TestCa {
+    /// A new CA and a server certificate it issued.
     pub fn new() -> TestCa {
         use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
         let ca_key = KeyPair::generate().expect("ca key");

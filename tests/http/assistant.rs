@@ -59,11 +59,11 @@ async fn start() -> Setup {
     let acme = Org::start().await;
     let (ts, key, admin) = (&acme.ts, &acme.write, &acme.admin);
     let model = FakeModel::start().await;
-    set_business(&ts, &admin).await;
-    set_org(&ts, &admin, &model.settings()).await;
+    set_business(ts, admin).await;
+    set_org(ts, admin, &model.settings()).await;
     put_profile(
-        &ts,
-        &admin,
+        ts,
+        admin,
         "assist",
         &json!({"instructions": INSTRUCTIONS,
                 "cadence": [sms_step("1d", "Checking in, {{firstName}}.")],
@@ -71,7 +71,7 @@ async fn start() -> Setup {
     )
     .await;
     ts.create_lead(
-        &key,
+        key,
         &json!({"id": "L1", "firstName": "Ada", "phone": PHONE, "email": "ada@example.com",
                 "customerProfile": "assist"}),
     )

@@ -40,13 +40,8 @@ async fn start() -> Setup {
     let sink = SmtpSink::start().await;
     let acme = Org::start_with(|c| c.public_url = Some(PUBLIC_URL.into())).await;
     let (ts, admin) = (&acme.ts, &acme.admin);
-    set_business(&ts, &admin).await;
-    set_org(
-        &ts,
-        &admin,
-        &json!({"providers": {"email": smtp(sink.port)}}),
-    )
-    .await;
+    set_business(ts, admin).await;
+    set_org(ts, admin, &json!({"providers": {"email": smtp(sink.port)}})).await;
     Setup { acme, sink }
 }
 
@@ -372,13 +367,13 @@ async fn start_tls(mode: SinkTls, trusted: bool) -> (Setup, tempfile::TempDir) {
     })
     .await;
     let (ts, admin) = (&acme.ts, &acme.admin);
-    set_business(&ts, &admin).await;
+    set_business(ts, admin).await;
     let mut settings = smtp(sink.port);
     settings["security"] = json!(match mode {
         SinkTls::Implicit => "tls",
         SinkTls::StartTls => "starttls",
     });
-    set_org(&ts, &admin, &json!({"providers": {"email": settings}})).await;
+    set_org(ts, admin, &json!({"providers": {"email": settings}})).await;
     let setup = Setup { acme, sink };
     (setup, dir)
 }

@@ -46,13 +46,13 @@ async fn start_with(public_url: &str, more: Value) -> Setup {
     let public_url = public_url.to_string();
     let acme = Org::start_with(|c| c.public_url = Some(public_url)).await;
     let (ts, admin) = (&acme.ts, &acme.admin);
-    set_business(&ts, &admin).await;
+    set_business(ts, admin).await;
     let mut sms = json!({"kind": "twilio", "accountSid": SID, "authToken": TOKEN,
         "from": FROM, "baseUrl": twilio.base_url});
     for (k, v) in more.as_object().unwrap() {
         sms[k] = v.clone();
     }
-    let settings = set_org(&ts, &admin, &json!({"providers": {"sms": sms}})).await;
+    let settings = set_org(ts, admin, &json!({"providers": {"sms": sms}})).await;
     assert_eq!(settings["providers"]["sms"]["authTokenSet"], json!(true));
     assert!(
         !settings.to_string().contains(TOKEN),
@@ -60,8 +60,8 @@ async fn start_with(public_url: &str, more: Value) -> Setup {
     );
     let org = settings["id"].as_str().unwrap().to_string();
     put_profile(
-        &ts,
-        &admin,
+        ts,
+        admin,
         "solar",
         &profile_with(json!([sms_step("0s", "Hi {{firstName}}, Sam here.")])),
     )
