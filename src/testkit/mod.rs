@@ -11,7 +11,7 @@
 //! - [`smtp`]: [`SmtpSink`], an SMTP server keeping every message, plain or TLS.
 //! - [`webhooks`]: [`WebhookReceiver`], a scriptable webhook receiver.
 //! - [`compliance`]: [`FakeCompliance`], an organization's compliance service.
-//! - [`poll`]: waiting until something happens, within a bound.
+//! - [`poll`](mod@poll): waiting until something happens, within a bound.
 //! - [`logs`]: [`Captured`], what the server logs.
 
 pub mod compliance;
