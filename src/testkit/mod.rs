@@ -13,12 +13,14 @@
 //! - [`compliance`]: [`FakeCompliance`], an organization's compliance service.
 //! - [`poll`](mod@poll): waiting until something happens, within a bound.
 //! - [`logs`]: [`Captured`], what the server logs.
+//! - [`serve`](mod@serve): the loopback HTTP/1.1 server under the fakes.
 
 pub mod compliance;
 pub mod https;
 pub mod logs;
 pub mod model;
 pub mod poll;
+pub mod serve;
 pub mod server;
 pub mod smtp;
 pub mod twilio;

@@ -9,19 +9,19 @@
 //! is not JSON is 400 (both still recorded, so a wrong call shows in the log).
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
+use http_body_util::Full;
+use hyper::http::request::Parts;
 use hyper::StatusCode;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
+
+use crate::testkit::serve::serve;
 
 /// One scripted tool call of an answer.
 #[derive(Clone, Debug)]
@@ -137,39 +137,19 @@ impl FakeModel {
     pub const API_KEY: &'static str = "sk-test";
 
     pub async fn start() -> FakeModel {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind fake model");
-        let addr = listener.local_addr().expect("fake model address");
         let state: Arc<State> = Arc::default();
-        let accept_state = state.clone();
-        tokio::spawn(async move {
-            loop {
-                let stream = match listener.accept().await {
-                    Ok((stream, _)) => stream,
-                    Err(_) => {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                let state = accept_state.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let state = state.clone();
-                        async move {
-                            let started = Instant::now();
-                            let answer = answer(&state, req).await;
-                            let spent = started.elapsed().as_micros() as u64;
-                            state.busy_micros.fetch_add(spent, Ordering::Relaxed);
-                            Ok::<_, Infallible>(answer)
-                        }
-                    });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+        let shared = state.clone();
+        let addr = serve(move |parts, body| {
+            let state = shared.clone();
+            async move {
+                let started = Instant::now();
+                let answer = answer(&state, parts, body).await;
+                let spent = started.elapsed().as_micros() as u64;
+                state.busy_micros.fetch_add(spent, Ordering::Relaxed);
+                Some(answer)
             }
-        });
+        })
+        .await;
         FakeModel { addr, state }
     }
 
@@ -251,16 +231,7 @@ fn error_body(message: &str) -> String {
     json!({"error": {"message": message, "type": "invalid_request_error"}}).to_string()
 }
 
-async fn answer(
-    state: &State,
-    req: hyper::Request<hyper::body::Incoming>,
-) -> hyper::Response<Full<Bytes>> {
-    let (parts, body) = req.into_parts();
-    let bytes = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+async fn answer(state: &State, parts: Parts, bytes: Bytes) -> hyper::Response<Full<Bytes>> {
     let json: Option<Value> = serde_json::from_slice(&bytes).ok();
     state.log.lock().unwrap().push(ModelRequest {
         method: parts.method.to_string(),
@@ -362,6 +333,7 @@ async fn answer(
 mod tests {
     use super::*;
     use crate::testkit::https::{plain_client, PlainClient};
+    use http_body_util::BodyExt;
 
     /// POSTs `body` to `url` with `Authorization: Bearer sk-test`; returns status and JSON.
     async fn post(client: &PlainClient, url: &str, body: &[u8]) -> (u16, Value) {

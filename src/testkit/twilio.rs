@@ -18,16 +18,15 @@
 //! otherwise); told to, it answers 500 the next N times. Every such request is counted.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use http_body_util::Full;
+use hyper::http::request::Parts;
+use hyper::Response;
+
+use crate::testkit::serve::{serve, Answer};
 
 #[derive(Debug, Clone)]
 pub struct Sent {
@@ -96,36 +95,14 @@ pub struct FakeTwilio {
 
 impl FakeTwilio {
     pub async fn start() -> FakeTwilio {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base_url = format!("http://{}", listener.local_addr().expect("addr"));
         let state = Arc::new(State::default());
         let shared = state.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let state = shared.clone();
-                tokio::spawn(async move {
-                    // A hung request closes its connection without an answer.
-                    let hang = Arc::new(tokio::sync::Notify::new());
-                    let hung = hang.clone();
-                    let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let state = state.clone();
-                        let hang = hang.clone();
-                        async move { Ok::<_, Infallible>(answer(&state, &hang, req).await) }
-                    });
-                    let connection =
-                        http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-                    tokio::select! {
-                        _ = connection => {}
-                        _ = hung.notified() => {}
-                    }
-                });
-            }
-        });
+        let addr = serve(move |parts, body| {
+            let state = shared.clone();
+            async move { answer(&state, parts, body).await }
+        })
+        .await;
+        let base_url = format!("http://{addr}");
         FakeTwilio { state, base_url }
     }
 
@@ -270,33 +247,24 @@ fn recording(state: &State, path: &str, authorization: &str) -> Response<Full<By
     }
 }
 
-async fn answer(
-    state: &State,
-    hang: &tokio::sync::Notify,
-    req: Request<hyper::body::Incoming>,
-) -> Response<Full<Bytes>> {
-    let path = req.uri().path().to_string();
-    let authorization = req
-        .headers()
+/// The answer to one request; `None` (told to hang) closes the connection unanswered.
+async fn answer(state: &State, parts: Parts, body: Bytes) -> Answer {
+    let path = parts.uri.path().to_string();
+    let authorization = parts
+        .headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    if req.method() == hyper::Method::GET {
-        return recording(state, &path, &authorization);
+    if parts.method == hyper::Method::GET {
+        return Some(recording(state, &path, &authorization));
     }
-    let method = req.method().to_string();
-    let content_type = req
-        .headers()
+    let method = parts.method.to_string();
+    let content_type = parts
+        .headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
     let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let is_call = path.ends_with("/Calls.json");
     let sent = Sent {
@@ -317,8 +285,7 @@ async fn answer(
     };
     let json = "application/json";
     if state.hang_next.swap(false, Ordering::SeqCst) {
-        hang.notify_one();
-        return std::future::pending().await;
+        return None;
     }
     let scripted = state.script.lock().unwrap().pop_front();
     if let Some((status, retry_after)) = scripted {
@@ -332,24 +299,24 @@ async fn answer(
             r.headers_mut()
                 .insert("retry-after", seconds.to_string().parse().unwrap());
         }
-        return r;
+        return Some(r);
     }
     if is_call && state.refuse_next_call.swap(false, Ordering::SeqCst) {
-        return reply(
+        return Some(reply(
             400,
             json,
             r#"{"code": 21217, "message": "Phone number does not appear to be valid", "status": 400}"#,
-        );
+        ));
     }
     if !is_call && state.opted_out.lock().unwrap().contains(&to) {
-        return reply(
+        return Some(reply(
             400,
             json,
             r#"{"code": 21610, "message": "Attempt to send to unsubscribed recipient", "status": 400}"#,
-        );
+        ));
     }
     if let Some((status, body)) = state.fixed.lock().unwrap().clone() {
-        return reply(status, json, body);
+        return Some(reply(status, json, body));
     }
     let sid = if is_call {
         let n = state.call_count.fetch_add(1, Ordering::SeqCst);
@@ -363,11 +330,11 @@ async fn answer(
         Some(status) if is_call => status.clone(),
         _ => "queued".to_string(),
     };
-    reply(
+    Some(reply(
         201,
         json,
         format!(r#"{{"sid": "{sid}", "status": "{status}"}}"#),
-    )
+    ))
 }
 
 // Tests of the fake itself.
@@ -375,6 +342,7 @@ async fn answer(
 mod tests {
     use super::*;
     use crate::testkit::https::{plain_client, PlainClient};
+    use http_body_util::BodyExt;
 
     async fn call_fake(
         client: &PlainClient,

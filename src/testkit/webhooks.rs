@@ -5,20 +5,15 @@
 //! answering; requests answered are also kept apart, once their answer is sent.
 
 use std::collections::{HashMap, VecDeque};
-use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderMap, HeaderValue};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::StatusCode;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
 use crate::testkit::poll::{poll, WAIT};
+use crate::testkit::serve::{respond, serve};
 use crate::testkit::server::TestServer;
 
 /// What the receiver answers to one request.
@@ -166,78 +161,48 @@ impl WebhookReceiver {
 
     /// Answers what `policy` decides.
     pub async fn with_policy(policy: Policy) -> WebhookReceiver {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind receiver");
-        let addr = listener.local_addr().expect("receiver address");
         let log: Arc<Mutex<Log>> = Arc::default();
         let answered: Arc<Mutex<Vec<Received>>> = Arc::default();
-        let (accept_log, accept_answered) = (log.clone(), answered.clone());
-        tokio::spawn(async move {
-            loop {
-                let stream = match listener.accept().await {
-                    Ok((stream, _)) => stream,
-                    Err(_) => {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
+        let (shared_log, shared_answered) = (log.clone(), answered.clone());
+        let addr = serve(move |parts, body| {
+            let (log, answered, policy) =
+                (shared_log.clone(), shared_answered.clone(), policy.clone());
+            async move {
+                let received = Received {
+                    method: parts.method.to_string(),
+                    path: parts.uri.path().to_string(),
+                    headers: parts.headers,
+                    body,
+                    at: Instant::now(),
                 };
-                let (log, answered, policy) =
-                    (accept_log.clone(), accept_answered.clone(), policy.clone());
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let (log, answered, policy) =
-                            (log.clone(), answered.clone(), policy.clone());
-                        async move {
-                            let (parts, body) = req.into_parts();
-                            let body = body
-                                .collect()
-                                .await
-                                .map(|b| b.to_bytes())
-                                .unwrap_or_default();
-                            let received = Received {
-                                method: parts.method.to_string(),
-                                path: parts.uri.path().to_string(),
-                                headers: parts.headers,
-                                body,
-                                at: Instant::now(),
-                            };
-                            let reply = {
-                                let mut log = log.lock().unwrap();
-                                let earlier = match received.headers.get("webhook-id") {
-                                    Some(id) => {
-                                        let n = log.per_id.entry(id.clone()).or_default();
-                                        *n += 1;
-                                        *n - 1
-                                    }
-                                    None => 0,
-                                };
-                                let reply = policy(&received, earlier);
-                                log.received.push(received.clone());
-                                reply
-                            };
-                            if let Some(delay) = reply.delay {
-                                tokio::time::sleep(delay).await;
-                            }
-                            let mut response =
-                                hyper::Response::new(Full::new(Bytes::from_static(b"ok")));
-                            *response.status_mut() =
-                                StatusCode::from_u16(reply.status).expect("status");
-                            for (name, value) in reply.headers {
-                                response
-                                    .headers_mut()
-                                    .insert(name, HeaderValue::from_str(&value).expect("header"));
-                            }
-                            answered.lock().unwrap().push(received);
-                            Ok::<_, Infallible>(response)
+                let reply = {
+                    let mut log = log.lock().unwrap();
+                    let earlier = match received.headers.get("webhook-id") {
+                        Some(id) => {
+                            let n = log.per_id.entry(id.clone()).or_default();
+                            *n += 1;
+                            *n - 1
                         }
-                    });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+                        None => 0,
+                    };
+                    let reply = policy(&received, earlier);
+                    log.received.push(received.clone());
+                    reply
+                };
+                if let Some(delay) = reply.delay {
+                    tokio::time::sleep(delay).await;
+                }
+                let mut response = respond(reply.status, Bytes::from_static(b"ok"));
+                for (name, value) in reply.headers {
+                    response
+                        .headers_mut()
+                        .insert(name, HeaderValue::from_str(&value).expect("header"));
+                }
+                answered.lock().unwrap().push(received);
+                Some(response)
             }
-        });
+        })
+        .await;
         let path = "/hooks/engaged".to_string();
         WebhookReceiver {
             url: format!("http://{addr}{path}"),
@@ -331,6 +296,7 @@ impl WebhookReceiver {
 mod tests {
     use super::*;
     use crate::testkit::https::plain_client;
+    use http_body_util::Full;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_receiver_keeps_every_envelope_and_finds_one_by_event() {
