@@ -90,3 +90,12 @@ where
 pub fn plain_client() -> PlainClient {
     Client::builder(TokioExecutor::new()).build_http()
 }
+
+/// Sends `request` with `client`; answers the status and the whole body.
+pub async fn fetch(client: &PlainClient, request: hyper::Request<Full<Bytes>>) -> (u16, Bytes) {
+    use http_body_util::BodyExt;
+    let response = client.request(request).await.expect("the fake answers");
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await.expect("body");
+    (status, body.to_bytes())
+}

@@ -332,8 +332,7 @@ async fn answer(state: &State, parts: Parts, bytes: Bytes) -> hyper::Response<Fu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testkit::https::{plain_client, PlainClient};
-    use http_body_util::BodyExt;
+    use crate::testkit::https::{fetch, plain_client, PlainClient};
 
     /// POSTs `body` to `url` with `Authorization: Bearer sk-test`; returns status and JSON.
     async fn post(client: &PlainClient, url: &str, body: &[u8]) -> (u16, Value) {
@@ -342,14 +341,7 @@ mod tests {
             .header("content-type", "application/json")
             .body(Full::new(Bytes::copy_from_slice(body)))
             .expect("request");
-        let response = client.request(request).await.expect("fake answers");
-        let status = response.status().as_u16();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
+        let (status, bytes) = fetch(client, request).await;
         (
             status,
             serde_json::from_slice(&bytes)

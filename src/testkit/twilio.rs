@@ -341,7 +341,7 @@ async fn answer(state: &State, parts: Parts, body: Bytes) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testkit::https::{plain_client, PlainClient};
+    use crate::testkit::https::{fetch, plain_client, PlainClient};
     use http_body_util::BodyExt;
 
     async fn call_fake(
@@ -359,15 +359,7 @@ mod tests {
             .header("content-type", "application/x-www-form-urlencoded")
             .body(Full::new(Bytes::from(body.to_string())))
             .expect("request");
-        let response = client.request(request).await.expect("the fake answers");
-        let status = response.status().as_u16();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        (status, bytes)
+        fetch(client, request).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
