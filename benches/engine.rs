@@ -65,7 +65,10 @@ async fn run() {
     );
 
     // 1. Burst, with GETs alongside.
-    let client = support::https_client(dir.path());
+    let client = engaged::testkit::https_client(
+        &dir.path().join("tls/cert.pem"),
+        engaged::testkit::Versions::Http1,
+    );
     let base = format!("https://localhost:{}", server.local_addr().port());
     let stop = Arc::new(AtomicBool::new(false));
     let latencies: Arc<Mutex<Vec<Duration>>> = Arc::default();

@@ -28,7 +28,7 @@ use engaged::server::Server;
 struct Bench {
     _dir: tempfile::TempDir,
     server: Server,
-    client: support::HttpsClient,
+    client: engaged::testkit::HttpsClient,
     base: String,
     key: String,
 }
@@ -55,7 +55,10 @@ async fn setup(leads_n: usize) -> Bench {
             .await
             .expect("seed");
     }
-    let client = support::https_client(dir.path());
+    let client = engaged::testkit::https_client(
+        &dir.path().join("tls/cert.pem"),
+        engaged::testkit::Versions::Http1,
+    );
     let base = format!("https://localhost:{}", server.local_addr().port());
     Bench {
         _dir: dir,

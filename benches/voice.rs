@@ -2,8 +2,8 @@
 //! calls slow the API down.
 //!
 //! `cargo bench --bench voice` (not criterion: it prints one measured run). The server
-//! runs in-process with a Twilio voice provider and a model server on 127.0.0.1 that
-//! answers at once (and records how long each answer took it). Calls come in through
+//! runs in-process with a Twilio voice provider and the test kit's model server on
+//! 127.0.0.1, which answers at once (and records how long its answers took it). Calls come in through
 //! the signed `voice/inbound` webhook and talk over the relay WebSocket, as Twilio's
 //! ConversationRelay would.
 //!
@@ -16,7 +16,6 @@
 
 mod support;
 
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,7 +23,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full};
-use hyper::{Request, Response};
+use hyper::Request;
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -35,6 +34,7 @@ use engaged::domain::records::leads;
 use engaged::domain::Caller;
 use engaged::providers::twilio_signature;
 use engaged::server::Server;
+use engaged::testkit::{FakeModel, Step};
 
 const PUBLIC_URL: &str = "https://engaged.test";
 const TOKEN: &str = "bench-token";
@@ -51,45 +51,17 @@ fn main() {
     rt.block_on(run());
 }
 
-/// A chat-completions server that answers "Sure." after `delay`, adding each answer's
-/// own time (in microseconds) to `spent`.
-async fn model(delay: Duration, spent: Arc<AtomicU64>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let spent = spent.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(
-                    move |req: Request<hyper::body::Incoming>| {
-                        let spent = spent.clone();
-                        async move {
-                            let started = Instant::now();
-                            let _ = req.into_body().collect().await;
-                            if !delay.is_zero() {
-                                tokio::time::sleep(delay).await;
-                            }
-                            let body = json!({"choices": [{"message": {"role": "assistant", "content": "Sure."}}]});
-                            spent
-                                .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-                            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(
-                                body.to_string(),
-                            ))))
-                        }
-                    },
-                );
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
+/// The test kit's model server answering "Sure." after `delay`; its `busy()` is its own
+/// time.
+async fn model(delay: Duration) -> FakeModel {
+    let model = FakeModel::start().await;
+    let sure = Step::text("Sure.");
+    model.set_default(if delay.is_zero() {
+        sure
+    } else {
+        sure.delayed(delay)
     });
-    url
+    model
 }
 
 struct Bench {
@@ -97,7 +69,7 @@ struct Bench {
     server: Server,
     org: String,
     caller: Caller,
-    client: support::HttpsClient,
+    client: engaged::testkit::HttpsClient,
     base: String,
 }
 
@@ -211,7 +183,10 @@ async fn start(model_url: &str) -> Bench {
     let server = Server::start(config).await.expect("server");
     let store = server.store().clone();
     let (key, caller) = support::org_with_key(&store, "admin").await;
-    let client = support::https_client(dir.path());
+    let client = engaged::testkit::https_client(
+        &dir.path().join("tls/cert.pem"),
+        engaged::testkit::Versions::Http1,
+    );
     let base = format!("https://localhost:{}", server.local_addr().port());
     let settings = json!({
         "assistant": {"baseUrl": model_url, "model": "bench", "timeoutMs": 10000},
@@ -282,8 +257,8 @@ async fn run() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     // 1. Added latency over 200 turns, the model answering at once.
-    let spent = Arc::new(AtomicU64::new(0));
-    let model_url = model(Duration::ZERO, spent.clone()).await;
+    let fast = model(Duration::ZERO).await;
+    let model_url = fast.base_url();
     let bench = start(&model_url).await;
     let call = bench.inbound_call(0).await;
     let mut ws = bench.relay(&call).await;
@@ -293,9 +268,9 @@ async fn run() {
     let mut added = Vec::with_capacity(TURNS);
     let mut round_trips = Vec::with_capacity(TURNS);
     for i in 0..TURNS {
-        let before = spent.load(Ordering::Relaxed);
+        let before = fast.busy();
         let rt = turn(&mut ws, &format!("prompt number {i}")).await;
-        let model_time = Duration::from_micros(spent.load(Ordering::Relaxed) - before);
+        let model_time = fast.busy() - before;
         round_trips.push(rt);
         added.push(rt.saturating_sub(model_time));
     }
@@ -327,8 +302,8 @@ async fn run() {
 
     // 2. GET latency alone, then with 50 calls talking to a 50 ms model.
     let quiet = gets(&bench, &admin_key, LOAD_SECONDS).await;
-    let slow_spent = Arc::new(AtomicU64::new(0));
-    let slow_model = model(Duration::from_millis(50), slow_spent).await;
+    let slow_fake = model(Duration::from_millis(50)).await;
+    let slow_model = slow_fake.base_url();
     let slow = start(&slow_model).await;
     let slow_key = {
         let created = engaged::admin::run(

@@ -2,79 +2,34 @@
 //! and commit-to-delivery latency (p50, p99).
 //!
 //! `cargo bench --bench webhooks` (not criterion: it prints one measured run). The
-//! server runs in-process with its real dispatcher and HTTP client; the receiver is a
-//! minimal hyper server on 127.0.0.1 answering 204.
+//! server runs in-process with its real dispatcher and HTTP client; the receiver is the
+//! test kit's, on 127.0.0.1, answering 204.
 
 mod support;
 
-use std::collections::HashMap;
-use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
 use engaged::config::Config;
 use engaged::domain::records::calls;
 use engaged::domain::records::leads;
 use engaged::server::Server;
+use engaged::testkit::{Reply, WebhookReceiver};
 
-type Arrivals = Arc<Mutex<HashMap<String, Instant>>>;
-
-/// A receiver that notes when each call id arrived.
-async fn receiver(arrivals: Arrivals) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let arrivals = arrivals.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let arrivals = arrivals.clone();
-                    async move {
-                        let body = req
-                            .into_body()
-                            .collect()
-                            .await
-                            .map(|b| b.to_bytes())
-                            .unwrap_or_default();
-                        let now = Instant::now();
-                        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-                            if let Some(id) = v["data"]["callId"].as_str() {
-                                if let Ok(mut map) = arrivals.lock() {
-                                    map.entry(id.to_string()).or_insert(now);
-                                }
-                            }
-                        }
-                        let mut resp = Response::new(Full::new(Bytes::new()));
-                        *resp.status_mut() = hyper::StatusCode::NO_CONTENT;
-                        Ok::<_, Infallible>(resp)
-                    }
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    format!("http://{addr}/hook")
+/// When the delivery of call `id` first arrived at `receiver`.
+fn arrival(receiver: &WebhookReceiver, id: &str) -> Option<Instant> {
+    receiver.received().iter().find_map(|r| {
+        let v: Value = serde_json::from_slice(&r.body).ok()?;
+        (v["data"]["callId"].as_str() == Some(id)).then_some(r.at)
+    })
 }
 
-async fn wait_for(arrivals: &Arrivals, n: usize, limit: Duration) -> bool {
+/// Waits (bounded by `limit`) until `receiver` got `n` deliveries.
+async fn wait_for(receiver: &WebhookReceiver, n: usize, limit: Duration) -> bool {
     let started = Instant::now();
     while started.elapsed() < limit {
-        if arrivals.lock().map(|m| m.len()).unwrap_or(0) >= n {
+        if receiver.count() >= n {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -98,8 +53,8 @@ async fn run() {
         .expect("server");
     let store = server.store();
     let (_, caller) = support::org_with_key(store, "admin").await;
-    let arrivals: Arrivals = Arc::default();
-    let url = receiver(arrivals.clone()).await;
+    let receiver = WebhookReceiver::answering(Reply::status(204)).await;
+    let url = receiver.url.clone();
     let c = caller.clone();
     store
         .write(move |tx| {
@@ -131,15 +86,11 @@ async fn run() {
             .await
             .expect("call");
         let acked = Instant::now();
-        if !wait_for(&arrivals, i + 1, Duration::from_secs(10)).await {
+        if !wait_for(&receiver, i + 1, Duration::from_secs(10)).await {
             eprintln!("delivery {i} did not arrive");
             return;
         }
-        let arrived = arrivals
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&id).copied())
-            .unwrap_or(acked);
+        let arrived = arrival(&receiver, &id).unwrap_or(acked);
         latencies.push(arrived.saturating_duration_since(acked));
     }
     latencies.sort();
@@ -147,7 +98,7 @@ async fn run() {
     // Throughput: 64 writers queue completions as fast as the writer takes them; the
     // clock runs from the first write to the last arrival.
     let n_throughput = 10_000;
-    let before = arrivals.lock().map(|m| m.len()).unwrap_or(0);
+    let before = receiver.count();
     let started = Instant::now();
     let mut writers = Vec::new();
     for w in 0..64 {
@@ -170,7 +121,7 @@ async fn run() {
         w.await.expect("writer");
     }
     let written = started.elapsed();
-    let all_arrived = wait_for(&arrivals, before + n_throughput, Duration::from_secs(120)).await;
+    let all_arrived = wait_for(&receiver, before + n_throughput, Duration::from_secs(120)).await;
     let elapsed = started.elapsed();
     let stats = server.store().writer_stats();
     println!(

@@ -27,5 +27,7 @@ pub mod phone;
 pub mod providers;
 pub mod server;
 pub mod store;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod time;
 pub mod webhooks;

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 /// The floors, top first. A module path names a folder or a file under `src/`; the
 /// longest matching entry places a file.
 const FLOORS: &[(&str, &[&str])] = &[
+    // Compiled only for tests and benches; it runs a whole server.
+    ("test kit", &["testkit"]),
     ("main and cli", &["main", "cli"]),
     (
         "server, admin, maintenance",

@@ -8,10 +8,6 @@
 //! its port is read from the `listening address=...` line it logs. Every child process
 //! is killed when its test ends, and every wait is bounded.
 
-// `common.rs` carries `#![allow(dead_code)]`: this binary uses only part of it.
-#[path = "http/common.rs"]
-mod common;
-
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -23,13 +19,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::{Method, Request};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use serde_json::{json, Value};
 
-use common::{client_trusting, enc, Response};
+use engaged::testkit::{client_trusting, enc, poll, Reply, Response, WebhookReceiver};
 
 type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
@@ -1135,48 +1131,16 @@ async fn backup_of_a_running_server_restores_into_an_empty_directory() {
     assert_eq!(ids.len(), 20);
 }
 
-/// A webhook receiver on loopback that takes `delay` to answer each delivery and
-/// records the `callId` of every one it sees.
-async fn slow_receiver(delay: Duration) -> (String, Arc<Mutex<BTreeSet<String>>>) {
-    use hyper::service::service_fn;
-    let seen: Arc<Mutex<BTreeSet<String>>> = Arc::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let record = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let record = record.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let record = record.clone();
-                    async move {
-                        let body = req
-                            .into_body()
-                            .collect()
-                            .await
-                            .map(|b| b.to_bytes())
-                            .unwrap_or_default();
-                        tokio::time::sleep(delay).await;
-                        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
-                            if let Some(id) = v["data"]["callId"].as_str() {
-                                record.lock().unwrap().insert(id.to_string());
-                            }
-                        }
-                        Ok::<_, std::convert::Infallible>(hyper::Response::new(Full::new(
-                            Bytes::new(),
-                        )))
-                    }
-                });
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, service)
-                    .await;
-            });
-        }
-    });
-    (format!("http://{addr}/hooks"), seen)
+/// The `callId`s of every delivery `receiver` answered.
+fn answered_call_ids(receiver: &WebhookReceiver) -> BTreeSet<String> {
+    receiver
+        .answered()
+        .iter()
+        .filter_map(|r| {
+            let v: Value = serde_json::from_slice(&r.body).ok()?;
+            Some(v["data"]["callId"].as_str()?.to_string())
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1184,7 +1148,9 @@ async fn acknowledged_webhooks_survive_kill_9() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path();
     let key = create_key(data, "acme", "admin");
-    let (url, seen) = slow_receiver(Duration::from_millis(300)).await;
+    // Takes 300 ms to answer each delivery; a delivery counts once answered.
+    let receiver = WebhookReceiver::answering(Reply::ok().after(Duration::from_millis(300))).await;
+    let url = receiver.url.clone();
     let mut server = Server::start(data, &[]);
     let client = https_client(data);
     let base = server.base();
@@ -1221,7 +1187,7 @@ async fn acknowledged_webhooks_survive_kill_9() {
     }
     // Every change is acknowledged; the slow receiver has seen only a few webhooks.
     server.kill_9();
-    let before = seen.lock().unwrap().len();
+    let before = answered_call_ids(&receiver).len();
     assert!(
         before < n,
         "all {n} webhooks arrived before the crash; the test proves nothing"
@@ -1230,16 +1196,16 @@ async fn acknowledged_webhooks_survive_kill_9() {
 
     let _restarted = Server::start(data, &[]);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while seen.lock().unwrap().len() < n {
+    while answered_call_ids(&receiver).len() < n {
         assert!(
             Instant::now() < deadline,
             "only {} of {n} webhooks arrived after the restart",
-            seen.lock().unwrap().len()
+            answered_call_ids(&receiver).len()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let expected: BTreeSet<String> = (0..n).map(|i| format!("c{i}")).collect();
-    assert_eq!(*seen.lock().unwrap(), expected);
+    assert_eq!(answered_call_ids(&receiver), expected);
 }
 
 // ---- the engagement engine across restarts ---------------------------------------------
@@ -1280,26 +1246,6 @@ async fn sent_messages(client: &HttpsClient, base: &str, key: &str, lead: &str) 
         .filter(|m| m["owner"] == json!("user"))
         .cloned()
         .collect()
-}
-
-/// Polls `check` every 100 ms for at most `limit`; panics with `what` and the last
-/// thing seen.
-async fn wait_until<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
-{
-    let deadline = Instant::now() + limit;
-    loop {
-        match check().await {
-            Ok(value) => return value,
-            Err(seen) => assert!(
-                Instant::now() < deadline,
-                "{what}: not within {limit:?}; last seen: {seen}"
-            ),
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// `PUT /v1/profiles/{name}` with one sms step.
@@ -1356,7 +1302,7 @@ async fn a_send_interrupted_by_kill_9_becomes_unknown_and_is_never_resent() {
     )
     .await;
     let (client_ref, base_ref, key_ref) = (&client, base.as_str(), key.as_str());
-    let sending = wait_until("a MESSAGE event `sending`", START_TIMEOUT, || async move {
+    let sending = poll("a MESSAGE event `sending`", START_TIMEOUT, || async move {
         let events = sms_events(client_ref, base_ref, key_ref, "L1").await;
         events
             .iter()
@@ -1374,7 +1320,7 @@ async fn a_send_interrupted_by_kill_9_becomes_unknown_and_is_never_resent() {
     let client = https_client(data);
     let base = server.base();
     let (client_ref, base_ref, id_ref) = (&client, base.as_str(), &id);
-    let unknown = wait_until(
+    let unknown = poll(
         "the interrupted send becomes `unknown`",
         START_TIMEOUT,
         || async move {
@@ -1436,7 +1382,7 @@ async fn a_step_due_while_the_server_is_stopped_runs_after_the_restart() {
     let client = https_client(data);
     let base = server.base();
     let (client_ref, base_ref, key_ref) = (&client, base.as_str(), key.as_str());
-    let sent = wait_until("the overdue step runs", START_TIMEOUT, || async move {
+    let sent = poll("the overdue step runs", START_TIMEOUT, || async move {
         let sent = sent_messages(client_ref, base_ref, key_ref, "L1").await;
         if sent.is_empty() {
             Err("no message yet".to_string())
@@ -1456,38 +1402,12 @@ async fn a_step_due_while_the_server_is_stopped_runs_after_the_restart() {
     );
 }
 
-/// A receiver on loopback that answers every delivery with `status`.
-async fn failing_receiver(status: u16) -> String {
-    use hyper::service::service_fn;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<hyper::body::Incoming>| async move {
-                    let _ = req.into_body().collect().await;
-                    let mut response = hyper::Response::new(Full::new(Bytes::new()));
-                    *response.status_mut() = hyper::StatusCode::from_u16(status).expect("status");
-                    Ok::<_, std::convert::Infallible>(response)
-                });
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, service)
-                    .await;
-            });
-        }
-    });
-    format!("http://{addr}/hooks")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_webhook_attempts_are_logged_at_the_default_level() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path();
     let key = create_key(data, "acme", "admin");
-    let url = failing_receiver(503).await;
+    let url = WebhookReceiver::answering(Reply::status(503)).await.url;
     let server = Server::start(data, &[]);
     let client = https_client(data);
     let base = server.base();

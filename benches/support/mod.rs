@@ -1,15 +1,9 @@
-//! What the benches share: an organization with a key, JSON bodies as maps, and an
-//! HTTPS client that trusts the server's self-signed certificate.
+//! What the benches share: an organization with a key, JSON bodies as maps, percentiles.
+//! The HTTPS client and the fakes are the test kit's (`engaged::testkit`).
 #![allow(dead_code)]
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper_util::client::legacy::{connect::HttpConnector, Client};
-use hyper_util::rt::TokioExecutor;
 use serde_json::{Map, Value};
 
 use engaged::admin::{self, AdminRequest};
@@ -49,33 +43,6 @@ pub async fn named_org_with_key(store: &Store, name: &str, scope: &str) -> (Stri
     let needed = Scope::parse(scope).expect("scope");
     let caller = auth::authenticate(store, Some(&key), needed).expect("caller");
     (key, caller)
-}
-
-pub type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
-
-/// A pooled HTTP/1.1 client trusting exactly the certificate the server generated in
-/// `data_dir`.
-pub fn https_client(data_dir: &Path) -> HttpsClient {
-    let pem = std::fs::read(data_dir.join("tls/cert.pem")).expect("cert");
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-        roots.add(cert.expect("pem")).expect("root");
-    }
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("versions")
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_only()
-        .enable_http1()
-        .build();
-    Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(128)
-        .build(connector)
 }
 
 /// The `p` quantile (0.0 to 1.0) of `samples`, in any order; zero for none.

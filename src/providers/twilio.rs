@@ -456,75 +456,17 @@ pub fn call_status_of(twilio: &str) -> Option<CallStatus> {
 
 #[cfg(test)]
 mod tests {
-    use std::convert::Infallible;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    use http_body_util::Full;
-    use hyper::{Request, Response};
 
     use super::*;
+    use crate::testkit::twilio::FakeTwilio;
 
-    /// One request the fake Twilio saw.
-    #[derive(Debug, Clone)]
-    struct Seen {
-        method: String,
-        path: String,
-        authorization: Option<String>,
-        content_type: Option<String>,
-        form: Vec<(String, String)>,
-    }
-
-    type Answerer = fn(&Seen) -> (u16, Bytes);
-
-    /// A fake Twilio on 127.0.0.1 answering each request with `answer`; its base URL and
-    /// what it saw.
-    async fn fake_twilio(answer: Answerer) -> (String, Arc<Mutex<Vec<Seen>>>) {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-        let recorded = seen.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let seen = recorded.clone();
-                tokio::spawn(async move {
-                    let svc =
-                        hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                            let seen = seen.clone();
-                            async move {
-                                let header = |name: &str| {
-                                    req.headers()
-                                        .get(name)
-                                        .map(|v| v.to_str().unwrap().to_string())
-                                };
-                                let (method, path, authorization, content_type) = (
-                                    req.method().to_string(),
-                                    req.uri().path().to_string(),
-                                    header("authorization"),
-                                    header("content-type"),
-                                );
-                                let body = req.into_body().collect().await.unwrap().to_bytes();
-                                let request = Seen {
-                                    method,
-                                    path,
-                                    authorization,
-                                    content_type,
-                                    form: serde_urlencoded::from_bytes(&body).unwrap_or_default(),
-                                };
-                                let (status, bytes) = answer(&request);
-                                seen.lock().unwrap().push(request);
-                                let mut resp = Response::new(Full::new(bytes));
-                                *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                                Ok::<_, Infallible>(resp)
-                            }
-                        });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                        .await;
-                });
-            }
-        });
-        (format!("http://{addr}"), seen)
+    /// The test kit's fake Twilio answering every request with `status` and `body`; its
+    /// base URL, and the fake (what it saw).
+    async fn fake_twilio(status: u16, body: &str) -> (String, FakeTwilio) {
+        let fake = FakeTwilio::start().await;
+        fake.answer_with(status, body);
+        (fake.base_url.clone(), fake)
     }
 
     fn twilio(base_url: &str, from: &str) -> Twilio {
@@ -561,8 +503,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_posts_the_calls_form() {
-        let (base, seen) =
-            fake_twilio(|_| (201, Bytes::from(r#"{"sid":"CA9","status":"queued"}"#))).await;
+        let (base, seen) = fake_twilio(201, r#"{"sid":"CA9","status":"queued"}"#).await;
         let outcome = twilio(&base, "+15550100000")
             .start_call(&client(), &call(), &|| panic!("no retry"))
             .await;
@@ -573,12 +514,12 @@ mod tests {
                 status: CallStatus::Queued
             }
         );
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.calls();
         assert_eq!(seen.len(), 1);
         let request = &seen[0];
         assert_eq!(request.method, "POST");
         assert_eq!(request.path, "/2010-04-01/Accounts/AC1/Calls.json");
-        assert_eq!(request.authorization.as_deref(), Some(AUTH));
+        assert_eq!(request.authorization, AUTH);
         assert_eq!(
             request.content_type.as_deref(),
             Some("application/x-www-form-urlencoded")
@@ -616,12 +557,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_refused_call_has_twilios_code_and_a_failing_twilio_is_retried_twice() {
-        let (base, _) = fake_twilio(|_| {
-            (
-                400,
-                Bytes::from(r#"{"code":21215,"message":"Geo permission","status":400}"#),
-            )
-        })
+        let (base, _) = fake_twilio(
+            400,
+            r#"{"code":21215,"message":"Geo permission","status":400}"#,
+        )
         .await;
         let outcome = twilio(&base, "+15550100000")
             .start_call(&client(), &call(), &|| panic!("no retry"))
@@ -633,7 +572,7 @@ mod tests {
             }
         );
 
-        let (base, seen) = fake_twilio(|_| (503, Bytes::from("busy"))).await;
+        let (base, seen) = fake_twilio(503, "busy").await;
         let retries = AtomicUsize::new(0);
         let outcome = twilio(&base, "+15550100000")
             .start_call(&client(), &call(), &|| {
@@ -647,7 +586,7 @@ mod tests {
             }
         );
         assert_eq!(retries.load(Ordering::SeqCst), 2);
-        assert_eq!(seen.lock().unwrap().len(), 3);
+        assert_eq!(seen.calls().len(), 3);
     }
 
     fn answered(status: u16, retry_after: Option<u64>, body: &str) -> Try {
@@ -753,7 +692,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_500_after_the_request_was_written_is_never_sent_again() {
-        let (base, seen) = fake_twilio(|_| (500, Bytes::from(r#"{"code":20500}"#))).await;
+        let (base, seen) = fake_twilio(500, r#"{"code":20500}"#).await;
         let outcome = twilio(&base, "+15550100000")
             .start_call(&client(), &call(), &|| panic!("no retry"))
             .await;
@@ -763,13 +702,12 @@ mod tests {
                 error: "status 500".into()
             }
         );
-        assert_eq!(seen.lock().unwrap().len(), 1);
+        assert_eq!(seen.calls().len(), 1);
     }
 
     #[tokio::test]
     async fn a_completed_status_in_the_calls_answer_does_not_complete_the_call() {
-        let (base, _) =
-            fake_twilio(|_| (201, Bytes::from(r#"{"sid":"CA9","status":"completed"}"#))).await;
+        let (base, _) = fake_twilio(201, r#"{"sid":"CA9","status":"completed"}"#).await;
         let outcome = twilio(&base, "+15550100000")
             .start_call(&client(), &call(), &|| panic!("no retry"))
             .await;
@@ -784,7 +722,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_needs_a_from_number() {
-        let (base, seen) = fake_twilio(|_| (201, Bytes::from(r#"{"sid":"CA9"}"#))).await;
+        let (base, seen) = fake_twilio(201, r#"{"sid":"CA9"}"#).await;
         let outcome = twilio(&base, "")
             .start_call(&client(), &call(), &|| panic!("no retry"))
             .await;
@@ -794,19 +732,13 @@ mod tests {
                 code: NO_CALLER_ID.into()
             }
         );
-        assert!(seen.lock().unwrap().is_empty());
+        assert_eq!(seen.total(), 0);
     }
 
     #[tokio::test]
     async fn an_sms_still_goes_through_the_shared_loop() {
-        let (base, seen) = fake_twilio(|seen| {
-            if seen.form.iter().any(|(_, v)| v == "+15550100009") {
-                (400, Bytes::from(r#"{"code":21610}"#))
-            } else {
-                (201, Bytes::from(r#"{"sid":"SM1","status":"sent"}"#))
-            }
-        })
-        .await;
+        let (base, seen) = fake_twilio(201, r#"{"sid":"SM1","status":"sent"}"#).await;
+        seen.opt_out("+15550100009");
         let provider = twilio(&base, "");
         let mut message = Outgoing {
             to: "+15550100001".into(),
@@ -834,7 +766,7 @@ mod tests {
                 do_not_contact: true
             }
         );
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.sent();
         assert_eq!(seen[0].path, "/2010-04-01/Accounts/AC1/Messages.json");
         assert!(seen[0]
             .form
@@ -873,22 +805,17 @@ mod tests {
         )
     }
 
-    fn recordings(seen: &Seen) -> (u16, Bytes) {
-        if seen.authorization.as_deref() != Some(AUTH) {
-            return (401, Bytes::from(r#"{"code":20003}"#));
-        }
-        match seen.path.as_str() {
-            "/2010-04-01/Accounts/AC1/Recordings/RE1.mp3" if seen.method == "GET" => {
-                (200, recording())
-            }
-            "/2010-04-01/Accounts/AC1/Recordings/RE5.mp3" => (500, Bytes::new()),
-            _ => (404, Bytes::from(r#"{"code":20404}"#)),
-        }
+    /// The test kit's fake Twilio serving recording RE1 to the account's credentials.
+    async fn recordings() -> (String, FakeTwilio) {
+        let fake = FakeTwilio::start().await;
+        fake.expect_credentials("AC1", "secret");
+        fake.serve_recording("RE1", recording().to_vec());
+        (fake.base_url.clone(), fake)
     }
 
     #[tokio::test]
     async fn a_recording_streams_with_the_accounts_credentials() {
-        let (base, seen) = fake_twilio(recordings).await;
+        let (base, seen) = recordings().await;
         let provider = twilio(&base, "+15550100000");
         let url = format!("{base}/2010-04-01/Accounts/AC1/Recordings/RE1");
         let mut stream = provider.open_recording(&client(), &url).await.unwrap();
@@ -898,12 +825,12 @@ mod tests {
             got.extend_from_slice(&chunk.unwrap());
         }
         assert_eq!(Bytes::from(got), recording());
-        assert_eq!(seen.lock().unwrap()[0].method, "GET");
+        assert_eq!(seen.recording_count(), 1, "one GET");
     }
 
     #[tokio::test]
     async fn a_missing_or_failing_recording_is_retryable_and_a_refusal_is_not() {
-        let (base, _) = fake_twilio(recordings).await;
+        let (base, fake) = recordings().await;
         let provider = twilio(&base, "+15550100000");
         let open = |id: &str| {
             let url = format!("{base}/2010-04-01/Accounts/AC1/Recordings/{id}");
@@ -913,6 +840,7 @@ mod tests {
         let missing = open("RE4").await.unwrap();
         assert!(missing.retryable, "{missing:?}");
         assert_eq!(missing.message, "status 404");
+        fake.fail_recordings(1);
         assert!(open("RE5").await.unwrap().retryable);
 
         let mut settings = provider.settings.clone();
@@ -942,8 +870,8 @@ mod tests {
 
     #[tokio::test]
     async fn credentials_never_go_to_a_foreign_recording_url() {
-        let (base, seen) = fake_twilio(recordings).await;
-        let (elsewhere, seen_elsewhere) = fake_twilio(recordings).await;
+        let (base, seen) = recordings().await;
+        let (elsewhere, seen_elsewhere) = recordings().await;
         let provider = twilio(&base, "+15550100000");
         for foreign in [
             format!("{elsewhere}/2010-04-01/Accounts/AC1/Recordings/RE1"),
@@ -959,7 +887,7 @@ mod tests {
                 .unwrap();
             assert!(!refused.retryable, "{foreign}");
         }
-        assert!(seen.lock().unwrap().is_empty());
-        assert!(seen_elsewhere.lock().unwrap().is_empty());
+        assert_eq!(seen.total(), 0);
+        assert_eq!(seen_elsewhere.total(), 0);
     }
 }

@@ -5,8 +5,9 @@ use serde_json::{json, Value};
 
 use engaged::admin::AdminRequest;
 
-use crate::common::{enc, TestServer};
-use crate::util::*;
+use crate::answers::*;
+use crate::requests::*;
+use engaged::testkit::{enc, TestServer};
 
 fn listing() -> String {
     format!("/v1/leads?updatedSince={}", enc(EPOCH))

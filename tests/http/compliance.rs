@@ -1,85 +1,26 @@
 //! The compliance gate: each step with its exact reason and source, the organization's
 //! compliance service in every state it can be in, and the outcomes.
 
-use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::{Request, Response};
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::util::{assert_error, expect, Captured};
+use engaged::testkit::compliance::{closed_url, Answer, FakeCompliance};
+use engaged::testkit::Captured;
+use engaged::testkit::Org;
 
-/// How the fake compliance service answers.
-#[derive(Clone)]
-enum Answer {
-    Json(u16, &'static str),
-    Slow(Duration),
-}
+use crate::answers::{assert_error, expect};
 
-/// A compliance service on loopback; returns its URL and the requests it saw.
-async fn service(answer: Answer) -> (String, Arc<Mutex<Vec<Value>>>) {
-    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let record = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let (record, answer) = (record.clone(), answer.clone());
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let (record, answer) = (record.clone(), answer.clone());
-                    async move {
-                        let body = req
-                            .into_body()
-                            .collect()
-                            .await
-                            .map(|b| b.to_bytes())
-                            .unwrap_or_default();
-                        record
-                            .lock()
-                            .unwrap()
-                            .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                        let (status, text) = match answer {
-                            Answer::Json(status, text) => (status, text),
-                            Answer::Slow(delay) => {
-                                tokio::time::sleep(delay).await;
-                                (200, r#"{"allowed": true}"#)
-                            }
-                        };
-                        let mut resp = Response::new(Full::new(Bytes::from(text)));
-                        *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                        Ok::<_, Infallible>(resp)
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    (format!("http://{addr}/check"), seen)
-}
-
-struct Setup {
-    ts: TestServer,
-    key: String,
-    admin: String,
-}
+type Setup = Org;
 
 async fn setup() -> Setup {
-    let ts = TestServer::start().await;
-    let key = ts.key("acme", "write").await;
-    let admin = ts.key("acme", "admin").await;
-    ts.create_lead(
-        &key,
+    let s = Org::start().await;
+    s.ts.create_lead(
+        &s.write,
         &json!({"id": "p", "phone": "+15551234567", "email": "p@example.com"}),
     )
     .await;
-    Setup { ts, key, admin }
+    s
 }
 
 fn outreach(channel: &str) -> Value {
@@ -90,7 +31,7 @@ fn outreach(channel: &str) -> Value {
 async fn attempt(s: &Setup, lead: &str, channel: &str) -> Option<(String, String)> {
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             &format!("/v1/leads/{lead}/messages"),
             &outreach(channel),
         )
@@ -134,7 +75,7 @@ async fn a_reachable_subscribed_lead_is_contacted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn step_1_no_target_is_configuration() {
     let s = setup().await;
-    s.ts.create_lead(&s.key, &json!({"id": "bare"})).await;
+    s.ts.create_lead(&s.write, &json!({"id": "bare"})).await;
     assert_eq!(
         attempt(&s, "bare", "sms").await,
         blocked("COMPLIANCE_TARGET_MISSING", "configuration")
@@ -151,7 +92,7 @@ async fn step_2_unsubscribed_channel_is_configuration() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads/p/unsubscribe",
                 &json!({"channels": ["email"]}),
             )
@@ -171,7 +112,7 @@ async fn step_3_dnc_is_service_dnc_and_spares_email() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/dnc/register",
                 &json!({"phone": "+15551234567"}),
             )
@@ -188,7 +129,7 @@ async fn steps_run_in_order_unsubscribed_before_dnc() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/dnc/register",
                 &json!({"phone": "+15551234567"}),
             )
@@ -198,7 +139,7 @@ async fn steps_run_in_order_unsubscribed_before_dnc() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads/p/unsubscribe",
                 &json!({"channels": ["sms"]}),
             )
@@ -227,7 +168,7 @@ async fn quiet_hours_in_the_lead_time_zone_block() {
     assert_eq!(attempt(&s, "p", "sms").await, None);
     expect(
         &s.ts
-            .patch(&s.key, "/v1/leads/p", &json!({"timeZone": "Etc/UTC"}))
+            .patch(&s.write, "/v1/leads/p", &json!({"timeZone": "Etc/UTC"}))
             .await,
         200,
     );
@@ -236,8 +177,12 @@ async fn quiet_hours_in_the_lead_time_zone_block() {
         blocked("QUIET_HOURS", "configuration")
     );
     let r =
-        s.ts.patch(&s.key, "/v1/leads/p", &json!({"timeZone": "Mars/Olympus"}))
-            .await;
+        s.ts.patch(
+            &s.write,
+            "/v1/leads/p",
+            &json!({"timeZone": "Mars/Olympus"}),
+        )
+        .await;
     assert_error(&r, 400, "Invalid format for field: timeZone");
 }
 
@@ -252,10 +197,11 @@ async fn with_service(s: &Setup, url: &str, extra: Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn step_4_the_service_is_asked_and_its_yes_sends() {
     let s = setup().await;
-    let (url, seen) = service(Answer::Json(200, r#"{"allowed": true}"#)).await;
+    let service = FakeCompliance::start(Answer::Json(200, r#"{"allowed": true}"#)).await;
+    let url = service.url.clone();
     with_service(&s, &url, json!({})).await;
     assert_eq!(attempt(&s, "p", "sms").await, None);
-    let asked = seen.lock().unwrap().clone();
+    let asked = service.requests();
     assert_eq!(asked.len(), 1);
     let org = expect(&s.ts.get(&s.admin, "/v1/org").await, 200);
     assert_eq!(
@@ -267,17 +213,20 @@ async fn step_4_the_service_is_asked_and_its_yes_sends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn step_4_a_no_gives_its_reason_or_the_default() {
     let s = setup().await;
-    let (url, _) = service(Answer::Json(
+    let url = FakeCompliance::start(Answer::Json(
         200,
         r#"{"allowed": false, "reason": "STATE_LAW_FL"}"#,
     ))
-    .await;
+    .await
+    .url;
     with_service(&s, &url, json!({})).await;
     assert_eq!(
         attempt(&s, "p", "sms").await,
         blocked("STATE_LAW_FL", "http")
     );
-    let (url, _) = service(Answer::Json(200, r#"{"allowed": false}"#)).await;
+    let url = FakeCompliance::start(Answer::Json(200, r#"{"allowed": false}"#))
+        .await
+        .url;
     with_service(&s, &url, json!({})).await;
     assert_eq!(
         attempt(&s, "p", "email").await,
@@ -290,10 +239,7 @@ async fn step_4_fails_closed_when_down_broken_garbled_or_slow() {
     let s = setup().await;
     let unavailable = blocked("COMPLIANCE_SERVICE_UNAVAILABLE", "http");
     // Down: nothing listens on the port any more.
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/check", l.local_addr().unwrap())
-    };
+    let closed = closed_url();
     with_service(&s, &closed, json!({})).await;
     assert_eq!(attempt(&s, "p", "sms").await, unavailable);
     for answer in [
@@ -302,7 +248,7 @@ async fn step_4_fails_closed_when_down_broken_garbled_or_slow() {
         Answer::Json(200, r#"{"allowed": "yes"}"#),
         Answer::Slow(Duration::from_secs(3)),
     ] {
-        let (url, _) = service(answer).await;
+        let url = FakeCompliance::start(answer).await.url;
         with_service(&s, &url, json!({})).await;
         assert_eq!(attempt(&s, "p", "sms").await, unavailable);
     }
@@ -315,17 +261,14 @@ async fn a_failed_check_is_logged_by_its_class_only() {
     let (log, _guard) = Captured::install(tracing::Level::DEBUG);
     let s = setup().await;
     let unavailable = blocked("COMPLIANCE_SERVICE_UNAVAILABLE", "http");
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}/check", l.local_addr().unwrap())
-    };
+    let closed = closed_url();
     with_service(&s, &closed, json!({})).await;
     assert_eq!(attempt(&s, "p", "sms").await, unavailable);
     for answer in [
         Answer::Json(500, "SECRET-INTERNAL-123"),
         Answer::Json(200, "SECRET-INTERNAL-123"),
     ] {
-        let (url, _) = service(answer).await;
+        let url = FakeCompliance::start(answer).await.url;
         with_service(&s, &url, json!({})).await;
         assert_eq!(attempt(&s, "p", "sms").await, unavailable);
     }
@@ -346,11 +289,13 @@ async fn a_failed_check_is_logged_by_its_class_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn step_4_applies_only_to_the_configured_channels() {
     let s = setup().await;
-    let (url, seen) = service(Answer::Json(200, r#"{"allowed": false, "reason": "NO"}"#)).await;
+    let service =
+        FakeCompliance::start(Answer::Json(200, r#"{"allowed": false, "reason": "NO"}"#)).await;
+    let url = service.url.clone();
     with_service(&s, &url, json!({"complianceChannels": ["sms"]})).await;
     assert_eq!(attempt(&s, "p", "email").await, None);
     assert_eq!(attempt(&s, "p", "sms").await, blocked("NO", "http"));
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(service.requests().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -358,12 +303,12 @@ async fn blocks_are_events_and_nothing_is_sent() {
     let s = setup().await;
     expect(
         &s.ts
-            .post(&s.key, "/v1/leads/p/unsubscribe", &json!({}))
+            .post(&s.write, "/v1/leads/p/unsubscribe", &json!({}))
             .await,
         200,
     );
     let r =
-        s.ts.post(&s.key, "/v1/leads/p/messages", &outreach("sms"))
+        s.ts.post(&s.write, "/v1/leads/p/messages", &outreach("sms"))
             .await;
     let answer = expect(&r, 200);
     assert_eq!(answer.as_object().map(|o| o.len()), Some(2), "{answer}");
@@ -373,7 +318,7 @@ async fn blocks_are_events_and_nothing_is_sent() {
         .is_some_and(|id| id.starts_with("blk_")));
     let events = expect(
         &s.ts
-            .get(&s.key, "/v1/leads/p/events?types=COMPLIANCE_BLOCKED")
+            .get(&s.write, "/v1/leads/p/events?types=COMPLIANCE_BLOCKED")
             .await,
         200,
     );
@@ -382,7 +327,7 @@ async fn blocks_are_events_and_nothing_is_sent() {
         block["data"],
         json!({"reason": "UNSUBSCRIBED", "source": "configuration", "channel": "sms"})
     );
-    let messages = expect(&s.ts.get(&s.key, "/v1/leads/p/messages").await, 200);
+    let messages = expect(&s.ts.get(&s.write, "/v1/leads/p/messages").await, 200);
     assert_eq!(messages["messages"], json!([]));
 }
 
@@ -391,7 +336,7 @@ async fn outbound_calls_are_queued_or_blocked() {
     let s = setup().await;
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/p/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -401,14 +346,14 @@ async fn outbound_calls_are_queued_or_blocked() {
     assert_eq!(sent["call"]["callStatus"], json!("QUEUED"));
     let call_id = sent["call"]["id"].as_str().unwrap().to_string();
     expect(
-        &s.ts.get(&s.key, &format!("/v1/calls/{call_id}")).await,
+        &s.ts.get(&s.write, &format!("/v1/calls/{call_id}")).await,
         200,
     );
 
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads/p/unsubscribe",
                 &json!({"channels": ["voice"]}),
             )
@@ -417,7 +362,7 @@ async fn outbound_calls_are_queued_or_blocked() {
     );
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/p/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -430,7 +375,7 @@ async fn outbound_calls_are_queued_or_blocked() {
     );
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/p/calls",
             &json!({"direction": "INBOUND"}),
         )
@@ -438,7 +383,7 @@ async fn outbound_calls_are_queued_or_blocked() {
     assert_error(&r, 400, "Invalid format for field: direction");
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/ghost/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -461,12 +406,12 @@ async fn quiet_hours_follow_each_lead_time_zone_on_every_channel() {
         200,
     );
     s.ts.create_lead(
-        &s.key,
+        &s.write,
         &json!({"id": "in", "phone": "+15551230001", "email": "in@example.com", "timeZone": "Asia/Kolkata"}),
     )
     .await;
     s.ts.create_lead(
-        &s.key,
+        &s.write,
         &json!({"id": "utc", "phone": "+15551230002", "timeZone": "Etc/UTC"}),
     )
     .await;
@@ -476,7 +421,7 @@ async fn quiet_hours_follow_each_lead_time_zone_on_every_channel() {
     assert_eq!(attempt(&s, "utc", "sms").await, None);
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/in/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -489,7 +434,7 @@ async fn quiet_hours_follow_each_lead_time_zone_on_every_channel() {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads/in/unsubscribe",
                 &json!({"channels": ["email"]}),
             )
@@ -513,7 +458,8 @@ async fn quiet_hours_follow_each_lead_time_zone_on_every_channel() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_opt_out_committed_while_the_service_is_asked_still_blocks() {
     let s = setup().await;
-    let (url, seen) = service(Answer::Slow(Duration::from_millis(1500))).await;
+    let service = FakeCompliance::start(Answer::Slow(Duration::from_millis(1500))).await;
+    let url = service.url.clone();
     expect(
         &s.ts
             .patch(
@@ -526,15 +472,15 @@ async fn an_opt_out_committed_while_the_service_is_asked_still_blocks() {
     );
     let opt_out = async {
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while seen.lock().unwrap().is_empty() && std::time::Instant::now() < deadline {
+        while service.requests().is_empty() && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(!seen.lock().unwrap().is_empty(), "the service was asked");
+        assert!(!service.requests().is_empty(), "the service was asked");
         // The service has the question and has not answered yet.
         expect(
             &s.ts
                 .post(
-                    &s.key,
+                    &s.write,
                     "/v1/leads/p/unsubscribe",
                     &json!({"channels": ["sms"]}),
                 )
@@ -544,24 +490,25 @@ async fn an_opt_out_committed_while_the_service_is_asked_still_blocks() {
     };
     let (outcome, ()) = tokio::join!(attempt(&s, "p", "sms"), opt_out);
     assert_eq!(outcome, blocked("UNSUBSCRIBED", "configuration"));
-    let messages = expect(&s.ts.get(&s.key, "/v1/leads/p/messages").await, 200);
+    let messages = expect(&s.ts.get(&s.write, "/v1/leads/p/messages").await, 200);
     assert_eq!(messages["messages"], json!([]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
     let s = setup().await;
-    let (url, seen) = service(Answer::Json(
+    let service = FakeCompliance::start(Answer::Json(
         200,
         r#"{"allowed": false, "reason": "LITIGATOR"}"#,
     ))
     .await;
+    let url = service.url.clone();
     with_service(&s, &url, json!({"complianceChannels": ["voice"]})).await;
-    s.ts.create_lead(&s.key, &json!({"id": "v", "phone": "+15551230003"}))
+    s.ts.create_lead(&s.write, &json!({"id": "v", "phone": "+15551230003"}))
         .await;
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/v/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -572,16 +519,16 @@ async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
     );
     let org = expect(&s.ts.get(&s.admin, "/v1/org").await, 200);
     assert_eq!(
-        seen.lock().unwrap().clone(),
+        service.requests(),
         vec![
             json!({"leadId": "v", "channel": "voice", "phone": "+15551230003", "organization": org["id"]})
         ]
     );
     // A local step that blocks first means the service is not asked at all.
-    s.ts.create_lead(&s.key, &json!({"id": "bare"})).await;
+    s.ts.create_lead(&s.write, &json!({"id": "bare"})).await;
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/bare/calls",
             &json!({"direction": "OUTBOUND"}),
         )
@@ -590,11 +537,11 @@ async fn the_service_is_asked_about_calls_and_a_lead_without_email() {
         expect(&r, 200)["event"]["data"]["reason"],
         json!("COMPLIANCE_TARGET_MISSING")
     );
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(service.requests().len(), 1);
     // A lead's own message is not outreach and is never gated.
     let r =
         s.ts.post(
-            &s.key,
+            &s.write,
             "/v1/leads/v/messages",
             &json!({"owner": "lead", "channel": "sms", "content": {"text": "hi"}}),
         )

@@ -3,8 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::util::{assert_error, expect};
+use engaged::testkit::{TestServer, WebhookReceiver};
+
+use crate::answers::{assert_error, expect};
 
 const CHANNELS_MESSAGE: &str = "channels must include at least one of: sms, voice, email";
 
@@ -24,7 +25,7 @@ async fn unsubscribe(
     key: &str,
     id: &str,
     body: Option<Value>,
-) -> crate::common::Response {
+) -> engaged::testkit::Response {
     let bytes = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
     ts.request(
         hyper::Method::POST,
@@ -459,46 +460,11 @@ async fn deleted_leads_and_small_keys_are_refused() {
     );
 }
 
-/// A receiver on loopback that answers 200 and keeps every body.
-async fn receiver() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
-    use http_body_util::BodyExt;
-    let seen: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hooks", listener.local_addr().unwrap());
-    let log = seen.clone();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let log = log.clone();
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(
-                    move |req: hyper::Request<hyper::body::Incoming>| {
-                        let log = log.clone();
-                        async move {
-                            let body = req.into_body().collect().await.map(|b| b.to_bytes());
-                            let value = body
-                                .ok()
-                                .and_then(|b| serde_json::from_slice(&b).ok())
-                                .unwrap_or(Value::Null);
-                            log.lock().unwrap().push(value);
-                            Ok::<_, std::convert::Infallible>(hyper::Response::new(
-                                http_body_util::Full::new(bytes::Bytes::new()),
-                            ))
-                        }
-                    },
-                );
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    (url, seen)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_gets_one_opted_out_per_channel_that_changed() {
     let (ts, key, admin) = start().await;
-    let (url, seen) = receiver().await;
+    let receiver = WebhookReceiver::ok().await;
+    let url = receiver.url.clone();
     expect(
         &ts.post(
             &admin,
@@ -532,14 +498,13 @@ async fn a_receiver_gets_one_opted_out_per_channel_that_changed() {
         .await;
     expect(&r, 200);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while seen.lock().unwrap().len() < 3 && std::time::Instant::now() < deadline {
+    while receiver.count() < 3 && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     // Give a duplicate the chance to show up.
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let mut got: Vec<(String, String, String)> = seen
-        .lock()
-        .unwrap()
+    let mut got: Vec<(String, String, String)> = receiver
+        .envelopes()
         .iter()
         .map(|b| {
             assert_eq!(b["event"], json!("lead.opted_out"), "{b}");

@@ -3,8 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::util::{assert_error, expect, time_of};
+use engaged::testkit::TestServer;
+
+use crate::answers::{assert_error, expect, time_of};
 
 async fn start() -> (TestServer, String, String) {
     let ts = TestServer::start().await;

@@ -22,12 +22,14 @@ use hyper::body::{Frame, SizeHint};
 use hyper::{Method, Request};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::common::{tls_trusting, Response, TestServer};
-use crate::util::*;
+use engaged::testkit::https::https_client_over;
+use engaged::testkit::{tls_trusting, Response, TestServer, Versions};
+
+use crate::answers::*;
+use crate::requests::*;
 
 /// The bound on any one answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(20);
@@ -39,17 +41,8 @@ fn client(ts: &TestServer, h2: bool, local: Option<IpAddr>) -> BodyClient {
     let mut http = HttpConnector::new();
     http.enforce_http(false);
     http.set_local_address(local);
-    let builder = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls_trusting(&ts.data_dir.join("tls/cert.pem")))
-        .https_only();
-    let connector = if h2 {
-        builder.enable_http2().wrap_connector(http)
-    } else {
-        builder.enable_http1().wrap_connector(http)
-    };
-    let mut client = Client::builder(TokioExecutor::new());
-    client.http2_only(h2);
-    client.build(connector)
+    let versions = if h2 { Versions::Http2 } else { Versions::Http1 };
+    https_client_over(&ts.cert(), versions, http)
 }
 
 async fn send(
@@ -513,7 +506,7 @@ async fn a_json_body_that_does_not_arrive_in_time_is_408_and_closes_the_connecti
     let r = ts
         .get(
             &write,
-            &format!("/v1/leads?updatedSince={}", crate::common::enc(EPOCH)),
+            &format!("/v1/leads?updatedSince={}", engaged::testkit::enc(EPOCH)),
         )
         .await;
     assert_eq!(expect(&r, 200)["leads"], json!([]));
@@ -703,7 +696,7 @@ async fn a_repeated_api_key_header_is_401() {
     let ts = TestServer::start().await;
     let first = ts.key("acme", "write").await;
     let second = ts.key("acme", "admin").await;
-    let path = format!("/v1/leads?updatedSince={}", crate::common::enc(EPOCH));
+    let path = format!("/v1/leads?updatedSince={}", engaged::testkit::enc(EPOCH));
     for h2 in [true, false] {
         let client = client(&ts, h2, None);
         for (a, b) in [(&first, &second), (&second, &first), (&first, &first)] {

@@ -7,9 +7,14 @@ use hyper::Method;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::common::{Response, TestServer};
-use crate::smtp_sink::{SinkTls, SmtpSink, TestCa};
-use crate::util::*;
+use engaged::testkit::smtp::{SinkTls, SmtpSink, TestCa};
+use engaged::testkit::{poll, Captured, Org, WebhookReceiver, WAIT};
+use engaged::testkit::{Response, TestServer};
+
+use crate::answers::*;
+use crate::engagement::*;
+use crate::requests::*;
+use crate::twilio_signing::*;
 
 const PUBLIC_URL: &str = "https://engaged.test";
 const SIGNING_KEY: &str = "key-mailgun-test-0123456789";
@@ -17,31 +22,27 @@ const EMAIL: &str = "ada@example.com";
 const FROM: &str = "Sam at Acme <sam@acme.example>";
 
 struct Setup {
-    ts: TestServer,
-    key: String,
-    admin: String,
+    acme: Org,
     sink: SmtpSink,
+}
+
+/// The kit's `acme` server and keys (`s.ts`, `s.write`, `s.admin`) and the fakes.
+impl std::ops::Deref for Setup {
+    type Target = Org;
+
+    fn deref(&self) -> &Org {
+        &self.acme
+    }
 }
 
 /// A server with `public_url`, keys of "acme", and email through the sink.
 async fn start() -> Setup {
     let sink = SmtpSink::start().await;
-    let ts = TestServer::start_with(|c| c.public_url = Some(PUBLIC_URL.into())).await;
-    let key = ts.key("acme", "write").await;
-    let admin = ts.key("acme", "admin").await;
-    set_business(&ts, &admin).await;
-    set_org(
-        &ts,
-        &admin,
-        &json!({"providers": {"email": smtp(sink.port)}}),
-    )
-    .await;
-    Setup {
-        ts,
-        key,
-        admin,
-        sink,
-    }
+    let acme = Org::start_with(|c| c.public_url = Some(PUBLIC_URL.into())).await;
+    let (ts, admin) = (&acme.ts, &acme.admin);
+    set_business(ts, admin).await;
+    set_org(ts, admin, &json!({"providers": {"email": smtp(sink.port)}})).await;
+    Setup { acme, sink }
 }
 
 fn smtp(port: u16) -> Value {
@@ -152,14 +153,14 @@ async fn open_request(ts: &TestServer, method: Method, path: &str, body: &str) -
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscribes() {
     let s = start().await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     hooks.register(&s.ts, &s.admin).await;
     mail_profile(&s).await;
-    s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))
+    s.ts.create_lead(&s.write, &email_lead("L1", EMAIL, "mail"))
         .await;
 
-    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
-    let event = wait_settled(&s.ts, &s.key, "L1", &sent[0]["id"]).await;
+    let sent = wait_outbound(&s.ts, &s.write, "L1", 1).await;
+    let event = wait_settled(&s.ts, &s.write, "L1", &sent[0]["id"]).await;
     assert_eq!(event["data"]["status"], json!("sent"), "{event}");
     let raw = wait_sink(&s.sink, 1).await.remove(0);
 
@@ -217,14 +218,14 @@ async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscrib
     let html = text_of(&page);
     assert!(html.contains("<form method=\"post\""), "{html}");
     assert!(!html.contains("http"), "no external resources: {html}");
-    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    let lead = get_lead(&s.ts, &s.write, "L1").await;
     assert_eq!(
         lead["subscriptions"]["email"],
         json!("subscribed"),
         "{lead}"
     );
     assert_eq!(
-        engagement(&s.ts, &s.key, "L1").await["state"],
+        engagement(&s.ts, &s.write, "L1").await["state"],
         json!("active")
     );
 
@@ -242,13 +243,13 @@ async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscrib
     let r = open_request(&s.ts, Method::POST, path, "List-Unsubscribe=One-Click").await;
     assert_eq!(r.status, 200, "{}", text_of(&r));
     assert!(r.headers.get("location").is_none());
-    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    let lead = get_lead(&s.ts, &s.write, "L1").await;
     assert_eq!(
         lead["subscriptions"]["email"],
         json!("unsubscribed"),
         "{lead}"
     );
-    wait_state(&s.ts, &s.key, "L1", "stopped", Some("unsubscribed")).await;
+    wait_state(&s.ts, &s.write, "L1", "stopped", Some("unsubscribed")).await;
     let opted_out = hooks.wait_event("lead.opted_out").await;
     assert_eq!(opted_out["channel"], json!("email"), "{opted_out}");
 
@@ -256,7 +257,7 @@ async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscrib
     let r = open_request(&s.ts, Method::POST, path, "List-Unsubscribe=One-Click").await;
     assert_eq!(r.status, 200);
     assert_eq!(
-        get_lead(&s.ts, &s.key, "L1").await["updatedAt"],
+        get_lead(&s.ts, &s.write, "L1").await["updatedAt"],
         lead["updatedAt"]
     );
     let count = hooks
@@ -271,7 +272,7 @@ async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscrib
 async fn the_unsubscribe_link_of_a_deleted_lead_is_404() {
     let s = start().await;
     mail_profile(&s).await;
-    s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))
+    s.ts.create_lead(&s.write, &email_lead("L1", EMAIL, "mail"))
         .await;
     let raw = wait_sink(&s.sink, 1).await.remove(0);
     let list = header(&raw, "List-Unsubscribe").unwrap();
@@ -281,7 +282,7 @@ async fn the_unsubscribe_link_of_a_deleted_lead_is_404() {
         .strip_prefix(PUBLIC_URL)
         .unwrap()
         .to_string();
-    expect(&s.ts.delete(&s.key, "/v1/leads/L1").await, 200);
+    expect(&s.ts.delete(&s.write, "/v1/leads/L1").await, 200);
     for method in [Method::GET, Method::POST] {
         let r = open_request(&s.ts, method, &path, "List-Unsubscribe=One-Click").await;
         assert_error(&r, 404, "Resource not found: Lead with id L1");
@@ -295,10 +296,10 @@ fn text_of(r: &Response) -> String {
 /// The first email to lead `id` at `email` (profile "mail"), once settled.
 async fn first_email(s: &Setup, id: &str, email: &str) -> Value {
     mail_profile(s).await;
-    s.ts.create_lead(&s.key, &email_lead(id, email, "mail"))
+    s.ts.create_lead(&s.write, &email_lead(id, email, "mail"))
         .await;
-    let sent = wait_outbound(&s.ts, &s.key, id, 1).await;
-    wait_settled(&s.ts, &s.key, id, &sent[0]["id"]).await
+    let sent = wait_outbound(&s.ts, &s.write, id, 1).await;
+    wait_settled(&s.ts, &s.write, id, &sent[0]["id"]).await
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -360,26 +361,20 @@ async fn start_tls(mode: SinkTls, trusted: bool) -> (Setup, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let ca_file = ca.write_ca(dir.path());
     let sink = SmtpSink::start_tls(mode, &ca).await;
-    let ts = TestServer::start_with(|c| {
+    let acme = Org::start_with(|c| {
         c.public_url = Some(PUBLIC_URL.into());
         c.outbound_ca_file = trusted.then_some(ca_file);
     })
     .await;
-    let key = ts.key("acme", "write").await;
-    let admin = ts.key("acme", "admin").await;
-    set_business(&ts, &admin).await;
+    let (ts, admin) = (&acme.ts, &acme.admin);
+    set_business(ts, admin).await;
     let mut settings = smtp(sink.port);
     settings["security"] = json!(match mode {
         SinkTls::Implicit => "tls",
         SinkTls::StartTls => "starttls",
     });
-    set_org(&ts, &admin, &json!({"providers": {"email": settings}})).await;
-    let setup = Setup {
-        ts,
-        key,
-        admin,
-        sink,
-    };
+    set_org(ts, admin, &json!({"providers": {"email": settings}})).await;
+    let setup = Setup { acme, sink };
     (setup, dir)
 }
 
@@ -459,10 +454,10 @@ async fn an_smtp_451_is_retried_and_one_message_arrives() {
     let s = start().await;
     s.sink.defer_once();
     mail_profile(&s).await;
-    s.ts.create_lead(&s.key, &email_lead("L1", EMAIL, "mail"))
+    s.ts.create_lead(&s.write, &email_lead("L1", EMAIL, "mail"))
         .await;
-    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
-    let event = wait_settled(&s.ts, &s.key, "L1", &sent[0]["id"]).await;
+    let sent = wait_outbound(&s.ts, &s.write, "L1", 1).await;
+    let event = wait_settled(&s.ts, &s.write, "L1", &sent[0]["id"]).await;
     assert_eq!(event["data"]["status"], json!("sent"), "{event}");
     let raw = wait_sink(&s.sink, 1).await;
     assert_eq!(raw.len(), 1);
@@ -628,9 +623,9 @@ async fn two_waiting_leads(s: &Setup) {
     )
     .await;
     for (id, email) in [("L1", EMAIL), ("L2", "bob@example.com")] {
-        s.ts.create_lead(&s.key, &email_lead(id, email, "later"))
+        s.ts.create_lead(&s.write, &email_lead(id, email, "later"))
             .await;
-        wait_state(&s.ts, &s.key, id, "active", None).await;
+        wait_state(&s.ts, &s.write, id, "active", None).await;
     }
 }
 
@@ -658,8 +653,8 @@ async fn signed_mailgun_posts_are_the_leads_email_and_stop_the_cadence() {
         r.json()["message"]["content"]["text"],
         json!("How much is it?")
     );
-    wait_state(&s.ts, &s.key, "L1", "stopped", Some("replied")).await;
-    let theirs = from_lead(&messages_of(&s.ts, &s.key, "L1").await);
+    wait_state(&s.ts, &s.write, "L1", "stopped", Some("replied")).await;
+    let theirs = from_lead(&messages_of(&s.ts, &s.write, "L1").await);
     assert_eq!(theirs.len(), 1, "{theirs:?}");
     assert_eq!(theirs[0]["channel"], json!("email"));
     assert_eq!(
@@ -675,8 +670,8 @@ async fn signed_mailgun_posts_are_the_leads_email_and_stop_the_cadence() {
     )
     .await;
     assert_eq!(r.status, 200, "{}", text_of(&r));
-    wait_state(&s.ts, &s.key, "L2", "stopped", Some("replied")).await;
-    let theirs = from_lead(&messages_of(&s.ts, &s.key, "L2").await);
+    wait_state(&s.ts, &s.write, "L2", "stopped", Some("replied")).await;
+    let theirs = from_lead(&messages_of(&s.ts, &s.write, "L2").await);
     assert_eq!(
         theirs[0]["content"]["text"],
         json!("How much is it?\n\n> quoted older text")
@@ -720,9 +715,9 @@ async fn mailgun_posts_with_a_bad_signature_or_a_stale_timestamp_are_403() {
         "Forbidden",
     );
 
-    assert!(messages_of(&s.ts, &s.key, "L1").await.is_empty());
+    assert!(messages_of(&s.ts, &s.write, "L1").await.is_empty());
     assert_eq!(
-        engagement(&s.ts, &s.key, "L1").await["state"],
+        engagement(&s.ts, &s.write, "L1").await["state"],
         json!("active")
     );
 
@@ -744,7 +739,7 @@ async fn a_mailgun_token_is_accepted_once_and_an_empty_token_is_403() {
     let first = mailgun_fields(EMAIL, now, SIGNING_KEY);
     let r = post_urlencoded(&s, &org, &first).await;
     assert_eq!(r.status, 200, "{}", text_of(&r));
-    let before = get_lead(&s.ts, &s.key, "L1").await;
+    let before = get_lead(&s.ts, &s.write, "L1").await;
 
     // The same request again, then its signed timestamp and token with other text.
     assert_error(&post_urlencoded(&s, &org, &first).await, 403, "Forbidden");
@@ -755,15 +750,15 @@ async fn a_mailgun_token_is_accepted_once_and_an_empty_token_is_403() {
         }
     }
     assert_error(&post_multipart(&s, &org, &forged).await, 403, "Forbidden");
-    let theirs = from_lead(&messages_of(&s.ts, &s.key, "L1").await);
+    let theirs = from_lead(&messages_of(&s.ts, &s.write, "L1").await);
     assert_eq!(theirs.len(), 1, "a replay records nothing: {theirs:?}");
-    let after = get_lead(&s.ts, &s.key, "L1").await;
+    let after = get_lead(&s.ts, &s.write, "L1").await;
     assert_eq!(after["updatedAt"], before["updatedAt"], "{after}");
 
     // An empty token, however well signed, is refused.
     let empty = mailgun_fields_with_token("bob@example.com", now, SIGNING_KEY, "");
     assert_error(&post_urlencoded(&s, &org, &empty).await, 403, "Forbidden");
-    assert!(from_lead(&messages_of(&s.ts, &s.key, "L2").await).is_empty());
+    assert!(from_lead(&messages_of(&s.ts, &s.write, "L2").await).is_empty());
     // Another token is another email.
     let fresh = mailgun_fields("bob@example.com", now, SIGNING_KEY);
     assert_eq!(post_urlencoded(&s, &org, &fresh).await.status, 200);

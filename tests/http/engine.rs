@@ -10,33 +10,24 @@ use std::time::Duration;
 use chrono::{DateTime, Timelike, Utc};
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::fake_model::FakeModel;
-use crate::util::*;
+use engaged::testkit::model::FakeModel;
+use engaged::testkit::WAIT;
+use engaged::testkit::{Org, TestServer};
+
+use crate::answers::*;
+use crate::engagement::*;
+use crate::requests::*;
 
 const PHONE: &str = "+15551234567";
 const EMAIL: &str = "ada@example.com";
 
-struct Setup {
-    ts: TestServer,
-    key: String,
-    admin: String,
-    read: String,
-}
+type Setup = Org;
 
 /// A server, keys of "acme", and the business name and help text set.
 async fn start() -> Setup {
-    let ts = TestServer::start().await;
-    let key = ts.key("acme", "write").await;
-    let admin = ts.key("acme", "admin").await;
-    let read = ts.key("acme", "read").await;
-    set_business(&ts, &admin).await;
-    Setup {
-        ts,
-        key,
-        admin,
-        read,
-    }
+    let s = Org::start().await;
+    set_business(&s.ts, &s.admin).await;
+    s
 }
 
 /// Ada, reachable by SMS and email, in Austin; enrolled in `profile` unless it is "".
@@ -66,11 +57,11 @@ async fn started_with(s: &Setup, body: Value, second_after: &str) -> Value {
         ])),
     )
     .await;
-    let lead = s.ts.create_lead(&s.key, &body).await;
+    let lead = s.ts.create_lead(&s.write, &body).await;
     let id = str_of(&lead["id"]);
-    let sent = wait_outbound(&s.ts, &s.key, id, 1).await;
+    let sent = wait_outbound(&s.ts, &s.write, id, 1).await;
     assert_eq!(texts(&sent), ["First"]);
-    wait_engagement(&s.ts, &s.key, id, "step 2 pending", |v| {
+    wait_engagement(&s.ts, &s.write, id, "step 2 pending", |v| {
         v["state"] == json!("active") && v["step"] == json!(2)
     })
     .await;
@@ -98,9 +89,9 @@ async fn a_cadence_sends_every_rendered_step_in_order_then_finishes() {
         ])),
     )
     .await;
-    s.ts.create_lead(&s.key, &ada("L1", "intro")).await;
+    s.ts.create_lead(&s.write, &ada("L1", "intro")).await;
 
-    let sent = wait_outbound(&s.ts, &s.key, "L1", 3).await;
+    let sent = wait_outbound(&s.ts, &s.write, "L1", 3).await;
     assert_eq!(
         texts(&sent),
         [
@@ -124,12 +115,12 @@ async fn a_cadence_sends_every_rendered_step_in_order_then_finishes() {
         );
     }
     for (message, kind) in sent.iter().zip(["MESSAGE", "EMAIL", "MESSAGE"]) {
-        let event = wait_settled(&s.ts, &s.key, "L1", &message["id"]).await;
+        let event = wait_settled(&s.ts, &s.write, "L1", &message["id"]).await;
         assert_eq!(event["type"], json!(kind));
         assert_eq!(event["data"]["owner"], json!("user"));
         assert_sandbox_delivered(&event, "cadence");
     }
-    let view = wait_state(&s.ts, &s.key, "L1", "finished", None).await;
+    let view = wait_state(&s.ts, &s.write, "L1", "finished", None).await;
     assert_eq!(
         view,
         json!({"profile": "intro", "state": "finished", "step": 0, "nextStepAt": null,
@@ -159,7 +150,7 @@ async fn an_enrolled_lead_is_active_with_its_next_step_and_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lead_without_a_profile_has_no_engagement() {
     let s = start().await;
-    s.ts.create_lead(&s.key, &ada("L1", "")).await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
     let view = engagement(&s.ts, &s.read, "L1").await;
     assert!(
         view["profile"].is_null() || view["profile"] == json!(""),
@@ -180,12 +171,12 @@ async fn a_lead_without_a_profile_has_no_engagement() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_profile_that_does_not_exist_enrols_nothing() {
     let s = start().await;
-    s.ts.create_lead(&s.key, &ada("L1", "nonexistent")).await;
+    s.ts.create_lead(&s.write, &ada("L1", "nonexistent")).await;
     assert_eq!(
-        engagement(&s.ts, &s.key, "L1").await["state"],
+        engagement(&s.ts, &s.write, "L1").await["state"],
         json!("none")
     );
-    assert!(outbound(&s.ts, &s.key, "L1").await.is_empty());
+    assert!(outbound(&s.ts, &s.write, "L1").await.is_empty());
 }
 
 /// The duplicate of an enrolled lead is refused whole: it is not created, so nothing is
@@ -194,21 +185,21 @@ async fn a_profile_that_does_not_exist_enrols_nothing() {
 async fn a_duplicate_lead_is_refused_and_enrols_nothing() {
     let s = start().await;
     started(&s).await;
-    let r = s.ts.post(&s.key, "/v1/leads", &ada("L2", "steady")).await;
+    let r = s.ts.post(&s.write, "/v1/leads", &ada("L2", "steady")).await;
     assert_error(&r, 409, "Lead exists: L1");
-    assert_eq!(s.ts.get(&s.key, "/v1/leads/L2").await.status, 404);
+    assert_eq!(s.ts.get(&s.write, "/v1/leads/L2").await.status, 404);
     assert_eq!(
-        s.ts.get(&s.key, "/v1/leads/L2/engagement").await.status,
+        s.ts.get(&s.write, "/v1/leads/L2/engagement").await.status,
         404
     );
     let page = expect(
         &s.ts
-            .get(&s.key, "/v1/leads?createdSince=1970-01-01T00%3A00%3A00Z")
+            .get(&s.write, "/v1/leads?createdSince=1970-01-01T00%3A00%3A00Z")
             .await,
         200,
     );
     assert_eq!(page["leads"].as_array().map(Vec::len), Some(1));
-    assert_eq!(texts(&outbound(&s.ts, &s.key, "L1").await), ["First"]);
+    assert_eq!(texts(&outbound(&s.ts, &s.write, "L1").await), ["First"]);
 }
 
 // ---- stop rules -----------------------------------------------------------------------
@@ -217,17 +208,17 @@ async fn a_duplicate_lead_is_refused_and_enrols_nothing() {
 async fn an_inbound_sms_stops_the_cadence_as_replied() {
     let s = start().await;
     let first = started_with(&s, ada("L1", "steady"), "2s").await;
-    inbound_sms(&s.ts, &s.key, PHONE, "Who is this?").await;
-    wait_state(&s.ts, &s.key, "L1", "stopped", Some("replied")).await;
+    inbound_sms(&s.ts, &s.write, PHONE, "Who is this?").await;
+    wait_state(&s.ts, &s.write, "L1", "stopped", Some("replied")).await;
     assert_eq!(
-        get_lead(&s.ts, &s.key, "L1").await["hasReplied"],
+        get_lead(&s.ts, &s.write, "L1").await["hasReplied"],
         json!(true)
     );
     // The second step's time passes and nothing more is sent.
     sleep_past(time_of(&first["createdAt"]), Duration::from_millis(2500)).await;
-    assert_eq!(texts(&outbound(&s.ts, &s.key, "L1").await), ["First"]);
+    assert_eq!(texts(&outbound(&s.ts, &s.write, "L1").await), ["First"]);
     assert_eq!(
-        engagement(&s.ts, &s.key, "L1").await["stoppedReason"],
+        engagement(&s.ts, &s.write, "L1").await["stoppedReason"],
         json!("replied"),
         "a stopped cadence is never resumed by itself"
     );
@@ -237,12 +228,12 @@ async fn an_inbound_sms_stops_the_cadence_as_replied() {
 async fn an_inbound_email_stops_the_cadence_as_replied() {
     let s = start().await;
     started(&s).await;
-    let r = inbound_email(&s.ts, &s.key, EMAIL, "Re: your quote", "How much is it?").await;
+    let r = inbound_email(&s.ts, &s.write, EMAIL, "Re: your quote", "How much is it?").await;
     assert_eq!(r.status, 200, "{}", text(&r));
-    wait_state(&s.ts, &s.key, "L1", "stopped", Some("replied")).await;
-    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    wait_state(&s.ts, &s.write, "L1", "stopped", Some("replied")).await;
+    let lead = get_lead(&s.ts, &s.write, "L1").await;
     assert_eq!(lead["hasRepliedEmail"], json!(true));
-    let theirs: Vec<Value> = messages_of(&s.ts, &s.key, "L1")
+    let theirs: Vec<Value> = messages_of(&s.ts, &s.write, "L1")
         .await
         .into_iter()
         .filter(|m| m["owner"] == json!("lead"))
@@ -255,12 +246,12 @@ async fn an_inbound_email_stops_the_cadence_as_replied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_inbound_email_from_an_unknown_address_is_404() {
     let s = start().await;
-    s.ts.create_lead(&s.key, &ada("L1", "")).await;
-    let r = inbound_email(&s.ts, &s.key, "x@y.example", "Hello", "Hi").await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
+    let r = inbound_email(&s.ts, &s.write, "x@y.example", "Hello", "Hi").await;
     assert_error(&r, 404, "Resource not found: Lead with email x@y.example");
     // A soft-deleted lead is not live.
-    expect(&s.ts.delete(&s.key, "/v1/leads/L1").await, 200);
-    let r = inbound_email(&s.ts, &s.key, EMAIL, "Hello", "Hi").await;
+    expect(&s.ts.delete(&s.write, "/v1/leads/L1").await, 200);
+    let r = inbound_email(&s.ts, &s.write, EMAIL, "Hello", "Hi").await;
     assert_error(
         &r,
         404,
@@ -274,11 +265,11 @@ async fn unsubscribing_every_channel_stops_the_cadence() {
     started(&s).await;
     expect(
         &s.ts
-            .post(&s.key, "/v1/leads/L1/unsubscribe", &json!({}))
+            .post(&s.write, "/v1/leads/L1/unsubscribe", &json!({}))
             .await,
         200,
     );
-    wait_state(&s.ts, &s.key, "L1", "stopped", Some("unsubscribed")).await;
+    wait_state(&s.ts, &s.write, "L1", "stopped", Some("unsubscribed")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,11 +279,11 @@ async fn dnc_stops_the_cadence_of_a_lead_without_email() {
     started_with(&s, body, "1h").await;
     expect(
         &s.ts
-            .post(&s.key, "/v1/dnc/register", &json!({"phone": PHONE}))
+            .post(&s.write, "/v1/dnc/register", &json!({"phone": PHONE}))
             .await,
         200,
     );
-    wait_state(&s.ts, &s.key, "L1", "stopped", Some("dnc")).await;
+    wait_state(&s.ts, &s.write, "L1", "stopped", Some("dnc")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -301,13 +292,13 @@ async fn dnc_does_not_stop_a_lead_with_email() {
     started(&s).await;
     expect(
         &s.ts
-            .post(&s.key, "/v1/dnc/register", &json!({"phone": PHONE}))
+            .post(&s.write, "/v1/dnc/register", &json!({"phone": PHONE}))
             .await,
         200,
     );
     // Give the engine the time it takes to see a change (other stop rules show within it).
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let view = engagement(&s.ts, &s.key, "L1").await;
+    let view = engagement(&s.ts, &s.write, "L1").await;
     assert_eq!(view["state"], json!("active"), "{view}");
     assert_eq!(view["step"], json!(2));
 }
@@ -316,7 +307,7 @@ async fn dnc_does_not_stop_a_lead_with_email() {
 async fn deleting_the_lead_stops_the_cadence() {
     let s = start().await;
     started(&s).await;
-    expect(&s.ts.delete(&s.key, "/v1/leads/L1").await, 200);
+    expect(&s.ts.delete(&s.write, "/v1/leads/L1").await, 200);
     wait_state(&s.ts, &s.read, "L1", "stopped", Some("deleted")).await;
 }
 
@@ -326,11 +317,11 @@ async fn qualifying_the_lead_stops_the_cadence() {
     started(&s).await;
     expect(
         &s.ts
-            .patch(&s.key, "/v1/leads/L1", &json!({"isQualified": true}))
+            .patch(&s.write, "/v1/leads/L1", &json!({"isQualified": true}))
             .await,
         200,
     );
-    wait_state(&s.ts, &s.key, "L1", "stopped", Some("qualified")).await;
+    wait_state(&s.ts, &s.write, "L1", "stopped", Some("qualified")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -339,11 +330,11 @@ async fn clearing_the_profile_stops_the_cadence() {
     started(&s).await;
     expect(
         &s.ts
-            .patch(&s.key, "/v1/leads/L1", &json!({"customerProfile": ""}))
+            .patch(&s.write, "/v1/leads/L1", &json!({"customerProfile": ""}))
             .await,
         200,
     );
-    wait_state(&s.ts, &s.key, "L1", "stopped", Some("profile_changed")).await;
+    wait_state(&s.ts, &s.write, "L1", "stopped", Some("profile_changed")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -351,7 +342,7 @@ async fn deleting_the_profile_stops_its_cadences() {
     let s = start().await;
     started(&s).await;
     expect(&s.ts.delete(&s.admin, &profile_path("steady")).await, 200);
-    wait_state(&s.ts, &s.key, "L1", "stopped", Some("profile_deleted")).await;
+    wait_state(&s.ts, &s.write, "L1", "stopped", Some("profile_deleted")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -370,13 +361,17 @@ async fn changing_the_profile_re_enrols_at_step_1() {
     .await;
     expect(
         &s.ts
-            .patch(&s.key, "/v1/leads/L1", &json!({"customerProfile": "other"}))
+            .patch(
+                &s.write,
+                "/v1/leads/L1",
+                &json!({"customerProfile": "other"}),
+            )
             .await,
         200,
     );
-    let sent = wait_outbound(&s.ts, &s.key, "L1", 2).await;
+    let sent = wait_outbound(&s.ts, &s.write, "L1", 2).await;
     assert_eq!(texts(&sent), ["First", "Other first"]);
-    let view = wait_engagement(&s.ts, &s.key, "L1", "other's step 2 pending", |v| {
+    let view = wait_engagement(&s.ts, &s.write, "L1", "other's step 2 pending", |v| {
         v["profile"] == json!("other") && v["step"] == json!(2)
     })
     .await;
@@ -391,27 +386,31 @@ async fn turning_off_pauses_the_cadence_and_turning_on_resumes_it() {
     let s = start().await;
     let first = started_with(&s, ada("L1", "steady"), "2s").await;
     expect(
-        &s.ts.post(&s.key, "/v1/leads/L1/turn-off", &json!({})).await,
+        &s.ts
+            .post(&s.write, "/v1/leads/L1/turn-off", &json!({}))
+            .await,
         200,
     );
-    wait_state(&s.ts, &s.key, "L1", "paused", None).await;
+    wait_state(&s.ts, &s.write, "L1", "paused", None).await;
     sleep_past(time_of(&first["createdAt"]), Duration::from_millis(3000)).await;
     assert_eq!(
-        texts(&outbound(&s.ts, &s.key, "L1").await),
+        texts(&outbound(&s.ts, &s.write, "L1").await),
         ["First"],
         "no step runs while the lead is turned off"
     );
     assert_eq!(
-        engagement(&s.ts, &s.key, "L1").await["state"],
+        engagement(&s.ts, &s.write, "L1").await["state"],
         json!("paused")
     );
     expect(
-        &s.ts.post(&s.key, "/v1/leads/L1/turn-on", &json!({})).await,
+        &s.ts
+            .post(&s.write, "/v1/leads/L1/turn-on", &json!({}))
+            .await,
         200,
     );
-    let sent = wait_outbound(&s.ts, &s.key, "L1", 2).await;
+    let sent = wait_outbound(&s.ts, &s.write, "L1", 2).await;
     assert_eq!(texts(&sent), ["First", "Second"]);
-    wait_state(&s.ts, &s.key, "L1", "finished", None).await;
+    wait_state(&s.ts, &s.write, "L1", "finished", None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -427,11 +426,11 @@ async fn a_step_blocked_by_the_gate_is_skipped_and_the_next_runs() {
         ])),
     )
     .await;
-    s.ts.create_lead(&s.key, &ada("L1", "")).await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads/L1/unsubscribe",
                 &json!({"channels": ["sms"]}),
             )
@@ -440,20 +439,24 @@ async fn a_step_blocked_by_the_gate_is_skipped_and_the_next_runs() {
     );
     expect(
         &s.ts
-            .patch(&s.key, "/v1/leads/L1", &json!({"customerProfile": "mixed"}))
+            .patch(
+                &s.write,
+                "/v1/leads/L1",
+                &json!({"customerProfile": "mixed"}),
+            )
             .await,
         200,
     );
-    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    let sent = wait_outbound(&s.ts, &s.write, "L1", 1).await;
     assert_eq!(texts(&sent), ["Hello by email"]);
     assert_eq!(sent[0]["channel"], json!("email"));
-    let blocks = events_of_type(&s.ts, &s.key, "L1", "COMPLIANCE_BLOCKED").await;
+    let blocks = events_of_type(&s.ts, &s.write, "L1", "COMPLIANCE_BLOCKED").await;
     assert_eq!(blocks.len(), 1, "{blocks:?}");
     assert_eq!(
         blocks[0]["data"],
         json!({"reason": "UNSUBSCRIBED", "source": "configuration", "channel": "sms"})
     );
-    wait_state(&s.ts, &s.key, "L1", "finished", None).await;
+    wait_state(&s.ts, &s.write, "L1", "finished", None).await;
 }
 
 /// Quiet hours from an hour ago to two hours ahead in UTC, as "HH:MM"; returns the
@@ -475,7 +478,7 @@ async fn quiet_now(s: &Setup) -> DateTime<Utc> {
 
 /// Asserts the first step of "steady" waits for `end` on `lead`: nothing sent, no block.
 async fn assert_deferred_to(s: &Setup, lead: &str, end: DateTime<Utc>) {
-    let view = wait_engagement(&s.ts, &s.key, lead, "the first step deferred", |v| {
+    let view = wait_engagement(&s.ts, &s.write, lead, "the first step deferred", |v| {
         v["nextStepAt"]
             .as_str()
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
@@ -489,9 +492,9 @@ async fn assert_deferred_to(s: &Setup, lead: &str, end: DateTime<Utc>) {
     );
     assert_eq!(view["state"], json!("active"));
     assert_eq!(view["step"], json!(1));
-    assert!(outbound(&s.ts, &s.key, lead).await.is_empty());
+    assert!(outbound(&s.ts, &s.write, lead).await.is_empty());
     assert!(
-        events_of_type(&s.ts, &s.key, lead, "COMPLIANCE_BLOCKED")
+        events_of_type(&s.ts, &s.write, lead, "COMPLIANCE_BLOCKED")
             .await
             .is_empty(),
         "deferring writes no event"
@@ -511,7 +514,7 @@ async fn quiet_hours_defer_a_step_to_the_window_end_in_the_lead_time_zone() {
     .await;
     let mut body = ada("L1", "steady");
     body["timeZone"] = json!("UTC");
-    s.ts.create_lead(&s.key, &body).await;
+    s.ts.create_lead(&s.write, &body).await;
     assert_deferred_to(&s, "L1", end).await;
 }
 
@@ -528,7 +531,7 @@ async fn quiet_hours_use_the_organization_time_zone_when_the_lead_has_none() {
         &profile_with(json!([sms_step("0s", "First")])),
     )
     .await;
-    s.ts.create_lead(&s.key, &ada("L1", "steady")).await;
+    s.ts.create_lead(&s.write, &ada("L1", "steady")).await;
     assert_deferred_to(&s, "L1", end).await;
 }
 
@@ -546,13 +549,13 @@ async fn deferred_first_step(s: &Setup, time_zone: Option<&str>, end: DateTime<U
     if let Some(zone) = time_zone {
         body["timeZone"] = json!(zone);
     }
-    s.ts.create_lead(&s.key, &body).await;
+    s.ts.create_lead(&s.write, &body).await;
     assert_deferred_to(s, "L1", end).await;
 }
 
 /// Waits until L1's deferred first step went out.
 async fn assert_first_step_sent(s: &Setup) {
-    let sent = wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    let sent = wait_outbound(&s.ts, &s.write, "L1", 1).await;
     assert_eq!(texts(&sent), ["First"]);
 }
 
@@ -579,13 +582,13 @@ async fn a_longer_quiet_window_moves_a_deferred_step_to_its_new_end() {
                                "end": later.format("%H:%M").to_string()}}),
     )
     .await;
-    let view = engagement(&s.ts, &s.key, "L1").await;
+    let view = engagement(&s.ts, &s.write, "L1").await;
     let next = time_of(&view["nextStepAt"]);
     assert!(
         next >= later && next <= later + chrono::Duration::seconds(60),
         "moved to the new end {later} in the same write: {view}"
     );
-    assert!(outbound(&s.ts, &s.key, "L1").await.is_empty());
+    assert!(outbound(&s.ts, &s.write, "L1").await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -605,7 +608,7 @@ async fn a_lead_time_zone_outside_the_window_runs_its_deferred_step() {
     let end = quiet_now(&s).await;
     deferred_first_step(&s, Some("UTC"), end).await;
     let r =
-        s.ts.patch(&s.key, "/v1/leads/L1", &json!({"timeZone": "Asia/Dhaka"}))
+        s.ts.patch(&s.write, "/v1/leads/L1", &json!({"timeZone": "Asia/Dhaka"}))
             .await;
     expect(&r, 200);
     assert_first_step_sent(&s).await;
@@ -619,7 +622,7 @@ const RESUBSCRIBED_TEXT: &str = "Acme Solar: You are resubscribed. Reply STOP to
 
 /// Asserts the `n`-th (0-based) outbound message is a keyword confirmation `text`.
 async fn assert_confirmation(s: &Setup, lead: &str, n: usize, text: &str) {
-    let sent = wait_outbound(&s.ts, &s.key, lead, n + 1).await;
+    let sent = wait_outbound(&s.ts, &s.write, lead, n + 1).await;
     assert_eq!(
         sent.len(),
         n + 1,
@@ -628,23 +631,23 @@ async fn assert_confirmation(s: &Setup, lead: &str, n: usize, text: &str) {
     );
     assert_eq!(sent[n]["content"]["text"], json!(text));
     assert_eq!(sent[n]["channel"], json!("sms"));
-    let event = wait_settled(&s.ts, &s.key, lead, &sent[n]["id"]).await;
+    let event = wait_settled(&s.ts, &s.write, lead, &sent[n]["id"]).await;
     assert_sandbox_delivered(&event, "keyword");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_unsubscribes_and_sends_one_confirmation_past_the_gate() {
     let s = start().await;
-    s.ts.create_lead(&s.key, &ada("L1", "")).await;
-    let answer = inbound_sms(&s.ts, &s.key, PHONE, "STOP").await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
+    let answer = inbound_sms(&s.ts, &s.write, PHONE, "STOP").await;
     assert_eq!(answer["optOut"], json!(true));
     assert_eq!(
-        get_lead(&s.ts, &s.key, "L1").await["subscriptions"]["sms"],
+        get_lead(&s.ts, &s.write, "L1").await["subscriptions"]["sms"],
         json!("unsubscribed")
     );
     assert_confirmation(&s, "L1", 0, UNSUBSCRIBED_TEXT).await;
     assert!(
-        events_of_type(&s.ts, &s.key, "L1", "COMPLIANCE_BLOCKED")
+        events_of_type(&s.ts, &s.write, "L1", "COMPLIANCE_BLOCKED")
             .await
             .is_empty(),
         "the confirmation bypasses the gate"
@@ -654,13 +657,13 @@ async fn stop_unsubscribes_and_sends_one_confirmation_past_the_gate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_resubscribes_and_confirms() {
     let s = start().await;
-    s.ts.create_lead(&s.key, &ada("L1", "")).await;
-    inbound_sms(&s.ts, &s.key, PHONE, "STOP").await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
+    inbound_sms(&s.ts, &s.write, PHONE, "STOP").await;
     assert_confirmation(&s, "L1", 0, UNSUBSCRIBED_TEXT).await;
-    let answer = inbound_sms(&s.ts, &s.key, PHONE, "start").await;
+    let answer = inbound_sms(&s.ts, &s.write, PHONE, "start").await;
     assert_eq!(answer["optIn"], json!(true));
     assert_eq!(
-        get_lead(&s.ts, &s.key, "L1").await["subscriptions"]["sms"],
+        get_lead(&s.ts, &s.write, "L1").await["subscriptions"]["sms"],
         json!("subscribed")
     );
     assert_confirmation(&s, "L1", 1, RESUBSCRIBED_TEXT).await;
@@ -669,13 +672,13 @@ async fn start_resubscribes_and_confirms() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn help_and_info_answer_with_the_help_text() {
     let s = start().await;
-    s.ts.create_lead(&s.key, &ada("L1", "")).await;
-    inbound_sms(&s.ts, &s.key, PHONE, "HELP").await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
+    inbound_sms(&s.ts, &s.write, PHONE, "HELP").await;
     assert_confirmation(&s, "L1", 0, HELP_TEXT).await;
-    inbound_sms(&s.ts, &s.key, PHONE, "info").await;
+    inbound_sms(&s.ts, &s.write, PHONE, "info").await;
     assert_confirmation(&s, "L1", 1, HELP_TEXT).await;
     assert_eq!(
-        get_lead(&s.ts, &s.key, "L1").await["subscriptions"]["sms"],
+        get_lead(&s.ts, &s.write, "L1").await["subscriptions"]["sms"],
         json!("subscribed")
     );
 }
@@ -692,17 +695,17 @@ async fn keywords_never_ask_the_assistant() {
         &json!({"instructions": "Be brief.", "cadence": [], "replyDelay": "1s"}),
     )
     .await;
-    s.ts.create_lead(&s.key, &ada("L1", "assist")).await;
+    s.ts.create_lead(&s.write, &ada("L1", "assist")).await;
     for (n, word) in ["STOP", "start", "HELP", "info"].into_iter().enumerate() {
-        inbound_sms(&s.ts, &s.key, PHONE, word).await;
-        wait_outbound(&s.ts, &s.key, "L1", n + 1).await;
+        inbound_sms(&s.ts, &s.write, PHONE, word).await;
+        wait_outbound(&s.ts, &s.write, "L1", n + 1).await;
     }
     // Past the reply delay, still no question to the model.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(model.count(), 0, "{:?}", model.requests());
-    assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 4);
+    assert_eq!(outbound(&s.ts, &s.write, "L1").await.len(), 4);
     // The assistant is wired: an ordinary text is answered.
-    inbound_sms(&s.ts, &s.key, PHONE, "What does it cost?").await;
+    inbound_sms(&s.ts, &s.write, PHONE, "What does it cost?").await;
     model.wait_requests(1, WAIT).await;
 }
 
@@ -711,15 +714,15 @@ async fn keywords_never_ask_the_assistant() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_api_message_from_the_user_is_sent_through_the_sandbox() {
     let s = start().await;
-    s.ts.create_lead(&s.key, &ada("L1", "")).await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
     for body in [
         json!({"owner": "user", "channel": "sms", "content": {"text": "Hi Ada"}}),
         json!({"owner": "user", "channel": "email", "content": {"text": "Hi Ada", "subject": "Quote"}}),
     ] {
-        let r = s.ts.post(&s.key, "/v1/leads/L1/messages", &body).await;
+        let r = s.ts.post(&s.write, "/v1/leads/L1/messages", &body).await;
         let sent = expect(&r, 201);
         assert_eq!(sent["outcome"], json!("sent"));
-        let event = wait_settled(&s.ts, &s.key, "L1", &sent["id"]).await;
+        let event = wait_settled(&s.ts, &s.write, "L1", &sent["id"]).await;
         assert_sandbox_delivered(&event, "api");
     }
 }
@@ -727,14 +730,14 @@ async fn an_api_message_from_the_user_is_sent_through_the_sandbox() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_only_message_is_recorded_without_sending() {
     let s = start().await;
-    s.ts.create_lead(&s.key, &ada("L1", "")).await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
     let body = json!({"owner": "user", "channel": "sms", "content": {"text": "Sent from my phone"},
                       "recordOnly": true});
-    let r = s.ts.post(&s.key, "/v1/leads/L1/messages", &body).await;
+    let r = s.ts.post(&s.write, "/v1/leads/L1/messages", &body).await;
     let recorded = expect(&r, 201);
-    let listed = outbound(&s.ts, &s.key, "L1").await;
+    let listed = outbound(&s.ts, &s.write, "L1").await;
     assert_eq!(texts(&listed), ["Sent from my phone"]);
-    let event = message_event(&s.ts, &s.key, "L1", &recorded["id"]).await;
+    let event = message_event(&s.ts, &s.write, "L1", &recorded["id"]).await;
     assert!(
         event["data"]
             .get("providerMessageId")
@@ -844,8 +847,8 @@ async fn the_engine_metrics_are_exported() {
         &profile_with(json!([sms_step("0s", "Hello")])),
     )
     .await;
-    s.ts.create_lead(&s.key, &ada("L1", "one")).await;
-    wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    s.ts.create_lead(&s.write, &ada("L1", "one")).await;
+    wait_outbound(&s.ts, &s.write, "L1", 1).await;
     let r = s.ts.get(&s.admin, "/metrics").await;
     assert_eq!(r.status, 200);
     let body = text(&r);

@@ -3,8 +3,11 @@
 use hyper::Method;
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::util::*;
+use engaged::testkit::Captured;
+use engaged::testkit::TestServer;
+
+use crate::answers::*;
+use crate::requests::*;
 
 async fn start() -> (TestServer, String) {
     let ts = TestServer::start().await;

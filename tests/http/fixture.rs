@@ -8,7 +8,7 @@
 
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
+use engaged::testkit::TestServer;
 
 const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 

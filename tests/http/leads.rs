@@ -3,8 +3,10 @@
 use hyper::Method;
 use serde_json::{json, Value};
 
-use crate::common::{enc, TestServer};
-use crate::util::*;
+use engaged::testkit::{enc, TestServer};
+
+use crate::answers::*;
+use crate::requests::*;
 
 async fn start() -> (TestServer, String) {
     let ts = TestServer::start().await;

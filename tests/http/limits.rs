@@ -4,8 +4,11 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::common::TestServer;
-use crate::util::*;
+use engaged::testkit::TestServer;
+
+use crate::answers::*;
+use crate::engagement::*;
+use crate::requests::*;
 
 async fn start() -> (TestServer, String) {
     let ts = TestServer::start().await;

@@ -1,8 +1,12 @@
 //! Black-box tests: real HTTPS requests against the real server on an ephemeral port.
-//! One test binary (modules below) keeps link time down on small machines.
+//! One test binary (modules below) keeps link time down on small machines. The server,
+//! its client and the fakes of the outside world are the test kit's (`engaged::testkit`);
+//! the helper modules here hold the requests and checks the test modules share.
 
-mod common;
-mod util;
+mod answers;
+mod engagement;
+mod requests;
+mod twilio_signing;
 
 mod assistant;
 mod auth;
@@ -15,8 +19,6 @@ mod email;
 mod engine;
 mod errors;
 mod events;
-mod fake_model;
-mod fake_twilio;
 mod fixture;
 mod leads;
 mod limits;
@@ -26,7 +28,6 @@ mod ops;
 mod profiles;
 mod recordings;
 mod relay_client;
-mod smtp_sink;
 mod sync;
 mod transport;
 mod twilio;

@@ -2,8 +2,11 @@
 
 use serde_json::{json, Value};
 
-use crate::common::{enc, TestServer};
-use crate::util::*;
+use engaged::testkit::{enc, TestServer};
+
+use crate::answers::*;
+use crate::requests::*;
+use crate::twilio_signing::*;
 
 async fn start() -> (TestServer, String) {
     let ts = TestServer::start().await;

@@ -2,7 +2,7 @@
 
 use hyper::Method;
 
-use crate::common::TestServer;
+use engaged::testkit::TestServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_answers_without_a_key_when_the_store_is_open() {
@@ -74,16 +74,7 @@ async fn every_response_carries_a_request_id_and_keeps_a_given_one() {
         .request(Method::GET, "/v1/nope", None, None, Vec::new())
         .await;
     assert!(r.headers.contains_key("x-request-id"));
-    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build(
-            hyper_rustls::HttpsConnectorBuilder::new()
-                .with_tls_config(crate::common::tls_trusting(
-                    &ts.data_dir.join("tls/cert.pem"),
-                ))
-                .https_only()
-                .enable_http1()
-                .build(),
-        );
+    let client = engaged::testkit::https_client(&ts.cert(), engaged::testkit::Versions::Http1);
     let req = hyper::Request::get(format!("{}/healthz", ts.base))
         .header("x-request-id", "trace-abc-123")
         .body(http_body_util::Full::new(bytes::Bytes::new()))
@@ -122,7 +113,7 @@ async fn idle_tls_connection(
     ts: &TestServer,
 ) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
     let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(
-        crate::common::tls_trusting(&ts.data_dir.join("tls/cert.pem")),
+        engaged::testkit::tls_trusting(&ts.data_dir.join("tls/cert.pem")),
     ));
     let tcp = tokio::net::TcpStream::connect(ts.server.local_addr())
         .await

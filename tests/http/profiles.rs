@@ -5,27 +5,15 @@
 
 use serde_json::{json, Value};
 
-use crate::common::TestServer;
-use crate::util::*;
+use engaged::testkit::Org;
 
-struct Setup {
-    ts: TestServer,
-    admin: String,
-    write: String,
-    read: String,
-}
+use crate::answers::*;
+use crate::engagement::*;
+
+type Setup = Org;
 
 async fn start() -> Setup {
-    let ts = TestServer::start().await;
-    let admin = ts.key("acme", "admin").await;
-    let write = ts.key("acme", "write").await;
-    let read = ts.key("acme", "read").await;
-    Setup {
-        ts,
-        admin,
-        write,
-        read,
-    }
+    Org::start().await
 }
 
 /// A profile that uses every member.

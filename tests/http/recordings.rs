@@ -15,12 +15,13 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::{Method, Request};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::common::{tls_trusting, Response, TestServer};
-use crate::util::*;
+use engaged::testkit::{https_client, Org, Response, TestServer, Versions};
+
+use crate::answers::*;
+use crate::requests::*;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -28,13 +29,7 @@ type StreamClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, BoxBody<
 
 /// A client whose request bodies may stream (the harness's sends whole buffers).
 fn client(ts: &TestServer) -> StreamClient {
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls_trusting(&ts.data_dir.join("tls/cert.pem")))
-        .https_only()
-        .enable_http1()
-        .enable_http2()
-        .build();
-    Client::builder(TokioExecutor::new()).build(connector)
+    https_client(&ts.cert(), Versions::Both)
 }
 
 /// Deterministic pseudo-random bytes (xorshift64*), produced block by block.
@@ -214,26 +209,13 @@ async fn download(ts: &TestServer, url: &str, headers: &[(&str, &str)]) -> Respo
 
 /// A server with organization `acme` (write, read and admin keys), lead L1 and call
 /// `call-1` on it.
-struct Setup {
-    ts: TestServer,
-    write: String,
-    read: String,
-    admin: String,
-}
+type Setup = Org;
 
 async fn setup_with(adjust: impl FnOnce(&mut engaged::config::Config)) -> Setup {
-    let ts = TestServer::start_with(adjust).await;
-    let write = ts.key("acme", "write").await;
-    let read = ts.key("acme", "read").await;
-    let admin = ts.key("acme", "admin").await;
-    reachable_lead(&ts, &write, "L1").await;
-    put_call(&ts, &write, "call-1").await;
-    Setup {
-        ts,
-        write,
-        read,
-        admin,
-    }
+    let s = Org::start_with(adjust).await;
+    reachable_lead(&s.ts, &s.write, "L1").await;
+    put_call(&s.ts, &s.write, "call-1").await;
+    s
 }
 
 async fn setup() -> Setup {

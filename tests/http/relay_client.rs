@@ -16,7 +16,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
-use crate::common::{tls_trusting, TestServer};
+use engaged::testkit::{tls_trusting, TestServer};
 
 /// How long a test waits for a frame the server should send promptly.
 pub const FRAME_WAIT: Duration = Duration::from_secs(15);

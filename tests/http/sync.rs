@@ -6,8 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{json, Value};
 
-use crate::common::{enc, TestServer};
-use crate::util::*;
+use engaged::testkit::{enc, TestServer};
+
+use crate::answers::*;
+use crate::requests::*;
 
 const WRITERS: usize = 4;
 const WRITES: usize = 50;

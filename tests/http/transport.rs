@@ -6,9 +6,8 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Request, Version};
 use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 
-use crate::common::{tls_trusting, TestServer};
+use engaged::testkit::{https_client, tls_trusting, TestServer, Versions};
 
 fn client(
     ts: &TestServer,
@@ -17,18 +16,8 @@ fn client(
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
     Full<Bytes>,
 > {
-    let tls = tls_trusting(&ts.data_dir.join("tls/cert.pem"));
-    let builder = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_only();
-    let connector = if h2 {
-        builder.enable_http2().build()
-    } else {
-        builder.enable_http1().build()
-    };
-    let mut client = Client::builder(TokioExecutor::new());
-    client.http2_only(h2);
-    client.build(connector)
+    let versions = if h2 { Versions::Http2 } else { Versions::Http1 };
+    https_client(&ts.cert(), versions)
 }
 
 async fn healthz_version(ts: &TestServer, h2: bool) -> Version {

@@ -5,9 +5,14 @@
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::common::{Response, TestServer};
-use crate::fake_twilio::FakeTwilio;
-use crate::util::*;
+use engaged::testkit::twilio::FakeTwilio;
+use engaged::testkit::Response;
+use engaged::testkit::{poll, Captured, Org, WebhookReceiver};
+
+use crate::answers::*;
+use crate::engagement::*;
+use crate::requests::*;
+use crate::twilio_signing::*;
 
 const PUBLIC_URL: &str = "https://engaged.test";
 const SID: &str = "AC0123456789abcdef0123456789abcdef";
@@ -16,11 +21,18 @@ const FROM: &str = "+15550100000";
 const PHONE: &str = "+15551230001";
 
 struct Setup {
-    ts: TestServer,
-    key: String,
-    admin: String,
+    acme: Org,
     org: String,
     twilio: FakeTwilio,
+}
+
+/// The kit's `acme` server and keys (`s.ts`, `s.write`, `s.admin`) and the fakes.
+impl std::ops::Deref for Setup {
+    type Target = Org;
+
+    fn deref(&self) -> &Org {
+        &self.acme
+    }
 }
 
 async fn start() -> Setup {
@@ -32,16 +44,15 @@ async fn start() -> Setup {
 async fn start_with(public_url: &str, more: Value) -> Setup {
     let twilio = FakeTwilio::start().await;
     let public_url = public_url.to_string();
-    let ts = TestServer::start_with(|c| c.public_url = Some(public_url)).await;
-    let key = ts.key("acme", "write").await;
-    let admin = ts.key("acme", "admin").await;
-    set_business(&ts, &admin).await;
+    let acme = Org::start_with(|c| c.public_url = Some(public_url)).await;
+    let (ts, admin) = (&acme.ts, &acme.admin);
+    set_business(ts, admin).await;
     let mut sms = json!({"kind": "twilio", "accountSid": SID, "authToken": TOKEN,
         "from": FROM, "baseUrl": twilio.base_url});
     for (k, v) in more.as_object().unwrap() {
         sms[k] = v.clone();
     }
-    let settings = set_org(&ts, &admin, &json!({"providers": {"sms": sms}})).await;
+    let settings = set_org(ts, admin, &json!({"providers": {"sms": sms}})).await;
     assert_eq!(settings["providers"]["sms"]["authTokenSet"], json!(true));
     assert!(
         !settings.to_string().contains(TOKEN),
@@ -49,26 +60,20 @@ async fn start_with(public_url: &str, more: Value) -> Setup {
     );
     let org = settings["id"].as_str().unwrap().to_string();
     put_profile(
-        &ts,
-        &admin,
+        ts,
+        admin,
         "solar",
         &profile_with(json!([sms_step("0s", "Hi {{firstName}}, Sam here.")])),
     )
     .await;
-    Setup {
-        ts,
-        key,
-        admin,
-        org,
-        twilio,
-    }
+    Setup { acme, org, twilio }
 }
 
 async fn lead(s: &Setup, id: &str, phone: &str, profile: &str) {
     expect(
         &s.ts
             .post(
-                &s.key,
+                &s.write,
                 "/v1/leads",
                 &json!({"id": id, "firstName": "Ada", "phone": phone, "customerProfile": profile}),
             )
@@ -97,8 +102,8 @@ async fn webhook(
 }
 
 async fn first_message(s: &Setup, lead: &str) -> Value {
-    let sent = wait_outbound(&s.ts, &s.key, lead, 1).await;
-    wait_settled(&s.ts, &s.key, lead, &sent[0]["id"]).await
+    let sent = wait_outbound(&s.ts, &s.write, lead, 1).await;
+    wait_settled(&s.ts, &s.write, lead, &sent[0]["id"]).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -153,14 +158,14 @@ async fn a_status_callback_moves_the_message_and_it_syncs_again() {
         r.headers.get("content-type").and_then(|v| v.to_str().ok()),
         Some("text/xml")
     );
-    let moved = message_event(&s.ts, &s.key, "L1", &event["id"]).await;
+    let moved = message_event(&s.ts, &s.write, "L1", &event["id"]).await;
     assert_eq!(moved["data"]["status"], json!("delivered"));
     assert!(moved["updatedAt"].as_str().unwrap() > since.as_str());
     let path = format!(
         "/v1/leads/L1/events?updatedSince={}",
         since.replace(':', "%3A").replace('+', "%2B")
     );
-    let synced = expect(&s.ts.get(&s.key, &path).await, 200);
+    let synced = expect(&s.ts.get(&s.write, &path).await, 200);
     assert!(
         synced["events"]
             .as_array()
@@ -203,8 +208,8 @@ async fn unsigned_or_wrongly_signed_webhooks_are_403_and_change_nothing() {
     );
     let altered = webhook(&s, "sms", &params, Some(other)).await;
     assert_error(&altered, 403, "Forbidden");
-    assert!(messages_of(&s.ts, &s.key, "L1").await.is_empty());
-    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    assert!(messages_of(&s.ts, &s.write, "L1").await.is_empty());
+    let lead = get_lead(&s.ts, &s.write, "L1").await;
     assert_eq!(lead["hasReplied"], json!(false));
 }
 
@@ -223,11 +228,11 @@ async fn an_inbound_sms_is_recorded_once_per_message_sid() {
         assert_eq!(r.status, 200, "{}", text(&r));
         assert_eq!(text(&r), "<Response/>");
     }
-    let messages = messages_of(&s.ts, &s.key, "L1").await;
+    let messages = messages_of(&s.ts, &s.write, "L1").await;
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert_eq!(messages[0]["owner"], json!("lead"));
     assert_eq!(
-        get_lead(&s.ts, &s.key, "L1").await["hasReplied"],
+        get_lead(&s.ts, &s.write, "L1").await["hasReplied"],
         json!(true)
     );
 }
@@ -235,18 +240,18 @@ async fn an_inbound_sms_is_recorded_once_per_message_sid() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn error_21610_is_the_gates_fifth_step_and_an_sms_opt_out() {
     let s = start().await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     hooks.register(&s.ts, &s.admin).await;
     s.twilio.opt_out(PHONE);
     lead(&s, "L1", PHONE, "solar").await;
     let event = first_message(&s, "L1").await;
     assert_eq!(event["data"]["status"], json!("failed"));
     assert_eq!(event["data"]["errorCode"], json!("21610"));
-    let blocked = events_of_type(&s.ts, &s.key, "L1", "COMPLIANCE_BLOCKED").await;
+    let blocked = events_of_type(&s.ts, &s.write, "L1", "COMPLIANCE_BLOCKED").await;
     assert_eq!(blocked.len(), 1, "{blocked:?}");
     assert_eq!(blocked[0]["data"]["source"], json!("provider-error"));
     assert_eq!(blocked[0]["data"]["reason"], json!("21610"));
-    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    let lead = get_lead(&s.ts, &s.write, "L1").await;
     assert_eq!(
         lead["subscriptions"]["sms"],
         json!("unsubscribed"),
@@ -270,7 +275,7 @@ async fn a_429_is_tried_again_after_retry_after_and_one_message_reaches_the_prov
         sent[1].at.duration_since(sent[0].at) >= std::time::Duration::from_millis(950),
         "Retry-After (1 s) is honoured"
     );
-    assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+    assert_eq!(outbound(&s.ts, &s.write, "L1").await.len(), 1);
     // Both requests are counted.
     let metrics = text(&s.ts.get(&s.admin, "/metrics").await);
     for outcome in ["retried", "accepted"] {
@@ -291,7 +296,7 @@ async fn a_503_is_tried_three_times_at_most_then_the_message_fails() {
     assert_eq!(event["data"]["errorCode"], json!("20503"), "{event}");
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(s.twilio.sent().len(), 3, "three tries, no more");
-    assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+    assert_eq!(outbound(&s.ts, &s.write, "L1").await.len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -311,7 +316,7 @@ async fn a_500_or_502_after_the_request_was_written_is_never_sent_again() {
         assert!(!event.to_string().contains("Internal Server Error"));
         tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         assert_eq!(s.twilio.sent().len(), 1, "at most once");
-        assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+        assert_eq!(outbound(&s.ts, &s.write, "L1").await.len(), 1);
     }
 }
 
@@ -325,7 +330,7 @@ async fn a_send_the_provider_may_have_received_is_unknown_and_never_sent_again()
     assert!(event["data"]["error"].is_string(), "{event}");
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     assert_eq!(s.twilio.sent().len(), 1, "the request arrived once");
-    assert_eq!(outbound(&s.ts, &s.key, "L1").await.len(), 1);
+    assert_eq!(outbound(&s.ts, &s.write, "L1").await.len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -368,7 +373,7 @@ async fn status_callback(
     }
     let r = webhook(s, "sms-status", &params, None).await;
     assert_eq!(r.status, 200, "{}", text(&r));
-    message_event(&s.ts, &s.key, "L1", event_id).await
+    message_event(&s.ts, &s.write, "L1", event_id).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -401,7 +406,10 @@ async fn status_callbacks_never_move_a_message_back_and_unknown_sids_change_noth
     )
     .await;
     assert_eq!(unknown.status, 200);
-    assert_eq!(message_event(&s.ts, &s.key, "L1", &event["id"]).await, last);
+    assert_eq!(
+        message_event(&s.ts, &s.write, "L1", &event["id"]).await,
+        last
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -432,7 +440,7 @@ async fn webhooks_for_another_number_or_an_org_without_twilio_are_404() {
             .await;
         assert_error(&r, 404, "Not found");
     }
-    assert!(messages_of(&s.ts, &s.key, "L1").await.is_empty());
+    assert!(messages_of(&s.ts, &s.write, "L1").await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -447,7 +455,7 @@ async fn a_stop_twilio_already_answered_gets_no_second_confirmation() {
         ("OptOutType", "STOP"),
     ];
     assert_eq!(webhook(&s, "sms", &params, None).await.status, 200);
-    let lead = get_lead(&s.ts, &s.key, "L1").await;
+    let lead = get_lead(&s.ts, &s.write, "L1").await;
     assert_eq!(
         lead["subscriptions"]["sms"],
         json!("unsubscribed"),
@@ -461,10 +469,10 @@ async fn a_stop_twilio_already_answered_gets_no_second_confirmation() {
         ("Body", "STOP"),
     ];
     assert_eq!(webhook(&s, "sms", &ours, None).await.status, 200);
-    let confirmations = wait_outbound(&s.ts, &s.key, "L1", 1).await;
+    let confirmations = wait_outbound(&s.ts, &s.write, "L1", 1).await;
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(
-        outbound(&s.ts, &s.key, "L1").await.len(),
+        outbound(&s.ts, &s.write, "L1").await.len(),
         1,
         "{confirmations:?}"
     );
@@ -531,7 +539,7 @@ async fn a_signature_over_the_url_with_its_default_port_is_accepted() {
         let r = webhook(&s, "sms", &params, Some(signature)).await;
         assert_eq!(r.status, 200, "signed over {url}: {}", text(&r));
     }
-    assert_eq!(messages_of(&s.ts, &s.key, "L1").await.len(), 2);
+    assert_eq!(messages_of(&s.ts, &s.write, "L1").await.len(), 2);
     // Another port is another URL; a wrong token is still refused.
     let params = [
         ("MessageSid", "SMport9"),
@@ -553,7 +561,7 @@ async fn a_signature_over_the_url_with_its_default_port_is_accepted() {
             "Forbidden",
         );
     }
-    assert_eq!(messages_of(&s.ts, &s.key, "L1").await.len(), 2);
+    assert_eq!(messages_of(&s.ts, &s.write, "L1").await.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -587,7 +595,7 @@ async fn a_public_url_with_a_port_accepts_a_signature_without_it() {
         403,
         "Forbidden",
     );
-    assert_eq!(messages_of(&s.ts, &s.key, "L1").await.len(), 2);
+    assert_eq!(messages_of(&s.ts, &s.write, "L1").await.len(), 2);
 }
 
 // ---- settings checked when saved ------------------------------------------------------

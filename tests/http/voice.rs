@@ -9,11 +9,16 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::{Response, TestServer};
-use crate::fake_model::{FakeModel, Step};
-use crate::fake_twilio::FakeTwilio;
+use engaged::testkit::model::{FakeModel, Step};
+use engaged::testkit::twilio::FakeTwilio;
+use engaged::testkit::{poll, WebhookReceiver, WAIT};
+use engaged::testkit::{Response, TestServer};
+
+use crate::answers::*;
+use crate::engagement::*;
 use crate::relay_client::{self, RelayClient, FRAME_WAIT};
-use crate::util::*;
+use crate::requests::*;
+use crate::twilio_signing::*;
 
 const PUBLIC_URL: &str = "https://engaged.test";
 const SID: &str = "AC0123456789abcdef0123456789abcdef";
@@ -249,7 +254,7 @@ async fn call_of(v: &Voice, lead: &str) -> String {
 }
 
 /// Waits until the fake got at least `n` Calls.json requests; returns them.
-async fn wait_dialed(v: &Voice, n: usize) -> Vec<crate::fake_twilio::Sent> {
+async fn wait_dialed(v: &Voice, n: usize) -> Vec<engaged::testkit::twilio::Sent> {
     poll(&format!("{n} Calls.json request(s)"), WAIT, || async move {
         let calls = v.twilio.calls();
         if calls.len() >= n {
@@ -939,9 +944,9 @@ fn assert_dials(v: &Voice, doc: &str, call: &str, attempt: u32, number: &str) {
     assert_eq!(element_text(doc, "Number"), number, "{doc}");
 }
 
-async fn transfer_setup() -> (Voice, HookReceiver, String) {
+async fn transfer_setup() -> (Voice, WebhookReceiver, String) {
     let v = start(true).await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     let hook = hooks.register(&v.ts, &v.admin).await;
     lead(&v, "L1", "quiet").await;
     (v, hooks, hook)
@@ -1097,7 +1102,7 @@ async fn a_transfer_nobody_answers_fails_once_with_an_apology() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_callbacks_move_the_call_forward_only_and_complete_it_once() {
     let v = start(false).await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     let hook = hooks.register(&v.ts, &v.admin).await;
     lead(&v, "L1", "quiet").await;
     let (call, sid) = placed_call(&v, "L1").await;
@@ -1352,7 +1357,7 @@ async fn dispositioned(v: &Voice, call: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_completed_conversation_gets_a_summary_and_a_disposition_once() {
     let v = start(true).await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     let hook = hooks.register(&v.ts, &v.admin).await;
     lead(&v, "L1", "quiet").await;
     conversation_steps(&v.model);
@@ -1428,7 +1433,7 @@ async fn a_completed_conversation_gets_a_summary_and_a_disposition_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_disposition_is_asked_once_more_then_left_with_last_error() {
     let v = start(true).await;
-    let hooks = HookReceiver::start().await;
+    let hooks = WebhookReceiver::ok().await;
     let hook = hooks.register(&v.ts, &v.admin).await;
     lead(&v, "L1", "quiet").await;
     conversation_steps(&v.model);

@@ -2,253 +2,32 @@
 //! retries, `Retry-After`, 410, the deliveries log, manual retry, endpoint isolation,
 //! and the once-only call events.
 //!
-//! The receiver is a hyper http1 server inside the test that records every request and
+//! The receiver is the test kit's ([`WebhookReceiver`]): it records every request and
 //! answers from a per-test policy. Signatures are checked with a verifier written here
 //! from the Standard Webhooks spec, independent of the server's signing code.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
-use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderMap, HeaderValue};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper::Method;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::common::TestServer;
-use crate::util::*;
+use engaged::testkit::webhooks::{Received, Reply, WebhookReceiver};
+use engaged::testkit::TestServer;
+
+use crate::answers::*;
+use crate::requests::*;
 
 /// How long a test waits for something that should happen promptly.
 const WAIT: Duration = Duration::from_secs(10);
 /// How far a `webhook-timestamp` may be from now (the spec's usual tolerance).
 const TOLERANCE_SECS: i64 = 5 * 60;
-
-// ---------------------------------------------------------------------------------------
-// The receiver
-// ---------------------------------------------------------------------------------------
-
-/// What the receiver answers to one request.
-#[derive(Clone, Debug)]
-struct Reply {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    /// Never answer (sleep far longer than any attempt timeout).
-    hang: bool,
-}
-
-impl Reply {
-    fn status(status: u16) -> Reply {
-        Reply {
-            status,
-            headers: Vec::new(),
-            hang: false,
-        }
-    }
-
-    fn ok() -> Reply {
-        Reply::status(200)
-    }
-
-    fn hang() -> Reply {
-        Reply {
-            hang: true,
-            ..Reply::ok()
-        }
-    }
-
-    fn with(mut self, name: &'static str, value: &str) -> Reply {
-        self.headers.push((name, value.to_string()));
-        self
-    }
-}
-
-/// One request as the receiver saw it.
-#[derive(Clone, Debug)]
-struct Received {
-    method: String,
-    path: String,
-    headers: HeaderMap,
-    body: Bytes,
-    at: Instant,
-}
-
-impl Received {
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_else(|| panic!("header {name} missing: {:?}", self.headers))
-    }
-
-    fn id(&self) -> &str {
-        self.header("webhook-id")
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!(
-                "webhook body is not JSON ({e}): {}",
-                String::from_utf8_lossy(&self.body)
-            )
-        })
-    }
-
-    fn event(&self) -> String {
-        str_of(&self.json()["event"]).to_string()
-    }
-}
-
-/// Decides the answer to a request, given how many earlier requests carried the same
-/// `webhook-id` (0 for a delivery's first attempt).
-type Policy = Arc<dyn Fn(&Received, usize) -> Reply + Send + Sync>;
-
-struct Receiver {
-    url: String,
-    path: String,
-    log: Arc<Mutex<Vec<Received>>>,
-}
-
-impl Receiver {
-    /// Answers 200 to everything.
-    async fn ok() -> Receiver {
-        Receiver::scripted(Vec::new(), Reply::ok()).await
-    }
-
-    /// Answers `script` in arrival order, then `then` forever.
-    async fn scripted(script: Vec<Reply>, then: Reply) -> Receiver {
-        let queue = Mutex::new(VecDeque::from(script));
-        Receiver::with_policy(Arc::new(move |_, _| {
-            queue
-                .lock()
-                .unwrap()
-                .pop_front()
-                .unwrap_or_else(|| then.clone())
-        }))
-        .await
-    }
-
-    /// Never answers.
-    async fn dead() -> Receiver {
-        Receiver::scripted(Vec::new(), Reply::hang()).await
-    }
-
-    async fn with_policy(policy: Policy) -> Receiver {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind receiver");
-        let addr = listener.local_addr().expect("receiver address");
-        let log: Arc<Mutex<Vec<Received>>> = Arc::default();
-        let accept_log = log.clone();
-        tokio::spawn(async move {
-            loop {
-                let stream = match listener.accept().await {
-                    Ok((stream, _)) => stream,
-                    Err(_) => {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                let (log, policy) = (accept_log.clone(), policy.clone());
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let (log, policy) = (log.clone(), policy.clone());
-                        async move {
-                            let (parts, body) = req.into_parts();
-                            let body = body
-                                .collect()
-                                .await
-                                .map(|b| b.to_bytes())
-                                .unwrap_or_default();
-                            let received = Received {
-                                method: parts.method.to_string(),
-                                path: parts.uri.path().to_string(),
-                                headers: parts.headers,
-                                body,
-                                at: Instant::now(),
-                            };
-                            let reply = {
-                                let mut log = log.lock().unwrap();
-                                let id = received.headers.get("webhook-id").cloned();
-                                let earlier = log
-                                    .iter()
-                                    .filter(|r| {
-                                        id.is_some() && r.headers.get("webhook-id") == id.as_ref()
-                                    })
-                                    .count();
-                                let reply = policy(&received, earlier);
-                                log.push(received);
-                                reply
-                            };
-                            if reply.hang {
-                                tokio::time::sleep(Duration::from_secs(3600)).await;
-                            }
-                            let mut response =
-                                hyper::Response::new(Full::new(Bytes::from_static(b"ok")));
-                            *response.status_mut() =
-                                StatusCode::from_u16(reply.status).expect("status");
-                            for (name, value) in reply.headers {
-                                response
-                                    .headers_mut()
-                                    .insert(name, HeaderValue::from_str(&value).expect("header"));
-                            }
-                            Ok::<_, Infallible>(response)
-                        }
-                    });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
-        let path = "/hooks/engaged".to_string();
-        Receiver {
-            url: format!("http://{addr}{path}"),
-            path,
-            log,
-        }
-    }
-
-    fn received(&self) -> Vec<Received> {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn count(&self) -> usize {
-        self.log.lock().unwrap().len()
-    }
-
-    /// Waits (bounded by [`WAIT`]) until at least `n` requests arrived; returns them all.
-    async fn wait_for(&self, n: usize) -> Vec<Received> {
-        self.wait_for_within(n, WAIT).await
-    }
-
-    async fn wait_for_within(&self, n: usize, limit: Duration) -> Vec<Received> {
-        let deadline = Instant::now() + limit;
-        loop {
-            let got = self.received();
-            if got.len() >= n {
-                return got;
-            }
-            if Instant::now() >= deadline {
-                let events: Vec<String> = got.iter().map(|r| r.event()).collect();
-                panic!(
-                    "receiver got {} of {n} requests within {limit:?}: {events:?}",
-                    got.len()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // An independent Standard Webhooks verifier
@@ -559,7 +338,7 @@ fn independent_verifier_accepts_the_standard_webhooks_test_vector() {
 async fn every_delivery_is_signed_per_standard_webhooks() {
     let (ts, key) = start(&[200, 200]).await;
     // The first request fails, so a retry (with a fresh timestamp) is checked as well.
-    let rx = Receiver::scripted(vec![Reply::status(500)], Reply::ok()).await;
+    let rx = WebhookReceiver::scripted(vec![Reply::status(500)], Reply::ok()).await;
     let hook = register(&ts, &key, &rx.url, None).await;
     let other = register(
         &ts,
@@ -581,7 +360,7 @@ async fn every_delivery_is_signed_per_standard_webhooks() {
         .map(|d| d["attempts"].as_array().unwrap().len())
         .sum();
     assert_eq!(attempts, 5, "four deliveries, one retried: {log:#?}");
-    let requests = rx.wait_for(5).await;
+    let requests = rx.wait_for_within(5, WAIT).await;
     assert_eq!(requests.len(), 5);
     for r in &requests {
         assert_eq!(r.path, rx.path);
@@ -721,7 +500,7 @@ async fn webhook_administration_needs_the_admin_scope() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secret_is_shown_only_at_creation() {
     let (ts, key) = start(&[]).await;
-    let rx = Receiver::ok().await;
+    let rx = WebhookReceiver::ok().await;
     let a = register(&ts, &key, &rx.url, None).await;
     let b = register(&ts, &key, "https://crm.example.com/b", None).await;
     for secret in [&a.secret, &b.secret] {
@@ -766,12 +545,13 @@ async fn secret_is_shown_only_at_creation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_twice_then_succeeding_is_three_attempts_of_one_delivery() {
     let (ts, key) = start(&[200, 200, 200]).await;
-    let rx = Receiver::scripted(vec![Reply::status(500), Reply::status(500)], Reply::ok()).await;
+    let rx =
+        WebhookReceiver::scripted(vec![Reply::status(500), Reply::status(500)], Reply::ok()).await;
     let hook = register(&ts, &key, &rx.url, None).await;
     reachable_lead(&ts, &key, "L1").await;
     put_call(&ts, &key, "c1", &completed("L1")).await;
 
-    let requests = rx.wait_for(3).await;
+    let requests = rx.wait_for_within(3, WAIT).await;
     let log = settle(&ts, &key, &hook.id, 1).await;
     assert_eq!(rx.count(), 3, "delivered on the third attempt, no more");
     let delivery = &log[0];
@@ -804,7 +584,7 @@ async fn failing_twice_then_succeeding_is_three_attempts_of_one_delivery() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exhausted_retries_fail_and_a_manual_retry_delivers() {
     let (ts, key) = start(&[100, 100]).await;
-    let rx = Receiver::scripted(vec![Reply::status(500); 3], Reply::ok()).await;
+    let rx = WebhookReceiver::scripted(vec![Reply::status(500); 3], Reply::ok()).await;
     let hook = register(&ts, &key, &rx.url, None).await;
     reachable_lead(&ts, &key, "L1").await;
     put_call(&ts, &key, "c1", &completed("L1")).await;
@@ -827,7 +607,7 @@ async fn exhausted_retries_fail_and_a_manual_retry_delivers() {
     assert_eq!(requeued["state"], json!("pending"));
     assert_eq!(requeued["attempts"].as_array().unwrap().len(), 3);
 
-    let requests = rx.wait_for(4).await;
+    let requests = rx.wait_for_within(4, WAIT).await;
     assert_eq!(
         requests[3].id(),
         id,
@@ -855,8 +635,8 @@ async fn exhausted_retries_fail_and_a_manual_retry_delivers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gone_disables_the_endpoint() {
     let (ts, key) = start(&[100, 100]).await;
-    let gone = Receiver::scripted(vec![Reply::status(410)], Reply::ok()).await;
-    let control = Receiver::ok().await;
+    let gone = WebhookReceiver::scripted(vec![Reply::status(410)], Reply::ok()).await;
+    let control = WebhookReceiver::ok().await;
     let hook = register(&ts, &key, &gone.url, None).await;
     let other = register(&ts, &key, &control.url, None).await;
     reachable_lead(&ts, &key, "L1").await;
@@ -875,7 +655,7 @@ async fn gone_disables_the_endpoint() {
     );
 
     put_call(&ts, &key, "c2", &completed("L1")).await;
-    control.wait_for(2).await;
+    control.wait_for_within(2, WAIT).await;
     settle(&ts, &key, &other.id, 2).await;
     assert_eq!(
         deliveries(&ts, &key, &hook.id).await.len(),
@@ -893,7 +673,7 @@ async fn gone_disables_the_endpoint() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manual_retry_re_enables_an_endpoint_disabled_by_gone() {
     let (ts, key) = start(&[100]).await;
-    let rx = Receiver::scripted(vec![Reply::status(410)], Reply::ok()).await;
+    let rx = WebhookReceiver::scripted(vec![Reply::status(410)], Reply::ok()).await;
     let hook = register(&ts, &key, &rx.url, None).await;
     reachable_lead(&ts, &key, "L1").await;
     put_call(&ts, &key, "c1", &completed("L1")).await;
@@ -910,7 +690,7 @@ async fn manual_retry_re_enables_an_endpoint_disabled_by_gone() {
         endpoint_view(&ts, &key, &hook.id).await["disabled"],
         json!(false)
     );
-    let requests = rx.wait_for(2).await;
+    let requests = rx.wait_for_within(2, WAIT).await;
     assert_eq!(requests[1].id(), id);
     put_call(&ts, &key, "c2", &completed("L1")).await;
     let log = settle(&ts, &key, &hook.id, 2).await;
@@ -918,14 +698,14 @@ async fn manual_retry_re_enables_an_endpoint_disabled_by_gone() {
         log.iter().all(|d| d["state"] == json!("delivered")),
         "{log:#?}"
     );
-    rx.wait_for(3).await;
+    rx.wait_for_within(3, WAIT).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_after_is_honoured_for_429_502_503_504() {
     // The schedule is short: only Retry-After can make a retry wait a second.
     let (ts, key) = start(&[50, 50]).await;
-    let rx = Receiver::with_policy(Arc::new(|r: &Received, earlier: usize| {
+    let rx = WebhookReceiver::with_policy(Arc::new(|r: &Received, earlier: usize| {
         if earlier > 0 {
             return Reply::ok();
         }
@@ -942,7 +722,7 @@ async fn retry_after_is_honoured_for_429_502_503_504() {
     for status in [429, 502, 503, 504] {
         put_call(&ts, &key, &format!("c{status}"), &completed("L1")).await;
     }
-    let requests = rx.wait_for(8).await;
+    let requests = rx.wait_for_within(8, WAIT).await;
     let log = settle(&ts, &key, &hook.id, 4).await;
     for (id, attempts) in by_id(&requests) {
         assert_eq!(attempts.len(), 2, "{id}: one Retry-After, then success");
@@ -962,7 +742,7 @@ async fn retry_after_is_honoured_for_429_502_503_504() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retry_after_is_ignored_for_other_failures() {
     let (ts, key) = start(&[50]).await;
-    let rx = Receiver::scripted(
+    let rx = WebhookReceiver::scripted(
         vec![Reply::status(500).with("retry-after", "8")],
         Reply::ok(),
     )
@@ -983,7 +763,7 @@ async fn retry_after_is_ignored_for_other_failures() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_retry_is_listed_and_each_attempt_has_a_fresh_timestamp() {
     let (ts, key) = start(&[50]).await;
-    let rx = Receiver::scripted(
+    let rx = WebhookReceiver::scripted(
         vec![Reply::status(503).with("retry-after", "2")],
         Reply::ok(),
     )
@@ -1008,7 +788,7 @@ async fn a_waiting_retry_is_listed_and_each_attempt_has_a_fresh_timestamp() {
         "the next attempt follows Retry-After: {waiting}"
     );
 
-    let requests = rx.wait_for(2).await;
+    let requests = rx.wait_for_within(2, WAIT).await;
     for r in &requests {
         verify(&hook.secret, r);
     }
@@ -1031,7 +811,7 @@ async fn a_waiting_retry_is_listed_and_each_attempt_has_a_fresh_timestamp() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deliveries_log_pages_oldest_first() {
     let (ts, key) = start(&[]).await;
-    let rx = Receiver::ok().await;
+    let rx = WebhookReceiver::ok().await;
     let hook = register(&ts, &key, &rx.url, None).await;
     reachable_lead(&ts, &key, "L1").await;
     for id in ["c1", "c2", "c3"] {
@@ -1054,7 +834,7 @@ async fn deliveries_log_pages_oldest_first() {
     let first = expect(&ts.get(&key, &format!("{base}?limit=2")).await, 200);
     assert_eq!(first["deliveries"].as_array().unwrap().len(), 2);
     let token = str_of(&first["nextToken"]);
-    let path = format!("{base}?limit=2&nextToken={}", crate::common::enc(token));
+    let path = format!("{base}?limit=2&nextToken={}", engaged::testkit::enc(token));
     let second = expect(&ts.get(&key, &path).await, 200);
     assert_eq!(second["deliveries"].as_array().unwrap().len(), 1);
     assert_eq!(second["nextToken"], Value::Null);
@@ -1083,13 +863,13 @@ async fn deliveries_log_pages_oldest_first() {
 async fn deleting_an_endpoint_stops_its_deliveries() {
     // A retry would come about a second after the first attempt, if it still existed.
     let (ts, key) = start(&[1000]).await;
-    let doomed = Receiver::scripted(vec![Reply::status(500)], Reply::ok()).await;
-    let control = Receiver::ok().await;
+    let doomed = WebhookReceiver::scripted(vec![Reply::status(500)], Reply::ok()).await;
+    let control = WebhookReceiver::ok().await;
     let hook = register(&ts, &key, &doomed.url, None).await;
     let other = register(&ts, &key, &control.url, None).await;
     reachable_lead(&ts, &key, "L1").await;
     put_call(&ts, &key, "c1", &completed("L1")).await;
-    let first = doomed.wait_for(1).await[0].clone();
+    let first = doomed.wait_for_within(1, WAIT).await[0].clone();
     let delivery = first.id().to_string();
 
     let path = format!("/v1/webhooks/{}", hook.id);
@@ -1121,7 +901,7 @@ async fn deleting_an_endpoint_stops_its_deliveries() {
     assert_eq!(ids, [&json!(other.id)]);
 
     put_call(&ts, &key, "c2", &completed("L1")).await;
-    control.wait_for(2).await;
+    control.wait_for_within(2, WAIT).await;
     settle(&ts, &key, &other.id, 2).await;
     // Past the moment the scheduled retry (1 s ± 20 %) would have come.
     let until = first.at + Duration::from_millis(2000);
@@ -1137,7 +917,7 @@ async fn deleting_an_endpoint_stops_its_deliveries() {
 async fn organizations_see_and_feed_only_their_own_endpoints() {
     let (ts, acme) = start(&[]).await;
     let beta = ts.key("beta", "admin").await;
-    let rx = Receiver::ok().await;
+    let rx = WebhookReceiver::ok().await;
     let hook = register(&ts, &acme, &rx.url, None).await;
 
     let list = expect(&ts.get(&beta, "/v1/webhooks").await, 200);
@@ -1156,7 +936,7 @@ async fn organizations_see_and_feed_only_their_own_endpoints() {
     put_call(&ts, &acme, "c9", &completed("L1")).await;
     let log = settle(&ts, &acme, &hook.id, 1).await;
     assert_eq!(log[0]["data"]["callId"], json!("c9"), "only acme's call");
-    rx.wait_for(1).await;
+    rx.wait_for_within(1, WAIT).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(rx.count(), 1);
 }
@@ -1165,9 +945,9 @@ async fn organizations_see_and_feed_only_their_own_endpoints() {
 async fn an_endpoint_with_events_gets_only_those() {
     let (ts, key) = start(&[]).await;
     let (a, b, c) = (
-        Receiver::ok().await,
-        Receiver::ok().await,
-        Receiver::ok().await,
+        WebhookReceiver::ok().await,
+        WebhookReceiver::ok().await,
+        WebhookReceiver::ok().await,
     );
     let some = register(
         &ts,
@@ -1202,11 +982,21 @@ async fn an_endpoint_with_events_gets_only_those() {
         events_of(&settle(&ts, &key, &one.id, 1).await),
         ["call.dispositioned"]
     );
-    let got: Vec<String> = a.wait_for(1).await.iter().map(|r| r.event()).collect();
+    let got: Vec<String> = a
+        .wait_for_within(1, WAIT)
+        .await
+        .iter()
+        .map(|r| r.event())
+        .collect();
     assert_eq!(got, ["call.completed"]);
-    let got: Vec<String> = c.wait_for(1).await.iter().map(|r| r.event()).collect();
+    let got: Vec<String> = c
+        .wait_for_within(1, WAIT)
+        .await
+        .iter()
+        .map(|r| r.event())
+        .collect();
     assert_eq!(got, ["call.dispositioned"]);
-    b.wait_for(3).await;
+    b.wait_for_within(3, WAIT).await;
     assert_eq!((a.count(), c.count()), (1, 1));
 }
 
@@ -1220,8 +1010,8 @@ async fn a_dead_endpoint_does_not_delay_another() {
     })
     .await;
     let key = ts.key("acme", "admin").await;
-    let dead = Receiver::dead().await;
-    let healthy = Receiver::ok().await;
+    let dead = WebhookReceiver::dead().await;
+    let healthy = WebhookReceiver::ok().await;
     let dead_hook = register(&ts, &key, &dead.url, None).await;
     let healthy_hook = register(&ts, &key, &healthy.url, None).await;
     reachable_lead(&ts, &key, "L1").await;
@@ -1242,7 +1032,7 @@ async fn a_dead_endpoint_does_not_delay_another() {
     settle(&ts, &key, &healthy_hook.id, 3).await;
 
     // The dead endpoint holds its one slot and nothing of it has finished yet.
-    dead.wait_for(1).await;
+    dead.wait_for_within(1, WAIT).await;
     assert_eq!(dead.count(), 1, "max_in_flight_per_endpoint = 1");
     let stuck = deliveries(&ts, &key, &dead_hook.id).await;
     assert_eq!(stuck.len(), 3);
@@ -1265,7 +1055,7 @@ async fn a_dead_endpoint_does_not_delay_another() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_completed_is_sent_once() {
     let (ts, key) = start(&[]).await;
-    let rx = Receiver::ok().await;
+    let rx = WebhookReceiver::ok().await;
     let hook = register(&ts, &key, &rx.url, None).await;
     reachable_lead(&ts, &key, "L1").await;
     for status in ["QUEUED", "RINGING", "IN_PROGRESS"] {
@@ -1298,7 +1088,7 @@ async fn call_completed_is_sent_once() {
     assert_eq!(data["callStatus"], json!("COMPLETE"));
     assert_eq!(data["durationSeconds"], json!(60));
     assert_eq!(data["direction"], json!("OUTBOUND"));
-    let requests = rx.wait_for(1).await;
+    let requests = rx.wait_for_within(1, WAIT).await;
     verify(&hook.secret, &requests[0]);
     assert_eq!(requests[0].json()["data"], *data);
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -1308,7 +1098,7 @@ async fn call_completed_is_sent_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_dispositioned_is_sent_once_with_exactly_the_documented_fields() {
     let (ts, key) = start(&[]).await;
-    let rx = Receiver::ok().await;
+    let rx = WebhookReceiver::ok().await;
     let hook = register(&ts, &key, &rx.url, None).await;
     let lead = ts
         .create_lead(
@@ -1375,7 +1165,7 @@ async fn call_dispositioned_is_sent_once_with_exactly_the_documented_fields() {
     });
     assert_eq!(lead["phone"], json!("+15557654321"));
     assert_eq!(log[1]["data"], expected);
-    let requests = rx.wait_for(2).await;
+    let requests = rx.wait_for_within(2, WAIT).await;
     let sent = requests
         .iter()
         .find(|r| r.event() == "call.dispositioned")
@@ -1389,7 +1179,7 @@ async fn call_dispositioned_is_sent_once_with_exactly_the_documented_fields() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_dispositioned_leaves_out_what_is_not_known() {
     let (ts, key) = start(&[]).await;
-    let rx = Receiver::ok().await;
+    let rx = WebhookReceiver::ok().await;
     let hook = register(&ts, &key, &rx.url, Some(&["call.dispositioned"])).await;
     let lead = ts
         .create_lead(&key, &json!({"id": "L8", "phone": "+15550001234"}))
@@ -1416,7 +1206,7 @@ async fn call_dispositioned_leaves_out_what_is_not_known() {
         "profile is a string: {lead}"
     );
     assert_eq!(log[0]["data"], expected);
-    let requests = rx.wait_for(1).await;
+    let requests = rx.wait_for_within(1, WAIT).await;
     verify(&hook.secret, &requests[0]);
     assert_eq!(requests[0].json()["data"], expected);
 }
@@ -1424,7 +1214,7 @@ async fn call_dispositioned_leaves_out_what_is_not_known() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_disposition_given_before_completion_is_sent_when_the_call_completes() {
     let (ts, key) = start(&[]).await;
-    let rx = Receiver::ok().await;
+    let rx = WebhookReceiver::ok().await;
     let hook = register(&ts, &key, &rx.url, Some(&["call.dispositioned"])).await;
     reachable_lead(&ts, &key, "L1").await;
     let mut call = in_progress("L1");
@@ -1443,14 +1233,14 @@ async fn a_disposition_given_before_completion_is_sent_when_the_call_completes()
     assert_eq!(events_of(&log), ["call.dispositioned"]);
     assert_eq!(log[0]["data"]["dispositionId"], json!("disp-early"));
     assert_eq!(log[0]["data"]["durationSeconds"], json!(60));
-    let requests = rx.wait_for(1).await;
+    let requests = rx.wait_for_within(1, WAIT).await;
     verify(&hook.secret, &requests[0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transfer_events_are_sent_once_when_the_transfer_status_is_first_set() {
     let (ts, key) = start(&[]).await;
-    let rx = Receiver::ok().await;
+    let rx = WebhookReceiver::ok().await;
     let hook = register(&ts, &key, &rx.url, None).await;
     reachable_lead(&ts, &key, "L1").await;
 
@@ -1481,7 +1271,7 @@ async fn transfer_events_are_sent_once_when_the_transfer_status_is_first_set() {
     assert_eq!(failed["callId"], json!("c2"));
     assert_eq!(failed["leadId"], json!("L1"));
     assert_eq!(failed["transferStatus"], json!("failed"));
-    let requests = rx.wait_for(2).await;
+    let requests = rx.wait_for_within(2, WAIT).await;
     for r in &requests {
         verify(&hook.secret, r);
     }
@@ -1505,7 +1295,7 @@ async fn a_failed_attempt_says_a_short_class_only() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let refused = format!("http://{}/hook", closed.local_addr().expect("addr"));
     drop(closed);
-    let plain = Receiver::ok().await;
+    let plain = WebhookReceiver::ok().await;
     let tls = plain.url.replacen("http://", "https://", 1);
     let refused_hook = register(&ts, &key, &refused, None).await;
     let tls_hook = register(&ts, &key, &tls, None).await;

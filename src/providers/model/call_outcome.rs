@@ -660,7 +660,7 @@ mod tests {
         .await;
         let got = ask(&client(), &settings(base_url), "", &turns(), &CHOICES, None).await;
         assert_eq!(got, Ok(outcome("Wants a quote.", Some("interested"))));
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.received();
         assert_eq!(seen.len(), 2);
         assert_eq!(
             seen[0].body,
@@ -692,7 +692,7 @@ mod tests {
         // Without choices: no dispositionId, whatever the model says.
         let got = ask_with_backoff(&client(), &settings, "", &turns(), &[], None, &no_wait).await;
         assert_eq!(got, Ok(outcome("Not now.", None)));
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.received();
         let modes: Vec<bool> = seen
             .iter()
             .map(|r| r.body.get("response_format").is_some())
@@ -728,7 +728,7 @@ mod tests {
                     .to_string()
             )
         );
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.received();
         // One json_schema request, then three forced tool attempts.
         assert_eq!(seen.len(), 4);
         assert!(seen
@@ -755,7 +755,7 @@ mod tests {
         )
         .await;
         assert_eq!(got, Err("status 401".to_string()));
-        assert_eq!(seen.lock().unwrap().len(), 1);
+        assert_eq!(seen.count(), 1);
     }
 
     #[tokio::test]

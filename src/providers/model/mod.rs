@@ -182,80 +182,29 @@ pub async fn send<T>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::convert::Infallible;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Arc, Mutex};
-
-    use bytes::Bytes;
-    use http_body_util::{BodyExt, Full};
-    use hyper::{Request, Response};
     use serde_json::json;
+
+    use crate::testkit::model::{FakeModel, Step};
 
     use super::protocol::request_body;
     use super::protocol::tests::{context, turns};
     use crate::channel::Channel;
 
-    /// What the test server saw of one request.
-    #[derive(Debug, Clone)]
-    pub(crate) struct Seen {
-        pub(crate) path: String,
-        pub(crate) authorization: Option<String>,
-        pub(crate) content_type: Option<String>,
-        pub(crate) body: Value,
-    }
-
-    /// A model server on 127.0.0.1: the n-th request gets `answers[n]` (the last one
+    /// The test kit's model server: the n-th request gets `answers[n]` (the last one
     /// repeated) after its delay. Post-call processing's tests use it too.
     pub(crate) async fn model_server(
         answers: Vec<(u16, &'static str, Duration)>,
-    ) -> (String, Arc<Mutex<Vec<Seen>>>) {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
-        let count = Arc::new(AtomicUsize::new(0));
-        let answers = Arc::new(answers);
-        let recorded = seen.clone();
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let (seen, count, answers) = (recorded.clone(), count.clone(), answers.clone());
-                tokio::spawn(async move {
-                    let svc =
-                        hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                            let (seen, count, answers) =
-                                (seen.clone(), count.clone(), answers.clone());
-                            async move {
-                                let header = |name: &str| {
-                                    req.headers()
-                                        .get(name)
-                                        .map(|v| v.to_str().unwrap().to_string())
-                                };
-                                let (path, authorization, content_type) = (
-                                    req.uri().path().to_string(),
-                                    header("authorization"),
-                                    header("content-type"),
-                                );
-                                let body = req.into_body().collect().await.unwrap().to_bytes();
-                                seen.lock().unwrap().push(Seen {
-                                    path,
-                                    authorization,
-                                    content_type,
-                                    body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-                                });
-                                let n = count.fetch_add(1, Ordering::SeqCst);
-                                let (status, text, delay) = answers[n.min(answers.len() - 1)];
-                                tokio::time::sleep(delay).await;
-                                let mut resp = Response::new(Full::new(Bytes::from(text)));
-                                *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                                Ok::<_, Infallible>(resp)
-                            }
-                        });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                        .await;
-                });
-            }
-        });
-        (format!("http://{addr}/v1/"), seen)
+    ) -> (String, FakeModel) {
+        let model = FakeModel::start().await;
+        let step = |(status, text, delay): (u16, &str, Duration)| {
+            Step::Raw(status, text.to_string()).delayed(delay)
+        };
+        let last = *answers.last().expect("an answer");
+        for answer in &answers[..answers.len() - 1] {
+            model.push(step(*answer));
+        }
+        model.set_default(step(last));
+        (format!("{}/", model.base_url()), model)
     }
 
     pub(crate) fn client() -> HttpClient {
@@ -281,7 +230,7 @@ pub(crate) mod tests {
         let body = request_body("m", 200, &context(Channel::Sms, &turns(2)), &[]);
         let answer = complete(&client(), &settings, &body).await;
         assert_eq!(answer, Ok(Answer::Text("Hello Ada".into())));
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.received();
         assert_eq!(seen.len(), 2);
         for request in &seen {
             assert_eq!(request.path, "/v1/chat/completions");
@@ -306,7 +255,7 @@ pub(crate) mod tests {
         assert_eq!(answer, Err(Failure::Timeout));
         // Three attempts of 100 ms and the 250 + 500 ms waits between them.
         assert!(started.elapsed() >= Duration::from_millis(1_050));
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.received();
         assert_eq!(seen.len(), 3);
         assert!(seen.iter().all(|r| r.authorization.is_none()));
         assert!(seen.iter().all(|r| r.path == "/v1/chat/completions"));
@@ -341,7 +290,7 @@ pub(crate) mod tests {
         let one = complete_with_backoff(&client, &settings, &json!({}), &[]).await;
         assert_eq!(one, Err(Failure::Malformed));
         assert_eq!(Failure::Malformed.to_string(), "malformed answer");
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.received();
         assert_eq!(seen.len(), 3);
         // An empty key sends no Authorization.
         assert!(seen.iter().all(|r| r.authorization.is_none()));

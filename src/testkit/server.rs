@@ -1,28 +1,21 @@
-//! The harness of the black-box tests: a real `engaged` server on an ephemeral loopback
-//! port, over HTTPS with the self-signed certificate it generates, and a client that
-//! trusts exactly that certificate.
-#![allow(dead_code)]
+//! The test server: a real `engaged` server on an ephemeral loopback port, over HTTPS
+//! with the self-signed certificate it generates, in a temporary data directory, and a
+//! client that trusts exactly that certificate.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Method, Request};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
-use engaged::admin::AdminRequest;
-use engaged::config::Config;
-use engaged::server::Server;
+use crate::admin::AdminRequest;
+use crate::config::Config;
+use crate::server::Server;
+use crate::testkit::https::{client_trusting, HttpsClient};
 
-type HttpsClient = Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
->;
-
+/// A whole answer: status, headers and body.
 pub struct Response {
     pub status: u16,
     pub headers: HeaderMap,
@@ -53,6 +46,8 @@ impl Response {
     }
 }
 
+/// A running server, its `https://localhost:PORT` base, its data directory (removed
+/// when dropped) and a client trusting its certificate.
 pub struct TestServer {
     pub server: Server,
     pub base: String,
@@ -88,9 +83,14 @@ impl TestServer {
         }
     }
 
+    /// The certificate the server generated (what its clients trust).
+    pub fn cert(&self) -> PathBuf {
+        self.data_dir.join("tls/cert.pem")
+    }
+
     /// Runs an admin command (what `engaged org|key ...` does) against the server.
     pub async fn admin(&self, request: AdminRequest) -> Result<Value, String> {
-        engaged::admin::run(self.server.store(), request)
+        crate::admin::run(self.server.store(), request)
             .await
             .map_err(|e| e.to_string())
     }
@@ -106,7 +106,7 @@ impl TestServer {
         let created = self
             .admin(AdminRequest::KeyCreate {
                 org: org.to_string(),
-                scope: engaged::store::records::Scope::parse(scope).expect("a scope"),
+                scope: crate::store::records::Scope::parse(scope).expect("a scope"),
                 name: None,
             })
             .await
@@ -209,7 +209,7 @@ impl TestServer {
         self.server
             .store()
             .write(move |tx| {
-                use engaged::store::Reader;
+                use crate::store::Reader;
                 let old = tx.lead(&org_id, &id)?.expect("the lead");
                 let mut lead = old.clone();
                 lead.phone = phone.clone();
@@ -222,31 +222,41 @@ impl TestServer {
     }
 }
 
-/// A rustls client configuration that trusts exactly the certificate at `cert`.
-pub fn tls_trusting(cert: &std::path::Path) -> rustls::ClientConfig {
-    let pem = std::fs::read(cert).expect("certificate written by the server");
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-        roots.add(cert.expect("pem")).expect("root");
-    }
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("tls versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth()
-}
-
-pub fn client_trusting(cert: &std::path::Path) -> HttpsClient {
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls_trusting(cert))
-        .https_only()
-        .enable_http1()
-        .enable_http2()
-        .build();
-    Client::builder(TokioExecutor::new()).build(connector)
-}
-
 /// Percent-encodes a query value (timestamps carry `+` and `:`).
 pub fn enc(value: &str) -> String {
     percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// A test server with organization `acme` and a key of each scope: what most test
+/// modules start from.
+pub struct Org {
+    /// The server.
+    pub ts: TestServer,
+    /// A `write` key of `acme`.
+    pub write: String,
+    /// An `admin` key of `acme`.
+    pub admin: String,
+    /// A `read` key of `acme`.
+    pub read: String,
+}
+
+impl Org {
+    /// A server with the default test configuration.
+    pub async fn start() -> Org {
+        Org::start_with(|_| {}).await
+    }
+
+    /// A server whose configuration `adjust` may change first.
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> Org {
+        let ts = TestServer::start_with(adjust).await;
+        let write = ts.key("acme", "write").await;
+        let admin = ts.key("acme", "admin").await;
+        let read = ts.key("acme", "read").await;
+        Org {
+            ts,
+            write,
+            admin,
+            read,
+        }
+    }
 }

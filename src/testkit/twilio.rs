@@ -9,7 +9,8 @@
 //! ([`FakeTwilio::script`]) answers the next requests with each status in turn (429 as
 //! Twilio's `{"code": 20429}`, with `Retry-After` when given) before answering as usual,
 //! and a call's answer may carry another status ([`FakeTwilio::answer_calls_with`]).
-//! Each request records when it arrived.
+//! Each request records when it arrived. Told to, it answers every request with one
+//! status and body verbatim ([`FakeTwilio::answer_with`]).
 //!
 //! Recordings: `GET /2010-04-01/Accounts/{sid}/Recordings/{RecordingSid}.mp3` serves the
 //! bytes a test registered with [`FakeTwilio::serve_recording`], `audio/mpeg`, after
@@ -17,21 +18,22 @@
 //! otherwise); told to, it answers 500 the next N times. Every such request is counted.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use http_body_util::Full;
+use hyper::http::request::Parts;
+use hyper::Response;
+
+use crate::testkit::serve::{serve, Answer};
 
 #[derive(Debug, Clone)]
 pub struct Sent {
+    pub method: String,
     pub path: String,
     pub authorization: String,
+    pub content_type: Option<String>,
     pub form: Vec<(String, String)>,
     /// The `sid` the fake answered (none when it refused, failed or hung).
     pub sid: Option<String>,
@@ -81,6 +83,8 @@ struct State {
     script: Mutex<std::collections::VecDeque<(u16, Option<u64>)>>,
     /// The `status` a call's 201 answer carries (`queued` when none).
     call_status: Mutex<Option<String>>,
+    /// What every Messages/Calls request answers instead, when set.
+    fixed: Mutex<Option<(u16, String)>>,
 }
 
 #[derive(Clone)]
@@ -91,36 +95,14 @@ pub struct FakeTwilio {
 
 impl FakeTwilio {
     pub async fn start() -> FakeTwilio {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let base_url = format!("http://{}", listener.local_addr().expect("addr"));
         let state = Arc::new(State::default());
         let shared = state.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let state = shared.clone();
-                tokio::spawn(async move {
-                    // A hung request closes its connection without an answer.
-                    let hang = Arc::new(tokio::sync::Notify::new());
-                    let hung = hang.clone();
-                    let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let state = state.clone();
-                        let hang = hang.clone();
-                        async move { Ok::<_, Infallible>(answer(&state, &hang, req).await) }
-                    });
-                    let connection =
-                        http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-                    tokio::select! {
-                        _ = connection => {}
-                        _ = hung.notified() => {}
-                    }
-                });
-            }
-        });
+        let addr = serve(move |parts, body| {
+            let state = shared.clone();
+            async move { answer(&state, parts, body).await }
+        })
+        .await;
+        let base_url = format!("http://{addr}");
         FakeTwilio { state, base_url }
     }
 
@@ -142,6 +124,12 @@ impl FakeTwilio {
             .lock()
             .unwrap()
             .extend(answers.iter().copied());
+    }
+
+    /// Every Messages/Calls request from now on answers `status` and `body`, verbatim
+    /// (unless scripted, refused or to a number that opted out).
+    pub fn answer_with(&self, status: u16, body: &str) {
+        *self.state.fixed.lock().unwrap() = Some((status, body.to_string()));
     }
 
     /// A call's 201 answer says this `status` (Twilio says `queued`).
@@ -187,6 +175,11 @@ impl FakeTwilio {
     /// Every recording request so far (whatever it was answered).
     pub fn recording_requests(&self) -> Vec<RecordingRequest> {
         self.state.recording_requests.lock().unwrap().clone()
+    }
+
+    /// Every request so far: messages, calls and recordings.
+    pub fn total(&self) -> usize {
+        self.sent().len() + self.calls().len() + self.recording_count()
     }
 
     pub fn recording_count(&self) -> usize {
@@ -254,32 +247,31 @@ fn recording(state: &State, path: &str, authorization: &str) -> Response<Full<By
     }
 }
 
-async fn answer(
-    state: &State,
-    hang: &tokio::sync::Notify,
-    req: Request<hyper::body::Incoming>,
-) -> Response<Full<Bytes>> {
-    let path = req.uri().path().to_string();
-    let authorization = req
-        .headers()
+/// The answer to one request; `None` (told to hang) closes the connection unanswered.
+async fn answer(state: &State, parts: Parts, body: Bytes) -> Answer {
+    let path = parts.uri.path().to_string();
+    let authorization = parts
+        .headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    if req.method() == hyper::Method::GET {
-        return recording(state, &path, &authorization);
+    if parts.method == hyper::Method::GET {
+        return Some(recording(state, &path, &authorization));
     }
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+    let method = parts.method.to_string();
+    let content_type = parts
+        .headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
     let is_call = path.ends_with("/Calls.json");
     let sent = Sent {
+        method,
         path,
         authorization,
+        content_type,
         form,
         sid: None,
         at: std::time::Instant::now(),
@@ -293,8 +285,7 @@ async fn answer(
     };
     let json = "application/json";
     if state.hang_next.swap(false, Ordering::SeqCst) {
-        hang.notify_one();
-        return std::future::pending().await;
+        return None;
     }
     let scripted = state.script.lock().unwrap().pop_front();
     if let Some((status, retry_after)) = scripted {
@@ -308,21 +299,24 @@ async fn answer(
             r.headers_mut()
                 .insert("retry-after", seconds.to_string().parse().unwrap());
         }
-        return r;
+        return Some(r);
     }
     if is_call && state.refuse_next_call.swap(false, Ordering::SeqCst) {
-        return reply(
+        return Some(reply(
             400,
             json,
             r#"{"code": 21217, "message": "Phone number does not appear to be valid", "status": 400}"#,
-        );
+        ));
     }
     if !is_call && state.opted_out.lock().unwrap().contains(&to) {
-        return reply(
+        return Some(reply(
             400,
             json,
             r#"{"code": 21610, "message": "Attempt to send to unsubscribed recipient", "status": 400}"#,
-        );
+        ));
+    }
+    if let Some((status, body)) = state.fixed.lock().unwrap().clone() {
+        return Some(reply(status, json, body));
     }
     let sid = if is_call {
         let n = state.call_count.fetch_add(1, Ordering::SeqCst);
@@ -336,158 +330,145 @@ async fn answer(
         Some(status) if is_call => status.clone(),
         _ => "queued".to_string(),
     };
-    reply(
+    Some(reply(
         201,
         json,
         format!(r#"{{"sid": "{sid}", "status": "{status}"}}"#),
-    )
+    ))
 }
 
-// ---------------------------------------------------------------------------------------
-// Tests of the fake itself (they pass on their own)
-// ---------------------------------------------------------------------------------------
+// Tests of the fake itself.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::https::{fetch, plain_client, PlainClient};
+    use http_body_util::BodyExt;
 
-type PlainClient = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    Full<Bytes>,
->;
-
-fn plain_client() -> PlainClient {
-    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http()
-}
-
-async fn call_fake(
-    client: &PlainClient,
-    method: &str,
-    url: &str,
-    authorization: Option<&str>,
-    body: &str,
-) -> (u16, Bytes) {
-    let mut request = hyper::Request::builder().method(method).uri(url);
-    if let Some(auth) = authorization {
-        request = request.header("authorization", auth);
-    }
-    let request = request
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .expect("request");
-    let response = client.request(request).await.expect("the fake answers");
-    let status = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    (status, bytes)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_twilio_records_calls_with_repeated_fields_and_refuses_one_when_told() {
-    let fake = FakeTwilio::start().await;
-    let client = plain_client();
-    let url = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
-    let form = "To=%2B15551230001&From=%2B15550100000&StatusCallbackEvent=initiated\
-                &StatusCallbackEvent=ringing&StatusCallbackEvent=answered\
-                &StatusCallbackEvent=completed";
-    let (status, body) = call_fake(&client, "POST", &url, Some("Basic x"), form).await;
-    assert_eq!(status, 201);
-    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(answer["status"], "queued");
-    let sid = answer["sid"].as_str().unwrap().to_string();
-    assert!(sid.starts_with("CA") && sid.len() == 34, "{sid}");
-    fake.refuse_next_call();
-    let (status, body) = call_fake(&client, "POST", &url, None, "To=%2B1").await;
-    assert_eq!(status, 400);
-    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(answer["code"], 21217);
-    let calls = fake.calls();
-    assert_eq!(calls.len(), 2);
-    assert_eq!(calls[0].sid.as_deref(), Some(sid.as_str()));
-    assert_eq!(calls[0].authorization, "Basic x");
-    assert_eq!(calls[0].field("To"), Some("+15551230001"));
-    assert_eq!(
-        calls[0].fields("StatusCallbackEvent"),
-        ["initiated", "ringing", "answered", "completed"]
-    );
-    assert_eq!(calls[1].sid, None);
-    assert!(fake.sent().is_empty(), "calls are not messages");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_twilio_answers_its_script_then_as_usual() {
-    let fake = FakeTwilio::start().await;
-    fake.script(&[(429, Some(2)), (503, None)]);
-    fake.answer_calls_with("completed");
-    let client = plain_client();
-    let messages = format!("{}/2010-04-01/Accounts/AC1/Messages.json", fake.base_url);
-    let calls = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
-    let request = |url: String| {
-        let client = client.clone();
-        async move {
-            let request = hyper::Request::post(url)
-                .body(Full::new(Bytes::from_static(b"To=%2B1")))
-                .unwrap();
-            let response = client.request(request).await.unwrap();
-            let status = response.status().as_u16();
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .map(|v| v.to_str().unwrap().to_string());
-            let body = response.into_body().collect().await.unwrap().to_bytes();
-            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
-            (status, retry_after, body)
+    async fn call_fake(
+        client: &PlainClient,
+        method: &str,
+        url: &str,
+        authorization: Option<&str>,
+        body: &str,
+    ) -> (u16, Bytes) {
+        let mut request = hyper::Request::builder().method(method).uri(url);
+        if let Some(auth) = authorization {
+            request = request.header("authorization", auth);
         }
-    };
-    let (status, retry_after, body) = request(messages.clone()).await;
-    assert_eq!((status, retry_after.as_deref()), (429, Some("2")));
-    assert_eq!(body["code"], 20429);
-    let (status, retry_after, _) = request(calls.clone()).await;
-    assert_eq!((status, retry_after), (503, None));
-    let (status, _, body) = request(messages).await;
-    assert_eq!((status, body["status"].as_str()), (201, Some("queued")));
-    let (status, _, body) = request(calls).await;
-    assert_eq!((status, body["status"].as_str()), (201, Some("completed")));
-    assert_eq!(fake.sent().len(), 2);
-    assert_eq!(fake.calls().len(), 2);
-    assert!(fake.sent()[0].at <= fake.sent()[1].at);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_twilio_serves_recordings_to_its_credentials_and_fails_when_told() {
-    use base64::Engine as _;
-    let fake = FakeTwilio::start().await;
-    fake.expect_credentials("AC1", "secret");
-    fake.serve_recording("RE1", vec![1, 2, 3]);
-    let client = plain_client();
-    let url = format!(
-        "{}/2010-04-01/Accounts/AC1/Recordings/RE1.mp3",
-        fake.base_url
-    );
-    let good = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode("AC1:secret")
-    );
-    let bad = format!(
-        "Basic {}",
-        base64::engine::general_purpose::STANDARD.encode("AC1:wrong")
-    );
-    assert_eq!(call_fake(&client, "GET", &url, None, "").await.0, 401);
-    assert_eq!(call_fake(&client, "GET", &url, Some(&bad), "").await.0, 401);
-    fake.fail_recordings(2);
-    for _ in 0..2 {
-        assert_eq!(
-            call_fake(&client, "GET", &url, Some(&good), "").await.0,
-            500
-        );
+        let request = request
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .expect("request");
+        fetch(client, request).await
     }
-    let (status, body) = call_fake(&client, "GET", &url, Some(&good), "").await;
-    assert_eq!((status, body.to_vec()), (200, vec![1, 2, 3]));
-    let other = url.replace("RE1", "RE2");
-    assert_eq!(
-        call_fake(&client, "GET", &other, Some(&good), "").await.0,
-        404
-    );
-    assert_eq!(fake.recording_count(), 6);
-    assert_eq!(fake.recording_requests()[2].authorization, good);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_twilio_records_calls_with_repeated_fields_and_refuses_one_when_told() {
+        let fake = FakeTwilio::start().await;
+        let client = plain_client();
+        let url = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
+        let form = "To=%2B15551230001&From=%2B15550100000&StatusCallbackEvent=initiated\
+                    &StatusCallbackEvent=ringing&StatusCallbackEvent=answered\
+                    &StatusCallbackEvent=completed";
+        let (status, body) = call_fake(&client, "POST", &url, Some("Basic x"), form).await;
+        assert_eq!(status, 201);
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["status"], "queued");
+        let sid = answer["sid"].as_str().unwrap().to_string();
+        assert!(sid.starts_with("CA") && sid.len() == 34, "{sid}");
+        fake.refuse_next_call();
+        let (status, body) = call_fake(&client, "POST", &url, None, "To=%2B1").await;
+        assert_eq!(status, 400);
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(answer["code"], 21217);
+        let calls = fake.calls();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0].sid.as_deref(), Some(sid.as_str()));
+        assert_eq!(calls[0].authorization, "Basic x");
+        assert_eq!(calls[0].field("To"), Some("+15551230001"));
+        assert_eq!(
+            calls[0].fields("StatusCallbackEvent"),
+            ["initiated", "ringing", "answered", "completed"]
+        );
+        assert_eq!(calls[1].sid, None);
+        assert!(fake.sent().is_empty(), "calls are not messages");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_twilio_answers_its_script_then_as_usual() {
+        let fake = FakeTwilio::start().await;
+        fake.script(&[(429, Some(2)), (503, None)]);
+        fake.answer_calls_with("completed");
+        let client = plain_client();
+        let messages = format!("{}/2010-04-01/Accounts/AC1/Messages.json", fake.base_url);
+        let calls = format!("{}/2010-04-01/Accounts/AC1/Calls.json", fake.base_url);
+        let request = |url: String| {
+            let client = client.clone();
+            async move {
+                let request = hyper::Request::post(url)
+                    .body(Full::new(Bytes::from_static(b"To=%2B1")))
+                    .unwrap();
+                let response = client.request(request).await.unwrap();
+                let status = response.status().as_u16();
+                let retry_after = response
+                    .headers()
+                    .get("retry-after")
+                    .map(|v| v.to_str().unwrap().to_string());
+                let body = response.into_body().collect().await.unwrap().to_bytes();
+                let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                (status, retry_after, body)
+            }
+        };
+        let (status, retry_after, body) = request(messages.clone()).await;
+        assert_eq!((status, retry_after.as_deref()), (429, Some("2")));
+        assert_eq!(body["code"], 20429);
+        let (status, retry_after, _) = request(calls.clone()).await;
+        assert_eq!((status, retry_after), (503, None));
+        let (status, _, body) = request(messages).await;
+        assert_eq!((status, body["status"].as_str()), (201, Some("queued")));
+        let (status, _, body) = request(calls).await;
+        assert_eq!((status, body["status"].as_str()), (201, Some("completed")));
+        assert_eq!(fake.sent().len(), 2);
+        assert_eq!(fake.calls().len(), 2);
+        assert!(fake.sent()[0].at <= fake.sent()[1].at);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_twilio_serves_recordings_to_its_credentials_and_fails_when_told() {
+        use base64::Engine as _;
+        let fake = FakeTwilio::start().await;
+        fake.expect_credentials("AC1", "secret");
+        fake.serve_recording("RE1", vec![1, 2, 3]);
+        let client = plain_client();
+        let url = format!(
+            "{}/2010-04-01/Accounts/AC1/Recordings/RE1.mp3",
+            fake.base_url
+        );
+        let good = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("AC1:secret")
+        );
+        let bad = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("AC1:wrong")
+        );
+        assert_eq!(call_fake(&client, "GET", &url, None, "").await.0, 401);
+        assert_eq!(call_fake(&client, "GET", &url, Some(&bad), "").await.0, 401);
+        fake.fail_recordings(2);
+        for _ in 0..2 {
+            assert_eq!(
+                call_fake(&client, "GET", &url, Some(&good), "").await.0,
+                500
+            );
+        }
+        let (status, body) = call_fake(&client, "GET", &url, Some(&good), "").await;
+        assert_eq!((status, body.to_vec()), (200, vec![1, 2, 3]));
+        let other = url.replace("RE1", "RE2");
+        assert_eq!(
+            call_fake(&client, "GET", &other, Some(&good), "").await.0,
+            404
+        );
+        assert_eq!(fake.recording_count(), 6);
+        assert_eq!(fake.recording_requests()[2].authorization, good);
+    }
 }

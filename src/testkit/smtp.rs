@@ -7,7 +7,6 @@
 //! answer 451; `refuse_auth` makes AUTH answer 535; `offer_smtputf8` adds SMTPUTF8.
 //! [`SmtpSink::start_tls`] serves TLS (implicit, or after STARTTLS) with a certificate
 //! for 127.0.0.1 issued by a [`TestCa`].
-#![allow(dead_code)]
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -26,7 +25,14 @@ pub struct TestCa {
     pub key: rustls::pki_types::PrivateKeyDer<'static>,
 }
 
+impl Default for TestCa {
+    fn default() -> TestCa {
+        TestCa::new()
+    }
+}
+
 impl TestCa {
+    /// A new CA and a server certificate it issued.
     pub fn new() -> TestCa {
         use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
         let ca_key = KeyPair::generate().expect("ca key");

@@ -1,5 +1,6 @@
-//! A scripted OpenAI-compatible chat-completions server for the assistant tests, and the
-//! tests of the fake itself (and of the shared webhook receiver), which pass on their own.
+//! A scripted OpenAI-compatible chat-completions server for the assistant tests (the unit
+//! tests of the model client, `tests/http` and the voice bench), and the tests of the
+//! fake itself.
 //!
 //! `FakeModel::start()` serves plain HTTP/1.1 on `127.0.0.1:0`. Every request is recorded
 //! on arrival (method, path, `Authorization` and `User-Agent` headers, JSON body). `POST
@@ -8,18 +9,19 @@
 //! is not JSON is 400 (both still recorded, so a wrong call shows in the log).
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
+
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
+use http_body_util::Full;
+use hyper::http::request::Parts;
 use hyper::StatusCode;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
+
+use crate::testkit::serve::serve;
 
 /// One scripted tool call of an answer.
 #[derive(Clone, Debug)]
@@ -105,6 +107,7 @@ pub struct ModelRequest {
     pub path: String,
     pub authorization: Option<String>,
     pub user_agent: Option<String>,
+    pub content_type: Option<String>,
     /// The body as JSON (`null` when it was not JSON).
     pub body: Value,
 }
@@ -115,6 +118,8 @@ struct State {
     default: Mutex<Option<Step>>,
     log: Mutex<Vec<ModelRequest>>,
     answered: Mutex<u64>,
+    /// Microseconds spent answering, from each request's arrival to its answer.
+    busy_micros: AtomicU64,
 }
 
 pub struct FakeModel {
@@ -132,33 +137,19 @@ impl FakeModel {
     pub const API_KEY: &'static str = "sk-test";
 
     pub async fn start() -> FakeModel {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind fake model");
-        let addr = listener.local_addr().expect("fake model address");
         let state: Arc<State> = Arc::default();
-        let accept_state = state.clone();
-        tokio::spawn(async move {
-            loop {
-                let stream = match listener.accept().await {
-                    Ok((stream, _)) => stream,
-                    Err(_) => {
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                let state = accept_state.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let state = state.clone();
-                        async move { Ok::<_, Infallible>(answer(&state, req).await) }
-                    });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
+        let shared = state.clone();
+        let addr = serve(move |parts, body| {
+            let state = shared.clone();
+            async move {
+                let started = Instant::now();
+                let answer = answer(&state, parts, body).await;
+                let spent = started.elapsed().as_micros() as u64;
+                state.busy_micros.fetch_add(spent, Ordering::Relaxed);
+                Some(answer)
             }
-        });
+        })
+        .await;
         FakeModel { addr, state }
     }
 
@@ -208,6 +199,12 @@ impl FakeModel {
         }
     }
 
+    /// The fake's own time so far: from each request's arrival to its answer, summed
+    /// (what a measurement of the server's latency subtracts).
+    pub fn busy(&self) -> Duration {
+        Duration::from_micros(self.state.busy_micros.load(Ordering::Relaxed))
+    }
+
     /// The `PATCH /v1/org` body that points the organization's assistant at this fake:
     /// model [`FakeModel::MODEL`], key [`FakeModel::API_KEY`], `timeoutMs` 1000.
     pub fn settings(&self) -> Value {
@@ -234,16 +231,7 @@ fn error_body(message: &str) -> String {
     json!({"error": {"message": message, "type": "invalid_request_error"}}).to_string()
 }
 
-async fn answer(
-    state: &State,
-    req: hyper::Request<hyper::body::Incoming>,
-) -> hyper::Response<Full<Bytes>> {
-    let (parts, body) = req.into_parts();
-    let bytes = body
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+async fn answer(state: &State, parts: Parts, bytes: Bytes) -> hyper::Response<Full<Bytes>> {
     let json: Option<Value> = serde_json::from_slice(&bytes).ok();
     state.log.lock().unwrap().push(ModelRequest {
         method: parts.method.to_string(),
@@ -256,6 +244,11 @@ async fn answer(
         user_agent: parts
             .headers
             .get(hyper::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        content_type: parts
+            .headers
+            .get(hyper::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         body: json.clone().unwrap_or(Value::Null),
@@ -335,181 +328,152 @@ async fn answer(
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Tests of the fakes themselves
-// ---------------------------------------------------------------------------------------
+// Tests of the fake itself.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::https::{fetch, plain_client, PlainClient};
 
-type PlainClient = hyper_util::client::legacy::Client<
-    hyper_util::client::legacy::connect::HttpConnector,
-    Full<Bytes>,
->;
+    /// POSTs `body` to `url` with `Authorization: Bearer sk-test`; returns status and JSON.
+    async fn post(client: &PlainClient, url: &str, body: &[u8]) -> (u16, Value) {
+        let request = hyper::Request::post(url)
+            .header("authorization", "Bearer sk-test")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::copy_from_slice(body)))
+            .expect("request");
+        let (status, bytes) = fetch(client, request).await;
+        (
+            status,
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
+        )
+    }
 
-fn plain_client() -> PlainClient {
-    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new()).build_http()
-}
+    fn chat(content: &str) -> Vec<u8> {
+        json!({"model": "test-model", "messages": [{"role": "user", "content": content}]})
+            .to_string()
+            .into_bytes()
+    }
 
-/// POSTs `body` to `url` with `Authorization: Bearer sk-test`; returns status and JSON.
-async fn post(client: &PlainClient, url: &str, body: &[u8]) -> (u16, Value) {
-    let request = hyper::Request::post(url)
-        .header("authorization", "Bearer sk-test")
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::copy_from_slice(body)))
-        .expect("request");
-    let response = client.request(request).await.expect("fake answers");
-    let status = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned())),
-    )
-}
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_model_answers_its_script_in_order_then_the_default() {
+        let fake = FakeModel::start().await;
+        assert!(fake.base_url().starts_with("http://127.0.0.1:"));
+        assert!(fake.base_url().ends_with("/v1"));
+        fake.push(Step::text("first"));
+        fake.push(Step::tool("call_1", "mark_hot", json!({})));
+        fake.push(Step::status(503));
+        fake.push(Step::Raw(200, "<html>not json</html>".into()));
+        let url = format!("{}/chat/completions", fake.base_url());
+        let client = plain_client();
 
-fn chat(content: &str) -> Vec<u8> {
-    json!({"model": "test-model", "messages": [{"role": "user", "content": content}]})
-        .to_string()
-        .into_bytes()
-}
+        let (status, body) = post(&client, &url, &chat("one")).await;
+        assert_eq!(status, 200);
+        assert_eq!(body["object"], json!("chat.completion"));
+        assert_eq!(body["model"], json!("test-model"));
+        assert_eq!(
+            body["choices"],
+            json!([{"index": 0, "message": {"role": "assistant", "content": "first"}, "finish_reason": "stop"}])
+        );
+        assert!(body["id"].is_string());
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_model_answers_its_script_in_order_then_the_default() {
-    let fake = FakeModel::start().await;
-    assert!(fake.base_url().starts_with("http://127.0.0.1:"));
-    assert!(fake.base_url().ends_with("/v1"));
-    fake.push(Step::text("first"));
-    fake.push(Step::tool("call_1", "mark_hot", json!({})));
-    fake.push(Step::status(503));
-    fake.push(Step::Raw(200, "<html>not json</html>".into()));
-    let url = format!("{}/chat/completions", fake.base_url());
-    let client = plain_client();
+        let (status, body) = post(&client, &url, &chat("two")).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            body["choices"][0],
+            json!({"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": "mark_hot", "arguments": "{}"}}]}})
+        );
 
-    let (status, body) = post(&client, &url, &chat("one")).await;
-    assert_eq!(status, 200);
-    assert_eq!(body["object"], json!("chat.completion"));
-    assert_eq!(body["model"], json!("test-model"));
-    assert_eq!(
-        body["choices"],
-        json!([{"index": 0, "message": {"role": "assistant", "content": "first"}, "finish_reason": "stop"}])
-    );
-    assert!(body["id"].is_string());
+        let (status, body) = post(&client, &url, &chat("three")).await;
+        assert_eq!(status, 503);
+        assert!(body["error"]["message"].is_string(), "{body}");
 
-    let (status, body) = post(&client, &url, &chat("two")).await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        body["choices"][0],
-        json!({"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant", "content": null,
-            "tool_calls": [{"id": "call_1", "type": "function",
-                            "function": {"name": "mark_hot", "arguments": "{}"}}]}})
-    );
+        let (status, body) = post(&client, &url, &chat("four")).await;
+        assert_eq!((status, body), (200, json!("<html>not json</html>")));
 
-    let (status, body) = post(&client, &url, &chat("three")).await;
-    assert_eq!(status, 503);
-    assert!(body["error"]["message"].is_string(), "{body}");
+        for _ in 0..2 {
+            let (status, body) = post(&client, &url, &chat("more")).await;
+            assert_eq!(status, 200);
+            assert_eq!(
+                body["choices"][0]["message"]["content"],
+                json!(FakeModel::DEFAULT_TEXT)
+            );
+        }
+        fake.set_default(Step::status(500));
+        assert_eq!(post(&client, &url, &chat("after")).await.0, 500);
 
-    let (status, body) = post(&client, &url, &chat("four")).await;
-    assert_eq!((status, body), (200, json!("<html>not json</html>")));
+        let seen = fake.received();
+        assert_eq!(seen.len(), 7);
+        for r in &seen {
+            assert_eq!(r.method, "POST");
+            assert_eq!(r.path, "/v1/chat/completions");
+            assert_eq!(r.authorization.as_deref(), Some("Bearer sk-test"));
+        }
+        let contents: Vec<Value> = fake
+            .requests()
+            .iter()
+            .map(|b| b["messages"][0]["content"].clone())
+            .collect();
+        assert_eq!(
+            contents,
+            ["one", "two", "three", "four", "more", "more", "after"]
+                .map(|s| json!(s))
+                .to_vec()
+        );
+    }
 
-    for _ in 0..2 {
-        let (status, body) = post(&client, &url, &chat("more")).await;
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_model_records_a_delayed_request_on_arrival() {
+        let fake = FakeModel::start().await;
+        fake.push(Step::text("late").delayed(Duration::from_millis(600)));
+        let url = format!("{}/chat/completions", fake.base_url());
+        let client = plain_client();
+        let started = Instant::now();
+        let call = tokio::spawn({
+            let client = client.clone();
+            async move { post(&client, &url, &chat("hello")).await }
+        });
+        fake.wait_requests(1, Duration::from_secs(5)).await;
+        assert!(!call.is_finished(), "the answer waits for the delay");
+        let (status, body) = call.await.expect("request task");
+        assert!(started.elapsed() >= Duration::from_millis(600));
+        assert_eq!(status, 200);
+        assert_eq!(body["choices"][0]["message"]["content"], json!("late"));
+        assert_eq!(fake.count(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_model_refuses_other_paths_and_non_json_but_records_them() {
+        let fake = FakeModel::start().await;
+        fake.push(Step::text("kept for the right call"));
+        let client = plain_client();
+        let wrong = format!("{}/completions", fake.base_url());
+        assert_eq!(post(&client, &wrong, &chat("x")).await.0, 404);
+        let right = format!("{}/chat/completions", fake.base_url());
+        assert_eq!(post(&client, &right, b"{not json").await.0, 400);
+        let (status, body) = post(&client, &right, &chat("y")).await;
         assert_eq!(status, 200);
         assert_eq!(
             body["choices"][0]["message"]["content"],
-            json!(FakeModel::DEFAULT_TEXT)
+            json!("kept for the right call"),
+            "refused requests do not consume the script"
+        );
+        let seen = fake.received();
+        assert_eq!(seen.len(), 3);
+        assert_eq!(seen[0].path, "/v1/completions");
+        assert_eq!(seen[1].body, Value::Null);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_model_settings_point_at_itself() {
+        let fake = FakeModel::start().await;
+        assert_eq!(
+            fake.settings(),
+            json!({"assistant": {"baseUrl": fake.base_url(), "model": "test-model",
+                                  "apiKey": "sk-test", "timeoutMs": 1000}})
         );
     }
-    fake.set_default(Step::status(500));
-    assert_eq!(post(&client, &url, &chat("after")).await.0, 500);
-
-    let seen = fake.received();
-    assert_eq!(seen.len(), 7);
-    for r in &seen {
-        assert_eq!(r.method, "POST");
-        assert_eq!(r.path, "/v1/chat/completions");
-        assert_eq!(r.authorization.as_deref(), Some("Bearer sk-test"));
-    }
-    let contents: Vec<Value> = fake
-        .requests()
-        .iter()
-        .map(|b| b["messages"][0]["content"].clone())
-        .collect();
-    assert_eq!(
-        contents,
-        ["one", "two", "three", "four", "more", "more", "after"]
-            .map(|s| json!(s))
-            .to_vec()
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_model_records_a_delayed_request_on_arrival() {
-    let fake = FakeModel::start().await;
-    fake.push(Step::text("late").delayed(Duration::from_millis(600)));
-    let url = format!("{}/chat/completions", fake.base_url());
-    let client = plain_client();
-    let started = Instant::now();
-    let call = tokio::spawn({
-        let client = client.clone();
-        async move { post(&client, &url, &chat("hello")).await }
-    });
-    fake.wait_requests(1, Duration::from_secs(5)).await;
-    assert!(!call.is_finished(), "the answer waits for the delay");
-    let (status, body) = call.await.expect("request task");
-    assert!(started.elapsed() >= Duration::from_millis(600));
-    assert_eq!(status, 200);
-    assert_eq!(body["choices"][0]["message"]["content"], json!("late"));
-    assert_eq!(fake.count(), 1);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_model_refuses_other_paths_and_non_json_but_records_them() {
-    let fake = FakeModel::start().await;
-    fake.push(Step::text("kept for the right call"));
-    let client = plain_client();
-    let wrong = format!("{}/completions", fake.base_url());
-    assert_eq!(post(&client, &wrong, &chat("x")).await.0, 404);
-    let right = format!("{}/chat/completions", fake.base_url());
-    assert_eq!(post(&client, &right, b"{not json").await.0, 400);
-    let (status, body) = post(&client, &right, &chat("y")).await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        body["choices"][0]["message"]["content"],
-        json!("kept for the right call"),
-        "refused requests do not consume the script"
-    );
-    let seen = fake.received();
-    assert_eq!(seen.len(), 3);
-    assert_eq!(seen[0].path, "/v1/completions");
-    assert_eq!(seen[1].body, Value::Null);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fake_model_settings_point_at_itself() {
-    let fake = FakeModel::start().await;
-    assert_eq!(
-        fake.settings(),
-        json!({"assistant": {"baseUrl": fake.base_url(), "model": "test-model",
-                              "apiKey": "sk-test", "timeoutMs": 1000}})
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hook_receiver_keeps_every_envelope_and_finds_one_by_event() {
-    let receiver = crate::util::HookReceiver::start().await;
-    let client = plain_client();
-    for event in ["lead.opted_out", "lead.handoff"] {
-        let body = json!({"event": event, "data": {"leadId": "L1"}, "timestamp": "t"});
-        let (status, _) = post(&client, &receiver.url, body.to_string().as_bytes()).await;
-        assert_eq!(status, 200);
-    }
-    assert_eq!(receiver.envelopes().len(), 2);
-    assert_eq!(
-        receiver.wait_event("lead.handoff").await,
-        json!({"leadId": "L1"})
-    );
 }
