@@ -160,7 +160,7 @@ fn is_char_literal(rest: &str) -> bool {
 
 /// Every path that starts at `crate`, `super` or `self` in `code`, as segments relative
 /// to the crate root, expanding `use` groups (`use crate::{a, b::{c, d}}`).
-fn paths_in(code: &str, here: &[String], is_mod_rs: bool) -> Vec<Vec<String>> {
+fn paths_in(code: &str, here: &[String]) -> Vec<Vec<String>> {
     let tokens = tokenize(code);
     let mut out = Vec::new();
     let mut i = 0;
@@ -192,7 +192,6 @@ fn paths_in(code: &str, here: &[String], is_mod_rs: bool) -> Vec<Vec<String>> {
             if t == "crate" {
                 j = i + 2;
             }
-            let _ = is_mod_rs;
             let (paths, end) = path_tail(&tokens, j, base);
             out.extend(paths);
             i = end.max(i + 1);
@@ -306,7 +305,6 @@ fn graph() -> Graph {
     for file in &files {
         let module = module_of(&src, file);
         let text = std::fs::read_to_string(file).expect("readable source");
-        let is_mod_rs = file.file_name().is_some_and(|n| n == "mod.rs");
         // `self::` inside `a/b.rs` is `a::b`; `super::` is `a`. In `a/mod.rs`, `self`
         // is `a` and `super` its parent: the module path is the same either way.
         let here: Vec<String> = if module == "lib" || module == "main" {
@@ -315,7 +313,7 @@ fn graph() -> Graph {
             module.split('/').map(str::to_string).collect()
         };
         let mut targets = BTreeSet::new();
-        for path in paths_in(&code_of(&text), &here, is_mod_rs) {
+        for path in paths_in(&code_of(&text), &here) {
             if let Some(target) = resolve(&path, &modules) {
                 if target != module && !module.starts_with(&format!("{target}/")) {
                     targets.insert(target);
@@ -417,8 +415,10 @@ fn every_file_of_src_has_a_floor() {
     );
 }
 
+/// Prints the graph's summary, then holds it to the floors: no import up the floors,
+/// no cycle, and no file straight in `src/domain/` (each feature has its folder).
 #[test]
-fn the_import_graph() {
+fn no_import_runs_up_the_floors_or_in_a_circle() {
     let graph = graph();
     println!("files: {}", graph.modules.len());
     println!(
@@ -455,6 +455,12 @@ fn the_import_graph() {
     for cycle in &cycles {
         println!("  {}", cycle.join(" <-> "));
     }
+    assert!(up.is_empty(), "imports up the floors: {up:?}");
+    assert!(cycles.is_empty(), "import cycles: {cycles:?}");
+    assert!(
+        flat_domain.is_empty(),
+        "files straight in src/domain/ (each belongs to a feature's folder): {flat_domain:?}"
+    );
 }
 
 #[test]
@@ -463,7 +469,7 @@ fn paths_are_read_from_use_groups_and_inline_paths() {
         "use crate::{a::b, c::{d, e::F}};\n// crate::commented::out\nfn f() { super::g::h(); let s = \"crate::x::y\"; crate::k::l(); }",
     );
     let here = vec!["m".to_string(), "n".to_string()];
-    let paths = paths_in(&code, &here, false);
+    let paths = paths_in(&code, &here);
     let joined: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
     assert_eq!(joined, ["a::b", "c::d", "c::e::F", "m::g::h", "k::l"]);
 }

@@ -469,6 +469,16 @@ mod tests {
         (fake.base_url.clone(), fake)
     }
 
+    /// The outcome of placing `call()` from +15550100000 with Twilio answering `status`
+    /// and `body` to every request (none tried again), and the fake.
+    async fn placed(status: u16, body: &str) -> (CallOutcome, FakeTwilio) {
+        let (base, fake) = fake_twilio(status, body).await;
+        let outcome = twilio(&base, "+15550100000")
+            .start_call(&client(), &call(), &|| panic!("no retry"))
+            .await;
+        (outcome, fake)
+    }
+
     fn twilio(base_url: &str, from: &str) -> Twilio {
         Twilio::new(TwilioSettings {
             account_sid: "AC1".into(),
@@ -503,10 +513,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_call_posts_the_calls_form() {
-        let (base, seen) = fake_twilio(201, r#"{"sid":"CA9","status":"queued"}"#).await;
-        let outcome = twilio(&base, "+15550100000")
-            .start_call(&client(), &call(), &|| panic!("no retry"))
-            .await;
+        let (outcome, seen) = placed(201, r#"{"sid":"CA9","status":"queued"}"#).await;
         assert_eq!(
             outcome,
             CallOutcome::Accepted {
@@ -557,14 +564,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_refused_call_has_twilios_code_and_a_failing_twilio_is_retried_twice() {
-        let (base, _) = fake_twilio(
+        let (outcome, _) = placed(
             400,
             r#"{"code":21215,"message":"Geo permission","status":400}"#,
         )
         .await;
-        let outcome = twilio(&base, "+15550100000")
-            .start_call(&client(), &call(), &|| panic!("no retry"))
-            .await;
         assert_eq!(
             outcome,
             CallOutcome::Refused {
@@ -692,10 +696,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_500_after_the_request_was_written_is_never_sent_again() {
-        let (base, seen) = fake_twilio(500, r#"{"code":20500}"#).await;
-        let outcome = twilio(&base, "+15550100000")
-            .start_call(&client(), &call(), &|| panic!("no retry"))
-            .await;
+        let (outcome, seen) = placed(500, r#"{"code":20500}"#).await;
         assert_eq!(
             outcome,
             CallOutcome::Unknown {
@@ -707,10 +708,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_completed_status_in_the_calls_answer_does_not_complete_the_call() {
-        let (base, _) = fake_twilio(201, r#"{"sid":"CA9","status":"completed"}"#).await;
-        let outcome = twilio(&base, "+15550100000")
-            .start_call(&client(), &call(), &|| panic!("no retry"))
-            .await;
+        let (outcome, _) = placed(201, r#"{"sid":"CA9","status":"completed"}"#).await;
         assert_eq!(
             outcome,
             CallOutcome::Accepted {
