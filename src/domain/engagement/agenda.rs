@@ -1,7 +1,7 @@
 //! The agenda: rows of work on a lead, each due at its time (a cadence step, a reply, a
 //! keyword's notice, a call, post-call processing, a recording to fetch). A row's whole
 //! life is here: [`schedule`] adds it (in the write job of its cause), quiet hours defer
-//! it ([`schedule_deferred`], [`recompute_deferred`]), and [`take`] removes it in the
+//! it ([`schedule_deferred`], [`recompute_deferred`]), and `take` removes it in the
 //! commit that records what running it did, which is what makes the work happen at most
 //! once ([`done`] and [`retry_at`] for jobs that are not claims). The engine's
 //! scheduler leases due rows; `claims` decides what a taken row becomes.
@@ -17,7 +17,7 @@ use crate::time::{now_micros, Micros};
 /// An agenda row's key: (due time, job id).
 pub type JobKey = (Micros, String);
 
-/// Proof that this write job took its row out of the agenda. Only [`take`] makes one,
+/// Proof that this write job took its row out of the agenda. Only `take` makes one,
 /// and every claim (`engagement::claims`) requires one by value: a claim cannot be
 /// written without taking its row, so the row leaves in the same commit that records
 /// what the claim decided (at most once).
