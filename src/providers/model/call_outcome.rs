@@ -402,6 +402,33 @@ mod tests {
         }
     }
 
+    /// Asks the model at `base_url` about `turns()` among `CHOICES`, waiting `backoff`
+    /// between attempts.
+    async fn ask_now(
+        base_url: String,
+        correction: Option<&str>,
+        backoff: &[Duration],
+    ) -> Result<Outcome, String> {
+        let settings = settings(base_url);
+        ask_with_backoff(
+            &client(),
+            &settings,
+            "",
+            &turns(),
+            &CHOICES,
+            correction,
+            backoff,
+        )
+        .await
+    }
+
+    /// The members of a request body, in order.
+    fn keys_of(body: &Value) -> Vec<&str> {
+        body.as_object()
+            .map(|o| o.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
     #[test]
     fn the_json_schema_body_has_the_response_format_and_no_tools() {
         let body = request_body(
@@ -413,9 +440,8 @@ mod tests {
             None,
             Mode::JsonSchema,
         );
-        let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
         assert_eq!(
-            keys,
+            keys_of(&body),
             [
                 "model",
                 "messages",
@@ -471,9 +497,8 @@ mod tests {
     #[test]
     fn the_forced_tool_body_names_the_function() {
         let body = request_body("m", 1000, "", &turns(), &CHOICES, None, Mode::ForcedTool);
-        let keys: Vec<&String> = body.as_object().unwrap().keys().collect();
         assert_eq!(
-            keys,
+            keys_of(&body),
             [
                 "model",
                 "messages",
@@ -711,16 +736,7 @@ mod tests {
         )])
         .await;
         let no_wait = [Duration::ZERO, Duration::ZERO];
-        let got = ask_with_backoff(
-            &client(),
-            &settings(base_url),
-            "",
-            &turns(),
-            &CHOICES,
-            Some("fix it"),
-            &no_wait,
-        )
-        .await;
+        let got = ask_now(base_url, Some("fix it"), &no_wait).await;
         assert_eq!(
             got,
             Err(
@@ -744,16 +760,7 @@ mod tests {
         ])
         .await;
         let no_wait = [Duration::ZERO, Duration::ZERO];
-        let got = ask_with_backoff(
-            &client(),
-            &settings(base_url),
-            "",
-            &turns(),
-            &CHOICES,
-            None,
-            &no_wait,
-        )
-        .await;
+        let got = ask_now(base_url, None, &no_wait).await;
         assert_eq!(got, Err("status 401".to_string()));
         assert_eq!(seen.count(), 1);
     }
@@ -764,16 +771,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         drop(listener);
         let no_wait = [Duration::ZERO];
-        let got = ask_with_backoff(
-            &client(),
-            &settings(format!("http://{addr}")),
-            "",
-            &turns(),
-            &CHOICES,
-            None,
-            &no_wait,
-        )
-        .await;
+        let got = ask_now(format!("http://{addr}"), None, &no_wait).await;
         let reason = got.unwrap_err();
         assert!(!reason.contains("forced tool"), "{reason}");
     }
