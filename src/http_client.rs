@@ -29,6 +29,9 @@ pub struct AttemptOutcome {
     pub error: String,
     pub retry_after: Option<Duration>,
     pub latency: Duration,
+    /// The receiver's certificate is not trusted: the same every time, until the
+    /// operator mends `outbound_ca_file` or the receiver its certificate.
+    pub untrusted_certificate: bool,
 }
 
 #[derive(Clone)]
@@ -99,9 +102,11 @@ impl HttpClient {
                 error: String::new(),
                 retry_after,
                 latency,
+                untrusted_certificate: false,
             },
             Ok(Err(error)) => AttemptOutcome {
                 status: None,
+                untrusted_certificate: error.tls_certificate,
                 error: error.message,
                 retry_after: None,
                 latency,
@@ -111,6 +116,7 @@ impl HttpClient {
                 error: SendError::timed_out(self.timeout).message,
                 retry_after: None,
                 latency,
+                untrusted_certificate: false,
             },
         }
     }

@@ -294,6 +294,7 @@ impl Attempt {
                     error: e.to_string_for_logs(),
                     retry_after: None,
                     latency: Duration::ZERO,
+                    untrusted_certificate: false,
                 }
             }
         };
@@ -350,6 +351,12 @@ fn record_attempt(
                 current.disabled_reason = "the receiver answered 410 Gone".into();
                 tx.put_webhook_endpoint(&current)?;
             }
+        }
+        // An untrusted certificate fails the same way every time: the delivery rests in
+        // `failed` at once, to be retried by hand once the trust is mended.
+        None if outcome.untrusted_certificate => {
+            delivery.state = DeliveryState::Failed;
+            delivery.next_attempt_at = None;
         }
         status => match schedule.get(delivery.cycle_attempts as usize - 1) {
             Some(delay) => {

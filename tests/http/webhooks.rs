@@ -268,6 +268,13 @@ async fn an_https_receiver_with_a_private_ca_is_reached_only_through_outbound_ca
         } else {
             assert_eq!(attempt.get("status"), None, "{attempt}");
             assert_eq!(attempt["error"], json!("tls"), "{attempt}");
+            // Not tried again: the delivery rests in `failed`, after that one attempt.
+            let log = wait_log(&ts, &admin, &hook, "the delivery failed", |all| {
+                all.iter().any(|d| d["state"] == json!("failed"))
+            })
+            .await;
+            let failed = log.iter().find(|d| d["state"] == json!("failed")).unwrap();
+            assert_eq!(failed["attempts"].as_array().unwrap().len(), 1, "{failed}");
         }
     }
 }
