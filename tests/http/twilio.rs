@@ -516,18 +516,9 @@ async fn provider_secrets_never_reach_the_log_at_debug_level() {
 
 // ---- signatures as Twilio's validators check them ---------------------------------------
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_signature_over_the_url_with_its_default_port_is_accepted() {
-    let s = start().await;
-    lead(&s, "L1", PHONE, "").await;
-    let path = format!("/v1/providers/twilio/{}/sms", s.org);
-    for (n, url) in [
-        format!("{PUBLIC_URL}{path}"),
-        format!("https://engaged.test:443{path}"),
-    ]
-    .iter()
-    .enumerate()
-    {
+/// Posts one inbound text per URL, each signed over that URL, and expects each taken.
+async fn signed_texts_are_accepted(s: &Setup, urls: &[String]) {
+    for (n, url) in urls.iter().enumerate() {
         let sid = format!("SMport{n}");
         let params = [
             ("MessageSid", sid.as_str()),
@@ -536,9 +527,24 @@ async fn a_signature_over_the_url_with_its_default_port_is_accepted() {
             ("Body", "hello"),
         ];
         let signature = twilio_signature(TOKEN, url, &params);
-        let r = webhook(&s, "sms", &params, Some(signature)).await;
+        let r = webhook(s, "sms", &params, Some(signature)).await;
         assert_eq!(r.status, 200, "signed over {url}: {}", text(&r));
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signature_over_the_url_with_its_default_port_is_accepted() {
+    let s = start().await;
+    lead(&s, "L1", PHONE, "").await;
+    let path = format!("/v1/providers/twilio/{}/sms", s.org);
+    signed_texts_are_accepted(
+        &s,
+        &[
+            format!("{PUBLIC_URL}{path}"),
+            format!("https://engaged.test:443{path}"),
+        ],
+    )
+    .await;
     assert_eq!(messages_of(&s.ts, &s.write, "L1").await.len(), 2);
     // Another port is another URL; a wrong token is still refused.
     let params = [
@@ -570,24 +576,14 @@ async fn a_public_url_with_a_port_accepts_a_signature_without_it() {
     let s = start_with(public_url, json!({})).await;
     lead(&s, "L1", PHONE, "").await;
     let path = format!("/v1/providers/twilio/{}/sms", s.org);
-    for (n, url) in [
-        format!("{public_url}{path}"),
-        format!("https://engaged.test{path}"),
-    ]
-    .iter()
-    .enumerate()
-    {
-        let sid = format!("SMport{n}");
-        let params = [
-            ("MessageSid", sid.as_str()),
-            ("From", PHONE),
-            ("To", FROM),
-            ("Body", "hello"),
-        ];
-        let signature = twilio_signature(TOKEN, url, &params);
-        let r = webhook(&s, "sms", &params, Some(signature)).await;
-        assert_eq!(r.status, 200, "signed over {url}: {}", text(&r));
-    }
+    signed_texts_are_accepted(
+        &s,
+        &[
+            format!("{public_url}{path}"),
+            format!("https://engaged.test{path}"),
+        ],
+    )
+    .await;
     let params = [("MessageSid", "SMx"), ("MessageStatus", "delivered")];
     let wrong = twilio_signature(TOKEN, &format!("https://engaged.test:443{path}"), &params);
     assert_error(
