@@ -10,6 +10,7 @@ pub mod api;
 pub mod channel;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod cursor;
 pub mod domain;
 pub mod duration;

@@ -23,7 +23,7 @@ const FLOORS: &[(&str, &[&str])] = &[
         "server, admin, maintenance",
         &["server", "admin", "maintenance"],
     ),
-    ("api", &["api"]),
+    ("api and console", &["api", "console"]),
     ("engine", &["engine"]),
     ("domain", &["domain"]),
     ("providers and webhooks", &["providers", "webhooks"]),
