@@ -198,6 +198,7 @@ async fn dispatch(
     match route {
         Route::Metrics => ops::metrics(state),
         Route::ListLeads => leads::list(store, &caller, &query),
+        Route::SearchLeads => leads::search(store, &caller, &query),
         Route::GetLead(id) => leads::get(store, &caller, id),
         Route::CreateLead => leads::create(store, caller, state.json_body(body).await?).await,
         Route::UpdateLead(id) => {

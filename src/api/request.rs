@@ -339,6 +339,11 @@ impl Query {
         self.0.get(name).map(String::as_str)
     }
 
+    /// Every parameter, as (name, value).
+    pub fn pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     pub fn timestamp(&self, name: &str) -> Result<Option<Micros>> {
         match self.get(name) {
             None => Ok(None),

@@ -17,6 +17,9 @@ pub enum Route<'a> {
     OpenApi,
     Metrics,
     ListLeads,
+    /// `GET /v1/leads/search`: the lead search (a lead whose id is `search` is reached
+    /// by the other methods only).
+    SearchLeads,
     CreateLead,
     GetLead(&'a str),
     UpdateLead(&'a str),
@@ -100,6 +103,7 @@ impl Route<'_> {
             Route::DeleteRecording(_) => Some(Scope::Admin),
             Route::Metrics => Some(Scope::Admin),
             Route::ListLeads
+            | Route::SearchLeads
             | Route::GetLead(_)
             | Route::ListEvents(_)
             | Route::ListMessages(_)
@@ -142,6 +146,7 @@ impl Route<'_> {
             Route::OpenApi => "openapi",
             Route::Metrics => "metrics",
             Route::ListLeads => "list_leads",
+            Route::SearchLeads => "search_leads",
             Route::CreateLead => "create_lead",
             Route::GetLead(_) => "get_lead",
             Route::UpdateLead(_) => "update_lead",
@@ -210,6 +215,7 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 (Method::POST, Route::CreateLead),
             ],
         )?,
+        ["v1", "leads", "search"] if m == Method::GET || m == Method::HEAD => Route::SearchLeads,
         ["v1", "leads", _] => {
             let id = segments[2].as_str();
             pick(

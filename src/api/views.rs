@@ -18,6 +18,22 @@ pub fn lead(lead: &LeadRecord) -> Result<Vec<u8>> {
     lead_view::render(lead)
 }
 
+/// A lead of a search: its wire JSON and `engagement` (`profile`, `state`, `step`).
+pub fn lead_with_engagement(
+    lead: &LeadRecord,
+    engagement: Option<&crate::store::records::EngagementRecord>,
+) -> Result<serde_json::Value> {
+    let mut value: serde_json::Value = serde_json::from_slice(&lead_view::render(lead)?)
+        .map_err(|e| crate::error::Error::Internal(format!("a lead's view: {e}")))?;
+    let full = crate::domain::engagement::enrolment::view(engagement);
+    value["engagement"] = serde_json::json!({
+        "profile": full["profile"],
+        "state": full["state"],
+        "step": full["step"],
+    });
+    Ok(value)
+}
+
 /// A page of leads: their wire JSON as the store keeps it, copied as it is.
 pub fn leads_page(leads: &[LeadRow], next_token: Option<&str>) -> Result<Vec<u8>> {
     let mut out = JsonWriter::with_capacity(64 + leads.len() * lead_view::LEAD_JSON_BYTES);

@@ -215,6 +215,7 @@ fn handoff(
 ) -> Result<()> {
     let record = controls::set_ai(tx, caller, lead, false)?;
     enrolment::stop(tx, &caller.org_id, lead, StopReason::Handoff)?;
+    crate::domain::contact::handling::handed_off(tx, &caller.org_id, lead)?;
     let mut data = json!({
         "leadId": record.id,
         "phone": record.phone,

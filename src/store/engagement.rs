@@ -55,6 +55,7 @@ impl WriteTx {
         let bytes = encode(engagement)?;
         self.open_write(ENGAGEMENTS)?
             .insert((org, lead), bytes.as_slice())?;
+        self.mark_lead(org, lead);
         Ok(())
     }
 

@@ -9,13 +9,17 @@
 use redb::{ReadableTable, TableDefinition, WriteTransaction};
 
 use super::codec::{decode, encode};
+use super::lead_index;
 use super::lead_view;
-use super::records::{email_key, LeadRecord};
-use super::tables::{ENGINE_SETTINGS, LEADS, LEADS_BY_EMAIL, LEADS_BY_PHONE, LEADS_BY_UPDATED};
+use super::records::{email_key, EngagementRecord, HandlingRecord, LeadOrder, LeadRecord};
+use super::tables::{
+    ENGAGEMENTS, ENGINE_SETTINGS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL, LEADS_BY_PHONE,
+    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_ORDER,
+};
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -23,10 +27,47 @@ const STEPS: &[Step] = &[
     leads_by_updated_holds_each_leads_json,
     contact_indexes_hold_live_leads,
     engine_settings_gain_max_tokens_and_rates,
+    lead_search_index_is_built,
 ];
 
 // Every version below the current one has its step.
 const _: () = assert!(STEPS.len() as u32 + 1 == SCHEMA_VERSION);
+
+/// 4 → 5: the lead search's index (`lead_facets`, their counts, `lead_order`,
+/// `leads_by_activity`) is built from every live lead, its engagement and (none yet)
+/// its handling, as `store::lead_index` keeps it from then on.
+fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
+    let leads = txn.open_table(LEADS)?;
+    let engagements = txn.open_table(ENGAGEMENTS)?;
+    let mut tables = lead_index::IndexTables {
+        facets: txn.open_table(LEAD_FACETS)?,
+        counts: txn.open_table(LEAD_FACET_COUNTS)?,
+        by_activity: txn.open_table(LEADS_BY_ACTIVITY)?,
+        order: txn.open_table(LEAD_ORDER)?,
+    };
+    let mut indexed = 0u64;
+    for row in leads.iter()? {
+        let (key, value) = row?;
+        let (org, id) = key.value();
+        let lead: LeadRecord = decode(value.value())?;
+        if lead.deleted_at.is_some() {
+            continue;
+        }
+        let engagement: Option<EngagementRecord> = engagements
+            .get((org, id))?
+            .map(|v| decode(v.value()))
+            .transpose()?;
+        let order = LeadOrder {
+            created_at: lead.created_at,
+            last_activity_at: lead.last_activity_at,
+            facets: lead_index::facets(&lead, engagement.as_ref(), &HandlingRecord::default()),
+        };
+        tables.move_rows(org, id, None, Some(&order))?;
+        indexed += 1;
+    }
+    tracing::info!(leads = indexed, "schema 5: lead search index built");
+    Ok(())
+}
 
 /// 1 → 2: `leads_by_updated` rows gain the lead's createdAt and wire JSON
 /// (`lead_view`). The table's value type changes, so the old table is renamed aside,

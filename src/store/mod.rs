@@ -9,6 +9,7 @@ pub mod codec;
 mod contact;
 mod engagement;
 mod key_cache;
+pub mod lead_index;
 pub mod lead_view;
 mod maintenance;
 mod migrations;

@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use super::codec::decode;
 use super::read::ReadTx;
 use super::records::{
-    CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, KeyRecord,
-    LeadRecord, OrgRecord, ProfileRecord, VoiceSession,
+    CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, HandlingRecord,
+    KeyRecord, LeadRecord, OrgRecord, ProfileRecord, VoiceSession,
 };
 use super::records::{RecordingRecord, UploadRecord};
 use super::tables::*;
@@ -79,6 +79,11 @@ pub trait Reader {
 
     fn profile(&self, org: &str, name: &str) -> Result<Option<ProfileRecord>> {
         self.record(PROFILES, (org, name))
+    }
+
+    /// Who handles a lead besides the assistant (nobody: the default).
+    fn handling(&self, org: &str, lead: &str) -> Result<HandlingRecord> {
+        Ok(self.record(LEAD_HANDLING, (org, lead))?.unwrap_or_default())
     }
 
     fn engagement(&self, org: &str, lead: &str) -> Result<Option<EngagementRecord>> {

@@ -718,22 +718,37 @@ impl SendStatus {
     }
 }
 
-/// Who started an outbound message: the event data's `origin`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Who started an outbound message: the event data's `origin`, and what names it
+/// further (a cadence step's number as `step`, a person as `sentBy`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
-    Cadence,
+    /// Step `step` (1-based) of the lead's cadence.
+    Cadence {
+        step: u32,
+    },
     Assistant,
     Keyword,
     Api,
+    /// A person of the organization, in the console.
+    Human(Person),
+}
+
+/// A person acting in the console: the user's id and display name, as events and
+/// messages record them (`sentBy`, `USER_ACTION`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Person {
+    pub user_id: String,
+    pub name: String,
 }
 
 impl Origin {
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &'static str {
         match self {
-            Origin::Cadence => "cadence",
+            Origin::Cadence { .. } => "cadence",
             Origin::Assistant => "assistant",
             Origin::Keyword => "keyword",
             Origin::Api => "api",
+            Origin::Human(_) => "human",
         }
     }
 }
@@ -751,6 +766,8 @@ pub enum SystemEvent {
     ComplianceBlocked,
     /// A tool the assistant called, with its result.
     ToolCall,
+    /// Something a person did in the console (`action`, `userId`, `name`, details).
+    UserAction,
 }
 
 impl SystemEvent {
@@ -761,6 +778,7 @@ impl SystemEvent {
             SystemEvent::Call => "CALL",
             SystemEvent::ComplianceBlocked => "COMPLIANCE_BLOCKED",
             SystemEvent::ToolCall => "TOOL_CALL",
+            SystemEvent::UserAction => "USER_ACTION",
         }
     }
 }
@@ -1100,4 +1118,23 @@ pub struct EngineSettings {
     pub sms: ProviderSettings,
     pub voice: ProviderSettings,
     pub email: ProviderSettings,
+}
+
+/// Who handles a lead besides the assistant (`lead_handling`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlingRecord {
+    /// The user who took the lead over and still owns it (empty: nobody).
+    pub owner: String,
+    /// When the assistant handed the lead off to a person (its `handoff` tool), until
+    /// a person hands it back.
+    pub handed_off_at: Option<Micros>,
+}
+
+/// A live lead's sort keys and facets (`lead_order`), as `store::lead_index` last
+/// wrote them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeadOrder {
+    pub created_at: Micros,
+    pub last_activity_at: Micros,
+    pub facets: Vec<String>,
 }

@@ -47,6 +47,11 @@ macro_rules! all_tables {
         $apply!(VOICE_SESSIONS);
         $apply!(PROVIDER_CALLS);
         $apply!(MAILGUN_TOKENS);
+        $apply!(LEAD_HANDLING);
+        $apply!(LEAD_FACETS);
+        $apply!(LEAD_FACET_COUNTS);
+        $apply!(LEAD_ORDER);
+        $apply!(LEADS_BY_ACTIVITY);
     };
 }
 pub(crate) use all_tables;
@@ -176,3 +181,25 @@ pub const VOICE_SESSIONS: TableDefinition<(&str, &str), &[u8]> =
 /// webhook answers the call it created the first time.
 pub const PROVIDER_CALLS: TableDefinition<(&str, &str), &str> =
     TableDefinition::new("provider_calls");
+
+/// (org, lead id) → `HandlingRecord`: who handles a lead besides the assistant (the
+/// person who took it over) and whether the assistant handed it off. Apart from
+/// `LeadRecord` so that record keeps its layout.
+pub const LEAD_HANDLING: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("lead_handling");
+/// (org, facet, lead id) → (): the lead search's index, live leads only. A facet is a
+/// filter value (`state:active`, `hot:1`, `tag:vip`, `profile:solar`, ...) or a search
+/// term (`t:` and a lower-case word, an email, a phone's trailing digits), so a filter
+/// is one range and a search word one prefix range (`store::lead_index`).
+pub const LEAD_FACETS: TableDefinition<(&str, &str, &str), ()> =
+    TableDefinition::new("lead_facets");
+/// (org, facet) → how many live leads have it (`all`: every live lead): the total of a
+/// one-filter query, and the smallest set to start an intersection from.
+pub const LEAD_FACET_COUNTS: TableDefinition<(&str, &str), u64> =
+    TableDefinition::new("lead_facet_counts");
+/// (org, lead id) → `LeadOrder` (createdAt, lastActivityAt, the lead's facets): a live
+/// lead's sort keys, and what its facet rows are, so a change moves only what changed.
+pub const LEAD_ORDER: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("lead_order");
+/// (org, lastActivityAt, lead id) → (), live leads only: the lead list by activity.
+pub const LEADS_BY_ACTIVITY: TableDefinition<(&str, i64, &str), ()> =
+    TableDefinition::new("leads_by_activity");

@@ -51,6 +51,9 @@ pub struct WriteTx {
     pub(super) agenda_added: bool,
     /// Set when the transaction changed an API key, to empty the key cache.
     pub(super) keys_changed: bool,
+    /// The (org, lead) pairs whose lead, engagement or handling changed: their search
+    /// index rows are re-derived before the commit (`lead_index`).
+    pub(super) marked_leads: std::collections::BTreeSet<(String, String)>,
 }
 
 impl WriteTx {
@@ -63,6 +66,7 @@ impl WriteTx {
             outbox_added: false,
             agenda_added: false,
             keys_changed: false,
+            marked_leads: std::collections::BTreeSet::new(),
         }
     }
 
@@ -94,8 +98,16 @@ impl WriteTx {
         Ok(ReadOnly(self.txn.open_table(table)?))
     }
 
-    /// Persists the clock's high-water mark and hands the transaction back for commit.
-    pub(crate) fn finish(self) -> Result<WriteTransaction> {
+    /// Marks a lead whose search index rows must be re-derived before the commit.
+    pub(super) fn mark_lead(&mut self, org: &str, lead: &str) {
+        self.marked_leads
+            .insert((org.to_string(), lead.to_string()));
+    }
+
+    /// Brings the marked leads' index rows up to date, persists the clock's high-water
+    /// mark and hands the transaction back for commit.
+    pub(crate) fn finish(mut self) -> Result<WriteTransaction> {
+        self.refresh_marked_leads()?;
         if self.clock_moved {
             let mut meta = self.txn.open_table(META)?;
             meta.insert("clock", &self.clock.to_le_bytes()[..])?;
@@ -155,6 +167,7 @@ impl WriteTx {
         old: Option<&LeadRecord>,
     ) -> Result<()> {
         let id = lead.id.as_str();
+        self.mark_lead(org, id);
         let bytes = encode(lead)?;
         self.open_write(LEADS)?
             .insert((org, id), bytes.as_slice())?;

@@ -4,6 +4,7 @@
 
 pub mod compliance;
 pub mod controls;
+pub mod handling;
 pub mod inbound;
 pub mod keywords;
 pub mod quiet_hours;

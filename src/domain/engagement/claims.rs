@@ -155,7 +155,7 @@ pub fn claim_step(
                 channel,
                 &text,
                 subject.as_deref(),
-                Origin::Cadence,
+                Origin::Cadence { step: index + 1 },
             )?;
             Ok(Claim::Send(Box::new(attempt)))
         }

@@ -49,13 +49,20 @@ pub fn begin(
         return Err(Error::Internal("a send to a lead without a target".into()));
     }
     let content = crate::domain::records::messages::content(text, subject);
-    let data = json!({
+    let mut data = json!({
         "owner": Owner::User.as_str(),
         "channel": channel.as_str(),
         "content": content,
         "status": SendStatus::Sending.as_str(),
         "origin": origin.as_str(),
     });
+    match &origin {
+        Origin::Cadence { step } => data["step"] = json!(step),
+        Origin::Human(person) => {
+            data["sentBy"] = json!({"userId": person.user_id, "name": person.name});
+        }
+        Origin::Assistant | Origin::Keyword | Origin::Api => {}
+    }
     let kind = MessageKind::of(channel);
     let id = crate::ids::generate("msg");
     let lead_id = lead.id.clone();

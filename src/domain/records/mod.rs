@@ -14,4 +14,5 @@ pub mod message_shape;
 pub mod messages;
 pub mod recording_upload;
 pub mod recordings;
+pub mod search;
 pub mod webhook_endpoints;

@@ -1,0 +1,422 @@
+//! The lead search: filters, a search text, a sort and pages with the total, for the
+//! console's lead list and `GET /v1/leads/search`, one query for both.
+//!
+//! It reads the index `store::lead_index` keeps in the write transaction, never every
+//! lead: with no filter, a page walks the activity (or creation) index from its cursor;
+//! with filters, it walks the smallest filter's range (or a search word's prefix range)
+//! and checks each lead against the other filters by point lookups, so a page costs
+//! the size of the most selective filter, not of the organization.
+
+use std::collections::HashSet;
+
+use crate::error::{Error, Result};
+use crate::store::lead_index::{self, Indexed, ALL, TERM};
+use crate::store::records::{EngagementState, StopReason};
+use crate::store::ReadTx;
+use crate::time::Micros;
+
+/// The parameters a search takes, by their wire names.
+pub const PARAMETERS: [&str; 14] = [
+    "profile",
+    "state",
+    "stoppedReason",
+    "replied",
+    "hot",
+    "qualified",
+    "handedOff",
+    "aiOn",
+    "unsubscribed",
+    "tag",
+    "q",
+    "sort",
+    "limit",
+    "nextToken",
+];
+
+/// The engagement states a search can ask for.
+pub const STATES: [EngagementState; 5] = [
+    EngagementState::None,
+    EngagementState::Active,
+    EngagementState::Paused,
+    EngagementState::Stopped,
+    EngagementState::Finished,
+];
+
+/// The stop reasons a search can ask for.
+pub const STOP_REASONS: [StopReason; 8] = [
+    StopReason::Replied,
+    StopReason::Unsubscribed,
+    StopReason::Dnc,
+    StopReason::Deleted,
+    StopReason::Qualified,
+    StopReason::Handoff,
+    StopReason::ProfileChanged,
+    StopReason::ProfileDeleted,
+];
+
+/// The yes/no filters: wire name and facet name.
+pub const FLAGS: [(&str, &str); 6] = [
+    ("replied", "replied"),
+    ("hot", "hot"),
+    ("qualified", "qualified"),
+    ("handedOff", "handedoff"),
+    ("aiOn", "aion"),
+    ("unsubscribed", "unsub"),
+];
+
+/// How a result is ordered: newest first by last activity (the default) or creation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sort {
+    #[default]
+    Activity,
+    Created,
+}
+
+impl Sort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sort::Activity => "activity",
+            Sort::Created => "created",
+        }
+    }
+}
+
+/// What a search asks for. Every member is optional; none lists every live lead.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeadFilter {
+    pub profile: Option<String>,
+    pub state: Option<EngagementState>,
+    pub stopped_reason: Option<StopReason>,
+    /// (facet name, wanted value) of the yes/no filters given.
+    pub flags: Vec<(&'static str, bool)>,
+    pub tag: Option<String>,
+    /// The search text: every word must start a word of the lead's name, email,
+    /// external id or phone.
+    pub q: Option<String>,
+    pub sort: Sort,
+}
+
+impl LeadFilter {
+    /// Reads a filter from query parameters (`name`, `value`); `limit` and
+    /// `nextToken` are the caller's. An unknown name is 400 `Unknown parameter: NAME`;
+    /// an empty value counts as absent (an HTML form sends every field).
+    pub fn from_params<'a>(
+        params: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<LeadFilter> {
+        let mut filter = LeadFilter::default();
+        for (name, value) in params {
+            if !PARAMETERS.contains(&name) {
+                return Err(Error::BadRequest(format!("Unknown parameter: {name}")));
+            }
+            let value = value.trim();
+            if value.is_empty() {
+                continue;
+            }
+            let invalid = || Error::invalid_field(name);
+            match name {
+                "profile" => filter.profile = Some(value.to_string()),
+                "state" => {
+                    let state = STATES.iter().find(|s| s.as_str() == value);
+                    filter.state = Some(*state.ok_or_else(invalid)?);
+                }
+                "stoppedReason" => {
+                    let reason = STOP_REASONS.iter().find(|r| r.as_str() == value);
+                    filter.stopped_reason = Some(*reason.ok_or_else(invalid)?);
+                }
+                "tag" => filter.tag = Some(value.to_string()),
+                "q" => {
+                    crate::domain::records::limits::text("q", value, 200)?;
+                    filter.q = Some(value.to_string());
+                }
+                "sort" => {
+                    filter.sort = match value {
+                        "activity" => Sort::Activity,
+                        "created" => Sort::Created,
+                        _ => return Err(invalid()),
+                    }
+                }
+                "limit" | "nextToken" => {}
+                flag => {
+                    let on = match value {
+                        "true" => true,
+                        "false" => false,
+                        _ => return Err(invalid()),
+                    };
+                    if let Some((_, facet)) = FLAGS.iter().find(|(wire, _)| *wire == flag) {
+                        filter.flags.push((facet, on));
+                    }
+                }
+            }
+        }
+        Ok(filter)
+    }
+
+    /// The filter as query parameters (wire names), for links and cursors.
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(p) = &self.profile {
+            out.push(("profile", p.clone()));
+        }
+        if let Some(s) = self.state {
+            out.push(("state", s.as_str().to_string()));
+        }
+        if let Some(r) = self.stopped_reason {
+            out.push(("stoppedReason", r.as_str().to_string()));
+        }
+        for (wire, facet) in FLAGS {
+            if let Some((_, on)) = self.flags.iter().find(|(f, _)| *f == facet) {
+                out.push((wire, on.to_string()));
+            }
+        }
+        if let Some(t) = &self.tag {
+            out.push(("tag", t.clone()));
+        }
+        if let Some(q) = &self.q {
+            out.push(("q", q.clone()));
+        }
+        if self.sort != Sort::Activity {
+            out.push(("sort", self.sort.as_str().to_string()));
+        }
+        out
+    }
+
+    /// The value of yes/no filter `facet` (`hot`, `aion`, ...), when given.
+    pub fn flag(&self, facet: &str) -> Option<bool> {
+        self.flags
+            .iter()
+            .find(|(f, _)| *f == facet)
+            .map(|(_, on)| *on)
+    }
+
+    /// The exact facets every result must have.
+    fn facets(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(p) = &self.profile {
+            out.push(format!("profile:{p}"));
+        }
+        if let Some(s) = self.state {
+            out.push(format!("state:{}", s.as_str()));
+        }
+        if let Some(r) = self.stopped_reason {
+            out.push(format!("stop:{}", r.as_str()));
+        }
+        for (facet, on) in &self.flags {
+            out.push(lead_index::flag(facet, *on));
+        }
+        if let Some(t) = &self.tag {
+            out.push(format!("tag:{t}"));
+        }
+        out
+    }
+
+    /// The search terms each result must have one word starting with.
+    fn terms(&self) -> Vec<String> {
+        let Some(q) = &self.q else {
+            return Vec::new();
+        };
+        // A whole query written like a phone number is one number, spaces and all.
+        let compact: String = q.split_whitespace().collect();
+        let phone_like = compact
+            .chars()
+            .all(|c| c.is_ascii_digit() || "+-().".contains(c));
+        if phone_like && lead_index::phone_digits(&compact).len() >= 3 {
+            return vec![lead_index::phone_digits(&compact)];
+        }
+        q.split_whitespace()
+            .filter_map(lead_index::query_term)
+            .collect()
+    }
+}
+
+/// Where a page starts: just after this lead in the sort order.
+pub type After = (Micros, String);
+
+/// One page of a search.
+#[derive(Debug)]
+pub struct SearchPage {
+    pub leads: Vec<Indexed>,
+    /// How many live leads match, over every page.
+    pub total: u64,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<After>,
+}
+
+/// Runs `filter` over `org`'s live leads: up to `limit` of them after `after`.
+pub fn search(
+    read: &ReadTx,
+    org: &str,
+    filter: &LeadFilter,
+    limit: usize,
+    after: Option<&After>,
+) -> Result<SearchPage> {
+    let facets = filter.facets();
+    let terms = filter.terms();
+    let key = |l: &Indexed| match filter.sort {
+        Sort::Activity => l.last_activity_at,
+        Sort::Created => l.created_at,
+    };
+    if facets.is_empty() && terms.is_empty() {
+        let total = read.facet_count(org, ALL)?;
+        let before = after.map(|(t, id)| (*t, id.as_str()));
+        let mut leads = Vec::new();
+        let mut more = false;
+        let mut visit = |lead: Indexed| {
+            if leads.len() == limit {
+                more = true;
+                return Ok(false);
+            }
+            leads.push(lead);
+            Ok(true)
+        };
+        match filter.sort {
+            Sort::Activity => read.leads_by_activity(org, before, &mut visit)?,
+            Sort::Created => read.live_leads_by_created(org, before, &mut visit)?,
+        }
+        let next = leads
+            .last()
+            .filter(|_| more)
+            .map(|l| (key(l), l.id.clone()));
+        return Ok(SearchPage { leads, total, next });
+    }
+
+    let matches = matching_ids(read, org, &facets, &terms)?;
+    let mut found = Vec::with_capacity(matches.len());
+    for id in matches {
+        if let Some((created_at, last_activity_at)) = read.lead_order(org, &id)? {
+            found.push(Indexed {
+                id,
+                created_at,
+                last_activity_at,
+            });
+        }
+    }
+    let total = found.len() as u64;
+    // Newest first; the id breaks ties, as the cursor does.
+    found.sort_unstable_by(|a, b| (key(b), &b.id).cmp(&(key(a), &a.id)));
+    let start = match after {
+        Some((t, id)) => found.partition_point(|l| (key(l), l.id.as_str()) >= (*t, id.as_str())),
+        None => 0,
+    };
+    let rest = &found[start..];
+    let leads: Vec<Indexed> = rest.iter().take(limit).cloned().collect();
+    let next = leads
+        .last()
+        .filter(|_| rest.len() > limit)
+        .map(|l| (key(l), l.id.clone()));
+    Ok(SearchPage { leads, total, next })
+}
+
+/// The ids of the live leads that have every facet and, for every term, a facet
+/// starting with it. Starts from the smallest exact facet (by its count) or, without
+/// one, from the first term's prefix range.
+fn matching_ids(
+    read: &ReadTx,
+    org: &str,
+    facets: &[String],
+    terms: &[String],
+) -> Result<Vec<String>> {
+    let mut term_sets = Vec::with_capacity(terms.len());
+    for term in terms {
+        let mut set = HashSet::new();
+        read.facet_members(org, &format!("{TERM}{term}"), |_, lead| {
+            set.insert(lead.to_string());
+        })?;
+        term_sets.push(set);
+    }
+    term_sets.sort_by_key(HashSet::len);
+
+    let mut counted = Vec::with_capacity(facets.len());
+    for facet in facets {
+        counted.push((read.facet_count(org, facet)?, facet.as_str()));
+    }
+    counted.sort_unstable();
+
+    let smallest_term = term_sets.first().map(HashSet::len);
+    let start_from_facet = match (counted.first(), smallest_term) {
+        (Some((count, _)), Some(term_len)) => (*count as usize) <= term_len,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    let mut candidates = Vec::new();
+    let checked_facets: &[(u64, &str)] = if start_from_facet {
+        let (_, first) = counted[0];
+        read.facet_members(org, first, |facet, lead| {
+            if facet == first {
+                candidates.push(lead.to_string());
+            }
+        })?;
+        &counted[1..]
+    } else {
+        candidates.extend(term_sets.remove(0));
+        &counted
+    };
+    let mut out = Vec::with_capacity(candidates.len());
+    'lead: for id in candidates {
+        for set in &term_sets {
+            if !set.contains(&id) {
+                continue 'lead;
+            }
+        }
+        for (_, facet) in checked_facets {
+            if !read.has_facet(org, facet, &id)? {
+                continue 'lead;
+            }
+        }
+        out.push(id);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_read_by_their_wire_names_and_an_unknown_one_is_refused() {
+        let f = LeadFilter::from_params([
+            ("state", "active"),
+            ("hot", "true"),
+            ("aiOn", "false"),
+            ("q", "Ana"),
+            ("profile", ""),
+            ("limit", "5"),
+        ])
+        .unwrap();
+        assert_eq!(f.state, Some(EngagementState::Active));
+        assert_eq!(f.flag("hot"), Some(true));
+        assert_eq!(f.flag("aion"), Some(false));
+        assert_eq!(f.profile, None);
+        assert_eq!(f.q.as_deref(), Some("Ana"));
+        let e = LeadFilter::from_params([("isHot", "true")]).unwrap_err();
+        assert_eq!(e.to_string(), "Unknown parameter: isHot");
+        let e = LeadFilter::from_params([("hot", "yes")]).unwrap_err();
+        assert_eq!(e.to_string(), "Invalid format for field: hot");
+        let e = LeadFilter::from_params([("state", "running")]).unwrap_err();
+        assert_eq!(e.to_string(), "Invalid format for field: state");
+    }
+
+    #[test]
+    fn a_filter_goes_back_to_the_same_parameters() {
+        let given = [
+            ("hot", "false"),
+            ("q", "ruiz"),
+            ("sort", "created"),
+            ("tag", "vip"),
+        ];
+        let f = LeadFilter::from_params(given).unwrap();
+        let again: Vec<(&str, String)> = f.params();
+        let g = LeadFilter::from_params(again.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(f, g);
+    }
+
+    #[test]
+    fn a_query_like_a_phone_number_is_one_term_and_words_are_several() {
+        let f = |q: &str| LeadFilter {
+            q: Some(q.into()),
+            ..LeadFilter::default()
+        };
+        assert_eq!(f("(512) 555-1099").terms(), vec!["5125551099"]);
+        assert_eq!(f("Ana Ruiz").terms(), vec!["ana", "ruiz"]);
+        assert_eq!(f("ana@example.com").terms(), vec!["ana@example.com"]);
+    }
+}

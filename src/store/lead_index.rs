@@ -1,0 +1,457 @@
+//! The lead search's index: each live lead's facets (filter values and search terms),
+//! their counts, and its sort keys, kept in the write transaction that changes the
+//! lead, its engagement or its handling.
+//!
+//! A write marks the lead (`WriteTx::mark_lead`); before the batch commits,
+//! [`WriteTx::refresh_marked_leads`] derives each marked lead's facets from its three
+//! records and moves only the rows that changed. So a console page or
+//! `GET /v1/leads/search` reads a few ranges instead of scanning every lead, and no
+//! writer can forget the index: the `put_*` of each record marks it.
+
+use std::collections::BTreeSet;
+
+use redb::{ReadableTable, Table};
+
+use super::codec::{decode, encode};
+use super::read::ReadTx;
+use super::reader::Reader;
+use super::records::{EngagementRecord, EngagementState, HandlingRecord, LeadOrder, LeadRecord};
+use super::tables::*;
+use super::write::WriteTx;
+use crate::error::Result;
+use crate::time::Micros;
+
+/// The facet every live lead has: its count is the number of live leads.
+pub const ALL: &str = "all";
+/// The prefix of search terms among the facets.
+pub const TERM: &str = "t:";
+/// A term is cut to this many characters.
+const TERM_CHARS: usize = 64;
+
+/// A yes/no facet's name: `name:1` or `name:0`.
+pub fn flag(name: &str, on: bool) -> String {
+    format!("{name}:{}", if on { 1 } else { 0 })
+}
+
+/// The facets of a live lead, from its records.
+pub fn facets(
+    lead: &LeadRecord,
+    engagement: Option<&EngagementRecord>,
+    handling: &HandlingRecord,
+) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    out.insert(ALL.to_string());
+    if !lead.customer_profile.is_empty() {
+        out.insert(format!("profile:{}", lead.customer_profile));
+    }
+    let state = engagement
+        .filter(|e| !e.profile.is_empty())
+        .map_or(EngagementState::None, |e| e.state);
+    out.insert(format!("state:{}", state.as_str()));
+    if let Some(reason) = engagement.and_then(|e| e.stopped_reason) {
+        if state == EngagementState::Stopped {
+            out.insert(format!("stop:{}", reason.as_str()));
+        }
+    }
+    let subs = &lead.subscriptions;
+    let unsubscribed = subs.sms_unsubscribed || subs.voice_unsubscribed || subs.email_unsubscribed;
+    for (name, on) in [
+        ("replied", lead.has_replied || lead.has_replied_email),
+        ("hot", lead.is_hot),
+        ("qualified", lead.is_qualified),
+        ("handedoff", handling.handed_off_at.is_some()),
+        ("aion", lead.is_ai_on),
+        ("unsub", unsubscribed),
+    ] {
+        out.insert(flag(name, on));
+    }
+    for tag in &lead.tags {
+        out.insert(format!("tag:{}", tag.id));
+    }
+    if !handling.owner.is_empty() {
+        out.insert(format!("owner:{}", handling.owner));
+    }
+    for term in terms(lead) {
+        out.insert(format!("{TERM}{term}"));
+    }
+    out.into_iter().collect()
+}
+
+/// The words a search finds a lead by: its names' words, its email (whole and the
+/// part before `@`), its external id, and its phone's digits (whole, and the last 10,
+/// 7 and 4, so a national or local number finds it too). Lower case, cut to 64 chars.
+fn terms(lead: &LeadRecord) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut add = |word: &str| {
+        let word: String = word.to_lowercase().chars().take(TERM_CHARS).collect();
+        if !word.is_empty() {
+            out.insert(word);
+        }
+    };
+    for name in [&lead.first_name, &lead.last_name] {
+        for word in name.split(|c: char| !c.is_alphanumeric()) {
+            add(word);
+        }
+    }
+    let email = lead.email.trim();
+    if !email.is_empty() {
+        add(email);
+        if let Some((local, _)) = email.split_once('@') {
+            add(local);
+        }
+    }
+    add(lead.external_lead_id.trim());
+    let digits = phone_digits(&lead.phone);
+    for keep in [digits.len(), 10, 7, 4] {
+        if digits.len() >= keep {
+            add(&digits[digits.len() - keep..]);
+        }
+    }
+    out
+}
+
+/// The digits of a phone number, or of a search word written like one.
+pub fn phone_digits(text: &str) -> String {
+    text.chars().filter(char::is_ascii_digit).collect()
+}
+
+/// The search term a word of a query looks up (as a prefix): a word written like a
+/// phone number (digits and `+ -().` only, at least 3 digits) by its digits, any other
+/// in lower case. `None` for a word with nothing to look up.
+pub fn query_term(word: &str) -> Option<String> {
+    let phone_like = word
+        .chars()
+        .all(|c| c.is_ascii_digit() || "+-().".contains(c))
+        && phone_digits(word).len() >= 3;
+    let term = if phone_like {
+        phone_digits(word)
+    } else {
+        word.to_lowercase().chars().take(TERM_CHARS).collect()
+    };
+    Some(term).filter(|t| !t.is_empty())
+}
+
+impl WriteTx {
+    /// Re-derives the index rows of every lead marked in this transaction.
+    pub(crate) fn refresh_marked_leads(&mut self) -> Result<()> {
+        let marked = std::mem::take(&mut self.marked_leads);
+        for (org, lead) in marked {
+            self.refresh_lead(&org, &lead)?;
+        }
+        Ok(())
+    }
+
+    fn refresh_lead(&mut self, org: &str, id: &str) -> Result<()> {
+        let old: Option<LeadOrder> = self.record(LEAD_ORDER, (org, id))?;
+        let lead = self.lead(org, id)?.filter(|l| l.deleted_at.is_none());
+        let new = match &lead {
+            Some(lead) => {
+                let engagement = self.engagement(org, id)?;
+                let handling = self.handling(org, id)?;
+                Some(LeadOrder {
+                    created_at: lead.created_at,
+                    last_activity_at: lead.last_activity_at,
+                    facets: facets(lead, engagement.as_ref(), &handling),
+                })
+            }
+            None => None,
+        };
+        if old == new {
+            return Ok(());
+        }
+        let mut tables = IndexTables {
+            facets: self.open_write(LEAD_FACETS)?,
+            counts: self.open_write(LEAD_FACET_COUNTS)?,
+            by_activity: self.open_write(LEADS_BY_ACTIVITY)?,
+            order: self.open_write(LEAD_ORDER)?,
+        };
+        tables.move_rows(org, id, old.as_ref(), new.as_ref())
+    }
+
+    /// Records who handles a lead (and marks the lead for the index).
+    pub fn put_handling(&mut self, org: &str, lead: &str, handling: &HandlingRecord) -> Result<()> {
+        let mut table = self.open_write(LEAD_HANDLING)?;
+        if handling == &HandlingRecord::default() {
+            table.remove((org, lead))?;
+        } else {
+            table.insert((org, lead), encode(handling)?.as_slice())?;
+        }
+        drop(table);
+        self.mark_lead(org, lead);
+        Ok(())
+    }
+}
+
+/// The index's tables, open to be changed.
+pub(super) struct IndexTables<'t> {
+    pub facets: Table<'t, (&'static str, &'static str, &'static str), ()>,
+    pub counts: Table<'t, (&'static str, &'static str), u64>,
+    pub by_activity: Table<'t, (&'static str, i64, &'static str), ()>,
+    pub order: Table<'t, (&'static str, &'static str), &'static [u8]>,
+}
+
+impl IndexTables<'_> {
+    /// Moves lead `id`'s rows from what `old` says to what `new` says (`None`: not a
+    /// live lead): only the facets that differ, their counts, the activity row.
+    pub fn move_rows(
+        &mut self,
+        org: &str,
+        id: &str,
+        old: Option<&LeadOrder>,
+        new: Option<&LeadOrder>,
+    ) -> Result<()> {
+        let empty = Vec::new();
+        let old_facets = old.map_or(&empty, |o| &o.facets);
+        let new_facets = new.map_or(&empty, |n| &n.facets);
+        for gone in old_facets.iter().filter(|f| !new_facets.contains(f)) {
+            self.facets.remove((org, gone.as_str(), id))?;
+            let count = self
+                .counts
+                .get((org, gone.as_str()))?
+                .map_or(0, |c| c.value());
+            if count <= 1 {
+                self.counts.remove((org, gone.as_str()))?;
+            } else {
+                self.counts.insert((org, gone.as_str()), count - 1)?;
+            }
+        }
+        for added in new_facets.iter().filter(|f| !old_facets.contains(f)) {
+            self.facets.insert((org, added.as_str(), id), ())?;
+            let count = self
+                .counts
+                .get((org, added.as_str()))?
+                .map_or(0, |c| c.value());
+            self.counts.insert((org, added.as_str()), count + 1)?;
+        }
+        let old_activity = old.map(|o| o.last_activity_at);
+        let new_activity = new.map(|n| n.last_activity_at);
+        if old_activity != new_activity {
+            if let Some(at) = old_activity {
+                self.by_activity.remove((org, at, id))?;
+            }
+            if let Some(at) = new_activity {
+                self.by_activity.insert((org, at, id), ())?;
+            }
+        }
+        match new {
+            Some(new) => {
+                self.order.insert((org, id), encode(new)?.as_slice())?;
+            }
+            None => {
+                self.order.remove((org, id))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One lead of an index range with its sort keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Indexed {
+    pub id: String,
+    pub created_at: Micros,
+    pub last_activity_at: Micros,
+}
+
+impl ReadTx {
+    /// How many live leads of `org` have `facet` (`ALL`: every live lead).
+    pub fn facet_count(&self, org: &str, facet: &str) -> Result<u64> {
+        let table = self.open_read(LEAD_FACET_COUNTS)?;
+        Ok(table.get((org, facet))?.map_or(0, |c| c.value()))
+    }
+
+    /// Whether live lead `lead` of `org` has `facet`.
+    pub fn has_facet(&self, org: &str, facet: &str, lead: &str) -> Result<bool> {
+        self.contains(LEAD_FACETS, (org, facet, lead))
+    }
+
+    /// Visits the ids of `org`'s live leads with a facet starting with `prefix` (a
+    /// whole facet, or a search term's beginning); a lead may come more than once
+    /// when several of its facets start so.
+    pub fn facet_members(
+        &self,
+        org: &str,
+        prefix: &str,
+        mut visit: impl FnMut(&str, &str),
+    ) -> Result<()> {
+        let table = self.open_read(LEAD_FACETS)?;
+        for row in table.range((org, prefix, "")..)? {
+            let (key, _) = row?;
+            let (row_org, facet, lead) = key.value();
+            if row_org != org || !facet.starts_with(prefix) {
+                break;
+            }
+            visit(facet, lead);
+        }
+        Ok(())
+    }
+
+    /// A live lead's sort keys; `None` for a deleted or unknown lead.
+    pub fn lead_order(&self, org: &str, lead: &str) -> Result<Option<(Micros, Micros)>> {
+        let found: Option<LeadOrder> = self.record(LEAD_ORDER, (org, lead))?;
+        Ok(found.map(|o| (o.created_at, o.last_activity_at)))
+    }
+
+    /// Visits `org`'s live leads by last activity, newest first, from just below
+    /// `before` (`None`: the newest), until `visit` says stop.
+    pub fn leads_by_activity(
+        &self,
+        org: &str,
+        before: Option<(Micros, &str)>,
+        mut visit: impl FnMut(Indexed) -> Result<bool>,
+    ) -> Result<()> {
+        let table = self.open_read(LEADS_BY_ACTIVITY)?;
+        let orders = self.open_read(LEAD_ORDER)?;
+        let low = (org, i64::MIN, "");
+        let range = match before {
+            Some((at, id)) => table.range(low..(org, at, id))?,
+            None => table.range(low..=(org, i64::MAX, "\u{10FFFF}"))?,
+        };
+        for row in range.rev() {
+            let (key, _) = row?;
+            let (_, at, id) = key.value();
+            let created_at = match orders.get((org, id))? {
+                Some(order) => decode::<LeadOrder>(order.value())?.created_at,
+                None => continue,
+            };
+            let keep_going = visit(Indexed {
+                id: id.to_string(),
+                created_at,
+                last_activity_at: at,
+            })?;
+            if !keep_going {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Visits `org`'s live leads by creation, newest first, from just below `before`.
+    pub fn live_leads_by_created(
+        &self,
+        org: &str,
+        before: Option<(Micros, &str)>,
+        mut visit: impl FnMut(Indexed) -> Result<bool>,
+    ) -> Result<()> {
+        let table = self.open_read(LEADS_BY_CREATED)?;
+        let orders = self.open_read(LEAD_ORDER)?;
+        let low = (org, i64::MIN, "");
+        let range = match before {
+            Some((at, id)) => table.range(low..(org, at, id))?,
+            None => table.range(low..=(org, i64::MAX, "\u{10FFFF}"))?,
+        };
+        for row in range.rev() {
+            let (key, _) = row?;
+            let (_, at, id) = key.value();
+            // Deleted leads stay in `leads_by_created`; only live ones have an order.
+            let activity = match orders.get((org, id))? {
+                Some(order) => decode::<LeadOrder>(order.value())?.last_activity_at,
+                None => continue,
+            };
+            let keep_going = visit(Indexed {
+                id: id.to_string(),
+                created_at: at,
+                last_activity_at: activity,
+            })?;
+            if !keep_going {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::records::{StopReason, Subscriptions, TagRecord};
+
+    fn lead() -> LeadRecord {
+        LeadRecord {
+            id: "l1".into(),
+            first_name: "Ana María".into(),
+            last_name: "Ruiz-Díaz".into(),
+            phone: "+15125551099".into(),
+            email: "Ana.Ruiz@Example.com".into(),
+            customer_profile: "solar".into(),
+            is_hot: true,
+            is_ai_on: true,
+            external_lead_id: "CRM-77".into(),
+            tags: vec![TagRecord {
+                id: "vip".into(),
+                name: "VIP".into(),
+                condition: String::new(),
+            }],
+            ..LeadRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_leads_facets_name_its_filters_and_search_terms() {
+        let engagement = EngagementRecord {
+            profile: "solar".into(),
+            state: EngagementState::Stopped,
+            stopped_reason: Some(StopReason::Replied),
+            ..EngagementRecord::default()
+        };
+        let handling = HandlingRecord {
+            owner: "usr_1".into(),
+            handed_off_at: Some(5),
+        };
+        let got = facets(&lead(), Some(&engagement), &handling);
+        for want in [
+            "all",
+            "profile:solar",
+            "state:stopped",
+            "stop:replied",
+            "hot:1",
+            "qualified:0",
+            "replied:0",
+            "handedoff:1",
+            "aion:1",
+            "unsub:0",
+            "tag:vip",
+            "owner:usr_1",
+            "t:ana",
+            "t:maría",
+            "t:ruiz",
+            "t:díaz",
+            "t:ana.ruiz@example.com",
+            "t:ana.ruiz",
+            "t:crm-77",
+            "t:15125551099",
+            "t:5125551099",
+            "t:5551099",
+            "t:1099",
+        ] {
+            assert!(
+                got.contains(&want.to_string()),
+                "{want} missing from {got:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_lead_without_engagement_is_state_none_and_unsubscribed_counts_any_channel() {
+        let mut l = lead();
+        l.subscriptions = Subscriptions {
+            email_unsubscribed: true,
+            ..Subscriptions::default()
+        };
+        let got = facets(&l, None, &HandlingRecord::default());
+        assert!(got.contains(&"state:none".to_string()));
+        assert!(got.contains(&"unsub:1".to_string()));
+        assert!(!got
+            .iter()
+            .any(|f| f.starts_with("stop:") || f.starts_with("owner:")));
+    }
+
+    #[test]
+    fn a_query_word_like_a_phone_looks_up_its_digits() {
+        assert_eq!(query_term("(512)555-1099").as_deref(), Some("5125551099"));
+        assert_eq!(query_term("555-1099").as_deref(), Some("5551099"));
+        assert_eq!(query_term("Ana").as_deref(), Some("ana"));
+        assert_eq!(query_term("12").as_deref(), Some("12"));
+        assert_eq!(query_term("").as_deref(), None);
+    }
+}
