@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::config;
 use crate::domain::records::auth::{hash_key, new_key};
 use crate::error::{Error, Result};
-use crate::store::records::{KeyRecord, OrgRecord, OrgSettings, Scope};
+use crate::store::records::{KeyRecord, OrgRecord, OrgSettings, Role, Scope};
 use crate::store::Reader;
 use crate::store::{OpenError, Store};
 
@@ -47,6 +47,83 @@ pub enum AdminRequest {
     },
     /// The store's consistency check (redb's own check needs the server stopped).
     Check,
+    /// A console user; the CLI hashes the password (argon2 is slow: never in the writer).
+    UserCreate {
+        org: String,
+        email: String,
+        name: String,
+        role: Role,
+        password_hash: String,
+    },
+    UserList {
+        org: Option<String>,
+    },
+    UserSetRole {
+        email: String,
+        role: Role,
+    },
+    UserDisable {
+        email: String,
+    },
+    /// A new password hash; the user's sessions end.
+    UserSetPassword {
+        email: String,
+        password_hash: String,
+    },
+}
+
+/// One row of `user list` (and `user create`'s answer).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserListed {
+    pub id: String,
+    pub org: String,
+    pub email: String,
+    pub name: String,
+    pub role: Role,
+    pub disabled: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UserList {
+    pub users: Vec<UserListed>,
+}
+
+fn user_listed(user: &crate::store::records::UserRecord, org: String) -> UserListed {
+    UserListed {
+        id: user.id.clone(),
+        org,
+        email: user.email.clone(),
+        name: user.name.clone(),
+        role: user.role,
+        disabled: user.disabled_at.is_some(),
+    }
+}
+
+fn user_list(store: &Store, org: Option<&str>) -> Result<Value> {
+    let read = store.read()?;
+    let orgs = read.orgs()?;
+    let org_id = match org {
+        Some(name) => Some(
+            orgs.iter()
+                .find(|o| o.name == name)
+                .map(|o| o.id.clone())
+                .ok_or_else(|| Error::NotFound(format!("Organization not found: {name}")))?,
+        ),
+        None => None,
+    };
+    let names: std::collections::HashMap<String, String> =
+        orgs.into_iter().map(|o| (o.id, o.name)).collect();
+    let users = crate::domain::people::users::list(&read, org_id.as_deref())?
+        .iter()
+        .map(|u| user_listed(u, names.get(&u.org_id).cloned().unwrap_or_default()))
+        .collect();
+    to_value(UserList { users })
+}
+
+fn org_id_of(tx: &crate::store::WriteTx, name: &str) -> Result<String> {
+    tx.org_id_by_name(name)?
+        .ok_or_else(|| Error::NotFound(format!("Organization not found: {name}")))
 }
 
 /// `org create`'s answer.
@@ -131,6 +208,7 @@ pub struct AdminResponse {
 pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
     match request {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        AdminRequest::UserList { org } => user_list(store, org.as_deref()),
         AdminRequest::OrgList => org_list(store),
         // Both read the whole database: keep them off the async workers where the
         // runtime allows it (a current-thread runtime has no other worker to hand to).
@@ -153,6 +231,7 @@ pub async fn run(store: &Store, request: AdminRequest) -> Result<Value> {
 pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
     match request {
         AdminRequest::KeyList { org } => key_list(store, org.as_deref()),
+        AdminRequest::UserList { org } => user_list(store, org.as_deref()),
         AdminRequest::OrgList => org_list(store),
         AdminRequest::Backup { path } => {
             let rows = store.backup_to(&path)?;
@@ -167,7 +246,34 @@ pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
 }
 
 fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value> {
+    use crate::domain::people::users;
     match request {
+        AdminRequest::UserCreate {
+            org,
+            email,
+            name,
+            role,
+            password_hash,
+        } => {
+            let org_id = org_id_of(tx, &org)?;
+            let user = users::create(tx, &org_id, &email, &name, role, password_hash)?;
+            to_value(user_listed(&user, org))
+        }
+        AdminRequest::UserSetRole { email, role } => {
+            let user = users::set_role(tx, &email, role)?;
+            to_value(user_listed(&user, String::new()))
+        }
+        AdminRequest::UserDisable { email } => {
+            let user = users::disable(tx, &email)?;
+            to_value(user_listed(&user, String::new()))
+        }
+        AdminRequest::UserSetPassword {
+            email,
+            password_hash,
+        } => {
+            let user = users::set_password(tx, &email, password_hash)?;
+            to_value(user_listed(&user, String::new()))
+        }
         AdminRequest::OrgCreate { name } => {
             let name = name.trim().to_string();
             if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
@@ -225,6 +331,7 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
             to_value(KeyRevoked { id, revoked: true })
         }
         AdminRequest::KeyList { .. }
+        | AdminRequest::UserList { .. }
         | AdminRequest::OrgList
         | AdminRequest::Backup { .. }
         | AdminRequest::Check => Err(Error::Internal("not a write".into())),

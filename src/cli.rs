@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::admin::{
-    administer, AdminRequest, KeyCreated, KeyList, KeyRevoked, OrgCreated, OrgList,
+    administer, AdminRequest, KeyCreated, KeyList, KeyRevoked, OrgCreated, OrgList, UserList,
+    UserListed,
 };
 use crate::config::{self, Config, FileConfig, Overrides};
-use crate::store::records::Scope;
+use crate::domain::people::passwords;
+use crate::store::records::{Role, Scope};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -58,6 +60,9 @@ pub enum Command {
     /// Manage API keys (shown once at creation; only a hash is stored).
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Manage the console's users (people; passwords shown once, stored as argon2id).
+    #[command(subcommand)]
+    User(UserCommand),
     /// Write a consistent backup of the database to a new file (server running or not).
     Backup { file: PathBuf },
     /// Restore a backup into an empty data directory (server stopped).
@@ -150,6 +155,47 @@ pub enum OrgCommand {
     Create { name: String },
     /// List organizations: id, creation time, name.
     List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a console user; prints the generated password alone on standard output,
+    /// once (with `--password-stdin`, reads the password instead and prints nothing).
+    Create {
+        /// Name of the organization the user belongs to (see `org list`).
+        #[arg(long)]
+        org: String,
+        /// The user's email, unique across the server; they sign in with it.
+        #[arg(long)]
+        email: String,
+        /// The name people see (in the timeline: "Ana Ruiz took over").
+        #[arg(long)]
+        name: String,
+        /// `viewer` reads everything; `agent` also takes over, replies and changes leads;
+        /// `admin` also changes settings, providers, webhooks, keys and people.
+        #[arg(long, default_value = "agent", value_parser = ["viewer", "agent", "admin"])]
+        role: String,
+        /// Read the password from the first line of standard input (12 to 200 characters).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List users: email, name, role, organization, state.
+    List {
+        /// Only the users of this organization (by name).
+        #[arg(long)]
+        org: Option<String>,
+    },
+    /// Give a user another role.
+    SetRole {
+        email: String,
+        #[arg(value_parser = ["viewer", "agent", "admin"])]
+        role: String,
+    },
+    /// Disable a user: they can no longer sign in, and their sessions end.
+    Disable { email: String },
+    /// Give a user a new generated password, printed alone on standard output; their
+    /// sessions end.
+    ResetPassword { email: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -254,6 +300,10 @@ pub fn run(cli: Cli) -> Result<(), String> {
             init_logging(cli.log_format, "warn");
             key_command(&data_dir, cmd)
         }
+        Command::User(cmd) => {
+            init_logging(cli.log_format, "warn");
+            user_command(&data_dir, cmd)
+        }
         Command::Backup { file: target } => {
             init_logging(cli.log_format, "warn");
             crate::maintenance::backup(&data_dir, &target)
@@ -306,6 +356,122 @@ fn key_command(data_dir: &Path, cmd: KeyCommand) -> Result<(), String> {
         KeyCommand::Revoke { id } => {
             let _: KeyRevoked = administer(data_dir, AdminRequest::KeyRevoke { id: id.clone() })?;
             eprintln!("revoked key {id}");
+        }
+    }
+    Ok(())
+}
+
+fn role(name: &str) -> Result<Role, String> {
+    Role::parse(name).ok_or_else(|| format!("unknown role {name:?}: use viewer, agent or admin"))
+}
+
+fn hash_password(password: &str) -> Result<String, String> {
+    passwords::check_new(password).map_err(|e| e.to_string())?;
+    passwords::hash(password).map_err(|e| e.to_string_for_logs())
+}
+
+fn user_command(data_dir: &Path, cmd: UserCommand) -> Result<(), String> {
+    match cmd {
+        UserCommand::Create {
+            org,
+            email,
+            name,
+            role: role_name,
+            password_stdin,
+        } => {
+            let role = role(&role_name)?;
+            let (password, generated) = if password_stdin {
+                let mut line = String::new();
+                std::io::stdin()
+                    .read_line(&mut line)
+                    .map_err(|e| format!("cannot read the password from standard input: {e}"))?;
+                (line.trim_end_matches(['\r', '\n']).to_string(), false)
+            } else {
+                (passwords::generate(), true)
+            };
+            let password_hash = hash_password(&password)?;
+            let created: UserListed = administer(
+                data_dir,
+                AdminRequest::UserCreate {
+                    org,
+                    email,
+                    name,
+                    role,
+                    password_hash,
+                },
+            )?;
+            if generated {
+                println!("{password}");
+                eprintln!(
+                    "created {} {} ({}) in {}; give them this password now: it is not shown again",
+                    created.role.as_str(),
+                    created.name,
+                    created.email,
+                    created.org
+                );
+            } else {
+                eprintln!(
+                    "created {} {} ({}) in {}",
+                    created.role.as_str(),
+                    created.name,
+                    created.email,
+                    created.org
+                );
+            }
+        }
+        UserCommand::List { org } => {
+            let list: UserList = administer(data_dir, AdminRequest::UserList { org })?;
+            println!(
+                "{:<32} {:<24} {:<7} {:<9} {:<20}",
+                "EMAIL", "NAME", "ROLE", "STATE", "ORG"
+            );
+            for u in list.users {
+                let state = if u.disabled { "disabled" } else { "active" };
+                println!(
+                    "{:<32} {:<24} {:<7} {:<9} {:<20}",
+                    u.email,
+                    u.name,
+                    u.role.as_str(),
+                    state,
+                    u.org
+                );
+            }
+        }
+        UserCommand::SetRole {
+            email,
+            role: role_name,
+        } => {
+            let role = role(&role_name)?;
+            let _: UserListed = administer(
+                data_dir,
+                AdminRequest::UserSetRole {
+                    email: email.clone(),
+                    role,
+                },
+            )?;
+            eprintln!("{email} is now {}", role.as_str());
+        }
+        UserCommand::Disable { email } => {
+            let _: UserListed = administer(
+                data_dir,
+                AdminRequest::UserDisable {
+                    email: email.clone(),
+                },
+            )?;
+            eprintln!("disabled {email}; their sessions have ended");
+        }
+        UserCommand::ResetPassword { email } => {
+            let password = passwords::generate();
+            let password_hash = hash_password(&password)?;
+            let _: UserListed = administer(
+                data_dir,
+                AdminRequest::UserSetPassword {
+                    email: email.clone(),
+                    password_hash,
+                },
+            )?;
+            println!("{password}");
+            eprintln!("new password for {email}; their sessions have ended");
         }
     }
     Ok(())

@@ -14,7 +14,7 @@ mod inbound;
 mod leads;
 mod ops;
 mod org;
-mod outreach;
+pub mod outreach;
 mod profiles;
 pub mod rate_limit;
 mod recording_body;
@@ -59,6 +59,8 @@ pub struct AppState {
     pub http: crate::http_client::HttpClient,
     /// The engagement engine: sends the API's messages through their provider.
     pub engine: Arc<crate::engine::Engine>,
+    /// The console's sign-in throttle (per email and per address, in memory).
+    pub sign_in_throttle: crate::domain::people::throttle::Throttle,
 }
 
 impl AppState {

@@ -33,10 +33,25 @@ pub async fn outbound_message(
     lead_id: &str,
     input: messages::MessageInput,
 ) -> Result<Response<Body>> {
-    let channel = input.channel;
     if input.record_only {
         return record_only(state, caller, lead_id, input).await;
     }
+    match send_message(state, caller, lead_id, &input, Origin::Api).await? {
+        Outcome::Sent(row) => sent(&row),
+        Outcome::Blocked(event) => Ok(blocked(&event)),
+    }
+}
+
+/// Sends `input`'s text to the lead through the gate and the channel's provider, as
+/// `origin` (the API, or a person in the console): the message event, or the block.
+pub async fn send_message(
+    state: &AppState,
+    caller: Caller,
+    lead_id: &str,
+    input: &messages::MessageInput,
+    origin: Origin,
+) -> Result<Outcome<crate::store::EventRow>> {
+    let channel = input.channel;
     let text = input
         .content
         .get("text")
@@ -58,17 +73,17 @@ pub async fn outbound_message(
             channel,
             &text,
             subject.as_deref(),
-            Origin::Api,
+            origin.clone(),
         )
     };
-    match gate(state, caller, lead_id, channel, send).await? {
+    Ok(match gate(state, caller, lead_id, channel, send).await? {
         Outcome::Sent(attempt) => {
             let row = attempt.event.clone();
             state.engine.deliver(attempt).await?;
-            sent(&row)
+            Outcome::Sent(row)
         }
-        Outcome::Blocked(event) => Ok(blocked(&event)),
-    }
+        Outcome::Blocked(event) => Outcome::Blocked(event),
+    })
 }
 
 /// The compliance gate, then `send` inside the write job when the attempt may go.

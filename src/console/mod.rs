@@ -1,5 +1,119 @@
 //! The operator console: server-rendered pages under `/console/` for the people who own
 //! the conversations (`../shared/spec/console.md`).
 //!
-//! It sits on the api floor beside `api/`: its handlers check the session and the CSRF
-//! token, call the same domain functions the API calls, and render HTML.
+//! It sits on the api floor beside `api/`: the server hands it every request for `/`
+//! and `/console/...` ([`is_console_path`]). [`handle`] routes ([`routes`]), checks the
+//! session and, for a POST, its CSRF token and origin (`session`), checks the route's
+//! role, then the page's handler calls the same domain functions the API calls and
+//! renders HTML (maud: compile-time checked, escaped by default). Every answer carries
+//! the security headers (`respond`). Pages work without JavaScript; the embedded
+//! script (`assets`) only adds conveniences.
+
+mod assets;
+mod form;
+mod layout;
+mod lead;
+mod leads;
+mod login;
+mod pages;
+mod respond;
+mod routes;
+mod session;
+mod timeline;
+
+use std::convert::Infallible;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response};
+
+use crate::api::response::Body;
+use crate::api::AppState;
+use crate::error::Error;
+use routes::Page;
+
+/// Whether `path` is the console's (the server sends it here, not to the API).
+pub fn is_console_path(path: &str) -> bool {
+    path == "/" || path == "/console" || path.starts_with("/console/")
+}
+
+/// Answers one console request from `peer`.
+pub async fn handle(
+    state: Arc<AppState>,
+    req: Request<Incoming>,
+    peer: IpAddr,
+) -> Result<Response<Body>, Infallible> {
+    let head = req.method() == Method::HEAD;
+    let route_name;
+    let started = std::time::Instant::now();
+    let response = {
+        let (parts, body) = req.into_parts();
+        let path = parts.uri.path().to_string();
+        let page = routes::route(&parts.method, &path);
+        route_name = page.as_ref().map_or("console_unmatched", |p| p.name());
+        match page {
+            Ok(page) => dispatch(&state, page, parts, body, peer)
+                .await
+                .unwrap_or_else(|e| respond::error_page(&e, None)),
+            Err(e) => respond::error_page(&e, None),
+        }
+    };
+    let mut response = respond::secured(response);
+    if head {
+        response = crate::api::response::without_body(response);
+    }
+    state
+        .metrics
+        .record(route_name, response.status().as_u16(), started.elapsed());
+    Ok(response)
+}
+
+async fn dispatch(
+    state: &AppState,
+    page: Page<'_>,
+    parts: hyper::http::request::Parts,
+    body: Incoming,
+    peer: IpAddr,
+) -> Result<Response<Body>, Error> {
+    // Pages open without a session.
+    match page {
+        Page::Root | Page::Home => return Ok(respond::redirect("/console/inbox")),
+        Page::Asset(name) => return Ok(assets::serve(name, &parts.headers)),
+        Page::Login => return Ok(login::page(state, &parts).await),
+        Page::SignIn => return login::sign_in(state, &parts, body, peer).await,
+        _ => {}
+    }
+    let visitor = match session::visitor(state, &parts.headers).await? {
+        Some(visitor) => visitor,
+        // A page asks the person to sign in; a state change without a session is refused.
+        None if parts.method == Method::POST => {
+            return Err(Error::Forbidden);
+        }
+        None => return Ok(respond::redirect("/console/login")),
+    };
+    let form = if parts.method == Method::POST {
+        let form = form::read(body).await?;
+        session::check_post(&visitor, &parts, &form)?;
+        form
+    } else {
+        form::Form::default()
+    };
+    if !visitor.user.role.at_least(page.role()) {
+        return Ok(respond::forbidden(&visitor));
+    }
+    let query = parts.uri.query().unwrap_or("");
+    match page {
+        Page::SignOut => login::sign_out(state, &visitor).await,
+        Page::Inbox => pages::inbox(state, &visitor),
+        Page::Leads => leads::list(state, &visitor, query),
+        Page::LeadsCsv => leads::export(state, &visitor, query),
+        Page::Lead(id) => lead::page(state, &visitor, id, lead::Shown::default()).await,
+        Page::LeadAction(id, action) => lead::act(state, &visitor, id, action, form).await,
+        Page::Campaigns => pages::campaigns(state, &visitor),
+        Page::Settings => pages::settings(state, &visitor),
+        Page::Root | Page::Home | Page::Asset(_) | Page::Login | Page::SignIn => Err(
+            Error::Internal("an open console page reached the session check".into()),
+        ),
+    }
+}

@@ -205,6 +205,65 @@ impl Engine {
         Ok((results, ended))
     }
 
+    /// "Suggest a reply": a draft of the next message to the lead on `channel` from the
+    /// conversation so far, with the lead's profile's instructions. Nothing is sent,
+    /// no tool is applied (a tool call's answer yields only its text), nothing is
+    /// stored. `Ok(Err(reason))` when there is no draft to show.
+    pub async fn suggest(
+        &self,
+        org: &str,
+        lead_id: &str,
+        channel: Channel,
+    ) -> Result<std::result::Result<String, String>> {
+        let (settings, instructions, lead, history) = {
+            let read = self.store.read()?;
+            let Some(lead) = read.lead(org, lead_id)? else {
+                return Err(crate::error::Error::lead_not_found(lead_id));
+            };
+            let Some(settings) = read.engine_settings(org)?.assistant else {
+                return Ok(Err(
+                    "No assistant is configured (Settings, or PATCH /v1/org).".into(),
+                ));
+            };
+            let instructions = read
+                .profile(org, &lead.customer_profile)?
+                .map(|p| p.instructions)
+                .unwrap_or_default();
+            (
+                settings,
+                instructions,
+                lead.clone(),
+                conversation(&read, org, lead_id)?,
+            )
+        };
+        let data = lead_data(&lead);
+        let local_time = self.local_time(org, &lead)?;
+        let context = Context {
+            instructions: &instructions,
+            lead: &data,
+            channel,
+            local_time: &local_time,
+            history: &history,
+        };
+        let server = model_server(&settings);
+        let max_tokens = assistant::max_tokens(&server, channel);
+        let body = assistant::request_body(&settings.model, max_tokens, &context, &[]);
+        let text = match model::complete(&self.client, &server, &body).await {
+            Err(failure) => return Ok(Err(format!("The assistant did not answer: {failure}"))),
+            Ok(Answer::Text(text)) => text,
+            Ok(Answer::ToolCalls { message, .. }) => message
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        };
+        let draft = guard(&text, channel);
+        if draft.is_empty() {
+            return Ok(Err("The assistant had no draft to suggest.".into()));
+        }
+        Ok(Ok(draft))
+    }
+
     /// A reply that is empty after the output guard: nothing is sent.
     pub(super) fn nothing_to_say(&self, org: &str, lead_id: &str, channel: Channel) {
         tracing::warn!(

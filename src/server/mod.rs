@@ -114,6 +114,7 @@ impl Server {
                 crate::api::rate_limit::RateLimiter::new(rate, config.limits.rate_limit_burst)
             }),
             recordings,
+            sign_in_throttle: Default::default(),
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = crate::webhooks::dispatcher::Dispatcher::new(
@@ -346,10 +347,21 @@ async fn serve_connection(
     watcher: hyper_util::server::graceful::Watcher,
     unheaded: Arc<UnheadedSlot>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let service = service_fn(move |req| {
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.ip())
+        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         // hyper calls the service once a request's head is complete.
         unheaded.headed();
-        api::handle(state.clone(), req)
+        let state = state.clone();
+        async move {
+            if crate::console::is_console_path(req.uri().path()) {
+                crate::console::handle(state, req, peer).await
+            } else {
+                api::handle(state, req).await
+            }
+        }
     });
     match tls {
         Some(acceptor) => {

@@ -13,6 +13,7 @@ pub mod lead_index;
 pub mod lead_view;
 mod maintenance;
 mod migrations;
+mod people;
 mod read;
 mod reader;
 pub mod recordings;

@@ -13,7 +13,7 @@ use super::codec::decode;
 use super::read::ReadTx;
 use super::records::{
     CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, HandlingRecord,
-    KeyRecord, LeadRecord, OrgRecord, ProfileRecord, VoiceSession,
+    KeyRecord, LeadRecord, OrgRecord, ProfileRecord, SessionRecord, UserRecord, VoiceSession,
 };
 use super::records::{RecordingRecord, UploadRecord};
 use super::tables::*;
@@ -81,6 +81,26 @@ pub trait Reader {
         self.record(PROFILES, (org, name))
     }
 
+    fn user(&self, id: &str) -> Result<Option<UserRecord>> {
+        self.record(USERS, id)
+    }
+
+    /// The user whose email (any case) is `email`.
+    fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>> {
+        let key = super::records::email_key(email);
+        let Some(id) = self.user_id_by_email(&key)? else {
+            return Ok(None);
+        };
+        self.user(&id)
+    }
+
+    /// The id of the user with `email_key` (an email in lower case).
+    fn user_id_by_email(&self, email_key: &str) -> Result<Option<String>>;
+
+    fn session(&self, hash: &[u8; 32]) -> Result<Option<SessionRecord>> {
+        self.record(SESSIONS, &hash[..])
+    }
+
     /// Who handles a lead besides the assistant (nobody: the default).
     fn handling(&self, org: &str, lead: &str) -> Result<HandlingRecord> {
         Ok(self.record(LEAD_HANDLING, (org, lead))?.unwrap_or_default())
@@ -117,6 +137,12 @@ macro_rules! reader_for {
                 let table = self.open_read(table)?;
                 let found = table.get(key)?;
                 Ok(found.is_some())
+            }
+
+            fn user_id_by_email(&self, email_key: &str) -> Result<Option<String>> {
+                let table = self.open_read(USERS_BY_EMAIL)?;
+                let found = table.get(email_key)?;
+                Ok(found.map(|v| v.value().to_string()))
             }
         }
     };

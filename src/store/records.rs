@@ -1138,3 +1138,61 @@ pub struct LeadOrder {
     pub last_activity_at: Micros,
     pub facets: Vec<String>,
 }
+
+/// What a console user may do: `viewer` reads, `agent` also acts on leads, `admin`
+/// also changes settings. Ordered: `Admin > Agent > Viewer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Role {
+    Viewer,
+    Agent,
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Viewer, Role::Agent, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Agent => "agent",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    /// Whether this role may do what `needed` may.
+    pub fn at_least(self, needed: Role) -> bool {
+        self >= needed
+    }
+}
+
+/// A person who signs in to the console.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserRecord {
+    pub id: String,
+    pub org_id: String,
+    /// As given; compared and indexed in lower case.
+    pub email: String,
+    pub name: String,
+    pub role: Role,
+    /// The argon2id hash in PHC form; never the password.
+    pub password_hash: String,
+    pub created_at: Micros,
+    pub disabled_at: Option<Micros>,
+    /// Email notifications about leads that need attention (the person's own setting).
+    pub notify: bool,
+}
+
+/// A signed-in session, stored under the SHA-256 of its token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub user_id: String,
+    pub org_id: String,
+    /// The token forms and scripts send back with every change (hex).
+    pub csrf: String,
+    pub created_at: Micros,
+    pub last_seen_at: Micros,
+}

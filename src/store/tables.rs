@@ -52,6 +52,10 @@ macro_rules! all_tables {
         $apply!(LEAD_FACET_COUNTS);
         $apply!(LEAD_ORDER);
         $apply!(LEADS_BY_ACTIVITY);
+        $apply!(USERS);
+        $apply!(USERS_BY_EMAIL);
+        $apply!(SESSIONS);
+        $apply!(SESSIONS_BY_USER);
     };
 }
 pub(crate) use all_tables;
@@ -203,3 +207,14 @@ pub const LEAD_ORDER: TableDefinition<(&str, &str), &[u8]> = TableDefinition::ne
 /// (org, lastActivityAt, lead id) → (), live leads only: the lead list by activity.
 pub const LEADS_BY_ACTIVITY: TableDefinition<(&str, i64, &str), ()> =
     TableDefinition::new("leads_by_activity");
+
+/// user id → `UserRecord`: the console's people, each of one organization.
+pub const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");
+/// email in lower case → user id: an email is one user's across the server.
+pub const USERS_BY_EMAIL: TableDefinition<&str, &str> = TableDefinition::new("users_by_email");
+/// SHA-256 of a session token → `SessionRecord`: the cookie's token is never stored.
+pub const SESSIONS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("sessions");
+/// (user id, SHA-256 of the token) → (): a user's sessions, ended together when the
+/// user is disabled or its password changes.
+pub const SESSIONS_BY_USER: TableDefinition<(&str, &[u8]), ()> =
+    TableDefinition::new("sessions_by_user");

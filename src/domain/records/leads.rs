@@ -294,7 +294,7 @@ fn tag(item: &Value) -> Option<TagRecord> {
 
 /// One `@` with something on both sides, a dot in the domain, no spaces: enough to
 /// catch mistakes without refusing valid but unusual addresses.
-fn is_plausible_email(s: &str) -> bool {
+pub fn is_plausible_email(s: &str) -> bool {
     let Some((local, domain)) = s.split_once('@') else {
         return false;
     };

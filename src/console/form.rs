@@ -1,0 +1,61 @@
+//! A submitted form (`application/x-www-form-urlencoded`), read within a size bound.
+
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+
+use crate::error::{Error, Result};
+
+/// The most a console form may carry: a reply's text is bounded far below this.
+const MAX_FORM_BYTES: usize = 256 * 1024;
+
+/// A form's fields, in order; a name may repeat.
+#[derive(Debug, Clone, Default)]
+pub struct Form(Vec<(String, String)>);
+
+impl Form {
+    /// The first value of `name`, when present.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The value of `name`, trimmed; empty when absent.
+    pub fn text(&self, name: &str) -> &str {
+        self.get(name).unwrap_or_default().trim()
+    }
+
+    pub fn parse(bytes: &[u8]) -> Result<Form> {
+        serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes)
+            .map(Form)
+            .map_err(|_| Error::BadRequest("The form could not be read".into()))
+    }
+}
+
+/// Reads a request's form body, at most [`MAX_FORM_BYTES`], within 30 seconds.
+pub async fn read(body: Incoming) -> Result<Form> {
+    let collect = Limited::new(body, MAX_FORM_BYTES).collect();
+    let bytes = match tokio::time::timeout(std::time::Duration::from_secs(30), collect).await {
+        Err(_) => return Err(Error::RequestTimeout),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(Error::PayloadTooLarge)
+        }
+        Ok(Err(_)) => return Err(Error::BadRequest("The form could not be read".into())),
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    Form::parse(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_keeps_repeated_names_and_decodes_values() {
+        let form = Form::parse(b"csrf=abc&message=Hi+there%21&tag=a&tag=b").unwrap();
+        assert_eq!(form.get("message"), Some("Hi there!"));
+        assert_eq!(form.get("tag"), Some("a"));
+        assert_eq!(form.text("missing"), "");
+    }
+}

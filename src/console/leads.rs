@@ -1,0 +1,347 @@
+//! `/console/leads`: the lead list with its filters, search, sort, pages of 50 with the
+//! total, and "Export CSV" of the filtered set (streamed, page by page).
+//!
+//! The query is `domain::records::search`'s, the same as `GET /v1/leads/search`: the
+//! form's fields carry the API's parameter names.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use hyper::header::{HeaderValue, CONTENT_DISPOSITION, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use maud::{html, Markup};
+
+use super::layout::{self, badges, lead_name};
+use super::respond;
+use super::session::Visitor;
+use crate::api::response::Body;
+use crate::api::AppState;
+use crate::domain::records::search::{self, After, LeadFilter, Sort, STATES, STOP_REASONS};
+use crate::error::{Error, Result};
+use crate::store::Reader;
+
+/// Leads on one page.
+const PAGE: usize = 50;
+/// Leads read per snapshot while a CSV export streams.
+const CSV_BATCH: usize = 500;
+
+/// The query string's filter and the page's start (`after`, the last lead of the
+/// page before: `<sort time>:<id>`).
+fn parse(query: &str) -> Result<(LeadFilter, Option<After>)> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+        .map_err(|_| Error::BadRequest("The address's query could not be read".into()))?;
+    let mut after = None;
+    let params = pairs.iter().filter(|(k, v)| {
+        if k == "after" {
+            after = v
+                .split_once(':')
+                .and_then(|(t, id)| Some((t.parse::<i64>().ok()?, id.to_string())));
+            return false;
+        }
+        true
+    });
+    let filter = LeadFilter::from_params(params.map(|(k, v)| (k.as_str(), v.as_str())))?;
+    Ok((filter, after))
+}
+
+fn query_string(filter: &LeadFilter, after: Option<&After>) -> String {
+    let mut params = filter.params();
+    if let Some((t, id)) = after {
+        params.push(("after", format!("{t}:{id}")));
+    }
+    serde_urlencoded::to_string(params).unwrap_or_default()
+}
+
+/// `GET /console/leads`.
+pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
+    let (filter, after, problem) = match parse(query) {
+        Ok((filter, after)) => (filter, after, None),
+        Err(e) => (LeadFilter::default(), None, Some(e.to_string())),
+    };
+    let org = visitor.org();
+    let read = state.store.read()?;
+    let page = search::search(&read, org, &filter, PAGE, after.as_ref())?;
+    let zone = read.engine_settings(org)?.time_zone;
+    let profiles = read.profiles(org)?;
+    let mut rows = Vec::with_capacity(page.leads.len());
+    for found in &page.leads {
+        if let Some(lead) = read.lead(org, &found.id)? {
+            let engagement = read.engagement(org, &found.id)?;
+            rows.push((lead, engagement));
+        }
+    }
+    let profile_names: Vec<String> = profiles.into_iter().map(|p| p.name).collect();
+    let total = page.total;
+    let markup = layout::page(
+        "Leads",
+        Some(visitor),
+        html! {
+            h1 { "Leads" }
+            @if let Some(problem) = &problem {
+                p.error role="alert" { (problem) }
+            }
+            (filters(&filter, &profile_names))
+            div.toolbar {
+                p #total aria-live="polite" { strong { (total) } @if total == 1 { " lead" } @else { " leads" } }
+                a href={ "/console/leads.csv?" (query_string(&filter, None)) } { "Export CSV" }
+            }
+            div.table-wrap {
+                table.leads {
+                    caption.muted { "Newest " (if filter.sort == Sort::Created { "created" } else { "activity" }) " first" }
+                    thead { tr {
+                        th scope="col" { "Name" }
+                        th scope="col" { "Phone" }
+                        th scope="col" { "Email" }
+                        th scope="col" { "Profile" }
+                        th scope="col" { "State" }
+                        th scope="col" { "Last activity" }
+                    } }
+                    tbody {
+                        @for (lead, engagement) in &rows {
+                            tr {
+                                td data-label="Name" {
+                                    a href={ "/console/leads/" (lead.id) } { (lead_name(lead)) }
+                                    " " (badges(lead.is_hot, lead.is_qualified))
+                                }
+                                td data-label="Phone" { (lead.phone) }
+                                td data-label="Email" { (lead.email) }
+                                td data-label="Profile" { (lead.customer_profile) }
+                                td data-label="State" { (state_words(engagement.as_ref())) }
+                                td data-label="Last activity" { (layout::time(lead.last_activity_at, &zone)) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if rows.is_empty() {
+                p.notice { "No lead matches." }
+            }
+            nav.pager aria-label="Pages" {
+                @if after.is_some() {
+                    a href={ "/console/leads?" (query_string(&filter, None)) } { "First page" }
+                }
+                @if let Some(next) = &page.next {
+                    a href={ "/console/leads?" (query_string(&filter, Some(next))) } { "Next page" }
+                }
+            }
+        },
+    );
+    let status = if problem.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    Ok(respond::html(status, markup))
+}
+
+/// An engagement's state in words, with its stop reason.
+pub fn state_words(e: Option<&crate::store::records::EngagementRecord>) -> String {
+    match e.filter(|e| !e.profile.is_empty()) {
+        None => "none".into(),
+        Some(e) => match e.stopped_reason {
+            Some(reason) if e.state == crate::store::records::EngagementState::Stopped => {
+                format!("stopped ({})", reason.as_str())
+            }
+            _ => e.state.as_str().into(),
+        },
+    }
+}
+
+fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
+    let yes_no = |name: &'static str,
+                  label: &'static str,
+                  facet: &str,
+                  yes: &'static str,
+                  no: &'static str| {
+        let value = filter.flag(facet);
+        html! {
+            div {
+                label for=(name) { (label) }
+                select #(name) name=(name) {
+                    option value="" selected[value.is_none()] { "Any" }
+                    option value="true" selected[value == Some(true)] { (yes) }
+                    option value="false" selected[value == Some(false)] { (no) }
+                }
+            }
+        }
+    };
+    html! {
+        form.filters method="get" action="/console/leads" role="search" aria-label="Filter leads" {
+            div.wide {
+                label for="q" { "Search" }
+                input #q type="search" name="q" value=[filter.q.as_deref()] placeholder="Name, phone, email or external id";
+            }
+            div {
+                label for="profile" { "Profile" }
+                select #profile name="profile" {
+                    option value="" { "Any" }
+                    @for p in profiles {
+                        option value=(p) selected[filter.profile.as_deref() == Some(p.as_str())] { (p) }
+                    }
+                }
+            }
+            div {
+                label for="state" { "State" }
+                select #state name="state" {
+                    option value="" { "Any" }
+                    @for s in STATES {
+                        option value=(s.as_str()) selected[filter.state == Some(s)] { (s.as_str()) }
+                    }
+                }
+            }
+            div {
+                label for="stoppedReason" { "Stop reason" }
+                select #stoppedReason name="stoppedReason" {
+                    option value="" { "Any" }
+                    @for r in STOP_REASONS {
+                        option value=(r.as_str()) selected[filter.stopped_reason == Some(r)] { (r.as_str()) }
+                    }
+                }
+            }
+            (yes_no("replied", "Replied", "replied", "Yes", "No"))
+            (yes_no("hot", "Hot", "hot", "Yes", "No"))
+            (yes_no("qualified", "Qualified", "qualified", "Yes", "No"))
+            (yes_no("handedOff", "Handed off", "handedoff", "Yes", "No"))
+            (yes_no("aiOn", "Assistant", "aion", "On", "Off"))
+            (yes_no("unsubscribed", "Unsubscribed", "unsub", "Yes", "No"))
+            div {
+                label for="tag" { "Tag" }
+                input #tag type="text" name="tag" value=[filter.tag.as_deref()] placeholder="Tag id";
+            }
+            div {
+                label for="sort" { "Sort" }
+                select #sort name="sort" {
+                    option value="activity" selected[filter.sort == Sort::Activity] { "Last activity" }
+                    option value="created" selected[filter.sort == Sort::Created] { "Created" }
+                }
+            }
+            div { button type="submit" { "Filter" } }
+        }
+    }
+}
+
+/// `GET /console/leads.csv`: the filtered set as CSV, written page by page, each page
+/// from its own snapshot, so a large export holds neither memory nor a snapshot.
+pub fn export(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
+    let (filter, _) = parse(query)?;
+    let org = visitor.org().to_string();
+    let store = state.store.clone();
+    let (tx, rx) =
+        tokio::sync::mpsc::channel::<std::result::Result<Frame<Bytes>, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let header = "id,firstName,lastName,phone,email,customerProfile,externalLeadId,state,hot,qualified,replied,assistantOn,tags,createdAt,lastActivityAt\r\n";
+        if tx.send(Ok(Frame::data(Bytes::from(header)))).await.is_err() {
+            return;
+        }
+        let mut after: Option<After> = None;
+        loop {
+            let batch = csv_batch(&store, &org, &filter, after.as_ref());
+            let (text, next) = match batch {
+                Ok(found) => found,
+                Err(e) => {
+                    tracing::error!(error = %e.to_string_for_logs(), "lead export stopped");
+                    let _ = tx.send(Err(std::io::Error::other("export failed"))).await;
+                    return;
+                }
+            };
+            if tx.send(Ok(Frame::data(Bytes::from(text)))).await.is_err() {
+                return;
+            }
+            match next {
+                Some(next) => after = Some(next),
+                None => return,
+            }
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let mut response = Response::new(StreamBody::new(stream).boxed());
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/csv; charset=utf-8"),
+    );
+    headers.insert(
+        CONTENT_DISPOSITION,
+        HeaderValue::from_static("attachment; filename=\"leads.csv\""),
+    );
+    Ok(response)
+}
+
+fn csv_batch(
+    store: &crate::store::Store,
+    org: &str,
+    filter: &LeadFilter,
+    after: Option<&After>,
+) -> Result<(String, Option<After>)> {
+    let read = store.read()?;
+    let page = search::search(&read, org, filter, CSV_BATCH, after)?;
+    let mut out = String::new();
+    for found in &page.leads {
+        let Some(lead) = read.lead(org, &found.id)? else {
+            continue;
+        };
+        let engagement = read.engagement(org, &found.id)?;
+        let tags: Vec<&str> = lead.tags.iter().map(|t| t.id.as_str()).collect();
+        let fields = [
+            lead.id.clone(),
+            lead.first_name.clone(),
+            lead.last_name.clone(),
+            lead.phone.clone(),
+            lead.email.clone(),
+            lead.customer_profile.clone(),
+            lead.external_lead_id.clone(),
+            state_words(engagement.as_ref()),
+            lead.is_hot.to_string(),
+            lead.is_qualified.to_string(),
+            (lead.has_replied || lead.has_replied_email).to_string(),
+            lead.is_ai_on.to_string(),
+            tags.join(";"),
+            crate::time::format(lead.created_at),
+            crate::time::format(lead.last_activity_at),
+        ];
+        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        out.push_str(&line.join(","));
+        out.push_str("\r\n");
+    }
+    Ok((out, page.next))
+}
+
+/// One CSV field (RFC 4180), quoted when needed; a value a spreadsheet would run as a
+/// formula (`=`, `+`, `-`, `@` first) is prefixed with `'`.
+fn csv_field(value: &str) -> String {
+    let value = if value.starts_with(['=', '-', '@', '\t', '\r']) {
+        format!("'{value}")
+    } else {
+        value.to_string()
+    };
+    if value.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", value.replace('"', "\"\""))
+    } else {
+        value
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_fields_are_quoted_and_formulas_defused() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("=SUM(A1)"), "'=SUM(A1)");
+        assert_eq!(csv_field("+15125551099"), "+15125551099");
+    }
+
+    #[test]
+    fn the_page_start_travels_beside_the_filter() {
+        let (filter, after) = parse("hot=true&after=12:lead-1&q=ana").unwrap();
+        assert_eq!(filter.flag("hot"), Some(true));
+        assert_eq!(after, Some((12, "lead-1".to_string())));
+        let again = query_string(&filter, after.as_ref());
+        assert_eq!(parse(&again).unwrap(), (filter, after));
+    }
+}

@@ -1,0 +1,227 @@
+//! The console's routing table: method and path to a [`Page`], each with the least role
+//! it needs. Like the API's router, one `match` lists every path; a known path with
+//! another method is 405 with `Allow`, and `HEAD` takes a page's `GET`.
+
+use hyper::Method;
+
+use crate::error::{Allowed, Error, Result};
+use crate::store::records::Role;
+
+/// Something a person does to a lead on its page: `POST /console/leads/{id}/{action}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadAction {
+    TakeOver,
+    HandBack,
+    Reply,
+    Suggest,
+    Unsubscribe,
+    Resubscribe,
+    AddToDnc,
+    AddTag,
+    RemoveTag,
+    MarkHot,
+    MarkQualified,
+    Delete,
+}
+
+impl LeadAction {
+    /// Every action by its path segment.
+    const ALL: [(&'static str, LeadAction); 12] = [
+        ("take-over", LeadAction::TakeOver),
+        ("hand-back", LeadAction::HandBack),
+        ("reply", LeadAction::Reply),
+        ("suggest", LeadAction::Suggest),
+        ("unsubscribe", LeadAction::Unsubscribe),
+        ("resubscribe", LeadAction::Resubscribe),
+        ("dnc", LeadAction::AddToDnc),
+        ("tags-add", LeadAction::AddTag),
+        ("tags-remove", LeadAction::RemoveTag),
+        ("hot", LeadAction::MarkHot),
+        ("qualified", LeadAction::MarkQualified),
+        ("delete", LeadAction::Delete),
+    ];
+
+    pub fn segment(self) -> &'static str {
+        LeadAction::ALL
+            .iter()
+            .find(|(_, a)| *a == self)
+            .map_or("", |(s, _)| s)
+    }
+
+    fn parse(segment: &str) -> Option<LeadAction> {
+        LeadAction::ALL
+            .iter()
+            .find(|(s, _)| *s == segment)
+            .map(|(_, a)| *a)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Page<'a> {
+    /// `GET /`: to the console.
+    Root,
+    /// `GET /console/`: to the inbox.
+    Home,
+    /// An embedded file: `GET /console/assets/{name}`.
+    Asset(&'a str),
+    Login,
+    SignIn,
+    SignOut,
+    Inbox,
+    Leads,
+    LeadsCsv,
+    Lead(&'a str),
+    LeadAction(&'a str, LeadAction),
+    Campaigns,
+    Settings,
+}
+
+impl Page<'_> {
+    /// The least role a signed-in person needs (open pages: viewer, unused).
+    pub fn role(&self) -> Role {
+        match self {
+            Page::Root
+            | Page::Home
+            | Page::Asset(_)
+            | Page::Login
+            | Page::SignIn
+            | Page::SignOut
+            | Page::Inbox
+            | Page::Leads
+            | Page::Lead(_)
+            | Page::Campaigns => Role::Viewer,
+            // "Suggest a reply" drafts a message: an agent's work, like sending it.
+            Page::LeadsCsv | Page::LeadAction(_, _) => Role::Agent,
+            Page::Settings => Role::Admin,
+        }
+    }
+
+    /// A short name for metrics, without ids.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Page::Root => "console_root",
+            Page::Home => "console_home",
+            Page::Asset(_) => "console_asset",
+            Page::Login => "console_login",
+            Page::SignIn => "console_sign_in",
+            Page::SignOut => "console_sign_out",
+            Page::Inbox => "console_inbox",
+            Page::Leads => "console_leads",
+            Page::LeadsCsv => "console_leads_csv",
+            Page::Lead(_) => "console_lead",
+            Page::LeadAction(_, _) => "console_lead_action",
+            Page::Campaigns => "console_campaigns",
+            Page::Settings => "console_settings",
+        }
+    }
+}
+
+/// The page of `method` and `path`.
+pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
+    let not_found = || Error::NotFound("Not found".into());
+    if path == "/" {
+        return get(method, Page::Root);
+    }
+    let rest = path
+        .strip_prefix("/console")
+        .ok_or_else(not_found)?
+        .trim_start_matches('/');
+    let segments: Vec<&str> = if rest.is_empty() {
+        Vec::new()
+    } else {
+        rest.split('/').collect()
+    };
+    match segments.as_slice() {
+        [] => get(method, Page::Home),
+        ["assets", name] => get(method, Page::Asset(name)),
+        ["login"] => pick(method, Page::Login, Some(Page::SignIn)),
+        ["logout"] => post(method, Page::SignOut),
+        ["inbox"] => get(method, Page::Inbox),
+        ["leads"] => get(method, Page::Leads),
+        ["leads.csv"] => get(method, Page::LeadsCsv),
+        ["leads", id] if valid_id(id) => get(method, Page::Lead(id)),
+        ["leads", id, action] if valid_id(id) => {
+            let action = LeadAction::parse(action).ok_or_else(not_found)?;
+            post(method, Page::LeadAction(id, action))
+        }
+        ["campaigns"] => get(method, Page::Campaigns),
+        ["settings"] => get(method, Page::Settings),
+        _ => Err(not_found()),
+    }
+}
+
+/// Lead ids in console paths are client ids (`ids::is_valid_client_id`): no escaping
+/// is needed to put them in a path, and anything else is no lead.
+fn valid_id(id: &str) -> bool {
+    crate::ids::is_valid_client_id(id)
+}
+
+fn get<'a>(method: &Method, page: Page<'a>) -> Result<Page<'a>> {
+    pick(method, page, None)
+}
+
+fn post<'a>(method: &Method, page: Page<'a>) -> Result<Page<'a>> {
+    if method == Method::POST {
+        return Ok(page);
+    }
+    Err(Error::MethodNotAllowed(
+        Allowed::default().with(&Method::POST),
+    ))
+}
+
+/// `page` for GET (and HEAD), `on_post` for POST when the path takes one.
+fn pick<'a>(method: &Method, page: Page<'a>, on_post: Option<Page<'a>>) -> Result<Page<'a>> {
+    if method == Method::GET || method == Method::HEAD {
+        return Ok(page);
+    }
+    match on_post {
+        Some(posted) if method == Method::POST => Ok(posted),
+        _ => {
+            let mut allowed = Allowed::default().with(&Method::GET);
+            if on_post.is_some() {
+                allowed = allowed.with(&Method::POST);
+            }
+            Err(Error::MethodNotAllowed(allowed))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_paths_route_by_method() {
+        assert_eq!(route(&Method::GET, "/").unwrap(), Page::Root);
+        assert_eq!(route(&Method::GET, "/console/").unwrap(), Page::Home);
+        assert_eq!(
+            route(&Method::POST, "/console/login").unwrap(),
+            Page::SignIn
+        );
+        assert_eq!(route(&Method::HEAD, "/console/leads").unwrap(), Page::Leads);
+        assert_eq!(
+            route(&Method::POST, "/console/leads/l-1/take-over").unwrap(),
+            Page::LeadAction("l-1", LeadAction::TakeOver)
+        );
+        assert!(matches!(
+            route(&Method::GET, "/console/leads/l-1/take-over"),
+            Err(Error::MethodNotAllowed(_))
+        ));
+        assert!(matches!(
+            route(&Method::POST, "/console/leads/l-1/explode"),
+            Err(Error::NotFound(_))
+        ));
+        assert!(matches!(
+            route(&Method::GET, "/consolex"),
+            Err(Error::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn every_lead_action_has_its_own_segment() {
+        for (segment, action) in LeadAction::ALL {
+            assert_eq!(action.segment(), segment);
+            assert_eq!(LeadAction::parse(segment), Some(action));
+        }
+    }
+}

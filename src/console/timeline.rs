@@ -1,0 +1,367 @@
+//! A lead's timeline in words: every message with who wrote it, calls with their
+//! transcript and recording, the assistant's tool calls, compliance blocks, what
+//! people did, and custom events; oldest first, like a chat.
+
+use maud::{html, Markup};
+use serde_json::Value;
+
+use super::layout;
+use crate::channel::Owner;
+use crate::domain::records::message_shape::MessageShape;
+use crate::domain::records::recordings::{self, LinkKey};
+use crate::error::Result;
+use crate::store::records::{LeadRecord, SystemEvent};
+use crate::store::{EventRow, Flow, ReadTx, Reader, Start};
+
+/// The most items a lead's page shows (the newest ones).
+pub const MAX_ITEMS: usize = 500;
+
+/// The lead's events, oldest first (by creation): at most the newest [`MAX_ITEMS`],
+/// and how many there are in all.
+pub fn events(read: &ReadTx, org: &str, lead: &str) -> Result<(Vec<EventRow>, usize)> {
+    let mut rows = Vec::new();
+    let start = Start::AtOrAfter((i64::MIN, String::new(), String::new()));
+    read.scan_events(org, lead, start, |row| {
+        rows.push(row);
+        Ok(Flow::Continue)
+    })?;
+    let total = rows.len();
+    rows.sort_by(|a, b| {
+        (a.record.created_at, a.updated_at).cmp(&(b.record.created_at, b.updated_at))
+    });
+    if rows.len() > MAX_ITEMS {
+        rows.drain(..rows.len() - MAX_ITEMS);
+    }
+    Ok((rows, total))
+}
+
+/// What the timeline needs besides the events.
+pub struct Context<'a> {
+    pub read: &'a ReadTx,
+    pub org: &'a str,
+    pub lead: &'a LeadRecord,
+    pub zone: &'a str,
+    pub link_key: &'a LinkKey,
+    pub link_ttl_secs: u64,
+}
+
+/// The timeline as an ordered list.
+pub fn render(ctx: &Context, rows: &[EventRow]) -> Result<Markup> {
+    let mut items = Vec::with_capacity(rows.len());
+    for row in rows {
+        items.push(item(ctx, row)?);
+    }
+    Ok(html! {
+        ol.timeline aria-label="Timeline" {
+            @for item in &items { (item) }
+        }
+    })
+}
+
+/// Who wrote a message: the lead, or on the organization's side its origin in words.
+pub fn author(lead_name: &str, owner: Owner, data: &Value) -> String {
+    if owner == Owner::Lead {
+        return lead_name.to_string();
+    }
+    let str_of = |key: &str| data.get(key).and_then(Value::as_str);
+    match str_of("origin") {
+        Some("assistant") => "Assistant".into(),
+        Some("keyword") => "Keyword reply".into(),
+        Some("cadence") => match data.get("step").and_then(Value::as_u64) {
+            Some(step) => format!("Cadence step {step}"),
+            None => "Cadence".into(),
+        },
+        Some("human") => data
+            .pointer("/sentBy/name")
+            .and_then(Value::as_str)
+            .unwrap_or("A person")
+            .to_string(),
+        _ => "API".into(),
+    }
+}
+
+fn item(ctx: &Context, row: &EventRow) -> Result<Markup> {
+    let data = &row.record.data.0;
+    let when = layout::time(row.record.created_at, ctx.zone);
+    let lead_name = layout::lead_name(ctx.lead);
+    if let Some(shape) = MessageShape::of(&row.kind, data) {
+        let text = shape
+            .content
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let subject = shape.content.get("subject").and_then(Value::as_str);
+        let status = data.get("status").and_then(Value::as_str);
+        let class = if shape.owner == Owner::Lead {
+            "from-lead"
+        } else {
+            "from-user"
+        };
+        return Ok(html! {
+            li class=(class) {
+                div.meta {
+                    span.who { (author(&lead_name, shape.owner, data)) }
+                    " · " (channel_label(shape.channel.as_str()))
+                    @if let Some(status) = status { " · " (status) }
+                    " · " (when)
+                }
+                @if let Some(subject) = subject { p { strong { (subject) } } }
+                p.text { (text) }
+                @if let Some(error) = data.get("error").and_then(Value::as_str) {
+                    p.error { (error) }
+                }
+            }
+        });
+    }
+    let kind = row.kind.as_str();
+    let markup = if kind == SystemEvent::Call.as_str() {
+        call(ctx, row, &when)?
+    } else if kind == SystemEvent::ToolCall.as_str() {
+        note(&when, &tool_words(data))
+    } else if kind == SystemEvent::ComplianceBlocked.as_str() {
+        let reason = data
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("blocked");
+        let source = data
+            .get("source")
+            .and_then(Value::as_str)
+            .unwrap_or("local");
+        let channel = data.get("channel").and_then(Value::as_str).unwrap_or("");
+        note(
+            &when,
+            &format!(
+                "Blocked: {} ({source}) {}",
+                reason_words(reason),
+                channel_label(channel)
+            ),
+        )
+    } else if kind == SystemEvent::UserAction.as_str() {
+        note(&when, &action_words(data))
+    } else {
+        html! {
+            li.note {
+                div.meta { span.who { (kind) } " · " (when) }
+                @if data.as_object().is_some_and(|m| !m.is_empty()) {
+                    pre.text { (serde_json::to_string_pretty(data).unwrap_or_default()) }
+                }
+            }
+        }
+    };
+    Ok(markup)
+}
+
+fn note(when: &Markup, words: &str) -> Markup {
+    html! { li.note { div.meta { (when) } p.text { (words) } } }
+}
+
+fn channel_label(channel: &str) -> &str {
+    match channel {
+        "sms" => "SMS",
+        "email" => "Email",
+        "voice" => "Voice",
+        other => other,
+    }
+}
+
+fn reason_words(reason: &str) -> String {
+    match reason {
+        "dnc" => "DNC".into(),
+        other => other.replace('_', " "),
+    }
+}
+
+/// A tool call in words: what the assistant did ("Assistant marked the lead hot").
+pub fn tool_words(data: &Value) -> String {
+    let name = data.get("name").and_then(Value::as_str).unwrap_or("a tool");
+    let ok = data.pointer("/result/ok").and_then(Value::as_bool) != Some(false);
+    let done = match name {
+        "mark_hot" => "marked the lead hot".to_string(),
+        "mark_qualified" => "marked the lead qualified".to_string(),
+        "handoff" => "handed the lead off to a person".to_string(),
+        "opt_out" => "opted the lead out".to_string(),
+        "add_tags" | "add_tag" => "added tags".to_string(),
+        "schedule_call" => "scheduled a call".to_string(),
+        "update_summary" | "set_summary" => "updated the lead's summary".to_string(),
+        "transfer" => "transferred the call".to_string(),
+        other => format!("used {other}"),
+    };
+    if ok {
+        format!("Assistant {done}")
+    } else {
+        let why = data
+            .pointer("/result/error")
+            .and_then(Value::as_str)
+            .unwrap_or("refused");
+        format!("Assistant tried: {done} ({why})")
+    }
+}
+
+/// A person's action in words ("Ana Ruiz took over").
+pub fn action_words(data: &Value) -> String {
+    let name = data
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("Someone");
+    let detail = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default();
+    let channels = data
+        .get("channels")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(Value::as_str)
+                .map(channel_label)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    let did = match data
+        .get("action")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "take_over" => "took over".to_string(),
+        "hand_back" => "handed back to the assistant".to_string(),
+        "unsubscribe" => format!("unsubscribed the lead ({channels})"),
+        "resubscribe" => format!("resubscribed the lead ({channels})"),
+        "add_to_dnc" => format!("added {} to the DNC list", detail("phone")),
+        "add_tag" => format!("added the tag {}", detail("tag")),
+        "remove_tag" => format!("removed the tag {}", detail("tag")),
+        "mark_hot" => "marked the lead hot".to_string(),
+        "mark_qualified" => "marked the lead qualified".to_string(),
+        "delete" => "deleted the lead".to_string(),
+        other => other.replace('_', " "),
+    };
+    format!("{name} {did}")
+}
+
+fn call(ctx: &Context, row: &EventRow, when: &Markup) -> Result<Markup> {
+    let record = ctx.read.call(ctx.org, &row.id)?;
+    let Some(record) = record else {
+        return Ok(note(when, "Call"));
+    };
+    let d = &record.details;
+    let direction = match d.direction.map(|d| format!("{d:?}")) {
+        Some(d) if d.eq_ignore_ascii_case("inbound") => "Inbound call",
+        _ => "Outbound call",
+    };
+    let turns: Vec<(String, String)> = d
+        .transcript
+        .as_ref()
+        .and_then(|t| t.to_value().ok())
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .map(|turn| {
+            let role = turn.get("role").and_then(Value::as_str).unwrap_or("");
+            let text = turn.get("text").and_then(Value::as_str).unwrap_or("");
+            let who = match role {
+                "lead" | "user" => layout::lead_name(ctx.lead),
+                "agent" | "assistant" => "Assistant".to_string(),
+                other => other.to_string(),
+            };
+            (who, text.to_string())
+        })
+        .collect();
+    let audio = match ctx.read.recording(ctx.org, &row.id)? {
+        Some(_) => {
+            let expires = recordings::link_expiry(recordings::now_secs(), ctx.link_ttl_secs);
+            let sig = ctx.link_key.sign(ctx.org, &row.id, expires)?;
+            let enc = |s: &str| {
+                percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC)
+                    .to_string()
+            };
+            Some(format!(
+                "/v1/recordings/{}/{}?expires={expires}&sig={sig}",
+                enc(ctx.org),
+                enc(&row.id)
+            ))
+        }
+        None => None,
+    };
+    Ok(html! {
+        li.note {
+            div.meta {
+                span.who { (direction) } " · " (when)
+            }
+            dl.facts {
+                dt { "Status" } dd { (d.call_status.as_deref().unwrap_or("unknown")) }
+                dt { "Duration" } dd { (d.duration_seconds.unwrap_or(0)) " s" }
+                @if let Some(summary) = d.summary.as_deref().filter(|s| !s.is_empty()) {
+                    dt { "Summary" } dd { (summary) }
+                }
+                @if let Some(disposition) = d.disposition_name.as_deref() {
+                    dt { "Disposition" } dd { (disposition) }
+                }
+            }
+            @if let Some(url) = &audio {
+                audio controls preload="none" src=(url) { a href=(url) { "Download the recording" } }
+            }
+            @if !turns.is_empty() {
+                details {
+                    summary { "Transcript (" (turns.len()) " turns)" }
+                    ol {
+                        @for (who, text) in &turns {
+                            li { strong { (who) ": " } (text) }
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_message_names_who_wrote_it() {
+        assert_eq!(author("Ada", Owner::Lead, &json!({})), "Ada");
+        assert_eq!(
+            author("Ada", Owner::User, &json!({"origin": "assistant"})),
+            "Assistant"
+        );
+        assert_eq!(
+            author("Ada", Owner::User, &json!({"origin": "cadence", "step": 2})),
+            "Cadence step 2"
+        );
+        assert_eq!(
+            author("Ada", Owner::User, &json!({"origin": "keyword"})),
+            "Keyword reply"
+        );
+        assert_eq!(author("Ada", Owner::User, &json!({"origin": "api"})), "API");
+        assert_eq!(author("Ada", Owner::User, &json!({})), "API");
+        assert_eq!(
+            author(
+                "Ada",
+                Owner::User,
+                &json!({"origin": "human", "sentBy": {"userId": "u", "name": "Ana Ruiz"}})
+            ),
+            "Ana Ruiz"
+        );
+    }
+
+    #[test]
+    fn actions_and_tool_calls_read_as_words() {
+        assert_eq!(
+            action_words(&json!({"action": "take_over", "name": "Ana Ruiz"})),
+            "Ana Ruiz took over"
+        );
+        assert_eq!(
+            action_words(
+                &json!({"action": "unsubscribe", "name": "Ana", "channels": ["sms", "voice"]})
+            ),
+            "Ana unsubscribed the lead (SMS, Voice)"
+        );
+        assert_eq!(
+            tool_words(&json!({"name": "mark_hot", "result": {"ok": true}})),
+            "Assistant marked the lead hot"
+        );
+        assert_eq!(
+            tool_words(&json!({"name": "handoff", "result": {"ok": false, "error": "once"}})),
+            "Assistant tried: handed the lead off to a person (once)"
+        );
+    }
+}

@@ -1,0 +1,60 @@
+//! The console's people: users with roles and argon2id passwords, their sessions, and
+//! the sign-in throttle. Users are for people; API keys stay for integrators.
+
+pub mod passwords;
+pub mod sessions;
+pub mod throttle;
+pub mod users;
+
+use std::net::IpAddr;
+
+use crate::error::Result;
+use crate::store::{Reader, Store};
+use crate::time::now_micros;
+use sessions::NewSession;
+use throttle::Throttle;
+
+/// Why a sign-in failed. Every failure of the credentials is one [`SignInError::Wrong`],
+/// so the answer tells nobody which emails exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignInError {
+    Wrong,
+    /// Too many failures for this email or from this address: wait this many minutes.
+    Throttled {
+        minutes: u64,
+    },
+}
+
+/// Signs a person in: the throttle first, then the password (checked off the async
+/// threads and never in a write job: argon2 is slow on purpose), then a new session.
+/// An unknown email is checked against a fixed hash too, so it takes as long.
+pub async fn sign_in(
+    store: &Store,
+    throttle: &Throttle,
+    email: &str,
+    password: &str,
+    addr: IpAddr,
+) -> Result<std::result::Result<NewSession, SignInError>> {
+    let now = now_micros();
+    if let Err(minutes) = throttle.check(email, addr, now) {
+        return Ok(Err(SignInError::Throttled { minutes }));
+    }
+    let user = store.read()?.user_by_email(email)?;
+    let hash = user.as_ref().map_or_else(
+        || passwords::dummy_hash().to_string(),
+        |u| u.password_hash.clone(),
+    );
+    let given = password.to_string();
+    let matches = tokio::task::spawn_blocking(move || passwords::verify(&given, &hash))
+        .await
+        .map_err(|e| crate::error::Error::Internal(format!("password check: {e}")))?;
+    let user = match user {
+        Some(user) if matches && user.disabled_at.is_none() => user,
+        _ => {
+            throttle.failed(email, addr, now);
+            return Ok(Err(SignInError::Wrong));
+        }
+    };
+    let session = store.write(move |tx| sessions::start(tx, &user)).await?;
+    Ok(Ok(session))
+}

@@ -1,0 +1,109 @@
+//! Passwords: generated, checked, hashed with argon2id (RustCrypto `argon2`) and
+//! verified in constant time. Only the PHC hash string is stored.
+//!
+//! Parameters: argon2id, 64 MiB of memory, 3 passes, 1 lane (m=65536 KiB, t=3, p=1;
+//! above OWASP's minimum of 19 MiB and 2 passes), chosen so that one check costs 50 to
+//! 250 ms on this project's 2-core machine: measured by `cargo bench --bench console
+//! -- argon2` (README, "Performance"). Hashing is slow on purpose: callers run it with
+//! `tokio::task::spawn_blocking`, never in a write job.
+
+use std::sync::OnceLock;
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
+
+use crate::error::{Error, Result};
+
+/// The fewest characters a password may have.
+pub const MIN_CHARS: usize = 12;
+/// The most characters a password may have.
+pub const MAX_CHARS: usize = 200;
+/// Characters of a generated password: no look-alikes (0/O, 1/l/I).
+const ALPHABET: &[u8] = b"23456789abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ";
+/// A generated password's length: 20 of 57 characters is about 117 bits.
+const GENERATED_CHARS: usize = 20;
+
+/// argon2id's memory, in KiB.
+const MEMORY_KIB: u32 = 64 * 1024;
+/// argon2id's passes over the memory.
+const PASSES: u32 = 3;
+
+fn argon2() -> Argon2<'static> {
+    let params = Params::new(MEMORY_KIB, PASSES, 1, None).unwrap_or_default();
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+}
+
+/// A new random password.
+pub fn generate() -> String {
+    let bytes = crate::ids::random_bytes::<GENERATED_CHARS>();
+    bytes
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
+}
+
+/// Whether `password` may be set: 12 to 200 characters.
+pub fn check_new(password: &str) -> Result<()> {
+    let chars = password.chars().count();
+    if chars < MIN_CHARS {
+        return Err(Error::BadRequest(format!(
+            "Password too short: at least {MIN_CHARS} characters"
+        )));
+    }
+    crate::domain::records::limits::text("password", password, MAX_CHARS)
+}
+
+/// The argon2id hash of `password` in PHC form (a fresh salt each time).
+pub fn hash(password: &str) -> Result<String> {
+    let salt = SaltString::encode_b64(&crate::ids::random_bytes::<16>())
+        .map_err(|e| Error::Internal(format!("password salt: {e}")))?;
+    argon2()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| Error::Internal(format!("password hash: {e}")))
+}
+
+/// Whether `password` matches `hash` (a PHC string); an unreadable hash matches nothing.
+pub fn verify(password: &str, hash: &str) -> bool {
+    match PasswordHash::new(hash) {
+        Ok(parsed) => argon2()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// A hash no password is known for: an unknown email is checked against it, so a
+/// sign-in takes as long whether or not the email exists.
+pub fn dummy_hash() -> &'static str {
+    static DUMMY: OnceLock<String> = OnceLock::new();
+    DUMMY.get_or_init(|| hash(&generate()).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hash_verifies_its_password_only() {
+        let h = hash("correct horse battery").unwrap();
+        assert!(h.starts_with("$argon2id$v=19$m=65536,t=3,p=1$"));
+        assert!(verify("correct horse battery", &h));
+        assert!(!verify("correct horse batterY", &h));
+        assert!(!verify("anything", "not a hash"));
+        assert_ne!(
+            h,
+            hash("correct horse battery").unwrap(),
+            "a fresh salt each time"
+        );
+    }
+
+    #[test]
+    fn generated_passwords_are_long_enough_and_differ() {
+        let (a, b) = (generate(), generate());
+        assert_eq!(a.chars().count(), GENERATED_CHARS);
+        assert!(check_new(&a).is_ok());
+        assert_ne!(a, b);
+        assert!(check_new("short").is_err());
+    }
+}
