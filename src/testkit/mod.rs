@@ -16,6 +16,7 @@
 //! - [`serve`](mod@serve): the loopback HTTP/1.1 server under the fakes.
 
 pub mod compliance;
+pub mod console;
 pub mod https;
 pub mod logs;
 pub mod model;

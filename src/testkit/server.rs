@@ -40,6 +40,11 @@ impl Response {
         }
     }
 
+    /// The body as text (lossy).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
@@ -112,6 +117,11 @@ impl TestServer {
             .await
             .expect("key create");
         created["key"].as_str().expect("key in answer").to_string()
+    }
+
+    /// Sends a request built by the caller with the server's client.
+    pub async fn send(&self, request: Request<Full<Bytes>>) -> Response {
+        Response::read(self.client.request(request).await.expect("response")).await
     }
 
     pub async fn request(

@@ -181,12 +181,13 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 54] = [
+const ROUTES: [(&str, &str, &str); 55] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
     ("openapi", "get", "/v1/openapi.json"),
     ("list_leads", "get", "/v1/leads"),
+    ("search_leads", "get", "/v1/leads/search"),
     ("create_lead", "post", "/v1/leads"),
     ("get_lead", "get", "/v1/leads/{leadId}"),
     ("update_lead", "patch", "/v1/leads/{leadId}"),
@@ -288,6 +289,7 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::OpenApi
         | Route::Metrics
         | Route::ListLeads
+        | Route::SearchLeads
         | Route::CreateLead
         | Route::GetLead(_)
         | Route::UpdateLead(_)

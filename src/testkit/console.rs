@@ -1,0 +1,119 @@
+//! The console as a test sees it without a browser: people created with a known
+//! password, a signed-in session (its cookie and CSRF token), and requests carrying
+//! them with this server's origin (or another, to try a cross-site POST).
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Method, Request};
+
+use super::server::{Response, TestServer};
+use crate::admin::AdminRequest;
+use crate::domain::people::passwords;
+use crate::domain::people::sessions::COOKIE;
+use crate::store::records::Role;
+
+/// A signed-in person: the session cookie's value and the page's CSRF token.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub cookie: String,
+    pub csrf: String,
+}
+
+impl TestServer {
+    /// A new user of organization `org` (created on first use) with `role`
+    /// ("viewer", "agent", "admin"); answers its password.
+    pub async fn user(&self, org: &str, email: &str, name: &str, role: &str) -> String {
+        let _ = self
+            .admin(AdminRequest::OrgCreate {
+                name: org.to_string(),
+            })
+            .await;
+        let password = passwords::generate();
+        let password_hash = passwords::hash(&password).expect("hash");
+        self.admin(AdminRequest::UserCreate {
+            org: org.to_string(),
+            email: email.to_string(),
+            name: name.to_string(),
+            role: Role::parse(role).expect("a role"),
+            password_hash,
+        })
+        .await
+        .expect("user create");
+        password
+    }
+
+    /// This server's origin, as a browser sends it.
+    pub fn origin(&self) -> String {
+        self.base.trim_end_matches('/').to_string()
+    }
+
+    /// A console request: `cookie` as the session (if any), `origin` as `Origin` (if
+    /// any), a url-encoded `form` as the body of a POST.
+    pub async fn console(
+        &self,
+        method: Method,
+        path: &str,
+        cookie: Option<&str>,
+        origin: Option<&str>,
+        form: &[(&str, &str)],
+    ) -> Response {
+        let mut builder = Request::builder()
+            .method(method.clone())
+            .uri(format!("{}{}", self.base, path));
+        if let Some(cookie) = cookie {
+            builder = builder.header("cookie", format!("{COOKIE}={cookie}"));
+        }
+        if let Some(origin) = origin {
+            builder = builder.header("origin", origin);
+        }
+        let body = if method == Method::POST {
+            builder = builder.header("content-type", "application/x-www-form-urlencoded");
+            serde_urlencoded::to_string(form).expect("form")
+        } else {
+            String::new()
+        };
+        let request = builder.body(Full::new(Bytes::from(body))).expect("request");
+        self.send(request).await
+    }
+
+    /// Signs in through the form; panics unless it works.
+    pub async fn sign_in(&self, email: &str, password: &str) -> Session {
+        let origin = self.origin();
+        let answer = self
+            .console(
+                Method::POST,
+                "/console/login",
+                None,
+                Some(&origin),
+                &[("email", email), ("password", password)],
+            )
+            .await;
+        assert_eq!(answer.status, 303, "sign-in: {}", answer.text());
+        let cookie = session_cookie(&answer).expect("a session cookie");
+        let page = self
+            .console(Method::GET, "/console/inbox", Some(&cookie), None, &[])
+            .await;
+        let csrf = csrf_token(&page.text()).expect("a csrf token on the page");
+        Session { cookie, csrf }
+    }
+}
+
+/// The session token an answer's `set-cookie` gives.
+pub fn session_cookie(answer: &Response) -> Option<String> {
+    answer
+        .headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix(&format!("{COOKIE}=")))
+        .and_then(|v| v.split(';').next())
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+}
+
+/// The CSRF token of a page (`<meta name="csrf-token" content="...">`).
+pub fn csrf_token(html: &str) -> Option<String> {
+    let at = html.find("name=\"csrf-token\" content=\"")?;
+    let rest = &html[at + "name=\"csrf-token\" content=\"".len()..];
+    Some(rest[..rest.find('"')?].to_string())
+}
