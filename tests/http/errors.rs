@@ -30,7 +30,6 @@ async fn unknown_path_is_404_not_found() {
         "/v1/leads/L1/nope",
         "/v1/leads/L1/events/x/y",
         "/v1/calls",
-        "/",
     ] {
         let r = ts.get(&key, path).await;
         assert_error(&r, 404, "Not found");
