@@ -66,7 +66,12 @@ async fn write_rows(
     }
 }
 
-async fn timed(server: &TestServer, path: &str, cookie: Option<&str>, key: Option<&str>) -> Vec<Duration> {
+async fn timed(
+    server: &TestServer,
+    path: &str,
+    cookie: Option<&str>,
+    key: Option<&str>,
+) -> Vec<Duration> {
     let mut samples = Vec::with_capacity(REQUESTS);
     for _ in 0..REQUESTS {
         let started = Instant::now();
@@ -85,7 +90,13 @@ fn report(what: &str, samples: &[Duration]) {
         "{what}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} requests)",
         support::percentile(samples, 0.50).as_secs_f64() * 1e3,
         support::percentile(samples, 0.99).as_secs_f64() * 1e3,
-        samples.iter().max().copied().unwrap_or_default().as_secs_f64() * 1e3,
+        samples
+            .iter()
+            .max()
+            .copied()
+            .unwrap_or_default()
+            .as_secs_f64()
+            * 1e3,
         samples.len()
     );
 }
@@ -98,7 +109,9 @@ async fn run() {
     let n_events = env_usize("ENGAGED_BENCH_EVENTS", 1_000_000);
     let server = TestServer::start().await;
     let key = server.key("bench", "read").await;
-    let password = server.user("bench", "ana@bench.example", "Ana Ruiz", "agent").await;
+    let password = server
+        .user("bench", "ana@bench.example", "Ana Ruiz", "agent")
+        .await;
     let org = {
         let read = server.server.store().read().expect("read");
         read.key(&engaged::domain::records::auth::hash_key(&key))
@@ -122,7 +135,10 @@ async fn run() {
         leads::create(tx, caller, support::object(body)).map(drop)
     })
     .await;
-    println!("seeded {n_leads} leads in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "seeded {n_leads} leads in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 
     // 500 messages on lead-1 (its page), the rest spread over every lead: a tenth of
     // them messages from the lead (so those leads replied), the others custom events.
@@ -145,7 +161,10 @@ async fn run() {
         events::record(tx, &caller.org_id, lead, kind, &format!("e-{j}"), data, |_| {}).map(drop)
     })
     .await;
-    println!("seeded {n_events} events in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "seeded {n_events} events in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 
     let session = server.sign_in("ana@bench.example", &password).await;
     let cookie = Some(session.cookie.as_str());
@@ -155,12 +174,27 @@ async fn run() {
     for path in [narrow, broad, "/console/leads/lead-1"] {
         timed(&server, path, cookie, None).await;
     }
-    report("leads list, profile=p1&hot=true", &timed(&server, narrow, cookie, None).await);
-    report("leads list, aiOn=true&replied=false", &timed(&server, broad, cookie, None).await);
-    report("lead page, 500 timeline items", &timed(&server, "/console/leads/lead-1", cookie, None).await);
+    report(
+        "leads list, profile=p1&hot=true",
+        &timed(&server, narrow, cookie, None).await,
+    );
+    report(
+        "leads list, aiOn=true&replied=false",
+        &timed(&server, broad, cookie, None).await,
+    );
+    report(
+        "lead page, 500 timeline items",
+        &timed(&server, "/console/leads/lead-1", cookie, None).await,
+    );
     report(
         "GET /v1/leads/search?profile=p1&hot=true",
-        &timed(&server, "/v1/leads/search?profile=p1&hot=true&limit=50", None, Some(&key)).await,
+        &timed(
+            &server,
+            "/v1/leads/search?profile=p1&hot=true&limit=50",
+            None,
+            Some(&key),
+        )
+        .await,
     );
 
     let hash = passwords::hash("correct horse battery staple").expect("hash");

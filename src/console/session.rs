@@ -3,7 +3,8 @@
 //!
 //! The cookie holds a random token; the store keeps only its SHA-256, with the
 //! session's expiry (`domain::people::sessions`). A session seen again after a minute
-//! has its idle time renewed (one small write, at most once a minute per session).
+//! has its idle time renewed (one small write, at most once a minute per session, which
+//! the page does not wait for).
 
 use hyper::header::{HeaderMap, COOKIE, HOST};
 use hyper::http::request::Parts;

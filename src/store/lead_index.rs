@@ -142,7 +142,22 @@ impl WriteTx {
     }
 
     fn refresh_lead(&mut self, org: &str, id: &str) -> Result<()> {
-        let old: Option<LeadOrder> = self.record(LEAD_ORDER, (org, id))?;
+        let old = {
+            let orders = self.open_read(LEAD_ORDER)?;
+            let lists = self.open_read(LEAD_FACET_LIST)?;
+            let order = orders.get((org, id))?.map(|v| v.value());
+            match order {
+                Some((created_at, last_activity_at)) => Some(LeadOrder {
+                    created_at,
+                    last_activity_at,
+                    facets: match lists.get((org, id))? {
+                        Some(list) => decode(list.value())?,
+                        None => Vec::new(),
+                    },
+                }),
+                None => None,
+            }
+        };
         let lead = self.lead(org, id)?.filter(|l| l.deleted_at.is_none());
         let new = match &lead {
             Some(lead) => {
@@ -164,6 +179,7 @@ impl WriteTx {
             counts: self.open_write(LEAD_FACET_COUNTS)?,
             by_activity: self.open_write(LEADS_BY_ACTIVITY)?,
             order: self.open_write(LEAD_ORDER)?,
+            lists: self.open_write(LEAD_FACET_LIST)?,
         };
         tables.move_rows(org, id, old.as_ref(), new.as_ref())
     }
@@ -187,7 +203,8 @@ pub(super) struct IndexTables<'t> {
     pub facets: Table<'t, (&'static str, &'static str, &'static str), ()>,
     pub counts: Table<'t, (&'static str, &'static str), u64>,
     pub by_activity: Table<'t, (&'static str, i64, &'static str), ()>,
-    pub order: Table<'t, (&'static str, &'static str), &'static [u8]>,
+    pub order: Table<'t, (&'static str, &'static str), (i64, i64)>,
+    pub lists: Table<'t, (&'static str, &'static str), &'static [u8]>,
 }
 
 impl IndexTables<'_> {
@@ -235,10 +252,16 @@ impl IndexTables<'_> {
         }
         match new {
             Some(new) => {
-                self.order.insert((org, id), encode(new)?.as_slice())?;
+                self.order
+                    .insert((org, id), (new.created_at, new.last_activity_at))?;
+                if old_facets != new_facets {
+                    self.lists
+                        .insert((org, id), encode(&new.facets)?.as_slice())?;
+                }
             }
             None => {
                 self.order.remove((org, id))?;
+                self.lists.remove((org, id))?;
             }
         }
         Ok(())
@@ -253,32 +276,60 @@ pub struct Indexed {
     pub last_activity_at: Micros,
 }
 
+/// The index of one organization on a snapshot, its tables open once for a whole
+/// search (opening a table per lookup would cost more than the lookup).
+pub struct Index<'r> {
+    org: &'r str,
+    facets: redb::ReadOnlyTable<(&'static str, &'static str, &'static str), ()>,
+    counts: redb::ReadOnlyTable<(&'static str, &'static str), u64>,
+    order: redb::ReadOnlyTable<(&'static str, &'static str), (i64, i64)>,
+    by_activity: redb::ReadOnlyTable<(&'static str, i64, &'static str), ()>,
+    by_created: redb::ReadOnlyTable<(&'static str, i64, &'static str), ()>,
+}
+
 impl ReadTx {
+    /// `org`'s lead search index on this snapshot.
+    pub fn lead_index<'r>(&self, org: &'r str) -> Result<Index<'r>> {
+        Ok(Index {
+            org,
+            facets: self.open_read(LEAD_FACETS)?,
+            counts: self.open_read(LEAD_FACET_COUNTS)?,
+            order: self.open_read(LEAD_ORDER)?,
+            by_activity: self.open_read(LEADS_BY_ACTIVITY)?,
+            by_created: self.open_read(LEADS_BY_CREATED)?,
+        })
+    }
+
     /// How many live leads of `org` have `facet` (`ALL`: every live lead).
     pub fn facet_count(&self, org: &str, facet: &str) -> Result<u64> {
-        let table = self.open_read(LEAD_FACET_COUNTS)?;
-        Ok(table.get((org, facet))?.map_or(0, |c| c.value()))
+        self.lead_index(org)?.count(facet)
+    }
+}
+
+impl Index<'_> {
+    /// How many live leads have `facet` (`ALL`: every live lead).
+    pub fn count(&self, facet: &str) -> Result<u64> {
+        Ok(self.counts.get((self.org, facet))?.map_or(0, |c| c.value()))
     }
 
-    /// Whether live lead `lead` of `org` has `facet`.
-    pub fn has_facet(&self, org: &str, facet: &str, lead: &str) -> Result<bool> {
-        self.contains(LEAD_FACETS, (org, facet, lead))
+    /// Whether live lead `lead` has `facet`.
+    pub fn has(&self, facet: &str, lead: &str) -> Result<bool> {
+        Ok(self.facets.get((self.org, facet, lead))?.is_some())
     }
 
-    /// Visits the ids of `org`'s live leads with a facet starting with `prefix` (a
-    /// whole facet, or a search term's beginning); a lead may come more than once
-    /// when several of its facets start so.
-    pub fn facet_members(
-        &self,
-        org: &str,
-        prefix: &str,
-        mut visit: impl FnMut(&str, &str),
-    ) -> Result<()> {
-        let table = self.open_read(LEAD_FACETS)?;
-        for row in table.range((org, prefix, "")..)? {
+    /// A live lead's (createdAt, lastActivityAt); `None` for a deleted or unknown lead.
+    pub fn order(&self, lead: &str) -> Result<Option<(Micros, Micros)>> {
+        Ok(self.order.get((self.org, lead))?.map(|v| v.value()))
+    }
+
+    /// Visits the ids of the live leads with a facet starting with `prefix` (a whole
+    /// facet, or a search term's beginning), in (facet, id) order; a lead may come more
+    /// than once when several of its facets start so.
+    pub fn members(&self, prefix: &str, mut visit: impl FnMut(&str, &str)) -> Result<()> {
+        for row in self.facets.range((self.org, prefix, "")..)? {
             let (key, _) = row?;
             let (row_org, facet, lead) = key.value();
-            if row_org != org || !facet.starts_with(prefix) {
+            if row_org != self.org || !facet.starts_with(prefix) {
                 break;
             }
             visit(facet, lead);
@@ -286,55 +337,41 @@ impl ReadTx {
         Ok(())
     }
 
-    /// A live lead's sort keys; `None` for a deleted or unknown lead.
-    pub fn lead_order(&self, org: &str, lead: &str) -> Result<Option<(Micros, Micros)>> {
-        let found: Option<LeadOrder> = self.record(LEAD_ORDER, (org, lead))?;
-        Ok(found.map(|o| (o.created_at, o.last_activity_at)))
-    }
-
-    /// Visits `org`'s live leads by last activity, newest first, from just below
-    /// `before` (`None`: the newest), until `visit` says stop.
-    pub fn leads_by_activity(
-        &self,
-        org: &str,
-        before: Option<(Micros, &str)>,
-        mut visit: impl FnMut(Indexed) -> Result<bool>,
-    ) -> Result<()> {
-        let table = self.open_read(LEADS_BY_ACTIVITY)?;
-        let orders = self.open_read(LEAD_ORDER)?;
-        let low = (org, i64::MIN, "");
-        let range = match before {
-            Some((at, id)) => table.range(low..(org, at, id))?,
-            None => table.range(low..=(org, i64::MAX, "\u{10FFFF}"))?,
-        };
-        for row in range.rev() {
+    /// The ids among `ids` (sorted, distinct) that have `facet`: one walk of the
+    /// facet's range beside the list (a merge), not a lookup per id.
+    pub fn keep_with(&self, ids: Vec<String>, facet: &str) -> Result<Vec<String>> {
+        let mut kept = Vec::with_capacity(ids.len());
+        let mut wanted = ids.into_iter().peekable();
+        for row in self.facets.range((self.org, facet, "")..)? {
             let (key, _) = row?;
-            let (_, at, id) = key.value();
-            let created_at = match orders.get((org, id))? {
-                Some(order) => decode::<LeadOrder>(order.value())?.created_at,
-                None => continue,
-            };
-            let keep_going = visit(Indexed {
-                id: id.to_string(),
-                created_at,
-                last_activity_at: at,
-            })?;
-            if !keep_going {
+            let (row_org, row_facet, lead) = key.value();
+            if row_org != self.org || row_facet != facet {
                 break;
             }
+            while wanted.next_if(|w| w.as_str() < lead).is_some() {}
+            match wanted.next_if(|w| w == lead) {
+                Some(id) => kept.push(id),
+                None if wanted.peek().is_none() => break,
+                None => {}
+            }
         }
-        Ok(())
+        Ok(kept)
     }
 
-    /// Visits `org`'s live leads by creation, newest first, from just below `before`.
-    pub fn live_leads_by_created(
+    /// Visits live leads newest first (by activity, or by creation when `by_created`),
+    /// from just below `before` (`None`: the newest), until `visit` says stop.
+    pub fn walk(
         &self,
-        org: &str,
+        by_created: bool,
         before: Option<(Micros, &str)>,
         mut visit: impl FnMut(Indexed) -> Result<bool>,
     ) -> Result<()> {
-        let table = self.open_read(LEADS_BY_CREATED)?;
-        let orders = self.open_read(LEAD_ORDER)?;
+        let org = self.org;
+        let table = if by_created {
+            &self.by_created
+        } else {
+            &self.by_activity
+        };
         let low = (org, i64::MIN, "");
         let range = match before {
             Some((at, id)) => table.range(low..(org, at, id))?,
@@ -344,14 +381,13 @@ impl ReadTx {
             let (key, _) = row?;
             let (_, at, id) = key.value();
             // Deleted leads stay in `leads_by_created`; only live ones have an order.
-            let activity = match orders.get((org, id))? {
-                Some(order) => decode::<LeadOrder>(order.value())?.last_activity_at,
-                None => continue,
+            let Some((created_at, last_activity_at)) = self.order(id)? else {
+                continue;
             };
             let keep_going = visit(Indexed {
                 id: id.to_string(),
-                created_at: at,
-                last_activity_at: activity,
+                created_at: if by_created { at } else { created_at },
+                last_activity_at,
             })?;
             if !keep_going {
                 break;

@@ -14,7 +14,7 @@ use super::lead_view;
 use super::records::{email_key, EngagementRecord, HandlingRecord, LeadOrder, LeadRecord};
 use super::tables::{
     ENGAGEMENTS, ENGINE_SETTINGS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL, LEADS_BY_PHONE,
-    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_ORDER,
+    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER,
 };
 use crate::error::{Error, Result};
 
@@ -34,7 +34,7 @@ const STEPS: &[Step] = &[
 const _: () = assert!(STEPS.len() as u32 + 1 == SCHEMA_VERSION);
 
 /// 4 → 5: the lead search's index (`lead_facets`, their counts, `lead_order`,
-/// `leads_by_activity`) is built from every live lead, its engagement and (none yet)
+/// `lead_facet_list`, `leads_by_activity`) is built from every live lead, its engagement and (none yet)
 /// its handling, as `store::lead_index` keeps it from then on.
 fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
     let leads = txn.open_table(LEADS)?;
@@ -44,6 +44,7 @@ fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
         counts: txn.open_table(LEAD_FACET_COUNTS)?,
         by_activity: txn.open_table(LEADS_BY_ACTIVITY)?,
         order: txn.open_table(LEAD_ORDER)?,
+        lists: txn.open_table(LEAD_FACET_LIST)?,
     };
     let mut indexed = 0u64;
     for row in leads.iter()? {

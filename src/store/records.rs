@@ -1130,8 +1130,8 @@ pub struct HandlingRecord {
     pub handed_off_at: Option<Micros>,
 }
 
-/// A live lead's sort keys and facets (`lead_order`), as `store::lead_index` last
-/// wrote them.
+/// A live lead's sort keys (`lead_order`) and facets (`lead_facet_list`), as
+/// `store::lead_index` last wrote them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LeadOrder {
     pub created_at: Micros,

@@ -51,6 +51,7 @@ macro_rules! all_tables {
         $apply!(LEAD_FACETS);
         $apply!(LEAD_FACET_COUNTS);
         $apply!(LEAD_ORDER);
+        $apply!(LEAD_FACET_LIST);
         $apply!(LEADS_BY_ACTIVITY);
         $apply!(USERS);
         $apply!(USERS_BY_EMAIL);
@@ -201,9 +202,14 @@ pub const LEAD_FACETS: TableDefinition<(&str, &str, &str), ()> =
 /// one-filter query, and the smallest set to start an intersection from.
 pub const LEAD_FACET_COUNTS: TableDefinition<(&str, &str), u64> =
     TableDefinition::new("lead_facet_counts");
-/// (org, lead id) → `LeadOrder` (createdAt, lastActivityAt, the lead's facets): a live
-/// lead's sort keys, and what its facet rows are, so a change moves only what changed.
-pub const LEAD_ORDER: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("lead_order");
+/// (org, lead id) → (createdAt, lastActivityAt): a live lead's sort keys, fixed width
+/// so a search reads them without decoding.
+pub const LEAD_ORDER: TableDefinition<(&str, &str), (i64, i64)> =
+    TableDefinition::new("lead_order");
+/// (org, lead id) → the lead's facets as last written (postcard `Vec<String>`), so a
+/// change moves only the facet rows that changed.
+pub const LEAD_FACET_LIST: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("lead_facet_list");
 /// (org, lastActivityAt, lead id) → (), live leads only: the lead list by activity.
 pub const LEADS_BY_ACTIVITY: TableDefinition<(&str, i64, &str), ()> =
     TableDefinition::new("leads_by_activity");

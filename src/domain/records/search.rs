@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use crate::error::{Error, Result};
-use crate::store::lead_index::{self, Indexed, ALL, TERM};
+use crate::store::lead_index::{self, Index, Indexed, ALL, TERM};
 use crate::store::records::{EngagementState, StopReason};
 use crate::store::ReadTx;
 use crate::time::Micros;
@@ -241,6 +241,11 @@ pub struct SearchPage {
     pub next: Option<After>,
 }
 
+/// A smallest filter with more leads than this is "broad": its page is found by
+/// walking the leads newest first (most of them match, so a page fills at once) and its
+/// total by merging the filters' ranges; a narrower one starts from its own range.
+const BROAD: u64 = 10_000;
+
 /// Runs `filter` over `org`'s live leads: up to `limit` of them after `after`.
 pub fn search(
     read: &ReadTx,
@@ -249,29 +254,46 @@ pub fn search(
     limit: usize,
     after: Option<&After>,
 ) -> Result<SearchPage> {
+    let index = read.lead_index(org)?;
     let facets = filter.facets();
     let terms = filter.terms();
-    let key = |l: &Indexed| match filter.sort {
-        Sort::Activity => l.last_activity_at,
-        Sort::Created => l.created_at,
+    let by_created = filter.sort == Sort::Created;
+    let key = |l: &Indexed| {
+        if by_created {
+            l.created_at
+        } else {
+            l.last_activity_at
+        }
     };
-    if facets.is_empty() && terms.is_empty() {
-        let total = read.facet_count(org, ALL)?;
+    let mut counted = Vec::with_capacity(facets.len());
+    for facet in &facets {
+        counted.push((index.count(facet)?, facet.as_str()));
+    }
+    counted.sort_unstable();
+    let smallest = counted.first().map(|(count, _)| *count);
+
+    if terms.is_empty() && smallest.is_none_or(|count| count > BROAD) {
         let before = after.map(|(t, id)| (*t, id.as_str()));
         let mut leads = Vec::new();
         let mut more = false;
-        let mut visit = |lead: Indexed| {
+        index.walk(by_created, before, |lead| {
+            for (_, facet) in &counted {
+                if !index.has(facet, &lead.id)? {
+                    return Ok(true);
+                }
+            }
             if leads.len() == limit {
                 more = true;
                 return Ok(false);
             }
             leads.push(lead);
             Ok(true)
+        })?;
+        let total = match counted.as_slice() {
+            [] => index.count(ALL)?,
+            [(count, _)] => *count,
+            _ => intersect(&index, &counted, None)?.len() as u64,
         };
-        match filter.sort {
-            Sort::Activity => read.leads_by_activity(org, before, &mut visit)?,
-            Sort::Created => read.live_leads_by_created(org, before, &mut visit)?,
-        }
         let next = leads
             .last()
             .filter(|_| more)
@@ -279,10 +301,30 @@ pub fn search(
         return Ok(SearchPage { leads, total, next });
     }
 
-    let matches = matching_ids(read, org, &facets, &terms)?;
+    let mut term_sets = Vec::with_capacity(terms.len());
+    for term in &terms {
+        let mut set = HashSet::new();
+        index.members(&format!("{TERM}{term}"), |_, lead| {
+            set.insert(lead.to_string());
+        })?;
+        term_sets.push(set);
+    }
+    term_sets.sort_by_key(HashSet::len);
+    let matches = match term_sets.first() {
+        // Start from the smallest term set when it is smaller than every filter.
+        Some(first) if smallest.is_none_or(|count| first.len() as u64 <= count) => {
+            let mut ids: Vec<String> = first.iter().cloned().collect();
+            ids.sort_unstable();
+            intersect(&index, &counted, Some(ids))?
+        }
+        _ => intersect(&index, &counted, None)?,
+    };
     let mut found = Vec::with_capacity(matches.len());
     for id in matches {
-        if let Some((created_at, last_activity_at)) = read.lead_order(org, &id)? {
+        if term_sets.iter().any(|set| !set.contains(&id)) {
+            continue;
+        }
+        if let Some((created_at, last_activity_at)) = index.order(&id)? {
             found.push(Indexed {
                 id,
                 created_at,
@@ -306,65 +348,47 @@ pub fn search(
     Ok(SearchPage { leads, total, next })
 }
 
-/// The ids of the live leads that have every facet and, for every term, a facet
-/// starting with it. Starts from the smallest exact facet (by its count) or, without
-/// one, from the first term's prefix range.
-fn matching_ids(
-    read: &ReadTx,
-    org: &str,
-    facets: &[String],
-    terms: &[String],
+/// The ids (sorted) that have every facet of `counted` (smallest first), starting from
+/// `start` (sorted ids) or else from the first facet's range. Each further facet is
+/// checked by lookups when few ids are left, by a merge of its range when many are.
+fn intersect(
+    index: &Index<'_>,
+    counted: &[(u64, &str)],
+    start: Option<Vec<String>>,
 ) -> Result<Vec<String>> {
-    let mut term_sets = Vec::with_capacity(terms.len());
-    for term in terms {
-        let mut set = HashSet::new();
-        read.facet_members(org, &format!("{TERM}{term}"), |_, lead| {
-            set.insert(lead.to_string());
-        })?;
-        term_sets.push(set);
-    }
-    term_sets.sort_by_key(HashSet::len);
-
-    let mut counted = Vec::with_capacity(facets.len());
-    for facet in facets {
-        counted.push((read.facet_count(org, facet)?, facet.as_str()));
-    }
-    counted.sort_unstable();
-
-    let smallest_term = term_sets.first().map(HashSet::len);
-    let start_from_facet = match (counted.first(), smallest_term) {
-        (Some((count, _)), Some(term_len)) => (*count as usize) <= term_len,
-        (Some(_), None) => true,
-        (None, _) => false,
-    };
-    let mut candidates = Vec::new();
-    let checked_facets: &[(u64, &str)] = if start_from_facet {
-        let (_, first) = counted[0];
-        read.facet_members(org, first, |facet, lead| {
-            if facet == first {
-                candidates.push(lead.to_string());
-            }
-        })?;
-        &counted[1..]
-    } else {
-        candidates.extend(term_sets.remove(0));
-        &counted
-    };
-    let mut out = Vec::with_capacity(candidates.len());
-    'lead: for id in candidates {
-        for set in &term_sets {
-            if !set.contains(&id) {
-                continue 'lead;
-            }
+    let (mut ids, rest) = match start {
+        Some(ids) => (ids, counted),
+        None => {
+            let Some(((_, first), rest)) = counted.split_first() else {
+                return Ok(Vec::new());
+            };
+            let mut ids = Vec::new();
+            index.members(first, |facet, lead| {
+                if facet == *first {
+                    ids.push(lead.to_string());
+                }
+            })?;
+            (ids, rest)
         }
-        for (_, facet) in checked_facets {
-            if !read.has_facet(org, facet, &id)? {
-                continue 'lead;
-            }
+    };
+    for (count, facet) in rest {
+        if ids.is_empty() {
+            break;
         }
-        out.push(id);
+        // A lookup costs about as much as reading a few rows of a range.
+        ids = if (ids.len() as u64).saturating_mul(8) < *count {
+            let mut kept = Vec::with_capacity(ids.len());
+            for id in ids {
+                if index.has(facet, &id)? {
+                    kept.push(id);
+                }
+            }
+            kept
+        } else {
+            index.keep_with(ids, facet)?
+        };
     }
-    Ok(out)
+    Ok(ids)
 }
 
 #[cfg(test)]
