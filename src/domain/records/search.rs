@@ -254,6 +254,18 @@ pub fn search(
     limit: usize,
     after: Option<&After>,
 ) -> Result<SearchPage> {
+    search_with(read, org, filter, limit, after, BROAD)
+}
+
+/// [`search`] with the threshold above which a filter counts as broad.
+fn search_with(
+    read: &ReadTx,
+    org: &str,
+    filter: &LeadFilter,
+    limit: usize,
+    after: Option<&After>,
+    broad: u64,
+) -> Result<SearchPage> {
     let index = read.lead_index(org)?;
     let facets = filter.facets();
     let terms = filter.terms();
@@ -272,7 +284,7 @@ pub fn search(
     counted.sort_unstable();
     let smallest = counted.first().map(|(count, _)| *count);
 
-    if terms.is_empty() && smallest.is_none_or(|count| count > BROAD) {
+    if terms.is_empty() && smallest.is_none_or(|count| count > broad) {
         let before = after.map(|(t, id)| (*t, id.as_str()));
         let mut leads = Vec::new();
         let mut more = false;
@@ -292,7 +304,10 @@ pub fn search(
         let total = match counted.as_slice() {
             [] => index.count(ALL)?,
             [(count, _)] => *count,
-            _ => intersect(&index, &counted, None)?.len() as u64,
+            _ => {
+                let names: Vec<&str> = counted.iter().map(|(_, f)| *f).collect();
+                index.count_all(&names)?
+            }
         };
         let next = leads
             .last()
@@ -431,6 +446,83 @@ mod tests {
         let again: Vec<(&str, String)> = f.params();
         let g = LeadFilter::from_params(again.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
         assert_eq!(f, g);
+    }
+
+    /// Both ways of answering (walk and merge, or start from the smallest range) give
+    /// the same pages and totals, page after page.
+    #[test]
+    fn broad_and_narrow_plans_agree() {
+        use crate::domain::records::leads;
+        use crate::store::records::{OrgRecord, OrgSettings};
+        use crate::store::Store;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        store
+            .write_blocking(|tx| {
+                tx.put_org(&OrgRecord {
+                    id: "o".into(),
+                    name: "o".into(),
+                    created_at: 0,
+                    settings: OrgSettings::default(),
+                })?;
+                let caller = crate::domain::Caller::system("o");
+                for i in 0..60 {
+                    let body = serde_json::json!({
+                        "id": format!("l{i:02}"),
+                        "firstName": if i % 4 == 0 { "Ana" } else { "Bo" },
+                        "customerProfile": format!("p{}", i % 3),
+                        "isHot": i % 2 == 0,
+                        "isQualified": i % 5 == 0,
+                        "tags": if i % 7 == 0 { serde_json::json!([{"id": "vip", "name": "VIP"}]) } else { serde_json::json!([]) },
+                    });
+                    let serde_json::Value::Object(body) = body else { unreachable!() };
+                    leads::create(tx, &caller, body)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let read = store.read().unwrap();
+        for query in [
+            "hot=true",
+            "hot=true&profile=p1",
+            "hot=false&qualified=true",
+            "profile=p2&tag=vip",
+            "hot=true&qualified=false&profile=p0",
+            "q=ana&hot=true",
+            "sort=created&hot=true&profile=p1",
+        ] {
+            let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap();
+            let filter =
+                LeadFilter::from_params(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                    .unwrap();
+            let walk = |broad: u64| {
+                let mut ids = Vec::new();
+                let mut after = None;
+                let mut totals = Vec::new();
+                loop {
+                    let page = search_with(&read, "o", &filter, 4, after.as_ref(), broad).unwrap();
+                    totals.push(page.total);
+                    ids.extend(page.leads.iter().map(|l| l.id.clone()));
+                    match page.next {
+                        Some(next) => after = Some(next),
+                        None => break,
+                    }
+                }
+                (ids, totals)
+            };
+            let (narrow_ids, narrow_totals) = walk(u64::MAX);
+            let (broad_ids, broad_totals) = walk(0);
+            assert_eq!(narrow_ids, broad_ids, "{query}");
+            assert_eq!(narrow_totals, broad_totals, "{query}");
+            assert!(
+                narrow_totals.iter().all(|t| *t == narrow_ids.len() as u64),
+                "{query}"
+            );
+            let mut distinct = narrow_ids.clone();
+            distinct.sort();
+            distinct.dedup();
+            assert_eq!(distinct.len(), narrow_ids.len(), "{query}: each lead once");
+        }
     }
 
     #[test]
