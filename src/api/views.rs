@@ -79,18 +79,28 @@ pub struct MessageView<'a> {
     owner: &'static str,
     content: &'a Value,
     created_at: Timestamp,
+    /// What sent it (`cadence`, `assistant`, `keyword`, `api`, `human`), when engaged
+    /// sent it through a provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    origin: Option<&'a str>,
+    /// The person who sent it from the console (`origin` `human`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sent_by: Option<&'a Value>,
 }
 
 impl<'a> MessageView<'a> {
     /// `None` for an event that is not message-shaped.
     pub fn of(row: &'a EventRow) -> Option<Self> {
-        let shape = MessageShape::of(&row.kind, &row.record.data.0)?;
+        let data = &row.record.data.0;
+        let shape = MessageShape::of(&row.kind, data)?;
         Some(MessageView {
             id: &row.id,
             channel: shape.channel.as_str(),
             owner: shape.owner.as_str(),
             content: shape.content,
             created_at: Timestamp(row.record.created_at),
+            origin: data.get("origin").and_then(Value::as_str),
+            sent_by: data.get("sentBy").filter(|v| v.is_object()),
         })
     }
 }

@@ -101,7 +101,27 @@ pub async fn page(
                     @if total > rows.len() {
                         p.muted { "The latest " (rows.len()) " of " (total) " events." }
                     }
-                    (items)
+                    div #timeline data-live="" data-lead=(lead.id) {
+                        (items)
+                        @if let (Some(failed), true) = (&handling.failed_send, can_act) {
+                            section.panel aria-labelledby="failed-send" {
+                                h2 #failed-send { "A send failed" }
+                                p { "A message to this lead ended failed or unknown. Send it again as a new message, or dismiss it." }
+                                div.actions {
+                                    form method="post" action=(action_url(&lead, LeadAction::RetrySend)) {
+                                        (csrf_field(visitor))
+                                        input type="hidden" name="message" value=(failed.event_id);
+                                        button type="submit" { "Send again" }
+                                    }
+                                    form method="post" action=(action_url(&lead, LeadAction::DismissFailure)) {
+                                        (csrf_field(visitor))
+                                        input type="hidden" name="message" value=(failed.event_id);
+                                        button.secondary type="submit" { "Dismiss" }
+                                    }
+                                }
+                            }
+                        }
+                    }
                     @if can_act { (reply_box(visitor, &lead, &shown)) }
                 }
                 div {
@@ -323,6 +343,23 @@ pub async fn act(
                 .await
         }
         LeadAction::Reply => return reply(state, visitor, id, &form).await,
+        LeadAction::RetrySend => return send_again(state, visitor, id, &form).await,
+        LeadAction::DismissFailure => {
+            let event_id = form.text("message").to_string();
+            store
+                .write(move |tx| {
+                    handling::clear_failed_send(
+                        tx,
+                        &caller,
+                        &person,
+                        &lead_id,
+                        &event_id,
+                        Action::DismissFailure,
+                    )
+                    .map(drop)
+                })
+                .await
+        }
         LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
         LeadAction::Unsubscribe | LeadAction::Resubscribe => {
             let requested = channels(&form)?;
@@ -563,6 +600,74 @@ async fn reply(
             page(state, visitor, id, shown).await
         }
         Err(e) => Err(e),
+    }
+}
+
+/// "Send again": the failed message's text goes out as a new message from this person,
+/// through the gate (never a silent re-send of the old one).
+async fn send_again(
+    state: &AppState,
+    visitor: &Visitor,
+    id: &str,
+    form: &Form,
+) -> Result<Response<Body>> {
+    let caller = visitor.caller();
+    let person = visitor.person();
+    let event_id = form.text("message").to_string();
+    let failed = {
+        let (caller, person, lead_id, event_id) = (
+            caller.clone(),
+            person.clone(),
+            id.to_string(),
+            event_id.clone(),
+        );
+        state
+            .store
+            .write(move |tx| {
+                handling::clear_failed_send(
+                    tx,
+                    &caller,
+                    &person,
+                    &lead_id,
+                    &event_id,
+                    Action::RetrySend,
+                )
+            })
+            .await
+    };
+    let (failed, content) = match failed {
+        Ok(found) => found,
+        Err(e @ Error::Conflict(_)) => {
+            let shown = Shown {
+                notice: Some(e.to_string()),
+                ..Shown::default()
+            };
+            return page(state, visitor, id, shown).await;
+        }
+        Err(e) => return Err(e),
+    };
+    let body =
+        json!({"owner": "user", "channel": failed.kind.channel().as_str(), "content": content});
+    let Value::Object(body) = body else {
+        return Err(Error::Internal("a message body is an object".into()));
+    };
+    let input = messages::MessageInput::from_json(body)?;
+    match outreach::send_message(state, caller, id, &input, Origin::Human(person)).await? {
+        Outcome::Sent(_) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
+        Outcome::Blocked(event) => {
+            let reason = event
+                .record
+                .data
+                .0
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("blocked");
+            let shown = Shown {
+                notice: Some(format!("Not sent. Blocked: {reason}")),
+                ..Shown::default()
+            };
+            page(state, visitor, id, shown).await
+        }
     }
 }
 

@@ -11,6 +11,7 @@
 
 mod assets;
 mod form;
+mod inbox;
 mod layout;
 mod lead;
 mod leads;
@@ -105,7 +106,8 @@ async fn dispatch(
     let query = parts.uri.query().unwrap_or("");
     match page {
         Page::SignOut => login::sign_out(state, &visitor).await,
-        Page::Inbox => pages::inbox(state, &visitor),
+        Page::Inbox => inbox::page(state, &visitor, query),
+        Page::Events => inbox::stream(state, &visitor, &parts.headers),
         Page::Leads => leads::list(state, &visitor, query),
         Page::LeadsCsv => leads::export(state, &visitor, query),
         Page::Lead(id) => lead::page(state, &visitor, id, lead::Shown::default()).await,

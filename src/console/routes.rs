@@ -22,11 +22,13 @@ pub enum LeadAction {
     MarkHot,
     MarkQualified,
     Delete,
+    RetrySend,
+    DismissFailure,
 }
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 12] = [
+    const ALL: [(&'static str, LeadAction); 14] = [
         ("take-over", LeadAction::TakeOver),
         ("hand-back", LeadAction::HandBack),
         ("reply", LeadAction::Reply),
@@ -39,6 +41,8 @@ impl LeadAction {
         ("hot", LeadAction::MarkHot),
         ("qualified", LeadAction::MarkQualified),
         ("delete", LeadAction::Delete),
+        ("send-again", LeadAction::RetrySend),
+        ("dismiss-failure", LeadAction::DismissFailure),
     ];
 
     pub fn segment(self) -> &'static str {
@@ -68,6 +72,8 @@ pub enum Page<'a> {
     SignIn,
     SignOut,
     Inbox,
+    /// The live stream (Server-Sent Events) of an open page.
+    Events,
     Leads,
     LeadsCsv,
     Lead(&'a str),
@@ -87,6 +93,7 @@ impl Page<'_> {
             | Page::SignIn
             | Page::SignOut
             | Page::Inbox
+            | Page::Events
             | Page::Leads
             | Page::Lead(_)
             | Page::Campaigns => Role::Viewer,
@@ -106,6 +113,7 @@ impl Page<'_> {
             Page::SignIn => "console_sign_in",
             Page::SignOut => "console_sign_out",
             Page::Inbox => "console_inbox",
+            Page::Events => "console_events",
             Page::Leads => "console_leads",
             Page::LeadsCsv => "console_leads_csv",
             Page::Lead(_) => "console_lead",
@@ -137,6 +145,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["login"] => pick(method, Page::Login, Some(Page::SignIn)),
         ["logout"] => post(method, Page::SignOut),
         ["inbox"] => get(method, Page::Inbox),
+        ["events"] => get(method, Page::Events),
         ["leads"] => get(method, Page::Leads),
         ["leads.csv"] => get(method, Page::LeadsCsv),
         ["leads", id] if valid_id(id) => get(method, Page::Lead(id)),

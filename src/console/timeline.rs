@@ -230,6 +230,8 @@ pub fn action_words(data: &Value) -> String {
         "mark_hot" => "marked the lead hot".to_string(),
         "mark_qualified" => "marked the lead qualified".to_string(),
         "delete" => "deleted the lead".to_string(),
+        "retry_send" => "sent a failed message again".to_string(),
+        "dismiss_failure" => "dismissed a failed send".to_string(),
         other => other.replace('_', " "),
     };
     format!("{name} {did}")

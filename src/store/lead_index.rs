@@ -33,6 +33,87 @@ pub fn flag(name: &str, on: bool) -> String {
     format!("{name}:{}", if on { 1 } else { 0 })
 }
 
+/// How long a failed send keeps a lead in "Needs attention".
+pub const FAILED_SEND_MICROS: Micros = 7 * 24 * 3600 * 1_000_000;
+
+/// Why a lead needs a person now ("Needs attention"), each a facet `attn:<name>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attention {
+    /// The assistant handed the lead off and no person has replied since.
+    HandedOff,
+    /// The lead's last message is unanswered while the assistant is off for it.
+    Waiting,
+    /// A send of the last 7 days ended `failed` or `unknown` (not retried or dismissed).
+    SendFailed,
+    /// The engagement has a `lastError`.
+    AssistantError,
+}
+
+impl Attention {
+    pub const ALL: [Attention; 4] = [
+        Attention::HandedOff,
+        Attention::Waiting,
+        Attention::SendFailed,
+        Attention::AssistantError,
+    ];
+
+    /// The facet of the reason.
+    pub fn facet(self) -> &'static str {
+        match self {
+            Attention::HandedOff => "attn:handed_off",
+            Attention::Waiting => "attn:waiting",
+            Attention::SendFailed => "attn:send_failed",
+            Attention::AssistantError => "attn:error",
+        }
+    }
+
+    /// The reason in words, as the inbox shows it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Attention::HandedOff => "Handed off",
+            Attention::Waiting => "Waiting for a reply",
+            Attention::SendFailed => "Send failed",
+            Attention::AssistantError => "Assistant error",
+        }
+    }
+
+    /// Why `lead` needs a person at `now` (none: it does not).
+    pub fn of(
+        lead: &LeadRecord,
+        engagement: Option<&EngagementRecord>,
+        handling: &HandlingRecord,
+        now: Micros,
+    ) -> Vec<Attention> {
+        Attention::ALL
+            .into_iter()
+            .filter(|reason| match reason {
+                Attention::HandedOff => {
+                    handling.handed_off_at.is_some() && !handling.handoff_answered
+                }
+                Attention::Waiting => handling.awaiting_reply && !lead.is_ai_on,
+                Attention::SendFailed => handling
+                    .failed_send
+                    .as_ref()
+                    .is_some_and(|f| now - f.at < FAILED_SEND_MICROS),
+                Attention::AssistantError => engagement.is_some_and(|e| !e.last_error.is_empty()),
+            })
+            .collect()
+    }
+}
+
+/// The facet of leads that need a person, whatever the reason.
+pub const NEEDS_ATTENTION: &str = "attn";
+/// The facet of leads with a conversation (a message, an email or a call).
+pub const CONVERSATION: &str = "conv:1";
+/// The facet of leads the assistant is handling (on, owned by nobody, and a cadence
+/// running or a conversation).
+pub const ASSISTED: &str = "assisted";
+
+/// The facet of the leads `user` owns.
+pub fn owner_facet(user: &str) -> String {
+    format!("owner:{user}")
+}
+
 /// The facets of a live lead, from its records.
 pub fn facets(
     lead: &LeadRecord,
@@ -69,7 +150,21 @@ pub fn facets(
         out.insert(format!("tag:{}", tag.id));
     }
     if !handling.owner.is_empty() {
-        out.insert(format!("owner:{}", handling.owner));
+        out.insert(owner_facet(&handling.owner));
+    }
+    if handling.conversation {
+        out.insert(CONVERSATION.to_string());
+    }
+    let reasons = Attention::of(lead, engagement, handling, crate::time::now_micros());
+    for reason in &reasons {
+        out.insert(reason.facet().to_string());
+    }
+    if !reasons.is_empty() {
+        out.insert(NEEDS_ATTENTION.to_string());
+    }
+    let running = state == EngagementState::Active || handling.conversation;
+    if lead.is_ai_on && handling.owner.is_empty() && running {
+        out.insert(ASSISTED.to_string());
     }
     for term in terms(lead) {
         out.insert(format!("{TERM}{term}"));
@@ -182,6 +277,12 @@ impl WriteTx {
             lists: self.open_write(LEAD_FACET_LIST)?,
         };
         tables.move_rows(org, id, old.as_ref(), new.as_ref())
+    }
+
+    /// Re-derives a lead's index rows at this commit (facets that depend on time: a
+    /// failed send leaves "Needs attention" after 7 days).
+    pub fn reindex_lead(&mut self, org: &str, lead: &str) {
+        self.mark_lead(org, lead);
     }
 
     /// Records who handles a lead (and marks the lead for the index).
@@ -386,18 +487,18 @@ impl Index<'_> {
             current.push(next(facet, range)?);
         }
         let mut count = 0;
+        // The highest id among the current rows, copied into one reused buffer.
+        let mut highest = String::new();
         loop {
-            let mut highest: Option<String> = None;
+            highest.clear();
             for row in &current {
                 let Some(row) = row else { return Ok(count) };
                 let lead = row.value().2;
-                if highest.as_deref().is_none_or(|h| lead > h) {
-                    highest = Some(lead.to_string());
+                if lead > highest.as_str() {
+                    highest.clear();
+                    highest.push_str(lead);
                 }
             }
-            let Some(highest) = highest else {
-                return Ok(count);
-            };
             let mut all_equal = true;
             for (i, (facet, range)) in ranges.iter_mut().enumerate() {
                 while current[i]
@@ -495,6 +596,7 @@ mod tests {
         let handling = HandlingRecord {
             owner: "usr_1".into(),
             handed_off_at: Some(5),
+            ..HandlingRecord::default()
         };
         let got = facets(&lead(), Some(&engagement), &handling);
         for want in [

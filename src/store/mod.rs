@@ -5,6 +5,7 @@
 //! [`Store::write`]; the single writer thread (`writer`) runs them in batches, one
 //! durable commit per batch, and answers each after its batch is on disk.
 
+pub mod changes;
 pub mod codec;
 mod contact;
 mod engagement;
@@ -68,6 +69,7 @@ pub struct Store {
     agenda_wake: Arc<tokio::sync::Notify>,
     path: std::path::PathBuf,
     keys: Arc<key_cache::KeyCache>,
+    changes: Arc<changes::Changes>,
 }
 
 impl Store {
@@ -95,9 +97,11 @@ impl Store {
         let outbox_wake = Arc::new(tokio::sync::Notify::new());
         let agenda_wake = Arc::new(tokio::sync::Notify::new());
         let keys = Arc::new(key_cache::KeyCache::default());
+        let changes = Arc::new(changes::Changes::default());
         let wakes = writer::Wakes {
             outbox: outbox_wake.clone(),
             agenda: agenda_wake.clone(),
+            changes: changes.clone(),
         };
         let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone(), wakes, keys.clone())?;
         Ok(Store {
@@ -109,8 +113,14 @@ impl Store {
             outbox_wake,
             agenda_wake,
             keys,
+            changes,
             path: path.to_path_buf(),
         })
+    }
+
+    /// What each commit changed, published after it (the console's live streams).
+    pub fn changes(&self) -> &changes::Changes {
+        &self.changes
     }
 
     /// The API key with this SHA-256, from memory when it can.

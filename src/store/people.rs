@@ -40,6 +40,7 @@ impl WriteTx {
             return Ok(());
         };
         self.open_write(SESSIONS)?.remove(&hash[..])?;
+        self.sessions_ended = true;
         self.open_write(SESSIONS_BY_USER)?
             .remove((session.user_id.as_str(), &hash[..]))?;
         Ok(())
@@ -75,7 +76,7 @@ impl ReadTx {
                 out.push(user);
             }
         }
-        out.sort_by(|a, b| email_key(&a.email).cmp(&email_key(&b.email)));
+        out.sort_by_key(|a| email_key(&a.email));
         Ok(out)
     }
 }

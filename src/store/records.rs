@@ -1120,7 +1120,8 @@ pub struct EngineSettings {
     pub email: ProviderSettings,
 }
 
-/// Who handles a lead besides the assistant (`lead_handling`).
+/// Who handles a lead besides the assistant, and where its conversation stands: what
+/// the inbox shows and why a lead needs a person (`lead_handling`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandlingRecord {
     /// The user who took the lead over and still owns it (empty: nobody).
@@ -1128,6 +1129,35 @@ pub struct HandlingRecord {
     /// When the assistant handed the lead off to a person (its `handoff` tool), until
     /// a person hands it back.
     pub handed_off_at: Option<Micros>,
+    /// A person replied since the hand-off.
+    pub handoff_answered: bool,
+    /// The lead has a message, an email or a call: a conversation.
+    pub conversation: bool,
+    /// The lead's last message is its own, unanswered.
+    pub awaiting_reply: bool,
+    /// The newest send that ended `failed` or `unknown`, until retried or dismissed.
+    pub failed_send: Option<FailedSend>,
+    /// The last message, for the inbox's row.
+    pub last_message: Option<LastMessage>,
+}
+
+/// A send that failed (or whose fate is unknown): its event and when it ended so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedSend {
+    pub kind: MessageKind,
+    pub event_id: String,
+    pub at: Micros,
+}
+
+/// A lead's last message as the inbox shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastMessage {
+    pub event_id: String,
+    pub channel: Channel,
+    /// The first 80 characters of its text.
+    pub preview: String,
+    pub created_at: Micros,
+    pub from_lead: bool,
 }
 
 /// A live lead's sort keys (`lead_order`) and facets (`lead_facet_list`), as

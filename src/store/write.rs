@@ -54,6 +54,8 @@ pub struct WriteTx {
     /// The (org, lead) pairs whose lead, engagement or handling changed: their search
     /// index rows are re-derived before the commit (`lead_index`).
     pub(super) marked_leads: std::collections::BTreeSet<(String, String)>,
+    /// Set when the transaction ended a session, for the console's live streams.
+    pub(super) sessions_ended: bool,
 }
 
 impl WriteTx {
@@ -67,6 +69,7 @@ impl WriteTx {
             agenda_added: false,
             keys_changed: false,
             marked_leads: std::collections::BTreeSet::new(),
+            sessions_ended: false,
         }
     }
 

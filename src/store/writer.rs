@@ -93,6 +93,8 @@ pub(crate) struct Wakes {
     pub outbox: Arc<Notify>,
     /// The engine's scheduler: new agenda rows.
     pub agenda: Arc<Notify>,
+    /// The console's live streams: the leads a commit changed, the sessions it ended.
+    pub changes: Arc<super::changes::Changes>,
 }
 
 pub(crate) fn spawn(
@@ -207,6 +209,8 @@ fn commit_batch(
         }
         let (outbox_added, agenda_added, keys_changed) =
             (tx.outbox_added, tx.agenda_added, tx.keys_changed);
+        let changed_leads: Vec<(String, String)> = tx.marked_leads.iter().cloned().collect();
+        let sessions_ended = tx.sessions_ended;
         let committed = tx
             .finish()
             .and_then(|txn| txn.commit().map_err(Error::from));
@@ -221,6 +225,7 @@ fn commit_batch(
             if agenda_added {
                 wakes.agenda.notify_one();
             }
+            wakes.changes.publish(changed_leads, sessions_ended);
         }
         break committed;
     };

@@ -15,6 +15,7 @@
 //! - [`logs`]: [`Captured`], what the server logs.
 //! - [`serve`](mod@serve): the loopback HTTP/1.1 server under the fakes.
 
+pub mod browser;
 pub mod compliance;
 pub mod console;
 pub mod https;

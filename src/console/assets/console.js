@@ -1,23 +1,125 @@
 // engaged console: small conveniences on pages that work without this script.
-// "/" focuses the search field; a form asking for confirmation (data-confirm) asks
-// before it is sent.
+// - Live: a page with [data-live] regions listens to /console/events (Server-Sent
+//   Events) and, when its organization's leads change, fetches itself again and swaps
+//   those regions and the title in place ("(3) Inbox").
+// - Keyboard: j / k move between conversations, Enter opens one, r focuses the reply
+//   box, / the search field.
+// - Browser notifications while the console is open, once the person allows them.
+// - A form asking for confirmation (data-confirm) asks before it is sent.
 (function () {
   "use strict";
+
+  function typing(target) {
+    return target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" ||
+      target.tagName === "SELECT" || target.isContentEditable);
+  }
+
+  function rows() { return Array.prototype.slice.call(document.querySelectorAll("tr[data-row]")); }
+
+  function move(step) {
+    var all = rows();
+    if (!all.length) { return; }
+    var at = all.findIndex(function (row) { return row.classList.contains("current"); });
+    var next = Math.max(0, Math.min(all.length - 1, at < 0 ? 0 : at + step));
+    all.forEach(function (row) { row.classList.remove("current"); });
+    all[next].classList.add("current");
+    var link = all[next].querySelector("a");
+    if (link) { link.focus(); }
+  }
+
   document.addEventListener("keydown", function (event) {
-    var target = event.target;
-    var typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT" || target.isContentEditable);
-    if (typing || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    if (typing(event.target) || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    var field = null;
     if (event.key === "/") {
-      var search = document.querySelector("input[name=q]");
-      if (search) { event.preventDefault(); search.focus(); }
+      field = document.querySelector("input[name=q]");
     } else if (event.key === "r") {
-      var reply = document.querySelector("textarea[name=message]");
-      if (reply) { event.preventDefault(); reply.focus(); }
+      field = document.querySelector("textarea[name=message]");
+    } else if (event.key === "j") {
+      event.preventDefault(); move(1); return;
+    } else if (event.key === "k") {
+      event.preventDefault(); move(-1); return;
+    } else if (event.key === "Enter") {
+      var current = document.querySelector("tr[data-row].current a");
+      if (current && document.activeElement !== current) { event.preventDefault(); current.click(); }
+      return;
     }
+    if (field) { event.preventDefault(); field.focus(); }
   });
+
   document.addEventListener("submit", function (event) {
-    var form = event.target;
-    var question = form.getAttribute("data-confirm");
+    var question = event.target.getAttribute("data-confirm");
     if (question && !window.confirm(question)) { event.preventDefault(); }
+  });
+
+  var live = document.querySelectorAll("[data-live]");
+  if (!live.length || !window.EventSource || !window.fetch) { return; }
+
+  function attention(root) {
+    var inbox = root.querySelector("[data-attention]");
+    return inbox ? parseInt(inbox.getAttribute("data-attention"), 10) || 0 : null;
+  }
+
+  var known = attention(document);
+  var notice = null;
+  function say(text) {
+    if (!notice) {
+      notice = document.createElement("p");
+      notice.className = "notice";
+      notice.setAttribute("role", "status");
+      document.querySelector("main").prepend(notice);
+    }
+    notice.textContent = text;
+  }
+
+  if (known !== null && window.Notification && Notification.permission === "default") {
+    var ask = document.createElement("button");
+    ask.type = "button";
+    ask.className = "secondary";
+    ask.textContent = "Turn on browser notifications";
+    ask.addEventListener("click", function () {
+      Notification.requestPermission().then(function () { ask.remove(); });
+    });
+    document.querySelector("main h1").after(ask);
+  }
+
+  var pending = null;
+  function refresh() {
+    pending = null;
+    fetch(window.location.href, { credentials: "same-origin" })
+      .then(function (answer) { return answer.ok ? answer.text() : Promise.reject(answer.status); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        document.querySelectorAll("[data-live]").forEach(function (region) {
+          var next = region.id && fresh.getElementById(region.id);
+          if (next) { region.replaceWith(document.importNode(next, true)); }
+        });
+        document.title = fresh.title;
+        var now = attention(fresh);
+        if (known !== null && now !== null && now > known && window.Notification &&
+            Notification.permission === "granted") {
+          new Notification("engaged", { body: now + " conversation(s) need attention" });
+        }
+        known = now;
+      })
+      .catch(function () { say("Live updates paused: reload the page."); });
+  }
+
+  var source = new EventSource("/console/events");
+  source.addEventListener("change", function (event) {
+    var lead = document.querySelector("[data-lead]");
+    if (lead) {
+      var changed = [];
+      try { changed = JSON.parse(event.data).leads || []; } catch (e) { changed = []; }
+      if (changed.length && changed.indexOf(lead.getAttribute("data-lead")) < 0) { return; }
+    }
+    if (!pending) { pending = window.setTimeout(refresh, 100); }
+  });
+  source.addEventListener("reload", function () {
+    source.close();
+    say("This page fell behind: reload it to see the latest.");
+  });
+  source.addEventListener("signed-out", function () {
+    source.close();
+    window.location.href = "/console/login";
   });
 })();

@@ -29,6 +29,10 @@ pub enum Action {
     MarkHot,
     MarkQualified,
     Delete,
+    /// "Send again" of a failed send (a new message follows).
+    RetrySend,
+    /// "Dismiss" of a failed send.
+    DismissFailure,
 }
 
 impl Action {
@@ -44,6 +48,8 @@ impl Action {
             Action::MarkHot => "mark_hot",
             Action::MarkQualified => "mark_qualified",
             Action::Delete => "delete",
+            Action::RetrySend => "retry_send",
+            Action::DismissFailure => "dismiss_failure",
         }
     }
 }
@@ -115,12 +121,15 @@ pub fn hand_back(
     lead_id: &str,
 ) -> Result<LeadRecord> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
-    let handling = tx.handling(&caller.org_id, lead_id)?;
-    if lead.is_ai_on && handling == Default::default() {
+    let mut handling = tx.handling(&caller.org_id, lead_id)?;
+    if lead.is_ai_on && handling.owner.is_empty() && handling.handed_off_at.is_none() {
         return Ok(lead);
     }
     let lead = controls::set_ai(tx, caller, lead_id, true)?;
-    tx.put_handling(&caller.org_id, lead_id, &Default::default())?;
+    handling.owner.clear();
+    handling.handed_off_at = None;
+    handling.handoff_answered = false;
+    tx.put_handling(&caller.org_id, lead_id, &handling)?;
     record_action(
         tx,
         &caller.org_id,
@@ -132,12 +141,55 @@ pub fn hand_back(
     leads::live_lead(tx, caller, lead_id)
 }
 
+/// A person deals with the lead's failed send `event_id`: "Send again" (`RetrySend`,
+/// the new message is sent after this) or "Dismiss". Either way the failure leaves
+/// "Needs attention"; a failure that is no longer the lead's is 409. Answers the failed
+/// send and its message's `content`.
+pub fn clear_failed_send(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    event_id: &str,
+    action: Action,
+) -> Result<(crate::store::records::FailedSend, Value)> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let mut handling = tx.handling(&caller.org_id, lead_id)?;
+    let failed = match handling.failed_send.take() {
+        Some(failed) if failed.event_id == event_id => failed,
+        _ => {
+            return Err(crate::error::Error::Conflict(
+                "This failed send was already dealt with".into(),
+            ))
+        }
+    };
+    let key = crate::store::EventKey {
+        org: &caller.org_id,
+        lead: lead_id,
+        kind: failed.kind.as_str(),
+        id: event_id,
+    };
+    let content = tx
+        .event(key)?
+        .and_then(|(_, event)| event.data.0.get("content").cloned())
+        .unwrap_or_default();
+    tx.put_handling(&caller.org_id, lead_id, &handling)?;
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        action,
+        json!({"messageId": event_id}),
+    )?;
+    Ok((failed, content))
+}
+
 /// The assistant handed the lead off to a person (its `handoff` tool).
 pub fn handed_off(tx: &mut WriteTx, org: &str, lead_id: &str) -> Result<()> {
     let mut handling = tx.handling(org, lead_id)?;
-    if handling.handed_off_at.is_none() {
-        handling.handed_off_at = Some(crate::time::now_micros());
-        tx.put_handling(org, lead_id, &handling)?;
-    }
+    handling.handed_off_at = Some(crate::time::now_micros());
+    handling.handoff_answered = false;
+    tx.put_handling(org, lead_id, &handling)?;
     Ok(())
 }

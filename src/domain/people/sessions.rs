@@ -50,6 +50,11 @@ fn expired(session: &SessionRecord, now: Micros) -> bool {
     now - session.last_seen_at > micros(IDLE) || now - session.created_at > micros(ABSOLUTE)
 }
 
+/// Whether a session is still valid at `now` (not past its idle or absolute expiry).
+pub fn is_valid(session: &SessionRecord, now: Micros) -> bool {
+    !expired(session, now)
+}
+
 /// Starts a session for `user` (its expired ones are removed on the way).
 pub fn start(tx: &mut WriteTx, user: &UserRecord) -> Result<NewSession> {
     let now = now_micros();

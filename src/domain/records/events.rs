@@ -111,6 +111,15 @@ pub fn record(
         data: JsonBlob(data),
     };
     tx.put_event(key, updated_at, &record, existing.map(|(t, _)| t))?;
+    crate::domain::records::conversation::on_event(
+        tx,
+        org,
+        &lead_id,
+        kind,
+        id,
+        &record.data.0,
+        created_at,
+    )?;
     if was_message != is_message {
         tx.set_message_row(key, created_at, is_message)?;
     }

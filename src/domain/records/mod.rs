@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod calls;
+pub mod conversation;
 pub mod dnc;
 pub mod events;
 pub mod leads;

@@ -94,6 +94,9 @@ pub struct LeadFilter {
     /// external id or phone.
     pub q: Option<String>,
     pub sort: Sort,
+    /// Facets of the index every result must have besides the parameters' (the
+    /// console's inbox tabs: `attn`, `owner:<user>`, ...); never read from a query.
+    pub facets_extra: Vec<String>,
 }
 
 impl LeadFilter {
@@ -206,6 +209,7 @@ impl LeadFilter {
         if let Some(t) = &self.tag {
             out.push(format!("tag:{t}"));
         }
+        out.extend(self.facets_extra.iter().cloned());
         out
     }
 

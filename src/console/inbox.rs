@@ -1,0 +1,320 @@
+//! `/console/inbox`: the conversations, newest activity first, in four tabs ("Needs
+//! attention", "Mine", "Assistant", "All") with their counts, each row with its reasons
+//! in words; and `/console/events`, the Server-Sent Events stream that tells an open
+//! page (inbox, or a lead's) that something of its organization changed.
+//!
+//! Tabs and counts are facets of the lead search's index (`store::lead_index`), kept in
+//! the write that changes them: a count is one row, a tab one range.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use hyper::header::{HeaderMap, HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use maud::{html, Markup};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::layout::{self, badges, lead_name};
+use super::respond;
+use super::session::Visitor;
+use crate::api::response::Body;
+use crate::api::AppState;
+use crate::domain::people::sessions;
+use crate::domain::records::search::{self, LeadFilter};
+use crate::error::Result;
+use crate::store::lead_index::{self, Attention, ASSISTED, CONVERSATION, NEEDS_ATTENTION};
+use crate::store::Reader;
+use crate::time::now_micros;
+
+/// Conversations on one page of a tab.
+const ROWS: usize = 50;
+/// How often an idle stream says it is alive (and checks its session).
+const HEARTBEAT: Duration = Duration::from_secs(15);
+/// Messages a stream may hold for a slow reader before it is dropped.
+const STREAM_BUFFER: usize = 16;
+
+/// The inbox's tabs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Attention,
+    Mine,
+    Assistant,
+    All,
+}
+
+impl Tab {
+    const ALL: [Tab; 4] = [Tab::Attention, Tab::Mine, Tab::Assistant, Tab::All];
+
+    fn param(self) -> &'static str {
+        match self {
+            Tab::Attention => "attention",
+            Tab::Mine => "mine",
+            Tab::Assistant => "assistant",
+            Tab::All => "all",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Tab::Attention => "Needs attention",
+            Tab::Mine => "Mine",
+            Tab::Assistant => "Assistant",
+            Tab::All => "All",
+        }
+    }
+
+    /// The facet of the leads the tab lists.
+    fn facet(self, user: &str) -> String {
+        match self {
+            Tab::Attention => NEEDS_ATTENTION.to_string(),
+            Tab::Mine => lead_index::owner_facet(user),
+            Tab::Assistant => ASSISTED.to_string(),
+            Tab::All => CONVERSATION.to_string(),
+        }
+    }
+}
+
+/// `GET /console/inbox?tab=...&q=...`.
+pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
+    let get = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let tab = get("tab")
+        .and_then(|t| Tab::ALL.into_iter().find(|tab| tab.param() == t))
+        .unwrap_or(Tab::Attention);
+    let q = get("q");
+    let org = visitor.org();
+    let user = visitor.user.id.as_str();
+    let read = state.store.read()?;
+    let index = read.lead_index(org)?;
+    let mut counts = Vec::with_capacity(Tab::ALL.len());
+    for t in Tab::ALL {
+        counts.push((t, index.count(&t.facet(user))?));
+    }
+    let attention = counts[0].1;
+    let filter = LeadFilter {
+        q: q.clone(),
+        facets_extra: vec![tab.facet(user)],
+        ..LeadFilter::default()
+    };
+    let found = search::search(&read, org, &filter, ROWS, None)?;
+    let zone = read.engine_settings(org)?.time_zone;
+    let now = now_micros();
+    let mut rows = Vec::with_capacity(found.leads.len());
+    let mut stale = Vec::new();
+    for lead in &found.leads {
+        let Some(record) = read.lead(org, &lead.id)? else {
+            continue;
+        };
+        let handling = read.handling(org, &lead.id)?;
+        let engagement = read.engagement(org, &lead.id)?;
+        let reasons = Attention::of(&record, engagement.as_ref(), &handling, now);
+        if tab == Tab::Attention && reasons.is_empty() {
+            // Only time moved it out (a failed send older than 7 days): re-derive.
+            stale.push(lead.id.clone());
+            continue;
+        }
+        let owner = match handling.owner.as_str() {
+            "" => "Assistant".to_string(),
+            id => read
+                .user(id)?
+                .map_or_else(|| "a former user".into(), |u| u.name),
+        };
+        rows.push((record, handling, reasons, owner));
+    }
+    if !stale.is_empty() {
+        let (store, org) = (state.store.clone(), org.to_string());
+        tokio::spawn(async move {
+            let _ = store
+                .write(move |tx| {
+                    for id in &stale {
+                        tx.reindex_lead(&org, id);
+                    }
+                    Ok(())
+                })
+                .await;
+        });
+    }
+    let title = if attention > 0 {
+        format!("({attention}) Inbox")
+    } else {
+        "Inbox".to_string()
+    };
+    let markup = layout::page(
+        &title,
+        Some(visitor),
+        html! {
+            h1 { "Inbox" }
+            form.toolbar method="get" action="/console/inbox" role="search" {
+                input type="hidden" name="tab" value=(tab.param());
+                label for="q" { "Search" }
+                input #q type="search" name="q" value=[q.as_deref()] placeholder="Name, phone or email";
+                button type="submit" { "Search" }
+            }
+            div #inbox data-live="" data-attention=(attention) {
+                nav.tabs aria-label="Conversations" {
+                    ul {
+                        @for (t, count) in &counts {
+                            li {
+                                a href={ "/console/inbox?tab=" (t.param()) } aria-current=[(*t == tab).then_some("page")] {
+                                    (t.label()) " " span.count { "(" (count) ")" }
+                                }
+                            }
+                        }
+                    }
+                }
+                (rows_table(&rows, &zone, tab))
+            }
+        },
+    );
+    Ok(respond::html(StatusCode::OK, markup))
+}
+
+type Row = (
+    crate::store::records::LeadRecord,
+    crate::store::records::HandlingRecord,
+    Vec<Attention>,
+    String,
+);
+
+fn rows_table(rows: &[Row], zone: &str, tab: Tab) -> Markup {
+    if rows.is_empty() {
+        let words = match tab {
+            Tab::Attention => "Nothing needs you now.",
+            Tab::Mine => "You own no conversation: take one over from a lead's page.",
+            Tab::Assistant => "The assistant is handling no conversation.",
+            Tab::All => "No conversation yet. Messages, emails and calls with leads appear here.",
+        };
+        return html! { p.notice { (words) } };
+    }
+    html! {
+        div.table-wrap {
+            table.leads.inbox {
+                thead { tr {
+                    th scope="col" { "Lead" } th scope="col" { "Channel" } th scope="col" { "Last message" }
+                    th scope="col" { "Time" } th scope="col" { "Owner" } th scope="col" { "Why" }
+                } }
+                tbody {
+                    @for (lead, handling, reasons, owner) in rows {
+                        tr data-row="" {
+                            td data-label="Lead" { a href={ "/console/leads/" (lead.id) } { (lead_name(lead)) } " " (badges(lead.is_hot, lead.is_qualified)) }
+                            @match &handling.last_message {
+                                Some(last) => {
+                                    td data-label="Channel" { (last.channel.as_str()) }
+                                    td data-label="Last message" { @if !last.from_lead { "You: " } (last.preview) }
+                                    td data-label="Time" { (layout::time(last.created_at, zone)) }
+                                }
+                                None => {
+                                    td data-label="Channel" { "call" }
+                                    td data-label="Last message" {}
+                                    td data-label="Time" { (layout::time(lead.last_activity_at, zone)) }
+                                }
+                            }
+                            td data-label="Owner" { (owner) }
+                            td data-label="Why" {
+                                @for reason in reasons { span.badge.attention { (reason.words()) } " " }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One message of the stream, as its bytes.
+fn frame(text: String) -> std::result::Result<Frame<Bytes>, Infallible> {
+    Ok(Frame::data(Bytes::from(text)))
+}
+
+/// `GET /console/events`: Server-Sent Events for the visitor's organization. `change`
+/// (with the changed leads' ids) after every commit that changed one of its leads;
+/// `reload` when the stream fell behind (it then ends); `signed-out` when the session
+/// ended (it then ends); a comment every 15 s. A `Last-Event-ID` older than the last
+/// commit gets one `change` at once, so a page that reconnects catches up.
+pub fn stream(state: &AppState, visitor: &Visitor, headers: &HeaderMap) -> Result<Response<Body>> {
+    let store = state.store.clone();
+    let org = visitor.org().to_string();
+    let token_hash = visitor.token_hash;
+    let mut commits = store.changes().subscribe();
+    let last_seen = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
+    tokio::spawn(async move {
+        let now_seq = store.changes().last_seq();
+        let mut opening = "retry: 2000\n\n".to_string();
+        if last_seen.is_some_and(|seen| seen < now_seq) {
+            opening.push_str(&format!(
+                "id: {now_seq}\nevent: change\ndata: {{\"leads\":[]}}\n\n"
+            ));
+        }
+        if tx.try_send(frame(opening)).is_err() {
+            return;
+        }
+        let signed_in = || -> bool {
+            store.read().ok().is_some_and(|read| {
+                read.session(&token_hash)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|s| sessions::is_valid(&s, now_micros()))
+            })
+        };
+        let mut heartbeat = tokio::time::interval(HEARTBEAT);
+        heartbeat.tick().await;
+        loop {
+            let message = tokio::select! {
+                commit = commits.recv() => match commit {
+                    Ok(commit) => {
+                        if commit.sessions_ended && !signed_in() {
+                            let _ = tx.try_send(frame("event: signed-out\ndata: {}\n\n".into()));
+                            return;
+                        }
+                        let leads: Vec<&str> = commit.leads_of(&org).take(100).collect();
+                        if leads.is_empty() {
+                            continue;
+                        }
+                        let ids = serde_json::to_string(&leads).unwrap_or_else(|_| "[]".into());
+                        format!("id: {}\nevent: change\ndata: {{\"leads\":{ids}}}\n\n", commit.seq)
+                    }
+                    Err(RecvError::Lagged(_)) => {
+                        let _ = tx.try_send(frame("event: reload\ndata: {}\n\n".into()));
+                        return;
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+                _ = heartbeat.tick() => {
+                    if !signed_in() {
+                        let _ = tx.try_send(frame("event: signed-out\ndata: {}\n\n".into()));
+                        return;
+                    }
+                    ": heartbeat\n\n".to_string()
+                }
+                _ = tx.closed() => return,
+            };
+            // A reader this far behind is dropped: it reconnects and catches up.
+            if tx.try_send(frame(message)).is_err() {
+                return;
+            }
+        }
+    });
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let body =
+        StreamBody::new(body).map_err(|never: Infallible| -> std::io::Error { match never {} });
+    let mut response = Response::new(BodyExt::boxed(body));
+    let h = response.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}

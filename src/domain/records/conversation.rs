@@ -1,0 +1,83 @@
+//! Where a lead's conversation stands, kept in the write of every event
+//! (`events::record` calls [`on_event`]): whether it has one, its last message, whether
+//! that message is the lead's and unanswered, the newest send that failed, and whether
+//! a person answered since the assistant handed the lead off. The inbox and the
+//! "Needs attention" reasons read this (through the lead search's index), never the
+//! events.
+
+use serde_json::Value;
+
+use crate::channel::Owner;
+use crate::domain::records::message_shape::MessageShape;
+use crate::error::Result;
+use crate::store::records::{FailedSend, LastMessage, MessageKind, SendStatus, SystemEvent};
+use crate::store::{Reader, WriteTx};
+use crate::time::{now_micros, Micros};
+
+/// How much of the last message the inbox shows.
+pub const PREVIEW_CHARS: usize = 80;
+
+/// Updates lead `lead`'s conversation state for event (`kind`, `id`) just written with
+/// `data`, created at `created_at`.
+pub fn on_event(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: &str,
+    kind: &str,
+    id: &str,
+    data: &Value,
+    created_at: Micros,
+) -> Result<()> {
+    let old = tx.handling(org, lead)?;
+    let mut new = old.clone();
+    if kind == SystemEvent::Call.as_str() {
+        new.conversation = true;
+    }
+    if let Some(shape) = MessageShape::of(kind, data) {
+        new.conversation = true;
+        let newest = new
+            .last_message
+            .as_ref()
+            .is_none_or(|last| last.event_id == id || created_at >= last.created_at);
+        if newest {
+            let text = shape
+                .content
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            new.last_message = Some(LastMessage {
+                event_id: id.to_string(),
+                channel: shape.channel,
+                preview: text.chars().take(PREVIEW_CHARS).collect(),
+                created_at,
+                from_lead: shape.owner == Owner::Lead,
+            });
+            new.awaiting_reply = shape.owner == Owner::Lead;
+        }
+        let origin = data.get("origin").and_then(Value::as_str);
+        if shape.owner == Owner::User && origin == Some("human") {
+            new.handoff_answered = true;
+        }
+        let status = data
+            .get("status")
+            .and_then(Value::as_str)
+            .and_then(SendStatus::parse);
+        let failed = matches!(status, Some(SendStatus::Failed | SendStatus::Unknown));
+        let same = new.failed_send.as_ref().is_some_and(|f| f.event_id == id);
+        if failed && shape.owner == Owner::User && !same {
+            if let Some(kind) = MessageKind::parse(kind) {
+                new.failed_send = Some(FailedSend {
+                    kind,
+                    event_id: id.to_string(),
+                    at: now_micros(),
+                });
+            }
+        } else if same && !failed {
+            new.failed_send = None;
+        }
+    }
+    if new != old {
+        tx.put_handling(org, lead, &new)?;
+    }
+    Ok(())
+}

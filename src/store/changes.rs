@@ -1,0 +1,78 @@
+//! What each commit changed, told after the commit to whoever listens (the console's
+//! live streams), without ever making the writer wait.
+//!
+//! The writer publishes one [`Commit`] per committed batch that changed a lead (its
+//! record, engagement or handling) or ended a session, into a bounded broadcast
+//! channel: sending never blocks, and a listener that falls more than [`CAPACITY`]
+//! commits behind learns that it lagged (the console then tells its page to reload).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::broadcast;
+
+/// Commits a listener may fall behind before it is told it lagged.
+pub const CAPACITY: usize = 256;
+
+/// One committed batch's changes.
+#[derive(Debug)]
+pub struct Commit {
+    /// Increases by one with every published commit (the streams' event ids).
+    pub seq: u64,
+    /// The (organization, lead) pairs whose lead, engagement or handling changed.
+    pub leads: Vec<(String, String)>,
+    /// Some session ended (a sign-out, a user disabled, a password changed).
+    pub sessions_ended: bool,
+}
+
+impl Commit {
+    /// The ids of `org`'s leads this commit changed.
+    pub fn leads_of<'a>(&'a self, org: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.leads
+            .iter()
+            .filter(move |(o, _)| o == org)
+            .map(|(_, lead)| lead.as_str())
+    }
+}
+
+/// The channel commits are published on.
+#[derive(Debug)]
+pub struct Changes {
+    sender: broadcast::Sender<Arc<Commit>>,
+    seq: AtomicU64,
+}
+
+impl Default for Changes {
+    fn default() -> Self {
+        let (sender, _) = broadcast::channel(CAPACITY);
+        Changes {
+            sender,
+            seq: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Changes {
+    /// A listener of the commits from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Commit>> {
+        self.sender.subscribe()
+    }
+
+    /// The sequence number of the last commit published (0: none yet).
+    pub fn last_seq(&self) -> u64 {
+        self.seq.load(Ordering::Relaxed)
+    }
+
+    /// Publishes a commit's changes; never blocks (without listeners it is dropped).
+    pub(crate) fn publish(&self, leads: Vec<(String, String)>, sessions_ended: bool) {
+        if leads.is_empty() && !sessions_ended {
+            return;
+        }
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let _ = self.sender.send(Arc::new(Commit {
+            seq,
+            leads,
+            sessions_ended,
+        }));
+    }
+}

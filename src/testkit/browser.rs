@@ -1,0 +1,280 @@
+//! A real browser for the console's tests: Debian's headless Chromium driven through
+//! `chromedriver` (WebDriver) by `fantoccini`, against the test server.
+//!
+//! Tests find things as a person does, by the words on the page: a field by its label,
+//! a button or a link by its text. Each `Browser` starts its own `chromedriver` on a
+//! free loopback port with a fresh profile directory, and stops it when dropped.
+//! Without `chromedriver` (and `chromium`) the test fails and says how to install them:
+//! `scripts/test` does it, or `apt-get install chromium chromium-driver`.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::cookies::Cookie;
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+
+use super::server::TestServer;
+
+/// How long a wait for something on the page lasts before the test fails.
+const WAIT: Duration = Duration::from_secs(5);
+
+/// What a missing driver's failure says.
+pub const INSTALL: &str = "the browser tests need Debian's chromium and chromium-driver: run `bash scripts/test` (it installs them), or `sudo apt-get install chromium chromium-driver`; set CHROMEDRIVER to use another chromedriver";
+
+/// The `chromedriver` to run: `$CHROMEDRIVER`, else the first on `PATH`, else Debian's.
+fn chromedriver() -> std::path::PathBuf {
+    if let Some(path) = std::env::var_os("CHROMEDRIVER") {
+        return path.into();
+    }
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("chromedriver"))
+            .find(|p| p.is_file())
+    });
+    on_path.unwrap_or_else(|| "/usr/bin/chromedriver".into())
+}
+
+/// A headless Chromium session with its own `chromedriver`, pointed at a test server.
+pub struct Browser {
+    pub client: Client,
+    base: String,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+impl Browser {
+    /// A browser window of 1280 by 900 pixels on `server`.
+    pub async fn open(server: &TestServer) -> Browser {
+        Browser::sized(server, 1280, 900).await
+    }
+
+    /// A phone's window: 360 by 800.
+    pub async fn phone(server: &TestServer) -> Browser {
+        Browser::sized(server, 360, 800).await
+    }
+
+    pub async fn sized(server: &TestServer, width: u32, height: u32) -> Browser {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let path = chromedriver();
+        let driver = Command::new(&path)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}; {INSTALL}", path.display()));
+        let profile = tempfile::tempdir().expect("a profile directory");
+        let mut caps = serde_json::Map::new();
+        caps.insert("acceptInsecureCerts".into(), json!(true));
+        let mut options = json!({
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--ignore-certificate-errors",
+                format!("--window-size={},{height}", width.max(800)),
+                format!("--user-data-dir={}", profile.path().display()),
+            ],
+        });
+        // A window is never narrower than about 500 pixels: a narrower page is the
+        // device emulation of a phone's viewport instead.
+        if width < 800 {
+            options["mobileEmulation"] = json!({
+                "deviceMetrics": {"width": width, "height": height, "pixelRatio": 1.0}
+            });
+        }
+        caps.insert("goog:chromeOptions".into(), options);
+        let url = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        let client = loop {
+            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            match ClientBuilder::new(connector)
+                .capabilities(caps.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(client) => break client,
+                Err(e) if started.elapsed() > Duration::from_secs(20) => {
+                    panic!("chromedriver at {url} gave no browser: {e}; {INSTALL}")
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        };
+        Browser {
+            client,
+            base: server.origin(),
+            driver,
+            _profile: profile,
+        }
+    }
+
+    /// Opens `path` of the server.
+    pub async fn goto(&self, path: &str) {
+        self.client
+            .goto(&format!("{}{path}", self.base))
+            .await
+            .unwrap_or_else(|e| panic!("goto {path}: {e}"));
+    }
+
+    /// The path of the page shown.
+    pub async fn path(&self) -> String {
+        self.client
+            .current_url()
+            .await
+            .expect("url")
+            .path()
+            .to_string()
+    }
+
+    /// The visible text of the page.
+    pub async fn text(&self) -> String {
+        match self.client.find(Locator::Css("body")).await {
+            Ok(body) => body.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Waits until the page shows `text`; fails with what it shows instead.
+    pub async fn wait_for_text(&self, text: &str) {
+        let started = Instant::now();
+        loop {
+            let shown = self.text().await;
+            if shown.contains(text) {
+                return;
+            }
+            if started.elapsed() > WAIT {
+                panic!("the page never showed {text:?}; it shows:\n{shown}");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The field (input, textarea, select) whose `<label>` says `label`.
+    pub async fn field(&self, label: &str) -> Element {
+        let xpath = format!(
+            "//*[self::input or self::textarea or self::select][@id=//label[normalize-space(.)={q}]/@for] | //label[normalize-space(.)={q}]//*[self::input or self::textarea or self::select]",
+            q = xpath_literal(label)
+        );
+        self.wait_find(
+            Locator::XPath(&xpath),
+            &format!("a field labelled {label:?}"),
+        )
+        .await
+    }
+
+    /// Types `text` into the field labelled `label`, replacing what it held.
+    pub async fn fill(&self, label: &str, text: &str) {
+        let field = self.field(label).await;
+        field.clear().await.expect("clear");
+        field.send_keys(text).await.expect("type");
+    }
+
+    /// Chooses the option shown as `option` in the select labelled `label`.
+    pub async fn select(&self, label: &str, option: &str) {
+        let field = self.field(label).await;
+        field.select_by_label(option).await.expect("select");
+    }
+
+    /// The button (or submit input) whose text is `text`.
+    pub async fn button(&self, text: &str) -> Element {
+        let xpath = format!(
+            "//button[normalize-space(.)={q}] | //input[@type='submit' and @value={q}]",
+            q = xpath_literal(text)
+        );
+        self.wait_find(Locator::XPath(&xpath), &format!("a button {text:?}"))
+            .await
+    }
+
+    /// Whether a button with this text is on the page now.
+    pub async fn has_button(&self, text: &str) -> bool {
+        let xpath = format!("//button[normalize-space(.)={}]", xpath_literal(text));
+        !self
+            .client
+            .find_all(Locator::XPath(&xpath))
+            .await
+            .unwrap_or_default()
+            .is_empty()
+    }
+
+    pub async fn click_button(&self, text: &str) {
+        self.button(text).await.click().await.expect("click");
+    }
+
+    /// Follows the link whose text is `text`.
+    pub async fn click_link(&self, text: &str) {
+        let xpath = format!("//a[normalize-space(.)={}]", xpath_literal(text));
+        let link = self
+            .wait_find(Locator::XPath(&xpath), &format!("a link {text:?}"))
+            .await;
+        link.click().await.expect("click");
+    }
+
+    /// The cookies the browser holds for the server.
+    pub async fn cookies(&self) -> Vec<Cookie<'static>> {
+        self.client.get_all_cookies().await.expect("cookies")
+    }
+
+    /// Runs `script` in the page and answers its value.
+    pub async fn run(&self, script: &str) -> serde_json::Value {
+        self.client
+            .execute(script, Vec::new())
+            .await
+            .expect("script")
+    }
+
+    /// Signs in through the form, as a person does.
+    pub async fn sign_in(&self, email: &str, password: &str) {
+        self.goto("/console/login").await;
+        self.fill("Email", email).await;
+        self.fill("Password", password).await;
+        self.click_button("Sign in").await;
+    }
+
+    async fn wait_find(&self, locator: Locator<'_>, what: &str) -> Element {
+        let started = Instant::now();
+        loop {
+            if let Ok(found) = self.client.find(locator).await {
+                return found;
+            }
+            if started.elapsed() > WAIT {
+                panic!("no {what} on the page; it shows:\n{}", self.text().await);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// `text` as an XPath string literal, whatever quotes it holds.
+fn xpath_literal(text: &str) -> String {
+    if !text.contains('\'') {
+        return format!("'{text}'");
+    }
+    if !text.contains('"') {
+        return format!("\"{text}\"");
+    }
+    let parts: Vec<String> = text.split('\'').map(|p| format!("'{p}'")).collect();
+    format!("concat({})", parts.join(", \"'\", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn any_text_becomes_an_xpath_literal() {
+        assert_eq!(xpath_literal("Sign in"), "'Sign in'");
+        assert_eq!(xpath_literal("Ana's"), "\"Ana's\"");
+        assert_eq!(xpath_literal("a'b\"c"), "concat('a', \"'\", 'b\"c')");
+    }
+}

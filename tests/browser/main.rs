@@ -1,0 +1,9 @@
+//! The console in a real browser: headless Chromium through WebDriver (the test kit's
+//! `Browser`), against the real server on an ephemeral port. Each test uses the
+//! console as a person does, finding fields by their labels and buttons and links by
+//! their words (`../shared/spec/console.md` quotes them).
+
+mod inbox;
+mod lead;
+mod leads;
+mod sign_in;

@@ -1,0 +1,312 @@
+//! The console's security rules over real HTTPS, one by one: the security headers, the
+//! session cookie's attributes, a tampered or ended session, a POST without its CSRF
+//! token or from another origin, a role below the page's, and another organization's
+//! lead. Each refusal changes nothing (the lead's events say so).
+
+use hyper::Method;
+use serde_json::json;
+
+use engaged::testkit::console::{session_cookie, Session};
+use engaged::testkit::TestServer;
+
+use crate::requests::all_events;
+
+/// A server with one lead of `acme` (`c-1`), an API key to read it, and a signed-in
+/// person of `role`.
+async fn start(role: &str) -> (TestServer, String, Session) {
+    let ts = TestServer::start().await;
+    let key = ts.key("acme", "write").await;
+    ts.create_lead(
+        &key,
+        &json!({"id": "c-1", "firstName": "Ana", "phone": "+15125550101"}),
+    )
+    .await;
+    let password = ts.user("acme", "pat@example.com", "Pat", role).await;
+    let session = ts.sign_in("pat@example.com", &password).await;
+    (ts, key, session)
+}
+
+/// The USER_ACTION events of lead `c-1`.
+async fn user_actions(ts: &TestServer, key: &str) -> usize {
+    all_events(ts, key, "c-1")
+        .await
+        .iter()
+        .filter(|e| e["type"] == "USER_ACTION")
+        .count()
+}
+
+async fn take_over(ts: &TestServer, cookie: &str, origin: Option<&str>, csrf: &str) -> u16 {
+    ts.console(
+        Method::POST,
+        "/console/leads/c-1/take-over",
+        Some(cookie),
+        origin,
+        &[("csrf", csrf)],
+    )
+    .await
+    .status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_console_answer_carries_the_security_headers() {
+    let ts = TestServer::start().await;
+    for path in [
+        "/console/login",
+        "/console/inbox",
+        "/console/assets/console.css",
+        "/console/nope",
+    ] {
+        let r = ts.console(Method::GET, path, None, None, &[]).await;
+        let csp = r.headers["content-security-policy"]
+            .to_str()
+            .unwrap_or_default();
+        assert!(csp.contains("default-src 'self'"), "{path}: {csp}");
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        assert!(
+            !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+            "{path}: {csp}"
+        );
+        assert_eq!(r.headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(r.headers["x-frame-options"], "DENY", "{path}");
+    }
+    let root = ts.console(Method::GET, "/", None, None, &[]).await;
+    assert_eq!(root.status, 303);
+    assert_eq!(root.headers["location"], "/console/inbox");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_cookie_is_host_only_secure_http_only_and_strict() {
+    let ts = TestServer::start().await;
+    let password = ts.user("acme", "pat@example.com", "Pat", "agent").await;
+    let r = ts
+        .console(
+            Method::POST,
+            "/console/login",
+            None,
+            Some(&ts.origin()),
+            &[("email", "pat@example.com"), ("password", &password)],
+        )
+        .await;
+    assert_eq!(r.status, 303);
+    let set = r.headers["set-cookie"].to_str().unwrap_or_default();
+    assert!(set.starts_with("__Host-engaged_session="), "{set}");
+    for attribute in ["Secure", "HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set.contains(attribute), "{attribute} in {set}");
+    }
+    assert!(
+        !set.contains("Domain"),
+        "a __Host- cookie has no Domain: {set}"
+    );
+    let token = session_cookie(&r).unwrap_or_default();
+    assert!(token.len() >= 32, "the token is long and random: {token}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_and_an_unknown_email_get_the_same_answer() {
+    let ts = TestServer::start().await;
+    ts.user("acme", "pat@example.com", "Pat", "agent").await;
+    let mut bodies = Vec::new();
+    for (email, password) in [
+        ("pat@example.com", "wrong-password"),
+        ("nobody@example.com", "x"),
+    ] {
+        let r = ts
+            .console(
+                Method::POST,
+                "/console/login",
+                None,
+                Some(&ts.origin()),
+                &[("email", email), ("password", password)],
+            )
+            .await;
+        assert_eq!(r.status, 401, "{email}");
+        assert!(session_cookie(&r).is_none(), "no session for {email}");
+        bodies.push(r.text().replace(email, "EMAIL"));
+    }
+    assert!(
+        bodies[0].contains("Wrong email or password"),
+        "{}",
+        bodies[0]
+    );
+    assert_eq!(bodies[0], bodies[1], "one message for every failure");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_cookie_is_no_session() {
+    let (ts, key, session) = start("agent").await;
+    let mut tampered = session.cookie.clone();
+    let last = if tampered.ends_with('A') { "B" } else { "A" };
+    tampered.replace_range(tampered.len() - 1.., last);
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/leads/c-1",
+            Some(&tampered),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(page.status, 303);
+    assert_eq!(page.headers["location"], "/console/login");
+    let origin = ts.origin();
+    assert_eq!(
+        take_over(&ts, &tampered, Some(&origin), &session.csrf).await,
+        403
+    );
+    assert_eq!(user_actions(&ts, &key).await, 0, "nothing changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_without_its_token_or_from_elsewhere_changes_nothing() {
+    let (ts, key, session) = start("agent").await;
+    let origin = ts.origin();
+    assert_eq!(
+        take_over(&ts, &session.cookie, Some(&origin), "").await,
+        403,
+        "no token"
+    );
+    assert_eq!(
+        take_over(&ts, &session.cookie, Some(&origin), "0123456789abcdef").await,
+        403,
+        "a wrong token"
+    );
+    assert_eq!(
+        take_over(
+            &ts,
+            &session.cookie,
+            Some("https://evil.example"),
+            &session.csrf
+        )
+        .await,
+        403,
+        "a foreign origin"
+    );
+    assert_eq!(
+        take_over(&ts, &session.cookie, None, &session.csrf).await,
+        403,
+        "no origin"
+    );
+    assert_eq!(user_actions(&ts, &key).await, 0, "nothing changed");
+    assert_eq!(
+        take_over(&ts, &session.cookie, Some(&origin), &session.csrf).await,
+        303
+    );
+    assert_eq!(user_actions(&ts, &key).await, 1, "the real one is recorded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_viewer_reads_but_is_refused_every_action_and_settings() {
+    let (ts, key, session) = start("viewer").await;
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/leads/c-1",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("Ana"));
+    let origin = ts.origin();
+    assert_eq!(
+        take_over(&ts, &session.cookie, Some(&origin), &session.csrf).await,
+        403
+    );
+    let reply = ts
+        .console(
+            Method::POST,
+            "/console/leads/c-1/reply",
+            Some(&session.cookie),
+            Some(&origin),
+            &[("csrf", &session.csrf), ("channel", "sms"), ("text", "hi")],
+        )
+        .await;
+    assert_eq!(reply.status, 403);
+    let settings = ts
+        .console(
+            Method::GET,
+            "/console/settings",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(settings.status, 403);
+    let export = ts
+        .console(
+            Method::GET,
+            "/console/leads.csv",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(export.status, 403);
+    assert_eq!(user_actions(&ts, &key).await, 0, "nothing changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_organizations_lead_is_not_found() {
+    let (ts, key, _) = start("agent").await;
+    let password = ts.user("globex", "lee@example.com", "Lee", "admin").await;
+    let other = ts.sign_in("lee@example.com", &password).await;
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/leads/c-1",
+            Some(&other.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(page.status, 404);
+    assert!(!page.text().contains("Ana"));
+    let origin = ts.origin();
+    assert_eq!(
+        take_over(&ts, &other.cookie, Some(&origin), &other.csrf).await,
+        404
+    );
+    let unknown = ts
+        .console(
+            Method::GET,
+            "/console/leads/nobody",
+            Some(&other.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(unknown.status, 404);
+    assert_eq!(user_actions(&ts, &key).await, 0, "nothing changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_out_session_cannot_be_used_again() {
+    let (ts, key, session) = start("agent").await;
+    let origin = ts.origin();
+    let out = ts
+        .console(
+            Method::POST,
+            "/console/logout",
+            Some(&session.cookie),
+            Some(&origin),
+            &[("csrf", &session.csrf)],
+        )
+        .await;
+    assert_eq!(out.status, 303);
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/inbox",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(page.status, 303, "the old cookie is no session");
+    assert_eq!(
+        take_over(&ts, &session.cookie, Some(&origin), &session.csrf).await,
+        403
+    );
+    assert_eq!(user_actions(&ts, &key).await, 0);
+}
