@@ -2,7 +2,7 @@
 //! the conversations (`../shared/spec/console.md`).
 //!
 //! It sits on the api floor beside `api/`: the server hands it every request for `/`
-//! and `/console/...` ([`is_console_path`]). [`handle`] routes ([`routes`]), checks the
+//! and `/console/...` ([`is_console_path`]). [`handle`] routes (`routes`), checks the
 //! session and, for a POST, its CSRF token and origin (`session`), checks the route's
 //! role, then the page's handler calls the same domain functions the API calls and
 //! renders HTML (maud: compile-time checked, escaped by default). Every answer carries

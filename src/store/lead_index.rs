@@ -3,7 +3,7 @@
 //! lead, its engagement or its handling.
 //!
 //! A write marks the lead (`WriteTx::mark_lead`); before the batch commits,
-//! [`WriteTx::refresh_marked_leads`] derives each marked lead's facets from its three
+//! `WriteTx::refresh_marked_leads` derives each marked lead's facets from its three
 //! records and moves only the rows that changed. So a console page or
 //! `GET /v1/leads/search` reads a few ranges instead of scanning every lead, and no
 //! writer can forget the index: the `put_*` of each record marks it.

@@ -4,7 +4,7 @@
 //!
 //! Kept in memory: a restart forgets it (an attacker gains one window per restart,
 //! which the argon2 cost of each guess keeps small). Bounded: old failures are
-//! dropped, and at most [`MAX_KEYS`] emails and addresses are remembered.
+//! dropped, and at most `MAX_KEYS` emails and addresses are remembered.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
