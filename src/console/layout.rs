@@ -46,6 +46,9 @@ fn nav(v: &Visitor) -> Markup {
                     li { a href="/console/inbox" { "Inbox" } }
                     li { a href="/console/leads" { "Leads" } }
                     li { a href="/console/campaigns" { "Campaigns" } }
+                    @if v.user.role.at_least(Role::Agent) {
+                        li { a href="/console/notifications" { "Notifications" } }
+                    }
                     @if v.user.role.at_least(Role::Admin) {
                         li { a href="/console/settings" { "Settings" } }
                     }
@@ -99,14 +102,5 @@ pub fn badges(hot: bool, qualified: bool) -> Markup {
 
 /// A lead's name for people: first and last, else its email, phone or id.
 pub fn lead_name(lead: &crate::store::records::LeadRecord) -> String {
-    let full = format!("{} {}", lead.first_name.trim(), lead.last_name.trim());
-    let full = full.trim().to_string();
-    if !full.is_empty() {
-        return full;
-    }
-    [&lead.email, &lead.phone, &lead.id]
-        .into_iter()
-        .find(|s| !s.is_empty())
-        .cloned()
-        .unwrap_or_default()
+    lead.display_name()
 }

@@ -114,6 +114,8 @@ async fn dispatch(
         Page::LeadAction(id, action) => lead::act(state, &visitor, id, action, form).await,
         Page::Campaigns => pages::campaigns(state, &visitor),
         Page::Settings => pages::settings(state, &visitor),
+        Page::Notifications => pages::notifications(state, &visitor, query),
+        Page::SetNotifications => pages::set_notifications(state, &visitor, &form).await,
         Page::Root | Page::Home | Page::Asset(_) | Page::Login | Page::SignIn => Err(
             Error::Internal("an open console page reached the session check".into()),
         ),

@@ -1,9 +1,13 @@
-//! The console's other pages: campaigns (each profile and its cadence) and settings
-//! (admins: the organization and its people).
+//! The console's other pages: campaigns (each profile and its cadence), settings
+//! (admins: the organization, its people, the notification emails sent) and a person's
+//! own notifications.
 
 use hyper::{Response, StatusCode};
 use maud::html;
 
+use maud::Markup;
+
+use super::form::Form;
 use super::layout;
 use super::respond;
 use super::session::Visitor;
@@ -11,7 +15,11 @@ use crate::api::response::Body;
 use crate::api::AppState;
 use crate::domain::people::users;
 use crate::error::Result;
+use crate::store::records::NotificationRecord;
 use crate::store::Reader;
+
+/// Notification emails a page lists.
+const NOTIFICATIONS_SHOWN: usize = 50;
 
 /// `GET /console/campaigns`: each profile with its cadence.
 pub fn campaigns(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
@@ -53,6 +61,7 @@ pub fn settings(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
     let settings = read.engine_settings(org)?;
     let org_name = read.org(org)?.map(|o| o.name).unwrap_or_default();
     let people = users::list(&read, Some(org))?;
+    let sent = read.notifications(org, NOTIFICATIONS_SHOWN)?;
     let markup = layout::page(
         "Settings",
         Some(visitor),
@@ -84,7 +93,106 @@ pub fn settings(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                 }
                 p.muted { "Add people with " code { "engaged user create" } "." }
             }
+            section.panel #notifications {
+                h2 { "Notifications" }
+                (notification_list(&sent, &settings.time_zone))
+            }
         },
     );
     Ok(respond::html(StatusCode::OK, markup))
+}
+
+/// The notification emails sent (or, with the sandbox provider, logged), newest first.
+fn notification_list(sent: &[NotificationRecord], zone: &str) -> Markup {
+    html! {
+        @if sent.is_empty() {
+            p.notice { "No notification yet. When a lead needs attention, the people who turned notifications on get an email; they are listed here." }
+        } @else {
+            div.table-wrap {
+                table {
+                    thead { tr {
+                        th scope="col" { "Time" } th scope="col" { "To" } th scope="col" { "Subject" }
+                        th scope="col" { "Lead" } th scope="col" { "Outcome" }
+                    } }
+                    tbody {
+                        @for n in sent {
+                            tr {
+                                td { (layout::time(n.sent_at, zone)) }
+                                td { (n.to) }
+                                td { (n.subject) }
+                                td { a href={ "/console/leads/" (n.lead_id) } { (n.lead_id) } }
+                                td { @match n.outcome.as_str() {
+                                    "logged" => "Logged (sandbox)",
+                                    "sent" => "Sent",
+                                    other => (other),
+                                } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `GET /console/notifications` (agents and admins): the person's own setting, and the
+/// organization's recent notification emails.
+pub fn notifications(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
+    let saved = match query {
+        "saved=on" => Some(true),
+        "saved=off" => Some(false),
+        _ => None,
+    };
+    let org = visitor.org();
+    let read = state.store.read()?;
+    let zone = read.engine_settings(org)?.time_zone;
+    let sent = read.notifications(org, NOTIFICATIONS_SHOWN)?;
+    let on = read.user(&visitor.user.id)?.is_some_and(|u| u.notify);
+    let markup = layout::page(
+        "Notifications",
+        Some(visitor),
+        html! {
+            h1 { "Notifications" }
+            @if let Some(on) = saved {
+                p.notice role="status" { @if on { "Saved: you will get an email when a lead needs attention." } @else { "Saved: no more notification emails." } }
+            }
+            section.panel {
+                h2 { "Your notifications" }
+                form method="post" action="/console/notifications" {
+                    (layout::csrf_field(visitor))
+                    p {
+                        input #notify type="checkbox" name="notify" value="on" checked[on];
+                        " "
+                        label for="notify" { "Email me when a lead needs attention" }
+                    }
+                    p.muted { "One email per lead per hour at most, to " (visitor.user.email) ", through the organization's email provider. While the console is open, the inbox can also show browser notifications." }
+                    button type="submit" { "Save" }
+                }
+            }
+            section.panel {
+                h2 { "Recent notifications" }
+                (notification_list(&sent, &zone))
+            }
+        },
+    );
+    Ok(respond::html(StatusCode::OK, markup))
+}
+
+/// `POST /console/notifications`: turns the person's own notification emails on
+/// (`notify=on`) or off, then back to the page, which says it saved.
+pub async fn set_notifications(
+    state: &AppState,
+    visitor: &Visitor,
+    form: &Form,
+) -> Result<Response<Body>> {
+    let on = form.get("notify") == Some("on");
+    let user = visitor.user.id.clone();
+    state
+        .store
+        .write(move |tx| users::set_notify(tx, &user, on).map(drop))
+        .await?;
+    let saved = if on { "on" } else { "off" };
+    Ok(respond::redirect(&format!(
+        "/console/notifications?saved={saved}"
+    )))
 }

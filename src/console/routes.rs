@@ -80,6 +80,9 @@ pub enum Page<'a> {
     LeadAction(&'a str, LeadAction),
     Campaigns,
     Settings,
+    /// The person's own notification setting and the organization's recent ones.
+    Notifications,
+    SetNotifications,
 }
 
 impl Page<'_> {
@@ -98,7 +101,10 @@ impl Page<'_> {
             | Page::Lead(_)
             | Page::Campaigns => Role::Viewer,
             // "Suggest a reply" drafts a message: an agent's work, like sending it.
-            Page::LeadsCsv | Page::LeadAction(_, _) => Role::Agent,
+            Page::LeadsCsv
+            | Page::LeadAction(_, _)
+            | Page::Notifications
+            | Page::SetNotifications => Role::Agent,
             Page::Settings => Role::Admin,
         }
     }
@@ -120,6 +126,8 @@ impl Page<'_> {
             Page::LeadAction(_, _) => "console_lead_action",
             Page::Campaigns => "console_campaigns",
             Page::Settings => "console_settings",
+            Page::Notifications => "console_notifications",
+            Page::SetNotifications => "console_set_notifications",
         }
     }
 }
@@ -155,6 +163,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         }
         ["campaigns"] => get(method, Page::Campaigns),
         ["settings"] => get(method, Page::Settings),
+        ["notifications"] => pick(method, Page::Notifications, Some(Page::SetNotifications)),
         _ => Err(not_found()),
     }
 }

@@ -18,11 +18,13 @@
 //! - `voice`: the relay, one live call's conversation over ConversationRelay.
 //! - `post_call`: a completed call's summary and disposition.
 //! - `recording_fetch`: a finished call's recording, streamed from the provider.
+//! - `notices`: the emails to people about leads that need attention.
 
 mod email;
 pub mod guard;
 mod jobs;
 pub mod metrics;
+mod notices;
 mod pacing;
 mod post_call;
 mod recording_fetch;
@@ -82,9 +84,12 @@ impl Engine {
         self.public_url.as_deref()
     }
 
-    /// Runs the scheduler until `stop` turns true.
+    /// Runs the scheduler and the notifier until `stop` turns true.
     pub async fn run(self: Arc<Self>, stop: watch::Receiver<bool>) {
-        scheduler::run(self, stop).await
+        tokio::join!(
+            scheduler::run(self.clone(), stop.clone()),
+            notices::run(self, stop)
+        );
     }
 
     pub fn metrics(&self) -> &EngineMetrics {

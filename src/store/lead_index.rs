@@ -269,6 +269,14 @@ impl WriteTx {
         if old == new {
             return Ok(());
         }
+        let needs = |order: &Option<LeadOrder>| {
+            order
+                .as_ref()
+                .is_some_and(|o| o.facets.iter().any(|f| f == NEEDS_ATTENTION))
+        };
+        if needs(&new) && !needs(&old) {
+            self.attention_entered(org, id, crate::time::now_micros())?;
+        }
         let mut tables = IndexTables {
             facets: self.open_write(LEAD_FACETS)?,
             counts: self.open_write(LEAD_FACET_COUNTS)?,

@@ -14,6 +14,7 @@ pub mod lead_index;
 pub mod lead_view;
 mod maintenance;
 mod migrations;
+pub mod notices;
 mod people;
 mod read;
 mod reader;

@@ -225,6 +225,22 @@ pub struct LeadRecord {
     pub deleted_at: Option<Micros>,
 }
 
+impl LeadRecord {
+    /// How people see the lead named: its full name, else its email, phone or id.
+    pub fn display_name(&self) -> String {
+        let full = format!("{} {}", self.first_name.trim(), self.last_name.trim());
+        let full = full.trim();
+        if !full.is_empty() {
+            return full.to_string();
+        }
+        [&self.email, &self.phone, &self.id]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
 /// An event row's value; its type, id and `updatedAt` are in the key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventRecord {
@@ -1214,6 +1230,20 @@ pub struct UserRecord {
     pub disabled_at: Option<Micros>,
     /// Email notifications about leads that need attention (the person's own setting).
     pub notify: bool,
+}
+
+/// One notification email about a lead that needs attention, as the notifier sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotificationRecord {
+    pub id: String,
+    pub lead_id: String,
+    /// The person it went to (their email when it was sent).
+    pub to: String,
+    pub subject: String,
+    pub text: String,
+    pub sent_at: Micros,
+    /// What came of it: `sent`, `logged` (the sandbox), or `failed: <code>`.
+    pub outcome: String,
 }
 
 /// A signed-in session, stored under the SHA-256 of its token.

@@ -57,6 +57,9 @@ macro_rules! all_tables {
         $apply!(USERS_BY_EMAIL);
         $apply!(SESSIONS);
         $apply!(SESSIONS_BY_USER);
+        $apply!(ATTENTION_NOTICES);
+        $apply!(LEAD_NOTIFIED);
+        $apply!(NOTIFICATIONS);
     };
 }
 pub(crate) use all_tables;
@@ -224,3 +227,18 @@ pub const SESSIONS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("sessio
 /// user is disabled or its password changes.
 pub const SESSIONS_BY_USER: TableDefinition<(&str, &[u8]), ()> =
     TableDefinition::new("sessions_by_user");
+
+/// (entered at, org, lead id) → (): leads that entered "Needs attention", waiting for
+/// the notifier (`engine::notices`) to email the people who asked for it. Written in
+/// the commit that made the lead need attention; removed once its emails are done.
+pub const ATTENTION_NOTICES: TableDefinition<(i64, &str, &str), ()> =
+    TableDefinition::new("attention_notices");
+/// (org, lead id) → when the lead's last notice was queued: at most one an hour.
+pub const LEAD_NOTIFIED: TableDefinition<(&str, &str), i64> = TableDefinition::new("lead_notified");
+/// (org, sent at, notification id) → `NotificationRecord`: the emails the notifier sent
+/// (or, with the sandbox, logged), the newest [`NOTIFICATIONS_KEPT`] per organization
+/// (Settings → Notifications).
+pub const NOTIFICATIONS: TableDefinition<(&str, i64, &str), &[u8]> =
+    TableDefinition::new("notifications");
+/// How many notifications an organization's log keeps.
+pub const NOTIFICATIONS_KEPT: usize = 200;

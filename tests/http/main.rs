@@ -25,6 +25,7 @@ mod leads;
 mod limits;
 mod listing;
 mod messages;
+mod notices;
 mod ops;
 mod profiles;
 mod recordings;

@@ -1,6 +1,7 @@
 //! The console's people: users with roles and argon2id passwords, their sessions, and
 //! the sign-in throttle. Users are for people; API keys stay for integrators.
 
+pub mod notifications;
 pub mod passwords;
 pub mod sessions;
 pub mod throttle;
