@@ -76,3 +76,45 @@ impl Changes {
         }));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lead(n: usize) -> Vec<(String, String)> {
+        vec![("acme".to_string(), format!("l-{n}"))]
+    }
+
+    #[test]
+    fn publishing_never_waits_and_a_listener_too_far_behind_is_told_it_lagged() {
+        let changes = Changes::default();
+        changes.publish(lead(0), false); // nobody listens: dropped, still numbered
+        let mut slow = changes.subscribe();
+        for n in 1..=CAPACITY + 10 {
+            changes.publish(lead(n), false);
+        }
+        assert_eq!(changes.last_seq(), (CAPACITY + 11) as u64);
+        assert!(matches!(
+            slow.try_recv(),
+            Err(broadcast::error::TryRecvError::Lagged(10))
+        ));
+        let next = slow.try_recv().expect("the oldest kept commit");
+        assert_eq!(next.seq, 12);
+    }
+
+    #[test]
+    fn a_commit_without_a_lead_or_a_session_is_not_published() {
+        let changes = Changes::default();
+        let mut listener = changes.subscribe();
+        changes.publish(Vec::new(), false);
+        assert!(listener.try_recv().is_err());
+        changes.publish(Vec::new(), true);
+        assert!(listener.try_recv().expect("a session ended").sessions_ended);
+        let commit = Commit {
+            seq: 1,
+            leads: vec![("acme".into(), "a".into()), ("globex".into(), "g".into())],
+            sessions_ended: false,
+        };
+        assert_eq!(commit.leads_of("acme").collect::<Vec<_>>(), ["a"]);
+    }
+}

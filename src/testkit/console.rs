@@ -117,3 +117,58 @@ pub fn csrf_token(html: &str) -> Option<String> {
     let rest = &html[at + "name=\"csrf-token\" content=\"".len()..];
     Some(rest[..rest.find('"')?].to_string())
 }
+
+/// An open `/console/events` stream: its status and the events read from it.
+pub struct EventStream {
+    pub status: u16,
+    body: hyper::body::Incoming,
+    buffer: String,
+}
+
+impl EventStream {
+    /// The next event (its lines; comments and `retry:` left out), or `None` when the
+    /// stream ended or nothing came within `limit`.
+    pub async fn next(&mut self, limit: std::time::Duration) -> Option<String> {
+        use http_body_util::BodyExt;
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            while let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let lines: Vec<&str> = block
+                    .lines()
+                    .filter(|l| !l.is_empty() && !l.starts_with(':') && !l.starts_with("retry:"))
+                    .collect();
+                if !lines.is_empty() {
+                    return Some(lines.join("\n"));
+                }
+            }
+            let frame = tokio::time::timeout_at(deadline, self.body.frame())
+                .await
+                .ok()??;
+            if let Ok(data) = frame.ok()?.into_data() {
+                self.buffer.push_str(&String::from_utf8_lossy(&data));
+            }
+        }
+    }
+}
+
+impl TestServer {
+    /// Opens `/console/events` with the session `cookie` and, if given, `Last-Event-ID`.
+    pub async fn events(&self, cookie: &str, last_event_id: Option<&str>) -> EventStream {
+        let mut builder = Request::builder()
+            .method(Method::GET)
+            .uri(format!("{}/console/events", self.base))
+            .header("cookie", format!("{COOKIE}={cookie}"))
+            .header("accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            builder = builder.header("last-event-id", id);
+        }
+        let request = builder.body(Full::new(Bytes::new())).expect("request");
+        let response = self.client.request(request).await.expect("response");
+        EventStream {
+            status: response.status().as_u16(),
+            body: response.into_body(),
+            buffer: String::new(),
+        }
+    }
+}

@@ -58,7 +58,7 @@ pub struct TestServer {
     pub base: String,
     pub data_dir: PathBuf,
     _dir: tempfile::TempDir,
-    client: HttpsClient,
+    pub(crate) client: HttpsClient,
 }
 
 impl TestServer {

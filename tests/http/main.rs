@@ -21,6 +21,7 @@ mod engine;
 mod errors;
 mod events;
 mod fixture;
+mod inbox;
 mod leads;
 mod limits;
 mod listing;
