@@ -99,3 +99,66 @@ pub async fn delete(store: &Store, caller: Caller, id: &str) -> Result<Response<
         .await?;
     Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }
+
+/// The largest file `POST /v1/leads/import` reads.
+pub const IMPORT_MAX_BYTES: u64 = 1 << 30;
+
+/// `POST /v1/leads/import?dryRun=&mode=`: the body is the file (`text/csv` or
+/// `application/x-ndjson`), read as it arrives; answers the report.
+pub async fn import(
+    store: &std::sync::Arc<Store>,
+    caller: Caller,
+    headers: &hyper::HeaderMap,
+    query: &Query,
+    mut body: super::request::RequestBody,
+) -> Result<Response<Body>> {
+    body.stream(IMPORT_MAX_BYTES);
+    let options = import_options(headers, query)?;
+    let frames = futures_util::stream::unfold(body, |mut body| async move {
+        use http_body_util::BodyExt;
+        loop {
+            match body.frame().await? {
+                Ok(frame) => match frame.into_data() {
+                    Ok(data) => return Some((Ok(data), body)),
+                    Err(_) => continue, // trailers
+                },
+                Err(e) => return Some((Err(std::io::Error::other(e.to_string())), body)),
+            }
+        }
+    });
+    let reader = tokio_util::io::StreamReader::new(Box::pin(frames));
+    let report = crate::domain::import::run(store, &caller, &options, reader, |_| {}).await?;
+    Ok(reply(StatusCode::OK, &report))
+}
+
+/// The import's options from its `Content-Type` and query; anything unknown is a 400.
+fn import_options(
+    headers: &hyper::HeaderMap,
+    query: &Query,
+) -> Result<crate::domain::import::Options> {
+    use crate::domain::import::{Format, Options};
+    let content_type = headers
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let format = Format::of_content_type(content_type).ok_or_else(|| {
+        Error::UnsupportedMediaType("Content-Type must be text/csv or application/x-ndjson".into())
+    })?;
+    let mut options = Options {
+        format,
+        dry_run: false,
+        create_only: false,
+        fields: None,
+    };
+    for (name, value) in query.pairs() {
+        match (name, value) {
+            ("dryRun", "true") => options.dry_run = true,
+            ("dryRun", "false") => options.dry_run = false,
+            ("mode", "create-only") => options.create_only = true,
+            ("mode", "update") => options.create_only = false,
+            ("dryRun" | "mode", _) => return Err(Error::invalid_field(name)),
+            (other, _) => return Err(Error::BadRequest(format!("Unknown parameter: {other}"))),
+        }
+    }
+    Ok(options)
+}

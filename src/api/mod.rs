@@ -201,6 +201,7 @@ async fn dispatch(
         Route::Metrics => ops::metrics(state),
         Route::ListLeads => leads::list(store, &caller, &query),
         Route::SearchLeads => leads::search(store, &caller, &query),
+        Route::ImportLeads => leads::import(store, caller, &parts.headers, &query, body).await,
         Route::GetLead(id) => leads::get(store, &caller, id),
         Route::CreateLead => leads::create(store, caller, state.json_body(body).await?).await,
         Route::UpdateLead(id) => {

@@ -20,6 +20,9 @@ pub enum Route<'a> {
     /// `GET /v1/leads/search`: the lead search (a lead whose id is `search` is reached
     /// by the other methods only).
     SearchLeads,
+    /// `POST /v1/leads/import`: a CSV or NDJSON file of leads (a lead whose id is
+    /// `import` is reached by the other methods only).
+    ImportLeads,
     CreateLead,
     GetLead(&'a str),
     UpdateLead(&'a str),
@@ -109,6 +112,7 @@ impl Route<'_> {
             | Route::ListMessages(_)
             | Route::GetCall(_) => Some(Scope::Read),
             Route::CreateLead
+            | Route::ImportLeads
             | Route::UpdateLead(_)
             | Route::DeleteLead(_)
             | Route::PostEvent(_)
@@ -147,6 +151,7 @@ impl Route<'_> {
             Route::Metrics => "metrics",
             Route::ListLeads => "list_leads",
             Route::SearchLeads => "search_leads",
+            Route::ImportLeads => "import_leads",
             Route::CreateLead => "create_lead",
             Route::GetLead(_) => "get_lead",
             Route::UpdateLead(_) => "update_lead",
@@ -216,6 +221,7 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
             ],
         )?,
         ["v1", "leads", "search"] if m == Method::GET || m == Method::HEAD => Route::SearchLeads,
+        ["v1", "leads", "import"] if m == Method::POST => Route::ImportLeads,
         ["v1", "leads", _] => {
             let id = segments[2].as_str();
             pick(

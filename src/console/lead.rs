@@ -413,7 +413,7 @@ pub async fn act(
         }
         LeadAction::AddTag => {
             let name = form.text("tag").to_string();
-            let tag_id = tag_id(&name);
+            let tag_id = crate::providers::model::tools::tag_id(&name);
             let tags = leads::tags(&json!([{"id": tag_id, "name": name}]))?;
             store
                 .write(move |tx| {
@@ -501,16 +501,6 @@ pub async fn act(
         }
         Err(e) => Err(e),
     }
-}
-
-/// A tag's id from its name: lower case, words joined by `-`.
-fn tag_id(name: &str) -> String {
-    let words: Vec<String> = name
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
-    words.join("-")
 }
 
 /// The reply box's fields as the API's message body, parsed by the API's own parser.
@@ -694,15 +684,4 @@ async fn suggest(
         Err(reason) => shown.notice = Some(reason),
     }
     page(state, visitor, id, shown).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_tags_id_comes_from_its_name() {
-        assert_eq!(tag_id("VIP customer"), "vip-customer");
-        assert_eq!(tag_id("  Solar/2026 "), "solar-2026");
-    }
 }

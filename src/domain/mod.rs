@@ -15,6 +15,7 @@
 
 pub mod contact;
 pub mod engagement;
+pub mod import;
 pub mod people;
 pub mod records;
 pub mod settings;

@@ -172,13 +172,18 @@ pub fn facets(
     out.into_iter().collect()
 }
 
+/// A word as the index keeps it (after [`TERM`]): lower case, cut to 64 characters.
+pub fn term(word: &str) -> String {
+    word.to_lowercase().chars().take(TERM_CHARS).collect()
+}
+
 /// The words a search finds a lead by: its names' words, its email (whole and the
 /// part before `@`), its external id, and its phone's digits (whole, and the last 10,
 /// 7 and 4, so a national or local number finds it too). Lower case, cut to 64 chars.
 fn terms(lead: &LeadRecord) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let mut add = |word: &str| {
-        let word: String = word.to_lowercase().chars().take(TERM_CHARS).collect();
+        let word = term(word);
         if !word.is_empty() {
             out.insert(word);
         }
@@ -218,12 +223,12 @@ pub fn query_term(word: &str) -> Option<String> {
         .chars()
         .all(|c| c.is_ascii_digit() || "+-().".contains(c))
         && phone_digits(word).len() >= 3;
-    let term = if phone_like {
+    let looked_up = if phone_like {
         phone_digits(word)
     } else {
-        word.to_lowercase().chars().take(TERM_CHARS).collect()
+        term(word)
     };
-    Some(term).filter(|t| !t.is_empty())
+    Some(looked_up).filter(|t| !t.is_empty())
 }
 
 impl WriteTx {
@@ -285,6 +290,21 @@ impl WriteTx {
             lists: self.open_write(LEAD_FACET_LIST)?,
         };
         tables.move_rows(org, id, old.as_ref(), new.as_ref())
+    }
+
+    /// The live leads with `facet` (a filter value or [`TERM`] and a word): one range.
+    pub fn lead_ids_with_facet(&self, org: &str, facet: &str) -> Result<Vec<String>> {
+        let table = self.open_read(LEAD_FACETS)?;
+        let mut out = Vec::new();
+        for row in table.range((org, facet, "")..)? {
+            let (key, _) = row?;
+            let (o, f, id) = key.value();
+            if o != org || f != facet {
+                break;
+            }
+            out.push(id.to_string());
+        }
+        Ok(out)
     }
 
     /// Re-derives a lead's index rows at this commit (facets that depend on time: a

@@ -19,7 +19,7 @@ use super::tables::{
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -28,6 +28,7 @@ const STEPS: &[Step] = &[
     contact_indexes_hold_live_leads,
     engine_settings_gain_max_tokens_and_rates,
     lead_search_index_is_built,
+    engine_settings_gain_default_country,
 ];
 
 // Every version below the current one has its step.
@@ -68,6 +69,59 @@ fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
     }
     tracing::info!(leads = indexed, "schema 5: lead search index built");
     Ok(())
+}
+
+/// 5 → 6: the engine's organization settings gain `defaultCountry` (unset). Every row
+/// is read in the layout of schema 5 and written again.
+fn engine_settings_gain_default_country(txn: &WriteTransaction) -> Result<()> {
+    let mut table = txn.open_table(ENGINE_SETTINGS)?;
+    let mut rows = Vec::new();
+    for row in table.iter()? {
+        let (org, value) = row?;
+        let old: schema5::EngineSettings = decode(value.value())?;
+        rows.push((org.value().to_string(), encode(&old.upgraded())?));
+    }
+    for (org, bytes) in &rows {
+        table.insert(org.as_str(), bytes.as_slice())?;
+    }
+    tracing::info!(
+        organizations = rows.len(),
+        "the engine settings carry defaultCountry"
+    );
+    Ok(())
+}
+
+/// The engine settings as schemas 4 and 5 wrote them.
+mod schema5 {
+    use serde::{Deserialize, Serialize};
+
+    use crate::store::records::{self, AssistantSettings, ProviderSettings};
+
+    #[derive(Deserialize, Serialize)]
+    pub struct EngineSettings {
+        pub(super) time_zone: String,
+        pub(super) business_name: String,
+        pub(super) help_text: String,
+        pub(super) assistant: Option<AssistantSettings>,
+        pub(super) sms: ProviderSettings,
+        pub(super) voice: ProviderSettings,
+        pub(super) email: ProviderSettings,
+    }
+
+    impl EngineSettings {
+        pub(super) fn upgraded(self) -> records::EngineSettings {
+            records::EngineSettings {
+                time_zone: self.time_zone,
+                business_name: self.business_name,
+                help_text: self.help_text,
+                assistant: self.assistant,
+                sms: self.sms,
+                voice: self.voice,
+                email: self.email,
+                default_country: String::new(),
+            }
+        }
+    }
 }
 
 /// 1 → 2: `leads_by_updated` rows gain the lead's createdAt and wire JSON
@@ -228,8 +282,9 @@ mod schema3 {
     }
 
     impl EngineSettings {
-        pub fn upgraded(self) -> records::EngineSettings {
-            records::EngineSettings {
+        /// In schema 4's layout (which schema 5 kept).
+        pub fn upgraded(self) -> super::schema5::EngineSettings {
+            super::schema5::EngineSettings {
                 time_zone: self.time_zone,
                 business_name: self.business_name,
                 help_text: self.help_text,
@@ -366,7 +421,7 @@ mod tests {
     }
 
     #[test]
-    fn schema_3_engine_settings_gain_unset_max_tokens_and_rates() {
+    fn schema_3_engine_settings_gain_unset_max_tokens_and_rates_then_no_country() {
         use super::schema3 as old;
         let dir = tempfile::tempdir().unwrap();
         let db = redb::Database::create(dir.path().join("v3.redb")).unwrap();
@@ -400,9 +455,12 @@ mod tests {
             table.insert("org", bytes.as_slice()).unwrap();
         }
         engine_settings_gain_max_tokens_and_rates(&txn).unwrap();
+        // Schema 4's layout is 5's; 5 → 6 then adds the default country.
+        engine_settings_gain_default_country(&txn).unwrap();
         let table = txn.open_table(ENGINE_SETTINGS).unwrap();
         let now: crate::store::records::EngineSettings =
             decode(table.get("org").unwrap().unwrap().value()).unwrap();
+        assert_eq!(now.default_country, "");
         assert_eq!(now.time_zone, "America/New_York");
         assert_eq!(now.business_name, "Acme Solar");
         let assistant = now.assistant.unwrap();

@@ -173,8 +173,21 @@ impl Store {
         F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.submit(writer::job(f, reply))?;
+        self.submit(writer::job(f, reply, false))?;
         Ok(QueuedWrite(answer))
+    }
+
+    /// Runs `f` like [`Store::write`], alone in its own transaction, which is then
+    /// thrown away: its answer is what the write would have done, and nothing of it is
+    /// written (a dry run). It waits for the writes queued before it.
+    pub async fn trial<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.submit(writer::job(f, reply, true))?;
+        answer.await.map_err(|_| writer_dropped())?
     }
 
     fn submit(&self, job: Box<dyn writer::Job>) -> Result<()> {

@@ -1134,6 +1134,9 @@ pub struct EngineSettings {
     pub sms: ProviderSettings,
     pub voice: ProviderSettings,
     pub email: ProviderSettings,
+    /// ISO 3166 alpha-2 (`US`), or empty: the country an imported phone without `+` is
+    /// read in (`defaultCountry`).
+    pub default_country: String,
 }
 
 /// Who handles a lead besides the assistant, and where its conversation stands: what

@@ -37,6 +37,11 @@ pub(crate) trait Job: Send {
     /// Answers with the last run's result, or `failure` when the batch did not commit
     /// (or the job never ran).
     fn answer(self: Box<Self>, failure: Option<&Error>);
+    /// A trial runs alone in its own transaction, which is then thrown away: what it
+    /// would write, computed exactly, and nothing written (`Store::trial`).
+    fn is_trial(&self) -> bool {
+        false
+    }
 }
 
 /// Where jobs queue for the writer.
@@ -131,24 +136,62 @@ fn run(
 ) {
     // Ends when every sender is gone: the store was dropped and nothing is queued.
     while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+        let mut next = Some(first);
+        while let Some(first) = next.take() {
+            if first.is_trial() {
+                clock = run_trial(db, clock, first);
+                continue;
             }
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    // A trial waits for the batch before it, in the order they came.
+                    Ok(job) if job.is_trial() => {
+                        next = Some(job);
+                        break;
+                    }
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
+            }
+            let size = batch.len() as u64;
+            let started = std::time::Instant::now();
+            clock = commit_batch(db, clock, batch, wakes, keys);
+            stats
+                .commit_seconds
+                .observe(started.elapsed().as_secs_f64());
+            stats.batch_sizes.observe(size as f64);
+            stats.commits.fetch_add(1, Ordering::Relaxed);
+            stats.jobs.fetch_add(size, Ordering::Relaxed);
+            stats.largest_batch.fetch_max(size, Ordering::Relaxed);
         }
-        let size = batch.len() as u64;
-        let started = std::time::Instant::now();
-        clock = commit_batch(db, clock, batch, wakes, keys);
-        stats
-            .commit_seconds
-            .observe(started.elapsed().as_secs_f64());
-        stats.batch_sizes.observe(size as f64);
-        stats.commits.fetch_add(1, Ordering::Relaxed);
-        stats.jobs.fetch_add(size, Ordering::Relaxed);
-        stats.largest_batch.fetch_max(size, Ordering::Relaxed);
     }
+}
+
+/// Runs a trial job alone and aborts its transaction: it answers what it computed, and
+/// nothing of it is ever committed. Returns the clock to go on from.
+fn run_trial(db: &Database, clock: i64, mut job: Box<dyn Job>) -> i64 {
+    let mut tx = match begin(db, clock) {
+        Ok(tx) => tx,
+        Err(e) => {
+            job.answer(Some(&e));
+            return clock;
+        }
+    };
+    let failure = match catch_unwind(AssertUnwindSafe(|| job.run(&mut tx))) {
+        Ok(Ran::Done | Ran::Refused) => None,
+        Ok(Ran::Fatal) => Some(Error::Internal("a trial write failed".into())),
+        Err(_) => {
+            tracing::error!("a trial write job panicked");
+            Some(Error::Internal("a trial write job panicked".into()))
+        }
+    };
+    // Timestamps stay unique even across a trial's ticks; the transaction is dropped,
+    // which aborts it.
+    let clock = tx.clock().max(clock);
+    drop(tx);
+    job.answer(failure.as_ref());
+    clock
 }
 
 /// Runs `batch` in one transaction and answers every job; returns the clock to go on
@@ -246,11 +289,13 @@ fn begin(db: &Database, clock: i64) -> Result<WriteTx> {
     Ok(WriteTx::new(txn, clock))
 }
 
-/// A request of `Store::write`: the closure, its last result, and where the answer goes.
+/// A request of `Store::write` (or `Store::trial`): the closure, its last result, and
+/// where the answer goes.
 struct Request<T, F> {
     f: F,
     result: Option<Result<T>>,
     reply: tokio::sync::oneshot::Sender<Result<T>>,
+    trial: bool,
 }
 
 impl<T, F> Job for Request<T, F>
@@ -279,10 +324,19 @@ where
         // The requester may have gone away; its answer is then nobody's business.
         let _ = self.reply.send(answer);
     }
+
+    fn is_trial(&self) -> bool {
+        self.trial
+    }
 }
 
-/// Wraps `f` as a job whose answer travels back on `reply` once the batch commits.
-pub(crate) fn job<T, F>(f: F, reply: tokio::sync::oneshot::Sender<Result<T>>) -> Box<dyn Job>
+/// Wraps `f` as a job whose answer travels back on `reply` once the batch commits (a
+/// `trial`: once its transaction is thrown away).
+pub(crate) fn job<T, F>(
+    f: F,
+    reply: tokio::sync::oneshot::Sender<Result<T>>,
+    trial: bool,
+) -> Box<dyn Job>
 where
     T: Send + 'static,
     F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
@@ -291,6 +345,7 @@ where
         f,
         result: None,
         reply,
+        trial,
     })
 }
 
@@ -307,6 +362,25 @@ mod tests {
             created_at: 0,
             settings: OrgSettings::default(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_trial_answers_what_it_computed_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        let seen = store
+            .trial(|tx| {
+                tx.put_org(&org("tried"))?;
+                Ok(tx.org("tried")?.is_some())
+            })
+            .await
+            .unwrap();
+        assert!(seen, "the trial sees its own writes");
+        assert!(store.read().unwrap().org("tried").unwrap().is_none());
+        store.write(|tx| tx.put_org(&org("kept"))).await.unwrap();
+        assert!(store.read().unwrap().org("kept").unwrap().is_some());
+        let refused: Result<(), Error> = store.trial(|_| Err(Error::BadRequest("no".into()))).await;
+        assert!(matches!(refused, Err(Error::BadRequest(_))));
     }
 
     #[tokio::test]

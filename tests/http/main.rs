@@ -21,6 +21,7 @@ mod engine;
 mod errors;
 mod events;
 mod fixture;
+mod import;
 mod inbox;
 mod leads;
 mod limits;

@@ -181,13 +181,14 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 55] = [
+const ROUTES: [(&str, &str, &str); 56] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
     ("openapi", "get", "/v1/openapi.json"),
     ("list_leads", "get", "/v1/leads"),
     ("search_leads", "get", "/v1/leads/search"),
+    ("import_leads", "post", "/v1/leads/import"),
     ("create_lead", "post", "/v1/leads"),
     ("get_lead", "get", "/v1/leads/{leadId}"),
     ("update_lead", "patch", "/v1/leads/{leadId}"),
@@ -290,6 +291,7 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::Metrics
         | Route::ListLeads
         | Route::SearchLeads
+        | Route::ImportLeads
         | Route::CreateLead
         | Route::GetLead(_)
         | Route::UpdateLead(_)

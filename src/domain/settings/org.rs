@@ -66,6 +66,7 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
     };
     let mut out = Map::new();
     out.insert("timeZone".into(), json!(text(&e.time_zone)));
+    out.insert("defaultCountry".into(), json!(text(&e.default_country)));
     out.insert("business".into(), json!(business));
     out.insert("assistant".into(), json!(assistant));
     out.insert(
@@ -82,6 +83,16 @@ pub const DEFAULT_ASSISTANT_TIMEOUT_MS: u64 = 30_000;
 /// Applies one of the engine's members; false when `name` is not one of them.
 fn engine_member(e: &mut EngineSettings, name: &str, value: Value) -> Result<bool> {
     match name {
+        "defaultCountry" => {
+            e.default_country = match value {
+                Value::Null => String::new(),
+                Value::String(code) => crate::phone::Country::parse(&code)
+                    .ok_or_else(|| Error::invalid_field(name))?
+                    .code()
+                    .to_string(),
+                _ => return Err(Error::invalid_field(name)),
+            }
+        }
         "timeZone" => {
             e.time_zone = match value {
                 Value::Null => String::new(),

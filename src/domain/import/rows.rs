@@ -1,0 +1,297 @@
+//! One import row becoming a lead: its cells read into the API's lead body (a phone
+//! without `+` read in the organization's `defaultCountry`), its profile and the DNC
+//! list checked, then matched against the live leads and the file's earlier rows.
+//!
+//! **An import never makes a duplicate.** A row whose `externalLeadId`, phone or email
+//! matches a live lead updates that lead with the row's fields only (its tags added to
+//! the lead's); rows of one file that match each other merge into the first; with
+//! `create_only` both are refused instead. Every write goes through `records::leads`, so
+//! the API's rules (bounds, unique contacts, enrolment) hold for imported leads too.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::mapping::Field;
+use crate::domain::records::leads;
+use crate::domain::Caller;
+use crate::error::{Error, Result};
+use crate::phone::{self, Country, Unreadable};
+use crate::providers::model::tools::tag_id;
+use crate::store::lead_index::TERM;
+use crate::store::records::{email_key, TagRecord};
+use crate::store::{Reader, WriteTx};
+
+/// One row of a file: its number as a person finds it (a CSV's spreadsheet row, the
+/// header being row 1; an NDJSON file's line) and its cells with their fields.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub number: u64,
+    pub cells: Vec<(Field, Value)>,
+}
+
+/// What became of a row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Created(String),
+    /// It matched this live lead, which it updated.
+    Updated(String),
+    /// It matched an earlier row of the file (that row's number), whose lead it updated.
+    Merged(String, u64),
+    Refused(String),
+}
+
+/// The file's rows so far: each match key (`ext:`, `phone:`, `email:` and the value) →
+/// the lead its row made or updated, and that row's number.
+pub type FileIndex = HashMap<String, (String, u64)>;
+
+/// A row's outcome and the keys it adds to the file's index.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub row: u64,
+    pub outcome: Outcome,
+    pub keys: Vec<(String, (String, u64))>,
+}
+
+/// Applies `rows` in `tx`, the file's earlier rows in `known`. `dry_run`: the caller
+/// throws the transaction away (`Store::trial`); a row merging into a lead an earlier,
+/// thrown-away part of the file made is then checked as a new lead.
+pub fn apply(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    rows: &[Row],
+    create_only: bool,
+    dry_run: bool,
+    known: &FileIndex,
+) -> Result<Vec<Applied>> {
+    let country = Country::parse(&tx.engine_settings(&caller.org_id)?.default_country);
+    let mut here: FileIndex = HashMap::new();
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let (outcome, keys) =
+            match one(tx, caller, row, country, create_only, dry_run, known, &here) {
+                Ok(done) => done,
+                // Only a storage failure ends the part; a row's refusal is its outcome.
+                Err(e @ Error::Internal(_)) => return Err(e),
+                Err(e) => (Outcome::Refused(e.to_string()), Vec::new()),
+            };
+        let lead = match &outcome {
+            Outcome::Created(id) | Outcome::Updated(id) | Outcome::Merged(id, _) => {
+                Some(id.clone())
+            }
+            Outcome::Refused(_) => None,
+        };
+        let mut added = Vec::new();
+        if let Some(lead) = lead {
+            for key in keys {
+                if !known.contains_key(&key) && !here.contains_key(&key) {
+                    here.insert(key.clone(), (lead.clone(), row.number));
+                    added.push((key, (lead.clone(), row.number)));
+                }
+            }
+        }
+        out.push(Applied {
+            row: row.number,
+            outcome,
+            keys: added,
+        });
+    }
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    row: &Row,
+    country: Option<Country>,
+    create_only: bool,
+    dry_run: bool,
+    known: &FileIndex,
+    here: &FileIndex,
+) -> Result<(Outcome, Vec<String>)> {
+    let org = caller.org_id.as_str();
+    let (mut body, keys) = body(row, country)?;
+    if let Some(Value::String(profile)) = body.get("customerProfile") {
+        if tx.profile(org, profile)?.is_none() {
+            return Err(Error::BadRequest(format!("Unknown profile: {profile}")));
+        }
+    }
+    if let Some(Value::String(phone)) = body.get("phone") {
+        if tx.dnc_contains(org, phone)? {
+            return Err(Error::Conflict(
+                "Phone number is on the Do Not Contact list".into(),
+            ));
+        }
+    }
+    let earlier = keys
+        .iter()
+        .find_map(|k| known.get(k).or_else(|| here.get(k)));
+    if let Some((lead, first)) = earlier {
+        if create_only {
+            return Err(Error::Conflict(format!("Same lead as row {first}")));
+        }
+        if dry_run && tx.lead(org, lead)?.is_none() {
+            // Made by an earlier part of this dry run, thrown away since: check the
+            // row as the lead it would have been.
+            leads::create(tx, caller, body)?;
+        } else {
+            add_tags(tx, org, lead, &mut body)?;
+            leads::update(tx, caller, lead, body)?;
+        }
+        return Ok((Outcome::Merged(lead.clone(), *first), keys));
+    }
+    if let Some(lead) = live_match(tx, org, &body)? {
+        if create_only {
+            return Err(Error::Conflict(format!("Lead exists: {lead}")));
+        }
+        add_tags(tx, org, &lead, &mut body)?;
+        leads::update(tx, caller, &lead, body)?;
+        return Ok((Outcome::Updated(lead), keys));
+    }
+    let lead = leads::create(tx, caller, body)?;
+    Ok((Outcome::Created(lead.id), keys))
+}
+
+/// The lead body of a row and its match keys. An empty cell sets nothing.
+fn body(row: &Row, country: Option<Country>) -> Result<(Map<String, Value>, Vec<String>)> {
+    let mut body = Map::new();
+    let mut info = Map::new();
+    let mut tags: Vec<Value> = Vec::new();
+    for (field, value) in &row.cells {
+        let text = match value {
+            Value::String(s) => s.trim().to_string(),
+            Value::Null => String::new(),
+            Value::Bool(_) | Value::Number(_) => value.to_string(),
+            Value::Array(_) | Value::Object(_) => String::new(),
+        };
+        let mut set = |name: &str, text: String| {
+            if !text.is_empty() {
+                body.insert(name.to_string(), Value::String(text));
+            }
+        };
+        match field {
+            Field::FirstName => set("firstName", text),
+            Field::LastName => set("lastName", text),
+            Field::FullName => {
+                let mut words = text.splitn(2, char::is_whitespace);
+                set("firstName", words.next().unwrap_or_default().to_string());
+                set(
+                    "lastName",
+                    words.next().unwrap_or_default().trim().to_string(),
+                );
+            }
+            Field::Phone if !text.is_empty() => match phone::read(&text, country) {
+                Ok(e164) => set("phone", e164),
+                Err(Unreadable::NoCountry) => {
+                    return Err(Error::BadRequest(format!(
+                        "Phone without a country code and no defaultCountry set: {text}"
+                    )))
+                }
+                Err(Unreadable::Invalid) => {
+                    return Err(Error::BadRequest(format!("Unreadable phone: {text}")))
+                }
+            },
+            Field::Phone => {}
+            Field::Email => set("email", text),
+            Field::Profile => set("customerProfile", text),
+            Field::ExternalLeadId => set("externalLeadId", text),
+            Field::SecondaryCrmLeadId => set("secondaryCrmLeadId", text),
+            Field::Summary => set("summary", text),
+            Field::TimeZone => set("timeZone", text),
+            Field::Tags => {
+                let names: Vec<String> = match value {
+                    Value::Array(items) => items
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect(),
+                    _ => text.split(';').map(str::to_string).collect(),
+                };
+                for name in names {
+                    let name = name.trim();
+                    let id = tag_id(name);
+                    if !id.is_empty() {
+                        tags.push(json!({"id": id, "name": name}));
+                    }
+                }
+            }
+            Field::Info(name) => {
+                let empty = value.is_null() || (value.is_string() && text.is_empty());
+                if !empty {
+                    info.insert(name.clone(), value.clone());
+                }
+            }
+            Field::Skip => {}
+        }
+    }
+    if !tags.is_empty() {
+        body.insert("tags".into(), Value::Array(tags));
+    }
+    if !info.is_empty() {
+        body.insert("additionalInfo".into(), Value::Object(info));
+    }
+    let mut keys = Vec::new();
+    if let Some(Value::String(ext)) = body.get("externalLeadId") {
+        keys.push(format!("ext:{ext}"));
+    }
+    if let Some(Value::String(phone)) = body.get("phone") {
+        keys.push(format!("phone:{phone}"));
+    }
+    if let Some(Value::String(email)) = body.get("email") {
+        keys.push(format!("email:{}", email_key(email)));
+    }
+    Ok((body, keys))
+}
+
+/// The live lead a body matches: by `externalLeadId`, then phone, then email.
+fn live_match(tx: &WriteTx, org: &str, body: &Map<String, Value>) -> Result<Option<String>> {
+    if let Some(Value::String(ext)) = body.get("externalLeadId") {
+        let term = format!("{TERM}{}", crate::store::lead_index::term(ext));
+        for id in tx.lead_ids_with_facet(org, &term)? {
+            if tx
+                .lead(org, &id)?
+                .is_some_and(|l| l.deleted_at.is_none() && l.external_lead_id == *ext)
+            {
+                return Ok(Some(id));
+            }
+        }
+    }
+    if let Some(Value::String(phone)) = body.get("phone") {
+        if let Some(id) = tx.lead_ids_by_phone(org, phone)?.into_iter().next() {
+            return Ok(Some(id));
+        }
+    }
+    if let Some(Value::String(email)) = body.get("email") {
+        if let Some(id) = tx.lead_ids_by_email(org, email)?.into_iter().next() {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+/// An update's tags are added to the lead's, never replacing them.
+fn add_tags(tx: &WriteTx, org: &str, lead: &str, body: &mut Map<String, Value>) -> Result<()> {
+    let Some(Value::Array(new)) = body.get("tags") else {
+        return Ok(());
+    };
+    let Some(record) = tx.lead(org, lead)? else {
+        return Ok(());
+    };
+    let mut all: Vec<Value> = record
+        .tags
+        .iter()
+        .map(|t: &TagRecord| json!({"id": t.id, "name": t.name, "condition": t.condition}))
+        .collect();
+    for tag in new {
+        if !record
+            .tags
+            .iter()
+            .any(|t| Some(t.id.as_str()) == tag["id"].as_str())
+        {
+            all.push(tag.clone());
+        }
+    }
+    body.insert("tags".into(), Value::Array(all));
+    Ok(())
+}
