@@ -70,6 +70,14 @@ pub enum AdminRequest {
         email: String,
         password_hash: String,
     },
+    /// Imports a file of leads into `org`; on the socket the file's bytes follow this
+    /// line (`engaged import`), and the answer is the import's report.
+    Import {
+        org: String,
+        ndjson: bool,
+        dry_run: bool,
+        create_only: bool,
+    },
 }
 
 /// One row of `user list` (and `user create`'s answer).
@@ -335,6 +343,9 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
         | AdminRequest::OrgList
         | AdminRequest::Backup { .. }
         | AdminRequest::Check => Err(Error::Internal("not a write".into())),
+        AdminRequest::Import { .. } => Err(Error::BadRequest(
+            "an import's file follows its request on the admin socket".into(),
+        )),
     }
 }
 
@@ -436,4 +447,36 @@ fn administer_value(data_dir: &Path, request: AdminRequest) -> Result<Value, Str
         OpenError::Other(msg) => msg,
     })?;
     run_blocking(&store, request).map_err(|e| e.to_string_for_logs())
+}
+
+/// `engaged import`: imports `input` into organization `org` (its name) with the
+/// options of an [`AdminRequest::Import`], as `POST /v1/leads/import` does.
+pub async fn import<R>(
+    store: &std::sync::Arc<Store>,
+    request: &AdminRequest,
+    input: R,
+) -> Result<crate::domain::import::Report>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+{
+    use crate::domain::import::{self, Format, Options};
+    let AdminRequest::Import {
+        org,
+        ndjson,
+        dry_run,
+        create_only,
+    } = request
+    else {
+        return Err(Error::Internal("not an import".into()));
+    };
+    let name = org.clone();
+    let org_id = store.write(move |tx| org_id_of(tx, &name)).await?;
+    let options = Options {
+        format: if *ndjson { Format::Ndjson } else { Format::Csv },
+        dry_run: *dry_run,
+        create_only: *create_only,
+        fields: None,
+    };
+    let caller = crate::domain::Caller::system(&org_id);
+    import::run(store, &caller, &options, input, |_| {}).await
 }

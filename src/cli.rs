@@ -63,6 +63,21 @@ pub enum Command {
     /// Manage the console's users (people; passwords shown once, stored as argon2id).
     #[command(subcommand)]
     User(UserCommand),
+    /// Import leads from a CSV or NDJSON file (`.ndjson`/`.jsonl`) into an organization,
+    /// server running or not: updates instead of duplicates, refused rows listed, and
+    /// the last line "N created, N updated, N merged, N refused".
+    Import {
+        /// The organization's name.
+        #[arg(long)]
+        org: String,
+        /// Report what would happen; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Refuse rows matching a live lead or an earlier row instead of updating.
+        #[arg(long)]
+        create_only: bool,
+        file: PathBuf,
+    },
     /// Write a consistent backup of the database to a new file (server running or not).
     Backup { file: PathBuf },
     /// Restore a backup into an empty data directory (server stopped).
@@ -303,6 +318,22 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Command::User(cmd) => {
             init_logging(cli.log_format, "warn");
             user_command(&data_dir, cmd)
+        }
+        Command::Import {
+            org,
+            dry_run,
+            create_only,
+            file,
+        } => {
+            init_logging(cli.log_format, "warn");
+            let request = AdminRequest::Import {
+                org,
+                ndjson: crate::domain::import::Format::of_path(&file)
+                    == crate::domain::import::Format::Ndjson,
+                dry_run,
+                create_only,
+            };
+            crate::import_cli::import(&data_dir, request, &file)
         }
         Command::Backup { file: target } => {
             init_logging(cli.log_format, "warn");

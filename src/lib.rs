@@ -20,6 +20,7 @@ pub mod histogram;
 pub mod http_client;
 pub mod http_failure;
 pub mod ids;
+pub mod import_cli;
 pub mod json_writer;
 pub mod maintenance;
 pub mod metrics;

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[(&str, &[&str])] = &[
     // Compiled only for tests and benches; it runs a whole server.
     ("test kit", &["testkit"]),
-    ("main and cli", &["main", "cli"]),
+    ("main and cli", &["main", "cli", "import_cli"]),
     (
         "server, admin, maintenance",
         &["server", "admin", "maintenance"],

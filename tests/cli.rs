@@ -1516,3 +1516,99 @@ fn check_lists_live_leads_sharing_a_phone_or_email() {
     assert_eq!(lines, expected, "stdout:\n{}", ran.stdout);
     drop(server);
 }
+
+/// The CSV of `examples/leads.csv`'s shape, with phones a server reads without a
+/// default country.
+const PLUS_CSV: &str = "firstName,phone,email\nAna,+15125550101,ana@example.com\nAna again,+1 512 555 0101,\nBo,,bo@example.com\nCy,+12,\n";
+
+#[test]
+fn import_works_on_a_stopped_server_and_a_dry_run_changes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    create_key(data, "acme", "read");
+    let file = data.join("leads.csv");
+    std::fs::write(&file, PLUS_CSV).expect("write csv");
+    let file = file.to_string_lossy().into_owned();
+
+    let dry = cli(data, &["import", "--org", "acme", "--dry-run", &file]).ok("import --dry-run");
+    let last = dry.stdout.lines().last().unwrap_or_default().to_string();
+    assert_eq!(
+        last, "2 created, 0 updated, 1 merged, 1 refused",
+        "{}",
+        dry.stdout
+    );
+    assert!(
+        dry.stdout.contains("row 5: Unreadable phone: +12"),
+        "{}",
+        dry.stdout
+    );
+    assert!(dry.stdout.contains("dry run: nothing was changed"));
+
+    let real = cli(data, &["import", "--org", "acme", &file]).ok("import");
+    assert_eq!(
+        real.stdout.lines().last(),
+        Some("2 created, 0 updated, 1 merged, 1 refused")
+    );
+    let again = cli(data, &["import", "--org", "acme", &file]).ok("import again");
+    assert_eq!(
+        again.stdout.lines().last(),
+        Some("0 created, 2 updated, 1 merged, 1 refused"),
+        "a second import updates instead of duplicating"
+    );
+    assert_cli_failure(
+        &cli(data, &["import", "--org", "nope", &file]),
+        "an unknown organization",
+    );
+    assert_cli_failure(
+        &cli(data, &["import", "--org", "acme", "/nonexistent/leads.csv"]),
+        "a missing file",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_goes_through_the_socket_of_a_running_server_with_the_sample_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    let server = Server::start(data, &[]);
+    let admin = create_key(data, "acme", "admin");
+    let client = https_client(data);
+    let r = send(
+        &client,
+        Method::PATCH,
+        &format!("{}/v1/org", server.base()),
+        Some(&admin),
+        Some(&json!({"defaultCountry": "US"})),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", text(&r));
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/leads.csv");
+    let ran = cli(data, &["import", "--org", "acme", sample]).ok("import the sample");
+    assert_eq!(
+        ran.stdout.lines().last(),
+        Some("4 created, 0 updated, 1 merged, 1 refused"),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.contains("row 7: Unreadable phone: 12"),
+        "{}",
+        ran.stdout
+    );
+    let again = cli(data, &["import", "--org", "acme", sample]).ok("import the sample again");
+    assert_eq!(
+        again.stdout.lines().last(),
+        Some("0 created, 4 updated, 1 merged, 1 refused"),
+        "as the README says"
+    );
+    let r = send(
+        &client,
+        Method::GET,
+        &format!("{}/v1/leads/search?q=ruiz", server.base()),
+        Some(&admin),
+        None,
+    )
+    .await;
+    let found = r.json();
+    assert_eq!(found["total"], json!(1), "{found}");
+    assert_eq!(found["leads"][0]["phone"], json!("+15125550101"));
+}

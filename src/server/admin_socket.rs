@@ -49,26 +49,32 @@ pub async fn serve(listener: UnixListener, store: Arc<Store>) {
     }
 }
 
-async fn answer(stream: UnixStream, store: &Store) -> std::io::Result<()> {
+async fn answer(stream: UnixStream, store: &Arc<Store>) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut line = String::new();
-    BufReader::new(read.take(MAX_REQUEST))
-        .read_line(&mut line)
-        .await?;
-    let response = match serde_json::from_str::<AdminRequest>(&line) {
-        Ok(request) => match admin::run(store, request).await {
-            Ok(value) => AdminResponse {
-                ok: Some(value),
-                error: None,
-            },
-            Err(e) => AdminResponse {
-                ok: None,
-                error: Some(e.to_string_for_logs()),
-            },
+    let mut reader = BufReader::new(read);
+    (&mut reader).take(MAX_REQUEST).read_line(&mut line).await?;
+    let answer = match serde_json::from_str::<AdminRequest>(&line) {
+        // The file follows the request line on the same connection.
+        Ok(request @ AdminRequest::Import { .. }) => admin::import(store, &request, reader)
+            .await
+            .and_then(|report| {
+                serde_json::to_value(report)
+                    .map_err(|e| crate::error::Error::Internal(format!("the report: {e}")))
+            }),
+        Ok(request) => admin::run(store, request).await,
+        Err(e) => Err(crate::error::Error::BadRequest(format!(
+            "bad admin request: {e}"
+        ))),
+    };
+    let response = match answer {
+        Ok(value) => AdminResponse {
+            ok: Some(value),
+            error: None,
         },
         Err(e) => AdminResponse {
             ok: None,
-            error: Some(format!("bad admin request: {e}")),
+            error: Some(e.to_string_for_logs()),
         },
     };
     let mut bytes = serde_json::to_vec(&response)?;

@@ -156,7 +156,8 @@ async fn a_handoff_lands_in_needs_attention_and_leaves_when_a_person_replies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_send_is_sent_again_from_the_lead_page() {
-    let server = TestServer::start().await;
+    let server =
+        TestServer::start_with(|c| c.public_url = Some("https://engaged.test".into())).await;
     let key = server.key("acme", "write").await;
     let admin = server.key("acme", "admin").await;
     let twilio = FakeTwilio::start().await;
