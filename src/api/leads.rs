@@ -100,9 +100,6 @@ pub async fn delete(store: &Store, caller: Caller, id: &str) -> Result<Response<
     Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }
 
-/// The largest file `POST /v1/leads/import` reads.
-pub const IMPORT_MAX_BYTES: u64 = 1 << 30;
-
 /// `POST /v1/leads/import?dryRun=&mode=`: the body is the file (`text/csv` or
 /// `application/x-ndjson`), read as it arrives; answers the report.
 pub async fn import(
@@ -112,7 +109,7 @@ pub async fn import(
     query: &Query,
     mut body: super::request::RequestBody,
 ) -> Result<Response<Body>> {
-    body.stream(IMPORT_MAX_BYTES);
+    body.stream(crate::domain::import::MAX_FILE_BYTES);
     let options = import_options(headers, query)?;
     let frames = futures_util::stream::unfold(body, |mut body| async move {
         use http_body_util::BodyExt;

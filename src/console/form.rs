@@ -26,6 +26,11 @@ impl Form {
         self.get(name).unwrap_or_default().trim()
     }
 
+    /// A form of these fields (a multipart form's, read one by one).
+    pub fn from_pairs(pairs: Vec<(String, String)>) -> Form {
+        Form(pairs)
+    }
+
     pub fn parse(bytes: &[u8]) -> Result<Form> {
         serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes)
             .map(Form)

@@ -83,7 +83,11 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
             (filters(&filter, &profile_names))
             div.toolbar {
                 p #total aria-live="polite" { strong { (total) } @if total == 1 { " lead" } @else { " leads" } }
-                a href={ "/console/leads.csv?" (query_string(&filter, None)) } { "Export CSV" }
+                @if visitor.user.role.at_least(crate::store::records::Role::Agent) {
+                    a href={ "/console/leads.csv?" (query_string(&filter, None)) } { "Export CSV" }
+                    " "
+                    a href="/console/import" { "Import" }
+                }
             }
             div.table-wrap {
                 table.leads {

@@ -11,6 +11,7 @@
 
 mod assets;
 mod form;
+mod import;
 mod inbox;
 mod layout;
 mod lead;
@@ -93,6 +94,13 @@ async fn dispatch(
         }
         None => return Ok(respond::redirect("/console/login")),
     };
+    if page == Page::ImportUpload {
+        // A multipart upload: its CSRF token is read from the body, before the file.
+        if !visitor.user.role.at_least(page.role()) {
+            return Ok(respond::forbidden(&visitor));
+        }
+        return import::upload(state, &visitor, &parts, body).await;
+    }
     let form = if parts.method == Method::POST {
         let form = form::read(body).await?;
         session::check_post(&visitor, &parts, &form)?;
@@ -115,9 +123,17 @@ async fn dispatch(
         Page::Campaigns => pages::campaigns(state, &visitor),
         Page::Settings => pages::settings(state, &visitor),
         Page::Notifications => pages::notifications(state, &visitor, query),
+        Page::Import => import::page(&visitor),
+        Page::ImportRun => import::act(state, &visitor, &form).await,
+        Page::ImportRefused(token) => import::refused(state, &visitor, token).await,
         Page::SetNotifications => pages::set_notifications(state, &visitor, &form).await,
-        Page::Root | Page::Home | Page::Asset(_) | Page::Login | Page::SignIn => Err(
-            Error::Internal("an open console page reached the session check".into()),
-        ),
+        Page::Root
+        | Page::Home
+        | Page::Asset(_)
+        | Page::Login
+        | Page::SignIn
+        | Page::ImportUpload => Err(Error::Internal(
+            "an open console page reached the session check".into(),
+        )),
     }
 }

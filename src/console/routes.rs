@@ -80,6 +80,12 @@ pub enum Page<'a> {
     LeadAction(&'a str, LeadAction),
     Campaigns,
     Settings,
+    /// The import page: the upload form (GET), an upload and its preview (POST,
+    /// multipart), a preview again or the import (`Run`), a report's refused rows.
+    Import,
+    ImportUpload,
+    ImportRun,
+    ImportRefused(&'a str),
     /// The person's own notification setting and the organization's recent ones.
     Notifications,
     SetNotifications,
@@ -104,7 +110,11 @@ impl Page<'_> {
             Page::LeadsCsv
             | Page::LeadAction(_, _)
             | Page::Notifications
-            | Page::SetNotifications => Role::Agent,
+            | Page::SetNotifications
+            | Page::Import
+            | Page::ImportUpload
+            | Page::ImportRun
+            | Page::ImportRefused(_) => Role::Agent,
             Page::Settings => Role::Admin,
         }
     }
@@ -127,6 +137,10 @@ impl Page<'_> {
             Page::Campaigns => "console_campaigns",
             Page::Settings => "console_settings",
             Page::Notifications => "console_notifications",
+            Page::Import => "console_import",
+            Page::ImportUpload => "console_import_upload",
+            Page::ImportRun => "console_import_run",
+            Page::ImportRefused(_) => "console_import_refused",
             Page::SetNotifications => "console_set_notifications",
         }
     }
@@ -163,6 +177,9 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         }
         ["campaigns"] => get(method, Page::Campaigns),
         ["settings"] => get(method, Page::Settings),
+        ["import"] => pick(method, Page::Import, Some(Page::ImportUpload)),
+        ["import", "run"] => post(method, Page::ImportRun),
+        ["import", token, "refused.csv"] => get(method, Page::ImportRefused(token)),
         ["notifications"] => pick(method, Page::Notifications, Some(Page::SetNotifications)),
         _ => Err(not_found()),
     }

@@ -119,6 +119,11 @@ impl Store {
         })
     }
 
+    /// The directory the database file is in (the data directory).
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or_else(|| Path::new("."))
+    }
+
     /// What each commit changed, published after it (the console's live streams).
     pub fn changes(&self) -> &changes::Changes {
         &self.changes

@@ -180,6 +180,15 @@ impl Browser {
         field.send_keys(text).await.expect("type");
     }
 
+    /// Chooses the file at `path` in the file field labelled `label`.
+    pub async fn attach(&self, label: &str, path: &std::path::Path) {
+        let field = self.field(label).await;
+        field
+            .send_keys(&path.to_string_lossy())
+            .await
+            .expect("choose a file");
+    }
+
     /// Chooses the option shown as `option` in the select labelled `label`.
     pub async fn select(&self, label: &str, option: &str) {
         let field = self.field(label).await;

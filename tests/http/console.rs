@@ -310,3 +310,80 @@ async fn a_signed_out_session_cannot_be_used_again() {
     );
     assert_eq!(user_actions(&ts, &key).await, 0);
 }
+
+/// A multipart upload to `/console/import` with these fields before the file.
+async fn upload(
+    ts: &TestServer,
+    cookie: &str,
+    fields: &[(&str, &str)],
+) -> engaged::testkit::Response {
+    use bytes::Bytes;
+    use http_body_util::Full;
+    let mut body = String::new();
+    for (name, value) in fields {
+        body.push_str(&format!(
+            "--XyZ\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+        ));
+    }
+    body.push_str("--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"leads.csv\"\r\nContent-Type: text/csv\r\n\r\nfirstName,phone\nZed,+15125550188\n\r\n--XyZ--\r\n");
+    let request = hyper::Request::post(format!("{}/console/import", ts.origin()))
+        .header("cookie", format!("__Host-engaged_session={cookie}"))
+        .header("origin", ts.origin())
+        .header("content-type", "multipart/form-data; boundary=XyZ")
+        .body(Full::new(Bytes::from(body)))
+        .expect("request");
+    ts.send(request).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_needs_its_token_first_and_an_agent() {
+    let (ts, key, session) = start("agent").await;
+    let refused = upload(&ts, &session.cookie, &[]).await;
+    assert_eq!(refused.status, 403, "no token");
+    let refused = upload(&ts, &session.cookie, &[("csrf", "wrong")]).await;
+    assert_eq!(refused.status, 403, "a wrong token");
+    let preview = upload(&ts, &session.cookie, &[("csrf", &session.csrf)]).await;
+    assert_eq!(preview.status, 200, "{}", preview.text());
+    assert!(preview.text().contains("What importing would do"));
+    let leads = ts.get(&key, "/v1/leads/search?q=zed").await.json();
+    assert_eq!(leads["total"], json!(0), "a preview imports nothing");
+
+    let password = ts.user("acme", "vi@example.com", "Vi", "viewer").await;
+    let viewer = ts.sign_in("vi@example.com", &password).await;
+    assert_eq!(
+        upload(&ts, &viewer.cookie, &[("csrf", &viewer.csrf)])
+            .await
+            .status,
+        403
+    );
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/import",
+            Some(&viewer.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(page.status, 403);
+    let other = ts
+        .console(
+            Method::GET,
+            "/console/import/0123456789abcdef0123456789abcdef/refused.csv",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(other.status, 404, "no such import");
+    let traversal = ts
+        .console(
+            Method::GET,
+            "/console/import/..%2F..%2Fengaged.redb/refused.csv",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(traversal.status, 404);
+}

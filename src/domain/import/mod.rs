@@ -25,6 +25,8 @@ use crate::store::Store;
 use mapping::{Field, Mapping};
 use rows::{FileIndex, Outcome, Row};
 
+/// The largest file an import reads (the API's body, the console's upload).
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
 /// Rows per write job.
 pub const PART_ROWS: usize = 200;
 /// The longest NDJSON line read.
@@ -345,7 +347,7 @@ fn new_part() -> Part {
 }
 
 /// `;` when the first line has more semicolons than commas (outside quotes), else `,`.
-fn delimiter(start: &[u8]) -> u8 {
+pub fn delimiter(start: &[u8]) -> u8 {
     let line = start.split(|b| *b == b'\n').next().unwrap_or_default();
     let (mut quoted, mut commas, mut semicolons) = (false, 0, 0);
     for b in line {
