@@ -252,6 +252,7 @@ async fn dispatch(
         Route::DeleteRecording(id) => recordings::delete(store, caller, id).await,
         Route::ListProfiles => profiles::list(store, &caller),
         Route::GetProfile(name) => profiles::get(store, &caller, name),
+        Route::ProfileStats(name) => profiles::stats(store, &caller, name),
         Route::PutProfile(name) => {
             profiles::put(store, caller, name, state.json_body(body).await?).await
         }

@@ -26,6 +26,13 @@ pub fn get(store: &Store, caller: &Caller, name: &str) -> Result<Response<Body>>
     Ok(reply(StatusCode::OK, &profiles::view(&profile)))
 }
 
+/// `GET /v1/profiles/{name}/stats`: the campaign's numbers (`domain::engagement::campaigns`).
+pub fn stats(store: &Store, caller: &Caller, name: &str) -> Result<Response<Body>> {
+    let read = store.read()?;
+    let stats = crate::domain::engagement::campaigns::stats(&read, &caller.org_id, name)?;
+    Ok(reply(StatusCode::OK, &stats))
+}
+
 pub async fn put(
     store: &Store,
     caller: Caller,

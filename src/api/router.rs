@@ -58,6 +58,8 @@ pub enum Route<'a> {
     RecordingFile(&'a str, &'a str),
     ListProfiles,
     GetProfile(&'a str),
+    /// `GET /v1/profiles/{name}/stats`: the campaign's numbers.
+    ProfileStats(&'a str),
     PutProfile(&'a str),
     DeleteProfile(&'a str),
     GetEngagement(&'a str),
@@ -128,9 +130,10 @@ impl Route<'_> {
             | Route::RegisterDnc
             | Route::InboundSms
             | Route::InboundEmail => Some(Scope::Write),
-            Route::ListProfiles | Route::GetProfile(_) | Route::GetEngagement(_) => {
-                Some(Scope::Read)
-            }
+            Route::ListProfiles
+            | Route::GetProfile(_)
+            | Route::ProfileStats(_)
+            | Route::GetEngagement(_) => Some(Scope::Read),
             Route::PutProfile(_) | Route::DeleteProfile(_) => Some(Scope::Admin),
             Route::ListDnc => Some(Scope::Read),
             Route::RemoveDnc(_) | Route::GetOrg | Route::UpdateOrg => Some(Scope::Admin),
@@ -186,6 +189,7 @@ impl Route<'_> {
             Route::RecordingFile(_, _) => "recording_file",
             Route::ListProfiles => "list_profiles",
             Route::GetProfile(_) => "get_profile",
+            Route::ProfileStats(_) => "profile_stats",
             Route::PutProfile(_) => "put_profile",
             Route::DeleteProfile(_) => "delete_profile",
             Route::GetEngagement(_) => "get_engagement",
@@ -327,6 +331,9 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
             only(m, Method::POST, Route::MailgunInbound(segments[3].as_str()))?
         }
         ["v1", "profiles"] => only(m, Method::GET, Route::ListProfiles)?,
+        ["v1", "profiles", _, "stats"] => {
+            only(m, Method::GET, Route::ProfileStats(segments[2].as_str()))?
+        }
         ["v1", "profiles", _] => {
             let name = segments[2].as_str();
             pick(

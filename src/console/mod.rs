@@ -10,6 +10,7 @@
 //! script (`assets`) only adds conveniences.
 
 mod assets;
+mod campaigns;
 mod form;
 mod import;
 mod inbox;
@@ -120,7 +121,9 @@ async fn dispatch(
         Page::LeadsCsv => leads::export(state, &visitor, query),
         Page::Lead(id) => lead::page(state, &visitor, id, lead::Shown::default()).await,
         Page::LeadAction(id, action) => lead::act(state, &visitor, id, action, form).await,
-        Page::Campaigns => pages::campaigns(state, &visitor),
+        Page::Campaigns => campaigns::list(state, &visitor),
+        Page::Campaign(name) => campaigns::page(state, &visitor, name),
+        Page::PauseCampaign(name, paused) => campaigns::pause(state, &visitor, name, paused).await,
         Page::Settings => pages::settings(state, &visitor),
         Page::Notifications => pages::notifications(state, &visitor, query),
         Page::Import => import::page(&visitor),

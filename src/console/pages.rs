@@ -1,6 +1,5 @@
-//! The console's other pages: campaigns (each profile and its cadence), settings
-//! (admins: the organization, its people, the notification emails sent) and a person's
-//! own notifications.
+//! The console's other pages: settings (admins: the organization, its people, the
+//! notification emails sent) and a person's own notifications.
 
 use hyper::{Response, StatusCode};
 use maud::html;
@@ -20,39 +19,6 @@ use crate::store::Reader;
 
 /// Notification emails a page lists.
 const NOTIFICATIONS_SHOWN: usize = 50;
-
-/// `GET /console/campaigns`: each profile with its cadence.
-pub fn campaigns(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
-    let org = visitor.org();
-    let read = state.store.read()?;
-    let profiles = read.profiles(org)?;
-    let mut counts = Vec::with_capacity(profiles.len());
-    for p in &profiles {
-        counts.push(read.facet_count(org, &format!("profile:{}", p.name))?);
-    }
-    let markup = layout::page(
-        "Campaigns",
-        Some(visitor),
-        html! {
-            h1 { "Campaigns" }
-            @if profiles.is_empty() {
-                p.notice { "No profile yet. A profile (PUT /v1/profiles/{name}) is a campaign: its cadence and its assistant's instructions." }
-            }
-            @for (p, count) in profiles.iter().zip(&counts) {
-                section.panel {
-                    h2 { (p.name) }
-                    p { a href={ "/console/leads?profile=" (p.name) } { (count) " leads" } }
-                    ol {
-                        @for step in &p.cadence {
-                            li { (step.channel.as_str()) " after " (step.after) ": " (step.text) }
-                        }
-                    }
-                }
-            }
-        },
-    );
-    Ok(respond::html(StatusCode::OK, markup))
-}
 
 /// `GET /console/settings` (admins): the organization and its people.
 pub fn settings(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {

@@ -79,6 +79,9 @@ pub enum Page<'a> {
     Lead(&'a str),
     LeadAction(&'a str, LeadAction),
     Campaigns,
+    Campaign(&'a str),
+    /// "Pause campaign" (`true`) or "Resume campaign" (admins).
+    PauseCampaign(&'a str, bool),
     Settings,
     /// The import page: the upload form (GET), an upload and its preview (POST,
     /// multipart), a preview again or the import (`Run`), a report's refused rows.
@@ -105,7 +108,8 @@ impl Page<'_> {
             | Page::Events
             | Page::Leads
             | Page::Lead(_)
-            | Page::Campaigns => Role::Viewer,
+            | Page::Campaigns
+            | Page::Campaign(_) => Role::Viewer,
             // "Suggest a reply" drafts a message: an agent's work, like sending it.
             Page::LeadsCsv
             | Page::LeadAction(_, _)
@@ -115,7 +119,7 @@ impl Page<'_> {
             | Page::ImportUpload
             | Page::ImportRun
             | Page::ImportRefused(_) => Role::Agent,
-            Page::Settings => Role::Admin,
+            Page::Settings | Page::PauseCampaign(_, _) => Role::Admin,
         }
     }
 
@@ -135,6 +139,8 @@ impl Page<'_> {
             Page::Lead(_) => "console_lead",
             Page::LeadAction(_, _) => "console_lead_action",
             Page::Campaigns => "console_campaigns",
+            Page::Campaign(_) => "console_campaign",
+            Page::PauseCampaign(_, _) => "console_pause_campaign",
             Page::Settings => "console_settings",
             Page::Notifications => "console_notifications",
             Page::Import => "console_import",
@@ -176,6 +182,9 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
             post(method, Page::LeadAction(id, action))
         }
         ["campaigns"] => get(method, Page::Campaigns),
+        ["campaigns", name] => get(method, Page::Campaign(name)),
+        ["campaigns", name, "pause"] => post(method, Page::PauseCampaign(name, true)),
+        ["campaigns", name, "resume"] => post(method, Page::PauseCampaign(name, false)),
         ["settings"] => get(method, Page::Settings),
         ["import"] => pick(method, Page::Import, Some(Page::ImportUpload)),
         ["import", "run"] => post(method, Page::ImportRun),

@@ -306,6 +306,86 @@ impl ReadTx {
     }
 }
 
+impl WriteTx {
+    /// Pauses (at `at`) or resumes the campaign of profile `profile`.
+    pub fn set_campaign_paused(
+        &mut self,
+        org: &str,
+        profile: &str,
+        at: Option<Micros>,
+    ) -> Result<()> {
+        let mut table = self.open_write(PAUSED_CAMPAIGNS)?;
+        match at {
+            Some(at) => table.insert((org, profile), at)?,
+            None => table.remove((org, profile))?,
+        };
+        Ok(())
+    }
+
+    /// Adds `delta` to a campaign counter (`tables::CAMPAIGN_COUNTS`); never below 0.
+    pub fn add_campaign_count(
+        &mut self,
+        org: &str,
+        profile: &str,
+        counter: &str,
+        delta: i64,
+    ) -> Result<()> {
+        let mut table = self.open_write(CAMPAIGN_COUNTS)?;
+        let now = table.get((org, profile, counter))?.map_or(0, |v| v.value());
+        let next = (now as i64 + delta).max(0) as u64;
+        if next == 0 {
+            table.remove((org, profile, counter))?;
+        } else {
+            table.insert((org, profile, counter), next)?;
+        }
+        Ok(())
+    }
+}
+
+impl ReadTx {
+    /// The leads whose engagement follows `profile`, with its state (a walk over the
+    /// organization's engagements, for the rare pause and resume of a campaign).
+    pub fn engagements_following(
+        &self,
+        org: &str,
+        profile: &str,
+    ) -> Result<Vec<(String, super::records::EngagementState)>> {
+        let table = self.open_read(ENGAGEMENTS)?;
+        let mut out = Vec::new();
+        for row in table.range((org, "")..)? {
+            let (key, value) = row?;
+            let (row_org, lead) = key.value();
+            if row_org != org {
+                break;
+            }
+            let engagement: EngagementRecord = decode(value.value())?;
+            if engagement.profile == profile {
+                out.push((lead.to_string(), engagement.state));
+            }
+        }
+        Ok(out)
+    }
+
+    /// A campaign's counters, by name.
+    pub fn campaign_counts(
+        &self,
+        org: &str,
+        profile: &str,
+    ) -> Result<std::collections::BTreeMap<String, u64>> {
+        let table = self.open_read(CAMPAIGN_COUNTS)?;
+        let mut out = std::collections::BTreeMap::new();
+        for row in table.range((org, profile, "")..)? {
+            let (key, value) = row?;
+            let (o, p, counter) = key.value();
+            if o != org || p != profile {
+                break;
+            }
+            out.insert(counter.to_string(), value.value());
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::Store;

@@ -15,7 +15,9 @@ use redb::{ReadableTable, Table};
 use super::codec::{decode, encode};
 use super::read::ReadTx;
 use super::reader::Reader;
-use super::records::{EngagementRecord, EngagementState, HandlingRecord, LeadOrder, LeadRecord};
+use super::records::{
+    EngagementRecord, EngagementState, HandlingRecord, LeadOrder, LeadRecord, StopReason,
+};
 use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;
@@ -109,6 +111,17 @@ pub const CONVERSATION: &str = "conv:1";
 /// running or a conversation).
 pub const ASSISTED: &str = "assisted";
 
+/// Facets that start with this are counted, never listed: a campaign's numbers
+/// (`campaign_facet`) have a count row and no row per lead.
+pub const COUNTED_ONLY: &str = "#";
+
+/// The counted-only facet of a campaign's (profile's) `metric`: `enrolled`,
+/// `state:<state>`, `stop:<reason>`, `replied`, `hot`, `qualified`, `handedOff`,
+/// `optedOut`. Its count is the number of the profile's leads with it.
+pub fn campaign_facet(profile: &str, metric: &str) -> String {
+    format!("{COUNTED_ONLY}c:{profile}|{metric}")
+}
+
 /// The facet of the leads `user` owns.
 pub fn owner_facet(user: &str) -> String {
     format!("owner:{user}")
@@ -168,6 +181,34 @@ pub fn facets(
     }
     for term in terms(lead) {
         out.insert(format!("{TERM}{term}"));
+    }
+    if let Some(e) = engagement.filter(|e| !e.profile.is_empty()) {
+        let stopped =
+            |reason| state == EngagementState::Stopped && e.stopped_reason == Some(reason);
+        let mut metrics = vec!["enrolled".to_string(), format!("state:{}", state.as_str())];
+        if let (EngagementState::Stopped, Some(reason)) = (state, e.stopped_reason) {
+            metrics.push(format!("stop:{}", reason.as_str()));
+        }
+        for (name, on) in [
+            ("replied", lead.has_replied || lead.has_replied_email),
+            ("hot", lead.is_hot),
+            ("qualified", lead.is_qualified),
+            (
+                "handedOff",
+                handling.handed_off_at.is_some() || stopped(StopReason::Handoff),
+            ),
+            (
+                "optedOut",
+                unsubscribed || stopped(StopReason::Unsubscribed),
+            ),
+        ] {
+            if on {
+                metrics.push(name.to_string());
+            }
+        }
+        for metric in metrics {
+            out.insert(campaign_facet(&e.profile, &metric));
+        }
     }
     out.into_iter().collect()
 }
@@ -350,7 +391,9 @@ impl IndexTables<'_> {
         let old_facets = old.map_or(&empty, |o| &o.facets);
         let new_facets = new.map_or(&empty, |n| &n.facets);
         for gone in old_facets.iter().filter(|f| !new_facets.contains(f)) {
-            self.facets.remove((org, gone.as_str(), id))?;
+            if !gone.starts_with(COUNTED_ONLY) {
+                self.facets.remove((org, gone.as_str(), id))?;
+            }
             let count = self
                 .counts
                 .get((org, gone.as_str()))?
@@ -362,7 +405,9 @@ impl IndexTables<'_> {
             }
         }
         for added in new_facets.iter().filter(|f| !old_facets.contains(f)) {
-            self.facets.insert((org, added.as_str(), id), ())?;
+            if !added.starts_with(COUNTED_ONLY) {
+                self.facets.insert((org, added.as_str(), id), ())?;
+            }
             let count = self
                 .counts
                 .get((org, added.as_str()))?

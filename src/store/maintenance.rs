@@ -111,7 +111,43 @@ fn check_snapshot(read: &ReadTransaction) -> Result<Vec<String>> {
     check_leads(read, &mut problems)?;
     check_events(read, &mut problems)?;
     check_deliveries(read, &mut problems)?;
+    check_facet_counts(read, &mut problems)?;
     Ok(problems)
+}
+
+/// Every facet count (the lead search's totals, the inbox's tabs, a campaign's numbers
+/// by lead) equals the number of live leads whose facet list holds it.
+fn check_facet_counts(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()> {
+    let lists = read.open_table(LEAD_FACET_LIST)?;
+    let mut want: std::collections::BTreeMap<(String, String), u64> = Default::default();
+    for row in lists.iter()? {
+        let (key, value) = row?;
+        let (org, _) = key.value();
+        let facets: Vec<String> = decode(value.value())?;
+        for facet in facets {
+            *want.entry((org.to_string(), facet)).or_default() += 1;
+        }
+    }
+    let counts = read.open_table(LEAD_FACET_COUNTS)?;
+    for row in counts.iter()? {
+        let (key, value) = row?;
+        let (org, facet) = key.value();
+        let stored = value.value();
+        let expected = want
+            .remove(&(org.to_string(), facet.to_string()))
+            .unwrap_or(0);
+        if stored != expected {
+            problems.push(format!(
+                "org {org}: facet {facet} counts {stored}, its leads are {expected}"
+            ));
+        }
+    }
+    for ((org, facet), expected) in want {
+        problems.push(format!(
+            "org {org}: facet {facet} has {expected} leads and no count"
+        ));
+    }
+    Ok(())
 }
 
 fn check_orgs_and_keys(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()> {

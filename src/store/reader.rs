@@ -53,6 +53,11 @@ pub trait Reader {
         self.record(CALLS, (org, id))
     }
 
+    /// Whether the campaign of profile `profile` is paused.
+    fn campaign_paused(&self, org: &str, profile: &str) -> Result<bool> {
+        self.contains(PAUSED_CAMPAIGNS, (org, profile))
+    }
+
     fn dnc_contains(&self, org: &str, phone: &str) -> Result<bool> {
         self.contains(DNC, (org, phone))
     }

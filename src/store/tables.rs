@@ -60,6 +60,8 @@ macro_rules! all_tables {
         $apply!(ATTENTION_NOTICES);
         $apply!(LEAD_NOTIFIED);
         $apply!(NOTIFICATIONS);
+        $apply!(CAMPAIGN_COUNTS);
+        $apply!(PAUSED_CAMPAIGNS);
     };
 }
 pub(crate) use all_tables;
@@ -242,3 +244,14 @@ pub const NOTIFICATIONS: TableDefinition<(&str, i64, &str), &[u8]> =
     TableDefinition::new("notifications");
 /// How many notifications an organization's log keeps.
 pub const NOTIFICATIONS_KEPT: usize = 200;
+/// (org, profile, counter) → u64: a campaign's numbers by step (`step:<n>:<metric>`:
+/// reached, sent, delivered, blocked, failed, repliesAfter) and by day
+/// (`day:<YYYY-MM-DD>:sends|replies`, UTC), kept in the write of each event that
+/// changes one (`domain::engagement::campaigns`). The numbers by lead state are
+/// counted-only facets of the lead index (`lead_index::campaign_facet`).
+pub const CAMPAIGN_COUNTS: TableDefinition<(&str, &str, &str), u64> =
+    TableDefinition::new("campaign_counts");
+/// (org, profile) → when it was paused: a paused campaign runs no cadence step; its
+/// engagements read `paused` until it resumes (`domain::engagement::campaigns`).
+pub const PAUSED_CAMPAIGNS: TableDefinition<(&str, &str), i64> =
+    TableDefinition::new("paused_campaigns");

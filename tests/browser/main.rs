@@ -3,6 +3,7 @@
 //! console as a person does, finding fields by their labels and buttons and links by
 //! their words (`../shared/spec/console.md` quotes them).
 
+mod campaigns;
 mod import;
 mod inbox;
 mod lead;

@@ -11,6 +11,7 @@ mod twilio_signing;
 mod assistant;
 mod auth;
 mod calls;
+mod campaigns;
 mod compliance;
 mod console;
 mod contact;

@@ -181,7 +181,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 56] = [
+const ROUTES: [(&str, &str, &str); 57] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -217,6 +217,7 @@ const ROUTES: [(&str, &str, &str); 56] = [
     ("inbound_email", "post", "/v1/inbound/email"),
     ("list_profiles", "get", "/v1/profiles"),
     ("get_profile", "get", "/v1/profiles/{name}"),
+    ("profile_stats", "get", "/v1/profiles/{name}/stats"),
     ("put_profile", "put", "/v1/profiles/{name}"),
     ("delete_profile", "delete", "/v1/profiles/{name}"),
     ("get_engagement", "get", "/v1/leads/{leadId}/engagement"),
@@ -326,6 +327,7 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::RecordingFile(_, _)
         | Route::ListProfiles
         | Route::GetProfile(_)
+        | Route::ProfileStats(_)
         | Route::PutProfile(_)
         | Route::DeleteProfile(_)
         | Route::GetEngagement(_)

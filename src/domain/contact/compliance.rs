@@ -223,6 +223,7 @@ where
                     lead,
                     channel,
                     &block,
+                    None,
                 )?)),
                 None => Ok(Outcome::Sent(send(tx, &caller, lead)?)),
             }
@@ -260,16 +261,21 @@ pub fn recheck(
     Ok(check_locally(tx, &org, lead, channel)?.or(early))
 }
 
-/// Writes the `COMPLIANCE_BLOCKED` event; its id is the block's own.
+/// Writes the `COMPLIANCE_BLOCKED` event; its id is the block's own. A cadence step's
+/// block names the step (1-based), which the campaign's funnel counts.
 pub fn record_block(
     tx: &mut WriteTx,
     org: &str,
     lead: LeadRecord,
     channel: Channel,
     block: &Block,
+    step: Option<u32>,
 ) -> Result<EventRow> {
     let id = crate::ids::generate("blk");
-    let data = json!({"reason": block.reason, "source": block.source.as_str(), "channel": channel.as_str()});
+    let mut data = json!({"reason": block.reason, "source": block.source.as_str(), "channel": channel.as_str()});
+    if let Some(step) = step {
+        data["step"] = json!(step);
+    }
     let (row, _) = events::record(
         tx,
         org,

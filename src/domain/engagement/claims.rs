@@ -108,6 +108,13 @@ pub fn claim_step(
         enrolment::stop(tx, org, lead_id, StopReason::ProfileDeleted)?;
         return Ok(Claim::Done);
     };
+    if tx.campaign_paused(org, &e.profile)? {
+        // Its resume schedules the step again.
+        e.state = EngagementState::Paused;
+        tx.put_engagement(org, lead_id, &e)?;
+        log_skip(org, lead_id, index, "campaign paused");
+        return Ok(Claim::Done);
+    }
     let Some(step) = profile.cadence.get(index as usize).cloned() else {
         finish_cadence(tx, org, lead_id, e)?;
         return Ok(Claim::Done);
@@ -130,7 +137,7 @@ pub fn claim_step(
     let block = compliance::recheck(tx, org, &lead, step.channel, early)?;
     advance(tx, org, lead_id, &mut e, &profile, index + 1, now)?;
     if let Some(block) = block {
-        compliance::record_block(tx, org, lead, step.channel, &block)?;
+        compliance::record_block(tx, org, lead, step.channel, &block, Some(index + 1))?;
         log_skip(org, lead_id, index, &block.reason);
         return Ok(Claim::Done);
     }
@@ -275,7 +282,7 @@ pub fn claim_reply(
         return Ok(Claim::Done);
     };
     if let Some(block) = compliance::recheck(tx, org, &lead, channel, early)? {
-        compliance::record_block(tx, org, lead, channel, &block)?;
+        compliance::record_block(tx, org, lead, channel, &block, None)?;
         return Ok(Claim::Done);
     }
     let subject = match channel {
@@ -328,7 +335,7 @@ pub fn claim_call(
         return Ok(Claim::Done);
     };
     if let Some(block) = compliance::recheck(tx, org, &lead, Channel::Voice, early)? {
-        compliance::record_block(tx, org, lead, Channel::Voice, &block)?;
+        compliance::record_block(tx, org, lead, Channel::Voice, &block, None)?;
         return Ok(Claim::Done);
     }
     start_call(tx, org, lead, false, String::new())

@@ -156,9 +156,9 @@ pub fn stop(tx: &mut WriteTx, org: &str, lead: &str, reason: StopReason) -> Resu
     tx.put_engagement(org, lead, &e)
 }
 
-/// Turn-off pauses the cadence (its due step waits); turn-on resumes it, at once if the
-/// step fell due meanwhile.
-fn set_paused(tx: &mut WriteTx, org: &str, lead: &str, paused: bool) -> Result<()> {
+/// Turn-off (or a paused campaign) pauses the cadence (its due step waits); turn-on
+/// (or the campaign's resume) resumes it, at once if the step fell due meanwhile.
+pub fn set_paused(tx: &mut WriteTx, org: &str, lead: &str, paused: bool) -> Result<()> {
     let Some(mut e) = tx.engagement(org, lead)? else {
         return Ok(());
     };

@@ -3,6 +3,7 @@
 //! call (at most once), and outbound messages through a provider.
 
 pub mod agenda;
+pub mod campaigns;
 pub mod claims;
 pub mod enrolment;
 pub mod outbound;

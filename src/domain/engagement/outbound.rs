@@ -131,7 +131,7 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
     {
         if let Some(lead) = tx.lead(&row.org_id, &row.lead_id)? {
             let block = Block::provider(code);
-            compliance::record_block(tx, &row.org_id, lead.clone(), Channel::Sms, &block)?;
+            compliance::record_block(tx, &row.org_id, lead.clone(), Channel::Sms, &block, None)?;
             controls::carrier_opt_out(tx, &row.org_id, lead)?;
         }
     }

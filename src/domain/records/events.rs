@@ -110,6 +110,15 @@ pub fn record(
         created_at,
         data: JsonBlob(data),
     };
+    crate::domain::engagement::campaigns::on_event(
+        tx,
+        org,
+        &lead_id,
+        kind,
+        existing.as_ref().map(|(_, r)| &r.data.0),
+        &record.data.0,
+        created_at,
+    )?;
     tx.put_event(key, updated_at, &record, existing.map(|(t, _)| t))?;
     crate::domain::records::conversation::on_event(
         tx,

@@ -1,0 +1,173 @@
+//! GET /v1/profiles/{name}/stats: a campaign's numbers, kept in the writes that change
+//! them. Leads enrolled, a first step sent to two and blocked for one (no phone), one reply:
+//! the numbers by state, the rates, the funnel and today's sends and replies.
+
+use serde_json::{json, Value};
+
+use engaged::testkit::{poll, Org, WAIT};
+
+use crate::answers::*;
+use crate::engagement::{put_profile, sms_step, wait_state};
+use crate::requests::inbound_sms;
+
+async fn stats(org: &Org, name: &str) -> Value {
+    expect(
+        &org.ts
+            .get(&org.read, &format!("/v1/profiles/{name}/stats"))
+            .await,
+        200,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enrolments_sends_blocks_and_a_reply_are_counted() {
+    let org = Org::start().await;
+    let ts = &org.ts;
+    put_profile(
+        ts,
+        &org.admin,
+        "solar",
+        &json!({"instructions": "You are Sam.", "cadence": [sms_step("0s", "Hi {{firstName}}"), sms_step("2d", "Still there?")]}),
+    )
+    .await;
+    ts.create_lead(&org.write, &json!({"id": "c-1", "firstName": "Ana", "phone": "+15125550101", "customerProfile": "solar"}))
+        .await;
+    ts.create_lead(&org.write, &json!({"id": "c-2", "firstName": "Bo", "phone": "+15125550102", "customerProfile": "solar"}))
+        .await;
+    // No phone for an SMS step: the gate blocks it (COMPLIANCE_TARGET_MISSING).
+    ts.create_lead(
+        &org.write,
+        &json!({"id": "c-3", "firstName": "Cy", "customerProfile": "solar"}),
+    )
+    .await;
+
+    let numbers = poll("the first step of every lead", WAIT, || async {
+        let s = stats(&org, "solar").await;
+        if s["steps"][0]["reached"] == json!(3) {
+            Ok(s)
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    assert_eq!(numbers["profile"], json!("solar"));
+    assert_eq!(numbers["enrolled"], json!(3));
+    assert_eq!(numbers["active"], json!(3));
+    assert_eq!(numbers["steps"][0]["channel"], json!("sms"));
+    assert_eq!(numbers["steps"][0]["blocked"], json!(1), "{numbers}");
+    assert_eq!(numbers["steps"][0]["failed"], json!(0), "{numbers}");
+    assert_eq!(numbers["steps"][1]["reached"], json!(0));
+
+    inbound_sms(ts, &org.write, "+15125550101", "Yes please, call me").await;
+    wait_state(ts, &org.write, "c-1", "stopped", Some("replied")).await;
+    let numbers = poll("the reply counted", WAIT, || async {
+        let s = stats(&org, "solar").await;
+        if s["replied"] == json!(1) {
+            Ok(s)
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    assert_eq!(numbers["active"], json!(2));
+    assert_eq!(numbers["stopped"]["replied"], json!(1));
+    assert_eq!(numbers["steps"][0]["repliesAfter"], json!(1));
+    let today = numbers["days"]
+        .as_array()
+        .expect("days")
+        .last()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(today["replies"], json!(1), "{today}");
+    assert_eq!(today["sends"], json!(2), "{today}");
+    assert_eq!(numbers["days"].as_array().map(Vec::len), Some(30));
+
+    ts.patch(&org.write, "/v1/leads/c-2", &json!({"isHot": true}))
+        .await;
+    assert_eq!(stats(&org, "solar").await["hot"], json!(1));
+    ts.delete(&org.write, "/v1/leads/c-2").await;
+    let after = stats(&org, "solar").await;
+    assert_eq!(
+        (after["enrolled"].clone(), after["hot"].clone()),
+        (json!(2), json!(0)),
+        "a deleted lead leaves the numbers by lead"
+    );
+    assert_eq!(
+        after["days"]
+            .as_array()
+            .and_then(|d| d.last())
+            .map(|d| d["sends"].clone()),
+        Some(json!(2)),
+        "but not its sends"
+    );
+
+    assert_error(
+        &ts.get(&org.read, "/v1/profiles/wind/stats").await,
+        404,
+        "Profile not found",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_campaign_runs_no_step_until_it_resumes() {
+    use hyper::Method;
+    let org = Org::start().await;
+    let ts = &org.ts;
+    put_profile(
+        ts,
+        &org.admin,
+        "solar",
+        &json!({"instructions": "You are Sam.", "cadence": [sms_step("0s", "Hi {{firstName}}")]}),
+    )
+    .await;
+    let password = ts.user("acme", "boss@example.com", "Bo", "admin").await;
+    let boss = ts.sign_in("boss@example.com", &password).await;
+    let post = |path: &'static str| {
+        let (cookie, csrf) = (boss.cookie.clone(), boss.csrf.clone());
+        async move {
+            ts.console(
+                Method::POST,
+                path,
+                Some(&cookie),
+                Some(&ts.origin()),
+                &[("csrf", &csrf)],
+            )
+            .await
+            .status
+        }
+    };
+    assert_eq!(post("/console/campaigns/solar/pause").await, 303);
+    ts.create_lead(&org.write, &json!({"id": "p-1", "firstName": "Ana", "phone": "+15125550101", "customerProfile": "solar"}))
+        .await;
+    wait_state(ts, &org.write, "p-1", "paused", None).await;
+    let numbers = stats(&org, "solar").await;
+    assert_eq!(numbers["paused"], json!(1), "{numbers}");
+    assert_eq!(
+        numbers["steps"][0]["reached"],
+        json!(0),
+        "nothing sent while paused"
+    );
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/campaigns/solar",
+            Some(&boss.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert!(page.text().contains("Resume campaign"), "{}", page.text());
+
+    assert_eq!(post("/console/campaigns/solar/resume").await, 303);
+    let numbers = poll("the step runs after the resume", WAIT, || async {
+        let s = stats(&org, "solar").await;
+        if s["steps"][0]["reached"] == json!(1) {
+            Ok(s)
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    assert_eq!(numbers["paused"], json!(0), "{numbers}");
+    assert_eq!(post("/console/campaigns/wind/pause").await, 404);
+}
