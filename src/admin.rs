@@ -15,9 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config;
-use crate::domain::records::auth::{hash_key, new_key};
 use crate::error::{Error, Result};
-use crate::store::records::{KeyRecord, OrgRecord, OrgSettings, Role, Scope};
+use crate::store::records::{OrgRecord, OrgSettings, Role, Scope};
 use crate::store::Reader;
 use crate::store::{OpenError, Store};
 
@@ -310,16 +309,12 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
             let org_id = tx
                 .org_id_by_name(&org)?
                 .ok_or_else(|| Error::NotFound(format!("Organization not found: {org}")))?;
-            let key = new_key();
-            let record = KeyRecord {
-                id: crate::ids::generate("key"),
-                org_id,
+            let (record, key) = crate::domain::records::auth::create_key(
+                tx,
+                &org_id,
                 scope,
-                name: name.unwrap_or_default(),
-                created_at: tx.tick(),
-                revoked_at: None,
-            };
-            tx.put_key(&hash_key(&key), &record)?;
+                &name.unwrap_or_default(),
+            )?;
             to_value(KeyCreated {
                 id: record.id,
                 key,
@@ -329,13 +324,7 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
             })
         }
         AdminRequest::KeyRevoke { id } => {
-            let not_found = || Error::NotFound(format!("Key not found: {id}"));
-            let hash = tx.key_hash_by_id(&id)?.ok_or_else(not_found)?;
-            let mut record = tx.key(&hash)?.ok_or_else(not_found)?;
-            if record.revoked_at.is_none() {
-                record.revoked_at = Some(tx.tick());
-                tx.put_key(&hash, &record)?;
-            }
+            crate::domain::records::auth::revoke_key(tx, None, &id)?;
             to_value(KeyRevoked { id, revoked: true })
         }
         AdminRequest::KeyList { .. }

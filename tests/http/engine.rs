@@ -454,7 +454,7 @@ async fn a_step_blocked_by_the_gate_is_skipped_and_the_next_runs() {
     assert_eq!(blocks.len(), 1, "{blocks:?}");
     assert_eq!(
         blocks[0]["data"],
-        json!({"reason": "UNSUBSCRIBED", "source": "configuration", "channel": "sms"})
+        json!({"reason": "UNSUBSCRIBED", "source": "configuration", "channel": "sms", "step": 1})
     );
     wait_state(&s.ts, &s.write, "L1", "finished", None).await;
 }
