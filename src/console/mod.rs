@@ -22,6 +22,7 @@ mod pages;
 mod respond;
 mod routes;
 mod session;
+mod settings;
 mod timeline;
 
 use std::convert::Infallible;
@@ -124,7 +125,8 @@ async fn dispatch(
         Page::Campaigns => campaigns::list(state, &visitor),
         Page::Campaign(name) => campaigns::page(state, &visitor, name),
         Page::PauseCampaign(name, paused) => campaigns::pause(state, &visitor, name, paused).await,
-        Page::Settings => pages::settings(state, &visitor),
+        Page::Settings => settings::page(state, &visitor, query),
+        Page::SettingsAction(action) => settings::act(state, &visitor, action, form).await,
         Page::Notifications => pages::notifications(state, &visitor, query),
         Page::Import => import::page(&visitor),
         Page::ImportRun => import::act(state, &visitor, &form).await,

@@ -1,5 +1,5 @@
-//! The console's other pages: settings (admins: the organization, its people, the
-//! notification emails sent) and a person's own notifications.
+//! A person's own notifications page, and the list of notification emails sent that
+//! Settings shows too.
 
 use hyper::{Response, StatusCode};
 use maud::html;
@@ -18,58 +18,10 @@ use crate::store::records::NotificationRecord;
 use crate::store::Reader;
 
 /// Notification emails a page lists.
-const NOTIFICATIONS_SHOWN: usize = 50;
-
-/// `GET /console/settings` (admins): the organization and its people.
-pub fn settings(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
-    let org = visitor.org();
-    let read = state.store.read()?;
-    let settings = read.engine_settings(org)?;
-    let org_name = read.org(org)?.map(|o| o.name).unwrap_or_default();
-    let people = users::list(&read, Some(org))?;
-    let sent = read.notifications(org, NOTIFICATIONS_SHOWN)?;
-    let markup = layout::page(
-        "Settings",
-        Some(visitor),
-        html! {
-            h1 { "Settings" }
-            section.panel {
-                h2 { "Organization" }
-                dl.facts {
-                    dt { "Name" } dd { (org_name) }
-                    dt { "Business" } dd { (settings.business_name) }
-                    dt { "Time zone" } dd { @if settings.time_zone.is_empty() { "UTC" } @else { (settings.time_zone) } }
-                    dt { "Assistant" } dd { @match &settings.assistant { Some(a) => { (a.model) " at " (a.base_url) }, None => "Not configured" } }
-                }
-            }
-            section.panel {
-                h2 { "People" }
-                div.table-wrap {
-                    table {
-                        thead { tr { th scope="col" { "Name" } th scope="col" { "Email" } th scope="col" { "Role" } th scope="col" { "Status" } } }
-                        tbody {
-                            @for u in &people {
-                                tr {
-                                    td { (u.name) } td { (u.email) } td { (u.role.as_str()) }
-                                    td { @if u.disabled_at.is_some() { "Disabled" } @else { "Active" } }
-                                }
-                            }
-                        }
-                    }
-                }
-                p.muted { "Add people with " code { "engaged user create" } "." }
-            }
-            section.panel #notifications {
-                h2 { "Notifications" }
-                (notification_list(&sent, &settings.time_zone))
-            }
-        },
-    );
-    Ok(respond::html(StatusCode::OK, markup))
-}
+pub(super) const NOTIFICATIONS_SHOWN: usize = 50;
 
 /// The notification emails sent (or, with the sandbox provider, logged), newest first.
-fn notification_list(sent: &[NotificationRecord], zone: &str) -> Markup {
+pub(super) fn notification_list(sent: &[NotificationRecord], zone: &str) -> Markup {
     html! {
         @if sent.is_empty() {
             p.notice { "No notification yet. When a lead needs attention, the people who turned notifications on get an email; they are listed here." }

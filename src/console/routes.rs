@@ -83,6 +83,7 @@ pub enum Page<'a> {
     /// "Pause campaign" (`true`) or "Resume campaign" (admins).
     PauseCampaign(&'a str, bool),
     Settings,
+    SettingsAction(super::settings::SettingsAction),
     /// The import page: the upload form (GET), an upload and its preview (POST,
     /// multipart), a preview again or the import (`Run`), a report's refused rows.
     Import,
@@ -119,7 +120,7 @@ impl Page<'_> {
             | Page::ImportUpload
             | Page::ImportRun
             | Page::ImportRefused(_) => Role::Agent,
-            Page::Settings | Page::PauseCampaign(_, _) => Role::Admin,
+            Page::Settings | Page::SettingsAction(_) | Page::PauseCampaign(_, _) => Role::Admin,
         }
     }
 
@@ -142,6 +143,7 @@ impl Page<'_> {
             Page::Campaign(_) => "console_campaign",
             Page::PauseCampaign(_, _) => "console_pause_campaign",
             Page::Settings => "console_settings",
+            Page::SettingsAction(_) => "console_settings_action",
             Page::Notifications => "console_notifications",
             Page::Import => "console_import",
             Page::ImportUpload => "console_import_upload",
@@ -186,6 +188,10 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["campaigns", name, "pause"] => post(method, Page::PauseCampaign(name, true)),
         ["campaigns", name, "resume"] => post(method, Page::PauseCampaign(name, false)),
         ["settings"] => get(method, Page::Settings),
+        ["settings", action] => {
+            let action = super::settings::SettingsAction::parse(action).ok_or_else(not_found)?;
+            post(method, Page::SettingsAction(action))
+        }
         ["import"] => pick(method, Page::Import, Some(Page::ImportUpload)),
         ["import", "run"] => post(method, Page::ImportRun),
         ["import", token, "refused.csv"] => get(method, Page::ImportRefused(token)),

@@ -8,4 +8,5 @@ mod import;
 mod inbox;
 mod lead;
 mod leads;
+mod settings;
 mod sign_in;

@@ -34,6 +34,7 @@ mod profiles;
 mod recordings;
 mod relay_client;
 mod search;
+mod settings;
 mod sync;
 mod transport;
 mod twilio;

@@ -104,6 +104,14 @@ pub fn set_password(tx: &mut WriteTx, email: &str, password_hash: String) -> Res
     change(tx, email, true, |u| u.password_hash = password_hash)
 }
 
+/// The user of `email`, if it is one of organization `org`'s (another's is not found:
+/// a console admin changes only their own organization's people).
+pub fn of_org(read: &impl Reader, org: &str, email: &str) -> Result<UserRecord> {
+    find_by_email(read, email)?
+        .filter(|u| u.org_id == org)
+        .ok_or_else(|| not_found(email))
+}
+
 /// The user's own email notifications setting.
 pub fn set_notify(tx: &mut WriteTx, user_id: &str, on: bool) -> Result<UserRecord> {
     let old = tx.user(user_id)?.ok_or_else(|| not_found(user_id))?;

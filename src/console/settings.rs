@@ -1,0 +1,418 @@
+//! `/console/settings` (admins): the organization's settings (saved exactly as
+//! `PATCH /v1/org` saves them, each refusal shown beside its field), the people (added
+//! with a password shown once, a role changed, disabled), the API keys (created with
+//! the key shown once, revoked) and the notification emails sent.
+
+use hyper::{Response, StatusCode};
+use maud::{html, Markup};
+use serde_json::{json, Map, Value};
+
+use super::form::Form;
+use super::layout;
+use super::pages::{notification_list, NOTIFICATIONS_SHOWN};
+use super::respond;
+use super::session::Visitor;
+use crate::api::response::Body;
+use crate::api::AppState;
+use crate::domain::people::{passwords, users};
+use crate::domain::records::auth;
+use crate::domain::settings::org;
+use crate::error::{Error, Result};
+use crate::store::records::{Role, Scope};
+use crate::store::Reader;
+
+/// What a settings POST does: `POST /console/settings/{segment}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsAction {
+    SaveOrg,
+    AddPerson,
+    SetRole,
+    DisablePerson,
+    CreateKey,
+    RevokeKey,
+}
+
+impl SettingsAction {
+    pub const ALL: [(&'static str, SettingsAction); 6] = [
+        ("organization", SettingsAction::SaveOrg),
+        ("people", SettingsAction::AddPerson),
+        ("role", SettingsAction::SetRole),
+        ("disable", SettingsAction::DisablePerson),
+        ("keys", SettingsAction::CreateKey),
+        ("revoke", SettingsAction::RevokeKey),
+    ];
+
+    pub fn parse(segment: &str) -> Option<SettingsAction> {
+        Self::ALL
+            .iter()
+            .find(|(s, _)| *s == segment)
+            .map(|(_, a)| *a)
+    }
+}
+
+/// What the page shows besides the settings: a notice, a secret shown once, or a
+/// refusal beside a field of the organization form (with what was typed).
+#[derive(Debug, Default)]
+struct Shown {
+    notice: Option<String>,
+    secret: Option<(String, String)>,
+    field_error: Option<(String, String)>,
+    typed: Option<Form>,
+}
+
+/// `GET /console/settings`.
+pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
+    let shown = Shown {
+        notice: (query == "saved=1").then(|| "Saved.".to_string()),
+        ..Shown::default()
+    };
+    render(state, visitor, StatusCode::OK, shown)
+}
+
+fn render(
+    state: &AppState,
+    visitor: &Visitor,
+    status: StatusCode,
+    shown: Shown,
+) -> Result<Response<Body>> {
+    let org_id = visitor.org();
+    let read = state.store.read()?;
+    let record = read
+        .org(org_id)?
+        .ok_or_else(|| Error::Internal("the visitor's organization is missing".into()))?;
+    let engine = read.engine_settings(org_id)?;
+    let people = users::list(&read, Some(org_id))?;
+    let keys = auth::keys_of(&read, org_id)?;
+    let sent = read.notifications(org_id, NOTIFICATIONS_SHOWN)?;
+    let zone = engine.time_zone.clone();
+    // The form shows what was typed after a refusal, else what is saved.
+    let value = |name: &str, saved: &str| -> String {
+        match &shown.typed {
+            Some(form) => form.get(name).unwrap_or_default().to_string(),
+            None => saved.to_string(),
+        }
+    };
+    let (quiet_start, quiet_end) = record.settings.quiet_hours.clone().unwrap_or_default();
+    let coupled = match &shown.typed {
+        Some(form) => form.get("coupled") == Some("on"),
+        None => record.settings.sms_voice_opt_out_coupled,
+    };
+    let error_for = |field: &str| -> Option<&str> {
+        shown
+            .field_error
+            .as_ref()
+            .filter(|(f, _)| f == field)
+            .map(|(_, m)| m.as_str())
+    };
+    let field = |id: &str, label: &str, api: &str, current: String, hint: &str| -> Markup {
+        let error = error_for(api);
+        html! {
+            div {
+                label for=(id) { (label) }
+                input id=(id) type="text" name=(id) value=(current)
+                    aria-invalid=[error.map(|_| "true")] aria-describedby=[error.map(|_| format!("{id}-error"))];
+                @if let Some(message) = error { p.field-error id={ (id) "-error" } { (message) } }
+                @else if !hint.is_empty() { p.muted { (hint) } }
+            }
+        }
+    };
+    let markup = layout::page(
+        "Settings",
+        Some(visitor),
+        html! {
+            h1 { "Settings" }
+            @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
+            @if let Some((what, secret)) = &shown.secret {
+                div.notice role="status" {
+                    p { (what) " It is shown only now: copy it." }
+                    p { code.secret { (secret) } }
+                }
+            }
+            section.panel aria-labelledby="org-heading" {
+                h2 #org-heading { "Organization" }
+                p.muted { "Name: " (record.name) }
+                form.stack method="post" action="/console/settings/organization" {
+                    (layout::csrf_field(visitor))
+                    (field("business-name", "Business name", "business.name", value("business-name", &engine.business_name), "How texts name the business."))
+                    (field("help-text", "Help text", "business.helpText", value("help-text", &engine.help_text), "The answer to HELP."))
+                    (field("time-zone", "Time zone", "timeZone", value("time-zone", &engine.time_zone), "An IANA name such as America/Chicago."))
+                    (field("default-country", "Default country", "defaultCountry", value("default-country", &engine.default_country), "Imports read phones without + in this country (US, GB, ...)."))
+                    (field("quiet-start", "Quiet hours from", "quietHours", value("quiet-start", &quiet_start), "HH:MM in the lead's time zone; both empty: none."))
+                    (field("quiet-end", "Quiet hours until", "quietHours.end", value("quiet-end", &quiet_end), ""))
+                    div {
+                        input #coupled type="checkbox" name="coupled" value="on" checked[coupled];
+                        " "
+                        label for="coupled" { "An SMS opt-out also opts out of calls, and the reverse" }
+                    }
+                    div.actions { button type="submit" { "Save" } }
+                }
+            }
+            section.panel aria-labelledby="assistant-heading" {
+                h2 #assistant-heading { "Assistant" }
+                @match &engine.assistant {
+                    Some(a) => p { (a.model) " at " (a.base_url) " (timeout " (a.timeout_ms) " ms)" },
+                    None => p { "Not configured: PATCH /v1/org with an assistant." },
+                }
+            }
+            section.panel aria-labelledby="people-heading" {
+                h2 #people-heading { "People" }
+                div.table-wrap {
+                    table {
+                        thead { tr { th scope="col" { "Name" } th scope="col" { "Email" } th scope="col" { "Role" } th scope="col" { "Status" } th scope="col" { "Actions" } } }
+                        tbody {
+                            @for (i, u) in people.iter().enumerate() {
+                                tr {
+                                    td { (u.name) } td { (u.email) }
+                                    td { (u.role.as_str()) }
+                                    td { @if u.disabled_at.is_some() { "Disabled" } @else { "Active" } }
+                                    td {
+                                        @if u.disabled_at.is_none() && u.id != visitor.user.id {
+                                            form.inline method="post" action="/console/settings/role" {
+                                                (layout::csrf_field(visitor))
+                                                input type="hidden" name="email" value=(u.email);
+                                                label.visually-hidden for={ "role-" (i) } { "Role of " (u.name) }
+                                                select id={ "role-" (i) } name="role" {
+                                                    @for r in ["viewer", "agent", "admin"] {
+                                                        option value=(r) selected[u.role.as_str() == r] { (r) }
+                                                    }
+                                                }
+                                                " " button.secondary type="submit" { "Change role" }
+                                            }
+                                            form.inline method="post" action="/console/settings/disable" {
+                                                (layout::csrf_field(visitor))
+                                                input type="hidden" name="email" value=(u.email);
+                                                button.danger type="submit" { "Disable " (u.name) }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                h3 { "Add a person" }
+                form.stack method="post" action="/console/settings/people" {
+                    (layout::csrf_field(visitor))
+                    div { label for="person-email" { "Email" } input #person-email type="email" name="email" required; }
+                    div { label for="person-name" { "Name" } input #person-name type="text" name="name" required; }
+                    div {
+                        label for="person-role" { "Role" }
+                        select #person-role name="role" {
+                            option value="viewer" { "viewer" } option value="agent" selected { "agent" } option value="admin" { "admin" }
+                        }
+                    }
+                    div.actions { button type="submit" { "Add person" } }
+                }
+            }
+            section.panel aria-labelledby="keys-heading" {
+                h2 #keys-heading { "API keys" }
+                @if keys.is_empty() { p.muted { "No key yet." } } @else {
+                    div.table-wrap {
+                        table {
+                            thead { tr { th scope="col" { "Name" } th scope="col" { "Scope" } th scope="col" { "Created" } th scope="col" { "State" } th scope="col" { "Actions" } } }
+                            tbody {
+                                @for k in &keys {
+                                    tr {
+                                        td { (k.name) } td { (k.scope.as_str()) } td { (layout::time(k.created_at, &zone)) }
+                                        td { @if k.revoked_at.is_some() { "Revoked" } @else { "Active" } }
+                                        td {
+                                            @if k.revoked_at.is_none() {
+                                                form.inline method="post" action="/console/settings/revoke" {
+                                                    (layout::csrf_field(visitor))
+                                                    input type="hidden" name="id" value=(k.id);
+                                                    button.danger type="submit" { "Revoke " (if k.name.is_empty() { k.id.as_str() } else { k.name.as_str() }) }
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                h3 { "Create a key" }
+                form.stack method="post" action="/console/settings/keys" {
+                    (layout::csrf_field(visitor))
+                    div { label for="key-name" { "Key name" } input #key-name type="text" name="name" required; }
+                    div {
+                        label for="key-scope" { "Scope" }
+                        select #key-scope name="scope" {
+                            option value="read" { "read" } option value="write" selected { "write" } option value="admin" { "admin" }
+                        }
+                    }
+                    div.actions { button type="submit" { "Create key" } }
+                }
+            }
+            section.panel #notifications aria-labelledby="notifications-heading" {
+                h2 #notifications-heading { "Notifications" }
+                (notification_list(&sent, &zone))
+            }
+        },
+    );
+    Ok(respond::html(status, markup))
+}
+
+/// The organization form as `PATCH /v1/org`'s body: an empty field clears its setting.
+fn org_body(form: &Form) -> Map<String, Value> {
+    let text = |name: &str| {
+        let v = form.text(name);
+        if v.is_empty() {
+            Value::Null
+        } else {
+            json!(v)
+        }
+    };
+    let mut body = Map::new();
+    let (name, help) = (form.text("business-name"), form.text("help-text"));
+    body.insert(
+        "business".into(),
+        if name.is_empty() && help.is_empty() {
+            Value::Null
+        } else {
+            json!({"name": name, "helpText": help})
+        },
+    );
+    body.insert("timeZone".into(), text("time-zone"));
+    body.insert("defaultCountry".into(), text("default-country"));
+    let (start, end) = (form.text("quiet-start"), form.text("quiet-end"));
+    body.insert(
+        "quietHours".into(),
+        if start.is_empty() && end.is_empty() {
+            Value::Null
+        } else {
+            json!({"start": start, "end": end})
+        },
+    );
+    body.insert(
+        "smsVoiceOptOutCoupled".into(),
+        json!(form.get("coupled") == Some("on")),
+    );
+    body
+}
+
+/// The API field a refusal names (`Invalid format for field: timeZone`).
+fn refused_field(message: &str) -> Option<String> {
+    let (_, field) = message.rsplit_once(": ")?;
+    Some(field.trim().to_string())
+}
+
+/// `POST /console/settings/{action}`.
+pub async fn act(
+    state: &AppState,
+    visitor: &Visitor,
+    action: SettingsAction,
+    form: Form,
+) -> Result<Response<Body>> {
+    let caller = visitor.caller();
+    let org_id = visitor.org().to_string();
+    let store = &state.store;
+    let mut shown = Shown::default();
+    match action {
+        SettingsAction::SaveOrg => {
+            let body = org_body(&form);
+            let public_url = state.engine.public_url().map(str::to_string);
+            let saved = store
+                .write(move |tx| {
+                    org::update(tx, &caller, body.clone(), public_url.as_deref()).map(drop)
+                })
+                .await;
+            match saved {
+                Ok(()) => return Ok(respond::redirect("/console/settings?saved=1")),
+                Err(e @ Error::BadRequest(_)) => {
+                    let message = e.to_string();
+                    let field = refused_field(&message).unwrap_or_default();
+                    let field = if field.starts_with("quietHours") {
+                        "quietHours".to_string()
+                    } else {
+                        field
+                    };
+                    shown.field_error = Some((field, message));
+                    shown.typed = Some(form);
+                    return render(state, visitor, StatusCode::BAD_REQUEST, shown);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        SettingsAction::AddPerson => {
+            let (email, name) = (
+                form.text("email").to_string(),
+                form.text("name").to_string(),
+            );
+            let role =
+                Role::parse(form.text("role")).ok_or_else(|| Error::invalid_field("role"))?;
+            let password = passwords::generate();
+            let hashed = password.clone();
+            let hash = tokio::task::spawn_blocking(move || passwords::hash(&hashed))
+                .await
+                .map_err(|e| Error::Internal(format!("a password hash: {e}")))??;
+            let shown_email = email.clone();
+            let added = store
+                .write(move |tx| {
+                    users::create(tx, &org_id, &email, &name, role, hash.clone()).map(drop)
+                })
+                .await;
+            match added {
+                Ok(()) => {
+                    shown.secret = Some((
+                        format!("{shown_email} can sign in with this password."),
+                        password,
+                    ))
+                }
+                Err(e @ (Error::BadRequest(_) | Error::Conflict(_))) => {
+                    shown.notice = Some(e.to_string())
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        SettingsAction::SetRole | SettingsAction::DisablePerson => {
+            let email = form.text("email").to_string();
+            let role = Role::parse(form.text("role"));
+            let disable = action == SettingsAction::DisablePerson;
+            let me = visitor.user.id.clone();
+            let changed = store
+                .write(move |tx| {
+                    let user = users::of_org(tx, &org_id, &email)?;
+                    if user.id == me {
+                        return Err(Error::Conflict(
+                            "You cannot change your own role or disable yourself here".into(),
+                        ));
+                    }
+                    if disable {
+                        users::disable(tx, &email)
+                    } else {
+                        users::set_role(
+                            tx,
+                            &email,
+                            role.ok_or_else(|| Error::invalid_field("role"))?,
+                        )
+                    }
+                })
+                .await?;
+            shown.notice = Some(if disable {
+                format!("{} is disabled; their sessions ended.", changed.name)
+            } else {
+                format!("{} is now {}.", changed.name, changed.role.as_str())
+            });
+        }
+        SettingsAction::CreateKey => {
+            let name = form.text("name").to_string();
+            let scope =
+                Scope::parse(form.text("scope")).ok_or_else(|| Error::invalid_field("scope"))?;
+            let (record, key) = store
+                .write(move |tx| auth::create_key(tx, &org_id, scope, &name))
+                .await?;
+            shown.secret = Some((
+                format!("The new {} key \"{}\".", record.scope.as_str(), record.name),
+                key,
+            ));
+        }
+        SettingsAction::RevokeKey => {
+            let id = form.text("id").to_string();
+            let record = store
+                .write(move |tx| auth::revoke_key(tx, Some(&org_id), &id))
+                .await?;
+            shown.notice = Some(format!("The key \"{}\" is revoked.", record.name));
+        }
+    }
+    render(state, visitor, StatusCode::OK, shown)
+}

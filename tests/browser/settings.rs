@@ -1,0 +1,51 @@
+//! Settings: an admin saves a change (one invalid field first, then fixed); an agent
+//! and a viewer are refused the page.
+
+use engaged::testkit::browser::Browser;
+use engaged::testkit::TestServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_saves_the_organization_after_fixing_a_field() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "admin")
+        .await;
+    let browser = Browser::open(&server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.click_link("Settings").await;
+    browser.fill("Business name", "Acme Solar").await;
+    browser.fill("Time zone", "Mars/Olympus").await;
+    browser.click_button("Save").await;
+    browser
+        .wait_for_text("Invalid format for field: timeZone")
+        .await;
+    browser.fill("Time zone", "America/Chicago").await;
+    browser.fill("Default country", "US").await;
+    browser.click_button("Save").await;
+    browser.wait_for_text("Saved.").await;
+    let org = server.get(&admin, "/v1/org").await.json();
+    assert_eq!(org["timeZone"], "America/Chicago");
+    assert_eq!(org["business"]["name"], "Acme Solar");
+    assert_eq!(org["defaultCountry"], "US");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_and_a_viewer_are_refused_settings() {
+    let server = TestServer::start().await;
+    for role in ["agent", "viewer"] {
+        let email = format!("{role}@acme.example");
+        let password = server.user("acme", &email, role, role).await;
+        let browser = Browser::open(&server).await;
+        browser.sign_in(&email, &password).await;
+        browser.wait_for_text("Sign out").await;
+        assert!(
+            !browser.text().await.contains("Settings"),
+            "{role} has no Settings link"
+        );
+        browser.goto("/console/settings").await;
+        browser
+            .wait_for_text("You do not have permission to do this.")
+            .await;
+    }
+}

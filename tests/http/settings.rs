@@ -1,0 +1,245 @@
+//! The console's settings (admins): the organization saved as `PATCH /v1/org` saves it,
+//! a refusal beside its field changing nothing; people added (a password shown once
+//! that signs in), a role changed, disabled; API keys created (shown once) and revoked;
+//! agents and viewers refused; another organization's person or key not found.
+
+use hyper::Method;
+use serde_json::json;
+
+use engaged::store::Reader;
+use engaged::testkit::console::Session;
+use engaged::testkit::{Org, TestServer};
+
+use crate::answers::*;
+
+async fn admin_session(ts: &TestServer) -> Session {
+    let password = ts.user("acme", "boss@example.com", "Bo", "admin").await;
+    ts.sign_in("boss@example.com", &password).await
+}
+
+async fn post(
+    ts: &TestServer,
+    s: &Session,
+    path: &str,
+    form: &[(&str, &str)],
+) -> engaged::testkit::Response {
+    let mut fields = vec![("csrf", s.csrf.as_str())];
+    fields.extend_from_slice(form);
+    ts.console(
+        Method::POST,
+        path,
+        Some(&s.cookie),
+        Some(&ts.origin()),
+        &fields,
+    )
+    .await
+}
+
+fn org_form<'a>(zone: &'a str, country: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("business-name", "Acme Solar"),
+        ("help-text", "Call 512-555-0100"),
+        ("time-zone", zone),
+        ("default-country", country),
+        ("quiet-start", "21:00"),
+        ("quiet-end", "08:00"),
+        ("coupled", "on"),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_organization_saves_like_the_api_and_a_refusal_changes_nothing() {
+    let org = Org::start().await;
+    let ts = &org.ts;
+    let boss = admin_session(ts).await;
+    let saved = post(
+        ts,
+        &boss,
+        "/console/settings/organization",
+        &org_form("America/Chicago", "us"),
+    )
+    .await;
+    assert_eq!(saved.status, 303, "{}", saved.text());
+    let settings = expect(&ts.get(&org.admin, "/v1/org").await, 200);
+    assert_eq!(settings["timeZone"], json!("America/Chicago"));
+    assert_eq!(settings["defaultCountry"], json!("US"));
+    assert_eq!(settings["business"]["name"], json!("Acme Solar"));
+    assert_eq!(
+        settings["quietHours"],
+        json!({"start": "21:00", "end": "08:00"})
+    );
+    assert_eq!(settings["smsVoiceOptOutCoupled"], json!(true));
+
+    let refused = post(
+        ts,
+        &boss,
+        "/console/settings/organization",
+        &org_form("Mars/Olympus", "us"),
+    )
+    .await;
+    assert_eq!(refused.status, 400);
+    let page = refused.text();
+    assert!(
+        page.contains("Invalid format for field: timeZone"),
+        "{page}"
+    );
+    assert!(
+        page.contains("value=\"Mars/Olympus\""),
+        "what was typed stays: {page}"
+    );
+    assert_eq!(
+        expect(&ts.get(&org.admin, "/v1/org").await, 200)["timeZone"],
+        json!("America/Chicago")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_and_keys_are_managed_within_the_organization() {
+    let org = Org::start().await;
+    let ts = &org.ts;
+    let boss = admin_session(ts).await;
+    let added = post(
+        ts,
+        &boss,
+        "/console/settings/people",
+        &[
+            ("email", "pat@example.com"),
+            ("name", "Pat"),
+            ("role", "agent"),
+        ],
+    )
+    .await;
+    assert_eq!(added.status, 200);
+    let page = added.text();
+    let at = page
+        .find("<code class=\"secret\">")
+        .expect("the password, once")
+        + "<code class=\"secret\">".len();
+    let password = page[at..at + page[at..].find('<').expect("end")].to_string();
+    let pat = ts.sign_in("pat@example.com", &password).await;
+    assert!(!pat.cookie.is_empty());
+    assert!(
+        !settings_page(ts, &boss).await.contains(&password),
+        "shown only once"
+    );
+
+    let changed = post(
+        ts,
+        &boss,
+        "/console/settings/role",
+        &[("email", "pat@example.com"), ("role", "viewer")],
+    )
+    .await;
+    assert!(
+        changed.text().contains("Pat is now viewer."),
+        "{}",
+        changed.text()
+    );
+    let disabled = post(
+        ts,
+        &boss,
+        "/console/settings/disable",
+        &[("email", "pat@example.com")],
+    )
+    .await;
+    assert!(disabled.text().contains("Pat is disabled"));
+    let page = ts
+        .console(Method::GET, "/console/inbox", Some(&pat.cookie), None, &[])
+        .await;
+    assert_eq!(page.status, 303, "a disabled person's session ended");
+
+    let created = post(
+        ts,
+        &boss,
+        "/console/settings/keys",
+        &[("name", "crm-sync"), ("scope", "read")],
+    )
+    .await;
+    let page = created.text();
+    let at = page.find("<code class=\"secret\">").expect("the key, once")
+        + "<code class=\"secret\">".len();
+    let key = page[at..at + page[at..].find('<').expect("end")].to_string();
+    assert_eq!(
+        ts.get(&key, "/v1/leads/search").await.status,
+        200,
+        "the new key works"
+    );
+    let id = {
+        let read = ts.server.store().read().expect("read");
+        engaged::domain::records::auth::keys_of(
+            &read,
+            &read
+                .key(&engaged::domain::records::auth::hash_key(&key))
+                .unwrap()
+                .unwrap()
+                .org_id,
+        )
+        .unwrap()
+        .into_iter()
+        .find(|k| k.name == "crm-sync")
+        .expect("the key")
+        .id
+    };
+    let revoked = post(ts, &boss, "/console/settings/revoke", &[("id", &id)]).await;
+    assert!(revoked.text().contains("is revoked"));
+    assert_eq!(
+        ts.get(&key, "/v1/leads/search").await.status,
+        403,
+        "a revoked key is refused"
+    );
+
+    // Another organization's admin reaches neither.
+    let password = ts.user("globex", "lee@example.com", "Lee", "admin").await;
+    let lee = ts.sign_in("lee@example.com", &password).await;
+    let other = post(
+        ts,
+        &lee,
+        "/console/settings/role",
+        &[("email", "boss@example.com"), ("role", "viewer")],
+    )
+    .await;
+    assert_eq!(other.status, 404);
+    let other = post(ts, &lee, "/console/settings/revoke", &[("id", &id)]).await;
+    assert_eq!(other.status, 404);
+}
+
+async fn settings_page(ts: &TestServer, s: &Session) -> String {
+    ts.console(Method::GET, "/console/settings", Some(&s.cookie), None, &[])
+        .await
+        .text()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_and_viewers_are_refused_settings() {
+    let org = Org::start().await;
+    let ts = &org.ts;
+    for role in ["agent", "viewer"] {
+        let email = format!("{role}@example.com");
+        let password = ts.user("acme", &email, role, role).await;
+        let s = ts.sign_in(&email, &password).await;
+        let page = ts
+            .console(Method::GET, "/console/settings", Some(&s.cookie), None, &[])
+            .await;
+        assert_eq!(page.status, 403, "{role}");
+        let saved = post(
+            ts,
+            &s,
+            "/console/settings/organization",
+            &org_form("UTC", ""),
+        )
+        .await;
+        assert_eq!(saved.status, 403, "{role}");
+        let key = post(
+            ts,
+            &s,
+            "/console/settings/keys",
+            &[("name", "x"), ("scope", "admin")],
+        )
+        .await;
+        assert_eq!(key.status, 403, "{role}");
+    }
+    assert_eq!(
+        expect(&ts.get(&org.admin, "/v1/org").await, 200)["timeZone"],
+        json!(null)
+    );
+}
