@@ -23,6 +23,9 @@ use serde_json::json;
 
 use engaged::testkit::TestServer;
 
+/// US area codes: ten thousand numbers each.
+const AREAS: [u16; 12] = [512, 737, 214, 469, 713, 832, 210, 415, 212, 646, 312, 206];
+
 fn rows() -> usize {
     std::env::var("ENGAGED_BENCH_ROWS")
         .ok()
@@ -93,16 +96,16 @@ async fn run() {
                 let j = i - 1;
                 writeln!(
                     file,
-                    "First{j},Last{j},+1 {:03} 555 {:04},,solar,dup,fair",
-                    200 + j / 10_000 % 800,
+                    "First{j},Last{j},+1 {} 555 {:04},,solar,dup,fair",
+                    AREAS[j / 10_000 % AREAS.len()],
                     j % 10_000
                 )
                 .expect("write");
             } else {
                 writeln!(
                     file,
-                    "First{i},Last{i},({:03}) 555-{:04},lead{i}@bench.example,solar,web;import,web",
-                    200 + i / 10_000 % 800,
+                    "First{i},Last{i},({}) 555-{:04},lead{i}@bench.example,solar,web;import,web",
+                    AREAS[i / 10_000 % AREAS.len()],
                     i % 10_000
                 )
                 .expect("write");
@@ -142,6 +145,11 @@ async fn run() {
         peak_after - peak_before,
     );
 
+    if let Some(refused) = report["refused"].as_array() {
+        for r in refused.iter().take(3) {
+            println!("  refused: row {} {}", r["row"], r["reason"]);
+        }
+    }
     let read = server.key("bench", "read").await;
     let mut stats = Vec::new();
     for _ in 0..50 {

@@ -21,6 +21,14 @@ impl Form {
             .map(|(_, v)| v.as_str())
     }
 
+    /// Every value of `name` (checkboxes of one name), in order.
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The value of `name`, trimmed; empty when absent.
     pub fn text(&self, name: &str) -> &str {
         self.get(name).unwrap_or_default().trim()

@@ -21,6 +21,17 @@ use crate::error::{Error, Result};
 use crate::store::records::{Role, Scope};
 use crate::store::Reader;
 
+/// The days of the week as the form shows them.
+const WEEKDAY_LABELS: [(&str, &str); 7] = [
+    ("mon", "Mon"),
+    ("tue", "Tue"),
+    ("wed", "Wed"),
+    ("thu", "Thu"),
+    ("fri", "Fri"),
+    ("sat", "Sat"),
+    ("sun", "Sun"),
+];
+
 /// What a settings POST does: `POST /console/settings/{segment}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SettingsAction {
@@ -139,6 +150,20 @@ fn render(
                     (field("default-country", "Default country", "defaultCountry", value("default-country", &engine.default_country), "Imports read phones without + in this country (US, GB, ...)."))
                     (field("quiet-start", "Quiet hours from", "quietHours", value("quiet-start", &quiet_start), "HH:MM in the lead's time zone; both empty: none."))
                     (field("quiet-end", "Quiet hours until", "quietHours.end", value("quiet-end", &quiet_end), ""))
+                    fieldset.choice {
+                        legend { "Days follow-ups run" }
+                        @for (day, label) in WEEKDAY_LABELS {
+                            @let on = match &shown.typed {
+                                Some(form) => form.all("day").any(|d| d == day),
+                                None => engine.follow_up_days.is_empty() || engine.follow_up_days.iter().any(|d| d == day),
+                            };
+                            input id={ "day-" (day) } type="checkbox" name="day" value=(day) checked[on];
+                            label for={ "day-" (day) } { (label) }
+                            " "
+                        }
+                        @if let Some(message) = error_for("followUpDays") { p.field-error { (message) } }
+                    }
+                    (field("holidays", "Holidays", "holidays", value("holidays", &engine.holidays.join(" ")), "Dates without follow-ups, YYYY-MM-DD, separated by spaces."))
                     div {
                         input #coupled type="checkbox" name="coupled" value="on" checked[coupled];
                         " "
@@ -287,6 +312,21 @@ fn org_body(form: &Form) -> Map<String, Value> {
         "smsVoiceOptOutCoupled".into(),
         json!(form.get("coupled") == Some("on")),
     );
+    let days: Vec<&str> = form.all("day").collect();
+    body.insert(
+        "followUpDays".into(),
+        if days.len() == WEEKDAY_LABELS.len() {
+            Value::Null
+        } else {
+            json!(days)
+        },
+    );
+    let holidays: Vec<&str> = form
+        .text("holidays")
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|d| !d.is_empty())
+        .collect();
+    body.insert("holidays".into(), json!(holidays));
     body
 }
 
@@ -321,10 +361,10 @@ pub async fn act(
                 Err(e @ Error::BadRequest(_)) => {
                     let message = e.to_string();
                     let field = refused_field(&message).unwrap_or_default();
-                    let field = if field.starts_with("quietHours") {
-                        "quietHours".to_string()
-                    } else {
-                        field
+                    let field = match field.as_str() {
+                        f if f.starts_with("quietHours") => "quietHours".to_string(),
+                        _ if message.starts_with("followUpDays") => "followUpDays".to_string(),
+                        _ => field,
                     };
                     shown.field_error = Some((field, message));
                     shown.typed = Some(form);

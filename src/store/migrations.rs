@@ -71,8 +71,8 @@ fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-/// 5 → 6: the engine's organization settings gain `defaultCountry` (unset). Every row
-/// is read in the layout of schema 5 and written again.
+/// 5 → 6: the engine's organization settings gain `defaultCountry`, `followUpDays` and
+/// `holidays` (all unset). Every row is read in the layout of schema 5 and written again.
 fn engine_settings_gain_default_country(txn: &WriteTransaction) -> Result<()> {
     let mut table = txn.open_table(ENGINE_SETTINGS)?;
     let mut rows = Vec::new();
@@ -119,6 +119,8 @@ mod schema5 {
                 voice: self.voice,
                 email: self.email,
                 default_country: String::new(),
+                follow_up_days: Vec::new(),
+                holidays: Vec::new(),
             }
         }
     }

@@ -1137,6 +1137,11 @@ pub struct EngineSettings {
     /// ISO 3166 alpha-2 (`US`), or empty: the country an imported phone without `+` is
     /// read in (`defaultCountry`).
     pub default_country: String,
+    /// The days of the week cadence steps may run (`mon` ... `sun`); empty: every day
+    /// (`followUpDays`).
+    pub follow_up_days: Vec<String>,
+    /// Dates (`YYYY-MM-DD`) no cadence step runs on (`holidays`).
+    pub holidays: Vec<String>,
 }
 
 /// Who handles a lead besides the assistant, and where its conversation stands: what

@@ -171,3 +171,74 @@ async fn a_paused_campaign_runs_no_step_until_it_resumes() {
     assert_eq!(numbers["paused"], json!(0), "{numbers}");
     assert_eq!(post("/console/campaigns/wind/pause").await, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_due_on_a_day_off_waits_for_the_next_follow_up_day() {
+    use crate::engagement::set_org;
+    use chrono::Datelike;
+    let org = Org::start().await;
+    let ts = &org.ts;
+    let names = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+    let today = chrono::Utc::now().date_naive();
+    let off = names[today.weekday().num_days_from_monday() as usize];
+    let days: Vec<&str> = names.iter().copied().filter(|d| *d != off).collect();
+    let tomorrow = today.succ_opt().expect("tomorrow");
+    let settings = set_org(
+        ts,
+        &org.admin,
+        &json!({"timeZone": "UTC", "followUpDays": days, "holidays": [tomorrow.format("%Y-%m-%d").to_string()]}),
+    )
+    .await;
+    assert_eq!(settings["followUpDays"].as_array().map(Vec::len), Some(6));
+    put_profile(
+        ts,
+        &org.admin,
+        "solar",
+        &json!({"instructions": "You are Sam.", "cadence": [sms_step("0s", "Hi")]}),
+    )
+    .await;
+    ts.create_lead(
+        &org.write,
+        &json!({"id": "d-1", "phone": "+15125550101", "customerProfile": "solar"}),
+    )
+    .await;
+    let after_tomorrow = tomorrow.succ_opt().expect("the day after");
+    let want = format!("{}T00:00:00", after_tomorrow.format("%Y-%m-%d"));
+    let engagement = poll(
+        "the step deferred past today and tomorrow's holiday",
+        WAIT,
+        || async {
+            let e = expect(&ts.get(&org.read, "/v1/leads/d-1/engagement").await, 200);
+            let next = e["nextStepAt"].as_str().unwrap_or_default().to_string();
+            if next.starts_with(&want) {
+                Ok(e)
+            } else {
+                Err(e.to_string())
+            }
+        },
+    )
+    .await;
+    assert_eq!(engagement["state"], json!("active"));
+    assert_eq!(
+        stats(&org, "solar").await["steps"][0]["reached"],
+        json!(0),
+        "nothing sent today"
+    );
+
+    for (body, message) in [
+        (
+            json!({"followUpDays": []}),
+            "followUpDays needs at least one day (null: every day)",
+        ),
+        (
+            json!({"followUpDays": ["funday"]}),
+            "Invalid format for field: followUpDays",
+        ),
+        (
+            json!({"holidays": ["2026-13-01"]}),
+            "Invalid format for field: holidays",
+        ),
+    ] {
+        assert_error(&ts.patch(&org.admin, "/v1/org", &body).await, 400, message);
+    }
+}

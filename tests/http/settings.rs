@@ -44,6 +44,12 @@ fn org_form<'a>(zone: &'a str, country: &'a str) -> Vec<(&'a str, &'a str)> {
         ("quiet-start", "21:00"),
         ("quiet-end", "08:00"),
         ("coupled", "on"),
+        ("day", "mon"),
+        ("day", "tue"),
+        ("day", "wed"),
+        ("day", "thu"),
+        ("day", "fri"),
+        ("holidays", "2026-12-25 2027-01-01"),
     ]
 }
 
@@ -69,6 +75,12 @@ async fn the_organization_saves_like_the_api_and_a_refusal_changes_nothing() {
         json!({"start": "21:00", "end": "08:00"})
     );
     assert_eq!(settings["smsVoiceOptOutCoupled"], json!(true));
+    assert_eq!(
+        settings["followUpDays"],
+        json!(["mon", "tue", "wed", "thu", "fri"]),
+        "{settings}"
+    );
+    assert_eq!(settings["holidays"], json!(["2026-12-25", "2027-01-01"]));
 
     let refused = post(
         ts,

@@ -61,6 +61,9 @@ pub fn quiet_window_end(org: &OrgRecord, zone: &str, now: DateTime<Utc>) -> Opti
     Some(at.with_timezone(&Utc))
 }
 
+/// The days of the week, as `followUpDays` names them.
+pub const WEEKDAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+
 /// Minutes after midnight of `HH:MM`.
 pub fn parse_hhmm(text: &str) -> Option<u32> {
     let (h, m) = text.split_once(':')?;
@@ -93,9 +96,111 @@ pub fn outside_quiet_hours(
     Ok(quiet_window_end(&org_record, &zone, at))
 }
 
+/// When a cadence step due at `at` may run for `lead`: after the quiet window, and on a
+/// day the organization's `followUpDays` allow that is not one of its `holidays` (from
+/// that day's start), both in the lead's time zone (the organization's when the lead has
+/// none; UTC for the days without either). `None`: at `at`. Replies to a lead's own
+/// message wait for quiet hours only (`outside_quiet_hours`).
+pub fn step_may_run(
+    tx: &impl Reader,
+    org: &str,
+    lead: &LeadRecord,
+    at: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>> {
+    let Some(org_record) = tx.org(org)? else {
+        return Ok(None);
+    };
+    let engine = tx.engine_settings(org)?;
+    let zone_name = zone_of(lead, &engine.time_zone).to_string();
+    let zone = zone_name.parse::<chrono_tz::Tz>().unwrap_or(chrono_tz::UTC);
+    let mut t = at;
+    // A window's end may fall on a holiday, and a day's start in the window: at most a
+    // few rounds settle it.
+    for _ in 0..4 {
+        let mut moved = false;
+        if let Some(end) = quiet_window_end(&org_record, &zone_name, t) {
+            t = end;
+            moved = true;
+        }
+        if let Some(start) = next_follow_up_day(&engine.follow_up_days, &engine.holidays, zone, t) {
+            t = start;
+            moved = true;
+        }
+        if !moved {
+            break;
+        }
+    }
+    Ok((t != at).then_some(t))
+}
+
+/// The start of the next day steps may run on, when `t`'s day (in `zone`) is not one.
+fn next_follow_up_day(
+    days: &[String],
+    holidays: &[String],
+    zone: chrono_tz::Tz,
+    t: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    use chrono::{Datelike, TimeZone};
+    if days.is_empty() && holidays.is_empty() {
+        return None;
+    }
+    let allowed = |day: chrono::NaiveDate| {
+        let weekday = WEEKDAYS[day.weekday().num_days_from_monday() as usize];
+        (days.is_empty() || days.iter().any(|d| d == weekday))
+            && !holidays
+                .iter()
+                .any(|h| *h == day.format("%Y-%m-%d").to_string())
+    };
+    let mut day = t.with_timezone(&zone).date_naive();
+    if allowed(day) {
+        return None;
+    }
+    for _ in 0..400 {
+        day = day.succ_opt()?;
+        if allowed(day) {
+            let start = zone
+                .from_local_datetime(&day.and_hms_opt(0, 0, 0)?)
+                .earliest()?;
+            return Some(start.with_timezone(&Utc));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn steps_wait_for_the_next_follow_up_day_that_is_no_holiday() {
+        let days: Vec<String> = ["mon", "tue", "wed", "thu", "fri"]
+            .map(String::from)
+            .to_vec();
+        let saturday = at("2026-11-28T10:00:00Z");
+        assert_eq!(
+            next_follow_up_day(&days, &[], chrono_tz::UTC, saturday),
+            Some(at("2026-11-30T00:00:00Z")),
+            "Saturday waits for Monday"
+        );
+        let holidays = vec!["2026-11-30".to_string()];
+        assert_eq!(
+            next_follow_up_day(&days, &holidays, chrono_tz::UTC, saturday),
+            Some(at("2026-12-01T00:00:00Z")),
+            "a Monday holiday waits for Tuesday"
+        );
+        let wednesday = at("2026-11-25T10:00:00Z");
+        assert_eq!(
+            next_follow_up_day(&days, &holidays, chrono_tz::UTC, wednesday),
+            None
+        );
+        assert_eq!(next_follow_up_day(&[], &[], chrono_tz::UTC, saturday), None);
+        // In the lead's zone: Saturday 02:00 UTC is still Friday evening in Chicago.
+        let chicago: chrono_tz::Tz = "America/Chicago".parse().unwrap();
+        assert_eq!(
+            next_follow_up_day(&days, &[], chicago, at("2026-11-28T02:00:00Z")),
+            None
+        );
+    }
     use crate::store::records::OrgSettings;
 
     /// An organization with `quiet` hours (also the compliance gate's tests').

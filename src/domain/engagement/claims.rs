@@ -18,7 +18,7 @@ use chrono::{DateTime, Utc};
 
 use crate::channel::Channel;
 use crate::domain::contact::compliance::{self, Block};
-use crate::domain::contact::quiet_hours::outside_quiet_hours;
+use crate::domain::contact::quiet_hours::step_may_run;
 use crate::domain::engagement::agenda::{self, JobKey, Taken};
 use crate::domain::engagement::enrolment;
 use crate::domain::engagement::outbound::{self, Attempt};
@@ -119,9 +119,9 @@ pub fn claim_step(
         finish_cadence(tx, org, lead_id, e)?;
         return Ok(Claim::Done);
     };
-    if let Some(end) = outside_quiet_hours(tx, org, &lead, now)? {
-        // Automated work waits for the window's end, without an event (and moves again
-        // if the quiet hours or a time zone change meanwhile).
+    if let Some(end) = step_may_run(tx, org, &lead, now)? {
+        // Automated work waits for the window's end or the next follow-up day, without
+        // an event (and moves again if the quiet hours or a time zone change meanwhile).
         e.step_job = Some(agenda::schedule_deferred(
             tx,
             org,
@@ -131,7 +131,7 @@ pub fn claim_step(
             JobKind::Step { index },
         )?);
         tx.put_engagement(org, lead_id, &e)?;
-        tracing::info!(org, lead = lead_id, step = index + 1, until = %end, "cadence step deferred by quiet hours");
+        tracing::info!(org, lead = lead_id, step = index + 1, until = %end, "cadence step deferred by quiet hours or follow-up days");
         return Ok(Claim::Done);
     }
     let block = compliance::recheck(tx, org, &lead, step.channel, early)?;

@@ -67,6 +67,15 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
     let mut out = Map::new();
     out.insert("timeZone".into(), json!(text(&e.time_zone)));
     out.insert("defaultCountry".into(), json!(text(&e.default_country)));
+    out.insert(
+        "followUpDays".into(),
+        if e.follow_up_days.is_empty() {
+            Value::Null
+        } else {
+            json!(e.follow_up_days)
+        },
+    );
+    out.insert("holidays".into(), json!(e.holidays));
     out.insert("business".into(), json!(business));
     out.insert("assistant".into(), json!(assistant));
     out.insert(
@@ -83,6 +92,65 @@ pub const DEFAULT_ASSISTANT_TIMEOUT_MS: u64 = 30_000;
 /// Applies one of the engine's members; false when `name` is not one of them.
 fn engine_member(e: &mut EngineSettings, name: &str, value: Value) -> Result<bool> {
     match name {
+        "followUpDays" => {
+            e.follow_up_days = match value {
+                Value::Null => Vec::new(),
+                Value::Array(days) => {
+                    let mut out: Vec<String> = Vec::new();
+                    for day in days {
+                        let day = day.as_str().map(str::to_ascii_lowercase);
+                        match day {
+                            Some(d)
+                                if crate::domain::contact::quiet_hours::WEEKDAYS
+                                    .contains(&d.as_str())
+                                    && !out.contains(&d) =>
+                            {
+                                out.push(d)
+                            }
+                            _ => return Err(Error::invalid_field(name)),
+                        }
+                    }
+                    if out.is_empty() {
+                        return Err(Error::BadRequest(
+                            "followUpDays needs at least one day (null: every day)".into(),
+                        ));
+                    }
+                    out.sort_by_key(|d| {
+                        crate::domain::contact::quiet_hours::WEEKDAYS
+                            .iter()
+                            .position(|w| w == d)
+                    });
+                    // Every day is the default: stored as none.
+                    if out.len() == crate::domain::contact::quiet_hours::WEEKDAYS.len() {
+                        Vec::new()
+                    } else {
+                        out
+                    }
+                }
+                _ => return Err(Error::invalid_field(name)),
+            }
+        }
+        "holidays" => {
+            e.holidays = match value {
+                Value::Null => Vec::new(),
+                Value::Array(dates) if dates.len() <= 366 => {
+                    let mut out = Vec::new();
+                    for date in dates {
+                        let parsed = date
+                            .as_str()
+                            .and_then(|d| {
+                                chrono::NaiveDate::parse_from_str(d.trim(), "%Y-%m-%d").ok()
+                            })
+                            .ok_or_else(|| Error::invalid_field(name))?;
+                        out.push(parsed.format("%Y-%m-%d").to_string());
+                    }
+                    out.sort();
+                    out.dedup();
+                    out
+                }
+                _ => return Err(Error::invalid_field(name)),
+            }
+        }
         "defaultCountry" => {
             e.default_country = match value {
                 Value::Null => String::new(),
