@@ -52,6 +52,9 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
         Some(visitor),
         html! {
             h1 { "Campaigns" }
+            @if visitor.user.role.at_least(crate::store::records::Role::Admin) {
+                p { a href="/console/campaigns/new" { "New campaign" } }
+            }
             @if profiles.is_empty() {
                 p.notice { "No campaign yet. A profile (PUT /v1/profiles/{name}) is a campaign: its cadence and its assistant's instructions." }
             } @else {
@@ -114,6 +117,7 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
             p { a href="/console/campaigns" { "All campaigns" } }
             h1 { (name) @if paused { " " span.badge.attention { "Paused" } } }
             @if admin {
+                p { a href={ "/console/campaigns/" (name) "/edit" } { "Edit campaign" } }
                 form method="post" action={ "/console/campaigns/" (name) (if paused { "/resume" } else { "/pause" }) } {
                     (layout::csrf_field(visitor))
                     @if paused {

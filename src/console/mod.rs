@@ -19,6 +19,7 @@ mod lead;
 mod leads;
 mod login;
 mod pages;
+mod profile_editor;
 mod respond;
 mod routes;
 mod session;
@@ -125,6 +126,8 @@ async fn dispatch(
         Page::Campaigns => campaigns::list(state, &visitor),
         Page::Campaign(name) => campaigns::page(state, &visitor, name),
         Page::PauseCampaign(name, paused) => campaigns::pause(state, &visitor, name, paused).await,
+        Page::EditCampaign(name) => profile_editor::page(state, &visitor, name),
+        Page::EditCampaignPost(name) => profile_editor::act(state, &visitor, name, form).await,
         Page::Settings => settings::page(state, &visitor, query),
         Page::SettingsAction(action) => settings::act(state, &visitor, action, form).await,
         Page::Notifications => pages::notifications(state, &visitor, query),

@@ -80,6 +80,10 @@ pub enum Page<'a> {
     LeadAction(&'a str, LeadAction),
     Campaigns,
     Campaign(&'a str),
+    /// The profile editor (admins): a profile's (`Some`) or a new one's; its form posts
+    /// back to the same path.
+    EditCampaign(Option<&'a str>),
+    EditCampaignPost(Option<&'a str>),
     /// "Pause campaign" (`true`) or "Resume campaign" (admins).
     PauseCampaign(&'a str, bool),
     Settings,
@@ -120,7 +124,11 @@ impl Page<'_> {
             | Page::ImportUpload
             | Page::ImportRun
             | Page::ImportRefused(_) => Role::Agent,
-            Page::Settings | Page::SettingsAction(_) | Page::PauseCampaign(_, _) => Role::Admin,
+            Page::Settings
+            | Page::SettingsAction(_)
+            | Page::PauseCampaign(_, _)
+            | Page::EditCampaign(_)
+            | Page::EditCampaignPost(_) => Role::Admin,
         }
     }
 
@@ -142,6 +150,8 @@ impl Page<'_> {
             Page::Campaigns => "console_campaigns",
             Page::Campaign(_) => "console_campaign",
             Page::PauseCampaign(_, _) => "console_pause_campaign",
+            Page::EditCampaign(_) => "console_edit_campaign",
+            Page::EditCampaignPost(_) => "console_save_campaign",
             Page::Settings => "console_settings",
             Page::SettingsAction(_) => "console_settings_action",
             Page::Notifications => "console_notifications",
@@ -184,7 +194,17 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
             post(method, Page::LeadAction(id, action))
         }
         ["campaigns"] => get(method, Page::Campaigns),
+        ["campaigns", "new"] => pick(
+            method,
+            Page::EditCampaign(None),
+            Some(Page::EditCampaignPost(None)),
+        ),
         ["campaigns", name] => get(method, Page::Campaign(name)),
+        ["campaigns", name, "edit"] => pick(
+            method,
+            Page::EditCampaign(Some(name)),
+            Some(Page::EditCampaignPost(Some(name))),
+        ),
         ["campaigns", name, "pause"] => post(method, Page::PauseCampaign(name, true)),
         ["campaigns", name, "resume"] => post(method, Page::PauseCampaign(name, false)),
         ["settings"] => get(method, Page::Settings),

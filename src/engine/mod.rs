@@ -43,6 +43,7 @@ use crate::http_client::HttpClient;
 use crate::store::records::AssistantSettings;
 use crate::store::Store;
 pub use metrics::EngineMetrics;
+pub use reply::Tried;
 
 /// What every job of the engine shares.
 pub struct Engine {

@@ -264,6 +264,71 @@ impl Engine {
         Ok(Ok(draft))
     }
 
+    /// The profile editor's playground: one answer of the configured assistant to a
+    /// conversation typed by a person (`turns`, oldest first, the lead's last) with
+    /// `instructions` (saved or not), on `channel`, for a sample lead. Tool calls come
+    /// back as what they would do; nothing is applied, sent or stored.
+    pub async fn try_assistant(
+        &self,
+        org: &str,
+        instructions: &str,
+        turns: &[Turn],
+        channel: Channel,
+    ) -> Result<std::result::Result<Tried, String>> {
+        let Some(settings) = self.store.read()?.engine_settings(org)?.assistant else {
+            return Ok(Err(
+                "No assistant is configured (Settings, or PATCH /v1/org).".into(),
+            ));
+        };
+        let data =
+            serde_json::json!({"firstName": "Sam", "lastName": "Sample", "phone": "+15125550100"});
+        let context = Context {
+            instructions,
+            lead: &data,
+            channel,
+            local_time: "(a sample time)",
+            history: turns,
+        };
+        let server = model_server(&settings);
+        let max_tokens = assistant::max_tokens(&server, channel);
+        let body = assistant::request_body(&settings.model, max_tokens, &context, &[]);
+        let started = Instant::now();
+        let answer = model::complete(&self.client, &server, &body).await;
+        let took = started.elapsed();
+        Ok(match answer {
+            Err(failure) => Err(format!("The assistant did not answer: {failure}")),
+            Ok(Answer::Text(text)) => Ok(Tried {
+                reply: guard(&text, channel),
+                would: Vec::new(),
+                took,
+            }),
+            Ok(Answer::ToolCalls { message, calls }) => Ok(Tried {
+                reply: guard(
+                    message
+                        .get("content")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                    channel,
+                ),
+                would: calls
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "would call {} with {}",
+                            c.name,
+                            if c.arguments.is_empty() {
+                                "{}"
+                            } else {
+                                &c.arguments
+                            }
+                        )
+                    })
+                    .collect(),
+                took,
+            }),
+        })
+    }
+
     /// A reply that is empty after the output guard: nothing is sent.
     pub(super) fn nothing_to_say(&self, org: &str, lead_id: &str, channel: Channel) {
         tracing::warn!(
@@ -386,6 +451,15 @@ pub(super) fn lead_data(lead: &LeadRecord) -> Value {
 /// The lead's last messages, oldest first, without keyword messages (STOP, START,
 /// HELP and their kin) and the texts that answer them (`origin: keyword`): they are
 /// compliance traffic, not conversation.
+/// What the playground's assistant answered: its reply after the output guard, the
+/// tool calls it would have made, and how long the model took.
+#[derive(Debug, Clone)]
+pub struct Tried {
+    pub reply: String,
+    pub would: Vec<String>,
+    pub took: Duration,
+}
+
 fn conversation(read: &ReadTx, org: &str, lead: &str) -> Result<Vec<Turn>> {
     let mut turns = VecDeque::with_capacity(MAX_HISTORY + 1);
     let start = Start::AtOrAfter((i64::MIN, String::new(), String::new()));

@@ -8,5 +8,6 @@ mod import;
 mod inbox;
 mod lead;
 mod leads;
+mod profile_editor;
 mod settings;
 mod sign_in;

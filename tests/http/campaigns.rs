@@ -242,3 +242,85 @@ async fn a_step_due_on_a_day_off_waits_for_the_next_follow_up_day() {
         assert_error(&ts.patch(&org.admin, "/v1/org", &body).await, 400, message);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_saves_like_the_api_and_its_playground_applies_nothing() {
+    use engaged::testkit::model::{FakeModel, Step};
+    use hyper::Method;
+    let org = Org::start().await;
+    let ts = &org.ts;
+    let model = FakeModel::start().await;
+    crate::engagement::set_org(ts, &org.admin, &model.settings()).await;
+    let password = ts.user("acme", "boss@example.com", "Bo", "admin").await;
+    let boss = ts.sign_in("boss@example.com", &password).await;
+    let post = |path: &'static str, form: Vec<(&'static str, &'static str)>| {
+        let (cookie, csrf) = (boss.cookie.clone(), boss.csrf.clone());
+        async move {
+            let mut fields = vec![("csrf", csrf.as_str())];
+            fields.extend(form);
+            ts.console(
+                Method::POST,
+                path,
+                Some(&cookie),
+                Some(&ts.origin()),
+                &fields,
+            )
+            .await
+        }
+    };
+    let step = vec![
+        ("steps", "1"),
+        ("step-0-channel", "sms"),
+        ("step-0-after", "0s"),
+        ("step-0-text", "Hi"),
+    ];
+    let mut bad = vec![
+        ("op", "save"),
+        ("name", "no spaces allowed"),
+        ("instructions", "Be brief."),
+    ];
+    bad.extend(step.clone());
+    let refused = post("/console/campaigns/new", bad).await;
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.text().contains("Invalid format for field: name"),
+        "{}",
+        refused.text()
+    );
+    let mut good = vec![
+        ("op", "save"),
+        ("name", "wind"),
+        ("instructions", "Be brief."),
+    ];
+    good.extend(step.clone());
+    assert_eq!(post("/console/campaigns/new", good).await.status, 303);
+    let saved = expect(&ts.get(&org.read, "/v1/profiles/wind").await, 200);
+    assert_eq!(saved["cadence"][0]["text"], json!("Hi"));
+
+    model.push(Step::tool("call_1", "mark_hot", json!({})));
+    let mut tried = vec![
+        ("op", "try"),
+        ("instructions", "Be brief."),
+        ("say", "I want it now"),
+    ];
+    tried.extend(step);
+    let page = post("/console/campaigns/wind/edit", tried).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.text().contains("would call mark_hot"),
+        "{}",
+        page.text()
+    );
+    assert!(page.text().contains("(not applied)"));
+    let leads = expect(&ts.get(&org.read, "/v1/leads/search").await, 200);
+    assert_eq!(leads["total"], json!(0), "nothing stored");
+
+    let password = ts.user("acme", "agent@example.com", "Al", "agent").await;
+    let agent = ts.sign_in("agent@example.com", &password).await;
+    for path in ["/console/campaigns/new", "/console/campaigns/wind/edit"] {
+        let page = ts
+            .console(Method::GET, path, Some(&agent.cookie), None, &[])
+            .await;
+        assert_eq!(page.status, 403, "{path}");
+    }
+}

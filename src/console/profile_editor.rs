@@ -1,0 +1,502 @@
+//! The profile editor (admins): `/console/campaigns/{profile}/edit` and "New campaign"
+//! (`/console/campaigns/new`). One form holds every member of a profile; steps are
+//! added, removed and moved with buttons that post the form back (no script needed).
+//! "Save" validates exactly as `PUT /v1/profiles/{name}` (`settings::profiles`), each
+//! refusal beside its field; "Preview" renders each step for a lead the person names
+//! (or a sample lead); "Try the assistant" asks the configured model with these
+//! instructions, saved or not, the conversation kept in the form: tool calls show as
+//! what they would do, and nothing is applied, sent or stored.
+
+use hyper::{Response, StatusCode};
+use maud::{html, Markup};
+use serde_json::{json, Map, Value};
+
+use super::form::Form;
+use super::layout;
+use super::respond;
+use super::session::Visitor;
+use crate::api::response::Body;
+use crate::api::AppState;
+use crate::channel::Channel;
+use crate::domain::settings::{org, profiles, templates};
+use crate::error::{Error, Result};
+use crate::providers::model::protocol::Turn;
+use crate::store::records::{LeadRecord, ProfileRecord};
+use crate::store::Reader;
+
+/// A step as the form holds it.
+#[derive(Debug, Clone, Default)]
+struct Step {
+    channel: String,
+    after: String,
+    subject: String,
+    text: String,
+}
+
+/// The form's state: what a person typed (or the saved profile), and what the page
+/// shows besides it.
+#[derive(Debug, Default)]
+struct Draft {
+    name: String,
+    new: bool,
+    instructions: String,
+    reply_delay: String,
+    voice_greeting: String,
+    transfer: String,
+    fallback: String,
+    /// One per line: `id | name | description`.
+    dispositions: String,
+    steps: Vec<Step>,
+    preview_lead: String,
+    /// The playground's conversation, oldest first: (from the lead, text).
+    chat: Vec<(bool, String)>,
+}
+
+#[derive(Debug, Default)]
+struct Shown {
+    notice: Option<String>,
+    /// (API field path, message)
+    error: Option<(String, String)>,
+    preview: Option<Vec<(String, String)>>,
+    tried: Option<String>,
+}
+
+impl Draft {
+    fn of(p: &ProfileRecord) -> Draft {
+        Draft {
+            name: p.name.clone(),
+            new: false,
+            instructions: p.instructions.clone(),
+            reply_delay: p.reply_delay.clone(),
+            voice_greeting: p.voice_greeting.clone(),
+            transfer: p.transfer_number.clone(),
+            fallback: p.fallback_transfer_number.clone(),
+            dispositions: p
+                .dispositions
+                .iter()
+                .map(|d| format!("{} | {} | {}", d.id, d.name, d.description))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            steps: p
+                .cadence
+                .iter()
+                .map(|s| Step {
+                    channel: s.channel.as_str().to_string(),
+                    after: s.after.clone(),
+                    subject: s.subject.clone(),
+                    text: s.text.clone(),
+                })
+                .collect(),
+            preview_lead: String::new(),
+            chat: Vec::new(),
+        }
+    }
+
+    fn read(form: &Form, name: &str, new: bool) -> Draft {
+        let count: usize = form
+            .text("steps")
+            .parse()
+            .unwrap_or(0)
+            .min(profiles::MAX_STEPS);
+        let steps = (0..count)
+            .map(|i| Step {
+                channel: form.text(&format!("step-{i}-channel")).to_string(),
+                after: form.text(&format!("step-{i}-after")).to_string(),
+                subject: form.text(&format!("step-{i}-subject")).to_string(),
+                text: form
+                    .get(&format!("step-{i}-text"))
+                    .unwrap_or_default()
+                    .to_string(),
+            })
+            .collect();
+        let chat = form
+            .all("chat")
+            .filter_map(|line| {
+                let (who, text) = line.split_once(':')?;
+                Some((who == "lead", text.to_string()))
+            })
+            .collect();
+        Draft {
+            name: if new {
+                form.text("name").to_string()
+            } else {
+                name.to_string()
+            },
+            new,
+            instructions: form.get("instructions").unwrap_or_default().to_string(),
+            reply_delay: form.text("reply-delay").to_string(),
+            voice_greeting: form.get("voice-greeting").unwrap_or_default().to_string(),
+            transfer: form.text("transfer").to_string(),
+            fallback: form.text("fallback").to_string(),
+            dispositions: form.get("dispositions").unwrap_or_default().to_string(),
+            steps,
+            preview_lead: form.text("preview-lead").to_string(),
+            chat,
+        }
+    }
+
+    /// The body of `PUT /v1/profiles/{name}` this form says.
+    fn body(&self) -> Map<String, Value> {
+        let text = |v: &str| {
+            if v.trim().is_empty() {
+                Value::Null
+            } else {
+                json!(v)
+            }
+        };
+        let mut body = Map::new();
+        body.insert("instructions".into(), json!(self.instructions));
+        if !self.reply_delay.is_empty() {
+            body.insert("replyDelay".into(), json!(self.reply_delay));
+        }
+        body.insert("voiceGreeting".into(), text(&self.voice_greeting));
+        body.insert("transferNumber".into(), text(&self.transfer));
+        body.insert("fallbackTransferNumber".into(), text(&self.fallback));
+        let dispositions: Vec<Value> = self
+            .dispositions
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|line| {
+                let mut parts = line.splitn(3, '|').map(str::trim);
+                let (id, name, description) = (
+                    parts.next().unwrap_or_default(),
+                    parts.next().unwrap_or_default(),
+                    parts.next().unwrap_or_default(),
+                );
+                json!({"id": id, "name": name, "description": description})
+            })
+            .collect();
+        body.insert("dispositions".into(), Value::Array(dispositions));
+        let cadence: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|s| {
+                let mut step = json!({"after": s.after, "channel": s.channel, "text": s.text});
+                if s.channel == "email" {
+                    step["subject"] = json!(s.subject);
+                }
+                step
+            })
+            .collect();
+        body.insert("cadence".into(), Value::Array(cadence));
+        body
+    }
+}
+
+fn action_url(draft: &Draft) -> String {
+    if draft.new {
+        "/console/campaigns/new".to_string()
+    } else {
+        format!("/console/campaigns/{}/edit", draft.name)
+    }
+}
+
+/// `GET /console/campaigns/{profile}/edit`, or a new campaign's empty form.
+pub fn page(state: &AppState, visitor: &Visitor, name: Option<&str>) -> Result<Response<Body>> {
+    let draft = match name {
+        Some(name) => {
+            let read = state.store.read()?;
+            let profile = read
+                .profile(visitor.org(), name)?
+                .ok_or_else(profiles::not_found)?;
+            Draft::of(&profile)
+        }
+        None => Draft {
+            new: true,
+            steps: vec![Step {
+                channel: "sms".into(),
+                after: "0s".into(),
+                ..Step::default()
+            }],
+            ..Draft::default()
+        },
+    };
+    Ok(respond::html(
+        StatusCode::OK,
+        render(visitor, &draft, &Shown::default()),
+    ))
+}
+
+/// `POST` of the form: a step added, removed or moved; "Save"; "Preview"; "Try the
+/// assistant".
+pub async fn act(
+    state: &AppState,
+    visitor: &Visitor,
+    name: Option<&str>,
+    form: Form,
+) -> Result<Response<Body>> {
+    let mut draft = Draft::read(&form, name.unwrap_or_default(), name.is_none());
+    let mut shown = Shown::default();
+    let op = form.text("op").to_string();
+    match op.split_once(':') {
+        Some(("remove", i)) => {
+            if let Ok(i) = i.parse::<usize>() {
+                if i < draft.steps.len() {
+                    draft.steps.remove(i);
+                }
+            }
+        }
+        Some(("up", i)) => {
+            if let Ok(i) = i.parse::<usize>() {
+                if i > 0 && i < draft.steps.len() {
+                    draft.steps.swap(i - 1, i);
+                }
+            }
+        }
+        _ => match op.as_str() {
+            "add" if draft.steps.len() < profiles::MAX_STEPS => draft.steps.push(Step {
+                channel: "sms".into(),
+                after: "1d".into(),
+                ..Step::default()
+            }),
+            "save" => {
+                let (caller, name, body) = (visitor.caller(), draft.name.clone(), draft.body());
+                let saved = state
+                    .store
+                    .write(move |tx| {
+                        if !profiles::is_valid_name(&name) {
+                            return Err(Error::invalid_field("name"));
+                        }
+                        profiles::put(tx, &caller, &name, body.clone()).map(drop)
+                    })
+                    .await;
+                match saved {
+                    Ok(()) => {
+                        return Ok(respond::redirect(&format!(
+                            "/console/campaigns/{}",
+                            draft.name
+                        )))
+                    }
+                    Err(e @ Error::BadRequest(_)) => {
+                        let message = e.to_string();
+                        let field = message
+                            .rsplit_once(": ")
+                            .map(|(_, f)| f.trim().to_string())
+                            .unwrap_or_default();
+                        shown.error = Some((field, message));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            "preview" => shown.preview = Some(preview(state, visitor, &draft)?),
+            "try" => {
+                let said = form.text("say").to_string();
+                if !said.is_empty() {
+                    draft.chat.push((true, said));
+                }
+                let turns: Vec<Turn> = draft
+                    .chat
+                    .iter()
+                    .map(|(from_lead, text)| Turn {
+                        from_lead: *from_lead,
+                        text: text.clone(),
+                    })
+                    .collect();
+                let tried = state
+                    .engine
+                    .try_assistant(visitor.org(), &draft.instructions, &turns, Channel::Sms)
+                    .await?;
+                match tried {
+                    Ok(tried) => {
+                        if !tried.reply.is_empty() {
+                            draft.chat.push((false, tried.reply.clone()));
+                        }
+                        let mut words = format!("Answered in {} ms.", tried.took.as_millis());
+                        for would in &tried.would {
+                            words.push_str(&format!(" It {would} (not applied)."));
+                        }
+                        shown.tried = Some(words);
+                    }
+                    Err(reason) => shown.tried = Some(reason),
+                }
+            }
+            _ => {}
+        },
+    }
+    let status = if shown.error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    Ok(respond::html(status, render(visitor, &draft, &shown)))
+}
+
+/// Each step's text rendered for the named lead, or a sample one.
+fn preview(state: &AppState, visitor: &Visitor, draft: &Draft) -> Result<Vec<(String, String)>> {
+    let read = state.store.read()?;
+    let sample = LeadRecord {
+        first_name: "Sam".into(),
+        last_name: "Sample".into(),
+        phone: "+15125550100".into(),
+        email: "sam@example.com".into(),
+        ..LeadRecord::default()
+    };
+    let lead = if draft.preview_lead.is_empty() {
+        sample
+    } else {
+        read.lead(visitor.org(), &draft.preview_lead)?
+            .filter(|l| l.deleted_at.is_none())
+            .ok_or_else(|| Error::lead_not_found(&draft.preview_lead))?
+    };
+    let business = org::business_name(&read, visitor.org())?;
+    Ok(draft
+        .steps
+        .iter()
+        .map(|s| {
+            let subject = if s.channel == "email" {
+                templates::render(&s.subject, &lead, &business)
+            } else {
+                String::new()
+            };
+            (subject, templates::render(&s.text, &lead, &business))
+        })
+        .collect())
+}
+
+fn render(visitor: &Visitor, draft: &Draft, shown: &Shown) -> Markup {
+    let error_for = |path: &str| -> Option<&str> {
+        shown
+            .error
+            .as_ref()
+            .filter(|(f, _)| f == path)
+            .map(|(_, m)| m.as_str())
+    };
+    let described = |id: &str, path: &str| -> Markup {
+        html! {
+            @if let Some(message) = error_for(path) { p.field-error id={ (id) "-error" } role="alert" { (message) } }
+        }
+    };
+    let title = if draft.new {
+        "New campaign".to_string()
+    } else {
+        format!("Edit {}", draft.name)
+    };
+    layout::page(
+        &title,
+        Some(visitor),
+        html! {
+            p { a href="/console/campaigns" { "All campaigns" } }
+            h1 { (title) }
+            @if let Some((path, message)) = &shown.error {
+                @if ["name", "instructions", "replyDelay", "voiceGreeting", "transferNumber", "fallbackTransferNumber", "dispositions"].contains(&path.as_str()) || path.starts_with("cadence") {
+                } @else {
+                    p.field-error role="alert" { (message) }
+                }
+            }
+            @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
+            form.stack method="post" action=(action_url(draft)) {
+                (layout::csrf_field(visitor))
+                input type="hidden" name="steps" value=(draft.steps.len());
+                @for (from_lead, text) in &draft.chat {
+                    input type="hidden" name="chat" value={ (if *from_lead { "lead" } else { "assistant" }) ":" (text) };
+                }
+                @if draft.new {
+                    div {
+                        label for="name" { "Name" }
+                        input #name type="text" name="name" value=(draft.name);
+                        (described("name", "name"))
+                        p.muted { "Letters, digits, - and _; leads name it in customerProfile." }
+                    }
+                }
+                div {
+                    label for="instructions" { "Instructions" }
+                    textarea #instructions name="instructions" rows="6" { (draft.instructions) }
+                    (described("instructions", "instructions"))
+                }
+                div {
+                    label for="reply-delay" { "Reply delay" }
+                    input #reply-delay type="text" name="reply-delay" value=(draft.reply_delay) placeholder="30s";
+                    (described("reply-delay", "replyDelay"))
+                }
+                div {
+                    label for="voice-greeting" { "Voice greeting" }
+                    textarea #voice-greeting name="voice-greeting" rows="2" { (draft.voice_greeting) }
+                    (described("voice-greeting", "voiceGreeting"))
+                }
+                div {
+                    label for="transfer" { "Transfer number" }
+                    input #transfer type="text" name="transfer" value=(draft.transfer);
+                    (described("transfer", "transferNumber"))
+                }
+                div {
+                    label for="fallback" { "Fallback transfer number" }
+                    input #fallback type="text" name="fallback" value=(draft.fallback);
+                    (described("fallback", "fallbackTransferNumber"))
+                }
+                div {
+                    label for="dispositions" { "Dispositions" }
+                    textarea #dispositions name="dispositions" rows="3" { (draft.dispositions) }
+                    p.muted { "One per line: id | name | description." }
+                    (described("dispositions", "dispositions"))
+                }
+                h2 { "Cadence" }
+                @for (i, step) in draft.steps.iter().enumerate() {
+                    fieldset.step {
+                        legend { "Step " (i + 1) }
+                        div {
+                            label for={ "step-" (i) "-channel" } { "Channel of step " (i + 1) }
+                            select id={ "step-" (i) "-channel" } name={ "step-" (i) "-channel" } {
+                                @for c in ["sms", "email", "voice"] { option value=(c) selected[step.channel == c] { (c) } }
+                            }
+                            (described(&format!("step-{i}-channel"), &format!("cadence[{i}].channel")))
+                        }
+                        div {
+                            label for={ "step-" (i) "-after" } { "After (step " (i + 1) ")" }
+                            input id={ "step-" (i) "-after" } type="text" name={ "step-" (i) "-after" } value=(step.after);
+                            (described(&format!("step-{i}-after"), &format!("cadence[{i}].after")))
+                        }
+                        div {
+                            label for={ "step-" (i) "-subject" } { "Subject (step " (i + 1) ")" }
+                            input id={ "step-" (i) "-subject" } type="text" name={ "step-" (i) "-subject" } value=(step.subject);
+                            (described(&format!("step-{i}-subject"), &format!("cadence[{i}].subject")))
+                        }
+                        div {
+                            label for={ "step-" (i) "-text" } { "Text (step " (i + 1) ")" }
+                            textarea id={ "step-" (i) "-text" } name={ "step-" (i) "-text" } rows="3" { (step.text) }
+                            (described(&format!("step-{i}-text"), &format!("cadence[{i}].text")))
+                        }
+                        @if let Some(preview) = shown.preview.as_ref().and_then(|p| p.get(i)) {
+                            div.preview {
+                                p.muted { "Preview" }
+                                @if !preview.0.is_empty() { p { strong { (preview.0) } } }
+                                p { (preview.1) }
+                            }
+                        }
+                        div.actions {
+                            button.secondary type="submit" name="op" value={ "remove:" (i) } { "Remove step " (i + 1) }
+                            @if i > 0 { button.secondary type="submit" name="op" value={ "up:" (i) } { "Move step " (i + 1) " up" } }
+                        }
+                    }
+                }
+                @if let Some(message) = error_for("cadence") { p.field-error role="alert" { (message) } }
+                div.actions { button.secondary type="submit" name="op" value="add" { "Add step" } }
+                div {
+                    label for="preview-lead" { "Preview for lead (id; empty: a sample lead)" }
+                    input #preview-lead type="text" name="preview-lead" value=(draft.preview_lead);
+                }
+                div.actions {
+                    button type="submit" name="op" value="save" { "Save" }
+                    button.secondary type="submit" name="op" value="preview" { "Preview" }
+                }
+                h2 { "Try the assistant" }
+                p.muted { "Write as the lead; the configured assistant answers with these instructions, saved or not. Nothing is sent, stored or applied." }
+                @if !draft.chat.is_empty() {
+                    ol.timeline aria-label="Conversation with the assistant" {
+                        @for (from_lead, text) in &draft.chat {
+                            li class=(if *from_lead { "from-lead" } else { "from-user" }) {
+                                div.meta { span.who { (if *from_lead { "You, as the lead" } else { "Assistant" }) } }
+                                p.text { (text) }
+                            }
+                        }
+                    }
+                }
+                @if let Some(tried) = &shown.tried { p.notice role="status" { (tried) } }
+                div {
+                    label for="say" { "As the lead" }
+                    input #say type="text" name="say";
+                }
+                div.actions { button.secondary type="submit" name="op" value="try" { "Try the assistant" } }
+            }
+        },
+    )
+}
