@@ -74,21 +74,35 @@ fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
 /// 5 → 6: the engine's organization settings gain `defaultCountry`, `followUpDays` and
 /// `holidays` (all unset). Every row is read in the layout of schema 5 and written again.
 fn engine_settings_gain_default_country(txn: &WriteTransaction) -> Result<()> {
+    let rewritten = rewrite_engine_settings(txn, schema5::EngineSettings::upgraded)?;
+    tracing::info!(
+        organizations = rewritten,
+        "the engine settings carry defaultCountry, followUpDays and holidays"
+    );
+    Ok(())
+}
+
+/// Reads every engine settings row in an older layout `Old` and writes it again as
+/// `upgrade` makes it; answers how many rows.
+fn rewrite_engine_settings<Old, New>(
+    txn: &WriteTransaction,
+    upgrade: fn(Old) -> New,
+) -> Result<usize>
+where
+    Old: serde::de::DeserializeOwned,
+    New: serde::Serialize,
+{
     let mut table = txn.open_table(ENGINE_SETTINGS)?;
     let mut rows = Vec::new();
     for row in table.iter()? {
         let (org, value) = row?;
-        let old: schema5::EngineSettings = decode(value.value())?;
-        rows.push((org.value().to_string(), encode(&old.upgraded())?));
+        let old: Old = decode(value.value())?;
+        rows.push((org.value().to_string(), encode(&upgrade(old))?));
     }
     for (org, bytes) in &rows {
         table.insert(org.as_str(), bytes.as_slice())?;
     }
-    tracing::info!(
-        organizations = rows.len(),
-        "the engine settings carry defaultCountry"
-    );
-    Ok(())
+    Ok(rows.len())
 }
 
 /// The engine settings as schemas 4 and 5 wrote them.
@@ -201,18 +215,9 @@ fn contact_indexes_hold_live_leads(txn: &WriteTransaction) -> Result<()> {
 /// provider's `ratePerSecond` (both unset: the defaults). postcard records carry no
 /// field names, so every row is read in the layout of schema 3 and written again.
 fn engine_settings_gain_max_tokens_and_rates(txn: &WriteTransaction) -> Result<()> {
-    let mut table = txn.open_table(ENGINE_SETTINGS)?;
-    let mut rows = Vec::new();
-    for row in table.iter()? {
-        let (org, value) = row?;
-        let old: schema3::EngineSettings = decode(value.value())?;
-        rows.push((org.value().to_string(), encode(&old.upgraded())?));
-    }
-    for (org, bytes) in &rows {
-        table.insert(org.as_str(), bytes.as_slice())?;
-    }
+    let rewritten = rewrite_engine_settings(txn, schema3::EngineSettings::upgraded)?;
     tracing::info!(
-        organizations = rows.len(),
+        organizations = rewritten,
         "the engine settings carry maxTokens and sending rates"
     );
     Ok(())
