@@ -14,6 +14,7 @@ use super::respond;
 use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
+use crate::channel::Channel;
 use crate::domain::people::{passwords, users};
 use crate::domain::records::auth;
 use crate::domain::settings::org;
@@ -41,10 +42,14 @@ pub enum SettingsAction {
     DisablePerson,
     CreateKey,
     RevokeKey,
+    TestAssistant,
+    SendTest,
 }
 
 impl SettingsAction {
-    pub const ALL: [(&'static str, SettingsAction); 6] = [
+    pub const ALL: [(&'static str, SettingsAction); 8] = [
+        ("assistant-test", SettingsAction::TestAssistant),
+        ("send-test", SettingsAction::SendTest),
         ("organization", SettingsAction::SaveOrg),
         ("people", SettingsAction::AddPerson),
         ("role", SettingsAction::SetRole),
@@ -175,8 +180,32 @@ fn render(
             section.panel aria-labelledby="assistant-heading" {
                 h2 #assistant-heading { "Assistant" }
                 @match &engine.assistant {
-                    Some(a) => p { (a.model) " at " (a.base_url) " (timeout " (a.timeout_ms) " ms)" },
+                    Some(a) => {
+                        p { (a.model) " at " (a.base_url) " (timeout " (a.timeout_ms) " ms)" }
+                        form method="post" action="/console/settings/assistant-test" {
+                            (layout::csrf_field(visitor))
+                            button.secondary type="submit" { "Test connection" }
+                        }
+                    }
                     None => p { "Not configured: PATCH /v1/org with an assistant." },
+                }
+            }
+            section.panel aria-labelledby="providers-heading" {
+                h2 #providers-heading { "Providers" }
+                dl.facts {
+                    dt { "SMS" } dd { (provider_words(&engine.sms)) }
+                    dt { "Voice" } dd { (provider_words(&engine.voice)) }
+                    dt { "Email" } dd { (provider_words(&engine.email)) }
+                }
+                p.muted { "Set through PATCH /v1/org; secrets are never shown." }
+                form.stack method="post" action="/console/settings/send-test" {
+                    (layout::csrf_field(visitor))
+                    div {
+                        label for="test-channel" { "Channel to test" }
+                        select #test-channel name="channel" { option value="sms" { "SMS" } option value="email" { "Email" } }
+                    }
+                    div { label for="test-to" { "Send the test to" } input #test-to type="text" name="to" placeholder="+15125550100 or you@example.com" required; }
+                    div.actions { button.secondary type="submit" { "Send test" } }
                 }
             }
             section.panel aria-labelledby="people-heading" {
@@ -275,6 +304,20 @@ fn render(
         },
     );
     Ok(respond::html(status, markup))
+}
+
+/// A provider in words: its kind and where it sends from; secrets never.
+fn provider_words(p: &crate::store::records::ProviderSettings) -> String {
+    use crate::store::records::ProviderSettings;
+    match p {
+        ProviderSettings::Sandbox { .. } => "Sandbox (nothing leaves this machine)".to_string(),
+        ProviderSettings::Smtp(s) => {
+            format!("SMTP {}:{} from {} (password set)", s.host, s.port, s.from)
+        }
+        ProviderSettings::Twilio(t) => {
+            format!("Twilio {} from {} (auth token set)", t.account_sid, t.from)
+        }
+    }
 }
 
 /// The organization form as `PATCH /v1/org`'s body: an empty field clears its setting.
@@ -445,6 +488,48 @@ pub async fn act(
                 format!("The new {} key \"{}\".", record.scope.as_str(), record.name),
                 key,
             ));
+        }
+        SettingsAction::TestAssistant => {
+            let turns = [crate::providers::model::protocol::Turn {
+                from_lead: true,
+                text: "Hello, is anyone there?".into(),
+            }];
+            let tried = state
+                .engine
+                .try_assistant(
+                    visitor.org(),
+                    "Answer in one short sentence.",
+                    &turns,
+                    Channel::Sms,
+                )
+                .await?;
+            shown.notice = Some(match tried {
+                Ok(tried) => format!(
+                    "The assistant answered in {} ms: \"{}\"",
+                    tried.took.as_millis(),
+                    tried.reply
+                ),
+                Err(reason) => reason,
+            });
+        }
+        SettingsAction::SendTest => {
+            let channel = match form.text("channel") {
+                "email" => Channel::Email,
+                "sms" => Channel::Sms,
+                _ => return Err(Error::invalid_field("channel")),
+            };
+            let to = form.text("to");
+            let to = match channel {
+                Channel::Email if crate::domain::records::leads::is_plausible_email(to) => {
+                    to.to_string()
+                }
+                Channel::Email => return Err(Error::invalid_field("to")),
+                _ => crate::phone::normalize(to).ok_or_else(|| Error::invalid_field("to"))?,
+            };
+            let sent = state.engine.send_test(visitor.org(), channel, &to).await?;
+            shown.notice = Some(match sent {
+                Ok(words) | Err(words) => words,
+            });
         }
         SettingsAction::RevokeKey => {
             let id = form.text("id").to_string();

@@ -329,6 +329,55 @@ impl Engine {
         })
     }
 
+    /// Settings' "Send test": `text` to `to` through the organization's provider of
+    /// `channel` (SMS or email), outside any lead, the gate and the store: the
+    /// provider's answer in words.
+    pub async fn send_test(
+        &self,
+        org: &str,
+        channel: Channel,
+        to: &str,
+    ) -> Result<std::result::Result<String, String>> {
+        use crate::providers::{Outgoing, Provider, SendOutcome};
+        let settings = self.store.read()?.engine_settings(org)?;
+        let provider = Provider::for_channel(&settings, channel);
+        let outgoing = Outgoing {
+            to: to.to_string(),
+            text: "A test from engaged: this provider works.".into(),
+            subject: (channel == Channel::Email).then(|| "A test from engaged".to_string()),
+            unsubscribe_url: None,
+            status_callback: None,
+        };
+        let started = Instant::now();
+        let outcome = match channel {
+            Channel::Email => provider.send_email(&self.client, &outgoing).await,
+            Channel::Sms | Channel::Voice => {
+                provider.send_text(&self.client, &outgoing, &|| {}).await
+            }
+        };
+        let ms = started.elapsed().as_millis();
+        Ok(match outcome {
+            SendOutcome::Accepted {
+                provider_message_id,
+                status,
+            } => Ok(format!(
+                "{} took it in {ms} ms: {} ({}).",
+                provider.kind(),
+                status.as_str(),
+                provider_message_id
+            )),
+            SendOutcome::Refused { code, .. } => {
+                Err(format!("{} refused it: {code}.", provider.kind()))
+            }
+            SendOutcome::Rejected { code, reply } => {
+                Err(format!("{} refused it: {code} {reply}", provider.kind()))
+            }
+            SendOutcome::Unknown { error } => {
+                Err(format!("No answer from {}: {error}", provider.kind()))
+            }
+        })
+    }
+
     /// A reply that is empty after the output guard: nothing is sent.
     pub(super) fn nothing_to_say(&self, org: &str, lead_id: &str, channel: Channel) {
         tracing::warn!(

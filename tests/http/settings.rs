@@ -255,3 +255,68 @@ async fn agents_and_viewers_are_refused_settings() {
         json!(null)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_assistant_and_a_provider_are_tested_from_settings() {
+    use engaged::testkit::model::{FakeModel, Step};
+    use engaged::testkit::smtp::SmtpSink;
+    let org = Org::start_with(|c| c.public_url = Some("https://engaged.test".into())).await;
+    let ts = &org.ts;
+    let boss = admin_session(ts).await;
+    let model = FakeModel::start().await;
+    crate::engagement::set_org(ts, &org.admin, &model.settings()).await;
+    model.push(Step::text("Yes, I am here."));
+    let tested = post(ts, &boss, "/console/settings/assistant-test", &[]).await;
+    assert!(
+        tested.text().contains("The assistant answered in"),
+        "{}",
+        tested.text()
+    );
+    assert!(tested.text().contains("Yes, I am here."));
+    model.push(Step::status(500));
+    model.push(Step::status(500));
+    model.push(Step::status(500));
+    let failed = post(ts, &boss, "/console/settings/assistant-test", &[]).await;
+    assert!(
+        failed.text().contains("The assistant did not answer"),
+        "{}",
+        failed.text()
+    );
+
+    let sent = post(
+        ts,
+        &boss,
+        "/console/settings/send-test",
+        &[("channel", "sms"), ("to", "+1 512 555 0100")],
+    )
+    .await;
+    assert!(sent.text().contains("sandbox took it"), "{}", sent.text());
+    let sink = SmtpSink::start().await;
+    crate::engagement::set_org(
+        ts,
+        &org.admin,
+        &json!({"providers": {"email": {"kind": "smtp", "host": "127.0.0.1", "port": sink.port,
+            "security": "none", "from": "sales@solar.example"}}}),
+    )
+    .await;
+    let sent = post(
+        ts,
+        &boss,
+        "/console/settings/send-test",
+        &[("channel", "email"), ("to", "me@example.com")],
+    )
+    .await;
+    assert!(sent.text().contains("smtp took it"), "{}", sent.text());
+    assert!(sink
+        .messages()
+        .iter()
+        .any(|m| m.contains("A test from engaged")));
+    let bad = post(
+        ts,
+        &boss,
+        "/console/settings/send-test",
+        &[("channel", "sms"), ("to", "nope")],
+    )
+    .await;
+    assert_eq!(bad.status, 400);
+}
