@@ -180,6 +180,12 @@ impl Browser {
         field.send_keys(text).await.expect("type");
     }
 
+    /// Saves what the window shows as a PNG at `path`.
+    pub async fn screenshot(&self, path: &std::path::Path) {
+        let png = self.client.screenshot().await.expect("screenshot");
+        std::fs::write(path, png).expect("write the screenshot");
+    }
+
     /// Chooses the file at `path` in the file field labelled `label`.
     pub async fn attach(&self, label: &str, path: &std::path::Path) {
         let field = self.field(label).await;

@@ -9,5 +9,6 @@ mod inbox;
 mod lead;
 mod leads;
 mod profile_editor;
+mod screenshots;
 mod settings;
 mod sign_in;

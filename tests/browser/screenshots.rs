@@ -1,0 +1,79 @@
+//! Screenshots of the console's pages for a person to look at (not a check):
+//! `cargo test --test browser -- --ignored screenshots` writes them to
+//! `target/screenshots/`.
+
+use hyper::Method;
+use serde_json::json;
+
+use engaged::testkit::browser::Browser;
+use engaged::testkit::TestServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "writes screenshots for people to look at"]
+async fn screenshots() {
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/screenshots");
+    std::fs::create_dir_all(&out).expect("the screenshots' directory");
+    let server = TestServer::start().await;
+    let key = server.key("acme", "write").await;
+    let admin = server.key("acme", "admin").await;
+    let profile = json!({"instructions": "You are Sam.", "cadence": [{"after": "0s", "channel": "sms", "text": "Hi {{firstName}}, it's Sam from Acme Solar."}, {"after": "2d", "channel": "sms", "text": "Still thinking about solar?"}]});
+    server.put(&admin, "/v1/profiles/solar", &profile).await;
+    for (id, first, last, phone) in [
+        ("l-1", "Ada", "Lovelace", "+15125550101"),
+        ("l-2", "Grace", "Hopper", "+15125550102"),
+        ("l-3", "Alan", "Turing", "+15125550103"),
+    ] {
+        server
+            .create_lead(&key, &json!({"id": id, "firstName": first, "lastName": last, "phone": phone, "customerProfile": "solar", "isAiOn": id != "l-2"}))
+            .await;
+    }
+    server
+        .send_json(
+            Method::POST,
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15125550102", "text": "Can someone call me about the quote?"}),
+        )
+        .await;
+    server
+        .send_json(
+            Method::POST,
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": "+15125550101", "text": "Yes, interested!"}),
+        )
+        .await;
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "admin")
+        .await;
+    for (name, phone) in [("desktop", false), ("phone", true)] {
+        let browser = if phone {
+            Browser::phone(&server).await
+        } else {
+            Browser::open(&server).await
+        };
+        browser.goto("/console/login").await;
+        browser
+            .screenshot(&out.join(format!("{name}-login.png")))
+            .await;
+        browser.sign_in("ana@acme.example", &password).await;
+        browser.wait_for_text("Sign out").await;
+        for (page, path) in [
+            ("inbox", "/console/inbox"),
+            ("inbox-all", "/console/inbox?tab=all"),
+            ("leads", "/console/leads"),
+            ("lead", "/console/leads/l-2"),
+            ("campaigns", "/console/campaigns"),
+            ("campaign", "/console/campaigns/solar"),
+            ("editor", "/console/campaigns/solar/edit"),
+            ("import", "/console/import"),
+            ("settings", "/console/settings"),
+            ("notifications", "/console/notifications"),
+        ] {
+            browser.goto(path).await;
+            browser
+                .screenshot(&out.join(format!("{name}-{page}.png")))
+                .await;
+        }
+    }
+}
