@@ -22,6 +22,9 @@ use crate::error::{Error, Result};
 use crate::store::records::{Role, Scope};
 use crate::store::Reader;
 
+/// Deliveries shown per webhook endpoint.
+const RECENT_DELIVERIES: usize = 10;
+
 /// The days of the week as the form shows them.
 const WEEKDAY_LABELS: [(&str, &str); 7] = [
     ("mon", "Mon"),
@@ -44,10 +47,12 @@ pub enum SettingsAction {
     RevokeKey,
     TestAssistant,
     SendTest,
+    RetryDelivery,
 }
 
 impl SettingsAction {
-    pub const ALL: [(&'static str, SettingsAction); 8] = [
+    pub const ALL: [(&'static str, SettingsAction); 9] = [
+        ("retry-delivery", SettingsAction::RetryDelivery),
         ("assistant-test", SettingsAction::TestAssistant),
         ("send-test", SettingsAction::SendTest),
         ("organization", SettingsAction::SaveOrg),
@@ -101,6 +106,15 @@ fn render(
     let keys = auth::keys_of(&read, org_id)?;
     let sent = read.notifications(org_id, NOTIFICATIONS_SHOWN)?;
     let zone = engine.time_zone.clone();
+    let mut hooks = Vec::new();
+    for endpoint in read
+        .all_webhook_endpoints()?
+        .into_iter()
+        .filter(|e| e.org_id == org_id)
+    {
+        let recent = read.recent_deliveries(&endpoint.id, RECENT_DELIVERIES)?;
+        hooks.push((endpoint, recent));
+    }
     // The form shows what was typed after a refusal, else what is saved.
     let value = |name: &str, saved: &str| -> String {
         match &shown.typed {
@@ -295,6 +309,41 @@ fn render(
                         }
                     }
                     div.actions { button type="submit" { "Create key" } }
+                }
+            }
+            section.panel aria-labelledby="webhooks-heading" {
+                h2 #webhooks-heading { "Webhooks" }
+                @if hooks.is_empty() { p.muted { "No endpoint: POST /v1/webhooks registers one." } }
+                @for (endpoint, recent) in &hooks {
+                    h3 { (endpoint.url) @if endpoint.disabled_at.is_some() { " " span.badge.attention { "Disabled: " (endpoint.disabled_reason) } } }
+                    @if recent.is_empty() { p.muted { "No delivery yet." } } @else {
+                        div.table-wrap {
+                            table {
+                                thead { tr { th scope="col" { "Event" } th scope="col" { "Created" } th scope="col" { "State" } th scope="col" { "Last attempt" } th scope="col" { "Actions" } } }
+                                tbody {
+                                    @for d in recent {
+                                        tr {
+                                            td { (d.event) } td { (layout::time(d.created_at, &zone)) }
+                                            td { (format!("{:?}", d.state).to_lowercase()) " (" (d.attempts.len()) " attempts)" }
+                                            td { @if let Some(a) = d.attempts.last() {
+                                                @match a.status { Some(status) => { "HTTP " (status) }, None => { (a.error) } }
+                                            } }
+                                            td {
+                                                @if d.state != crate::store::records::DeliveryState::Delivered {
+                                                    form.inline method="post" action="/console/settings/retry-delivery" {
+                                                        (layout::csrf_field(visitor))
+                                                        input type="hidden" name="endpoint" value=(endpoint.id);
+                                                        input type="hidden" name="delivery" value=(d.id);
+                                                        button.secondary type="submit" { "Retry" }
+                                                    }
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
                 }
             }
             section.panel #notifications aria-labelledby="notifications-heading" {
@@ -530,6 +579,21 @@ pub async fn act(
             shown.notice = Some(match sent {
                 Ok(words) | Err(words) => words,
             });
+        }
+        SettingsAction::RetryDelivery => {
+            let (endpoint, delivery) = (
+                form.text("endpoint").to_string(),
+                form.text("delivery").to_string(),
+            );
+            store
+                .write(move |tx| {
+                    crate::domain::records::webhook_endpoints::retry_delivery(
+                        tx, &caller, &endpoint, &delivery,
+                    )
+                    .map(drop)
+                })
+                .await?;
+            shown.notice = Some("The delivery is queued again.".into());
         }
         SettingsAction::RevokeKey => {
             let id = form.text("id").to_string();

@@ -218,6 +218,26 @@ impl ReadTx {
         Ok(())
     }
 
+    /// An endpoint's newest `limit` deliveries, newest first.
+    pub fn recent_deliveries(&self, endpoint: &str, limit: usize) -> Result<Vec<DeliveryRecord>> {
+        let by_endpoint = self.open_read(DELIVERIES_BY_ENDPOINT)?;
+        let deliveries = self.open_read(DELIVERIES)?;
+        let mut out = Vec::with_capacity(limit);
+        let range = (endpoint, i64::MIN, "")..=(endpoint, i64::MAX, "\u{10FFFF}");
+        for row in by_endpoint
+            .range::<(&str, i64, &str)>(range)?
+            .rev()
+            .take(limit)
+        {
+            let (key, _) = row?;
+            let (_, _, id) = key.value();
+            if let Some(v) = deliveries.get(id)? {
+                out.push(decode(v.value())?);
+            }
+        }
+        Ok(out)
+    }
+
     /// Number of pending deliveries and the oldest due time, across all endpoints.
     pub fn outbox_depth(&self) -> Result<(u64, Option<Micros>)> {
         let outbox = self.open_read(OUTBOX)?;

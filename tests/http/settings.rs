@@ -320,3 +320,60 @@ async fn the_assistant_and_a_provider_are_tested_from_settings() {
     .await;
     assert_eq!(bad.status, 400);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_webhook_delivery_is_shown_and_retried_from_settings() {
+    use engaged::testkit::{Reply, WebhookReceiver};
+    let org = Org::start().await;
+    let ts = &org.ts;
+    let boss = admin_session(ts).await;
+    // The first attempt gets a 500; later ones succeed.
+    let hooks = WebhookReceiver::scripted(vec![Reply::status(500)], Reply::ok()).await;
+    hooks.register(ts, &org.admin).await;
+    ts.create_lead(&org.write, &json!({"id": "w-1", "phone": "+15125550101"}))
+        .await;
+    ts.send_json(
+        Method::POST,
+        &org.write,
+        "/v1/inbound/sms",
+        &json!({"from": "+15125550101", "text": "STOP"}),
+    )
+    .await;
+    hooks.wait_for(1).await;
+    let page = engaged::testkit::poll(
+        "the failed attempt is shown",
+        engaged::testkit::WAIT,
+        || async {
+            let page = settings_page(ts, &boss).await;
+            if page.contains("HTTP 500") {
+                Ok(page)
+            } else {
+                Err("no HTTP 500 yet".to_string())
+            }
+        },
+    )
+    .await;
+    let at = page
+        .find("name=\"delivery\" value=\"")
+        .expect("a Retry form")
+        + "name=\"delivery\" value=\"".len();
+    let delivery = page[at..at + page[at..].find('"').expect("end")].to_string();
+    let at = page
+        .find("name=\"endpoint\" value=\"")
+        .expect("its endpoint")
+        + "name=\"endpoint\" value=\"".len();
+    let endpoint = page[at..at + page[at..].find('"').expect("end")].to_string();
+    let retried = post(
+        ts,
+        &boss,
+        "/console/settings/retry-delivery",
+        &[("endpoint", &endpoint), ("delivery", &delivery)],
+    )
+    .await;
+    assert!(
+        retried.text().contains("The delivery is queued again."),
+        "{}",
+        retried.text()
+    );
+    hooks.wait_for(2).await;
+}
