@@ -190,3 +190,63 @@ async fn a_failed_send_is_sent_again_from_the_lead_page() {
     browser.click_link("Inbox").await;
     browser.wait_for_text("Nothing needs you now").await;
 }
+
+/// Presses `key` where the focus is.
+async fn press(browser: &Browser, key: &str) {
+    let active = browser
+        .client
+        .active_element()
+        .await
+        .expect("the focused element");
+    active.send_keys(key).await.expect("a key");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_keyboard_moves_opens_and_focuses() {
+    let server = TestServer::start().await;
+    let key = server.key("acme", "write").await;
+    for (id, first, phone, text) in [
+        ("lead-1", "Ada", "+15125550101", "First question"),
+        ("lead-2", "Grace", "+15125550102", "Second question"),
+    ] {
+        server
+            .create_lead(&key, &json!({"id": id, "firstName": first, "phone": phone}))
+            .await;
+        server
+            .post(
+                &key,
+                "/v1/inbound/sms",
+                &json!({"from": phone, "text": text}),
+            )
+            .await;
+    }
+    let browser = signed_in(&server, "agent").await;
+    browser.goto("/console/inbox?tab=all").await;
+    browser.wait_for_text("Second question").await;
+    press(&browser, "/").await;
+    let focused = browser.run("return document.activeElement.name;").await;
+    assert_eq!(focused, json!("q"), "/ focuses the search");
+    browser
+        .run("document.activeElement.blur(); return true;")
+        .await;
+    press(&browser, "j").await;
+    press(&browser, "j").await;
+    press(&browser, "k").await;
+    let current = browser
+        .run("return document.activeElement.textContent;")
+        .await;
+    assert_eq!(
+        current,
+        json!("Grace"),
+        "newest first: j, j, k is the first row"
+    );
+    press(&browser, "\u{E007}").await; // Enter
+    browser.wait_for_text("Second question").await;
+    assert_eq!(browser.path().await, "/console/leads/lead-2");
+    browser
+        .run("document.activeElement.blur(); return true;")
+        .await;
+    press(&browser, "r").await;
+    let focused = browser.run("return document.activeElement.name;").await;
+    assert_eq!(focused, json!("message"), "r focuses the reply box");
+}
