@@ -48,10 +48,14 @@ pub enum SettingsAction {
     TestAssistant,
     SendTest,
     RetryDelivery,
+    SaveAssistant,
+    SaveProviders,
 }
 
 impl SettingsAction {
-    pub const ALL: [(&'static str, SettingsAction); 9] = [
+    pub const ALL: [(&'static str, SettingsAction); 11] = [
+        ("assistant", SettingsAction::SaveAssistant),
+        ("providers", SettingsAction::SaveProviders),
         ("retry-delivery", SettingsAction::RetryDelivery),
         ("assistant-test", SettingsAction::TestAssistant),
         ("send-test", SettingsAction::SendTest),
@@ -152,6 +156,9 @@ fn render(
         html! {
             h1 { "Settings" }
             @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
+            @if let Some((_, message)) = &shown.field_error {
+                p.field-error role="alert" { "Not saved: " (message) }
+            }
             @if let Some((what, secret)) = &shown.secret {
                 div.notice role="status" {
                     p { (what) " It is shown only now: copy it." }
@@ -193,25 +200,41 @@ fn render(
             }
             section.panel aria-labelledby="assistant-heading" {
                 h2 #assistant-heading { "Assistant" }
-                @match &engine.assistant {
-                    Some(a) => {
-                        p { (a.model) " at " (a.base_url) " (timeout " (a.timeout_ms) " ms)" }
-                        form method="post" action="/console/settings/assistant-test" {
-                            (layout::csrf_field(visitor))
-                            button.secondary type="submit" { "Test connection" }
-                        }
+                @let a = engine.assistant.as_ref();
+                form.stack method="post" action="/console/settings/assistant" {
+                    (layout::csrf_field(visitor))
+                    (field("assistant-url", "Model server URL", "assistant.baseUrl", value("assistant-url", a.map_or("", |a| a.base_url.as_str())), "An OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1."))
+                    (field("assistant-model", "Model", "assistant.model", value("assistant-model", a.map_or("", |a| a.model.as_str())), ""))
+                    div {
+                        label for="assistant-key" { "API key" }
+                        input #assistant-key type="password" name="assistant-key" autocomplete="off";
+                        p.muted { @if a.is_some_and(|a| a.api_key.is_some()) { "Set; leave empty to keep it." } @else { "None." } }
                     }
-                    None => p { "Not configured: PATCH /v1/org with an assistant." },
+                    (field("assistant-timeout", "Timeout (ms)", "assistant.timeoutMs", value("assistant-timeout", &a.map_or(String::new(), |a| a.timeout_ms.to_string())), ""))
+                    div.actions {
+                        button type="submit" name="op" value="save" { "Save assistant" }
+                        @if a.is_some() { button.danger type="submit" name="op" value="remove" { "Remove the assistant" } }
+                    }
+                }
+                @if a.is_some() {
+                    form method="post" action="/console/settings/assistant-test" {
+                        (layout::csrf_field(visitor))
+                        button.secondary type="submit" { "Test connection" }
+                    }
                 }
             }
             section.panel aria-labelledby="providers-heading" {
                 h2 #providers-heading { "Providers" }
-                dl.facts {
-                    dt { "SMS" } dd { (provider_words(&engine.sms)) }
-                    dt { "Voice" } dd { (provider_words(&engine.voice)) }
-                    dt { "Email" } dd { (provider_words(&engine.email)) }
+                form.stack method="post" action="/console/settings/providers" {
+                    (layout::csrf_field(visitor))
+                    @for (channel, label, current) in [("sms", "SMS", &engine.sms), ("voice", "Voice", &engine.voice), ("email", "Email", &engine.email)] {
+                        fieldset.provider {
+                            legend { (label) ": " (provider_words(current)) }
+                            (provider_fields(channel, label, current, &error_for))
+                        }
+                    }
+                    div.actions { button type="submit" { "Save providers" } }
                 }
-                p.muted { "Set through PATCH /v1/org; secrets are never shown." }
                 form.stack method="post" action="/console/settings/send-test" {
                     (layout::csrf_field(visitor))
                     div {
@@ -369,6 +392,151 @@ fn provider_words(p: &crate::store::records::ProviderSettings) -> String {
     }
 }
 
+/// The fields of one channel's provider: its kind, and the fields of each kind the
+/// channel takes (secrets empty: "leave empty to keep").
+fn provider_fields<'a>(
+    channel: &str,
+    label: &str,
+    current: &crate::store::records::ProviderSettings,
+    error_for: &dyn Fn(&str) -> Option<&'a str>,
+) -> Markup {
+    use crate::store::records::ProviderSettings;
+    let id = |f: &str| format!("{channel}-{f}");
+    let kind = match current {
+        ProviderSettings::Sandbox { .. } => "sandbox",
+        ProviderSettings::Smtp(_) => "smtp",
+        ProviderSettings::Twilio(_) => "twilio",
+    };
+    let kinds: &[(&str, &str)] = if channel == "email" {
+        &[("sandbox", "Sandbox"), ("smtp", "SMTP")]
+    } else {
+        &[("sandbox", "Sandbox"), ("twilio", "Twilio")]
+    };
+    let input = |f: &str, text: &str, val: String, secret: bool| {
+        let path = format!("providers.{channel}.{}", f);
+        let error = error_for(&path);
+        html! {
+            div {
+                label for=(id(f)) { (text) " (" (label) ")" }
+                @if secret {
+                    input id=(id(f)) type="password" name=(id(f)) autocomplete="off";
+                    p.muted { @if val.is_empty() { "Not set." } @else { "Set; leave empty to keep it." } }
+                } @else {
+                    input id=(id(f)) type="text" name=(id(f)) value=(val);
+                }
+                @if let Some(message) = error { p.field-error { (message) } }
+            }
+        }
+    };
+    let (sid, from, service, rate, host, port, user, mail_from, set) = match current {
+        ProviderSettings::Twilio(t) => (
+            t.account_sid.clone(),
+            t.from.clone(),
+            t.messaging_service_sid.clone(),
+            t.rate_per_second.map(|r| r.to_string()).unwrap_or_default(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            "set".to_string(),
+        ),
+        ProviderSettings::Smtp(m) => (
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            m.host.clone(),
+            m.port.to_string(),
+            m.username.clone().unwrap_or_default(),
+            m.from.clone(),
+            m.password
+                .as_ref()
+                .map(|_| "set".to_string())
+                .unwrap_or_default(),
+        ),
+        ProviderSettings::Sandbox { .. } => Default::default(),
+    };
+    html! {
+        div {
+            label for=(id("kind")) { "Kind (" (label) ")" }
+            select id=(id("kind")) name=(id("kind")) {
+                @for (value, text) in kinds { option value=(value) selected[*value == kind] { (text) } }
+            }
+            @if let Some(message) = error_for(&format!("providers.{channel}")) { p.field-error { (message) } }
+        }
+        @if channel == "email" {
+            (input("host", "SMTP host", host, false))
+            (input("port", "SMTP port", port, false))
+            div {
+                label for=(id("security")) { "Security (" (label) ")" }
+                select id=(id("security")) name=(id("security")) {
+                    @let now = match current { ProviderSettings::Smtp(m) => format!("{:?}", m.security).to_lowercase(), _ => "starttls".into() };
+                    @for v in ["starttls", "tls", "none"] { option value=(v) selected[now == v] { (v) } }
+                }
+            }
+            (input("username", "SMTP username", user, false))
+            (input("password", "SMTP password", set, true))
+            (input("from", "From", mail_from, false))
+        } @else {
+            (input("accountSid", "Account SID", sid, false))
+            (input("authToken", "Auth token", set, true))
+            (input("from", "From number", from, false))
+            (input("messagingServiceSid", "Messaging service SID", service, false))
+            (input("ratePerSecond", "Sends per second", rate, false))
+        }
+    }
+}
+
+/// The providers form as `PATCH /v1/org`'s `providers` (every channel: one left out
+/// would go back to the sandbox).
+fn providers_body(form: &Form) -> Value {
+    let mut providers = Map::new();
+    for channel in ["sms", "voice", "email"] {
+        let get = |f: &str| form.text(&format!("{channel}-{f}")).to_string();
+        let kind = get("kind");
+        let mut p = Map::new();
+        p.insert("kind".into(), json!(kind));
+        let mut put = |f: &str, v: Value| {
+            p.insert(f.to_string(), v);
+        };
+        match kind.as_str() {
+            "twilio" => {
+                for f in ["accountSid", "from", "messagingServiceSid"] {
+                    if !get(f).is_empty() {
+                        put(f, json!(get(f)));
+                    }
+                }
+                if !get("authToken").is_empty() {
+                    put("authToken", json!(get("authToken")));
+                }
+                if let Ok(rate) = get("ratePerSecond").parse::<f64>() {
+                    put("ratePerSecond", json!(rate));
+                } else if !get("ratePerSecond").is_empty() {
+                    put("ratePerSecond", json!(get("ratePerSecond")));
+                }
+            }
+            "smtp" => {
+                put("host", json!(get("host")));
+                match get("port").parse::<u64>() {
+                    Ok(port) => put("port", json!(port)),
+                    Err(_) => put("port", json!(get("port"))),
+                }
+                put("security", json!(get("security")));
+                if !get("username").is_empty() {
+                    put("username", json!(get("username")));
+                }
+                if !get("password").is_empty() {
+                    put("password", json!(get("password")));
+                }
+                put("from", json!(get("from")));
+            }
+            _ => {}
+        }
+        providers.insert(channel.to_string(), Value::Object(p));
+    }
+    Value::Object(providers)
+}
+
 /// The organization form as `PATCH /v1/org`'s body: an empty field clears its setting.
 fn org_body(form: &Form) -> Map<String, Value> {
     let text = |name: &str| {
@@ -440,8 +608,40 @@ pub async fn act(
     let store = &state.store;
     let mut shown = Shown::default();
     match action {
-        SettingsAction::SaveOrg => {
-            let body = org_body(&form);
+        SettingsAction::SaveOrg | SettingsAction::SaveAssistant | SettingsAction::SaveProviders => {
+            let body = match action {
+                SettingsAction::SaveAssistant if form.text("op") == "remove" => {
+                    let mut body = Map::new();
+                    body.insert("assistant".into(), Value::Null);
+                    body
+                }
+                SettingsAction::SaveAssistant => {
+                    let mut assistant = Map::new();
+                    assistant.insert("baseUrl".into(), json!(form.text("assistant-url")));
+                    assistant.insert("model".into(), json!(form.text("assistant-model")));
+                    if !form.text("assistant-key").is_empty() {
+                        assistant.insert("apiKey".into(), json!(form.text("assistant-key")));
+                    }
+                    let timeout = form.text("assistant-timeout");
+                    if !timeout.is_empty() {
+                        assistant.insert(
+                            "timeoutMs".into(),
+                            timeout
+                                .parse::<u64>()
+                                .map_or_else(|_| json!(timeout), |ms| json!(ms)),
+                        );
+                    }
+                    let mut body = Map::new();
+                    body.insert("assistant".into(), Value::Object(assistant));
+                    body
+                }
+                SettingsAction::SaveProviders => {
+                    let mut body = Map::new();
+                    body.insert("providers".into(), providers_body(&form));
+                    body
+                }
+                _ => org_body(&form),
+            };
             let public_url = state.engine.public_url().map(str::to_string);
             let saved = store
                 .write(move |tx| {

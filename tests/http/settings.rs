@@ -377,3 +377,105 @@ async fn a_failing_webhook_delivery_is_shown_and_retried_from_settings() {
     );
     hooks.wait_for(2).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_assistant_and_the_providers_are_saved_with_write_only_secrets() {
+    let org = Org::start_with(|c| c.public_url = Some("https://engaged.test".into())).await;
+    let ts = &org.ts;
+    let boss = admin_session(ts).await;
+    let saved = post(
+        ts,
+        &boss,
+        "/console/settings/assistant",
+        &[
+            ("op", "save"),
+            ("assistant-url", "http://127.0.0.1:8080/v1"),
+            ("assistant-model", "llama"),
+            ("assistant-key", "sk-secret"),
+            ("assistant-timeout", "9000"),
+        ],
+    )
+    .await;
+    assert_eq!(saved.status, 303, "{}", saved.text());
+    let settings = expect(&ts.get(&org.admin, "/v1/org").await, 200);
+    assert_eq!(settings["assistant"]["model"], json!("llama"));
+    assert_eq!(settings["assistant"]["timeoutMs"], json!(9000));
+    assert!(
+        !settings_page(ts, &boss).await.contains("sk-secret"),
+        "a secret is never shown"
+    );
+
+    let providers = [
+        ("sms-kind", "twilio"),
+        ("sms-accountSid", "AC0123456789abcdef0123456789abcdef"),
+        ("sms-authToken", "twilio-token"),
+        ("sms-from", "+15550100000"),
+        ("voice-kind", "sandbox"),
+        ("email-kind", "smtp"),
+        ("email-host", "127.0.0.1"),
+        ("email-port", "2525"),
+        ("email-security", "none"),
+        ("email-password", "mail-secret"),
+        ("email-from", "sales@solar.example"),
+    ];
+    let saved = post(ts, &boss, "/console/settings/providers", &providers).await;
+    assert_eq!(saved.status, 303, "{}", saved.text());
+    let settings = expect(&ts.get(&org.admin, "/v1/org").await, 200);
+    assert_eq!(
+        settings["providers"]["sms"]["kind"],
+        json!("twilio"),
+        "{settings}"
+    );
+    assert_eq!(settings["providers"]["sms"]["authTokenSet"], json!(true));
+    assert_eq!(settings["providers"]["email"]["kind"], json!("smtp"));
+    let page = settings_page(ts, &boss).await;
+    assert!(
+        !page.contains("twilio-token") && !page.contains("mail-secret"),
+        "secrets are write-only"
+    );
+
+    // Saved again without the secrets: they are kept.
+    let again: Vec<(&str, &str)> = providers
+        .iter()
+        .copied()
+        .filter(|(k, _)| *k != "sms-authToken" && *k != "email-password")
+        .collect();
+    assert_eq!(
+        post(ts, &boss, "/console/settings/providers", &again)
+            .await
+            .status,
+        303
+    );
+    let settings = expect(&ts.get(&org.admin, "/v1/org").await, 200);
+    assert_eq!(
+        settings["providers"]["sms"]["authTokenSet"],
+        json!(true),
+        "{settings}"
+    );
+
+    let mut bad = again.clone();
+    bad.retain(|(k, _)| *k != "email-port");
+    bad.push(("email-port", "ninety"));
+    let refused = post(ts, &boss, "/console/settings/providers", &bad).await;
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused
+            .text()
+            .contains("Invalid format for field: providers.email.port"),
+        "{}",
+        refused.text()
+    );
+
+    let removed = post(
+        ts,
+        &boss,
+        "/console/settings/assistant",
+        &[("op", "remove")],
+    )
+    .await;
+    assert_eq!(removed.status, 303);
+    assert_eq!(
+        expect(&ts.get(&org.admin, "/v1/org").await, 200)["assistant"],
+        json!(null)
+    );
+}
