@@ -29,7 +29,7 @@ impl TestServer {
             })
             .await;
         let password = passwords::generate();
-        let password_hash = passwords::hash(&password).expect("hash");
+        let password_hash = passwords::hash_cheaply(&password).expect("hash");
         self.admin(AdminRequest::UserCreate {
             org: org.to_string(),
             email: email.to_string(),

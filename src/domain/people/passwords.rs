@@ -63,7 +63,24 @@ pub fn hash(password: &str) -> Result<String> {
         .map_err(|e| Error::Internal(format!("password hash: {e}")))
 }
 
-/// Whether `password` matches `hash` (a PHC string); an unreadable hash matches nothing.
+/// An argon2id hash with small costs (8 MiB, 1 pass), for the test kit's people only:
+/// a test process starts many servers with many users, and 64 MiB per hash would swell
+/// it. A check reads the costs from the hash itself, so such a user signs in through
+/// the real path.
+#[cfg(any(test, feature = "testkit"))]
+pub fn hash_cheaply(password: &str) -> Result<String> {
+    let salt = SaltString::encode_b64(&crate::ids::random_bytes::<16>())
+        .map_err(|e| Error::Internal(format!("password salt: {e}")))?;
+    let params = Params::new(8 * 1024, 1, 1, None)
+        .map_err(|e| Error::Internal(format!("password params: {e}")))?;
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| Error::Internal(format!("password hash: {e}")))
+}
+
+/// Whether `password` matches `hash` (a PHC string, whose own costs the check uses); an
+/// unreadable hash matches nothing.
 pub fn verify(password: &str, hash: &str) -> bool {
     match PasswordHash::new(hash) {
         Ok(parsed) => argon2()
@@ -83,6 +100,14 @@ pub fn dummy_hash() -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cheap_hash_verifies_through_the_same_check() {
+        let h = hash_cheaply("correct horse battery").unwrap();
+        assert!(h.starts_with("$argon2id$v=19$m=8192,t=1,p=1$"));
+        assert!(verify("correct horse battery", &h));
+        assert!(!verify("wrong horse battery", &h));
+    }
 
     #[test]
     fn a_hash_verifies_its_password_only() {
