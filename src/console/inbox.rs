@@ -236,7 +236,8 @@ fn frame(text: String) -> std::result::Result<Frame<Bytes>, Infallible> {
 }
 
 /// `GET /console/events`: Server-Sent Events for the visitor's organization. `change`
-/// (with the changed leads' ids) after every commit that changed one of its leads;
+/// (with the changed leads' ids, or none when any may have changed) after every window
+/// of commits (`store::changes`, at most 100 ms) that changed one of its leads;
 /// `reload` when the stream fell behind (it then ends); `signed-out` when the session
 /// ended (it then ends); a comment every 15 s. A `Last-Event-ID` older than the last
 /// commit gets one `change` at once, so a page that reconnects catches up.
@@ -279,9 +280,12 @@ pub fn stream(state: &AppState, visitor: &Visitor, headers: &HeaderMap) -> Resul
                             let _ = tx.try_send(frame("event: signed-out\ndata: {}\n\n".into()));
                             return;
                         }
-                        let leads: Vec<&str> = commit.leads_of(&org).take(100).collect();
-                        if leads.is_empty() {
+                        let mut leads: Vec<&str> = commit.leads_of(&org).take(101).collect();
+                        if leads.is_empty() && !commit.every_lead {
                             continue;
+                        }
+                        if commit.every_lead || leads.len() > 100 {
+                            leads.clear(); // an empty list: any lead may have changed
                         }
                         let ids = serde_json::to_string(&leads).unwrap_or_else(|_| "[]".into());
                         format!("id: {}\nevent: change\ndata: {{\"leads\":{ids}}}\n\n", commit.seq)

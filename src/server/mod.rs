@@ -47,6 +47,8 @@ pub struct Server {
     admin_loop: JoinHandle<()>,
     dispatcher: JoinHandle<()>,
     scheduler: JoinHandle<()>,
+    /// Publishes the commits' changes in windows (`store::changes`).
+    changes: JoinHandle<()>,
     socket_path: PathBuf,
     certs: Option<Arc<tls::CertStore>>,
 }
@@ -124,6 +126,7 @@ impl Server {
         )?;
         let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
         let scheduler = tokio::spawn(engine.run(stopped.clone()));
+        let changes = tokio::spawn(store.changes().clone().run(stopped.clone()));
         let accept_loop = tokio::spawn(accept_loop(
             listener,
             tls,
@@ -146,6 +149,7 @@ impl Server {
             admin_loop,
             dispatcher,
             scheduler,
+            changes,
             socket_path,
             certs,
         })
@@ -174,6 +178,7 @@ impl Server {
         // Requests are done; attempts in flight get a short grace, the rest stays queued.
         let _ = self.dispatcher.await;
         let _ = self.scheduler.await;
+        let _ = self.changes.await;
         self.admin_loop.abort();
         let _ = std::fs::remove_file(&self.socket_path);
         let store = self.store.clone();

@@ -124,8 +124,9 @@ impl Store {
         self.path.parent().unwrap_or_else(|| Path::new("."))
     }
 
-    /// What each commit changed, published after it (the console's live streams).
-    pub fn changes(&self) -> &changes::Changes {
+    /// What the commits changed, published after them in windows (the console's live
+    /// streams, the notifier); the server runs its [`changes::Changes::run`].
+    pub fn changes(&self) -> &Arc<changes::Changes> {
         &self.changes
     }
 
