@@ -146,6 +146,38 @@ async fn a_csv_creates_updates_merges_and_refuses_by_row() {
     );
 }
 
+/// A file of `n` distinct people, then a row repeating the first by phone and one
+/// repeating the second by email: the repeats fall in a later part than their first.
+fn long_file(n: usize) -> String {
+    let mut csv = String::from("First Name,Phone Number,Email\n");
+    for i in 0..n {
+        csv.push_str(&format!("P{i},(737) 555-{i:04},p{i}@example.com\n"));
+    }
+    csv.push_str("Again,+1 737 555 0000,\n");
+    csv.push_str("Twice,,P1@EXAMPLE.COM\n");
+    csv
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_of_a_later_part_merge_into_the_first_part_s_leads() {
+    let org = setup().await;
+    let (ts, key) = (&org.ts, &org.write);
+    let n = engaged::domain::import::PART_ROWS * 2 + 7;
+    let csv = long_file(n);
+    let before = total(ts, key).await;
+    let dry = import(ts, key, "?dryRun=true", "text/csv", &csv).await;
+    assert_eq!(dry["created"], json!(n), "{}", dry["refused"]);
+    assert_eq!(dry["merged"], json!(2), "{}", dry["refused"]);
+    assert_eq!(total(ts, key).await, before, "a dry run changes nothing");
+
+    let report = import(ts, key, "", "text/csv", &csv).await;
+    assert_eq!(report["created"], json!(n), "{}", report["refused"]);
+    assert_eq!(report["merged"], json!(2), "{}", report["refused"]);
+    assert_eq!(total(ts, key).await, before + n as u64, "no duplicate");
+    let found = expect(&ts.get(key, "/v1/leads/search?q=p1@example.com").await, 200);
+    assert_eq!(found["leads"][0]["firstName"], json!("Twice"), "{found}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dry_run_reports_the_same_and_changes_nothing() {
     let org = setup().await;

@@ -7,7 +7,8 @@
 //!
 //! **A file never sits whole in memory**: a blocking task parses it into parts, at most
 //! two of them waiting, while the parts before are written. What stays is the file's
-//! match keys (for merging its own rows) and the refused rows.
+//! match keys (for merging its own rows, as digests: `rows::FileIndex`) and the refused
+//! rows.
 
 pub mod mapping;
 pub mod rows;
@@ -27,8 +28,11 @@ use rows::{FileIndex, Outcome, Row};
 
 /// The largest file an import reads (the API's body, the console's upload).
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
-/// Rows per write job.
-pub const PART_ROWS: usize = 200;
+/// Rows per write job. Each commit writes its dirty pages and waits for one fsync, so
+/// bigger parts import faster (100,000 rows: 31.5 s in parts of 200, 28.2 s in parts
+/// of 500); a part holds the writer about 150 ms, the longest any other write waits
+/// during an import.
+pub const PART_ROWS: usize = 500;
 /// The longest NDJSON line read.
 const MAX_LINE: u64 = 1 << 20;
 
@@ -169,7 +173,9 @@ where
             .write()
             .map_err(|_| Error::Internal("import index lock".into()))?;
         for done in applied {
-            known.extend(done.keys);
+            if let Some(lead) = done.lead() {
+                known.add(lead, done.row, &done.keys);
+            }
             match done.outcome {
                 Outcome::Created(_) => report.created += 1,
                 Outcome::Updated(_) => report.updated += 1,

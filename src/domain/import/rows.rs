@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
 
 use super::mapping::Field;
 use crate::domain::records::leads;
@@ -42,15 +43,68 @@ pub enum Outcome {
 }
 
 /// The file's rows so far: each match key (`ext:`, `phone:`, `email:` and the value) →
-/// the lead its row made or updated, and that row's number.
-pub type FileIndex = HashMap<String, (String, u64)>;
+/// the lead its row made or updated, and that row's number. It lives as long as the
+/// import, so it is kept small: a key as the first 16 bytes of its SHA-256 (two keys
+/// of one file alike in 128 bits do not happen), a lead's id once for all its keys.
+#[derive(Debug, Default)]
+pub struct FileIndex {
+    keys: HashMap<[u8; 16], (usize, u64)>,
+    leads: Vec<Box<str>>,
+}
+
+impl FileIndex {
+    fn digest(key: &str) -> [u8; 16] {
+        let mut digest = [0; 16];
+        digest.copy_from_slice(&Sha256::digest(key.as_bytes())[..16]);
+        digest
+    }
+
+    /// The lead an earlier row with `key` made or updated, and that row's number.
+    pub fn get(&self, key: &str) -> Option<(&str, u64)> {
+        let (slot, row) = self.keys.get(&Self::digest(key))?;
+        Some((self.leads.get(*slot)?, *row))
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.keys.contains_key(&Self::digest(key))
+    }
+
+    /// Adds `keys` of row `row`, which made or updated `lead` (a key already held keeps
+    /// its first row).
+    pub fn add<'k>(&mut self, lead: &str, row: u64, keys: impl IntoIterator<Item = &'k String>) {
+        let slot = self.leads.len();
+        let mut used = false;
+        for key in keys {
+            if let std::collections::hash_map::Entry::Vacant(entry) =
+                self.keys.entry(Self::digest(key))
+            {
+                entry.insert((slot, row));
+                used = true;
+            }
+        }
+        if used {
+            self.leads.push(lead.into());
+        }
+    }
+}
 
 /// A row's outcome and the keys it adds to the file's index.
 #[derive(Debug, Clone)]
 pub struct Applied {
     pub row: u64,
     pub outcome: Outcome,
-    pub keys: Vec<(String, (String, u64))>,
+    /// The row's match keys the file's index does not hold yet.
+    pub keys: Vec<String>,
+}
+
+impl Applied {
+    /// The lead the row made or updated (none when it was refused).
+    pub fn lead(&self) -> Option<&str> {
+        match &self.outcome {
+            Outcome::Created(id) | Outcome::Updated(id) | Outcome::Merged(id, _) => Some(id),
+            Outcome::Refused(_) => None,
+        }
+    }
 }
 
 /// Applies `rows` in `tx`, the file's earlier rows in `known`. `dry_run`: the caller
@@ -65,7 +119,7 @@ pub fn apply(
     known: &FileIndex,
 ) -> Result<Vec<Applied>> {
     let country = Country::parse(&tx.engine_settings(&caller.org_id)?.default_country);
-    let mut here: FileIndex = HashMap::new();
+    let mut here = FileIndex::default();
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let (outcome, keys) =
@@ -75,26 +129,20 @@ pub fn apply(
                 Err(e @ Error::Internal(_)) => return Err(e),
                 Err(e) => (Outcome::Refused(e.to_string()), Vec::new()),
             };
-        let lead = match &outcome {
-            Outcome::Created(id) | Outcome::Updated(id) | Outcome::Merged(id, _) => {
-                Some(id.clone())
-            }
-            Outcome::Refused(_) => None,
-        };
-        let mut added = Vec::new();
-        if let Some(lead) = lead {
-            for key in keys {
-                if !known.contains_key(&key) && !here.contains_key(&key) {
-                    here.insert(key.clone(), (lead.clone(), row.number));
-                    added.push((key, (lead.clone(), row.number)));
-                }
-            }
-        }
-        out.push(Applied {
+        let mut applied = Applied {
             row: row.number,
             outcome,
-            keys: added,
-        });
+            keys: Vec::new(),
+        };
+        if let Some(lead) = applied.lead() {
+            let added: Vec<String> = keys
+                .into_iter()
+                .filter(|key| !known.contains(key) && !here.contains(key))
+                .collect();
+            here.add(lead, row.number, &added);
+            applied.keys = added;
+        }
+        out.push(applied);
     }
     Ok(out)
 }
@@ -128,6 +176,8 @@ fn one(
         .iter()
         .find_map(|k| known.get(k).or_else(|| here.get(k)));
     if let Some((lead, first)) = earlier {
+        let lead = lead.to_string();
+        let lead = &lead;
         if create_only {
             return Err(Error::Conflict(format!("Same lead as row {first}")));
         }
@@ -139,7 +189,7 @@ fn one(
             add_tags(tx, org, lead, &mut body)?;
             leads::update(tx, caller, lead, body)?;
         }
-        return Ok((Outcome::Merged(lead.clone(), *first), keys));
+        return Ok((Outcome::Merged(lead.clone(), first), keys));
     }
     if let Some(lead) = live_match(tx, org, &body)? {
         if create_only {
@@ -294,4 +344,34 @@ fn add_tags(tx: &WriteTx, org: &str, lead: &str, body: &mut Map<String, Value>) 
     }
     body.insert("tags".into(), Value::Array(all));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_index_answers_each_key_s_first_row_and_its_lead() {
+        let mut index = FileIndex::default();
+        let keys = |list: &[&str]| list.iter().map(|k| k.to_string()).collect::<Vec<_>>();
+        index.add(
+            "lead-a",
+            2,
+            &keys(&["phone:+15125550100", "email:a@x.example"]),
+        );
+        index.add(
+            "lead-b",
+            3,
+            &keys(&["phone:+15125550100", "email:b@x.example"]),
+        );
+        assert_eq!(index.get("phone:+15125550100"), Some(("lead-a", 2)));
+        assert_eq!(index.get("email:a@x.example"), Some(("lead-a", 2)));
+        assert_eq!(index.get("email:b@x.example"), Some(("lead-b", 3)));
+        assert!(index.contains("email:b@x.example"));
+        assert!(!index.contains("email:c@x.example"));
+        assert_eq!(index.get("phone:+15125550101"), None);
+        // A row adding no new key keeps no copy of its lead's id.
+        index.add("lead-c", 4, &keys(&["email:a@x.example"]));
+        assert_eq!(index.leads.len(), 2);
+    }
 }
