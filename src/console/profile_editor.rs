@@ -1,6 +1,7 @@
 //! The profile editor (admins): `/console/campaigns/{profile}/edit` and "New campaign"
 //! (`/console/campaigns/new`). One form holds every member of a profile; steps are
-//! added, removed and moved with buttons that post the form back (no script needed).
+//! added, removed and moved up or down with buttons that post the form back (no script
+//! needed).
 //! "Save" validates exactly as `PUT /v1/profiles/{name}` (`settings::profiles`), each
 //! refusal beside its field; "Preview" renders each step for a lead the person names
 //! (or a sample lead); "Try the assistant" asks the configured model with these
@@ -243,6 +244,13 @@ pub async fn act(
                 }
             }
         }
+        Some(("down", i)) => {
+            if let Ok(i) = i.parse::<usize>() {
+                if i + 1 < draft.steps.len() {
+                    draft.steps.swap(i, i + 1);
+                }
+            }
+        }
         _ => match op.as_str() {
             "add" if draft.steps.len() < profiles::MAX_STEPS => draft.steps.push(Step {
                 channel: "sms".into(),
@@ -465,6 +473,7 @@ fn render(visitor: &Visitor, draft: &Draft, shown: &Shown) -> Markup {
                         div.actions {
                             button.secondary type="submit" name="op" value={ "remove:" (i) } { "Remove step " (i + 1) }
                             @if i > 0 { button.secondary type="submit" name="op" value={ "up:" (i) } { "Move step " (i + 1) " up" } }
+                            @if i + 1 < draft.steps.len() { button.secondary type="submit" name="op" value={ "down:" (i) } { "Move step " (i + 1) " down" } }
                         }
                     }
                 }

@@ -7,6 +7,7 @@
 //! Without `chromedriver` (and `chromium`) the test fails and says how to install them:
 //! `scripts/test` does it, or `apt-get install chromium chromium-driver`.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -45,7 +46,14 @@ pub struct Browser {
 }
 
 impl Drop for Browser {
+    /// Ends chromedriver and the Chromium it started (its process group: a test that
+    /// panicked never closed its session, and Chromium would outlive it).
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
@@ -69,6 +77,7 @@ impl Browser {
             .expect("a free port");
         let path = chromedriver();
         let driver = Command::new(&path)
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -222,8 +231,22 @@ impl Browser {
             .is_empty()
     }
 
+    /// Clicks the button whose text is `text`. A page replaced between finding the
+    /// button and clicking it (the page before a submission still loading) is looked
+    /// at again, as a person would.
     pub async fn click_button(&self, text: &str) {
-        self.button(text).await.click().await.expect("click");
+        for _ in 0..5 {
+            match self.button(text).await.click().await {
+                Ok(_) => return,
+                Err(fantoccini::error::CmdError::Standard(e))
+                    if e.error == fantoccini::error::ErrorStatus::StaleElementReference =>
+                {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("click {text:?}: {e}"),
+            }
+        }
+        panic!("the button {text:?} kept being replaced");
     }
 
     /// Follows the link whose text is `text`.

@@ -1,5 +1,5 @@
 //! The profile editor: a campaign edited and saved with an invalid field first, then
-//! fixed, a step added; the playground answering with unsaved instructions, nothing
+//! fixed, a step added and the first moved down; the playground answering with unsaved instructions, nothing
 //! stored.
 
 use hyper::Method;
@@ -51,14 +51,17 @@ async fn a_campaign_is_edited_with_one_invalid_field_then_saved() {
     browser
         .wait_for_text("Still thinking about solar, Sam?")
         .await;
+    browser.click_button("Move step 1 down").await;
     browser.click_button("Save").await;
     browser.wait_for_text("Funnel").await;
     let saved = server.get(&admin, "/v1/profiles/solar").await.json();
-    assert_eq!(saved["cadence"][0]["after"], json!("2h"), "{saved}");
     assert_eq!(
-        saved["cadence"][1]["text"],
-        json!("Still thinking about solar, {{firstName}}?")
+        saved["cadence"][0]["text"],
+        json!("Still thinking about solar, {{firstName}}?"),
+        "{saved}"
     );
+    assert_eq!(saved["cadence"][1]["after"], json!("2h"), "{saved}");
+    assert_eq!(saved["cadence"][1]["text"], json!("Hi {{firstName}}"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
