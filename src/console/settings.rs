@@ -1,7 +1,9 @@
 //! `/console/settings` (admins): the organization's settings (saved exactly as
 //! `PATCH /v1/org` saves them, each refusal shown beside its field), the people (added
 //! with a password shown once, a role changed, disabled), the API keys (created with
-//! the key shown once, revoked) and the notification emails sent.
+//! the key shown once, revoked), the webhook endpoints (added with their signing secret
+//! shown once, removed; their recent deliveries retried) and the notification emails
+//! sent.
 
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
@@ -16,11 +18,12 @@ use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
 use crate::domain::people::{passwords, users};
-use crate::domain::records::auth;
+use crate::domain::records::{auth, webhook_endpoints};
 use crate::domain::settings::org;
 use crate::error::{Error, Result};
 use crate::store::records::{Role, Scope};
 use crate::store::Reader;
+use crate::webhooks::WebhookEvent;
 
 /// Deliveries shown per webhook endpoint.
 const RECENT_DELIVERIES: usize = 10;
@@ -48,15 +51,19 @@ pub enum SettingsAction {
     TestAssistant,
     SendTest,
     RetryDelivery,
+    AddWebhook,
+    RemoveWebhook,
     SaveAssistant,
     SaveProviders,
 }
 
 impl SettingsAction {
-    pub const ALL: [(&'static str, SettingsAction); 11] = [
+    pub const ALL: [(&'static str, SettingsAction); 13] = [
         ("assistant", SettingsAction::SaveAssistant),
         ("providers", SettingsAction::SaveProviders),
         ("retry-delivery", SettingsAction::RetryDelivery),
+        ("webhooks", SettingsAction::AddWebhook),
+        ("remove-webhook", SettingsAction::RemoveWebhook),
         ("assistant-test", SettingsAction::TestAssistant),
         ("send-test", SettingsAction::SendTest),
         ("organization", SettingsAction::SaveOrg),
@@ -336,9 +343,17 @@ fn render(
             }
             section.panel aria-labelledby="webhooks-heading" {
                 h2 #webhooks-heading { "Webhooks" }
-                @if hooks.is_empty() { p.muted { "No endpoint: POST /v1/webhooks registers one." } }
+                @if hooks.is_empty() { p.muted { "No endpoint yet." } }
                 @for (endpoint, recent) in &hooks {
                     h3 { (endpoint.url) @if endpoint.disabled_at.is_some() { " " span.badge.attention { "Disabled: " (endpoint.disabled_reason) } } }
+                    p.muted {
+                        @if endpoint.events.is_empty() { "Every event" } @else { (endpoint.events.join(", ")) }
+                    }
+                    form.inline method="post" action="/console/settings/remove-webhook" data-confirm={ "Remove the endpoint " (endpoint.url) "?" } {
+                        (layout::csrf_field(visitor))
+                        input type="hidden" name="id" value=(endpoint.id);
+                        button.secondary type="submit" { "Remove endpoint " (endpoint.url) }
+                    }
                     @if recent.is_empty() { p.muted { "No delivery yet." } } @else {
                         div.table-wrap {
                             table {
@@ -367,6 +382,23 @@ fn render(
                             }
                         }
                     }
+                }
+                h3 { "Add an endpoint" }
+                form.stack method="post" action="/console/settings/webhooks" {
+                    (layout::csrf_field(visitor))
+                    div {
+                        label for="webhook-url" { "Endpoint URL" }
+                        input #webhook-url type="url" name="url" required placeholder="https://crm.example/hooks/engaged";
+                    }
+                    fieldset.choice {
+                        legend { "Events (none checked: every event)" }
+                        @for event in WebhookEvent::ALL {
+                            input id={ "event-" (event.as_str()) } type="checkbox" name="events" value=(event.as_str());
+                            label for={ "event-" (event.as_str()) } { (event.as_str()) }
+                            " "
+                        }
+                    }
+                    div.actions { button type="submit" { "Add endpoint" } }
                 }
             }
             section.panel #notifications aria-labelledby="notifications-heading" {
@@ -787,13 +819,41 @@ pub async fn act(
             );
             store
                 .write(move |tx| {
-                    crate::domain::records::webhook_endpoints::retry_delivery(
-                        tx, &caller, &endpoint, &delivery,
-                    )
-                    .map(drop)
+                    webhook_endpoints::retry_delivery(tx, &caller, &endpoint, &delivery).map(drop)
                 })
                 .await?;
             shown.notice = Some("The delivery is queued again.".into());
+        }
+        SettingsAction::AddWebhook => {
+            let mut body = Map::new();
+            body.insert("url".into(), json!(form.text("url")));
+            let events: Vec<&str> = form.all("events").collect();
+            if !events.is_empty() {
+                body.insert("events".into(), json!(events));
+            }
+            let added = store
+                .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, body.clone()))
+                .await;
+            match added {
+                Ok(endpoint) => {
+                    shown.secret = Some((
+                        format!(
+                            "Deliveries to {} are signed with this secret (webhook-signature).",
+                            endpoint.url
+                        ),
+                        endpoint.secret,
+                    ))
+                }
+                Err(e @ Error::BadRequest(_)) => shown.notice = Some(e.to_string()),
+                Err(e) => return Err(e),
+            }
+        }
+        SettingsAction::RemoveWebhook => {
+            let id = form.text("id").to_string();
+            store
+                .write(move |tx| webhook_endpoints::delete_endpoint(tx, &caller, &id))
+                .await?;
+            shown.notice = Some("The endpoint is removed.".into());
         }
         SettingsAction::RevokeKey => {
             let id = form.text("id").to_string();

@@ -1,7 +1,8 @@
 //! The console's settings (admins): the organization saved as `PATCH /v1/org` saves it,
 //! a refusal beside its field changing nothing; people added (a password shown once
 //! that signs in), a role changed, disabled; API keys created (shown once) and revoked;
-//! agents and viewers refused; another organization's person or key not found.
+//! webhook endpoints added (their secret shown once) and removed; agents and viewers
+//! refused; another organization's person, key or endpoint not found.
 
 use hyper::Method;
 use serde_json::json;
@@ -376,6 +377,110 @@ async fn a_failing_webhook_delivery_is_shown_and_retried_from_settings() {
         retried.text()
     );
     hooks.wait_for(2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_endpoint_is_added_with_its_secret_shown_once_and_removed() {
+    use engaged::testkit::WebhookReceiver;
+    let org = Org::start().await;
+    let ts = &org.ts;
+    let boss = admin_session(ts).await;
+
+    let refused = post(
+        ts,
+        &boss,
+        "/console/settings/webhooks",
+        &[("url", "ftp://nope")],
+    )
+    .await;
+    assert!(
+        refused.text().contains("Invalid format for field: url"),
+        "{}",
+        refused.text()
+    );
+    let refused = post(
+        ts,
+        &boss,
+        "/console/settings/webhooks",
+        &[("url", "https://crm.example/h"), ("events", "lead.nothing")],
+    )
+    .await;
+    assert!(refused.text().contains("Invalid format for field: events"));
+    let listed = expect(&ts.get(&org.admin, "/v1/webhooks").await, 200);
+    assert_eq!(listed["webhooks"], json!([]), "a refusal adds nothing");
+
+    let hooks = WebhookReceiver::ok().await;
+    let added = post(
+        ts,
+        &boss,
+        "/console/settings/webhooks",
+        &[("url", &hooks.url), ("events", "lead.opted_out")],
+    )
+    .await;
+    let page = added.text();
+    assert_eq!(added.status, 200, "{page}");
+    let marker = "<code class=\"secret\">";
+    let at = page.find(marker).expect("the secret") + marker.len();
+    let secret = page[at..at + page[at..].find('<').expect("its end")].to_string();
+    assert!(
+        secret.starts_with("whsec_"),
+        "the secret shown once: {page}"
+    );
+    assert!(
+        !settings_page(ts, &boss).await.contains(&secret),
+        "never shown again"
+    );
+    let listed = expect(&ts.get(&org.admin, "/v1/webhooks").await, 200);
+    assert_eq!(listed["webhooks"][0]["url"], json!(hooks.url));
+    assert_eq!(listed["webhooks"][0]["events"], json!(["lead.opted_out"]));
+
+    ts.create_lead(&org.write, &json!({"id": "w-1", "phone": "+15125550101"}))
+        .await;
+    ts.send_json(
+        Method::POST,
+        &org.write,
+        "/v1/inbound/sms",
+        &json!({"from": "+15125550101", "text": "STOP"}),
+    )
+    .await;
+    let delivered = hooks.wait_for(1).await;
+    crate::webhooks::verify(&secret, &delivered[0]);
+
+    let id = str_of(&listed["webhooks"][0]["id"]).to_string();
+    let globex = ts.key("globex", "admin").await;
+    let theirs = expect(
+        &ts.post(
+            &globex,
+            "/v1/webhooks",
+            &json!({"url": "https://globex.example/h"}),
+        )
+        .await,
+        201,
+    );
+    let foreign = post(
+        ts,
+        &boss,
+        "/console/settings/remove-webhook",
+        &[("id", str_of(&theirs["id"]))],
+    )
+    .await;
+    assert_eq!(foreign.status, 404, "another organization's endpoint");
+    let removed = post(
+        ts,
+        &boss,
+        "/console/settings/remove-webhook",
+        &[("id", &id)],
+    )
+    .await;
+    assert!(
+        removed.text().contains("The endpoint is removed."),
+        "{}",
+        removed.text()
+    );
+    let listed = expect(&ts.get(&org.admin, "/v1/webhooks").await, 200);
+    assert_eq!(listed["webhooks"], json!([]));
+    let theirs_left = expect(&ts.get(&globex, "/v1/webhooks").await, 200);
+    assert_eq!(theirs_left["webhooks"].as_array().map(Vec::len), Some(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

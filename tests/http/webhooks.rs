@@ -64,7 +64,7 @@ fn signature_matches(secret: &str, id: &str, timestamp: &str, body: &[u8], heade
 }
 
 /// Checks everything a receiver checks, and the envelope; panics with the reason.
-fn verify(secret: &str, r: &Received) {
+pub fn verify(secret: &str, r: &Received) {
     assert_eq!(r.method, "POST", "webhooks are POSTed");
     assert!(
         r.header("content-type").starts_with("application/json"),
