@@ -51,6 +51,9 @@ struct Draft {
     preview_lead: String,
     /// The playground's conversation, oldest first: (from the lead, text).
     chat: Vec<(bool, String)>,
+    /// The channel the playground's conversation is on (the assistant answers as it
+    /// would there: length, tone, the channel's guard); none chosen: SMS.
+    chat_channel: Option<Channel>,
 }
 
 #[derive(Debug, Default)]
@@ -90,6 +93,7 @@ impl Draft {
                 .collect(),
             preview_lead: String::new(),
             chat: Vec::new(),
+            chat_channel: None,
         }
     }
 
@@ -133,6 +137,7 @@ impl Draft {
             steps,
             preview_lead: form.text("preview-lead").to_string(),
             chat,
+            chat_channel: Channel::parse(form.text("chat-channel")),
         }
     }
 
@@ -302,7 +307,12 @@ pub async fn act(
                     .collect();
                 let tried = state
                     .engine
-                    .try_assistant(visitor.org(), &draft.instructions, &turns, Channel::Sms)
+                    .try_assistant(
+                        visitor.org(),
+                        &draft.instructions,
+                        &turns,
+                        draft.chat_channel.unwrap_or(Channel::Sms),
+                    )
                     .await?;
                 match tried {
                     Ok(tried) => {
@@ -500,6 +510,14 @@ fn render(visitor: &Visitor, draft: &Draft, shown: &Shown) -> Markup {
                     }
                 }
                 @if let Some(tried) = &shown.tried { p.notice role="status" { (tried) } }
+                div {
+                    label for="chat-channel" { "Conversation on" }
+                    select #chat-channel name="chat-channel" {
+                        @for (channel, words) in [(Channel::Sms, "SMS"), (Channel::Email, "Email"), (Channel::Voice, "A call (spoken)")] {
+                            option value=(channel.as_str()) selected[draft.chat_channel.unwrap_or(Channel::Sms) == channel] { (words) }
+                        }
+                    }
+                }
                 div {
                     label for="say" { "As the lead" }
                     input #say type="text" name="say";

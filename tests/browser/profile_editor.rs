@@ -1,6 +1,6 @@
 //! The profile editor: a campaign edited and saved with an invalid field first, then
-//! fixed, a step added and the first moved down; the playground answering with unsaved instructions, nothing
-//! stored.
+//! fixed, a step added and the first moved down; the playground answering by email
+//! with unsaved instructions, nothing stored.
 
 use hyper::Method;
 use serde_json::json;
@@ -81,6 +81,7 @@ async fn the_playground_answers_with_unsaved_instructions_and_stores_nothing() {
             "You are Sam from Acme Solar; you know roofs.",
         )
         .await;
+    browser.select("Conversation on", "Email").await;
     browser
         .fill("As the lead", "Do you install on metal roofs?")
         .await;
@@ -96,6 +97,10 @@ async fn the_playground_answers_with_unsaved_instructions_and_stores_nothing() {
         "the unsaved instructions: {text}"
     );
     assert!(text.contains("Do you install on metal roofs?"), "{text}");
+    assert!(
+        text.contains("plain-text body of an email"),
+        "answered as on the chosen channel: {text}"
+    );
     assert_eq!(
         server.get(&admin, "/v1/profiles").await.json()["profiles"],
         json!([]),
