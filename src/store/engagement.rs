@@ -62,19 +62,8 @@ impl WriteTx {
     /// The ids of an organization's leads whose engagement follows `profile`.
     pub fn leads_following(&self, org: &str, profile: &str) -> Result<Vec<String>> {
         let table = self.open_read(ENGAGEMENTS)?;
-        let mut out = Vec::new();
-        for row in table.range((org, "")..)? {
-            let (key, value) = row?;
-            let (row_org, lead) = key.value();
-            if row_org != org {
-                break;
-            }
-            let engagement: EngagementRecord = decode(value.value())?;
-            if engagement.profile == profile {
-                out.push(lead.to_string());
-            }
-        }
-        Ok(out)
+        let following = engagements_following(&*table, org, profile)?;
+        Ok(following.into_iter().map(|(lead, _)| lead).collect())
     }
 
     pub fn put_agenda(&mut self, due: Micros, id: &str, job: &AgendaJob) -> Result<()> {
@@ -350,20 +339,7 @@ impl ReadTx {
         org: &str,
         profile: &str,
     ) -> Result<Vec<(String, super::records::EngagementState)>> {
-        let table = self.open_read(ENGAGEMENTS)?;
-        let mut out = Vec::new();
-        for row in table.range((org, "")..)? {
-            let (key, value) = row?;
-            let (row_org, lead) = key.value();
-            if row_org != org {
-                break;
-            }
-            let engagement: EngagementRecord = decode(value.value())?;
-            if engagement.profile == profile {
-                out.push((lead.to_string(), engagement.state));
-            }
-        }
-        Ok(out)
+        engagements_following(&self.open_read(ENGAGEMENTS)?, org, profile)
     }
 
     /// A campaign's counters, by name.
@@ -384,6 +360,28 @@ impl ReadTx {
         }
         Ok(out)
     }
+}
+
+/// The leads of `org` whose engagement in `engagements` follows `profile`, with its
+/// state: a walk over the organization's engagements, shared by both transactions.
+fn engagements_following(
+    engagements: &impl ReadableTable<(&'static str, &'static str), &'static [u8]>,
+    org: &str,
+    profile: &str,
+) -> Result<Vec<(String, super::records::EngagementState)>> {
+    let mut out = Vec::new();
+    for row in engagements.range((org, "")..)? {
+        let (key, value) = row?;
+        let (row_org, lead) = key.value();
+        if row_org != org {
+            break;
+        }
+        let engagement: EngagementRecord = decode(value.value())?;
+        if engagement.profile == profile {
+            out.push((lead.to_string(), engagement.state));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
