@@ -844,7 +844,10 @@ pub async fn act(
                         endpoint.secret,
                     ))
                 }
-                Err(e @ Error::BadRequest(_)) => shown.notice = Some(e.to_string()),
+                Err(e @ Error::BadRequest(_)) => {
+                    shown.notice = Some(e.to_string());
+                    return render(state, visitor, StatusCode::BAD_REQUEST, shown);
+                }
                 Err(e) => return Err(e),
             }
         }

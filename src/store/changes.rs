@@ -2,7 +2,7 @@
 //! notifier), without ever making the writer wait.
 //!
 //! The writer hands each committed batch's changed leads (their record, engagement or
-//! handling) and ended sessions to [`Changes::publish`], which only merges them into
+//! handling) and ended sessions to `Changes::publish`, which only merges them into
 //! the pending window under a short lock. [`Changes::run`] publishes each window as
 //! one [`Commit`], at most every [`WINDOW`], into a bounded broadcast channel: a busy
 //! writer (a commit every few milliseconds) wakes every listener once per window, not

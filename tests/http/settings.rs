@@ -393,6 +393,7 @@ async fn a_webhook_endpoint_is_added_with_its_secret_shown_once_and_removed() {
         &[("url", "ftp://nope")],
     )
     .await;
+    assert_eq!(refused.status, 400);
     assert!(
         refused.text().contains("Invalid format for field: url"),
         "{}",
@@ -405,6 +406,7 @@ async fn a_webhook_endpoint_is_added_with_its_secret_shown_once_and_removed() {
         &[("url", "https://crm.example/h"), ("events", "lead.nothing")],
     )
     .await;
+    assert_eq!(refused.status, 400);
     assert!(refused.text().contains("Invalid format for field: events"));
     let listed = expect(&ts.get(&org.admin, "/v1/webhooks").await, 200);
     assert_eq!(listed["webhooks"], json!([]), "a refusal adds nothing");
