@@ -190,8 +190,10 @@ fn render(
                                 Some(form) => form.all("day").any(|d| d == day),
                                 None => engine.follow_up_days.is_empty() || engine.follow_up_days.iter().any(|d| d == day),
                             };
-                            input id={ "day-" (day) } type="checkbox" name="day" value=(day) checked[on];
-                            label for={ "day-" (day) } { (label) }
+                            span.pair {
+                                input id={ "day-" (day) } type="checkbox" name="day" value=(day) checked[on];
+                                label for={ "day-" (day) } { (label) }
+                            }
                             " "
                         }
                         @if let Some(message) = error_for("followUpDays") { p.field-error { (message) } }
@@ -393,8 +395,10 @@ fn render(
                     fieldset.choice {
                         legend { "Events (none checked: every event)" }
                         @for event in WebhookEvent::ALL {
-                            input id={ "event-" (event.as_str()) } type="checkbox" name="events" value=(event.as_str());
-                            label for={ "event-" (event.as_str()) } { (event.as_str()) }
+                            span.pair {
+                                input id={ "event-" (event.as_str()) } type="checkbox" name="events" value=(event.as_str());
+                                label for={ "event-" (event.as_str()) } { (event.as_str()) }
+                            }
                             " "
                         }
                     }

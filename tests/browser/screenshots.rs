@@ -68,6 +68,11 @@ async fn screenshots() {
             ("editor", "/console/campaigns/solar/edit"),
             ("import", "/console/import"),
             ("settings", "/console/settings"),
+            ("settings-webhooks", "/console/settings#webhooks-heading"),
+            (
+                "editor-playground",
+                "/console/campaigns/solar/edit#chat-channel",
+            ),
             ("notifications", "/console/notifications"),
         ] {
             browser.goto(path).await;
