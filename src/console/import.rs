@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CONTENT_DISPOSITION, CONTENT_TYPE};
+use hyper::header::CONTENT_TYPE;
 use hyper::http::request::Parts;
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
@@ -426,15 +426,8 @@ pub async fn refused(state: &AppState, visitor: &Visitor, token: &str) -> Result
     let bytes = tokio::fs::read(&path)
         .await
         .map_err(|_| Error::NotFound("Not found".into()))?;
-    let mut response = Response::new(full(Bytes::from(bytes)));
-    let h = response.headers_mut();
-    h.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/csv; charset=utf-8"),
-    );
-    h.insert(
-        CONTENT_DISPOSITION,
-        HeaderValue::from_static("attachment; filename=\"refused-rows.csv\""),
-    );
-    Ok(response)
+    Ok(respond::csv_download(
+        full(Bytes::from(bytes)),
+        "refused-rows.csv",
+    ))
 }

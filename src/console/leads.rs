@@ -7,7 +7,6 @@
 use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use hyper::header::{HeaderValue, CONTENT_DISPOSITION, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
 
@@ -260,17 +259,10 @@ pub fn export(state: &AppState, visitor: &Visitor, query: &str) -> Result<Respon
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     });
-    let mut response = Response::new(StreamBody::new(stream).boxed());
-    let headers = response.headers_mut();
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/csv; charset=utf-8"),
-    );
-    headers.insert(
-        CONTENT_DISPOSITION,
-        HeaderValue::from_static("attachment; filename=\"leads.csv\""),
-    );
-    Ok(response)
+    Ok(respond::csv_download(
+        StreamBody::new(stream).boxed(),
+        "leads.csv",
+    ))
 }
 
 fn csv_batch(

@@ -1,7 +1,7 @@
 //! The console's answers: HTML pages, redirects, error pages, and the security headers
 //! every console response carries.
 
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, LOCATION};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE, LOCATION};
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
 
@@ -91,4 +91,35 @@ pub fn error_page(e: &Error, visitor: Option<&Visitor>) -> Response<Body> {
         }
     }
     response
+}
+
+/// `body` as a CSV file the browser downloads as `filename` (a name of ours, never a
+/// visitor's text).
+pub fn csv_download(body: Body, filename: &'static str) -> Response<Body> {
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/csv; charset=utf-8"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{filename}\"")) {
+        headers.insert(CONTENT_DISPOSITION, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_csv_download_names_its_type_and_file() {
+        let response = csv_download(full("a,b\n"), "leads.csv");
+        let headers = response.headers();
+        assert_eq!(headers[CONTENT_TYPE], "text/csv; charset=utf-8");
+        assert_eq!(
+            headers[CONTENT_DISPOSITION],
+            "attachment; filename=\"leads.csv\""
+        );
+    }
 }

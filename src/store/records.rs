@@ -894,6 +894,18 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// Every reason, in the order the interface lists them.
+    pub const ALL: [StopReason; 8] = [
+        StopReason::Replied,
+        StopReason::Unsubscribed,
+        StopReason::Dnc,
+        StopReason::Deleted,
+        StopReason::Qualified,
+        StopReason::Handoff,
+        StopReason::ProfileChanged,
+        StopReason::ProfileDeleted,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Replied => "replied",

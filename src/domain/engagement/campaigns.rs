@@ -28,22 +28,12 @@ use crate::store::records::{EngagementState, SendStatus, StopReason, SystemEvent
 use crate::store::{ReadTx, Reader, Store, WriteTx};
 use crate::time::Micros;
 
-/// The states and stop reasons the numbers name.
+/// The states the numbers name (and every stop reason, `StopReason::ALL`).
 const STATES: [EngagementState; 4] = [
     EngagementState::Active,
     EngagementState::Paused,
     EngagementState::Finished,
     EngagementState::Stopped,
-];
-const STOPS: [StopReason; 8] = [
-    StopReason::Replied,
-    StopReason::Unsubscribed,
-    StopReason::Dnc,
-    StopReason::Deleted,
-    StopReason::Qualified,
-    StopReason::Handoff,
-    StopReason::ProfileChanged,
-    StopReason::ProfileDeleted,
 ];
 /// The rates, by their wire names.
 const RATES: [&str; 5] = ["replied", "hot", "qualified", "handedOff", "optedOut"];
@@ -184,7 +174,7 @@ pub fn stats(read: &ReadTx, org: &str, name: &str) -> Result<Value> {
         );
     }
     let mut stopped = Map::new();
-    for reason in STOPS {
+    for reason in StopReason::ALL {
         stopped.insert(
             reason.as_str().into(),
             json!(count(&format!("stop:{}", reason.as_str()))?),

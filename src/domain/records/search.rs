@@ -42,17 +42,8 @@ pub const STATES: [EngagementState; 5] = [
     EngagementState::Finished,
 ];
 
-/// The stop reasons a search can ask for.
-pub const STOP_REASONS: [StopReason; 8] = [
-    StopReason::Replied,
-    StopReason::Unsubscribed,
-    StopReason::Dnc,
-    StopReason::Deleted,
-    StopReason::Qualified,
-    StopReason::Handoff,
-    StopReason::ProfileChanged,
-    StopReason::ProfileDeleted,
-];
+/// The stop reasons a search can ask for: every one.
+pub const STOP_REASONS: [StopReason; 8] = StopReason::ALL;
 
 /// The yes/no filters: wire name and facet name.
 pub const FLAGS: [(&str, &str); 6] = [
