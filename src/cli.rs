@@ -124,6 +124,10 @@ pub struct ServeArgs {
     /// Time a request's body has to arrive whole; later: 408 [default: 30s].
     #[arg(long, env = "ENGAGED_BODY_READ_TIMEOUT")]
     pub body_read_timeout: Option<String>,
+    /// Least average rate of every request body after its first 5 s, in bytes per
+    /// second [default: 1024].
+    #[arg(long, env = "ENGAGED_BODY_MIN_BYTES_PER_SECOND")]
+    pub body_min_bytes_per_second: Option<u64>,
     /// Least average rate of a recording upload, in bytes per second [default: 8192].
     #[arg(long, env = "ENGAGED_RECORDING_MIN_BYTES_PER_SECOND")]
     pub recording_min_bytes_per_second: Option<u64>,
@@ -277,6 +281,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 max_connections: args.max_connections,
                 max_connections_per_ip: args.max_connections_per_ip,
                 body_read_timeout: args.body_read_timeout,
+                body_min_bytes_per_second: args.body_min_bytes_per_second,
                 recording_min_bytes_per_second: args.recording_min_bytes_per_second,
                 rate_limit_per_second: args.rate_limit_per_second,
                 rate_limit_burst: args.rate_limit_burst,

@@ -67,6 +67,8 @@ pub struct Limits {
     pub max_connections_per_ip: usize,
     /// Time a request's body has to arrive whole (408 and a closed connection after).
     pub body_read_timeout: Duration,
+    /// The least average rate of every request body past its first five seconds.
+    pub body_min_bytes_per_second: u64,
     /// The least average rate of a recording upload past its first `body_read_timeout`.
     pub recording_min_bytes_per_second: u64,
     /// Requests per second allowed per API key (token bucket), `None` for no limit.
@@ -82,6 +84,7 @@ impl Default for Limits {
             max_connections: 1024,
             max_connections_per_ip: 256,
             body_read_timeout: Duration::from_secs(30),
+            body_min_bytes_per_second: 1024,
             recording_min_bytes_per_second: 8 * 1024,
             rate_limit_per_second: None,
             rate_limit_burst: 100,
@@ -121,6 +124,10 @@ impl Limits {
                 .or(file.max_connections_per_ip)
                 .unwrap_or(defaults.max_connections_per_ip),
             body_read_timeout,
+            body_min_bytes_per_second: over
+                .body_min_bytes_per_second
+                .or(file.body_min_bytes_per_second)
+                .unwrap_or(defaults.body_min_bytes_per_second),
             recording_min_bytes_per_second: over
                 .recording_min_bytes_per_second
                 .or(file.recording_min_bytes_per_second)
@@ -145,6 +152,9 @@ impl Limits {
         }
         if limits.body_read_timeout.is_zero() {
             return Err("body_read_timeout must be positive".into());
+        }
+        if limits.body_min_bytes_per_second == 0 {
+            return Err("body_min_bytes_per_second must be positive".into());
         }
         if limits.recording_min_bytes_per_second == 0 {
             return Err("recording_min_bytes_per_second must be positive".into());
@@ -246,6 +256,7 @@ pub struct FileConfig {
     pub max_connections: Option<usize>,
     pub max_connections_per_ip: Option<usize>,
     pub body_read_timeout: Option<String>,
+    pub body_min_bytes_per_second: Option<u64>,
     pub recording_min_bytes_per_second: Option<u64>,
     pub rate_limit_per_second: Option<f64>,
     pub rate_limit_burst: Option<u32>,

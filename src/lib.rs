@@ -9,6 +9,7 @@ pub mod admin;
 pub mod api;
 pub mod channel;
 pub mod cli;
+pub mod client_address;
 pub mod config;
 pub mod console;
 pub mod cursor;

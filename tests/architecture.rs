@@ -34,6 +34,7 @@ const FLOORS: &[(&str, &[&str])] = &[
         &[
             "lib",
             "channel",
+            "client_address",
             "cursor",
             "duration",
             "error",

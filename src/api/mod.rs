@@ -5,6 +5,7 @@
 //! function, and renders the result (`views`, `response`). Every error becomes a
 //! `{"message"}` body through `error::Error`.
 
+pub mod body_phase;
 mod calls;
 mod contact;
 mod dnc;
@@ -28,12 +29,13 @@ pub mod views;
 mod voice;
 mod webhooks;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
 use hyper::body::Incoming;
-use hyper::header::{HeaderMap, HeaderValue, CONNECTION, EXPECT};
-use hyper::{Method, Request, Response, StatusCode, Version};
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -51,6 +53,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// How fast request bodies must arrive.
     pub body_pace: BodyPace,
+    /// The requests whose body is still arriving (API and console alike).
+    pub body_phase: Arc<body_phase::BodyPhase>,
     pub metrics: Arc<Metrics>,
     pub recordings: recordings::Settings,
     /// Per-key request rate limit, when configured.
@@ -73,20 +77,19 @@ impl AppState {
     }
 }
 
+/// Answers one API request from `peer`.
 pub async fn handle(
     state: Arc<AppState>,
     req: Request<Incoming>,
+    peer: IpAddr,
 ) -> Result<Response<Body>, std::convert::Infallible> {
     let started = Instant::now();
     let request_id = request_id(req.headers());
     let version = req.version();
     let head = req.method() == Method::HEAD;
-    let expects_continue = req
-        .headers()
-        .get(EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let expects_continue = request::expects_continue(req.headers());
     let (parts, body) = req.into_parts();
-    let (body, leftover) = RequestBody::new(body, state.body_pace);
+    let (body, leftover) = RequestBody::new(body, state.body_pace, &state.body_phase, peer);
     let req = Request::from_parts(parts, body);
     // At the default `info` level this span is disabled and costs nothing; a formatted
     // span per request was a tenth of the server's CPU under load. Internal errors
@@ -107,15 +110,14 @@ pub async fn handle(
     });
     // The handler is done with the body; whatever it left unread is read now, before
     // the answer goes out, so that the client gets the answer (see `request`).
-    let mut complete = response.status() != StatusCode::REQUEST_TIMEOUT;
-    if let Some(Ok(rest)) = leftover.map(|mut l| l.try_recv()) {
-        complete &= request::discard(rest, state.max_body_bytes, expects_continue).await;
-    }
-    if !complete && version < Version::HTTP_2 {
-        response
-            .headers_mut()
-            .insert(CONNECTION, HeaderValue::from_static("close"));
-    }
+    request::settle(
+        &mut response,
+        leftover,
+        state.max_body_bytes,
+        expects_continue,
+        version,
+    )
+    .await;
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert("x-request-id", value);
     }

@@ -12,7 +12,9 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::net::IpAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -24,6 +26,7 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 
+use super::body_phase::{BodyPhase, BodySlot};
 use crate::domain::records::listing::{DEFAULT_LIMIT, MAX_LIMIT};
 use crate::error::{Error, Result};
 use crate::time::{self, Micros};
@@ -35,10 +38,23 @@ pub struct BodyPace {
     /// refused request's body, which is read and discarded. A streamed upload never
     /// waits longer than this for its next bytes.
     pub timeout: Duration,
+    /// Every body, past its first [`RATE_GRACE`], has received at least this many
+    /// bytes per second since its request came: a body trickling in a byte at a time
+    /// ends within seconds, not at `timeout`.
+    pub min_bytes_per_second: u64,
     /// A streamed upload, past its first `timeout`, has received at least this many
     /// bytes per second since it began.
-    pub min_bytes_per_second: u64,
+    pub upload_min_bytes_per_second: u64,
 }
+
+/// How long any body may take before its minimum rate applies.
+pub const RATE_GRACE: Duration = Duration::from_secs(5);
+
+/// How much more than its limit a refused body is read and thrown away before the
+/// answer, so that a client still writing it (python-requests, httpx and curl write the
+/// whole body before they read) gets the 413 instead of a reset connection: the
+/// connection closes after it all the same.
+pub const LINGER_BYTES: u64 = 1 << 20;
 
 /// What is left of a body its handler let go of before the end, still held to its pace.
 pub struct Leftover {
@@ -63,20 +79,25 @@ pub struct RequestBody {
     timer: Option<Pin<Box<Sleep>>>,
     /// Where an unread rest goes when the body is dropped.
     rest: Option<oneshot::Sender<Leftover>>,
+    /// Its place among the bodies arriving (`body_phase`), left at its end.
+    slot: Option<BodySlot>,
 }
 
 impl RequestBody {
-    /// Wraps `body`; the receiver gets what is left of it if it is dropped unread.
-    /// A body that is already complete (no body at all) needs no receiver.
+    /// Wraps `body` from `peer`, counting it among the bodies arriving (`phase`) until
+    /// it ends; the receiver gets what is left of it if it is dropped unread. A body
+    /// that is already complete (no body at all) is not counted and needs no receiver.
     pub fn new(
         body: Incoming,
         pace: BodyPace,
+        phase: &Arc<BodyPhase>,
+        peer: IpAddr,
     ) -> (RequestBody, Option<oneshot::Receiver<Leftover>>) {
-        let (rest, receiver) = if body.is_end_stream() {
-            (None, None)
+        let (rest, receiver, slot) = if body.is_end_stream() {
+            (None, None, None)
         } else {
             let (tx, rx) = oneshot::channel();
-            (Some(tx), Some(rx))
+            (Some(tx), Some(rx), Some(phase.admit(peer)))
         };
         let body = RequestBody {
             inner: Some(body),
@@ -89,6 +110,7 @@ impl RequestBody {
             timed_out: false,
             timer: None,
             rest,
+            slot,
         };
         (body, receiver)
     }
@@ -100,20 +122,30 @@ impl RequestBody {
     pub fn stream(&mut self, max: u64) {
         self.streaming = true;
         self.discard_limit = Some(max);
+        if let Some(slot) = &self.slot {
+            slot.mark_upload();
+        }
         self.rearm();
     }
 
-    /// When the body (whole) or its next bytes (streamed) are due.
+    /// When the body (whole) or its next bytes are due: the earliest of the whole
+    /// body's deadline (a streamed upload: its next bytes within `timeout`), the
+    /// minimum rate of every body, and a streamed upload's own minimum rate.
     fn deadline(&self) -> Instant {
-        let whole = self.started + self.pace.timeout;
-        if !self.streaming {
-            return whole;
-        }
-        let idle = Instant::now() + self.pace.timeout;
-        let rate = self.pace.min_bytes_per_second.max(1);
-        let earned = Duration::from_micros(self.received.saturating_mul(1_000_000) / rate);
-        let by_rate = whole.checked_add(earned).unwrap_or(idle);
-        idle.min(by_rate)
+        let by_rate = |grace: Duration, rate: u64| {
+            let earned =
+                Duration::from_micros(self.received.saturating_mul(1_000_000) / rate.max(1));
+            (self.started + grace).checked_add(earned)
+        };
+        let any_body = by_rate(RATE_GRACE, self.pace.min_bytes_per_second);
+        let due = if self.streaming {
+            let idle = Instant::now() + self.pace.timeout;
+            let upload = by_rate(self.pace.timeout, self.pace.upload_min_bytes_per_second);
+            upload.map_or(idle, |u| idle.min(u))
+        } else {
+            self.started + self.pace.timeout
+        };
+        any_body.map_or(due, |a| due.min(a))
     }
 
     fn rearm(&mut self) {
@@ -145,14 +177,20 @@ impl Body for RequestBody {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     this.received += data.len() as u64;
-                    if this.streaming {
+                    if this.timer.is_some() {
                         this.rearm();
                     }
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
-            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(BodyError::Read(e)))),
-            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Ready(Some(Err(e))) => {
+                this.slot = None;
+                Poll::Ready(Some(Err(BodyError::Read(e))))
+            }
+            Poll::Ready(None) => {
+                this.slot = None;
+                Poll::Ready(None)
+            }
             Poll::Pending => {
                 if this.timer.is_none() {
                     this.rearm();
@@ -161,7 +199,12 @@ impl Body for RequestBody {
                     Some(timer) => timer.as_mut().poll(cx).is_ready(),
                     None => false,
                 };
-                if fired {
+                // Ended to make room for newer bodies (`body_phase`): as late.
+                let ended = match &mut this.slot {
+                    Some(slot) => matches!(Pin::new(&mut slot.ended).poll(cx), Poll::Ready(Ok(()))),
+                    None => false,
+                };
+                if fired || ended {
                     this.timed_out = true;
                     return Poll::Ready(Some(Err(BodyError::TimedOut)));
                 }
@@ -200,6 +243,7 @@ impl Drop for RequestBody {
                     timed_out: false,
                     timer: None,
                     rest: None,
+                    slot: self.slot.take(),
                 };
                 let _ = rest.send(Leftover { body });
             }
@@ -241,19 +285,26 @@ impl From<BodyError> for Error {
 /// answer rather than a reset: at most `max` bytes (an upload's own limit once its
 /// handler took it as one), at the body's pace. `false` when it was not read to the end
 /// (longer, slower, broken, or never asked for), so an HTTP/1.1 connection must close
-/// after the answer. A rest announced longer than the limit is not read at all: an
-/// HTTP/2 client then gets the answer followed by a stream reset (`NO_ERROR`, as RFC
-/// 9113 section 8.1 provides), an HTTP/1.1 client the answer and `connection: close`.
+/// after the answer. A rest up to [`LINGER_BYTES`] beyond the limit is still read and
+/// thrown away (a lingering close: the client, still writing, then reads the answer),
+/// and the answer closes the connection. A rest announced longer than that is not read
+/// at all: an HTTP/2 client then gets the answer followed by a stream reset
+/// (`NO_ERROR`, as RFC 9113 section 8.1 provides), an HTTP/1.1 client the answer and
+/// `connection: close`.
 pub async fn discard(rest: Leftover, max: usize, expects_continue: bool) -> bool {
     let mut body = rest.body;
     // The client waits for a `100 Continue` nobody sent: it has sent nothing.
     if expects_continue && !body.polled {
         return false;
     }
-    let mut left = body.discard_limit.unwrap_or(max as u64);
-    if body.size_hint().lower() > left {
+    let limit = body.discard_limit.unwrap_or(max as u64);
+    // Up to `LINGER_BYTES` beyond the limit is read too, but then the connection closes.
+    let mut left = limit.saturating_add(LINGER_BYTES);
+    let announced = body.size_hint().lower();
+    if announced > left {
         return false;
     }
+    let mut complete = announced <= limit;
     while let Some(frame) = body.frame().await {
         // A read error, or the body fell behind its pace.
         let Ok(frame) = frame else {
@@ -265,9 +316,39 @@ pub async fn discard(rest: Leftover, max: usize, expects_continue: bool) -> bool
                 return false;
             }
             left -= n;
+            complete &= left >= LINGER_BYTES;
         }
     }
-    true
+    complete
+}
+
+/// Settles what a handler left of the request's body before its answer goes out:
+/// reads and discards the rest ([`discard`]), and closes an HTTP/1.1 connection
+/// after the answer when the body was not read to its end (or did not keep its pace).
+pub async fn settle(
+    response: &mut hyper::Response<super::response::Body>,
+    leftover: Option<oneshot::Receiver<Leftover>>,
+    max: usize,
+    expects_continue: bool,
+    version: hyper::Version,
+) {
+    let mut complete = response.status() != hyper::StatusCode::REQUEST_TIMEOUT;
+    if let Some(Ok(rest)) = leftover.map(|mut l| l.try_recv()) {
+        complete &= discard(rest, max, expects_continue).await;
+    }
+    if !complete && version < hyper::Version::HTTP_2 {
+        response.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+}
+
+/// Whether the request waits for `100 Continue` before it sends its body.
+pub fn expects_continue(headers: &HeaderMap) -> bool {
+    headers
+        .get(hyper::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"))
 }
 
 /// The request's `x-api-key`, if any. A repeated header is refused (401): which copy

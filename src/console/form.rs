@@ -1,12 +1,11 @@
-//! A submitted form (`application/x-www-form-urlencoded`), read within a size bound.
+//! A submitted form (`application/x-www-form-urlencoded`), read within a size bound by
+//! the API's body reader, at the API's pace (`api::request`).
 
-use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
-
+use crate::api::request::{read_body, RequestBody};
 use crate::error::{Error, Result};
 
 /// The most a console form may carry: a reply's text is bounded far below this.
-const MAX_FORM_BYTES: usize = 256 * 1024;
+pub const MAX_FORM_BYTES: usize = 256 * 1024;
 
 /// A form's fields, in order; a name may repeat.
 #[derive(Debug, Clone, Default)]
@@ -46,18 +45,10 @@ impl Form {
     }
 }
 
-/// Reads a request's form body, at most [`MAX_FORM_BYTES`], within 30 seconds.
-pub async fn read(body: Incoming) -> Result<Form> {
-    let collect = Limited::new(body, MAX_FORM_BYTES).collect();
-    let bytes = match tokio::time::timeout(std::time::Duration::from_secs(30), collect).await {
-        Err(_) => return Err(Error::RequestTimeout),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return Err(Error::PayloadTooLarge)
-        }
-        Ok(Err(_)) => return Err(Error::BadRequest("The form could not be read".into())),
-        Ok(Ok(collected)) => collected.to_bytes(),
-    };
-    Form::parse(&bytes)
+/// Reads a request's form body: at most [`MAX_FORM_BYTES`] (413 beyond), at the
+/// configured body pace (408 behind it).
+pub async fn read(body: RequestBody) -> Result<Form> {
+    Form::parse(&read_body(body, MAX_FORM_BYTES).await?)
 }
 
 #[cfg(test)]

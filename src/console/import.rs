@@ -11,9 +11,9 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use crate::api::request::RequestBody;
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper::header::CONTENT_TYPE;
 use hyper::http::request::Parts;
 use hyper::{Response, StatusCode};
@@ -83,9 +83,11 @@ pub async fn upload(
     state: &AppState,
     visitor: &Visitor,
     parts: &Parts,
-    body: Incoming,
+    mut body: RequestBody,
 ) -> Result<Response<Body>> {
     session::check_origin(parts)?;
+    // A signed-in person's upload: held to an upload's pace, not a form's deadline.
+    body.stream(import::MAX_FILE_BYTES);
     let content_type = parts
         .headers
         .get(CONTENT_TYPE)

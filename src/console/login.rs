@@ -6,7 +6,7 @@
 
 use std::net::IpAddr;
 
-use hyper::body::Incoming;
+use crate::api::request::RequestBody;
 use hyper::header::{HeaderValue, SET_COOKIE};
 use hyper::http::request::Parts;
 use hyper::{Response, StatusCode};
@@ -59,7 +59,7 @@ fn form_page(status: StatusCode, email: &str, error: Option<&str>) -> Response<B
 pub async fn sign_in(
     state: &AppState,
     parts: &Parts,
-    body: Incoming,
+    body: RequestBody,
     peer: IpAddr,
 ) -> Result<Response<Body>> {
     session::check_origin(parts)?;

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response};
 
+use crate::api::request::{self, RequestBody};
 use crate::api::response::Body;
 use crate::api::AppState;
 use crate::error::Error;
@@ -52,8 +53,12 @@ pub async fn handle(
     let head = req.method() == Method::HEAD;
     let route_name;
     let started = std::time::Instant::now();
-    let response = {
-        let (parts, body) = req.into_parts();
+    let version = req.version();
+    let expects_continue = request::expects_continue(req.headers());
+    let (parts, body) = req.into_parts();
+    // Held to the API's pace and counted among the bodies arriving, as the API's are.
+    let (body, leftover) = RequestBody::new(body, state.body_pace, &state.body_phase, peer);
+    let mut response = {
         let path = parts.uri.path().to_string();
         let page = routes::route(&parts.method, &path);
         route_name = page.as_ref().map_or("console_unmatched", |p| p.name());
@@ -64,6 +69,14 @@ pub async fn handle(
             Err(e) => respond::error_page(&e, None),
         }
     };
+    request::settle(
+        &mut response,
+        leftover,
+        form::MAX_FORM_BYTES,
+        expects_continue,
+        version,
+    )
+    .await;
     let mut response = respond::secured(response);
     if head {
         response = crate::api::response::without_body(response);
@@ -78,7 +91,7 @@ async fn dispatch(
     state: &AppState,
     page: Page<'_>,
     parts: hyper::http::request::Parts,
-    body: Incoming,
+    body: RequestBody,
     peer: IpAddr,
 ) -> Result<Response<Body>, Error> {
     // Pages open without a session.

@@ -15,13 +15,14 @@
 //! kernel may shorten it to its `net.core.somaxconn`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::oneshot;
 
-use tokio::net::{TcpListener, TcpSocket};
+use crate::client_address::key as address_key;
 
 /// Binds `addr` with a listen backlog of `backlog` connections.
 pub fn listen(addr: SocketAddr, backlog: usize) -> std::io::Result<TcpListener> {
@@ -204,18 +205,6 @@ impl UnheadedSlot {
 impl Drop for UnheadedSlot {
     fn drop(&mut self) {
         self.headed();
-    }
-}
-
-/// What connections are counted under: the IPv4 address (also when it comes
-/// IPv4-mapped), or the IPv6 /64.
-fn address_key(ip: IpAddr) -> IpAddr {
-    match ip.to_canonical() {
-        IpAddr::V4(v4) => IpAddr::V4(v4),
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            IpAddr::V6(Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
-        }
     }
 }
 

@@ -107,8 +107,13 @@ impl Server {
             max_body_bytes: config.max_body_bytes,
             body_pace: crate::api::request::BodyPace {
                 timeout: config.limits.body_read_timeout,
-                min_bytes_per_second: config.limits.recording_min_bytes_per_second,
+                min_bytes_per_second: config.limits.body_min_bytes_per_second,
+                upload_min_bytes_per_second: config.limits.recording_min_bytes_per_second,
             },
+            body_phase: crate::api::body_phase::BodyPhase::new(
+                config.limits.max_connections,
+                config.limits.max_connections_per_ip,
+            ),
             metrics: Arc::default(),
             http,
             engine: engine.clone(),
@@ -364,7 +369,7 @@ async fn serve_connection(
             if crate::console::is_console_path(req.uri().path()) {
                 crate::console::handle(state, req, peer).await
             } else {
-                api::handle(state, req).await
+                api::handle(state, req, peer).await
             }
         }
     });

@@ -35,6 +35,7 @@ pub use maintenance::{check_file, check_file_and_shared};
 pub use read::{EventRow, Flow, LeadRow, ReadTx, Start};
 pub use reader::Reader;
 pub use write::{EventKey, WriteTx};
+use writer::Lane;
 pub use writer::WriterStats;
 
 use crate::cursor::CursorKey;
@@ -179,8 +180,34 @@ impl Store {
         F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.submit(writer::job(f, reply, false))?;
+        self.submit(writer::job(f, reply, false, Lane::Single))?;
         Ok(QueuedWrite(answer))
+    }
+
+    /// Runs `f`, one part of organization `org`'s bulk job (an import's rows, a
+    /// campaign's pause), like [`Store::write`] but in the writer's bulk lane: alone in
+    /// its transaction, after every single write waiting, organizations in turn (see
+    /// `writer`). A part should hold the writer no more than some 20 ms.
+    pub async fn write_bulk<T, F>(&self, org: &str, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.submit(writer::job(f, reply, false, Lane::Bulk(org.into())))?;
+        answer.await.map_err(|_| writer_dropped())?
+    }
+
+    /// [`Store::trial`] of one part of organization `org`'s bulk job (a dry run's rows),
+    /// in the writer's bulk lane like [`Store::write_bulk`].
+    pub async fn trial_bulk<T, F>(&self, org: &str, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.submit(writer::job(f, reply, true, Lane::Bulk(org.into())))?;
+        answer.await.map_err(|_| writer_dropped())?
     }
 
     /// Runs `f` like [`Store::write`], alone in its own transaction, which is then
@@ -192,7 +219,7 @@ impl Store {
         F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
     {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.submit(writer::job(f, reply, true))?;
+        self.submit(writer::job(f, reply, true, Lane::Single))?;
         answer.await.map_err(|_| writer_dropped())?
     }
 

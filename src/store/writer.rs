@@ -16,7 +16,17 @@
 //! and only their last run counts. A storage error or a panic inside a job poisons the
 //! transaction: the whole batch is aborted and every job in it answers 500, and nothing
 //! of it is on disk.
+//!
+//! **No organization's bulk work slows another's writes.** A job is either single (a
+//! request's write: small) or a part of a bulk job of one organization (an import's
+//! rows, a campaign's pause: [`Lane::Bulk`], each part small enough to hold the writer
+//! some 20 ms). The writer takes every waiting single job first, in one batch; only
+//! when none waits does it run one bulk part, alone in its transaction, taking the
+//! organizations with bulk work in turn. So a single write waits at most for the one
+//! part running, never in a batch with it, and two organizations' imports share the
+//! writer part for part.
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -42,6 +52,19 @@ pub(crate) trait Job: Send {
     fn is_trial(&self) -> bool {
         false
     }
+    /// Which of the writer's lanes the job waits in.
+    fn lane(&self) -> &Lane {
+        &Lane::Single
+    }
+}
+
+/// Where a job waits for the writer (see the module's comment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// A request's own write: batched with the others waiting, ahead of bulk work.
+    Single,
+    /// One part of an organization's bulk job: run alone, organizations in turn.
+    Bulk(Box<str>),
 }
 
 /// Where jobs queue for the writer.
@@ -134,37 +157,104 @@ fn run(
     wakes: &Wakes,
     keys: &KeyCache,
 ) {
-    // Ends when every sender is gone: the store was dropped and nothing is queued.
-    while let Ok(first) = rx.recv() {
-        let mut next = Some(first);
-        while let Some(first) = next.take() {
-            if first.is_trial() {
-                clock = run_trial(db, clock, first);
+    let mut queues = Queues::default();
+    loop {
+        // Everything waiting joins its lane; with nothing queued, wait for a job. Ends
+        // when every sender is gone (the store was dropped) and nothing is queued.
+        if queues.is_empty() {
+            match rx.recv() {
+                Ok(job) => queues.push(job),
+                Err(_) => break,
+            }
+        }
+        while let Ok(job) = rx.try_recv() {
+            queues.push(job);
+        }
+        let Some(work) = queues.next() else {
+            continue;
+        };
+        let batch = match work {
+            Work::Trial(job) => {
+                clock = run_trial(db, clock, job);
                 continue;
             }
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    // A trial waits for the batch before it, in the order they came.
-                    Ok(job) if job.is_trial() => {
-                        next = Some(job);
-                        break;
-                    }
-                    Ok(job) => batch.push(job),
-                    Err(_) => break,
-                }
+            Work::Batch(batch) => batch,
+        };
+        let size = batch.len() as u64;
+        let started = std::time::Instant::now();
+        clock = commit_batch(db, clock, batch, wakes, keys);
+        stats
+            .commit_seconds
+            .observe(started.elapsed().as_secs_f64());
+        stats.batch_sizes.observe(size as f64);
+        stats.commits.fetch_add(1, Ordering::Relaxed);
+        stats.jobs.fetch_add(size, Ordering::Relaxed);
+        stats.largest_batch.fetch_max(size, Ordering::Relaxed);
+    }
+}
+
+/// The jobs waiting for the writer, by lane: single jobs in arrival order, and each
+/// organization's bulk parts in arrival order, the organizations taking turns.
+#[derive(Default)]
+struct Queues {
+    singles: VecDeque<Box<dyn Job>>,
+    /// Organizations with bulk parts waiting, the next to run first.
+    bulk: VecDeque<OrgParts>,
+}
+
+/// One organization's bulk parts, in arrival order.
+type OrgParts = (Box<str>, VecDeque<Box<dyn Job>>);
+
+/// What the writer runs next.
+enum Work {
+    /// Jobs sharing one transaction and one commit.
+    Batch(Vec<Box<dyn Job>>),
+    /// A job alone in a transaction that is thrown away.
+    Trial(Box<dyn Job>),
+}
+
+impl Queues {
+    fn is_empty(&self) -> bool {
+        self.singles.is_empty() && self.bulk.is_empty()
+    }
+
+    fn push(&mut self, job: Box<dyn Job>) {
+        let org = match job.lane() {
+            Lane::Single => {
+                self.singles.push_back(job);
+                return;
             }
-            let size = batch.len() as u64;
-            let started = std::time::Instant::now();
-            clock = commit_batch(db, clock, batch, wakes, keys);
-            stats
-                .commit_seconds
-                .observe(started.elapsed().as_secs_f64());
-            stats.batch_sizes.observe(size as f64);
-            stats.commits.fetch_add(1, Ordering::Relaxed);
-            stats.jobs.fetch_add(size, Ordering::Relaxed);
-            stats.largest_batch.fetch_max(size, Ordering::Relaxed);
+            Lane::Bulk(org) => org.clone(),
+        };
+        match self.bulk.iter_mut().find(|(o, _)| *o == org) {
+            Some((_, parts)) => parts.push_back(job),
+            None => self.bulk.push_back((org, VecDeque::from([job]))),
         }
+    }
+
+    /// The waiting single jobs (up to a trial, which runs alone in its turn, and at most
+    /// [`MAX_BATCH`]); with none waiting, the next organization's next bulk part.
+    fn next(&mut self) -> Option<Work> {
+        if let Some(first) = self.singles.pop_front() {
+            if first.is_trial() {
+                return Some(Work::Trial(first));
+            }
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH && self.singles.front().is_some_and(|j| !j.is_trial()) {
+                batch.extend(self.singles.pop_front());
+            }
+            return Some(Work::Batch(batch));
+        }
+        let (org, mut parts) = self.bulk.pop_front()?;
+        let part = parts.pop_front()?;
+        if !parts.is_empty() {
+            self.bulk.push_back((org, parts));
+        }
+        Some(if part.is_trial() {
+            Work::Trial(part)
+        } else {
+            Work::Batch(vec![part])
+        })
     }
 }
 
@@ -296,6 +386,7 @@ struct Request<T, F> {
     result: Option<Result<T>>,
     reply: tokio::sync::oneshot::Sender<Result<T>>,
     trial: bool,
+    lane: Lane,
 }
 
 impl<T, F> Job for Request<T, F>
@@ -328,14 +419,19 @@ where
     fn is_trial(&self) -> bool {
         self.trial
     }
+
+    fn lane(&self) -> &Lane {
+        &self.lane
+    }
 }
 
-/// Wraps `f` as a job whose answer travels back on `reply` once the batch commits (a
-/// `trial`: once its transaction is thrown away).
+/// Wraps `f` as a job of `lane` whose answer travels back on `reply` once the batch
+/// commits (a `trial`: once its transaction is thrown away).
 pub(crate) fn job<T, F>(
     f: F,
     reply: tokio::sync::oneshot::Sender<Result<T>>,
     trial: bool,
+    lane: Lane,
 ) -> Box<dyn Job>
 where
     T: Send + 'static,
@@ -346,6 +442,7 @@ where
         result: None,
         reply,
         trial,
+        lane,
     })
 }
 
@@ -381,6 +478,60 @@ mod tests {
         assert!(store.read().unwrap().org("kept").unwrap().is_some());
         let refused: Result<(), Error> = store.trial(|_| Err(Error::BadRequest("no".into()))).await;
         assert!(matches!(refused, Err(Error::BadRequest(_))));
+    }
+
+    #[tokio::test]
+    async fn single_writes_go_before_bulk_parts_and_organizations_take_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = std::sync::Arc::new(Store::open(&dir.path().join("t.redb")).unwrap());
+        // Holds the writer so that everything below is queued when it looks again.
+        let slow = store
+            .write_queued(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                Ok(())
+            })
+            .unwrap();
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut waits = Vec::new();
+        let bulk = |org: &'static str, name: &'static str| {
+            let (store, order) = (store.clone(), order.clone());
+            tokio::spawn(async move {
+                store
+                    .write_bulk(org, move |_| {
+                        order.lock().unwrap().push(name);
+                        Ok(())
+                    })
+                    .await
+            })
+        };
+        // Organization a queues three parts, then b two, then a single write comes.
+        for (org, name) in [
+            ("a", "a1"),
+            ("a", "a2"),
+            ("a", "a3"),
+            ("b", "b1"),
+            ("b", "b2"),
+        ] {
+            waits.push(bulk(org, name));
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        let seen = order.clone();
+        let single = store
+            .write_queued(move |_| {
+                seen.lock().unwrap().push("single");
+                Ok(())
+            })
+            .unwrap();
+        slow.await.unwrap();
+        single.await.unwrap();
+        for wait in waits {
+            wait.await.unwrap().unwrap();
+        }
+        assert_eq!(
+            *order.lock().unwrap(),
+            ["single", "a1", "b1", "a2", "b2", "a3"],
+            "the single write first, then the organizations' parts in turn"
+        );
     }
 
     #[tokio::test]

@@ -565,6 +565,180 @@ async fn a_recording_upload_slower_than_the_minimum_rate_is_408() {
     assert_eq!(expect(&r, 201)["sizeBytes"], 300_000);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_below_the_minimum_rate_is_408_long_before_its_deadline() {
+    // The whole-body deadline is far away: only the minimum rate can end these bodies.
+    let ts = TestServer::start_with(|c| {
+        c.limits.body_read_timeout = Duration::from_secs(600);
+        c.limits.body_min_bytes_per_second = 1024;
+    })
+    .await;
+    let write = ts.key("acme", "write").await;
+    // A byte every half second, to the API and to the console's sign-in form.
+    for (path, content_type) in [
+        ("/v1/leads", "application/json"),
+        ("/console/login", "application/x-www-form-urlencoded"),
+    ] {
+        let mut stream = tls_connect(&ts, "localhost", None).await.expect("tls");
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: localhost\r\nx-api-key: {write}\r\n\
+             sec-fetch-site: same-origin\r\ncontent-type: {content_type}\r\n\
+             content-length: 100000\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.expect("write");
+        let (mut reader, mut writer) = tokio::io::split(stream);
+        let trickle = async move {
+            loop {
+                if writer.write_all(b" ").await.is_err() || writer.flush().await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        };
+        let trickling = tokio::spawn(trickle);
+        // The answer comes while the client still trickles.
+        let answer = read_until_closed(&mut reader).await;
+        trickling.abort();
+        assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
+    }
+    let r = ts
+        .get(
+            &write,
+            &format!("/v1/leads?updatedSince={}", engaged::testkit::enc(EPOCH)),
+        )
+        .await;
+    assert_eq!(expect(&r, 200)["leads"], json!([]));
+}
+
+/// Clients that send a request head and then hold their bodies cannot take every
+/// connection: bodies still arriving hold a quarter of the table (a quarter of the cap
+/// per address), and a new one beyond that ends the oldest with 408.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_still_arriving_cannot_crowd_out_a_new_client() {
+    let ts = TestServer::start_with(|c| {
+        c.limits.max_connections = 16;
+        c.limits.max_connections_per_ip = 8;
+        c.limits.body_read_timeout = Duration::from_secs(600);
+    })
+    .await;
+    let write = ts.key("acme", "write").await;
+    // Two addresses each open eight requests whose bodies stall after one byte.
+    let mut stalled = Vec::new();
+    for address in ["127.0.0.1", "127.0.0.3"] {
+        let local: IpAddr = address.parse().expect("ip");
+        for _ in 0..8 {
+            let tcp = tokio::net::TcpSocket::new_v4().expect("socket");
+            tcp.bind(std::net::SocketAddr::new(local, 0)).expect("bind");
+            let Ok(tcp) = tcp.connect(ts.server.local_addr()).await else {
+                continue;
+            };
+            let config = tls_trusting(&ts.data_dir.join("tls/cert.pem"));
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+            let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
+            let Ok(Ok(mut stream)) =
+                tokio::time::timeout(Duration::from_secs(2), connector.connect(name, tcp)).await
+            else {
+                continue;
+            };
+            let head = format!(
+                "POST /v1/leads HTTP/1.1\r\nhost: localhost\r\nx-api-key: {write}\r\n\
+                 content-type: application/json\r\ncontent-length: 1000\r\n\r\n{{"
+            );
+            if stream.write_all(head.as_bytes()).await.is_ok() {
+                let _ = stream.flush().await;
+                stalled.push(stream);
+            }
+        }
+    }
+    // A new client from a third address is answered, body and all.
+    let other: IpAddr = "127.0.0.2".parse().expect("ip");
+    let fresh = client(&ts, false, Some(other));
+    let lead = json!({"id": "L1", "firstName": "Ana", "phone": "+15125550100"}).to_string();
+    let r = send(
+        &fresh,
+        &ts,
+        Method::POST,
+        "/v1/leads",
+        &[("x-api-key", &write), ("content-type", "application/json")],
+        BodyExt::boxed(Full::new(Bytes::from(lead))),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", text(&r));
+    // At most a quarter of the table still holds a body: the others were ended (408).
+    let mut ended = 0;
+    for stream in &mut stalled {
+        let mut buf = [0u8; 12];
+        if let Ok(Ok(n)) =
+            tokio::time::timeout(Duration::from_millis(200), stream.read(&mut buf)).await
+        {
+            if n == 0 || buf[..n].starts_with(b"HTTP/1.1 408") {
+                ended += 1;
+            }
+        }
+    }
+    assert!(
+        stalled.len() - ended <= 4,
+        "{} of {} stalled bodies still held",
+        stalled.len() - ended,
+        stalled.len()
+    );
+}
+
+/// A body over the limit, written whole before the client reads (as python-requests
+/// does), gets its 413 rather than a reset while it writes: the server reads and throws
+/// away a bounded amount past the limit before answering, then closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_just_over_the_limit_written_whole_gets_its_413() {
+    const MAX_BODY: usize = 64 * 1024;
+    let ts = TestServer::start_with(|c| c.max_body_bytes = MAX_BODY).await;
+    let write = ts.key("acme", "write").await;
+    for sized in [true, false] {
+        let mut stream = tls_connect(&ts, "localhost", None).await.expect("tls");
+        let body = vec![b' '; MAX_BODY + 200 * 1024];
+        let framing = if sized {
+            format!("content-length: {}", body.len())
+        } else {
+            "transfer-encoding: chunked".to_string()
+        };
+        let head = format!(
+            "POST /v1/leads HTTP/1.1\r\nhost: localhost\r\nx-api-key: {write}\r\n\
+             content-type: application/json\r\n{framing}\r\n\r\n"
+        );
+        let exchange = async {
+            stream.write_all(head.as_bytes()).await.expect("write head");
+            for piece in body.chunks(16 * 1024) {
+                if sized {
+                    stream
+                        .write_all(piece)
+                        .await
+                        .expect("the body is accepted whole");
+                } else {
+                    let chunk = [
+                        format!("{:x}\r\n", piece.len()).into_bytes(),
+                        piece.to_vec(),
+                        b"\r\n".to_vec(),
+                    ]
+                    .concat();
+                    stream
+                        .write_all(&chunk)
+                        .await
+                        .expect("the body is accepted whole");
+                }
+            }
+            if !sized {
+                stream.write_all(b"0\r\n\r\n").await.expect("last chunk");
+            }
+            stream.flush().await.expect("flush");
+            read_response(&mut stream).await
+        };
+        let (status, head, body) = tokio::time::timeout(ANSWER_WITHIN, exchange)
+            .await
+            .expect("answered in time");
+        assert_eq!(status, 413, "{head}{body}");
+        assert!(head.to_lowercase().contains("connection: close"), "{head}");
+    }
+}
+
 // ---- connections per address -----------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

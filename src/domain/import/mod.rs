@@ -150,6 +150,7 @@ where
         ..Report::default()
     };
     let mut headers_rx = Some(headers_rx);
+    let caller_org = caller.org_id.clone();
     while let Some(part) = receiver.recv().await {
         let part = part?;
         if let Some(rx) = headers_rx.take() {
@@ -164,10 +165,11 @@ where
                 .map_err(|_| Error::Internal("import index lock".into()))?;
             rows::apply(tx, &caller, &rows, create_only, dry_run, &known)
         };
+        // Parts run in the writer's bulk lane: every other write goes first.
         let applied = if dry_run {
-            store.trial(job).await?
+            store.trial_bulk(&caller_org, job).await?
         } else {
-            store.write(job).await?
+            store.write_bulk(&caller_org, job).await?
         };
         let mut known = index
             .write()
