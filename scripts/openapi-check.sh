@@ -3,19 +3,29 @@
 #   1. validates the document (PyPI openapi-spec-validator);
 #   2. generates the Python client (openapi-python-client, with openapi/python-client.yaml)
 #      and, when npx is there, the TypeScript types (openapi-typescript): any warning,
-#      or an operation left out, fails the check;
+#      or an operation left out, fails the check; every generated Python module must
+#      import;
 #   3. starts `engaged serve` on a free loopback port over plain HTTP with a fresh data
-#      directory, seeds the records the document's examples name, and runs a bounded
-#      schemathesis pass with an admin key. Any 5xx, any response (status, content type,
-#      headers or body) that the document does not describe, or an operation that
-#      answers without a key, fails the check.
+#      directory, seeds the records the document's examples name;
+#   4. runs a smoke session through the generated Python client in an organization of
+#      its own (scripts/openapi-smoke.py: leads with paging, events by type, tags,
+#      unsubscribe, DNC, a call with a transcript, a recording, search, a CSV and an
+#      NDJSON import, ...), recording every JSON answer; with npx, `tsc --strict` then
+#      checks each recorded answer against the generated TypeScript type of its
+#      operation and status, and the README's `PUT /v1/calls` example against the
+#      request body's type;
+#   5. runs a bounded schemathesis pass with an admin key. Any 5xx, any response
+#      (status, content type, headers or body) that the document does not describe, or
+#      an operation that answers without a key, fails the check.
 #
 #   bash scripts/openapi-check.sh           # what CI runs: ~2,500 cases, seed 1, about a minute
 #   bash scripts/openapi-check.sh --long    # ~6,500 cases, a new seed each run, about 4 minutes
 #
 # Everything stays on loopback: generated webhook and compliance-service URLs are
 # rewritten to a closed loopback port before they reach the server. Python 3.10+ with
-# venv is needed; the tools go to target/openapi-venv. ENGAGED_BIN=path skips the build.
+# venv is needed; the tools go to target/openapi-venv, target/openapi-client-venv and
+# (typescript, with npm) target/openapi-tsc. ENGAGED_BIN=path skips the build; so does a
+# target/debug/engaged newer than every file of src/.
 # A failed run keeps its temporary directory (server log, schemathesis state) and says
 # where.
 set -euo pipefail
@@ -67,15 +77,32 @@ operations=$(python3 -c 'import json, sys
 doc = json.load(open(sys.argv[1]))
 print(sum(1 for item in doc["paths"].values() for k in item if k != "parameters"))' openapi/openapi.json)
 (cd "$clients" && "$client_venv/bin/openapi-python-client" generate --path "$root/openapi/openapi.json" \
-  --config "$root/openapi/python-client.yaml" --meta none --output-path python >"$clients/python.log" 2>&1) || {
+  --config "$root/openapi/python-client.yaml" --meta none --output-path engaged_client >"$clients/python.log" 2>&1) || {
   cat "$clients/python.log" >&2; echo "openapi-python-client failed" >&2; rm -rf "$clients"; exit 1; }
 if grep -v '^Generating ' "$clients/python.log" | grep -q .; then
   cat "$clients/python.log" >&2; echo "openapi-python-client warned (above)" >&2; rm -rf "$clients"; exit 1
 fi
-generated=$(find "$clients/python/api" -name '*.py' ! -name '__init__.py' | wc -l)
+generated=$(find "$clients/engaged_client/api" -name '*.py' ! -name '__init__.py' | wc -l)
 if [ "$generated" -ne "$operations" ]; then
   echo "openapi-python-client generated $generated of $operations operations" >&2; rm -rf "$clients"; exit 1
 fi
+# Every generated module imports (a module that does not is a client nobody can use).
+(cd "$clients" && "$client_venv/bin/python" - <<'PY'
+import importlib, pkgutil, sys
+import engaged_client
+failed = []
+count = 0
+for module in pkgutil.walk_packages(engaged_client.__path__, "engaged_client."):
+    count += 1
+    try:
+        importlib.import_module(module.name)
+    except Exception as e:  # any failure to import is the finding
+        failed.append(f"{module.name}: {type(e).__name__}: {e}")
+if failed:
+    sys.exit("generated modules that do not import:\n" + "\n".join(failed))
+print(f"all {count} generated Python modules import")
+PY
+) || { rm -rf "$clients"; exit 1; }
 if command -v npx >/dev/null; then
   npx --yes openapi-typescript@7.10.1 openapi/openapi.json -o "$clients/api.ts" >"$clients/ts.log" 2>&1 || {
     cat "$clients/ts.log" >&2; echo "openapi-typescript failed" >&2; rm -rf "$clients"; exit 1; }
@@ -85,12 +112,22 @@ if command -v npx >/dev/null; then
   # An optional member stays optional: a `default` would make it required.
   grep -q 'recordOnly?: boolean' "$clients/api.ts" || {
     echo "openapi-typescript made recordOnly required" >&2; rm -rf "$clients"; exit 1; }
+  # `tsc --strict` for the recorded answers (below); pinned, installed once.
+  tsc_pin="typescript@5.9.3"
+  tsc_dir=$root/target/openapi-tsc
+  if [ "$(cat "$tsc_dir/.pins" 2>/dev/null)" != "$tsc_pin" ]; then
+    rm -rf "$tsc_dir"
+    mkdir -p "$tsc_dir"
+    npm install --silent --no-audit --no-fund --prefix "$tsc_dir" "$tsc_pin" >/dev/null
+    echo "$tsc_pin" > "$tsc_dir/.pins"
+  fi
 fi
-rm -rf "$clients"
 echo "generated clients without a warning: openapi-python-client (all $operations operations)$(command -v npx >/dev/null && echo ', openapi-typescript')"
 
 if [ -n "${ENGAGED_BIN:-}" ]; then
   bin=$ENGAGED_BIN
+elif [ -x target/debug/engaged ] && [ -z "$(find src openapi Cargo.toml Cargo.lock -newer target/debug/engaged -print -quit)" ]; then
+  bin=$root/target/debug/engaged # CI ran the tests just before: the build is there
 else
   cargo build --quiet --bin engaged
   bin=$root/target/debug/engaged
@@ -105,9 +142,9 @@ cleanup() {
     wait "$server" 2>/dev/null || true
   fi
   if [ "$status" -eq 0 ]; then
-    rm -rf "$work"
+    rm -rf "$work" "$clients"
   else
-    echo "openapi-check failed; server log and schemathesis state kept in $work" >&2
+    echo "openapi-check failed; server log and schemathesis state kept in $work, generated clients and recorded answers in $clients" >&2
     tail -n 20 "$work/serve.log" >&2 2>/dev/null || true
   fi
 }
@@ -119,6 +156,8 @@ base="http://127.0.0.1:$port"
 "$bin" --data-dir "$data" init 2>/dev/null
 "$bin" --data-dir "$data" org create openapi-check >/dev/null
 key=$("$bin" --data-dir "$data" key create --org openapi-check --scope admin --name openapi-check)
+"$bin" --data-dir "$data" org create openapi-smoke >/dev/null
+smoke_key=$("$bin" --data-dir "$data" key create --org openapi-smoke --scope admin --name openapi-smoke)
 "$bin" --data-dir "$data" serve --insecure-http --listen "127.0.0.1:$port" --recording-link-ttl-secs $((budget + 600)) >"$work/serve.log" 2>&1 &
 server=$!
 
@@ -175,6 +214,40 @@ query = dict(urllib.parse.parse_qsl(link.query))
 with open(os.environ["LINK"], "w") as f:
     json.dump({"path": {"org": org, "callId": call_id}, "query": {"expires": int(query["expires"]), "sig": query["sig"]}}, f)
 PY
+
+# The smoke session through the generated Python client (its own organization), which
+# records every JSON answer; then the TypeScript types must hold each of them.
+mkdir "$clients/answers"
+BASE=$base KEY=$smoke_key timeout 120 "$client_venv/bin/python" scripts/openapi-smoke.py \
+  "$root/openapi/openapi.json" "$clients" "$clients/answers"
+if [ -f "$clients/api.ts" ]; then
+  "$client_venv/bin/python" - "$clients/answers" README.md "$clients/check.ts" <<'PY'
+import glob, json, os, re, sys
+answers, readme, out = sys.argv[1:4]
+lines = [
+    'import type { operations } from "./api";',
+    "type Answer<O extends keyof operations, S extends keyof operations[O][\"responses\"]> =",
+    "  operations[O][\"responses\"][S] extends { content: { \"application/json\": infer T } } ? T : never;",
+]
+for path in sorted(glob.glob(os.path.join(answers, "*.json"))):
+    a = json.load(open(path))
+    name = os.path.basename(path)[:-5]
+    lines.append(f'// {a["operationId"]} {a["status"]}')
+    lines.append(f'export const answer{name}: Answer<"{a["operationId"]}", {a["status"]}> = '
+                 f'{json.dumps(a["body"], ensure_ascii=False)};')
+# The README's call with a transcript, as the request body of PUT /v1/calls.
+bodies = re.findall(r"-d '(\{[^']*\"transcript\"[^']*\})'", open(readme).read())
+if not bodies:
+    sys.exit("the README's PUT /v1/calls example with a transcript was not found")
+for i, body in enumerate(bodies):
+    lines.append(f'export const readmePutCall{i}: NonNullable<operations["putCall"]["requestBody"]>'
+                 f'["content"]["application/json"] = {json.dumps(json.loads(body))};')
+open(out, "w").write("\n".join(lines) + "\n")
+PY
+  (cd "$clients" && "$tsc_dir/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module esnext \
+    --moduleResolution bundler check.ts) || { echo "tsc --strict: recorded answers the TypeScript types do not hold (above)" >&2; exit 1; }
+  echo "tsc --strict: the TypeScript types hold $(ls "$clients/answers" | wc -l) recorded answers and the README's PUT /v1/calls example"
+fi
 
 # Schemathesis hooks: keep generated URLs on loopback, give the download operation the
 # seeded recording's link, and send generated audio bodies.

@@ -1,5 +1,5 @@
-//! The console's stylesheet and script, embedded in the binary (no Node, no bundler,
-//! no CDN: the console works on an air-gapped server).
+//! The console's stylesheet, script and icon, embedded in the binary (no Node, no
+//! bundler, no CDN: the console works on an air-gapped server).
 
 use hyper::header::{HeaderMap, HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
@@ -8,6 +8,11 @@ use crate::api::response::{full, Body};
 
 const CSS: &str = include_str!("assets/console.css");
 const JS: &str = include_str!("assets/console.js");
+const FAVICON: &str = include_str!("assets/favicon.svg");
+
+/// Where browsers look for a site's icon unasked; pages link it too. An SVG, served as
+/// such (browsers read an icon by its type, not its name).
+pub const FAVICON_PATH: &str = "/favicon.ico";
 
 /// Where pages link them; the version in the name makes an upgrade fetch them anew.
 pub const CSS_PATH: &str = concat!(
@@ -17,10 +22,12 @@ pub const CSS_PATH: &str = concat!(
 );
 pub const JS_PATH: &str = concat!("/console/assets/console-", env!("CARGO_PKG_VERSION"), ".js");
 
-/// `GET /console/assets/{name}`.
+/// `GET /console/assets/{name}`, and the icon (`name` [`FAVICON_PATH`]).
 pub fn serve(name: &str, _headers: &HeaderMap) -> Response<Body> {
     let path = format!("/console/assets/{name}");
-    let (body, kind) = if path == CSS_PATH {
+    let (body, kind) = if name == FAVICON_PATH {
+        (FAVICON, "image/svg+xml")
+    } else if path == CSS_PATH {
         (CSS, "text/css; charset=utf-8")
     } else if path == JS_PATH {
         (JS, "text/javascript; charset=utf-8")

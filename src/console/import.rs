@@ -285,8 +285,9 @@ async fn preview(
                             }
                         }
                     }
-                    h2 { "First rows" }
-                    div.table-wrap {
+                    h2 #first-rows { "First rows" }
+                    // Cells keep their words whole; the table scrolls sideways instead.
+                    div.table-wrap.preview role="region" aria-labelledby="first-rows" tabindex="0" {
                         table {
                             thead { tr { @for column in &header { th scope="col" { (column) } } } }
                             tbody { @for row in &rows { tr { @for cell in row { td { (cell) } } } } }

@@ -21,6 +21,7 @@ pub fn page(title: &str, visitor: Option<&Visitor>, content: Markup) -> Markup {
                     meta name="csrf-token" content=(v.session.csrf);
                 }
                 title { (title) " · engaged" }
+                link rel="icon" type="image/svg+xml" href=(assets::FAVICON_PATH);
                 link rel="stylesheet" href=(assets::CSS_PATH);
                 script src=(assets::JS_PATH) defer {}
             }

@@ -41,7 +41,10 @@ use routes::Page;
 
 /// Whether `path` is the console's (the server sends it here, not to the API).
 pub fn is_console_path(path: &str) -> bool {
-    path == "/" || path == "/console" || path.starts_with("/console/")
+    path == "/"
+        || path == "/console"
+        || path.starts_with("/console/")
+        || path == assets::FAVICON_PATH
 }
 
 /// Answers one console request from `peer`.

@@ -170,6 +170,9 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
     if path == "/" {
         return get(method, Page::Root);
     }
+    if path == super::assets::FAVICON_PATH {
+        return get(method, Page::Asset(path));
+    }
     let rest = path
         .strip_prefix("/console")
         .ok_or_else(not_found)?

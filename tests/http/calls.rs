@@ -246,6 +246,12 @@ async fn invalid_call_fields_are_400() {
         ("transcript", json!("hello")),
         ("transcript", json!(["hello", "hi"])),
         ("transcript", json!([{"text": "a"}, 3])),
+        ("transcript", json!([{"role": 1, "text": "a"}])),
+        ("transcript", json!([{"role": "lead", "text": 5}])),
+        (
+            "transcript",
+            json!([{"role": "agent", "text": "a", "interrupted": "yes"}]),
+        ),
         ("transferAnswerStatus", json!("maybe")),
         ("transferAnsweredBy", json!("robot")),
         ("transferFallbackAnswerStatus", json!("ANSWERED")),

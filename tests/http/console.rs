@@ -75,6 +75,37 @@ async fn every_console_answer_carries_the_security_headers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_favicon_is_an_image_without_a_session() {
+    let ts = TestServer::start().await;
+    let r = ts
+        .console(Method::GET, "/favicon.ico", None, None, &[])
+        .await;
+    assert_eq!(r.status, 200);
+    let kind = r.headers["content-type"].to_str().unwrap_or_default();
+    assert!(kind.starts_with("image/"), "{kind}");
+    assert!(r.text().contains("<svg"), "{}", r.text());
+    let head = ts
+        .console(Method::HEAD, "/favicon.ico", None, None, &[])
+        .await;
+    assert_eq!(head.status, 200);
+    let post = ts
+        .console(Method::POST, "/favicon.ico", None, None, &[])
+        .await;
+    assert_eq!(post.status, 405);
+    // Pages link it.
+    let login = ts
+        .console(Method::GET, "/console/login", None, None, &[])
+        .await;
+    assert!(
+        login
+            .text()
+            .contains(r#"<link rel="icon" type="image/svg+xml" href="/favicon.ico">"#),
+        "{}",
+        login.text()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_session_cookie_is_host_only_secure_http_only_and_strict() {
     let ts = TestServer::start().await;
     let password = ts.user("acme", "pat@example.com", "Pat", "agent").await;

@@ -192,12 +192,21 @@ fn validate(before: &CallDetails, after: &CallDetails, owner_required: bool) -> 
     {
         return Err(Error::invalid_field("callStatus"));
     }
-    // The interface defines a transcript as an array of objects (its turns).
-    let is_turns = |t: &RawJson| {
-        t.to_value().is_ok_and(|t| {
-            t.as_array()
-                .is_some_and(|turns| turns.iter().all(serde_json::Value::is_object))
+    // The interface defines a transcript as an array of objects (its turns); the members
+    // engaged itself writes, when a client sends them, have the types engaged writes
+    // (the OpenAPI document's `TranscriptTurn`), so every reader can rely on them.
+    let is_turn = |turn: &Value| {
+        turn.as_object().is_some_and(|members| {
+            members.iter().all(|(name, value)| match name.as_str() {
+                "role" | "text" | "at" | "dtmf" => value.is_string(),
+                "interrupted" => value.is_boolean(),
+                _ => true,
+            })
         })
+    };
+    let is_turns = |t: &RawJson| {
+        t.to_value()
+            .is_ok_and(|t| t.as_array().is_some_and(|turns| turns.iter().all(is_turn)))
     };
     if after.transcript.as_ref().is_some_and(|t| !is_turns(t)) {
         return Err(Error::invalid_field("transcript"));
