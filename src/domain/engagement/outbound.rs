@@ -32,6 +32,8 @@ pub struct Attempt {
 }
 
 /// Records a message to `lead` on `channel` as `sending`. The gate is the caller's.
+/// The text and subject are cleaned first (`carrier_text::clean`, `line`): what is
+/// recorded is what leaves.
 pub fn begin(
     tx: &mut WriteTx,
     org: &str,
@@ -48,6 +50,11 @@ pub fn begin(
     if to.is_empty() {
         return Err(Error::Internal("a send to a lead without a target".into()));
     }
+    // Whatever rendered it (a template over old lead values, a keyword reply, a person,
+    // the API), the text leaves clean and is recorded as it left.
+    let text = &crate::carrier_text::clean(text);
+    let subject = subject.map(crate::carrier_text::line);
+    let subject = subject.as_deref();
     let content = crate::domain::records::messages::content(text, subject);
     let mut data = json!({
         "owner": Owner::User.as_str(),
