@@ -153,6 +153,7 @@ async fn dispatch(
     *route_name = route.name();
     // Routes open without a key.
     match route {
+        Route::Options(allowed) => return Ok(response::options(allowed)),
         Route::Healthz => return Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
         Route::Readyz => return ops::readyz(&state.store),
         Route::OpenApi => return Ok(ops::openapi()),
