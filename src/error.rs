@@ -53,13 +53,14 @@ pub struct Allowed(u8);
 
 impl Allowed {
     /// In the order of the header.
-    const METHODS: [(Method, u8); 6] = [
+    const METHODS: [(Method, u8); 7] = [
         (Method::GET, 1),
         (Method::HEAD, 2),
         (Method::POST, 4),
         (Method::PUT, 8),
         (Method::PATCH, 16),
         (Method::DELETE, 32),
+        (Method::OPTIONS, 64),
     ];
 
     /// `self` and `method` (and `HEAD` with `GET`).

@@ -33,6 +33,7 @@ const FLOORS: &[(&str, &[&str])] = &[
         "leaf utilities",
         &[
             "lib",
+            "carrier_text",
             "channel",
             "client_address",
             "cursor",

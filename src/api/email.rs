@@ -1,7 +1,9 @@
 //! Handlers of the email routes that need no API key: the one-click unsubscribe link
 //! (`GET` a small page, `POST` unsubscribes, RFC 8058) and inbound email forwarded by a
 //! Mailgun route (`forward()`), verified with the organization's
-//! `providers.email.inboundSigningKey` and then taken down the engine's inbound path.
+//! `providers.email.inboundSigningKey` and then taken down the engine's inbound path,
+//! with its `Message-Id` and `References` (fields of those names, or `message-headers`)
+//! kept on the message for a reply to thread to.
 //!
 //! Mailgun's signature covers only `timestamp` and `token`, so a captured request could
 //! be replayed with any text while its timestamp is fresh: each token is accepted once.
@@ -24,6 +26,7 @@ use super::views::MessageView;
 use super::AppState;
 use crate::domain::contact::inbound;
 use crate::domain::contact::unsubscribe_links;
+use crate::domain::records::messages::EmailHeaders;
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -97,11 +100,24 @@ struct Forwarded {
     timestamp: Option<String>,
     token: Option<String>,
     signature: Option<String>,
+    message_id: Option<String>,
+    references: Option<String>,
+    /// `message-headers`: every header as a JSON list of `[name, value]` pairs.
+    message_headers: Option<String>,
 }
 
 impl Forwarded {
     fn set(&mut self, name: &str, value: String) {
+        if name.eq_ignore_ascii_case("message-id") {
+            self.message_id = Some(value);
+            return;
+        }
+        if name.eq_ignore_ascii_case("references") {
+            self.references = Some(value);
+            return;
+        }
         let slot = match name {
+            "message-headers" => &mut self.message_headers,
             "sender" => &mut self.sender,
             "subject" => &mut self.subject,
             "body-plain" => &mut self.body_plain,
@@ -112,6 +128,28 @@ impl Forwarded {
             _ => return,
         };
         *slot = Some(value);
+    }
+
+    /// The email's `Message-Id` and `References`: the fields of those names, else the
+    /// headers of `message-headers`.
+    fn headers(&self) -> EmailHeaders {
+        let listed: Vec<(String, String)> = self
+            .message_headers
+            .as_deref()
+            .and_then(|json| serde_json::from_str(json).ok())
+            .unwrap_or_default();
+        let header = |field: &Option<String>, name: &str| {
+            field.clone().or_else(|| {
+                listed
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.clone())
+            })
+        };
+        EmailHeaders::parse(
+            header(&self.message_id, "Message-Id").as_deref(),
+            header(&self.references, "References").as_deref(),
+        )
     }
 }
 
@@ -157,6 +195,7 @@ pub async fn mailgun_inbound(
     )?;
     // Past this, the age check refuses the token by itself.
     let remember_until = signed_at + MAILGUN_MAX_SKEW_SECS;
+    let headers = fields.headers();
     let token = fields.token.unwrap_or_default();
     let sender = fields
         .sender
@@ -179,7 +218,8 @@ pub async fn mailgun_inbound(
                 tracing::warn!(org, "a Mailgun token seen before (a replay): refused");
                 return Err(Error::Forbidden);
             }
-            let inbound = inbound::inbound_email(tx, &caller, &sender, subject.as_deref(), &text)?;
+            let inbound =
+                inbound::inbound_email(tx, &caller, &sender, subject.as_deref(), &text, &headers)?;
             tx.remember_mailgun_token(org, &token, remember_until, now)?;
             Ok(inbound)
         })

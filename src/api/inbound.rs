@@ -8,6 +8,7 @@ use super::response::{json as reply, Body};
 use super::views::MessageView;
 use crate::domain::contact::inbound;
 use crate::domain::records::limits;
+use crate::domain::records::messages::EmailHeaders;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -42,7 +43,8 @@ pub async fn inbound_sms(
     ))
 }
 
-/// `POST /v1/inbound/email` `{"from", "subject"?, "text"}`.
+/// `POST /v1/inbound/email` `{"from", "subject"?, "text", "messageId"?, "references"?}`
+/// (the last two: the email's headers, kept for a reply to thread to).
 pub async fn inbound_email(
     store: &Store,
     caller: Caller,
@@ -59,15 +61,25 @@ pub async fn inbound_email(
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(Error::invalid_field("subject")),
     };
-    if let Some(other) = body
-        .keys()
-        .find(|k| !matches!(k.as_str(), "from" | "subject" | "text"))
-    {
+    let header = |name: &str| match body.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(_) => Err(Error::invalid_field(name)),
+    };
+    let headers = EmailHeaders::parse(header("messageId")?, header("references")?);
+    if let Some(other) = body.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "from" | "subject" | "text" | "messageId" | "references"
+        )
+    }) {
         return Err(Error::unknown_field(other));
     }
     limits::inbound(&text, subject.as_deref(), false)?;
     let inbound = store
-        .write(move |tx| inbound::inbound_email(tx, &caller, &from, subject.as_deref(), &text))
+        .write(move |tx| {
+            inbound::inbound_email(tx, &caller, &from, subject.as_deref(), &text, &headers)
+        })
         .await?;
     let message = MessageView::of(&inbound.message)
         .ok_or_else(|| Error::Internal("an inbound email is not message-shaped".into()))?;

@@ -155,6 +155,7 @@ async fn dispatch(
     *route_name = route.name();
     // Routes open without a key.
     match route {
+        Route::Options(allowed) => return Ok(response::options(allowed)),
         Route::Healthz => return Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
         Route::Readyz => return ops::readyz(&state.store),
         Route::OpenApi => return Ok(ops::openapi()),
@@ -256,7 +257,14 @@ async fn dispatch(
         Route::GetProfile(name) => profiles::get(store, &caller, name),
         Route::ProfileStats(name) => profiles::stats(store, &caller, name),
         Route::PutProfile(name) => {
-            profiles::put(store, caller, name, state.json_body(body).await?).await
+            // A PUT replaces the whole profile: an empty body must not empty it.
+            let bytes = read_body(body, state.max_body_bytes).await?;
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                return Err(Error::BadRequest(
+                    "Request body must be a JSON object".into(),
+                ));
+            }
+            profiles::put(store, caller, name, json_object(&bytes)?).await
         }
         Route::DeleteProfile(name) => profiles::delete(store, caller, name).await,
         Route::GetEngagement(id) => profiles::engagement(store, &caller, id),

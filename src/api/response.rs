@@ -47,6 +47,16 @@ pub fn error(e: &Error) -> Response<Body> {
     response
 }
 
+/// The answer to `OPTIONS`: 204, the path's methods in `Allow`.
+pub fn options(allowed: crate::error::Allowed) -> Response<Body> {
+    let mut response = Response::new(full(Vec::new()));
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    if let Ok(value) = HeaderValue::from_str(&allowed.header()) {
+        response.headers_mut().insert(ALLOW, value);
+    }
+    response
+}
+
 /// A response whose body is JSON already.
 pub fn json_bytes(status: StatusCode, bytes: Vec<u8>) -> Response<Body> {
     let mut response = Response::new(full(bytes));

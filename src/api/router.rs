@@ -3,7 +3,9 @@
 //! A `match` on the segment slice is the whole routing table: easy to read top to bottom,
 //! no allocation beyond the decoded segments, and a path that exists with another method
 //! answers 405 rather than 404, naming the path's methods (`Allow`). Each path lists its
-//! methods once, in `pick`; `HEAD` takes the `GET` route of every path that has one.
+//! methods once, in `pick`; `HEAD` takes the `GET` route of every path that has one, and
+//! `OPTIONS` on any path answers 204 with its `Allow` ([`Route::Options`]). The fixed
+//! segments under `/v1/leads/` (`leads::RESERVED_IDS`) are never lead ids.
 
 use hyper::Method;
 
@@ -12,6 +14,8 @@ use crate::store::records::Scope;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route<'a> {
+    /// `OPTIONS` on a path: 204 with the path's methods in `Allow` (no key needed).
+    Options(Allowed),
     Healthz,
     Readyz,
     OpenApi,
@@ -91,7 +95,11 @@ impl Route<'_> {
     /// The least scope a key needs; `None` for routes open without a key.
     pub fn scope(&self) -> Option<Scope> {
         match self {
-            Route::Healthz | Route::Readyz | Route::OpenApi | Route::RecordingFile(_, _) => None,
+            Route::Options(_)
+            | Route::Healthz
+            | Route::Readyz
+            | Route::OpenApi
+            | Route::RecordingFile(_, _) => None,
             Route::UnsubscribePage(_)
             | Route::UnsubscribeOneClick(_)
             | Route::MailgunInbound(_)
@@ -148,6 +156,7 @@ impl Route<'_> {
     /// A short name for logs and metrics, without ids.
     pub fn name(&self) -> &'static str {
         match self {
+            Route::Options(_) => "options",
             Route::Healthz => "healthz",
             Route::Readyz => "readyz",
             Route::OpenApi => "openapi",
@@ -224,8 +233,9 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 (Method::POST, Route::CreateLead),
             ],
         )?,
-        ["v1", "leads", "search"] if m == Method::GET || m == Method::HEAD => Route::SearchLeads,
-        ["v1", "leads", "import"] if m == Method::POST => Route::ImportLeads,
+        // Fixed segments, never lead ids (`leads::RESERVED_IDS`).
+        ["v1", "leads", "search"] => only(m, Method::GET, Route::SearchLeads)?,
+        ["v1", "leads", "import"] => only(m, Method::POST, Route::ImportLeads)?,
         ["v1", "leads", _] => {
             let id = segments[2].as_str();
             pick(
@@ -398,7 +408,8 @@ fn only<'a>(method: Method, allowed: Method, route: Route<'a>) -> Result<Route<'
 }
 
 /// The route of `method` among a path's `choices`; `HEAD` takes the `GET` route (its
-/// body is dropped by `api::handle`). Otherwise 405, with every method of the path.
+/// body is dropped by `api::handle`); `OPTIONS` takes [`Route::Options`]. Otherwise 405,
+/// with every method of the path (`OPTIONS` among them).
 fn pick<'a, const N: usize>(
     method: &Method,
     choices: [(Method, Route<'a>); N],
@@ -408,12 +419,18 @@ fn pick<'a, const N: usize>(
     } else {
         method
     };
-    let mut allowed = Allowed::default();
+    let allowed = choices
+        .iter()
+        .fold(Allowed::default().with(&Method::OPTIONS), |a, (m, _)| {
+            a.with(m)
+        });
+    if method == Method::OPTIONS {
+        return Ok(Route::Options(allowed));
+    }
     for (choice, route) in choices {
         if choice == wanted {
             return Ok(route);
         }
-        allowed = allowed.with(&choice);
     }
     Err(Error::MethodNotAllowed(allowed))
 }
@@ -495,14 +512,50 @@ mod tests {
 
     #[test]
     fn a_405_names_the_methods_of_the_path_with_head_beside_get() {
-        assert_eq!(allow(Method::PUT, "/v1/leads"), "GET, HEAD, POST");
+        assert_eq!(allow(Method::PUT, "/v1/leads"), "GET, HEAD, POST, OPTIONS");
         assert_eq!(
             allow(Method::POST, "/v1/leads/x"),
-            "GET, HEAD, PATCH, DELETE"
+            "GET, HEAD, PATCH, DELETE, OPTIONS"
         );
-        assert_eq!(allow(Method::GET, "/v1/dnc/x"), "DELETE");
-        assert_eq!(allow(Method::HEAD, "/v1/inbound/sms"), "POST");
-        assert_eq!(allow(Method::POST, "/healthz"), "GET, HEAD");
+        assert_eq!(allow(Method::GET, "/v1/dnc/x"), "DELETE, OPTIONS");
+        assert_eq!(allow(Method::HEAD, "/v1/inbound/sms"), "POST, OPTIONS");
+        assert_eq!(allow(Method::POST, "/healthz"), "GET, HEAD, OPTIONS");
+        assert_eq!(
+            allow(Method::PATCH, "/v1/leads/search"),
+            "GET, HEAD, OPTIONS"
+        );
+        assert_eq!(allow(Method::DELETE, "/v1/leads/import"), "POST, OPTIONS");
+    }
+
+    #[test]
+    fn options_answers_the_methods_of_any_path() {
+        let options = |path: &str| {
+            let segs = segments(path).expect("segments");
+            match route(&Method::OPTIONS, &segs) {
+                Ok(Route::Options(allowed)) => allowed.header(),
+                other => panic!("OPTIONS {path}: {other:?}"),
+            }
+        };
+        assert_eq!(options("/v1/leads/import"), "POST, OPTIONS");
+        assert_eq!(options("/v1/leads/search"), "GET, HEAD, OPTIONS");
+        assert_eq!(options("/v1/leads/L1"), "GET, HEAD, PATCH, DELETE, OPTIONS");
+        assert_eq!(r(Method::OPTIONS, "/v1/nope").unwrap_err(), "Not found");
+    }
+
+    #[test]
+    fn reserved_lead_ids_are_exactly_the_fixed_segments_under_leads() {
+        for method in [Method::GET, Method::POST, Method::PATCH, Method::DELETE] {
+            for id in crate::domain::records::leads::RESERVED_IDS {
+                let path = format!("/v1/leads/{id}");
+                let routed = r(method.clone(), &path).unwrap_or_default();
+                assert!(!routed.contains("Lead("), "{method} {path}: {routed}");
+            }
+        }
+        // Any other id is a lead's.
+        assert_eq!(
+            r(Method::GET, "/v1/leads/searches").unwrap(),
+            "GetLead(\"searches\")"
+        );
     }
 
     #[test]

@@ -74,6 +74,16 @@ pub async fn page(
         Some(e) if !e.profile.is_empty() => read.profile(org, &e.profile)?.map(|p| p.cadence.len()),
         _ => None,
     };
+    // The Subject starts as `Re: <their subject>` when the lead wrote an email.
+    let re_subject = match read.last_lead_email(org, id)? {
+        Some(theirs) => theirs
+            .data
+            .0
+            .get("content")
+            .and_then(|c| messages::thread_of(c).1)
+            .and_then(|s| messages::reply_subject(&s)),
+        None => None,
+    };
     let (rows, total) = timeline::events(&read, org, id)?;
     let ctx = timeline::Context {
         read: &read,
@@ -122,7 +132,7 @@ pub async fn page(
                             }
                         }
                     }
-                    @if can_act { (reply_box(visitor, &lead, &shown)) }
+                    @if can_act { (reply_box(visitor, &lead, &shown, re_subject.as_deref())) }
                 }
                 div {
                     section.panel aria-labelledby="about" {
@@ -196,7 +206,13 @@ fn handling_buttons(v: &Visitor, lead: &LeadRecord) -> Markup {
     }
 }
 
-fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown) -> Markup {
+/// The reply form; its Subject is what was refused, else `re_subject` (the answer to
+/// the lead's own newest email).
+fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&str>) -> Markup {
+    let subject = match (shown.subject.as_str(), re_subject) {
+        ("", Some(re)) => re,
+        (subject, _) => subject,
+    };
     let channel = shown.channel.unwrap_or(if lead.phone.is_empty() {
         Channel::Email
     } else {
@@ -230,7 +246,7 @@ fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown) -> Markup {
             }
             div {
                 label for="subject" { "Subject" }
-                input #subject type="text" name="subject" value=(shown.subject) aria-describedby=[subject_error.as_ref().map(|_| "subject-error")];
+                input #subject type="text" name="subject" value=(subject) aria-describedby=[subject_error.as_ref().map(|_| "subject-error")];
                 @if let Some(error) = &subject_error { p #subject-error .field-error { (error) } }
             }
             div.actions {

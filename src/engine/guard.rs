@@ -4,7 +4,8 @@
 //!
 //! In order: control characters other than a newline are removed (a tab and the
 //! Unicode line separators count as whitespace; invisible direction and width marks
-//! go), runs of whitespace collapse (to one space, or to one newline, or one blank
+//! and noncharacters go: `carrier_text::clean`, which rendered templates take too),
+//! runs of whitespace collapse (to one space, or to one newline, or one blank
 //! line, when the run held newlines), and the text is cut at the last sentence or word
 //! boundary to its channel's cap (`Cap`): an SMS to two segments (306 GSM-7
 //! characters, the extension table's counting two, or 134 UTF-16 units when the text
@@ -75,49 +76,11 @@ fn gsm7_cost(c: char) -> Option<usize> {
     }
 }
 
-/// Characters that say nothing and can reorder or hide what a reader sees: bidi
-/// embeddings, overrides and isolates, zero-width space, direction marks, the BOM.
-fn is_invisible_mark(c: char) -> bool {
-    matches!(c,
-        '\u{200B}' | '\u{200E}' | '\u{200F}'
-        | '\u{202A}'..='\u{202E}'
-        | '\u{2066}'..='\u{2069}'
-        | '\u{FEFF}')
-}
-
 /// The one output guard: `text` as it may be sent on `channel`; empty when nothing
 /// should be sent.
 pub fn guard(text: &str, channel: Channel) -> String {
-    let clean = collapse(text);
+    let clean = crate::carrier_text::clean(text);
     cut(&clean, Cap::of(channel, &clean))
-}
-
-/// Control characters removed (but newlines), whitespace runs collapsed, ends trimmed.
-fn collapse(text: &str) -> String {
-    let mut out = String::with_capacity(text.len().min(64 * 1024));
-    // Newlines in the pending whitespace run (None: no run pending).
-    let mut run: Option<usize> = None;
-    for c in text.chars() {
-        let newline = matches!(c, '\n' | '\u{2028}' | '\u{2029}' | '\u{85}');
-        if newline || c == '\t' || (c.is_whitespace() && !c.is_control()) {
-            *run.get_or_insert(0) += usize::from(newline);
-            continue;
-        }
-        if c.is_control() || is_invisible_mark(c) {
-            continue;
-        }
-        if let Some(newlines) = run.take() {
-            if !out.is_empty() {
-                out.push_str(match newlines {
-                    0 => " ",
-                    1 => "\n",
-                    _ => "\n\n",
-                });
-            }
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `text` cut to `cap`: whole when it fits; else at the last sentence end within the

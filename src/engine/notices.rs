@@ -103,6 +103,7 @@ async fn notify(engine: &Engine, notice: &Notice) -> Result<Vec<NotificationReco
             subject: Some(subject.clone()),
             unsubscribe_url: None,
             status_callback: None,
+            thread: None,
         };
         let outcome = match provider.send_email(&engine.client, &outgoing).await {
             SendOutcome::Accepted { .. } if matches!(provider, Provider::Sandbox(_)) => {

@@ -347,6 +347,7 @@ impl Engine {
             subject: (channel == Channel::Email).then(|| "A test from engaged".to_string()),
             unsubscribe_url: None,
             status_callback: None,
+            thread: None,
         };
         let started = Instant::now();
         let outcome = match channel {

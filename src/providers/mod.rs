@@ -38,6 +38,16 @@ pub struct Outgoing {
     /// Where the provider reports the message's later statuses (Twilio's
     /// `StatusCallback`), when it does.
     pub status_callback: Option<String>,
+    /// The email this one answers, when it is a reply (`In-Reply-To`, `References`).
+    pub thread: Option<EmailThread>,
+}
+
+/// Where an email reply belongs: the id of the message it answers (`In-Reply-To`) and
+/// the thread's ids up to and including it (`References`), each `<...>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmailThread {
+    pub in_reply_to: String,
+    pub references: Vec<String>,
 }
 
 /// What the provider made of a send.

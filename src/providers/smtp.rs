@@ -4,7 +4,8 @@
 //! A message is plain text: the step's text, a blank line and a visible unsubscribe line,
 //! with `MIME-Version: 1.0`, `List-Unsubscribe` and `List-Unsubscribe-Post:
 //! List-Unsubscribe=One-Click` (RFC 8058) and a `Message-ID` we generate, which becomes
-//! the `providerMessageId`.
+//! the `providerMessageId`; a reply to the lead's email carries `In-Reply-To` and
+//! `References` (`Outgoing::thread`).
 //!
 //! An address that is not ASCII (RFC 6531) goes out only to a server that offers
 //! `SMTPUTF8`, with that parameter on `MAIL FROM` and its domain IDNA-encoded in the
@@ -169,6 +170,11 @@ impl Smtp {
             .message_id(Some(message_id.clone()))
             .header(MIME_VERSION_1_0)
             .header(ContentType::TEXT_PLAIN);
+        if let Some(thread) = &out.thread {
+            builder = builder
+                .in_reply_to(thread.in_reply_to.clone())
+                .references(thread.references.join(" "));
+        }
         if let Some(url) = &out.unsubscribe_url {
             text.push_str(&format!("\n\nTo stop receiving these emails, open {url}"));
             builder = builder
@@ -404,6 +410,7 @@ mod tests {
             subject: Some("Quote".into()),
             unsubscribe_url: Some("https://e.test/v1/unsubscribe/t".into()),
             status_callback: None,
+            thread: None,
         }
     }
 

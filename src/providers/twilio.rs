@@ -744,6 +744,7 @@ mod tests {
             subject: None,
             unsubscribe_url: None,
             status_callback: None,
+            thread: None,
         };
         let outcome = provider
             .send_sms(&client(), &message, Some("https://e.example/s"), &|| {})

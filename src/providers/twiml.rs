@@ -6,7 +6,7 @@
 //! block, so the relay or the `<Say>` follows at once.
 //!
 //! Each is written through a tiny XML writer that escapes `& < > " '` in every text and
-//! attribute value: a step's text, a greeting or a number comes from organization
+//! attribute value (and drops the characters XML 1.0 forbids, so every answer parses): a step's text, a greeting or a number comes from organization
 //! settings and leads, and must never add a verb of its own (an injected `<Dial>` would
 //! place a call the organization never asked for).
 
@@ -96,9 +96,16 @@ impl XmlWriter {
     }
 }
 
+/// A character XML 1.0 allows in a document (its `Char` production): any other (most
+/// control characters, U+FFFE, U+FFFF) is dropped, so every document parses.
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+}
+
 fn escape_into(out: &mut String, text: &str) {
     for c in text.chars() {
         match c {
+            c if !is_xml_char(c) => {}
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -196,6 +203,21 @@ mod tests {
         document
             .strip_prefix(DECLARATION)
             .expect("every document opens with the declaration")
+    }
+
+    #[test]
+    fn characters_xml_forbids_are_dropped() {
+        let doc = say_then_hangup("Hi Bob\u{1}\u{b}\u{fffe}\u{ffff}\u{1b}[2J\r\n.", None);
+        assert_eq!(
+            body(&doc),
+            "<Response><Say>Hi Bob[2J\r\n.</Say><Hangup/></Response>"
+        );
+        let doc = relay("a", "wss://x", Some("Hi\u{0} Bob\u{7f}\u{85}"), None);
+        assert!(
+            doc.contains("welcomeGreeting=\"Hi Bob\u{7f}\u{85}\""),
+            "{doc:?}"
+        );
+        assert!(doc.chars().all(is_xml_char));
     }
 
     #[test]

@@ -60,6 +60,51 @@ pub struct EventRow {
     pub record: EventRecord,
 }
 
+/// Messages looked back over for a lead's newest email ([`ReadTx::last_lead_email`]).
+const EMAIL_LOOK_BACK: usize = 200;
+
+/// The newest `EMAIL` event with owner `lead` among a lead's last [`EMAIL_LOOK_BACK`]
+/// messages: what a reply threads to. Shared by the snapshot and the writer's
+/// transaction, which open their tables differently.
+pub(super) fn last_lead_email_in(
+    messages: &impl ReadableTable<(&'static str, &'static str, i64, &'static str, &'static str), ()>,
+    keys: &impl ReadableTable<(&'static str, &'static str, &'static str, &'static str), i64>,
+    events: &impl ReadableTable<
+        (&'static str, &'static str, i64, &'static str, &'static str),
+        &'static [u8],
+    >,
+    org: &str,
+    lead: &str,
+) -> Result<Option<EventRecord>> {
+    let from = (org, lead, i64::MIN, "", "");
+    let to = (org, lead, i64::MAX, "\u{10FFFF}", "\u{10FFFF}");
+    let rows = messages.range::<(&str, &str, i64, &str, &str)>(from..=to)?;
+    for row in rows.rev().take(EMAIL_LOOK_BACK) {
+        let (key, _) = row?;
+        let (_, _, _, kind, id) = key.value();
+        if kind != "EMAIL" {
+            continue;
+        }
+        let Some(updated_at) = keys.get((org, lead, kind, id))?.map(|v| v.value()) else {
+            continue;
+        };
+        let Some(found) = events.get((org, lead, updated_at, kind, id))? else {
+            continue;
+        };
+        let record: EventRecord = decode(found.value())?;
+        if record
+            .data
+            .0
+            .get("owner")
+            .and_then(serde_json::Value::as_str)
+            == Some("lead")
+        {
+            return Ok(Some(record));
+        }
+    }
+    Ok(None)
+}
+
 pub struct ReadTx {
     pub(super) txn: ReadTransaction,
 }
@@ -75,6 +120,17 @@ impl ReadTx {
         table: redb::TableDefinition<K, V>,
     ) -> Result<redb::ReadOnlyTable<K, V>> {
         Ok(self.txn.open_table(table)?)
+    }
+
+    /// The lead's newest email of its own (`last_lead_email_in`), if any.
+    pub fn last_lead_email(&self, org: &str, lead: &str) -> Result<Option<EventRecord>> {
+        last_lead_email_in(
+            &self.open_read(MESSAGES_BY_CREATED)?,
+            &self.open_read(EVENT_KEYS)?,
+            &self.open_read(EVENTS)?,
+            org,
+            lead,
+        )
     }
 
     pub fn keys(&self) -> Result<Vec<KeyRecord>> {

@@ -299,6 +299,17 @@ impl WriteTx {
         Ok(found.map(|(_, record)| (kind, record)))
     }
 
+    /// The lead's newest email of its own (`read::last_lead_email_in`), if any.
+    pub fn last_lead_email(&self, org: &str, lead: &str) -> Result<Option<EventRecord>> {
+        super::read::last_lead_email_in(
+            &*self.open_read(MESSAGES_BY_CREATED)?,
+            &*self.open_read(EVENT_KEYS)?,
+            &*self.open_read(EVENTS)?,
+            org,
+            lead,
+        )
+    }
+
     /// Adds or removes the message-projection row of an event created at `created_at`.
     pub fn set_message_row(
         &mut self,

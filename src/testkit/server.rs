@@ -232,6 +232,38 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// Changes lead `id` of organization `org` (its name) in the store directly, past
+    /// every rule on its fields: what an older release may have stored.
+    pub async fn change_lead_directly(
+        &self,
+        org: &str,
+        id: &str,
+        change: impl Fn(&mut crate::store::records::LeadRecord) + Send + 'static,
+    ) {
+        let orgs = self.admin(AdminRequest::OrgList).await.expect("org list");
+        let org_id = orgs["orgs"]
+            .as_array()
+            .and_then(|all| all.iter().find(|o| o["name"] == org))
+            .and_then(|o| o["id"].as_str())
+            .expect("the organization")
+            .to_string();
+        let id = id.to_string();
+        self.server
+            .store()
+            .write(move |tx| {
+                use crate::store::Reader;
+                let old = tx.lead(&org_id, &id)?.expect("the lead");
+                let mut lead = old.clone();
+                change(&mut lead);
+                lead.updated_at = tx.tick();
+                tx.put_lead(&org_id, &lead, Some(&old))
+            })
+            .await
+            .expect("stored");
+    }
+}
+
 /// Percent-encodes a query value (timestamps carry `+` and `:`).
 pub fn enc(value: &str) -> String {
     percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string()

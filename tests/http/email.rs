@@ -763,3 +763,158 @@ async fn a_mailgun_token_is_accepted_once_and_an_empty_token_is_403() {
     let fresh = mailgun_fields("bob@example.com", now, SIGNING_KEY);
     assert_eq!(post_urlencoded(&s, &org, &fresh).await.status, 200);
 }
+
+// ---- email threads --------------------------------------------------------------------
+
+/// A header value with its RFC 2047 encoded words (`=?utf-8?b?...?=`, `=?utf-8?q?...?=`)
+/// decoded; the whitespace between two encoded words dropped.
+fn decoded(value: &str) -> String {
+    use base64::Engine as _;
+    let mut out = String::new();
+    let mut rest = value;
+    let mut after_word = false;
+    while let Some(start) = rest.find("=?") {
+        let before = &rest[..start];
+        if !(after_word && before.trim().is_empty()) {
+            out.push_str(before);
+        }
+        let word = &rest[start + 2..];
+        let parts: Vec<&str> = word.splitn(3, '?').collect();
+        let (encoding, data_end) = (parts[1], parts[2].find("?=").expect("an encoded word"));
+        let data = &parts[2][..data_end];
+        let bytes = if encoding.eq_ignore_ascii_case("b") {
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .expect("base64")
+        } else {
+            let data = data.replace('_', " ");
+            let mut bytes = Vec::new();
+            let mut i = 0;
+            while i < data.len() {
+                if data.as_bytes()[i] == b'=' {
+                    bytes.push(u8::from_str_radix(&data[i + 1..i + 3], 16).expect("hex"));
+                    i += 3;
+                } else {
+                    bytes.push(data.as_bytes()[i]);
+                    i += 1;
+                }
+            }
+            bytes
+        };
+        out.push_str(&String::from_utf8(bytes).expect("utf-8"));
+        rest = &parts[2][data_end + 2..];
+        after_word = true;
+    }
+    out.push_str(rest);
+    out
+}
+
+const THEIR_SUBJECT: &str = "Re: Ihr Angebot – Sonnenstrom ☀ für Jörg";
+const THEIR_ID: &str = "<CAF=reply.42@mail.gmail.example>";
+const ROOT_ID: &str = "<em_root@acme.example>";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_to_a_leads_email_thread_to_it_from_the_api_and_the_console() {
+    let s = start().await;
+    s.ts.create_lead(
+        &s.write,
+        &json!({"id": "L1", "firstName": "Jörg", "email": EMAIL}),
+    )
+    .await;
+    let org = org_id(&s).await;
+    let now = chrono::Utc::now().timestamp();
+    let mut fields = mailgun_fields(EMAIL, now, SIGNING_KEY);
+    fields.retain(|(k, _)| k != "subject");
+    fields.push(("subject".into(), THEIR_SUBJECT.into()));
+    fields.push((
+        "message-headers".into(),
+        json!([
+            ["Message-Id", THEIR_ID],
+            ["References", ROOT_ID],
+            ["Subject", THEIR_SUBJECT]
+        ])
+        .to_string(),
+    ));
+    let r = post_urlencoded(&s, &org, &fields).await;
+    assert_eq!(r.status, 200, "{}", text_of(&r));
+    let content = &r.json()["message"]["content"];
+    assert_eq!(content["messageId"], json!(THEIR_ID), "kept on the message");
+    assert_eq!(content["references"], json!(ROOT_ID));
+    assert_eq!(content["subject"], json!(THEIR_SUBJECT));
+
+    // The API's message without a subject: `Re:` theirs, not doubled.
+    let r =
+        s.ts.post(
+            &s.write,
+            "/v1/leads/L1/messages",
+            &json!({"owner": "user", "channel": "email", "content": {"text": "About 9,000 EUR."}}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", text_of(&r));
+    let raw = wait_sink(&s.sink, 1).await.remove(0);
+    assert_eq!(
+        decoded(&header(&raw, "Subject").unwrap()),
+        THEIR_SUBJECT,
+        "{raw}"
+    );
+    assert_eq!(
+        header(&raw, "In-Reply-To").as_deref(),
+        Some(THEIR_ID),
+        "{raw}"
+    );
+    assert_eq!(
+        header(&raw, "References"),
+        Some(format!("{ROOT_ID} {THEIR_ID}")),
+        "{raw}"
+    );
+
+    // The console's Subject starts as the reply's, and what it sends threads too.
+    let password = s.ts.user("acme", "pat@example.com", "Pat", "agent").await;
+    let session = s.ts.sign_in("pat@example.com", &password).await;
+    let page =
+        s.ts.console(
+            Method::GET,
+            "/console/leads/L1",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    let html = page.text();
+    assert!(
+        html.contains(&format!("name=\"subject\" value=\"{THEIR_SUBJECT}\"")),
+        "the Subject is prefilled: {html}"
+    );
+    let origin = s.ts.origin();
+    let reply =
+        s.ts.console(
+            Method::POST,
+            "/console/leads/L1/reply",
+            Some(&session.cookie),
+            Some(&origin),
+            &[
+                ("csrf", &session.csrf),
+                ("channel", "email"),
+                ("message", "Shall we book a visit?"),
+                ("subject", THEIR_SUBJECT),
+            ],
+        )
+        .await;
+    assert_eq!(reply.status, 303, "{}", reply.text());
+    let raw = wait_sink(&s.sink, 2).await.remove(1);
+    assert_eq!(
+        decoded(&header(&raw, "Subject").unwrap()),
+        THEIR_SUBJECT,
+        "{raw}"
+    );
+    assert_eq!(
+        header(&raw, "In-Reply-To").as_deref(),
+        Some(THEIR_ID),
+        "{raw}"
+    );
+    assert_eq!(
+        header(&raw, "References"),
+        Some(format!("{ROOT_ID} {THEIR_ID}")),
+        "{raw}"
+    );
+}

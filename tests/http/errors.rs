@@ -39,26 +39,70 @@ async fn unknown_path_is_404_not_found() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn options_answers_204_with_the_paths_methods_and_fixed_segments_are_no_lead_ids() {
+    let (ts, key) = start().await;
+    for (path, allow) in [
+        ("/v1/leads/import", "POST, OPTIONS"),
+        ("/v1/leads/search", "GET, HEAD, OPTIONS"),
+        ("/v1/leads/L1", "GET, HEAD, PATCH, DELETE, OPTIONS"),
+        ("/healthz", "GET, HEAD, OPTIONS"),
+    ] {
+        // No key needed: OPTIONS only names methods.
+        let r = ts
+            .request(Method::OPTIONS, path, None, None, Vec::new())
+            .await;
+        assert_eq!(r.status, 204, "OPTIONS {path}: {}", text(&r));
+        assert_eq!(
+            r.headers.get("allow").and_then(|v| v.to_str().ok()),
+            Some(allow),
+            "OPTIONS {path}"
+        );
+    }
+    for id in ["search", "import"] {
+        let r = ts.post(&key, "/v1/leads", &json!({"id": id})).await;
+        assert_error(&r, 400, "Invalid format for field: id");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn known_path_with_wrong_method_is_405() {
     let (ts, key) = start().await;
     // Each 405 names the methods the path takes, HEAD wherever GET is.
     let cases = [
-        (Method::PUT, "/v1/leads", "GET, HEAD, POST"),
-        (Method::DELETE, "/v1/leads", "GET, HEAD, POST"),
-        (Method::POST, "/v1/leads/L1", "GET, HEAD, PATCH, DELETE"),
-        (Method::PUT, "/v1/leads/L1", "GET, HEAD, PATCH, DELETE"),
-        (Method::DELETE, "/v1/leads/L1/events", "GET, HEAD, POST"),
-        (Method::PATCH, "/v1/leads/L1/messages", "GET, HEAD, POST"),
-        (Method::POST, "/v1/calls/c1", "GET, HEAD, PUT"),
-        (Method::DELETE, "/v1/calls/c1", "GET, HEAD, PUT"),
-        (Method::POST, "/healthz", "GET, HEAD"),
-        (Method::GET, "/v1/dnc/+15550001111", "DELETE"),
-        (Method::HEAD, "/v1/leads/L1/unsubscribe", "POST"),
-        (Method::PUT, "/v1/profiles", "GET, HEAD"),
+        (Method::PUT, "/v1/leads", "GET, HEAD, POST, OPTIONS"),
+        (Method::DELETE, "/v1/leads", "GET, HEAD, POST, OPTIONS"),
+        (
+            Method::POST,
+            "/v1/leads/L1",
+            "GET, HEAD, PATCH, DELETE, OPTIONS",
+        ),
+        (
+            Method::PUT,
+            "/v1/leads/L1",
+            "GET, HEAD, PATCH, DELETE, OPTIONS",
+        ),
+        (
+            Method::DELETE,
+            "/v1/leads/L1/events",
+            "GET, HEAD, POST, OPTIONS",
+        ),
+        (
+            Method::PATCH,
+            "/v1/leads/L1/messages",
+            "GET, HEAD, POST, OPTIONS",
+        ),
+        (Method::POST, "/v1/calls/c1", "GET, HEAD, PUT, OPTIONS"),
+        (Method::DELETE, "/v1/calls/c1", "GET, HEAD, PUT, OPTIONS"),
+        (Method::POST, "/healthz", "GET, HEAD, OPTIONS"),
+        (Method::GET, "/v1/dnc/+15550001111", "DELETE, OPTIONS"),
+        (Method::HEAD, "/v1/leads/L1/unsubscribe", "POST, OPTIONS"),
+        (Method::PUT, "/v1/profiles", "GET, HEAD, OPTIONS"),
+        (Method::PATCH, "/v1/leads/search", "GET, HEAD, OPTIONS"),
+        (Method::DELETE, "/v1/leads/import", "POST, OPTIONS"),
         (
             Method::POST,
             "/v1/calls/c1/recording",
-            "GET, HEAD, PUT, DELETE",
+            "GET, HEAD, PUT, DELETE, OPTIONS",
         ),
     ];
     for (method, path, allow) in cases {

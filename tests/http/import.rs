@@ -146,6 +146,22 @@ async fn a_csv_creates_updates_merges_and_refuses_by_row() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_with_a_control_character_or_a_bidi_control_is_refused_as_that_row() {
+    let org = setup().await;
+    let (ts, key) = (&org.ts, &org.write);
+    let csv = "First Name,Email\nAna,ana@example.com\nB\u{0}ob,bob@example.com\n\u{202e}Cy,cy@example.com\n";
+    let report = import(ts, key, "", "text/csv", csv).await;
+    assert_eq!(report["created"], json!(1), "{report}");
+    assert_eq!(
+        refused(&report),
+        [
+            (3, "Invalid format for field: firstName".to_string()),
+            (4, "Invalid format for field: firstName".to_string()),
+        ]
+    );
+}
+
 /// A file of `n` distinct people, then a row repeating the first by phone and one
 /// repeating the second by email: the repeats fall in a later part than their first.
 fn long_file(n: usize) -> String {

@@ -167,6 +167,54 @@ async fn lead_id_must_be_1_to_128_safe_characters() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_fields_refuse_control_characters_noncharacters_and_bidi_controls() {
+    let (ts, key) = start().await;
+    for (field, bad) in [
+        ("firstName", "Bob\u{1}\u{b}"),
+        ("firstName", "\u{fffe}"),
+        ("lastName", "\u{1b}[2J\r\nBcc: spy@evil.example"),
+        ("lastName", "Lee\nSmith"),
+        ("externalLeadId", "crm\u{0}1"),
+        ("summary", "\u{202e}reversed"),
+        ("summary", "a\u{2066}b"),
+        ("additionalInfo", "x\u{7}"),
+    ] {
+        let value = if field == "additionalInfo" {
+            json!({"note": bad})
+        } else {
+            json!(bad)
+        };
+        let r = ts
+            .post(&key, "/v1/leads", &json!({"id": "L1", field: value}))
+            .await;
+        assert_error(&r, 400, &format!("Invalid format for field: {field}"));
+    }
+    // Nothing was stored.
+    assert_error(
+        &ts.get(&key, "/v1/leads/L1").await,
+        404,
+        "Resource not found: Lead with id L1",
+    );
+    // A multi-line field keeps its tabs and newlines; an update is held to the rule too.
+    let lead = ts
+        .create_lead(
+            &key,
+            &json!({"id": "L1", "firstName": "Jörg ☀", "summary": "one\r\n\ttwo",
+                "additionalInfo": {"note": "a\nb"}}),
+        )
+        .await;
+    assert_eq!(lead["summary"], json!("one\r\n\ttwo"));
+    let r = ts
+        .patch(&key, "/v1/leads/L1", &json!({"firstName": "Bob\u{85}"}))
+        .await;
+    assert_error(&r, 400, "Invalid format for field: firstName");
+    assert_eq!(
+        get_lead(&ts, &key, "L1").await["firstName"],
+        json!("Jörg ☀")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn phone_is_normalised_to_e164() {
     let (ts, key) = start().await;
     let lead = ts

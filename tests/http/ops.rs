@@ -343,6 +343,9 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::TwilioVoiceRecording(_, _)
         | Route::TwilioVoiceTransfer(_, _)
         | Route::TwilioVoiceRelay(_, _) => true,
+        // Any path's OPTIONS: described in the document's introduction, not as an
+        // operation.
+        Route::Options(_) => false,
     }
 }
 

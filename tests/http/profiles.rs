@@ -76,6 +76,24 @@ async fn put_answers_the_whole_profile() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_put_without_a_body_is_400_and_leaves_the_profile_whole() {
+    let s = start().await;
+    let before = put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    let r =
+        s.ts.request(
+            hyper::Method::PUT,
+            &profile_path("solar"),
+            Some(&s.admin),
+            Some("application/json"),
+            Vec::new(),
+        )
+        .await;
+    assert_error(&r, 400, "Request body must be a JSON object");
+    let after = s.ts.get(&s.read, &profile_path("solar")).await.json();
+    assert_eq!(after, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn omitted_members_take_their_defaults() {
     let s = start().await;
     let profile = put_profile(

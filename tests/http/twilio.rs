@@ -133,6 +133,41 @@ async fn a_cadence_step_goes_out_through_twilio_with_its_fields_auth_and_callbac
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_stored_with_control_characters_reaches_twilio_clean() {
+    let s = start().await;
+    expect(
+        &s.ts
+            .post(
+                &s.write,
+                "/v1/leads",
+                &json!({"id": "L1", "firstName": "Bob", "phone": PHONE}),
+            )
+            .await,
+        201,
+    );
+    // Stored before the character rule (the API refuses it now).
+    s.ts.change_lead_directly("acme", "L1", |lead| {
+        lead.first_name = "Bob\u{1}\u{1b}[2J\r\nBcc: spy@evil.example\u{202e}\u{fffe}".into();
+    })
+    .await;
+    expect(
+        &s.ts
+            .patch(
+                &s.write,
+                "/v1/leads/L1",
+                &json!({"customerProfile": "solar"}),
+            )
+            .await,
+        200,
+    );
+    let event = first_message(&s, "L1").await;
+    let body = "Hi Bob[2J\nBcc: spy@evil.example, Sam here.";
+    assert_eq!(event["data"]["content"]["text"], json!(body));
+    let sent = s.twilio.sent();
+    assert_eq!(sent[0].field("Body"), Some(body));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_status_callback_moves_the_message_and_it_syncs_again() {
     let s = start().await;
     lead(&s, "L1", PHONE, "solar").await;

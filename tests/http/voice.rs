@@ -641,6 +641,32 @@ async fn twiml_with_an_assistant_connects_the_relay_with_the_rendered_greeting()
     );
 }
 
+/// Whether every character of `doc` is one XML 1.0 allows (its `Char` production).
+fn is_xml_document_text(doc: &str) -> bool {
+    doc.chars().all(|c| {
+        matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_stored_with_control_characters_is_spoken_clean_in_a_well_formed_twiml() {
+    let v = start(true).await;
+    lead_named(&v, "L1", "Bob", "quiet").await;
+    // Stored before the character rule (the API refuses it now).
+    v.ts.change_lead_directly("acme", "L1", |lead| {
+        lead.first_name = "Bob\u{1}\u{b}\u{fffe}".into();
+    })
+    .await;
+    let (call, sid) = placed_call(&v, "L1").await;
+    let doc = fetch_twiml(&v, &call, &sid).await;
+    assert!(is_xml_document_text(&doc), "{doc:?}");
+    assert_eq!(
+        attr(&doc, "ConversationRelay", "welcomeGreeting"),
+        "Hi Bob, this is Sam from Acme Solar.",
+        "{doc:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twiml_without_an_assistant_says_the_step_text_then_hangs_up() {
     let v = start(false).await;

@@ -7,6 +7,7 @@ use crate::channel::{Channel, OptOutSource};
 use crate::domain::contact::controls;
 use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS};
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
+use crate::domain::records::messages::EmailHeaders;
 use crate::domain::records::{events, leads, limits};
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
@@ -97,7 +98,15 @@ pub fn inbound_sms_via(
         || provider_keyword == Some(ProviderKeyword::Start);
     let help =
         HELP_KEYWORDS.contains(&word.as_str()) || provider_keyword == Some(ProviderKeyword::Help);
-    let (message, lead) = record_inbound(tx, org, lead, Channel::Sms, text, None)?;
+    let (message, lead) = record_inbound(
+        tx,
+        org,
+        lead,
+        Channel::Sms,
+        text,
+        None,
+        &EmailHeaders::default(),
+    )?;
     let channels = controls::sms_channels(tx, org)?;
     let lead = if opted_out {
         controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword)?
@@ -143,18 +152,20 @@ pub fn inbound_sms_via(
 }
 
 /// Records an email from `from` on the live lead with that address (the most recently
-/// updated one), and hands the engine its follow-up (an assistant reply).
+/// updated one), with its threading `headers` (what a reply threads to), and hands the
+/// engine its follow-up (an assistant reply).
 pub fn inbound_email(
     tx: &mut WriteTx,
     caller: &Caller,
     from: &str,
     subject: Option<&str>,
     text: &str,
+    headers: &EmailHeaders,
 ) -> Result<Inbound> {
     let org = caller.org_id.as_str();
     let lead = lead_by_email(tx, org, from)?
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
-    let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject)?;
+    let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject, headers)?;
     enrolment::on_inbound(tx, org, &lead, Channel::Email, InboundFollowUp::Reply)?;
     Ok(Inbound {
         lead_id: lead.id.clone(),
@@ -173,6 +184,7 @@ fn record_inbound(
     channel: Channel,
     text: &str,
     subject: Option<&str>,
+    headers: &EmailHeaders,
 ) -> Result<(EventRow, LeadRecord)> {
     let id = crate::ids::generate("msg");
     // A provider's message over the bounds (the API refuses one) is cut to them.
@@ -182,7 +194,7 @@ fn record_inbound(
     };
     let text = limits::truncate(text, max);
     let subject = subject.map(|s| limits::truncate(s, limits::SUBJECT_CHARS));
-    let content = crate::domain::records::messages::content(text, subject);
+    let content = crate::domain::records::messages::email_content(text, subject, headers);
     let data =
         serde_json::json!({"owner": "lead", "channel": channel.as_str(), "content": content});
     events::record(

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::channel::{Channel, Owner};
 use crate::domain::contact::compliance::{self, Block};
 use crate::domain::contact::controls;
-use crate::domain::records::events;
+use crate::domain::records::{events, messages};
 use crate::error::{Error, Result};
 use crate::providers::{Outgoing, SendOutcome};
 use crate::store::records::{
@@ -32,6 +32,9 @@ pub struct Attempt {
 }
 
 /// Records a message to `lead` on `channel` as `sending`. The gate is the caller's.
+/// The text and subject are cleaned first (`carrier_text::clean`, `line`): what is
+/// recorded is what leaves. An email answering the lead's own email threads to it
+/// ([`email_thread`]).
 pub fn begin(
     tx: &mut WriteTx,
     org: &str,
@@ -48,6 +51,11 @@ pub fn begin(
     if to.is_empty() {
         return Err(Error::Internal("a send to a lead without a target".into()));
     }
+    // Whatever rendered it (a template over old lead values, a keyword reply, a person,
+    // the API), the text leaves clean and is recorded as it left.
+    let text = &crate::carrier_text::clean(text);
+    let (thread, subject) = email_thread(tx, org, &lead, channel, subject, &origin)?;
+    let subject = subject.as_deref();
     let content = crate::domain::records::messages::content(text, subject);
     let mut data = json!({
         "owner": Owner::User.as_str(),
@@ -84,8 +92,39 @@ pub fn begin(
             subject: subject.map(str::to_string),
             unsubscribe_url: None,
             status_callback: None,
+            thread,
         },
     })
+}
+
+/// The thread of an email that answers the lead's own newest email (every email but a
+/// cadence step's): `In-Reply-To` and `References` from its stored headers, and the
+/// subject `Re: <their subject>` when the sender gave none (or is the assistant). The
+/// subject as it leaves: one clean line.
+fn email_thread(
+    tx: &WriteTx,
+    org: &str,
+    lead: &LeadRecord,
+    channel: Channel,
+    subject: Option<&str>,
+    origin: &Origin,
+) -> Result<(Option<crate::providers::EmailThread>, Option<String>)> {
+    let subject = subject.map(crate::carrier_text::line);
+    if channel != Channel::Email || matches!(origin, Origin::Cadence { .. }) {
+        return Ok((None, subject));
+    }
+    let Some(theirs) = tx.last_lead_email(org, &lead.id)? else {
+        return Ok((None, subject));
+    };
+    let content = theirs.data.0.get("content").cloned().unwrap_or_default();
+    let (thread, their_subject) = crate::domain::records::messages::thread_of(&content);
+    let re = their_subject.as_deref().and_then(messages::reply_subject);
+    let subject = match (subject, re) {
+        (Some(s), _) if !s.is_empty() && !matches!(origin, Origin::Assistant) => Some(s),
+        (_, Some(re)) => Some(re),
+        (s, None) => s,
+    };
+    Ok((thread, subject))
 }
 
 /// Writes the provider's answer into the message. A refusal that means "do not

@@ -17,7 +17,7 @@ pub fn recipients(read: &ReadTx, org: &str) -> Result<Vec<UserRecord>> {
 }
 
 /// The subject and text of the email about `lead`, needing attention for `reasons`,
-/// whose page is at `link`.
+/// whose page is at `link`, cleaned as every text that leaves.
 pub fn compose(lead: &LeadRecord, reasons: &[Attention], link: &str) -> (String, String) {
     let name = lead.display_name();
     let words: Vec<&str> = reasons.iter().map(|r| r.words()).collect();
@@ -28,7 +28,11 @@ pub fn compose(lead: &LeadRecord, reasons: &[Attention], link: &str) -> (String,
          (Notifications). At most one email per lead per hour.\n",
         words.join(", ")
     );
-    (subject, text)
+    // A name stored before the character rule leaves clean.
+    (
+        crate::carrier_text::line(&subject),
+        crate::carrier_text::clean(&text),
+    )
 }
 
 #[cfg(test)]

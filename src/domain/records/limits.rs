@@ -3,7 +3,9 @@
 //! The store has one writer: a lead or event of unbounded size makes every later write
 //! that touches it slow, and that write holds the writer for every other organization.
 //! So each value is bounded (decisions.md, "Limits on stored values"), and a value over
-//! its bound is 400 `Field too long: NAME (at most N)` or `Too many: NAME (at most N)`.
+//! its bound is 400 `Field too long: NAME (at most N)` or `Too many: NAME (at most N)`;
+//! a lead's text with a character no carrier takes (a control character, U+FFFE/FFFF,
+//! a bidi control: `characters`) is 400 `Invalid format for field: NAME`.
 //! The domain functions the API and the assistant's tools share call these checks
 //! before they write anything, so a refusal changes nothing and both paths obey the
 //! same bounds. Lengths of text are in characters (Unicode scalar values); sizes "as
@@ -116,7 +118,10 @@ pub fn tag(tag: &TagRecord) -> Result<()> {
     // it), so that is what its refusal names.
     text("tags.name", &tag.name, TAG_CHARS)?;
     text("tags.id", &tag.id, TAG_CHARS)?;
-    text("tags.condition", &tag.condition, TAG_CONDITION_CHARS)
+    text("tags.condition", &tag.condition, TAG_CONDITION_CHARS)?;
+    characters("tags.name", &tag.name, false)?;
+    characters("tags.id", &tag.id, false)?;
+    characters("tags.condition", &tag.condition, false)
 }
 
 /// A lead about to be written over `old` (none when new): every bounded field that
@@ -141,6 +146,7 @@ pub fn lead(old: Option<&LeadRecord>, new: &LeadRecord) -> Result<()> {
     for (name, field, max) in strings {
         if changed(field) {
             text(name, field(new), max)?;
+            characters(name, field(new), name == "summary")?;
         }
     }
     if old.is_none_or(|o| o.tags != new.tags) {
@@ -155,8 +161,35 @@ pub fn lead(old: Option<&LeadRecord>, new: &LeadRecord) -> Result<()> {
             count("additionalInfo", map.len(), ADDITIONAL_INFO_KEYS)?;
         }
         json_size("additionalInfo", info, ADDITIONAL_INFO_BYTES)?;
+        if !json_strings_are_valid(info) {
+            return Err(Error::invalid_field("additionalInfo"));
+        }
     }
     Ok(())
+}
+
+/// 400 `Invalid format for field: NAME` when `value` holds a character no carrier
+/// takes (`carrier_text::field_is_valid`): a control character (but a tab, newline or
+/// carriage return in a `multi_line` field), U+FFFE/U+FFFF, a bidi control.
+pub fn characters(name: &str, value: &str, multi_line: bool) -> Result<()> {
+    if crate::carrier_text::field_is_valid(value, multi_line) {
+        Ok(())
+    } else {
+        Err(Error::invalid_field(name))
+    }
+}
+
+/// Every string in `value` (keys too) passes the multi-line rule of [`characters`].
+fn json_strings_are_valid(value: &Value) -> bool {
+    let valid = |s: &str| crate::carrier_text::field_is_valid(s, true);
+    match value {
+        Value::String(s) => valid(s),
+        Value::Array(items) => items.iter().all(json_strings_are_valid),
+        Value::Object(map) => map
+            .iter()
+            .all(|(k, v)| valid(k) && json_strings_are_valid(v)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => true,
+    }
 }
 
 /// An event's `data`.

@@ -67,6 +67,110 @@ pub fn content(text: &str, subject: Option<&str>) -> Value {
     content
 }
 
+/// An inbound email's `content`: `{"text", "subject"?, "messageId"?, "references"?}`,
+/// the two headers as the sender wrote them (ids in angle brackets, `references`
+/// space-separated): what a reply threads to ([`thread_of`]).
+pub fn email_content(text: &str, subject: Option<&str>, headers: &EmailHeaders) -> Value {
+    let mut content = content(text, subject);
+    if let Some(id) = &headers.message_id {
+        content["messageId"] = json!(id);
+    }
+    if !headers.references.is_empty() {
+        content["references"] = json!(headers.references.join(" "));
+    }
+    content
+}
+
+/// The threading headers of an inbound email: its `Message-Id` and `References`, each
+/// id `<...>`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmailHeaders {
+    pub message_id: Option<String>,
+    pub references: Vec<String>,
+}
+
+/// At most this many ids are kept of a `References` header (the newest: the root is
+/// kept too, as RFC 5322 suggests trimming from the middle).
+const MAX_REFERENCES: usize = 20;
+/// The longest message id kept, in bytes.
+const MAX_ID_BYTES: usize = 250;
+
+impl EmailHeaders {
+    /// From the raw header values; ids that do not look like ids are left out.
+    pub fn parse(message_id: Option<&str>, references: Option<&str>) -> EmailHeaders {
+        let mut refs = message_ids(references.unwrap_or(""));
+        if refs.len() > MAX_REFERENCES {
+            let tail = refs.split_off(refs.len() - (MAX_REFERENCES - 1));
+            refs.truncate(1);
+            refs.extend(tail);
+        }
+        EmailHeaders {
+            message_id: message_ids(message_id.unwrap_or("")).into_iter().next(),
+            references: refs,
+        }
+    }
+}
+
+/// The message ids of a header value: each `<...>`, or (for a value without angle
+/// brackets) each word with an `@`, bracketed; printable ASCII without spaces only.
+pub fn message_ids(raw: &str) -> Vec<String> {
+    let valid = |id: &str| {
+        !id.is_empty()
+            && id.len() <= MAX_ID_BYTES
+            && id.contains('@')
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'<' && b != b'>')
+    };
+    let ids: Vec<&str> = if raw.contains('<') {
+        raw.split('<')
+            .skip(1)
+            .filter_map(|part| part.split_once('>').map(|(id, _)| id.trim()))
+            .collect()
+    } else {
+        raw.split_whitespace().collect()
+    };
+    ids.into_iter()
+        .filter(|id| valid(id))
+        .map(|id| format!("<{id}>"))
+        .collect()
+}
+
+/// What a reply to an email threads to, read from its stored `content`: the email
+/// headers of the reply (`In-Reply-To` its id, `References` its references then its
+/// id) and its subject.
+pub fn thread_of(content: &Value) -> (Option<crate::providers::EmailThread>, Option<String>) {
+    let text = |name: &str| content.get(name).and_then(Value::as_str);
+    let headers = EmailHeaders::parse(text("messageId"), text("references"));
+    let thread = headers.message_id.map(|id| {
+        let mut references = headers.references;
+        references.retain(|r| *r != id);
+        references.push(id.clone());
+        crate::providers::EmailThread {
+            in_reply_to: id,
+            references,
+        }
+    });
+    (thread, text("subject").map(str::to_string))
+}
+
+/// `Re: <subject>`, without a second `Re:` when it has one (in any case); `None` for
+/// an empty subject.
+pub fn reply_subject(subject: &str) -> Option<String> {
+    let subject = crate::carrier_text::line(subject);
+    if subject.is_empty() {
+        return None;
+    }
+    let has_re = subject
+        .get(..3)
+        .is_some_and(|start| start.eq_ignore_ascii_case("re:"));
+    Some(if has_re {
+        subject
+    } else {
+        format!("Re: {subject}")
+    })
+}
+
 fn is_valid_content(content: &Map<String, Value>) -> bool {
     content.get("text").is_some_and(Value::is_string)
         && content.get("subject").is_none_or(Value::is_string)
@@ -86,4 +190,29 @@ pub fn record(
     let data = json!({"owner": input.owner.as_str(), "channel": input.channel.as_str(), "content": input.content});
     let (row, _) = events::record(tx, &caller.org_id, lead, kind, &id, data, |_| {})?;
     Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reply_subjects_and_message_ids() {
+        assert_eq!(reply_subject("Quote").as_deref(), Some("Re: Quote"));
+        assert_eq!(reply_subject("RE: Quote").as_deref(), Some("RE: Quote"));
+        assert_eq!(
+            reply_subject("a\r\nBcc: x").as_deref(),
+            Some("Re: a Bcc: x")
+        );
+        assert_eq!(reply_subject(" "), None);
+        assert_eq!(message_ids("<a@b> <c@d>\r\n <bad> x"), ["<a@b>", "<c@d>"]);
+        assert_eq!(message_ids("a@b"), ["<a@b>"]);
+        let (thread, subject) = thread_of(
+            &json!({"text": "t", "subject": "S", "messageId": "<m@x>", "references": "<r@x> <m@x>"}),
+        );
+        let thread = thread.unwrap();
+        assert_eq!(thread.in_reply_to, "<m@x>");
+        assert_eq!(thread.references, ["<r@x>", "<m@x>"]);
+        assert_eq!(subject.as_deref(), Some("S"));
+    }
 }

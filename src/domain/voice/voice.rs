@@ -158,12 +158,14 @@ fn greeting_of<'a>(profile: Option<&'a ProfileRecord>, default: &'a str) -> &'a 
 }
 
 /// A template rendered for `lead` (or, for an unknown caller, with empty lead fields);
-/// "Hi , this" becomes "Hi, this" when the lead has no first name.
+/// "Hi , this" becomes "Hi, this" when the lead has no first name. Cleaned as every
+/// text that leaves (`carrier_text::clean`): a lead value stored before the character
+/// rule is spoken without its control characters.
 fn render(tx: &WriteTx, org: &str, template: &str, lead: Option<&LeadRecord>) -> Result<String> {
     let business = business_name(tx, org)?;
     let empty = LeadRecord::default();
     let text = templates::render(template, lead.unwrap_or(&empty), &business);
-    Ok(text.replace(" ,", ","))
+    Ok(crate::carrier_text::clean(&text).replace(" ,", ","))
 }
 
 /// Notes on the session what the assistant's side says first, for the transcript.
@@ -200,7 +202,7 @@ pub fn answered(tx: &mut WriteTx, org: &str, call_id: &str) -> Result<Answer> {
     let text = if session.say.is_empty() {
         render(tx, org, greeting, lead.as_ref())?
     } else {
-        session.say
+        crate::carrier_text::clean(&session.say)
     };
     Ok(Answer::Say(text))
 }
