@@ -61,6 +61,8 @@ pub struct AppState {
     pub engine: Arc<crate::engine::Engine>,
     /// The console's sign-in throttle (per email and per address, in memory).
     pub sign_in_throttle: crate::domain::people::throttle::Throttle,
+    /// Every argon2 hash and check of the server, bounded (`passwords::Work`).
+    pub passwords: Arc<crate::domain::people::passwords::Work>,
 }
 
 impl AppState {

@@ -51,6 +51,8 @@ pub struct Server {
     changes: JoinHandle<()>,
     socket_path: PathBuf,
     certs: Option<Arc<tls::CertStore>>,
+    /// The bound on argon2 work (sign-ins, new passwords).
+    passwords: Arc<crate::domain::people::passwords::Work>,
 }
 
 impl Server {
@@ -102,6 +104,7 @@ impl Server {
             config.public_url.clone(),
             config.recording_max_bytes,
         ));
+        let passwords = Arc::new(crate::domain::people::passwords::Work::for_machine());
         let state = Arc::new(AppState {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,
@@ -117,6 +120,7 @@ impl Server {
             }),
             recordings,
             sign_in_throttle: Default::default(),
+            passwords: passwords.clone(),
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = crate::webhooks::dispatcher::Dispatcher::new(
@@ -152,6 +156,7 @@ impl Server {
             changes,
             socket_path,
             certs,
+            passwords,
         })
     }
 
@@ -169,6 +174,11 @@ impl Server {
 
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// The bound on the server's argon2 work.
+    pub fn passwords(&self) -> &Arc<crate::domain::people::passwords::Work> {
+        &self.passwords
     }
 
     /// Stops accepting, lets in-flight requests finish (bounded), and flushes the writer.
