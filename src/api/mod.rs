@@ -252,7 +252,7 @@ async fn dispatch(
         }
         Route::GetRecording(id) => recordings::link(state, &caller, id, &parts),
         Route::DeleteRecording(id) => recordings::delete(store, caller, id).await,
-        Route::ListProfiles => profiles::list(store, &caller),
+        Route::ListProfiles => profiles::list(store, &caller, &query),
         Route::GetProfile(name) => profiles::get(store, &caller, name),
         Route::ProfileStats(name) => profiles::stats(store, &caller, name),
         Route::PutProfile(name) => {
