@@ -54,8 +54,11 @@ pub async fn handle(
     let started = std::time::Instant::now();
     let response = {
         let (parts, body) = req.into_parts();
-        let path = parts.uri.path().to_string();
-        let page = routes::route(&parts.method, &path);
+        let path = routes::decoded(parts.uri.path());
+        let page = match &path {
+            Some(path) => routes::route(&parts.method, path),
+            None => Err(crate::error::Error::NotFound("Not found".into())),
+        };
         route_name = page.as_ref().map_or("console_unmatched", |p| p.name());
         match page {
             Ok(page) => dispatch(&state, page, parts, body, peer)

@@ -38,6 +38,8 @@ use crate::store::{OpenError, Store};
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long in-flight requests get to finish on shutdown.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+/// `Strict-Transport-Security` of every answer over TLS (API and console).
+const HSTS: &str = "max-age=31536000";
 
 pub struct Server {
     local_addr: SocketAddr,
@@ -366,16 +368,27 @@ async fn serve_connection(
         .peer_addr()
         .map(|a| a.ip())
         .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+    // Every answer over TLS tells browsers to come back over HTTPS only (a year).
+    let hsts = tls.is_some();
     let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         // hyper calls the service once a request's head is complete.
         unheaded.headed();
         let state = state.clone();
         async move {
-            if crate::console::is_console_path(req.uri().path()) {
+            let answered = if crate::console::is_console_path(req.uri().path()) {
                 crate::console::handle(state, req, peer).await
             } else {
                 api::handle(state, req).await
-            }
+            };
+            answered.map(|mut response| {
+                if hsts {
+                    response.headers_mut().insert(
+                        hyper::header::STRICT_TRANSPORT_SECURITY,
+                        hyper::header::HeaderValue::from_static(HSTS),
+                    );
+                }
+                response
+            })
         }
     });
     match tls {

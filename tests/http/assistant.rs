@@ -1214,3 +1214,31 @@ async fn a_reply_deferred_by_quiet_hours_goes_out_when_they_are_cleared() {
     let reply = the_reply(&s).await;
     assert_eq!(reply["content"]["text"], json!(FakeModel::DEFAULT_TEXT));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn texts_arriving_while_the_model_thinks_are_answered_by_the_next_request() {
+    let s = start().await;
+    put_profile(
+        &s.ts,
+        &s.admin,
+        "assist",
+        &json!({"instructions": INSTRUCTIONS, "replyDelay": "0s"}),
+    )
+    .await;
+    s.model
+        .set_default(Step::text(FakeModel::DEFAULT_TEXT).delayed(Duration::from_millis(300)));
+    for n in 0..30 {
+        say(&s, &format!("Question number {n}?")).await;
+    }
+    wait_outbound(&s.ts, &s.write, "L1", 1).await;
+    // Whatever was still parked behind the reply has run by now.
+    tokio::time::sleep(SETTLE).await;
+    let asked = s.model.count();
+    assert!(
+        (1..=10).contains(&asked),
+        "30 quick texts, one request in flight at a time: {asked} requests"
+    );
+    // The last request saw the last text.
+    let last = s.model.requests().pop().expect("a request");
+    assert!(last.to_string().contains("Question number 29?"), "{last}");
+}
