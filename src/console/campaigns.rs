@@ -40,12 +40,13 @@ fn stopped_total(stats: &Value) -> u64 {
 pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
     let org = visitor.org();
     let read = state.store.read()?;
-    let profiles = read.profiles(org)?;
+    // Names only: a profile is read by `stats`, one at a time.
+    let profiles = read.profile_names(org)?;
     let mut rows = Vec::with_capacity(profiles.len());
-    for p in &profiles {
+    for name in &profiles {
         rows.push((
-            campaigns::stats(&read, org, &p.name)?,
-            read.campaign_paused(org, &p.name)?,
+            campaigns::stats(&read, org, name)?,
+            read.campaign_paused(org, name)?,
         ));
     }
     let markup = layout::page(

@@ -251,6 +251,22 @@ impl ReadTx {
         super::codec::org_records(&self.open_read(PROFILES)?, org)
     }
 
+    /// The names of `org`'s profiles in order (keys only: no profile is decoded, so a
+    /// list of 200 large profiles costs 200 names).
+    pub fn profile_names(&self, org: &str) -> Result<Vec<String>> {
+        let table = self.open_read(PROFILES)?;
+        let mut names = Vec::new();
+        for row in table.range::<(&str, &str)>((org, "")..)? {
+            let (key, _) = row?;
+            let (o, name) = key.value();
+            if o != org {
+                break;
+            }
+            names.push(name.to_string());
+        }
+        Ok(names)
+    }
+
     /// `org`'s profiles in name order, after `after` when given, until `visit` stops.
     pub fn scan_profiles(
         &self,
