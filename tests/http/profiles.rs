@@ -520,3 +520,61 @@ async fn new_is_not_a_profile_name() {
     let r = s.ts.put(&s.admin, &profile_path("new"), &full()).await;
     assert_error(&r, 400, "Invalid format for field: name");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_profiles_ends_past_a_mebibyte() {
+    let s = start().await;
+    let big = json!({"cadence": (0..6)
+        .map(|i| email_step(&format!("{i}d"), "Quote", &"x".repeat(100_000)))
+        .collect::<Vec<_>>()});
+    for name in ["a", "b", "c"] {
+        put_profile(&s.ts, &s.admin, name, &big).await;
+    }
+    let first = expect(&s.ts.get(&s.read, "/v1/profiles").await, 200);
+    let names: Vec<&Value> = first["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(
+        names,
+        [&json!("a"), &json!("b")],
+        "600 KB each: two, then a token"
+    );
+    let token = first["nextToken"].as_str().expect("a nextToken");
+    let rest = expect(
+        &s.ts
+            .get(&s.read, &format!("/v1/profiles?nextToken={token}"))
+            .await,
+        200,
+    );
+    assert_eq!(rest["profiles"][0]["name"], json!("c"));
+    assert_eq!(rest["nextToken"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disposition_fields_are_bounded() {
+    let s = start().await;
+    for (disposition, message) in [
+        (
+            json!({"id": "x".repeat(201), "name": "N"}),
+            "Field too long: dispositions[0].id (at most 200)",
+        ),
+        (
+            json!({"id": "i", "name": "x".repeat(201)}),
+            "Field too long: dispositions[0].name (at most 200)",
+        ),
+        (
+            json!({"id": "i", "name": "N", "description": "x".repeat(1_001)}),
+            "Field too long: dispositions[0].description (at most 1000)",
+        ),
+    ] {
+        assert_refused(
+            &s,
+            &full_with("dispositions", json!([disposition])),
+            message,
+        )
+        .await;
+    }
+}
