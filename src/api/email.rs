@@ -66,8 +66,9 @@ pub async fn page(state: &AppState, token: &str) -> Result<Response<Body>> {
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     headers.insert(
         "content-security-policy",
-        HeaderValue::from_static("default-src 'none'; form-action 'self'"),
+        HeaderValue::from_static("default-src 'none'; form-action 'self'; frame-ancestors 'none'"),
     );
+    headers.insert("x-frame-options", HeaderValue::from_static("DENY"));
     Ok(response)
 }
 

@@ -65,6 +65,8 @@ pub struct AppState {
     pub engine: Arc<crate::engine::Engine>,
     /// The console's sign-in throttle (per email and per address, in memory).
     pub sign_in_throttle: crate::domain::people::throttle::Throttle,
+    /// Every argon2 hash and check of the server, bounded (`passwords::Work`).
+    pub passwords: Arc<crate::domain::people::passwords::Work>,
 }
 
 impl AppState {
@@ -253,7 +255,7 @@ async fn dispatch(
         }
         Route::GetRecording(id) => recordings::link(state, &caller, id, &parts),
         Route::DeleteRecording(id) => recordings::delete(store, caller, id).await,
-        Route::ListProfiles => profiles::list(store, &caller),
+        Route::ListProfiles => profiles::list(store, &caller, &query),
         Route::GetProfile(name) => profiles::get(store, &caller, name),
         Route::ProfileStats(name) => profiles::stats(store, &caller, name),
         Route::PutProfile(name) => {

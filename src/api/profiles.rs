@@ -4,6 +4,7 @@
 use hyper::{Response, StatusCode};
 use serde_json::{json, Map, Value};
 
+use super::request::Query;
 use super::response::{json as reply, Body};
 use crate::domain::engagement::enrolment;
 use crate::domain::settings::profiles;
@@ -11,14 +12,20 @@ use crate::domain::Caller;
 use crate::error::Result;
 use crate::store::Store;
 
-pub fn list(store: &Store, caller: &Caller) -> Result<Response<Body>> {
-    let all: Vec<Value> = store
-        .read()?
-        .profiles(&caller.org_id)?
-        .iter()
-        .map(profiles::view)
-        .collect();
-    Ok(reply(StatusCode::OK, &json!({ "profiles": all })))
+/// `GET /v1/profiles`: a page in name order (`limit`, `nextToken`).
+pub fn list(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Body>> {
+    let token = query.next_token();
+    let page = profiles::list(
+        &store.read()?,
+        store.cursor_key(),
+        caller,
+        query.limit_or_default()?,
+        token.as_deref(),
+    )?;
+    Ok(reply(
+        StatusCode::OK,
+        &json!({ "profiles": page.items, "nextToken": page.next_token }),
+    ))
 }
 
 pub fn get(store: &Store, caller: &Caller, name: &str) -> Result<Response<Body>> {

@@ -9,7 +9,7 @@
 use http_body_util::BodyExt;
 use hyper::header::{
     HeaderMap, HeaderValue, ACCEPT_RANGES, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_RANGE,
-    CONTENT_TYPE, ETAG, HOST, IF_RANGE, RANGE,
+    CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, HOST, IF_RANGE, RANGE, X_CONTENT_TYPE_OPTIONS,
 };
 use hyper::http::request::Parts;
 use hyper::http::uri::Authority;
@@ -245,6 +245,9 @@ pub fn download(
     insert(&mut response, ETAG, &etag);
     insert(&mut response, ACCEPT_RANGES, "bytes");
     insert(&mut response, CACHE_CONTROL, "private");
+    // Audio only: never sniffed into a page, and sandboxed if a browser shows it.
+    insert(&mut response, X_CONTENT_TYPE_OPTIONS, "nosniff");
+    insert(&mut response, CONTENT_SECURITY_POLICY, "sandbox");
     if status == StatusCode::PARTIAL_CONTENT {
         insert(
             &mut response,

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::layout;
 use super::respond;
+use super::routes::campaign_path;
 use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
@@ -39,12 +40,13 @@ fn stopped_total(stats: &Value) -> u64 {
 pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
     let org = visitor.org();
     let read = state.store.read()?;
-    let profiles = read.profiles(org)?;
+    // Names only: a profile is read by `stats`, one at a time.
+    let profiles = read.profile_names(org)?;
     let mut rows = Vec::with_capacity(profiles.len());
-    for p in &profiles {
+    for name in &profiles {
         rows.push((
-            campaigns::stats(&read, org, &p.name)?,
-            read.campaign_paused(org, &p.name)?,
+            campaigns::stats(&read, org, name)?,
+            read.campaign_paused(org, name)?,
         ));
     }
     let markup = layout::page(
@@ -72,7 +74,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                                 @let name = s["profile"].as_str().unwrap_or_default();
                                 tr {
                                     td data-label="Campaign" {
-                                        a href={ "/console/campaigns/" (name) } { (name) }
+                                        a href=(campaign_path(name, "")) { (name) }
                                         @if *paused { " " span.badge.attention { "Paused" } }
                                     }
                                     td data-label="Enrolled" { (enrolled) }
@@ -117,8 +119,8 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
             p { a href="/console/campaigns" { "All campaigns" } }
             h1 { (name) @if paused { " " span.badge.attention { "Paused" } } }
             @if admin {
-                p { a href={ "/console/campaigns/" (name) "/edit" } { "Edit campaign" } }
-                form method="post" action={ "/console/campaigns/" (name) (if paused { "/resume" } else { "/pause" }) } {
+                p { a href=(campaign_path(name, "/edit")) { "Edit campaign" } }
+                form method="post" action=(campaign_path(name, if paused { "/resume" } else { "/pause" })) {
                     (layout::csrf_field(visitor))
                     @if paused {
                         p { "No step of this campaign runs while it is paused." }
@@ -184,7 +186,7 @@ pub async fn pause(
     paused: bool,
 ) -> Result<Response<Body>> {
     campaigns::set_paused(&state.store, &visitor.caller(), name, paused).await?;
-    Ok(respond::redirect(&format!("/console/campaigns/{name}")))
+    Ok(respond::redirect(&campaign_path(name, "")))
 }
 
 /// Sends and replies per day as two bar series, drawn as SVG (no script, no library).

@@ -252,7 +252,8 @@ pub fn stream(state: &AppState, visitor: &Visitor, headers: &HeaderMap) -> Resul
         .and_then(|v| v.trim().parse::<u64>().ok());
     let (tx, rx) = tokio::sync::mpsc::channel(STREAM_BUFFER);
     tokio::spawn(async move {
-        let now_seq = store.changes().last_seq();
+        // Event ids count this organization's windows only (`Commit::seq_of`).
+        let now_seq = store.changes().last_seq_of(&org);
         let mut opening = "retry: 2000\n\n".to_string();
         if last_seen.is_some_and(|seen| seen < now_seq) {
             opening.push_str(&format!(
@@ -280,15 +281,15 @@ pub fn stream(state: &AppState, visitor: &Visitor, headers: &HeaderMap) -> Resul
                             let _ = tx.try_send(frame("event: signed-out\ndata: {}\n\n".into()));
                             return;
                         }
-                        let mut leads: Vec<&str> = commit.leads_of(&org).take(101).collect();
-                        if leads.is_empty() && !commit.every_lead {
+                        let Some(seq) = commit.seq_of(&org) else {
                             continue;
-                        }
+                        };
+                        let mut leads: Vec<&str> = commit.leads_of(&org).take(101).collect();
                         if commit.every_lead || leads.len() > 100 {
                             leads.clear(); // an empty list: any lead may have changed
                         }
                         let ids = serde_json::to_string(&leads).unwrap_or_else(|_| "[]".into());
-                        format!("id: {}\nevent: change\ndata: {{\"leads\":{ids}}}\n\n", commit.seq)
+                        format!("id: {seq}\nevent: change\ndata: {{\"leads\":{ids}}}\n\n")
                     }
                     Err(RecvError::Lagged(_)) => {
                         let _ = tx.try_send(frame("event: reload\ndata: {}\n\n".into()));

@@ -61,7 +61,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
     let read = state.store.read()?;
     let page = search::search(&read, org, &filter, PAGE, after.as_ref())?;
     let zone = read.engine_settings(org)?.time_zone;
-    let profiles = read.profiles(org)?;
+    let profile_names = read.profile_names(org)?;
     let mut rows = Vec::with_capacity(page.leads.len());
     for found in &page.leads {
         if let Some(lead) = read.lead(org, &found.id)? {
@@ -69,7 +69,6 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
             rows.push((lead, engagement));
         }
     }
-    let profile_names: Vec<String> = profiles.into_iter().map(|p| p.name).collect();
     let total = page.total;
     let markup = layout::page(
         "Leads",

@@ -2,7 +2,9 @@
 //!
 //! Every failure (a wrong password, an unknown email, a disabled user) gets the same
 //! words and status, so the page tells nobody which emails exist; too many failures
-//! for one email or from one address are refused for a while (`domain::people`).
+//! for one email or from one address are refused for a while (`domain::people`), and
+//! when every password check is taken and the queue is full the page says so at once
+//! (503, [`BUSY`]).
 
 use std::net::IpAddr;
 
@@ -21,6 +23,8 @@ use crate::error::{Error, Result};
 
 /// The one message of every failed sign-in.
 pub const WRONG: &str = "Wrong email or password";
+/// The message of a sign-in refused because the password checks are all taken.
+pub const BUSY: &str = "Sign-in is busy, try again";
 
 /// `GET /console/login`: the form (a signed-in person goes to the inbox).
 pub async fn page(state: &AppState, parts: &Parts) -> Response<Body> {
@@ -66,8 +70,15 @@ pub async fn sign_in(
     let form = form::read(body).await?;
     let email = form.text("email");
     let password = form.get("password").unwrap_or_default();
-    let outcome =
-        people::sign_in(&state.store, &state.sign_in_throttle, email, password, peer).await?;
+    let outcome = people::sign_in(
+        &state.store,
+        &state.sign_in_throttle,
+        &state.passwords,
+        email,
+        password,
+        peer,
+    )
+    .await?;
     match outcome {
         Ok(new) => {
             let mut response = respond::redirect("/console/inbox");
@@ -83,6 +94,13 @@ pub async fn sign_in(
             Ok(response)
         }
         Err(SignInError::Wrong) => Ok(form_page(StatusCode::UNAUTHORIZED, email, Some(WRONG))),
+        Err(SignInError::Busy) => {
+            let mut response = form_page(StatusCode::SERVICE_UNAVAILABLE, email, Some(BUSY));
+            response
+                .headers_mut()
+                .insert(hyper::header::RETRY_AFTER, HeaderValue::from(1));
+            Ok(response)
+        }
         Err(SignInError::Throttled { minutes }) => {
             let unit = if minutes == 1 { "minute" } else { "minutes" };
             let text = format!("Too many attempts. Try again in {minutes} {unit}.");

@@ -62,8 +62,11 @@ pub async fn handle(
     // Held to the API's pace and counted among the bodies arriving, as the API's are.
     let (body, leftover) = RequestBody::new(body, state.body_pace, &state.body_phase, peer);
     let mut response = {
-        let path = parts.uri.path().to_string();
-        let page = routes::route(&parts.method, &path);
+        let path = routes::decoded(parts.uri.path());
+        let page = match &path {
+            Some(path) => routes::route(&parts.method, path),
+            None => Err(crate::error::Error::NotFound("Not found".into())),
+        };
         route_name = page.as_ref().map_or("console_unmatched", |p| p.name());
         match page {
             Ok(page) => dispatch(&state, page, parts, body, peer)

@@ -193,7 +193,7 @@ fn action_url(draft: &Draft) -> String {
     if draft.new {
         "/console/campaigns/new".to_string()
     } else {
-        format!("/console/campaigns/{}/edit", draft.name)
+        super::routes::campaign_path(&draft.name, "/edit")
     }
 }
 
@@ -275,9 +275,9 @@ pub async fn act(
                     .await;
                 match saved {
                     Ok(()) => {
-                        return Ok(respond::redirect(&format!(
-                            "/console/campaigns/{}",
-                            draft.name
+                        return Ok(respond::redirect(&super::routes::campaign_path(
+                            &draft.name,
+                            "",
                         )))
                     }
                     Err(e @ Error::BadRequest(_)) => {

@@ -164,7 +164,38 @@ impl Page<'_> {
     }
 }
 
-/// The page of `method` and `path`.
+/// `path` with each segment percent-decoded (a profile's name may hold `"`, `é` or
+/// `?`); `None`, so no page, when a segment is not UTF-8 or decodes to a `/`.
+pub fn decoded(path: &str) -> Option<String> {
+    let segments: Option<Vec<String>> = path
+        .split('/')
+        .map(|raw| {
+            let segment = percent_encoding::percent_decode_str(raw)
+                .decode_utf8()
+                .ok()?;
+            (!segment.contains('/')).then(|| segment.into_owned())
+        })
+        .collect();
+    segments.map(|s| s.join("/"))
+}
+
+/// The characters a path segment escapes: all but letters, digits and `-._~`.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// A campaign's page, `/console/campaigns/{profile}`, its name percent-encoded; `tail`
+/// follows it (`/edit`, `/pause`, or nothing).
+pub fn campaign_path(name: &str, tail: &str) -> String {
+    format!(
+        "/console/campaigns/{}{tail}",
+        percent_encoding::utf8_percent_encode(name, SEGMENT)
+    )
+}
+
+/// The page of `method` and `path` (already [`decoded`]).
 pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
     let not_found = || Error::NotFound("Not found".into());
     if path == "/" {
@@ -262,6 +293,25 @@ fn pick<'a>(method: &Method, page: Page<'a>, on_post: Option<Page<'a>>) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn campaign_paths_encode_their_name_and_decode_back() {
+        for name in ["say\"hi\"", "café", "what?", "50%", "plain-name_1.x~"] {
+            let path = campaign_path(name, "/edit");
+            assert!(path.is_ascii() && !path[1..].contains(['?', '"']), "{path}");
+            let decoded = decoded(&path).unwrap();
+            assert_eq!(
+                route(&Method::GET, &decoded).unwrap(),
+                Page::EditCampaign(Some(name))
+            );
+        }
+        assert_eq!(
+            campaign_path("plain-name_1.x~", ""),
+            "/console/campaigns/plain-name_1.x~"
+        );
+        assert_eq!(decoded("/console/campaigns/a%2Fb"), None, "no new segment");
+        assert_eq!(decoded("/console/campaigns/%FF"), None, "not UTF-8");
+    }
 
     #[test]
     fn console_paths_route_by_method() {

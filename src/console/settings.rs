@@ -710,9 +710,7 @@ pub async fn act(
                 Role::parse(form.text("role")).ok_or_else(|| Error::invalid_field("role"))?;
             let password = passwords::generate();
             let hashed = password.clone();
-            let hash = tokio::task::spawn_blocking(move || passwords::hash(&hashed))
-                .await
-                .map_err(|e| Error::Internal(format!("a password hash: {e}")))??;
+            let hash = state.passwords.hash(hashed).await?;
             let shown_email = email.clone();
             let added = store
                 .write(move |tx| {

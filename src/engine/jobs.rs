@@ -69,10 +69,15 @@ impl Engine {
                     .await?
             }
             JobKind::Reply { channel } => {
+                // One reply of a lead asks the model at a time: a later one waits parked
+                // (its row stays in the agenda), then answers every message so far.
+                let Some(_turn) = self.replying.start(&org, &lead) else {
+                    return Ok(Ran::Parked(super::reply::BUSY_LEAD_RECHECK));
+                };
                 return self
                     .reply(key, &org, &lead, channel)
                     .await
-                    .map(|_| Ran::Done)
+                    .map(|_| Ran::Done);
             }
             JobKind::Notice { channel, text } => {
                 if !paced {

@@ -60,6 +60,8 @@ pub struct Engine {
         tokio::sync::OnceCell<crate::domain::contact::unsubscribe_links::UnsubscribeKey>,
     /// Each provider's sending rate, kept across the scheduler's sends.
     pacer: pacing::Pacer,
+    /// The leads whose reply is asking the model now (`reply::ReplyTurn`): one at a time.
+    replying: reply::Replying,
 }
 
 impl Engine {
@@ -78,6 +80,7 @@ impl Engine {
             recording_max_bytes,
             unsubscribe_key: tokio::sync::OnceCell::new(),
             pacer: pacing::Pacer::default(),
+            replying: reply::Replying::default(),
         }
     }
 

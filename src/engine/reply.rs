@@ -9,8 +9,14 @@
 //! the gate; empty after the guard, nothing is sent (a warning and the metric's
 //! `empty`). A failure (after two retries) is the engagement's `lastError`, a log line
 //! and a metric, each with the failure's class only; never a message to the lead.
+//!
+//! One reply of a lead asks the model at a time ([`Replying`]): a reply due while
+//! another of the same lead is in flight is parked and looks again every
+//! [`BUSY_LEAD_RECHECK`]; by then a newer message has usually replaced it, and the
+//! newest answers every message that arrived meanwhile, in one model request.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -34,6 +40,44 @@ use crate::store::{Flow, ReadTx, Reader, Start};
 
 /// Rounds of tool calls before the model must have answered.
 pub const MAX_ROUNDS: usize = 4;
+
+/// How long a reply parked behind its lead's reply in flight waits before it looks
+/// again.
+pub const BUSY_LEAD_RECHECK: Duration = Duration::from_millis(250);
+
+/// The (organization, lead) pairs whose reply is running now.
+#[derive(Debug, Default)]
+pub struct Replying(Arc<Mutex<HashSet<(String, String)>>>);
+
+/// A lead's reply turn, given back when dropped.
+pub struct ReplyTurn {
+    replying: Arc<Mutex<HashSet<(String, String)>>>,
+    lead: (String, String),
+}
+
+impl Replying {
+    /// The lead's turn, unless another of its replies is running.
+    pub fn start(&self, org: &str, lead: &str) -> Option<ReplyTurn> {
+        let key = (org.to_string(), lead.to_string());
+        let mut running = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !running.insert(key.clone()) {
+            return None;
+        }
+        Some(ReplyTurn {
+            replying: self.0.clone(),
+            lead: key,
+        })
+    }
+}
+
+impl Drop for ReplyTurn {
+    fn drop(&mut self) {
+        self.replying
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.lead);
+    }
+}
 
 impl Engine {
     pub(super) async fn reply(
@@ -535,4 +579,23 @@ fn conversation(read: &ReadTx, org: &str, lead: &str) -> Result<Vec<Turn>> {
         Ok(Flow::Continue)
     })?;
     Ok(turns.into())
+}
+
+#[cfg(test)]
+mod replying_tests {
+    use super::Replying;
+
+    #[test]
+    fn one_reply_turn_per_lead_at_a_time() {
+        let replying = Replying::default();
+        let turn = replying.start("acme", "L1").expect("the first turn");
+        assert!(replying.start("acme", "L1").is_none(), "one at a time");
+        assert!(replying.start("acme", "L2").is_some(), "another lead");
+        assert!(
+            replying.start("globex", "L1").is_some(),
+            "another organization"
+        );
+        drop(turn);
+        assert!(replying.start("acme", "L1").is_some(), "free once it ends");
+    }
 }

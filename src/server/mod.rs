@@ -38,6 +38,8 @@ use crate::store::{OpenError, Store};
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long in-flight requests get to finish on shutdown.
 const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+/// `Strict-Transport-Security` of every answer over TLS (API and console).
+const HSTS: &str = "max-age=31536000";
 
 pub struct Server {
     local_addr: SocketAddr,
@@ -51,6 +53,8 @@ pub struct Server {
     changes: JoinHandle<()>,
     socket_path: PathBuf,
     certs: Option<Arc<tls::CertStore>>,
+    /// The bound on argon2 work (sign-ins, new passwords).
+    passwords: Arc<crate::domain::people::passwords::Work>,
 }
 
 impl Server {
@@ -102,6 +106,7 @@ impl Server {
             config.public_url.clone(),
             config.recording_max_bytes,
         ));
+        let passwords = Arc::new(crate::domain::people::passwords::Work::for_machine());
         let state = Arc::new(AppState {
             store: store.clone(),
             max_body_bytes: config.max_body_bytes,
@@ -122,6 +127,7 @@ impl Server {
             }),
             recordings,
             sign_in_throttle: Default::default(),
+            passwords: passwords.clone(),
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = crate::webhooks::dispatcher::Dispatcher::new(
@@ -157,6 +163,7 @@ impl Server {
             changes,
             socket_path,
             certs,
+            passwords,
         })
     }
 
@@ -174,6 +181,11 @@ impl Server {
 
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// The bound on the server's argon2 work.
+    pub fn passwords(&self) -> &Arc<crate::domain::people::passwords::Work> {
+        &self.passwords
     }
 
     /// Stops accepting, lets in-flight requests finish (bounded), and flushes the writer.
@@ -361,16 +373,27 @@ async fn serve_connection(
         .peer_addr()
         .map(|a| a.ip())
         .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+    // Every answer over TLS tells browsers to come back over HTTPS only (a year).
+    let hsts = tls.is_some();
     let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         // hyper calls the service once a request's head is complete.
         unheaded.headed();
         let state = state.clone();
         async move {
-            if crate::console::is_console_path(req.uri().path()) {
+            let answered = if crate::console::is_console_path(req.uri().path()) {
                 crate::console::handle(state, req, peer).await
             } else {
                 api::handle(state, req, peer).await
-            }
+            };
+            answered.map(|mut response| {
+                if hsts {
+                    response.headers_mut().insert(
+                        hyper::header::STRICT_TRANSPORT_SECURITY,
+                        hyper::header::HeaderValue::from_static(HSTS),
+                    );
+                }
+                response
+            })
         }
     });
     match tls {

@@ -8,8 +8,12 @@
 //! writer (a commit every few milliseconds) wakes every listener once per window, not
 //! once per commit, and a listener that falls more than [`CAPACITY`] windows behind
 //! learns that it lagged (the console then tells its page to reload).
+//!
+//! Each organization's windows are numbered on their own ([`Commit::seq_of`]): a live
+//! stream's event ids count its organization's changes only, and tell nothing about
+//! how much any other organization writes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,9 +38,19 @@ pub struct Commit {
     pub every_lead: bool,
     /// Some session ended (a sign-out, a user disabled, a password changed).
     pub sessions_ended: bool,
+    /// Each organization this window changed, with its own window number.
+    pub org_seqs: Vec<(String, u64)>,
 }
 
 impl Commit {
+    /// `org`'s window number, when this window changed one of its leads.
+    pub fn seq_of(&self, org: &str) -> Option<u64> {
+        self.org_seqs
+            .iter()
+            .find(|(o, _)| o == org)
+            .map(|(_, seq)| *seq)
+    }
+
     /// The ids of `org`'s leads this window changed.
     pub fn leads_of<'a>(&'a self, org: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         self.leads
@@ -50,6 +64,8 @@ impl Commit {
 #[derive(Debug, Default)]
 struct Pending {
     leads: BTreeSet<(String, String)>,
+    /// The organizations of the leads, even past `MAX_LEADS`.
+    orgs: BTreeSet<String>,
     every_lead: bool,
     sessions_ended: bool,
 }
@@ -65,6 +81,8 @@ impl Pending {
 pub struct Changes {
     sender: broadcast::Sender<Arc<Commit>>,
     seq: AtomicU64,
+    /// Each organization's last window number.
+    org_seqs: Mutex<HashMap<String, u64>>,
     pending: Mutex<Pending>,
     ready: Notify,
 }
@@ -75,6 +93,7 @@ impl Default for Changes {
         Changes {
             sender,
             seq: AtomicU64::new(0),
+            org_seqs: Mutex::default(),
             pending: Mutex::default(),
             ready: Notify::new(),
         }
@@ -92,6 +111,28 @@ impl Changes {
         self.seq.load(Ordering::Relaxed)
     }
 
+    /// The number of `org`'s last window (0: none yet): a stream's event ids.
+    pub fn last_seq_of(&self, org: &str) -> u64 {
+        self.org_seqs
+            .lock()
+            .ok()
+            .and_then(|seqs| seqs.get(org).copied())
+            .unwrap_or(0)
+    }
+
+    /// Numbers one more window of each of `orgs`.
+    fn count<'a>(&self, orgs: impl Iterator<Item = &'a str>) -> Vec<(String, u64)> {
+        let Ok(mut seqs) = self.org_seqs.lock() else {
+            return Vec::new();
+        };
+        orgs.map(|org| {
+            let seq = seqs.entry(org.to_string()).or_default();
+            *seq += 1;
+            (org.to_string(), *seq)
+        })
+        .collect()
+    }
+
     /// Hands over a commit's changes; never waits beyond merging them. Without a
     /// listener they are dropped (still counted, so that a page reconnecting later with
     /// an older `Last-Event-ID` catches up).
@@ -101,6 +142,8 @@ impl Changes {
         }
         if self.sender.receiver_count() == 0 {
             self.seq.fetch_add(1, Ordering::Relaxed);
+            let orgs: BTreeSet<&str> = leads.iter().map(|(org, _)| org.as_str()).collect();
+            self.count(orgs.into_iter());
             return;
         }
         let Ok(mut pending) = self.pending.lock() else {
@@ -108,9 +151,12 @@ impl Changes {
         };
         let was_empty = pending.is_empty();
         for lead in leads {
+            if !pending.orgs.contains(&lead.0) {
+                pending.orgs.insert(lead.0.clone());
+            }
             if pending.leads.len() >= MAX_LEADS {
                 pending.every_lead = true;
-                break;
+                continue;
             }
             pending.leads.insert(lead);
         }
@@ -131,11 +177,13 @@ impl Changes {
             return;
         }
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let org_seqs = self.count(taken.orgs.iter().map(String::as_str));
         let _ = self.sender.send(Arc::new(Commit {
             seq,
             leads: taken.leads.into_iter().collect(),
             every_lead: taken.every_lead,
             sessions_ended: taken.sessions_ended,
+            org_seqs,
         }));
     }
 
@@ -198,8 +246,35 @@ mod tests {
             leads: vec![("acme".into(), "a".into()), ("globex".into(), "g".into())],
             every_lead: false,
             sessions_ended: false,
+            org_seqs: vec![("acme".into(), 4)],
         };
         assert_eq!(commit.leads_of("acme").collect::<Vec<_>>(), ["a"]);
+        assert_eq!(
+            (commit.seq_of("acme"), commit.seq_of("globex")),
+            (Some(4), None)
+        );
+    }
+
+    #[test]
+    fn each_organization_numbers_its_own_windows() {
+        let changes = Changes::default();
+        changes.publish(lead(0), false); // nobody listens: still numbered
+        let mut listener = changes.subscribe();
+        for n in 0..5 {
+            changes.publish(vec![("globex".to_string(), format!("g-{n}"))], false);
+            changes.flush();
+        }
+        changes.publish(lead(1), false);
+        changes.flush();
+        assert_eq!(changes.last_seq_of("acme"), 2);
+        assert_eq!(changes.last_seq_of("globex"), 5);
+        assert_eq!(changes.last_seq_of("initech"), 0);
+        let last = std::iter::from_fn(|| listener.try_recv().ok()).last();
+        let last = last.expect("windows");
+        assert_eq!(
+            (last.seq_of("acme"), last.seq_of("globex")),
+            (Some(2), None)
+        );
     }
 
     #[test]
@@ -234,6 +309,7 @@ mod tests {
         let window = listener.try_recv().expect("one window");
         assert!(window.every_lead);
         assert_eq!(window.leads.len(), MAX_LEADS);
+        assert_eq!(window.seq_of("acme"), Some(1));
     }
 
     #[tokio::test]

@@ -41,6 +41,20 @@ impl WriteTx {
         Ok(())
     }
 
+    /// How many profiles `org` has (keys only: no profile is decoded).
+    pub fn profile_count(&mut self, org: &str) -> Result<usize> {
+        let table = self.open_write(PROFILES)?;
+        let mut count = 0;
+        for row in table.range::<(&str, &str)>((org, "")..)? {
+            let (key, _) = row?;
+            if key.value().0 != org {
+                break;
+            }
+            count += 1;
+        }
+        Ok(count)
+    }
+
     pub fn delete_profile(&mut self, org: &str, name: &str) -> Result<()> {
         self.open_write(PROFILES)?.remove((org, name))?;
         Ok(())
@@ -235,6 +249,47 @@ impl ReadTx {
     /// An organization's profiles, by name.
     pub fn profiles(&self, org: &str) -> Result<Vec<ProfileRecord>> {
         super::codec::org_records(&self.open_read(PROFILES)?, org)
+    }
+
+    /// The names of `org`'s profiles in order (keys only: no profile is decoded, so a
+    /// list of 200 large profiles costs 200 names).
+    pub fn profile_names(&self, org: &str) -> Result<Vec<String>> {
+        let table = self.open_read(PROFILES)?;
+        let mut names = Vec::new();
+        for row in table.range::<(&str, &str)>((org, "")..)? {
+            let (key, _) = row?;
+            let (o, name) = key.value();
+            if o != org {
+                break;
+            }
+            names.push(name.to_string());
+        }
+        Ok(names)
+    }
+
+    /// `org`'s profiles in name order, after `after` when given, until `visit` stops.
+    pub fn scan_profiles(
+        &self,
+        org: &str,
+        after: Option<&str>,
+        mut visit: impl FnMut(ProfileRecord) -> Result<super::Flow>,
+    ) -> Result<()> {
+        use std::ops::Bound;
+        let table = self.open_read(PROFILES)?;
+        let start = match after {
+            Some(name) => Bound::Excluded((org, name)),
+            None => Bound::Included((org, "")),
+        };
+        for row in table.range::<(&str, &str)>((start, Bound::Unbounded))? {
+            let (key, value) = row?;
+            if key.value().0 != org {
+                break;
+            }
+            if visit(decode(value.value())?)? == super::Flow::Stop {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Up to `max` agenda rows due at `now`, skipping those `taken`, and the due time of

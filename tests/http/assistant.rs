@@ -1218,3 +1218,47 @@ async fn a_reply_deferred_by_quiet_hours_goes_out_when_they_are_cleared() {
     let reply = the_reply(&s).await;
     assert_eq!(reply["content"]["text"], json!(FakeModel::DEFAULT_TEXT));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn texts_arriving_while_the_model_thinks_are_answered_by_the_next_request() {
+    let s = start().await;
+    put_profile(
+        &s.ts,
+        &s.admin,
+        "assist",
+        &json!({"instructions": INSTRUCTIONS, "replyDelay": "0s"}),
+    )
+    .await;
+    // The first request thinks long (the others answer at once), so the texts arrive
+    // while it is in flight however slow the machine.
+    let mut settings = s.model.settings();
+    settings["assistant"]["timeoutMs"] = json!(30_000);
+    set_org(&s.ts, &s.admin, &settings).await;
+    s.model
+        .push(Step::text(FakeModel::DEFAULT_TEXT).delayed(Duration::from_secs(8)));
+    for n in 0..30 {
+        say(&s, &format!("Question number {n}?")).await;
+    }
+    let model = &s.model;
+    poll("a request that saw the last text", WAIT, || async move {
+        let requests = model.requests();
+        if requests
+            .iter()
+            .any(|r| r.to_string().contains("Question number 29?"))
+        {
+            Ok(())
+        } else {
+            Err(format!("{} requests", requests.len()))
+        }
+    })
+    .await;
+    // Whatever was still parked behind it has run by now.
+    tokio::time::sleep(SETTLE).await;
+    let asked = s.model.count();
+    assert!(
+        (1..=10).contains(&asked),
+        "30 quick texts, one request in flight at a time: {asked} requests"
+    );
+    let reply = the_reply(&s).await;
+    assert_eq!(reply["content"]["text"], json!(FakeModel::DEFAULT_TEXT));
+}

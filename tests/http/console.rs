@@ -418,3 +418,136 @@ async fn an_upload_needs_its_token_first_and_an_agent() {
         .await;
     assert_eq!(traversal.status, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_https_answer_carries_hsts() {
+    let ts = TestServer::start().await;
+    let key = ts.key("acme", "read").await;
+    let answers = [
+        ts.console(Method::GET, "/console/login", None, None, &[])
+            .await,
+        ts.console(Method::GET, "/console/nope", None, None, &[])
+            .await,
+        ts.get(&key, "/v1/leads?updatedSince=2020-01-01T00:00:00Z")
+            .await,
+        ts.get(&key, "/v1/nope").await,
+        ts.get("not-a-key", "/v1/leads").await,
+    ];
+    for r in answers {
+        assert_eq!(
+            r.headers["strict-transport-security"], "max-age=31536000",
+            "status {}",
+            r.status
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn profiles_named_with_quotes_accents_or_question_marks_open_and_new_is_refused() {
+    let ts = TestServer::start().await;
+    let admin = ts.key("acme", "admin").await;
+    let password = ts.user("acme", "pat@example.com", "Pat", "admin").await;
+    let pat = ts.sign_in("pat@example.com", &password).await;
+    let names = ["say\"hi\"", "café", "what?"];
+    for name in names {
+        let path = format!("/v1/profiles/{}", engaged::testkit::enc(name));
+        let r = ts
+            .put(&admin, &path, &json!({"instructions": "Be brief."}))
+            .await;
+        assert_eq!(r.status, 200, "{name}: {}", r.text());
+    }
+    let list = ts
+        .console(
+            Method::GET,
+            "/console/campaigns",
+            Some(&pat.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(list.status, 200);
+    let html = list.text();
+    for name in names {
+        for tail in ["", "/edit"] {
+            let path = format!("/console/campaigns/{}{tail}", engaged::testkit::enc(name));
+            assert!(
+                tail == "/edit" || html.contains(&format!("href=\"{path}\"")),
+                "the list links {name} encoded: {html}"
+            );
+            let page = ts
+                .console(Method::GET, &path, Some(&pat.cookie), None, &[])
+                .await;
+            assert_eq!(page.status, 200, "{path}: {}", page.text());
+        }
+    }
+    // `new` is the new campaign's editor, never a profile's name.
+    let origin = ts.origin();
+    let saved = ts
+        .console(
+            Method::POST,
+            "/console/campaigns/new",
+            Some(&pat.cookie),
+            Some(&origin),
+            &[
+                ("csrf", pat.csrf.as_str()),
+                ("name", "new"),
+                ("op", "save"),
+                ("replyDelay", "5s"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status, 400, "{}", saved.text());
+    assert!(saved.text().contains("Invalid format for field: name"));
+    let r = ts.get(&admin, "/v1/profiles/new").await;
+    assert_eq!(r.status, 404, "nothing saved");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_of_another_organization_is_refused_without_saying_it_exists() {
+    let ts = TestServer::start().await;
+    let theirs = ts.user("beta", "bob@beta.example", "Bob", "admin").await;
+    let password = ts.user("acme", "pat@example.com", "Pat", "admin").await;
+    let pat = ts.sign_in("pat@example.com", &password).await;
+    let origin = ts.origin();
+    let add = |email: &'static str| {
+        let (ts, pat, origin) = (&ts, &pat, &origin);
+        async move {
+            ts.console(
+                Method::POST,
+                "/console/settings/people",
+                Some(&pat.cookie),
+                Some(origin),
+                &[
+                    ("csrf", pat.csrf.as_str()),
+                    ("email", email),
+                    ("name", "Someone"),
+                    ("role", "agent"),
+                ],
+            )
+            .await
+            .text()
+        }
+    };
+    let taken = add("BOB@beta.example").await;
+    let invalid = add("not-an-address").await;
+    assert!(taken.contains("Invalid format for field: email"), "{taken}");
+    assert!(
+        invalid.contains("Invalid format for field: email"),
+        "{invalid}"
+    );
+    assert!(!taken.contains("exists"), "{taken}");
+    // Nothing was taken over: Bob still signs in to his own organization.
+    ts.sign_in("bob@beta.example", &theirs).await;
+    // The same through the admin commands (`engaged user create`).
+    let refused = ts
+        .admin(engaged::admin::AdminRequest::UserCreate {
+            org: "acme".into(),
+            email: "bob@beta.example".into(),
+            name: "Bob".into(),
+            role: engaged::store::records::Role::Agent,
+            password_hash: "x".into(),
+        })
+        .await
+        .expect_err("refused");
+    assert_eq!(refused, "Invalid format for field: email");
+}

@@ -218,6 +218,9 @@ async fn an_smtp_step_carries_rfc_8058_headers_and_its_one_click_link_unsubscrib
     let html = text_of(&page);
     assert!(html.contains("<form method=\"post\""), "{html}");
     assert!(!html.contains("http"), "no external resources: {html}");
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("frame-ancestors 'none'"), "not framed: {csp}");
+    assert_eq!(page.headers["x-frame-options"], "DENY");
     let lead = get_lead(&s.ts, &s.write, "L1").await;
     assert_eq!(
         lead["subscriptions"]["email"],

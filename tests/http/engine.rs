@@ -856,3 +856,30 @@ async fn the_engine_metrics_are_exported() {
         assert!(body.contains(name), "missing {name} in\n{body}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_longer_than_its_channel_once_rendered_is_blocked_not_sent() {
+    let s = start().await;
+    put_profile(
+        &s.ts,
+        &s.admin,
+        "long",
+        &profile_with(json!([
+            sms_step("0s", "Note: {{additionalInfo.note}}"),
+            sms_step("0s", "Short one"),
+        ])),
+    )
+    .await;
+    let mut lead = ada("L1", "long");
+    lead["additionalInfo"] = json!({"note": "x".repeat(1_600)});
+    s.ts.create_lead(&s.write, &lead).await;
+    let sent = wait_outbound(&s.ts, &s.write, "L1", 1).await;
+    assert_eq!(texts(&sent), ["Short one"]);
+    let blocks = events_of_type(&s.ts, &s.write, "L1", "COMPLIANCE_BLOCKED").await;
+    assert_eq!(blocks.len(), 1, "{blocks:?}");
+    assert_eq!(
+        blocks[0]["data"],
+        json!({"reason": "CONTENT_TOO_LONG", "source": "configuration", "channel": "sms", "step": 1})
+    );
+    wait_state(&s.ts, &s.write, "L1", "finished", None).await;
+}

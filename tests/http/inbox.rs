@@ -233,3 +233,30 @@ async fn a_stream_ends_with_its_session_and_needs_one() {
     let refused = ts.events(&pat.cookie, None).await;
     assert_eq!(refused.status, 303, "no session, no stream");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_ids_count_the_organizations_own_changes_only() {
+    let org = Org::start().await;
+    let ts = &org.ts;
+    let globex = ts.key("globex", "write").await;
+    let password = ts.user("acme", "pat@example.com", "Pat", "viewer").await;
+    let pat = ts.sign_in("pat@example.com", &password).await;
+    let mut stream = ts.events(&pat.cookie, None).await;
+    assert_eq!(stream.status, 200);
+    // Another organization writes a lot, in windows of its own.
+    for n in 0..5 {
+        ts.create_lead(
+            &globex,
+            &json!({"id": format!("g-{n}"), "phone": format!("+1512555019{n}")}),
+        )
+        .await;
+    }
+    ts.create_lead(&org.write, &json!({"id": "a-1", "phone": PHONE}))
+        .await;
+    let event = stream.next(WAIT).await.expect("a change");
+    assert!(event.contains("\"a-1\""), "{event}");
+    assert!(
+        event.lines().any(|l| l == "id: 1"),
+        "acme's first change is its window 1, whatever globex wrote: {event}"
+    );
+}

@@ -35,6 +35,7 @@ mod recordings;
 mod relay_client;
 mod search;
 mod settings;
+mod signin;
 mod sync;
 mod transport;
 mod twilio;

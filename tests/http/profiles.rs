@@ -198,7 +198,7 @@ async fn the_list_holds_every_profile_sorted_by_name() {
     let s = start().await;
     assert_eq!(
         expect(&s.ts.get(&s.read, "/v1/profiles").await, 200),
-        json!({"profiles": []})
+        json!({"profiles": [], "nextToken": null})
     );
     let mut put = Vec::new();
     for name in ["roofing", "hvac", "solar"] {
@@ -206,7 +206,7 @@ async fn the_list_holds_every_profile_sorted_by_name() {
     }
     let listed = expect(&s.ts.get(&s.read, "/v1/profiles").await, 200);
     put.sort_by(|a, b| str_of(&a["name"]).cmp(str_of(&b["name"])));
-    assert_eq!(listed, json!({ "profiles": put }));
+    assert_eq!(listed, json!({ "profiles": put, "nextToken": null }));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,7 +249,7 @@ async fn profiles_belong_to_one_organization() {
     );
     assert_eq!(
         expect(&s.ts.get(&other_admin, "/v1/profiles").await, 200),
-        json!({"profiles": []})
+        json!({"profiles": [], "nextToken": null})
     );
     assert_error(
         &s.ts.delete(&other_admin, &profile_path("solar")).await,
@@ -418,4 +418,181 @@ async fn a_refused_put_changes_nothing() {
     );
     let after = expect(&s.ts.get(&s.read, &profile_path("solar")).await, 200);
     assert_eq!(after, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instructions_are_at_most_20000_characters() {
+    let s = start().await;
+    let body = full_with("instructions", json!("é".repeat(20_001)));
+    assert_refused(&s, &body, "Field too long: instructions (at most 20000)").await;
+    put_profile(
+        &s.ts,
+        &s.admin,
+        "ok",
+        &full_with("instructions", json!("é".repeat(20_000))),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_text_is_bounded_by_its_channel() {
+    let s = start().await;
+    for (step, message) in [
+        (
+            sms_step("0s", &"x".repeat(1_601)),
+            "Field too long: cadence[1].text (at most 1600)",
+        ),
+        (
+            email_step("0s", "Quote", &"x".repeat(100_001)),
+            "Field too long: cadence[1].text (at most 100000)",
+        ),
+        (
+            email_step("0s", &"x".repeat(1_001), "Hello"),
+            "Field too long: cadence[1].subject (at most 1000)",
+        ),
+        (
+            json!({"after": "0s", "channel": "voice", "text": "x".repeat(2_001)}),
+            "Field too long: cadence[1].text (at most 2000)",
+        ),
+    ] {
+        assert_refused(&s, &cadence_with(1, step), message).await;
+    }
+    assert_refused(
+        &s,
+        &full_with("voiceGreeting", json!("x".repeat(2_001))),
+        "Field too long: voiceGreeting (at most 2000)",
+    )
+    .await;
+    let at_bounds = json!({"cadence": [
+        sms_step("0s", &"x".repeat(1_600)),
+        email_step("1d", &"s".repeat(1_000), &"x".repeat(100_000)),
+        {"after": "1d", "channel": "voice", "text": "x".repeat(2_000)},
+    ], "voiceGreeting": "x".repeat(2_000)});
+    put_profile(&s.ts, &s.admin, "ok", &at_bounds).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_has_at_most_50_dispositions() {
+    let s = start().await;
+    let many = |n: usize| -> Value {
+        (0..n)
+            .map(|i| json!({"id": format!("d{i}"), "name": format!("D {i}")}))
+            .collect()
+    };
+    assert_refused(
+        &s,
+        &full_with("dispositions", many(51)),
+        "Too many: dispositions (at most 50)",
+    )
+    .await;
+    put_profile(&s.ts, &s.admin, "ok", &full_with("dispositions", many(50))).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_organization_has_at_most_200_profiles_and_lists_them_in_pages() {
+    let s = start().await;
+    let small = json!({"instructions": "Be brief."});
+    for i in 0..200 {
+        put_profile(&s.ts, &s.admin, &format!("p{i:03}"), &small).await;
+    }
+    assert_refused(&s, &small, "Too many: profiles (at most 200)").await;
+    // Replacing one of the 200 is fine.
+    put_profile(&s.ts, &s.admin, "p000", &small).await;
+    // Without `limit`: the first 100, then the rest by `nextToken`.
+    let first = expect(&s.ts.get(&s.read, "/v1/profiles").await, 200);
+    assert_eq!(first["profiles"].as_array().unwrap().len(), 100);
+    assert_eq!(first["profiles"][0]["name"], json!("p000"));
+    let token = first["nextToken"]
+        .as_str()
+        .expect("a nextToken")
+        .to_string();
+    let rest = expect(
+        &s.ts
+            .get(
+                &s.read,
+                &format!("/v1/profiles?limit=1000&nextToken={token}"),
+            )
+            .await,
+        200,
+    );
+    assert_eq!(rest["profiles"].as_array().unwrap().len(), 100);
+    assert_eq!(rest["profiles"][0]["name"], json!("p100"));
+    assert_eq!(rest["nextToken"], Value::Null);
+    let small_page = expect(&s.ts.get(&s.read, "/v1/profiles?limit=2").await, 200);
+    assert_eq!(small_page["profiles"].as_array().unwrap().len(), 2);
+    assert_error(
+        &s.ts.get(&s.read, "/v1/profiles?limit=0").await,
+        400,
+        "limit must be an integer between 1 and 1000",
+    );
+    assert_error(
+        &s.ts.get(&s.read, "/v1/profiles?nextToken=forged").await,
+        400,
+        "Invalid nextToken",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_is_not_a_profile_name() {
+    let s = start().await;
+    let r = s.ts.put(&s.admin, &profile_path("new"), &full()).await;
+    assert_error(&r, 400, "Invalid format for field: name");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_of_profiles_ends_past_a_mebibyte() {
+    let s = start().await;
+    let big = json!({"cadence": (0..6)
+        .map(|i| email_step(&format!("{i}d"), "Quote", &"x".repeat(100_000)))
+        .collect::<Vec<_>>()});
+    for name in ["a", "b", "c"] {
+        put_profile(&s.ts, &s.admin, name, &big).await;
+    }
+    let first = expect(&s.ts.get(&s.read, "/v1/profiles").await, 200);
+    let names: Vec<&Value> = first["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(
+        names,
+        [&json!("a"), &json!("b")],
+        "600 KB each: two, then a token"
+    );
+    let token = first["nextToken"].as_str().expect("a nextToken");
+    let rest = expect(
+        &s.ts
+            .get(&s.read, &format!("/v1/profiles?nextToken={token}"))
+            .await,
+        200,
+    );
+    assert_eq!(rest["profiles"][0]["name"], json!("c"));
+    assert_eq!(rest["nextToken"], Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disposition_fields_are_bounded() {
+    let s = start().await;
+    for (disposition, message) in [
+        (
+            json!({"id": "x".repeat(201), "name": "N"}),
+            "Field too long: dispositions[0].id (at most 200)",
+        ),
+        (
+            json!({"id": "i", "name": "x".repeat(201)}),
+            "Field too long: dispositions[0].name (at most 200)",
+        ),
+        (
+            json!({"id": "i", "name": "N", "description": "x".repeat(1_001)}),
+            "Field too long: dispositions[0].description (at most 1000)",
+        ),
+    ] {
+        assert_refused(
+            &s,
+            &full_with("dispositions", json!([disposition])),
+            message,
+        )
+        .await;
+    }
 }

@@ -792,3 +792,22 @@ async fn a_100_mib_recording_streams_in_bounded_memory() {
         growth(download_peak, before_download)
     );
 }
+
+#[tokio::test]
+async fn a_recording_is_served_unsniffed_and_sandboxed() {
+    let s = setup().await;
+    let data = b"<html><script>alert(1)</script></html>".to_vec();
+    expect(
+        &upload(&s.ts, &s.write, "call-1", "audio/mpeg", data).await,
+        201,
+    );
+    let l = link(&s.ts, &s.read, "call-1").await;
+    let r = download(&s.ts, str_of(&l["url"]), &[]).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(header(&r, "x-content-type-options"), "nosniff");
+    assert_eq!(header(&r, "content-security-policy"), "sandbox");
+    let part = download(&s.ts, str_of(&l["url"]), &[("range", "bytes=0-3")]).await;
+    assert_eq!(part.status, 206);
+    assert_eq!(header(&part, "x-content-type-options"), "nosniff");
+    assert_eq!(header(&part, "content-security-policy"), "sandbox");
+}

@@ -70,6 +70,12 @@ impl Block {
         }
     }
 
+    /// A cadence step whose text (or subject), rendered for its lead, is longer than
+    /// its channel takes (`limits::step_text_chars`): never sent.
+    pub fn too_long() -> Block {
+        Block::new("CONTENT_TOO_LONG", BlockSource::Configuration)
+    }
+
     /// Step 5: the channel provider refused with `code`.
     pub fn provider(code: &str) -> Block {
         Block::new(code, BlockSource::ProviderError)

@@ -22,6 +22,7 @@ use crate::domain::contact::quiet_hours::step_may_run;
 use crate::domain::engagement::agenda::{self, JobKey, Taken};
 use crate::domain::engagement::enrolment;
 use crate::domain::engagement::outbound::{self, Attempt};
+use crate::domain::records::limits;
 use crate::domain::settings::org::business_name;
 use crate::domain::settings::templates;
 use crate::domain::voice::voice;
@@ -143,6 +144,19 @@ pub fn claim_step(
     }
     let business = business_name(tx, org)?;
     let text = templates::render(&step.text, &lead, &business);
+    let subject = (step.channel == Channel::Email)
+        .then(|| templates::render(&step.subject, &lead, &business));
+    let too_long = |value: &str, max: usize| value.len() > max && value.chars().count() > max;
+    if too_long(&text, limits::step_text_chars(step.channel))
+        || subject
+            .as_deref()
+            .is_some_and(|s| too_long(s, limits::SUBJECT_CHARS))
+    {
+        let block = Block::too_long();
+        compliance::record_block(tx, org, lead, step.channel, &block, Some(index + 1))?;
+        log_skip(org, lead_id, index, &block.reason);
+        return Ok(Claim::Done);
+    }
     tracing::info!(
         org,
         lead = lead_id,
@@ -153,8 +167,6 @@ pub fn claim_step(
     match step.channel {
         Channel::Voice => start_call(tx, org, lead, index > 0, text),
         channel => {
-            let subject = (channel == Channel::Email)
-                .then(|| templates::render(&step.subject, &lead, &business));
             let attempt = outbound::begin(
                 tx,
                 org,

@@ -4,10 +4,15 @@
 //! Parameters: argon2id, 64 MiB of memory, 3 passes, 1 lane (m=65536 KiB, t=3, p=1;
 //! above OWASP's minimum of 19 MiB and 2 passes), chosen so that one check costs 50 to
 //! 250 ms on this project's 2-core machine: measured by `cargo bench --bench console
-//! -- argon2` (README, "Performance"). Hashing is slow on purpose: callers run it with
-//! `tokio::task::spawn_blocking`, never in a write job.
+//! -- argon2` (README, "Performance"). Hashing is slow on purpose: the server runs every
+//! hash and check through one [`Work`] (off the async threads, never in a write job),
+//! which bounds how many run at once and how many wait, so any number of parallel
+//! sign-ins holds at most `permits` × 64 MiB.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use tokio::sync::Semaphore;
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::{Algorithm, Argon2, Params, Version};
@@ -79,6 +84,123 @@ pub fn hash_cheaply(password: &str) -> Result<String> {
         .map_err(|e| Error::Internal(format!("password hash: {e}")))
 }
 
+/// The bound on argon2 work in the server: `permits` hashes or checks run at once (each
+/// holding its hash's memory), at most `queue` more wait for a permit, and anything
+/// beyond is [`Busy`] at once rather than waiting.
+#[derive(Debug)]
+pub struct Work {
+    permits: Arc<Semaphore>,
+    /// Hashes running or waiting.
+    entered: Arc<AtomicUsize>,
+    /// `permits` + `queue`.
+    capacity: usize,
+}
+
+/// Refused: every permit is taken and the queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Busy;
+
+/// A place among the running or waiting hashes, given back when dropped.
+struct Entered(Arc<AtomicUsize>);
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Work {
+    /// `permits` at once (at least 1) and `queue` waiting.
+    pub fn new(permits: usize, queue: usize) -> Work {
+        let permits = permits.max(1);
+        Work {
+            permits: Arc::new(Semaphore::new(permits)),
+            entered: Arc::default(),
+            capacity: permits + queue,
+        }
+    }
+
+    /// Sized to the machine: one permit per core (`available_parallelism`), and twice
+    /// as many waiting, at least 8.
+    pub fn for_machine() -> Work {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Work::new(cores, (2 * cores).max(8))
+    }
+
+    /// Runs `job` on a blocking thread once a permit is free; [`Busy`] at once when the
+    /// queue is full. The permit goes with the job, so a caller that stops waiting
+    /// still leaves it taken until the hash is done.
+    async fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<std::result::Result<T, Busy>> {
+        let entered = Entered(self.entered.clone());
+        if self.entered.fetch_add(1, Ordering::AcqRel) >= self.capacity {
+            return Ok(Err(Busy));
+        }
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| Error::Internal(format!("password work: {e}")))?;
+        tokio::task::spawn_blocking(move || {
+            let _held = (permit, entered);
+            job()
+        })
+        .await
+        .map(Ok)
+        .map_err(|e| Error::Internal(format!("password work: {e}")))
+    }
+
+    /// Whether `password` matches `hash`; `None` checks it against [`dummy_hash`], so
+    /// an unknown email takes as long.
+    pub async fn verify(
+        &self,
+        password: String,
+        hash: Option<String>,
+    ) -> Result<std::result::Result<bool, Busy>> {
+        self.run(move || match hash {
+            Some(hash) => verify(&password, &hash),
+            None => verify(&password, dummy_hash()),
+        })
+        .await
+    }
+
+    /// The argon2id hash of `password`; 503 when the work is busy.
+    pub async fn hash(&self, password: String) -> Result<String> {
+        self.run(move || hash(&password))
+            .await?
+            .map_err(|Busy| Error::Unavailable)?
+    }
+
+    /// Takes every permit and every place in the queue until dropped, as a flood of
+    /// sign-ins would: for tests of the busy answer.
+    #[cfg(any(test, feature = "testkit"))]
+    pub fn occupy(&self) -> Occupied {
+        let mut permits = Vec::new();
+        while let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            permits.push(permit);
+        }
+        let mut places = Vec::new();
+        while self.entered.fetch_add(1, Ordering::AcqRel) < self.capacity {
+            places.push(Entered(self.entered.clone()));
+        }
+        self.entered.fetch_sub(1, Ordering::AcqRel);
+        Occupied {
+            _permits: permits,
+            _places: places,
+        }
+    }
+}
+
+/// Every permit and place of a [`Work`], held until dropped ([`Work::occupy`]).
+#[cfg(any(test, feature = "testkit"))]
+pub struct Occupied {
+    _permits: Vec<tokio::sync::OwnedSemaphorePermit>,
+    _places: Vec<Entered>,
+}
+
 /// Whether `password` matches `hash` (a PHC string, whose own costs the check uses); an
 /// unreadable hash matches nothing.
 pub fn verify(password: &str, hash: &str) -> bool {
@@ -121,6 +243,29 @@ mod tests {
             hash("correct horse battery").unwrap(),
             "a fresh salt each time"
         );
+    }
+
+    #[tokio::test]
+    async fn work_beyond_its_permits_and_queue_is_busy_at_once() {
+        let work = Work::new(1, 1);
+        let held = work.occupy();
+        assert_eq!(
+            work.verify("x".into(), Some("h".into())).await.unwrap(),
+            Err(Busy)
+        );
+        assert!(matches!(
+            work.hash("correct horse battery".into()).await,
+            Err(Error::Unavailable)
+        ));
+        drop(held);
+        let h = hash_cheaply("correct horse battery").unwrap();
+        assert_eq!(
+            work.verify("correct horse battery".into(), Some(h))
+                .await
+                .unwrap(),
+            Ok(true)
+        );
+        assert_eq!(work.entered.load(Ordering::Acquire), 0);
     }
 
     #[test]

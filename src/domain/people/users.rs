@@ -14,7 +14,9 @@ fn not_found(email: &str) -> Error {
     Error::NotFound(format!("Resource not found: User {email}"))
 }
 
-/// A new user of organization `org_id`; a taken email (any case) is 409.
+/// A new user of organization `org_id`; an email (any case) taken in the same
+/// organization is 409 `User exists`, one taken in another organization 400
+/// `Invalid format for field: email`, like an address that is not one.
 pub fn create(
     tx: &mut WriteTx,
     org_id: &str,
@@ -41,8 +43,14 @@ pub fn create(
             "Resource not found: Organization {org_id}"
         )));
     }
-    if tx.user_by_email(email)?.is_some() {
-        return Err(Error::Conflict(format!("User exists: {email}")));
+    match tx.user_by_email(email)? {
+        Some(taken) if taken.org_id == org_id => {
+            return Err(Error::Conflict(format!("User exists: {email}")));
+        }
+        // Another organization's person: refused like any address that cannot be
+        // used, without saying that it exists (nor taking it over).
+        Some(_) => return Err(Error::invalid_field("email")),
+        None => {}
     }
     let user = UserRecord {
         id: crate::ids::generate("usr"),

@@ -44,6 +44,18 @@ pub const MESSAGE_CHARS: usize = 10_000;
 pub const SMS_CHARS: usize = 1_600;
 /// An email's subject.
 pub const SUBJECT_CHARS: usize = 1_000;
+/// An email's text (a profile's email step, before and after rendering).
+pub const EMAIL_TEXT_CHARS: usize = 100_000;
+/// A profile's `instructions` to the assistant.
+pub const INSTRUCTIONS_CHARS: usize = 20_000;
+/// What a call says: a profile's `voiceGreeting` and a voice step's text.
+pub const GREETING_CHARS: usize = 2_000;
+/// A profile's dispositions.
+pub const DISPOSITIONS: usize = 50;
+/// A disposition's `description`.
+pub const DISPOSITION_DESCRIPTION_CHARS: usize = 1_000;
+/// Profiles of one organization.
+pub const PROFILES: usize = 200;
 /// Turns of a call's transcript.
 pub const TRANSCRIPT_TURNS: usize = 2_000;
 /// The text of one transcript turn.
@@ -54,6 +66,17 @@ pub const TURN_BYTES: usize = 20 * 1024;
 /// A call's short strings: `callStatus`, `sessionId`, `dispositionId`,
 /// `dispositionName`, numbers.
 pub const CALL_FIELD_CHARS: usize = 200;
+
+/// The most characters a step's text on `channel` may have, as written and as rendered
+/// for a lead: an SMS's, an email's or what a call says.
+pub fn step_text_chars(channel: crate::channel::Channel) -> usize {
+    use crate::channel::Channel;
+    match channel {
+        Channel::Sms => SMS_CHARS,
+        Channel::Email => EMAIL_TEXT_CHARS,
+        Channel::Voice => GREETING_CHARS,
+    }
+}
 
 /// 400 `Field too long: NAME (at most N)`.
 pub fn too_long(name: &str, max: usize) -> Error {

@@ -12,12 +12,15 @@
 use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
+use crate::cursor::CursorKey;
 use crate::domain::engagement::enrolment::DEFAULT_REPLY_DELAY_MS;
+use crate::domain::records::limits;
+use crate::domain::records::listing;
 use crate::domain::settings::templates::check_placeholders;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::records::{DispositionRecord, ProfileRecord, StepRecord};
-use crate::store::{ReadTx, Reader, WriteTx};
+use crate::store::{Flow, ReadTx, Reader, WriteTx};
 
 /// The most steps one cadence may hold.
 pub const MAX_STEPS: usize = 20;
@@ -43,11 +46,15 @@ const MEMBERS: &[&str] = &[
 const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject"];
 const DISPOSITION_MEMBERS: &[&str] = &["id", "name", "description"];
 
+/// A name no profile may take: the console's path of the new profile's editor.
+pub const RESERVED_NAME: &str = "new";
+
 /// Whether `name` may name a profile: 1 to 64 characters, none of them whitespace, a
-/// control character or `/` (it is a path segment).
+/// control character or `/` (it is a path segment), and not [`RESERVED_NAME`].
 pub fn is_valid_name(name: &str) -> bool {
     let count = name.chars().count();
-    (1..=MAX_NAME_CHARS).contains(&count)
+    name != RESERVED_NAME
+        && (1..=MAX_NAME_CHARS).contains(&count)
         && !name
             .chars()
             .any(|c| c.is_whitespace() || c.is_control() || c == '/')
@@ -64,6 +71,7 @@ pub fn parse(name: &str, body: Map<String, Value>) -> Result<ProfileRecord> {
     refuse_unknown(&body, MEMBERS, "")?;
 
     let instructions = optional_text(&body, "instructions", "instructions")?;
+    limits::text("instructions", &instructions, limits::INSTRUCTIONS_CHARS)?;
 
     let cadence = match present(&body, "cadence") {
         None => Vec::new(),
@@ -94,6 +102,7 @@ pub fn parse(name: &str, body: Map<String, Value>) -> Result<ProfileRecord> {
     let dispositions = match present(&body, "dispositions") {
         None => Vec::new(),
         Some(Value::Array(items)) => {
+            limits::count("dispositions", items.len(), limits::DISPOSITIONS)?;
             let mut out: Vec<DispositionRecord> = Vec::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
                 let disposition = parse_disposition(i, item)?;
@@ -114,6 +123,7 @@ pub fn parse(name: &str, body: Map<String, Value>) -> Result<ProfileRecord> {
     let fallback_transfer_number = phone(&body, "fallbackTransferNumber")?;
 
     let voice_greeting = optional_text(&body, "voiceGreeting", "voiceGreeting")?;
+    limits::text("voiceGreeting", &voice_greeting, limits::GREETING_CHARS)?;
     check_placeholders(&voice_greeting)?;
 
     Ok(ProfileRecord {
@@ -157,6 +167,7 @@ fn parse_step(index: usize, step: &Value) -> Result<StepRecord> {
         Some(Value::String(text)) if !text.trim().is_empty() => text.clone(),
         _ => return Err(Error::invalid_field(&field("text"))),
     };
+    limits::text(&field("text"), &text, limits::step_text_chars(channel))?;
     check_placeholders(&text)?;
 
     let subject = match present(step, "subject") {
@@ -167,6 +178,7 @@ fn parse_step(index: usize, step: &Value) -> Result<StepRecord> {
     if channel == Channel::Email && subject.trim().is_empty() {
         return Err(Error::invalid_field(&field("subject")));
     }
+    limits::text(&field("subject"), &subject, limits::SUBJECT_CHARS)?;
     check_placeholders(&subject)?;
 
     Ok(StepRecord {
@@ -189,8 +201,15 @@ fn parse_disposition(index: usize, item: &Value) -> Result<DispositionRecord> {
         _ => Err(Error::invalid_field(&format!("{path}.{member}"))),
     };
     let id = required("id")?;
+    limits::text(&format!("{path}.id"), &id, limits::CALL_FIELD_CHARS)?;
     let name = required("name")?;
+    limits::text(&format!("{path}.name"), &name, limits::CALL_FIELD_CHARS)?;
     let description = optional_text(item, "description", &format!("{path}.description"))?;
+    limits::text(
+        &format!("{path}.description"),
+        &description,
+        limits::DISPOSITION_DESCRIPTION_CHARS,
+    )?;
     Ok(DispositionRecord {
         id,
         name,
@@ -298,10 +317,12 @@ pub fn put(
     body: Map<String, Value>,
 ) -> Result<ProfileRecord> {
     let mut profile = parse(name, body)?;
+    let old = tx.profile(&caller.org_id, name)?;
+    if old.is_none() && tx.profile_count(&caller.org_id)? >= limits::PROFILES {
+        return Err(limits::too_many("profiles", limits::PROFILES));
+    }
     let now = tx.tick();
-    profile.created_at = tx
-        .profile(&caller.org_id, name)?
-        .map_or(now, |old| old.created_at);
+    profile.created_at = old.map_or(now, |old| old.created_at);
     profile.updated_at = now;
     tx.put_profile(&caller.org_id, &profile)?;
     Ok(profile)
@@ -314,6 +335,40 @@ pub fn delete(tx: &mut WriteTx, caller: &Caller, name: &str) -> Result<()> {
     }
     tx.delete_profile(&caller.org_id, name)?;
     crate::domain::engagement::enrolment::on_profile_deleted(tx, &caller.org_id, name)
+}
+
+/// The most bytes of profiles (as JSON) one page of `GET /v1/profiles` holds, beyond
+/// its first profile: a page ends early past it, with a `nextToken`.
+pub const PAGE_BYTES: usize = 1024 * 1024;
+
+/// A page of `GET /v1/profiles` in name order: at most `limit` profiles, fewer once
+/// they pass [`PAGE_BYTES`] as JSON.
+pub fn list(
+    read: &ReadTx,
+    key: &CursorKey,
+    caller: &Caller,
+    limit: usize,
+    token: Option<&str>,
+) -> Result<listing::Page<Value>> {
+    let query = ["profiles", caller.org_id.as_str()];
+    let after = token.map(|t| key.open::<String>(&query, t)).transpose()?;
+    let (mut items, mut bytes, mut more, mut last) = (Vec::new(), 0usize, false, None);
+    read.scan_profiles(&caller.org_id, after.as_deref(), |profile| {
+        if items.len() == limit || bytes > PAGE_BYTES {
+            more = true;
+            return Ok(Flow::Stop);
+        }
+        let shown = view(&profile);
+        bytes += serde_json::to_vec(&shown).map_or(0, |b| b.len());
+        last = Some(profile.name);
+        items.push(shown);
+        Ok(Flow::Continue)
+    })?;
+    let next_token = match last {
+        Some(last) if more => Some(key.seal(&query, &last)?),
+        _ => None,
+    };
+    Ok(listing::Page { items, next_token })
 }
 
 pub fn find(read: &ReadTx, caller: &Caller, name: &str) -> Result<ProfileRecord> {
