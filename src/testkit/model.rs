@@ -6,7 +6,9 @@
 //! on arrival (method, path, `Authorization` and `User-Agent` headers, JSON body). `POST
 //! /v1/chat/completions` is answered from a queue of scripted [`Step`]s, oldest first,
 //! and from a default step once the queue is empty; any other path is 404 and a body that
-//! is not JSON is 400 (both still recorded, so a wrong call shows in the log).
+//! is not JSON is 400 (both still recorded, so a wrong call shows in the log). Like
+//! llama.cpp's server, the fake can refuse every request asking for `response_format`
+//! `json_schema` ([`FakeModel::refuse_json_schema`]) without consuming the script.
 
 use std::collections::VecDeque;
 
@@ -117,6 +119,8 @@ struct State {
     queue: Mutex<VecDeque<Step>>,
     default: Mutex<Option<Step>>,
     log: Mutex<Vec<ModelRequest>>,
+    /// The status answered to any request with `response_format` `json_schema`.
+    json_schema_refusal: Mutex<Option<u16>>,
     answered: Mutex<u64>,
     /// Microseconds spent answering, from each request's arrival to its answer.
     busy_micros: AtomicU64,
@@ -166,6 +170,13 @@ impl FakeModel {
     /// What to answer once the queue is empty (default: [`FakeModel::DEFAULT_TEXT`]).
     pub fn set_default(&self, step: Step) {
         *self.state.default.lock().unwrap() = Some(step);
+    }
+
+    /// From now on, answers `status` with llama.cpp's error (`Input should be 'text' or
+    /// 'json_object'`) to every request whose `response_format` is `json_schema`, before
+    /// and without taking a scripted step.
+    pub fn refuse_json_schema(&self, status: u16) {
+        *self.state.json_schema_refusal.lock().unwrap() = Some(status);
     }
 
     /// The JSON body of every request so far, in arrival order.
@@ -259,6 +270,12 @@ async fn answer(state: &State, parts: Parts, bytes: Bytes) -> hyper::Response<Fu
     let Some(request) = json else {
         return respond(400, error_body("the body is not JSON"));
     };
+    let refusal = *state.json_schema_refusal.lock().unwrap();
+    if let Some(status) = refusal.filter(|_| request["response_format"]["type"] == "json_schema") {
+        let body = json!({"error": {"code": status, "type": "server_error",
+                                    "message": "Input should be 'text' or 'json_object'"}});
+        return respond(status, body.to_string());
+    }
     let step = state.queue.lock().unwrap().pop_front();
     let mut step = step.unwrap_or_else(|| {
         state
@@ -465,6 +482,32 @@ mod tests {
         assert_eq!(seen.len(), 3);
         assert_eq!(seen[0].path, "/v1/completions");
         assert_eq!(seen[1].body, Value::Null);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn fake_model_can_refuse_json_schema_without_taking_a_step() {
+        let fake = FakeModel::start().await;
+        fake.push(Step::text("for the plain request"));
+        fake.refuse_json_schema(500);
+        let url = format!("{}/chat/completions", fake.base_url());
+        let client = plain_client();
+        let schema = json!({"model": "m", "messages": [],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}});
+        let (status, body) = post(&client, &url, schema.to_string().as_bytes()).await;
+        assert_eq!(status, 500);
+        assert_eq!(
+            body["error"]["message"],
+            json!("Input should be 'text' or 'json_object'")
+        );
+        let object =
+            json!({"model": "m", "messages": [], "response_format": {"type": "json_object"}});
+        let (status, body) = post(&client, &url, object.to_string().as_bytes()).await;
+        assert_eq!(status, 200);
+        assert_eq!(
+            body["choices"][0]["message"]["content"],
+            json!("for the plain request")
+        );
+        assert_eq!(fake.count(), 2);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

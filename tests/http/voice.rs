@@ -1557,6 +1557,71 @@ async fn a_model_refusing_json_schema_is_asked_for_a_forced_tool_call() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_answering_json_schema_with_500_is_asked_for_a_forced_tool_call() {
+    // llama.cpp's server: 500 `Input should be 'text' or 'json_object'` to json_schema.
+    let v = start(true).await;
+    lead(&v, "L1", "quiet").await;
+    conversation_steps(&v.model);
+    v.model.refuse_json_schema(500);
+    v.model.push(Step::forced_tool(
+        "call_classify",
+        json!({"summary": SUMMARY, "dispositionId": "booked"}),
+    ));
+    let call = two_turn_call(&v).await;
+    let record = dispositioned(&v, &call).await;
+    assert_eq!(record["summary"], json!(SUMMARY), "{record}");
+    assert_eq!(record["dispositionId"], json!("booked"), "{record}");
+    assert_eq!(
+        record["dispositionName"],
+        json!("Appointment booked"),
+        "{record}"
+    );
+    let requests = v.model.requests();
+    assert_eq!(
+        requests.len(),
+        4,
+        "the 500 is not asked again: {requests:#?}"
+    );
+    assert_eq!(requests[2]["response_format"]["type"], json!("json_schema"));
+    let forced = &requests[3];
+    assert!(forced.get("response_format").is_none(), "{forced}");
+    assert_eq!(forced["tool_choice"]["type"], json!("function"), "{forced}");
+    let view = engagement(&v.ts, &v.key, "L1").await;
+    let last_error = view["lastError"].as_str().unwrap_or_default();
+    assert!(!last_error.contains("post-call"), "{view}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_down_for_both_requests_leaves_last_error_and_no_summary() {
+    let v = start(true).await;
+    lead(&v, "L1", "quiet").await;
+    conversation_steps(&v.model);
+    v.model.set_default(Step::status(500));
+    let call = two_turn_call(&v).await;
+    let view = wait_engagement(&v.ts, &v.key, "L1", "lastError is set", |e| {
+        e["lastError"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("post-call"))
+    })
+    .await;
+    assert_eq!(
+        view["lastError"],
+        json!("post-call: assistant: status 500 (with a forced tool call; response_format: status 500)"),
+        "{view}"
+    );
+    // One json_schema request, then the forced tool call's three attempts.
+    let requests = v.model.requests();
+    let modes: Vec<bool> = requests[2..]
+        .iter()
+        .map(|r| r.get("response_format").is_some())
+        .collect();
+    assert_eq!(modes, [true, false, false, false], "{requests:#?}");
+    let record = get_call(&v, &call).await;
+    assert!(record.get("summary").is_none(), "{record}");
+    assert!(record.get("dispositionId").is_none(), "{record}");
+}
+
 // ---------------------------------------------------------------------------------------
 // Signatures
 // ---------------------------------------------------------------------------------------

@@ -5,9 +5,12 @@
 //! conversation turns, in one request whose answer is JSON `{"summary",
 //! "dispositionId"}`. Servers differ in what they support, so the request is first made
 //! with `response_format` `json_schema` (structured output) and, when the server
-//! refuses that (a 400 or 422 answer, or a 2xx whose content is not the JSON asked for),
-//! once more with a forced call of one tool, `record_call_outcome`, whose parameters are
-//! the same schema. The attempts and their retries are the assistant's ([`send`]). This
+//! refuses that ([`is_refusal`](super::is_refusal): any 5xx, any 4xx but 401, 403, 408
+//! and 429, or a 2xx whose content is not the JSON asked for), at once with a forced
+//! call of one tool, `record_call_outcome`, whose parameters are the same schema; that
+//! request is retried as any other (5xx, timeouts), so an outage costs one more
+//! attempt than before. The choice is not remembered: every call's processing asks with
+//! `json_schema` first. The attempts and their retries are the assistant's ([`send`]). This
 //! file knows the wire format and nothing of the store: the durable job around it
 //! checks the disposition id against its profile and records the outcome. Malformed
 //! output from a model is an `Err` with a short reason, never a panic.
@@ -243,10 +246,12 @@ fn outcome(json: &Value) -> Result<Outcome, String> {
 }
 
 /// Asks the model for the outcome of a call whose transcript is `turns` (oldest
-/// first): first with `response_format` `json_schema`; when the server refuses that (a
-/// 400 or 422 answer, or a 2xx whose content is not the JSON asked for), once more
-/// with a forced tool call instead. Each request is retried as
-/// [`complete`](super::complete) does (network errors, 5xx, timeouts).
+/// first): first with `response_format` `json_schema`; when the server refuses that
+/// ([`is_refusal`](super::is_refusal): a 5xx, a 4xx but the key's and a wait's, or a
+/// 2xx whose content is not the JSON asked for), at once with a forced tool call
+/// instead. The first request is retried on timeouts, transport failures and 408/429;
+/// the forced tool call as [`complete`](super::complete) does (network errors, 5xx,
+/// timeouts).
 /// `correction`, when set, is added as a last user message (after an unknown
 /// dispositionId). With choices, an answer without a `dispositionId` is malformed;
 /// without, `disposition_id` is `None`.
@@ -699,10 +704,9 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn prose_content_falls_back_and_a_5xx_is_retried() {
+    async fn prose_content_falls_back_and_the_forced_tool_calls_5xx_is_retried() {
         let answer = tool_answer(TOOL_NAME, json!({"summary": "Not now."}));
         let (base_url, seen) = model_server(vec![
-            (503, "", Duration::ZERO),
             (
                 200,
                 leak(content_answer("The lead was busy.")),
@@ -722,9 +726,80 @@ mod tests {
             .iter()
             .map(|r| r.body.get("response_format").is_some())
             .collect();
-        // The 503 retried with the same body; the prose sends the forced tool call,
-        // whose 502 is retried like any failure.
-        assert_eq!(modes, [true, true, false, false]);
+        // The prose sends the forced tool call, whose 502 is retried like any failure.
+        assert_eq!(modes, [true, false, false]);
+    }
+
+    #[tokio::test]
+    async fn a_500_to_json_schema_falls_back_at_once() {
+        // llama.cpp's server answers an unsupported response_format so.
+        let refusal = r#"{"error": {"code": 500, "message": "Input should be 'text' or 'json_object'", "type": "server_error"}}"#;
+        let answer = tool_answer(
+            TOOL_NAME,
+            json!({"summary": "Wants a quote.", "dispositionId": "interested"}),
+        );
+        for status in [500, 503, 404, 413] {
+            let (base_url, seen) = model_server(vec![
+                (status, refusal, Duration::ZERO),
+                (200, leak(answer.clone()), Duration::ZERO),
+            ])
+            .await;
+            let no_wait = [Duration::ZERO, Duration::ZERO];
+            let got = ask_now(base_url, None, &no_wait).await;
+            assert_eq!(
+                got,
+                Ok(outcome("Wants a quote.", Some("interested"))),
+                "{status}"
+            );
+            let modes: Vec<bool> = seen
+                .received()
+                .iter()
+                .map(|r| r.body.get("response_format").is_some())
+                .collect();
+            assert_eq!(
+                modes,
+                [true, false],
+                "{status}: not asked again with json_schema"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn an_outage_is_retried_with_the_forced_tool_call_then_reported() {
+        let (base_url, seen) = model_server(vec![(500, "down", Duration::ZERO)]).await;
+        let no_wait = [Duration::ZERO, Duration::ZERO];
+        let got = ask_now(base_url, None, &no_wait).await;
+        assert_eq!(
+            got,
+            Err("status 500 (with a forced tool call; response_format: status 500)".to_string())
+        );
+        let modes: Vec<bool> = seen
+            .received()
+            .iter()
+            .map(|r| r.body.get("response_format").is_some())
+            .collect();
+        // One json_schema request, then the forced tool call's three attempts.
+        assert_eq!(modes, [true, false, false, false]);
+    }
+
+    #[tokio::test]
+    async fn a_429_or_a_timeout_is_asked_again_with_json_schema() {
+        let answer = content_answer(r#"{"summary": "s", "dispositionId": "interested"}"#);
+        let (base_url, seen) = model_server(vec![
+            (429, "slow down", Duration::ZERO),
+            (200, "late", Duration::from_secs(3)),
+            (200, leak(answer), Duration::ZERO),
+        ])
+        .await;
+        let mut settings = settings(base_url);
+        settings.timeout_ms = 300;
+        let no_wait = [Duration::ZERO, Duration::ZERO];
+        let got =
+            ask_with_backoff(&client(), &settings, "", &turns(), &CHOICES, None, &no_wait).await;
+        assert_eq!(got, Ok(outcome("s", Some("interested"))));
+        let seen = seen.received();
+        assert_eq!(seen.len(), 3);
+        assert!(seen.iter().all(|r| r.body.get("response_format").is_some()));
     }
 
     #[tokio::test]

@@ -87,16 +87,36 @@ pub async fn complete_with_backoff(
     .map_err(SendError::into_failure)
 }
 
-/// What [`send`] does when the server refuses the request itself: a 400 or 422 answer,
-/// or a 2xx answer the parse step rejects.
+/// What [`send`] does when the server refuses the request itself ([`is_refusal`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnRefusal {
-    /// Give up on a 400 or 422 (asking again cannot help) and retry a malformed answer
-    /// like any other failure ([`complete`]).
+    /// Give up on a 400, 404 or 422 (asking again cannot help) and retry a 5xx or a
+    /// malformed answer like any other failure ([`complete`]).
     Retry,
-    /// Stop at once with [`SendError::Refused`]: the caller asks differently (post-call
-    /// processing falls back from `response_format` to a forced tool call).
+    /// Stop at the first refusal with [`SendError::Refused`]: the caller asks
+    /// differently (post-call processing falls back from `response_format` to a forced
+    /// tool call).
     Stop,
+}
+
+/// Whether a failed attempt may be the server refusing what the request asks for, so
+/// that a request asking differently may pass: a 2xx answer the parse step rejects, any
+/// 5xx (llama.cpp's server answers an unsupported `response_format` with 500) and any
+/// 4xx but 401 and 403 (the key: no other request passes either) and 408 and 429 (a
+/// wait, then the same request). A timeout, a transport failure or a TLS one is not a
+/// refusal.
+pub fn is_refusal(failure: Failure) -> bool {
+    match failure {
+        Failure::Malformed => true,
+        Failure::Status(401 | 403 | 408 | 429) => false,
+        Failure::Status(status) => (400..600).contains(&status),
+        Failure::Timeout
+        | Failure::Connect
+        | Failure::Tls
+        | Failure::Closed
+        | Failure::TooLarge
+        | Failure::InvalidUrl => false,
+    }
 }
 
 /// Why [`send`] gave up.
@@ -120,10 +140,11 @@ impl SendError {
 /// Posts `body` to `{baseUrl}/chat/completions` (with the bearer key when set) and
 /// reads a 2xx answer with `parse`, retrying a failed attempt (a 5xx or 429, a
 /// timeout, a transport error, an answer `parse` rejects) after each of `backoff`'s
-/// waits. A 400, 401, 403, 404 or 422 is never repeated: under [`OnRefusal::Stop`] a
-/// 400 or 422 (or a rejected answer) is [`SendError::Refused`], anything else final is
-/// [`SendError::Failed`]. `parse`'s reasons are our own words and go to a debug line;
-/// the answer itself goes nowhere.
+/// waits. A 400, 401, 403, 404 or 422 is never repeated. Under [`OnRefusal::Stop`] the
+/// first refusal ([`is_refusal`]: a 5xx or 4xx but the key's and a wait's, or a
+/// rejected answer) is [`SendError::Refused`] at once, without a retry; anything else
+/// final is [`SendError::Failed`]. `parse`'s reasons are our own words and go to a
+/// debug line; the answer itself goes nowhere.
 pub async fn send<T>(
     client: &HttpClient,
     settings: &Server,
@@ -156,9 +177,6 @@ pub async fn send<T>(
                 Ok(answer) => return Ok(answer),
                 Err(reason) => {
                     tracing::debug!(attempt = attempt + 1, %reason, "the model's answer is malformed");
-                    if on_refusal == OnRefusal::Stop {
-                        return Err(SendError::Refused(Failure::Malformed));
-                    }
                     Failure::Malformed
                 }
             },
@@ -166,13 +184,11 @@ pub async fn send<T>(
             Err(reason) => Failure::of_transport(&reason),
         };
         tracing::debug!(attempt = attempt + 1, %failure, "assistant attempt failed");
+        if on_refusal == OnRefusal::Stop && is_refusal(failure) {
+            return Err(SendError::Refused(failure));
+        }
         if failure.is_final() {
-            let refused = matches!(failure, Failure::Status(400 | 422));
-            return Err(if refused && on_refusal == OnRefusal::Stop {
-                SendError::Refused(failure)
-            } else {
-                SendError::Failed(failure)
-            });
+            return Err(SendError::Failed(failure));
         }
         last = failure;
     }
@@ -212,6 +228,27 @@ pub(crate) mod tests {
     }
 
     const HELLO: &str = r#"{"choices":[{"message":{"role":"assistant","content":"Hello Ada"}}]}"#;
+
+    #[test]
+    fn a_refusal_is_any_5xx_or_4xx_but_the_keys_and_a_waits_or_a_malformed_answer() {
+        for status in [400, 404, 405, 413, 415, 422, 500, 501, 502, 503, 504, 599] {
+            assert!(is_refusal(Failure::Status(status)), "{status}");
+        }
+        for status in [200, 302, 401, 403, 408, 429, 600] {
+            assert!(!is_refusal(Failure::Status(status)), "{status}");
+        }
+        assert!(is_refusal(Failure::Malformed));
+        for failure in [
+            Failure::Timeout,
+            Failure::Connect,
+            Failure::Tls,
+            Failure::Closed,
+            Failure::TooLarge,
+            Failure::InvalidUrl,
+        ] {
+            assert!(!is_refusal(failure), "{failure}");
+        }
+    }
 
     #[tokio::test]
     async fn complete_retries_a_failed_attempt_and_sends_the_key() {
