@@ -7,7 +7,7 @@
 //! Values stored before that rule, and text an operator or the model writes, are made
 //! clean when rendered instead: [`clean`] drops the same characters and the invisible
 //! marks, and collapses whitespace (the output guard, `engine::guard`, starts with it);
-//! [`line`] is the same for a one-line text (an email's subject).
+//! [`line()`] is the same for a one-line text (an email's subject).
 
 /// Bidi embeddings, overrides and isolates: they reorder what a reader sees.
 fn is_bidi_control(c: char) -> bool {

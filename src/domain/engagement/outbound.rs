@@ -34,7 +34,7 @@ pub struct Attempt {
 /// Records a message to `lead` on `channel` as `sending`. The gate is the caller's.
 /// The text and subject are cleaned first (`carrier_text::clean`, `line`): what is
 /// recorded is what leaves. An email answering the lead's own email threads to it
-/// ([`email_thread`]).
+/// (`email_thread`).
 pub fn begin(
     tx: &mut WriteTx,
     org: &str,
