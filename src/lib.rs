@@ -11,6 +11,7 @@ pub mod channel;
 pub mod cli;
 pub mod config;
 pub mod console;
+pub mod csv_cell;
 pub mod cursor;
 pub mod domain;
 pub mod duration;

@@ -34,6 +34,7 @@ const FLOORS: &[(&str, &[&str])] = &[
         &[
             "lib",
             "channel",
+            "csv_cell",
             "cursor",
             "duration",
             "error",
