@@ -103,6 +103,12 @@ impl RequestBody {
         self.rearm();
     }
 
+    /// Reads nothing more of a refused body: its connection closes after the answer
+    /// (an import over `max_import_bytes` is not read to its end).
+    pub fn refuse_rest(&mut self) {
+        self.discard_limit = Some(0);
+    }
+
     /// When the body (whole) or its next bytes (streamed) are due.
     fn deadline(&self) -> Instant {
         let whole = self.started + self.pace.timeout;

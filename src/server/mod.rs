@@ -117,6 +117,10 @@ impl Server {
             }),
             recordings,
             sign_in_throttle: Default::default(),
+            imports: crate::domain::import::Limits {
+                max_bytes: config.max_import_bytes,
+                quota_bytes: config.import_quota_bytes,
+            },
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = crate::webhooks::dispatcher::Dispatcher::new(
@@ -127,6 +131,10 @@ impl Server {
         let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
         let scheduler = tokio::spawn(engine.run(stopped.clone()));
         let changes = tokio::spawn(store.changes().clone().run(stopped.clone()));
+        tokio::spawn(startup::sweep_imports(
+            config.data_dir.clone(),
+            stopped.clone(),
+        ));
         let accept_loop = tokio::spawn(accept_loop(
             listener,
             tls,
