@@ -287,7 +287,10 @@ struct Spool {
 impl Spool {
     fn create(path: &std::path::Path, format: Format, mapping: &Mapping) -> Result<Spool> {
         let file = files::create_private(path).map_err(spool_error)?;
-        let out = csv::Writer::from_writer(std::io::BufWriter::new(file));
+        // A refused row has the cells it was read with: fewer (an unreadable row) or more.
+        let out = csv::WriterBuilder::new()
+            .flexible(true)
+            .from_writer(std::io::BufWriter::new(file));
         let mut spool = Spool {
             out,
             phone: mapping
