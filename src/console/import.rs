@@ -171,7 +171,12 @@ pub async fn upload(
     match saved {
         Some((token, name, size)) if size > 0 => {
             let format = Format::of_path(std::path::Path::new(&name));
-            preview(state, visitor, &token, format, None, false).await
+            let shown = preview(state, visitor, &token, format, None, false).await;
+            if shown.is_err() {
+                // A file that cannot be imported (its header refused) does not wait.
+                let _ = tokio::fs::remove_file(upload_path(state, visitor, &token)?).await;
+            }
+            shown
         }
         _ => Ok(refuse_upload(visitor, "Choose a file to import.")),
     }

@@ -553,3 +553,192 @@ async fn a_body_that_stops_arriving_answers_408_and_a_dry_run_imports_nothing() 
     assert_error(&stalled, 408, "Request body not received in time");
     assert_eq!(total(ts, key).await, 0, "nothing imported");
 }
+
+// ---- The console's uploads: bounded in number, disk and what the preview shows. ----
+
+/// The console's multipart upload of `file` (named `name`).
+async fn console_upload(
+    ts: &TestServer,
+    session: &engaged::testkit::console::Session,
+    name: &str,
+    file: &str,
+) -> engaged::testkit::Response {
+    use bytes::Bytes;
+    use http_body_util::Full;
+    let body = format!(
+        "--XyZ\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{}\r\n\
+         --XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
+         Content-Type: text/csv\r\n\r\n{file}\r\n--XyZ--\r\n",
+        session.csrf
+    );
+    let request = hyper::Request::post(format!("{}/console/import", ts.origin()))
+        .header(
+            "cookie",
+            format!("__Host-engaged_session={}", session.cookie),
+        )
+        .header("origin", ts.origin())
+        .header("content-type", "multipart/form-data; boundary=XyZ")
+        .body(Full::new(Bytes::from(body)))
+        .expect("request");
+    ts.send(request).await
+}
+
+/// The upload token a preview page carries.
+fn upload_token(page: &str) -> String {
+    let at = page
+        .find("name=\"upload\" value=\"")
+        .expect("the upload's token")
+        + 21;
+    page[at..at + 32].to_string()
+}
+
+fn waiting_uploads(ts: &TestServer) -> Vec<std::path::PathBuf> {
+    let Ok(orgs) = ts.data_dir.join("imports").read_dir() else {
+        return Vec::new();
+    };
+    orgs.flatten()
+        .flat_map(|org| org.path().read_dir().into_iter().flatten().flatten())
+        .map(|f| f.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "upload"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_keeps_two_uploads_waiting_private_and_removes_an_imported_one() {
+    let ts = TestServer::start().await;
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let session = ts.sign_in("ag@example.com", &password).await;
+    let file = "firstName,phone\nZed,+15125550188\n";
+    let first = console_upload(&ts, &session, "a.csv", file).await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    let second = console_upload(&ts, &session, "b.csv", file).await;
+    assert_eq!(second.status, 200);
+    let third = console_upload(&ts, &session, "c.csv", file).await;
+    assert_eq!(third.status, 400);
+    assert!(
+        third
+            .text()
+            .contains("2 uploads are already waiting to be imported"),
+        "{}",
+        third.text()
+    );
+    let waiting = waiting_uploads(&ts);
+    assert_eq!(waiting.len(), 2, "the third was not written");
+    use std::os::unix::fs::PermissionsExt;
+    for path in &waiting {
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", path.display());
+    }
+    let token = upload_token(&first.text());
+    let done = ts
+        .console(
+            Method::POST,
+            "/console/import/run",
+            Some(&session.cookie),
+            Some(&ts.origin()),
+            &[
+                ("csrf", &session.csrf),
+                ("upload", &token),
+                ("format", "csv"),
+                ("map0", "firstName"),
+                ("map1", "phone"),
+                ("action", "import"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text());
+    assert_eq!(
+        waiting_uploads(&ts).len(),
+        1,
+        "the imported upload is removed"
+    );
+    let again = console_upload(&ts, &session, "c.csv", file).await;
+    assert_eq!(again.status, 200, "room for one again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_past_the_organization_s_quota_is_refused_and_removed() {
+    let ts = TestServer::start_with(|c| c.import_quota_bytes = 2048).await;
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let session = ts.sign_in("ag@example.com", &password).await;
+    let big = format!("firstName,phone\n{}", rows(0, 200));
+    let refused = console_upload(&ts, &session, "big.csv", &big).await;
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.text().contains("past their quota"),
+        "{}",
+        refused.text()
+    );
+    assert!(waiting_uploads(&ts).is_empty(), "nothing kept");
+    let small = console_upload(&ts, &session, "small.csv", &rows(0, 3)).await;
+    assert_eq!(small.status, 200, "within the quota");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preview_shows_10_rows_of_30_columns_and_says_what_is_left_out() {
+    let ts = TestServer::start().await;
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let session = ts.sign_in("ag@example.com", &password).await;
+    let header: Vec<String> = (0..40).map(|i| format!("col{i}")).collect();
+    let mut file = header.join(",") + "\n";
+    for r in 0..12 {
+        let cells: Vec<String> = (0..40).map(|c| format!("r{r}c{c}")).collect();
+        file.push_str(&(cells.join(",") + "\n"));
+    }
+    let page = console_upload(&ts, &session, "wide.csv", &file).await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let text = page.text();
+    assert!(text.contains("<td>r9c29</td>"), "the 10th row's 30th cell");
+    assert!(!text.contains("r9c30"), "no 31st column");
+    assert!(!text.contains("r10c0"), "no 11th row");
+    assert!(text.contains("10 more columns are not shown."), "{text}");
+    assert!(text.contains("more follow"), "{text}");
+
+    let wide: Vec<String> = (0..100_000).map(|i| format!("c{i}")).collect();
+    let page = console_upload(&ts, &session, "wider.csv", &(wide.join(",") + "\n")).await;
+    assert_eq!(page.status, 400, "{}", page.text());
+    assert!(page.text().len() < 100_000, "a short page");
+    assert_eq!(
+        waiting_uploads(&ts).len(),
+        1,
+        "the refused file does not wait"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_s_refused_rows_download_is_the_spooled_file_neutralized() {
+    let ts = TestServer::start().await;
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let session = ts.sign_in("ag@example.com", &password).await;
+    let file = "firstName,phone,profile\n@SUM(1+9)*cmd|' /C calc'!A0,+15125550189,nope\n";
+    let preview = console_upload(&ts, &session, "f.csv", file).await;
+    let token = upload_token(&preview.text());
+    let done = ts
+        .console(
+            Method::POST,
+            "/console/import/run",
+            Some(&session.cookie),
+            Some(&ts.origin()),
+            &[
+                ("csrf", &session.csrf),
+                ("upload", &token),
+                ("format", "csv"),
+                ("map0", "firstName"),
+                ("map1", "phone"),
+                ("map2", "customerProfile"),
+                ("action", "import"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text());
+    let href = format!("/console/import/{token}/refused.csv");
+    assert!(done.text().contains(&href), "{}", done.text());
+    let csv = ts
+        .console(Method::GET, &href, Some(&session.cookie), None, &[])
+        .await;
+    assert_eq!(csv.status, 200);
+    assert_eq!(
+        csv.text(),
+        "row,reason,firstName,phone,profile\n2,Unknown profile: nope,'@SUM(1+9)*cmd|' /C calc'!A0,+15125550189,nope\n"
+    );
+}
