@@ -122,9 +122,14 @@ pub async fn upload(
                 let token = files::new_token();
                 let folder = dir(state, visitor);
                 let root = files::root(state.store.dir());
+                let Some(_turn) = files::upload_turn(&folder) else {
+                    let problem = "Another file of your organization is being uploaded: try again when it is done.";
+                    return Ok(refuse_upload(visitor, problem));
+                };
+                let counted = folder.clone();
                 let used = tokio::task::spawn_blocking(move || {
                     files::sweep(&root);
-                    files::usage(&folder)
+                    files::usage(&counted)
                 })
                 .await
                 .map_err(|e| Error::Internal(format!("an import upload: {e}")))?;

@@ -46,6 +46,31 @@ pub fn refused_path(data_dir: &Path, org: &str, token: &str) -> PathBuf {
     org_dir(data_dir, org).join(format!("{token}.refused.csv"))
 }
 
+/// The right to upload into an organization's folder: one upload at a time each, so
+/// that the count of waiting uploads and the quota are checked against what is on disk
+/// (two uploads at once would both pass). Held for the upload's duration.
+pub struct UploadTurn {
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+/// The turn to upload into `dir`, or `None` when another upload into it is under way.
+pub fn upload_turn(dir: &Path) -> Option<UploadTurn> {
+    type Turns = std::sync::Mutex<
+        std::collections::HashMap<PathBuf, std::sync::Arc<tokio::sync::Mutex<()>>>,
+    >;
+    static TURNS: std::sync::OnceLock<Turns> = std::sync::OnceLock::new();
+    let turns = TURNS.get_or_init(Default::default);
+    let lock = {
+        let mut turns = turns
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        turns.entry(dir.to_path_buf()).or_default().clone()
+    };
+    lock.try_lock_owned()
+        .ok()
+        .map(|guard| UploadTurn { _guard: guard })
+}
+
 /// Creates `path` (new, mode 0600), and its folders (mode 0700) when missing.
 pub fn create_private(path: &Path) -> io::Result<std::fs::File> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -153,5 +178,16 @@ mod tests {
             .unwrap();
         assert_eq!(sweep(&root(dir.path())), 1);
         assert!(!upload.exists() && refused.exists());
+    }
+
+    #[test]
+    fn one_upload_at_a_time_per_organization() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (org_dir(dir.path(), "a"), org_dir(dir.path(), "b"));
+        let turn = upload_turn(&a).expect("the first upload");
+        assert!(upload_turn(&a).is_none(), "a second waits its turn");
+        assert!(upload_turn(&b).is_some(), "another organization does not");
+        drop(turn);
+        assert!(upload_turn(&a).is_some());
     }
 }
