@@ -120,7 +120,7 @@ while size < $stream_mb * 1024 * 1024:
     size += len(line)
     i += 1
 " 2>/dev/null | attack "${stream_mb} MiB chunked stream" -X POST -T - \
-  "$url/v1/leads/import?dryRun=true"
+  "$url/v1/leads/import?dryRun=true" || true  # the writer is cut off at the cap
 echo
 echo "the server's answers to POST /v1/leads/import, by status (from /metrics):"
 curl -sk -H "x-api-key: $admin" "$url/metrics" | grep '^engaged_requests_total{route="import_leads"' || true
