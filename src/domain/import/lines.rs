@@ -1,12 +1,13 @@
 //! An import file cut into lines and CSV records without ever holding more than a row:
-//! a line longer than `MAX_ROW_BYTES` is skipped to its end and reported as such, and
-//! a CSV record is the lines from one that opens a quote to the one that closes it.
+//! a line (ended by `\n`, `\r\n` or a lone `\r`) longer than `MAX_ROW_BYTES` is
+//! skipped to its end and reported as such, and a CSV record is the lines from one that
+//! opens a quote to the one that closes it.
 //! A record still in quotes after `MAX_ROW_BYTES`, or at the end of the file, is an
 //! unclosed quote: its first line is reported, and the lines read after it are read
 //! again as records of their own (they are at most `MAX_ROW_BYTES`, kept meanwhile).
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
 use super::MAX_ROW_BYTES;
 
@@ -42,46 +43,51 @@ impl<R: BufRead> Records<R> {
         }
     }
 
-    /// The next line; `None` at the end.
+    /// The next line; `None` at the end. A line ends at `\n`, `\r\n` or a lone `\r`
+    /// (old Mac files), its end kept.
     pub fn next_line(&mut self) -> io::Result<Option<Line>> {
         if let Some(line) = self.again.pop_front() {
             return Ok(Some(line));
         }
         let mut line = Vec::new();
-        let limit = MAX_ROW_BYTES as u64 + 1;
-        let read = Read::by_ref(&mut self.reader)
-            .take(limit)
-            .read_until(b'\n', &mut line)?;
-        if read == 0 {
-            return Ok(None);
-        }
-        if line.len() <= MAX_ROW_BYTES {
-            return Ok(Some(Line::Text(line)));
-        }
-        // Too long: the rest of the line is read and dropped.
-        if !line.ends_with(b"\n") {
-            self.skip_line()?;
-        }
-        Ok(Some(Line::TooLong))
-    }
-
-    fn skip_line(&mut self) -> io::Result<()> {
+        let (mut read, mut too_long) = (false, false);
+        let mut keep = |line: &mut Vec<u8>, bytes: &[u8]| {
+            if too_long || line.len() + bytes.len() > MAX_ROW_BYTES {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(bytes);
+            }
+        };
         loop {
             let buf = self.reader.fill_buf()?;
             if buf.is_empty() {
-                return Ok(());
+                break;
             }
-            match buf.iter().position(|b| *b == b'\n') {
+            read = true;
+            match buf.iter().position(|b| *b == b'\n' || *b == b'\r') {
                 Some(end) => {
+                    let cr = buf[end] == b'\r';
+                    keep(&mut line, &buf[..=end]);
                     self.reader.consume(end + 1);
-                    return Ok(());
+                    if cr && self.reader.fill_buf()?.first() == Some(&b'\n') {
+                        keep(&mut line, b"\n");
+                        self.reader.consume(1);
+                    }
+                    break;
                 }
                 None => {
                     let n = buf.len();
+                    keep(&mut line, buf);
                     self.reader.consume(n);
                 }
             }
         }
+        Ok(match (read, too_long) {
+            (false, _) => None,
+            (true, true) => Some(Line::TooLong),
+            (true, false) => Some(Line::Text(line)),
+        })
     }
 
     /// The next CSV record; `None` at the end.
@@ -177,6 +183,19 @@ mod tests {
         assert_eq!(all[0], Record::Unclosed(b"x,\"open\n".to_vec()));
         assert_eq!(all[1], fields("row0,y\n"));
         assert_eq!(all.len(), 20_001);
+    }
+
+    #[test]
+    fn lines_end_at_lf_crlf_or_a_lone_cr() {
+        assert_eq!(
+            records(b"a,b\rc,d\r\ne,\"f\rg\"\nh"),
+            [
+                fields("a,b\r"),
+                fields("c,d\r\n"),
+                fields("e,\"f\rg\"\n"),
+                fields("h")
+            ]
+        );
     }
 
     #[test]
