@@ -465,6 +465,11 @@ where
         dry_run: *dry_run,
         create_only: *create_only,
         fields: None,
+        refused_to: Some(import::files::refused_path(
+            store.dir(),
+            &org_id,
+            &import::files::new_token(),
+        )),
     };
     let caller = crate::domain::Caller::system(&org_id);
     import::run(store, &caller, &options, input, |_| {}).await

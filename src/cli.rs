@@ -166,6 +166,13 @@ pub struct ServeArgs {
     /// How long a recording download link stays valid, in seconds [default: 900].
     #[arg(long, env = "ENGAGED_RECORDING_LINK_TTL_SECS")]
     pub recording_link_ttl_secs: Option<u64>,
+    /// Largest import file (API body, console upload), in bytes [default: 1073741824].
+    #[arg(long, env = "ENGAGED_MAX_IMPORT_BYTES")]
+    pub max_import_bytes: Option<u64>,
+    /// Disk one organization's waiting import files may take, in bytes
+    /// [default: 2147483648].
+    #[arg(long, env = "ENGAGED_IMPORT_QUOTA_BYTES")]
+    pub import_quota_bytes: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -288,6 +295,8 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 public_url: args.public_url,
                 recording_max_bytes: args.recording_max_bytes,
                 recording_link_ttl_secs: args.recording_link_ttl_secs,
+                max_import_bytes: args.max_import_bytes,
+                import_quota_bytes: args.import_quota_bytes,
             };
             let config = Config::resolve(file, over)?;
             let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -20,6 +20,10 @@ pub const DEFAULT_CACHE_MIB: usize = DEFAULT_CACHE_BYTES / (1024 * 1024);
 pub const DEFAULT_RECORDING_MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// How long a recording's download link lives by default.
 pub const DEFAULT_RECORDING_LINK_TTL_SECS: u64 = 15 * 60;
+/// The largest file an import reads by default (the API's body, the console's upload).
+pub const DEFAULT_MAX_IMPORT_BYTES: u64 = 1 << 30;
+/// The disk an organization's waiting import files may take by default.
+pub const DEFAULT_IMPORT_QUOTA_BYTES: u64 = 2 << 30;
 
 /// The resolved configuration of a server.
 #[derive(Debug, Clone)]
@@ -51,6 +55,11 @@ pub struct Config {
     pub recording_max_bytes: u64,
     /// How long a recording download link stays valid, in seconds.
     pub recording_link_ttl_secs: u64,
+    /// Largest import file (the API's body, the console's upload, `engaged import`).
+    pub max_import_bytes: u64,
+    /// Disk an organization's import files (console uploads waiting, refused rows) may
+    /// take in the data directory.
+    pub import_quota_bytes: u64,
 }
 
 /// What protects the server from slow, greedy or too many clients.
@@ -270,6 +279,8 @@ pub struct FileConfig {
     pub public_url: Option<String>,
     pub recording_max_bytes: Option<u64>,
     pub recording_link_ttl_secs: Option<u64>,
+    pub max_import_bytes: Option<u64>,
+    pub import_quota_bytes: Option<u64>,
 }
 
 /// What flags and environment said: the same keys as the file, each `None` when
@@ -332,7 +343,18 @@ impl Config {
                 .recording_link_ttl_secs
                 .or(file.recording_link_ttl_secs)
                 .unwrap_or(DEFAULT_RECORDING_LINK_TTL_SECS),
+            max_import_bytes: over
+                .max_import_bytes
+                .or(file.max_import_bytes)
+                .unwrap_or(DEFAULT_MAX_IMPORT_BYTES),
+            import_quota_bytes: over
+                .import_quota_bytes
+                .or(file.import_quota_bytes)
+                .unwrap_or(DEFAULT_IMPORT_QUOTA_BYTES),
         };
+        if config.max_import_bytes == 0 || config.import_quota_bytes == 0 {
+            return Err("max_import_bytes and import_quota_bytes must be positive".into());
+        }
         if let Some(url) = &config.public_url {
             check_public_url(url)?;
         }
@@ -380,6 +402,8 @@ impl Config {
             public_url: None,
             recording_max_bytes: DEFAULT_RECORDING_MAX_BYTES,
             recording_link_ttl_secs: DEFAULT_RECORDING_LINK_TTL_SECS,
+            max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
+            import_quota_bytes: DEFAULT_IMPORT_QUOTA_BYTES,
         }
     }
 
@@ -482,6 +506,21 @@ mod tests {
         assert_eq!(d.recording_max_bytes, 256 * 1024 * 1024);
         assert_eq!(d.recording_link_ttl_secs, 900);
         assert_eq!(d.public_url, None);
+        assert_eq!(d.max_import_bytes, 1 << 30);
+        assert_eq!(d.import_quota_bytes, 2 << 30);
+        let file: FileConfig =
+            toml::from_str("max_import_bytes = 1000\nimport_quota_bytes = 5000").unwrap();
+        let over = Overrides {
+            max_import_bytes: Some(2000),
+            ..Default::default()
+        };
+        let c = Config::resolve(file, over).unwrap();
+        assert_eq!((c.max_import_bytes, c.import_quota_bytes), (2000, 5000));
+        let over = Overrides {
+            max_import_bytes: Some(0),
+            ..Default::default()
+        };
+        assert!(Config::resolve(FileConfig::default(), over).is_err());
     }
 
     #[test]

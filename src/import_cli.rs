@@ -24,7 +24,11 @@ struct Report {
     created: u64,
     updated: u64,
     merged: u64,
+    /// The first refused rows.
     refused: Vec<Refused>,
+    refused_count: u64,
+    /// Where every refused row was written.
+    refused_file: Option<String>,
     dry_run: bool,
 }
 
@@ -57,15 +61,22 @@ pub fn import(data_dir: &Path, request: AdminRequest, file: &Path) -> Result<(),
     for refused in &report.refused {
         println!("row {}: {}", refused.row, refused.reason);
     }
+    let more = report
+        .refused_count
+        .saturating_sub(report.refused.len() as u64);
+    if let Some(file) = &report.refused_file {
+        if more > 0 {
+            println!("{more} more refused rows; all of them are in {file}");
+        } else {
+            println!("the refused rows are in {file}");
+        }
+    }
     if report.dry_run {
         println!("dry run: nothing was changed");
     }
     println!(
         "{} created, {} updated, {} merged, {} refused",
-        report.created,
-        report.updated,
-        report.merged,
-        report.refused.len()
+        report.created, report.updated, report.merged, report.refused_count
     );
     Ok(())
 }
@@ -126,9 +137,15 @@ fn in_process(
     let done = runtime.block_on(admin::import(&store, request, input));
     store.shutdown();
     let report = done.map_err(|e| e.to_string_for_logs())?;
-    serde_json::to_value(report)
+    let file = report
+        .refused_file
+        .as_ref()
+        .map(|f| f.display().to_string());
+    let mut report: Report = serde_json::to_value(report)
         .and_then(serde_json::from_value)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    report.refused_file = file;
+    Ok(report)
 }
 
 /// A reader that counts the bytes read through it (std or tokio).

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod client_address;
 pub mod config;
 pub mod console;
+pub mod csv_cell;
 pub mod cursor;
 pub mod domain;
 pub mod duration;

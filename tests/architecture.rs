@@ -36,6 +36,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "carrier_text",
             "channel",
             "client_address",
+            "csv_cell",
             "cursor",
             "duration",
             "error",

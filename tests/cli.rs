@@ -1543,6 +1543,16 @@ fn import_works_on_a_stopped_server_and_a_dry_run_changes_nothing() {
         dry.stdout
     );
     assert!(dry.stdout.contains("dry run: nothing was changed"));
+    let spooled = dry
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("the refused rows are in "))
+        .expect("where the refused rows are");
+    let spooled = std::fs::read_to_string(spooled).expect("the refused rows' file");
+    assert!(
+        spooled.starts_with("row,reason,") && spooled.contains("Unreadable phone: +12"),
+        "{spooled}"
+    );
 
     let real = cli(data, &["import", "--org", "acme", &file]).ok("import");
     assert_eq!(

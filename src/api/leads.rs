@@ -101,31 +101,93 @@ pub async fn delete(store: &Store, caller: Caller, id: &str) -> Result<Response<
 }
 
 /// `POST /v1/leads/import?dryRun=&mode=`: the body is the file (`text/csv` or
-/// `application/x-ndjson`), read as it arrives; answers the report.
+/// `application/x-ndjson`), read as it arrives, at most `max_import_bytes` (a declared
+/// length over it: 413 before a byte is read; a body growing past it: 413 at the cap);
+/// answers the report, the first refusals listed, every one in the file at
+/// `refusedUrl`.
 pub async fn import(
-    store: &std::sync::Arc<Store>,
+    state: &super::AppState,
     caller: Caller,
     headers: &hyper::HeaderMap,
     query: &Query,
     mut body: super::request::RequestBody,
 ) -> Result<Response<Body>> {
-    body.stream(crate::domain::import::MAX_FILE_BYTES);
-    let options = import_options(headers, query)?;
-    let frames = futures_util::stream::unfold(body, |mut body| async move {
+    use crate::domain::import::files;
+    let max = state.imports.max_bytes;
+    body.stream(max);
+    let mut options = import_options(headers, query)?;
+    if hyper::body::Body::size_hint(&body).lower() > max {
+        body.refuse_rest();
+        return Err(Error::PayloadTooLarge);
+    }
+    let token = files::new_token();
+    options.refused_to = Some(files::refused_path(
+        state.store.dir(),
+        &caller.org_id,
+        &token,
+    ));
+    let frames = futures_util::stream::unfold((body, 0u64), move |(mut body, read)| async move {
         use http_body_util::BodyExt;
         loop {
             match body.frame().await? {
                 Ok(frame) => match frame.into_data() {
-                    Ok(data) => return Some((Ok(data), body)),
+                    Ok(data) => {
+                        let read = read + data.len() as u64;
+                        if read > max {
+                            // Cut at the cap: the rest is not read (the connection closes).
+                            body.refuse_rest();
+                            let cut = std::io::Error::other(Error::PayloadTooLarge);
+                            return Some((Err(cut), (body, read)));
+                        }
+                        return Some((Ok(data), (body, read)));
+                    }
                     Err(_) => continue, // trailers
                 },
-                Err(e) => return Some((Err(std::io::Error::other(e.to_string())), body)),
+                Err(e) => return Some((Err(std::io::Error::other(Error::from(e))), (body, read))),
             }
         }
     });
     let reader = tokio_util::io::StreamReader::new(Box::pin(frames));
-    let report = crate::domain::import::run(store, &caller, &options, reader, |_| {}).await?;
-    Ok(reply(StatusCode::OK, &report))
+    let report =
+        crate::domain::import::run(&state.store, &caller, &options, reader, |_| {}).await?;
+    let mut answer = serde_json::to_value(&report)
+        .map_err(|e| Error::Internal(format!("the import's report: {e}")))?;
+    let url = report
+        .refused_file
+        .is_some()
+        .then(|| format!("/v1/leads/import/{token}/refused.csv"));
+    answer["refusedUrl"] = url.map_or(serde_json::Value::Null, serde_json::Value::String);
+    Ok(reply(StatusCode::OK, &answer))
+}
+
+/// `GET /v1/leads/import/{id}/refused.csv`: an import's refused rows, kept an hour.
+pub async fn import_refused(
+    state: &super::AppState,
+    caller: &Caller,
+    id: &str,
+) -> Result<Response<Body>> {
+    use crate::domain::import::files;
+    let gone = || Error::NotFound("Resource not found: refused rows of this import".into());
+    if !files::valid_token(id) {
+        return Err(gone());
+    }
+    let path = files::refused_path(state.store.dir(), &caller.org_id, id);
+    let file = tokio::fs::File::open(&path).await.map_err(|_| gone())?;
+    let stream = tokio_util::io::ReaderStream::new(file);
+    let body = http_body_util::StreamBody::new(futures_util::StreamExt::map(stream, |chunk| {
+        chunk.map(hyper::body::Frame::data)
+    }));
+    let mut response = Response::new(http_body_util::BodyExt::boxed(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/csv; charset=utf-8"),
+    );
+    headers.insert(
+        hyper::header::CONTENT_DISPOSITION,
+        hyper::header::HeaderValue::from_static("attachment; filename=\"refused-rows.csv\""),
+    );
+    Ok(response)
 }
 
 /// The import's options from its `Content-Type` and query; anything unknown is a 400.
@@ -146,6 +208,7 @@ fn import_options(
         dry_run: false,
         create_only: false,
         fields: None,
+        refused_to: None,
     };
     for (name, value) in query.pairs() {
         match (name, value) {

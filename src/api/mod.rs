@@ -67,6 +67,8 @@ pub struct AppState {
     pub sign_in_throttle: crate::domain::people::throttle::Throttle,
     /// Every argon2 hash and check of the server, bounded (`passwords::Work`).
     pub passwords: Arc<crate::domain::people::passwords::Work>,
+    /// The bounds of import files (`max_import_bytes`, `import_quota_bytes`).
+    pub imports: crate::domain::import::Limits,
 }
 
 impl AppState {
@@ -206,7 +208,8 @@ async fn dispatch(
         Route::Metrics => ops::metrics(state),
         Route::ListLeads => leads::list(store, &caller, &query),
         Route::SearchLeads => leads::search(store, &caller, &query),
-        Route::ImportLeads => leads::import(store, caller, &parts.headers, &query, body).await,
+        Route::ImportLeads => leads::import(state, caller, &parts.headers, &query, body).await,
+        Route::ImportRefused(id) => leads::import_refused(state, &caller, id).await,
         Route::GetLead(id) => leads::get(store, &caller, id),
         Route::CreateLead => leads::create(store, caller, state.json_body(body).await?).await,
         Route::UpdateLead(id) => {

@@ -128,6 +128,12 @@ impl RequestBody {
         self.rearm();
     }
 
+    /// Reads nothing more of a refused body: its connection closes after the answer
+    /// (an import over `max_import_bytes` is not read to its end).
+    pub fn refuse_rest(&mut self) {
+        self.discard_limit = Some(0);
+    }
+
     /// When the body (whole) or its next bytes are due: the earliest of the whole
     /// body's deadline (a streamed upload: its next bytes within `timeout`), the
     /// minimum rate of every body, and a streamed upload's own minimum rate.

@@ -27,6 +27,9 @@ pub enum Route<'a> {
     /// `POST /v1/leads/import`: a CSV or NDJSON file of leads (a lead whose id is
     /// `import` is reached by the other methods only).
     ImportLeads,
+    /// `GET /v1/leads/import/{id}/refused.csv`: every refused row of an import (its
+    /// answer's `refusedUrl`), for an hour.
+    ImportRefused(&'a str),
     CreateLead,
     GetLead(&'a str),
     UpdateLead(&'a str),
@@ -123,6 +126,7 @@ impl Route<'_> {
             | Route::GetCall(_) => Some(Scope::Read),
             Route::CreateLead
             | Route::ImportLeads
+            | Route::ImportRefused(_)
             | Route::UpdateLead(_)
             | Route::DeleteLead(_)
             | Route::PostEvent(_)
@@ -164,6 +168,7 @@ impl Route<'_> {
             Route::ListLeads => "list_leads",
             Route::SearchLeads => "search_leads",
             Route::ImportLeads => "import_leads",
+            Route::ImportRefused(_) => "import_refused",
             Route::CreateLead => "create_lead",
             Route::GetLead(_) => "get_lead",
             Route::UpdateLead(_) => "update_lead",
@@ -236,6 +241,9 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
         // Fixed segments, never lead ids (`leads::RESERVED_IDS`).
         ["v1", "leads", "search"] => only(m, Method::GET, Route::SearchLeads)?,
         ["v1", "leads", "import"] => only(m, Method::POST, Route::ImportLeads)?,
+        ["v1", "leads", "import", _, "refused.csv"] => {
+            only(m, Method::GET, Route::ImportRefused(segments[3].as_str()))?
+        }
         ["v1", "leads", _] => {
             let id = segments[2].as_str();
             pick(

@@ -4,15 +4,16 @@
 //! `domain::import`'s, the same as `engaged import` and `POST /v1/leads/import`.
 //!
 //! The upload is written as it arrives to `<data dir>/imports/<org>/<token>.upload`
-//! (never whole in memory), read again for each preview and for the import, and removed
-//! with its refused rows an hour later. The form's CSRF token comes before the file in
-//! the multipart body and is checked before a byte of the file is written.
+//! (never whole in memory; `domain::import::files`: mode 0600, at most two waiting per
+//! organization, within its disk quota), read again for each preview and for the
+//! import, and removed once imported (or by the server's sweeper an hour later); the
+//! import's refused rows are written beside it as they are known. The form's CSRF token
+//! comes before the file in the multipart body and is checked before a byte of the file
+//! is written. The preview shows at most [`PREVIEW_ROWS`] rows of [`PREVIEW_COLUMNS`]
+//! columns, and says how many more there are.
 
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
 
-use crate::api::request::RequestBody;
-use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::header::CONTENT_TYPE;
 use hyper::http::request::Parts;
@@ -24,33 +25,28 @@ use super::form::Form;
 use super::layout;
 use super::respond;
 use super::session::{self, Visitor};
-use crate::api::response::{full, Body};
+use crate::api::request::RequestBody;
+use crate::api::response::Body;
 use crate::api::AppState;
+use crate::domain::import::files::{self, MAX_WAITING_UPLOADS};
 use crate::domain::import::mapping::{Field, Mapping, CHOICES};
 use crate::domain::import::{self, Format, Options, Report};
 use crate::error::{Error, Result};
 
-/// How long an upload and its refused rows are kept.
-const KEEP: Duration = Duration::from_secs(3600);
 /// Rows the preview shows.
 const PREVIEW_ROWS: usize = 10;
-/// Refused rows the page lists (all are in the download).
-const LISTED_REFUSALS: usize = 100;
+/// Columns the preview's rows show.
+const PREVIEW_COLUMNS: usize = 30;
 
 fn dir(state: &AppState, visitor: &Visitor) -> PathBuf {
-    state.store.dir().join("imports").join(visitor.org())
-}
-
-/// A token names an upload: 32 hex digits, nothing else reaches the file system.
-fn valid_token(token: &str) -> bool {
-    token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit())
+    files::org_dir(state.store.dir(), visitor.org())
 }
 
 fn upload_path(state: &AppState, visitor: &Visitor, token: &str) -> Result<PathBuf> {
-    if !valid_token(token) {
+    if !files::valid_token(token) {
         return Err(Error::NotFound("Not found".into()));
     }
-    Ok(dir(state, visitor).join(format!("{token}.upload")))
+    Ok(files::upload_path(state.store.dir(), visitor.org(), token))
 }
 
 /// `GET /console/import`.
@@ -86,8 +82,9 @@ pub async fn upload(
     mut body: RequestBody,
 ) -> Result<Response<Body>> {
     session::check_origin(parts)?;
+    let limits = state.imports;
     // A signed-in person's upload: held to an upload's pace, not a form's deadline.
-    body.stream(import::MAX_FILE_BYTES);
+    body.stream(limits.max_bytes);
     let content_type = parts
         .headers
         .get(CONTENT_TYPE)
@@ -95,14 +92,20 @@ pub async fn upload(
         .unwrap_or_default();
     let boundary = multer::parse_boundary(content_type)
         .map_err(|_| Error::BadRequest("The form could not be read".into()))?;
+    if hyper::body::Body::size_hint(&body).lower() > limits.max_bytes {
+        return Err(Error::PayloadTooLarge);
+    }
     let stream = body.into_data_stream();
     let mut multipart = multer::Multipart::with_constraints(
         stream,
         boundary,
         multer::Constraints::new()
-            .size_limit(multer::SizeLimit::new().whole_stream(import::MAX_FILE_BYTES)),
+            .size_limit(multer::SizeLimit::new().whole_stream(limits.max_bytes)),
     );
-    let unreadable = |_| Error::BadRequest("The form could not be read".into());
+    let unreadable = |e: multer::Error| match e {
+        multer::Error::StreamSizeExceeded { .. } => Error::PayloadTooLarge,
+        _ => Error::BadRequest("The form could not be read".into()),
+    };
     let mut checked = false;
     let mut saved = None;
     while let Some(mut field) = multipart.next_field().await.map_err(unreadable)? {
@@ -118,18 +121,52 @@ pub async fn upload(
             }
             Some("file") if checked => {
                 let name = field.file_name().unwrap_or_default().to_string();
-                let token = hex::encode(crate::ids::random_bytes::<16>());
+                let token = files::new_token();
                 let folder = dir(state, visitor);
-                tokio::fs::create_dir_all(&folder).await.map_err(io)?;
-                sweep(&folder).await;
-                let path = folder.join(format!("{token}.upload"));
-                let mut file = tokio::fs::File::create(&path).await.map_err(io)?;
-                let mut size = 0u64;
-                while let Some(chunk) = field.chunk().await.map_err(unreadable)? {
-                    size += chunk.len() as u64;
-                    file.write_all(&chunk).await.map_err(io)?;
+                let root = files::root(state.store.dir());
+                let Some(_turn) = files::upload_turn(&folder) else {
+                    let problem = "Another file of your organization is being uploaded: try again when it is done.";
+                    return Ok(refuse_upload(visitor, problem));
+                };
+                let counted = folder.clone();
+                let used = tokio::task::spawn_blocking(move || {
+                    files::sweep(&root);
+                    files::usage(&counted)
+                })
+                .await
+                .map_err(|e| Error::Internal(format!("an import upload: {e}")))?;
+                if used.uploads >= MAX_WAITING_UPLOADS {
+                    let problem = format!("{MAX_WAITING_UPLOADS} uploads are already waiting to be imported: import them (or wait an hour, when they are removed) before uploading another file.");
+                    return Ok(refuse_upload(visitor, &problem));
                 }
-                file.flush().await.map_err(io)?;
+                let path = upload_path(state, visitor, &token)?;
+                let file = files::create_private(&path).map_err(io)?;
+                let mut file = tokio::fs::File::from_std(file);
+                let mut size = 0u64;
+                let write = async {
+                    while let Some(chunk) = field.chunk().await.map_err(unreadable)? {
+                        size += chunk.len() as u64;
+                        if used.bytes + size > limits.quota_bytes {
+                            return Ok(false);
+                        }
+                        file.write_all(&chunk).await.map_err(io)?;
+                    }
+                    file.flush().await.map_err(io)?;
+                    Ok::<bool, Error>(true)
+                };
+                let written = write.await;
+                match written {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        let _ = tokio::fs::remove_file(&path).await;
+                        let problem = format!("This file would take your organization's import files past their quota of {} MiB: import or wait for the waiting uploads (removed an hour after they were uploaded).", limits.quota_bytes / (1024 * 1024));
+                        return Ok(refuse_upload(visitor, &problem));
+                    }
+                    Err(e) => {
+                        let _ = tokio::fs::remove_file(&path).await;
+                        return Err(e);
+                    }
+                }
                 saved = Some((token, name, size));
             }
             _ => {}
@@ -141,71 +178,32 @@ pub async fn upload(
     match saved {
         Some((token, name, size)) if size > 0 => {
             let format = Format::of_path(std::path::Path::new(&name));
-            preview(state, visitor, &token, format, None, false).await
+            let shown = preview(state, visitor, &token, format, None, false).await;
+            if shown.is_err() {
+                // A file that cannot be imported (its header refused) does not wait.
+                let _ = tokio::fs::remove_file(upload_path(state, visitor, &token)?).await;
+            }
+            shown
         }
-        _ => Ok(respond::html(
-            StatusCode::BAD_REQUEST,
-            upload_page(visitor, Some("Choose a file to import.")),
-        )),
+        _ => Ok(refuse_upload(visitor, "Choose a file to import.")),
     }
+}
+
+/// The upload page again, saying why the file was refused (400).
+fn refuse_upload(visitor: &Visitor, problem: &str) -> Response<Body> {
+    respond::html(StatusCode::BAD_REQUEST, upload_page(visitor, Some(problem)))
 }
 
 fn io(e: std::io::Error) -> Error {
     Error::Internal(format!("an import upload: {e}"))
 }
 
-/// Removes uploads and refused rows older than [`KEEP`].
-async fn sweep(folder: &std::path::Path) {
-    let Ok(mut entries) = tokio::fs::read_dir(folder).await else {
-        return;
-    };
-    while let Ok(Some(entry)) = entries.next_entry().await {
-        let old = entry
-            .metadata()
-            .await
-            .ok()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| SystemTime::now().duration_since(t).ok())
-            .is_some_and(|age| age > KEEP);
-        if old {
-            let _ = tokio::fs::remove_file(entry.path()).await;
-        }
-    }
-}
-
 /// The columns and first rows of an upload (a CSV's header and rows; NDJSON: none).
-async fn head(path: &std::path::Path) -> Result<(Vec<String>, Vec<Vec<String>>)> {
+async fn head(path: &std::path::Path) -> Result<import::Head> {
     let path = path.to_path_buf();
     tokio::task::spawn_blocking(move || {
         let file = std::fs::File::open(&path).map_err(|_| Error::NotFound("Not found".into()))?;
-        let mut reader = std::io::BufReader::new(file);
-        let start = std::io::BufRead::fill_buf(&mut reader).map_err(io)?;
-        let bom = start.starts_with(&[0xEF, 0xBB, 0xBF]);
-        let delimiter = import::delimiter(start);
-        if bom {
-            std::io::BufRead::consume(&mut reader, 3);
-        }
-        let mut csv = csv::ReaderBuilder::new()
-            .delimiter(delimiter)
-            .flexible(true)
-            .from_reader(reader);
-        let header: Vec<String> = csv
-            .byte_headers()
-            .map_err(|_| Error::BadRequest("The file's header could not be read".into()))?
-            .iter()
-            .map(|h| String::from_utf8_lossy(h).trim().to_string())
-            .collect();
-        let rows = csv
-            .byte_records()
-            .take(PREVIEW_ROWS)
-            .filter_map(|r| r.ok())
-            .map(|r| {
-                r.iter()
-                    .map(|c| String::from_utf8_lossy(c).into_owned())
-                    .collect()
-            })
-            .collect();
-        Ok((header, rows))
+        import::head(file, PREVIEW_ROWS)
     })
     .await
     .map_err(|e| Error::Internal(format!("an import preview: {e}")))?
@@ -235,10 +233,11 @@ async fn preview(
     create_only: bool,
 ) -> Result<Response<Body>> {
     let path = upload_path(state, visitor, token)?;
-    let (header, rows) = match format {
+    let import::Head { header, rows, more } = match format {
         Format::Csv => head(&path).await?,
-        Format::Ndjson => (Vec::new(), Vec::new()),
+        Format::Ndjson => import::Head::default(),
     };
+    let hidden_columns = header.len().saturating_sub(PREVIEW_COLUMNS);
     let mut mapping = Mapping::guess(header.clone());
     if let Some(fields) = fields.clone() {
         mapping.fields = fields;
@@ -248,6 +247,7 @@ async fn preview(
         dry_run: true,
         create_only,
         fields: (format == Format::Csv).then(|| mapping.fields.clone()),
+        refused_to: None,
     };
     let report = run(state, visitor, token, &options).await;
     let format_name = match format {
@@ -289,8 +289,14 @@ async fn preview(
                     // Cells keep their words whole; the table scrolls sideways instead.
                     div.table-wrap.preview role="region" aria-labelledby="first-rows" tabindex="0" {
                         table {
-                            thead { tr { @for column in &header { th scope="col" { (column) } } } }
-                            tbody { @for row in &rows { tr { @for cell in row { td { (cell) } } } } }
+                            thead { tr { @for column in header.iter().take(PREVIEW_COLUMNS) { th scope="col" { (column) } } } }
+                            tbody { @for row in &rows { tr { @for cell in row.iter().take(PREVIEW_COLUMNS) { td { (cell) } } } } }
+                        }
+                    }
+                    @if hidden_columns > 0 || more {
+                        p.preview-more {
+                            @if more { "The first " (PREVIEW_ROWS) " rows are shown; more follow. " }
+                            @if hidden_columns > 0 { (hidden_columns) " more columns are not shown." }
                         }
                     }
                 }
@@ -340,7 +346,7 @@ fn summary(report: &Report) -> Markup {
             dt { "Created" } dd { (report.created) }
             dt { "Updated" } dd { (report.updated) }
             dt { "Merged" } dd { (report.merged) }
-            dt { "Refused" } dd { (report.refused.len()) }
+            dt { "Refused" } dd { (report.refused_count) }
         }
     }
 }
@@ -353,11 +359,14 @@ fn refusals(report: &Report, download: Option<&str>) -> Markup {
                     caption { "Refused rows" }
                     thead { tr { th scope="col" { "Row" } th scope="col" { "Reason" } } }
                     tbody {
-                        @for r in report.refused.iter().take(LISTED_REFUSALS) {
+                        @for r in &report.refused {
                             tr { td { (r.row) } td { (r.reason) } }
                         }
                     }
                 }
+            }
+            @if report.refused_count > report.refused.len() as u64 {
+                p { "The first " (report.refused.len()) " of " (report.refused_count) " refused rows are listed." }
             }
             @if let Some(href) = download {
                 p { a href=(href) download="refused-rows.csv" { "Download the refused rows (CSV)" } }
@@ -377,7 +386,7 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
     let mut fields = Vec::new();
     if format == Format::Csv {
         let path = upload_path(state, visitor, &token)?;
-        let (header, _) = head(&path).await?;
+        let header = head(&path).await?.header;
         for (i, column) in header.iter().enumerate() {
             let choice = form.text(&format!("map{i}"));
             let field = Field::chosen(choice, column).unwrap_or_else(|| Field::guess(column));
@@ -393,19 +402,19 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
         dry_run: false,
         create_only,
         fields: (format == Format::Csv).then_some(fields),
+        refused_to: Some(files::refused_path(
+            state.store.dir(),
+            visitor.org(),
+            &token,
+        )),
     };
     let report = run(state, visitor, &token, &options).await?;
     let path = upload_path(state, visitor, &token)?;
     let _ = tokio::fs::remove_file(&path).await;
-    let download = if report.refused.is_empty() {
-        None
-    } else {
-        let refused = dir(state, visitor).join(format!("{token}.refused.csv"));
-        tokio::fs::write(&refused, import::refused_csv(&report))
-            .await
-            .map_err(io)?;
-        Some(format!("/console/import/{token}/refused.csv"))
-    };
+    let download = report
+        .refused_file
+        .is_some()
+        .then(|| format!("/console/import/{token}/refused.csv"));
     let markup = layout::page(
         "Import done",
         Some(visitor),
@@ -422,15 +431,16 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
 
 /// `GET /console/import/{token}/refused.csv`: the refused rows of an import.
 pub async fn refused(state: &AppState, visitor: &Visitor, token: &str) -> Result<Response<Body>> {
-    if !valid_token(token) {
+    if !files::valid_token(token) {
         return Err(Error::NotFound("Not found".into()));
     }
-    let path = dir(state, visitor).join(format!("{token}.refused.csv"));
-    let bytes = tokio::fs::read(&path)
+    let path = files::refused_path(state.store.dir(), visitor.org(), token);
+    let file = tokio::fs::File::open(&path)
         .await
         .map_err(|_| Error::NotFound("Not found".into()))?;
-    Ok(respond::csv_download(
-        full(Bytes::from(bytes)),
-        "refused-rows.csv",
-    ))
+    let stream = tokio_util::io::ReaderStream::new(file);
+    let body = http_body_util::StreamBody::new(futures_util::StreamExt::map(stream, |chunk| {
+        chunk.map(hyper::body::Frame::data)
+    }));
+    Ok(respond::csv_download(body.boxed(), "refused-rows.csv"))
 }

@@ -15,6 +15,7 @@ use super::respond;
 use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
+use crate::csv_cell::{neutralize, Column};
 use crate::domain::records::search::{self, After, LeadFilter, Sort, STATES, STOP_REASONS};
 use crate::error::{Error, Result};
 use crate::store::Reader;
@@ -296,7 +297,11 @@ fn csv_batch(
             crate::time::format(lead.created_at),
             crate::time::format(lead.last_activity_at),
         ];
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        let line: Vec<String> = fields
+            .iter()
+            .enumerate()
+            .map(|(i, f)| csv_field(f, if i == 3 { Column::Phone } else { Column::Other }))
+            .collect();
         out.push_str(&line.join(","));
         out.push_str("\r\n");
     }
@@ -304,13 +309,10 @@ fn csv_batch(
 }
 
 /// One CSV field (RFC 4180), quoted when needed; a value a spreadsheet would run as a
-/// formula (`=`, `+`, `-`, `@` first) is prefixed with `'`.
-fn csv_field(value: &str) -> String {
-    let value = if value.starts_with(['=', '-', '@', '\t', '\r']) {
-        format!("'{value}")
-    } else {
-        value.to_string()
-    };
+/// formula is neutralized (`csv_cell::neutralize`: a leading `'`, but for an E.164
+/// phone in the phone column).
+fn csv_field(value: &str, column: Column) -> String {
+    let value = neutralize(value, column).into_owned();
     if value.contains([',', '"', '\r', '\n']) {
         format!("\"{}\"", value.replace('"', "\"\""))
     } else {
@@ -324,11 +326,17 @@ mod tests {
 
     #[test]
     fn csv_fields_are_quoted_and_formulas_defused() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field("=SUM(A1)"), "'=SUM(A1)");
-        assert_eq!(csv_field("+15125551099"), "+15125551099");
+        let other = Column::Other;
+        assert_eq!(csv_field("plain", other), "plain");
+        assert_eq!(csv_field("a,b", other), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\"", other), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("=SUM(A1)", other), "'=SUM(A1)");
+        assert_eq!(csv_field("+15125551099", Column::Phone), "+15125551099");
+        assert_eq!(
+            csv_field("+cmd|' /C calc'!A0", other),
+            "'+cmd|' /C calc'!A0"
+        );
+        assert_eq!(csv_field("+15125551099", other), "'+15125551099");
     }
 
     #[test]

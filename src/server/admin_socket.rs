@@ -59,8 +59,13 @@ async fn answer(stream: UnixStream, store: &Arc<Store>) -> std::io::Result<()> {
         Ok(request @ AdminRequest::Import { .. }) => admin::import(store, &request, reader)
             .await
             .and_then(|report| {
-                serde_json::to_value(report)
-                    .map_err(|e| crate::error::Error::Internal(format!("the report: {e}")))
+                let mut value = serde_json::to_value(&report)
+                    .map_err(|e| crate::error::Error::Internal(format!("the report: {e}")))?;
+                // The command runs on this machine: it names the refused rows' file.
+                if let Some(file) = &report.refused_file {
+                    value["refusedFile"] = file.display().to_string().into();
+                }
+                Ok(value)
             }),
         Ok(request) => admin::run(store, request).await,
         Err(e) => Err(crate::error::Error::BadRequest(format!(

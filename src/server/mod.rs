@@ -128,6 +128,10 @@ impl Server {
             recordings,
             sign_in_throttle: Default::default(),
             passwords: passwords.clone(),
+            imports: crate::domain::import::Limits {
+                max_bytes: config.max_import_bytes,
+                quota_bytes: config.import_quota_bytes,
+            },
         });
         let (stop, stopped) = watch::channel(false);
         let dispatcher = crate::webhooks::dispatcher::Dispatcher::new(
@@ -138,6 +142,10 @@ impl Server {
         let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
         let scheduler = tokio::spawn(engine.run(stopped.clone()));
         let changes = tokio::spawn(store.changes().clone().run(stopped.clone()));
+        tokio::spawn(startup::sweep_imports(
+            config.data_dir.clone(),
+            stopped.clone(),
+        ));
         let accept_loop = tokio::spawn(accept_loop(
             listener,
             tls,

@@ -45,3 +45,26 @@ pub async fn prepare_engine(store: &Store) -> Result<(), String> {
         .map(|_| ())
         .map_err(|e| format!("preparing the engine: {}", e.to_string_for_logs()))
 }
+
+/// Removes import files (console uploads, refused rows) an hour after they were last
+/// written, every few minutes until the server stops (`domain::import::files`).
+pub async fn sweep_imports(
+    data_dir: std::path::PathBuf,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) {
+    use crate::domain::import::files;
+    let root = files::root(&data_dir);
+    loop {
+        let sweep_root = root.clone();
+        let removed = tokio::task::spawn_blocking(move || files::sweep(&sweep_root))
+            .await
+            .unwrap_or(0);
+        if removed > 0 {
+            tracing::info!(files = removed, "removed import files older than an hour");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(files::SWEEP_EVERY) => {}
+            _ = stopped.changed() => return,
+        }
+    }
+}

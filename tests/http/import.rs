@@ -335,3 +335,426 @@ async fn bad_requests_are_named_and_change_nothing() {
     assert_error(&post(ts, &org.read, "", "text/csv").await, 403, "Forbidden");
     assert_eq!(total(ts, key).await, 1, "nothing imported");
 }
+
+// ---- Bounds: whatever the file's shape, an import holds a bounded amount. ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_of_more_than_200_columns_refuses_the_file() {
+    let org = setup().await;
+    let (ts, key) = (&org.ts, &org.write);
+    let header: Vec<String> = (0..201).map(|i| format!("c{i}")).collect();
+    let csv = format!("{}\nAna,+15125550140\n", header.join(","));
+    let r = post_file(ts, key, "", "text/csv", csv.into_bytes()).await;
+    assert_error(
+        &r,
+        400,
+        "The file has 201 columns; at most 200 can be imported",
+    );
+    let long = format!("{}\nAna\n", "x".repeat(70 * 1024));
+    let r = post_file(ts, key, "", "text/csv", long.into_bytes()).await;
+    assert_error(&r, 400, "The file's header is longer than 64 KiB");
+    assert_eq!(total(ts, key).await, 1, "nothing imported");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_over_64_kib_is_refused_as_that_row() {
+    let org = setup().await;
+    let (ts, key) = (&org.ts, &org.write);
+    let csv = format!(
+        "firstName,phone,notes\nJo,+15125550141,{}\nKay,+15125550142,short\n",
+        "y".repeat(65 * 1024)
+    );
+    let report = import(ts, key, "", "text/csv", &csv).await;
+    assert_eq!(report["created"], json!(1), "{report}");
+    assert_eq!(
+        refused(&report),
+        [(2, "The row is longer than 64 KiB".to_string())]
+    );
+    let ndjson = format!(
+        "{{\"firstName\": \"Lu\", \"notes\": \"{}\"}}\n{{\"firstName\": \"Mo\"}}\n",
+        "z".repeat(65 * 1024)
+    );
+    let report = import(ts, key, "", "application/x-ndjson", &ndjson).await;
+    assert_eq!(report["created"], json!(1), "{report}");
+    assert_eq!(
+        refused(&report),
+        [(1, "The row is longer than 64 KiB".to_string())]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unclosed_quote_refuses_its_row_only() {
+    let org = setup().await;
+    let (ts, key) = (&org.ts, &org.write);
+    // A quote closed on a later line spans its lines; one never closed refuses its own
+    // row, and the rows after it are read as rows.
+    let mut csv = String::from("firstName,phone,notes\nQuoted,+15125550170,\"two\nlines\"\n");
+    csv.push_str("Ned,+15125550143,\"never closed\n");
+    for i in 0..3 {
+        csv.push_str(&format!("Row{i},+1512555016{i},fine\n"));
+    }
+    let report = import(ts, key, "", "text/csv", &csv).await;
+    assert_eq!(
+        refused(&report),
+        [(3, "The row has a quote that is not closed".to_string())]
+    );
+    assert_eq!(report["created"], json!(4), "the rows after it: {report}");
+    let found = expect(&ts.get(key, "/v1/leads/search?q=quoted").await, 200);
+    assert_eq!(found["total"], json!(1), "a closed quote spans its lines");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_are_listed_to_100_counted_and_fetched_whole_and_neutralized() {
+    let org = setup().await;
+    let (ts, key) = (&org.ts, &org.write);
+    let mut csv = String::from("firstName,phone,profile\n");
+    csv.push_str("=cmd|' /C calc'!A0,+15125550150,nope\n");
+    for i in 0..149 {
+        csv.push_str(&format!("P{i},+1512555{:04},nope\n", 2000 + i));
+    }
+    let report = import(ts, key, "", "text/csv", &csv).await;
+    assert_eq!(
+        report["refusedCount"],
+        json!(150),
+        "{}",
+        report["refusedCount"]
+    );
+    let listed = refused(&report);
+    assert_eq!(listed.len(), 100);
+    assert_eq!(listed[0], (2, "Unknown profile: nope".to_string()));
+    let url = str_of(&report["refusedUrl"]).to_string();
+    assert!(url.starts_with("/v1/leads/import/"), "{url}");
+
+    let file = ts.get(key, &url).await;
+    assert_eq!(file.status, 200, "{}", file.text());
+    let text = file.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 151, "the header and every refused row");
+    assert_eq!(lines[0], "row,reason,firstName,phone,profile");
+    assert_eq!(
+        lines[1], "2,Unknown profile: nope,'=cmd|' /C calc'!A0,+15125550150,nope",
+        "a formula is neutralized, an E.164 phone is not"
+    );
+    let id = url.split('/').nth(4).unwrap_or_default();
+    let path = ts
+        .data_dir
+        .join("imports")
+        .read_dir()
+        .unwrap()
+        .flatten()
+        .map(|org| org.path().join(format!("{id}.refused.csv")))
+        .find(|p| p.exists())
+        .expect("the refused file");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let other = ts.key("beta", "write").await;
+    assert_error(
+        &ts.get(&other, &url).await,
+        404,
+        "Resource not found: refused rows of this import",
+    );
+    assert_eq!(ts.get(&org.read, &url).await.status, 403);
+    let report = import(ts, key, "", "text/csv", "firstName\nOk\n").await;
+    assert_eq!(report["refusedCount"], json!(0));
+    assert_eq!(report["refusedUrl"], Value::Null);
+}
+
+async fn post_file(
+    ts: &TestServer,
+    key: &str,
+    query: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> engaged::testkit::Response {
+    ts.request(
+        Method::POST,
+        &format!("/v1/leads/import{query}"),
+        Some(key),
+        Some(content_type),
+        body,
+    )
+    .await
+}
+
+/// A body sent in chunks without a length: `chunks`, then, when `hold`, nothing more
+/// while the connection stays open.
+async fn post_chunked(
+    ts: &TestServer,
+    key: &str,
+    query: &str,
+    chunks: Vec<String>,
+    hold: bool,
+) -> engaged::testkit::Response {
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, StreamBody};
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(4);
+    tokio::spawn(async move {
+        for chunk in chunks {
+            if tx.send(Bytes::from(chunk)).await.is_err() {
+                return;
+            }
+        }
+        if hold {
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        }
+        drop(tx);
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| {
+            (
+                Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(b)),
+                rx,
+            )
+        })
+    });
+    let body = StreamBody::new(stream).boxed();
+    let client: hyper_util::client::legacy::Client<_, _> =
+        engaged::testkit::https_client(&ts.cert(), engaged::testkit::Versions::Http1);
+    let request = hyper::Request::post(format!("{}/v1/leads/import{query}", ts.origin()))
+        .header("x-api-key", key)
+        .header("content-type", "text/csv")
+        .body(body)
+        .expect("request");
+    let response = client.request(request).await.expect("an answer");
+    engaged::testkit::Response::read(response).await
+}
+
+fn rows(from: usize, n: usize) -> String {
+    (from..from + n)
+        .map(|i| format!("R{i},+1737555{:04}\n", i % 10_000))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_max_import_bytes_is_413_at_once_or_at_the_cap() {
+    let org = Org::start_with(|c| c.max_import_bytes = 4096).await;
+    let (ts, key) = (&org.ts, &org.write);
+    let big = format!("firstName,phone\n{}", rows(0, 400));
+    assert!(big.len() > 4096);
+    assert_error(
+        &post_file(ts, key, "", "text/csv", big.clone().into_bytes()).await,
+        413,
+        "Request body too large",
+    );
+    let chunks: Vec<String> = big
+        .as_bytes()
+        .chunks(1000)
+        .map(|c| String::from_utf8_lossy(c).into_owned())
+        .collect();
+    let cut = post_chunked(ts, key, "?dryRun=true", chunks.clone(), false).await;
+    assert_error(&cut, 413, "Request body too large");
+    let cut = post_chunked(ts, key, "", chunks, false).await;
+    assert_error(&cut, 413, "Request body too large");
+    assert_eq!(
+        total(ts, key).await,
+        0,
+        "the cap came before a part's end: nothing committed"
+    );
+    let small = format!("firstName,phone\n{}", rows(0, 5));
+    let ok = post_chunked(ts, key, "", vec![small], false).await;
+    assert_eq!(expect(&ok, 200)["created"], json!(5));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_stops_arriving_answers_408_and_a_dry_run_imports_nothing() {
+    let org = Org::start_with(|c| {
+        c.limits.body_read_timeout = std::time::Duration::from_secs(1);
+    })
+    .await;
+    let (ts, key) = (&org.ts, &org.write);
+    let start = format!("firstName,phone\n{}", rows(0, 3));
+    let stalled = post_chunked(ts, key, "?dryRun=true", vec![start], true).await;
+    assert_error(&stalled, 408, "Request body not received in time");
+    assert_eq!(total(ts, key).await, 0, "nothing imported");
+}
+
+// ---- The console's uploads: bounded in number, disk and what the preview shows. ----
+
+/// The console's multipart upload of `file` (named `name`).
+async fn console_upload(
+    ts: &TestServer,
+    session: &engaged::testkit::console::Session,
+    name: &str,
+    file: &str,
+) -> engaged::testkit::Response {
+    use bytes::Bytes;
+    use http_body_util::Full;
+    let body = format!(
+        "--XyZ\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\n{}\r\n\
+         --XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n\
+         Content-Type: text/csv\r\n\r\n{file}\r\n--XyZ--\r\n",
+        session.csrf
+    );
+    let request = hyper::Request::post(format!("{}/console/import", ts.origin()))
+        .header(
+            "cookie",
+            format!("__Host-engaged_session={}", session.cookie),
+        )
+        .header("origin", ts.origin())
+        .header("content-type", "multipart/form-data; boundary=XyZ")
+        .body(Full::new(Bytes::from(body)))
+        .expect("request");
+    ts.send(request).await
+}
+
+/// The upload token a preview page carries.
+fn upload_token(page: &str) -> String {
+    let at = page
+        .find("name=\"upload\" value=\"")
+        .expect("the upload's token")
+        + 21;
+    page[at..at + 32].to_string()
+}
+
+fn waiting_uploads(ts: &TestServer) -> Vec<std::path::PathBuf> {
+    let Ok(orgs) = ts.data_dir.join("imports").read_dir() else {
+        return Vec::new();
+    };
+    orgs.flatten()
+        .flat_map(|org| org.path().read_dir().into_iter().flatten().flatten())
+        .map(|f| f.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "upload"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_keeps_two_uploads_waiting_private_and_removes_an_imported_one() {
+    let ts = TestServer::start().await;
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let session = ts.sign_in("ag@example.com", &password).await;
+    let file = "firstName,phone\nZed,+15125550188\n";
+    let first = console_upload(&ts, &session, "a.csv", file).await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    let second = console_upload(&ts, &session, "b.csv", file).await;
+    assert_eq!(second.status, 200);
+    let third = console_upload(&ts, &session, "c.csv", file).await;
+    assert_eq!(third.status, 400);
+    assert!(
+        third
+            .text()
+            .contains("2 uploads are already waiting to be imported"),
+        "{}",
+        third.text()
+    );
+    let waiting = waiting_uploads(&ts);
+    assert_eq!(waiting.len(), 2, "the third was not written");
+    use std::os::unix::fs::PermissionsExt;
+    for path in &waiting {
+        let mode = std::fs::metadata(path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", path.display());
+    }
+    let token = upload_token(&first.text());
+    let done = ts
+        .console(
+            Method::POST,
+            "/console/import/run",
+            Some(&session.cookie),
+            Some(&ts.origin()),
+            &[
+                ("csrf", &session.csrf),
+                ("upload", &token),
+                ("format", "csv"),
+                ("map0", "firstName"),
+                ("map1", "phone"),
+                ("action", "import"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text());
+    assert_eq!(
+        waiting_uploads(&ts).len(),
+        1,
+        "the imported upload is removed"
+    );
+    let again = console_upload(&ts, &session, "c.csv", file).await;
+    assert_eq!(again.status, 200, "room for one again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_past_the_organization_s_quota_is_refused_and_removed() {
+    let ts = TestServer::start_with(|c| c.import_quota_bytes = 2048).await;
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let session = ts.sign_in("ag@example.com", &password).await;
+    let big = format!("firstName,phone\n{}", rows(0, 200));
+    let refused = console_upload(&ts, &session, "big.csv", &big).await;
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.text().contains("past their quota"),
+        "{}",
+        refused.text()
+    );
+    assert!(waiting_uploads(&ts).is_empty(), "nothing kept");
+    let small = console_upload(&ts, &session, "small.csv", &rows(0, 3)).await;
+    assert_eq!(small.status, 200, "within the quota");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preview_shows_10_rows_of_30_columns_and_says_what_is_left_out() {
+    let ts = TestServer::start().await;
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let session = ts.sign_in("ag@example.com", &password).await;
+    let header: Vec<String> = (0..40).map(|i| format!("col{i}")).collect();
+    let mut file = header.join(",") + "\n";
+    for r in 0..12 {
+        let cells: Vec<String> = (0..40).map(|c| format!("r{r}c{c}")).collect();
+        file.push_str(&(cells.join(",") + "\n"));
+    }
+    let page = console_upload(&ts, &session, "wide.csv", &file).await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let text = page.text();
+    assert!(text.contains("<td>r9c29</td>"), "the 10th row's 30th cell");
+    assert!(!text.contains("r9c30"), "no 31st column");
+    assert!(!text.contains("r10c0"), "no 11th row");
+    assert!(text.contains("10 more columns are not shown."), "{text}");
+    assert!(text.contains("more follow"), "{text}");
+
+    let wide: Vec<String> = (0..100_000).map(|i| format!("c{i}")).collect();
+    let page = console_upload(&ts, &session, "wider.csv", &(wide.join(",") + "\n")).await;
+    assert_eq!(page.status, 400, "{}", page.text());
+    assert!(page.text().len() < 100_000, "a short page");
+    assert_eq!(
+        waiting_uploads(&ts).len(),
+        1,
+        "the refused file does not wait"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_s_refused_rows_download_is_the_spooled_file_neutralized() {
+    let ts = TestServer::start().await;
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let session = ts.sign_in("ag@example.com", &password).await;
+    let file = "firstName,phone,profile\n@SUM(1+9)*cmd|' /C calc'!A0,+15125550189,nope\n";
+    let preview = console_upload(&ts, &session, "f.csv", file).await;
+    let token = upload_token(&preview.text());
+    let done = ts
+        .console(
+            Method::POST,
+            "/console/import/run",
+            Some(&session.cookie),
+            Some(&ts.origin()),
+            &[
+                ("csrf", &session.csrf),
+                ("upload", &token),
+                ("format", "csv"),
+                ("map0", "firstName"),
+                ("map1", "phone"),
+                ("map2", "customerProfile"),
+                ("action", "import"),
+            ],
+        )
+        .await;
+    assert_eq!(done.status, 200, "{}", done.text());
+    let href = format!("/console/import/{token}/refused.csv");
+    assert!(done.text().contains(&href), "{}", done.text());
+    let csv = ts
+        .console(Method::GET, &href, Some(&session.cookie), None, &[])
+        .await;
+    assert_eq!(csv.status, 200);
+    assert_eq!(
+        csv.text(),
+        "row,reason,firstName,phone,profile\n2,Unknown profile: nope,'@SUM(1+9)*cmd|' /C calc'!A0,+15125550189,nope\n"
+    );
+}

@@ -181,7 +181,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 57] = [
+const ROUTES: [(&str, &str, &str); 58] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -189,6 +189,11 @@ const ROUTES: [(&str, &str, &str); 57] = [
     ("list_leads", "get", "/v1/leads"),
     ("search_leads", "get", "/v1/leads/search"),
     ("import_leads", "post", "/v1/leads/import"),
+    (
+        "import_refused",
+        "get",
+        "/v1/leads/import/{importId}/refused.csv",
+    ),
     ("create_lead", "post", "/v1/leads"),
     ("get_lead", "get", "/v1/leads/{leadId}"),
     ("update_lead", "patch", "/v1/leads/{leadId}"),
@@ -293,6 +298,7 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::ListLeads
         | Route::SearchLeads
         | Route::ImportLeads
+        | Route::ImportRefused(_)
         | Route::CreateLead
         | Route::GetLead(_)
         | Route::UpdateLead(_)

@@ -1,33 +1,45 @@
 //! Importing leads from a file, the same way from the console, `engaged import` and
 //! `POST /v1/leads/import`: CSV (RFC 4180, UTF-8 with or without a BOM, comma or
 //! semicolon detected from the header) or NDJSON, read as a stream and applied in parts
-//! of [`PART_ROWS`] rows, each one write job (`rows::apply`). A dry run applies each
-//! part in a transaction that is thrown away (`Store::trial`): it reports exactly what
-//! would happen and changes nothing.
+//! of at most [`PART_ROWS`] rows ([`PART_BYTES`] of cells), each one write job
+//! (`rows::apply`). A dry run applies each part in a transaction that is thrown away
+//! (`Store::trial`): it reports exactly what would happen and changes nothing.
 //!
-//! **A file never sits whole in memory**: a blocking task parses it into parts, at most
-//! two of them waiting, while the parts before are written. What stays is the file's
-//! match keys (for merging its own rows, as digests: `rows::FileIndex`) and the refused
-//! rows.
+//! **An import runs in constant memory, whatever the file's shape**: a blocking task
+//! reads it into parts, at most two of them waiting, while the parts before are
+//! written. A row is at most [`MAX_ROW_BYTES`] and a header at most [`MAX_COLUMNS`]
+//! columns (a longer header refuses the file: 400, nothing imported). Records are split
+//! by lines here (`lines::Records`), not by the csv crate, so that an unclosed quote
+//! refuses its own row only: a record still in quotes after [`MAX_ROW_BYTES`] or at the
+//! end of the file is refused and reading resumes at its next line. What stays for the
+//! whole import is the file's match keys (as digests: `rows::FileIndex`), the first
+//! [`LISTED_REFUSALS`] refusals and the count; every refused row goes to a file
+//! (`Options::refused_to`, mode 0600) as it is known.
+//!
+//! A body that fails (408: it stopped arriving; 413: it passed `max_import_bytes`)
+//! ends the import with that error; in a real run the parts committed before stay.
 
+pub mod files;
+mod lines;
 pub mod mapping;
 pub mod rows;
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::AsyncRead;
 
+use crate::csv_cell::{neutralize, Column};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::Store;
+use lines::{Line, Record, Records};
 use mapping::{Field, Mapping};
 use rows::{FileIndex, Outcome, Row};
 
-/// The largest file an import reads (the API's body, the console's upload).
-pub const MAX_FILE_BYTES: u64 = 1 << 30;
 /// Rows per write job, a part of the import's bulk job (`Store::write_bulk`): every
 /// other write goes before the next part, so a part is the longest any other write
 /// waits during an import. 50 rows hold the writer some 15 ms (500 held it 150 ms;
@@ -35,8 +47,24 @@ pub const MAX_FILE_BYTES: u64 = 1 << 30;
 /// single-event write kept a p99 1.5 times its idle one instead of 14 times:
 /// `benches/hostile.sh`).
 pub const PART_ROWS: usize = 50;
-/// The longest NDJSON line read.
-const MAX_LINE: u64 = 1 << 20;
+/// The most cell bytes a part holds (wide rows make smaller parts).
+pub const PART_BYTES: usize = 4 << 20;
+/// The longest row (a CSV record, an NDJSON line), its line end included.
+pub const MAX_ROW_BYTES: usize = 64 * 1024;
+/// The most columns a CSV header (or fields an NDJSON object) may have.
+pub const MAX_COLUMNS: usize = 200;
+/// Refusals an import's report lists (all are counted, and written to the refused file).
+pub const LISTED_REFUSALS: usize = 100;
+
+/// The bounds of an import's files, from the configuration (`max_import_bytes`,
+/// `import_quota_bytes`).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The largest file (an API body, a console upload).
+    pub max_bytes: u64,
+    /// The disk an organization's import files may take.
+    pub quota_bytes: u64,
+}
 
 /// A file's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,15 +102,16 @@ pub struct Options {
     pub create_only: bool,
     /// The console's choice of field per CSV column, overriding the guess.
     pub fields: Option<Vec<Field>>,
+    /// Where every refused row is written (created at the first refusal, mode 0600);
+    /// `None`: only the first [`LISTED_REFUSALS`] are kept, in the report.
+    pub refused_to: Option<PathBuf>,
 }
 
-/// A refused row: its number, why, and its cells as read (for the download).
+/// A refused row: its number and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Refusal {
     pub row: u64,
     pub reason: String,
-    #[serde(skip)]
-    pub cells: Vec<String>,
 }
 
 /// What an import did (or, in a dry run, would do).
@@ -92,11 +121,15 @@ pub struct Report {
     pub created: u64,
     pub updated: u64,
     pub merged: u64,
+    /// The first [`LISTED_REFUSALS`] refused rows, by row number.
     pub refused: Vec<Refusal>,
+    /// Every refused row.
+    pub refused_count: u64,
     pub dry_run: bool,
-    /// The CSV header as read (for the console's download of refused rows).
+    /// The file every refused row was written to (`Options::refused_to`), when a row
+    /// was refused.
     #[serde(skip)]
-    pub headers: Vec<String>,
+    pub refused_file: Option<PathBuf>,
 }
 
 impl Report {
@@ -104,26 +137,33 @@ impl Report {
     pub fn summary(&self) -> String {
         format!(
             "{} created, {} updated, {} merged, {} refused",
-            self.created,
-            self.updated,
-            self.merged,
-            self.refused.len()
+            self.created, self.updated, self.merged, self.refused_count
         )
     }
 
     /// Rows handled so far.
     pub fn rows(&self) -> u64 {
-        self.created + self.updated + self.merged + self.refused.len() as u64
+        self.created + self.updated + self.merged + self.refused_count
     }
+}
+
+/// A refused row with its cells, on its way to the refused file.
+struct Refused {
+    row: u64,
+    reason: String,
+    cells: Vec<String>,
 }
 
 /// One part of the file as the parser hands it over.
 struct Part {
     rows: Vec<Row>,
-    /// Rows unreadable as such (bad UTF-8, not a JSON object), refused before any write.
-    unreadable: Vec<Refusal>,
-    /// The cells of each row, by row number, kept only until its outcome is known.
-    cells: Vec<(u64, Vec<String>)>,
+    /// Rows unreadable as such (too long, an unclosed quote, bad UTF-8, not a JSON
+    /// object), refused before any write.
+    unreadable: Vec<Refused>,
+    /// NDJSON: each row's line as read (for the refused file), by index of `rows`.
+    lines: Vec<String>,
+    /// Cell bytes held.
+    bytes: usize,
 }
 
 /// Imports `input` for `caller`; `progress` hears the rows handled after each part.
@@ -138,11 +178,11 @@ where
     R: AsyncRead + Send + Unpin + 'static,
 {
     let (parts, mut receiver) = tokio::sync::mpsc::channel::<Result<Part>>(2);
-    let (headers_tx, headers_rx) = tokio::sync::oneshot::channel::<Vec<String>>();
+    let (mapping_tx, mapping_rx) = tokio::sync::oneshot::channel::<Mapping>();
     let parse_options = options.clone();
     let parser = tokio::task::spawn_blocking(move || {
         let input = tokio_util::io::SyncIoBridge::new(input);
-        if let Err(e) = parse(input, &parse_options, &parts, headers_tx) {
+        if let Err(e) = parse(input, &parse_options, &parts, mapping_tx) {
             let _ = parts.blocking_send(Err(e));
         }
     });
@@ -151,21 +191,24 @@ where
         dry_run: options.dry_run,
         ..Report::default()
     };
-    let mut headers_rx = Some(headers_rx);
     let caller_org = caller.org_id.clone();
+    let mut mapping_rx = Some(mapping_rx);
+    let mut spool: Option<Spool> = None;
+    let mut mapping = Mapping::guess(Vec::new());
     while let Some(part) = receiver.recv().await {
         let part = part?;
-        if let Some(rx) = headers_rx.take() {
-            report.headers = rx.await.unwrap_or_default();
+        if let Some(rx) = mapping_rx.take() {
+            mapping = rx.await.unwrap_or(mapping);
         }
-        report.refused.extend(part.unreadable);
+        let mut refused = part.unreadable;
         let (caller, known, rows) = (caller.clone(), index.clone(), Arc::new(part.rows));
+        let job_rows = rows.clone();
         let (create_only, dry_run) = (options.create_only, options.dry_run);
         let job = move |tx: &mut crate::store::WriteTx| {
             let known = known
                 .read()
                 .map_err(|_| Error::Internal("import index lock".into()))?;
-            rows::apply(tx, &caller, &rows, create_only, dry_run, &known)
+            rows::apply(tx, &caller, &job_rows, create_only, dry_run, &known)
         };
         // Parts run in the writer's bulk lane: every other write goes first.
         let applied = if dry_run {
@@ -176,7 +219,7 @@ where
         let mut known = index
             .write()
             .map_err(|_| Error::Internal("import index lock".into()))?;
-        for done in applied {
+        for (i, done) in applied.into_iter().enumerate() {
             if let Some(lead) = done.lead() {
                 known.add(lead, done.row, &done.keys);
             }
@@ -185,13 +228,19 @@ where
                 Outcome::Updated(_) => report.updated += 1,
                 Outcome::Merged(..) => report.merged += 1,
                 Outcome::Refused(reason) => {
-                    let cells = part
-                        .cells
-                        .iter()
-                        .find(|(n, _)| *n == done.row)
-                        .map(|(_, c)| c.clone())
-                        .unwrap_or_default();
-                    report.refused.push(Refusal {
+                    let cells = match options.format {
+                        Format::Csv => rows
+                            .get(i)
+                            .map(|row| {
+                                row.cells
+                                    .iter()
+                                    .map(|(_, v)| v.as_str().unwrap_or_default().to_string())
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                        Format::Ndjson => part.lines.get(i).cloned().into_iter().collect(),
+                    };
+                    refused.push(Refused {
                         row: done.row,
                         reason,
                         cells,
@@ -200,32 +249,130 @@ where
             }
         }
         drop(known);
+        refused.sort_by_key(|r| r.row);
+        for r in refused {
+            if let Some(path) = &options.refused_to {
+                if spool.is_none() {
+                    spool = Some(Spool::create(path, options.format, &mapping)?);
+                    report.refused_file = Some(path.clone());
+                }
+            }
+            if let Some(spool) = &mut spool {
+                spool.write(&r)?;
+            }
+            report.refused_count += 1;
+            if report.refused.len() < LISTED_REFUSALS {
+                report.refused.push(Refusal {
+                    row: r.row,
+                    reason: r.reason,
+                });
+            }
+        }
         progress(&report);
     }
     parser
         .await
         .map_err(|e| Error::Internal(format!("the import's parser: {e}")))?;
-    report.refused.sort_by_key(|r| r.row);
+    if let Some(spool) = spool {
+        spool.finish()?;
+    }
     Ok(report)
 }
 
-/// Parses `input` into parts on `parts`; the CSV header goes to `headers` first.
+/// The refused file being written: the row number, the reason, then the row's cells
+/// under the file's own header (NDJSON: the line), each cell neutralized
+/// (`csv_cell::neutralize`).
+struct Spool {
+    out: csv::Writer<std::io::BufWriter<std::fs::File>>,
+    /// The column of the file's phone, counted in the refused file.
+    phone: Option<usize>,
+}
+
+impl Spool {
+    fn create(path: &std::path::Path, format: Format, mapping: &Mapping) -> Result<Spool> {
+        let file = files::create_private(path).map_err(spool_error)?;
+        // A refused row has the cells it was read with: fewer (an unreadable row) or more.
+        let out = csv::WriterBuilder::new()
+            .flexible(true)
+            .from_writer(std::io::BufWriter::new(file));
+        let mut spool = Spool {
+            out,
+            phone: mapping
+                .fields
+                .iter()
+                .position(|f| *f == Field::Phone)
+                .map(|i| i + 2),
+        };
+        let mut header = vec!["row".to_string(), "reason".to_string()];
+        match format {
+            Format::Csv => header.extend(mapping.headers.iter().cloned()),
+            Format::Ndjson => header.push("line".into()),
+        }
+        spool.record(&header)?;
+        Ok(spool)
+    }
+
+    fn write(&mut self, refused: &Refused) -> Result<()> {
+        let mut record = Vec::with_capacity(refused.cells.len() + 2);
+        record.push(refused.row.to_string());
+        record.push(refused.reason.clone());
+        record.extend(refused.cells.iter().cloned());
+        self.record(&record)
+    }
+
+    fn record(&mut self, cells: &[String]) -> Result<()> {
+        let phone = self.phone;
+        let safe = cells.iter().enumerate().map(|(i, cell)| {
+            let column = if Some(i) == phone {
+                Column::Phone
+            } else {
+                Column::Other
+            };
+            neutralize(cell, column)
+        });
+        self.out
+            .write_record(safe.map(|c| c.into_owned()))
+            .map_err(|e| spool_error(e.into()))
+    }
+
+    fn finish(self) -> Result<()> {
+        let mut inner = self
+            .out
+            .into_inner()
+            .map_err(|e| spool_error(e.into_error()))?;
+        inner.flush().map_err(spool_error)
+    }
+}
+
+fn spool_error(e: std::io::Error) -> Error {
+    Error::Internal(format!("the refused rows' file: {e}"))
+}
+
+/// A read of the input that failed: the body's own error (408, 413) when it is one.
+fn read_error(e: std::io::Error) -> Error {
+    if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
+        return inner.clone();
+    }
+    Error::BadRequest(format!("The file could not be read: {e}"))
+}
+
+/// Parses `input` into parts on `parts`; the CSV header's mapping goes to `mapping`
+/// first.
 fn parse(
     input: impl Read,
     options: &Options,
     parts: &tokio::sync::mpsc::Sender<Result<Part>>,
-    headers: tokio::sync::oneshot::Sender<Vec<String>>,
+    mapping_tx: tokio::sync::oneshot::Sender<Mapping>,
 ) -> Result<()> {
     let mut reader = BufReader::with_capacity(64 * 1024, input);
-    let start = reader
-        .fill_buf()
-        .map_err(|e| Error::BadRequest(format!("The file could not be read: {e}")))?;
+    let start = reader.fill_buf().map_err(read_error)?;
     if start.starts_with(&[0xEF, 0xBB, 0xBF]) {
         reader.consume(3);
     }
     let mut part = new_part();
     let send = |part: &mut Part, last: bool| -> bool {
-        if part.rows.len() + part.unreadable.len() < PART_ROWS && !last {
+        let full = part.rows.len() + part.unreadable.len() >= PART_ROWS || part.bytes >= PART_BYTES;
+        if !full && !last {
             return true;
         }
         let full = std::mem::replace(part, new_part());
@@ -233,20 +380,30 @@ fn parse(
     };
     match options.format {
         Format::Csv => {
-            let delimiter = delimiter(reader.fill_buf().unwrap_or_default());
-            let mut csv = csv::ReaderBuilder::new()
-                .delimiter(delimiter)
-                .flexible(true)
-                .has_headers(true)
-                .from_reader(reader);
-            let header: Vec<String> = csv
-                .byte_headers()
-                .map_err(|e| {
-                    Error::BadRequest(format!("The file's header could not be read: {e}"))
-                })?
-                .iter()
-                .map(|h| String::from_utf8_lossy(h).trim().to_string())
-                .collect();
+            let delimiter = delimiter(reader.fill_buf().map_err(read_error)?);
+            let mut records = Records::new(reader);
+            let header = match records.next_record().map_err(read_error)? {
+                None => Vec::new(),
+                Some(Record::Fields(bytes)) => split(&bytes, delimiter)
+                    .map_err(|e| {
+                        Error::BadRequest(format!("The file's header could not be read: {e}"))
+                    })?
+                    .iter()
+                    .map(|h| String::from_utf8_lossy(h).trim().to_string())
+                    .collect(),
+                Some(Record::TooLong) => {
+                    return Err(Error::BadRequest(format!(
+                        "The file's header is longer than {} KiB",
+                        MAX_ROW_BYTES / 1024
+                    )))
+                }
+                Some(Record::Unclosed(_)) => {
+                    return Err(Error::BadRequest(
+                        "The file's header could not be read: a quote is not closed".into(),
+                    ))
+                }
+            };
+            check_columns(header.len())?;
             let mut mapping = Mapping::guess(header.clone());
             if let Some(fields) = &options.fields {
                 if fields.len() != header.len() {
@@ -256,50 +413,82 @@ fn parse(
                 }
                 mapping.fields = fields.clone();
             }
-            let _ = headers.send(header);
-            let mut record = csv::ByteRecord::new();
+            // Each cell of a row going to additionalInfo carries its column's name.
+            let header_bytes: usize = header.iter().map(String::len).sum();
+            let _ = mapping_tx.send(mapping.clone());
             let mut number = 1u64;
-            loop {
-                match csv.read_byte_record(&mut record) {
-                    Ok(false) => break,
-                    Ok(true) => {
+            while let Some(record) = records.next_record().map_err(read_error)? {
+                let bytes = match record {
+                    Record::Fields(bytes) if blank(&bytes) => continue,
+                    Record::Fields(bytes) => bytes,
+                    Record::TooLong => {
                         number += 1;
-                        let cells: Vec<String> = record
-                            .iter()
-                            .map(|c| String::from_utf8_lossy(c).into_owned())
-                            .collect();
-                        if cells.iter().all(|c| c.trim().is_empty()) {
-                            continue;
+                        part.unreadable.push(Refused {
+                            row: number,
+                            reason: too_long(),
+                            cells: Vec::new(),
+                        });
+                        if !send(&mut part, false) {
+                            return Ok(());
                         }
-                        if record.iter().any(|c| std::str::from_utf8(c).is_err()) {
-                            part.unreadable.push(Refusal {
-                                row: number,
-                                reason: "The row is not UTF-8".into(),
-                                cells,
-                            });
-                        } else {
-                            let row = Row {
-                                number,
-                                cells: cells
-                                    .iter()
-                                    .enumerate()
-                                    .map(|(i, c)| {
-                                        (mapping.field(i).clone(), Value::String(c.clone()))
-                                    })
-                                    .collect(),
-                            };
-                            part.rows.push(row);
-                            part.cells.push((number, cells));
-                        }
+                        continue;
                     }
-                    Err(e) => {
+                    Record::Unclosed(line) => {
                         number += 1;
-                        part.unreadable.push(Refusal {
+                        part.bytes += line.len();
+                        part.unreadable.push(Refused {
+                            row: number,
+                            reason: "The row has a quote that is not closed".into(),
+                            cells: vec![String::from_utf8_lossy(&line)
+                                .trim_end_matches(['\r', '\n'])
+                                .to_string()],
+                        });
+                        if !send(&mut part, false) {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                };
+                number += 1;
+                part.bytes += bytes.len() + header_bytes;
+                let fields = match split(&bytes, delimiter) {
+                    Ok(fields) => fields,
+                    Err(e) => {
+                        part.unreadable.push(Refused {
                             row: number,
                             reason: format!("The row could not be read: {e}"),
                             cells: Vec::new(),
                         });
+                        if !send(&mut part, false) {
+                            return Ok(());
+                        }
+                        continue;
                     }
+                };
+                let cells: Vec<String> = fields
+                    .iter()
+                    .take(MAX_COLUMNS)
+                    .map(|c| String::from_utf8_lossy(c).into_owned())
+                    .collect();
+                if cells.iter().all(|c| c.trim().is_empty()) {
+                    continue;
+                }
+                if fields.iter().any(|c| std::str::from_utf8(c).is_err()) {
+                    part.unreadable.push(Refused {
+                        row: number,
+                        reason: "The row is not UTF-8".into(),
+                        cells,
+                    });
+                } else {
+                    let row = Row {
+                        number,
+                        cells: cells
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, c)| (mapping.field(i).clone(), Value::String(c)))
+                            .collect(),
+                    };
+                    part.rows.push(row);
                 }
                 if !send(&mut part, false) {
                     return Ok(());
@@ -307,32 +496,47 @@ fn parse(
             }
         }
         Format::Ndjson => {
-            let _ = headers.send(Vec::new());
+            let _ = mapping_tx.send(Mapping::guess(Vec::new()));
+            let mut lines = Records::new(reader);
             let mut number = 0u64;
-            loop {
-                let mut line = Vec::new();
-                let read = (&mut reader)
-                    .take(MAX_LINE)
-                    .read_until(b'\n', &mut line)
-                    .map_err(|e| Error::BadRequest(format!("The file could not be read: {e}")))?;
-                if read == 0 {
-                    break;
-                }
+            while let Some(line) = lines.next_line().map_err(read_error)? {
                 number += 1;
+                let line = match line {
+                    Line::Text(line) => line,
+                    Line::TooLong => {
+                        part.unreadable.push(Refused {
+                            row: number,
+                            reason: too_long(),
+                            cells: Vec::new(),
+                        });
+                        if !send(&mut part, false) {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                };
                 let text = String::from_utf8_lossy(&line).trim().to_string();
                 if text.is_empty() {
                     continue;
                 }
+                part.bytes += 2 * text.len();
                 match serde_json::from_str::<Value>(&text) {
+                    Ok(Value::Object(members)) if members.len() > MAX_COLUMNS => {
+                        part.unreadable.push(Refused {
+                            row: number,
+                            reason: format!("The row has more than {MAX_COLUMNS} fields"),
+                            cells: vec![text],
+                        })
+                    }
                     Ok(Value::Object(members)) => {
                         let cells = members
                             .into_iter()
                             .map(|(k, v)| (Field::guess(&k), v))
                             .collect();
                         part.rows.push(Row { number, cells });
-                        part.cells.push((number, vec![text]));
+                        part.lines.push(text);
                     }
-                    _ => part.unreadable.push(Refusal {
+                    _ => part.unreadable.push(Refused {
                         row: number,
                         reason: "The line is not a JSON object".into(),
                         cells: vec![text],
@@ -348,11 +552,114 @@ fn parse(
     Ok(())
 }
 
+/// The start of a CSV file, for a preview.
+#[derive(Debug, Clone, Default)]
+pub struct Head {
+    pub header: Vec<String>,
+    /// The first rows (an unreadable one is left out).
+    pub rows: Vec<Vec<String>>,
+    /// Whether rows follow those.
+    pub more: bool,
+}
+
+/// The header and first `rows` rows of a CSV file, bounded like an import: a header
+/// longer than [`MAX_ROW_BYTES`] or of more than [`MAX_COLUMNS`] columns is refused.
+pub fn head(input: impl Read, rows: usize) -> Result<Head> {
+    let mut reader = BufReader::with_capacity(64 * 1024, input);
+    let start = reader.fill_buf().map_err(read_error)?;
+    if start.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        reader.consume(3);
+    }
+    let delimiter = delimiter(reader.fill_buf().map_err(read_error)?);
+    let mut records = Records::new(reader);
+    let mut head = Head::default();
+    let cells = |bytes: &[u8]| -> Option<Vec<String>> {
+        let fields = split(bytes, delimiter).ok()?;
+        Some(
+            fields
+                .iter()
+                .take(MAX_COLUMNS)
+                .map(|c| String::from_utf8_lossy(c).trim().to_string())
+                .collect(),
+        )
+    };
+    match records.next_record().map_err(read_error)? {
+        None => return Ok(head),
+        Some(Record::Fields(bytes)) => {
+            let fields = split(&bytes, delimiter).map_err(|e| {
+                Error::BadRequest(format!("The file's header could not be read: {e}"))
+            })?;
+            check_columns(fields.len())?;
+            head.header = cells(&bytes).unwrap_or_default();
+        }
+        Some(Record::TooLong) => {
+            return Err(Error::BadRequest(format!(
+                "The file's header is longer than {} KiB",
+                MAX_ROW_BYTES / 1024
+            )))
+        }
+        Some(Record::Unclosed(_)) => {
+            return Err(Error::BadRequest(
+                "The file's header could not be read: a quote is not closed".into(),
+            ))
+        }
+    }
+    while let Some(record) = records.next_record().map_err(read_error)? {
+        let Record::Fields(bytes) = record else {
+            continue;
+        };
+        if blank(&bytes) {
+            continue;
+        }
+        if head.rows.len() == rows {
+            head.more = true;
+            break;
+        }
+        if let Some(row) = cells(&bytes) {
+            head.rows.push(row);
+        }
+    }
+    Ok(head)
+}
+
+/// A header of more than [`MAX_COLUMNS`] columns refuses the file.
+fn check_columns(columns: usize) -> Result<()> {
+    if columns > MAX_COLUMNS {
+        return Err(Error::BadRequest(format!(
+            "The file has {columns} columns; at most {MAX_COLUMNS} can be imported"
+        )));
+    }
+    Ok(())
+}
+
+fn too_long() -> String {
+    format!("The row is longer than {} KiB", MAX_ROW_BYTES / 1024)
+}
+
+/// A record of nothing but its line end.
+fn blank(record: &[u8]) -> bool {
+    record.iter().all(|b| *b == b'\r' || *b == b'\n')
+}
+
+/// The fields of one CSV record (its bytes, at most [`MAX_ROW_BYTES`]).
+fn split(record: &[u8], delimiter: u8) -> std::result::Result<csv::ByteRecord, csv::Error> {
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .flexible(true)
+        .has_headers(false)
+        .buffer_capacity(record.len().clamp(64, MAX_ROW_BYTES))
+        .from_reader(record);
+    let mut fields = csv::ByteRecord::new();
+    reader.read_byte_record(&mut fields)?;
+    Ok(fields)
+}
+
 fn new_part() -> Part {
     Part {
         rows: Vec::with_capacity(PART_ROWS),
         unreadable: Vec::new(),
-        cells: Vec::with_capacity(PART_ROWS),
+        lines: Vec::new(),
+        bytes: 0,
     }
 }
 
@@ -373,21 +680,6 @@ pub fn delimiter(start: &[u8]) -> u8 {
     } else {
         b','
     }
-}
-
-/// The refused rows as CSV: the row number, the reason, then the row's cells under the
-/// file's own header.
-pub fn refused_csv(report: &Report) -> String {
-    let mut out = csv::Writer::from_writer(Vec::new());
-    let mut header = vec!["row".to_string(), "reason".to_string()];
-    header.extend(report.headers.iter().cloned());
-    let _ = out.write_record(&header);
-    for r in &report.refused {
-        let mut record = vec![r.row.to_string(), r.reason.clone()];
-        record.extend(r.cells.iter().cloned());
-        let _ = out.write_record(&record);
-    }
-    String::from_utf8(out.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
 #[cfg(test)]
