@@ -382,26 +382,13 @@ fn parse(
         Format::Csv => {
             let delimiter = delimiter(reader.fill_buf().map_err(read_error)?);
             let mut records = Records::new(reader);
-            let header = match records.next_record().map_err(read_error)? {
+            let header = match header_fields(records.next_record().map_err(read_error)?, delimiter)?
+            {
                 None => Vec::new(),
-                Some(Record::Fields(bytes)) => split(&bytes, delimiter)
-                    .map_err(|e| {
-                        Error::BadRequest(format!("The file's header could not be read: {e}"))
-                    })?
+                Some(fields) => fields
                     .iter()
                     .map(|h| String::from_utf8_lossy(h).trim().to_string())
                     .collect(),
-                Some(Record::TooLong) => {
-                    return Err(Error::BadRequest(format!(
-                        "The file's header is longer than {} KiB",
-                        MAX_ROW_BYTES / 1024
-                    )))
-                }
-                Some(Record::Unclosed(_)) => {
-                    return Err(Error::BadRequest(
-                        "The file's header could not be read: a quote is not closed".into(),
-                    ))
-                }
             };
             check_columns(header.len())?;
             let mut mapping = Mapping::guess(header.clone());
@@ -583,25 +570,15 @@ pub fn head(input: impl Read, rows: usize) -> Result<Head> {
                 .collect(),
         )
     };
-    match records.next_record().map_err(read_error)? {
+    match header_fields(records.next_record().map_err(read_error)?, delimiter)? {
         None => return Ok(head),
-        Some(Record::Fields(bytes)) => {
-            let fields = split(&bytes, delimiter).map_err(|e| {
-                Error::BadRequest(format!("The file's header could not be read: {e}"))
-            })?;
+        Some(fields) => {
             check_columns(fields.len())?;
-            head.header = cells(&bytes).unwrap_or_default();
-        }
-        Some(Record::TooLong) => {
-            return Err(Error::BadRequest(format!(
-                "The file's header is longer than {} KiB",
-                MAX_ROW_BYTES / 1024
-            )))
-        }
-        Some(Record::Unclosed(_)) => {
-            return Err(Error::BadRequest(
-                "The file's header could not be read: a quote is not closed".into(),
-            ))
+            head.header = fields
+                .iter()
+                .take(MAX_COLUMNS)
+                .map(|c| String::from_utf8_lossy(c).trim().to_string())
+                .collect();
         }
     }
     while let Some(record) = records.next_record().map_err(read_error)? {
@@ -623,6 +600,23 @@ pub fn head(input: impl Read, rows: usize) -> Result<Head> {
 }
 
 /// A header of more than [`MAX_COLUMNS`] columns refuses the file.
+/// The header's fields, or why the whole file is refused; `None` for an empty file.
+fn header_fields(record: Option<Record>, delimiter: u8) -> Result<Option<csv::ByteRecord>> {
+    match record {
+        None => Ok(None),
+        Some(Record::Fields(bytes)) => split(&bytes, delimiter)
+            .map(Some)
+            .map_err(|e| Error::BadRequest(format!("The file's header could not be read: {e}"))),
+        Some(Record::TooLong) => Err(Error::BadRequest(format!(
+            "The file's header is longer than {} KiB",
+            MAX_ROW_BYTES / 1024
+        ))),
+        Some(Record::Unclosed(_)) => Err(Error::BadRequest(
+            "The file's header could not be read: a quote is not closed".into(),
+        )),
+    }
+}
+
 fn check_columns(columns: usize) -> Result<()> {
     if columns > MAX_COLUMNS {
         return Err(Error::BadRequest(format!(
