@@ -55,6 +55,7 @@ from engaged_client.api.leads import (  # noqa: E402
     delete_lead,
     get_lead,
     import_leads,
+    import_refused,
     list_leads,
     search_leads,
     update_lead,
@@ -211,6 +212,14 @@ ndjson = b'{"firstName": "Linus", "phone": "+15550104002", "tags": ["ops"]}\n{"f
 raw = api.get_httpx_client().post("/v1/leads/import", content=ndjson, headers={"content-type": "application/x-ndjson"})
 report = expect(import_leads._build_response(client=api, response=raw), 200)
 assert report.created == 2 and not report.refused, report
+# A refused row: listed, counted, and fetched whole as CSV from `refusedUrl`.
+bad = b"First Name,Phone Number\nNoPhone,12\n"
+report = expect(import_leads.sync_detailed(client=api, body=File(payload=io.BytesIO(bad), file_name="bad.csv")), 200)
+assert report.refused_count == 1 and len(report.refused) == 1, report
+refused_id = report.refused_url.split("/")[-2]
+whole = import_refused.sync_detailed(refused_id, client=api)
+assert whole.status_code == 200 and b"NoPhone" in whole.content, whole
+expect(import_refused.sync_detailed("0" * 32, client=api), 404)
 
 # Inbound messages, profiles, the organization, webhooks.
 expect(inbound_sms.sync_detailed(client=api, body=InboundSmsBody.from_dict(
