@@ -25,7 +25,7 @@ use engaged::domain::records::calls;
 use engaged::domain::records::events;
 use engaged::domain::records::leads;
 use engaged::domain::Caller;
-use engaged::store::records::Scope;
+use engaged::store::rows::Scope;
 use engaged::store::{Store, WriteTx};
 
 /// Rows per write job: large transactions, few fsyncs.

@@ -290,7 +290,7 @@ async fn run() {
             bench.server.store(),
             engaged::admin::AdminRequest::KeyCreate {
                 org: "bench".into(),
-                scope: engaged::store::records::Scope::Read,
+                scope: engaged::store::rows::Scope::Read,
                 name: None,
             },
         )
@@ -310,7 +310,7 @@ async fn run() {
             slow.server.store(),
             engaged::admin::AdminRequest::KeyCreate {
                 org: "bench".into(),
-                scope: engaged::store::records::Scope::Read,
+                scope: engaged::store::rows::Scope::Read,
                 name: None,
             },
         )

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::config;
 use crate::error::{Error, Result};
-use crate::store::records::{OrgRecord, OrgSettings, Role, Scope};
+use crate::store::rows::{OrgRecord, OrgSettings, Role, Scope};
 use crate::store::Reader;
 use crate::store::{OpenError, Store};
 
@@ -96,7 +96,7 @@ pub struct UserList {
     pub users: Vec<UserListed>,
 }
 
-fn user_listed(user: &crate::store::records::UserRecord, org: String) -> UserListed {
+fn user_listed(user: &crate::store::rows::UserRecord, org: String) -> UserListed {
     UserListed {
         id: user.id.clone(),
         org,

@@ -7,7 +7,7 @@
 //! an opt-out came from (`api`, `keyword`, `provider`). Wire names are
 //! parsed once at the edge; inside, the compiler checks every `match`. A leaf: stored
 //! records (a profile's steps) hold channels too. What a channel means for a lead
-//! (reachable, unsubscribed) is written beside the lead's record in `store::records`.
+//! (reachable, unsubscribed) is written beside the lead's record in `store::rows`.
 
 use serde::{Deserialize, Serialize};
 

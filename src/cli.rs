@@ -13,7 +13,7 @@ use crate::admin::{
 };
 use crate::config::{self, Config, FileConfig, Overrides};
 use crate::domain::people::passwords;
-use crate::store::records::{Role, Scope};
+use crate::store::rows::{Role, Scope};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -13,6 +13,10 @@ pub enum Error {
     /// 400 with the given message.
     #[error("{0}")]
     BadRequest(String),
+    /// 400 refusing one field of the input: the wire body is `message` alone, and a form
+    /// shows it beside `field` (the input's name for it, e.g. `firstName`, `steps[2].text`).
+    #[error("{message}")]
+    InvalidField { field: String, message: String },
     #[error("Unauthorized")]
     Unauthorized,
     #[error("Forbidden")]
@@ -93,7 +97,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
-            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::BadRequest(_) | Error::InvalidField { .. } => StatusCode::BAD_REQUEST,
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
             Error::Forbidden => StatusCode::FORBIDDEN,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
@@ -111,7 +115,28 @@ impl Error {
 
     /// `Invalid format for field: <name>`, the interface's message for any malformed field.
     pub fn invalid_field(name: &str) -> Error {
-        Error::BadRequest(format!("Invalid format for field: {name}"))
+        Error::field(name, format!("Invalid format for field: {name}"))
+    }
+
+    /// A 400 refusing the field `name` with `message`.
+    pub fn field(name: &str, message: impl Into<String>) -> Error {
+        Error::InvalidField {
+            field: name.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// The field a 400 refuses, when it names one.
+    pub fn refused_field(&self) -> Option<&str> {
+        match self {
+            Error::InvalidField { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    /// A 400: the input was refused (with or without naming a field).
+    pub fn is_bad_request(&self) -> bool {
+        matches!(self, Error::BadRequest(_) | Error::InvalidField { .. })
     }
 
     /// The 404 every lead-scoped operation but tag removal uses.

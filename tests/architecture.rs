@@ -107,13 +107,47 @@ fn floor_of(module: &str) -> Option<usize> {
     best.map(|(_, floor)| floor)
 }
 
-/// The code without comments, string and char literals, and without the unit tests
-/// (`#[cfg(test)]` items, which by this project's habit close a file).
+/// The code without comments, string and char literals, and without the unit tests:
+/// every `#[cfg(test)]` item, wherever it stands in the file, is cut out whole.
 fn code_of(text: &str) -> String {
-    let text = match text.find("#[cfg(test)]") {
-        Some(at) => &text[..at],
-        None => text,
-    };
+    without_test_items(&stripped(text))
+}
+
+/// `code` without each item under `#[cfg(test)]`: from the attribute to the end of the
+/// item (its `;`, or the `}` that closes its first block).
+fn without_test_items(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let item = &rest[at..];
+        let mut depth = 0usize;
+        let mut end = item.len();
+        for (i, c) in item.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                ';' if depth == 0 => {
+                    end = i + 1;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        rest = &item[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The code without comments, string and char literals.
+fn stripped(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -463,6 +497,26 @@ fn no_import_runs_up_the_floors_or_in_a_circle() {
     assert!(
         flat_domain.is_empty(),
         "files straight in src/domain/ (each belongs to a feature's folder): {flat_domain:?}"
+    );
+}
+
+#[test]
+fn test_items_are_cut_out_wherever_they_stand() {
+    let code = code_of(
+        "use crate::a;\n#[cfg(test)]\nmod tests { fn f() { crate::b::c(); } }\n\
+         pub struct After;\nuse crate::d;\n#[cfg(test)]\nuse crate::e;\nfn g() {}\n",
+    );
+    assert!(
+        code.contains("crate::a") && code.contains("crate::d"),
+        "{code}"
+    );
+    assert!(
+        code.contains("struct After") && code.contains("fn g"),
+        "{code}"
+    );
+    assert!(
+        !code.contains("crate::b") && !code.contains("crate::e"),
+        "{code}"
     );
 }
 

@@ -1484,7 +1484,7 @@ fn check_lists_live_leads_sharing_a_phone_or_email() {
                 ];
                 for (id, phone, email, deleted) in leads {
                     let now = tx.tick();
-                    let lead = engaged::store::records::LeadRecord {
+                    let lead = engaged::store::rows::LeadRecord {
                         id: id.into(),
                         phone: phone.into(),
                         email: email.into(),

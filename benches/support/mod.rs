@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use engaged::admin::{self, AdminRequest};
 use engaged::domain::records::auth;
 use engaged::domain::Caller;
-use engaged::store::records::Scope;
+use engaged::store::rows::Scope;
 use engaged::store::Store;
 
 pub fn object(v: Value) -> Map<String, Value> {
@@ -33,7 +33,7 @@ pub async fn named_org_with_key(store: &Store, name: &str, scope: &str) -> (Stri
         store,
         AdminRequest::KeyCreate {
             org: name.into(),
-            scope: engaged::store::records::Scope::parse(scope).expect("a scope"),
+            scope: engaged::store::rows::Scope::parse(scope).expect("a scope"),
             name: None,
         },
     )

@@ -30,7 +30,7 @@ use crate::domain::records::messages::EmailHeaders;
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::ProviderSettings;
+use crate::store::rows::ProviderSettings;
 use crate::store::Reader;
 
 /// How far a Mailgun `timestamp` may be from now, either way.

@@ -15,7 +15,7 @@ use crate::domain::voice::voice;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers;
-use crate::store::records::Origin;
+use crate::store::rows::Origin;
 
 fn blocked(event: &crate::store::EventRow) -> Response<Body> {
     reply(
@@ -65,7 +65,7 @@ pub async fn send_message(
         .map(str::to_string);
     let send = move |tx: &mut crate::store::WriteTx,
                      caller: &Caller,
-                     lead: crate::store::records::LeadRecord| {
+                     lead: crate::store::rows::LeadRecord| {
         outbound::begin(
             tx,
             &caller.org_id,
@@ -96,7 +96,7 @@ async fn gate<T, F>(
 ) -> Result<Outcome<T>>
 where
     T: Send + 'static,
-    F: FnMut(&mut crate::store::WriteTx, &Caller, crate::store::records::LeadRecord) -> Result<T>
+    F: FnMut(&mut crate::store::WriteTx, &Caller, crate::store::rows::LeadRecord) -> Result<T>
         + Send
         + 'static,
 {
@@ -128,7 +128,7 @@ async fn record_only(
     let channel = input.channel;
     let send = move |tx: &mut crate::store::WriteTx,
                      caller: &Caller,
-                     lead: crate::store::records::LeadRecord| {
+                     lead: crate::store::rows::LeadRecord| {
         messages::record(tx, caller, &lead.id, input.clone())
     };
     match gate(state, caller, lead_id, channel, send).await? {
@@ -151,12 +151,11 @@ pub async fn request_call(
     if let Some(other) = body.keys().find(|k| *k != "direction") {
         return Err(Error::unknown_field(other));
     }
-    let send = |tx: &mut crate::store::WriteTx,
-                caller: &Caller,
-                lead: crate::store::records::LeadRecord| {
-        let call = voice::start_outbound(tx, &caller.org_id, &lead, false, String::new())?;
-        Ok((call, lead.phone))
-    };
+    let send =
+        |tx: &mut crate::store::WriteTx, caller: &Caller, lead: crate::store::rows::LeadRecord| {
+            let call = voice::start_outbound(tx, &caller.org_id, &lead, false, String::new())?;
+            Ok((call, lead.phone))
+        };
     let org_id = caller.org_id.clone();
     match gate(state, caller, lead_id, Channel::Voice, send).await? {
         Outcome::Sent((call, to)) => {

@@ -12,7 +12,7 @@ use hyper::body::{Frame, SizeHint};
 
 use crate::domain::records::recordings::CHUNK_BYTES;
 use crate::error::Result;
-use crate::store::records::RecordingRecord;
+use crate::store::rows::RecordingRecord;
 use crate::store::Store;
 
 /// What a `Range` header asks of a file of a given size. Only single `bytes` ranges are

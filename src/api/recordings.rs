@@ -26,7 +26,7 @@ use crate::domain::records::recording_upload::RecordingUpload;
 use crate::domain::records::recordings::{self, LinkKey};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::RecordingRecord;
+use crate::store::rows::RecordingRecord;
 use crate::store::Store;
 use crate::time::Timestamp;
 

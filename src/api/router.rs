@@ -10,7 +10,7 @@
 use hyper::Method;
 
 use crate::error::{Allowed, Error, Result};
-use crate::store::records::Scope;
+use crate::store::rows::Scope;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route<'a> {

@@ -18,7 +18,7 @@ use crate::domain::engagement::outbound;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::{twilio, twilio_signature};
-use crate::store::records::{ProviderSettings, TwilioSettings};
+use crate::store::rows::{ProviderSettings, TwilioSettings};
 use crate::store::Reader;
 use crate::time::now_micros;
 

@@ -9,7 +9,7 @@ use crate::domain::records::message_shape::MessageShape;
 use crate::error::Result;
 use crate::json_writer::JsonWriter;
 use crate::store::lead_view;
-use crate::store::records::{CallRecord, LeadRecord};
+use crate::store::rows::{CallRecord, LeadRecord};
 use crate::store::{EventRow, LeadRow};
 use crate::time::Timestamp;
 
@@ -21,7 +21,7 @@ pub fn lead(lead: &LeadRecord) -> Result<Vec<u8>> {
 /// A lead of a search: its wire JSON and `engagement` (`profile`, `state`, `step`).
 pub fn lead_with_engagement(
     lead: &LeadRecord,
-    engagement: Option<&crate::store::records::EngagementRecord>,
+    engagement: Option<&crate::store::rows::EngagementRecord>,
 ) -> Result<serde_json::Value> {
     let mut value: serde_json::Value = serde_json::from_slice(&lead_view::render(lead)?)
         .map_err(|e| crate::error::Error::Internal(format!("a lead's view: {e}")))?;

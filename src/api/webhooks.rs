@@ -9,7 +9,7 @@ use super::response::{json as reply, Body};
 use crate::domain::records::webhook_endpoints;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{DeliveryRecord, DeliveryState, EndpointRecord};
+use crate::store::rows::{DeliveryRecord, DeliveryState, EndpointRecord};
 use crate::store::Store;
 use crate::time::Timestamp;
 

@@ -54,7 +54,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
         Some(visitor),
         html! {
             h1 { "Campaigns" }
-            @if visitor.user.role.at_least(crate::store::records::Role::Admin) {
+            @if visitor.user.role.at_least(crate::store::rows::Role::Admin) {
                 p { a href="/console/campaigns/new" { "New campaign" } }
             }
             @if profiles.is_empty() {
@@ -104,10 +104,7 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
         .profile(org, name)?
         .ok_or_else(|| crate::error::Error::NotFound("Profile not found".into()))?;
     let paused = read.campaign_paused(org, name)?;
-    let admin = visitor
-        .user
-        .role
-        .at_least(crate::store::records::Role::Admin);
+    let admin = visitor.user.role.at_least(crate::store::rows::Role::Admin);
     let enrolled = n(&stats["enrolled"]);
     let empty = Vec::new();
     let steps = stats["steps"].as_array().unwrap_or(&empty);

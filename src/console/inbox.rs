@@ -179,8 +179,8 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
 }
 
 type Row = (
-    crate::store::records::LeadRecord,
-    crate::store::records::HandlingRecord,
+    crate::store::rows::LeadRecord,
+    crate::store::rows::HandlingRecord,
     Vec<Attention>,
     String,
 );

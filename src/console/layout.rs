@@ -6,7 +6,7 @@ use maud::{html, Markup, DOCTYPE};
 
 use super::assets;
 use super::session::Visitor;
-use crate::store::records::Role;
+use crate::store::rows::Role;
 
 /// A whole page titled `title` ("<title> · engaged"), with the navigation bar when a
 /// person is signed in.
@@ -102,6 +102,6 @@ pub fn badges(hot: bool, qualified: bool) -> Markup {
 }
 
 /// A lead's name for people: first and last, else its email, phone or id.
-pub fn lead_name(lead: &crate::store::records::LeadRecord) -> String {
+pub fn lead_name(lead: &crate::store::rows::LeadRecord) -> String {
     lead.display_name()
 }

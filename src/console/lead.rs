@@ -26,7 +26,7 @@ use crate::domain::contact::controls;
 use crate::domain::contact::handling::{self, Action};
 use crate::domain::records::{dnc, leads, messages};
 use crate::error::{Error, Result};
-use crate::store::records::{EngagementState, LeadRecord, Origin, Role};
+use crate::store::rows::{EngagementState, LeadRecord, Origin, Role};
 use crate::store::Reader;
 
 /// What a page shows besides the lead: a refusal beside a field, a notice, a draft.
@@ -508,7 +508,7 @@ pub async fn act(
     match done {
         Ok(()) => Ok(respond::redirect(&back)),
         // A refusal (a lead without that channel, a tag too long) shows on the page.
-        Err(e @ (Error::BadRequest(_) | Error::Conflict(_))) => {
+        Err(e @ (Error::BadRequest(_) | Error::InvalidField { .. } | Error::Conflict(_))) => {
             let shown = Shown {
                 notice: Some(e.to_string()),
                 ..Shown::default()
@@ -571,7 +571,7 @@ async fn reply(
     let (input, mut shown) = reply_input(form);
     let input = match input {
         Ok(input) => input,
-        Err(e @ Error::BadRequest(_)) => {
+        Err(e) if e.is_bad_request() => {
             shown.error = Some(beside_field(&e));
             return page(state, visitor, id, shown).await;
         }
@@ -601,7 +601,7 @@ async fn reply(
             shown.error = None;
             page(state, visitor, id, shown).await
         }
-        Err(e @ Error::BadRequest(_)) => {
+        Err(e) if e.is_bad_request() => {
             shown.error = Some(beside_field(&e));
             page(state, visitor, id, shown).await
         }

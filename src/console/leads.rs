@@ -82,7 +82,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
             (filters(&filter, &profile_names))
             div.toolbar {
                 p #total aria-live="polite" { strong { (total) } @if total == 1 { " lead" } @else { " leads" } }
-                @if visitor.user.role.at_least(crate::store::records::Role::Agent) {
+                @if visitor.user.role.at_least(crate::store::rows::Role::Agent) {
                     a href={ "/console/leads.csv?" (query_string(&filter, None)) } { "Export CSV" }
                     " "
                     a href="/console/import" { "Import" }
@@ -138,11 +138,11 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
 }
 
 /// An engagement's state in words, with its stop reason.
-pub fn state_words(e: Option<&crate::store::records::EngagementRecord>) -> String {
+pub fn state_words(e: Option<&crate::store::rows::EngagementRecord>) -> String {
     match e.filter(|e| !e.profile.is_empty()) {
         None => "none".into(),
         Some(e) => match e.stopped_reason {
-            Some(reason) if e.state == crate::store::records::EngagementState::Stopped => {
+            Some(reason) if e.state == crate::store::rows::EngagementState::Stopped => {
                 format!("stopped ({})", reason.as_str())
             }
             _ => e.state.as_str().into(),

@@ -14,7 +14,7 @@ use crate::api::response::Body;
 use crate::api::AppState;
 use crate::domain::people::users;
 use crate::error::Result;
-use crate::store::records::NotificationRecord;
+use crate::store::rows::NotificationRecord;
 use crate::store::Reader;
 
 /// Notification emails a page lists.

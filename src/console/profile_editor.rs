@@ -22,7 +22,7 @@ use crate::channel::Channel;
 use crate::domain::settings::{org, profiles, templates};
 use crate::error::{Error, Result};
 use crate::providers::model::protocol::Turn;
-use crate::store::records::{LeadRecord, ProfileRecord};
+use crate::store::rows::{LeadRecord, ProfileRecord};
 use crate::store::Reader;
 
 /// A step as the form holds it.
@@ -280,7 +280,7 @@ pub async fn act(
                             "",
                         )))
                     }
-                    Err(e @ Error::BadRequest(_)) => {
+                    Err(e) if e.is_bad_request() => {
                         let message = e.to_string();
                         let field = message
                             .rsplit_once(": ")

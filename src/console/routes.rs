@@ -5,7 +5,7 @@
 use hyper::Method;
 
 use crate::error::{Allowed, Error, Result};
-use crate::store::records::Role;
+use crate::store::rows::Role;
 
 /// Something a person does to a lead on its page: `POST /console/leads/{id}/{action}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use crate::api::AppState;
 use crate::domain::people::sessions::{self, COOKIE as SESSION_COOKIE};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{Person, Role, Scope, SessionRecord, UserRecord};
+use crate::store::rows::{Person, Role, Scope, SessionRecord, UserRecord};
 use crate::time::now_micros;
 
 /// A signed-in person and their session.

@@ -21,7 +21,7 @@ use crate::domain::people::{passwords, users};
 use crate::domain::records::{auth, webhook_endpoints};
 use crate::domain::settings::org;
 use crate::error::{Error, Result};
-use crate::store::records::{Role, Scope};
+use crate::store::rows::{Role, Scope};
 use crate::store::Reader;
 use crate::webhooks::WebhookEvent;
 
@@ -369,7 +369,7 @@ fn render(
                                                 @match a.status { Some(status) => { "HTTP " (status) }, None => { (a.error) } }
                                             } }
                                             td {
-                                                @if d.state != crate::store::records::DeliveryState::Delivered {
+                                                @if d.state != crate::store::rows::DeliveryState::Delivered {
                                                     form.inline method="post" action="/console/settings/retry-delivery" {
                                                         (layout::csrf_field(visitor))
                                                         input type="hidden" name="endpoint" value=(endpoint.id);
@@ -415,8 +415,8 @@ fn render(
 }
 
 /// A provider in words: its kind and where it sends from; secrets never.
-fn provider_words(p: &crate::store::records::ProviderSettings) -> String {
-    use crate::store::records::ProviderSettings;
+fn provider_words(p: &crate::store::rows::ProviderSettings) -> String {
+    use crate::store::rows::ProviderSettings;
     match p {
         ProviderSettings::Sandbox { .. } => "Sandbox (nothing leaves this machine)".to_string(),
         ProviderSettings::Smtp(s) => {
@@ -433,10 +433,10 @@ fn provider_words(p: &crate::store::records::ProviderSettings) -> String {
 fn provider_fields<'a>(
     channel: &str,
     label: &str,
-    current: &crate::store::records::ProviderSettings,
+    current: &crate::store::rows::ProviderSettings,
     error_for: &dyn Fn(&str) -> Option<&'a str>,
 ) -> Markup {
-    use crate::store::records::ProviderSettings;
+    use crate::store::rows::ProviderSettings;
     let id = |f: &str| format!("{channel}-{f}");
     let kind = match current {
         ProviderSettings::Sandbox { .. } => "sandbox",
@@ -686,7 +686,7 @@ pub async fn act(
                 .await;
             match saved {
                 Ok(()) => return Ok(respond::redirect("/console/settings?saved=1")),
-                Err(e @ Error::BadRequest(_)) => {
+                Err(e) if e.is_bad_request() => {
                     let message = e.to_string();
                     let field = refused_field(&message).unwrap_or_default();
                     let field = match field.as_str() {
@@ -724,9 +724,9 @@ pub async fn act(
                         password,
                     ))
                 }
-                Err(e @ (Error::BadRequest(_) | Error::Conflict(_))) => {
-                    shown.notice = Some(e.to_string())
-                }
+                Err(
+                    e @ (Error::BadRequest(_) | Error::InvalidField { .. } | Error::Conflict(_)),
+                ) => shown.notice = Some(e.to_string()),
                 Err(e) => return Err(e),
             }
         }
@@ -846,7 +846,7 @@ pub async fn act(
                         endpoint.secret,
                     ))
                 }
-                Err(e @ Error::BadRequest(_)) => {
+                Err(e) if e.is_bad_request() => {
                     shown.notice = Some(e.to_string());
                     return render(state, visitor, StatusCode::BAD_REQUEST, shown);
                 }

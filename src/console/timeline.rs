@@ -10,7 +10,7 @@ use crate::channel::Owner;
 use crate::domain::records::message_shape::MessageShape;
 use crate::domain::records::recordings::{self, LinkKey};
 use crate::error::Result;
-use crate::store::records::{LeadRecord, SystemEvent};
+use crate::store::rows::{LeadRecord, SystemEvent};
 use crate::store::{EventRow, Flow, ReadTx, Reader, Start};
 
 /// The most items a lead's page shows (the newest ones).

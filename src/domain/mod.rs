@@ -21,7 +21,7 @@ pub mod records;
 pub mod settings;
 pub mod voice;
 
-use crate::store::records::Scope;
+use crate::store::rows::Scope;
 
 /// Who is asking: the organization every record of the request belongs to.
 #[derive(Debug, Clone)]

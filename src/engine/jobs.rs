@@ -18,7 +18,7 @@ use crate::domain::voice::voice;
 use crate::error::Result;
 use crate::providers::callbacks::{self, CallHook};
 use crate::providers::{CallRequest, Provider, SendOutcome};
-use crate::store::records::{AgendaJob, JobKind};
+use crate::store::rows::{AgendaJob, JobKind};
 use crate::store::Reader;
 
 /// What running a row came to.

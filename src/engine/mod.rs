@@ -40,7 +40,7 @@ use tokio::sync::watch;
 use crate::domain::engagement::outbound;
 use crate::error::Result;
 use crate::http_client::HttpClient;
-use crate::store::records::AssistantSettings;
+use crate::store::rows::AssistantSettings;
 use crate::store::Store;
 pub use metrics::EngineMetrics;
 pub use reply::Tried;

@@ -19,7 +19,7 @@ use crate::error::Result;
 use crate::providers::{Outgoing, Provider, SendOutcome};
 use crate::store::lead_index::Attention;
 use crate::store::notices::Notice;
-use crate::store::records::NotificationRecord;
+use crate::store::rows::NotificationRecord;
 use crate::store::Reader;
 use crate::time::now_micros;
 

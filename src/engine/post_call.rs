@@ -16,7 +16,7 @@ use crate::domain::voice::voice::{self, Classified};
 use crate::error::Result;
 use crate::providers::model::call_outcome::{self, Choice};
 use crate::providers::model::protocol::Turn;
-use crate::store::records::DispositionRecord;
+use crate::store::rows::DispositionRecord;
 use crate::store::Reader;
 
 /// Calls with fewer spoken turns are not sent to the model.
@@ -67,7 +67,7 @@ impl Engine {
 
     async fn classify(
         &self,
-        settings: &crate::store::records::AssistantSettings,
+        settings: &crate::store::rows::AssistantSettings,
         instructions: &str,
         dispositions: &[DispositionRecord],
         turns: &[Turn],

@@ -17,7 +17,7 @@ use crate::domain::records::recording_upload::RecordingUpload;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::twilio::{FetchError, Twilio};
-use crate::store::records::{JobKind, ProviderSettings};
+use crate::store::rows::{JobKind, ProviderSettings};
 use crate::store::Reader;
 use crate::time::now_micros;
 

@@ -35,7 +35,7 @@ use crate::domain::records::message_shape::MessageShape;
 use crate::error::Result;
 use crate::providers::model::protocol::{self as assistant, Answer, Context, Turn, MAX_HISTORY};
 use crate::providers::model::{self, Failure};
-use crate::store::records::{AssistantSettings, LeadRecord};
+use crate::store::rows::{AssistantSettings, LeadRecord};
 use crate::store::{Flow, ReadTx, Reader, Start};
 
 /// Rounds of tool calls before the model must have answered.

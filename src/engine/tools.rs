@@ -24,7 +24,7 @@ use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::model::tools::{self as assistant, Tool, ToolCallRequest};
-use crate::store::records::{JobKind, StopReason, SystemEvent, TagRecord};
+use crate::store::rows::{JobKind, StopReason, SystemEvent, TagRecord};
 use crate::store::{EventKey, Reader, WriteTx};
 use crate::time::now_micros;
 use crate::webhooks::{self, WebhookEvent};

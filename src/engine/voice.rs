@@ -33,8 +33,8 @@ use crate::domain::voice::voice;
 use crate::error::Result;
 use crate::providers::model::protocol::{Context, Turn};
 use crate::providers::relay::{self, FromTwilio};
-use crate::store::records::AssistantSettings;
-use crate::store::records::LeadRecord;
+use crate::store::rows::AssistantSettings;
+use crate::store::rows::LeadRecord;
 use crate::store::{Reader, Store};
 use crate::time::now_micros;
 

@@ -23,7 +23,7 @@ pub mod twiml;
 
 use crate::channel::Channel;
 use crate::http_client::HttpClient;
-use crate::store::records::{EngineSettings, ProviderSettings, SendStatus};
+use crate::store::rows::{EngineSettings, ProviderSettings, SendStatus};
 
 /// A text to send: an SMS, or an email when `subject` is set.
 #[derive(Debug, Clone)]

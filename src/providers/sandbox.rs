@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::{CallOutcome, CallRequest, CallStatus, Outgoing, SendOutcome};
-use crate::store::records::SendStatus;
+use crate::store::rows::SendStatus;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sandbox {

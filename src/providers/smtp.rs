@@ -38,7 +38,7 @@ use lettre::Message;
 
 use super::{Outgoing, SendOutcome};
 use crate::outbound_tls::{is_certificate_error, OutboundTrust, TLS_CERTIFICATE, TLS_CLASS};
-use crate::store::records::{SendStatus, SmtpSecurity, SmtpSettings};
+use crate::store::rows::{SendStatus, SmtpSecurity, SmtpSettings};
 
 /// Retries of a send that failed before its content was handed over.
 const RETRIES: usize = 2;

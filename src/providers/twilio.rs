@@ -26,7 +26,7 @@ use serde::Deserialize;
 
 use super::{CallOutcome, CallRequest, CallStatus, Outgoing, SendOutcome};
 use crate::http_client::{HttpClient, SendError};
-use crate::store::records::{SendStatus, TwilioSettings};
+use crate::store::rows::{SendStatus, TwilioSettings};
 
 /// The pauses before the second and third tries when Twilio gives no `Retry-After`.
 const BACKOFF: [Duration; 2] = [Duration::from_millis(250), Duration::from_millis(1000)];

@@ -6,7 +6,7 @@ use std::ops::Bound;
 use redb::{ReadableTable, TableDefinition};
 
 use super::read::{Flow, ReadTx};
-use super::records::email_key;
+use super::rows::email_key;
 use super::tables::{DNC, LEADS_BY_EMAIL, LEADS_BY_PHONE};
 use super::write::WriteTx;
 use crate::error::Result;

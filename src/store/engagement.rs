@@ -11,7 +11,7 @@ use redb::ReadableTable;
 
 use super::codec::{decode, encode};
 use super::read::ReadTx;
-use super::records::{
+use super::rows::{
     AgendaJob, EngagementRecord, EngineSettings, MessageKind, ProfileRecord, ProviderMessageRef,
     SendingRow,
 };
@@ -393,7 +393,7 @@ impl ReadTx {
         &self,
         org: &str,
         profile: &str,
-    ) -> Result<Vec<(String, super::records::EngagementState)>> {
+    ) -> Result<Vec<(String, super::rows::EngagementState)>> {
         engagements_following(&self.open_read(ENGAGEMENTS)?, org, profile)
     }
 
@@ -423,7 +423,7 @@ fn engagements_following(
     engagements: &impl ReadableTable<(&'static str, &'static str), &'static [u8]>,
     org: &str,
     profile: &str,
-) -> Result<Vec<(String, super::records::EngagementState)>> {
+) -> Result<Vec<(String, super::rows::EngagementState)>> {
     let mut out = Vec::new();
     for row in engagements.range((org, "")..)? {
         let (key, value) = row?;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::RwLock;
 
-use super::records::KeyRecord;
+use super::rows::KeyRecord;
 
 #[derive(Default)]
 pub struct KeyCache {

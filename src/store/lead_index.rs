@@ -15,7 +15,7 @@ use redb::{ReadableTable, Table};
 use super::codec::{decode, encode};
 use super::read::ReadTx;
 use super::reader::Reader;
-use super::records::{
+use super::rows::{
     EngagementRecord, EngagementState, HandlingRecord, LeadOrder, LeadRecord, StopReason,
 };
 use super::tables::*;
@@ -636,7 +636,7 @@ impl Index<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::records::{StopReason, Subscriptions, TagRecord};
+    use crate::store::rows::{StopReason, Subscriptions, TagRecord};
 
     fn lead() -> LeadRecord {
         LeadRecord {

@@ -13,7 +13,7 @@
 //! [`LEAD_VIEW_FORMAT`]; a row of another format is rendered from the lead's record when
 //! read, so it is never served stale.
 
-use super::records::{LeadRecord, Subscriptions};
+use super::rows::{LeadRecord, Subscriptions};
 use crate::error::Result;
 use crate::json_writer::{write_object, JsonWriter};
 use crate::time::Micros;
@@ -115,7 +115,7 @@ pub fn is_unsubscribed(lead: &LeadRecord) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::records::{JsonBlob, TagRecord};
+    use crate::store::rows::{JsonBlob, TagRecord};
     use serde_json::{json, Value};
 
     fn sample() -> LeadRecord {

@@ -18,7 +18,7 @@ use redb::{
 
 use super::codec::decode;
 use super::lead_view;
-use super::records::{email_key, DeliveryRecord, DeliveryState, KeyRecord, LeadRecord, OrgRecord};
+use super::rows::{email_key, DeliveryRecord, DeliveryState, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use super::Store;
 use crate::error::{Error, Result};

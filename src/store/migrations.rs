@@ -11,7 +11,7 @@ use redb::{ReadableTable, TableDefinition, WriteTransaction};
 use super::codec::{decode, encode};
 use super::lead_index;
 use super::lead_view;
-use super::records::{email_key, EngagementRecord, HandlingRecord, LeadOrder, LeadRecord};
+use super::rows::{email_key, EngagementRecord, HandlingRecord, LeadOrder, LeadRecord};
 use super::tables::{
     ENGAGEMENTS, ENGINE_SETTINGS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL, LEADS_BY_PHONE,
     LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER,
@@ -109,7 +109,7 @@ where
 mod schema5 {
     use serde::{Deserialize, Serialize};
 
-    use crate::store::records::{self, AssistantSettings, ProviderSettings};
+    use crate::store::rows::{self, AssistantSettings, ProviderSettings};
 
     #[derive(Deserialize, Serialize)]
     pub struct EngineSettings {
@@ -123,8 +123,8 @@ mod schema5 {
     }
 
     impl EngineSettings {
-        pub(super) fn upgraded(self) -> records::EngineSettings {
-            records::EngineSettings {
+        pub(super) fn upgraded(self) -> rows::EngineSettings {
+            rows::EngineSettings {
                 time_zone: self.time_zone,
                 business_name: self.business_name,
                 help_text: self.help_text,
@@ -227,7 +227,7 @@ fn engine_settings_gain_max_tokens_and_rates(txn: &WriteTransaction) -> Result<(
 mod schema3 {
     use serde::Deserialize;
 
-    use crate::store::records::{self, ProviderSettings as Now, SmtpSettings};
+    use crate::store::rows::{self, ProviderSettings as Now, SmtpSettings};
 
     #[derive(Deserialize)]
     #[cfg_attr(test, derive(serde::Serialize))]
@@ -276,7 +276,7 @@ mod schema3 {
                     rate_per_second: None,
                 },
                 ProviderSettings::Smtp(smtp) => Now::Smtp(smtp),
-                ProviderSettings::Twilio(t) => Now::Twilio(records::TwilioSettings {
+                ProviderSettings::Twilio(t) => Now::Twilio(rows::TwilioSettings {
                     account_sid: t.account_sid,
                     auth_token: t.auth_token,
                     from: t.from,
@@ -295,7 +295,7 @@ mod schema3 {
                 time_zone: self.time_zone,
                 business_name: self.business_name,
                 help_text: self.help_text,
-                assistant: self.assistant.map(|a| records::AssistantSettings {
+                assistant: self.assistant.map(|a| rows::AssistantSettings {
                     base_url: a.base_url,
                     model: a.model,
                     api_key: a.api_key,
@@ -465,7 +465,7 @@ mod tests {
         // Schema 4's layout is 5's; 5 → 6 then adds the default country.
         engine_settings_gain_default_country(&txn).unwrap();
         let table = txn.open_table(ENGINE_SETTINGS).unwrap();
-        let now: crate::store::records::EngineSettings =
+        let now: crate::store::rows::EngineSettings =
             decode(table.get("org").unwrap().unwrap().value()).unwrap();
         assert_eq!(now.default_country, "");
         assert_eq!(now.time_zone, "America/New_York");
@@ -475,7 +475,7 @@ mod tests {
         assert_eq!(assistant.api_key.as_deref(), Some("key"));
         assert_eq!(assistant.max_tokens, None);
         match now.sms {
-            crate::store::records::ProviderSettings::Twilio(t) => {
+            crate::store::rows::ProviderSettings::Twilio(t) => {
                 assert_eq!(t.from, "+15550100000");
                 assert_eq!(t.rate_per_second, None);
             }
@@ -483,7 +483,7 @@ mod tests {
         }
         assert_eq!(
             now.email,
-            crate::store::records::ProviderSettings::Sandbox {
+            crate::store::rows::ProviderSettings::Sandbox {
                 latency_ms: 7,
                 rate_per_second: None
             }

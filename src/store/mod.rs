@@ -19,7 +19,7 @@ mod people;
 mod read;
 mod reader;
 pub mod recordings;
-pub mod records;
+pub mod rows;
 pub mod tables;
 mod voice;
 mod webhooks;
@@ -132,7 +132,7 @@ impl Store {
     }
 
     /// The API key with this SHA-256, from memory when it can.
-    pub fn api_key(&self, hash: &[u8; 32]) -> Result<Option<records::KeyRecord>> {
+    pub fn api_key(&self, hash: &[u8; 32]) -> Result<Option<rows::KeyRecord>> {
         if let Some(record) = self.keys.get(hash) {
             return Ok(Some(record));
         }

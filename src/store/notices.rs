@@ -9,7 +9,7 @@ use redb::ReadableTable;
 
 use super::codec::{decode, encode};
 use super::read::ReadTx;
-use super::records::NotificationRecord;
+use super::rows::NotificationRecord;
 use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;

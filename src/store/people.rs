@@ -5,7 +5,7 @@ use redb::ReadableTable;
 use super::codec::encode;
 use super::read::ReadTx;
 use super::reader::Reader;
-use super::records::{email_key, SessionRecord, UserRecord};
+use super::rows::{email_key, SessionRecord, UserRecord};
 use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;

@@ -11,7 +11,7 @@ use redb::{ReadTransaction, ReadableTable};
 
 use super::codec::decode;
 use super::lead_view;
-use super::records::{EventRecord, KeyRecord, LeadRecord, OrgRecord};
+use super::rows::{EventRecord, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use crate::error::{Error, Result};
 use crate::time::Micros;

@@ -11,11 +11,11 @@ use serde::de::DeserializeOwned;
 
 use super::codec::decode;
 use super::read::ReadTx;
-use super::records::{
+use super::rows::{
     CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, HandlingRecord,
     KeyRecord, LeadRecord, OrgRecord, ProfileRecord, SessionRecord, UserRecord, VoiceSession,
 };
-use super::records::{RecordingRecord, UploadRecord};
+use super::rows::{RecordingRecord, UploadRecord};
 use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;
@@ -92,7 +92,7 @@ pub trait Reader {
 
     /// The user whose email (any case) is `email`.
     fn user_by_email(&self, email: &str) -> Result<Option<UserRecord>> {
-        let key = super::records::email_key(email);
+        let key = super::rows::email_key(email);
         let Some(id) = self.user_id_by_email(&key)? else {
             return Ok(None);
         };

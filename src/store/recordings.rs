@@ -2,7 +2,7 @@
 //! the uploads still streaming in, and the secret that signs download links.
 //!
 //! An upload never holds a write transaction across network reads. It gets a fresh
-//! upload id, registered in `recording_uploads`; each [`CHUNK_BYTES`](super::records::CHUNK_BYTES) of audio is its
+//! upload id, registered in `recording_uploads`; each [`CHUNK_BYTES`](super::rows::CHUNK_BYTES) of audio is its
 //! own small write job into `recording_chunks` under (upload id, index); a last job
 //! ([`WriteTx::put_recording`]) points the call's `recordings` row at the upload,
 //! removes the previous upload's chunks and forgets the in-progress row, all in one
@@ -16,7 +16,7 @@ use redb::{ReadableTable, ReadableTableMetadata};
 use super::codec::{decode, encode};
 use super::read::ReadTx;
 use super::reader::Reader;
-use super::records::{RecordingRecord, UploadRecord};
+use super::rows::{RecordingRecord, UploadRecord};
 use super::tables::{META, RECORDINGS, RECORDING_CHUNKS, RECORDING_UPLOADS};
 use super::write::WriteTx;
 use crate::error::{Error, Result};

@@ -95,7 +95,7 @@ pub const LEADS_BY_CREATED: TableDefinition<(&str, i64, &str), ()> =
 /// too, so leads that shared a phone before duplicates were refused keep their rows.
 pub const LEADS_BY_PHONE: TableDefinition<(&str, &str, &str), ()> =
     TableDefinition::new("leads_by_phone");
-/// (org, email in lower case (`records::email_key`), lead id) → (), for live leads
+/// (org, email in lower case (`rows::email_key`), lead id) → (), for live leads
 /// only: as `leads_by_phone`, for email.
 pub const LEADS_BY_EMAIL: TableDefinition<(&str, &str, &str), ()> =
     TableDefinition::new("leads_by_email");

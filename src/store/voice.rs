@@ -7,7 +7,7 @@
 use redb::ReadableTable;
 
 use super::codec::encode;
-use super::records::VoiceSession;
+use super::rows::VoiceSession;
 use super::tables::{PROVIDER_CALLS, VOICE_SESSIONS};
 use super::write::WriteTx;
 use crate::error::Result;

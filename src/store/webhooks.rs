@@ -11,7 +11,7 @@ use redb::ReadableTable;
 
 use super::codec::{decode, encode};
 use super::read::{Flow, ReadTx};
-use super::records::{DeliveryRecord, DeliveryState, EndpointRecord};
+use super::rows::{DeliveryRecord, DeliveryState, EndpointRecord};
 use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;

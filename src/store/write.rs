@@ -11,7 +11,7 @@ use redb::{Key, ReadableTable, Table, TableDefinition, Value, WriteTransaction};
 
 use super::codec::{decode, encode};
 use super::lead_view;
-use super::records::{email_key, CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
+use super::rows::{email_key, CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
 use crate::error::Result;
 use crate::time::{now_micros, Micros};

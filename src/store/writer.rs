@@ -449,7 +449,7 @@ where
 #[cfg(test)]
 mod tests {
     use crate::error::Error;
-    use crate::store::records::{OrgRecord, OrgSettings};
+    use crate::store::rows::{OrgRecord, OrgSettings};
     use crate::store::{Reader, Store};
 
     fn org(id: &str) -> OrgRecord {

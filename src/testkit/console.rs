@@ -10,7 +10,7 @@ use super::server::{Response, TestServer};
 use crate::admin::AdminRequest;
 use crate::domain::people::passwords;
 use crate::domain::people::sessions::COOKIE;
-use crate::store::records::Role;
+use crate::store::rows::Role;
 
 /// A signed-in person: the session cookie's value and the page's CSRF token.
 #[derive(Debug, Clone)]

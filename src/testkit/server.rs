@@ -111,7 +111,7 @@ impl TestServer {
         let created = self
             .admin(AdminRequest::KeyCreate {
                 org: org.to_string(),
-                scope: crate::store::records::Scope::parse(scope).expect("a scope"),
+                scope: crate::store::rows::Scope::parse(scope).expect("a scope"),
                 name: None,
             })
             .await
@@ -239,7 +239,7 @@ impl TestServer {
         &self,
         org: &str,
         id: &str,
-        change: impl Fn(&mut crate::store::records::LeadRecord) + Send + 'static,
+        change: impl Fn(&mut crate::store::rows::LeadRecord) + Send + 'static,
     ) {
         let orgs = self.admin(AdminRequest::OrgList).await.expect("org list");
         let org_id = orgs["orgs"]

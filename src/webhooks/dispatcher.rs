@@ -26,7 +26,7 @@ use crate::config::WebhookConfig;
 use crate::error::Result;
 use crate::http_client::{AttemptOutcome, HttpClient};
 use crate::http_failure::Failure;
-use crate::store::records::{AttemptRecord, DeliveryRecord, DeliveryState, EndpointRecord};
+use crate::store::rows::{AttemptRecord, DeliveryRecord, DeliveryState, EndpointRecord};
 use crate::store::Reader;
 use crate::store::{Store, WriteTx};
 use crate::time::{self, now_micros, Micros};

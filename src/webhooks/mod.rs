@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::channel::{Channel, OptOutSource};
 use crate::error::Result;
-use crate::store::records::{DeliveryRecord, DeliveryState, EndpointRecord, JsonBlob};
+use crate::store::rows::{DeliveryRecord, DeliveryState, EndpointRecord, JsonBlob};
 use crate::store::WriteTx;
 
 /// Queues `event` with `data` for every enabled endpoint of `org` that wants it, in the

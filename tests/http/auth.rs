@@ -164,7 +164,7 @@ async fn revoked_key_is_403_forbidden() {
     let created = ts
         .admin(AdminRequest::KeyCreate {
             org: "acme".to_string(),
-            scope: engaged::store::records::Scope::Write,
+            scope: engaged::store::rows::Scope::Write,
             name: None,
         })
         .await
@@ -206,7 +206,7 @@ async fn key_list_describes_keys_without_the_secret() {
     let a = ts
         .admin(AdminRequest::KeyCreate {
             org: "acme".to_string(),
-            scope: engaged::store::records::Scope::Read,
+            scope: engaged::store::rows::Scope::Read,
             name: Some("reporting".to_string()),
         })
         .await
@@ -214,7 +214,7 @@ async fn key_list_describes_keys_without_the_secret() {
     let b = ts
         .admin(AdminRequest::KeyCreate {
             org: "beta".to_string(),
-            scope: engaged::store::records::Scope::Write,
+            scope: engaged::store::rows::Scope::Write,
             name: None,
         })
         .await

@@ -544,7 +544,7 @@ async fn an_email_of_another_organization_is_refused_without_saying_it_exists() 
             org: "acme".into(),
             email: "bob@beta.example".into(),
             name: "Bob".into(),
-            role: engaged::store::records::Role::Agent,
+            role: engaged::store::rows::Role::Agent,
             password_hash: "x".into(),
         })
         .await

@@ -26,7 +26,7 @@ use crate::domain::settings::org::DEFAULT_COMPLIANCE_TIMEOUT_MS;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::compliance::{Answer, Question};
-use crate::store::records::{LeadRecord, OrgRecord, SystemEvent};
+use crate::store::rows::{LeadRecord, OrgRecord, SystemEvent};
 use crate::store::Reader;
 use crate::store::{EventRow, Store, WriteTx};
 

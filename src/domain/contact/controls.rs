@@ -13,7 +13,7 @@ use crate::channel::{Channel, OptOutSource};
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{LeadRecord, TagRecord};
+use crate::store::rows::{LeadRecord, TagRecord};
 use crate::store::Reader;
 use crate::store::WriteTx;
 use crate::webhooks;

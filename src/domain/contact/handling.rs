@@ -13,7 +13,7 @@ use crate::domain::contact::controls;
 use crate::domain::records::{events, leads};
 use crate::domain::Caller;
 use crate::error::Result;
-use crate::store::records::{LeadRecord, Person, SystemEvent};
+use crate::store::rows::{LeadRecord, Person, SystemEvent};
 use crate::store::{EventRow, Reader, WriteTx};
 
 /// What a person did, as a `USER_ACTION` event's `action`.
@@ -152,7 +152,7 @@ pub fn clear_failed_send(
     lead_id: &str,
     event_id: &str,
     action: Action,
-) -> Result<(crate::store::records::FailedSend, Value)> {
+) -> Result<(crate::store::rows::FailedSend, Value)> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut handling = tx.handling(&caller.org_id, lead_id)?;
     let failed = match handling.failed_send.take() {

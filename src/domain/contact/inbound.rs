@@ -12,7 +12,7 @@ use crate::domain::records::{events, leads, limits};
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{LeadRecord, MessageKind};
+use crate::store::rows::{LeadRecord, MessageKind};
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
 

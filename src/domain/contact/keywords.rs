@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::channel::{Channel, Owner};
 use crate::domain::records::message_shape::MessageShape;
-use crate::store::records::Origin;
+use crate::store::rows::Origin;
 
 pub const OPT_OUT_KEYWORDS: [&str; 8] = [
     "STOP",

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Timelike, Utc};
 
 use crate::error::Result;
-use crate::store::records::{LeadRecord, OrgRecord};
+use crate::store::rows::{LeadRecord, OrgRecord};
 use crate::store::Reader;
 
 /// The time zone quiet hours use for `lead`: its own, else the organization's
@@ -201,7 +201,7 @@ pub(crate) mod tests {
             None
         );
     }
-    use crate::store::records::OrgSettings;
+    use crate::store::rows::OrgSettings;
 
     /// An organization with `quiet` hours (also the compliance gate's tests').
     pub(crate) fn org(quiet: Option<(&str, &str)>) -> OrgRecord {

@@ -95,7 +95,7 @@ pub fn one_click(tx: &mut WriteTx, target: &Target) -> Result<Vec<Channel>> {
     let caller = Caller {
         org_id: target.org.clone(),
         key_id: "unsubscribe-link".to_string(),
-        scope: crate::store::records::Scope::Write,
+        scope: crate::store::rows::Scope::Write,
     };
     controls::unsubscribe(tx, &caller, &target.lead, Some(&[target.channel]))
 }

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::contact::quiet_hours::outside_quiet_hours;
 use crate::error::Result;
-use crate::store::records::{AgendaJob, JobKind};
+use crate::store::rows::{AgendaJob, JobKind};
 use crate::store::{Reader, WriteTx};
 use crate::time::{now_micros, Micros};
 

@@ -24,7 +24,7 @@ use crate::domain::records::message_shape::MessageShape;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::lead_index::campaign_facet;
-use crate::store::records::{EngagementState, SendStatus, StopReason, SystemEvent};
+use crate::store::rows::{EngagementState, SendStatus, StopReason, SystemEvent};
 use crate::store::{ReadTx, Reader, Store, WriteTx};
 use crate::time::Micros;
 

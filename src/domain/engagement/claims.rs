@@ -27,7 +27,7 @@ use crate::domain::settings::org::business_name;
 use crate::domain::settings::templates;
 use crate::domain::voice::voice;
 use crate::error::Result;
-use crate::store::records::{
+use crate::store::rows::{
     EngagementRecord, EngagementState, JobKind, LeadRecord, Origin, ProfileRecord, StopReason,
 };
 use crate::store::{Reader, WriteTx};

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use crate::channel::{Channel, Owner};
 use crate::domain::engagement::agenda::{recompute_deferred, schedule, unschedule};
 use crate::error::{Error, Result};
-use crate::store::records::{EngagementRecord, EngagementState, JobKind, LeadRecord, StopReason};
+use crate::store::rows::{EngagementRecord, EngagementState, JobKind, LeadRecord, StopReason};
 use crate::store::{Reader, WriteTx};
 use crate::time::now_micros;
 

@@ -16,7 +16,7 @@ use crate::domain::contact::controls;
 use crate::domain::records::{events, messages};
 use crate::error::{Error, Result};
 use crate::providers::{Outgoing, SendOutcome};
-use crate::store::records::{
+use crate::store::rows::{
     LeadRecord, MessageKind, Origin, ProviderMessageRef, SendStatus, SendingRow,
 };
 use crate::store::{EventKey, EventRow, Reader, WriteTx};

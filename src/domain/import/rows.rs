@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::phone::{self, Country, Unreadable};
 use crate::providers::model::tools::tag_id;
 use crate::store::lead_index::TERM;
-use crate::store::records::{email_key, TagRecord};
+use crate::store::rows::{email_key, TagRecord};
 use crate::store::{Reader, WriteTx};
 
 /// One row of a file: its number as a person finds it (a CSV's spreadsheet row, the

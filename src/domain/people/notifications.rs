@@ -4,7 +4,7 @@
 
 use crate::error::Result;
 use crate::store::lead_index::Attention;
-use crate::store::records::{LeadRecord, Role, UserRecord};
+use crate::store::rows::{LeadRecord, Role, UserRecord};
 use crate::store::ReadTx;
 
 /// The people of `org` who get an email when a lead needs attention: agents and admins,

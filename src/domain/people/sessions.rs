@@ -9,7 +9,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use crate::error::Result;
-use crate::store::records::{SessionRecord, UserRecord};
+use crate::store::rows::{SessionRecord, UserRecord};
 use crate::store::{Reader, WriteTx};
 use crate::time::{now_micros, Micros};
 

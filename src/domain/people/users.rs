@@ -6,7 +6,7 @@ use crate::domain::people::sessions;
 use crate::domain::records::leads::is_plausible_email;
 use crate::domain::records::limits;
 use crate::error::{Error, Result};
-use crate::store::records::{Role, UserRecord};
+use crate::store::rows::{Role, UserRecord};
 use crate::store::{ReadTx, Reader, WriteTx};
 use crate::time::now_micros;
 

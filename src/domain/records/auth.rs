@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{KeyRecord, Scope};
+use crate::store::rows::{KeyRecord, Scope};
 use crate::store::{ReadTx, Reader, Store, WriteTx};
 
 pub fn new_key() -> String {

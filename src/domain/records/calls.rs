@@ -11,7 +11,7 @@ use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{
+use crate::store::rows::{
     CallDetails, CallRecord, LeadRecord, RawJson, SystemEvent, TransferStatus,
 };
 use crate::store::Reader;

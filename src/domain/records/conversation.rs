@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::channel::Owner;
 use crate::domain::records::message_shape::MessageShape;
 use crate::error::Result;
-use crate::store::records::{FailedSend, LastMessage, MessageKind, SendStatus, SystemEvent};
+use crate::store::rows::{FailedSend, LastMessage, MessageKind, SendStatus, SystemEvent};
 use crate::store::{Reader, WriteTx};
 use crate::time::{now_micros, Micros};
 

@@ -12,7 +12,7 @@ use crate::domain::records::leads;
 use crate::domain::records::message_shape::MessageShape;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{EventRecord, JsonBlob, LeadRecord, StopReason, SystemEvent};
+use crate::store::rows::{EventRecord, JsonBlob, LeadRecord, StopReason, SystemEvent};
 use crate::store::{EventKey, EventRow, WriteTx};
 
 /// A client's event write.

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{email_key, JsonBlob, LeadRecord, TagRecord};
+use crate::store::rows::{email_key, JsonBlob, LeadRecord, TagRecord};
 use crate::store::Reader;
 use crate::store::WriteTx;
 

@@ -14,7 +14,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::store::records::{CallDetails, LeadRecord, TagRecord};
+use crate::store::rows::{CallDetails, LeadRecord, TagRecord};
 
 /// `firstName`, `lastName`.
 pub const NAME_CHARS: usize = 200;
@@ -296,7 +296,7 @@ pub fn truncate(s: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::records::JsonBlob;
+    use crate::store::rows::JsonBlob;
     use serde_json::json;
 
     #[test]

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::channel::{Channel, Owner};
-use crate::store::records::MessageKind;
+use crate::store::rows::MessageKind;
 
 /// What makes an event a message: type `MESSAGE` (SMS) or `EMAIL`, an `owner`, and a
 /// `content` object with `text`.

@@ -8,7 +8,7 @@ use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::MessageKind;
+use crate::store::rows::MessageKind;
 use crate::store::{EventRow, WriteTx};
 
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::domain::records::recordings::{self, Uploaded, CHUNK_BYTES};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::RecordingRecord;
+use crate::store::rows::RecordingRecord;
 use crate::store::QueuedWrite;
 use crate::store::Store;
 

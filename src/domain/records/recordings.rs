@@ -16,11 +16,11 @@ use sha2::Sha256;
 
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{RecordingRecord, UploadRecord};
+use crate::store::rows::{RecordingRecord, UploadRecord};
 use crate::store::Reader;
 use crate::store::{ReadTx, WriteTx};
 
-pub use crate::store::records::CHUNK_BYTES;
+pub use crate::store::rows::CHUNK_BYTES;
 
 /// Longest accepted `Content-Type` value.
 const MAX_CONTENT_TYPE_LEN: usize = 255;

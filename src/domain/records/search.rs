@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use crate::error::{Error, Result};
 use crate::store::lead_index::{self, Index, Indexed, ALL, TERM};
-use crate::store::records::{EngagementState, StopReason};
+use crate::store::rows::{EngagementState, StopReason};
 use crate::store::ReadTx;
 use crate::time::Micros;
 
@@ -448,7 +448,7 @@ mod tests {
     #[test]
     fn broad_and_narrow_plans_agree() {
         use crate::domain::records::leads;
-        use crate::store::records::{OrgRecord, OrgSettings};
+        use crate::store::rows::{OrgRecord, OrgSettings};
         use crate::store::Store;
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.redb")).unwrap();

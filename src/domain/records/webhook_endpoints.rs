@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::domain::records::listing;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{DeliveryRecord, DeliveryState, EndpointRecord};
+use crate::store::rows::{DeliveryRecord, DeliveryState, EndpointRecord};
 use crate::store::Reader;
 use crate::store::{ReadTx, WriteTx};
 use crate::time::{now_micros, Micros};

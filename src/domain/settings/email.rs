@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
-use crate::store::records::{SmtpSecurity, SmtpSettings};
+use crate::store::rows::{SmtpSecurity, SmtpSettings};
 
 /// The message of a `PATCH` that configures smtp on a server without `public_url`.
 pub const NEEDS_PUBLIC_URL: &str = "public_url must be set to use the smtp provider";

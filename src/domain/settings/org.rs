@@ -14,7 +14,7 @@ use crate::channel::Channel;
 use crate::domain::contact::quiet_hours::parse_hhmm;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{
+use crate::store::rows::{
     AssistantSettings, EngineSettings, OrgRecord, OrgSettings, ProviderSettings,
 };
 use crate::store::Reader;

@@ -19,7 +19,7 @@ use crate::domain::records::listing;
 use crate::domain::settings::templates::check_placeholders;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::records::{DispositionRecord, ProfileRecord, StepRecord};
+use crate::store::rows::{DispositionRecord, ProfileRecord, StepRecord};
 use crate::store::{Flow, ReadTx, Reader, WriteTx};
 
 /// The most steps one cadence may hold.
@@ -389,7 +389,7 @@ mod tests {
     fn message(name: &str, value: Value) -> String {
         match parse(name, body(value)) {
             Ok(p) => panic!("accepted: {p:?}"),
-            Err(Error::BadRequest(m)) => m,
+            Err(e) if e.is_bad_request() => e.to_string(),
             Err(other) => panic!("not a 400: {other:?}"),
         }
     }

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::store::records::LeadRecord;
+use crate::store::rows::LeadRecord;
 
 /// A part of a template: literal text or the inside of a `{{...}}`.
 #[derive(Debug, PartialEq)]
@@ -108,7 +108,7 @@ pub fn render(template: &str, lead: &LeadRecord, business_name: &str) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::records::JsonBlob;
+    use crate::store::rows::JsonBlob;
     use serde_json::json;
 
     fn lead() -> LeadRecord {

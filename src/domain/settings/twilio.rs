@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
 use crate::error::{Error, Result};
-use crate::store::records::TwilioSettings;
+use crate::store::rows::TwilioSettings;
 
 /// The message of a `PATCH` that configures twilio on a server without `public_url`.
 pub const NEEDS_PUBLIC_URL: &str = "public_url must be set to use the twilio provider";
@@ -250,7 +250,7 @@ mod tests {
         .unwrap();
         assert_eq!(default.rate_per_second, None);
         assert_eq!(
-            crate::store::records::ProviderSettings::Twilio(default).rate_per_second(),
+            crate::store::rows::ProviderSettings::Twilio(default).rate_per_second(),
             Some(10.0)
         );
     }

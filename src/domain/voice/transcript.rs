@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::domain::records::calls;
 use crate::domain::records::limits;
 use crate::error::Result;
-use crate::store::records::CallRecord;
+use crate::store::rows::CallRecord;
 use crate::store::{Reader, WriteTx};
 use crate::time::{self, Micros};
 
@@ -143,7 +143,7 @@ pub fn interrupted(tx: &mut WriteTx, org: &str, call_id: &str, spoken: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::records::{CallDetails, RawJson};
+    use crate::store::rows::{CallDetails, RawJson};
 
     fn call(transcript: Value) -> CallRecord {
         CallRecord {

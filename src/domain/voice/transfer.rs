@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use crate::domain::voice::voice::{self, Answer};
 use crate::error::Result;
-use crate::store::records::{CallRecord, TransferStage};
+use crate::store::rows::{CallRecord, TransferStage};
 use crate::store::{Reader, WriteTx};
 use crate::time::{self, Micros};
 

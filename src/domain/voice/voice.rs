@@ -20,7 +20,7 @@ use crate::domain::voice::transcript;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::{CallOutcome, CallStatus};
-use crate::store::records::{CallRecord, JobKind, LeadRecord, ProfileRecord, VoiceSession};
+use crate::store::rows::{CallRecord, JobKind, LeadRecord, ProfileRecord, VoiceSession};
 use crate::store::{Reader, WriteTx};
 
 /// The profile an unknown caller's call follows, when the organization has one.

@@ -419,126 +419,6 @@ pub struct UploadRecord {
     pub started_at: Micros,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn settings_round_trip_and_hide_the_key_from_debug() {
-        let settings = AssistantSettings {
-            base_url: "http://127.0.0.1:11434/v1".into(),
-            model: "llama3.1:8b".into(),
-            api_key: Some("sk-secret".into()),
-            timeout_ms: 30_000,
-            max_tokens: None,
-        };
-        let bytes = postcard::to_stdvec(&settings).unwrap();
-        assert_eq!(
-            postcard::from_bytes::<AssistantSettings>(&bytes).unwrap(),
-            settings
-        );
-        let debug = format!("{settings:?}");
-        assert!(!debug.contains("sk-secret"), "{debug}");
-        assert!(debug.contains("<set>"), "{debug}");
-    }
-    use crate::store::codec;
-
-    #[test]
-    fn message_kinds_are_stored_as_the_strings_they_were() {
-        #[derive(Serialize)]
-        struct Before {
-            org_id: String,
-            lead_id: String,
-            kind: String,
-            event_id: String,
-        }
-        for (kind, name) in [(MessageKind::Sms, "MESSAGE"), (MessageKind::Email, "EMAIL")] {
-            let before = Before {
-                org_id: "o".into(),
-                lead_id: "l".into(),
-                kind: name.into(),
-                event_id: "e".into(),
-            };
-            let row = SendingRow {
-                org_id: "o".into(),
-                lead_id: "l".into(),
-                kind,
-                event_id: "e".into(),
-            };
-            let bytes = codec::encode(&before).unwrap();
-            assert_eq!(codec::encode(&row).unwrap(), bytes);
-            assert_eq!(codec::decode::<SendingRow>(&bytes).unwrap(), row);
-            let message = ProviderMessageRef {
-                lead_id: "l".into(),
-                kind,
-                event_id: "e".into(),
-            };
-            let back: ProviderMessageRef =
-                codec::decode(&codec::encode(&message).unwrap()).unwrap();
-            assert_eq!(back, message);
-        }
-        assert!(codec::decode::<MessageKind>(&codec::encode(&"CALL").unwrap()).is_err());
-    }
-
-    #[test]
-    fn json_blobs_are_values_in_json_and_text_in_records() {
-        let record = EventRecord {
-            created_at: 5,
-            data: JsonBlob(serde_json::json!({"a": [1, "x", null]})),
-        };
-        let back: EventRecord = codec::decode(&codec::encode(&record).unwrap()).unwrap();
-        assert_eq!(back, record);
-        let json = serde_json::to_value(&record.data).unwrap();
-        assert_eq!(json, serde_json::json!({"a": [1, "x", null]}));
-    }
-
-    #[test]
-    fn raw_json_reads_json_blob_bytes_and_sends_its_text_as_json() {
-        let value = serde_json::json!([{"speaker": "lead", "text": "hi \"there\""}]);
-        let blob = postcard::to_allocvec(&JsonBlob(value.clone())).unwrap();
-        let raw: RawJson = postcard::from_bytes(&blob).unwrap();
-        assert_eq!(raw.to_value().unwrap(), value);
-        assert_eq!(
-            postcard::to_allocvec(&raw).unwrap(),
-            blob,
-            "same stored form"
-        );
-        assert_eq!(serde_json::to_value(&raw).unwrap(), value);
-        let parsed: RawJson = serde_json::from_value(value.clone()).unwrap();
-        assert_eq!(parsed.to_value().unwrap(), value);
-    }
-
-    #[test]
-    fn call_details_round_trip_in_both_encodings() {
-        let details: CallDetails = serde_json::from_value(serde_json::json!({
-            "direction": "OUTBOUND",
-            "transferInitiatedAt": "2026-11-22T10:15:30.5Z",
-            "transferAnsweredBy": "machine_end_beep",
-            "transcript": [{"speaker": "lead", "text": "hi"}]
-        }))
-        .unwrap();
-        let record = CallRecord {
-            id: "c".into(),
-            created_at: 1,
-            updated_at: 2,
-            details,
-            notified: CallNotified::default(),
-        };
-        let back: CallRecord = codec::decode(&codec::encode(&record).unwrap()).unwrap();
-        assert_eq!(back, record);
-        let wire = serde_json::to_value(&back.details).unwrap();
-        assert_eq!(wire["transferInitiatedAt"], "2026-11-22T10:15:30.500000Z");
-        assert_eq!(wire["transferAnsweredBy"], "machine_end_beep");
-    }
-
-    #[test]
-    fn call_details_refuse_unknown_fields_and_bad_enums() {
-        assert!(serde_json::from_str::<CallDetails>(r#"{"nope": 1}"#).is_err());
-        assert!(serde_json::from_str::<CallDetails>(r#"{"direction": "SIDEWAYS"}"#).is_err());
-        assert!(serde_json::from_str::<CallDetails>(r#"{"durationSeconds": -1}"#).is_err());
-    }
-}
-
 /// A registered webhook receiver. `events` empty means every event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EndpointRecord {
@@ -1275,4 +1155,124 @@ pub struct SessionRecord {
     pub csrf: String,
     pub created_at: Micros,
     pub last_seen_at: Micros,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_round_trip_and_hide_the_key_from_debug() {
+        let settings = AssistantSettings {
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            model: "llama3.1:8b".into(),
+            api_key: Some("sk-secret".into()),
+            timeout_ms: 30_000,
+            max_tokens: None,
+        };
+        let bytes = postcard::to_stdvec(&settings).unwrap();
+        assert_eq!(
+            postcard::from_bytes::<AssistantSettings>(&bytes).unwrap(),
+            settings
+        );
+        let debug = format!("{settings:?}");
+        assert!(!debug.contains("sk-secret"), "{debug}");
+        assert!(debug.contains("<set>"), "{debug}");
+    }
+    use crate::store::codec;
+
+    #[test]
+    fn message_kinds_are_stored_as_the_strings_they_were() {
+        #[derive(Serialize)]
+        struct Before {
+            org_id: String,
+            lead_id: String,
+            kind: String,
+            event_id: String,
+        }
+        for (kind, name) in [(MessageKind::Sms, "MESSAGE"), (MessageKind::Email, "EMAIL")] {
+            let before = Before {
+                org_id: "o".into(),
+                lead_id: "l".into(),
+                kind: name.into(),
+                event_id: "e".into(),
+            };
+            let row = SendingRow {
+                org_id: "o".into(),
+                lead_id: "l".into(),
+                kind,
+                event_id: "e".into(),
+            };
+            let bytes = codec::encode(&before).unwrap();
+            assert_eq!(codec::encode(&row).unwrap(), bytes);
+            assert_eq!(codec::decode::<SendingRow>(&bytes).unwrap(), row);
+            let message = ProviderMessageRef {
+                lead_id: "l".into(),
+                kind,
+                event_id: "e".into(),
+            };
+            let back: ProviderMessageRef =
+                codec::decode(&codec::encode(&message).unwrap()).unwrap();
+            assert_eq!(back, message);
+        }
+        assert!(codec::decode::<MessageKind>(&codec::encode(&"CALL").unwrap()).is_err());
+    }
+
+    #[test]
+    fn json_blobs_are_values_in_json_and_text_in_records() {
+        let record = EventRecord {
+            created_at: 5,
+            data: JsonBlob(serde_json::json!({"a": [1, "x", null]})),
+        };
+        let back: EventRecord = codec::decode(&codec::encode(&record).unwrap()).unwrap();
+        assert_eq!(back, record);
+        let json = serde_json::to_value(&record.data).unwrap();
+        assert_eq!(json, serde_json::json!({"a": [1, "x", null]}));
+    }
+
+    #[test]
+    fn raw_json_reads_json_blob_bytes_and_sends_its_text_as_json() {
+        let value = serde_json::json!([{"speaker": "lead", "text": "hi \"there\""}]);
+        let blob = postcard::to_allocvec(&JsonBlob(value.clone())).unwrap();
+        let raw: RawJson = postcard::from_bytes(&blob).unwrap();
+        assert_eq!(raw.to_value().unwrap(), value);
+        assert_eq!(
+            postcard::to_allocvec(&raw).unwrap(),
+            blob,
+            "same stored form"
+        );
+        assert_eq!(serde_json::to_value(&raw).unwrap(), value);
+        let parsed: RawJson = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(parsed.to_value().unwrap(), value);
+    }
+
+    #[test]
+    fn call_details_round_trip_in_both_encodings() {
+        let details: CallDetails = serde_json::from_value(serde_json::json!({
+            "direction": "OUTBOUND",
+            "transferInitiatedAt": "2026-11-22T10:15:30.5Z",
+            "transferAnsweredBy": "machine_end_beep",
+            "transcript": [{"speaker": "lead", "text": "hi"}]
+        }))
+        .unwrap();
+        let record = CallRecord {
+            id: "c".into(),
+            created_at: 1,
+            updated_at: 2,
+            details,
+            notified: CallNotified::default(),
+        };
+        let back: CallRecord = codec::decode(&codec::encode(&record).unwrap()).unwrap();
+        assert_eq!(back, record);
+        let wire = serde_json::to_value(&back.details).unwrap();
+        assert_eq!(wire["transferInitiatedAt"], "2026-11-22T10:15:30.500000Z");
+        assert_eq!(wire["transferAnsweredBy"], "machine_end_beep");
+    }
+
+    #[test]
+    fn call_details_refuse_unknown_fields_and_bad_enums() {
+        assert!(serde_json::from_str::<CallDetails>(r#"{"nope": 1}"#).is_err());
+        assert!(serde_json::from_str::<CallDetails>(r#"{"direction": "SIDEWAYS"}"#).is_err());
+        assert!(serde_json::from_str::<CallDetails>(r#"{"durationSeconds": -1}"#).is_err());
+    }
 }
