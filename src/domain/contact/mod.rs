@@ -8,4 +8,5 @@ pub mod handling;
 pub mod inbound;
 pub mod keywords;
 pub mod quiet_hours;
+pub mod revocation;
 pub mod unsubscribe_links;
