@@ -85,6 +85,6 @@ pub async fn inbound_email(
         .ok_or_else(|| Error::Internal("an inbound email is not message-shaped".into()))?;
     Ok(reply(
         StatusCode::OK,
-        &json!({"leadId": inbound.lead_id, "message": message}),
+        &json!({"leadId": inbound.lead_id, "message": message, "optOut": inbound.opted_out}),
     ))
 }

@@ -654,6 +654,90 @@ async fn stop_unsubscribes_and_sends_one_confirmation_past_the_gate() {
     );
 }
 
+/// The definite forms of `consent.md` (and the hostile spellings): each one
+/// unsubscribes its lead with exactly one confirmation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_definite_opt_out_unsubscribes_with_one_confirmation() {
+    let s = start().await;
+    let texts = [
+        "Stop please",
+        "STOP!!!",
+        "stop texting me",
+        "Please unsubscribe me",
+        "opt out",
+        "Remove me from your list",
+        "Wrong number",
+        "ＳＴＯＰ",
+        "stop.",
+        "\"STOP\"",
+        "STOP\u{200b}",
+        "UNSUBSCRIBE ME",
+        "OPT-OUT",
+        "STOP ALL",
+        "STOP STOP",
+    ];
+    for (i, text) in texts.iter().enumerate() {
+        let id = format!("L{i}");
+        let phone = format!("+1555200{i:04}");
+        let lead = json!({"id": id, "firstName": "Ada", "phone": phone});
+        s.ts.create_lead(&s.write, &lead).await;
+        let answer = inbound_sms(&s.ts, &s.write, &phone, text).await;
+        assert_eq!(answer["optOut"], json!(true), "{text:?}");
+        assert_eq!(
+            get_lead(&s.ts, &s.write, &id).await["subscriptions"]["sms"],
+            json!("unsubscribed"),
+            "{text:?}"
+        );
+        assert_confirmation(&s, &id, 0, UNSUBSCRIBED_TEXT).await;
+    }
+}
+
+/// Words that only mention stopping, or not even that, unsubscribe nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordinary_words_are_no_opt_out() {
+    let s = start().await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
+    for text in [
+        "I'll be there at the end of the day",
+        "Can you call me tomorrow?",
+        "S T O P",
+    ] {
+        let answer = inbound_sms(&s.ts, &s.write, PHONE, text).await;
+        assert_eq!(answer["optOut"], json!(false), "{text:?}");
+    }
+    assert_eq!(
+        get_lead(&s.ts, &s.write, "L1").await["subscriptions"]["sms"],
+        json!("subscribed")
+    );
+}
+
+/// An email reply whose subject or first line asks to stop unsubscribes email (and only
+/// email, the channel it came on), with one confirmation by email.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_asking_to_be_removed_unsubscribes_email_once() {
+    let s = start().await;
+    s.ts.create_lead(&s.write, &ada("L1", "")).await;
+    let r = inbound_email(
+        &s.ts,
+        &s.write,
+        EMAIL,
+        "Re: Your solar quote",
+        "please remove me from your list\n\nOn Monday you wrote: ...",
+    )
+    .await;
+    assert_eq!(expect(&r, 200)["optOut"], json!(true));
+    let lead = get_lead(&s.ts, &s.write, "L1").await;
+    assert_eq!(lead["subscriptions"]["email"], json!("unsubscribed"));
+    assert_eq!(lead["subscriptions"]["sms"], json!("subscribed"));
+    let sent = wait_outbound(&s.ts, &s.write, "L1", 1).await;
+    assert_eq!(sent.len(), 1, "one confirmation: {:?}", texts(&sent));
+    assert_eq!(sent[0]["channel"], json!("email"));
+    let r = inbound_email(&s.ts, &s.write, EMAIL, "Unsubscribe", "").await;
+    assert_eq!(expect(&r, 200)["optOut"], json!(true));
+    let r = inbound_email(&s.ts, &s.write, EMAIL, "Question", "When can you come by?").await;
+    assert_eq!(expect(&r, 200)["optOut"], json!(false));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn start_resubscribes_and_confirms() {
     let s = start().await;

@@ -5,7 +5,8 @@
 
 use crate::channel::{Channel, OptOutSource};
 use crate::domain::contact::controls;
-use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS, OPT_OUT_KEYWORDS};
+use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS};
+use crate::domain::contact::revocation::{self, Reading};
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
 use crate::domain::records::messages::EmailHeaders;
 use crate::domain::records::{events, leads, limits};
@@ -26,8 +27,9 @@ pub struct Inbound {
 }
 
 /// Records an SMS from `phone` on its lead (the most recently updated live one),
-/// applies an opt-out or opt-in keyword when the message is only that word, and hands
-/// the engine its follow-up: a confirmation or help text, or an assistant reply.
+/// applies a definite opt-out (`revocation::read`: `Stop please`, `Remove me`) or an
+/// opt-in or help keyword (the whole message), and hands the engine its follow-up: a
+/// confirmation or help text, or an assistant reply.
 pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -> Result<Inbound> {
     inbound_sms_via(tx, caller, phone, text, None)
 }
@@ -92,7 +94,7 @@ pub fn inbound_sms_via(
     let lead = lead
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
     let word = text.trim().to_ascii_uppercase();
-    let opted_out = OPT_OUT_KEYWORDS.contains(&word.as_str())
+    let opted_out = revocation::read(text, &[]) == Reading::Definite
         || provider_keyword == Some(ProviderKeyword::Stop);
     let opted_in = OPT_IN_KEYWORDS.contains(&word.as_str())
         || provider_keyword == Some(ProviderKeyword::Start);
@@ -152,8 +154,10 @@ pub fn inbound_sms_via(
 }
 
 /// Records an email from `from` on the live lead with that address (the most recently
-/// updated one), with its threading `headers` (what a reply threads to), and hands the
-/// engine its follow-up (an assistant reply).
+/// updated one), with its threading `headers` (what a reply threads to). A definite
+/// opt-out in its subject or first line (`Unsubscribe`, `Please remove me from your
+/// list`) unsubscribes email, confirmed once; otherwise the engine gets its follow-up
+/// (an assistant reply).
 pub fn inbound_email(
     tx: &mut WriteTx,
     caller: &Caller,
@@ -166,11 +170,23 @@ pub fn inbound_email(
     let lead = lead_by_email(tx, org, from)?
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
     let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject, headers)?;
-    enrolment::on_inbound(tx, org, &lead, Channel::Email, InboundFollowUp::Reply)?;
+    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let opted_out = [subject.unwrap_or(""), first_line]
+        .iter()
+        .any(|words| revocation::read(words, &[]) == Reading::Definite);
+    let (lead, follow_up) = if opted_out {
+        let lead = controls::opt_out(tx, org, lead, &[Channel::Email], OptOutSource::Keyword)?;
+        let business = business_name(tx, org)?;
+        let notice = format!("{business}: You are unsubscribed and will receive no more emails.");
+        (lead, InboundFollowUp::Notice(notice))
+    } else {
+        (lead, InboundFollowUp::Reply)
+    };
+    enrolment::on_inbound(tx, org, &lead, Channel::Email, follow_up)?;
     Ok(Inbound {
         lead_id: lead.id.clone(),
         message,
-        opted_out: false,
+        opted_out,
         opted_in: false,
     })
 }

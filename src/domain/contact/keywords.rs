@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::channel::{Channel, Owner};
+use crate::domain::contact::revocation::{self, Reading};
 use crate::domain::records::message_shape::MessageShape;
 use crate::store::rows::Origin;
 
@@ -20,12 +21,14 @@ pub const OPT_OUT_KEYWORDS: [&str; 8] = [
 ];
 pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
 
-/// Whether an SMS from a lead is a keyword (opt-out, opt-in, help): the whole text, any
-/// case, as `inbound_sms` reads it.
+/// Whether an SMS from a lead is a keyword (a definite opt-out as
+/// `revocation::read` has it, or an opt-in or help word, the whole text, any case), as
+/// `inbound_sms` reads it.
 pub fn is_keyword(text: &str) -> bool {
     let word = text.trim().to_ascii_uppercase();
     let word = word.as_str();
     OPT_OUT_KEYWORDS.contains(&word)
+        || revocation::read(text, &[]) == Reading::Definite
         || OPT_IN_KEYWORDS.contains(&word)
         || HELP_KEYWORDS.contains(&word)
 }
