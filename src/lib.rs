@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod api;
+pub mod attention;
 pub mod carrier_text;
 pub mod channel;
 pub mod cli;

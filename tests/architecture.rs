@@ -33,6 +33,7 @@ const FLOORS: &[(&str, &[&str])] = &[
         "leaf utilities",
         &[
             "lib",
+            "attention",
             "carrier_text",
             "channel",
             "client_address",

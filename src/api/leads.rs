@@ -30,14 +30,13 @@ pub fn list(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Bo
 pub fn search(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Body>> {
     let filter = LeadFilter::from_params(query.pairs())?;
     let limit = query.limit_or_default()?;
-    let params = filter.params();
-    let mut bound: Vec<&str> = vec!["leads-search", caller.org_id.as_str()];
-    for (name, value) in &params {
-        bound.push(name);
-        bound.push(value);
-    }
     let after: Option<After> = match query.next_token() {
-        Some(token) => Some(store.cursor_key().open(&bound, &token)?),
+        Some(token) => Some(search::open_token(
+            store.cursor_key(),
+            &caller.org_id,
+            &filter,
+            &token,
+        )?),
         None => None,
     };
     let read = store.read()?;
@@ -51,7 +50,12 @@ pub fn search(store: &Store, caller: &Caller, query: &Query) -> Result<Response<
         leads.push(views::lead_with_engagement(&lead, engagement.as_ref())?);
     }
     let next_token = match &page.next {
-        Some(next) => Some(store.cursor_key().seal(&bound, next)?),
+        Some(next) => Some(search::seal_next(
+            store.cursor_key(),
+            &caller.org_id,
+            &filter,
+            next,
+        )?),
         None => None,
     };
     Ok(reply(

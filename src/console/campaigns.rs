@@ -16,6 +16,7 @@ use crate::api::response::Body;
 use crate::api::AppState;
 use crate::domain::engagement::campaigns;
 use crate::error::Result;
+use crate::store::facet::Rate;
 use crate::store::Reader;
 
 fn n(v: &Value) -> u64 {
@@ -81,8 +82,8 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                                     td data-label="Active" { (n(&s["active"])) }
                                     td data-label="Finished" { (n(&s["finished"])) }
                                     td data-label="Stopped" { (stopped_total(s)) }
-                                    @for rate in ["replied", "hot", "qualified", "handedOff", "optedOut"] {
-                                        td data-label=(rate) { (share(n(&s[rate]), enrolled)) }
+                                    @for rate in Rate::ALL {
+                                        td data-label=(rate.wire()) { (share(n(&s[rate.wire()]), enrolled)) }
                                     }
                                 }
                             }
@@ -137,11 +138,11 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
                         @if n(count) > 0 { dt { "Stopped: " (reason.replace('_', " ")) } dd { (n(count)) } }
                     }
                 }
-                dt { "Replied" } dd { (share(n(&stats["replied"]), enrolled)) }
-                dt { "Hot" } dd { (share(n(&stats["hot"]), enrolled)) }
-                dt { "Qualified" } dd { (share(n(&stats["qualified"]), enrolled)) }
-                dt { "Handed off" } dd { (share(n(&stats["handedOff"]), enrolled)) }
-                dt { "Opted out" } dd { (share(n(&stats["optedOut"]), enrolled)) }
+                dt { "Replied" } dd { (share(n(&stats[Rate::Replied.wire()]), enrolled)) }
+                dt { "Hot" } dd { (share(n(&stats[Rate::Hot.wire()]), enrolled)) }
+                dt { "Qualified" } dd { (share(n(&stats[Rate::Qualified.wire()]), enrolled)) }
+                dt { "Handed off" } dd { (share(n(&stats[Rate::HandedOff.wire()]), enrolled)) }
+                dt { "Opted out" } dd { (share(n(&stats[Rate::OptedOut.wire()]), enrolled)) }
             }
             h2 { "Funnel" }
             div.table-wrap {

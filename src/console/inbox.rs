@@ -22,10 +22,11 @@ use super::respond;
 use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
+use crate::attention::Attention;
 use crate::domain::people::sessions;
 use crate::domain::records::search::{self, LeadFilter};
 use crate::error::Result;
-use crate::store::lead_index::{self, Attention, ASSISTED, CONVERSATION, NEEDS_ATTENTION};
+use crate::store::facet::Facet;
 use crate::store::Reader;
 use crate::time::now_micros;
 
@@ -67,12 +68,12 @@ impl Tab {
     }
 
     /// The facet of the leads the tab lists.
-    fn facet(self, user: &str) -> String {
+    fn facet(self, user: &str) -> Facet {
         match self {
-            Tab::Attention => NEEDS_ATTENTION.to_string(),
-            Tab::Mine => lead_index::owner_facet(user),
-            Tab::Assistant => ASSISTED.to_string(),
-            Tab::All => CONVERSATION.to_string(),
+            Tab::Attention => Facet::NeedsAttention,
+            Tab::Mine => Facet::Owner(user.to_string()),
+            Tab::Assistant => Facet::Assisted,
+            Tab::All => Facet::Conversation,
         }
     }
 }
@@ -107,21 +108,15 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
     };
     let found = search::search(&read, org, &filter, ROWS, None)?;
     let zone = read.engine_settings(org)?.time_zone;
-    let now = now_micros();
     let mut rows = Vec::with_capacity(found.leads.len());
-    let mut stale = Vec::new();
     for lead in &found.leads {
         let Some(record) = read.lead(org, &lead.id)? else {
             continue;
         };
         let handling = read.handling(org, &lead.id)?;
-        let engagement = read.engagement(org, &lead.id)?;
-        let reasons = Attention::of(&record, engagement.as_ref(), &handling, now);
-        if tab == Tab::Attention && reasons.is_empty() {
-            // Only time moved it out (a failed send older than 7 days): re-derive.
-            stale.push(lead.id.clone());
-            continue;
-        }
+        // Computed in the write that last changed the lead; a reason that ended with
+        // time alone is repaired by the notifier's tick (`engine::notices`).
+        let reasons = index.attention(&lead.id)?;
         let owner = match handling.owner.as_str() {
             "" => "Assistant".to_string(),
             id => read
@@ -129,19 +124,6 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                 .map_or_else(|| "a former user".into(), |u| u.name),
         };
         rows.push((record, handling, reasons, owner));
-    }
-    if !stale.is_empty() {
-        let (store, org) = (state.store.clone(), org.to_string());
-        tokio::spawn(async move {
-            let _ = store
-                .write(move |tx| {
-                    for id in &stale {
-                        tx.reindex_lead(&org, id);
-                    }
-                    Ok(())
-                })
-                .await;
-        });
     }
     let title = if attention > 0 {
         format!("({attention}) Inbox")

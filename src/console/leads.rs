@@ -16,8 +16,10 @@ use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
 use crate::csv_cell::{neutralize, Column};
+use crate::cursor::CursorKey;
 use crate::domain::records::search::{self, After, LeadFilter, Sort, STATES, STOP_REASONS};
 use crate::error::{Error, Result};
+use crate::store::facet::Flag;
 use crate::store::Reader;
 
 /// Leads on one page.
@@ -25,42 +27,67 @@ const PAGE: usize = 50;
 /// Leads read per snapshot while a CSV export streams.
 const CSV_BATCH: usize = 500;
 
-/// The query string's filter and the page's start (`after`, the last lead of the
-/// page before: `<sort time>:<id>`).
-fn parse(query: &str) -> Result<(LeadFilter, Option<After>)> {
+/// The query string's filter and its page token (`nextToken`, as the API's: sealed
+/// for the organization and the filter by `search::seal_next`), not yet opened.
+fn parse(query: &str) -> Result<(LeadFilter, Option<String>)> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
         .map_err(|_| Error::BadRequest("The address's query could not be read".into()))?;
-    let mut after = None;
-    let params = pairs.iter().filter(|(k, v)| {
-        if k == "after" {
-            after = v
-                .split_once(':')
-                .and_then(|(t, id)| Some((t.parse::<i64>().ok()?, id.to_string())));
-            return false;
-        }
-        true
-    });
-    let filter = LeadFilter::from_params(params.map(|(k, v)| (k.as_str(), v.as_str())))?;
-    Ok((filter, after))
+    let token = pairs
+        .iter()
+        .find(|(k, v)| k == "nextToken" && !v.trim().is_empty())
+        .map(|(_, v)| v.trim().to_string());
+    let filter = LeadFilter::from_params(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    Ok((filter, token))
 }
 
-fn query_string(filter: &LeadFilter, after: Option<&After>) -> String {
+/// The page of `token` for `filter` in `org`: a token changed by hand, or made for
+/// another filter, is refused in words a person reads.
+fn open_page(
+    key: &CursorKey,
+    org: &str,
+    filter: &LeadFilter,
+    token: &str,
+) -> std::result::Result<After, String> {
+    search::open_token(key, org, filter, token).map_err(|_| {
+        "This page's link is not valid: it was changed, or made for another search. \
+         Showing the first page."
+            .to_string()
+    })
+}
+
+/// The query string of `filter`'s page starting after `next` (`None`: the first page).
+fn query_string(
+    key: &CursorKey,
+    org: &str,
+    filter: &LeadFilter,
+    next: Option<&After>,
+) -> Result<String> {
     let mut params = filter.params();
-    if let Some((t, id)) = after {
-        params.push(("after", format!("{t}:{id}")));
+    if let Some(next) = next {
+        params.push(("nextToken", search::seal_next(key, org, filter, next)?));
     }
-    serde_urlencoded::to_string(params).unwrap_or_default()
+    Ok(serde_urlencoded::to_string(params).unwrap_or_default())
 }
 
 /// `GET /console/leads`.
 pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
+    let org = visitor.org();
+    let key = state.store.cursor_key();
     let (filter, after, problem) = match parse(query) {
-        Ok((filter, after)) => (filter, after, None),
+        Ok((filter, None)) => (filter, None, None),
+        Ok((filter, Some(token))) => match open_page(key, org, &filter, &token) {
+            Ok(after) => (filter, Some(after), None),
+            Err(problem) => (filter, None, Some(problem)),
+        },
         Err(e) => (LeadFilter::default(), None, Some(e.to_string())),
     };
-    let org = visitor.org();
     let read = state.store.read()?;
     let page = search::search(&read, org, &filter, PAGE, after.as_ref())?;
+    let first_page = query_string(key, org, &filter, None)?;
+    let next_page = match &page.next {
+        Some(next) => Some(query_string(key, org, &filter, Some(next))?),
+        None => None,
+    };
     let zone = read.engine_settings(org)?.time_zone;
     let profile_names = read.profile_names(org)?;
     let mut rows = Vec::with_capacity(page.leads.len());
@@ -83,7 +110,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
             div.toolbar {
                 p #total aria-live="polite" { strong { (total) } @if total == 1 { " lead" } @else { " leads" } }
                 @if visitor.user.role.at_least(crate::store::rows::Role::Agent) {
-                    a href={ "/console/leads.csv?" (query_string(&filter, None)) } { "Export CSV" }
+                    a href={ "/console/leads.csv?" (first_page) } { "Export CSV" }
                     " "
                     a href="/console/import" { "Import" }
                 }
@@ -121,10 +148,10 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
             }
             nav.pager aria-label="Pages" {
                 @if after.is_some() {
-                    a href={ "/console/leads?" (query_string(&filter, None)) } { "First page" }
+                    a href={ "/console/leads?" (first_page) } { "First page" }
                 }
-                @if let Some(next) = &page.next {
-                    a href={ "/console/leads?" (query_string(&filter, Some(next))) } { "Next page" }
+                @if let Some(next_page) = &next_page {
+                    a href={ "/console/leads?" (next_page) } { "Next page" }
                 }
             }
         },
@@ -151,12 +178,9 @@ pub fn state_words(e: Option<&crate::store::rows::EngagementRecord>) -> String {
 }
 
 fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
-    let yes_no = |name: &'static str,
-                  label: &'static str,
-                  facet: &str,
-                  yes: &'static str,
-                  no: &'static str| {
-        let value = filter.flag(facet);
+    let yes_no = |flag: Flag, label: &'static str, yes: &'static str, no: &'static str| {
+        let value = filter.flag(flag);
+        let name = flag.param();
         html! {
             div {
                 label for=(name) { (label) }
@@ -201,12 +225,12 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
                     }
                 }
             }
-            (yes_no("replied", "Replied", "replied", "Yes", "No"))
-            (yes_no("hot", "Hot", "hot", "Yes", "No"))
-            (yes_no("qualified", "Qualified", "qualified", "Yes", "No"))
-            (yes_no("handedOff", "Handed off", "handedoff", "Yes", "No"))
-            (yes_no("aiOn", "Assistant", "aion", "On", "Off"))
-            (yes_no("unsubscribed", "Unsubscribed", "unsub", "Yes", "No"))
+            (yes_no(Flag::Replied, "Replied", "Yes", "No"))
+            (yes_no(Flag::Hot, "Hot", "Yes", "No"))
+            (yes_no(Flag::Qualified, "Qualified", "Yes", "No"))
+            (yes_no(Flag::HandedOff, "Handed off", "Yes", "No"))
+            (yes_no(Flag::AiOn, "Assistant", "On", "Off"))
+            (yes_no(Flag::Unsubscribed, "Unsubscribed", "Yes", "No"))
             div {
                 label for="tag" { "Tag" }
                 input #tag type="text" name="tag" value=[filter.tag.as_deref()] placeholder="Tag id";
@@ -341,10 +365,34 @@ mod tests {
 
     #[test]
     fn the_page_start_travels_beside_the_filter() {
-        let (filter, after) = parse("hot=true&after=12:lead-1&q=ana").unwrap();
-        assert_eq!(filter.flag("hot"), Some(true));
-        assert_eq!(after, Some((12, "lead-1".to_string())));
-        let again = query_string(&filter, after.as_ref());
-        assert_eq!(parse(&again).unwrap(), (filter, after));
+        let key = CursorKey::new([7u8; 32]);
+        let (filter, token) = parse("hot=true&q=ana").unwrap();
+        assert_eq!(filter.flag(Flag::Hot), Some(true));
+        assert_eq!(token, None);
+        let after = (12, "lead-1".to_string());
+        let again = query_string(&key, "org", &filter, Some(&after)).unwrap();
+        let (same, token) = parse(&again).unwrap();
+        assert_eq!(same, filter);
+        let token = token.unwrap();
+        assert_eq!(open_page(&key, "org", &filter, &token), Ok(after));
+    }
+
+    #[test]
+    fn a_page_token_changed_or_for_another_search_is_refused() {
+        let key = CursorKey::new([7u8; 32]);
+        let (filter, _) = parse("hot=true").unwrap();
+        let link = query_string(&key, "org", &filter, Some(&(12, "lead-1".into()))).unwrap();
+        let (_, token) = parse(&link).unwrap();
+        let token = token.unwrap();
+        let mut tampered = token.clone();
+        let last = if tampered.ends_with('A') { 'B' } else { 'A' };
+        tampered.pop();
+        tampered.push(last);
+        assert!(open_page(&key, "org", &filter, &tampered).is_err());
+        assert!(open_page(&key, "other", &filter, &token).is_err());
+        let (cold, _) = parse("hot=false").unwrap();
+        assert!(open_page(&key, "org", &cold, &token).is_err());
+        // An `after=<time>:<id>` of old is no parameter any more.
+        assert!(parse("after=12:lead-1").is_err());
     }
 }

@@ -6,6 +6,11 @@
 //! It wakes after every commit that changed a lead (`Store::changes`) and once a minute.
 //! Sends run here, on the workers' floor: **no network call on the writer thread.** A
 //! notice about a lead that no longer needs attention (or is gone) sends nothing.
+//!
+//! Its tick also keeps "Needs attention" true over time: a reason that ends with time
+//! alone (a failed send past its window, `attention::Attention::expires`) changes no
+//! record, so once a minute [`repair_expired`] finds such leads in the index and
+//! re-derives them in one write job. No page view writes for it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,23 +22,30 @@ use crate::channel::Channel;
 use crate::domain::people::notifications;
 use crate::error::Result;
 use crate::providers::{Outgoing, Provider, SendOutcome};
-use crate::store::lead_index::Attention;
 use crate::store::notices::Notice;
 use crate::store::rows::NotificationRecord;
-use crate::store::Reader;
+use crate::store::{Reader, Store};
 use crate::time::now_micros;
 
 /// Notices handled per pass.
 const BATCH: usize = 50;
-/// How often the queue is read without a commit to wake the notifier.
+/// How often the queue is read without a commit to wake the notifier, and how often
+/// reasons that ended with time are repaired.
 const SWEEP: Duration = Duration::from_secs(60);
 
 /// Runs until `stop` turns true.
 pub async fn run(engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
     let mut commits = engine.store.changes().subscribe();
+    let mut repaired_at: Option<tokio::time::Instant> = None;
     loop {
         if *stop.borrow() {
             break;
+        }
+        if repaired_at.is_none_or(|at| at.elapsed() >= SWEEP) {
+            repaired_at = Some(tokio::time::Instant::now());
+            if let Err(e) = repair_expired(&engine.store).await {
+                tracing::error!(cause = %e.to_string_for_logs(), "needs attention: expired reasons");
+            }
         }
         loop {
             match pass(&engine).await {
@@ -54,6 +66,26 @@ pub async fn run(engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => {}
         }
     }
+}
+
+/// Re-derives the index rows of the leads whose "Needs attention" reason ended with
+/// time alone (`ReadTx::attention_expired`), in one write job; answers how many. A
+/// snapshot finds them, so nothing is written when none did.
+pub async fn repair_expired(store: &Store) -> Result<usize> {
+    let expired = store.read()?.attention_expired(now_micros())?;
+    if expired.is_empty() {
+        return Ok(0);
+    }
+    let count = expired.len();
+    store
+        .write(move |tx| {
+            for (org, lead) in &expired {
+                tx.reindex_lead(org, lead);
+            }
+            Ok(())
+        })
+        .await?;
+    Ok(count)
 }
 
 /// Handles up to [`BATCH`] notices; `true` when there may be more.
@@ -79,9 +111,8 @@ async fn notify(engine: &Engine, notice: &Notice) -> Result<Vec<NotificationReco
         let Some(lead) = read.lead(org, lead_id)?.filter(|l| l.deleted_at.is_none()) else {
             return Ok(Vec::new());
         };
-        let engagement = read.engagement(org, lead_id)?;
-        let handling = read.handling(org, lead_id)?;
-        let reasons = Attention::of(&lead, engagement.as_ref(), &handling, now_micros());
+        // As the index keeps them: computed in the write that changed the lead.
+        let reasons = read.lead_index(org)?.attention(lead_id)?;
         let people = notifications::recipients(&read, org)?;
         (lead, reasons, people, read.engine_settings(org)?)
     };
@@ -131,4 +162,64 @@ async fn notify(engine: &Engine, notice: &Notice) -> Result<Vec<NotificationReco
         });
     }
     Ok(sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attention::{Attention, FAILED_SEND_WINDOW};
+    use crate::store::facet::Facet;
+    use crate::store::rows::{
+        FailedSend, HandlingRecord, LeadRecord, MessageKind, OrgRecord, OrgSettings,
+    };
+
+    /// A failed send leaves "Needs attention" when its window ends, by the notifier's
+    /// tick alone: no page is read, no record changes.
+    #[tokio::test]
+    async fn the_tick_repairs_a_failed_send_past_its_window_without_any_page_view() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        // Two seconds short of the window's end when written.
+        let at = now_micros() - FAILED_SEND_WINDOW + 2_000_000;
+        store
+            .write(move |tx| {
+                tx.put_org(&OrgRecord {
+                    id: "o".into(),
+                    name: "o".into(),
+                    created_at: 0,
+                    settings: OrgSettings::default(),
+                })?;
+                let lead = LeadRecord {
+                    id: "l1".into(),
+                    ..LeadRecord::default()
+                };
+                tx.put_lead("o", &lead, None)?;
+                let failed = FailedSend {
+                    kind: MessageKind::Sms,
+                    event_id: "e1".into(),
+                    at,
+                };
+                let handling = HandlingRecord {
+                    failed_send: Some(failed),
+                    ..HandlingRecord::default()
+                };
+                tx.put_handling("o", "l1", &handling)
+            })
+            .await
+            .unwrap();
+        let count = |facet: Facet| store.read().unwrap().facet_count("o", &facet).unwrap();
+        assert_eq!(count(Facet::Attention(Attention::SendFailed)), 1);
+        assert_eq!(count(Facet::NeedsAttention), 1);
+        while now_micros() <= at + FAILED_SEND_WINDOW {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Time alone wrote nothing: the index still says so until the tick.
+        assert_eq!(count(Facet::NeedsAttention), 1);
+        assert_eq!(repair_expired(&store).await.unwrap(), 1);
+        assert_eq!(count(Facet::NeedsAttention), 0);
+        assert_eq!(count(Facet::Attention(Attention::SendFailed)), 0);
+        let reasons = store.read().unwrap().lead_index("o").unwrap();
+        assert!(reasons.attention("l1").unwrap().is_empty());
+        assert_eq!(repair_expired(&store).await.unwrap(), 0);
+    }
 }

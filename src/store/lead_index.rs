@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use redb::{ReadableTable, Table};
 
 use super::codec::{decode, encode};
+use super::facet::{Facet, Flag, Metric, Rate, COUNTED_ONLY};
 use super::read::ReadTx;
 use super::reader::Reader;
 use super::rows::{
@@ -20,200 +21,128 @@ use super::rows::{
 };
 use super::tables::*;
 use super::write::WriteTx;
+use crate::attention::{Attention, Signals};
 use crate::error::Result;
 use crate::time::Micros;
 
-/// The facet every live lead has: its count is the number of live leads.
-pub const ALL: &str = "all";
-/// The prefix of search terms among the facets.
-pub const TERM: &str = "t:";
 /// A term is cut to this many characters.
 const TERM_CHARS: usize = 64;
 
-/// A yes/no facet's name: `name:1` or `name:0`.
-pub fn flag(name: &str, on: bool) -> String {
-    format!("{name}:{}", if on { 1 } else { 0 })
-}
-
-/// How long a failed send keeps a lead in "Needs attention".
-pub const FAILED_SEND_MICROS: Micros = 7 * 24 * 3600 * 1_000_000;
-
-/// Why a lead needs a person now ("Needs attention"), each a facet `attn:<name>`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attention {
-    /// The assistant handed the lead off and no person has replied since.
-    HandedOff,
-    /// The lead's last message is unanswered while the assistant is off for it.
-    Waiting,
-    /// A send of the last 7 days ended `failed` or `unknown` (not retried or dismissed).
-    SendFailed,
-    /// The engagement has a `lastError`.
-    AssistantError,
-}
-
-impl Attention {
-    pub const ALL: [Attention; 4] = [
-        Attention::HandedOff,
-        Attention::Waiting,
-        Attention::SendFailed,
-        Attention::AssistantError,
-    ];
-
-    /// The facet of the reason.
-    pub fn facet(self) -> &'static str {
-        match self {
-            Attention::HandedOff => "attn:handed_off",
-            Attention::Waiting => "attn:waiting",
-            Attention::SendFailed => "attn:send_failed",
-            Attention::AssistantError => "attn:error",
-        }
-    }
-
-    /// The reason in words, as the inbox shows it.
-    pub fn words(self) -> &'static str {
-        match self {
-            Attention::HandedOff => "Handed off",
-            Attention::Waiting => "Waiting for a reply",
-            Attention::SendFailed => "Send failed",
-            Attention::AssistantError => "Assistant error",
-        }
-    }
-
-    /// Why `lead` needs a person at `now` (none: it does not).
-    pub fn of(
-        lead: &LeadRecord,
-        engagement: Option<&EngagementRecord>,
-        handling: &HandlingRecord,
-        now: Micros,
-    ) -> Vec<Attention> {
-        Attention::ALL
-            .into_iter()
-            .filter(|reason| match reason {
-                Attention::HandedOff => {
-                    handling.handed_off_at.is_some() && !handling.handoff_answered
-                }
-                Attention::Waiting => handling.awaiting_reply && !lead.is_ai_on,
-                Attention::SendFailed => handling
-                    .failed_send
-                    .as_ref()
-                    .is_some_and(|f| now - f.at < FAILED_SEND_MICROS),
-                Attention::AssistantError => engagement.is_some_and(|e| !e.last_error.is_empty()),
-            })
-            .collect()
+/// The facts "Needs attention" looks at (`attention::Signals`), read off a lead's
+/// records.
+pub fn signals(
+    lead: &LeadRecord,
+    engagement: Option<&EngagementRecord>,
+    handling: &HandlingRecord,
+) -> Signals {
+    Signals {
+        handed_off: handling.handed_off_at.is_some(),
+        handoff_answered: handling.handoff_answered,
+        awaiting_reply: handling.awaiting_reply,
+        ai_on: lead.is_ai_on,
+        failed_send_at: handling.failed_send.as_ref().map(|f| f.at),
+        assistant_error: engagement.is_some_and(|e| !e.last_error.is_empty()),
     }
 }
 
-/// The facet of leads that need a person, whatever the reason.
-pub const NEEDS_ATTENTION: &str = "attn";
-/// The facet of leads with a conversation (a message, an email or a call).
-pub const CONVERSATION: &str = "conv:1";
-/// The facet of leads the assistant is handling (on, owned by nobody, and a cadence
-/// running or a conversation).
-pub const ASSISTED: &str = "assisted";
-
-/// Facets that start with this are counted, never listed: a campaign's numbers
-/// (`campaign_facet`) have a count row and no row per lead.
-pub const COUNTED_ONLY: &str = "#";
-
-/// The counted-only facet of a campaign's (profile's) `metric`: `enrolled`,
-/// `state:<state>`, `stop:<reason>`, `replied`, `hot`, `qualified`, `handedOff`,
-/// `optedOut`. Its count is the number of the profile's leads with it.
-pub fn campaign_facet(profile: &str, metric: &str) -> String {
-    format!("{COUNTED_ONLY}c:{profile}|{metric}")
-}
-
-/// The facet of the leads `user` owns.
-pub fn owner_facet(user: &str) -> String {
-    format!("owner:{user}")
-}
-
-/// The facets of a live lead, from its records.
+/// The facets of a live lead, from its records, as the index keys them; the reasons it
+/// needs attention are the rule's (`attention::Attention::of`), now.
 pub fn facets(
     lead: &LeadRecord,
     engagement: Option<&EngagementRecord>,
     handling: &HandlingRecord,
 ) -> Vec<String> {
     let mut out = BTreeSet::new();
-    out.insert(ALL.to_string());
+    let mut add = |facet: Facet| {
+        out.insert(facet.key());
+    };
+    add(Facet::All);
     if !lead.customer_profile.is_empty() {
-        out.insert(format!("profile:{}", lead.customer_profile));
+        add(Facet::Profile(lead.customer_profile.clone()));
     }
     let state = engagement
         .filter(|e| !e.profile.is_empty())
         .map_or(EngagementState::None, |e| e.state);
-    out.insert(format!("state:{}", state.as_str()));
+    add(Facet::State(state));
     if let Some(reason) = engagement.and_then(|e| e.stopped_reason) {
         if state == EngagementState::Stopped {
-            out.insert(format!("stop:{}", reason.as_str()));
+            add(Facet::Stop(reason));
         }
     }
     let subs = &lead.subscriptions;
     let unsubscribed = subs.sms_unsubscribed || subs.voice_unsubscribed || subs.email_unsubscribed;
-    for (name, on) in [
-        ("replied", lead.has_replied || lead.has_replied_email),
-        ("hot", lead.is_hot),
-        ("qualified", lead.is_qualified),
-        ("handedoff", handling.handed_off_at.is_some()),
-        ("aion", lead.is_ai_on),
-        ("unsub", unsubscribed),
+    let replied = lead.has_replied || lead.has_replied_email;
+    for (flag, on) in [
+        (Flag::Replied, replied),
+        (Flag::Hot, lead.is_hot),
+        (Flag::Qualified, lead.is_qualified),
+        (Flag::HandedOff, handling.handed_off_at.is_some()),
+        (Flag::AiOn, lead.is_ai_on),
+        (Flag::Unsubscribed, unsubscribed),
     ] {
-        out.insert(flag(name, on));
+        add(Facet::Flag(flag, on));
     }
     for tag in &lead.tags {
-        out.insert(format!("tag:{}", tag.id));
+        add(Facet::Tag(tag.id.clone()));
     }
     if !handling.owner.is_empty() {
-        out.insert(owner_facet(&handling.owner));
+        add(Facet::Owner(handling.owner.clone()));
     }
     if handling.conversation {
-        out.insert(CONVERSATION.to_string());
+        add(Facet::Conversation);
     }
-    let reasons = Attention::of(lead, engagement, handling, crate::time::now_micros());
+    let reasons = Attention::of(
+        &signals(lead, engagement, handling),
+        crate::time::now_micros(),
+    );
     for reason in &reasons {
-        out.insert(reason.facet().to_string());
+        add(Facet::Attention(*reason));
     }
     if !reasons.is_empty() {
-        out.insert(NEEDS_ATTENTION.to_string());
+        add(Facet::NeedsAttention);
     }
     let running = state == EngagementState::Active || handling.conversation;
     if lead.is_ai_on && handling.owner.is_empty() && running {
-        out.insert(ASSISTED.to_string());
+        add(Facet::Assisted);
     }
     for term in terms(lead) {
-        out.insert(format!("{TERM}{term}"));
+        add(Facet::Term(term));
     }
     if let Some(e) = engagement.filter(|e| !e.profile.is_empty()) {
         let stopped =
             |reason| state == EngagementState::Stopped && e.stopped_reason == Some(reason);
-        let mut metrics = vec!["enrolled".to_string(), format!("state:{}", state.as_str())];
+        let mut metrics = vec![Metric::Enrolled, Metric::State(state)];
         if let (EngagementState::Stopped, Some(reason)) = (state, e.stopped_reason) {
-            metrics.push(format!("stop:{}", reason.as_str()));
+            metrics.push(Metric::Stop(reason));
         }
-        for (name, on) in [
-            ("replied", lead.has_replied || lead.has_replied_email),
-            ("hot", lead.is_hot),
-            ("qualified", lead.is_qualified),
+        for (rate, on) in [
+            (Rate::Replied, replied),
+            (Rate::Hot, lead.is_hot),
+            (Rate::Qualified, lead.is_qualified),
             (
-                "handedOff",
+                Rate::HandedOff,
                 handling.handed_off_at.is_some() || stopped(StopReason::Handoff),
             ),
             (
-                "optedOut",
+                Rate::OptedOut,
                 unsubscribed || stopped(StopReason::Unsubscribed),
             ),
         ] {
             if on {
-                metrics.push(name.to_string());
+                metrics.push(Metric::Rate(rate));
             }
         }
         for metric in metrics {
-            out.insert(campaign_facet(&e.profile, &metric));
+            add(Facet::Campaign {
+                profile: e.profile.clone(),
+                metric,
+            });
         }
     }
     out.into_iter().collect()
 }
 
-/// A word as the index keeps it (after [`TERM`]): lower case, cut to 64 characters.
+/// A word as the index keeps it (a `Facet::Term`): lower case, cut to 64 characters.
 pub fn term(word: &str) -> String {
     word.to_lowercase().chars().take(TERM_CHARS).collect()
 }
@@ -318,7 +247,7 @@ impl WriteTx {
         let needs = |order: &Option<LeadOrder>| {
             order
                 .as_ref()
-                .is_some_and(|o| o.facets.iter().any(|f| f == NEEDS_ATTENTION))
+                .is_some_and(|o| o.facets.contains(&Facet::NeedsAttention.key()))
         };
         if needs(&new) && !needs(&old) {
             self.attention_entered(org, id, crate::time::now_micros())?;
@@ -333,8 +262,10 @@ impl WriteTx {
         tables.move_rows(org, id, old.as_ref(), new.as_ref())
     }
 
-    /// The live leads with `facet` (a filter value or [`TERM`] and a word): one range.
-    pub fn lead_ids_with_facet(&self, org: &str, facet: &str) -> Result<Vec<String>> {
+    /// The live leads with `facet` (a filter value or a search term): one range.
+    pub fn lead_ids_with_facet(&self, org: &str, facet: &Facet) -> Result<Vec<String>> {
+        let facet = facet.key();
+        let facet = facet.as_str();
         let table = self.open_read(LEAD_FACETS)?;
         let mut out = Vec::new();
         for row in table.range((org, facet, "")..)? {
@@ -349,7 +280,8 @@ impl WriteTx {
     }
 
     /// Re-derives a lead's index rows at this commit (facets that depend on time: a
-    /// failed send leaves "Needs attention" after 7 days).
+    /// failed send leaves "Needs attention" after 7 days; `ReadTx::attention_expired`
+    /// finds those).
     pub fn reindex_lead(&mut self, org: &str, lead: &str) {
         self.mark_lead(org, lead);
     }
@@ -474,19 +406,69 @@ impl ReadTx {
         })
     }
 
-    /// How many live leads of `org` have `facet` (`ALL`: every live lead).
-    pub fn facet_count(&self, org: &str, facet: &str) -> Result<u64> {
+    /// How many live leads of `org` have `facet` (`Facet::All`: every live lead).
+    pub fn facet_count(&self, org: &str, facet: &Facet) -> Result<u64> {
         self.lead_index(org)?.count(facet)
+    }
+
+    /// The (org, lead) pairs whose index says they need attention for a reason that
+    /// has ended with time by `now` (a failed send past its window): what the notifier's
+    /// tick re-derives (`WriteTx::reindex_lead`). One range per such reason and
+    /// organization, a few point reads per lead in it.
+    pub fn attention_expired(&self, now: Micros) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for org in self.orgs()? {
+            let index = self.lead_index(&org.id)?;
+            for reason in Attention::ALL.into_iter().filter(|r| r.expires()) {
+                let mut ids = Vec::new();
+                let key = Facet::Attention(reason).key();
+                index.members(&key, |facet, lead| {
+                    if facet == key {
+                        ids.push(lead.to_string());
+                    }
+                })?;
+                for id in ids {
+                    let Some(lead) = self.lead(&org.id, &id)? else {
+                        out.push((org.id.clone(), id));
+                        continue;
+                    };
+                    let engagement = self.engagement(&org.id, &id)?;
+                    let handling = self.handling(&org.id, &id)?;
+                    if !reason.holds(&signals(&lead, engagement.as_ref(), &handling), now) {
+                        out.push((org.id.clone(), id));
+                    }
+                }
+            }
+        }
+        out.dedup();
+        Ok(out)
     }
 }
 
 impl Index<'_> {
-    /// How many live leads have `facet` (`ALL`: every live lead).
-    pub fn count(&self, facet: &str) -> Result<u64> {
-        Ok(self.counts.get((self.org, facet))?.map_or(0, |c| c.value()))
+    /// How many live leads have `facet` (`Facet::All`: every live lead).
+    pub fn count(&self, facet: &Facet) -> Result<u64> {
+        self.count_key(&facet.key())
     }
 
-    /// Whether live lead `lead` has `facet`.
+    /// How many live leads have the facet keyed `key` (a `Facet::key`).
+    pub fn count_key(&self, key: &str) -> Result<u64> {
+        Ok(self.counts.get((self.org, key))?.map_or(0, |c| c.value()))
+    }
+
+    /// Why live lead `lead` needs attention, as the index keeps it (the rule was
+    /// applied in the write that last changed the lead): one lookup per reason.
+    pub fn attention(&self, lead: &str) -> Result<Vec<Attention>> {
+        let mut out = Vec::new();
+        for reason in Attention::ALL {
+            if self.has(&Facet::Attention(reason).key(), lead)? {
+                out.push(reason);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether live lead `lead` has the facet keyed `facet` (a `Facet::key`).
     pub fn has(&self, facet: &str, lead: &str) -> Result<bool> {
         Ok(self.facets.get((self.org, facet, lead))?.is_some())
     }

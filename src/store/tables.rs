@@ -248,7 +248,7 @@ pub const NOTIFICATIONS_KEPT: usize = 200;
 /// reached, sent, delivered, blocked, failed, repliesAfter) and by day
 /// (`day:<YYYY-MM-DD>:sends|replies`, UTC), kept in the write of each event that
 /// changes one (`domain::engagement::campaigns`). The numbers by lead state are
-/// counted-only facets of the lead index (`lead_index::campaign_facet`).
+/// counted-only facets of the lead index (`Facet::Campaign`).
 pub const CAMPAIGN_COUNTS: TableDefinition<(&str, &str, &str), u64> =
     TableDefinition::new("campaign_counts");
 /// (org, profile) → when it was paused: a paused campaign runs no cadence step; its

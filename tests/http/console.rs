@@ -551,3 +551,55 @@ async fn an_email_of_another_organization_is_refused_without_saying_it_exists() 
         .expect_err("refused");
     assert_eq!(refused, "Invalid format for field: email");
 }
+
+/// The lead list pages with the API's bound `nextToken`: the "Next page" link opens the
+/// next page; the same token changed, or given with another filter, is refused in words
+/// (400) instead of showing another page; an unknown filter value is refused visibly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_list_page_token_changed_or_for_another_filter_is_refused() {
+    let (ts, key, session) = start("viewer").await;
+    for i in 0..50 {
+        ts.create_lead(&key, &json!({"id": format!("p-{i:02}"), "firstName": "Bo"}))
+            .await;
+    }
+    let get = |path: String| {
+        let (ts, cookie) = (&ts, session.cookie.clone());
+        async move {
+            ts.console(Method::GET, &path, Some(&cookie), None, &[])
+                .await
+        }
+    };
+    let first = get("/console/leads".into()).await;
+    assert_eq!(first.status, 200);
+    let text = first.text();
+    let at = text.find("nextToken=").expect("a next page link");
+    let token: String = text[at + "nextToken=".len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    let next = get(format!("/console/leads?nextToken={token}")).await;
+    assert_eq!(next.status, 200);
+    assert!(next.text().contains("First page"));
+    assert!(!next.text().contains("role=\"alert\""));
+
+    let mut tampered = token.clone();
+    let last = if tampered.ends_with('A') { 'B' } else { 'A' };
+    tampered.pop();
+    tampered.push(last);
+    for path in [
+        format!("/console/leads?nextToken={tampered}"),
+        format!("/console/leads?hot=true&nextToken={token}"),
+    ] {
+        let refused = get(path.clone()).await;
+        assert_eq!(refused.status, 400, "{path}");
+        assert!(
+            refused.text().contains("This page&#39;s link is not valid")
+                || refused.text().contains("This page's link is not valid"),
+            "{path}"
+        );
+        assert!(!refused.text().contains("First page"), "{path}");
+    }
+    let typo = get("/console/leads?hot=yes".into()).await;
+    assert_eq!(typo.status, 400);
+    assert!(typo.text().contains("Invalid format for field: hot"));
+}

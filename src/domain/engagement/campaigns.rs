@@ -4,7 +4,7 @@
 //! campaign pages read them; nothing here scans leads or events.
 //!
 //! **Every number is kept in the write that changes it.** The numbers by lead come from
-//! counted-only facets of the lead index (`lead_index::campaign_facet`), moved with the
+//! counted-only facets of the lead index (`Facet::Campaign`), moved with the
 //! lead's records; the numbers by step and by day are counters that [`on_event`] (called
 //! by `events::record` for every event write) moves when a cadence message's status
 //! changes, a step is blocked, or a lead writes.
@@ -23,7 +23,7 @@ use crate::domain::engagement::enrolment;
 use crate::domain::records::message_shape::MessageShape;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::lead_index::campaign_facet;
+use crate::store::facet::{Facet, Metric, Rate};
 use crate::store::rows::{EngagementState, SendStatus, StopReason, SystemEvent};
 use crate::store::{ReadTx, Reader, Store, WriteTx};
 use crate::time::Micros;
@@ -35,8 +35,6 @@ const STATES: [EngagementState; 4] = [
     EngagementState::Finished,
     EngagementState::Stopped,
 ];
-/// The rates, by their wire names.
-const RATES: [&str; 5] = ["replied", "hot", "qualified", "handedOff", "optedOut"];
 /// The funnel's numbers of a step.
 const STEP_METRICS: [&str; 6] = [
     "reached",
@@ -163,26 +161,25 @@ pub fn stats(read: &ReadTx, org: &str, name: &str) -> Result<Value> {
         .profile(org, name)?
         .ok_or_else(|| Error::NotFound("Profile not found".into()))?;
     let index = read.lead_index(org)?;
-    let count = |metric: &str| index.count(&campaign_facet(name, metric));
+    let count = |metric: Metric| {
+        index.count(&Facet::Campaign {
+            profile: name.to_string(),
+            metric,
+        })
+    };
     let mut out = Map::new();
     out.insert("profile".into(), json!(name));
-    out.insert("enrolled".into(), json!(count("enrolled")?));
+    out.insert("enrolled".into(), json!(count(Metric::Enrolled)?));
     for state in STATES {
-        out.insert(
-            state.as_str().into(),
-            json!(count(&format!("state:{}", state.as_str()))?),
-        );
+        out.insert(state.as_str().into(), json!(count(Metric::State(state))?));
     }
     let mut stopped = Map::new();
     for reason in StopReason::ALL {
-        stopped.insert(
-            reason.as_str().into(),
-            json!(count(&format!("stop:{}", reason.as_str()))?),
-        );
+        stopped.insert(reason.as_str().into(), json!(count(Metric::Stop(reason))?));
     }
     out.insert("stopped".into(), Value::Object(stopped));
-    for rate in RATES {
-        out.insert(rate.into(), json!(count(rate)?));
+    for rate in Rate::ALL {
+        out.insert(rate.wire().into(), json!(count(Metric::Rate(rate))?));
     }
     let counters = read.campaign_counts(org, name)?;
     let get = |key: String| counters.get(&key).copied().unwrap_or(0);

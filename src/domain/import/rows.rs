@@ -19,7 +19,7 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::phone::{self, Country, Unreadable};
 use crate::providers::model::tools::tag_id;
-use crate::store::lead_index::TERM;
+use crate::store::facet::Facet;
 use crate::store::rows::{email_key, TagRecord};
 use crate::store::{Reader, WriteTx};
 
@@ -297,7 +297,7 @@ fn body(row: &Row, country: Option<Country>) -> Result<(Map<String, Value>, Vec<
 /// The live lead a body matches: by `externalLeadId`, then phone, then email.
 fn live_match(tx: &WriteTx, org: &str, body: &Map<String, Value>) -> Result<Option<String>> {
     if let Some(Value::String(ext)) = body.get("externalLeadId") {
-        let term = format!("{TERM}{}", crate::store::lead_index::term(ext));
+        let term = Facet::Term(crate::store::lead_index::term(ext));
         for id in tx.lead_ids_with_facet(org, &term)? {
             if tx
                 .lead(org, &id)?

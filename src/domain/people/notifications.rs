@@ -2,8 +2,8 @@
 //! say. The notifier (`engine::notices`) sends them; the queue they come from is kept in
 //! the commit that made the lead need attention (`store::notices`).
 
+use crate::attention::Attention;
 use crate::error::Result;
-use crate::store::lead_index::Attention;
 use crate::store::rows::{LeadRecord, Role, UserRecord};
 use crate::store::ReadTx;
 

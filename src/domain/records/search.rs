@@ -9,23 +9,20 @@
 
 use std::collections::HashSet;
 
+use crate::cursor::CursorKey;
 use crate::error::{Error, Result};
-use crate::store::lead_index::{self, Index, Indexed, ALL, TERM};
+use crate::store::facet::{Facet, Flag};
+use crate::store::lead_index::{self, Index, Indexed};
 use crate::store::rows::{EngagementState, StopReason};
 use crate::store::ReadTx;
 use crate::time::Micros;
 
-/// The parameters a search takes, by their wire names.
-pub const PARAMETERS: [&str; 14] = [
+/// The parameters a search takes by their wire names, besides the yes/no filters'
+/// (`Flag::param`).
+pub const PARAMETERS: [&str; 8] = [
     "profile",
     "state",
     "stoppedReason",
-    "replied",
-    "hot",
-    "qualified",
-    "handedOff",
-    "aiOn",
-    "unsubscribed",
     "tag",
     "q",
     "sort",
@@ -44,16 +41,6 @@ pub const STATES: [EngagementState; 5] = [
 
 /// The stop reasons a search can ask for: every one.
 pub const STOP_REASONS: [StopReason; 8] = StopReason::ALL;
-
-/// The yes/no filters: wire name and facet name.
-pub const FLAGS: [(&str, &str); 6] = [
-    ("replied", "replied"),
-    ("hot", "hot"),
-    ("qualified", "qualified"),
-    ("handedOff", "handedoff"),
-    ("aiOn", "aion"),
-    ("unsubscribed", "unsub"),
-];
 
 /// How a result is ordered: newest first by last activity (the default) or creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -78,16 +65,17 @@ pub struct LeadFilter {
     pub profile: Option<String>,
     pub state: Option<EngagementState>,
     pub stopped_reason: Option<StopReason>,
-    /// (facet name, wanted value) of the yes/no filters given.
-    pub flags: Vec<(&'static str, bool)>,
+    /// The yes/no filters given, with the wanted value.
+    pub flags: Vec<(Flag, bool)>,
     pub tag: Option<String>,
     /// The search text: every word must start a word of the lead's name, email,
     /// external id or phone.
     pub q: Option<String>,
     pub sort: Sort,
     /// Facets of the index every result must have besides the parameters' (the
-    /// console's inbox tabs: `attn`, `owner:<user>`, ...); never read from a query.
-    pub facets_extra: Vec<String>,
+    /// console's inbox tabs: `Facet::NeedsAttention`, `Facet::Owner`, ...); never read
+    /// from a query.
+    pub facets_extra: Vec<Facet>,
 }
 
 impl LeadFilter {
@@ -99,7 +87,8 @@ impl LeadFilter {
     ) -> Result<LeadFilter> {
         let mut filter = LeadFilter::default();
         for (name, value) in params {
-            if !PARAMETERS.contains(&name) {
+            let flag = Flag::from_param(name);
+            if flag.is_none() && !PARAMETERS.contains(&name) {
                 return Err(Error::BadRequest(format!("Unknown parameter: {name}")));
             }
             let value = value.trim();
@@ -130,14 +119,14 @@ impl LeadFilter {
                     }
                 }
                 "limit" | "nextToken" => {}
-                flag => {
+                _ => {
                     let on = match value {
                         "true" => true,
                         "false" => false,
                         _ => return Err(invalid()),
                     };
-                    if let Some((_, facet)) = FLAGS.iter().find(|(wire, _)| *wire == flag) {
-                        filter.flags.push((facet, on));
+                    if let Some(flag) = flag {
+                        filter.flags.push((flag, on));
                     }
                 }
             }
@@ -157,9 +146,9 @@ impl LeadFilter {
         if let Some(r) = self.stopped_reason {
             out.push(("stoppedReason", r.as_str().to_string()));
         }
-        for (wire, facet) in FLAGS {
-            if let Some((_, on)) = self.flags.iter().find(|(f, _)| *f == facet) {
-                out.push((wire, on.to_string()));
+        for flag in Flag::ALL {
+            if let Some(on) = self.flag(flag) {
+                out.push((flag.param(), on.to_string()));
             }
         }
         if let Some(t) = &self.tag {
@@ -174,31 +163,31 @@ impl LeadFilter {
         out
     }
 
-    /// The value of yes/no filter `facet` (`hot`, `aion`, ...), when given.
-    pub fn flag(&self, facet: &str) -> Option<bool> {
+    /// The value of yes/no filter `flag`, when given.
+    pub fn flag(&self, flag: Flag) -> Option<bool> {
         self.flags
             .iter()
-            .find(|(f, _)| *f == facet)
+            .find(|(f, _)| *f == flag)
             .map(|(_, on)| *on)
     }
 
     /// The exact facets every result must have.
-    fn facets(&self) -> Vec<String> {
+    fn facets(&self) -> Vec<Facet> {
         let mut out = Vec::new();
         if let Some(p) = &self.profile {
-            out.push(format!("profile:{p}"));
+            out.push(Facet::Profile(p.clone()));
         }
         if let Some(s) = self.state {
-            out.push(format!("state:{}", s.as_str()));
+            out.push(Facet::State(s));
         }
         if let Some(r) = self.stopped_reason {
-            out.push(format!("stop:{}", r.as_str()));
+            out.push(Facet::Stop(r));
         }
-        for (facet, on) in &self.flags {
-            out.push(lead_index::flag(facet, *on));
+        for (flag, on) in &self.flags {
+            out.push(Facet::Flag(*flag, *on));
         }
         if let Some(t) = &self.tag {
-            out.push(format!("tag:{t}"));
+            out.push(Facet::Tag(t.clone()));
         }
         out.extend(self.facets_extra.iter().cloned());
         out
@@ -225,6 +214,33 @@ impl LeadFilter {
 
 /// Where a page starts: just after this lead in the sort order.
 pub type After = (Micros, String);
+
+/// What a page token of `filter`'s search in `org` is bound to: the organization and
+/// every parameter, so a token opens only for the same search.
+fn bound(org: &str, filter: &LeadFilter) -> Vec<String> {
+    let mut bound = vec!["leads-search".to_string(), org.to_string()];
+    for (name, value) in filter.params() {
+        bound.push(name.to_string());
+        bound.push(value);
+    }
+    bound
+}
+
+/// The `nextToken` of a page ending at `next`, sealed for `filter`'s search in `org`
+/// (`GET /v1/leads/search` and the console's lead list alike).
+pub fn seal_next(key: &CursorKey, org: &str, filter: &LeadFilter, next: &After) -> Result<String> {
+    let bound = bound(org, filter);
+    let parts: Vec<&str> = bound.iter().map(String::as_str).collect();
+    key.seal(&parts, next)
+}
+
+/// Where the page of `token` starts; 400 `Invalid nextToken` for a token changed, or
+/// made for another search or organization.
+pub fn open_token(key: &CursorKey, org: &str, filter: &LeadFilter, token: &str) -> Result<After> {
+    let bound = bound(org, filter);
+    let parts: Vec<&str> = bound.iter().map(String::as_str).collect();
+    key.open(&parts, token)
+}
 
 /// One page of a search.
 #[derive(Debug)]
@@ -272,9 +288,10 @@ fn search_with(
             l.last_activity_at
         }
     };
-    let mut counted = Vec::with_capacity(facets.len());
-    for facet in &facets {
-        counted.push((index.count(facet)?, facet.as_str()));
+    let keys: Vec<String> = facets.iter().map(Facet::key).collect();
+    let mut counted = Vec::with_capacity(keys.len());
+    for key in &keys {
+        counted.push((index.count_key(key)?, key.as_str()));
     }
     counted.sort_unstable();
     let smallest = counted.first().map(|(count, _)| *count);
@@ -297,7 +314,7 @@ fn search_with(
             Ok(true)
         })?;
         let total = match counted.as_slice() {
-            [] => index.count(ALL)?,
+            [] => index.count(&Facet::All)?,
             [(count, _)] => *count,
             _ => {
                 let names: Vec<&str> = counted.iter().map(|(_, f)| *f).collect();
@@ -314,7 +331,7 @@ fn search_with(
     let mut term_sets = Vec::with_capacity(terms.len());
     for term in &terms {
         let mut set = HashSet::new();
-        index.members(&format!("{TERM}{term}"), |_, lead| {
+        index.members(&Facet::Term(term.clone()).key(), |_, lead| {
             set.insert(lead.to_string());
         })?;
         term_sets.push(set);
@@ -417,8 +434,8 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(f.state, Some(EngagementState::Active));
-        assert_eq!(f.flag("hot"), Some(true));
-        assert_eq!(f.flag("aion"), Some(false));
+        assert_eq!(f.flag(Flag::Hot), Some(true));
+        assert_eq!(f.flag(Flag::AiOn), Some(false));
         assert_eq!(f.profile, None);
         assert_eq!(f.q.as_deref(), Some("Ana"));
         let e = LeadFilter::from_params([("isHot", "true")]).unwrap_err();

@@ -1,0 +1,179 @@
+//! "Needs attention": the one rule saying why a lead needs a person now. Its reasons,
+//! their words, and the window after which a failed send no longer counts.
+//!
+//! It sits on the leaf floor so that the store can apply it where the answer is kept:
+//! the lead index derives a lead's `attn` facets with [`Attention::of`] in the write
+//! that changes the lead (computed once per write), and the inbox and the notifier read
+//! those facets instead of computing them again. The rule takes [`Signals`], plain facts
+//! the store reads off a lead's records, so it names no stored type. A reason that ends
+//! with time alone ([`Attention::expires`]) is repaired by the notifier's tick
+//! (`engine::notices`), never by a page view.
+
+use crate::time::Micros;
+
+/// How long a failed send keeps a lead in "Needs attention": 7 days.
+pub const FAILED_SEND_WINDOW: Micros = 7 * 24 * 3600 * 1_000_000;
+
+/// The facts about a lead the rule looks at.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Signals {
+    /// The assistant handed the lead off to a person (and nobody handed it back).
+    pub handed_off: bool,
+    /// A person replied since the hand-off.
+    pub handoff_answered: bool,
+    /// The lead's last message is its own, unanswered.
+    pub awaiting_reply: bool,
+    /// The assistant is on for the lead.
+    pub ai_on: bool,
+    /// When the newest failed (or unknown) send ended so, until retried or dismissed.
+    pub failed_send_at: Option<Micros>,
+    /// The lead's engagement has a `lastError`.
+    pub assistant_error: bool,
+}
+
+/// Why a lead needs a person now ("Needs attention").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Attention {
+    /// The assistant handed the lead off and no person has replied since.
+    HandedOff,
+    /// The lead's last message is unanswered while the assistant is off for it.
+    Waiting,
+    /// A send of the last 7 days ended `failed` or `unknown` (not retried or dismissed).
+    SendFailed,
+    /// The engagement has a `lastError`.
+    AssistantError,
+}
+
+impl Attention {
+    pub const ALL: [Attention; 4] = [
+        Attention::HandedOff,
+        Attention::Waiting,
+        Attention::SendFailed,
+        Attention::AssistantError,
+    ];
+
+    /// The reason's name (its facet is `attn:<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Attention::HandedOff => "handed_off",
+            Attention::Waiting => "waiting",
+            Attention::SendFailed => "send_failed",
+            Attention::AssistantError => "error",
+        }
+    }
+
+    /// The reason in words, as the inbox and the notification email show it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Attention::HandedOff => "Handed off",
+            Attention::Waiting => "Waiting for a reply",
+            Attention::SendFailed => "Send failed",
+            Attention::AssistantError => "Assistant error",
+        }
+    }
+
+    /// Whether the reason can end with time alone, without a write (a failed send
+    /// older than [`FAILED_SEND_WINDOW`]): the notifier's tick looks for those.
+    pub fn expires(self) -> bool {
+        matches!(self, Attention::SendFailed)
+    }
+
+    /// Whether the reason holds for a lead with `signals` at `now`.
+    pub fn holds(self, signals: &Signals, now: Micros) -> bool {
+        match self {
+            Attention::HandedOff => signals.handed_off && !signals.handoff_answered,
+            Attention::Waiting => signals.awaiting_reply && !signals.ai_on,
+            Attention::SendFailed => signals
+                .failed_send_at
+                .is_some_and(|at| now - at < FAILED_SEND_WINDOW),
+            Attention::AssistantError => signals.assistant_error,
+        }
+    }
+
+    /// Why a lead with `signals` needs a person at `now` (empty: it does not).
+    pub fn of(signals: &Signals, now: Micros) -> Vec<Attention> {
+        Attention::ALL
+            .into_iter()
+            .filter(|reason| reason.holds(signals, now))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: Micros = 1_800_000_000_000_000;
+
+    #[test]
+    fn a_lead_with_nothing_to_answer_needs_nobody() {
+        assert!(Attention::of(&Signals::default(), NOW).is_empty());
+        let assisted = Signals {
+            awaiting_reply: true,
+            ai_on: true,
+            ..Signals::default()
+        };
+        assert!(Attention::of(&assisted, NOW).is_empty());
+    }
+
+    #[test]
+    fn each_reason_holds_on_its_own_facts() {
+        let handed_off = Signals {
+            handed_off: true,
+            ..Signals::default()
+        };
+        assert_eq!(Attention::of(&handed_off, NOW), [Attention::HandedOff]);
+        let answered = Signals {
+            handoff_answered: true,
+            ..handed_off
+        };
+        assert!(Attention::of(&answered, NOW).is_empty());
+        let waiting = Signals {
+            awaiting_reply: true,
+            ..Signals::default()
+        };
+        assert_eq!(Attention::of(&waiting, NOW), [Attention::Waiting]);
+        let failed = Signals {
+            failed_send_at: Some(NOW - 1),
+            ..Signals::default()
+        };
+        assert_eq!(Attention::of(&failed, NOW), [Attention::SendFailed]);
+        let error = Signals {
+            assistant_error: true,
+            ..Signals::default()
+        };
+        assert_eq!(Attention::of(&error, NOW), [Attention::AssistantError]);
+        let all = Signals {
+            handed_off: true,
+            awaiting_reply: true,
+            failed_send_at: Some(NOW),
+            assistant_error: true,
+            ..Signals::default()
+        };
+        assert_eq!(Attention::of(&all, NOW), Attention::ALL);
+    }
+
+    #[test]
+    fn a_failed_send_counts_for_seven_days_then_expires() {
+        let at = NOW - FAILED_SEND_WINDOW;
+        let failed = Signals {
+            failed_send_at: Some(at),
+            ..Signals::default()
+        };
+        assert!(Attention::SendFailed.holds(&failed, at));
+        assert!(Attention::SendFailed.holds(&failed, NOW - 1));
+        assert!(!Attention::SendFailed.holds(&failed, NOW));
+        assert!(Attention::of(&failed, NOW + 1).is_empty());
+        let expiring: Vec<Attention> = Attention::ALL.into_iter().filter(|r| r.expires()).collect();
+        assert_eq!(expiring, [Attention::SendFailed]);
+    }
+
+    #[test]
+    fn every_reason_has_its_own_name_and_words() {
+        let names: std::collections::BTreeSet<_> =
+            Attention::ALL.iter().map(|r| r.name()).collect();
+        let words: std::collections::BTreeSet<_> =
+            Attention::ALL.iter().map(|r| r.words()).collect();
+        assert_eq!((names.len(), words.len()), (4, 4));
+    }
+}
