@@ -1,18 +1,35 @@
-//! Typed access for the contact controls: the Do Not Contact list, and finding the lead
-//! an inbound message comes from (by phone, by email).
+//! Typed access for the contact controls: the Do Not Contact list, finding the lead
+//! an inbound message comes from (by phone, by email), and the consent ledger.
 
 use std::ops::Bound;
 
 use redb::{ReadableTable, TableDefinition};
 
 use super::read::{Flow, ReadTx};
-use super::rows::email_key;
-use super::tables::{DNC, LEADS_BY_EMAIL, LEADS_BY_PHONE};
+use super::codec::{decode, encode};
+use super::reader::Reader;
+use super::rows::{email_key, ConsentEntry, ConsentState};
+use super::tables::{CONSENT_LEDGER, CONSENT_STATE, DNC, LEADS_BY_EMAIL, LEADS_BY_PHONE};
 use super::write::WriteTx;
 use crate::error::Result;
 use crate::time::Micros;
 
 impl WriteTx {
+    /// Appends `entry` to the lead's consent ledger and applies it to the channel's
+    /// state; answers the state after it.
+    pub fn put_consent(&mut self, org: &str, lead: &str, entry: &ConsentEntry) -> Result<ConsentState> {
+        let state = self.consent_state(org, lead, entry.channel)?.with(entry);
+        self.open_write(CONSENT_LEDGER)?.insert(
+            (org, lead, entry.at, entry.event_id.as_str()),
+            encode(entry)?.as_slice(),
+        )?;
+        self.open_write(CONSENT_STATE)?.insert(
+            (org, lead, entry.channel.as_str()),
+            encode(&state)?.as_slice(),
+        )?;
+        Ok(state)
+    }
+
     /// Adds a number; false when it was listed already (its first time is kept).
     pub fn dnc_add(&mut self, org: &str, phone: &str, at: Micros) -> Result<bool> {
         let mut table = self.open_write(DNC)?;
@@ -89,5 +106,21 @@ impl ReadTx {
             }
         }
         Ok(())
+    }
+
+    /// A lead's consent ledger in the order consent was given or revoked, at most
+    /// `limit` entries from the oldest.
+    pub fn consent_ledger(&self, org: &str, lead: &str, limit: usize) -> Result<Vec<ConsentEntry>> {
+        let table = self.open_read(CONSENT_LEDGER)?;
+        let mut entries = Vec::new();
+        for row in table.range((org, lead, i64::MIN, "")..)? {
+            let (key, value) = row?;
+            let (o, l, _, _) = key.value();
+            if o != org || l != lead || entries.len() >= limit {
+                break;
+            }
+            entries.push(decode(value.value())?);
+        }
+        Ok(entries)
     }
 }

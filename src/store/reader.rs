@@ -15,7 +15,8 @@ use super::rows::{
     CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, HandlingRecord,
     KeyRecord, LeadRecord, OrgRecord, ProfileRecord, SessionRecord, UserRecord, VoiceSession,
 };
-use super::rows::{RecordingRecord, UploadRecord};
+use super::rows::{ConsentState, RecordingRecord, UploadRecord};
+use crate::channel::Channel;
 use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;
@@ -117,6 +118,13 @@ pub trait Reader {
 
     fn voice_session(&self, org: &str, call_id: &str) -> Result<Option<VoiceSession>> {
         self.record(VOICE_SESSIONS, (org, call_id))
+    }
+
+    /// A lead's consent on `channel` (nothing recorded: the default, no consent).
+    fn consent_state(&self, org: &str, lead: &str, channel: Channel) -> Result<ConsentState> {
+        Ok(self
+            .record(CONSENT_STATE, (org, lead, channel.as_str()))?
+            .unwrap_or_default())
     }
 }
 

@@ -1146,6 +1146,165 @@ pub struct NotificationRecord {
     pub outcome: String,
 }
 
+/// Whether a consent entry gives consent or takes it back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConsentStatus {
+    Granted,
+    Revoked,
+}
+
+impl ConsentStatus {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConsentStatus::Granted => "granted",
+            ConsentStatus::Revoked => "revoked",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ConsentStatus> {
+        [ConsentStatus::Granted, ConsentStatus::Revoked]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// What the contact is for: marketing needs written consent for an artificial voice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Purpose {
+    Marketing,
+    Informational,
+}
+
+impl Purpose {
+    pub const ALL: [Purpose; 2] = [Purpose::Marketing, Purpose::Informational];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Marketing => "marketing",
+            Purpose::Informational => "informational",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Purpose> {
+        Purpose::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+/// How a consent entry came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConsentSource {
+    Import,
+    Api,
+    Console,
+    WebForm,
+    Keyword,
+    Reply,
+    Call,
+    UnsubscribeLink,
+    Timeout,
+}
+
+impl ConsentSource {
+    pub const ALL: [ConsentSource; 9] = [
+        ConsentSource::Import,
+        ConsentSource::Api,
+        ConsentSource::Console,
+        ConsentSource::WebForm,
+        ConsentSource::Keyword,
+        ConsentSource::Reply,
+        ConsentSource::Call,
+        ConsentSource::UnsubscribeLink,
+        ConsentSource::Timeout,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ConsentSource::Import => "import",
+            ConsentSource::Api => "api",
+            ConsentSource::Console => "console",
+            ConsentSource::WebForm => "web_form",
+            ConsentSource::Keyword => "keyword",
+            ConsentSource::Reply => "reply",
+            ConsentSource::Call => "call",
+            ConsentSource::UnsubscribeLink => "unsubscribe_link",
+            ConsentSource::Timeout => "timeout",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ConsentSource> {
+        ConsentSource::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+}
+
+/// Who wrote a consent entry down: a person in the console, an API key, or the service
+/// itself reading the lead's own words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecordedBy {
+    User { user_id: String, name: String },
+    Key { key_id: String },
+    Service,
+}
+
+/// The evidence behind a consent entry.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Proof {
+    /// The disclosure the person agreed to, or the words they wrote or said.
+    pub text: Option<String>,
+    /// The web form's page.
+    pub url: Option<String>,
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+    pub recorded_by: Option<RecordedBy>,
+}
+
+/// One entry of a lead's consent ledger (its `CONSENT` event's data).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsentEntry {
+    pub event_id: String,
+    pub channel: Channel,
+    pub status: ConsentStatus,
+    pub purpose: Purpose,
+    pub source: ConsentSource,
+    /// When consent was given or revoked (the source's time; now when it gives none).
+    pub at: Micros,
+    pub proof: Proof,
+}
+
+/// A lead's consent on one channel, as the gate reads it: the latest grant per purpose
+/// and the latest revocation (a revocation takes back every purpose).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ConsentState {
+    pub granted_marketing: Option<Micros>,
+    pub granted_informational: Option<Micros>,
+    pub revoked: Option<Micros>,
+}
+
+impl ConsentState {
+    /// Whether consent for `purpose` stands: granted, and later than the last revocation.
+    pub fn allows(&self, purpose: Purpose) -> bool {
+        let granted = match purpose {
+            Purpose::Marketing => self.granted_marketing,
+            Purpose::Informational => self.granted_informational,
+        };
+        match (granted, self.revoked) {
+            (Some(g), Some(r)) => g > r,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
+    /// The state with `entry` applied (the latest time of each kind wins).
+    pub fn with(mut self, entry: &ConsentEntry) -> ConsentState {
+        let slot = match (entry.status, entry.purpose) {
+            (ConsentStatus::Revoked, _) => &mut self.revoked,
+            (ConsentStatus::Granted, Purpose::Marketing) => &mut self.granted_marketing,
+            (ConsentStatus::Granted, Purpose::Informational) => &mut self.granted_informational,
+        };
+        *slot = Some(slot.map_or(entry.at, |t| t.max(entry.at)));
+        self
+    }
+}
+
 /// A signed-in session, stored under the SHA-256 of its token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecord {

@@ -62,6 +62,8 @@ macro_rules! all_tables {
         $apply!(NOTIFICATIONS);
         $apply!(CAMPAIGN_COUNTS);
         $apply!(PAUSED_CAMPAIGNS);
+        $apply!(CONSENT_LEDGER);
+        $apply!(CONSENT_STATE);
     };
 }
 pub(crate) use all_tables;
@@ -255,3 +257,13 @@ pub const CAMPAIGN_COUNTS: TableDefinition<(&str, &str, &str), u64> =
 /// engagements read `paused` until it resumes (`domain::engagement::campaigns`).
 pub const PAUSED_CAMPAIGNS: TableDefinition<(&str, &str), i64> =
     TableDefinition::new("paused_campaigns");
+
+/// (org, lead id, at, `CONSENT` event id) → `ConsentEntry`: a lead's consent ledger in
+/// the order consent was given or revoked. Append-only; a lead's soft deletion keeps it
+/// (`domain::records::consent`).
+pub const CONSENT_LEDGER: TableDefinition<(&str, &str, i64, &str), &[u8]> =
+    TableDefinition::new("consent_ledger");
+/// (org, lead id, channel) → `ConsentState`: the latest grant per purpose and the latest
+/// revocation of the channel, so the gate's check is one lookup.
+pub const CONSENT_STATE: TableDefinition<(&str, &str, &str), &[u8]> =
+    TableDefinition::new("consent_state");
