@@ -9,7 +9,7 @@
 
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::form::Form;
 use super::layout::{self, badges, csrf_field, lead_name};
@@ -22,9 +22,8 @@ use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::Outcome;
-use crate::domain::contact::controls;
-use crate::domain::contact::handling::{self, Action};
-use crate::domain::records::{dnc, leads, messages};
+use crate::domain::contact::handling::{self, PersonAction};
+use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
 use crate::store::rows::{EngagementState, LeadRecord, Origin, Role};
 use crate::store::Reader;
@@ -118,12 +117,12 @@ pub async fn page(
                                 h2 #failed-send { "A send failed" }
                                 p { "A message to this lead ended failed or unknown. Send it again as a new message, or dismiss it." }
                                 div.actions {
-                                    form method="post" action=(action_url(&lead, LeadAction::RetrySend)) {
+                                    form method="post" action=(action_url(&lead, PersonAction::RetrySend)) {
                                         (csrf_field(visitor))
                                         input type="hidden" name="message" value=(failed.event_id);
                                         button type="submit" { "Send again" }
                                     }
-                                    form method="post" action=(action_url(&lead, LeadAction::DismissFailure)) {
+                                    form method="post" action=(action_url(&lead, PersonAction::DismissFailure)) {
                                         (csrf_field(visitor))
                                         input type="hidden" name="message" value=(failed.event_id);
                                         button.secondary type="submit" { "Dismiss" }
@@ -186,19 +185,19 @@ fn subscribed(unsubscribed: bool) -> &'static str {
     }
 }
 
-fn action_url(lead: &LeadRecord, action: LeadAction) -> String {
-    format!("/console/leads/{}/{}", lead.id, action.segment())
+fn action_url(lead: &LeadRecord, action: impl Into<LeadAction>) -> String {
+    format!("/console/leads/{}/{}", lead.id, action.into().segment())
 }
 
 fn handling_buttons(v: &Visitor, lead: &LeadRecord) -> Markup {
     html! {
         div.actions {
             @if lead.is_ai_on {
-                form method="post" action=(action_url(lead, LeadAction::TakeOver)) {
+                form method="post" action=(action_url(lead, PersonAction::TakeOver)) {
                     (csrf_field(v)) button type="submit" { "Take over" }
                 }
             } @else {
-                form method="post" action=(action_url(lead, LeadAction::HandBack)) {
+                form method="post" action=(action_url(lead, PersonAction::HandBack)) {
                     (csrf_field(v)) button type="submit" { "Hand back" }
                 }
             }
@@ -258,7 +257,7 @@ fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&
 }
 
 fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
-    let form = |action: LeadAction, body: Markup| {
+    let form = |action: PersonAction, body: Markup| {
         html! {
             form method="post" action=(action_url(lead, action)) { (csrf_field(v)) (body) }
         }
@@ -267,25 +266,25 @@ fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
         section.panel aria-labelledby="actions" {
             h2 #actions { "Actions" }
             div.actions {
-                @if !lead.is_hot { (form(LeadAction::MarkHot, html! { button.secondary type="submit" { "Mark hot" } })) }
-                @if !lead.is_qualified { (form(LeadAction::MarkQualified, html! { button.secondary type="submit" { "Mark qualified" } })) }
-                @if !lead.phone.is_empty() { (form(LeadAction::AddToDnc, html! { button.secondary type="submit" { "Add to DNC" } })) }
+                @if !lead.is_hot { (form(PersonAction::MarkHot, html! { button.secondary type="submit" { "Mark hot" } })) }
+                @if !lead.is_qualified { (form(PersonAction::MarkQualified, html! { button.secondary type="submit" { "Mark qualified" } })) }
+                @if !lead.phone.is_empty() { (form(PersonAction::AddToDnc, html! { button.secondary type="submit" { "Add to DNC" } })) }
             }
-            (form(LeadAction::Unsubscribe, html! {
+            (form(PersonAction::Unsubscribe, html! {
                 label for="unsub-channel" { "Unsubscribe from" }
                 div.actions {
                     select #unsub-channel name="channel" { (channel_options()) }
                     button.secondary type="submit" { "Unsubscribe" }
                 }
             }))
-            (form(LeadAction::Resubscribe, html! {
+            (form(PersonAction::Resubscribe, html! {
                 label for="resub-channel" { "Resubscribe to" }
                 div.actions {
                     select #resub-channel name="channel" { (channel_options()) }
                     button.secondary type="submit" { "Resubscribe" }
                 }
             }))
-            (form(LeadAction::AddTag, html! {
+            (form(PersonAction::AddTag, html! {
                 label for="tag-name" { "New tag" }
                 div.actions {
                     input #tag-name type="text" name="tag" required;
@@ -293,7 +292,7 @@ fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
                 }
             }))
             @if !lead.tags.is_empty() {
-                (form(LeadAction::RemoveTag, html! {
+                (form(PersonAction::RemoveTag, html! {
                     label for="tag-remove" { "Tag to remove" }
                     div.actions {
                         select #tag-remove name="tag" {
@@ -303,7 +302,7 @@ fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
                     }
                 }))
             }
-            form method="post" action=(action_url(lead, LeadAction::Delete)) data-confirm="Delete this lead?" {
+            form method="post" action=(action_url(lead, PersonAction::Delete)) data-confirm="Delete this lead?" {
                 (csrf_field(v))
                 div {
                     input #confirm-delete type="checkbox" name="confirm" value="yes" required;
@@ -334,7 +333,8 @@ fn channels(form: &Form) -> Result<Option<Vec<Channel>>> {
     }
 }
 
-/// `POST /console/leads/{id}/{action}`.
+/// `POST /console/leads/{id}/{action}`: the form parsed, one write calling the
+/// action's domain function (`domain::contact::handling`), the page or a redirect.
 pub async fn act(
     state: &AppState,
     visitor: &Visitor,
@@ -342,145 +342,71 @@ pub async fn act(
     action: LeadAction,
     form: Form,
 ) -> Result<Response<Body>> {
-    let caller = visitor.caller();
-    let person = visitor.person();
-    let lead_id = id.to_string();
-    let back = format!("/console/leads/{id}");
+    let action = match action {
+        LeadAction::Reply => return reply(state, visitor, id, &form).await,
+        LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
+        LeadAction::Person(action) => action,
+    };
+    let (caller, person, lead_id) = (visitor.caller(), visitor.person(), id.to_string());
     let store = &state.store;
     let done = match action {
-        LeadAction::TakeOver => {
+        PersonAction::TakeOver => {
             store
                 .write(move |tx| handling::take_over(tx, &caller, &person, &lead_id).map(drop))
                 .await
         }
-        LeadAction::HandBack => {
+        PersonAction::HandBack => {
             store
                 .write(move |tx| handling::hand_back(tx, &caller, &person, &lead_id).map(drop))
                 .await
         }
-        LeadAction::Reply => return reply(state, visitor, id, &form).await,
-        LeadAction::RetrySend => return send_again(state, visitor, id, &form).await,
-        LeadAction::DismissFailure => {
+        PersonAction::RetrySend => return send_again(state, visitor, id, &form).await,
+        PersonAction::DismissFailure => {
             let event_id = form.text("message").to_string();
             store
                 .write(move |tx| {
-                    handling::clear_failed_send(
-                        tx,
-                        &caller,
-                        &person,
-                        &lead_id,
-                        &event_id,
-                        Action::DismissFailure,
-                    )
-                    .map(drop)
+                    handling::dismiss_failure(tx, &caller, &person, &lead_id, &event_id)
                 })
                 .await
         }
-        LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
-        LeadAction::Unsubscribe | LeadAction::Resubscribe => {
+        PersonAction::Unsubscribe | PersonAction::Resubscribe => {
             let requested = channels(&form)?;
-            let unsubscribe = action == LeadAction::Unsubscribe;
+            let subscribe = action == PersonAction::Resubscribe;
             store
                 .write(move |tx| {
                     let requested = requested.as_deref();
-                    let applied = if unsubscribe {
-                        controls::unsubscribe(tx, &caller, &lead_id, requested)?
-                    } else {
-                        controls::resubscribe(tx, &caller, &lead_id, requested)?
-                    };
-                    let names: Vec<&str> = applied.iter().map(|c| c.as_str()).collect();
-                    let act = if unsubscribe {
-                        Action::Unsubscribe
-                    } else {
-                        Action::Resubscribe
-                    };
-                    let lead = leads::live_lead(tx, &caller, &lead_id)?;
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        act,
-                        json!({"channels": names}),
-                    )
-                    .map(drop)
+                    handling::set_subscription(tx, &caller, &person, &lead_id, requested, subscribe)
                 })
                 .await
         }
-        LeadAction::AddToDnc => {
+        PersonAction::AddToDnc => {
             store
-                .write(move |tx| {
-                    let lead = leads::live_lead(tx, &caller, &lead_id)?;
-                    if lead.phone.is_empty() {
-                        return Err(Error::BadRequest("Lead has no phone".into()));
-                    }
-                    let phone = lead.phone.clone();
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        Action::AddToDnc,
-                        json!({"phone": phone}),
-                    )?;
-                    dnc::register(tx, &caller, &phone)
-                })
+                .write(move |tx| handling::add_to_dnc(tx, &caller, &person, &lead_id))
                 .await
         }
-        LeadAction::AddTag => {
-            let name = form.text("tag").to_string();
-            let tag_id = crate::providers::model::tools::tag_id(&name);
-            let tags = leads::tags(&json!([{"id": tag_id, "name": name}]))?;
+        PersonAction::AddTag => {
+            let tag = tags::named(form.text("tag"))?;
             store
-                .write(move |tx| {
-                    let lead = controls::add_tags(tx, &caller, &lead_id, tags.clone())?;
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        Action::AddTag,
-                        json!({"tag": name, "tagId": tag_id}),
-                    )
-                    .map(drop)
-                })
+                .write(move |tx| handling::add_tag(tx, &caller, &person, &lead_id, tag.clone()))
                 .await
         }
-        LeadAction::RemoveTag => {
+        PersonAction::RemoveTag => {
             let tag = form.text("tag").to_string();
             store
-                .write(move |tx| {
-                    let lead =
-                        controls::remove_tags(tx, &caller, &lead_id, std::slice::from_ref(&tag))?;
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        Action::RemoveTag,
-                        json!({"tag": tag}),
-                    )
-                    .map(drop)
-                })
+                .write(move |tx| handling::remove_tag(tx, &caller, &person, &lead_id, &tag))
                 .await
         }
-        LeadAction::MarkHot | LeadAction::MarkQualified => {
-            let (field, act) = if action == LeadAction::MarkHot {
-                ("isHot", Action::MarkHot)
-            } else {
-                ("isQualified", Action::MarkQualified)
-            };
+        PersonAction::MarkHot => {
             store
-                .write(move |tx| {
-                    let mut body = Map::new();
-                    body.insert(field.to_string(), Value::Bool(true));
-                    let lead = leads::update(tx, &caller, &lead_id, body)?;
-                    handling::record_action(tx, &caller.org_id, lead, &person, act, json!({}))
-                        .map(drop)
-                })
+                .write(move |tx| handling::mark_hot(tx, &caller, &person, &lead_id))
                 .await
         }
-        LeadAction::Delete => {
+        PersonAction::MarkQualified => {
+            store
+                .write(move |tx| handling::mark_qualified(tx, &caller, &person, &lead_id))
+                .await
+        }
+        PersonAction::Delete => {
             if form.text("confirm") != "yes" {
                 let shown = Shown {
                     notice: Some("Tick \u{201c}Yes, delete this lead\u{201d} to delete it.".into()),
@@ -489,24 +415,13 @@ pub async fn act(
                 return page(state, visitor, id, shown).await;
             }
             store
-                .write(move |tx| {
-                    let lead = leads::live_lead(tx, &caller, &lead_id)?;
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        Action::Delete,
-                        json!({}),
-                    )?;
-                    leads::delete(tx, &caller, &lead_id).map(drop)
-                })
+                .write(move |tx| handling::delete(tx, &caller, &person, &lead_id))
                 .await?;
             return Ok(respond::redirect("/console/leads"));
         }
     };
     match done {
-        Ok(()) => Ok(respond::redirect(&back)),
+        Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
         // A refusal (a lead without that channel, a tag too long) shows on the page.
         Err(e @ (Error::BadRequest(_) | Error::InvalidField { .. } | Error::Conflict(_))) => {
             let shown = Shown {
@@ -629,16 +544,7 @@ async fn send_again(
         );
         state
             .store
-            .write(move |tx| {
-                handling::clear_failed_send(
-                    tx,
-                    &caller,
-                    &person,
-                    &lead_id,
-                    &event_id,
-                    Action::RetrySend,
-                )
-            })
+            .write(move |tx| handling::retry_send(tx, &caller, &person, &lead_id, &event_id))
             .await
     };
     let (failed, content) = match failed {
