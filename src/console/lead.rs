@@ -2,10 +2,11 @@
 //! actions) and what a person does there: take over, hand back, reply, ask for a
 //! suggested reply, and the agents' other actions.
 //!
-//! Each action is one write job calling the domain function the API's operation calls,
-//! plus the `USER_ACTION` event naming the person (`domain::contact::handling`); a
-//! reply goes through the gate and the provider exactly as `POST .../messages` does,
-//! with `origin: "human"`.
+//! Each action is one write job calling its `domain::contact::handling` function, which
+//! holds its rules, calls the domain function the API's operation calls and records the
+//! `USER_ACTION` event naming the person; a
+//! reply goes through the gate and the provider exactly as `POST .../messages` does
+//! (`engine::gate`), with `origin: "human"`.
 
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
@@ -17,7 +18,6 @@ use super::respond;
 use super::routes::LeadAction;
 use super::session::Visitor;
 use super::timeline;
-use crate::api::outreach;
 use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
@@ -502,7 +502,10 @@ async fn reply(
             .write(move |tx| handling::take_over(tx, &caller, &person, &lead_id).map(drop))
             .await?;
     }
-    match outreach::send_message(state, caller, id, &input, Origin::Human(person)).await {
+    let sending = state
+        .engine
+        .send_message(caller, id, &input, Origin::Human(person));
+    match sending.await {
         Ok(Outcome::Sent(_)) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
         Ok(Outcome::Blocked(event)) => {
             let reason = event
@@ -564,7 +567,10 @@ async fn send_again(
         return Err(Error::Internal("a message body is an object".into()));
     };
     let input = messages::MessageInput::from_json(body)?;
-    match outreach::send_message(state, caller, id, &input, Origin::Human(person)).await? {
+    let sending = state
+        .engine
+        .send_message(caller, id, &input, Origin::Human(person));
+    match sending.await? {
         Outcome::Sent(_) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
         Outcome::Blocked(event) => {
             let reason = event
