@@ -25,7 +25,9 @@ use crate::domain::contact::compliance::Outcome;
 use crate::domain::contact::handling::{self, PersonAction};
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
-use crate::store::rows::{EngagementState, LeadRecord, Origin, Role};
+use crate::store::rows::{
+    EngagementRecord, EngagementState, HandlingRecord, LeadRecord, Origin, Role,
+};
 use crate::store::Reader;
 
 /// What a page shows besides the lead: a refusal beside a field, a notice, a draft.
@@ -52,53 +54,102 @@ pub async fn page(
     } else {
         StatusCode::OK
     };
-    let org = visitor.org();
-    let read = state.store.read()?;
-    // Another organization's lead answers exactly like a missing one.
-    let lead = read
-        .lead(org, id)?
-        .ok_or_else(|| Error::lead_not_found(id))?;
-    let engagement = read.engagement(org, id)?;
-    let handling = read.handling(org, id)?;
-    let settings = read.engine_settings(org)?;
-    let zone = settings.time_zone.clone();
-    let owner = match handling.owner.as_str() {
-        "" => None,
-        user => Some(
-            read.user(user)?
-                .map_or_else(|| "a former user".to_string(), |u| u.name),
-        ),
-    };
-    let steps = match &engagement {
-        Some(e) if !e.profile.is_empty() => read.profile(org, &e.profile)?.map(|p| p.cadence.len()),
-        _ => None,
-    };
-    // The Subject starts as `Re: <their subject>` when the lead wrote an email.
-    let re_subject = match read.last_lead_email(org, id)? {
-        Some(theirs) => theirs
-            .data
-            .0
-            .get("content")
-            .and_then(|c| messages::thread_of(c).1)
-            .and_then(|s| messages::reply_subject(&s)),
-        None => None,
-    };
-    let (rows, total) = timeline::events(&read, org, id)?;
-    let ctx = timeline::Context {
-        read: &read,
-        org,
-        lead: &lead,
-        zone: &zone,
-        link_key: &state.recordings.link_key,
-        link_ttl_secs: state.recordings.link_ttl_secs,
-    };
-    let items = timeline::render(&ctx, &rows)?;
-    let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
-    let name = lead_name(&lead);
-    let e = engagement.clone().unwrap_or_default();
-    let markup = layout::page(
-        &name,
-        Some(visitor),
+    let view = LeadPageView::read(state, visitor, id)?;
+    let name = lead_name(&view.lead);
+    let markup = layout::page(&name, Some(visitor), view.view(visitor, &shown));
+    Ok(respond::html(status, markup))
+}
+
+/// What a lead's page shows, read from one snapshot; `LeadPageView::view` renders it.
+struct LeadPageView {
+    lead: LeadRecord,
+    engagement: Option<EngagementRecord>,
+    handling: HandlingRecord,
+    /// The organization's time zone, for times shown.
+    zone: String,
+    /// The owner's name when a person took the lead over.
+    owner: Option<String>,
+    /// How many steps the lead's profile's cadence has.
+    steps: Option<usize>,
+    /// `Re: <their subject>` when the lead wrote an email.
+    re_subject: Option<String>,
+    /// The timeline's newest events, rendered; how many of how many.
+    timeline: Markup,
+    shown: usize,
+    total: usize,
+    on_dnc: bool,
+    /// The visitor may act (an agent or above) and the lead is not deleted.
+    can_act: bool,
+}
+
+impl LeadPageView {
+    fn read(state: &AppState, visitor: &Visitor, id: &str) -> Result<LeadPageView> {
+        let org = visitor.org();
+        let read = state.store.read()?;
+        // Another organization's lead answers exactly like a missing one.
+        let lead = read
+            .lead(org, id)?
+            .ok_or_else(|| Error::lead_not_found(id))?;
+        let engagement = read.engagement(org, id)?;
+        let handling = read.handling(org, id)?;
+        let settings = read.engine_settings(org)?;
+        let zone = settings.time_zone.clone();
+        let owner = match handling.owner.as_str() {
+            "" => None,
+            user => Some(
+                read.user(user)?
+                    .map_or_else(|| "a former user".to_string(), |u| u.name),
+            ),
+        };
+        let steps = match &engagement {
+            Some(e) if !e.profile.is_empty() => {
+                read.profile(org, &e.profile)?.map(|p| p.cadence.len())
+            }
+            _ => None,
+        };
+        // The Subject starts as `Re: <their subject>` when the lead wrote an email.
+        let re_subject = match read.last_lead_email(org, id)? {
+            Some(theirs) => theirs
+                .data
+                .0
+                .get("content")
+                .and_then(|c| messages::thread_of(c).1)
+                .and_then(|s| messages::reply_subject(&s)),
+            None => None,
+        };
+        let (rows, total) = timeline::events(&read, org, id)?;
+        let ctx = timeline::Context {
+            read: &read,
+            org,
+            lead: &lead,
+            zone: &zone,
+            link_key: &state.recordings.link_key,
+            link_ttl_secs: state.recordings.link_ttl_secs,
+        };
+        let timeline = timeline::render(&ctx, &rows)?;
+        let on_dnc = !lead.phone.is_empty() && read.dnc_contains(org, &lead.phone)?;
+        let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
+        Ok(LeadPageView {
+            engagement,
+            handling,
+            zone,
+            owner,
+            steps,
+            re_subject,
+            timeline,
+            shown: rows.len(),
+            total,
+            on_dnc,
+            can_act,
+            lead,
+        })
+    }
+
+    /// The page's content (inside `layout::page`), with what `shown` adds.
+    fn view(&self, visitor: &Visitor, shown: &Shown) -> Markup {
+        let lead = &self.lead;
+        let name = lead_name(lead);
+        let e = self.engagement.clone().unwrap_or_default();
         html! {
             p { a href="/console/leads" { "All leads" } }
             h1 { (name) " " (badges(lead.is_hot, lead.is_qualified)) }
@@ -107,22 +158,22 @@ pub async fn page(
             div.columns {
                 div {
                     h2 { "Conversation" }
-                    @if total > rows.len() {
-                        p.muted { "The latest " (rows.len()) " of " (total) " events." }
+                    @if self.total > self.shown {
+                        p.muted { "The latest " (self.shown) " of " (self.total) " events." }
                     }
                     div #timeline data-live="" data-lead=(lead.id) {
-                        (items)
-                        @if let (Some(failed), true) = (&handling.failed_send, can_act) {
+                        (self.timeline)
+                        @if let (Some(failed), true) = (&self.handling.failed_send, self.can_act) {
                             section.panel aria-labelledby="failed-send" {
                                 h2 #failed-send { "A send failed" }
                                 p { "A message to this lead ended failed or unknown. Send it again as a new message, or dismiss it." }
                                 div.actions {
-                                    form method="post" action=(action_url(&lead, PersonAction::RetrySend)) {
+                                    form method="post" action=(action_url(lead, PersonAction::RetrySend)) {
                                         (csrf_field(visitor))
                                         input type="hidden" name="message" value=(failed.event_id);
                                         button type="submit" { "Send again" }
                                     }
-                                    form method="post" action=(action_url(&lead, PersonAction::DismissFailure)) {
+                                    form method="post" action=(action_url(lead, PersonAction::DismissFailure)) {
                                         (csrf_field(visitor))
                                         input type="hidden" name="message" value=(failed.event_id);
                                         button.secondary type="submit" { "Dismiss" }
@@ -131,7 +182,7 @@ pub async fn page(
                             }
                         }
                     }
-                    @if can_act { (reply_box(visitor, &lead, &shown, re_subject.as_deref())) }
+                    @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref())) }
                 }
                 div {
                     section.panel aria-labelledby="about" {
@@ -143,23 +194,23 @@ pub async fn page(
                             dt { "SMS" } dd { (subscribed(lead.subscriptions.sms_unsubscribed)) }
                             dt { "Voice" } dd { (subscribed(lead.subscriptions.voice_unsubscribed)) }
                             dt { "Email" } dd { (subscribed(lead.subscriptions.email_unsubscribed)) }
-                            dt { "DNC" } dd { @if !lead.phone.is_empty() && read.dnc_contains(org, &lead.phone)? { "On the DNC list" } @else { "No" } }
+                            dt { "DNC" } dd { @if self.on_dnc { "On the DNC list" } @else { "No" } }
                             dt { "Tags" } dd { @for t in &lead.tags { span.badge.state { (t.name) } " " } }
                             dt { "Assistant" } dd { @if lead.is_ai_on { "Assistant on" } @else { "Assistant off" } }
-                            dt { "Owner" } dd { (owner.clone().unwrap_or_else(|| "Assistant".into())) }
-                            @if handling.handed_off_at.is_some() { dt { "Handed off" } dd { "Yes" } }
+                            dt { "Owner" } dd { (self.owner.as_deref().unwrap_or("Assistant")) }
+                            @if self.handling.handed_off_at.is_some() { dt { "Handed off" } dd { "Yes" } }
                         }
-                        @if can_act { (handling_buttons(visitor, &lead)) }
+                        @if self.can_act { (handling_buttons(visitor, lead)) }
                     }
                     section.panel aria-labelledby="engagement" {
                         h2 #engagement { "Engagement" }
                         dl.facts {
-                            dt { "State" } dd { (super::leads::state_words(engagement.as_ref())) }
-                            @if let (Some(steps), EngagementState::Active | EngagementState::Paused) = (steps, e.state) {
+                            dt { "State" } dd { (super::leads::state_words(self.engagement.as_ref())) }
+                            @if let (Some(steps), EngagementState::Active | EngagementState::Paused) = (self.steps, e.state) {
                                 dt { "Step" } dd { "Step " (e.next_step + 1) " of " (steps) }
                             }
                             @if let Some((due, _)) = e.step_job.as_ref().filter(|_| matches!(e.state, EngagementState::Active | EngagementState::Paused)) {
-                                dt { "Next step" } dd { (layout::time(*due, &zone)) }
+                                dt { "Next step" } dd { (layout::time(*due, &self.zone)) }
                             }
                             @if let Some(reason) = e.stopped_reason.filter(|_| e.state == EngagementState::Stopped) {
                                 dt { "Stop reason" } dd { (reason.as_str()) }
@@ -169,12 +220,11 @@ pub async fn page(
                             }
                         }
                     }
-                    @if can_act { (other_actions(visitor, &lead)) }
+                    @if self.can_act { (other_actions(visitor, lead)) }
                 }
             }
-        },
-    );
-    Ok(respond::html(status, markup))
+        }
+    }
 }
 
 fn subscribed(unsubscribed: bool) -> &'static str {
