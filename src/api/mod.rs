@@ -59,9 +59,8 @@ pub struct AppState {
     pub recordings: recordings::Settings,
     /// Per-key request rate limit, when configured.
     pub rate_limiter: Option<rate_limit::RateLimiter>,
-    /// The outgoing HTTP client, for the compliance service.
-    pub http: crate::http_client::HttpClient,
-    /// The engagement engine: sends the API's messages through their provider.
+    /// The engagement engine: passes the API's outreach through the compliance gate and
+    /// sends it through its provider.
     pub engine: Arc<crate::engine::Engine>,
     /// The console's sign-in throttle (per email and per address, in memory).
     pub sign_in_throttle: crate::domain::people::throttle::Throttle,

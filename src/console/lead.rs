@@ -2,14 +2,15 @@
 //! actions) and what a person does there: take over, hand back, reply, ask for a
 //! suggested reply, and the agents' other actions.
 //!
-//! Each action is one write job calling the domain function the API's operation calls,
-//! plus the `USER_ACTION` event naming the person (`domain::contact::handling`); a
-//! reply goes through the gate and the provider exactly as `POST .../messages` does,
-//! with `origin: "human"`.
+//! Each action is one write job calling its `domain::contact::handling` function, which
+//! holds its rules, calls the domain function the API's operation calls and records the
+//! `USER_ACTION` event naming the person; a
+//! reply goes through the gate and the provider exactly as `POST .../messages` does
+//! (`engine::gate`), with `origin: "human"`.
 
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::form::Form;
 use super::layout::{self, badges, csrf_field, lead_name};
@@ -17,16 +18,16 @@ use super::respond;
 use super::routes::LeadAction;
 use super::session::Visitor;
 use super::timeline;
-use crate::api::outreach;
 use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::Outcome;
-use crate::domain::contact::controls;
-use crate::domain::contact::handling::{self, Action};
-use crate::domain::records::{dnc, leads, messages};
+use crate::domain::contact::handling::{self, PersonAction};
+use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
-use crate::store::rows::{EngagementState, LeadRecord, Origin, Role};
+use crate::store::rows::{
+    EngagementRecord, EngagementState, HandlingRecord, LeadRecord, Origin, Role,
+};
 use crate::store::Reader;
 
 /// What a page shows besides the lead: a refusal beside a field, a notice, a draft.
@@ -53,53 +54,102 @@ pub async fn page(
     } else {
         StatusCode::OK
     };
-    let org = visitor.org();
-    let read = state.store.read()?;
-    // Another organization's lead answers exactly like a missing one.
-    let lead = read
-        .lead(org, id)?
-        .ok_or_else(|| Error::lead_not_found(id))?;
-    let engagement = read.engagement(org, id)?;
-    let handling = read.handling(org, id)?;
-    let settings = read.engine_settings(org)?;
-    let zone = settings.time_zone.clone();
-    let owner = match handling.owner.as_str() {
-        "" => None,
-        user => Some(
-            read.user(user)?
-                .map_or_else(|| "a former user".to_string(), |u| u.name),
-        ),
-    };
-    let steps = match &engagement {
-        Some(e) if !e.profile.is_empty() => read.profile(org, &e.profile)?.map(|p| p.cadence.len()),
-        _ => None,
-    };
-    // The Subject starts as `Re: <their subject>` when the lead wrote an email.
-    let re_subject = match read.last_lead_email(org, id)? {
-        Some(theirs) => theirs
-            .data
-            .0
-            .get("content")
-            .and_then(|c| messages::thread_of(c).1)
-            .and_then(|s| messages::reply_subject(&s)),
-        None => None,
-    };
-    let (rows, total) = timeline::events(&read, org, id)?;
-    let ctx = timeline::Context {
-        read: &read,
-        org,
-        lead: &lead,
-        zone: &zone,
-        link_key: &state.recordings.link_key,
-        link_ttl_secs: state.recordings.link_ttl_secs,
-    };
-    let items = timeline::render(&ctx, &rows)?;
-    let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
-    let name = lead_name(&lead);
-    let e = engagement.clone().unwrap_or_default();
-    let markup = layout::page(
-        &name,
-        Some(visitor),
+    let view = LeadPageView::read(state, visitor, id)?;
+    let name = lead_name(&view.lead);
+    let markup = layout::page(&name, Some(visitor), view.view(visitor, &shown));
+    Ok(respond::html(status, markup))
+}
+
+/// What a lead's page shows, read from one snapshot; `LeadPageView::view` renders it.
+struct LeadPageView {
+    lead: LeadRecord,
+    engagement: Option<EngagementRecord>,
+    handling: HandlingRecord,
+    /// The organization's time zone, for times shown.
+    zone: String,
+    /// The owner's name when a person took the lead over.
+    owner: Option<String>,
+    /// How many steps the lead's profile's cadence has.
+    steps: Option<usize>,
+    /// `Re: <their subject>` when the lead wrote an email.
+    re_subject: Option<String>,
+    /// The timeline's newest events, rendered; how many of how many.
+    timeline: Markup,
+    shown: usize,
+    total: usize,
+    on_dnc: bool,
+    /// The visitor may act (an agent or above) and the lead is not deleted.
+    can_act: bool,
+}
+
+impl LeadPageView {
+    fn read(state: &AppState, visitor: &Visitor, id: &str) -> Result<LeadPageView> {
+        let org = visitor.org();
+        let read = state.store.read()?;
+        // Another organization's lead answers exactly like a missing one.
+        let lead = read
+            .lead(org, id)?
+            .ok_or_else(|| Error::lead_not_found(id))?;
+        let engagement = read.engagement(org, id)?;
+        let handling = read.handling(org, id)?;
+        let settings = read.engine_settings(org)?;
+        let zone = settings.time_zone.clone();
+        let owner = match handling.owner.as_str() {
+            "" => None,
+            user => Some(
+                read.user(user)?
+                    .map_or_else(|| "a former user".to_string(), |u| u.name),
+            ),
+        };
+        let steps = match &engagement {
+            Some(e) if !e.profile.is_empty() => {
+                read.profile(org, &e.profile)?.map(|p| p.cadence.len())
+            }
+            _ => None,
+        };
+        // The Subject starts as `Re: <their subject>` when the lead wrote an email.
+        let re_subject = match read.last_lead_email(org, id)? {
+            Some(theirs) => theirs
+                .data
+                .0
+                .get("content")
+                .and_then(|c| messages::thread_of(c).1)
+                .and_then(|s| messages::reply_subject(&s)),
+            None => None,
+        };
+        let (rows, total) = timeline::events(&read, org, id)?;
+        let ctx = timeline::Context {
+            read: &read,
+            org,
+            lead: &lead,
+            zone: &zone,
+            link_key: &state.recordings.link_key,
+            link_ttl_secs: state.recordings.link_ttl_secs,
+        };
+        let timeline = timeline::render(&ctx, &rows)?;
+        let on_dnc = !lead.phone.is_empty() && read.dnc_contains(org, &lead.phone)?;
+        let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
+        Ok(LeadPageView {
+            engagement,
+            handling,
+            zone,
+            owner,
+            steps,
+            re_subject,
+            timeline,
+            shown: rows.len(),
+            total,
+            on_dnc,
+            can_act,
+            lead,
+        })
+    }
+
+    /// The page's content (inside `layout::page`), with what `shown` adds.
+    fn view(&self, visitor: &Visitor, shown: &Shown) -> Markup {
+        let lead = &self.lead;
+        let name = lead_name(lead);
+        let e = self.engagement.clone().unwrap_or_default();
         html! {
             p { a href="/console/leads" { "All leads" } }
             h1 { (name) " " (badges(lead.is_hot, lead.is_qualified)) }
@@ -108,22 +158,22 @@ pub async fn page(
             div.columns {
                 div {
                     h2 { "Conversation" }
-                    @if total > rows.len() {
-                        p.muted { "The latest " (rows.len()) " of " (total) " events." }
+                    @if self.total > self.shown {
+                        p.muted { "The latest " (self.shown) " of " (self.total) " events." }
                     }
                     div #timeline data-live="" data-lead=(lead.id) {
-                        (items)
-                        @if let (Some(failed), true) = (&handling.failed_send, can_act) {
+                        (self.timeline)
+                        @if let (Some(failed), true) = (&self.handling.failed_send, self.can_act) {
                             section.panel aria-labelledby="failed-send" {
                                 h2 #failed-send { "A send failed" }
                                 p { "A message to this lead ended failed or unknown. Send it again as a new message, or dismiss it." }
                                 div.actions {
-                                    form method="post" action=(action_url(&lead, LeadAction::RetrySend)) {
+                                    form method="post" action=(action_url(lead, PersonAction::RetrySend)) {
                                         (csrf_field(visitor))
                                         input type="hidden" name="message" value=(failed.event_id);
                                         button type="submit" { "Send again" }
                                     }
-                                    form method="post" action=(action_url(&lead, LeadAction::DismissFailure)) {
+                                    form method="post" action=(action_url(lead, PersonAction::DismissFailure)) {
                                         (csrf_field(visitor))
                                         input type="hidden" name="message" value=(failed.event_id);
                                         button.secondary type="submit" { "Dismiss" }
@@ -132,7 +182,7 @@ pub async fn page(
                             }
                         }
                     }
-                    @if can_act { (reply_box(visitor, &lead, &shown, re_subject.as_deref())) }
+                    @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref())) }
                 }
                 div {
                     section.panel aria-labelledby="about" {
@@ -144,23 +194,23 @@ pub async fn page(
                             dt { "SMS" } dd { (subscribed(lead.subscriptions.sms_unsubscribed)) }
                             dt { "Voice" } dd { (subscribed(lead.subscriptions.voice_unsubscribed)) }
                             dt { "Email" } dd { (subscribed(lead.subscriptions.email_unsubscribed)) }
-                            dt { "DNC" } dd { @if !lead.phone.is_empty() && read.dnc_contains(org, &lead.phone)? { "On the DNC list" } @else { "No" } }
+                            dt { "DNC" } dd { @if self.on_dnc { "On the DNC list" } @else { "No" } }
                             dt { "Tags" } dd { @for t in &lead.tags { span.badge.state { (t.name) } " " } }
                             dt { "Assistant" } dd { @if lead.is_ai_on { "Assistant on" } @else { "Assistant off" } }
-                            dt { "Owner" } dd { (owner.clone().unwrap_or_else(|| "Assistant".into())) }
-                            @if handling.handed_off_at.is_some() { dt { "Handed off" } dd { "Yes" } }
+                            dt { "Owner" } dd { (self.owner.as_deref().unwrap_or("Assistant")) }
+                            @if self.handling.handed_off_at.is_some() { dt { "Handed off" } dd { "Yes" } }
                         }
-                        @if can_act { (handling_buttons(visitor, &lead)) }
+                        @if self.can_act { (handling_buttons(visitor, lead)) }
                     }
                     section.panel aria-labelledby="engagement" {
                         h2 #engagement { "Engagement" }
                         dl.facts {
-                            dt { "State" } dd { (super::leads::state_words(engagement.as_ref())) }
-                            @if let (Some(steps), EngagementState::Active | EngagementState::Paused) = (steps, e.state) {
+                            dt { "State" } dd { (super::leads::state_words(self.engagement.as_ref())) }
+                            @if let (Some(steps), EngagementState::Active | EngagementState::Paused) = (self.steps, e.state) {
                                 dt { "Step" } dd { "Step " (e.next_step + 1) " of " (steps) }
                             }
                             @if let Some((due, _)) = e.step_job.as_ref().filter(|_| matches!(e.state, EngagementState::Active | EngagementState::Paused)) {
-                                dt { "Next step" } dd { (layout::time(*due, &zone)) }
+                                dt { "Next step" } dd { (layout::time(*due, &self.zone)) }
                             }
                             @if let Some(reason) = e.stopped_reason.filter(|_| e.state == EngagementState::Stopped) {
                                 dt { "Stop reason" } dd { (reason.as_str()) }
@@ -170,12 +220,11 @@ pub async fn page(
                             }
                         }
                     }
-                    @if can_act { (other_actions(visitor, &lead)) }
+                    @if self.can_act { (other_actions(visitor, lead)) }
                 }
             }
-        },
-    );
-    Ok(respond::html(status, markup))
+        }
+    }
 }
 
 fn subscribed(unsubscribed: bool) -> &'static str {
@@ -186,19 +235,19 @@ fn subscribed(unsubscribed: bool) -> &'static str {
     }
 }
 
-fn action_url(lead: &LeadRecord, action: LeadAction) -> String {
-    format!("/console/leads/{}/{}", lead.id, action.segment())
+fn action_url(lead: &LeadRecord, action: impl Into<LeadAction>) -> String {
+    format!("/console/leads/{}/{}", lead.id, action.into().segment())
 }
 
 fn handling_buttons(v: &Visitor, lead: &LeadRecord) -> Markup {
     html! {
         div.actions {
             @if lead.is_ai_on {
-                form method="post" action=(action_url(lead, LeadAction::TakeOver)) {
+                form method="post" action=(action_url(lead, PersonAction::TakeOver)) {
                     (csrf_field(v)) button type="submit" { "Take over" }
                 }
             } @else {
-                form method="post" action=(action_url(lead, LeadAction::HandBack)) {
+                form method="post" action=(action_url(lead, PersonAction::HandBack)) {
                     (csrf_field(v)) button type="submit" { "Hand back" }
                 }
             }
@@ -258,7 +307,7 @@ fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&
 }
 
 fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
-    let form = |action: LeadAction, body: Markup| {
+    let form = |action: PersonAction, body: Markup| {
         html! {
             form method="post" action=(action_url(lead, action)) { (csrf_field(v)) (body) }
         }
@@ -267,25 +316,25 @@ fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
         section.panel aria-labelledby="actions" {
             h2 #actions { "Actions" }
             div.actions {
-                @if !lead.is_hot { (form(LeadAction::MarkHot, html! { button.secondary type="submit" { "Mark hot" } })) }
-                @if !lead.is_qualified { (form(LeadAction::MarkQualified, html! { button.secondary type="submit" { "Mark qualified" } })) }
-                @if !lead.phone.is_empty() { (form(LeadAction::AddToDnc, html! { button.secondary type="submit" { "Add to DNC" } })) }
+                @if !lead.is_hot { (form(PersonAction::MarkHot, html! { button.secondary type="submit" { "Mark hot" } })) }
+                @if !lead.is_qualified { (form(PersonAction::MarkQualified, html! { button.secondary type="submit" { "Mark qualified" } })) }
+                @if !lead.phone.is_empty() { (form(PersonAction::AddToDnc, html! { button.secondary type="submit" { "Add to DNC" } })) }
             }
-            (form(LeadAction::Unsubscribe, html! {
+            (form(PersonAction::Unsubscribe, html! {
                 label for="unsub-channel" { "Unsubscribe from" }
                 div.actions {
                     select #unsub-channel name="channel" { (channel_options()) }
                     button.secondary type="submit" { "Unsubscribe" }
                 }
             }))
-            (form(LeadAction::Resubscribe, html! {
+            (form(PersonAction::Resubscribe, html! {
                 label for="resub-channel" { "Resubscribe to" }
                 div.actions {
                     select #resub-channel name="channel" { (channel_options()) }
                     button.secondary type="submit" { "Resubscribe" }
                 }
             }))
-            (form(LeadAction::AddTag, html! {
+            (form(PersonAction::AddTag, html! {
                 label for="tag-name" { "New tag" }
                 div.actions {
                     input #tag-name type="text" name="tag" required;
@@ -293,7 +342,7 @@ fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
                 }
             }))
             @if !lead.tags.is_empty() {
-                (form(LeadAction::RemoveTag, html! {
+                (form(PersonAction::RemoveTag, html! {
                     label for="tag-remove" { "Tag to remove" }
                     div.actions {
                         select #tag-remove name="tag" {
@@ -303,7 +352,7 @@ fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
                     }
                 }))
             }
-            form method="post" action=(action_url(lead, LeadAction::Delete)) data-confirm="Delete this lead?" {
+            form method="post" action=(action_url(lead, PersonAction::Delete)) data-confirm="Delete this lead?" {
                 (csrf_field(v))
                 div {
                     input #confirm-delete type="checkbox" name="confirm" value="yes" required;
@@ -334,7 +383,8 @@ fn channels(form: &Form) -> Result<Option<Vec<Channel>>> {
     }
 }
 
-/// `POST /console/leads/{id}/{action}`.
+/// `POST /console/leads/{id}/{action}`: the form parsed, one write calling the
+/// action's domain function (`domain::contact::handling`), the page or a redirect.
 pub async fn act(
     state: &AppState,
     visitor: &Visitor,
@@ -342,145 +392,71 @@ pub async fn act(
     action: LeadAction,
     form: Form,
 ) -> Result<Response<Body>> {
-    let caller = visitor.caller();
-    let person = visitor.person();
-    let lead_id = id.to_string();
-    let back = format!("/console/leads/{id}");
+    let action = match action {
+        LeadAction::Reply => return reply(state, visitor, id, &form).await,
+        LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
+        LeadAction::Person(action) => action,
+    };
+    let (caller, person, lead_id) = (visitor.caller(), visitor.person(), id.to_string());
     let store = &state.store;
     let done = match action {
-        LeadAction::TakeOver => {
+        PersonAction::TakeOver => {
             store
                 .write(move |tx| handling::take_over(tx, &caller, &person, &lead_id).map(drop))
                 .await
         }
-        LeadAction::HandBack => {
+        PersonAction::HandBack => {
             store
                 .write(move |tx| handling::hand_back(tx, &caller, &person, &lead_id).map(drop))
                 .await
         }
-        LeadAction::Reply => return reply(state, visitor, id, &form).await,
-        LeadAction::RetrySend => return send_again(state, visitor, id, &form).await,
-        LeadAction::DismissFailure => {
+        PersonAction::RetrySend => return send_again(state, visitor, id, &form).await,
+        PersonAction::DismissFailure => {
             let event_id = form.text("message").to_string();
             store
                 .write(move |tx| {
-                    handling::clear_failed_send(
-                        tx,
-                        &caller,
-                        &person,
-                        &lead_id,
-                        &event_id,
-                        Action::DismissFailure,
-                    )
-                    .map(drop)
+                    handling::dismiss_failure(tx, &caller, &person, &lead_id, &event_id)
                 })
                 .await
         }
-        LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
-        LeadAction::Unsubscribe | LeadAction::Resubscribe => {
+        PersonAction::Unsubscribe | PersonAction::Resubscribe => {
             let requested = channels(&form)?;
-            let unsubscribe = action == LeadAction::Unsubscribe;
+            let subscribe = action == PersonAction::Resubscribe;
             store
                 .write(move |tx| {
                     let requested = requested.as_deref();
-                    let applied = if unsubscribe {
-                        controls::unsubscribe(tx, &caller, &lead_id, requested)?
-                    } else {
-                        controls::resubscribe(tx, &caller, &lead_id, requested)?
-                    };
-                    let names: Vec<&str> = applied.iter().map(|c| c.as_str()).collect();
-                    let act = if unsubscribe {
-                        Action::Unsubscribe
-                    } else {
-                        Action::Resubscribe
-                    };
-                    let lead = leads::live_lead(tx, &caller, &lead_id)?;
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        act,
-                        json!({"channels": names}),
-                    )
-                    .map(drop)
+                    handling::set_subscription(tx, &caller, &person, &lead_id, requested, subscribe)
                 })
                 .await
         }
-        LeadAction::AddToDnc => {
+        PersonAction::AddToDnc => {
             store
-                .write(move |tx| {
-                    let lead = leads::live_lead(tx, &caller, &lead_id)?;
-                    if lead.phone.is_empty() {
-                        return Err(Error::BadRequest("Lead has no phone".into()));
-                    }
-                    let phone = lead.phone.clone();
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        Action::AddToDnc,
-                        json!({"phone": phone}),
-                    )?;
-                    dnc::register(tx, &caller, &phone)
-                })
+                .write(move |tx| handling::add_to_dnc(tx, &caller, &person, &lead_id))
                 .await
         }
-        LeadAction::AddTag => {
-            let name = form.text("tag").to_string();
-            let tag_id = crate::providers::model::tools::tag_id(&name);
-            let tags = leads::tags(&json!([{"id": tag_id, "name": name}]))?;
+        PersonAction::AddTag => {
+            let tag = tags::named(form.text("tag"))?;
             store
-                .write(move |tx| {
-                    let lead = controls::add_tags(tx, &caller, &lead_id, tags.clone())?;
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        Action::AddTag,
-                        json!({"tag": name, "tagId": tag_id}),
-                    )
-                    .map(drop)
-                })
+                .write(move |tx| handling::add_tag(tx, &caller, &person, &lead_id, tag.clone()))
                 .await
         }
-        LeadAction::RemoveTag => {
+        PersonAction::RemoveTag => {
             let tag = form.text("tag").to_string();
             store
-                .write(move |tx| {
-                    let lead =
-                        controls::remove_tags(tx, &caller, &lead_id, std::slice::from_ref(&tag))?;
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        Action::RemoveTag,
-                        json!({"tag": tag}),
-                    )
-                    .map(drop)
-                })
+                .write(move |tx| handling::remove_tag(tx, &caller, &person, &lead_id, &tag))
                 .await
         }
-        LeadAction::MarkHot | LeadAction::MarkQualified => {
-            let (field, act) = if action == LeadAction::MarkHot {
-                ("isHot", Action::MarkHot)
-            } else {
-                ("isQualified", Action::MarkQualified)
-            };
+        PersonAction::MarkHot => {
             store
-                .write(move |tx| {
-                    let mut body = Map::new();
-                    body.insert(field.to_string(), Value::Bool(true));
-                    let lead = leads::update(tx, &caller, &lead_id, body)?;
-                    handling::record_action(tx, &caller.org_id, lead, &person, act, json!({}))
-                        .map(drop)
-                })
+                .write(move |tx| handling::mark_hot(tx, &caller, &person, &lead_id))
                 .await
         }
-        LeadAction::Delete => {
+        PersonAction::MarkQualified => {
+            store
+                .write(move |tx| handling::mark_qualified(tx, &caller, &person, &lead_id))
+                .await
+        }
+        PersonAction::Delete => {
             if form.text("confirm") != "yes" {
                 let shown = Shown {
                     notice: Some("Tick \u{201c}Yes, delete this lead\u{201d} to delete it.".into()),
@@ -489,24 +465,13 @@ pub async fn act(
                 return page(state, visitor, id, shown).await;
             }
             store
-                .write(move |tx| {
-                    let lead = leads::live_lead(tx, &caller, &lead_id)?;
-                    handling::record_action(
-                        tx,
-                        &caller.org_id,
-                        lead,
-                        &person,
-                        Action::Delete,
-                        json!({}),
-                    )?;
-                    leads::delete(tx, &caller, &lead_id).map(drop)
-                })
+                .write(move |tx| handling::delete(tx, &caller, &person, &lead_id))
                 .await?;
             return Ok(respond::redirect("/console/leads"));
         }
     };
     match done {
-        Ok(()) => Ok(respond::redirect(&back)),
+        Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
         // A refusal (a lead without that channel, a tag too long) shows on the page.
         Err(e @ (Error::BadRequest(_) | Error::InvalidField { .. } | Error::Conflict(_))) => {
             let shown = Shown {
@@ -587,7 +552,10 @@ async fn reply(
             .write(move |tx| handling::take_over(tx, &caller, &person, &lead_id).map(drop))
             .await?;
     }
-    match outreach::send_message(state, caller, id, &input, Origin::Human(person)).await {
+    let sending = state
+        .engine
+        .send_message(caller, id, &input, Origin::Human(person));
+    match sending.await {
         Ok(Outcome::Sent(_)) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
         Ok(Outcome::Blocked(event)) => {
             let reason = event
@@ -629,16 +597,7 @@ async fn send_again(
         );
         state
             .store
-            .write(move |tx| {
-                handling::clear_failed_send(
-                    tx,
-                    &caller,
-                    &person,
-                    &lead_id,
-                    &event_id,
-                    Action::RetrySend,
-                )
-            })
+            .write(move |tx| handling::retry_send(tx, &caller, &person, &lead_id, &event_id))
             .await
     };
     let (failed, content) = match failed {
@@ -658,7 +617,10 @@ async fn send_again(
         return Err(Error::Internal("a message body is an object".into()));
     };
     let input = messages::MessageInput::from_json(body)?;
-    match outreach::send_message(state, caller, id, &input, Origin::Human(person)).await? {
+    let sending = state
+        .engine
+        .send_message(caller, id, &input, Origin::Human(person));
+    match sending.await? {
         Outcome::Sent(_) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
         Outcome::Blocked(event) => {
             let reason = event

@@ -4,45 +4,40 @@
 
 use hyper::Method;
 
+use crate::domain::contact::handling::PersonAction;
 use crate::error::{Allowed, Error, Result};
 use crate::store::rows::Role;
 
-/// Something a person does to a lead on its page: `POST /console/leads/{id}/{action}`.
+/// Something a person does on a lead's page: `POST /console/leads/{id}/{action}`.
+/// Replying and asking for a suggestion send or draft a message; every other action is
+/// a person-action of the domain (`handling::PersonAction`, the one list of them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeadAction {
-    TakeOver,
-    HandBack,
     Reply,
     Suggest,
-    Unsubscribe,
-    Resubscribe,
-    AddToDnc,
-    AddTag,
-    RemoveTag,
-    MarkHot,
-    MarkQualified,
-    Delete,
-    RetrySend,
-    DismissFailure,
+    Person(PersonAction),
 }
 
 impl LeadAction {
     /// Every action by its path segment.
     const ALL: [(&'static str, LeadAction); 14] = [
-        ("take-over", LeadAction::TakeOver),
-        ("hand-back", LeadAction::HandBack),
+        ("take-over", LeadAction::Person(PersonAction::TakeOver)),
+        ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
         ("suggest", LeadAction::Suggest),
-        ("unsubscribe", LeadAction::Unsubscribe),
-        ("resubscribe", LeadAction::Resubscribe),
-        ("dnc", LeadAction::AddToDnc),
-        ("tags-add", LeadAction::AddTag),
-        ("tags-remove", LeadAction::RemoveTag),
-        ("hot", LeadAction::MarkHot),
-        ("qualified", LeadAction::MarkQualified),
-        ("delete", LeadAction::Delete),
-        ("send-again", LeadAction::RetrySend),
-        ("dismiss-failure", LeadAction::DismissFailure),
+        ("unsubscribe", LeadAction::Person(PersonAction::Unsubscribe)),
+        ("resubscribe", LeadAction::Person(PersonAction::Resubscribe)),
+        ("dnc", LeadAction::Person(PersonAction::AddToDnc)),
+        ("tags-add", LeadAction::Person(PersonAction::AddTag)),
+        ("tags-remove", LeadAction::Person(PersonAction::RemoveTag)),
+        ("hot", LeadAction::Person(PersonAction::MarkHot)),
+        ("qualified", LeadAction::Person(PersonAction::MarkQualified)),
+        ("delete", LeadAction::Person(PersonAction::Delete)),
+        ("send-again", LeadAction::Person(PersonAction::RetrySend)),
+        (
+            "dismiss-failure",
+            LeadAction::Person(PersonAction::DismissFailure),
+        ),
     ];
 
     pub fn segment(self) -> &'static str {
@@ -57,6 +52,12 @@ impl LeadAction {
             .iter()
             .find(|(s, _)| *s == segment)
             .map(|(_, a)| *a)
+    }
+}
+
+impl From<PersonAction> for LeadAction {
+    fn from(action: PersonAction) -> LeadAction {
+        LeadAction::Person(action)
     }
 }
 
@@ -324,7 +325,7 @@ mod tests {
         assert_eq!(route(&Method::HEAD, "/console/leads").unwrap(), Page::Leads);
         assert_eq!(
             route(&Method::POST, "/console/leads/l-1/take-over").unwrap(),
-            Page::LeadAction("l-1", LeadAction::TakeOver)
+            Page::LeadAction("l-1", LeadAction::Person(PersonAction::TakeOver))
         );
         assert!(matches!(
             route(&Method::GET, "/console/leads/l-1/take-over"),

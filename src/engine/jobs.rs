@@ -1,5 +1,5 @@
 //! Running one leased agenda row: ask the compliance service when one is configured
-//! (slow, so before the write), take the provider's pacing slot (a send: waited for, or
+//! (slow, so before the write: `engine::gate`), take the provider's pacing slot (a send: waited for, or
 //! the row is parked until it comes), claim the row in a write job (`domain::engagement::claims`), then carry out what the claim asks through the
 //! channel's provider and commit the answer.
 
@@ -10,7 +10,6 @@ use chrono::Utc;
 use super::pacing::Turn;
 use super::Engine;
 use crate::channel::Channel;
-use crate::domain::contact::compliance::{self, Block};
 use crate::domain::engagement::agenda::JobKey;
 use crate::domain::engagement::claims::{self, Claim};
 use crate::domain::engagement::outbound;
@@ -177,32 +176,6 @@ impl Engine {
         Ok(provider
             .rate_per_second()
             .map(|rate| self.pacer.reserve(org, channel, rate, Instant::now())))
-    }
-
-    /// The compliance service's answer for an attempt on `channel`, when the organization
-    /// has one for that channel (the local steps run again inside the claim).
-    pub(super) async fn ask_service(
-        &self,
-        org: &str,
-        lead: &str,
-        channel: Channel,
-    ) -> Result<Option<Block>> {
-        let (org_record, lead_record) = {
-            let read = self.store.read()?;
-            let Some(org_record) = read.org(org)? else {
-                return Ok(None);
-            };
-            let Some(lead_record) = read.lead(org, lead)? else {
-                return Ok(None);
-            };
-            (org_record, lead_record)
-        };
-        let Some(question) = compliance::service_question(&org_record, &lead_record, channel)
-        else {
-            return Ok(None);
-        };
-        let answer = crate::providers::compliance::ask(&self.client, &question).await;
-        Ok(compliance::service_block(answer))
     }
 
     /// Hands a claimed send or call to the provider and commits its answer.

@@ -8,6 +8,8 @@
 //! **No network call runs on the writer thread.**
 //!
 //! - `scheduler`: one task; wakes on commits that add rows and at the earliest due time.
+//! - `gate`: the compliance gate's orchestration (the service asked outside the
+//!   writer), for the API's and the console's outreach and the scheduler's claims.
 //! - `jobs`: running one claimed row (a cadence step, a notice, a call) and carrying out
 //!   the claim through a provider.
 //! - `pacing`: each provider's sending rate; a send waits for its slot before its claim.
@@ -21,6 +23,7 @@
 //! - `notices`: the emails to people about leads that need attention.
 
 mod email;
+mod gate;
 pub mod guard;
 mod jobs;
 pub mod metrics;

@@ -21,6 +21,7 @@ use crate::domain::contact::quiet_hours::outside_quiet_hours;
 use crate::domain::engagement::{agenda, enrolment};
 use crate::domain::records::events;
 use crate::domain::records::leads;
+use crate::domain::records::tags;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::model::tools::{self as assistant, Tool, ToolCallRequest};
@@ -76,7 +77,7 @@ impl Engine {
         call: &ToolCallRequest,
         transfer_available: bool,
     ) -> Result<(Value, Effect)> {
-        let parsed = assistant::parse_tool(call, channel == Channel::Voice);
+        let parsed = parse(call, channel == Channel::Voice);
         let (org, lead, call) = (org.to_string(), lead.to_string(), call.clone());
         self.store
             .write(move |tx| {
@@ -124,6 +125,18 @@ impl Engine {
     }
 }
 
+/// The call checked into a `Tool` (`providers::model::tools::parse_tool`), and
+/// `add_tag`'s name refused, as a malformed argument, when it makes no tag id
+/// (`records::tags::tag_id`).
+fn parse(call: &ToolCallRequest, voice: bool) -> std::result::Result<Tool, String> {
+    match assistant::parse_tool(call, voice)? {
+        Tool::AddTag { name } if tags::tag_id(&name).is_empty() => {
+            Err("invalid argument: name (needs a letter or a digit)".into())
+        }
+        tool => Ok(tool),
+    }
+}
+
 /// Applies `tool` for `lead`. A refusal comes before any change (the domain functions
 /// check first), so the caller may still record the call in the same job.
 fn apply(
@@ -146,7 +159,7 @@ fn apply(
         Tool::UpdateSummary { summary } => patch(tx, json!({"summary": summary}))?,
         Tool::AddTag { name } => {
             let tag = TagRecord {
-                id: assistant::tag_id(name),
+                id: tags::tag_id(name),
                 name: name.clone(),
                 condition: String::new(),
             };
@@ -278,4 +291,24 @@ fn record(
         |_| {},
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::model::tools::tests::call;
+
+    #[test]
+    fn add_tag_needs_a_name_that_makes_a_tag_id() {
+        let err = |name: &str, args: &str| parse(&call(name, args), false).unwrap_err();
+        // Moved here from `providers::model::tools` with the tag-id rule.
+        assert!(err("add_tag", r#"{"name": " !? "}"#).starts_with("invalid argument: name"));
+        assert_eq!(err("add_tag", "{}"), "missing argument: name");
+        assert_eq!(
+            parse(&call("add_tag", r#"{"name": "Solar Panels"}"#), false),
+            Ok(Tool::AddTag {
+                name: "Solar Panels".into()
+            })
+        );
+    }
 }

@@ -101,7 +101,7 @@ impl Server {
         )?;
         let engine = Arc::new(crate::engine::Engine::new(
             store.clone(),
-            http.clone(),
+            http,
             Arc::default(),
             config.public_url.clone(),
             config.recording_max_bytes,
@@ -120,7 +120,6 @@ impl Server {
                 config.limits.max_connections_per_ip,
             ),
             metrics: Arc::default(),
-            http,
             engine: engine.clone(),
             rate_limiter: config.limits.rate_limit_per_second.map(|rate| {
                 crate::api::rate_limit::RateLimiter::new(rate, config.limits.rate_limit_burst)

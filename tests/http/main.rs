@@ -24,6 +24,7 @@ mod events;
 mod fixture;
 mod import;
 mod inbox;
+mod lead_actions;
 mod leads;
 mod limits;
 mod listing;

@@ -1,24 +1,29 @@
-//! Who handles a lead besides the assistant: a person taking it over and handing it
-//! back, the assistant handing it off, and the `USER_ACTION` event that names the
-//! person behind every change made in the console.
+//! Who handles a lead besides the assistant, and what a person does to a lead: every
+//! person-action ([`PersonAction`], the one list of them: the console routes its lead
+//! page's forms by it) is one function here, holding its rules and recording the
+//! `USER_ACTION` event that names the person, in the same write job.
 //!
 //! Taking over is the assistant switch (`controls::set_ai`, so the cadence pauses as
 //! `turn-off` pauses it) plus an owner; handing back is the switch on again (which
 //! answers an unanswered message, as `turn-on` does) and no owner. The owner lives in
-//! `lead_handling`, beside the lead record, and in the lead search's index.
+//! `lead_handling`, beside the lead record, and in the lead search's index. The other
+//! actions call the domain functions the API's operations call (`controls`, `dnc`,
+//! `leads`), so each rule has one code path.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
+use crate::channel::Channel;
 use crate::domain::contact::controls;
-use crate::domain::records::{events, leads};
+use crate::domain::records::{dnc, events, leads};
 use crate::domain::Caller;
-use crate::error::Result;
-use crate::store::rows::{LeadRecord, Person, SystemEvent};
+use crate::error::{Error, Result};
+use crate::store::rows::{FailedSend, LeadRecord, Person, SystemEvent, TagRecord};
 use crate::store::{EventRow, Reader, WriteTx};
 
-/// What a person did, as a `USER_ACTION` event's `action`.
+/// What a person does to a lead: each is one function of this module, and its
+/// `USER_ACTION` event's `action` is [`PersonAction::as_str`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub enum PersonAction {
     TakeOver,
     HandBack,
     Unsubscribe,
@@ -35,21 +40,21 @@ pub enum Action {
     DismissFailure,
 }
 
-impl Action {
+impl PersonAction {
     pub fn as_str(self) -> &'static str {
         match self {
-            Action::TakeOver => "take_over",
-            Action::HandBack => "hand_back",
-            Action::Unsubscribe => "unsubscribe",
-            Action::Resubscribe => "resubscribe",
-            Action::AddToDnc => "add_to_dnc",
-            Action::AddTag => "add_tag",
-            Action::RemoveTag => "remove_tag",
-            Action::MarkHot => "mark_hot",
-            Action::MarkQualified => "mark_qualified",
-            Action::Delete => "delete",
-            Action::RetrySend => "retry_send",
-            Action::DismissFailure => "dismiss_failure",
+            PersonAction::TakeOver => "take_over",
+            PersonAction::HandBack => "hand_back",
+            PersonAction::Unsubscribe => "unsubscribe",
+            PersonAction::Resubscribe => "resubscribe",
+            PersonAction::AddToDnc => "add_to_dnc",
+            PersonAction::AddTag => "add_tag",
+            PersonAction::RemoveTag => "remove_tag",
+            PersonAction::MarkHot => "mark_hot",
+            PersonAction::MarkQualified => "mark_qualified",
+            PersonAction::Delete => "delete",
+            PersonAction::RetrySend => "retry_send",
+            PersonAction::DismissFailure => "dismiss_failure",
         }
     }
 }
@@ -61,7 +66,7 @@ pub fn record_action(
     org: &str,
     lead: LeadRecord,
     person: &Person,
-    action: Action,
+    action: PersonAction,
     details: Value,
 ) -> Result<EventRow> {
     let mut data = json!({
@@ -106,7 +111,7 @@ pub fn take_over(
         &caller.org_id,
         lead,
         person,
-        Action::TakeOver,
+        PersonAction::TakeOver,
         json!({}),
     )?;
     leads::live_lead(tx, caller, lead_id)
@@ -135,30 +140,202 @@ pub fn hand_back(
         &caller.org_id,
         lead,
         person,
-        Action::HandBack,
+        PersonAction::HandBack,
         json!({}),
     )?;
     leads::live_lead(tx, caller, lead_id)
+}
+
+/// "Unsubscribe" (`subscribe` false) or "Resubscribe" the lead from `requested`
+/// channels (`None`: every one), as `unsubscribe` and `resubscribe` do; the event
+/// names the channels that changed.
+pub fn set_subscription(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    requested: Option<&[Channel]>,
+    subscribe: bool,
+) -> Result<()> {
+    let (applied, action) = if subscribe {
+        let applied = controls::resubscribe(tx, caller, lead_id, requested)?;
+        (applied, PersonAction::Resubscribe)
+    } else {
+        let applied = controls::unsubscribe(tx, caller, lead_id, requested)?;
+        (applied, PersonAction::Unsubscribe)
+    };
+    let names: Vec<&str> = applied.iter().map(|c| c.as_str()).collect();
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        action,
+        json!({"channels": names}),
+    )
+    .map(drop)
+}
+
+/// "Add to DNC": the lead's phone joins the organization's DNC list (as `POST
+/// /v1/dnc`); a lead without a phone is refused.
+pub fn add_to_dnc(tx: &mut WriteTx, caller: &Caller, person: &Person, lead_id: &str) -> Result<()> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    if lead.phone.is_empty() {
+        return Err(Error::BadRequest("Lead has no phone".into()));
+    }
+    let phone = lead.phone.clone();
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        PersonAction::AddToDnc,
+        json!({"phone": phone}),
+    )?;
+    dnc::register(tx, caller, &phone)
+}
+
+/// "Add tag": `tag` (`records::tags::named`) on the lead, as `tags/add`.
+pub fn add_tag(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    tag: TagRecord,
+) -> Result<()> {
+    let details = json!({"tag": tag.name, "tagId": tag.id});
+    let lead = controls::add_tags(tx, caller, lead_id, vec![tag])?;
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        PersonAction::AddTag,
+        details,
+    )
+    .map(drop)
+}
+
+/// "Remove tag": the tag of id `tag_id` off the lead, as `tags/remove`.
+pub fn remove_tag(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    tag_id: &str,
+) -> Result<()> {
+    let lead = controls::remove_tags(tx, caller, lead_id, &[tag_id.to_string()])?;
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        PersonAction::RemoveTag,
+        json!({"tag": tag_id}),
+    )
+    .map(drop)
+}
+
+/// "Mark hot": `isHot` on, as a lead patch sets it.
+pub fn mark_hot(tx: &mut WriteTx, caller: &Caller, person: &Person, lead_id: &str) -> Result<()> {
+    mark(tx, caller, person, lead_id, PersonAction::MarkHot)
+}
+
+/// "Mark qualified": `isQualified` on, as a lead patch sets it (which stops the
+/// cadence).
+pub fn mark_qualified(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+) -> Result<()> {
+    mark(tx, caller, person, lead_id, PersonAction::MarkQualified)
+}
+
+fn mark(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    action: PersonAction,
+) -> Result<()> {
+    let field = if action == PersonAction::MarkHot {
+        "isHot"
+    } else {
+        "isQualified"
+    };
+    let mut body = Map::new();
+    body.insert(field.to_string(), Value::Bool(true));
+    let lead = leads::update(tx, caller, lead_id, body)?;
+    record_action(tx, &caller.org_id, lead, person, action, json!({})).map(drop)
+}
+
+/// "Delete lead": the lead is deleted, as `DELETE /v1/leads/{id}`, after the event
+/// naming the person.
+pub fn delete(tx: &mut WriteTx, caller: &Caller, person: &Person, lead_id: &str) -> Result<()> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        PersonAction::Delete,
+        json!({}),
+    )?;
+    leads::delete(tx, caller, lead_id).map(drop)
+}
+
+/// "Send again" of the lead's failed send `event_id` (`clear_failed_send`): answers
+/// the failed send and its message's `content`, which the caller sends as a new
+/// message from this person.
+pub fn retry_send(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    event_id: &str,
+) -> Result<(FailedSend, Value)> {
+    clear_failed_send(
+        tx,
+        caller,
+        person,
+        lead_id,
+        event_id,
+        PersonAction::RetrySend,
+    )
+}
+
+/// "Dismiss" of the lead's failed send `event_id` (`clear_failed_send`).
+pub fn dismiss_failure(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    event_id: &str,
+) -> Result<()> {
+    let action = PersonAction::DismissFailure;
+    clear_failed_send(tx, caller, person, lead_id, event_id, action).map(drop)
 }
 
 /// A person deals with the lead's failed send `event_id`: "Send again" (`RetrySend`,
 /// the new message is sent after this) or "Dismiss". Either way the failure leaves
 /// "Needs attention"; a failure that is no longer the lead's is 409. Answers the failed
 /// send and its message's `content`.
-pub fn clear_failed_send(
+fn clear_failed_send(
     tx: &mut WriteTx,
     caller: &Caller,
     person: &Person,
     lead_id: &str,
     event_id: &str,
-    action: Action,
-) -> Result<(crate::store::rows::FailedSend, Value)> {
+    action: PersonAction,
+) -> Result<(FailedSend, Value)> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut handling = tx.handling(&caller.org_id, lead_id)?;
     let failed = match handling.failed_send.take() {
         Some(failed) if failed.event_id == event_id => failed,
         _ => {
-            return Err(crate::error::Error::Conflict(
+            return Err(Error::Conflict(
                 "This failed send was already dealt with".into(),
             ))
         }

@@ -15,10 +15,10 @@ use sha2::{Digest, Sha256};
 
 use super::mapping::Field;
 use crate::domain::records::leads;
+use crate::domain::records::tags::tag_id;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::phone::{self, Country, Unreadable};
-use crate::providers::model::tools::tag_id;
 use crate::store::facet::Facet;
 use crate::store::rows::{email_key, TagRecord};
 use crate::store::{Reader, WriteTx};

@@ -1,7 +1,7 @@
 //! Records: what a client writes and reads back through the interface, each with its
 //! rules: leads, their events and messages, calls, the listings (filters and cursors),
-//! the DNC list, webhook endpoints, recordings and their uploads, API keys, and the
-//! bounds every stored value keeps to.
+//! the DNC list, tags made from a name, webhook endpoints, recordings and their
+//! uploads, API keys, and the bounds every stored value keeps to.
 
 pub mod auth;
 pub mod calls;
@@ -16,4 +16,5 @@ pub mod messages;
 pub mod recording_upload;
 pub mod recordings;
 pub mod search;
+pub mod tags;
 pub mod webhook_endpoints;

@@ -1,0 +1,157 @@
+//! The compliance gate's orchestration, one for every outbound attempt: the outreach
+//! the API and the console start (a message, a message sent elsewhere, an outbound
+//! call) and the scheduler's claims. The organization's compliance service is slow, so
+//! it is asked outside the writer (`providers::compliance`); the write job then re-runs
+//! the local steps, so an opt-out committed meanwhile still blocks the attempt
+//! (`domain::contact::compliance` holds the steps and what an answer means).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Engine;
+use crate::channel::Channel;
+use crate::domain::contact::compliance::{self, Block, Gate, Outcome};
+use crate::domain::engagement::outbound;
+use crate::domain::records::messages::{self, MessageInput};
+use crate::domain::voice::voice;
+use crate::domain::Caller;
+use crate::error::Result;
+use crate::providers::compliance::Question;
+use crate::store::rows::{CallRecord, LeadRecord, Origin};
+use crate::store::{EventRow, Reader, WriteTx};
+
+impl Engine {
+    /// The gate for an attempt on `channel` to lead `lead_id`, then `send` inside the
+    /// write job when it may go: steps 1 to 3 and quiet hours on a snapshot (a block
+    /// there asks no service), the compliance service, then `compliance::pass`.
+    pub async fn gate<T, F>(
+        &self,
+        caller: Caller,
+        lead_id: &str,
+        channel: Channel,
+        send: F,
+    ) -> Result<Outcome<T>>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut WriteTx, &Caller, LeadRecord) -> Result<T> + Send + 'static,
+    {
+        let early = match compliance::first_steps(&self.store, &caller, lead_id, channel)? {
+            Gate::Blocked(block) => Some(block),
+            Gate::Ask(question) => self.ask(&question).await,
+            Gate::Clear => None,
+        };
+        compliance::pass(&self.store, caller, lead_id, channel, early, send).await
+    }
+
+    /// The compliance service's answer for a claim's attempt on `channel` (a cadence
+    /// step, a reply, a call), when the organization has one for that channel. The
+    /// claim runs the local steps itself, inside its write (a step in quiet hours is
+    /// deferred there, not blocked), so only the service is asked here.
+    pub(super) async fn ask_service(
+        &self,
+        org: &str,
+        lead: &str,
+        channel: Channel,
+    ) -> Result<Option<Block>> {
+        let (org_record, lead_record) = {
+            let read = self.store.read()?;
+            let Some(org_record) = read.org(org)? else {
+                return Ok(None);
+            };
+            let Some(lead_record) = read.lead(org, lead)? else {
+                return Ok(None);
+            };
+            (org_record, lead_record)
+        };
+        let Some(question) = compliance::service_question(&org_record, &lead_record, channel)
+        else {
+            return Ok(None);
+        };
+        Ok(self.ask(&question).await)
+    }
+
+    /// Step 4: asks the service `question`; the block its answer means, if any.
+    async fn ask(&self, question: &Question) -> Option<Block> {
+        compliance::service_block(crate::providers::compliance::ask(&self.client, question).await)
+    }
+
+    /// Sends `input`'s text to the lead through the gate and the channel's provider, as
+    /// `origin` (the API, or a person in the console): the message event, or the block.
+    pub async fn send_message(
+        self: &Arc<Self>,
+        caller: Caller,
+        lead_id: &str,
+        input: &MessageInput,
+        origin: Origin,
+    ) -> Result<Outcome<EventRow>> {
+        let channel = input.channel;
+        let text = input
+            .content
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let subject = input
+            .content
+            .get("subject")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let send = move |tx: &mut WriteTx, caller: &Caller, lead: LeadRecord| {
+            outbound::begin(
+                tx,
+                &caller.org_id,
+                lead,
+                channel,
+                &text,
+                subject.as_deref(),
+                origin.clone(),
+            )
+        };
+        Ok(match self.gate(caller, lead_id, channel, send).await? {
+            Outcome::Sent(attempt) => {
+                let row = attempt.event.clone();
+                self.deliver(attempt).await?;
+                Outcome::Sent(row)
+            }
+            Outcome::Blocked(event) => Outcome::Blocked(event),
+        })
+    }
+
+    /// `recordOnly`: a message sent elsewhere, recorded after the gate.
+    pub async fn record_message(
+        &self,
+        caller: Caller,
+        lead_id: &str,
+        input: MessageInput,
+    ) -> Result<Outcome<EventRow>> {
+        let channel = input.channel;
+        let send = move |tx: &mut WriteTx, caller: &Caller, lead: LeadRecord| {
+            messages::record(tx, caller, &lead.id, input.clone())
+        };
+        self.gate(caller, lead_id, channel, send).await
+    }
+
+    /// An outbound call to the lead: queued after the gate and dialled through the
+    /// voice provider in the background (`dial`); the queued call, or the block.
+    pub async fn request_call(
+        self: &Arc<Self>,
+        caller: Caller,
+        lead_id: &str,
+    ) -> Result<Outcome<CallRecord>> {
+        let send = |tx: &mut WriteTx, caller: &Caller, lead: LeadRecord| {
+            let call = voice::start_outbound(tx, &caller.org_id, &lead, false, String::new())?;
+            Ok((call, lead.phone))
+        };
+        let org_id = caller.org_id.clone();
+        Ok(
+            match self.gate(caller, lead_id, Channel::Voice, send).await? {
+                Outcome::Sent((call, to)) => {
+                    self.dial(org_id, call.id.clone(), to);
+                    Outcome::Sent(call)
+                }
+                Outcome::Blocked(event) => Outcome::Blocked(event),
+            },
+        )
+    }
+}
