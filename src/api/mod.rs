@@ -7,6 +7,7 @@
 
 pub mod body_phase;
 mod calls;
+mod consent;
 mod contact;
 mod dnc;
 mod email;
@@ -223,6 +224,10 @@ async fn dispatch(
         }
         Route::GetCall(id) => calls::get(store, &caller, id),
         Route::PutCall(id) => calls::put(store, caller, id, state.json_body(body).await?).await,
+        Route::GetConsent(id) => consent::get(store, &caller, id, &query),
+        Route::PostConsent(id) => {
+            consent::post(store, caller, id, state.json_body(body).await?).await
+        }
         Route::Unsubscribe(id) => contact::subscription(state, caller, id, body, true).await,
         Route::Resubscribe(id) => contact::subscription(state, caller, id, body, false).await,
         Route::TurnOff(id) => contact::set_ai(store, caller, id, false).await,

@@ -47,6 +47,10 @@ pub enum Route<'a> {
     AddTags(&'a str),
     RemoveTags(&'a str),
     RequestCall(&'a str),
+    /// `GET /v1/leads/{id}/consent`: the lead's consent ledger (JSON or CSV).
+    GetConsent(&'a str),
+    /// `POST /v1/leads/{id}/consent`: one ledger entry.
+    PostConsent(&'a str),
     RegisterDnc,
     ListDnc,
     RemoveDnc(&'a str),
@@ -123,6 +127,7 @@ impl Route<'_> {
             | Route::GetLead(_)
             | Route::ListEvents(_)
             | Route::ListMessages(_)
+            | Route::GetConsent(_)
             | Route::GetCall(_) => Some(Scope::Read),
             Route::CreateLead
             | Route::ImportLeads
@@ -139,6 +144,7 @@ impl Route<'_> {
             | Route::AddTags(_)
             | Route::RemoveTags(_)
             | Route::RequestCall(_)
+            | Route::PostConsent(_)
             | Route::RegisterDnc
             | Route::InboundSms
             | Route::InboundEmail => Some(Scope::Write),
@@ -186,6 +192,8 @@ impl Route<'_> {
             Route::AddTags(_) => "add_tags",
             Route::RemoveTags(_) => "remove_tags",
             Route::RequestCall(_) => "request_call",
+            Route::GetConsent(_) => "get_consent",
+            Route::PostConsent(_) => "post_consent",
             Route::RegisterDnc => "register_dnc",
             Route::ListDnc => "list_dnc",
             Route::RemoveDnc(_) => "remove_dnc",
@@ -282,6 +290,16 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 [
                     (Method::GET, Route::GetCall(id)),
                     (Method::PUT, Route::PutCall(id)),
+                ],
+            )?
+        }
+        ["v1", "leads", _, "consent"] => {
+            let id = segments[2].as_str();
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::GetConsent(id)),
+                    (Method::POST, Route::PostConsent(id)),
                 ],
             )?
         }

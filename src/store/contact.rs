@@ -5,8 +5,8 @@ use std::ops::Bound;
 
 use redb::{ReadableTable, TableDefinition};
 
-use super::read::{Flow, ReadTx};
 use super::codec::{decode, encode};
+use super::read::{Flow, ReadTx};
 use super::reader::Reader;
 use super::rows::{email_key, ConsentEntry, ConsentState};
 use super::tables::{CONSENT_LEDGER, CONSENT_STATE, DNC, LEADS_BY_EMAIL, LEADS_BY_PHONE};
@@ -17,7 +17,12 @@ use crate::time::Micros;
 impl WriteTx {
     /// Appends `entry` to the lead's consent ledger and applies it to the channel's
     /// state; answers the state after it.
-    pub fn put_consent(&mut self, org: &str, lead: &str, entry: &ConsentEntry) -> Result<ConsentState> {
+    pub fn put_consent(
+        &mut self,
+        org: &str,
+        lead: &str,
+        entry: &ConsentEntry,
+    ) -> Result<ConsentState> {
         let state = self.consent_state(org, lead, entry.channel)?.with(entry);
         self.open_write(CONSENT_LEDGER)?.insert(
             (org, lead, entry.at, entry.event_id.as_str()),
@@ -28,6 +33,21 @@ impl WriteTx {
             encode(&state)?.as_slice(),
         )?;
         Ok(state)
+    }
+
+    /// How many entries the lead's consent ledger holds, counting up to `limit`.
+    pub fn consent_count(&self, org: &str, lead: &str, limit: usize) -> Result<usize> {
+        let table = self.open_read(CONSENT_LEDGER)?;
+        let mut n = 0;
+        for row in table.range((org, lead, i64::MIN, "")..)? {
+            let (key, _) = row?;
+            let (o, l, _, _) = key.value();
+            if o != org || l != lead || n >= limit {
+                break;
+            }
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Adds a number; false when it was listed already (its first time is kept).

@@ -16,9 +16,9 @@ use super::rows::{
     KeyRecord, LeadRecord, OrgRecord, ProfileRecord, SessionRecord, UserRecord, VoiceSession,
 };
 use super::rows::{ConsentState, RecordingRecord, UploadRecord};
-use crate::channel::Channel;
 use super::tables::*;
 use super::write::WriteTx;
+use crate::channel::Channel;
 use crate::error::Result;
 
 /// Typed point reads, the same in a snapshot and in the writer's transaction. Bring it

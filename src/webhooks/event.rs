@@ -34,6 +34,7 @@ webhook_events! {
     CallTransferFailed => "call.transfer.failed",
     LeadOptedOut => "lead.opted_out",
     LeadHandoff => "lead.handoff",
+    LeadConsentChanged => "lead.consent_changed",
 }
 
 impl WebhookEvent {

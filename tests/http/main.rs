@@ -13,6 +13,7 @@ mod auth;
 mod calls;
 mod campaigns;
 mod compliance;
+mod consent;
 mod console;
 mod contact;
 mod dnc;

@@ -181,7 +181,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 58] = [
+const ROUTES: [(&str, &str, &str); 60] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -226,6 +226,8 @@ const ROUTES: [(&str, &str, &str); 58] = [
     ("put_profile", "put", "/v1/profiles/{name}"),
     ("delete_profile", "delete", "/v1/profiles/{name}"),
     ("get_engagement", "get", "/v1/leads/{leadId}/engagement"),
+    ("get_consent", "get", "/v1/leads/{leadId}/consent"),
+    ("post_consent", "post", "/v1/leads/{leadId}/consent"),
     ("get_org", "get", "/v1/org"),
     ("update_org", "patch", "/v1/org"),
     ("list_webhooks", "get", "/v1/webhooks"),
@@ -297,6 +299,8 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::Metrics
         | Route::ListLeads
         | Route::SearchLeads
+        | Route::GetConsent(_)
+        | Route::PostConsent(_)
         | Route::ImportLeads
         | Route::ImportRefused(_)
         | Route::CreateLead

@@ -10,10 +10,11 @@
 use serde_json::Value;
 
 use crate::channel::{Channel, OptOutSource};
+use crate::domain::records::consent::{self, Change};
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{LeadRecord, TagRecord};
+use crate::store::rows::{ConsentSource, ConsentStatus, LeadRecord, TagRecord};
 use crate::store::Reader;
 use crate::store::WriteTx;
 use crate::webhooks;
@@ -115,37 +116,80 @@ pub fn unsubscribe(
 ) -> Result<Vec<Channel>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let channels = applicable(tx, &caller.org_id, &lead, requested)?;
-    opt_out(tx, &caller.org_id, lead, &channels, OptOutSource::Api)?;
+    let change = Change::of_caller(tx, caller)?;
+    opt_out(
+        tx,
+        &caller.org_id,
+        lead,
+        &channels,
+        OptOutSource::Api,
+        &change,
+    )?;
     Ok(channels)
 }
 
-/// Unsubscribes `channels` of `lead` for `source`: one `lead.opted_out` per channel that
-/// changed; an SMS opt-out by keyword or by the carrier holds until the lead's START.
+/// Unsubscribes `channels` of `lead` for `source`: one `lead.opted_out` and one
+/// `revoked` consent entry (`change` says why) per channel that changed; an SMS opt-out
+/// by keyword or by the carrier holds until the lead's START.
 pub(crate) fn opt_out(
     tx: &mut WriteTx,
     org: &str,
     lead: LeadRecord,
     channels: &[Channel],
     source: OptOutSource,
+    change: &Change,
 ) -> Result<LeadRecord> {
     let mut changed = lead.clone();
+    let mut moved = Vec::new();
     for &channel in channels {
         if !channel.is_unsubscribed(&changed.subscriptions) {
             channel.set_unsubscribed(&mut changed.subscriptions, true);
             webhooks::emit_opted_out(tx, org, &lead.id, channel, source)?;
+            moved.push(channel);
         }
         if let (Channel::Sms, OptOutSource::Keyword | OptOutSource::Provider) = (channel, source) {
             changed.subscriptions.sms_by_keyword = true;
         }
     }
-    leads::save_if_changed(tx, org, lead, changed)
+    let lead = leads::save_if_changed(tx, org, lead, changed)?;
+    consent::note(tx, org, lead, &moved, ConsentStatus::Revoked, change)
+}
+
+/// Resubscribes `channels` of `lead`: one `granted` consent entry (`change` says why)
+/// per channel that changed.
+pub(crate) fn opt_in(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+    channels: &[Channel],
+    change: &Change,
+    clear_keyword: bool,
+) -> Result<LeadRecord> {
+    let mut changed = lead.clone();
+    let moved: Vec<Channel> = channels
+        .iter()
+        .copied()
+        .filter(|c| c.is_unsubscribed(&lead.subscriptions))
+        .collect();
+    for &channel in channels {
+        channel.set_unsubscribed(&mut changed.subscriptions, false);
+    }
+    if clear_keyword {
+        changed.subscriptions.sms_by_keyword = false;
+    }
+    let lead = leads::save_if_changed(tx, org, lead, changed)?;
+    consent::note(tx, org, lead, &moved, ConsentStatus::Granted, change)
 }
 
 /// The provider said the recipient opted out with the carrier (Twilio 21610): SMS is
 /// unsubscribed as a STOP would, and only the lead's START clears it.
 pub fn carrier_opt_out(tx: &mut WriteTx, org: &str, lead: LeadRecord) -> Result<LeadRecord> {
     let channels = sms_channels(tx, org)?;
-    opt_out(tx, org, lead, channels, OptOutSource::Provider)
+    let change = Change::words(
+        ConsentSource::Keyword,
+        "The carrier refused the message: the recipient opted out with the carrier",
+    );
+    opt_out(tx, org, lead, channels, OptOutSource::Provider, &change)
 }
 
 /// Resubscribes the applicable channels, except an SMS opt-out made by keyword.
@@ -162,11 +206,8 @@ pub fn resubscribe(
         let held = sms_channels(tx, &caller.org_id)?;
         channels.retain(|c| !held.contains(c));
     }
-    let mut changed = lead.clone();
-    for &channel in &channels {
-        channel.set_unsubscribed(&mut changed.subscriptions, false);
-    }
-    leads::save_if_changed(tx, &caller.org_id, lead, changed)?;
+    let change = Change::of_caller(tx, caller)?;
+    opt_in(tx, &caller.org_id, lead, &channels, &change, false)?;
     Ok(channels)
 }
 

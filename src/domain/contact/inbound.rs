@@ -8,12 +8,13 @@ use crate::domain::contact::controls;
 use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS};
 use crate::domain::contact::revocation::{self, Reading};
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
+use crate::domain::records::consent::Change;
 use crate::domain::records::messages::EmailHeaders;
-use crate::domain::records::{events, leads, limits};
+use crate::domain::records::{events, limits};
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{LeadRecord, MessageKind};
+use crate::store::rows::{ConsentSource, LeadRecord, MessageKind};
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
 
@@ -110,15 +111,11 @@ pub fn inbound_sms_via(
         &EmailHeaders::default(),
     )?;
     let channels = controls::sms_channels(tx, org)?;
+    let words = Change::words(ConsentSource::Keyword, text);
     let lead = if opted_out {
-        controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword)?
+        controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &words)?
     } else if opted_in {
-        let mut changed = lead.clone();
-        for &channel in channels {
-            channel.set_unsubscribed(&mut changed.subscriptions, false);
-        }
-        changed.subscriptions.sms_by_keyword = false;
-        leads::save_if_changed(tx, org, lead, changed)?
+        controls::opt_in(tx, org, lead, channels, &words, true)?
     } else {
         lead
     };
@@ -175,7 +172,18 @@ pub fn inbound_email(
         .iter()
         .any(|words| revocation::read(words, &[]) == Reading::Definite);
     let (lead, follow_up) = if opted_out {
-        let lead = controls::opt_out(tx, org, lead, &[Channel::Email], OptOutSource::Keyword)?;
+        let words = Change::words(
+            ConsentSource::Reply,
+            &format!("{}\n{first_line}", subject.unwrap_or("")),
+        );
+        let lead = controls::opt_out(
+            tx,
+            org,
+            lead,
+            &[Channel::Email],
+            OptOutSource::Keyword,
+            &words,
+        )?;
         let business = business_name(tx, org)?;
         let notice = format!("{business}: You are unsubscribed and will receive no more emails.");
         (lead, InboundFollowUp::Notice(notice))

@@ -94,7 +94,7 @@ impl UnsubscribeKey {
 pub fn one_click(tx: &mut WriteTx, target: &Target) -> Result<Vec<Channel>> {
     let caller = Caller {
         org_id: target.org.clone(),
-        key_id: "unsubscribe-link".to_string(),
+        key_id: crate::domain::records::consent::UNSUBSCRIBE_LINK_CALLER.to_string(),
         scope: crate::store::rows::Scope::Write,
     };
     controls::unsubscribe(tx, &caller, &target.lead, Some(&[target.channel]))

@@ -31,6 +31,12 @@ impl EventInput {
         let mut data = Map::new();
         for (name, value) in body {
             match (name.as_str(), value) {
+                ("type", Value::String(s)) if s == super::consent::CONSENT_EVENT => {
+                    return Err(Error::field(
+                        "type",
+                        "CONSENT events are written through POST /v1/leads/{id}/consent",
+                    ))
+                }
                 ("type", Value::String(s)) if is_valid_type(&s) => kind = Some(s),
                 ("type", _) => return Err(Error::invalid_field("type")),
                 ("id", Value::Null) => {}

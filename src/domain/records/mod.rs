@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod calls;
+pub mod consent;
 pub mod conversation;
 pub mod dnc;
 pub mod events;
