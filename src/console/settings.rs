@@ -7,7 +7,6 @@
 
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
-use serde_json::{json, Map, Value};
 
 use super::form::Form;
 use super::layout;
@@ -18,8 +17,11 @@ use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
 use crate::domain::people::{passwords, users};
-use crate::domain::records::{auth, webhook_endpoints};
-use crate::domain::settings::org;
+use crate::domain::records::auth;
+use crate::domain::records::webhook_endpoints::{self, EndpointInput};
+use crate::domain::settings::email::SmtpPatch;
+use crate::domain::settings::org::{self, AssistantPatch, OrgPatch, ProviderKind, ProviderPatch};
+use crate::domain::settings::twilio::TwilioPatch;
 use crate::error::{Error, Result};
 use crate::store::rows::{Role, Scope};
 use crate::store::Reader;
@@ -523,113 +525,102 @@ fn provider_fields<'a>(
     }
 }
 
-/// The providers form as `PATCH /v1/org`'s `providers` (every channel: one left out
-/// would go back to the sandbox).
-fn providers_body(form: &Form) -> Value {
-    let mut providers = Map::new();
-    for channel in ["sms", "voice", "email"] {
-        let get = |f: &str| form.text(&format!("{channel}-{f}")).to_string();
+/// The providers form as one change of every channel (one left out would go back to
+/// the sandbox).
+fn providers_patch(form: &Form) -> Result<Vec<(Channel, ProviderPatch)>> {
+    let mut providers = Vec::new();
+    for channel in [Channel::Sms, Channel::Voice, Channel::Email] {
+        let get = |f: &str| form.text(&format!("{}-{f}", channel.as_str())).to_string();
+        let given = |f: &str| Some(get(f)).filter(|v| !v.is_empty());
+        let invalid =
+            |f: &str| Error::invalid_field(&format!("providers.{}.{f}", channel.as_str()));
         let kind = get("kind");
-        let mut p = Map::new();
-        p.insert("kind".into(), json!(kind));
-        let mut put = |f: &str, v: Value| {
-            p.insert(f.to_string(), v);
-        };
-        match kind.as_str() {
-            "twilio" => {
-                for f in ["accountSid", "from", "messagingServiceSid"] {
-                    if !get(f).is_empty() {
-                        put(f, json!(get(f)));
+        let patch = match ProviderKind::parse(channel, Some(&kind))? {
+            ProviderKind::Sandbox => ProviderPatch::sandbox(),
+            ProviderKind::Twilio => {
+                let mut p = TwilioPatch::new(channel);
+                if let Some(sid) = given("accountSid") {
+                    p.account_sid(&sid)?;
+                }
+                if let Some(from) = given("from") {
+                    p.from(Some(&from))?;
+                }
+                if let Some(sid) = given("messagingServiceSid") {
+                    p.messaging_service_sid(Some(&sid))?;
+                }
+                if let Some(token) = given("authToken") {
+                    p.auth_token(&token)?;
+                }
+                if let Some(rate) = given("ratePerSecond") {
+                    match rate.parse::<f64>() {
+                        // JSON has no such number: the form's used to arrive as `null`.
+                        Ok(rate) if !rate.is_finite() => p.rate_per_second(None)?,
+                        Ok(rate) => p.rate_per_second(Some(rate))?,
+                        Err(_) => return Err(invalid("ratePerSecond")),
                     }
                 }
-                if !get("authToken").is_empty() {
-                    put("authToken", json!(get("authToken")));
-                }
-                if let Ok(rate) = get("ratePerSecond").parse::<f64>() {
-                    put("ratePerSecond", json!(rate));
-                } else if !get("ratePerSecond").is_empty() {
-                    put("ratePerSecond", json!(get("ratePerSecond")));
-                }
+                ProviderPatch::Twilio(p.checked()?)
             }
-            "smtp" => {
-                put("host", json!(get("host")));
+            ProviderKind::Smtp => {
+                let mut p = SmtpPatch::default();
+                p.host(&get("host"))?;
                 match get("port").parse::<u64>() {
-                    Ok(port) => put("port", json!(port)),
-                    Err(_) => put("port", json!(get("port"))),
+                    Ok(port) => p.port(port)?,
+                    Err(_) => return Err(invalid("port")),
                 }
-                put("security", json!(get("security")));
-                if !get("username").is_empty() {
-                    put("username", json!(get("username")));
+                p.security(&get("security"))?;
+                if let Some(username) = given("username") {
+                    p.username(Some(&username))?;
                 }
-                if !get("password").is_empty() {
-                    put("password", json!(get("password")));
+                if let Some(password) = given("password") {
+                    p.password(Some(&password))?;
                 }
-                put("from", json!(get("from")));
+                p.from(&get("from"))?;
+                ProviderPatch::Smtp(p.checked()?)
             }
-            _ => {}
-        }
-        providers.insert(channel.to_string(), Value::Object(p));
+        };
+        providers.push((channel, patch));
     }
-    Value::Object(providers)
+    Ok(providers)
 }
 
-/// The organization form as `PATCH /v1/org`'s body: an empty field clears its setting.
-fn org_body(form: &Form) -> Map<String, Value> {
-    let text = |name: &str| {
-        let v = form.text(name);
-        if v.is_empty() {
-            Value::Null
-        } else {
-            json!(v)
-        }
-    };
-    let mut body = Map::new();
-    let (name, help) = (form.text("business-name"), form.text("help-text"));
-    body.insert(
-        "business".into(),
-        if name.is_empty() && help.is_empty() {
-            Value::Null
-        } else {
-            json!({"name": name, "helpText": help})
-        },
-    );
-    body.insert("timeZone".into(), text("time-zone"));
-    body.insert("defaultCountry".into(), text("default-country"));
+/// The assistant form: its members (the key and the timeout only when given).
+fn assistant_patch(form: &Form) -> Result<AssistantPatch> {
+    let mut assistant = AssistantPatch::default();
+    assistant.base_url(form.text("assistant-url"))?;
+    assistant.model(form.text("assistant-model"))?;
+    if !form.text("assistant-key").is_empty() {
+        assistant.api_key(Some(form.text("assistant-key")));
+    }
+    let timeout = form.text("assistant-timeout");
+    if !timeout.is_empty() {
+        let ms = timeout
+            .parse::<u64>()
+            .map_err(|_| Error::invalid_field("assistant.timeoutMs"))?;
+        assistant.timeout_ms(Some(ms))?;
+    }
+    Ok(assistant)
+}
+
+/// The organization form as a patch: an empty field clears its setting.
+fn org_patch(form: &Form) -> Result<OrgPatch> {
+    let given = |name: &str| Some(form.text(name)).filter(|v| !v.is_empty());
+    let mut patch = OrgPatch::default();
+    patch.business(form.text("business-name"), form.text("help-text"))?;
+    patch.time_zone(given("time-zone"))?;
+    patch.default_country(given("default-country"))?;
     let (start, end) = (form.text("quiet-start"), form.text("quiet-end"));
-    body.insert(
-        "quietHours".into(),
-        if start.is_empty() && end.is_empty() {
-            Value::Null
-        } else {
-            json!({"start": start, "end": end})
-        },
-    );
-    body.insert(
-        "smsVoiceOptOutCoupled".into(),
-        json!(form.get("coupled") == Some("on")),
-    );
+    patch.quiet_hours((!start.is_empty() || !end.is_empty()).then_some((start, end)))?;
+    patch.sms_voice_opt_out_coupled(form.get("coupled") == Some("on"));
     let days: Vec<&str> = form.all("day").collect();
-    body.insert(
-        "followUpDays".into(),
-        if days.len() == WEEKDAY_LABELS.len() {
-            Value::Null
-        } else {
-            json!(days)
-        },
-    );
+    patch.follow_up_days((days.len() != WEEKDAY_LABELS.len()).then_some(&days[..]))?;
     let holidays: Vec<&str> = form
         .text("holidays")
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|d| !d.is_empty())
         .collect();
-    body.insert("holidays".into(), json!(holidays));
-    body
-}
-
-/// The API field a refusal names (`Invalid format for field: timeZone`).
-fn refused_field(message: &str) -> Option<String> {
-    let (_, field) = message.rsplit_once(": ")?;
-    Some(field.trim().to_string())
+    patch.holidays(Some(&holidays))?;
+    Ok(patch)
 }
 
 /// `POST /console/settings/{action}`.
@@ -645,56 +636,40 @@ pub async fn act(
     let mut shown = Shown::default();
     match action {
         SettingsAction::SaveOrg | SettingsAction::SaveAssistant | SettingsAction::SaveProviders => {
-            let body = match action {
+            let patch = match action {
                 SettingsAction::SaveAssistant if form.text("op") == "remove" => {
-                    let mut body = Map::new();
-                    body.insert("assistant".into(), Value::Null);
-                    body
+                    let mut patch = OrgPatch::default();
+                    patch.assistant(None);
+                    Ok(patch)
                 }
-                SettingsAction::SaveAssistant => {
-                    let mut assistant = Map::new();
-                    assistant.insert("baseUrl".into(), json!(form.text("assistant-url")));
-                    assistant.insert("model".into(), json!(form.text("assistant-model")));
-                    if !form.text("assistant-key").is_empty() {
-                        assistant.insert("apiKey".into(), json!(form.text("assistant-key")));
-                    }
-                    let timeout = form.text("assistant-timeout");
-                    if !timeout.is_empty() {
-                        assistant.insert(
-                            "timeoutMs".into(),
-                            timeout
-                                .parse::<u64>()
-                                .map_or_else(|_| json!(timeout), |ms| json!(ms)),
-                        );
-                    }
-                    let mut body = Map::new();
-                    body.insert("assistant".into(), Value::Object(assistant));
-                    body
-                }
-                SettingsAction::SaveProviders => {
-                    let mut body = Map::new();
-                    body.insert("providers".into(), providers_body(&form));
-                    body
-                }
-                _ => org_body(&form),
+                SettingsAction::SaveAssistant => assistant_patch(&form).map(|assistant| {
+                    let mut patch = OrgPatch::default();
+                    patch.assistant(Some(assistant));
+                    patch
+                }),
+                SettingsAction::SaveProviders => providers_patch(&form).map(|providers| {
+                    let mut patch = OrgPatch::default();
+                    patch.providers(providers);
+                    patch
+                }),
+                _ => org_patch(&form),
             };
             let public_url = state.engine.public_url().map(str::to_string);
-            let saved = store
-                .write(move |tx| {
-                    org::update(tx, &caller, body.clone(), public_url.as_deref()).map(drop)
-                })
-                .await;
+            let saved = match patch {
+                Ok(patch) => {
+                    store
+                        .write(move |tx| {
+                            org::update(tx, &caller, patch.clone(), public_url.as_deref()).map(drop)
+                        })
+                        .await
+                }
+                Err(e) => Err(e),
+            };
             match saved {
                 Ok(()) => return Ok(respond::redirect("/console/settings?saved=1")),
                 Err(e) if e.is_bad_request() => {
-                    let message = e.to_string();
-                    let field = refused_field(&message).unwrap_or_default();
-                    let field = match field.as_str() {
-                        f if f.starts_with("quietHours") => "quietHours".to_string(),
-                        _ if message.starts_with("followUpDays") => "followUpDays".to_string(),
-                        _ => field,
-                    };
-                    shown.field_error = Some((field, message));
+                    let field = e.refused_field().unwrap_or_default().to_string();
+                    shown.field_error = Some((field, e.to_string()));
                     shown.typed = Some(form);
                     return render(state, visitor, StatusCode::BAD_REQUEST, shown);
                 }
@@ -827,15 +802,16 @@ pub async fn act(
             shown.notice = Some("The delivery is queued again.".into());
         }
         SettingsAction::AddWebhook => {
-            let mut body = Map::new();
-            body.insert("url".into(), json!(form.text("url")));
-            let events: Vec<&str> = form.all("events").collect();
-            if !events.is_empty() {
-                body.insert("events".into(), json!(events));
-            }
-            let added = store
-                .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, body.clone()))
-                .await;
+            let added = match EndpointInput::new(form.text("url"), form.all("events")) {
+                Ok(input) => {
+                    store
+                        .write(move |tx| {
+                            webhook_endpoints::create_endpoint(tx, &caller, input.clone())
+                        })
+                        .await
+                }
+                Err(e) => Err(e),
+            };
             match added {
                 Ok(endpoint) => {
                     shown.secret = Some((
