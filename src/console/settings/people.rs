@@ -10,7 +10,8 @@ use crate::console::form::Form;
 use crate::console::layout;
 use crate::console::routes::SettingsAction;
 use crate::console::session::Visitor;
-use crate::domain::people::{passwords, users};
+use crate::domain::people::passwords;
+use crate::domain::people::users::{self, PersonChange};
 use crate::error::{Error, Result};
 use crate::store::rows::{Role, UserRecord};
 use crate::store::ReadTx;
@@ -137,21 +138,19 @@ async fn change(
     let changed = state
         .store
         .write(move |tx| {
-            let user = users::of_org(tx, &org_id, &email)?;
-            if user.id == me {
-                return Err(Error::Conflict(
-                    "You cannot change your own role or disable yourself here".into(),
-                ));
-            }
-            if disable {
-                users::disable(tx, &email)
-            } else {
-                users::set_role(
-                    tx,
-                    &email,
-                    role.ok_or_else(|| Error::invalid_field("role"))?,
-                )
-            }
+            let by = users::ChangedBy::Admin {
+                org_id: &org_id,
+                user_id: &me,
+            };
+            let change = match (disable, role) {
+                (true, _) => PersonChange::Disable,
+                (false, Some(role)) => PersonChange::SetRole(role),
+                (false, None) => {
+                    users::may_change(tx, by, &email)?;
+                    return Err(Error::invalid_field("role"));
+                }
+            };
+            users::change_person(tx, by, &email, change)
         })
         .await?;
     Ok(Outcome::shown(Shown::notice(if disable {
