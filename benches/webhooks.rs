@@ -61,7 +61,10 @@ async fn run() {
             engaged::domain::records::webhook_endpoints::create_endpoint(
                 tx,
                 &c,
-                support::object(json!({"url": url, "events": ["call.completed"]})),
+                engaged::domain::records::webhook_endpoints::EndpointInput::new(
+                    &url,
+                    ["call.completed"],
+                )?,
             )?;
             leads::create(tx, &c, support::object(json!({"id": "lead-1"})))
         })

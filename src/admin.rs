@@ -267,11 +267,13 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
             to_value(user_listed(&user, org))
         }
         AdminRequest::UserSetRole { email, role } => {
-            let user = users::set_role(tx, &email, role)?;
+            let change = users::PersonChange::SetRole(role);
+            let user = users::change_person(tx, users::ChangedBy::Operator, &email, change)?;
             to_value(user_listed(&user, String::new()))
         }
         AdminRequest::UserDisable { email } => {
-            let user = users::disable(tx, &email)?;
+            let change = users::PersonChange::Disable;
+            let user = users::change_person(tx, users::ChangedBy::Operator, &email, change)?;
             to_value(user_listed(&user, String::new()))
         }
         AdminRequest::UserSetPassword {

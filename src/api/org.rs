@@ -25,8 +25,9 @@ pub async fn update_org(
     body: Map<String, Value>,
     public_url: Option<String>,
 ) -> Result<Response<Body>> {
+    let patch = org::OrgPatch::from_json(&body)?;
     let (org, engine) = store
-        .write(move |tx| org::update(tx, &caller, body.clone(), public_url.as_deref()))
+        .write(move |tx| org::update(tx, &caller, patch.clone(), public_url.as_deref()))
         .await?;
     Ok(reply(StatusCode::OK, &org::view(&org, &engine)))
 }

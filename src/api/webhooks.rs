@@ -78,8 +78,9 @@ pub async fn create(
     caller: Caller,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
+    let input = webhook_endpoints::EndpointInput::from_json(&body)?;
     let endpoint = store
-        .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, body.clone()))
+        .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, input.clone()))
         .await?;
     let mut view = serde_json::to_value(EndpointView::of(&endpoint))
         .map_err(|e| Error::Internal(e.to_string()))?;

@@ -61,6 +61,58 @@ impl From<PersonAction> for LeadAction {
     }
 }
 
+/// What an admin does on the settings page: `POST /console/settings/{action}`, each
+/// handled by its section (`console::settings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsAction {
+    SaveOrg,
+    AddPerson,
+    SetRole,
+    DisablePerson,
+    CreateKey,
+    RevokeKey,
+    TestAssistant,
+    SendTest,
+    RetryDelivery,
+    AddWebhook,
+    RemoveWebhook,
+    SaveAssistant,
+    SaveProviders,
+}
+
+impl SettingsAction {
+    /// Every action by its path segment.
+    const ALL: [(&'static str, SettingsAction); 13] = [
+        ("assistant", SettingsAction::SaveAssistant),
+        ("providers", SettingsAction::SaveProviders),
+        ("retry-delivery", SettingsAction::RetryDelivery),
+        ("webhooks", SettingsAction::AddWebhook),
+        ("remove-webhook", SettingsAction::RemoveWebhook),
+        ("assistant-test", SettingsAction::TestAssistant),
+        ("send-test", SettingsAction::SendTest),
+        ("organization", SettingsAction::SaveOrg),
+        ("people", SettingsAction::AddPerson),
+        ("role", SettingsAction::SetRole),
+        ("disable", SettingsAction::DisablePerson),
+        ("keys", SettingsAction::CreateKey),
+        ("revoke", SettingsAction::RevokeKey),
+    ];
+
+    pub fn segment(self) -> &'static str {
+        SettingsAction::ALL
+            .iter()
+            .find(|(_, a)| *a == self)
+            .map_or("", |(s, _)| s)
+    }
+
+    fn parse(segment: &str) -> Option<SettingsAction> {
+        SettingsAction::ALL
+            .iter()
+            .find(|(s, _)| *s == segment)
+            .map(|(_, a)| *a)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Page<'a> {
     /// `GET /`: to the console.
@@ -88,7 +140,7 @@ pub enum Page<'a> {
     /// "Pause campaign" (`true`) or "Resume campaign" (admins).
     PauseCampaign(&'a str, bool),
     Settings,
-    SettingsAction(super::settings::SettingsAction),
+    SettingsAction(SettingsAction),
     /// The import page: the upload form (GET), an upload and its preview (POST,
     /// multipart), a preview again or the import (`Run`), a report's refused rows.
     Import,
@@ -244,7 +296,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["campaigns", name, "resume"] => post(method, Page::PauseCampaign(name, false)),
         ["settings"] => get(method, Page::Settings),
         ["settings", action] => {
-            let action = super::settings::SettingsAction::parse(action).ok_or_else(not_found)?;
+            let action = SettingsAction::parse(action).ok_or_else(not_found)?;
             post(method, Page::SettingsAction(action))
         }
         ["import"] => pick(method, Page::Import, Some(Page::ImportUpload)),
@@ -346,6 +398,18 @@ mod tests {
         for (segment, action) in LeadAction::ALL {
             assert_eq!(action.segment(), segment);
             assert_eq!(LeadAction::parse(segment), Some(action));
+        }
+    }
+
+    #[test]
+    fn every_settings_action_has_its_own_segment() {
+        for (segment, action) in SettingsAction::ALL {
+            assert_eq!(action.segment(), segment);
+            assert_eq!(SettingsAction::parse(segment), Some(action));
+            assert_eq!(
+                route(&Method::POST, &format!("/console/settings/{segment}")).unwrap(),
+                Page::SettingsAction(action)
+            );
         }
     }
 }

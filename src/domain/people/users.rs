@@ -1,6 +1,7 @@
 //! Users: created with a role and a password hash, listed, given another role,
 //! disabled, given a new password. Disabling a user or changing its password ends its
-//! sessions in the same write.
+//! sessions in the same write. A role change or a disabling goes through
+//! `change_person`, which holds who may do it (an admin never to themself).
 
 use crate::domain::people::sessions;
 use crate::domain::records::leads::is_plausible_email;
@@ -95,12 +96,62 @@ fn change(
     Ok(user)
 }
 
-pub fn set_role(tx: &mut WriteTx, email: &str, role: Role) -> Result<UserRecord> {
+/// Who changes a person's role or disables them: the server's operator (`engaged user`,
+/// through the admin socket or on the file: every organization, and no person of its
+/// own), or a signed-in admin of the console, who reaches only their own organization's
+/// people and never themself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangedBy<'a> {
+    Operator,
+    Admin { org_id: &'a str, user_id: &'a str },
+}
+
+/// A change of a person: another role, or disabled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PersonChange {
+    SetRole(Role),
+    Disable,
+}
+
+/// The refusal of an admin's change of themself.
+pub const SELF_CHANGE_REFUSED: &str = "You cannot change your own role or disable yourself here";
+
+/// Whether `by` may change the person of `email`: an admin only their own
+/// organization's people (another's is not found), and not themself (409), so that an
+/// organization always keeps the admin who is looking. The operator may change anyone.
+pub fn may_change(read: &impl Reader, by: ChangedBy, email: &str) -> Result<()> {
+    match by {
+        ChangedBy::Operator => Ok(()),
+        ChangedBy::Admin { org_id, user_id } => {
+            if of_org(read, org_id, email)?.id == user_id {
+                return Err(Error::Conflict(SELF_CHANGE_REFUSED.into()));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Changes the person of `email` as `by` may (`may_change`): the console's "Change
+/// role" and "Disable", and `engaged user set-role` and `disable`.
+pub fn change_person(
+    tx: &mut WriteTx,
+    by: ChangedBy,
+    email: &str,
+    change: PersonChange,
+) -> Result<UserRecord> {
+    may_change(tx, by, email)?;
+    match change {
+        PersonChange::SetRole(role) => set_role(tx, email, role),
+        PersonChange::Disable => disable(tx, email),
+    }
+}
+
+fn set_role(tx: &mut WriteTx, email: &str, role: Role) -> Result<UserRecord> {
     change(tx, email, false, |u| u.role = role)
 }
 
 /// Disables a user: it can no longer sign in, and its sessions end.
-pub fn disable(tx: &mut WriteTx, email: &str) -> Result<UserRecord> {
+fn disable(tx: &mut WriteTx, email: &str) -> Result<UserRecord> {
     let now = now_micros();
     change(tx, email, true, |u| {
         u.disabled_at.get_or_insert(now);
@@ -125,4 +176,73 @@ pub fn set_notify(tx: &mut WriteTx, user_id: &str, on: bool) -> Result<UserRecor
     let old = tx.user(user_id)?.ok_or_else(|| not_found(user_id))?;
     let email = old.email.clone();
     change(tx, &email, false, |u| u.notify = on)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::rows::{OrgRecord, OrgSettings};
+    use crate::store::Store;
+
+    #[test]
+    fn an_admin_cannot_change_or_disable_themself_nor_reach_another_org() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        let (boss, pat) = store
+            .write_blocking(|tx| {
+                for id in ["o1", "o2"] {
+                    tx.put_org(&OrgRecord {
+                        id: id.into(),
+                        name: id.into(),
+                        created_at: 0,
+                        settings: OrgSettings::default(),
+                    })?;
+                }
+                let boss = create(tx, "o1", "boss@example.com", "Bo", Role::Admin, "h".into())?;
+                let pat = create(tx, "o1", "pat@example.com", "Pat", Role::Agent, "h".into())?;
+                create(tx, "o2", "lee@example.com", "Lee", Role::Admin, "h".into())?;
+                Ok((boss, pat))
+            })
+            .unwrap();
+        let as_boss = |email: &'static str, change: PersonChange| {
+            let boss_id = boss.id.clone();
+            store.write_blocking(move |tx| {
+                let me = ChangedBy::Admin {
+                    org_id: "o1",
+                    user_id: &boss_id,
+                };
+                change_person(tx, me, email, change)
+            })
+        };
+        for change in [PersonChange::SetRole(Role::Viewer), PersonChange::Disable] {
+            let refused = as_boss("BOSS@example.com", change).unwrap_err();
+            assert_eq!(refused.to_string(), SELF_CHANGE_REFUSED);
+            assert!(matches!(refused, Error::Conflict(_)));
+            let elsewhere = as_boss("lee@example.com", change).unwrap_err();
+            assert!(matches!(elsewhere, Error::NotFound(_)), "{elsewhere:?}");
+        }
+        let changed = as_boss("pat@example.com", PersonChange::SetRole(Role::Viewer)).unwrap();
+        assert_eq!((changed.id, changed.role), (pat.id, Role::Viewer));
+        // The operator (`engaged user`) has no self: it changes anyone, in any organization.
+        let boss_now = store
+            .write_blocking(|tx| {
+                change_person(
+                    tx,
+                    ChangedBy::Operator,
+                    "boss@example.com",
+                    PersonChange::Disable,
+                )
+            })
+            .unwrap();
+        assert!(boss_now.disabled_at.is_some());
+        let read = store.read().unwrap();
+        assert_eq!(
+            find_by_email(&read, "boss@example.com")
+                .unwrap()
+                .unwrap()
+                .role,
+            Role::Admin,
+            "the refused changes changed nothing"
+        );
+    }
 }

@@ -13,36 +13,81 @@ use crate::store::{ReadTx, WriteTx};
 use crate::time::{now_micros, Micros};
 use crate::webhooks::{signing, WebhookEvent};
 
-/// Registers an endpoint from `{"url", "events"?}`.
+/// A new endpoint: where its deliveries go and which events it takes (none: every
+/// event), each named once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointInput {
+    pub url: String,
+    pub events: Vec<WebhookEvent>,
+}
+
+impl EndpointInput {
+    /// An endpoint at `url` for `events` (by their wire names; none: every event).
+    pub fn new<'a>(url: &str, events: impl IntoIterator<Item = &'a str>) -> Result<Self> {
+        let mut input = EndpointInput {
+            url: endpoint_url(url)?,
+            events: Vec::new(),
+        };
+        for name in events {
+            input.add_event(Some(name))?;
+        }
+        Ok(input)
+    }
+
+    /// `POST /v1/webhooks`' body: `{"url", "events"?}`, its members checked in order.
+    pub fn from_json(body: &Map<String, Value>) -> Result<Self> {
+        let mut url = None;
+        let mut input = EndpointInput {
+            url: String::new(),
+            events: Vec::new(),
+        };
+        for (name, value) in body {
+            match (name.as_str(), value) {
+                ("url", Value::String(s)) => url = Some(endpoint_url(s)?),
+                ("url", _) => return Err(Error::invalid_field("url")),
+                ("events", Value::Null) => {}
+                ("events", Value::Array(items)) => {
+                    for item in items {
+                        input.add_event(item.as_str())?;
+                    }
+                }
+                ("events", _) => return Err(Error::invalid_field("events")),
+                (other, _) => return Err(Error::unknown_field(other)),
+            }
+        }
+        input.url = url.ok_or_else(|| Error::BadRequest("Missing required field: url".into()))?;
+        Ok(input)
+    }
+
+    /// One more event by its wire name (named twice: once).
+    fn add_event(&mut self, name: Option<&str>) -> Result<()> {
+        let event = name
+            .and_then(WebhookEvent::parse)
+            .ok_or_else(|| Error::invalid_field("events"))?;
+        if !self.events.contains(&event) {
+            self.events.push(event);
+        }
+        Ok(())
+    }
+}
+
+/// An endpoint's `url`: an absolute http(s) URL.
+fn endpoint_url(url: &str) -> Result<String> {
+    if is_valid_url(url) {
+        Ok(url.to_string())
+    } else {
+        Err(Error::invalid_field("url"))
+    }
+}
+
+/// Registers an endpoint, with a new signing secret.
 pub fn create_endpoint(
     tx: &mut WriteTx,
     caller: &Caller,
-    body: Map<String, Value>,
+    input: EndpointInput,
 ) -> Result<EndpointRecord> {
-    let mut url = None;
-    let mut events = Vec::new();
-    for (name, value) in body {
-        match (name.as_str(), value) {
-            ("url", Value::String(s)) if is_valid_url(&s) => url = Some(s),
-            ("url", _) => return Err(Error::invalid_field("url")),
-            ("events", Value::Null) => {}
-            ("events", Value::Array(items)) => {
-                for item in items {
-                    match item.as_str().and_then(WebhookEvent::parse) {
-                        Some(e) => {
-                            if !events.iter().any(|x| x == e.as_str()) {
-                                events.push(e.as_str().to_string());
-                            }
-                        }
-                        None => return Err(Error::invalid_field("events")),
-                    }
-                }
-            }
-            ("events", _) => return Err(Error::invalid_field("events")),
-            (other, _) => return Err(Error::unknown_field(other)),
-        }
-    }
-    let url = url.ok_or_else(|| Error::BadRequest("Missing required field: url".into()))?;
+    let EndpointInput { url, events } = input;
+    let events = events.iter().map(|e| e.as_str().to_string()).collect();
     let endpoint = EndpointRecord {
         id: crate::ids::generate("wh"),
         org_id: caller.org_id.clone(),
@@ -158,5 +203,51 @@ mod tests {
         ] {
             assert!(!is_valid_url(bad), "{bad}");
         }
+    }
+
+    fn body(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn an_endpoint_input_keeps_the_interface_messages() {
+        let err = |v: Value| EndpointInput::from_json(&body(v)).unwrap_err().to_string();
+        assert_eq!(
+            err(serde_json::json!({"events": ["lead.handoff"]})),
+            "Missing required field: url"
+        );
+        assert_eq!(
+            err(serde_json::json!({"url": "ftp://x.example"})),
+            "Invalid format for field: url"
+        );
+        assert_eq!(
+            err(serde_json::json!({"url": 5})),
+            "Invalid format for field: url"
+        );
+        assert_eq!(
+            err(serde_json::json!({"url": "https://x.example", "events": ["nope"]})),
+            "Invalid format for field: events"
+        );
+        assert_eq!(
+            err(serde_json::json!({"url": "https://x.example", "secret": "s"})),
+            "Unknown field: secret"
+        );
+        let refused = EndpointInput::new("https://x.example", ["nope"]).unwrap_err();
+        assert_eq!(refused.refused_field(), Some("events"));
+        let input = EndpointInput::from_json(&body(serde_json::json!({
+            "url": "https://x.example/h", "events": ["lead.handoff", "lead.handoff"]
+        })))
+        .unwrap();
+        assert_eq!(
+            input.events,
+            vec![WebhookEvent::parse("lead.handoff").unwrap()]
+        );
+        assert_eq!(
+            input,
+            EndpointInput::new("https://x.example/h", ["lead.handoff"]).unwrap()
+        );
     }
 }

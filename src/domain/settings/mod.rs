@@ -25,8 +25,17 @@ pub(crate) fn rate(path: &str, value: &Value) -> Result<Option<f64>> {
         Value::Null => Ok(None),
         v => v
             .as_f64()
-            .filter(|r| *r > 0.0 && *r <= MAX_RATE_PER_SECOND)
-            .map(Some)
-            .ok_or_else(|| Error::invalid_field(path)),
+            .ok_or_else(|| Error::invalid_field(path))
+            .and_then(|r| checked_rate(path, r))
+            .map(Some),
+    }
+}
+
+/// A provider's rate at `path`: above 0 and at most [`MAX_RATE_PER_SECOND`].
+pub(crate) fn checked_rate(path: &str, rate: f64) -> Result<f64> {
+    if rate > 0.0 && rate <= MAX_RATE_PER_SECOND {
+        Ok(rate)
+    } else {
+        Err(Error::invalid_field(path))
     }
 }

@@ -7,11 +7,17 @@
 //! `assistant` merges its members into what was set (a member left out keeps its
 //! value). A change of `quietHours` or `timeZone` re-computes, in the same write, the
 //! agenda rows quiet hours deferred (`engagement::agenda::recompute_deferred`).
+//!
+//! A change arrives as an `OrgPatch` (from `PATCH /v1/org`'s JSON, or built by the
+//! console from its forms), each member checked as it is set, so a refusal names its
+//! field (`Error::InvalidField`).
 
 use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
 use crate::domain::contact::quiet_hours::parse_hhmm;
+use crate::domain::settings::email::SmtpPatch;
+use crate::domain::settings::twilio::TwilioPatch;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{
@@ -89,90 +95,67 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
 /// The assistant's per-attempt timeout when none is set.
 pub const DEFAULT_ASSISTANT_TIMEOUT_MS: u64 = 30_000;
 
-/// Applies one of the engine's members; false when `name` is not one of them.
-fn engine_member(e: &mut EngineSettings, name: &str, value: Value) -> Result<bool> {
-    match name {
-        "followUpDays" => {
-            e.follow_up_days = match value {
-                Value::Null => Vec::new(),
-                Value::Array(days) => {
-                    let mut out: Vec<String> = Vec::new();
-                    for day in days {
-                        let day = day.as_str().map(str::to_ascii_lowercase);
-                        match day {
-                            Some(d)
-                                if crate::domain::contact::quiet_hours::WEEKDAYS
-                                    .contains(&d.as_str())
-                                    && !out.contains(&d) =>
-                            {
-                                out.push(d)
-                            }
-                            _ => return Err(Error::invalid_field(name)),
-                        }
-                    }
-                    if out.is_empty() {
-                        return Err(Error::BadRequest(
-                            "followUpDays needs at least one day (null: every day)".into(),
-                        ));
-                    }
-                    out.sort_by_key(|d| {
-                        crate::domain::contact::quiet_hours::WEEKDAYS
-                            .iter()
-                            .position(|w| w == d)
-                    });
-                    // Every day is the default: stored as none.
-                    if out.len() == crate::domain::contact::quiet_hours::WEEKDAYS.len() {
-                        Vec::new()
-                    } else {
-                        out
-                    }
+/// The largest `assistant.maxTokens` accepted.
+pub const MAX_ASSISTANT_MAX_TOKENS: u64 = 65_536;
+
+/// The most holidays an organization keeps.
+const MAX_HOLIDAYS: usize = 366;
+
+/// A change to an organization's settings (`PATCH /v1/org`'s body, or a console form):
+/// its members in the order given, each checked as it is set. `update` applies them in
+/// that order; what depends on the settings before (a secret kept, the assistant's
+/// required members) is checked there.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OrgPatch {
+    changes: Vec<Change>,
+}
+
+/// One member of an `OrgPatch`, checked.
+#[derive(Debug, Clone, PartialEq)]
+enum Change {
+    Coupled(bool),
+    ComplianceUrl(Option<String>),
+    ComplianceChannels(Option<Vec<String>>),
+    ComplianceTimeoutMs(Option<u64>),
+    QuietHours(Option<(String, String)>),
+    /// Empty: none.
+    TimeZone(String),
+    /// Empty: none.
+    DefaultCountry(String),
+    /// Empty: every day.
+    FollowUpDays(Vec<String>),
+    Holidays(Vec<String>),
+    Business {
+        name: String,
+        help_text: String,
+    },
+    Assistant(Option<AssistantPatch>),
+    /// Every channel left out goes back to the sandbox.
+    Providers(Vec<(Channel, ProviderPatch)>),
+}
+
+impl OrgPatch {
+    /// `PATCH /v1/org`'s body; `null` clears an optional setting.
+    pub fn from_json(body: &Map<String, Value>) -> Result<OrgPatch> {
+        let mut patch = OrgPatch::default();
+        for (name, value) in body {
+            let invalid = || Error::invalid_field(name);
+            match (name.as_str(), value) {
+                ("followUpDays", Value::Null) => patch.follow_up_days(None)?,
+                ("followUpDays", Value::Array(days)) => {
+                    patch.follow_up_days(Some(&texts(days).ok_or_else(invalid)?))?
                 }
-                _ => return Err(Error::invalid_field(name)),
-            }
-        }
-        "holidays" => {
-            e.holidays = match value {
-                Value::Null => Vec::new(),
-                Value::Array(dates) if dates.len() <= 366 => {
-                    let mut out = Vec::new();
-                    for date in dates {
-                        let parsed = date
-                            .as_str()
-                            .and_then(|d| {
-                                chrono::NaiveDate::parse_from_str(d.trim(), "%Y-%m-%d").ok()
-                            })
-                            .ok_or_else(|| Error::invalid_field(name))?;
-                        out.push(parsed.format("%Y-%m-%d").to_string());
-                    }
-                    out.sort();
-                    out.dedup();
-                    out
+                ("holidays", Value::Null) => patch.holidays(None)?,
+                ("holidays", Value::Array(dates)) if dates.len() <= MAX_HOLIDAYS => {
+                    patch.holidays(Some(&texts(dates).ok_or_else(invalid)?))?
                 }
-                _ => return Err(Error::invalid_field(name)),
-            }
-        }
-        "defaultCountry" => {
-            e.default_country = match value {
-                Value::Null => String::new(),
-                Value::String(code) => crate::phone::Country::parse(&code)
-                    .ok_or_else(|| Error::invalid_field(name))?
-                    .code()
-                    .to_string(),
-                _ => return Err(Error::invalid_field(name)),
-            }
-        }
-        "timeZone" => {
-            e.time_zone = match value {
-                Value::Null => String::new(),
-                Value::String(zone) if zone.parse::<chrono_tz::Tz>().is_ok() => zone,
-                _ => return Err(Error::invalid_field(name)),
-            }
-        }
-        "business" => {
-            let (mut business_name, mut help_text) = (String::new(), String::new());
-            match value {
-                Value::Null => {}
-                Value::Object(members) => {
+                ("defaultCountry", Value::Null) => patch.default_country(None)?,
+                ("defaultCountry", Value::String(code)) => patch.default_country(Some(code))?,
+                ("timeZone", Value::Null) => patch.time_zone(None)?,
+                ("timeZone", Value::String(zone)) => patch.time_zone(Some(zone))?,
+                ("business", Value::Null) => patch.business("", "")?,
+                ("business", Value::Object(members)) => {
+                    let (mut business_name, mut help_text) = (String::new(), String::new());
                     for (member, value) in members {
                         let slot = match member.as_str() {
                             "name" => &mut business_name,
@@ -183,170 +166,464 @@ fn engine_member(e: &mut EngineSettings, name: &str, value: Value) -> Result<boo
                         };
                         *slot = match value {
                             Value::Null => String::new(),
-                            Value::String(t) if t.chars().count() <= 320 => t,
+                            Value::String(t) => business_text(member, t)?,
                             _ => return Err(Error::invalid_field(&format!("business.{member}"))),
                         };
                     }
+                    patch.changes.push(Change::Business {
+                        name: business_name,
+                        help_text,
+                    });
                 }
-                _ => return Err(Error::invalid_field(name)),
+                ("assistant", Value::Null) => patch.assistant(None),
+                ("assistant", Value::Object(members)) => {
+                    patch.assistant(Some(AssistantPatch::from_json(members)?))
+                }
+                ("providers", Value::Null) => patch.providers(Vec::new()),
+                ("providers", Value::Object(channels)) => {
+                    let mut chosen = Vec::new();
+                    for (channel, value) in channels {
+                        let channel = match channel.as_str() {
+                            "sms" => Channel::Sms,
+                            "voice" => Channel::Voice,
+                            "email" => Channel::Email,
+                            other => {
+                                return Err(Error::unknown_field(&format!("providers.{other}")))
+                            }
+                        };
+                        chosen.push((channel, ProviderPatch::from_json(channel, value)?));
+                    }
+                    patch.providers(chosen);
+                }
+                (
+                    "followUpDays" | "holidays" | "defaultCountry" | "timeZone" | "business"
+                    | "assistant" | "providers",
+                    _,
+                ) => return Err(invalid()),
+                ("smsVoiceOptOutCoupled", value) => {
+                    patch.sms_voice_opt_out_coupled(value.as_bool().ok_or_else(invalid)?)
+                }
+                ("complianceUrl", Value::Null) => patch.changes.push(Change::ComplianceUrl(None)),
+                ("complianceUrl", Value::String(url))
+                    if crate::domain::records::webhook_endpoints::is_valid_url(url) =>
+                {
+                    patch.changes.push(Change::ComplianceUrl(Some(url.clone())))
+                }
+                ("complianceChannels", Value::Null) => {
+                    patch.changes.push(Change::ComplianceChannels(None))
+                }
+                ("complianceChannels", Value::Array(items)) => {
+                    let mut channels = Vec::new();
+                    for item in items {
+                        let c = item.as_str().and_then(Channel::parse).ok_or_else(invalid)?;
+                        if !channels.contains(&c.as_str().to_string()) {
+                            channels.push(c.as_str().to_string());
+                        }
+                    }
+                    patch
+                        .changes
+                        .push(Change::ComplianceChannels(Some(channels)))
+                }
+                ("complianceTimeoutMs", Value::Null) => {
+                    patch.changes.push(Change::ComplianceTimeoutMs(None))
+                }
+                ("complianceTimeoutMs", v) => {
+                    let ms = v
+                        .as_u64()
+                        .filter(|ms| (1..=60_000).contains(ms))
+                        .ok_or_else(invalid)?;
+                    patch.changes.push(Change::ComplianceTimeoutMs(Some(ms)))
+                }
+                ("quietHours", Value::Null) => patch.quiet_hours(None)?,
+                ("quietHours", Value::Object(window)) => {
+                    if window.keys().any(|k| k != "start" && k != "end") {
+                        return Err(Error::invalid_field("quietHours"));
+                    }
+                    let time = |k: &str| {
+                        window
+                            .get(k)
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| Error::invalid_field("quietHours"))
+                    };
+                    patch.quiet_hours(Some((time("start")?, time("end")?)))?
+                }
+                ("complianceUrl" | "complianceChannels" | "quietHours", _) => return Err(invalid()),
+                ("id" | "name", _) => {
+                    return Err(Error::BadRequest(format!("Field is read-only: {name}")))
+                }
+                (other, _) => return Err(Error::unknown_field(other)),
             }
-            e.business_name = business_name;
-            e.help_text = help_text;
         }
-        "assistant" => {
-            e.assistant = match value {
-                Value::Null => None,
-                Value::Object(members) => Some(assistant(members, e.assistant.take())?),
-                _ => return Err(Error::invalid_field(name)),
+        Ok(patch)
+    }
+
+    /// The days follow-ups run (`mon` ... `sun`, any case, each once, at least one);
+    /// `None` (or all seven): every day.
+    pub fn follow_up_days(&mut self, days: Option<&[&str]>) -> Result<()> {
+        let weekdays = crate::domain::contact::quiet_hours::WEEKDAYS;
+        let mut out: Vec<String> = Vec::new();
+        for day in days.unwrap_or_default() {
+            let day = day.to_ascii_lowercase();
+            if !weekdays.contains(&day.as_str()) || out.contains(&day) {
+                return Err(Error::invalid_field("followUpDays"));
             }
+            out.push(day);
         }
-        "providers" => {
-            let channels = match value {
-                Value::Null => Map::new(),
-                Value::Object(members) => members,
-                _ => return Err(Error::invalid_field(name)),
-            };
-            let mut chosen = [
-                ProviderSettings::default(),
-                ProviderSettings::default(),
-                ProviderSettings::default(),
-            ];
-            for (channel, value) in channels {
-                let slot = match channel.as_str() {
-                    "sms" => 0,
-                    "voice" => 1,
-                    "email" => 2,
-                    other => return Err(Error::unknown_field(&format!("providers.{other}"))),
+        if days.is_some() && out.is_empty() {
+            return Err(Error::field(
+                "followUpDays",
+                "followUpDays needs at least one day (null: every day)",
+            ));
+        }
+        out.sort_by_key(|d| weekdays.iter().position(|w| w == d));
+        // Every day is the default: stored as none.
+        if out.len() == weekdays.len() {
+            out.clear();
+        }
+        self.changes.push(Change::FollowUpDays(out));
+        Ok(())
+    }
+
+    /// Dates without follow-ups (`YYYY-MM-DD`, at most 366), sorted, each once.
+    pub fn holidays(&mut self, dates: Option<&[&str]>) -> Result<()> {
+        let dates = dates.unwrap_or_default();
+        if dates.len() > MAX_HOLIDAYS {
+            return Err(Error::invalid_field("holidays"));
+        }
+        let mut out = Vec::new();
+        for date in dates {
+            let parsed = chrono::NaiveDate::parse_from_str(date.trim(), "%Y-%m-%d")
+                .map_err(|_| Error::invalid_field("holidays"))?;
+            out.push(parsed.format("%Y-%m-%d").to_string());
+        }
+        out.sort();
+        out.dedup();
+        self.changes.push(Change::Holidays(out));
+        Ok(())
+    }
+
+    /// The country imports read phones without `+` in; `None`: none.
+    pub fn default_country(&mut self, code: Option<&str>) -> Result<()> {
+        let code = match code {
+            None => String::new(),
+            Some(code) => crate::phone::Country::parse(code)
+                .ok_or_else(|| Error::invalid_field("defaultCountry"))?
+                .code()
+                .to_string(),
+        };
+        self.changes.push(Change::DefaultCountry(code));
+        Ok(())
+    }
+
+    /// An IANA time zone; `None`: none.
+    pub fn time_zone(&mut self, zone: Option<&str>) -> Result<()> {
+        let zone = match zone {
+            None => String::new(),
+            Some(zone) if zone.parse::<chrono_tz::Tz>().is_ok() => zone.to_string(),
+            Some(_) => return Err(Error::invalid_field("timeZone")),
+        };
+        self.changes.push(Change::TimeZone(zone));
+        Ok(())
+    }
+
+    /// How texts name the business and the answer to HELP (empty: none).
+    pub fn business(&mut self, name: &str, help_text: &str) -> Result<()> {
+        let name = business_text("name", name)?;
+        let help_text = business_text("helpText", help_text)?;
+        self.changes.push(Change::Business { name, help_text });
+        Ok(())
+    }
+
+    /// The model server; `None` removes it.
+    pub fn assistant(&mut self, assistant: Option<AssistantPatch>) {
+        self.changes.push(Change::Assistant(assistant));
+    }
+
+    /// Each channel's provider; a channel left out goes back to the sandbox.
+    pub fn providers(&mut self, providers: Vec<(Channel, ProviderPatch)>) {
+        self.changes.push(Change::Providers(providers));
+    }
+
+    pub fn sms_voice_opt_out_coupled(&mut self, on: bool) {
+        self.changes.push(Change::Coupled(on));
+    }
+
+    /// Quiet hours from `start` to `end` (`HH:MM`); `None`: none.
+    pub fn quiet_hours(&mut self, window: Option<(&str, &str)>) -> Result<()> {
+        let window = match window {
+            None => None,
+            Some((start, end)) => {
+                let time = |t: &str| {
+                    parse_hhmm(t)
+                        .map(|_| t.to_string())
+                        .ok_or_else(|| Error::invalid_field("quietHours"))
                 };
-                let previous = [&e.sms, &e.voice, &e.email][slot];
-                chosen[slot] = provider(&format!("providers.{channel}"), value, previous)?;
+                Some((time(start)?, time(end)?))
             }
-            let [sms, voice, email] = chosen;
-            (e.sms, e.voice, e.email) = (sms, voice, email);
-        }
-        _ => return Ok(false),
+        };
+        self.changes.push(Change::QuietHours(window));
+        Ok(())
     }
-    Ok(true)
 }
 
-/// The largest `assistant.maxTokens` accepted.
-pub const MAX_ASSISTANT_MAX_TOKENS: u64 = 65_536;
-
-/// `assistant`: merged into the settings before (a member left out keeps its value);
-/// `baseUrl` and `model` are required once there is an assistant and cannot be
-/// cleared; `null` clears `apiKey` (it is never shown, so a client cannot send it
-/// back), `timeoutMs` (back to 30000) and `maxTokens` (back to the channel's default).
-fn assistant(
-    members: Map<String, Value>,
-    previous: Option<AssistantSettings>,
-) -> Result<AssistantSettings> {
-    let (mut base_url, mut model, mut api_key, mut timeout_ms, mut max_tokens) = match previous {
-        Some(p) => (
-            Some(p.base_url),
-            Some(p.model),
-            p.api_key,
-            p.timeout_ms,
-            p.max_tokens,
-        ),
-        None => (None, None, None, DEFAULT_ASSISTANT_TIMEOUT_MS, None),
-    };
-    for (member, value) in members {
-        let invalid = || Error::invalid_field(&format!("assistant.{member}"));
-        match (member.as_str(), value) {
-            ("baseUrl", Value::String(url))
-                if crate::domain::records::webhook_endpoints::is_valid_url(&url) =>
-            {
-                base_url = Some(url)
-            }
-            ("model", Value::String(m)) if !m.trim().is_empty() => model = Some(m),
-            ("apiKey", Value::Null) => api_key = None,
-            ("apiKey", Value::String(k)) => api_key = (!k.is_empty()).then_some(k),
-            ("timeoutMs", Value::Null) => timeout_ms = DEFAULT_ASSISTANT_TIMEOUT_MS,
-            ("timeoutMs", v) => {
-                timeout_ms = v
-                    .as_u64()
-                    .filter(|ms| (1..=600_000).contains(ms))
-                    .ok_or_else(invalid)?
-            }
-            ("maxTokens", Value::Null) => max_tokens = None,
-            ("maxTokens", v) => {
-                max_tokens = Some(
-                    v.as_u64()
-                        .filter(|n| (1..=MAX_ASSISTANT_MAX_TOKENS).contains(n))
-                        .and_then(|n| u32::try_from(n).ok())
-                        .ok_or_else(invalid)?,
-                )
-            }
-            ("baseUrl" | "model" | "apiKey", _) => return Err(invalid()),
-            (other, _) => return Err(Error::unknown_field(&format!("assistant.{other}"))),
-        }
-    }
-    Ok(AssistantSettings {
-        base_url: base_url.ok_or_else(|| Error::invalid_field("assistant.baseUrl"))?,
-        model: model.ok_or_else(|| Error::invalid_field("assistant.model"))?,
-        api_key,
-        timeout_ms,
-        max_tokens,
-    })
+/// Every item's text, when every item is one.
+fn texts(items: &[Value]) -> Option<Vec<&str>> {
+    items.iter().map(Value::as_str).collect()
 }
 
-/// One channel's provider: `{"kind": "sandbox", "latencyMs"?}`, or `smtp` for email
-/// (`settings::email`); `previous` is what the channel had (its secrets stay when absent).
-fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<ProviderSettings> {
-    let members = match value {
-        Value::Null => return Ok(ProviderSettings::default()),
-        Value::Object(members) => members,
-        _ => return Err(Error::invalid_field(path)),
-    };
-    match members.get("kind").and_then(Value::as_str) {
-        Some("sandbox") => {}
-        Some("smtp") if path == "providers.email" => {
-            let previous = match previous {
-                ProviderSettings::Smtp(p) => Some(p),
-                _ => None,
-            };
-            return crate::domain::settings::email::parse(path, members, previous)
-                .map(ProviderSettings::Smtp);
-        }
-        Some("twilio") if path != "providers.email" => {
-            let previous = match previous {
-                ProviderSettings::Twilio(p) => Some(p),
-                _ => None,
-            };
-            let channel = if path == "providers.voice" {
-                Channel::Voice
-            } else {
-                Channel::Sms
-            };
-            return crate::domain::settings::twilio::parse(path, channel, members, previous)
-                .map(ProviderSettings::Twilio);
-        }
-        Some("twilio" | "smtp") => {
-            return Err(Error::BadRequest("Provider not supported yet".into()))
-        }
-        _ => return Err(Error::invalid_field(&format!("{path}.kind"))),
+/// `business.name` or `business.helpText`: at most 320 characters.
+fn business_text(member: &str, text: &str) -> Result<String> {
+    if text.chars().count() <= 320 {
+        Ok(text.to_string())
+    } else {
+        Err(Error::invalid_field(&format!("business.{member}")))
     }
-    let mut latency_ms = 0;
-    let mut rate_per_second = None;
-    for (member, value) in members {
-        match member.as_str() {
-            "kind" => {}
-            "latencyMs" => {
-                latency_ms = value
-                    .as_u64()
-                    .filter(|ms| *ms <= 600_000)
-                    .ok_or_else(|| Error::invalid_field(&format!("{path}.latencyMs")))?
+}
+
+/// `assistant`'s members as given, each checked; merged into the assistant before (a
+/// member left out keeps its value). `baseUrl` and `model` are required once there is an
+/// assistant and cannot be cleared; `null` clears `apiKey` (it is never shown, so a
+/// client cannot send it back), `timeoutMs` (back to 30000) and `maxTokens` (back to the
+/// channel's default).
+#[derive(Clone, Default, PartialEq)]
+pub struct AssistantPatch {
+    base_url: Option<String>,
+    model: Option<String>,
+    api_key: Option<Option<String>>,
+    timeout_ms: Option<u64>,
+    max_tokens: Option<Option<u32>>,
+}
+
+impl std::fmt::Debug for AssistantPatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AssistantPatch")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field(
+                "api_key",
+                &self.api_key.as_ref().map(|k| k.as_ref().map(|_| "(set)")),
+            )
+            .field("timeout_ms", &self.timeout_ms)
+            .field("max_tokens", &self.max_tokens)
+            .finish()
+    }
+}
+
+impl AssistantPatch {
+    /// `assistant`'s members, checked in order.
+    pub fn from_json(members: &Map<String, Value>) -> Result<AssistantPatch> {
+        let mut patch = AssistantPatch::default();
+        for (member, value) in members {
+            match (member.as_str(), value) {
+                ("baseUrl", Value::String(url)) => patch.base_url(url)?,
+                ("model", Value::String(m)) => patch.model(m)?,
+                ("apiKey", Value::Null) => patch.api_key(None),
+                ("apiKey", Value::String(k)) => patch.api_key(Some(k)),
+                ("timeoutMs", Value::Null) => patch.timeout_ms(None)?,
+                ("timeoutMs", v) => patch.timeout_ms(Some(
+                    v.as_u64().ok_or_else(|| assistant_invalid("timeoutMs"))?,
+                ))?,
+                ("maxTokens", Value::Null) => patch.max_tokens(None)?,
+                ("maxTokens", v) => patch.max_tokens(Some(
+                    v.as_u64().ok_or_else(|| assistant_invalid("maxTokens"))?,
+                ))?,
+                ("baseUrl" | "model" | "apiKey", _) => return Err(assistant_invalid(member)),
+                (other, _) => return Err(Error::unknown_field(&format!("assistant.{other}"))),
             }
-            "ratePerSecond" if path != "providers.email" => {
-                rate_per_second = super::rate(&format!("{path}.ratePerSecond"), &value)?
+        }
+        Ok(patch)
+    }
+
+    /// An OpenAI-compatible server's API base (absolute http or https).
+    pub fn base_url(&mut self, url: &str) -> Result<()> {
+        if !crate::domain::records::webhook_endpoints::is_valid_url(url) {
+            return Err(assistant_invalid("baseUrl"));
+        }
+        self.base_url = Some(url.to_string());
+        Ok(())
+    }
+
+    pub fn model(&mut self, model: &str) -> Result<()> {
+        if model.trim().is_empty() {
+            return Err(assistant_invalid("model"));
+        }
+        self.model = Some(model.to_string());
+        Ok(())
+    }
+
+    /// `None` or empty: no key.
+    pub fn api_key(&mut self, key: Option<&str>) {
+        self.api_key = Some(key.filter(|k| !k.is_empty()).map(str::to_string));
+    }
+
+    /// One attempt's bound, 1 to 600000 ms; `None`: the default.
+    pub fn timeout_ms(&mut self, ms: Option<u64>) -> Result<()> {
+        self.timeout_ms = Some(match ms {
+            None => DEFAULT_ASSISTANT_TIMEOUT_MS,
+            Some(ms) if (1..=600_000).contains(&ms) => ms,
+            Some(_) => return Err(assistant_invalid("timeoutMs")),
+        });
+        Ok(())
+    }
+
+    /// Each request's `max_tokens`, 1 to [`MAX_ASSISTANT_MAX_TOKENS`]; `None`: the
+    /// channel's default.
+    pub fn max_tokens(&mut self, tokens: Option<u64>) -> Result<()> {
+        self.max_tokens = Some(match tokens {
+            None => None,
+            Some(n) => Some(
+                Some(n)
+                    .filter(|n| (1..=MAX_ASSISTANT_MAX_TOKENS).contains(n))
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(|| assistant_invalid("maxTokens"))?,
+            ),
+        });
+        Ok(())
+    }
+
+    /// This patch over `previous`.
+    fn merged(self, previous: Option<AssistantSettings>) -> Result<AssistantSettings> {
+        let (base_url, model, api_key, timeout_ms, max_tokens) = match previous {
+            Some(p) => (
+                Some(p.base_url),
+                Some(p.model),
+                p.api_key,
+                p.timeout_ms,
+                p.max_tokens,
+            ),
+            None => (None, None, None, DEFAULT_ASSISTANT_TIMEOUT_MS, None),
+        };
+        Ok(AssistantSettings {
+            base_url: self
+                .base_url
+                .or(base_url)
+                .ok_or_else(|| assistant_invalid("baseUrl"))?,
+            model: self
+                .model
+                .or(model)
+                .ok_or_else(|| assistant_invalid("model"))?,
+            api_key: self.api_key.unwrap_or(api_key),
+            timeout_ms: self.timeout_ms.unwrap_or(timeout_ms),
+            max_tokens: self.max_tokens.unwrap_or(max_tokens),
+        })
+    }
+}
+
+fn assistant_invalid(member: &str) -> Error {
+    Error::invalid_field(&format!("assistant.{member}"))
+}
+
+/// The kinds of provider a channel may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    Sandbox,
+    Twilio,
+    Smtp,
+}
+
+impl ProviderKind {
+    /// `kind` for `channel`: `sandbox`, `twilio` (sms, voice) or `smtp` (email); another
+    /// channel's kind is not supported, anything else not a kind.
+    pub fn parse(channel: Channel, kind: Option<&str>) -> Result<ProviderKind> {
+        match (kind, channel) {
+            (Some("sandbox"), _) => Ok(ProviderKind::Sandbox),
+            (Some("smtp"), Channel::Email) => Ok(ProviderKind::Smtp),
+            (Some("twilio"), Channel::Sms | Channel::Voice) => Ok(ProviderKind::Twilio),
+            (Some("twilio" | "smtp"), _) => {
+                Err(Error::BadRequest("Provider not supported yet".into()))
             }
-            other => return Err(Error::unknown_field(&format!("{path}.{other}"))),
+            _ => Err(Error::invalid_field(&format!(
+                "providers.{}.kind",
+                channel.as_str()
+            ))),
         }
     }
-    Ok(ProviderSettings::Sandbox {
-        latency_ms,
-        rate_per_second,
-    })
+}
+
+/// One channel's provider as given: `null` is the sandbox.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderPatch {
+    Sandbox {
+        latency_ms: u64,
+        rate_per_second: Option<f64>,
+    },
+    Twilio(TwilioPatch),
+    Smtp(SmtpPatch),
+}
+
+impl ProviderPatch {
+    /// The sandbox: nothing leaves this machine, unpaced.
+    pub fn sandbox() -> ProviderPatch {
+        ProviderPatch::Sandbox {
+            latency_ms: 0,
+            rate_per_second: None,
+        }
+    }
+
+    /// `providers.<channel>`: `{"kind": "sandbox", "latencyMs"?, "ratePerSecond"?}`,
+    /// `twilio` (`settings::twilio`) or `smtp` (`settings::email`).
+    pub fn from_json(channel: Channel, value: &Value) -> Result<ProviderPatch> {
+        let path = format!("providers.{}", channel.as_str());
+        let members = match value {
+            Value::Null => return Ok(ProviderPatch::sandbox()),
+            Value::Object(members) => members,
+            _ => return Err(Error::invalid_field(&path)),
+        };
+        match ProviderKind::parse(channel, members.get("kind").and_then(Value::as_str))? {
+            ProviderKind::Sandbox => {}
+            ProviderKind::Smtp => return SmtpPatch::from_json(members).map(ProviderPatch::Smtp),
+            ProviderKind::Twilio => {
+                return TwilioPatch::from_json(channel, members).map(ProviderPatch::Twilio)
+            }
+        }
+        let mut latency_ms = 0;
+        let mut rate_per_second = None;
+        for (member, value) in members {
+            match member.as_str() {
+                "kind" => {}
+                "latencyMs" => {
+                    latency_ms = value
+                        .as_u64()
+                        .filter(|ms| *ms <= 600_000)
+                        .ok_or_else(|| Error::invalid_field(&format!("{path}.latencyMs")))?
+                }
+                "ratePerSecond" if channel != Channel::Email => {
+                    rate_per_second = super::rate(&format!("{path}.ratePerSecond"), value)?
+                }
+                other => return Err(Error::unknown_field(&format!("{path}.{other}"))),
+            }
+        }
+        Ok(ProviderPatch::Sandbox {
+            latency_ms,
+            rate_per_second,
+        })
+    }
+
+    /// The settings: this patch over `previous`, what the channel had (its secrets stay
+    /// when absent).
+    fn settings(self, previous: &ProviderSettings) -> Result<ProviderSettings> {
+        Ok(match self {
+            ProviderPatch::Sandbox {
+                latency_ms,
+                rate_per_second,
+            } => ProviderSettings::Sandbox {
+                latency_ms,
+                rate_per_second,
+            },
+            ProviderPatch::Twilio(patch) => {
+                ProviderSettings::Twilio(patch.settings(match previous {
+                    ProviderSettings::Twilio(p) => Some(p),
+                    _ => None,
+                })?)
+            }
+            ProviderPatch::Smtp(patch) => {
+                ProviderSettings::Smtp(patch.settings(match previous {
+                    ProviderSettings::Smtp(p) => Some(p),
+                    _ => None,
+                })?)
+            }
+        })
+    }
 }
 
 /// Applies a partial update; `null` clears an optional setting. Answers the
@@ -354,7 +631,7 @@ fn provider(path: &str, value: Value, previous: &ProviderSettings) -> Result<Pro
 pub fn update(
     tx: &mut WriteTx,
     caller: &Caller,
-    body: Map<String, Value>,
+    patch: OrgPatch,
     public_url: Option<&str>,
 ) -> Result<(OrgRecord, EngineSettings)> {
     let mut org = tx
@@ -363,77 +640,42 @@ pub fn update(
     let mut s: OrgSettings = org.settings.clone();
     let mut engine = tx.engine_settings(&caller.org_id)?;
     let engine_before = engine.clone();
-    for (name, value) in body {
-        if engine_member(&mut engine, &name, value.clone())? {
-            continue;
-        }
-        match name.as_str() {
-            "smsVoiceOptOutCoupled" => {
-                s.sms_voice_opt_out_coupled =
-                    value.as_bool().ok_or_else(|| Error::invalid_field(&name))?
+    for change in patch.changes {
+        let e = &mut engine;
+        match change {
+            Change::Coupled(on) => s.sms_voice_opt_out_coupled = on,
+            Change::ComplianceUrl(url) => s.compliance_url = url,
+            Change::ComplianceChannels(channels) => s.compliance_channels = channels,
+            Change::ComplianceTimeoutMs(ms) => s.compliance_timeout_ms = ms,
+            Change::QuietHours(window) => s.quiet_hours = window,
+            Change::TimeZone(zone) => e.time_zone = zone,
+            Change::DefaultCountry(code) => e.default_country = code,
+            Change::FollowUpDays(days) => e.follow_up_days = days,
+            Change::Holidays(dates) => e.holidays = dates,
+            Change::Business { name, help_text } => {
+                e.business_name = name;
+                e.help_text = help_text;
             }
-            "complianceUrl" => {
-                s.compliance_url = match value {
-                    Value::Null => None,
-                    Value::String(url)
-                        if crate::domain::records::webhook_endpoints::is_valid_url(&url) =>
-                    {
-                        Some(url)
-                    }
-                    _ => return Err(Error::invalid_field(&name)),
+            Change::Assistant(None) => e.assistant = None,
+            Change::Assistant(Some(patch)) => e.assistant = Some(patch.merged(e.assistant.take())?),
+            Change::Providers(channels) => {
+                let mut chosen = [
+                    ProviderSettings::default(),
+                    ProviderSettings::default(),
+                    ProviderSettings::default(),
+                ];
+                for (channel, patch) in channels {
+                    let slot = match channel {
+                        Channel::Sms => 0,
+                        Channel::Voice => 1,
+                        Channel::Email => 2,
+                    };
+                    let previous = [&e.sms, &e.voice, &e.email][slot];
+                    chosen[slot] = patch.settings(previous)?;
                 }
+                let [sms, voice, email] = chosen;
+                (e.sms, e.voice, e.email) = (sms, voice, email);
             }
-            "complianceChannels" => {
-                s.compliance_channels = match value {
-                    Value::Null => None,
-                    Value::Array(items) => {
-                        let mut channels = Vec::new();
-                        for item in items {
-                            let c = item
-                                .as_str()
-                                .and_then(Channel::parse)
-                                .ok_or_else(|| Error::invalid_field(&name))?;
-                            if !channels.contains(&c.as_str().to_string()) {
-                                channels.push(c.as_str().to_string());
-                            }
-                        }
-                        Some(channels)
-                    }
-                    _ => return Err(Error::invalid_field(&name)),
-                }
-            }
-            "complianceTimeoutMs" => {
-                s.compliance_timeout_ms = match value {
-                    Value::Null => None,
-                    v => Some(
-                        v.as_u64()
-                            .filter(|ms| (1..=60_000).contains(ms))
-                            .ok_or_else(|| Error::invalid_field(&name))?,
-                    ),
-                }
-            }
-            "quietHours" => {
-                s.quiet_hours = match value {
-                    Value::Null => None,
-                    Value::Object(window) => {
-                        let time = |k: &str| {
-                            window
-                                .get(k)
-                                .and_then(Value::as_str)
-                                .filter(|t| parse_hhmm(t).is_some())
-                                .map(str::to_string)
-                                .ok_or_else(|| Error::invalid_field("quietHours"))
-                        };
-                        if window.keys().any(|k| k != "start" && k != "end") {
-                            return Err(Error::invalid_field("quietHours"));
-                        }
-                        Some((time("start")?, time("end")?))
-                    }
-                    _ => return Err(Error::invalid_field(&name)),
-                }
-            }
-            "id" | "name" => return Err(Error::BadRequest(format!("Field is read-only: {name}"))),
-            other => return Err(Error::unknown_field(other)),
         }
     }
     if engine.email != engine_before.email
@@ -474,4 +716,77 @@ pub fn business_name(tx: &impl Reader, org: &str) -> Result<String> {
         return Ok(settings.business_name);
     }
     Ok(tx.org(org)?.map(|o| o.name).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn refusal(body: Value) -> Error {
+        match body {
+            Value::Object(members) => OrgPatch::from_json(&members).unwrap_err(),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn an_org_patch_keeps_the_interface_messages_and_names_the_field() {
+        let e = refusal(json!({"timeZone": "Mars/Olympus"}));
+        assert_eq!(e.to_string(), "Invalid format for field: timeZone");
+        assert_eq!(e.refused_field(), Some("timeZone"));
+        let e = refusal(json!({"followUpDays": []}));
+        assert_eq!(
+            e.to_string(),
+            "followUpDays needs at least one day (null: every day)"
+        );
+        assert_eq!(e.refused_field(), Some("followUpDays"));
+        let e = refusal(json!({"quietHours": {"start": "21:00", "end": "25:00"}}));
+        assert_eq!(e.refused_field(), Some("quietHours"));
+        assert_eq!(
+            refusal(json!({"business": {"slogan": "x"}})).to_string(),
+            "Unknown field: business.slogan"
+        );
+        assert_eq!(
+            refusal(json!({"name": "Acme"})).to_string(),
+            "Field is read-only: name"
+        );
+        assert_eq!(
+            refusal(json!({"assistant": {"timeoutMs": 0}})).to_string(),
+            "Invalid format for field: assistant.timeoutMs"
+        );
+        assert_eq!(
+            refusal(json!({"providers": {"email": {"kind": "twilio"}}})).to_string(),
+            "Provider not supported yet"
+        );
+        assert_eq!(
+            refusal(json!({"providers": {"sms": {"kind": "carrier-pigeon"}}})).to_string(),
+            "Invalid format for field: providers.sms.kind"
+        );
+        assert_eq!(
+            refusal(json!({"defaultCountry": "us", "holidays": ["2026-02-30"]})).to_string(),
+            "Invalid format for field: holidays",
+            "members are checked in order"
+        );
+    }
+
+    #[test]
+    fn the_console_builds_the_same_patch_as_the_json() {
+        let body = json!({"business": {"name": "Acme", "helpText": ""}, "timeZone": "America/Chicago",
+            "quietHours": {"start": "21:00", "end": "08:00"}, "followUpDays": ["FRI", "mon"]});
+        let Value::Object(members) = body else {
+            unreachable!()
+        };
+        let mut built = OrgPatch::default();
+        built.business("Acme", "").unwrap();
+        built.time_zone(Some("America/Chicago")).unwrap();
+        built.quiet_hours(Some(("21:00", "08:00"))).unwrap();
+        built.follow_up_days(Some(&["FRI", "mon"])).unwrap();
+        assert_eq!(OrgPatch::from_json(&members).unwrap(), built);
+        let mut every_day = OrgPatch::default();
+        every_day
+            .follow_up_days(Some(&crate::domain::contact::quiet_hours::WEEKDAYS))
+            .unwrap();
+        assert_eq!(every_day.changes, vec![Change::FollowUpDays(Vec::new())]);
+    }
 }

@@ -4,7 +4,8 @@
 //! it keeps the stored one. Messages may go out through a messaging service instead of a
 //! `from` number; calls cannot, so the voice slot needs `from`. Twilio's ids are checked
 //! when saved (`accountSid` `AC` and `messagingServiceSid` `MG`, each followed by 32 hex
-//! digits): a typo is a 400 now, not every send refused later.
+//! digits): a typo is a 400 now, not every send refused later. A `PATCH`'s members
+//! (or the console's form) make a `TwilioPatch`, checked as it is built.
 
 use serde_json::{json, Map, Value};
 
@@ -17,84 +18,190 @@ pub const NEEDS_PUBLIC_URL: &str = "public_url must be set to use the twilio pro
 
 pub const DEFAULT_BASE_URL: &str = "https://api.twilio.com";
 
-/// Parses `{"kind": "twilio", "accountSid", "authToken", "from" | "messagingServiceSid",
-/// "baseUrl"?}` at `path`, the provider of `channel` (voice needs `from`).
-pub fn parse(
-    path: &str,
+/// A `twilio` provider as a `PATCH` gives it for one channel, each member checked when
+/// set; [`TwilioPatch::settings`] merges it with what the channel had (the auth token
+/// kept when absent).
+#[derive(Clone, PartialEq)]
+pub struct TwilioPatch {
     channel: Channel,
-    members: Map<String, Value>,
-    previous: Option<&TwilioSettings>,
-) -> Result<TwilioSettings> {
-    let mut account_sid = None;
-    let mut auth_token = previous.map(|p| p.auth_token.clone());
-    let mut from = String::new();
-    let mut messaging_service_sid = String::new();
-    let mut base_url = DEFAULT_BASE_URL.to_string();
-    let mut rate_per_second = None;
-    for (member, value) in members {
-        let invalid = || Error::invalid_field(&format!("{path}.{member}"));
-        let text = |value: Value| match value {
-            Value::String(s) if !s.trim().is_empty() && s.len() <= 256 => Ok(s.trim().to_string()),
-            _ => Err(invalid()),
-        };
-        match member.as_str() {
-            "kind" => {}
-            "accountSid" => {
-                let sid = text(value)?;
-                if !is_sid(&sid, "AC") {
-                    return Err(invalid());
-                }
-                account_sid = Some(sid);
-            }
-            "ratePerSecond" => {
-                rate_per_second =
-                    crate::domain::settings::rate(&format!("{path}.{member}"), &value)?
-            }
-            "authToken" => auth_token = Some(text(value)?),
-            "from" => {
-                from = match value {
-                    Value::Null => String::new(),
-                    Value::String(s) => crate::phone::normalize(&s).ok_or_else(invalid)?,
-                    _ => return Err(invalid()),
-                }
-            }
-            "messagingServiceSid" => {
-                messaging_service_sid = match value {
-                    Value::Null => String::new(),
-                    other => {
-                        let sid = text(other)?;
-                        if !is_sid(&sid, "MG") {
-                            return Err(invalid());
-                        }
-                        sid
-                    }
-                }
-            }
-            "baseUrl" => {
-                base_url = match value {
-                    Value::String(url)
-                        if crate::domain::records::webhook_endpoints::is_valid_url(&url) =>
-                    {
-                        url.trim_end_matches('/').to_string()
-                    }
-                    _ => return Err(invalid()),
-                }
-            }
-            other => return Err(Error::unknown_field(&format!("{path}.{other}"))),
+    account_sid: Option<String>,
+    auth_token: Option<String>,
+    from: String,
+    messaging_service_sid: String,
+    base_url: String,
+    rate_per_second: Option<f64>,
+}
+
+impl std::fmt::Debug for TwilioPatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwilioPatch")
+            .field("channel", &self.channel)
+            .field("account_sid", &self.account_sid)
+            .field("auth_token", &self.auth_token.as_ref().map(|_| "(set)"))
+            .field("from", &self.from)
+            .field("messaging_service_sid", &self.messaging_service_sid)
+            .field("base_url", &self.base_url)
+            .field("rate_per_second", &self.rate_per_second)
+            .finish()
+    }
+}
+
+impl TwilioPatch {
+    /// The provider of `channel` (sms or voice) with no member set yet.
+    pub fn new(channel: Channel) -> TwilioPatch {
+        TwilioPatch {
+            channel,
+            account_sid: None,
+            auth_token: None,
+            from: String::new(),
+            messaging_service_sid: String::new(),
+            base_url: DEFAULT_BASE_URL.to_string(),
+            rate_per_second: None,
         }
     }
-    if from.is_empty() && (messaging_service_sid.is_empty() || channel == Channel::Voice) {
-        return Err(Error::invalid_field(&format!("{path}.from")));
+
+    /// `{"kind": "twilio", "accountSid", "authToken", "from" | "messagingServiceSid",
+    /// "baseUrl"?, "ratePerSecond"?}`: the provider of `channel` (voice needs `from`).
+    pub fn from_json(channel: Channel, members: &Map<String, Value>) -> Result<TwilioPatch> {
+        let mut patch = TwilioPatch::new(channel);
+        for (member, value) in members {
+            match (member.as_str(), value) {
+                ("kind", _) => {}
+                ("accountSid", Value::String(sid)) => patch.account_sid(sid)?,
+                ("ratePerSecond", value) => {
+                    patch.rate_per_second =
+                        crate::domain::settings::rate(&format!("{}.{member}", patch.path()), value)?
+                }
+                ("authToken", Value::String(token)) => patch.auth_token(token)?,
+                ("from", Value::Null) => patch.from(None)?,
+                ("from", Value::String(from)) => patch.from(Some(from))?,
+                ("messagingServiceSid", Value::Null) => patch.messaging_service_sid(None)?,
+                ("messagingServiceSid", Value::String(sid)) => {
+                    patch.messaging_service_sid(Some(sid))?
+                }
+                ("baseUrl", Value::String(url)) => patch.base_url(url)?,
+                ("accountSid" | "authToken" | "from" | "messagingServiceSid" | "baseUrl", _) => {
+                    return Err(patch.invalid(member))
+                }
+                (other, _) => {
+                    return Err(Error::unknown_field(&format!("{}.{other}", patch.path())))
+                }
+            }
+        }
+        patch.checked()
     }
-    Ok(TwilioSettings {
-        account_sid: account_sid
-            .ok_or_else(|| Error::invalid_field(&format!("{path}.accountSid")))?,
-        auth_token: auth_token.ok_or_else(|| Error::invalid_field(&format!("{path}.authToken")))?,
-        from,
-        messaging_service_sid,
-        base_url,
-        rate_per_second,
-    })
+
+    /// `providers.sms` or `providers.voice`: where the refusals point.
+    fn path(&self) -> String {
+        format!("providers.{}", self.channel.as_str())
+    }
+
+    fn invalid(&self, member: &str) -> Error {
+        Error::invalid_field(&format!("{}.{member}", self.path()))
+    }
+
+    /// A member's text: not blank, at most 256 bytes, trimmed.
+    fn text(&self, member: &str, value: &str) -> Result<String> {
+        if !value.trim().is_empty() && value.len() <= 256 {
+            Ok(value.trim().to_string())
+        } else {
+            Err(self.invalid(member))
+        }
+    }
+
+    /// `accountSid`: `AC` and 32 hex digits.
+    pub fn account_sid(&mut self, sid: &str) -> Result<()> {
+        let sid = self.text("accountSid", sid)?;
+        if !is_sid(&sid, "AC") {
+            return Err(self.invalid("accountSid"));
+        }
+        self.account_sid = Some(sid);
+        Ok(())
+    }
+
+    pub fn auth_token(&mut self, token: &str) -> Result<()> {
+        self.auth_token = Some(self.text("authToken", token)?);
+        Ok(())
+    }
+
+    /// `from`: a phone number (normalized); `None` clears it.
+    pub fn from(&mut self, from: Option<&str>) -> Result<()> {
+        self.from = match from {
+            None => String::new(),
+            Some(s) => crate::phone::normalize(s).ok_or_else(|| self.invalid("from"))?,
+        };
+        Ok(())
+    }
+
+    /// `messagingServiceSid`: `MG` and 32 hex digits; `None` clears it.
+    pub fn messaging_service_sid(&mut self, sid: Option<&str>) -> Result<()> {
+        self.messaging_service_sid = match sid {
+            None => String::new(),
+            Some(sid) => {
+                let sid = self.text("messagingServiceSid", sid)?;
+                if !is_sid(&sid, "MG") {
+                    return Err(self.invalid("messagingServiceSid"));
+                }
+                sid
+            }
+        };
+        Ok(())
+    }
+
+    pub fn base_url(&mut self, url: &str) -> Result<()> {
+        if !crate::domain::records::webhook_endpoints::is_valid_url(url) {
+            return Err(self.invalid("baseUrl"));
+        }
+        self.base_url = url.trim_end_matches('/').to_string();
+        Ok(())
+    }
+
+    /// `ratePerSecond`; `None`: the kind's default.
+    pub fn rate_per_second(&mut self, rate: Option<f64>) -> Result<()> {
+        self.rate_per_second = match rate {
+            None => None,
+            Some(rate) => Some(crate::domain::settings::checked_rate(
+                &format!("{}.ratePerSecond", self.path()),
+                rate,
+            )?),
+        };
+        Ok(())
+    }
+
+    /// The patch once every member is set: a `from` number (or, for messages, a
+    /// messaging service) and an account.
+    pub fn checked(self) -> Result<TwilioPatch> {
+        if self.from.is_empty()
+            && (self.messaging_service_sid.is_empty() || self.channel == Channel::Voice)
+        {
+            return Err(self.invalid("from"));
+        }
+        if self.account_sid.is_none() {
+            return Err(self.invalid("accountSid"));
+        }
+        Ok(self)
+    }
+
+    /// The settings: this patch over `previous`, the channel's twilio settings before
+    /// (whose auth token stays when the patch has none).
+    pub fn settings(self, previous: Option<&TwilioSettings>) -> Result<TwilioSettings> {
+        let auth_token = self
+            .auth_token
+            .clone()
+            .or_else(|| previous.map(|p| p.auth_token.clone()));
+        let checked = self.checked()?;
+        Ok(TwilioSettings {
+            account_sid: checked
+                .account_sid
+                .clone()
+                .ok_or_else(|| checked.invalid("accountSid"))?,
+            auth_token: auth_token.ok_or_else(|| checked.invalid("authToken"))?,
+            from: checked.from,
+            messaging_service_sid: checked.messaging_service_sid,
+            base_url: checked.base_url,
+            rate_per_second: checked.rate_per_second,
+        })
+    }
 }
 
 /// Whether `sid` is one of Twilio's ids of the kind `prefix` names: the prefix and 32
@@ -128,6 +235,16 @@ mod tests {
             Value::Object(m) => m,
             _ => Map::new(),
         }
+    }
+
+    /// What a `PATCH` makes of the provider at `path` of `channel`.
+    fn parse(
+        _path: &str,
+        channel: Channel,
+        members: Map<String, Value>,
+        previous: Option<&TwilioSettings>,
+    ) -> Result<TwilioSettings> {
+        TwilioPatch::from_json(channel, &members)?.settings(previous)
     }
 
     #[test]

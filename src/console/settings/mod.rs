@@ -1,0 +1,226 @@
+//! `/console/settings` (admins): the page's frame (a notice, a secret shown once, a
+//! refusal) around its sections, one file each: the organization (saved exactly as
+//! `PATCH /v1/org` saves it, each refusal shown beside its field), the assistant, the
+//! providers, the people (added with a password shown once, a role changed, disabled),
+//! the API keys (created with the key shown once, revoked), the webhook endpoints (added
+//! with their signing secret shown once, removed; their recent deliveries retried) and
+//! the notification emails sent. Each section has a view built from one snapshot and
+//! its own handlers of the `SettingsAction`s it owns; `act` routes them.
+
+mod assistant;
+mod keys;
+mod notifications;
+mod organization;
+mod people;
+mod providers;
+mod webhooks;
+
+use hyper::{Response, StatusCode};
+use maud::{html, Markup};
+
+use super::form::Form;
+use super::layout;
+use super::respond;
+use super::routes::SettingsAction;
+use super::session::Visitor;
+use crate::api::response::Body;
+use crate::api::AppState;
+use crate::domain::settings::org::{self, OrgPatch};
+use crate::error::{Error, Result};
+use crate::store::Reader;
+
+/// What the page shows besides the settings: a notice, a secret shown once, or a
+/// refusal beside a field of a settings form (with what was typed).
+#[derive(Debug, Default)]
+struct Shown {
+    notice: Option<String>,
+    secret: Option<(String, String)>,
+    field_error: Option<(String, String)>,
+    typed: Option<Form>,
+}
+
+impl Shown {
+    fn notice(notice: impl Into<String>) -> Shown {
+        Shown {
+            notice: Some(notice.into()),
+            ..Shown::default()
+        }
+    }
+
+    fn secret(what: String, secret: String) -> Shown {
+        Shown {
+            secret: Some((what, secret)),
+            ..Shown::default()
+        }
+    }
+
+    /// The refusal of `field` (the interface's name for it), if that is the one refused.
+    fn error_for(&self, field: &str) -> Option<&str> {
+        self.field_error
+            .as_ref()
+            .filter(|(f, _)| f == field)
+            .map(|(_, m)| m.as_str())
+    }
+
+    /// What a form field shows: what was typed after a refusal, else what is saved.
+    fn value(&self, name: &str, saved: &str) -> String {
+        match &self.typed {
+            Some(form) => form.get(name).unwrap_or_default().to_string(),
+            None => saved.to_string(),
+        }
+    }
+
+    /// A labelled text input named `id`, its refusal (`api`, the interface's name of the
+    /// field) or its hint below it.
+    fn field(&self, id: &str, label: &str, api: &str, current: String, hint: &str) -> Markup {
+        let error = self.error_for(api);
+        html! {
+            div {
+                label for=(id) { (label) }
+                input id=(id) type="text" name=(id) value=(current)
+                    aria-invalid=[error.map(|_| "true")] aria-describedby=[error.map(|_| format!("{id}-error"))];
+                @if let Some(message) = error { p.field-error id={ (id) "-error" } { (message) } }
+                @else if !hint.is_empty() { p.muted { (hint) } }
+            }
+        }
+    }
+}
+
+/// What an action leads to: back to the page saved, or the page showing something.
+enum Outcome {
+    Saved,
+    Show(StatusCode, Shown),
+}
+
+impl Outcome {
+    fn shown(shown: Shown) -> Outcome {
+        Outcome::Show(StatusCode::OK, shown)
+    }
+}
+
+/// Where a settings form posts `action`.
+fn path(action: SettingsAction) -> String {
+    format!("/console/settings/{}", action.segment())
+}
+
+/// `GET /console/settings`.
+pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
+    let shown = Shown {
+        notice: (query == "saved=1").then(|| "Saved.".to_string()),
+        ..Shown::default()
+    };
+    render(state, visitor, StatusCode::OK, shown)
+}
+
+/// The page: every section's view, from one snapshot.
+fn render(
+    state: &AppState,
+    visitor: &Visitor,
+    status: StatusCode,
+    shown: Shown,
+) -> Result<Response<Body>> {
+    let org_id = visitor.org();
+    let read = state.store.read()?;
+    let record = read
+        .org(org_id)?
+        .ok_or_else(|| Error::Internal("the visitor's organization is missing".into()))?;
+    let engine = read.engine_settings(org_id)?;
+    let zone = engine.time_zone.clone();
+    let organization = organization::OrgSectionView::of(&record, &engine);
+    let assistant = assistant::AssistantSectionView::of(&engine);
+    let providers = providers::ProvidersSectionView::of(&engine);
+    let people = people::PeopleSectionView::of(&read, visitor)?;
+    let keys = keys::KeysSectionView::of(&read, org_id, &zone)?;
+    let webhooks = webhooks::WebhooksSectionView::of(&read, org_id, &zone)?;
+    let notifications = notifications::NotificationsSectionView::of(&read, org_id, &zone)?;
+    let markup = layout::page(
+        "Settings",
+        Some(visitor),
+        html! {
+            h1 { "Settings" }
+            @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
+            @if let Some((_, message)) = &shown.field_error {
+                p.field-error role="alert" { "Not saved: " (message) }
+            }
+            @if let Some((what, secret)) = &shown.secret {
+                div.notice role="status" {
+                    p { (what) " It is shown only now: copy it." }
+                    p { code.secret { (secret) } }
+                }
+            }
+            (organization.view(visitor, &shown))
+            (assistant.view(visitor, &shown))
+            (providers.view(visitor, &shown))
+            (people.view(visitor))
+            (keys.view(visitor))
+            (webhooks.view(visitor))
+            (notifications.view())
+        },
+    );
+    Ok(respond::html(status, markup))
+}
+
+/// `POST /console/settings/{action}`: the action's section handles it.
+pub async fn act(
+    state: &AppState,
+    visitor: &Visitor,
+    action: SettingsAction,
+    form: Form,
+) -> Result<Response<Body>> {
+    let outcome = match action {
+        SettingsAction::SaveOrg => organization::save(state, visitor, form).await?,
+        SettingsAction::SaveAssistant => assistant::save(state, visitor, form).await?,
+        SettingsAction::TestAssistant => assistant::test(state, visitor).await?,
+        SettingsAction::SaveProviders => providers::save(state, visitor, form).await?,
+        SettingsAction::SendTest => providers::send_test(state, visitor, &form).await?,
+        SettingsAction::AddPerson => people::add(state, visitor, &form).await?,
+        SettingsAction::SetRole => people::set_role(state, visitor, &form).await?,
+        SettingsAction::DisablePerson => people::disable(state, visitor, &form).await?,
+        SettingsAction::CreateKey => keys::create(state, visitor, &form).await?,
+        SettingsAction::RevokeKey => keys::revoke(state, visitor, &form).await?,
+        SettingsAction::AddWebhook => webhooks::add(state, visitor, &form).await?,
+        SettingsAction::RemoveWebhook => webhooks::remove(state, visitor, &form).await?,
+        SettingsAction::RetryDelivery => webhooks::retry(state, visitor, &form).await?,
+    };
+    match outcome {
+        Outcome::Saved => Ok(respond::redirect("/console/settings?saved=1")),
+        Outcome::Show(status, shown) => render(state, visitor, status, shown),
+    }
+}
+
+/// Saves a form's patch of the organization's settings exactly as `PATCH /v1/org` does;
+/// a refusal (building the patch or saving it) is shown beside its field, with what was
+/// typed.
+async fn save(
+    state: &AppState,
+    visitor: &Visitor,
+    form: Form,
+    patch: Result<OrgPatch>,
+) -> Result<Outcome> {
+    let caller = visitor.caller();
+    let public_url = state.engine.public_url().map(str::to_string);
+    let saved = match patch {
+        Ok(patch) => {
+            state
+                .store
+                .write(move |tx| {
+                    org::update(tx, &caller, patch.clone(), public_url.as_deref()).map(drop)
+                })
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    match saved {
+        Ok(()) => Ok(Outcome::Saved),
+        Err(e) if e.is_bad_request() => {
+            let field = e.refused_field().unwrap_or_default().to_string();
+            let shown = Shown {
+                field_error: Some((field, e.to_string())),
+                typed: Some(form),
+                ..Shown::default()
+            };
+            Ok(Outcome::Show(StatusCode::BAD_REQUEST, shown))
+        }
+        Err(e) => Err(e),
+    }
+}
