@@ -58,7 +58,7 @@ async fn a_posted_grant_is_in_the_ledger_its_event_and_the_current_status() {
         &s.ts.get(&s.read, "/v1/leads/L1/events?types=CONSENT").await,
         200,
     );
-    let items = events["items"].as_array().cloned().unwrap_or_default();
+    let items = events["events"].as_array().cloned().unwrap_or_default();
     assert_eq!(items.len(), 1, "{events}");
     assert_eq!(items[0]["data"], entry);
 }
