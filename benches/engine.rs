@@ -183,7 +183,7 @@ async fn enrol(store: &Arc<Store>, caller: &Caller, prefix: &str, profile: &str,
                         "phone": format!("+1555{:07}", i),
                         "customerProfile": profile,
                     }));
-                    leads::create(tx, &c, body)?;
+                    leads::create(tx, &c, leads::LeadInput::from_json(&body)?)?;
                 }
                 Ok(())
             })

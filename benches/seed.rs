@@ -111,7 +111,7 @@ fn main() {
             "phone": format!("+15{:09}", i % 1_000_000_000), // unique: a live lead's phone is its own
             "email": format!("lead{i}@example.com"),
         }));
-        leads::create(tx, c, body).map(drop)
+        leads::create(tx, c, leads::LeadInput::from_json(&body)?).map(drop)
     });
     let leads_took = t.elapsed();
     println!(

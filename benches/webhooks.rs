@@ -63,7 +63,11 @@ async fn run() {
                 &c,
                 support::object(json!({"url": url, "events": ["call.completed"]})),
             )?;
-            leads::create(tx, &c, support::object(json!({"id": "lead-1"})))
+            leads::create(
+                tx,
+                &c,
+                leads::LeadInput::from_json(&support::object(json!({"id": "lead-1"})))?,
+            )
         })
         .await
         .expect("setup");

@@ -9,7 +9,7 @@
 
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::form::Form;
 use super::layout::{self, badges, csrf_field, lead_name};
@@ -465,16 +465,17 @@ pub async fn act(
                 .await
         }
         LeadAction::MarkHot | LeadAction::MarkQualified => {
-            let (field, act) = if action == LeadAction::MarkHot {
-                ("isHot", Action::MarkHot)
+            let mut patch = leads::LeadPatch::default();
+            let act = if action == LeadAction::MarkHot {
+                patch.is_hot = Some(true);
+                Action::MarkHot
             } else {
-                ("isQualified", Action::MarkQualified)
+                patch.is_qualified = Some(true);
+                Action::MarkQualified
             };
             store
                 .write(move |tx| {
-                    let mut body = Map::new();
-                    body.insert(field.to_string(), Value::Bool(true));
-                    let lead = leads::update(tx, &caller, &lead_id, body)?;
+                    let lead = leads::update(tx, &caller, &lead_id, patch.clone())?;
                     handling::record_action(tx, &caller.org_id, lead, &person, act, json!({}))
                         .map(drop)
                 })
