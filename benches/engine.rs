@@ -54,7 +54,9 @@ async fn run() {
             "cadence": [{"after": after, "channel": "sms", "text": "Hi {{firstName}}, still interested?"}]
         }));
         store
-            .write(move |tx| profiles::put(tx, &c, name, body.clone()))
+            .write(move |tx| {
+                profiles::put(tx, &c, name, &profiles::ProfileInput::from_json(&body)?)
+            })
             .await
             .expect("profile");
     }
