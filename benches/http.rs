@@ -49,7 +49,7 @@ async fn setup(leads_n: usize) -> Bench {
                     leads::create(tx, &c, leads::LeadInput::from_json(&support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench"})))?)?;
                 }
                 let call = support::object(json!({"leadId": "lead-0-0", "direction": "OUTBOUND", "callStatus": "COMPLETE", "durationSeconds": 42, "transcript": [{"speaker": "lead", "text": "hello"}]}));
-                calls::put(tx, &c, "call-1", call)?;
+                calls::put(tx, &c, "call-1", calls::CallInput::from_json("call-1", &call)?)?;
                 Ok(())
             })
             .await

@@ -129,7 +129,8 @@ fn main() {
             "durationSeconds": 42,
             "transcript": [{"speaker": "lead", "text": "hello"}, {"speaker": "agent", "text": "hi, how can I help?"}],
         }));
-        calls::put(tx, c, &format!("call-{i}"), body).map(drop)
+        let id = format!("call-{i}");
+        calls::put(tx, c, &id, calls::CallInput::from_json(&id, &body)?).map(drop)
     });
     println!(
         "seeded {calls_n} calls in {:.1} s",

@@ -85,7 +85,12 @@ async fn run() {
                 let body = support::object(
                     json!({"leadId": "lead-1", "direction": "OUTBOUND", "callStatus": "COMPLETE"}),
                 );
-                calls::put(tx, &c, &call_id, body)
+                calls::put(
+                    tx,
+                    &c,
+                    &call_id,
+                    calls::CallInput::from_json(&call_id, &body)?,
+                )
             })
             .await
             .expect("call");
@@ -114,7 +119,7 @@ async fn run() {
                 let call_id = format!("tp-{i}");
                 s.write(move |tx| {
                     let body = support::object(json!({"leadId": "lead-1", "direction": "INBOUND", "callStatus": "COMPLETE"}));
-                    calls::put(tx, &c, &call_id, body)
+                    calls::put(tx, &c, &call_id, calls::CallInput::from_json(&call_id, &body)?)
                 })
                 .await
                 .expect("call");
