@@ -62,7 +62,7 @@ fn main() {
     let c = caller.clone();
     rt.block_on(store.write(move |tx| {
         let body = support::object(json!({"id": "L1", "phone": "+15551234567"}));
-        leads::create(tx, &c, body)?;
+        leads::create(tx, &c, leads::LeadInput::from_json(&body)?)?;
         for i in 0..1_000i64 {
             let input = ConsentInput {
                 channel: Channel::Voice,

@@ -142,7 +142,12 @@ async fn run() {
             // One lead in a hundred is a person's: its unanswered messages need attention.
             "isAiOn": i % 100 != 0,
         });
-        leads::create(tx, caller, support::object(body)).map(drop)
+        leads::create(
+            tx,
+            caller,
+            leads::LeadInput::from_json(&support::object(body))?,
+        )
+        .map(drop)
     })
     .await;
     println!(
@@ -278,7 +283,8 @@ async fn run() {
                 let _ = store
                     .write(move |tx| {
                         let patch = support::object(json!({"summary": format!("touch {i}")}));
-                        leads::update(tx, &caller, "lead-2", patch).map(drop)
+                        leads::update(tx, &caller, "lead-2", leads::LeadPatch::from_json(&patch)?)
+                            .map(drop)
                     })
                     .await;
                 tokio::time::sleep(Duration::from_millis(10)).await;

@@ -54,7 +54,9 @@ async fn run() {
             "cadence": [{"after": after, "channel": "sms", "text": "Hi {{firstName}}, still interested?"}]
         }));
         store
-            .write(move |tx| profiles::put(tx, &c, name, body.clone()))
+            .write(move |tx| {
+                profiles::put(tx, &c, name, &profiles::ProfileInput::from_json(&body)?)
+            })
             .await
             .expect("profile");
     }
@@ -183,7 +185,7 @@ async fn enrol(store: &Arc<Store>, caller: &Caller, prefix: &str, profile: &str,
                         "phone": format!("+1555{:07}", i),
                         "customerProfile": profile,
                     }));
-                    leads::create(tx, &c, body)?;
+                    leads::create(tx, &c, leads::LeadInput::from_json(&body)?)?;
                 }
                 Ok(())
             })

@@ -46,10 +46,10 @@ async fn setup(leads_n: usize) -> Bench {
         store
             .write(move |tx| {
                 for i in 0..n {
-                    leads::create(tx, &c, support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench"})))?;
+                    leads::create(tx, &c, leads::LeadInput::from_json(&support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench"})))?)?;
                 }
                 let call = support::object(json!({"leadId": "lead-0-0", "direction": "OUTBOUND", "callStatus": "COMPLETE", "durationSeconds": 42, "transcript": [{"speaker": "lead", "text": "hello"}]}));
-                calls::put(tx, &c, "call-1", call)?;
+                calls::put(tx, &c, "call-1", calls::CallInput::from_json("call-1", &call)?)?;
                 Ok(())
             })
             .await
@@ -210,9 +210,15 @@ fn neighbour(c: &mut Criterion) {
                 leads::create(
                     tx,
                     &noisy,
-                    support::object(json!({"id": "small", "firstName": "Small"})),
+                    leads::LeadInput::from_json(&support::object(
+                        json!({"id": "small", "firstName": "Small"}),
+                    ))?,
                 )?;
-                leads::create(tx, &noisy, support::object(lead_at_every_maximum("max")))?;
+                leads::create(
+                    tx,
+                    &noisy,
+                    leads::LeadInput::from_json(&support::object(lead_at_every_maximum("max")))?,
+                )?;
                 Ok(())
             })
             .await

@@ -111,7 +111,7 @@ fn main() {
             "phone": format!("+15{:09}", i % 1_000_000_000), // unique: a live lead's phone is its own
             "email": format!("lead{i}@example.com"),
         }));
-        leads::create(tx, c, body).map(drop)
+        leads::create(tx, c, leads::LeadInput::from_json(&body)?).map(drop)
     });
     let leads_took = t.elapsed();
     println!(
@@ -129,7 +129,8 @@ fn main() {
             "durationSeconds": 42,
             "transcript": [{"speaker": "lead", "text": "hello"}, {"speaker": "agent", "text": "hi, how can I help?"}],
         }));
-        calls::put(tx, c, &format!("call-{i}"), body).map(drop)
+        let id = format!("call-{i}");
+        calls::put(tx, c, &id, calls::CallInput::from_json(&id, &body)?).map(drop)
     });
     println!(
         "seeded {calls_n} calls in {:.1} s",

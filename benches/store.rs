@@ -36,7 +36,7 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
         rt.block_on(store.write(move |tx| {
             for i in 0..n {
                 let body = support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench", "phone": format!("+1555{:07}", chunk * 20_000 + i)}));
-                leads::create(tx, &c, body)?;
+                leads::create(tx, &c, leads::LeadInput::from_json(&body)?)?;
             }
             Ok(())
         }))

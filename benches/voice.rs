@@ -207,7 +207,7 @@ async fn start(model_url: &str) -> Bench {
             json!({"id": format!("lead-{n}"), "firstName": "Ada", "phone": format!("+1555020{n:04}")}),
         );
         store
-            .write(move |tx| leads::create(tx, &c, lead.clone()).map(|_| ()))
+            .write(move |tx| leads::create(tx, &c, leads::LeadInput::from_json(&lead)?).map(|_| ()))
             .await
             .expect("lead");
     }

@@ -66,7 +66,11 @@ async fn run() {
                     ["call.completed"],
                 )?,
             )?;
-            leads::create(tx, &c, support::object(json!({"id": "lead-1"})))
+            leads::create(
+                tx,
+                &c,
+                leads::LeadInput::from_json(&support::object(json!({"id": "lead-1"})))?,
+            )
         })
         .await
         .expect("setup");
@@ -84,7 +88,12 @@ async fn run() {
                 let body = support::object(
                     json!({"leadId": "lead-1", "direction": "OUTBOUND", "callStatus": "COMPLETE"}),
                 );
-                calls::put(tx, &c, &call_id, body)
+                calls::put(
+                    tx,
+                    &c,
+                    &call_id,
+                    calls::CallInput::from_json(&call_id, &body)?,
+                )
             })
             .await
             .expect("call");
@@ -113,7 +122,7 @@ async fn run() {
                 let call_id = format!("tp-{i}");
                 s.write(move |tx| {
                     let body = support::object(json!({"leadId": "lead-1", "direction": "INBOUND", "callStatus": "COMPLETE"}));
-                    calls::put(tx, &c, &call_id, body)
+                    calls::put(tx, &c, &call_id, calls::CallInput::from_json(&call_id, &body)?)
                 })
                 .await
                 .expect("call");

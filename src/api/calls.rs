@@ -26,7 +26,7 @@ pub async fn put(
     id: &str,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
-    let changes = calls::parse_details(id, body)?;
+    let changes = calls::CallInput::from_json(id, &body)?;
     let id = id.to_string();
     let (call, created) = store
         .write(move |tx| calls::put(tx, &caller, &id, changes.clone()))

@@ -77,8 +77,9 @@ pub async fn create(
     caller: Caller,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
+    let input = leads::LeadInput::from_json(&body)?;
     let lead = store
-        .write(move |tx| leads::create(tx, &caller, body.clone()))
+        .write(move |tx| leads::create(tx, &caller, input.clone()))
         .await?;
     Ok(json_bytes(StatusCode::CREATED, views::lead(&lead)?))
 }
@@ -89,9 +90,10 @@ pub async fn update(
     id: &str,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
+    let patch = leads::LeadPatch::from_json(&body)?;
     let id = id.to_string();
     let lead = store
-        .write(move |tx| leads::update(tx, &caller, &id, body.clone()))
+        .write(move |tx| leads::update(tx, &caller, &id, patch.clone()))
         .await?;
     Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }

@@ -46,9 +46,11 @@ pub async fn put(
     name: &str,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
+    profiles::check_name(name)?;
+    let input = profiles::ProfileInput::from_json(&body)?;
     let name = name.to_string();
     let profile = store
-        .write(move |tx| profiles::put(tx, &caller, &name, body.clone()))
+        .write(move |tx| profiles::put(tx, &caller, &name, &input))
         .await?;
     Ok(reply(StatusCode::OK, &profiles::view(&profile)))
 }

@@ -516,15 +516,14 @@ fn reply_input(form: &Form) -> (Result<messages::MessageInput>, Shown) {
     (parsed, shown)
 }
 
-/// A refusal of the reply box, beside its field.
+/// A refusal of the reply box, beside its field: the subject's beside the subject, any
+/// other beside the message.
 fn beside_field(e: &Error) -> (&'static str, String) {
-    let text = e.to_string();
-    let field = if text.contains("subject") {
-        "subject"
-    } else {
-        "message"
+    let field = match e.refused_field() {
+        Some("content.subject") => "subject",
+        _ => "message",
     };
-    (field, text)
+    (field, e.to_string())
 }
 
 async fn reply(

@@ -10,7 +10,6 @@
 
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
-use serde_json::{json, Map, Value};
 
 use super::form::Form;
 use super::layout;
@@ -19,6 +18,7 @@ use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
+use crate::domain::settings::profiles::{DispositionInput, ProfileInput, StepInput};
 use crate::domain::settings::{org, profiles, templates};
 use crate::error::{Error, Result};
 use crate::providers::model::protocol::Turn;
@@ -141,51 +141,54 @@ impl Draft {
         }
     }
 
-    /// The body of `PUT /v1/profiles/{name}` this form says.
-    fn body(&self) -> Map<String, Value> {
+    /// The profile this form says, for `settings::profiles::put`: blank text fields
+    /// say none, dispositions are one per line (`id | name | description`), and only an
+    /// email step has a subject.
+    fn input(&self) -> ProfileInput {
         let text = |v: &str| {
             if v.trim().is_empty() {
-                Value::Null
+                String::new()
             } else {
-                json!(v)
+                v.to_string()
             }
         };
-        let mut body = Map::new();
-        body.insert("instructions".into(), json!(self.instructions));
-        if !self.reply_delay.is_empty() {
-            body.insert("replyDelay".into(), json!(self.reply_delay));
-        }
-        body.insert("voiceGreeting".into(), text(&self.voice_greeting));
-        body.insert("transferNumber".into(), text(&self.transfer));
-        body.insert("fallbackTransferNumber".into(), text(&self.fallback));
-        let dispositions: Vec<Value> = self
+        let dispositions = self
             .dispositions
             .lines()
             .filter(|l| !l.trim().is_empty())
             .map(|line| {
                 let mut parts = line.splitn(3, '|').map(str::trim);
-                let (id, name, description) = (
-                    parts.next().unwrap_or_default(),
-                    parts.next().unwrap_or_default(),
-                    parts.next().unwrap_or_default(),
-                );
-                json!({"id": id, "name": name, "description": description})
+                let mut next = || parts.next().unwrap_or_default().to_string();
+                DispositionInput {
+                    id: next(),
+                    name: next(),
+                    description: next(),
+                }
             })
             .collect();
-        body.insert("dispositions".into(), Value::Array(dispositions));
-        let cadence: Vec<Value> = self
+        let cadence = self
             .steps
             .iter()
-            .map(|s| {
-                let mut step = json!({"after": s.after, "channel": s.channel, "text": s.text});
-                if s.channel == "email" {
-                    step["subject"] = json!(s.subject);
-                }
-                step
+            .map(|s| StepInput {
+                after: s.after.clone(),
+                channel: Channel::parse(&s.channel),
+                text: s.text.clone(),
+                subject: if s.channel == "email" {
+                    s.subject.clone()
+                } else {
+                    String::new()
+                },
             })
             .collect();
-        body.insert("cadence".into(), Value::Array(cadence));
-        body
+        ProfileInput {
+            instructions: self.instructions.clone(),
+            cadence,
+            reply_delay: (!self.reply_delay.is_empty()).then(|| self.reply_delay.clone()),
+            dispositions,
+            transfer_number: text(&self.transfer),
+            fallback_transfer_number: text(&self.fallback),
+            voice_greeting: text(&self.voice_greeting),
+        }
     }
 }
 
@@ -219,7 +222,7 @@ pub fn page(state: &AppState, visitor: &Visitor, name: Option<&str>) -> Result<R
     };
     Ok(respond::html(
         StatusCode::OK,
-        render(visitor, &draft, &Shown::default()),
+        ProfileEditorView::of(visitor, &draft, &Shown::default()).view(),
     ))
 }
 
@@ -233,110 +236,129 @@ pub async fn act(
 ) -> Result<Response<Body>> {
     let mut draft = Draft::read(&form, name.unwrap_or_default(), name.is_none());
     let mut shown = Shown::default();
-    let op = form.text("op").to_string();
-    match op.split_once(':') {
-        Some(("remove", i)) => {
-            if let Ok(i) = i.parse::<usize>() {
-                if i < draft.steps.len() {
-                    draft.steps.remove(i);
-                }
+    match form.text("op") {
+        "save" => match save(state, visitor, &draft).await? {
+            None => {
+                return Ok(respond::redirect(&super::routes::campaign_path(
+                    &draft.name,
+                    "",
+                )))
             }
-        }
-        Some(("up", i)) => {
-            if let Ok(i) = i.parse::<usize>() {
-                if i > 0 && i < draft.steps.len() {
-                    draft.steps.swap(i - 1, i);
-                }
-            }
-        }
-        Some(("down", i)) => {
-            if let Ok(i) = i.parse::<usize>() {
-                if i + 1 < draft.steps.len() {
-                    draft.steps.swap(i, i + 1);
-                }
-            }
-        }
-        _ => match op.as_str() {
-            "add" if draft.steps.len() < profiles::MAX_STEPS => draft.steps.push(Step {
-                channel: "sms".into(),
-                after: "1d".into(),
-                ..Step::default()
-            }),
-            "save" => {
-                let (caller, name, body) = (visitor.caller(), draft.name.clone(), draft.body());
-                let saved = state
-                    .store
-                    .write(move |tx| {
-                        if !profiles::is_valid_name(&name) {
-                            return Err(Error::invalid_field("name"));
-                        }
-                        profiles::put(tx, &caller, &name, body.clone()).map(drop)
-                    })
-                    .await;
-                match saved {
-                    Ok(()) => {
-                        return Ok(respond::redirect(&super::routes::campaign_path(
-                            &draft.name,
-                            "",
-                        )))
-                    }
-                    Err(e) if e.is_bad_request() => {
-                        let message = e.to_string();
-                        let field = message
-                            .rsplit_once(": ")
-                            .map(|(_, f)| f.trim().to_string())
-                            .unwrap_or_default();
-                        shown.error = Some((field, message));
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            "preview" => shown.preview = Some(preview(state, visitor, &draft)?),
-            "try" => {
-                let said = form.text("say").to_string();
-                if !said.is_empty() {
-                    draft.chat.push((true, said));
-                }
-                let turns: Vec<Turn> = draft
-                    .chat
-                    .iter()
-                    .map(|(from_lead, text)| Turn {
-                        from_lead: *from_lead,
-                        text: text.clone(),
-                    })
-                    .collect();
-                let tried = state
-                    .engine
-                    .try_assistant(
-                        visitor.org(),
-                        &draft.instructions,
-                        &turns,
-                        draft.chat_channel.unwrap_or(Channel::Sms),
-                    )
-                    .await?;
-                match tried {
-                    Ok(tried) => {
-                        if !tried.reply.is_empty() {
-                            draft.chat.push((false, tried.reply.clone()));
-                        }
-                        let mut words = format!("Answered in {} ms.", tried.took.as_millis());
-                        for would in &tried.would {
-                            words.push_str(&format!(" It {would} (not applied)."));
-                        }
-                        shown.tried = Some(words);
-                    }
-                    Err(reason) => shown.tried = Some(reason),
-                }
-            }
-            _ => {}
+            Some(refusal) => shown.error = Some(refusal),
         },
+        "preview" => shown.preview = Some(preview(state, visitor, &draft)?),
+        "try" => shown.tried = Some(try_assistant(state, visitor, &form, &mut draft).await?),
+        op => edit_steps(&mut draft, op),
     }
     let status = if shown.error.is_some() {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
     };
-    Ok(respond::html(status, render(visitor, &draft, &shown)))
+    Ok(respond::html(
+        status,
+        ProfileEditorView::of(visitor, &draft, &shown).view(),
+    ))
+}
+
+/// A step added (`add`), removed (`remove:i`) or moved (`up:i`, `down:i`).
+fn edit_steps(draft: &mut Draft, op: &str) {
+    let steps = &mut draft.steps;
+    match op.split_once(':') {
+        Some(("remove", i)) => {
+            if let Ok(i) = i.parse::<usize>() {
+                if i < steps.len() {
+                    steps.remove(i);
+                }
+            }
+        }
+        Some(("up", i)) => {
+            if let Ok(i) = i.parse::<usize>() {
+                if i > 0 && i < steps.len() {
+                    steps.swap(i - 1, i);
+                }
+            }
+        }
+        Some(("down", i)) => {
+            if let Ok(i) = i.parse::<usize>() {
+                if i + 1 < steps.len() {
+                    steps.swap(i, i + 1);
+                }
+            }
+        }
+        _ if op == "add" && steps.len() < profiles::MAX_STEPS => steps.push(Step {
+            channel: "sms".into(),
+            after: "1d".into(),
+            ..Step::default()
+        }),
+        _ => {}
+    }
+}
+
+/// "Save": the profile written as `PUT /v1/profiles/{name}` writes it; a refusal as
+/// (the field it names, or "", its message).
+async fn save(
+    state: &AppState,
+    visitor: &Visitor,
+    draft: &Draft,
+) -> Result<Option<(String, String)>> {
+    let (caller, name, input) = (visitor.caller(), draft.name.clone(), draft.input());
+    let saved = state
+        .store
+        .write(move |tx| profiles::put(tx, &caller, &name, &input).map(drop))
+        .await;
+    match saved {
+        Ok(()) => Ok(None),
+        Err(e) if e.is_bad_request() => {
+            let field = e.refused_field().unwrap_or_default().to_string();
+            Ok(Some((field, e.to_string())))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// "Try the assistant": the lead's words (if any) join the conversation, and the
+/// assistant's answer with what it would have done (or why it could not answer).
+async fn try_assistant(
+    state: &AppState,
+    visitor: &Visitor,
+    form: &Form,
+    draft: &mut Draft,
+) -> Result<String> {
+    let said = form.text("say").to_string();
+    if !said.is_empty() {
+        draft.chat.push((true, said));
+    }
+    let turns: Vec<Turn> = draft
+        .chat
+        .iter()
+        .map(|(from_lead, text)| Turn {
+            from_lead: *from_lead,
+            text: text.clone(),
+        })
+        .collect();
+    let tried = state
+        .engine
+        .try_assistant(
+            visitor.org(),
+            &draft.instructions,
+            &turns,
+            draft.chat_channel.unwrap_or(Channel::Sms),
+        )
+        .await?;
+    Ok(match tried {
+        Ok(tried) => {
+            if !tried.reply.is_empty() {
+                draft.chat.push((false, tried.reply.clone()));
+            }
+            let mut words = format!("Answered in {} ms.", tried.took.as_millis());
+            for would in &tried.would {
+                words.push_str(&format!(" It {would} (not applied)."));
+            }
+            words
+        }
+        Err(reason) => reason,
+    })
 }
 
 /// Each step's text rendered for the named lead, or a sample one.
@@ -371,159 +393,235 @@ fn preview(state: &AppState, visitor: &Visitor, draft: &Draft) -> Result<Vec<(St
         .collect())
 }
 
-fn render(visitor: &Visitor, draft: &Draft, shown: &Shown) -> Markup {
-    let error_for = |path: &str| -> Option<&str> {
-        shown
+/// The editor page: the form's state and what came of the last action, each refusal
+/// beside the field it names (a refusal naming no field of the form shows at the top).
+struct ProfileEditorView<'a> {
+    visitor: &'a Visitor,
+    draft: &'a Draft,
+    shown: &'a Shown,
+    title: String,
+}
+
+/// The fields of the form that show their refusal beside them (the cadence's steps
+/// besides, by `cadence…`).
+const PLACED: [&str; 7] = [
+    "name",
+    "instructions",
+    "replyDelay",
+    "voiceGreeting",
+    "transferNumber",
+    "fallbackTransferNumber",
+    "dispositions",
+];
+
+impl<'a> ProfileEditorView<'a> {
+    fn of(visitor: &'a Visitor, draft: &'a Draft, shown: &'a Shown) -> ProfileEditorView<'a> {
+        let title = if draft.new {
+            "New campaign".to_string()
+        } else {
+            format!("Edit {}", draft.name)
+        };
+        ProfileEditorView {
+            visitor,
+            draft,
+            shown,
+            title,
+        }
+    }
+
+    fn view(&self) -> Markup {
+        let draft = self.draft;
+        layout::page(
+            &self.title,
+            Some(self.visitor),
+            html! {
+                p { a href="/console/campaigns" { "All campaigns" } }
+                h1 { (self.title) }
+                (self.unplaced_refusal())
+                @if let Some(notice) = &self.shown.notice { p.notice role="status" { (notice) } }
+                form.stack method="post" action=(action_url(draft)) {
+                    (layout::csrf_field(self.visitor))
+                    input type="hidden" name="steps" value=(draft.steps.len());
+                    @for (from_lead, text) in &draft.chat {
+                        input type="hidden" name="chat" value={ (if *from_lead { "lead" } else { "assistant" }) ":" (text) };
+                    }
+                    (self.profile_fields())
+                    h2 { "Cadence" }
+                    @for (i, step) in draft.steps.iter().enumerate() { (self.step(i, step)) }
+                    @if let Some(message) = self.error_for("cadence") { p.field-error role="alert" { (message) } }
+                    div.actions { button.secondary type="submit" name="op" value="add" { "Add step" } }
+                    div {
+                        label for="preview-lead" { "Preview for lead (id; empty: a sample lead)" }
+                        input #preview-lead type="text" name="preview-lead" value=(draft.preview_lead);
+                    }
+                    div.actions {
+                        button type="submit" name="op" value="save" { "Save" }
+                        button.secondary type="submit" name="op" value="preview" { "Preview" }
+                    }
+                    (self.playground())
+                }
+            },
+        )
+    }
+
+    /// The refusal's message when it names a field of the form.
+    fn error_for(&self, path: &str) -> Option<&str> {
+        self.shown
             .error
             .as_ref()
             .filter(|(f, _)| f == path)
             .map(|(_, m)| m.as_str())
-    };
-    let described = |id: &str, path: &str| -> Markup {
+    }
+
+    /// The refusal of `path` under the input `id`, if it is refused.
+    fn described(&self, id: &str, path: &str) -> Markup {
         html! {
-            @if let Some(message) = error_for(path) { p.field-error id={ (id) "-error" } role="alert" { (message) } }
+            @if let Some(message) = self.error_for(path) { p.field-error id={ (id) "-error" } role="alert" { (message) } }
         }
-    };
-    let title = if draft.new {
-        "New campaign".to_string()
-    } else {
-        format!("Edit {}", draft.name)
-    };
-    layout::page(
-        &title,
-        Some(visitor),
+    }
+
+    /// A refusal no field of the form shows, at the top.
+    fn unplaced_refusal(&self) -> Markup {
         html! {
-            p { a href="/console/campaigns" { "All campaigns" } }
-            h1 { (title) }
-            @if let Some((path, message)) = &shown.error {
-                @if ["name", "instructions", "replyDelay", "voiceGreeting", "transferNumber", "fallbackTransferNumber", "dispositions"].contains(&path.as_str()) || path.starts_with("cadence") {
+            @if let Some((path, message)) = &self.shown.error {
+                @if PLACED.contains(&path.as_str()) || path.starts_with("cadence") {
                 } @else {
                     p.field-error role="alert" { (message) }
                 }
             }
-            @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
-            form.stack method="post" action=(action_url(draft)) {
-                (layout::csrf_field(visitor))
-                input type="hidden" name="steps" value=(draft.steps.len());
-                @for (from_lead, text) in &draft.chat {
-                    input type="hidden" name="chat" value={ (if *from_lead { "lead" } else { "assistant" }) ":" (text) };
-                }
-                @if draft.new {
-                    div {
-                        label for="name" { "Name" }
-                        input #name type="text" name="name" value=(draft.name);
-                        (described("name", "name"))
-                        p.muted { "Letters, digits, - and _; leads name it in customerProfile." }
-                    }
-                }
+        }
+    }
+
+    /// The profile's own members: its name (a new one), instructions, reply delay,
+    /// greeting, transfer numbers and dispositions.
+    fn profile_fields(&self) -> Markup {
+        let draft = self.draft;
+        html! {
+            @if draft.new {
                 div {
-                    label for="instructions" { "Instructions" }
-                    textarea #instructions name="instructions" rows="6" { (draft.instructions) }
-                    (described("instructions", "instructions"))
+                    label for="name" { "Name" }
+                    input #name type="text" name="name" value=(draft.name);
+                    (self.described("name", "name"))
+                    p.muted { "Letters, digits, - and _; leads name it in customerProfile." }
                 }
-                div {
-                    label for="reply-delay" { "Reply delay" }
-                    input #reply-delay type="text" name="reply-delay" value=(draft.reply_delay) placeholder="30s";
-                    (described("reply-delay", "replyDelay"))
-                }
-                div {
-                    label for="voice-greeting" { "Voice greeting" }
-                    textarea #voice-greeting name="voice-greeting" rows="2" { (draft.voice_greeting) }
-                    (described("voice-greeting", "voiceGreeting"))
-                }
-                div {
-                    label for="transfer" { "Transfer number" }
-                    input #transfer type="text" name="transfer" value=(draft.transfer);
-                    (described("transfer", "transferNumber"))
-                }
-                div {
-                    label for="fallback" { "Fallback transfer number" }
-                    input #fallback type="text" name="fallback" value=(draft.fallback);
-                    (described("fallback", "fallbackTransferNumber"))
-                }
-                div {
-                    label for="dispositions" { "Dispositions" }
-                    textarea #dispositions name="dispositions" rows="3" { (draft.dispositions) }
-                    p.muted { "One per line: id | name | description." }
-                    (described("dispositions", "dispositions"))
-                }
-                h2 { "Cadence" }
-                @for (i, step) in draft.steps.iter().enumerate() {
-                    fieldset.step {
-                        legend { "Step " (i + 1) }
-                        div {
-                            label for={ "step-" (i) "-channel" } { "Channel of step " (i + 1) }
-                            select id={ "step-" (i) "-channel" } name={ "step-" (i) "-channel" } {
-                                @for c in ["sms", "email", "voice"] { option value=(c) selected[step.channel == c] { (c) } }
-                            }
-                            (described(&format!("step-{i}-channel"), &format!("cadence[{i}].channel")))
-                        }
-                        div {
-                            label for={ "step-" (i) "-after" } { "After (step " (i + 1) ")" }
-                            input id={ "step-" (i) "-after" } type="text" name={ "step-" (i) "-after" } value=(step.after);
-                            (described(&format!("step-{i}-after"), &format!("cadence[{i}].after")))
-                        }
-                        div {
-                            label for={ "step-" (i) "-subject" } { "Subject (step " (i + 1) ")" }
-                            input id={ "step-" (i) "-subject" } type="text" name={ "step-" (i) "-subject" } value=(step.subject);
-                            (described(&format!("step-{i}-subject"), &format!("cadence[{i}].subject")))
-                        }
-                        div {
-                            label for={ "step-" (i) "-text" } { "Text (step " (i + 1) ")" }
-                            textarea id={ "step-" (i) "-text" } name={ "step-" (i) "-text" } rows="3" { (step.text) }
-                            (described(&format!("step-{i}-text"), &format!("cadence[{i}].text")))
-                        }
-                        @if let Some(preview) = shown.preview.as_ref().and_then(|p| p.get(i)) {
-                            div.preview {
-                                p.muted { "Preview" }
-                                @if !preview.0.is_empty() { p { strong { (preview.0) } } }
-                                p { (preview.1) }
-                            }
-                        }
-                        div.actions {
-                            button.secondary type="submit" name="op" value={ "remove:" (i) } { "Remove step " (i + 1) }
-                            @if i > 0 { button.secondary type="submit" name="op" value={ "up:" (i) } { "Move step " (i + 1) " up" } }
-                            @if i + 1 < draft.steps.len() { button.secondary type="submit" name="op" value={ "down:" (i) } { "Move step " (i + 1) " down" } }
-                        }
-                    }
-                }
-                @if let Some(message) = error_for("cadence") { p.field-error role="alert" { (message) } }
-                div.actions { button.secondary type="submit" name="op" value="add" { "Add step" } }
-                div {
-                    label for="preview-lead" { "Preview for lead (id; empty: a sample lead)" }
-                    input #preview-lead type="text" name="preview-lead" value=(draft.preview_lead);
-                }
-                div.actions {
-                    button type="submit" name="op" value="save" { "Save" }
-                    button.secondary type="submit" name="op" value="preview" { "Preview" }
-                }
-                h2 { "Try the assistant" }
-                p.muted { "Write as the lead; the configured assistant answers with these instructions, saved or not. Nothing is sent, stored or applied." }
-                @if !draft.chat.is_empty() {
-                    ol.timeline aria-label="Conversation with the assistant" {
-                        @for (from_lead, text) in &draft.chat {
-                            li class=(if *from_lead { "from-lead" } else { "from-user" }) {
-                                div.meta { span.who { (if *from_lead { "You, as the lead" } else { "Assistant" }) } }
-                                p.text { (text) }
-                            }
-                        }
-                    }
-                }
-                @if let Some(tried) = &shown.tried { p.notice role="status" { (tried) } }
-                div {
-                    label for="chat-channel" { "Conversation on" }
-                    select #chat-channel name="chat-channel" {
-                        @for (channel, words) in [(Channel::Sms, "SMS"), (Channel::Email, "Email"), (Channel::Voice, "A call (spoken)")] {
-                            option value=(channel.as_str()) selected[draft.chat_channel.unwrap_or(Channel::Sms) == channel] { (words) }
-                        }
-                    }
-                }
-                div {
-                    label for="say" { "As the lead" }
-                    input #say type="text" name="say";
-                }
-                div.actions { button.secondary type="submit" name="op" value="try" { "Try the assistant" } }
             }
-        },
-    )
+            div {
+                label for="instructions" { "Instructions" }
+                textarea #instructions name="instructions" rows="6" { (draft.instructions) }
+                (self.described("instructions", "instructions"))
+            }
+            div {
+                label for="reply-delay" { "Reply delay" }
+                input #reply-delay type="text" name="reply-delay" value=(draft.reply_delay) placeholder="30s";
+                (self.described("reply-delay", "replyDelay"))
+            }
+            div {
+                label for="voice-greeting" { "Voice greeting" }
+                textarea #voice-greeting name="voice-greeting" rows="2" { (draft.voice_greeting) }
+                (self.described("voice-greeting", "voiceGreeting"))
+            }
+            div {
+                label for="transfer" { "Transfer number" }
+                input #transfer type="text" name="transfer" value=(draft.transfer);
+                (self.described("transfer", "transferNumber"))
+            }
+            div {
+                label for="fallback" { "Fallback transfer number" }
+                input #fallback type="text" name="fallback" value=(draft.fallback);
+                (self.described("fallback", "fallbackTransferNumber"))
+            }
+            div {
+                label for="dispositions" { "Dispositions" }
+                textarea #dispositions name="dispositions" rows="3" { (draft.dispositions) }
+                p.muted { "One per line: id | name | description." }
+                (self.described("dispositions", "dispositions"))
+            }
+        }
+    }
+
+    /// Step `i` of the cadence: its fields, its preview, and its buttons.
+    fn step(&self, i: usize, step: &Step) -> Markup {
+        let id = |member: &str| format!("step-{i}-{member}");
+        let path = |member: &str| format!("cadence[{i}].{member}");
+        html! {
+            fieldset.step {
+                legend { "Step " (i + 1) }
+                div {
+                    label for=(id("channel")) { "Channel of step " (i + 1) }
+                    select id=(id("channel")) name=(id("channel")) {
+                        @for c in ["sms", "email", "voice"] { option value=(c) selected[step.channel == c] { (c) } }
+                    }
+                    (self.described(&id("channel"), &path("channel")))
+                }
+                div {
+                    label for=(id("after")) { "After (step " (i + 1) ")" }
+                    input id=(id("after")) type="text" name=(id("after")) value=(step.after);
+                    (self.described(&id("after"), &path("after")))
+                }
+                div {
+                    label for=(id("subject")) { "Subject (step " (i + 1) ")" }
+                    input id=(id("subject")) type="text" name=(id("subject")) value=(step.subject);
+                    (self.described(&id("subject"), &path("subject")))
+                }
+                div {
+                    label for=(id("text")) { "Text (step " (i + 1) ")" }
+                    textarea id=(id("text")) name=(id("text")) rows="3" { (step.text) }
+                    (self.described(&id("text"), &path("text")))
+                }
+                (self.step_preview(i))
+                div.actions {
+                    button.secondary type="submit" name="op" value={ "remove:" (i) } { "Remove step " (i + 1) }
+                    @if i > 0 { button.secondary type="submit" name="op" value={ "up:" (i) } { "Move step " (i + 1) " up" } }
+                    @if i + 1 < self.draft.steps.len() { button.secondary type="submit" name="op" value={ "down:" (i) } { "Move step " (i + 1) " down" } }
+                }
+            }
+        }
+    }
+
+    /// Step `i` rendered for the preview's lead, after "Preview".
+    fn step_preview(&self, i: usize) -> Markup {
+        html! {
+            @if let Some(preview) = self.shown.preview.as_ref().and_then(|p| p.get(i)) {
+                div.preview {
+                    p.muted { "Preview" }
+                    @if !preview.0.is_empty() { p { strong { (preview.0) } } }
+                    p { (preview.1) }
+                }
+            }
+        }
+    }
+
+    /// "Try the assistant": the conversation so far, the last try's outcome, and the
+    /// lead's next words.
+    fn playground(&self) -> Markup {
+        let draft = self.draft;
+        html! {
+            h2 { "Try the assistant" }
+            p.muted { "Write as the lead; the configured assistant answers with these instructions, saved or not. Nothing is sent, stored or applied." }
+            @if !draft.chat.is_empty() {
+                ol.timeline aria-label="Conversation with the assistant" {
+                    @for (from_lead, text) in &draft.chat {
+                        li class=(if *from_lead { "from-lead" } else { "from-user" }) {
+                            div.meta { span.who { (if *from_lead { "You, as the lead" } else { "Assistant" }) } }
+                            p.text { (text) }
+                        }
+                    }
+                }
+            }
+            @if let Some(tried) = &self.shown.tried { p.notice role="status" { (tried) } }
+            div {
+                label for="chat-channel" { "Conversation on" }
+                select #chat-channel name="chat-channel" {
+                    @for (channel, words) in [(Channel::Sms, "SMS"), (Channel::Email, "Email"), (Channel::Voice, "A call (spoken)")] {
+                        option value=(channel.as_str()) selected[draft.chat_channel.unwrap_or(Channel::Sms) == channel] { (words) }
+                    }
+                }
+            }
+            div {
+                label for="say" { "As the lead" }
+                input #say type="text" name="say";
+            }
+            div.actions { button.secondary type="submit" name="op" value="try" { "Try the assistant" } }
+        }
+    }
 }

@@ -20,7 +20,7 @@ use crate::domain::contact::controls;
 use crate::domain::contact::quiet_hours::outside_quiet_hours;
 use crate::domain::engagement::{agenda, enrolment};
 use crate::domain::records::events;
-use crate::domain::records::leads;
+use crate::domain::records::leads::{self, LeadPatch, LeadText};
 use crate::domain::records::tags;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -147,16 +147,21 @@ fn apply(
     tool: &Tool,
     transfer_available: bool,
 ) -> Result<Effect> {
-    let patch = |tx: &mut WriteTx, body: Value| -> Result<()> {
-        let Value::Object(body) = body else {
-            return Err(Error::Internal("a lead patch is not an object".into()));
-        };
-        leads::update(tx, caller, lead, body).map(|_| ())
+    let patch = |tx: &mut WriteTx, set: &dyn Fn(&mut LeadPatch) -> Result<()>| -> Result<()> {
+        let mut patch = LeadPatch::default();
+        set(&mut patch)?;
+        leads::update(tx, caller, lead, patch).map(|_| ())
     };
     match tool {
-        Tool::MarkHot => patch(tx, json!({"isHot": true}))?,
-        Tool::MarkQualified => patch(tx, json!({"isQualified": true}))?,
-        Tool::UpdateSummary { summary } => patch(tx, json!({"summary": summary}))?,
+        Tool::MarkHot => patch(tx, &|p| {
+            p.is_hot = Some(true);
+            Ok(())
+        })?,
+        Tool::MarkQualified => patch(tx, &|p| {
+            p.is_qualified = Some(true);
+            Ok(())
+        })?,
+        Tool::UpdateSummary { summary } => patch(tx, &|p| p.set_text(LeadText::Summary, summary))?,
         Tool::AddTag { name } => {
             let tag = TagRecord {
                 id: tags::tag_id(name),

@@ -10,7 +10,7 @@
 //! actions call the domain functions the API's operations call (`controls`, `dnc`,
 //! `leads`), so each rule has one code path.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::channel::Channel;
 use crate::domain::contact::controls;
@@ -260,14 +260,13 @@ fn mark(
     lead_id: &str,
     action: PersonAction,
 ) -> Result<()> {
-    let field = if action == PersonAction::MarkHot {
-        "isHot"
+    let mut patch = leads::LeadPatch::default();
+    if action == PersonAction::MarkHot {
+        patch.is_hot = Some(true);
     } else {
-        "isQualified"
-    };
-    let mut body = Map::new();
-    body.insert(field.to_string(), Value::Bool(true));
-    let lead = leads::update(tx, caller, lead_id, body)?;
+        patch.is_qualified = Some(true);
+    }
+    let lead = leads::update(tx, caller, lead_id, patch)?;
     record_action(tx, &caller.org_id, lead, person, action, json!({})).map(drop)
 }
 

@@ -1,4 +1,4 @@
-//! One import row becoming a lead: its cells read into the API's lead body (a phone
+//! One import row becoming a lead: its cells read into the lead's fields (a phone
 //! without `+` read in the organization's `defaultCountry`), its profile and the DNC
 //! list checked, then matched against the live leads and the file's earlier rows.
 //!
@@ -10,11 +10,11 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::mapping::Field;
-use crate::domain::records::leads;
+use crate::domain::records::leads::{self, LeadInput, LeadPatch, LeadText};
 use crate::domain::records::tags::tag_id;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -159,13 +159,13 @@ fn one(
     here: &FileIndex,
 ) -> Result<(Outcome, Vec<String>)> {
     let org = caller.org_id.as_str();
-    let (mut body, keys) = body(row, country)?;
-    if let Some(Value::String(profile)) = body.get("customerProfile") {
+    let (body, keys) = body(row, country)?;
+    if let Some(profile) = body.text(LeadText::CustomerProfile) {
         if tx.profile(org, profile)?.is_none() {
             return Err(Error::BadRequest(format!("Unknown profile: {profile}")));
         }
     }
-    if let Some(Value::String(phone)) = body.get("phone") {
+    if let Some(phone) = body.text(LeadText::Phone) {
         if tx.dnc_contains(org, phone)? {
             return Err(Error::Conflict(
                 "Phone number is on the Do Not Contact list".into(),
@@ -184,10 +184,10 @@ fn one(
         if dry_run && tx.lead(org, lead)?.is_none() {
             // Made by an earlier part of this dry run, thrown away since: check the
             // row as the lead it would have been.
-            leads::create(tx, caller, body)?;
+            leads::create(tx, caller, body.input()?)?;
         } else {
-            add_tags(tx, org, lead, &mut body)?;
-            leads::update(tx, caller, lead, body)?;
+            let patch = body.patch(add_tags(tx, org, lead, &body.tags)?)?;
+            leads::update(tx, caller, lead, patch)?;
         }
         return Ok((Outcome::Merged(lead.clone(), first), keys));
     }
@@ -195,19 +195,71 @@ fn one(
         if create_only {
             return Err(Error::Conflict(format!("Lead exists: {lead}")));
         }
-        add_tags(tx, org, &lead, &mut body)?;
-        leads::update(tx, caller, &lead, body)?;
+        let patch = body.patch(add_tags(tx, org, &lead, &body.tags)?)?;
+        leads::update(tx, caller, &lead, patch)?;
         return Ok((Outcome::Updated(lead), keys));
     }
-    let lead = leads::create(tx, caller, body)?;
+    let lead = leads::create(tx, caller, body.input()?)?;
     Ok((Outcome::Created(lead.id), keys))
 }
 
-/// The lead body of a row and its match keys. An empty cell sets nothing.
-fn body(row: &Row, country: Option<Country>) -> Result<(Map<String, Value>, Vec<String>)> {
-    let mut body = Map::new();
-    let mut info = Map::new();
-    let mut tags: Vec<Value> = Vec::new();
+/// A row's lead as its cells say it, before the lead's rules are applied: its text
+/// fields in the order of their first cell (a later cell of the same field replaces the
+/// value, an empty cell sets nothing), its tags and its `additionalInfo`.
+#[derive(Debug, Default)]
+struct RowLead {
+    texts: Vec<(LeadText, String)>,
+    tags: Vec<TagRecord>,
+    info: Map<String, Value>,
+}
+
+impl RowLead {
+    fn set(&mut self, field: LeadText, text: String) {
+        if text.is_empty() {
+            return;
+        }
+        match self.texts.iter_mut().find(|(f, _)| *f == field) {
+            Some(slot) => slot.1 = text,
+            None => self.texts.push((field, text)),
+        }
+    }
+
+    fn text(&self, field: LeadText) -> Option<&str> {
+        self.texts
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The fields to write, checked by the lead's rules in the order of the row (its
+    /// cells, then its tags, then `additionalInfo`), with `tags` (if any) as its tags.
+    fn patch(&self, tags: Option<Vec<TagRecord>>) -> Result<LeadPatch> {
+        let mut patch = LeadPatch::default();
+        for (field, value) in &self.texts {
+            patch.set_text(*field, value)?;
+        }
+        if let Some(tags) = tags {
+            patch.set_tags(tags)?;
+        }
+        if !self.info.is_empty() {
+            patch.additional_info = Some(self.info.clone());
+        }
+        Ok(patch)
+    }
+
+    /// A new lead of the row's fields and its own tags.
+    fn input(&self) -> Result<LeadInput> {
+        let tags = (!self.tags.is_empty()).then(|| self.tags.clone());
+        Ok(LeadInput {
+            id: None,
+            fields: self.patch(tags)?,
+        })
+    }
+}
+
+/// The lead of a row and its match keys.
+fn body(row: &Row, country: Option<Country>) -> Result<(RowLead, Vec<String>)> {
+    let mut body = RowLead::default();
     for (field, value) in &row.cells {
         let text = match value {
             Value::String(s) => s.trim().to_string(),
@@ -215,24 +267,18 @@ fn body(row: &Row, country: Option<Country>) -> Result<(Map<String, Value>, Vec<
             Value::Bool(_) | Value::Number(_) => value.to_string(),
             Value::Array(_) | Value::Object(_) => String::new(),
         };
-        let mut set = |name: &str, text: String| {
-            if !text.is_empty() {
-                body.insert(name.to_string(), Value::String(text));
-            }
-        };
         match field {
-            Field::FirstName => set("firstName", text),
-            Field::LastName => set("lastName", text),
+            Field::FirstName => body.set(LeadText::FirstName, text),
+            Field::LastName => body.set(LeadText::LastName, text),
             Field::FullName => {
                 let mut words = text.splitn(2, char::is_whitespace);
-                set("firstName", words.next().unwrap_or_default().to_string());
-                set(
-                    "lastName",
-                    words.next().unwrap_or_default().trim().to_string(),
-                );
+                let first = words.next().unwrap_or_default().to_string();
+                body.set(LeadText::FirstName, first);
+                let last = words.next().unwrap_or_default().trim().to_string();
+                body.set(LeadText::LastName, last);
             }
             Field::Phone if !text.is_empty() => match phone::read(&text, country) {
-                Ok(e164) => set("phone", e164),
+                Ok(e164) => body.set(LeadText::Phone, e164),
                 Err(Unreadable::NoCountry) => {
                     return Err(Error::BadRequest(format!(
                         "Phone without a country code and no defaultCountry set: {text}"
@@ -243,12 +289,12 @@ fn body(row: &Row, country: Option<Country>) -> Result<(Map<String, Value>, Vec<
                 }
             },
             Field::Phone => {}
-            Field::Email => set("email", text),
-            Field::Profile => set("customerProfile", text),
-            Field::ExternalLeadId => set("externalLeadId", text),
-            Field::SecondaryCrmLeadId => set("secondaryCrmLeadId", text),
-            Field::Summary => set("summary", text),
-            Field::TimeZone => set("timeZone", text),
+            Field::Email => body.set(LeadText::Email, text),
+            Field::Profile => body.set(LeadText::CustomerProfile, text),
+            Field::ExternalLeadId => body.set(LeadText::ExternalLeadId, text),
+            Field::SecondaryCrmLeadId => body.set(LeadText::SecondaryCrmLeadId, text),
+            Field::Summary => body.set(LeadText::Summary, text),
+            Field::TimeZone => body.set(LeadText::TimeZone, text),
             Field::Tags => {
                 let names: Vec<String> = match value {
                     Value::Array(items) => items
@@ -262,57 +308,55 @@ fn body(row: &Row, country: Option<Country>) -> Result<(Map<String, Value>, Vec<
                     let name = name.trim();
                     let id = tag_id(name);
                     if !id.is_empty() {
-                        tags.push(json!({"id": id, "name": name}));
+                        body.tags.push(TagRecord {
+                            id,
+                            name: name.to_string(),
+                            condition: String::new(),
+                        });
                     }
                 }
             }
             Field::Info(name) => {
                 let empty = value.is_null() || (value.is_string() && text.is_empty());
                 if !empty {
-                    info.insert(name.clone(), value.clone());
+                    body.info.insert(name.clone(), value.clone());
                 }
             }
             Field::Skip => {}
         }
     }
-    if !tags.is_empty() {
-        body.insert("tags".into(), Value::Array(tags));
-    }
-    if !info.is_empty() {
-        body.insert("additionalInfo".into(), Value::Object(info));
-    }
     let mut keys = Vec::new();
-    if let Some(Value::String(ext)) = body.get("externalLeadId") {
+    if let Some(ext) = body.text(LeadText::ExternalLeadId) {
         keys.push(format!("ext:{ext}"));
     }
-    if let Some(Value::String(phone)) = body.get("phone") {
+    if let Some(phone) = body.text(LeadText::Phone) {
         keys.push(format!("phone:{phone}"));
     }
-    if let Some(Value::String(email)) = body.get("email") {
+    if let Some(email) = body.text(LeadText::Email) {
         keys.push(format!("email:{}", email_key(email)));
     }
     Ok((body, keys))
 }
 
-/// The live lead a body matches: by `externalLeadId`, then phone, then email.
-fn live_match(tx: &WriteTx, org: &str, body: &Map<String, Value>) -> Result<Option<String>> {
-    if let Some(Value::String(ext)) = body.get("externalLeadId") {
+/// The live lead a row matches: by `externalLeadId`, then phone, then email.
+fn live_match(tx: &WriteTx, org: &str, body: &RowLead) -> Result<Option<String>> {
+    if let Some(ext) = body.text(LeadText::ExternalLeadId) {
         let term = Facet::Term(crate::store::lead_index::term(ext));
         for id in tx.lead_ids_with_facet(org, &term)? {
             if tx
                 .lead(org, &id)?
-                .is_some_and(|l| l.deleted_at.is_none() && l.external_lead_id == *ext)
+                .is_some_and(|l| l.deleted_at.is_none() && l.external_lead_id == ext)
             {
                 return Ok(Some(id));
             }
         }
     }
-    if let Some(Value::String(phone)) = body.get("phone") {
+    if let Some(phone) = body.text(LeadText::Phone) {
         if let Some(id) = tx.lead_ids_by_phone(org, phone)?.into_iter().next() {
             return Ok(Some(id));
         }
     }
-    if let Some(Value::String(email)) = body.get("email") {
+    if let Some(email) = body.text(LeadText::Email) {
         if let Some(id) = tx.lead_ids_by_email(org, email)?.into_iter().next() {
             return Ok(Some(id));
         }
@@ -320,30 +364,27 @@ fn live_match(tx: &WriteTx, org: &str, body: &Map<String, Value>) -> Result<Opti
     Ok(None)
 }
 
-/// An update's tags are added to the lead's, never replacing them.
-fn add_tags(tx: &WriteTx, org: &str, lead: &str, body: &mut Map<String, Value>) -> Result<()> {
-    let Some(Value::Array(new)) = body.get("tags") else {
-        return Ok(());
-    };
+/// An update's tags are added to the lead's, never replacing them: the tags to write
+/// (none when the row has none).
+fn add_tags(
+    tx: &WriteTx,
+    org: &str,
+    lead: &str,
+    new: &[TagRecord],
+) -> Result<Option<Vec<TagRecord>>> {
+    if new.is_empty() {
+        return Ok(None);
+    }
     let Some(record) = tx.lead(org, lead)? else {
-        return Ok(());
+        return Ok(Some(new.to_vec()));
     };
-    let mut all: Vec<Value> = record
-        .tags
-        .iter()
-        .map(|t: &TagRecord| json!({"id": t.id, "name": t.name, "condition": t.condition}))
-        .collect();
+    let mut all = record.tags.clone();
     for tag in new {
-        if !record
-            .tags
-            .iter()
-            .any(|t| Some(t.id.as_str()) == tag["id"].as_str())
-        {
+        if !record.tags.iter().any(|t| t.id == tag.id) {
             all.push(tag.clone());
         }
     }
-    body.insert("tags".into(), Value::Array(all));
-    Ok(())
+    Ok(Some(all))
 }
 
 #[cfg(test)]

@@ -18,32 +18,63 @@ use crate::store::Reader;
 use crate::store::WriteTx;
 use crate::webhooks::{self, WebhookEvent};
 
-/// Parses a `PUT` body into the fields it sets. `id`, `createdAt` and `updatedAt` may be
-/// echoed back from a `GET`; the server owns them, so they are dropped (an `id` other
-/// than the path's is refused).
-pub fn parse_details(call_id: &str, mut body: Map<String, Value>) -> Result<Map<String, Value>> {
-    match body.remove("id") {
-        None => {}
-        Some(Value::String(id)) if id == call_id => {}
-        Some(_) => return Err(Error::BadRequest("id does not match the path".into())),
-    }
-    body.remove("createdAt");
-    body.remove("updatedAt");
-    // Check field by field so the error names the field at fault.
-    for (name, value) in &body {
-        if value.is_null() {
-            continue;
-        }
-        let single = Value::Object(Map::from_iter([(name.clone(), value.clone())]));
-        if let Err(e) = serde_json::from_value::<CallDetails>(single) {
-            return Err(if e.to_string().starts_with("unknown field") {
-                Error::unknown_field(name)
-            } else {
-                Error::invalid_field(name)
-            });
+/// The changes one write makes to a call: the fields it sets and those it clears.
+/// `PUT /v1/calls/{id}` reads one from its body (`from_json`); engaged's own voice
+/// code builds one (`CallInput::set`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CallInput {
+    /// The fields this write sets; a field left `None` keeps its stored value (unless
+    /// cleared).
+    pub set: CallDetails,
+    /// The fields this write clears (`null` in a body), by their wire names as the body
+    /// gave them: a name that is no field of a call refuses the write when it is merged
+    /// (400 `Invalid call: ...`), as it always has.
+    pub cleared: Vec<String>,
+}
+
+impl CallInput {
+    /// A write that sets the fields of `details` that are `Some`.
+    pub fn set(details: CallDetails) -> CallInput {
+        CallInput {
+            set: details,
+            cleared: Vec::new(),
         }
     }
-    Ok(body)
+
+    /// Reads a `PUT` body. `id`, `createdAt` and `updatedAt` may be echoed back from a
+    /// `GET`; the server owns them, so they are dropped (an `id` other than the path's
+    /// is refused). Each member set is checked on its own, so the error names the field
+    /// at fault.
+    pub fn from_json(call_id: &str, body: &Map<String, Value>) -> Result<CallInput> {
+        match body.get("id") {
+            None => {}
+            Some(Value::String(id)) if id == call_id => {}
+            Some(_) => return Err(Error::BadRequest("id does not match the path".into())),
+        }
+        let mut set = Map::new();
+        let mut cleared = Vec::new();
+        for (name, value) in body {
+            if matches!(name.as_str(), "id" | "createdAt" | "updatedAt") {
+                continue;
+            }
+            if value.is_null() {
+                cleared.push(name.clone());
+                continue;
+            }
+            let single = Value::Object(Map::from_iter([(name.clone(), value.clone())]));
+            if let Err(e) = serde_json::from_value::<CallDetails>(single) {
+                return Err(if e.to_string().starts_with("unknown field") {
+                    Error::unknown_field(name)
+                } else {
+                    Error::invalid_field(name)
+                });
+            }
+            set.insert(name.clone(), value.clone());
+        }
+        let set = serde_json::from_value(Value::Object(set))
+            .map_err(|e| Error::BadRequest(format!("Invalid call: {e}")))?;
+        Ok(CallInput { set, cleared })
+    }
 }
 
 /// Creates or updates call `call_id`; returns the call and whether it was created.
@@ -51,7 +82,7 @@ pub fn put(
     tx: &mut WriteTx,
     caller: &Caller,
     call_id: &str,
-    changes: Map<String, Value>,
+    changes: CallInput,
 ) -> Result<(CallRecord, bool)> {
     upsert(tx, caller, call_id, changes, Owner::Required)
 }
@@ -71,7 +102,7 @@ pub fn put_unattached(
     tx: &mut WriteTx,
     caller: &Caller,
     call_id: &str,
-    changes: Map<String, Value>,
+    changes: CallInput,
 ) -> Result<(CallRecord, bool)> {
     upsert(tx, caller, call_id, changes, Owner::Optional)
 }
@@ -97,7 +128,7 @@ fn upsert(
     tx: &mut WriteTx,
     caller: &Caller,
     call_id: &str,
-    changes: Map<String, Value>,
+    changes: CallInput,
     owner: Owner,
 ) -> Result<(CallRecord, bool)> {
     // As on lead creation: an id that could never be stored is malformed, not missing.
@@ -151,17 +182,23 @@ fn upsert(
     Ok((call, existing.is_none()))
 }
 
-fn merge(before: &CallDetails, changes: Map<String, Value>) -> Result<CallDetails> {
-    let mut merged = match serde_json::to_value(before) {
-        Ok(Value::Object(map)) => map,
-        _ => {
-            return Err(Error::Internal(
-                "call details do not serialise to an object".into(),
-            ))
-        }
+/// `before` with the input's fields set and cleared.
+fn merge(before: &CallDetails, changes: CallInput) -> Result<CallDetails> {
+    let object = |details: &CallDetails| match serde_json::to_value(details) {
+        Ok(Value::Object(map)) => Ok(map),
+        _ => Err(Error::Internal(
+            "call details do not serialise to an object".into(),
+        )),
     };
-    for (name, value) in changes {
-        merged.insert(name, value);
+    // Every field is a member of both (`null` when unset).
+    let mut merged = object(before)?;
+    for (name, value) in object(&changes.set)? {
+        if !value.is_null() {
+            merged.insert(name, value);
+        }
+    }
+    for name in changes.cleared {
+        merged.insert(name, Value::Null);
     }
     serde_json::from_value(Value::Object(merged))
         .map_err(|e| Error::BadRequest(format!("Invalid call: {e}")))
@@ -370,4 +407,61 @@ fn transfer_data(call: &CallRecord) -> Value {
             ),
         ],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::rows::Direction;
+
+    fn read(value: Value) -> Result<CallInput> {
+        match value {
+            Value::Object(body) => CallInput::from_json("call-1", &body),
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_body_is_read_member_by_member_with_the_interface_messages() {
+        let refused = |value: Value| read(value).unwrap_err();
+        let e = refused(json!({"durationSeconds": "long"}));
+        assert_eq!(e.to_string(), "Invalid format for field: durationSeconds");
+        assert_eq!(e.refused_field(), Some("durationSeconds"));
+        assert_eq!(
+            refused(json!({"colour": "red"})).to_string(),
+            "Unknown field: colour"
+        );
+        assert_eq!(
+            refused(json!({"id": "call-2"})).to_string(),
+            "id does not match the path"
+        );
+        assert_eq!(
+            refused(json!({"direction": "SIDEWAYS"})).refused_field(),
+            Some("direction")
+        );
+    }
+
+    #[test]
+    fn echoed_members_are_dropped_and_nulls_clear() {
+        let input = read(json!({
+            "id": "call-1", "createdAt": "x", "updatedAt": "y",
+            "direction": "INBOUND", "summary": null
+        }))
+        .unwrap();
+        assert_eq!(input.set.direction, Some(Direction::Inbound));
+        assert_eq!(input.cleared, vec!["summary".to_string()]);
+        let before = CallDetails {
+            summary: Some("old".into()),
+            call_status: Some("RINGING".into()),
+            ..CallDetails::default()
+        };
+        let merged = merge(&before, input).unwrap();
+        assert_eq!(merged.summary, None);
+        assert_eq!(merged.call_status.as_deref(), Some("RINGING"));
+        assert_eq!(merged.direction, Some(Direction::Inbound));
+        // A cleared name that is no field refuses the write when merged, as before.
+        let unknown = read(json!({"bogus": null})).unwrap();
+        let e = merge(&before, unknown).unwrap_err().to_string();
+        assert!(e.starts_with("Invalid call: unknown field `bogus`"), "{e}");
+    }
 }

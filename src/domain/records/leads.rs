@@ -1,10 +1,12 @@
 //! Leads: creation, partial update and soft deletion, and the rules on their fields.
 //!
-//! Create and update share one path: a create applies the body to an empty lead, an
-//! update applies it to the stored one. Everything is validated before anything is
-//! written, as the writer requires. A live lead's phone and email are its own within its
-//! organization (`unique_contacts`), and every lead write passes the bounds on stored
-//! values (`limits::lead`, in `put`).
+//! Create and update share one path: a create applies its fields ([`LeadInput`]) to an
+//! empty lead, an update applies a [`LeadPatch`] to the stored one. Each field is
+//! validated as it is set (`LeadPatch::set_text`, `set_tags`), so a typed input holds
+//! only well-formed values; the API reads its wire JSON with `from_json`, the import and
+//! the console build the input directly. A live lead's phone and email are its own
+//! within its organization (`unique_contacts`), and every lead write passes the bounds
+//! on stored values (`limits::lead`, in `put`).
 
 use serde_json::{Map, Value};
 
@@ -34,16 +36,242 @@ const READ_ONLY: &[&str] = &[
 /// format for field: id`). The router's test holds its fixed segments to this list.
 pub const RESERVED_IDS: &[&str] = &["search", "import"];
 
-/// Creates a lead from a JSON object body.
-pub fn create(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Result<LeadRecord> {
-    let id = match body.get("id") {
-        None | Some(Value::Null) => crate::ids::generate("lead"),
-        Some(Value::String(id))
-            if crate::ids::is_valid_client_id(id) && !RESERVED_IDS.contains(&id.as_str()) =>
-        {
-            id.clone()
+/// A lead's text fields, by their wire names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeadText {
+    FirstName,
+    LastName,
+    CustomerProfile,
+    Summary,
+    ExternalLeadId,
+    SecondaryCrmLeadId,
+    /// An IANA zone name (`America/Chicago`), or empty.
+    TimeZone,
+    /// Normalised to E.164; blank clears it.
+    Phone,
+    /// Trimmed, and plausible (`is_plausible_email`); empty clears it.
+    Email,
+}
+
+impl LeadText {
+    /// The field's name in the interface (`firstName`).
+    pub fn wire(self) -> &'static str {
+        match self {
+            LeadText::FirstName => "firstName",
+            LeadText::LastName => "lastName",
+            LeadText::CustomerProfile => "customerProfile",
+            LeadText::Summary => "summary",
+            LeadText::ExternalLeadId => "externalLeadId",
+            LeadText::SecondaryCrmLeadId => "secondaryCrmLeadId",
+            LeadText::TimeZone => "timeZone",
+            LeadText::Phone => "phone",
+            LeadText::Email => "email",
         }
-        Some(_) => return Err(Error::invalid_field("id")),
+    }
+
+    /// The text field a wire name names.
+    pub fn from_wire(name: &str) -> Option<LeadText> {
+        [
+            LeadText::FirstName,
+            LeadText::LastName,
+            LeadText::CustomerProfile,
+            LeadText::Summary,
+            LeadText::ExternalLeadId,
+            LeadText::SecondaryCrmLeadId,
+            LeadText::TimeZone,
+            LeadText::Phone,
+            LeadText::Email,
+        ]
+        .into_iter()
+        .find(|field| field.wire() == name)
+    }
+}
+
+/// The fields one write sets on a lead, each validated as it was set; a field left
+/// `None` keeps its value (`PATCH /v1/leads/{id}`, and the fields of a [`LeadInput`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LeadPatch {
+    /// Set through [`LeadPatch::set_text`], in the order they were set.
+    texts: Vec<(LeadText, String)>,
+    pub is_hot: Option<bool>,
+    pub is_qualified: Option<bool>,
+    pub is_ai_on: Option<bool>,
+    /// Merged into `additionalInfo`: a `null` value removes its key.
+    pub additional_info: Option<Map<String, Value>>,
+    /// Replaces the lead's tags; set through [`LeadPatch::set_tags`].
+    tags: Option<Vec<TagRecord>>,
+}
+
+impl LeadPatch {
+    /// Reads a `PATCH` body: `id` is read-only.
+    pub fn from_json(body: &Map<String, Value>) -> Result<LeadPatch> {
+        let mut patch = LeadPatch::default();
+        for (name, value) in body {
+            if name == "id" {
+                return Err(read_only("id"));
+            }
+            patch.set_json(name, value)?;
+        }
+        Ok(patch)
+    }
+
+    /// Sets one member of a wire body (not `id`), with the interface's messages.
+    fn set_json(&mut self, name: &str, value: &Value) -> Result<()> {
+        if let Some(field) = LeadText::from_wire(name) {
+            return self.set_text(field, &text(name, value)?);
+        }
+        match name {
+            "isHot" => self.is_hot = Some(flag(name, value)?),
+            "isQualified" => self.is_qualified = Some(flag(name, value)?),
+            "isAiOn" => self.is_ai_on = Some(flag(name, value)?),
+            "additionalInfo" => match value {
+                Value::Object(changes) => self.additional_info = Some(changes.clone()),
+                _ => return Err(Error::invalid_field("additionalInfo")),
+            },
+            "tags" => self.tags = Some(tags(value)?),
+            other if READ_ONLY.contains(&other) => return Err(read_only(other)),
+            other => return Err(Error::unknown_field(other)),
+        }
+        Ok(())
+    }
+
+    /// Sets a text field (empty clears it), refusing a malformed phone, email or time
+    /// zone with `Invalid format for field: NAME`. Setting a field again replaces its
+    /// value.
+    pub fn set_text(&mut self, field: LeadText, value: &str) -> Result<()> {
+        let value = match field {
+            LeadText::TimeZone => {
+                if !value.is_empty() && value.parse::<chrono_tz::Tz>().is_err() {
+                    return Err(Error::invalid_field(field.wire()));
+                }
+                value.to_string()
+            }
+            LeadText::Phone if value.trim().is_empty() => String::new(),
+            LeadText::Phone => {
+                crate::phone::normalize(value).ok_or_else(|| Error::invalid_field(field.wire()))?
+            }
+            LeadText::Email => {
+                let value = value.trim();
+                if !value.is_empty() && !is_plausible_email(value) {
+                    return Err(Error::invalid_field(field.wire()));
+                }
+                value.to_string()
+            }
+            _ => value.to_string(),
+        };
+        match self.texts.iter_mut().find(|(f, _)| *f == field) {
+            Some(slot) => slot.1 = value,
+            None => self.texts.push((field, value)),
+        }
+        Ok(())
+    }
+
+    /// The value this patch sets `field` to, if it sets it.
+    pub fn text(&self, field: LeadText) -> Option<&str> {
+        self.texts
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Replaces the lead's tags with `tags`: at most `limits::TAGS` (repeated ids
+    /// counted), each within its bounds; a later duplicate of an id wins.
+    pub fn set_tags(&mut self, tags: Vec<TagRecord>) -> Result<()> {
+        crate::domain::records::limits::tags_in_request(tags.len())?;
+        let mut out: Vec<TagRecord> = Vec::with_capacity(tags.len());
+        for tag in tags {
+            crate::domain::records::limits::tag(&tag)?;
+            out.retain(|t| t.id != tag.id);
+            out.push(tag);
+        }
+        self.tags = Some(out);
+        Ok(())
+    }
+
+    /// The tags this patch sets, if it sets them.
+    pub fn tags(&self) -> Option<&[TagRecord]> {
+        self.tags.as_deref()
+    }
+
+    /// Writes the patch's fields onto `lead`.
+    fn apply(&self, lead: &mut LeadRecord) -> Result<()> {
+        for (field, value) in &self.texts {
+            let slot = match field {
+                LeadText::FirstName => &mut lead.first_name,
+                LeadText::LastName => &mut lead.last_name,
+                LeadText::CustomerProfile => &mut lead.customer_profile,
+                LeadText::Summary => &mut lead.summary,
+                LeadText::ExternalLeadId => &mut lead.external_lead_id,
+                LeadText::SecondaryCrmLeadId => &mut lead.secondary_crm_lead_id,
+                LeadText::TimeZone => &mut lead.time_zone,
+                LeadText::Phone => &mut lead.phone,
+                LeadText::Email => &mut lead.email,
+            };
+            slot.clone_from(value);
+        }
+        for (slot, value) in [
+            (&mut lead.is_hot, self.is_hot),
+            (&mut lead.is_qualified, self.is_qualified),
+            (&mut lead.is_ai_on, self.is_ai_on),
+        ] {
+            if let Some(value) = value {
+                *slot = value;
+            }
+        }
+        if let Some(changes) = &self.additional_info {
+            merge_additional_info(lead, changes)?;
+        }
+        if let Some(tags) = &self.tags {
+            lead.tags.clone_from(tags);
+        }
+        Ok(())
+    }
+}
+
+/// A new lead (`POST /v1/leads`): its id (none: one is generated) and its fields.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LeadInput {
+    pub id: Option<String>,
+    pub fields: LeadPatch,
+}
+
+impl LeadInput {
+    /// Reads a create body: the `id` is checked first, then the members in order.
+    pub fn from_json(body: &Map<String, Value>) -> Result<LeadInput> {
+        let id = match body.get("id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(id)) => Some(checked_id(id)?),
+            Some(_) => return Err(Error::invalid_field("id")),
+        };
+        let mut fields = LeadPatch::default();
+        for (name, value) in body {
+            if name != "id" {
+                fields.set_json(name, value)?;
+            }
+        }
+        Ok(LeadInput { id, fields })
+    }
+}
+
+/// A client's id for a new lead: a valid client id, not one of [`RESERVED_IDS`].
+fn checked_id(id: &str) -> Result<String> {
+    if crate::ids::is_valid_client_id(id) && !RESERVED_IDS.contains(&id) {
+        Ok(id.to_string())
+    } else {
+        Err(Error::invalid_field("id"))
+    }
+}
+
+/// `Field is read-only: NAME`.
+fn read_only(name: &str) -> Error {
+    Error::field(name, format!("Field is read-only: {name}"))
+}
+
+/// Creates a lead.
+pub fn create(tx: &mut WriteTx, caller: &Caller, input: LeadInput) -> Result<LeadRecord> {
+    let id = match &input.id {
+        None => crate::ids::generate("lead"),
+        Some(id) => checked_id(id)?,
     };
     let mut lead = LeadRecord {
         id,
@@ -51,7 +279,7 @@ pub fn create(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
         additional_info: JsonBlob(Value::Object(Map::new())),
         ..LeadRecord::default()
     };
-    apply_fields(&mut lead, &body, true)?;
+    input.fields.apply(&mut lead)?;
     if !lead.phone.is_empty() && tx.dnc_contains(&caller.org_id, &lead.phone)? {
         return Err(Error::Conflict(
             "Phone number is on the Do Not Contact list".into(),
@@ -70,15 +298,10 @@ pub fn create(tx: &mut WriteTx, caller: &Caller, body: Map<String, Value>) -> Re
 }
 
 /// Applies a partial update.
-pub fn update(
-    tx: &mut WriteTx,
-    caller: &Caller,
-    id: &str,
-    body: Map<String, Value>,
-) -> Result<LeadRecord> {
+pub fn update(tx: &mut WriteTx, caller: &Caller, id: &str, patch: LeadPatch) -> Result<LeadRecord> {
     let old = live_lead(tx, caller, id)?;
     let mut lead = old.clone();
-    apply_fields(&mut lead, &body, false)?;
+    patch.apply(&mut lead)?;
     if lead.phone != old.phone
         && !lead.phone.is_empty()
         && tx.dnc_contains(&caller.org_id, &lead.phone)?
@@ -177,54 +400,6 @@ pub fn touch(
     Ok(lead)
 }
 
-fn apply_fields(lead: &mut LeadRecord, body: &Map<String, Value>, creating: bool) -> Result<()> {
-    for (name, value) in body {
-        match name.as_str() {
-            "id" if creating => {}
-            "id" => return Err(Error::BadRequest("Field is read-only: id".into())),
-            "firstName" => lead.first_name = text(name, value)?,
-            "lastName" => lead.last_name = text(name, value)?,
-            "customerProfile" => lead.customer_profile = text(name, value)?,
-            "summary" => lead.summary = text(name, value)?,
-            "externalLeadId" => lead.external_lead_id = text(name, value)?,
-            "secondaryCrmLeadId" => lead.secondary_crm_lead_id = text(name, value)?,
-            "timeZone" => {
-                let zone = text(name, value)?;
-                if !zone.is_empty() && zone.parse::<chrono_tz::Tz>().is_err() {
-                    return Err(Error::invalid_field("timeZone"));
-                }
-                lead.time_zone = zone;
-            }
-            "phone" => {
-                let raw = text(name, value)?;
-                lead.phone = if raw.trim().is_empty() {
-                    String::new()
-                } else {
-                    crate::phone::normalize(&raw).ok_or_else(|| Error::invalid_field("phone"))?
-                };
-            }
-            "email" => {
-                let raw = text(name, value)?;
-                let raw = raw.trim();
-                if !raw.is_empty() && !is_plausible_email(raw) {
-                    return Err(Error::invalid_field("email"));
-                }
-                lead.email = raw.to_string();
-            }
-            "isHot" => lead.is_hot = flag(name, value)?,
-            "isQualified" => lead.is_qualified = flag(name, value)?,
-            "isAiOn" => lead.is_ai_on = flag(name, value)?,
-            "additionalInfo" => merge_additional_info(lead, value)?,
-            "tags" => lead.tags = tags(value)?,
-            other if READ_ONLY.contains(&other) => {
-                return Err(Error::BadRequest(format!("Field is read-only: {other}")))
-            }
-            other => return Err(Error::unknown_field(other)),
-        }
-    }
-    Ok(())
-}
-
 /// A string field; `null` clears it.
 fn text(name: &str, value: &Value) -> Result<String> {
     match value {
@@ -239,10 +414,7 @@ fn flag(name: &str, value: &Value) -> Result<bool> {
 }
 
 /// Merges an object into `additionalInfo`; a `null` value removes its key.
-fn merge_additional_info(lead: &mut LeadRecord, value: &Value) -> Result<()> {
-    let Value::Object(changes) = value else {
-        return Err(Error::invalid_field("additionalInfo"));
-    };
+fn merge_additional_info(lead: &mut LeadRecord, changes: &Map<String, Value>) -> Result<()> {
     let info = match &mut lead.additional_info.0 {
         Value::Object(map) => map,
         other => {
@@ -325,8 +497,57 @@ mod tests {
             additional_info: JsonBlob(json!({"keep": 1, "drop": 2})),
             ..Default::default()
         };
-        apply_fields(&mut lead, body.as_object().unwrap(), creating)?;
+        let body = body.as_object().unwrap();
+        let fields = if creating {
+            LeadInput::from_json(body)?.fields
+        } else {
+            LeadPatch::from_json(body)?
+        };
+        fields.apply(&mut lead)?;
         Ok(lead)
+    }
+
+    #[test]
+    fn a_refusal_names_its_field_and_the_first_fault_in_body_order_wins() {
+        let refused = |body: Value| LeadInput::from_json(body.as_object().unwrap()).unwrap_err();
+        let e = refused(json!({"timeZone": "Mars/Base", "email": "nope"}));
+        assert_eq!(e.refused_field(), Some("timeZone"));
+        assert_eq!(e.to_string(), "Invalid format for field: timeZone");
+        let e = refused(json!({"email": "nope", "timeZone": "Mars/Base"}));
+        assert_eq!(e.refused_field(), Some("email"));
+        // The id is checked before any other member.
+        let e = refused(json!({"email": "nope", "id": "search"}));
+        assert_eq!(e.to_string(), "Invalid format for field: id");
+        let e = refused(json!({"firstName": 3}));
+        assert_eq!(e.refused_field(), Some("firstName"));
+        let e = LeadPatch::from_json(json!({"id": "x"}).as_object().unwrap()).unwrap_err();
+        assert_eq!(e.refused_field(), Some("id"));
+        assert_eq!(e.to_string(), "Field is read-only: id");
+    }
+
+    #[test]
+    fn a_patch_built_in_code_validates_as_the_wire_does() {
+        let mut patch = LeadPatch::default();
+        patch.set_text(LeadText::Email, "  a@b.example ").unwrap();
+        patch
+            .set_text(LeadText::Phone, "+1 (555) 123-4567")
+            .unwrap();
+        assert_eq!(patch.text(LeadText::Email), Some("a@b.example"));
+        assert_eq!(patch.text(LeadText::Phone), Some("+15551234567"));
+        let e = patch.set_text(LeadText::Phone, "555-1234").unwrap_err();
+        assert_eq!(e.to_string(), "Invalid format for field: phone");
+        let tag = |id: &str| TagRecord {
+            id: id.into(),
+            name: id.into(),
+            condition: String::new(),
+        };
+        let too_many: Vec<TagRecord> = (0..=crate::domain::records::limits::TAGS)
+            .map(|_| tag("a"))
+            .collect();
+        let e = patch.set_tags(too_many).unwrap_err();
+        assert_eq!(e.to_string(), "Too many: tags (at most 100)");
+        patch.set_tags(vec![tag("a"), tag("a")]).unwrap();
+        assert_eq!(patch.tags(), Some(&[tag("a")][..]));
     }
 
     #[test]

@@ -78,14 +78,14 @@ pub fn step_text_chars(channel: crate::channel::Channel) -> usize {
     }
 }
 
-/// 400 `Field too long: NAME (at most N)`.
+/// 400 `Field too long: NAME (at most N)`, refusing the field `name`.
 pub fn too_long(name: &str, max: usize) -> Error {
-    Error::BadRequest(format!("Field too long: {name} (at most {max})"))
+    Error::field(name, format!("Field too long: {name} (at most {max})"))
 }
 
-/// 400 `Too many: NAME (at most N)`.
+/// 400 `Too many: NAME (at most N)`, refusing the field `name`.
 pub fn too_many(name: &str, max: usize) -> Error {
-    Error::BadRequest(format!("Too many: {name} (at most {max})"))
+    Error::field(name, format!("Too many: {name} (at most {max})"))
 }
 
 /// `value` has at most `max` characters.

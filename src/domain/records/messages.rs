@@ -197,6 +197,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_refusal_names_the_part_of_the_message_at_fault() {
+        let refused = |content: Value| {
+            let body = json!({"owner": "user", "channel": "email", "content": content});
+            let Value::Object(body) = body else {
+                unreachable!()
+            };
+            let e = MessageInput::from_json(body).unwrap_err();
+            (e.refused_field().map(str::to_string), e.to_string())
+        };
+        let long = "x".repeat(crate::domain::records::limits::SUBJECT_CHARS + 1);
+        assert_eq!(
+            refused(json!({"text": "hi", "subject": long})),
+            (
+                Some("content.subject".into()),
+                "Field too long: content.subject (at most 1000)".into()
+            )
+        );
+        let long = "x".repeat(crate::domain::records::limits::MESSAGE_CHARS + 1);
+        assert_eq!(
+            refused(json!({"text": long})).0.as_deref(),
+            Some("content.text")
+        );
+        assert_eq!(
+            refused(json!({"subject": "no text"})),
+            (
+                Some("content".into()),
+                "Invalid format for field: content".into()
+            )
+        );
+    }
+
+    #[test]
     fn reply_subjects_and_message_ids() {
         assert_eq!(reply_subject("Quote").as_deref(), Some("Re: Quote"));
         assert_eq!(reply_subject("RE: Quote").as_deref(), Some("RE: Quote"));

@@ -488,7 +488,7 @@ mod tests {
                         "tags": if i % 7 == 0 { serde_json::json!([{"id": "vip", "name": "VIP"}]) } else { serde_json::json!([]) },
                     });
                     let serde_json::Value::Object(body) = body else { unreachable!() };
-                    leads::create(tx, &caller, body)?;
+                    leads::create(tx, &caller, leads::LeadInput::from_json(&body)?)?;
                 }
                 Ok(())
             })

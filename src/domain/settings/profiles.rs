@@ -60,161 +60,346 @@ pub fn is_valid_name(name: &str) -> bool {
             .any(|c| c.is_whitespace() || c.is_control() || c == '/')
 }
 
-/// Parses a PUT body into a profile named `name`. `created_at` and `updated_at` are left
-/// 0 for the caller to set. Members are checked in a fixed order (unknown members first,
-/// then as listed in the interface), so a body with several faults always gets the same
-/// message.
-pub fn parse(name: &str, body: Map<String, Value>) -> Result<ProfileRecord> {
-    if !is_valid_name(name) {
-        return Err(Error::invalid_field("name"));
+/// 400 `Invalid format for field: name` unless `name` may name a profile
+/// ([`is_valid_name`]): the first check of a profile's write.
+pub fn check_name(name: &str) -> Result<()> {
+    if is_valid_name(name) {
+        Ok(())
+    } else {
+        Err(Error::invalid_field("name"))
     }
-    refuse_unknown(&body, MEMBERS, "")?;
+}
 
-    let instructions = optional_text(&body, "instructions", "instructions")?;
-    limits::text("instructions", &instructions, limits::INSTRUCTIONS_CHARS)?;
+/// A profile's members as a `PUT /v1/profiles/{name}` body or the console's editor
+/// gives them, typed but not yet held to the profile's rules: [`ProfileInput::record`]
+/// checks them (and `put` through it), in a fixed order (as listed in the interface), so
+/// a profile with several faults always gets the same message, each naming its field
+/// (`cadence[2].text`) when it has one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProfileInput {
+    pub instructions: String,
+    pub cadence: Vec<StepInput>,
+    /// A duration (`30s`); none: the default.
+    pub reply_delay: Option<String>,
+    pub dispositions: Vec<DispositionInput>,
+    /// Blank: none; otherwise normalised to E.164 like a lead's phone.
+    pub transfer_number: String,
+    pub fallback_transfer_number: String,
+    pub voice_greeting: String,
+}
 
-    let cadence = match present(&body, "cadence") {
-        None => Vec::new(),
-        Some(Value::Array(steps)) => {
-            if steps.len() > MAX_STEPS {
-                return Err(Error::BadRequest(format!(
-                    "cadence must hold at most {MAX_STEPS} steps"
-                )));
+/// One step of a cadence, as written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepInput {
+    /// A duration after the previous step (`1d`).
+    pub after: String,
+    /// None: missing or not a channel (refused).
+    pub channel: Option<Channel>,
+    pub text: String,
+    /// Required for email; empty for the others.
+    pub subject: String,
+}
+
+/// One call disposition, as written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DispositionInput {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+}
+
+impl ProfileInput {
+    /// Reads a `PUT` body with the interface's messages: unknown members first, then
+    /// each member's type and rules as [`ProfileInput::record`] checks them, member by
+    /// member. The profile's name is checked before (`check_name`).
+    pub fn from_json(body: &Map<String, Value>) -> Result<ProfileInput> {
+        refuse_unknown(body, MEMBERS, "")?;
+
+        let instructions = optional_text(body, "instructions", "instructions")?;
+        check_instructions(&instructions)?;
+
+        let cadence = match present(body, "cadence") {
+            None => Vec::new(),
+            Some(Value::Array(steps)) => {
+                check_step_count(steps.len())?;
+                steps
+                    .iter()
+                    .enumerate()
+                    .map(|(i, step)| StepInput::from_json(i, step))
+                    .collect::<Result<Vec<_>>>()?
             }
-            steps
-                .iter()
-                .enumerate()
-                .map(|(i, step)| parse_step(i, step))
-                .collect::<Result<Vec<_>>>()?
-        }
-        Some(_) => return Err(Error::invalid_field("cadence")),
-    };
+            Some(_) => return Err(Error::invalid_field("cadence")),
+        };
 
-    let (reply_delay, reply_delay_ms) = match present(&body, "replyDelay") {
-        None => (default_reply_delay(), DEFAULT_REPLY_DELAY_MS),
-        Some(Value::String(text)) => {
-            let ms = duration_ms(text).ok_or_else(|| Error::invalid_field("replyDelay"))?;
-            (text.clone(), ms)
-        }
-        Some(_) => return Err(Error::invalid_field("replyDelay")),
-    };
+        let reply_delay = match present(body, "replyDelay") {
+            None => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(_) => return Err(Error::invalid_field("replyDelay")),
+        };
+        reply_delay_of(reply_delay.as_deref())?;
 
-    let dispositions = match present(&body, "dispositions") {
-        None => Vec::new(),
-        Some(Value::Array(items)) => {
-            limits::count("dispositions", items.len(), limits::DISPOSITIONS)?;
-            let mut out: Vec<DispositionRecord> = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                let disposition = parse_disposition(i, item)?;
-                if out.iter().any(|d| d.id == disposition.id) {
-                    return Err(Error::BadRequest(format!(
-                        "Duplicate disposition id: {}",
-                        disposition.id
-                    )));
+        let dispositions = match present(body, "dispositions") {
+            None => Vec::new(),
+            Some(Value::Array(items)) => {
+                limits::count("dispositions", items.len(), limits::DISPOSITIONS)?;
+                let mut out: Vec<DispositionInput> = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    let disposition = DispositionInput::from_json(i, item)?;
+                    refuse_duplicate(i, &out, &disposition)?;
+                    out.push(disposition);
                 }
-                out.push(disposition);
+                out
             }
-            out
-        }
-        Some(_) => return Err(Error::invalid_field("dispositions")),
-    };
+            Some(_) => return Err(Error::invalid_field("dispositions")),
+        };
 
-    let transfer_number = phone(&body, "transferNumber")?;
-    let fallback_transfer_number = phone(&body, "fallbackTransferNumber")?;
+        let transfer_number = phone_text(body, "transferNumber")?;
+        phone("transferNumber", &transfer_number)?;
+        let fallback_transfer_number = phone_text(body, "fallbackTransferNumber")?;
+        phone("fallbackTransferNumber", &fallback_transfer_number)?;
 
-    let voice_greeting = optional_text(&body, "voiceGreeting", "voiceGreeting")?;
-    limits::text("voiceGreeting", &voice_greeting, limits::GREETING_CHARS)?;
-    check_placeholders(&voice_greeting)?;
+        let voice_greeting = optional_text(body, "voiceGreeting", "voiceGreeting")?;
+        check_greeting(&voice_greeting)?;
 
-    Ok(ProfileRecord {
-        name: name.to_string(),
-        instructions,
-        cadence,
-        reply_delay_ms,
-        reply_delay,
-        dispositions,
-        transfer_number,
-        fallback_transfer_number,
-        voice_greeting,
-        created_at: 0,
-        updated_at: 0,
-    })
-}
-
-fn parse_step(index: usize, step: &Value) -> Result<StepRecord> {
-    let path = format!("cadence[{index}]");
-    let Value::Object(step) = step else {
-        return Err(Error::invalid_field(&path));
-    };
-    refuse_unknown(step, STEP_MEMBERS, &path)?;
-    let field = |member: &str| format!("{path}.{member}");
-
-    let (after, after_ms) = match step.get("after") {
-        Some(Value::String(text)) => match duration_ms(text) {
-            Some(ms) => (text.clone(), ms),
-            None => return Err(Error::invalid_field(&field("after"))),
-        },
-        _ => return Err(Error::invalid_field(&field("after"))),
-    };
-
-    let channel = step
-        .get("channel")
-        .and_then(Value::as_str)
-        .and_then(Channel::parse)
-        .ok_or_else(|| Error::invalid_field(&field("channel")))?;
-
-    let text = match step.get("text") {
-        Some(Value::String(text)) if !text.trim().is_empty() => text.clone(),
-        _ => return Err(Error::invalid_field(&field("text"))),
-    };
-    limits::text(&field("text"), &text, limits::step_text_chars(channel))?;
-    check_placeholders(&text)?;
-
-    let subject = match present(step, "subject") {
-        None => String::new(),
-        Some(Value::String(subject)) => subject.clone(),
-        Some(_) => return Err(Error::invalid_field(&field("subject"))),
-    };
-    if channel == Channel::Email && subject.trim().is_empty() {
-        return Err(Error::invalid_field(&field("subject")));
+        Ok(ProfileInput {
+            instructions,
+            cadence,
+            reply_delay,
+            dispositions,
+            transfer_number,
+            fallback_transfer_number,
+            voice_greeting,
+        })
     }
-    limits::text(&field("subject"), &subject, limits::SUBJECT_CHARS)?;
-    check_placeholders(&subject)?;
 
-    Ok(StepRecord {
-        after,
-        after_ms,
-        channel,
-        text,
-        subject,
-    })
+    /// The profile named `name` these members make, held to the profile's rules.
+    /// `created_at` and `updated_at` are left 0 for the caller to set.
+    pub fn record(&self, name: &str) -> Result<ProfileRecord> {
+        check_name(name)?;
+        check_instructions(&self.instructions)?;
+        check_step_count(self.cadence.len())?;
+        let cadence = self
+            .cadence
+            .iter()
+            .enumerate()
+            .map(|(i, step)| step.record(i))
+            .collect::<Result<Vec<_>>>()?;
+        let (reply_delay, reply_delay_ms) = reply_delay_of(self.reply_delay.as_deref())?;
+        limits::count(
+            "dispositions",
+            self.dispositions.len(),
+            limits::DISPOSITIONS,
+        )?;
+        let mut dispositions: Vec<DispositionRecord> = Vec::with_capacity(self.dispositions.len());
+        for (i, d) in self.dispositions.iter().enumerate() {
+            let disposition = d.record(i)?;
+            if dispositions.iter().any(|d| d.id == disposition.id) {
+                return Err(duplicate(i, &disposition.id));
+            }
+            dispositions.push(disposition);
+        }
+        let transfer_number = phone("transferNumber", &self.transfer_number)?;
+        let fallback_transfer_number =
+            phone("fallbackTransferNumber", &self.fallback_transfer_number)?;
+        check_greeting(&self.voice_greeting)?;
+        Ok(ProfileRecord {
+            name: name.to_string(),
+            instructions: self.instructions.clone(),
+            cadence,
+            reply_delay_ms,
+            reply_delay,
+            dispositions,
+            transfer_number,
+            fallback_transfer_number,
+            voice_greeting: self.voice_greeting.clone(),
+            created_at: 0,
+            updated_at: 0,
+        })
+    }
 }
 
-fn parse_disposition(index: usize, item: &Value) -> Result<DispositionRecord> {
-    let path = format!("dispositions[{index}]");
-    let Value::Object(item) = item else {
-        return Err(Error::invalid_field(&path));
-    };
-    refuse_unknown(item, DISPOSITION_MEMBERS, &path)?;
-    let required = |member: &str| match item.get(member) {
-        Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.clone()),
-        _ => Err(Error::invalid_field(&format!("{path}.{member}"))),
-    };
-    let id = required("id")?;
-    limits::text(&format!("{path}.id"), &id, limits::CALL_FIELD_CHARS)?;
-    let name = required("name")?;
-    limits::text(&format!("{path}.name"), &name, limits::CALL_FIELD_CHARS)?;
-    let description = optional_text(item, "description", &format!("{path}.description"))?;
-    limits::text(
-        &format!("{path}.description"),
-        &description,
-        limits::DISPOSITION_DESCRIPTION_CHARS,
-    )?;
-    Ok(DispositionRecord {
-        id,
-        name,
-        description,
-    })
+fn check_instructions(instructions: &str) -> Result<()> {
+    limits::text("instructions", instructions, limits::INSTRUCTIONS_CHARS)
+}
+
+fn check_step_count(count: usize) -> Result<()> {
+    if count > MAX_STEPS {
+        return Err(Error::field(
+            "cadence",
+            format!("cadence must hold at most {MAX_STEPS} steps"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_greeting(greeting: &str) -> Result<()> {
+    limits::text("voiceGreeting", greeting, limits::GREETING_CHARS)?;
+    check_placeholders(greeting)
+}
+
+/// The reply delay's text and milliseconds (none: the default).
+fn reply_delay_of(text: Option<&str>) -> Result<(String, u64)> {
+    match text {
+        None => Ok((default_reply_delay(), DEFAULT_REPLY_DELAY_MS)),
+        Some(text) => {
+            let ms = duration_ms(text).ok_or_else(|| Error::invalid_field("replyDelay"))?;
+            Ok((text.to_string(), ms))
+        }
+    }
+}
+
+impl StepInput {
+    /// Reads step `index` of a body's `cadence`, checking each member as it is read.
+    fn from_json(index: usize, step: &Value) -> Result<StepInput> {
+        let path = format!("cadence[{index}]");
+        let Value::Object(step) = step else {
+            return Err(Error::invalid_field(&path));
+        };
+        refuse_unknown(step, STEP_MEMBERS, &path)?;
+        let field = |member: &str| format!("{path}.{member}");
+        let after = match step.get("after") {
+            Some(Value::String(text)) => text.clone(),
+            _ => return Err(Error::invalid_field(&field("after"))),
+        };
+        step_after(&path, &after)?;
+        let channel = step
+            .get("channel")
+            .and_then(Value::as_str)
+            .and_then(Channel::parse)
+            .ok_or_else(|| Error::invalid_field(&field("channel")))?;
+        let text = match step.get("text") {
+            Some(Value::String(text)) => text.clone(),
+            _ => return Err(Error::invalid_field(&field("text"))),
+        };
+        step_text(&path, channel, &text)?;
+        let subject = match present(step, "subject") {
+            None => String::new(),
+            Some(Value::String(subject)) => subject.clone(),
+            Some(_) => return Err(Error::invalid_field(&field("subject"))),
+        };
+        step_subject(&path, channel, &subject)?;
+        Ok(StepInput {
+            after,
+            channel: Some(channel),
+            text,
+            subject,
+        })
+    }
+
+    /// Step `index` as stored, held to the step's rules.
+    fn record(&self, index: usize) -> Result<StepRecord> {
+        let path = format!("cadence[{index}]");
+        let after_ms = step_after(&path, &self.after)?;
+        let channel = self
+            .channel
+            .ok_or_else(|| Error::invalid_field(&format!("{path}.channel")))?;
+        step_text(&path, channel, &self.text)?;
+        step_subject(&path, channel, &self.subject)?;
+        Ok(StepRecord {
+            after: self.after.clone(),
+            after_ms,
+            channel,
+            text: self.text.clone(),
+            subject: self.subject.clone(),
+        })
+    }
+}
+
+/// A step's `after`: a duration, in milliseconds.
+fn step_after(path: &str, after: &str) -> Result<u64> {
+    duration_ms(after).ok_or_else(|| Error::invalid_field(&format!("{path}.after")))
+}
+
+/// A step's `text`: not blank, within the channel's bound, known placeholders only.
+fn step_text(path: &str, channel: Channel, text: &str) -> Result<()> {
+    let field = format!("{path}.text");
+    if text.trim().is_empty() {
+        return Err(Error::invalid_field(&field));
+    }
+    limits::text(&field, text, limits::step_text_chars(channel))?;
+    check_placeholders(text)
+}
+
+/// A step's `subject`: required for email, within its bound, known placeholders only.
+fn step_subject(path: &str, channel: Channel, subject: &str) -> Result<()> {
+    let field = format!("{path}.subject");
+    if channel == Channel::Email && subject.trim().is_empty() {
+        return Err(Error::invalid_field(&field));
+    }
+    limits::text(&field, subject, limits::SUBJECT_CHARS)?;
+    check_placeholders(subject)
+}
+
+impl DispositionInput {
+    /// Reads disposition `index` of a body's `dispositions`, member by member.
+    fn from_json(index: usize, item: &Value) -> Result<DispositionInput> {
+        let path = format!("dispositions[{index}]");
+        let Value::Object(item) = item else {
+            return Err(Error::invalid_field(&path));
+        };
+        refuse_unknown(item, DISPOSITION_MEMBERS, &path)?;
+        let required = |member: &str| match item.get(member) {
+            Some(Value::String(text)) => {
+                disposition_text(&path, member, text)?;
+                Ok(text.clone())
+            }
+            _ => Err(Error::invalid_field(&format!("{path}.{member}"))),
+        };
+        let id = required("id")?;
+        let name = required("name")?;
+        let description = optional_text(item, "description", &format!("{path}.description"))?;
+        disposition_text(&path, "description", &description)?;
+        Ok(DispositionInput {
+            id,
+            name,
+            description,
+        })
+    }
+
+    /// Disposition `index` as stored, held to its rules.
+    fn record(&self, index: usize) -> Result<DispositionRecord> {
+        let path = format!("dispositions[{index}]");
+        disposition_text(&path, "id", &self.id)?;
+        disposition_text(&path, "name", &self.name)?;
+        disposition_text(&path, "description", &self.description)?;
+        Ok(DispositionRecord {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            description: self.description.clone(),
+        })
+    }
+}
+
+/// A disposition's `id` and `name` (required, not blank) or `description`, within
+/// their bounds.
+fn disposition_text(path: &str, member: &str, text: &str) -> Result<()> {
+    let field = format!("{path}.{member}");
+    if member == "description" {
+        return limits::text(&field, text, limits::DISPOSITION_DESCRIPTION_CHARS);
+    }
+    if text.trim().is_empty() {
+        return Err(Error::invalid_field(&field));
+    }
+    limits::text(&field, text, limits::CALL_FIELD_CHARS)
+}
+
+/// `Duplicate disposition id: ID`, refusing disposition `index`'s id.
+fn duplicate(index: usize, id: &str) -> Error {
+    Error::field(
+        &format!("dispositions[{index}].id"),
+        format!("Duplicate disposition id: {id}"),
+    )
+}
+
+fn refuse_duplicate(
+    index: usize,
+    earlier: &[DispositionInput],
+    disposition: &DispositionInput,
+) -> Result<()> {
+    if earlier.iter().any(|d| d.id == disposition.id) {
+        return Err(duplicate(index, &disposition.id));
+    }
+    Ok(())
 }
 
 /// `Unknown field: {prefix}.{member}` for the first member not in `known`.
@@ -244,17 +429,18 @@ fn optional_text(object: &Map<String, Value>, member: &str, path: &str) -> Resul
     }
 }
 
-/// A transfer number: `null`, absent or blank is "none"; anything else must normalise to
-/// E.164 like a lead's phone.
-fn phone(object: &Map<String, Value>, member: &str) -> Result<String> {
-    match present(object, member) {
-        None => Ok(String::new()),
-        Some(Value::String(raw)) if raw.trim().is_empty() => Ok(String::new()),
-        Some(Value::String(raw)) => {
-            crate::phone::normalize(raw).ok_or_else(|| Error::invalid_field(member))
-        }
-        Some(_) => Err(Error::invalid_field(member)),
+/// A transfer number member's text: "" when absent or `null`.
+fn phone_text(object: &Map<String, Value>, member: &str) -> Result<String> {
+    optional_text(object, member, member)
+}
+
+/// A transfer number: blank is "none"; anything else must normalise to E.164 like a
+/// lead's phone.
+fn phone(member: &str, raw: &str) -> Result<String> {
+    if raw.trim().is_empty() {
+        return Ok(String::new());
     }
+    crate::phone::normalize(raw).ok_or_else(|| Error::invalid_field(member))
 }
 
 fn duration_ms(text: &str) -> Option<u64> {
@@ -314,9 +500,9 @@ pub fn put(
     tx: &mut WriteTx,
     caller: &Caller,
     name: &str,
-    body: Map<String, Value>,
+    input: &ProfileInput,
 ) -> Result<ProfileRecord> {
-    let mut profile = parse(name, body)?;
+    let mut profile = input.record(name)?;
     let old = tx.profile(&caller.org_id, name)?;
     if old.is_none() && tx.profile_count(&caller.org_id)? >= limits::PROFILES {
         return Err(limits::too_many("profiles", limits::PROFILES));
@@ -378,6 +564,12 @@ pub fn find(read: &ReadTx, caller: &Caller, name: &str) -> Result<ProfileRecord>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The API's path: the name, then the body.
+    fn parse(name: &str, body: Map<String, Value>) -> Result<ProfileRecord> {
+        check_name(name)?;
+        ProfileInput::from_json(&body)?.record(name)
+    }
 
     fn body(value: Value) -> Map<String, Value> {
         match value {
@@ -802,6 +994,60 @@ mod tests {
                 "Invalid format for field: fallbackTransferNumber"
             );
         }
+    }
+
+    #[test]
+    fn refusals_name_the_field_a_form_shows_them_beside() {
+        let refused = |value: Value| {
+            let e = ProfileInput::from_json(&body(value)).unwrap_err();
+            (e.refused_field().map(str::to_string), e.to_string())
+        };
+        assert_eq!(
+            refused(json!({"cadence": [{"after": "soon", "channel": "sms", "text": "x"}]})),
+            (
+                Some("cadence[0].after".into()),
+                "Invalid format for field: cadence[0].after".into()
+            )
+        );
+        assert_eq!(
+            refused(json!({"instructions": "x".repeat(limits::INSTRUCTIONS_CHARS + 1)})),
+            (
+                Some("instructions".into()),
+                "Field too long: instructions (at most 20000)".into()
+            )
+        );
+        // Members are checked in the interface's order, whatever the body's.
+        assert_eq!(
+            refused(json!({"transferNumber": "nope", "replyDelay": "soon"})).1,
+            "Invalid format for field: replyDelay"
+        );
+        assert_eq!(
+            refused(json!({"nickname": 1})),
+            (None, "Unknown field: nickname".into())
+        );
+    }
+
+    #[test]
+    fn an_input_built_in_code_is_held_to_the_same_rules() {
+        let mut input = ProfileInput::from_json(&body(spec_example())).unwrap();
+        assert_eq!(
+            input.record("solar").unwrap(),
+            parse("solar", body(spec_example())).unwrap()
+        );
+        input.cadence[1].subject = " ".into();
+        let e = input.record("solar").unwrap_err();
+        assert_eq!(e.refused_field(), Some("cadence[1].subject"));
+        input.cadence[1].subject = "Quote".into();
+        input.cadence[0].channel = None;
+        let e = input.record("solar").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Invalid format for field: cadence[0].channel"
+        );
+        assert_eq!(
+            input.record("a b").unwrap_err().to_string(),
+            "Invalid format for field: name"
+        );
     }
 
     #[test]

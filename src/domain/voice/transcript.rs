@@ -200,7 +200,7 @@ mod tests {
                     let Value::Object(body) = body else {
                         unreachable!()
                     };
-                    calls::put(tx, &caller, id, body)?;
+                    calls::put(tx, &caller, id, calls::CallInput::from_json(id, &body)?)?;
                 }
                 append(tx, "o", "full", Role::Agent, "one more", 0)?;
                 append(tx, "o", "short", Role::Lead, &"é".repeat(5_000), 0)

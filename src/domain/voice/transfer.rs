@@ -9,13 +9,16 @@
 //! (`calls`). These are cold transfers (the lead is bridged to the number): `endedBy`,
 //! which the interface keeps for warm transfers, is not set.
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
+use crate::domain::records::calls::CallInput;
 use crate::domain::voice::voice::{self, Answer};
 use crate::error::Result;
-use crate::store::rows::{CallRecord, TransferStage};
+use crate::store::rows::{
+    AnswerStatus, CallDetails, CallRecord, TransferFailureCode, TransferStage, TransferStatus,
+};
 use crate::store::{Reader, WriteTx};
-use crate::time::{self, Micros};
+use crate::time::{Micros, Timestamp};
 
 /// What the lead hears when no one took the transfer.
 pub const NO_ONE_AVAILABLE: &str =
@@ -71,10 +74,8 @@ pub fn numbers(read: &impl Reader, org: &str, call_id: &str) -> Result<(String, 
         .unwrap_or_default())
 }
 
-fn change(tx: &mut WriteTx, org: &str, call: &CallRecord, changes: Value) -> Result<()> {
-    if let Value::Object(changes) = changes {
-        voice::update_call(tx, org, call, changes)?;
-    }
+fn change(tx: &mut WriteTx, org: &str, call: &CallRecord, changes: CallDetails) -> Result<()> {
+    voice::update_call(tx, org, call, CallInput::set(changes))?;
     Ok(())
 }
 
@@ -112,14 +113,15 @@ pub fn handover(
         tx,
         org,
         &call,
-        json!({
-            "isTransfer": true,
-            "midCallTransfer": true,
-            "transferInitiatedAt": time::format(now),
-            "transferNumber": primary,
-            "transferAnswerStatus": "pending",
-            "agentConnected": false,
-        }),
+        CallDetails {
+            is_transfer: Some(true),
+            mid_call_transfer: Some(true),
+            transfer_initiated_at: Some(Timestamp(now)),
+            transfer_number: Some(primary.clone()),
+            transfer_answer_status: Some(AnswerStatus::Pending),
+            agent_connected: Some(false),
+            ..CallDetails::default()
+        },
     )?;
     Ok(Answer::Dial {
         number: primary,
@@ -160,32 +162,27 @@ pub fn dialed(
         return Ok(Answer::Hangup);
     };
     let (_, fallback) = numbers(tx, org, call_id)?;
+    let mut changes = CallDetails::default();
     let answer_field = if ring.attempt == 1 {
-        "transferAnswerStatus"
+        &mut changes.transfer_answer_status
     } else {
-        "transferFallbackAnswerStatus"
+        &mut changes.transfer_fallback_answer_status
     };
-    let mut changes = Map::new();
     let answer = if ring.answered {
-        changes.insert(answer_field.into(), json!("answered"));
-        changes.insert("transferStatus".into(), json!("connected"));
-        changes.insert("agentConnected".into(), json!(true));
-        changes.insert(
-            "midCallTransferDuration".into(),
-            json!(ring.duration_seconds),
-        );
-        changes.insert(
-            "transferWaitDurationSeconds".into(),
-            json!(wait_seconds(&call, now, ring.duration_seconds)),
-        );
+        *answer_field = Some(AnswerStatus::Answered);
+        changes.transfer_status = Some(TransferStatus::Connected);
+        changes.agent_connected = Some(true);
+        changes.mid_call_transfer_duration = Some(ring.duration_seconds);
+        changes.transfer_wait_duration_seconds =
+            Some(wait_seconds(&call, now, ring.duration_seconds));
         session.transfer = TransferStage::Finished;
         Answer::Hangup
     } else {
-        changes.insert(answer_field.into(), json!("no_answer"));
+        *answer_field = Some(AnswerStatus::NoAnswer);
         if ring.attempt == 1 && !ring.lead_gone && !fallback.is_empty() {
-            changes.insert("transferFallbackAttempted".into(), json!(true));
-            changes.insert("fallbackTransferNumber".into(), json!(fallback));
-            changes.insert("transferFallbackAnswerStatus".into(), json!("pending"));
+            changes.transfer_fallback_attempted = Some(true);
+            changes.fallback_transfer_number = Some(fallback.clone());
+            changes.transfer_fallback_answer_status = Some(AnswerStatus::Pending);
             session.transfer = TransferStage::Fallback;
             Answer::Dial {
                 number: fallback,
@@ -193,16 +190,13 @@ pub fn dialed(
             }
         } else {
             let code = if ring.lead_gone {
-                "lead_disconnected"
+                TransferFailureCode::LeadDisconnected
             } else {
-                "agent_not_connected"
+                TransferFailureCode::AgentNotConnected
             };
-            changes.insert("transferStatus".into(), json!("failed"));
-            changes.insert("transferFailureCode".into(), json!(code));
-            changes.insert(
-                "transferWaitDurationSeconds".into(),
-                json!(wait_seconds(&call, now, 0)),
-            );
+            changes.transfer_status = Some(TransferStatus::Failed);
+            changes.transfer_failure_code = Some(code);
+            changes.transfer_wait_duration_seconds = Some(wait_seconds(&call, now, 0));
             session.transfer = TransferStage::Finished;
             if ring.lead_gone {
                 Answer::Hangup
@@ -212,7 +206,7 @@ pub fn dialed(
         }
     };
     tx.put_voice_session(org, call_id, &session)?;
-    change(tx, org, &call, Value::Object(changes))?;
+    change(tx, org, &call, changes)?;
     Ok(answer)
 }
 

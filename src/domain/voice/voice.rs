@@ -9,19 +9,20 @@
 //! renders as TwiML. Transfers have their own file (`transfer`), the transcript too
 //! (`transcript`).
 
-use serde_json::{json, Map, Value};
-
 use crate::domain::contact::inbound;
 use crate::domain::engagement::agenda::{self, JobKey};
-use crate::domain::records::calls;
+use crate::domain::records::calls::{self, CallInput};
 use crate::domain::settings::org::business_name;
 use crate::domain::settings::templates;
 use crate::domain::voice::transcript;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::{CallOutcome, CallStatus};
-use crate::store::rows::{CallRecord, JobKind, LeadRecord, ProfileRecord, VoiceSession};
+use crate::store::rows::{
+    CallDetails, CallRecord, Direction, JobKind, LeadRecord, ProfileRecord, VoiceSession,
+};
 use crate::store::{Reader, WriteTx};
+use crate::time::Timestamp;
 
 /// The profile an unknown caller's call follows, when the organization has one.
 pub const DEFAULT_PROFILE: &str = "default";
@@ -62,13 +63,6 @@ pub fn session(read: &impl Reader, org: &str, call_id: &str) -> Result<VoiceSess
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Call {call_id}")))
 }
 
-fn object(value: Value) -> Result<Map<String, Value>> {
-    match value {
-        Value::Object(map) => Ok(map),
-        _ => Err(Error::Internal("a call change is not an object".into())),
-    }
-}
-
 /// Records an outbound call to `lead` before the provider is asked to dial it: the call
 /// (`QUEUED`, AI-initiated, a follow-up after a cadence's first step) with its `CALL`
 /// event, and its session. `say` is what the call says without the assistant (a cadence
@@ -81,14 +75,15 @@ pub fn start_outbound(
     say: String,
 ) -> Result<CallRecord> {
     let call_id = crate::ids::generate("call");
-    let changes = object(json!({
-        "leadId": lead.id,
-        "direction": "OUTBOUND",
-        "callStatus": CallStatus::Queued.as_str(),
-        "isAiInitiated": true,
-        "isFollowUp": follow_up,
-    }))?;
-    let (call, _) = calls::put(tx, &Caller::system(org), &call_id, changes)?;
+    let changes = CallDetails {
+        lead_id: Some(lead.id.clone()),
+        direction: Some(Direction::Outbound),
+        call_status: Some(CallStatus::Queued.as_str().to_string()),
+        is_ai_initiated: Some(true),
+        is_follow_up: Some(follow_up),
+        ..CallDetails::default()
+    };
+    let (call, _) = calls::put(tx, &Caller::system(org), &call_id, CallInput::set(changes))?;
     let session = VoiceSession {
         lead_id: lead.id.clone(),
         profile: lead.customer_profile.clone(),
@@ -221,15 +216,14 @@ pub fn inbound(
         Some(call_id) => call_id,
         None => {
             let call_id = crate::ids::generate("call");
-            let mut changes = object(json!({
-                "direction": "INBOUND",
-                "callStatus": CallStatus::InProgress.as_str(),
-                "isAiInitiated": false,
-            }))?;
-            if let Some(lead) = &lead {
-                changes.insert("leadId".into(), json!(lead.id));
-            }
-            calls::put_unattached(tx, &Caller::system(org), &call_id, changes)?;
+            let changes = CallDetails {
+                lead_id: lead.as_ref().map(|l| l.id.clone()),
+                direction: Some(Direction::Inbound),
+                call_status: Some(CallStatus::InProgress.as_str().to_string()),
+                is_ai_initiated: Some(false),
+                ..CallDetails::default()
+            };
+            calls::put_unattached(tx, &Caller::system(org), &call_id, CallInput::set(changes))?;
             let profile = match &lead {
                 Some(lead) => lead.customer_profile.clone(),
                 None => DEFAULT_PROFILE.to_string(),
@@ -283,7 +277,7 @@ pub fn status_changed(
         return Ok(false);
     };
     let before = current_status(&call);
-    let mut changes = Map::new();
+    let mut changes = CallDetails::default();
     let mut ended = None;
     if let Some(status) = update.status {
         let forward = match before {
@@ -291,33 +285,31 @@ pub fn status_changed(
             Some(before) => !before.is_final() && status.rank() > before.rank(),
         };
         if forward {
-            changes.insert("callStatus".into(), json!(status.as_str()));
+            changes.call_status = Some(status.as_str().to_string());
             if status.is_final() {
                 ended = Some(status);
             }
         }
     }
     if let Some(seconds) = update.duration_seconds {
-        changes.insert("durationSeconds".into(), json!(seconds));
+        changes.duration_seconds = Some(seconds);
     }
     match update.answered_by.as_deref() {
-        Some("human") => {
-            changes.insert("hasVoicemail".into(), json!(false));
-        }
+        Some("human") => changes.has_voicemail = Some(false),
         Some(machine) if machine.starts_with("machine_") || machine == "fax" => {
-            changes.insert("hasVoicemail".into(), json!(true));
+            changes.has_voicemail = Some(true);
         }
         _ => {}
     }
-    if changes.is_empty() {
+    if changes == CallDetails::default() {
         return Ok(true);
     }
     let turns = transcript::turns(&call);
     if ended.is_some() && call.details.is_ai_initiated == Some(true) {
         let lead_spoke = turns.iter().any(transcript::is_spoken_by_lead);
-        changes.insert("aiCallWithoutHumanResponse".into(), json!(!lead_spoke));
+        changes.ai_call_without_human_response = Some(!lead_spoke);
     }
-    update_call(tx, org, &call, changes)?;
+    update_call(tx, org, &call, CallInput::set(changes))?;
     let spoken = turns.iter().filter(|t| transcript::is_spoken(t)).count();
     if ended == Some(CallStatus::Complete)
         && !session.post_call_scheduled
@@ -344,7 +336,7 @@ pub fn update_call(
     tx: &mut WriteTx,
     org: &str,
     call: &CallRecord,
-    changes: Map<String, Value>,
+    changes: CallInput,
 ) -> Result<CallRecord> {
     let caller = Caller::system(org);
     let (call, _) = if call.details.lead_id.is_some() {
@@ -381,20 +373,17 @@ pub fn classified(
     let Some(call) = tx.call(org, call_id)? else {
         return Ok(());
     };
-    let mut changes = Map::new();
-    if let Some(summary) = &outcome.summary {
-        changes.insert("summary".into(), json!(summary));
-    }
+    let mut changes = CallDetails {
+        summary: outcome.summary.clone(),
+        ..CallDetails::default()
+    };
     if let Some((id, name)) = &outcome.disposition {
-        changes.insert("dispositionId".into(), json!(id));
-        changes.insert("dispositionName".into(), json!(name));
-        changes.insert(
-            "dispositionClassifiedAt".into(),
-            json!(crate::time::format(tx.tick())),
-        );
+        changes.disposition_id = Some(id.clone());
+        changes.disposition_name = Some(name.clone());
+        changes.disposition_classified_at = Some(Timestamp(tx.tick()));
     }
-    if !changes.is_empty() {
-        update_call(tx, org, &call, changes)?;
+    if changes != CallDetails::default() {
+        update_call(tx, org, &call, CallInput::set(changes))?;
     }
     if let (Some(error), Some(lead)) = (&outcome.error, &call.details.lead_id) {
         if tx.lead(org, lead)?.is_some() {
