@@ -664,6 +664,8 @@ pub enum SystemEvent {
     ToolCall,
     /// Something a person did in the console (`action`, `userId`, `name`, details).
     UserAction,
+    /// An entry of the lead's consent ledger (`domain::records::consent`), never edited.
+    Consent,
 }
 
 impl SystemEvent {
@@ -675,6 +677,7 @@ impl SystemEvent {
             SystemEvent::ComplianceBlocked => "COMPLIANCE_BLOCKED",
             SystemEvent::ToolCall => "TOOL_CALL",
             SystemEvent::UserAction => "USER_ACTION",
+            SystemEvent::Consent => "CONSENT",
         }
     }
 }

@@ -16,14 +16,14 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{
     ConsentEntry, ConsentSource, ConsentState, ConsentStatus, LeadRecord, Proof, Purpose,
-    RecordedBy,
+    RecordedBy, SystemEvent,
 };
 use crate::store::{ReadTx, Reader, WriteTx};
 use crate::time::{self, now_micros, Micros};
 use crate::webhooks::{self, WebhookEvent};
 
 /// The event type of a ledger entry.
-pub const CONSENT_EVENT: &str = "CONSENT";
+pub const CONSENT_EVENT: &str = SystemEvent::Consent.as_str();
 
 /// Most entries one lead's ledger keeps: a ledger is a short history of decisions.
 pub const MAX_ENTRIES: usize = 1_000;

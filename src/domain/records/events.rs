@@ -31,7 +31,7 @@ impl EventInput {
         let mut data = Map::new();
         for (name, value) in body {
             match (name.as_str(), value) {
-                ("type", Value::String(s)) if s == super::consent::CONSENT_EVENT => {
+                ("type", Value::String(s)) if s == SystemEvent::Consent.as_str() => {
                     return Err(Error::field(
                         "type",
                         "CONSENT events are written through POST /v1/leads/{id}/consent",
