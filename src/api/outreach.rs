@@ -52,12 +52,7 @@ pub async fn send_message(
     origin: Origin,
 ) -> Result<Outcome<crate::store::EventRow>> {
     let channel = input.channel;
-    let text = input
-        .content
-        .get("text")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let text = input.text().to_string();
     let subject = input
         .content
         .get("subject")
