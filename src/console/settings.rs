@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::form::Form;
 use super::layout;
-use super::pages::{notification_list, NOTIFICATIONS_SHOWN};
+use super::notifications::{notification_list, NOTIFICATIONS_SHOWN};
 use super::respond;
 use super::session::Visitor;
 use crate::api::response::Body;
