@@ -22,12 +22,11 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use serde_json::json;
 
-use engaged::config::Config;
 use engaged::domain::records::leads;
 use engaged::domain::settings::profiles;
 use engaged::domain::Caller;
-use engaged::server::Server;
 use engaged::store::{Flow, Reader, Start, Store};
+use engaged::testkit::TestServer;
 
 const BURST: usize = 10_000;
 const WAITING: usize = 100_000;
@@ -42,11 +41,8 @@ fn main() {
 }
 
 async fn run() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(Config::for_tests(dir.path().to_path_buf()))
-        .await
-        .expect("server");
-    let store = server.store().clone();
+    let ts = TestServer::start().await;
+    let store = ts.server.store().clone();
     let (key, caller) = support::org_with_key(&store, "admin").await;
     for (name, after) in [("burst", "0s"), ("later", "1d"), ("soon", "1s")] {
         let c = caller.clone();
@@ -67,11 +63,8 @@ async fn run() {
     );
 
     // 1. Burst, with GETs alongside.
-    let client = engaged::testkit::https_client(
-        &dir.path().join("tls/cert.pem"),
-        engaged::testkit::Versions::Http1,
-    );
-    let base = format!("https://localhost:{}", server.local_addr().port());
+    let client = engaged::testkit::https_client(&ts.cert(), engaged::testkit::Versions::Http1);
+    let base = ts.base.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let latencies: Arc<Mutex<Vec<Duration>>> = Arc::default();
     let mut readers = Vec::new();
@@ -167,7 +160,7 @@ async fn run() {
         ms(support::percentile(&lateness, 0.50)),
         ms(support::percentile(&lateness, 1.0)),
     );
-    server.shutdown().await;
+    ts.server.shutdown().await;
 }
 
 /// Creates `n` leads `{prefix}-{i}` following `profile` ("" for none), a chunk per job.

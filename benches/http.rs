@@ -19,26 +19,21 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use serde_json::{json, Value};
 
-use engaged::config::Config;
 use engaged::domain::records::calls;
 use engaged::domain::records::leads;
 use engaged::domain::records::limits;
-use engaged::server::Server;
+use engaged::testkit::TestServer;
 
 struct Bench {
-    _dir: tempfile::TempDir,
-    server: Server,
+    ts: TestServer,
     client: engaged::testkit::HttpsClient,
     base: String,
     key: String,
 }
 
 async fn setup(leads_n: usize) -> Bench {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(Config::for_tests(dir.path().to_path_buf()))
-        .await
-        .expect("server");
-    let store = server.store();
+    let ts = TestServer::start().await;
+    let store = ts.server.store();
     let (key, caller) = support::org_with_key(store, "write").await;
     for chunk in 0..leads_n.div_ceil(1000) {
         let c = caller.clone();
@@ -55,14 +50,10 @@ async fn setup(leads_n: usize) -> Bench {
             .await
             .expect("seed");
     }
-    let client = engaged::testkit::https_client(
-        &dir.path().join("tls/cert.pem"),
-        engaged::testkit::Versions::Http1,
-    );
-    let base = format!("https://localhost:{}", server.local_addr().port());
+    let client = engaged::testkit::https_client(&ts.cert(), engaged::testkit::Versions::Http1);
+    let base = ts.base.clone();
     Bench {
-        _dir: dir,
-        server,
+        ts,
         client,
         base,
         key,
@@ -113,7 +104,7 @@ fn http(c: &mut Criterion) {
             )
         })
     });
-    let stats = bench.server.store().writer_stats();
+    let stats = bench.ts.server.store().writer_stats();
     let (jobs_before, commits_before) = (
         stats.jobs.load(Ordering::Relaxed),
         stats.commits.load(Ordering::Relaxed),
@@ -203,7 +194,7 @@ fn neighbour(c: &mut Criterion) {
         .expect("runtime");
     let (bench, noisy_key) = rt.block_on(async {
         let bench = setup(1).await;
-        let store = bench.server.store();
+        let store = bench.ts.server.store();
         let (noisy_key, noisy) = support::named_org_with_key(store, "noisy", "write").await;
         store
             .write(move |tx| {

@@ -21,20 +21,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::Message;
 
-use engaged::config::Config;
 use engaged::domain::records::leads;
 use engaged::domain::Caller;
 use engaged::providers::twilio_signature;
-use engaged::server::Server;
-use engaged::testkit::{FakeModel, Step};
+use engaged::testkit::relay::{self, RelayClient, FRAME_WAIT};
+use engaged::testkit::{FakeModel, Step, TestServer};
 
 const PUBLIC_URL: &str = "https://engaged.test";
 const TOKEN: &str = "bench-token";
@@ -65,8 +60,7 @@ async fn model(delay: Duration) -> FakeModel {
 }
 
 struct Bench {
-    dir: tempfile::TempDir,
-    server: Server,
+    ts: TestServer,
     org: String,
     caller: Caller,
     client: engaged::testkit::HttpsClient,
@@ -104,72 +98,24 @@ impl Bench {
         rest[..rest.find('/').expect("call id")].to_string()
     }
 
-    async fn relay(
-        &self,
-        call: &str,
-    ) -> tokio_tungstenite::WebSocketStream<tokio_rustls::client::TlsStream<TcpStream>> {
-        let path = format!("/v1/providers/twilio/{}/voice/{call}/relay", self.org);
-        let signed = format!("wss://engaged.test{path}");
-        let signature = twilio_signature::sign(TOKEN, &signed, &[]);
-        let tcp = TcpStream::connect(self.server.local_addr())
+    /// The relay of `call`, signed as Twilio signs it, set up.
+    async fn relay(&self, call: &str) -> RelayClient {
+        let url = relay::relay_url(PUBLIC_URL, &self.org, call);
+        let signature = twilio_signature::sign(TOKEN, &url, &[]);
+        let mut ws = relay::connect(&self.ts, &self.org, call, &signature)
             .await
-            .expect("connect");
-        let mut tls = tls_config(self.dir.path());
-        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let connector = tokio_rustls::TlsConnector::from(Arc::new(tls));
-        let name = rustls::pki_types::ServerName::try_from("localhost").expect("name");
-        let stream = connector.connect(name, tcp).await.expect("tls");
-        let url = format!("wss://localhost:{}{path}", self.server.local_addr().port());
-        let mut request = url.into_client_request().expect("request");
-        request
-            .headers_mut()
-            .insert("x-twilio-signature", signature.parse().expect("header"));
-        let (mut ws, _) = tokio_tungstenite::client_async(request, stream)
-            .await
-            .expect("handshake");
-        let setup = json!({"type": "setup", "sessionId": "VX1", "callSid": "CA1", "from": "+1", "to": FROM});
-        ws.send(Message::text(setup.to_string()))
-            .await
-            .expect("setup");
+            .unwrap_or_else(|status| panic!("the relay handshake was refused with {status}"));
+        ws.setup("CA1").await;
         ws
     }
 }
 
-fn tls_config(dir: &std::path::Path) -> rustls::ClientConfig {
-    let pem = std::fs::read(dir.join("tls/cert.pem")).expect("cert");
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-        roots.add(cert.expect("pem")).expect("root");
-    }
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth()
-}
-
 /// Sends one prompt and waits for the text frame; answers the round trip.
-async fn turn<S>(ws: &mut tokio_tungstenite::WebSocketStream<S>, text: &str) -> Duration
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    let prompt = json!({"type": "prompt", "voicePrompt": text, "lang": "en-US", "last": true});
+async fn turn(ws: &mut RelayClient, text: &str) -> Duration {
     let started = Instant::now();
-    ws.send(Message::text(prompt.to_string()))
-        .await
-        .expect("prompt");
-    loop {
-        match ws.next().await {
-            Some(Ok(Message::Text(frame))) => {
-                let frame: Value = serde_json::from_str(frame.as_str()).expect("json");
-                if frame["type"] == "text" {
-                    return started.elapsed();
-                }
-            }
-            Some(Ok(_)) => {}
-            other => panic!("the relay closed: {other:?}"),
-        }
-    }
+    ws.prompt(text).await;
+    ws.frame_of_type("text", FRAME_WAIT).await;
+    started.elapsed()
 }
 
 fn ms(d: Duration) -> String {
@@ -177,17 +123,11 @@ fn ms(d: Duration) -> String {
 }
 
 async fn start(model_url: &str) -> Bench {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = Config::for_tests(dir.path().to_path_buf());
-    config.public_url = Some(PUBLIC_URL.into());
-    let server = Server::start(config).await.expect("server");
-    let store = server.store().clone();
+    let ts = TestServer::start_with(|config| config.public_url = Some(PUBLIC_URL.into())).await;
+    let store = ts.server.store().clone();
     let (key, caller) = support::org_with_key(&store, "admin").await;
-    let client = engaged::testkit::https_client(
-        &dir.path().join("tls/cert.pem"),
-        engaged::testkit::Versions::Http1,
-    );
-    let base = format!("https://localhost:{}", server.local_addr().port());
+    let client = engaged::testkit::https_client(&ts.cert(), engaged::testkit::Versions::Http1);
+    let base = ts.base.clone();
     let settings = json!({
         "assistant": {"baseUrl": model_url, "model": "bench", "timeoutMs": 10000},
         "providers": {"voice": {"kind": "twilio", "accountSid": "AC0000000000000000000000000000beef", "authToken": TOKEN, "from": FROM}}
@@ -212,8 +152,7 @@ async fn start(model_url: &str) -> Bench {
             .expect("lead");
     }
     Bench {
-        dir,
-        server,
+        ts,
         org,
         caller,
         client,
@@ -287,7 +226,7 @@ async fn run() {
     drop(ws);
     let admin_key = {
         let created = engaged::admin::run(
-            bench.server.store(),
+            bench.ts.server.store(),
             engaged::admin::AdminRequest::KeyCreate {
                 org: "bench".into(),
                 scope: engaged::store::rows::Scope::Read,
@@ -307,7 +246,7 @@ async fn run() {
     let slow = start(&slow_model).await;
     let slow_key = {
         let created = engaged::admin::run(
-            slow.server.store(),
+            slow.ts.server.store(),
             engaged::admin::AdminRequest::KeyCreate {
                 org: "bench".into(),
                 scope: engaged::store::rows::Scope::Read,
@@ -347,6 +286,6 @@ async fn run() {
         busy.len(),
         turns.load(Ordering::Relaxed),
     );
-    slow.server.shutdown().await;
-    bench.server.shutdown().await;
+    slow.ts.server.shutdown().await;
+    bench.ts.server.shutdown().await;
 }

@@ -11,11 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use engaged::config::Config;
 use engaged::domain::records::calls;
 use engaged::domain::records::leads;
-use engaged::server::Server;
-use engaged::testkit::{Reply, WebhookReceiver};
+use engaged::testkit::{Reply, TestServer, WebhookReceiver};
 
 /// When the delivery of call `id` first arrived at `receiver`.
 fn arrival(receiver: &WebhookReceiver, id: &str) -> Option<Instant> {
@@ -47,10 +45,8 @@ fn main() {
 }
 
 async fn run() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(Config::for_tests(dir.path().to_path_buf()))
-        .await
-        .expect("server");
+    let ts = TestServer::start().await;
+    let server = &ts.server;
     let store = server.store();
     let (_, caller) = support::org_with_key(store, "admin").await;
     let receiver = WebhookReceiver::answering(Reply::status(204)).await;
@@ -157,5 +153,5 @@ async fn run() {
         "  writer: {:.1} jobs per commit on average",
         stats.mean_batch()
     );
-    server.shutdown().await;
+    ts.server.shutdown().await;
 }

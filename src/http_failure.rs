@@ -144,9 +144,7 @@ mod tests {
     #[tokio::test]
     async fn real_failures_are_classed() {
         let client = HttpClient::new(Duration::from_secs(2), None).unwrap();
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = closed.local_addr().unwrap();
-        drop(closed);
+        let addr = crate::testkit::closed_addr();
         let refused = client
             .post_json(
                 &format!("http://{addr}/"),

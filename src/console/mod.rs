@@ -18,7 +18,7 @@ mod layout;
 mod lead;
 mod leads;
 mod login;
-mod pages;
+mod notifications;
 mod profile_editor;
 mod respond;
 mod routes;
@@ -149,11 +149,11 @@ async fn dispatch(
         Page::EditCampaignPost(name) => profile_editor::act(state, &visitor, name, form).await,
         Page::Settings => settings::page(state, &visitor, query),
         Page::SettingsAction(action) => settings::act(state, &visitor, action, form).await,
-        Page::Notifications => pages::notifications(state, &visitor, query),
+        Page::Notifications => notifications::notifications(state, &visitor, query),
         Page::Import => import::page(&visitor),
         Page::ImportRun => import::act(state, &visitor, &form).await,
         Page::ImportRefused(token) => import::refused(state, &visitor, token).await,
-        Page::SetNotifications => pages::set_notifications(state, &visitor, &form).await,
+        Page::SetNotifications => notifications::set_notifications(state, &visitor, &form).await,
         Page::Root
         | Page::Home
         | Page::Asset(_)

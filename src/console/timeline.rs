@@ -85,11 +85,7 @@ fn item(ctx: &Context, row: &EventRow) -> Result<Markup> {
     let when = layout::time(row.record.created_at, ctx.zone);
     let lead_name = layout::lead_name(ctx.lead);
     if let Some(shape) = MessageShape::of(&row.kind, data) {
-        let text = shape
-            .content
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let text = shape.text();
         let subject = shape.content.get("subject").and_then(Value::as_str);
         let status = data.get("status").and_then(Value::as_str);
         let class = if shape.owner == Owner::Lead {

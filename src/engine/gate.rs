@@ -86,12 +86,7 @@ impl Engine {
         origin: Origin,
     ) -> Result<Outcome<EventRow>> {
         let channel = input.channel;
-        let text = input
-            .content
-            .get("text")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        let text = input.text().to_string();
         let subject = input
             .content
             .get("subject")

@@ -560,11 +560,7 @@ fn conversation(read: &ReadTx, org: &str, lead: &str) -> Result<Vec<Turn>> {
     read.scan_messages(org, lead, start, |row| {
         let data = &row.record.data.0;
         if let Some(shape) = MessageShape::of(&row.kind, data) {
-            let text = shape
-                .content
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
+            let text = shape.text();
             if keywords::is_keyword_traffic(&shape, data) {
                 return Ok(Flow::Continue);
             }

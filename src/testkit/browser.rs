@@ -71,10 +71,7 @@ impl Browser {
     }
 
     pub async fn sized(server: &TestServer, width: u32, height: u32) -> Browser {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("a free port");
+        let port = crate::testkit::closed_addr().port();
         let path = chromedriver();
         let driver = Command::new(&path)
             .process_group(0)

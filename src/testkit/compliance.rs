@@ -61,6 +61,5 @@ impl FakeCompliance {
 
 /// A URL on loopback where nothing listens (a service that is down).
 pub fn closed_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    format!("http://{}/check", l.local_addr().expect("address"))
+    format!("http://{}/check", crate::testkit::closed_addr())
 }

@@ -14,6 +14,7 @@
 //! - [`poll`](mod@poll): waiting until something happens, within a bound.
 //! - [`logs`]: [`Captured`], what the server logs.
 //! - [`serve`](mod@serve): the loopback HTTP/1.1 server under the fakes.
+//! - [`relay`]: [`RelayClient`], Twilio's side of a ConversationRelay WebSocket.
 
 pub mod browser;
 pub mod compliance;
@@ -22,6 +23,7 @@ pub mod https;
 pub mod logs;
 pub mod model;
 pub mod poll;
+pub mod relay;
 pub mod serve;
 pub mod server;
 pub mod smtp;
@@ -33,6 +35,8 @@ pub use https::{client_trusting, https_client, tls_trusting, HttpsClient, Versio
 pub use logs::Captured;
 pub use model::{FakeModel, Step};
 pub use poll::{poll, WAIT};
+pub use relay::RelayClient;
+pub use serve::closed_addr;
 pub use server::{enc, Org, Response, TestServer};
 pub use smtp::{SinkTls, SmtpSink, TestCa};
 pub use twilio::FakeTwilio;

@@ -1,6 +1,7 @@
 //! The loopback server under every fake: HTTP/1.1 on `127.0.0.1:0`, each request read
 //! whole and handed to the fake, whose answer is sent, or, when it has none, the
-//! connection closes without an answer (the request arrived, its fate unknown).
+//! connection closes without an answer (the request arrived, its fate unknown). And its
+//! opposite, `closed_addr`: a loopback address where nothing listens.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -14,6 +15,14 @@ use hyper::http::request::Parts;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
+
+/// A loopback address where nothing listens (a server that is down): a port bound and
+/// let go at once, so a connection to it is refused.
+pub fn closed_addr() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a loopback port")
+}
 
 /// A fake's answer: `None` closes the connection unanswered.
 pub type Answer = Option<hyper::Response<Full<Bytes>>>;

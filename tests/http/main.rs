@@ -34,7 +34,6 @@ mod notices;
 mod ops;
 mod profiles;
 mod recordings;
-mod relay_client;
 mod search;
 mod settings;
 mod signin;

@@ -10,13 +10,13 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use engaged::testkit::model::{FakeModel, Step};
+use engaged::testkit::relay::{self as relay_client, RelayClient, FRAME_WAIT};
 use engaged::testkit::twilio::FakeTwilio;
 use engaged::testkit::{poll, WebhookReceiver, WAIT};
 use engaged::testkit::{Response, TestServer};
 
 use crate::answers::*;
 use crate::engagement::*;
-use crate::relay_client::{self, RelayClient, FRAME_WAIT};
 use crate::requests::*;
 use crate::twilio_signing::*;
 

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 
 use engaged::testkit::webhooks::{Received, Reply, WebhookReceiver};
-use engaged::testkit::TestServer;
+use engaged::testkit::{closed_addr, TestServer};
 
 use crate::answers::*;
 use crate::requests::*;
@@ -1299,9 +1299,7 @@ async fn transfer_events_are_sent_once_when_the_transfer_status_is_first_set() {
 async fn a_failed_attempt_says_a_short_class_only() {
     let (ts, key) = start(&[60_000]).await;
     // A port nothing listens on, and a plain-HTTP receiver called over https.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let refused = format!("http://{}/hook", closed.local_addr().expect("addr"));
-    drop(closed);
+    let refused = format!("http://{}/hook", closed_addr());
     let plain = WebhookReceiver::ok().await;
     let tls = plain.url.replacen("http://", "https://", 1);
     let refused_hook = register(&ts, &key, &refused, None).await;

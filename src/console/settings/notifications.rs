@@ -3,7 +3,7 @@
 
 use maud::{html, Markup};
 
-use crate::console::pages::{notification_list, NOTIFICATIONS_SHOWN};
+use crate::console::notifications::{notification_list, NOTIFICATIONS_SHOWN};
 use crate::error::Result;
 use crate::store::rows::NotificationRecord;
 use crate::store::ReadTx;

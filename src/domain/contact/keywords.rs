@@ -38,14 +38,7 @@ pub fn is_keyword(text: &str) -> bool {
 /// answers.
 pub fn is_keyword_traffic(shape: &MessageShape, data: &Value) -> bool {
     match shape.owner {
-        Owner::Lead => {
-            shape.channel == Channel::Sms
-                && shape
-                    .content
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .is_some_and(is_keyword)
-        }
+        Owner::Lead => shape.channel == Channel::Sms && is_keyword(shape.text()),
         Owner::User => data.get("origin").and_then(Value::as_str) == Some(Origin::Keyword.as_str()),
     }
 }

@@ -40,11 +40,7 @@ pub fn on_event(
             .as_ref()
             .is_none_or(|last| last.event_id == id || created_at >= last.created_at);
         if newest {
-            let text = shape
-                .content
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
+            let text = shape.text();
             new.last_message = Some(LastMessage {
                 event_id: id.to_string(),
                 channel: shape.channel,

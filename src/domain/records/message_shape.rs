@@ -8,11 +8,12 @@ use crate::channel::{Channel, Owner};
 use crate::store::rows::MessageKind;
 
 /// What makes an event a message: type `MESSAGE` (SMS) or `EMAIL`, an `owner`, and a
-/// `content` object with `text`.
+/// `content` object with `text` (read with [`MessageShape::text`]).
 pub struct MessageShape<'a> {
     pub owner: Owner,
     pub channel: Channel,
     pub content: &'a Value,
+    text: &'a str,
 }
 
 impl<'a> MessageShape<'a> {
@@ -20,11 +21,45 @@ impl<'a> MessageShape<'a> {
         let channel = MessageKind::parse(kind)?.channel();
         let owner = Owner::parse(data.get("owner")?.as_str()?)?;
         let content = data.get("content")?;
-        content.get("text")?.as_str()?;
+        let text = content.get("text")?.as_str()?;
         Some(MessageShape {
             owner,
             channel,
             content,
+            text,
         })
+    }
+
+    /// The message's text: `content.text`, which every message has.
+    pub fn text(&self) -> &'a str {
+        self.text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::MessageShape;
+    use crate::channel::{Channel, Owner};
+
+    #[test]
+    fn text_is_the_contents_text() {
+        let data = json!({"owner": "lead", "content": {"text": "Hi there", "subject": "S"}});
+        let shape = MessageShape::of("EMAIL", &data).expect("a message");
+        assert_eq!(shape.text(), "Hi there");
+        assert_eq!(shape.owner, Owner::Lead);
+        assert_eq!(shape.channel, Channel::Email);
+    }
+
+    #[test]
+    fn without_a_text_it_is_not_a_message() {
+        for data in [
+            json!({"owner": "lead", "content": {}}),
+            json!({"owner": "lead", "content": {"text": 5}}),
+            json!({"owner": "lead"}),
+        ] {
+            assert!(MessageShape::of("MESSAGE", &data).is_none(), "{data}");
+        }
     }
 }

@@ -56,6 +56,14 @@ impl MessageInput {
         crate::domain::records::limits::message(&input.content, input.channel == Channel::Sms)?;
         Ok(input)
     }
+
+    /// The message's text: `content.text`, which `from_json` requires.
+    pub fn text(&self) -> &str {
+        self.content
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
 }
 
 /// A message's `content`: `{"text", "subject"?}`.

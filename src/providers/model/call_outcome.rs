@@ -842,9 +842,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_unreachable_server_is_not_asked_twice_over() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        drop(listener);
+        let addr = crate::testkit::closed_addr();
         let no_wait = [Duration::ZERO];
         let got = ask_now(format!("http://{addr}"), None, &no_wait).await;
         let reason = got.unwrap_err();

@@ -362,10 +362,7 @@ pub(crate) mod tests {
 
     #[tokio::test]
     async fn complete_reports_unreachable_servers() {
-        // A port nothing listens on: bind one, then let it go.
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        drop(listener);
+        let addr = crate::testkit::closed_addr();
         let settings = Server {
             base_url: format!("http://{addr}"),
             model: "m".into(),

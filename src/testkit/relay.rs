@@ -1,9 +1,9 @@
-//! A Twilio ConversationRelay client for the voice tests: a WebSocket over TLS to the
-//! test server's `voice/{callId}/relay` path, its handshake signed as Twilio signs it
-//! (`X-Twilio-Signature` over the `wss://` URL built from `public_url`, no parameters),
-//! speaking ConversationRelay's messages (`setup`, `prompt`, `interrupt`, `dtmf`) and
-//! reading the server's JSON frames (`text`, `end`).
-#![allow(dead_code)]
+//! A Twilio ConversationRelay client for the voice tests and the voice bench: a
+//! WebSocket over TLS to the test server's `voice/{callId}/relay` path, its handshake
+//! signed as Twilio signs it (`X-Twilio-Signature` over the `wss://` URL built from
+//! `public_url`, no parameters; the caller signs), speaking ConversationRelay's messages
+//! (`setup`, `prompt`, `interrupt`, `dtmf`) and reading the server's JSON frames
+//! (`text`, `end`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,11 +16,12 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
-use engaged::testkit::{tls_trusting, TestServer};
+use crate::testkit::{tls_trusting, TestServer};
 
 /// How long a test waits for a frame the server should send promptly.
 pub const FRAME_WAIT: Duration = Duration::from_secs(15);
 
+/// One open relay WebSocket, as Twilio's side of a call.
 pub struct RelayClient {
     ws: WebSocketStream<TlsStream<TcpStream>>,
 }
