@@ -163,8 +163,13 @@ async fn run() {
     ts.server.shutdown().await;
 }
 
+/// The first phone number of the next `enrol`: a live lead's phone is its own, so every
+/// call takes numbers no earlier call took.
+static NEXT_PHONE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Creates `n` leads `{prefix}-{i}` following `profile` ("" for none), a chunk per job.
 async fn enrol(store: &Arc<Store>, caller: &Caller, prefix: &str, profile: &str, n: usize) {
+    let phones = NEXT_PHONE.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     for chunk in 0..n.div_ceil(CHUNK) {
         let (c, prefix, profile) = (caller.clone(), prefix.to_string(), profile.to_string());
         let first = chunk * CHUNK;
@@ -175,7 +180,7 @@ async fn enrol(store: &Arc<Store>, caller: &Caller, prefix: &str, profile: &str,
                     let body = support::object(json!({
                         "id": format!("{prefix}-{i}"),
                         "firstName": "Bench",
-                        "phone": format!("+1555{:07}", i),
+                        "phone": format!("+1555{:07}", phones + i),
                         "customerProfile": profile,
                     }));
                     leads::create(tx, &c, leads::LeadInput::from_json(&body)?)?;
