@@ -30,6 +30,8 @@ from engaged_client import AuthenticatedClient, Client  # noqa: E402
 from engaged_client.api.calls import get_call, put_call  # noqa: E402
 from engaged_client.api.contact import (  # noqa: E402
     add_tags,
+    get_consent,
+    post_consent,
     inbound_email,
     inbound_sms,
     mailgun_inbound,
@@ -75,6 +77,7 @@ from engaged_client.models import (  # noqa: E402
     AddTagsBody,
     CallInput,
     ChannelsRequest,
+    ConsentInput,
     EventInput,
     LeadCreate,
     LeadUpdate,
@@ -180,6 +183,14 @@ lead = expect(get_lead.sync_detailed("smoke-1", client=api), 200)
 assert sorted(t.id for t in lead.tags) == ["t2", "t3"], lead.tags
 expect(unsubscribe.sync_detailed("smoke-2", client=api, body=ChannelsRequest.from_dict({"channels": ["sms"]})), 200)
 expect(resubscribe.sync_detailed("smoke-2", client=api, body=ChannelsRequest.from_dict({"channels": ["sms"]})), 200)
+# The consent ledger: a grant by web form, the ledger with the unsubscribe's entry above.
+entry = expect(post_consent.sync_detailed("smoke-2", client=api, body=ConsentInput.from_dict(
+    {"channel": "voice", "status": "granted", "source": "web_form",
+     "proof": {"text": "I agree to calls", "url": "https://solar.example/quote"}})), 201)
+assert entry.channel == "voice" and entry.status == "granted", entry
+ledger = expect(get_consent.sync_detailed("smoke-2", client=api), 200)
+assert [e.id for e in ledger.entries][-1] == entry.id, ledger
+assert ledger.current.voice == "granted", ledger.current
 expect(turn_off.sync_detailed("smoke-3", client=api), 200)
 expect(turn_on.sync_detailed("smoke-3", client=api), 200)
 expect(request_call.sync_detailed("smoke-3", client=api, body=RequestCallBody.from_dict({"direction": "OUTBOUND"})), 200, 201, 400)

@@ -64,6 +64,9 @@ pub enum AdminRequest {
     UserDisable {
         email: String,
     },
+    UserEnable {
+        email: String,
+    },
     /// A new password hash; the user's sessions end.
     UserSetPassword {
         email: String,
@@ -273,6 +276,11 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
         }
         AdminRequest::UserDisable { email } => {
             let change = users::PersonChange::Disable;
+            let user = users::change_person(tx, users::ChangedBy::Operator, &email, change)?;
+            to_value(user_listed(&user, String::new()))
+        }
+        AdminRequest::UserEnable { email } => {
+            let change = users::PersonChange::Enable;
             let user = users::change_person(tx, users::ChangedBy::Operator, &email, change)?;
             to_value(user_listed(&user, String::new()))
         }

@@ -219,6 +219,8 @@ pub enum UserCommand {
     },
     /// Disable a user: they can no longer sign in, and their sessions end.
     Disable { email: String },
+    /// Enable a disabled user again: they can sign in with their password.
+    Enable { email: String },
     /// Give a user a new generated password, printed alone on standard output; their
     /// sessions end.
     ResetPassword { email: String },
@@ -504,6 +506,15 @@ fn user_command(data_dir: &Path, cmd: UserCommand) -> Result<(), String> {
                 },
             )?;
             eprintln!("disabled {email}; their sessions have ended");
+        }
+        UserCommand::Enable { email } => {
+            let _: UserListed = administer(
+                data_dir,
+                AdminRequest::UserEnable {
+                    email: email.clone(),
+                },
+            )?;
+            eprintln!("enabled {email}; they can sign in again");
         }
         UserCommand::ResetPassword { email } => {
             let password = passwords::generate();

@@ -1622,3 +1622,54 @@ async fn import_goes_through_the_socket_of_a_running_server_with_the_sample_file
     assert_eq!(found["total"], json!(1), "{found}");
     assert_eq!(found["leads"][0]["phone"], json!("+15125550101"));
 }
+
+#[test]
+fn a_disabled_user_is_enabled_again_by_the_command() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path();
+    ensure_database(data);
+    cli(data, &["org", "create", "acme"]).ok("org create");
+    cli(
+        data,
+        &[
+            "user",
+            "create",
+            "--org",
+            "acme",
+            "--email",
+            "ana@acme.example",
+            "--name",
+            "Ana Ruiz",
+            "--role",
+            "admin",
+        ],
+    )
+    .ok("user create");
+    let state = |data: &Path| {
+        let list = cli(data, &["user", "list"]).ok("user list");
+        list.stdout
+            .lines()
+            .find(|l| l.contains("ana@acme.example"))
+            .map(|l| {
+                if l.contains("disabled") {
+                    "disabled"
+                } else {
+                    "active"
+                }
+            })
+            .unwrap_or("missing")
+    };
+    cli(data, &["user", "disable", "ana@acme.example"]).ok("user disable");
+    assert_eq!(state(data), "disabled");
+    let ran = cli(data, &["user", "enable", "ana@acme.example"]).ok("user enable");
+    assert!(
+        ran.stderr.contains("enabled ana@acme.example"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(state(data), "active");
+    assert_cli_failure(
+        &cli(data, &["user", "enable", "nobody@acme.example"]),
+        "enabling an unknown user",
+    );
+}

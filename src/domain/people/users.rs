@@ -106,11 +106,12 @@ pub enum ChangedBy<'a> {
     Admin { org_id: &'a str, user_id: &'a str },
 }
 
-/// A change of a person: another role, or disabled.
+/// A change of a person: another role, disabled, or enabled again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PersonChange {
     SetRole(Role),
     Disable,
+    Enable,
 }
 
 /// The refusal of an admin's change of themself.
@@ -143,6 +144,7 @@ pub fn change_person(
     match change {
         PersonChange::SetRole(role) => set_role(tx, email, role),
         PersonChange::Disable => disable(tx, email),
+        PersonChange::Enable => enable(tx, email),
     }
 }
 
@@ -156,6 +158,11 @@ fn disable(tx: &mut WriteTx, email: &str) -> Result<UserRecord> {
     change(tx, email, true, |u| {
         u.disabled_at.get_or_insert(now);
     })
+}
+
+/// Enables a disabled user again: they sign in with their password.
+fn enable(tx: &mut WriteTx, email: &str) -> Result<UserRecord> {
+    change(tx, email, false, |u| u.disabled_at = None)
 }
 
 /// A new password (its hash); the user's sessions end.
