@@ -115,6 +115,50 @@ impl ConsentInput {
     }
 }
 
+impl ConsentInput {
+    /// Consent a person records in the console from a phone call (source `console`): the
+    /// lead's own words are required, and the person is who recorded it.
+    pub fn spoken(
+        channel: Channel,
+        status: ConsentStatus,
+        purpose: Purpose,
+        words: &str,
+        recorded_by: RecordedBy,
+    ) -> Result<ConsentInput> {
+        let words = words.trim();
+        if words.is_empty() {
+            return Err(Error::field(
+                "proof.text",
+                "Write the words the lead said on the phone.",
+            ));
+        }
+        if words.chars().count() > PROOF_TEXT_CHARS {
+            return Err(Error::field(
+                "proof.text",
+                format!("Field too long: proof.text (at most {PROOF_TEXT_CHARS})"),
+            ));
+        }
+        if words
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
+        {
+            return Err(Error::invalid_field("proof.text"));
+        }
+        Ok(ConsentInput {
+            channel,
+            status,
+            purpose,
+            source: ConsentSource::Console,
+            at: None,
+            proof: Proof {
+                text: Some(words.to_string()),
+                recorded_by: Some(recorded_by),
+                ..Proof::default()
+            },
+        })
+    }
+}
+
 fn parse_proof(value: &Value) -> Result<Proof> {
     let map = match value {
         Value::Null => return Ok(Proof::default()),
@@ -250,14 +294,20 @@ pub fn post(
     input: ConsentInput,
 ) -> Result<ConsentEntry> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
-    let count = tx.consent_count(&caller.org_id, lead_id, MAX_ENTRIES)?;
-    if count >= MAX_ENTRIES {
+    room(tx, &caller.org_id, lead_id, 1)?;
+    let (entry, _) = record(tx, &caller.org_id, lead, input)?;
+    Ok(entry)
+}
+
+/// Refuses (409) `more` entries that would take the lead's ledger past [`MAX_ENTRIES`].
+pub fn room(tx: &WriteTx, org: &str, lead_id: &str, more: usize) -> Result<()> {
+    let count = tx.consent_count(org, lead_id, MAX_ENTRIES)?;
+    if count + more > MAX_ENTRIES {
         return Err(Error::Conflict(format!(
             "A lead's consent ledger holds at most {MAX_ENTRIES} entries"
         )));
     }
-    let (entry, _) = record(tx, &caller.org_id, lead, input)?;
-    Ok(entry)
+    Ok(())
 }
 
 /// Writes one ledger entry for `lead`: its `CONSENT` event, the ledger row, the
@@ -537,6 +587,25 @@ mod tests {
         );
         let e = ConsentInput::from_json(&body(json!({"channel": 1})), key()).unwrap_err();
         assert_eq!(e.refused_field(), Some("channel"));
+    }
+
+    #[test]
+    fn consent_given_on_the_phone_needs_the_lead_s_words() {
+        let spoken = |words: &str| {
+            ConsentInput::spoken(
+                Channel::Voice,
+                ConsentStatus::Granted,
+                Purpose::Marketing,
+                words,
+                key(),
+            )
+        };
+        let e = spoken("  ").unwrap_err();
+        assert_eq!(e.refused_field(), Some("proof.text"));
+        let input = spoken(" Yes, call me ").unwrap();
+        assert_eq!(input.source, ConsentSource::Console);
+        assert_eq!(input.proof.text.as_deref(), Some("Yes, call me"));
+        assert_eq!(input.proof.recorded_by, Some(key()));
     }
 
     #[test]
