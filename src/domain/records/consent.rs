@@ -132,18 +132,7 @@ impl ConsentInput {
                 "Write the words the lead said on the phone.",
             ));
         }
-        if words.chars().count() > PROOF_TEXT_CHARS {
-            return Err(Error::field(
-                "proof.text",
-                format!("Field too long: proof.text (at most {PROOF_TEXT_CHARS})"),
-            ));
-        }
-        if words
-            .chars()
-            .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
-        {
-            return Err(Error::invalid_field("proof.text"));
-        }
+        let words = ProofPart::Text.checked(words, "proof.text")?;
         Ok(ConsentInput {
             channel,
             status,
@@ -151,12 +140,58 @@ impl ConsentInput {
             source: ConsentSource::Console,
             at: None,
             proof: Proof {
-                text: Some(words.to_string()),
+                text: Some(words),
                 recorded_by: Some(recorded_by),
                 ..Proof::default()
             },
         })
     }
+}
+
+/// A part of a proof given as text (an import's cells): each has its bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProofPart {
+    Text,
+    Url,
+    Ip,
+}
+
+impl ProofPart {
+    /// `text` as this part of a proof, refused under `field`'s name when too long or
+    /// holding control characters.
+    pub fn checked(self, text: &str, field: &str) -> Result<String> {
+        let bound = match self {
+            ProofPart::Text => PROOF_TEXT_CHARS,
+            ProofPart::Url => PROOF_URL_CHARS,
+            ProofPart::Ip => PROOF_IP_CHARS,
+        };
+        if text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
+        {
+            return Err(Error::invalid_field(field));
+        }
+        if text.chars().count() > bound {
+            return Err(Error::field(
+                field,
+                format!("Field too long: {field} (at most {bound})"),
+            ));
+        }
+        Ok(text.to_string())
+    }
+}
+
+/// When consent was given, read from RFC 3339 text: never in the future (five minutes
+/// of clock skew allowed); refused under `field`'s name.
+pub fn given_at(text: &str, field: &str) -> Result<Micros> {
+    let micros = time::parse(text).ok_or_else(|| Error::invalid_field(field))?;
+    if micros > now_micros() + 5 * 60 * 1_000_000 {
+        return Err(Error::field(
+            field,
+            format!("Consent cannot be given in the future: {field}"),
+        ));
+    }
+    Ok(micros)
 }
 
 fn parse_proof(value: &Value) -> Result<Proof> {
