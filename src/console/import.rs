@@ -336,6 +336,13 @@ fn choice_label(name: &str) -> &'static str {
         "summary" => "Summary",
         "timeZone" => "Time zone",
         "tags" => "Tags",
+        "consent" => "Consent (yes or no)",
+        "consentChannels" => "Consent channels",
+        "consentAt" => "Consent given at",
+        "consentSource" => "Consent source",
+        "consentText" => "Consent text",
+        "consentUrl" => "Consent page URL",
+        "consentIp" => "Consent IP address",
         _ => "Leave out",
     }
 }

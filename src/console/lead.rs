@@ -1,6 +1,7 @@
-//! `/console/leads/{id}`: one lead's page (header, engagement, timeline, reply box,
-//! actions) and what a person does there: take over, hand back, reply, ask for a
-//! suggested reply, and the agents' other actions.
+//! `/console/leads/{id}`: one lead's page (header, engagement, consent ledger,
+//! timeline, reply box, actions) and what a person does there: take over, hand back,
+//! reply, ask for a suggested reply, record consent given on the phone, and the agents'
+//! other actions; `/console/leads/{id}/consent.csv`, the consent record's download.
 //!
 //! Each action is one write job calling its `domain::contact::handling` function, which
 //! holds its rules, calls the domain function the API's operation calls and records the
@@ -23,10 +24,12 @@ use crate::api::AppState;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::Outcome;
 use crate::domain::contact::handling::{self, PersonAction};
+use crate::domain::records::consent::{self, ConsentInput, Ledger};
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
 use crate::store::rows::{
-    EngagementRecord, EngagementState, HandlingRecord, LeadRecord, Origin, Role,
+    ConsentEntry, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord, LeadRecord,
+    Origin, Purpose, RecordedBy, Role,
 };
 use crate::store::Reader;
 
@@ -40,6 +43,9 @@ pub struct Shown {
     pub message: String,
     pub channel: Option<Channel>,
     pub subject: String,
+    /// The "Record consent" form as it was sent (refused): channel, status, purpose,
+    /// words.
+    pub consent: Option<[String; 4]>,
 }
 
 /// `GET /console/leads/{id}`.
@@ -78,6 +84,8 @@ struct LeadPageView {
     shown: usize,
     total: usize,
     on_dnc: bool,
+    /// The lead's consent ledger (oldest first) and each channel's state.
+    ledger: Ledger,
     /// The visitor may act (an agent or above) and the lead is not deleted.
     can_act: bool,
 }
@@ -128,8 +136,10 @@ impl LeadPageView {
         };
         let timeline = timeline::render(&ctx, &rows)?;
         let on_dnc = !lead.phone.is_empty() && read.dnc_contains(org, &lead.phone)?;
+        let ledger = consent::ledger(&read, &visitor.caller(), id)?;
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         Ok(LeadPageView {
+            ledger,
             engagement,
             handling,
             zone,
@@ -220,9 +230,124 @@ impl LeadPageView {
                             }
                         }
                     }
+                    (self.consent_panel(visitor, shown))
                     @if self.can_act { (other_actions(visitor, lead)) }
                 }
             }
+        }
+    }
+}
+
+impl LeadPageView {
+    /// The "Consent" panel: each channel's status, the ledger newest first, the
+    /// download, and (agents and admins) "Record consent".
+    fn consent_panel(&self, visitor: &Visitor, shown: &Shown) -> Markup {
+        let lead = &self.lead;
+        html! {
+            section.panel aria-labelledby="consent" {
+                h2 #consent { "Consent" }
+                dl.facts {
+                    @for (channel, state) in &self.ledger.current {
+                        dt { (channel_name(*channel)) } dd { (consent::status_word(state)) }
+                    }
+                }
+                @if self.ledger.entries.is_empty() {
+                    p.muted { "No consent recorded." }
+                } @else {
+                    div.table-wrap {
+                        table.ledger aria-label="Consent ledger" {
+                            thead { tr { th { "When" } th { "Channel" } th { "Status" } th { "Purpose" } th { "Source" } th { "Proof" } th { "Recorded by" } } }
+                            tbody {
+                                @for entry in self.ledger.entries.iter().rev() { (ledger_row(entry, &self.zone)) }
+                            }
+                        }
+                    }
+                }
+                p { a href=(format!("/console/leads/{}/consent.csv", lead.id)) download="" { "Download consent record" } }
+                @if self.can_act { (consent_form(visitor, lead, shown)) }
+            }
+        }
+    }
+}
+
+fn channel_name(channel: Channel) -> &'static str {
+    match channel {
+        Channel::Sms => "SMS",
+        Channel::Voice => "Voice",
+        Channel::Email => "Email",
+    }
+}
+
+fn ledger_row(entry: &ConsentEntry, zone: &str) -> Markup {
+    let by = match &entry.proof.recorded_by {
+        Some(RecordedBy::User { name, .. }) => name.clone(),
+        Some(RecordedBy::Key { key_id }) => format!("API key {key_id}"),
+        Some(RecordedBy::Service) => "engaged".to_string(),
+        None => String::new(),
+    };
+    html! {
+        tr {
+            td { (layout::time(entry.at, zone)) }
+            td { (channel_name(entry.channel)) }
+            td { (entry.status.as_str()) }
+            td { (entry.purpose.as_str()) }
+            td { (entry.source.as_str()) }
+            td {
+                @if let Some(text) = &entry.proof.text { q { (text) } }
+                @if let Some(url) = &entry.proof.url { " " span.muted { (url) } }
+                @if let Some(ip) = &entry.proof.ip { " " span.muted { "IP " (ip) } }
+            }
+            td { (by) }
+        }
+    }
+}
+
+/// "Record consent": consent given (or revoked) on the phone, the lead's words required.
+fn consent_form(v: &Visitor, lead: &LeadRecord, shown: &Shown) -> Markup {
+    let empty: [String; 4] = Default::default();
+    let [channel, status, purpose, words] = shown.consent.as_ref().unwrap_or(&empty);
+    let error_for = |field: &str| {
+        shown
+            .error
+            .as_ref()
+            .filter(|(f, _)| *f == field)
+            .map(|(_, m)| m.clone())
+    };
+    let words_error = error_for("consent-words");
+    let other_error = error_for("consent");
+    html! {
+        h3 #record-consent { "Record consent" }
+        form.stack method="post" action=(action_url(lead, PersonAction::RecordConsent)) aria-labelledby="record-consent" {
+            (csrf_field(v))
+            @if let Some(error) = &other_error { p.field-error { (error) } }
+            div {
+                label for="consent-channel" { "Consent channel" }
+                select #consent-channel name="channel" {
+                    @for c in Channel::ALL {
+                        option value=(c.as_str()) selected[channel == c.as_str()] { (channel_name(c)) }
+                    }
+                }
+            }
+            div {
+                label for="consent-status" { "Consent status" }
+                select #consent-status name="status" {
+                    option value="granted" selected[status == "granted"] { "Granted" }
+                    option value="revoked" selected[status == "revoked"] { "Revoked" }
+                }
+            }
+            div {
+                label for="consent-purpose" { "Purpose" }
+                select #consent-purpose name="purpose" {
+                    option value="marketing" selected[purpose == "marketing"] { "Marketing" }
+                    option value="informational" selected[purpose == "informational"] { "Informational" }
+                }
+            }
+            div {
+                label for="consent-words" { "Words the lead said" }
+                textarea #consent-words name="words" aria-describedby=[words_error.as_ref().map(|_| "consent-words-error")] { (words) }
+                @if let Some(error) = &words_error { p #consent-words-error .field-error { (error) } }
+            }
+            div.actions { button.secondary type="submit" { "Record consent" } }
         }
     }
 }
@@ -411,6 +536,7 @@ pub async fn act(
                 .await
         }
         PersonAction::RetrySend => return send_again(state, visitor, id, &form).await,
+        PersonAction::RecordConsent => return record_consent(state, visitor, id, &form).await,
         PersonAction::DismissFailure => {
             let event_id = form.text("message").to_string();
             store
@@ -482,6 +608,71 @@ pub async fn act(
         }
         Err(e) => Err(e),
     }
+}
+
+/// "Record consent": the form read into `ConsentInput::spoken` (the words required),
+/// one write through `handling::record_consent`; a refusal shows beside its field.
+async fn record_consent(
+    state: &AppState,
+    visitor: &Visitor,
+    id: &str,
+    form: &Form,
+) -> Result<Response<Body>> {
+    let sent = ["channel", "status", "purpose", "words"].map(|f| form.text(f).to_string());
+    let person = visitor.person();
+    let recorded_by = RecordedBy::User {
+        user_id: person.user_id.clone(),
+        name: person.name.clone(),
+    };
+    let input = Channel::parse(&sent[0])
+        .ok_or_else(|| Error::invalid_field("channel"))
+        .and_then(|channel| {
+            let status =
+                ConsentStatus::parse(&sent[1]).ok_or_else(|| Error::invalid_field("status"))?;
+            let purpose =
+                Purpose::parse(&sent[2]).ok_or_else(|| Error::invalid_field("purpose"))?;
+            ConsentInput::spoken(channel, status, purpose, &sent[3], recorded_by)
+        });
+    let done = match input {
+        Ok(input) => {
+            let (caller, lead_id) = (visitor.caller(), id.to_string());
+            state
+                .store
+                .write(move |tx| {
+                    handling::record_consent(tx, &caller, &person, &lead_id, input.clone())
+                })
+                .await
+        }
+        Err(e) => Err(e),
+    };
+    match done {
+        Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}#consent"))),
+        Err(e) if e.is_bad_request() || matches!(e, Error::Conflict(_)) => {
+            let field = match e.refused_field() {
+                Some("proof.text") => "consent-words",
+                _ => "consent",
+            };
+            let shown = Shown {
+                error: Some((field, e.to_string())),
+                consent: Some(sent),
+                ..Shown::default()
+            };
+            page(state, visitor, id, shown).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `GET /console/leads/{id}/consent.csv`: every ledger entry with its proof, for a
+/// dispute (`consent::csv`, as `GET .../consent?format=csv`).
+pub fn consent_csv(state: &AppState, visitor: &Visitor, id: &str) -> Result<Response<Body>> {
+    let read = state.store.read()?;
+    let ledger = consent::ledger(&read, &visitor.caller(), id)?;
+    let bytes = consent::csv(id, &ledger.entries)?;
+    Ok(respond::csv_download(
+        crate::api::response::full(bytes),
+        "consent-record.csv",
+    ))
 }
 
 /// The reply box's fields as the API's message body, parsed by the API's own parser.

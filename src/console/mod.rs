@@ -141,6 +141,7 @@ async fn dispatch(
         Page::Leads => leads::list(state, &visitor, query),
         Page::LeadsCsv => leads::export(state, &visitor, query),
         Page::Lead(id) => lead::page(state, &visitor, id, lead::Shown::default()).await,
+        Page::LeadConsentCsv(id) => lead::consent_csv(state, &visitor, id),
         Page::LeadAction(id, action) => lead::act(state, &visitor, id, action, form).await,
         Page::Campaigns => campaigns::list(state, &visitor),
         Page::Campaign(name) => campaigns::page(state, &visitor, name),

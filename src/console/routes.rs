@@ -20,7 +20,7 @@ pub enum LeadAction {
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 14] = [
+    const ALL: [(&'static str, LeadAction); 15] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
@@ -38,6 +38,7 @@ impl LeadAction {
             "dismiss-failure",
             LeadAction::Person(PersonAction::DismissFailure),
         ),
+        ("consent", LeadAction::Person(PersonAction::RecordConsent)),
     ];
 
     pub fn segment(self) -> &'static str {
@@ -130,6 +131,8 @@ pub enum Page<'a> {
     Leads,
     LeadsCsv,
     Lead(&'a str),
+    /// A lead's consent record as CSV (`consent::csv`), for a dispute.
+    LeadConsentCsv(&'a str),
     LeadAction(&'a str, LeadAction),
     Campaigns,
     Campaign(&'a str),
@@ -166,6 +169,7 @@ impl Page<'_> {
             | Page::Events
             | Page::Leads
             | Page::Lead(_)
+            | Page::LeadConsentCsv(_)
             | Page::Campaigns
             | Page::Campaign(_) => Role::Viewer,
             // "Suggest a reply" drafts a message: an agent's work, like sending it.
@@ -199,6 +203,7 @@ impl Page<'_> {
             Page::Leads => "console_leads",
             Page::LeadsCsv => "console_leads_csv",
             Page::Lead(_) => "console_lead",
+            Page::LeadConsentCsv(_) => "console_lead_consent_csv",
             Page::LeadAction(_, _) => "console_lead_action",
             Page::Campaigns => "console_campaigns",
             Page::Campaign(_) => "console_campaign",
@@ -276,6 +281,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["leads"] => get(method, Page::Leads),
         ["leads.csv"] => get(method, Page::LeadsCsv),
         ["leads", id] if valid_id(id) => get(method, Page::Lead(id)),
+        ["leads", id, "consent.csv"] if valid_id(id) => get(method, Page::LeadConsentCsv(id)),
         ["leads", id, action] if valid_id(id) => {
             let action = LeadAction::parse(action).ok_or_else(not_found)?;
             post(method, Page::LeadAction(id, action))

@@ -228,6 +228,11 @@ pub fn action_words(data: &Value) -> String {
         "delete" => "deleted the lead".to_string(),
         "retry_send" => "sent a failed message again".to_string(),
         "dismiss_failure" => "dismissed a failed send".to_string(),
+        "record_consent" => format!(
+            "recorded consent {} ({})",
+            detail("status"),
+            channel_label(detail("channel"))
+        ),
         other => other.replace('_', " "),
     };
     format!("{name} {did}")

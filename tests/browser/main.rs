@@ -4,6 +4,7 @@
 //! their words (`../shared/spec/console.md` quotes them).
 
 mod campaigns;
+mod consent;
 mod import;
 mod inbox;
 mod lead;

@@ -760,3 +760,92 @@ async fn the_console_s_refused_rows_download_is_the_spooled_file_neutralized() {
         "row,reason,firstName,phone,profile\n2,Unknown profile: nope,'@SUM(1+9)*cmd|' /C calc'!A0,+15125550189,nope\n"
     );
 }
+
+/// The ledger of the lead whose search finds `q`.
+async fn ledger_of(ts: &TestServer, key: &str, q: &str) -> Value {
+    let found = expect(&ts.get(key, &format!("/v1/leads/search?q={q}")).await, 200);
+    let id = str_of(&found["leads"][0]["id"]).to_string();
+    expect(&ts.get(key, &format!("/v1/leads/{id}/consent")).await, 200)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consent_columns_write_ledger_entries_and_a_bad_value_refuses_the_row() {
+    let org = setup().await;
+    let (ts, key) = (&org.ts, &org.write);
+    let csv = "\
+First Name,Phone Number,Email,Consent,Consent Channels,consentAt,consentSource,consentText,consentUrl,consentIp
+Ana,(512) 555-0101,ana@example.com,Yes,sms;VOICE,2025-06-01T12:00:00Z,,I agree to calls and texts,https://acme.example/form,203.0.113.7
+Cy,(512) 555-0103,,TRUE,,,web_form,,,
+Di,(512) 555-0104,,maybe,,,,,,
+Ed,(512) 555-0105,,yes,fax,,,,,
+Fa,(512) 555-0106,,no,,2999-01-01T00:00:00Z,,,,
+Gu,(512) 555-0107,,granted,,,rumour,,,
+Ho,(512) 555-0108,,,,,,,,
+";
+    let report = import(ts, key, "", "text/csv", csv).await;
+    assert_eq!(report["created"], json!(3), "{report}");
+    assert_eq!(
+        refused(&report),
+        [
+            (
+                4,
+                "Invalid consent: maybe (yes, true, granted, no, false or revoked)".to_string()
+            ),
+            (5, "Invalid consentChannels: fax (sms;voice;email)".to_string()),
+            (
+                6,
+                "Consent cannot be given in the future: consentAt".to_string()
+            ),
+            (
+                7,
+                "Invalid consentSource: rumour (one of import, api, console, web_form, keyword, reply, call, unsubscribe_link, timeout)".to_string()
+            ),
+        ]
+    );
+
+    let ana = ledger_of(ts, key, "ana").await;
+    assert_eq!(
+        ana["current"],
+        json!({"sms": "granted", "voice": "granted", "email": "unknown"}),
+        "{ana}"
+    );
+    let entries = ana["entries"].as_array().expect("entries");
+    let mut channels: Vec<&str> = entries.iter().map(|e| str_of(&e["channel"])).collect();
+    channels.sort();
+    assert_eq!(channels, ["sms", "voice"], "one entry per channel: {ana}");
+    for entry in entries {
+        assert_eq!(entry["status"], "granted", "{entry}");
+        assert_eq!(entry["source"], "import", "{entry}");
+        assert_eq!(entry["purpose"], "marketing", "{entry}");
+        assert!(
+            str_of(&entry["at"]).starts_with("2025-06-01T12:00:00"),
+            "{entry}"
+        );
+        assert_eq!(entry["proof"]["text"], "I agree to calls and texts");
+        assert_eq!(entry["proof"]["url"], "https://acme.example/form");
+        assert_eq!(entry["proof"]["ip"], "203.0.113.7");
+        assert!(entry["proof"]["recordedBy"]["keyId"].is_string(), "{entry}");
+    }
+
+    // Without consentChannels: every channel the lead can receive (Cy has no email).
+    let cy = ledger_of(ts, key, "cy").await;
+    let entries = cy["entries"].as_array().expect("entries");
+    let mut channels: Vec<&str> = entries.iter().map(|e| str_of(&e["channel"])).collect();
+    channels.sort();
+    assert_eq!(channels, ["sms", "voice"], "{cy}");
+    assert!(entries.iter().all(|e| e["source"] == "web_form"), "{cy}");
+
+    // No consent cell, no entry; the CSV export lists the imported entries.
+    let ho = ledger_of(ts, key, "ho").await;
+    assert_eq!(ho["entries"], json!([]), "{ho}");
+    let found = expect(&ts.get(key, "/v1/leads/search?q=ana").await, 200);
+    let id = str_of(&found["leads"][0]["id"]).to_string();
+    let csv = ts
+        .get(key, &format!("/v1/leads/{id}/consent?format=csv"))
+        .await
+        .text();
+    assert!(
+        csv.contains(",sms,granted,marketing,import,I agree to calls and texts,https://acme.example/form,203.0.113.7,"),
+        "{csv}"
+    );
+}

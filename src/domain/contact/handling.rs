@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::channel::Channel;
 use crate::domain::contact::controls;
+use crate::domain::records::consent::{self, ConsentInput};
 use crate::domain::records::{dnc, events, leads};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -38,6 +39,8 @@ pub enum PersonAction {
     RetrySend,
     /// "Dismiss" of a failed send.
     DismissFailure,
+    /// "Record consent": consent given or revoked on the phone, into the ledger.
+    RecordConsent,
 }
 
 impl PersonAction {
@@ -55,6 +58,7 @@ impl PersonAction {
             PersonAction::Delete => "delete",
             PersonAction::RetrySend => "retry_send",
             PersonAction::DismissFailure => "dismiss_failure",
+            PersonAction::RecordConsent => "record_consent",
         }
     }
 }
@@ -173,6 +177,34 @@ pub fn set_subscription(
         person,
         action,
         json!({"channels": names}),
+    )
+    .map(drop)
+}
+
+/// "Record consent": `input` (`ConsentInput::spoken`, the lead's words and this
+/// person) into the lead's consent ledger, as `POST .../consent` writes it.
+pub fn record_consent(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    input: ConsentInput,
+) -> Result<()> {
+    let entry = consent::post(tx, caller, lead_id, input)?;
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let details = json!({
+        "channel": entry.channel.as_str(),
+        "status": entry.status.as_str(),
+        "purpose": entry.purpose.as_str(),
+        "consentId": entry.event_id,
+    });
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        PersonAction::RecordConsent,
+        details,
     )
     .map(drop)
 }

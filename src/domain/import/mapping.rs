@@ -1,8 +1,8 @@
 //! Which lead field each column of an import feeds: names compared with case and
 //! punctuation ignored (`firstName`, `First Name`, `first_name`), with the common
 //! synonyms (`mobile` for the phone, `profile` for `customerProfile`); any other column
-//! goes to `additionalInfo` under its own name. The console lets a person change the
-//! guess before importing.
+//! goes to `additionalInfo` under its own name. The `consent...` columns feed the
+//! lead's consent ledger. The console lets a person change the guess before importing.
 
 /// A lead field an import column can feed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +20,18 @@ pub enum Field {
     TimeZone,
     /// Separated by `;`.
     Tags,
+    /// `yes`/`true`/`granted` or `no`/`false`/`revoked`: a consent ledger entry per channel.
+    Consent,
+    /// The channels the consent is for, separated by `;` (default: every one the lead
+    /// can receive).
+    ConsentChannels,
+    /// When it was given (RFC 3339).
+    ConsentAt,
+    /// The ledger's source (default `import`).
+    ConsentSource,
+    ConsentText,
+    ConsentUrl,
+    ConsentIp,
     /// Into `additionalInfo`, under this name.
     Info(String),
     /// Left out.
@@ -27,7 +39,7 @@ pub enum Field {
 }
 
 /// The fields a person can pick in the console, with their wire names.
-pub const CHOICES: [(&str, Field); 12] = [
+pub const CHOICES: [(&str, Field); 19] = [
     ("firstName", Field::FirstName),
     ("lastName", Field::LastName),
     ("name", Field::FullName),
@@ -39,6 +51,13 @@ pub const CHOICES: [(&str, Field); 12] = [
     ("summary", Field::Summary),
     ("timeZone", Field::TimeZone),
     ("tags", Field::Tags),
+    ("consent", Field::Consent),
+    ("consentChannels", Field::ConsentChannels),
+    ("consentAt", Field::ConsentAt),
+    ("consentSource", Field::ConsentSource),
+    ("consentText", Field::ConsentText),
+    ("consentUrl", Field::ConsentUrl),
+    ("consentIp", Field::ConsentIp),
     ("skip", Field::Skip),
 ];
 
@@ -63,6 +82,13 @@ impl Field {
             "summary" => Field::Summary,
             "timezone" => Field::TimeZone,
             "tags" | "tag" => Field::Tags,
+            "consent" => Field::Consent,
+            "consentchannels" | "consentchannel" => Field::ConsentChannels,
+            "consentat" | "consentdate" | "consenttime" => Field::ConsentAt,
+            "consentsource" => Field::ConsentSource,
+            "consenttext" => Field::ConsentText,
+            "consenturl" => Field::ConsentUrl,
+            "consentip" => Field::ConsentIp,
             "" => Field::Skip,
             _ => Field::Info(header.trim().to_string()),
         }
@@ -128,6 +154,13 @@ mod tests {
             ("customerProfile", Field::Profile),
             ("External Lead ID", Field::ExternalLeadId),
             ("Tags", Field::Tags),
+            ("consent", Field::Consent),
+            ("Consent Channels", Field::ConsentChannels),
+            ("consent_at", Field::ConsentAt),
+            ("consentSource", Field::ConsentSource),
+            ("Consent text", Field::ConsentText),
+            ("consentUrl", Field::ConsentUrl),
+            ("Consent IP", Field::ConsentIp),
             ("Roof type", Field::Info("Roof type".into())),
         ] {
             assert_eq!(Field::guess(header), want, "{header}");

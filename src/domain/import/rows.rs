@@ -7,6 +7,10 @@
 //! the lead's); rows of one file that match each other merge into the first; with
 //! `create_only` both are refused instead. Every write goes through `records::leads`, so
 //! the API's rules (bounds, unique contacts, enrolment) hold for imported leads too.
+//!
+//! A row with a `consent` cell adds one consent ledger entry per channel to the lead it
+//! wrote, in the same write (`records::consent::record`); a bad consent cell refuses
+//! the row.
 
 use std::collections::HashMap;
 
@@ -14,14 +18,19 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::mapping::Field;
+use crate::channel::Channel;
+use crate::domain::records::consent::{self, ConsentInput, ProofPart};
 use crate::domain::records::leads::{self, LeadInput, LeadPatch, LeadText};
 use crate::domain::records::tags::tag_id;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::phone::{self, Country, Unreadable};
 use crate::store::facet::Facet;
-use crate::store::rows::{email_key, TagRecord};
+use crate::store::rows::{
+    email_key, ConsentSource, ConsentStatus, LeadRecord, Proof, Purpose, TagRecord,
+};
 use crate::store::{Reader, WriteTx};
+use crate::time::Micros;
 
 /// One row of a file: its number as a person finds it (a CSV's spreadsheet row, the
 /// header being row 1; an NDJSON file's line) and its cells with their fields.
@@ -181,14 +190,15 @@ fn one(
         if create_only {
             return Err(Error::Conflict(format!("Same lead as row {first}")));
         }
-        if dry_run && tx.lead(org, lead)?.is_none() {
+        let written = if dry_run && tx.lead(org, lead)?.is_none() {
             // Made by an earlier part of this dry run, thrown away since: check the
             // row as the lead it would have been.
-            leads::create(tx, caller, body.input()?)?;
+            leads::create(tx, caller, body.input()?)?
         } else {
             let patch = body.patch(add_tags(tx, org, lead, &body.tags)?)?;
-            leads::update(tx, caller, lead, patch)?;
-        }
+            leads::update(tx, caller, lead, patch)?
+        };
+        body.consent.record(tx, caller, written)?;
         return Ok((Outcome::Merged(lead.clone(), first), keys));
     }
     if let Some(lead) = live_match(tx, org, &body)? {
@@ -196,11 +206,119 @@ fn one(
             return Err(Error::Conflict(format!("Lead exists: {lead}")));
         }
         let patch = body.patch(add_tags(tx, org, &lead, &body.tags)?)?;
-        leads::update(tx, caller, &lead, patch)?;
+        let written = leads::update(tx, caller, &lead, patch)?;
+        body.consent.record(tx, caller, written)?;
         return Ok((Outcome::Updated(lead), keys));
     }
     let lead = leads::create(tx, caller, body.input()?)?;
-    Ok((Outcome::Created(lead.id), keys))
+    let id = lead.id.clone();
+    body.consent.record(tx, caller, lead)?;
+    Ok((Outcome::Created(id), keys))
+}
+
+/// A row's consent columns: an entry per channel when `consent` is set.
+#[derive(Debug, Default)]
+struct RowConsent {
+    status: Option<ConsentStatus>,
+    /// `None`: every channel the lead can receive.
+    channels: Option<Vec<Channel>>,
+    at: Option<Micros>,
+    source: Option<ConsentSource>,
+    proof: Proof,
+}
+
+impl RowConsent {
+    /// Reads one consent cell of `field` (its text; `value`, an NDJSON array of channels).
+    fn set(&mut self, field: &Field, text: &str, value: &Value) -> Result<()> {
+        let bad = |column: &str, expected: &str| {
+            Error::BadRequest(format!("Invalid {column}: {text} ({expected})"))
+        };
+        match field {
+            Field::Consent if !text.is_empty() => {
+                self.status = Some(match text.to_lowercase().as_str() {
+                    "yes" | "true" | "granted" => ConsentStatus::Granted,
+                    "no" | "false" | "revoked" => ConsentStatus::Revoked,
+                    _ => return Err(bad("consent", "yes, true, granted, no, false or revoked")),
+                })
+            }
+            Field::ConsentChannels => {
+                let names: Vec<String> = match value {
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|v| v.as_str().unwrap_or_default().to_string())
+                        .collect(),
+                    _ => text.split([';', ',']).map(str::to_string).collect(),
+                };
+                let mut channels = Vec::new();
+                for name in names {
+                    let name = name.trim().to_lowercase();
+                    if name.is_empty() {
+                        continue;
+                    }
+                    let channel = Channel::parse(&name)
+                        .ok_or_else(|| bad("consentChannels", "sms;voice;email"))?;
+                    if !channels.contains(&channel) {
+                        channels.push(channel);
+                    }
+                }
+                self.channels = (!channels.is_empty()).then_some(channels);
+            }
+            Field::ConsentAt if !text.is_empty() => {
+                self.at = Some(consent::given_at(text, "consentAt")?)
+            }
+            Field::ConsentSource if !text.is_empty() => {
+                let source = ConsentSource::parse(&text.to_lowercase()).ok_or_else(|| {
+                    let names: Vec<&str> = ConsentSource::ALL.iter().map(|s| s.as_str()).collect();
+                    bad("consentSource", &format!("one of {}", names.join(", ")))
+                })?;
+                self.source = Some(source);
+            }
+            Field::ConsentText if !text.is_empty() => {
+                self.proof.text = Some(ProofPart::Text.checked(text, "consentText")?)
+            }
+            Field::ConsentUrl if !text.is_empty() => {
+                self.proof.url = Some(ProofPart::Url.checked(text, "consentUrl")?)
+            }
+            Field::ConsentIp if !text.is_empty() => {
+                self.proof.ip = Some(ProofPart::Ip.checked(text, "consentIp")?)
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The ledger entries of the row for `lead`, the lead the row wrote (nothing without
+    /// a `consent` cell), recorded by whoever imports (a key, a person, the operator).
+    fn record(&self, tx: &mut WriteTx, caller: &Caller, mut lead: LeadRecord) -> Result<()> {
+        let Some(status) = self.status else {
+            return Ok(());
+        };
+        let org = caller.org_id.as_str();
+        let recorded_by = consent::Change::of_caller(tx, caller)?.proof.recorded_by;
+        let channels: Vec<Channel> = match &self.channels {
+            Some(channels) => channels.clone(),
+            None => Channel::ALL
+                .into_iter()
+                .filter(|c| c.reachable(&lead))
+                .collect(),
+        };
+        consent::room(tx, org, &lead.id, channels.len())?;
+        for channel in channels {
+            let input = ConsentInput {
+                channel,
+                status,
+                purpose: Purpose::Marketing,
+                source: self.source.unwrap_or(ConsentSource::Import),
+                at: self.at,
+                proof: Proof {
+                    recorded_by: recorded_by.clone(),
+                    ..self.proof.clone()
+                },
+            };
+            lead = consent::record(tx, org, lead, input)?.1;
+        }
+        Ok(())
+    }
 }
 
 /// A row's lead as its cells say it, before the lead's rules are applied: its text
@@ -211,6 +329,7 @@ struct RowLead {
     texts: Vec<(LeadText, String)>,
     tags: Vec<TagRecord>,
     info: Map<String, Value>,
+    consent: RowConsent,
 }
 
 impl RowLead {
@@ -322,6 +441,13 @@ fn body(row: &Row, country: Option<Country>) -> Result<(RowLead, Vec<String>)> {
                     body.info.insert(name.clone(), value.clone());
                 }
             }
+            Field::Consent
+            | Field::ConsentChannels
+            | Field::ConsentAt
+            | Field::ConsentSource
+            | Field::ConsentText
+            | Field::ConsentUrl
+            | Field::ConsentIp => body.consent.set(field, &text, value)?,
             Field::Skip => {}
         }
     }

@@ -115,6 +115,85 @@ impl ConsentInput {
     }
 }
 
+impl ConsentInput {
+    /// Consent a person records in the console from a phone call (source `console`): the
+    /// lead's own words are required, and the person is who recorded it.
+    pub fn spoken(
+        channel: Channel,
+        status: ConsentStatus,
+        purpose: Purpose,
+        words: &str,
+        recorded_by: RecordedBy,
+    ) -> Result<ConsentInput> {
+        let words = words.trim();
+        if words.is_empty() {
+            return Err(Error::field(
+                "proof.text",
+                "Write the words the lead said on the phone.",
+            ));
+        }
+        let words = ProofPart::Text.checked(words, "proof.text")?;
+        Ok(ConsentInput {
+            channel,
+            status,
+            purpose,
+            source: ConsentSource::Console,
+            at: None,
+            proof: Proof {
+                text: Some(words),
+                recorded_by: Some(recorded_by),
+                ..Proof::default()
+            },
+        })
+    }
+}
+
+/// A part of a proof given as text (an import's cells): each has its bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProofPart {
+    Text,
+    Url,
+    Ip,
+}
+
+impl ProofPart {
+    /// `text` as this part of a proof, refused under `field`'s name when too long or
+    /// holding control characters.
+    pub fn checked(self, text: &str, field: &str) -> Result<String> {
+        let bound = match self {
+            ProofPart::Text => PROOF_TEXT_CHARS,
+            ProofPart::Url => PROOF_URL_CHARS,
+            ProofPart::Ip => PROOF_IP_CHARS,
+        };
+        if text
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r')
+        {
+            return Err(Error::invalid_field(field));
+        }
+        if text.chars().count() > bound {
+            return Err(Error::field(
+                field,
+                format!("Field too long: {field} (at most {bound})"),
+            ));
+        }
+        Ok(text.to_string())
+    }
+}
+
+/// When consent was given, read from RFC 3339 text: never in the future (five minutes
+/// of clock skew allowed); refused under `field`'s name.
+pub fn given_at(text: &str, field: &str) -> Result<Micros> {
+    let micros = time::parse(text).ok_or_else(|| Error::invalid_field(field))?;
+    if micros > now_micros() + 5 * 60 * 1_000_000 {
+        return Err(Error::field(
+            field,
+            format!("Consent cannot be given in the future: {field}"),
+        ));
+    }
+    Ok(micros)
+}
+
 fn parse_proof(value: &Value) -> Result<Proof> {
     let map = match value {
         Value::Null => return Ok(Proof::default()),
@@ -250,14 +329,20 @@ pub fn post(
     input: ConsentInput,
 ) -> Result<ConsentEntry> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
-    let count = tx.consent_count(&caller.org_id, lead_id, MAX_ENTRIES)?;
-    if count >= MAX_ENTRIES {
+    room(tx, &caller.org_id, lead_id, 1)?;
+    let (entry, _) = record(tx, &caller.org_id, lead, input)?;
+    Ok(entry)
+}
+
+/// Refuses (409) `more` entries that would take the lead's ledger past [`MAX_ENTRIES`].
+pub fn room(tx: &WriteTx, org: &str, lead_id: &str, more: usize) -> Result<()> {
+    let count = tx.consent_count(org, lead_id, MAX_ENTRIES)?;
+    if count + more > MAX_ENTRIES {
         return Err(Error::Conflict(format!(
             "A lead's consent ledger holds at most {MAX_ENTRIES} entries"
         )));
     }
-    let (entry, _) = record(tx, &caller.org_id, lead, input)?;
-    Ok(entry)
+    Ok(())
 }
 
 /// Writes one ledger entry for `lead`: its `CONSENT` event, the ledger row, the
@@ -537,6 +622,25 @@ mod tests {
         );
         let e = ConsentInput::from_json(&body(json!({"channel": 1})), key()).unwrap_err();
         assert_eq!(e.refused_field(), Some("channel"));
+    }
+
+    #[test]
+    fn consent_given_on_the_phone_needs_the_lead_s_words() {
+        let spoken = |words: &str| {
+            ConsentInput::spoken(
+                Channel::Voice,
+                ConsentStatus::Granted,
+                Purpose::Marketing,
+                words,
+                key(),
+            )
+        };
+        let e = spoken("  ").unwrap_err();
+        assert_eq!(e.refused_field(), Some("proof.text"));
+        let input = spoken(" Yes, call me ").unwrap();
+        assert_eq!(input.source, ConsentSource::Console);
+        assert_eq!(input.proof.text.as_deref(), Some("Yes, call me"));
+        assert_eq!(input.proof.recorded_by, Some(key()));
     }
 
     #[test]
