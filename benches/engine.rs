@@ -23,6 +23,7 @@ use hyper::Request;
 use serde_json::json;
 
 use engaged::config::Config;
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::leads;
 use engaged::domain::settings::profiles;
 use engaged::domain::Caller;
@@ -185,7 +186,7 @@ async fn enrol(store: &Arc<Store>, caller: &Caller, prefix: &str, profile: &str,
                         "phone": format!("+1555{:07}", i),
                         "customerProfile": profile,
                     }));
-                    leads::create(tx, &c, leads::LeadInput::from_json(&body)?)?;
+                    leads::create(tx, &c, leads::LeadInput::from_json(&body)?).react(tx)?;
                 }
                 Ok(())
             })

@@ -30,6 +30,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 use engaged::config::Config;
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::leads;
 use engaged::domain::Caller;
 use engaged::providers::twilio_signature;
@@ -207,7 +208,11 @@ async fn start(model_url: &str) -> Bench {
             json!({"id": format!("lead-{n}"), "firstName": "Ada", "phone": format!("+1555020{n:04}")}),
         );
         store
-            .write(move |tx| leads::create(tx, &c, leads::LeadInput::from_json(&lead)?).map(|_| ()))
+            .write(move |tx| {
+                leads::create(tx, &c, leads::LeadInput::from_json(&lead)?)
+                    .react(tx)
+                    .map(|_| ())
+            })
             .await
             .expect("lead");
     }

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::mapping::Field;
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::leads::{self, LeadInput, LeadPatch, LeadText};
 use crate::domain::records::tags::tag_id;
 use crate::domain::Caller;
@@ -184,10 +185,10 @@ fn one(
         if dry_run && tx.lead(org, lead)?.is_none() {
             // Made by an earlier part of this dry run, thrown away since: check the
             // row as the lead it would have been.
-            leads::create(tx, caller, body.input()?)?;
+            leads::create(tx, caller, body.input()?).react(tx)?;
         } else {
             let patch = body.patch(add_tags(tx, org, lead, &body.tags)?)?;
-            leads::update(tx, caller, lead, patch)?;
+            leads::update(tx, caller, lead, patch).react(tx)?;
         }
         return Ok((Outcome::Merged(lead.clone(), first), keys));
     }
@@ -196,10 +197,10 @@ fn one(
             return Err(Error::Conflict(format!("Lead exists: {lead}")));
         }
         let patch = body.patch(add_tags(tx, org, &lead, &body.tags)?)?;
-        leads::update(tx, caller, &lead, patch)?;
+        leads::update(tx, caller, &lead, patch).react(tx)?;
         return Ok((Outcome::Updated(lead), keys));
     }
-    let lead = leads::create(tx, caller, body.input()?)?;
+    let lead = leads::create(tx, caller, body.input()?).react(tx)?;
     Ok((Outcome::Created(lead.id), keys))
 }
 

@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
 use crate::csv_cell::{neutralize, Column};
+use crate::domain::records::written::Written;
 use crate::domain::records::{events, leads};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -216,11 +217,12 @@ impl Change {
 pub fn note(
     tx: &mut WriteTx,
     org: &str,
-    mut lead: LeadRecord,
+    lead: LeadRecord,
     channels: &[Channel],
     status: ConsentStatus,
     change: &Change,
-) -> Result<LeadRecord> {
+) -> Result<Written<LeadRecord>> {
+    let mut written = Written::owing_nothing(lead);
     for &channel in channels {
         let input = ConsentInput {
             channel,
@@ -230,9 +232,9 @@ pub fn note(
             at: None,
             proof: change.proof.clone(),
         };
-        lead = record(tx, org, lead, input)?.1;
+        written = written.and_then(|lead| Ok(record(tx, org, lead, input)?.map(|(_, l)| l)))?;
     }
-    Ok(lead)
+    Ok(written)
 }
 
 /// Who a request's caller is, as a ledger names them.
@@ -248,7 +250,7 @@ pub fn post(
     caller: &Caller,
     lead_id: &str,
     input: ConsentInput,
-) -> Result<ConsentEntry> {
+) -> Result<Written<ConsentEntry>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let count = tx.consent_count(&caller.org_id, lead_id, MAX_ENTRIES)?;
     if count >= MAX_ENTRIES {
@@ -256,18 +258,19 @@ pub fn post(
             "A lead's consent ledger holds at most {MAX_ENTRIES} entries"
         )));
     }
-    let (entry, _) = record(tx, &caller.org_id, lead, input)?;
-    Ok(entry)
+    let written = record(tx, &caller.org_id, lead, input)?;
+    Ok(written.map(|(entry, _)| entry))
 }
 
 /// Writes one ledger entry for `lead`: its `CONSENT` event, the ledger row, the
-/// channel's state and the `lead.consent_changed` webhook, all in this transaction.
+/// channel's state and the `lead.consent_changed` webhook, all in this transaction
+/// (engagement's reactions to the event owed after them: they read none of these rows).
 pub fn record(
     tx: &mut WriteTx,
     org: &str,
     lead: LeadRecord,
     input: ConsentInput,
-) -> Result<(ConsentEntry, LeadRecord)> {
+) -> Result<Written<(ConsentEntry, LeadRecord)>> {
     let entry = ConsentEntry {
         event_id: crate::ids::generate("cns"),
         channel: input.channel,
@@ -278,7 +281,7 @@ pub fn record(
         proof: input.proof,
     };
     let lead_id = lead.id.clone();
-    let (_, lead) = events::record(
+    let written = events::record(
         tx,
         org,
         lead,
@@ -300,7 +303,7 @@ pub fn record(
             "at": time::format(entry.at),
         }),
     )?;
-    Ok((entry, lead))
+    Ok(written.map(|(_, lead)| (entry, lead)))
 }
 
 /// Whether `lead` has consent for `purpose` on `channel`: a grant later than the last
