@@ -13,6 +13,7 @@ use serde_json::json;
 
 use engaged::channel::Channel;
 use engaged::domain::contact::revocation;
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::consent::{self, ConsentInput};
 use engaged::domain::records::leads;
 use engaged::store::rows::{ConsentSource, ConsentStatus, Proof, Purpose};
@@ -62,7 +63,7 @@ fn main() {
     let c = caller.clone();
     rt.block_on(store.write(move |tx| {
         let body = support::object(json!({"id": "L1", "phone": "+15551234567"}));
-        leads::create(tx, &c, leads::LeadInput::from_json(&body)?)?;
+        leads::create(tx, &c, leads::LeadInput::from_json(&body)?).react(tx)?;
         for i in 0..1_000i64 {
             let input = ConsentInput {
                 channel: Channel::Voice,
@@ -79,7 +80,7 @@ fn main() {
             let lead = tx
                 .lead(&c.org_id, "L1")?
                 .ok_or_else(|| engaged::error::Error::Internal("the lead is gone".into()))?;
-            consent::record(tx, &c.org_id, lead, input)?;
+            consent::record(tx, &c.org_id, lead, input).react(tx)?;
         }
         Ok(())
     }))

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use hyper::Method;
 use serde_json::json;
 
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::people::passwords;
 use engaged::domain::records::{events, leads};
 use engaged::domain::Caller;
@@ -147,6 +148,7 @@ async fn run() {
             caller,
             leads::LeadInput::from_json(&support::object(body))?,
         )
+        .react(tx)
         .map(drop)
     })
     .await;
@@ -173,7 +175,7 @@ async fn run() {
         let lead = tx
             .lead(&caller.org_id, &lead_id)?
             .ok_or_else(|| engaged::error::Error::lead_not_found(&lead_id))?;
-        events::record(tx, &caller.org_id, lead, kind, &format!("e-{j}"), data, |_| {}).map(drop)
+        events::record(tx, &caller.org_id, lead, kind, &format!("e-{j}"), data, |_| {}).react(tx).map(drop)
     })
     .await;
     println!(
@@ -284,6 +286,7 @@ async fn run() {
                     .write(move |tx| {
                         let patch = support::object(json!({"summary": format!("touch {i}")}));
                         leads::update(tx, &caller, "lead-2", leads::LeadPatch::from_json(&patch)?)
+                            .react(tx)
                             .map(drop)
                     })
                     .await;

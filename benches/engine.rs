@@ -22,6 +22,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use serde_json::json;
 
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::leads;
 use engaged::domain::settings::profiles;
 use engaged::domain::Caller;
@@ -183,7 +184,7 @@ async fn enrol(store: &Arc<Store>, caller: &Caller, prefix: &str, profile: &str,
                         "phone": format!("+1555{:07}", phones + i),
                         "customerProfile": profile,
                     }));
-                    leads::create(tx, &c, leads::LeadInput::from_json(&body)?)?;
+                    leads::create(tx, &c, leads::LeadInput::from_json(&body)?).react(tx)?;
                 }
                 Ok(())
             })

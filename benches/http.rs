@@ -19,6 +19,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use serde_json::{json, Value};
 
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::calls;
 use engaged::domain::records::leads;
 use engaged::domain::records::limits;
@@ -41,10 +42,10 @@ async fn setup(leads_n: usize) -> Bench {
         store
             .write(move |tx| {
                 for i in 0..n {
-                    leads::create(tx, &c, leads::LeadInput::from_json(&support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench"})))?)?;
+                    leads::create(tx, &c, leads::LeadInput::from_json(&support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench"})))?).react(tx)?;
                 }
                 let call = support::object(json!({"leadId": "lead-0-0", "direction": "OUTBOUND", "callStatus": "COMPLETE", "durationSeconds": 42, "transcript": [{"speaker": "lead", "text": "hello"}]}));
-                calls::put(tx, &c, "call-1", calls::CallInput::from_json("call-1", &call)?)?;
+                calls::put(tx, &c, "call-1", calls::CallInput::from_json("call-1", &call)?).react(tx)?;
                 Ok(())
             })
             .await
@@ -204,12 +205,14 @@ fn neighbour(c: &mut Criterion) {
                     leads::LeadInput::from_json(&support::object(
                         json!({"id": "small", "firstName": "Small"}),
                     ))?,
-                )?;
+                )
+                .react(tx)?;
                 leads::create(
                     tx,
                     &noisy,
                     leads::LeadInput::from_json(&support::object(lead_at_every_maximum("max")))?,
-                )?;
+                )
+                .react(tx)?;
                 Ok(())
             })
             .await

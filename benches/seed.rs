@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::auth;
 use engaged::domain::records::calls;
 use engaged::domain::records::events;
@@ -111,7 +112,9 @@ fn main() {
             "phone": format!("+15{:09}", i % 1_000_000_000), // unique: a live lead's phone is its own
             "email": format!("lead{i}@example.com"),
         }));
-        leads::create(tx, c, leads::LeadInput::from_json(&body)?).map(drop)
+        leads::create(tx, c, leads::LeadInput::from_json(&body)?)
+            .react(tx)
+            .map(drop)
     });
     let leads_took = t.elapsed();
     println!(
@@ -130,7 +133,7 @@ fn main() {
             "transcript": [{"speaker": "lead", "text": "hello"}, {"speaker": "agent", "text": "hi, how can I help?"}],
         }));
         let id = format!("call-{i}");
-        calls::put(tx, c, &id, calls::CallInput::from_json(&id, &body)?).map(drop)
+        calls::put(tx, c, &id, calls::CallInput::from_json(&id, &body)?).react(tx).map(drop)
     });
     println!(
         "seeded {calls_n} calls in {:.1} s",
@@ -148,7 +151,9 @@ fn main() {
                 "id": format!("e-{j}"),
                 "data": {"n": j, "note": "seeded by benches/seed.rs"},
             })))?;
-            events::upsert(tx, c, &format!("lead-{}", j % leads_n), input).map(drop)
+            events::upsert(tx, c, &format!("lead-{}", j % leads_n), input)
+                .react(tx)
+                .map(drop)
         },
     );
     if written < events_n {

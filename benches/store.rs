@@ -10,6 +10,7 @@ use std::sync::Arc;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::json;
 
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::events;
 use engaged::domain::records::leads;
 use engaged::domain::records::listing::{self, EventQuery, LeadQuery};
@@ -36,7 +37,7 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
         rt.block_on(store.write(move |tx| {
             for i in 0..n {
                 let body = support::object(json!({"id": format!("lead-{chunk}-{i}"), "firstName": "Bench", "phone": format!("+1555{:07}", chunk * 20_000 + i)}));
-                leads::create(tx, &c, leads::LeadInput::from_json(&body)?)?;
+                leads::create(tx, &c, leads::LeadInput::from_json(&body)?).react(tx)?;
             }
             Ok(())
         }))
@@ -60,7 +61,7 @@ fn fixture(rt: &tokio::runtime::Runtime, leads_n: usize, events_n: usize) -> Fix
                 let input = events::EventInput::from_json(support::object(
                     json!({"type": kind, "id": format!("e-{chunk}-{i}"), "data": {"n": i}}),
                 ))?;
-                events::upsert(tx, &c, &id, input)?;
+                events::upsert(tx, &c, &id, input).react(tx)?;
             }
             Ok(())
         }))
@@ -196,7 +197,7 @@ fn pages(c: &mut Criterion) {
                         store
                             .write(move |tx| {
                                 let body = support::object(json!({"type": "CUSTOM", "id": format!("w-{i}"), "data": {"i": i}}));
-                                events::upsert(tx, &c, &id, events::EventInput::from_json(body)?)
+                                events::upsert(tx, &c, &id, events::EventInput::from_json(body)?).react(tx)
                             })
                             .await
                     }

@@ -25,6 +25,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use serde_json::{json, Value};
 
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::leads;
 use engaged::domain::Caller;
 use engaged::providers::twilio_signature;
@@ -147,7 +148,11 @@ async fn start(model_url: &str) -> Bench {
             json!({"id": format!("lead-{n}"), "firstName": "Ada", "phone": format!("+1555020{n:04}")}),
         );
         store
-            .write(move |tx| leads::create(tx, &c, leads::LeadInput::from_json(&lead)?).map(|_| ()))
+            .write(move |tx| {
+                leads::create(tx, &c, leads::LeadInput::from_json(&lead)?)
+                    .react(tx)
+                    .map(|_| ())
+            })
             .await
             .expect("lead");
     }

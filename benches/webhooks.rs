@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::calls;
 use engaged::domain::records::leads;
 use engaged::testkit::{Reply, TestServer, WebhookReceiver};
@@ -67,6 +68,7 @@ async fn run() {
                 &c,
                 leads::LeadInput::from_json(&support::object(json!({"id": "lead-1"})))?,
             )
+            .react(tx)
         })
         .await
         .expect("setup");
@@ -90,6 +92,7 @@ async fn run() {
                     &call_id,
                     calls::CallInput::from_json(&call_id, &body)?,
                 )
+                .react(tx)
             })
             .await
             .expect("call");
@@ -118,7 +121,7 @@ async fn run() {
                 let call_id = format!("tp-{i}");
                 s.write(move |tx| {
                     let body = support::object(json!({"leadId": "lead-1", "direction": "INBOUND", "callStatus": "COMPLETE"}));
-                    calls::put(tx, &c, &call_id, calls::CallInput::from_json(&call_id, &body)?)
+                    calls::put(tx, &c, &call_id, calls::CallInput::from_json(&call_id, &body)?).react(tx)
                 })
                 .await
                 .expect("call");

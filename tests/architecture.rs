@@ -7,6 +7,10 @@
 //! under `#[cfg(test)]` are left out: they may reach anything), resolves each to the
 //! file that defines it, and fails on an import up the floors or a cycle.
 //!
+//! Inside the domain floor, [`DOMAIN_ORDER`] holds records, settings and people below
+//! contact, engagement, voice and the import, and only `engagement::reactions` runs the
+//! reactions a write owes.
+//!
 //! `cargo test --test architecture -- --nocapture` prints the graph's summary: files
 //! per floor, imports up the floors, cycles, and the files straight in `src/domain/`.
 
@@ -50,6 +54,27 @@ const FLOORS: &[(&str, &[&str])] = &[
             "phone",
             "time",
         ],
+    ),
+];
+
+/// The order inside the domain floor, top first, as [`FLOORS`] orders the floors: a
+/// domain folder uses its own sub-floor and those below. Records, settings and people
+/// know nothing of contact, engagement, voice or the import: a write of theirs owes
+/// engagement's reactions (`records::written::Written`), which only
+/// `engagement::reactions` runs.
+const DOMAIN_ORDER: &[(&str, &[&str])] = &[
+    (
+        "contact, engagement, voice, import",
+        &[
+            "domain/contact",
+            "domain/engagement",
+            "domain/voice",
+            "domain/import",
+        ],
+    ),
+    (
+        "records, settings, people",
+        &["domain/records", "domain/settings", "domain/people"],
     ),
 ];
 
@@ -437,6 +462,80 @@ fn imports_up(graph: &Graph) -> Vec<(Module, Module)> {
         }
     }
     up
+}
+
+/// The sub-floor of a file in a domain folder (0 is the top); `None` outside them.
+fn domain_floor_of(module: &str) -> Option<usize> {
+    DOMAIN_ORDER.iter().position(|(_, folders)| {
+        folders
+            .iter()
+            .any(|f| module == *f || module.starts_with(&format!("{f}/")))
+    })
+}
+
+/// Imports from a domain folder's file to a file of a higher sub-floor: (from, to).
+fn domain_imports_up(graph: &Graph) -> Vec<(Module, Module)> {
+    let mut up = Vec::new();
+    for (from, targets) in &graph.edges {
+        for to in targets {
+            if let (Some(a), Some(b)) = (domain_floor_of(from), domain_floor_of(to)) {
+                if b < a {
+                    up.push((from.clone(), to.clone()));
+                }
+            }
+        }
+    }
+    up
+}
+
+/// Records, settings and people import nothing from contact, engagement, voice or the
+/// import; every domain folder has its place in `DOMAIN_ORDER`.
+#[test]
+fn records_and_settings_stay_below_what_reacts_to_them() {
+    let graph = graph();
+    let folders: BTreeSet<String> = graph
+        .modules
+        .iter()
+        .filter_map(|m| m.strip_prefix("domain/"))
+        .filter_map(|rest| rest.split_once('/').map(|(folder, _)| folder))
+        .map(|folder| format!("domain/{folder}"))
+        .collect();
+    let unplaced: Vec<&String> = folders
+        .iter()
+        .filter(|f| domain_floor_of(f).is_none())
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "domain folders without a place in DOMAIN_ORDER (and ARCHITECTURE.md): {unplaced:?}"
+    );
+    let up = domain_imports_up(&graph);
+    println!("imports up the domain's order: {}", up.len());
+    for (from, to) in &up {
+        println!("  {from} -> {to}");
+    }
+    assert!(up.is_empty(), "imports up the domain's order: {up:?}");
+}
+
+/// Only `engagement::reactions` takes a write's value out of its `Written` (and so runs
+/// the reactions it owes): no other file calls `into_value_and_reactions`.
+#[test]
+fn only_engagement_reactions_reacts_to_a_write() {
+    let src = main_dir();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let callers: Vec<Module> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("readable source");
+            code_of(&text).contains("into_value_and_reactions")
+        })
+        .map(|f| module_of(&src, f))
+        .collect();
+    assert_eq!(
+        callers,
+        ["domain/engagement/reactions", "domain/records/written"],
+        "only engagement::reactions unpacks a Written (records::written defines it)"
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::response::{json as reply, Body};
 use super::views;
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::calls;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -29,7 +30,7 @@ pub async fn put(
     let changes = calls::CallInput::from_json(id, &body)?;
     let id = id.to_string();
     let (call, created) = store
-        .write(move |tx| calls::put(tx, &caller, &id, changes.clone()))
+        .write(move |tx| calls::put(tx, &caller, &id, changes.clone()).react(tx))
         .await?;
     let status = if created {
         StatusCode::CREATED

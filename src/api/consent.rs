@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::request::Query;
 use super::response::{full, json as reply, Body};
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::{self, ConsentInput};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -23,7 +24,7 @@ pub async fn post(
     let input = ConsentInput::from_json(&body, consent::recorded_by_key(&caller))?;
     let id = lead_id.to_string();
     let entry = store
-        .write(move |tx| consent::post(tx, &caller, &id, input.clone()))
+        .write(move |tx| consent::post(tx, &caller, &id, input.clone()).react(tx))
         .await?;
     Ok(reply(StatusCode::CREATED, &consent::entry_json(&entry)))
 }

@@ -5,6 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::request::Query;
 use super::response::{json as reply, Body};
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::dnc;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -24,7 +25,7 @@ pub async fn register_dnc(
     }
     let phone = dnc::phone(raw)?;
     store
-        .write(move |tx| dnc::register(tx, &caller, &phone))
+        .write(move |tx| dnc::register(tx, &caller, &phone).react(tx))
         .await?;
     Ok(reply(
         StatusCode::OK,

@@ -8,6 +8,7 @@ use super::response::{json as reply, Body};
 use super::views::{EventView, EventsPage, MessageView, MessagesPage};
 use super::AppState;
 use crate::channel::Owner;
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::events;
 use crate::domain::records::listing::{self, EventQuery};
 use crate::domain::records::messages;
@@ -57,7 +58,7 @@ pub async fn post(
     let input = events::EventInput::from_json(body)?;
     let id = lead_id.to_string();
     let row = store
-        .write(move |tx| events::upsert(tx, &caller, &id, input.clone()))
+        .write(move |tx| events::upsert(tx, &caller, &id, input.clone()).react(tx))
         .await?;
     Ok(reply(StatusCode::OK, &EventView::of(&row)))
 }
@@ -103,7 +104,7 @@ pub async fn post_message(
     let id = lead_id.to_string();
     let row = state
         .store
-        .write(move |tx| messages::record(tx, &caller, &id, input.clone()))
+        .write(move |tx| messages::record(tx, &caller, &id, input.clone()).react(tx))
         .await?;
     let view = MessageView::of(&row)
         .ok_or_else(|| Error::Internal("a new message is not message-shaped".into()))?;

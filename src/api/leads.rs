@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use super::request::Query;
 use super::response::{json as reply, json_bytes, Body};
 use super::views;
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::leads;
 use crate::domain::records::listing::{self, LeadQuery};
 use crate::domain::records::search::{self, After, LeadFilter};
@@ -79,7 +80,7 @@ pub async fn create(
 ) -> Result<Response<Body>> {
     let input = leads::LeadInput::from_json(&body)?;
     let lead = store
-        .write(move |tx| leads::create(tx, &caller, input.clone()))
+        .write(move |tx| leads::create(tx, &caller, input.clone()).react(tx))
         .await?;
     Ok(json_bytes(StatusCode::CREATED, views::lead(&lead)?))
 }
@@ -93,7 +94,7 @@ pub async fn update(
     let patch = leads::LeadPatch::from_json(&body)?;
     let id = id.to_string();
     let lead = store
-        .write(move |tx| leads::update(tx, &caller, &id, patch.clone()))
+        .write(move |tx| leads::update(tx, &caller, &id, patch.clone()).react(tx))
         .await?;
     Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }
@@ -101,7 +102,7 @@ pub async fn update(
 pub async fn delete(store: &Store, caller: Caller, id: &str) -> Result<Response<Body>> {
     let id = id.to_string();
     let lead = store
-        .write(move |tx| leads::delete(tx, &caller, &id))
+        .write(move |tx| leads::delete(tx, &caller, &id).react(tx))
         .await?;
     Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }

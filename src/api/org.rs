@@ -4,6 +4,7 @@ use hyper::{Response, StatusCode};
 use serde_json::{Map, Value};
 
 use super::response::{json as reply, Body};
+use crate::domain::engagement::reactions::React;
 use crate::domain::settings::org;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -27,7 +28,7 @@ pub async fn update_org(
 ) -> Result<Response<Body>> {
     let patch = org::OrgPatch::from_json(&body)?;
     let (org, engine) = store
-        .write(move |tx| org::update(tx, &caller, patch.clone(), public_url.as_deref()))
+        .write(move |tx| org::update(tx, &caller, patch.clone(), public_url.as_deref()).react(tx))
         .await?;
     Ok(reply(StatusCode::OK, &org::view(&org, &engine)))
 }

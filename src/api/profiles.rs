@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use super::request::Query;
 use super::response::{json as reply, Body};
 use crate::domain::engagement::enrolment;
+use crate::domain::engagement::reactions::React;
 use crate::domain::settings::profiles;
 use crate::domain::Caller;
 use crate::error::Result;
@@ -58,7 +59,7 @@ pub async fn put(
 pub async fn delete(store: &Store, caller: Caller, name: &str) -> Result<Response<Body>> {
     let name = name.to_string();
     store
-        .write(move |tx| profiles::delete(tx, &caller, &name))
+        .write(move |tx| profiles::delete(tx, &caller, &name).react(tx))
         .await?;
     Ok(reply(
         StatusCode::OK,

@@ -13,6 +13,7 @@ use super::Engine;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::{self, Block, Gate, Outcome};
 use crate::domain::engagement::outbound;
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::messages::{self, MessageInput};
 use crate::domain::voice::voice;
 use crate::domain::Caller;
@@ -122,7 +123,7 @@ impl Engine {
     ) -> Result<Outcome<EventRow>> {
         let channel = input.channel;
         let send = move |tx: &mut WriteTx, caller: &Caller, lead: LeadRecord| {
-            messages::record(tx, caller, &lead.id, input.clone())
+            messages::record(tx, caller, &lead.id, input.clone()).react(tx)
         };
         self.gate(caller, lead_id, channel, send).await
     }

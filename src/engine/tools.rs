@@ -18,6 +18,7 @@ use super::Engine;
 use crate::channel::Channel;
 use crate::domain::contact::controls;
 use crate::domain::contact::quiet_hours::outside_quiet_hours;
+use crate::domain::engagement::reactions::React;
 use crate::domain::engagement::{agenda, enrolment};
 use crate::domain::records::events;
 use crate::domain::records::leads::{self, LeadPatch, LeadText};
@@ -150,7 +151,7 @@ fn apply(
     let patch = |tx: &mut WriteTx, set: &dyn Fn(&mut LeadPatch) -> Result<()>| -> Result<()> {
         let mut patch = LeadPatch::default();
         set(&mut patch)?;
-        leads::update(tx, caller, lead, patch).map(|_| ())
+        leads::update(tx, caller, lead, patch).react(tx).map(|_| ())
     };
     match tool {
         Tool::MarkHot => patch(tx, &|p| {
@@ -294,7 +295,8 @@ fn record(
         &id,
         data,
         |_| {},
-    )?;
+    )
+    .react(tx)?;
     Ok(())
 }
 

@@ -25,6 +25,7 @@ use super::routes::SettingsAction;
 use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
+use crate::domain::engagement::reactions::React;
 use crate::domain::settings::org::{self, OrgPatch};
 use crate::error::{Error, Result};
 use crate::store::Reader;
@@ -204,7 +205,9 @@ async fn save(
             state
                 .store
                 .write(move |tx| {
-                    org::update(tx, &caller, patch.clone(), public_url.as_deref()).map(drop)
+                    org::update(tx, &caller, patch.clone(), public_url.as_deref())
+                        .react(tx)
+                        .map(drop)
                 })
                 .await
         }

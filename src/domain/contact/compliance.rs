@@ -20,6 +20,7 @@ use serde_json::json;
 
 use crate::channel::Channel;
 use crate::domain::contact::quiet_hours::{in_quiet_hours, zone_of};
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::settings::org::DEFAULT_COMPLIANCE_TIMEOUT_MS;
@@ -290,7 +291,8 @@ pub fn record_block(
         &id,
         data,
         |_| {},
-    )?;
+    )
+    .react(tx)?;
     Ok(row)
 }
 

@@ -10,6 +10,7 @@
 use serde_json::Value;
 
 use crate::channel::{Channel, OptOutSource};
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::{self, Change};
 use crate::domain::records::leads;
 use crate::domain::Caller;
@@ -151,8 +152,8 @@ pub(crate) fn opt_out(
             changed.subscriptions.sms_by_keyword = true;
         }
     }
-    let lead = leads::save_if_changed(tx, org, lead, changed)?;
-    consent::note(tx, org, lead, &moved, ConsentStatus::Revoked, change)
+    let lead = leads::save_if_changed(tx, org, lead, changed).react(tx)?;
+    consent::note(tx, org, lead, &moved, ConsentStatus::Revoked, change).react(tx)
 }
 
 /// Resubscribes `channels` of `lead`: one `granted` consent entry (`change` says why)
@@ -177,8 +178,8 @@ pub(crate) fn opt_in(
     if clear_keyword {
         changed.subscriptions.sms_by_keyword = false;
     }
-    let lead = leads::save_if_changed(tx, org, lead, changed)?;
-    consent::note(tx, org, lead, &moved, ConsentStatus::Granted, change)
+    let lead = leads::save_if_changed(tx, org, lead, changed).react(tx)?;
+    consent::note(tx, org, lead, &moved, ConsentStatus::Granted, change).react(tx)
 }
 
 /// The provider said the recipient opted out with the carrier (Twilio 21610): SMS is
@@ -218,7 +219,7 @@ pub fn set_ai(tx: &mut WriteTx, caller: &Caller, lead_id: &str, on: bool) -> Res
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut changed = lead.clone();
     changed.is_ai_on = on;
-    leads::save_if_changed(tx, &caller.org_id, lead, changed)
+    leads::save_if_changed(tx, &caller.org_id, lead, changed).react(tx)
 }
 
 pub fn add_tags(
@@ -235,7 +236,7 @@ pub fn add_tags(
             None => changed.tags.push(tag),
         }
     }
-    leads::save_if_changed(tx, &caller.org_id, lead, changed)
+    leads::save_if_changed(tx, &caller.org_id, lead, changed).react(tx)
 }
 
 /// Removes tags by id; ids the lead does not carry are ignored.
@@ -251,7 +252,7 @@ pub fn remove_tags(
     };
     let mut changed = lead.clone();
     changed.tags.retain(|t| !ids.contains(&t.id));
-    leads::save_if_changed(tx, &caller.org_id, lead, changed)
+    leads::save_if_changed(tx, &caller.org_id, lead, changed).react(tx)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::channel::Channel;
 use crate::domain::contact::controls;
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::{self, ConsentInput};
 use crate::domain::records::{dnc, events, leads};
 use crate::domain::Caller;
@@ -90,7 +91,8 @@ pub fn record_action(
         &id,
         data,
         |_| {},
-    )?;
+    )
+    .react(tx)?;
     Ok(row)
 }
 
@@ -190,7 +192,7 @@ pub fn record_consent(
     lead_id: &str,
     input: ConsentInput,
 ) -> Result<()> {
-    let entry = consent::post(tx, caller, lead_id, input)?;
+    let entry = consent::post(tx, caller, lead_id, input).react(tx)?;
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let details = json!({
         "channel": entry.channel.as_str(),
@@ -225,7 +227,7 @@ pub fn add_to_dnc(tx: &mut WriteTx, caller: &Caller, person: &Person, lead_id: &
         PersonAction::AddToDnc,
         json!({"phone": phone}),
     )?;
-    dnc::register(tx, caller, &phone)
+    dnc::register(tx, caller, &phone).react(tx)
 }
 
 /// "Add tag": `tag` (`records::tags::named`) on the lead, as `tags/add`.
@@ -298,7 +300,7 @@ fn mark(
     } else {
         patch.is_qualified = Some(true);
     }
-    let lead = leads::update(tx, caller, lead_id, patch)?;
+    let lead = leads::update(tx, caller, lead_id, patch).react(tx)?;
     record_action(tx, &caller.org_id, lead, person, action, json!({})).map(drop)
 }
 
@@ -314,7 +316,7 @@ pub fn delete(tx: &mut WriteTx, caller: &Caller, person: &Person, lead_id: &str)
         PersonAction::Delete,
         json!({}),
     )?;
-    leads::delete(tx, caller, lead_id).map(drop)
+    leads::delete(tx, caller, lead_id).react(tx).map(drop)
 }
 
 /// "Send again" of the lead's failed send `event_id` (`clear_failed_send`): answers

@@ -8,6 +8,7 @@ use crate::domain::contact::controls;
 use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS};
 use crate::domain::contact::revocation::{self, Reading};
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::Change;
 use crate::domain::records::messages::EmailHeaders;
 use crate::domain::records::{events, limits};
@@ -230,4 +231,5 @@ fn record_inbound(
         data,
         |_| {},
     )
+    .react(tx)
 }

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Timelike, Utc};
 
+use crate::domain::settings::clock::{parse_hhmm, WEEKDAYS};
 use crate::error::Result;
 use crate::store::rows::{LeadRecord, OrgRecord};
 use crate::store::Reader;
@@ -59,21 +60,6 @@ pub fn quiet_window_end(org: &OrgRecord, zone: &str, now: DateTime<Utc>) -> Opti
             .earliest()
     })?;
     Some(at.with_timezone(&Utc))
-}
-
-/// The days of the week, as `followUpDays` names them.
-pub const WEEKDAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
-
-/// Minutes after midnight of `HH:MM`.
-pub fn parse_hhmm(text: &str) -> Option<u32> {
-    let (h, m) = text.split_once(':')?;
-    // `u32::from_str` takes a leading `+`, which is not a clock time.
-    let digits = |s: &str| s.len() == 2 && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(h) || !digits(m) {
-        return None;
-    }
-    let (h, m): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
-    (h < 24 && m < 60).then_some(h * 60 + m)
 }
 
 /// When automated work due at `at` may run for `lead`: `at` itself, or the end of the
@@ -260,16 +246,5 @@ pub(crate) mod tests {
             &l.time_zone,
             at("2026-11-22T15:00:00Z")
         ));
-    }
-
-    #[test]
-    fn clock_times_are_hh_mm() {
-        assert_eq!(parse_hhmm("21:00"), Some(1260));
-        assert_eq!(parse_hhmm("08:05"), Some(485));
-        for bad in [
-            "24:00", "8:00", "08:60", "0800", "aa:bb", "", "+8:00", "08:+5",
-        ] {
-            assert_eq!(parse_hhmm(bad), None, "{bad}");
-        }
     }
 }

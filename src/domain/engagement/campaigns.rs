@@ -6,7 +6,7 @@
 //! **Every number is kept in the write that changes it.** The numbers by lead come from
 //! counted-only facets of the lead index (`Facet::Campaign`), moved with the
 //! lead's records; the numbers by step and by day are counters that [`on_event`] (called
-//! by `events::record` for every event write) moves when a cadence message's status
+//! through `engagement::reactions` for every event write) moves when a cadence message's status
 //! changes, a step is blocked, or a lead writes.
 //!
 //! "Pause campaign" marks the profile paused (`paused_campaigns`) and pauses its active

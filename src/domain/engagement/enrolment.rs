@@ -26,7 +26,7 @@ use crate::store::{Reader, WriteTx};
 use crate::time::now_micros;
 
 /// The reply delay of a lead without a profile that sets one (a profile's default).
-pub const DEFAULT_REPLY_DELAY_MS: u64 = 5_000;
+pub use crate::domain::settings::profiles::DEFAULT_REPLY_DELAY_MS;
 
 /// `GET /v1/leads/{id}/engagement`.
 pub fn view(engagement: Option<&EngagementRecord>) -> Value {
@@ -49,7 +49,8 @@ fn load(tx: &WriteTx, org: &str, lead: &str) -> Result<EngagementRecord> {
     Ok(tx.engagement(org, lead)?.unwrap_or_default())
 }
 
-/// Called for every write of a lead (`domain::records::leads`), with the lead as it was.
+/// Called for every write of a lead (`domain::records::leads`, through
+/// `engagement::reactions`), with the lead as it was.
 pub fn on_lead_written(
     tx: &mut WriteTx,
     org: &str,

@@ -7,3 +7,4 @@ pub mod campaigns;
 pub mod claims;
 pub mod enrolment;
 pub mod outbound;
+pub mod reactions;

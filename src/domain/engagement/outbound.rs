@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use crate::channel::{Channel, Owner};
 use crate::domain::contact::compliance::{self, Block};
 use crate::domain::contact::controls;
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::{events, messages};
 use crate::error::{Error, Result};
 use crate::providers::{Outgoing, SendOutcome};
@@ -74,7 +75,7 @@ pub fn begin(
     let kind = MessageKind::of(channel);
     let id = crate::ids::generate("msg");
     let lead_id = lead.id.clone();
-    let (event, _) = events::record(tx, org, lead, kind.as_str(), &id, data, |_| {})?;
+    let (event, _) = events::record(tx, org, lead, kind.as_str(), &id, data, |_| {}).react(tx)?;
     let row = SendingRow {
         org_id: org.to_string(),
         lead_id,
@@ -281,6 +282,7 @@ fn set_status(tx: &mut WriteTx, row: &SendingRow, status: SendStatus, extra: Val
         &row.event_id,
         data,
         |_| {},
-    )?;
+    )
+    .react(tx)?;
     Ok(())
 }

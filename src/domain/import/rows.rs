@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use super::mapping::Field;
 use crate::channel::Channel;
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::{self, ConsentInput, ProofPart};
 use crate::domain::records::leads::{self, LeadInput, LeadPatch, LeadText};
 use crate::domain::records::tags::tag_id;
@@ -193,10 +194,10 @@ fn one(
         let written = if dry_run && tx.lead(org, lead)?.is_none() {
             // Made by an earlier part of this dry run, thrown away since: check the
             // row as the lead it would have been.
-            leads::create(tx, caller, body.input()?)?
+            leads::create(tx, caller, body.input()?).react(tx)?
         } else {
             let patch = body.patch(add_tags(tx, org, lead, &body.tags)?)?;
-            leads::update(tx, caller, lead, patch)?
+            leads::update(tx, caller, lead, patch).react(tx)?
         };
         body.consent.record(tx, caller, written)?;
         return Ok((Outcome::Merged(lead.clone(), first), keys));
@@ -206,11 +207,11 @@ fn one(
             return Err(Error::Conflict(format!("Lead exists: {lead}")));
         }
         let patch = body.patch(add_tags(tx, org, &lead, &body.tags)?)?;
-        let written = leads::update(tx, caller, &lead, patch)?;
+        let written = leads::update(tx, caller, &lead, patch).react(tx)?;
         body.consent.record(tx, caller, written)?;
         return Ok((Outcome::Updated(lead), keys));
     }
-    let lead = leads::create(tx, caller, body.input()?)?;
+    let lead = leads::create(tx, caller, body.input()?).react(tx)?;
     let id = lead.id.clone();
     body.consent.record(tx, caller, lead)?;
     Ok((Outcome::Created(id), keys))
@@ -315,7 +316,7 @@ impl RowConsent {
                     ..self.proof.clone()
                 },
             };
-            lead = consent::record(tx, org, lead, input)?.1;
+            lead = consent::record(tx, org, lead, input).react(tx)?.1;
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::domain::records::events;
 use crate::domain::records::leads;
+use crate::domain::records::written::Written;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{
@@ -77,13 +78,14 @@ impl CallInput {
     }
 }
 
-/// Creates or updates call `call_id`; returns the call and whether it was created.
+/// Creates or updates call `call_id`; returns the call and whether it was created
+/// (owing engagement's reactions to its `CALL` event).
 pub fn put(
     tx: &mut WriteTx,
     caller: &Caller,
     call_id: &str,
     changes: CallInput,
-) -> Result<(CallRecord, bool)> {
+) -> Result<Written<(CallRecord, bool)>> {
     upsert(tx, caller, call_id, changes, Owner::Required)
 }
 
@@ -103,7 +105,7 @@ pub fn put_unattached(
     caller: &Caller,
     call_id: &str,
     changes: CallInput,
-) -> Result<(CallRecord, bool)> {
+) -> Result<Written<(CallRecord, bool)>> {
     upsert(tx, caller, call_id, changes, Owner::Optional)
 }
 
@@ -130,7 +132,7 @@ fn upsert(
     call_id: &str,
     changes: CallInput,
     owner: Owner,
-) -> Result<(CallRecord, bool)> {
+) -> Result<Written<(CallRecord, bool)>> {
     // As on lead creation: an id that could never be stored is malformed, not missing.
     if !crate::ids::is_valid_client_id(call_id) {
         return Err(Error::invalid_field("id"));
@@ -163,23 +165,25 @@ fn upsert(
     };
     notify(tx, org, &mut call, lead.as_ref())?;
     tx.put_call(org, &call)?;
-    if let Some(lead) = lead {
-        let d = &call.details;
-        let (ai, transfer) = (d.is_ai_initiated == Some(true), d.is_transfer == Some(true));
-        events::record(
-            tx,
-            org,
-            lead,
-            SystemEvent::Call.as_str(),
-            call_id,
-            call_event_data(&call),
-            |l| {
-                l.has_ai_call |= ai;
-                l.has_transfer_call |= transfer;
-            },
-        )?;
-    }
-    Ok((call, existing.is_none()))
+    let created = existing.is_none();
+    let Some(lead) = lead else {
+        return Ok(Written::owing_nothing((call, created)));
+    };
+    let d = &call.details;
+    let (ai, transfer) = (d.is_ai_initiated == Some(true), d.is_transfer == Some(true));
+    let written = events::record(
+        tx,
+        org,
+        lead,
+        SystemEvent::Call.as_str(),
+        call_id,
+        call_event_data(&call),
+        |l| {
+            l.has_ai_call |= ai;
+            l.has_transfer_call |= transfer;
+        },
+    )?;
+    Ok(written.map(|_| (call, created)))
 }
 
 /// `before` with the input's fields set and cleared.

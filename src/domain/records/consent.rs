@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
 use crate::csv_cell::{neutralize, Column};
+use crate::domain::records::written::Written;
 use crate::domain::records::{events, leads};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -295,11 +296,12 @@ impl Change {
 pub fn note(
     tx: &mut WriteTx,
     org: &str,
-    mut lead: LeadRecord,
+    lead: LeadRecord,
     channels: &[Channel],
     status: ConsentStatus,
     change: &Change,
-) -> Result<LeadRecord> {
+) -> Result<Written<LeadRecord>> {
+    let mut written = Written::owing_nothing(lead);
     for &channel in channels {
         let input = ConsentInput {
             channel,
@@ -309,9 +311,9 @@ pub fn note(
             at: None,
             proof: change.proof.clone(),
         };
-        lead = record(tx, org, lead, input)?.1;
+        written = written.and_then(|lead| Ok(record(tx, org, lead, input)?.map(|(_, l)| l)))?;
     }
-    Ok(lead)
+    Ok(written)
 }
 
 /// Who a request's caller is, as a ledger names them.
@@ -327,11 +329,11 @@ pub fn post(
     caller: &Caller,
     lead_id: &str,
     input: ConsentInput,
-) -> Result<ConsentEntry> {
+) -> Result<Written<ConsentEntry>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     room(tx, &caller.org_id, lead_id, 1)?;
-    let (entry, _) = record(tx, &caller.org_id, lead, input)?;
-    Ok(entry)
+    let written = record(tx, &caller.org_id, lead, input)?;
+    Ok(written.map(|(entry, _)| entry))
 }
 
 /// Refuses (409) `more` entries that would take the lead's ledger past [`MAX_ENTRIES`].
@@ -346,13 +348,14 @@ pub fn room(tx: &WriteTx, org: &str, lead_id: &str, more: usize) -> Result<()> {
 }
 
 /// Writes one ledger entry for `lead`: its `CONSENT` event, the ledger row, the
-/// channel's state and the `lead.consent_changed` webhook, all in this transaction.
+/// channel's state and the `lead.consent_changed` webhook, all in this transaction
+/// (engagement's reactions to the event owed after them: they read none of these rows).
 pub fn record(
     tx: &mut WriteTx,
     org: &str,
     lead: LeadRecord,
     input: ConsentInput,
-) -> Result<(ConsentEntry, LeadRecord)> {
+) -> Result<Written<(ConsentEntry, LeadRecord)>> {
     let entry = ConsentEntry {
         event_id: crate::ids::generate("cns"),
         channel: input.channel,
@@ -363,7 +366,7 @@ pub fn record(
         proof: input.proof,
     };
     let lead_id = lead.id.clone();
-    let (_, lead) = events::record(
+    let written = events::record(
         tx,
         org,
         lead,
@@ -385,7 +388,7 @@ pub fn record(
             "at": time::format(entry.at),
         }),
     )?;
-    Ok((entry, lead))
+    Ok(written.map(|(_, lead)| (entry, lead)))
 }
 
 /// Whether `lead` has consent for `purpose` on `channel`: a grant later than the last

@@ -3,6 +3,7 @@
 
 use crate::cursor::CursorKey;
 use crate::domain::records::listing;
+use crate::domain::records::written::{Reaction, Written};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::{ReadTx, WriteTx};
@@ -13,11 +14,18 @@ pub fn phone(raw: &str) -> Result<String> {
     crate::phone::normalize(raw).ok_or_else(|| Error::invalid_field("phone"))
 }
 
-/// Idempotent: listing a listed number again changes nothing.
-pub fn register(tx: &mut WriteTx, caller: &Caller, phone: &str) -> Result<()> {
+/// Idempotent: listing a listed number again changes nothing. Owes engagement's
+/// reaction (the leads with that phone and no email stop).
+pub fn register(tx: &mut WriteTx, caller: &Caller, phone: &str) -> Result<Written<()>> {
     let at = tx.tick();
     tx.dnc_add(&caller.org_id, phone, at)?;
-    crate::domain::engagement::enrolment::on_dnc(tx, &caller.org_id, phone)
+    Ok(Written::owing(
+        (),
+        Reaction::Dnc {
+            org: caller.org_id.clone(),
+            phone: phone.to_string(),
+        },
+    ))
 }
 
 pub fn remove(tx: &mut WriteTx, caller: &Caller, phone: &str) -> Result<()> {

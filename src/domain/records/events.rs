@@ -3,16 +3,18 @@
 //! Every event write, whether from `POST /events`, a message or a call, goes through
 //! [`record`]: it moves the event's row to a fresh commit-ordered `updatedAt`, keeps the
 //! message projection in step, and moves the lead's `lastActivityAt` and `updatedAt`.
-//! A message from the lead also stops the lead's cadence (`replied`).
+//! A message from the lead also stops the lead's cadence (`replied`): like a campaign's
+//! counters, a reaction of engagement the returned `Written` owes.
 
 use serde_json::{Map, Value};
 
 use crate::channel::Owner;
 use crate::domain::records::leads;
 use crate::domain::records::message_shape::MessageShape;
+use crate::domain::records::written::{Reaction, Written};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{EventRecord, JsonBlob, LeadRecord, StopReason, SystemEvent};
+use crate::store::rows::{EventRecord, JsonBlob, LeadRecord, SystemEvent};
 use crate::store::{EventKey, EventRow, WriteTx};
 
 /// A client's event write.
@@ -69,10 +71,10 @@ pub fn upsert(
     caller: &Caller,
     lead_id: &str,
     input: EventInput,
-) -> Result<EventRow> {
+) -> Result<Written<EventRow>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let id = input.id.unwrap_or_else(|| crate::ids::generate("evt"));
-    let (row, _) = record(
+    let written = record(
         tx,
         &caller.org_id,
         lead,
@@ -81,11 +83,12 @@ pub fn upsert(
         Value::Object(input.data),
         |_| {},
     )?;
-    Ok(row)
+    Ok(written.map(|(row, _)| row))
 }
 
 /// Writes event (kind, id) of `lead` with `data` and records the activity on the lead;
-/// `flags` may set lead flags the event implies.
+/// `flags` may set lead flags the event implies. Owes, in this order, the event's
+/// reaction (a campaign's counters), the lead's, and a message from the lead's.
 pub fn record(
     tx: &mut WriteTx,
     org: &str,
@@ -94,7 +97,7 @@ pub fn record(
     id: &str,
     data: Value,
     flags: impl FnOnce(&mut LeadRecord),
-) -> Result<(EventRow, LeadRecord)> {
+) -> Result<Written<(EventRow, LeadRecord)>> {
     let lead_id = lead.id.clone();
     let key = EventKey {
         org,
@@ -116,16 +119,20 @@ pub fn record(
         created_at,
         data: JsonBlob(data),
     };
-    crate::domain::engagement::campaigns::on_event(
-        tx,
-        org,
-        &lead_id,
-        kind,
-        existing.as_ref().map(|(_, r)| &r.data.0),
-        &record.data.0,
-        created_at,
-    )?;
-    tx.put_event(key, updated_at, &record, existing.map(|(t, _)| t))?;
+    tx.put_event(key, updated_at, &record, existing.as_ref().map(|(t, _)| *t))?;
+    // Engagement reads none of the rows written here: its reaction to the event owed
+    // after them counts what it counted before them.
+    let reacted = Written::owing(
+        (),
+        Reaction::Event {
+            org: org.to_string(),
+            lead: lead_id.clone(),
+            kind: kind.to_string(),
+            old: existing.map(|(_, r)| r.data.0),
+            new: record.data.0.clone(),
+            created_at,
+        },
+    );
     crate::domain::records::conversation::on_event(
         tx,
         org,
@@ -138,18 +145,23 @@ pub fn record(
     if was_message != is_message {
         tx.set_message_row(key, created_at, is_message)?;
     }
-    let lead = leads::touch(tx, org, lead, updated_at, |l| {
-        if replied && kind == SystemEvent::Message.as_str() {
-            l.has_replied = true;
-        }
-        if replied && kind == SystemEvent::Email.as_str() {
-            l.has_replied_email = true;
-        }
-        flags(l);
+    let mut written = reacted.and_then(|()| {
+        leads::touch(tx, org, lead, updated_at, |l| {
+            if replied && kind == SystemEvent::Message.as_str() {
+                l.has_replied = true;
+            }
+            if replied && kind == SystemEvent::Email.as_str() {
+                l.has_replied_email = true;
+            }
+            flags(l);
+        })
     })?;
     if replied {
         // Any message from the lead stops its cadence.
-        crate::domain::engagement::enrolment::stop(tx, org, &lead.id, StopReason::Replied)?;
+        written = written.and_owing(Reaction::Replied {
+            org: org.to_string(),
+            lead: lead_id,
+        });
     }
     let row = EventRow {
         updated_at,
@@ -157,5 +169,5 @@ pub fn record(
         id: id.to_string(),
         record,
     };
-    Ok((row, lead))
+    Ok(written.map(|lead| (row, lead)))
 }

@@ -6,10 +6,12 @@
 //! only well-formed values; the API reads its wire JSON with `from_json`, the import and
 //! the console build the input directly. A live lead's phone and email are its own
 //! within its organization (`unique_contacts`), and every lead write passes the bounds
-//! on stored values (`limits::lead`, in `put`).
+//! on stored values (`limits::lead`, in `put`). A write returns a `Written` lead: the
+//! reactions of its engagement are owed to `engagement::reactions`.
 
 use serde_json::{Map, Value};
 
+use crate::domain::records::written::{Reaction, Written};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{email_key, JsonBlob, LeadRecord, TagRecord};
@@ -268,7 +270,7 @@ fn read_only(name: &str) -> Error {
 }
 
 /// Creates a lead.
-pub fn create(tx: &mut WriteTx, caller: &Caller, input: LeadInput) -> Result<LeadRecord> {
+pub fn create(tx: &mut WriteTx, caller: &Caller, input: LeadInput) -> Result<Written<LeadRecord>> {
     let id = match &input.id {
         None => crate::ids::generate("lead"),
         Some(id) => checked_id(id)?,
@@ -293,12 +295,16 @@ pub fn create(tx: &mut WriteTx, caller: &Caller, input: LeadInput) -> Result<Lea
     lead.created_at = now;
     lead.updated_at = now;
     lead.last_activity_at = now;
-    put(tx, &caller.org_id, &lead, None)?;
-    Ok(lead)
+    put(tx, &caller.org_id, lead, None)
 }
 
 /// Applies a partial update.
-pub fn update(tx: &mut WriteTx, caller: &Caller, id: &str, patch: LeadPatch) -> Result<LeadRecord> {
+pub fn update(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    id: &str,
+    patch: LeadPatch,
+) -> Result<Written<LeadRecord>> {
     let old = live_lead(tx, caller, id)?;
     let mut lead = old.clone();
     patch.apply(&mut lead)?;
@@ -312,19 +318,17 @@ pub fn update(tx: &mut WriteTx, caller: &Caller, id: &str, patch: LeadPatch) -> 
     }
     unique_contacts(tx, &caller.org_id, Some(&old), &lead)?;
     lead.updated_at = tx.tick();
-    put(tx, &caller.org_id, &lead, Some(&old))?;
-    Ok(lead)
+    put(tx, &caller.org_id, lead, Some(old))
 }
 
 /// Soft-deletes: the lead stays readable and listed, with `deleted` true.
-pub fn delete(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord> {
+pub fn delete(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<Written<LeadRecord>> {
     let old = live_lead(tx, caller, id)?;
     let mut lead = old.clone();
     let now = tx.tick();
     lead.deleted_at = Some(now);
     lead.updated_at = now;
-    put(tx, &caller.org_id, &lead, Some(&old))?;
-    Ok(lead)
+    put(tx, &caller.org_id, lead, Some(old))
 }
 
 /// A live lead's phone and email are its own within the organization: a create, or a
@@ -358,29 +362,38 @@ pub fn live_lead(tx: &WriteTx, caller: &Caller, id: &str) -> Result<LeadRecord> 
     }
 }
 
-/// The one write of a lead: the record and its index rows, then what the change means
-/// for its engagement (enrolment, stop rules, pause), in the same transaction.
+/// The one write of a lead: the record and its index rows; what the change means for
+/// its engagement (enrolment, stop rules, pause) is owed to `engagement::reactions`.
 /// Every lead write passes the bounds on stored values here, before it writes anything.
-fn put(tx: &mut WriteTx, org: &str, lead: &LeadRecord, old: Option<&LeadRecord>) -> Result<()> {
-    crate::domain::records::limits::lead(old, lead)?;
-    tx.put_lead(org, lead, old)?;
-    crate::domain::engagement::enrolment::on_lead_written(tx, org, old, lead)
+fn put(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+    old: Option<LeadRecord>,
+) -> Result<Written<LeadRecord>> {
+    crate::domain::records::limits::lead(old.as_ref(), &lead)?;
+    tx.put_lead(org, &lead, old.as_ref())?;
+    let reaction = Reaction::Lead {
+        org: org.to_string(),
+        old: old.map(Box::new),
+        new: Box::new(lead.clone()),
+    };
+    Ok(Written::owing(lead, reaction))
 }
 
 /// Writes `changed` over `old` with a fresh `updatedAt` when anything differs, so
-/// syncing clients see the change; returns the lead as it now is.
+/// syncing clients see the change; the lead as it now is.
 pub fn save_if_changed(
     tx: &mut WriteTx,
     org: &str,
     old: LeadRecord,
     mut changed: LeadRecord,
-) -> Result<LeadRecord> {
+) -> Result<Written<LeadRecord>> {
     if changed == old {
-        return Ok(old);
+        return Ok(Written::owing_nothing(old));
     }
     changed.updated_at = tx.tick();
-    put(tx, org, &changed, Some(&old))?;
-    Ok(changed)
+    put(tx, org, changed, Some(old))
 }
 
 /// Records activity on a lead: `lastActivityAt` becomes `activity_at` and `updatedAt`
@@ -391,13 +404,12 @@ pub fn touch(
     mut lead: LeadRecord,
     activity_at: i64,
     change: impl FnOnce(&mut LeadRecord),
-) -> Result<LeadRecord> {
+) -> Result<Written<LeadRecord>> {
     let old = lead.clone();
     change(&mut lead);
     lead.last_activity_at = lead.last_activity_at.max(activity_at);
     lead.updated_at = tx.tick();
-    put(tx, org, &lead, Some(&old))?;
-    Ok(lead)
+    put(tx, org, lead, Some(old))
 }
 
 /// A string field; `null` clears it.

@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 use crate::channel::{Channel, Owner};
 use crate::domain::records::events;
 use crate::domain::records::leads;
+use crate::domain::records::written::Written;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::MessageKind;
@@ -191,13 +192,13 @@ pub fn record(
     caller: &Caller,
     lead_id: &str,
     input: MessageInput,
-) -> Result<EventRow> {
+) -> Result<Written<EventRow>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let kind = MessageKind::of(input.channel).as_str();
     let id = crate::ids::generate("msg");
     let data = json!({"owner": input.owner.as_str(), "channel": input.channel.as_str(), "content": input.content});
-    let (row, _) = events::record(tx, &caller.org_id, lead, kind, &id, data, |_| {})?;
-    Ok(row)
+    let written = events::record(tx, &caller.org_id, lead, kind, &id, data, |_| {})?;
+    Ok(written.map(|(row, _)| row))
 }
 
 #[cfg(test)]

@@ -19,3 +19,4 @@ pub mod recordings;
 pub mod search;
 pub mod tags;
 pub mod webhook_endpoints;
+pub mod written;

@@ -421,6 +421,7 @@ fn intersect(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::engagement::reactions::React;
 
     #[test]
     fn parameters_are_read_by_their_wire_names_and_an_unknown_one_is_refused() {
@@ -488,7 +489,7 @@ mod tests {
                         "tags": if i % 7 == 0 { serde_json::json!([{"id": "vip", "name": "VIP"}]) } else { serde_json::json!([]) },
                     });
                     let serde_json::Value::Object(body) = body else { unreachable!() };
-                    leads::create(tx, &caller, leads::LeadInput::from_json(&body)?)?;
+                    leads::create(tx, &caller, leads::LeadInput::from_json(&body)?).react(tx)?;
                 }
                 Ok(())
             })

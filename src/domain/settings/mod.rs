@@ -4,6 +4,7 @@
 //!
 //! Shared by the provider kinds: a sending rate (`ratePerSecond`), here.
 
+pub mod clock;
 pub mod email;
 pub mod org;
 pub mod profiles;

@@ -6,7 +6,7 @@
 //!
 //! `assistant` merges its members into what was set (a member left out keeps its
 //! value). A change of `quietHours` or `timeZone` re-computes, in the same write, the
-//! agenda rows quiet hours deferred (`engagement::agenda::recompute_deferred`).
+//! agenda rows quiet hours deferred (a reaction owed to `engagement::reactions`).
 //!
 //! A change arrives as an `OrgPatch` (from `PATCH /v1/org`'s JSON, or built by the
 //! console from its forms), each member checked as it is set, so a refusal names its
@@ -15,7 +15,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
-use crate::domain::contact::quiet_hours::parse_hhmm;
+use crate::domain::records::written::{Reaction, Written};
+use crate::domain::settings::clock::{parse_hhmm, WEEKDAYS};
 use crate::domain::settings::email::SmtpPatch;
 use crate::domain::settings::twilio::TwilioPatch;
 use crate::domain::Caller;
@@ -260,7 +261,7 @@ impl OrgPatch {
     /// The days follow-ups run (`mon` ... `sun`, any case, each once, at least one);
     /// `None` (or all seven): every day.
     pub fn follow_up_days(&mut self, days: Option<&[&str]>) -> Result<()> {
-        let weekdays = crate::domain::contact::quiet_hours::WEEKDAYS;
+        let weekdays = WEEKDAYS;
         let mut out: Vec<String> = Vec::new();
         for day in days.unwrap_or_default() {
             let day = day.to_ascii_lowercase();
@@ -633,7 +634,7 @@ pub fn update(
     caller: &Caller,
     patch: OrgPatch,
     public_url: Option<&str>,
-) -> Result<(OrgRecord, EngineSettings)> {
+) -> Result<Written<(OrgRecord, EngineSettings)>> {
     let mut org = tx
         .org(&caller.org_id)?
         .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
@@ -703,10 +704,15 @@ pub fn update(
         tx.put_engine_settings(&caller.org_id, &engine)?;
     }
     if quiet_changed {
-        // In this same write: the work quiet hours deferred follows the new window.
-        crate::domain::engagement::agenda::recompute_deferred(tx, &caller.org_id, None)?;
+        // Owed to engagement, in this same write: the work quiet hours deferred follows
+        // the new window.
+        let org_id = caller.org_id.clone();
+        return Ok(Written::owing(
+            (org, engine),
+            Reaction::QuietHoursChanged { org: org_id },
+        ));
     }
-    Ok((org, engine))
+    Ok(Written::owing_nothing((org, engine)))
 }
 
 /// The business name texts use: the organization's setting, else its name.
@@ -784,9 +790,7 @@ mod tests {
         built.follow_up_days(Some(&["FRI", "mon"])).unwrap();
         assert_eq!(OrgPatch::from_json(&members).unwrap(), built);
         let mut every_day = OrgPatch::default();
-        every_day
-            .follow_up_days(Some(&crate::domain::contact::quiet_hours::WEEKDAYS))
-            .unwrap();
+        every_day.follow_up_days(Some(&WEEKDAYS)).unwrap();
         assert_eq!(every_day.changes, vec![Change::FollowUpDays(Vec::new())]);
     }
 }

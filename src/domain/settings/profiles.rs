@@ -13,9 +13,9 @@ use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
 use crate::cursor::CursorKey;
-use crate::domain::engagement::enrolment::DEFAULT_REPLY_DELAY_MS;
 use crate::domain::records::limits;
 use crate::domain::records::listing;
+use crate::domain::records::written::{Reaction, Written};
 use crate::domain::settings::templates::check_placeholders;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -25,8 +25,11 @@ use crate::store::{Flow, ReadTx, Reader, WriteTx};
 /// The most steps one cadence may hold.
 pub const MAX_STEPS: usize = 20;
 
+/// The reply delay of a lead without a profile that sets one (a profile's default).
+pub const DEFAULT_REPLY_DELAY_MS: u64 = 5_000;
+
 /// The reply delay when a profile sets none, as its `replyDelay` text: the one default
-/// (`engagement::enrolment::DEFAULT_REPLY_DELAY_MS`) in whole seconds.
+/// (`DEFAULT_REPLY_DELAY_MS`) in whole seconds.
 fn default_reply_delay() -> String {
     format!("{}s", DEFAULT_REPLY_DELAY_MS / 1000)
 }
@@ -514,13 +517,20 @@ pub fn put(
     Ok(profile)
 }
 
-/// `DELETE /v1/profiles/{name}`: the cadences that follow it stop (`profile_deleted`).
-pub fn delete(tx: &mut WriteTx, caller: &Caller, name: &str) -> Result<()> {
+/// `DELETE /v1/profiles/{name}`: the cadences that follow it stop (`profile_deleted`,
+/// engagement's reaction owed).
+pub fn delete(tx: &mut WriteTx, caller: &Caller, name: &str) -> Result<Written<()>> {
     if tx.profile(&caller.org_id, name)?.is_none() {
         return Err(not_found());
     }
     tx.delete_profile(&caller.org_id, name)?;
-    crate::domain::engagement::enrolment::on_profile_deleted(tx, &caller.org_id, name)
+    Ok(Written::owing(
+        (),
+        Reaction::ProfileDeleted {
+            org: caller.org_id.clone(),
+            profile: name.to_string(),
+        },
+    ))
 }
 
 /// The most bytes of profiles (as JSON) one page of `GET /v1/profiles` holds, beyond

@@ -143,6 +143,7 @@ pub fn interrupted(tx: &mut WriteTx, org: &str, call_id: &str, spoken: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::engagement::reactions::React;
     use crate::store::rows::{CallDetails, RawJson};
 
     fn call(transcript: Value) -> CallRecord {
@@ -200,7 +201,8 @@ mod tests {
                     let Value::Object(body) = body else {
                         unreachable!()
                     };
-                    calls::put(tx, &caller, id, calls::CallInput::from_json(id, &body)?)?;
+                    calls::put(tx, &caller, id, calls::CallInput::from_json(id, &body)?)
+                        .react(tx)?;
                 }
                 append(tx, "o", "full", Role::Agent, "one more", 0)?;
                 append(tx, "o", "short", Role::Lead, &"é".repeat(5_000), 0)

@@ -11,6 +11,7 @@
 
 use crate::domain::contact::inbound;
 use crate::domain::engagement::agenda::{self, JobKey};
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::calls::{self, CallInput};
 use crate::domain::settings::org::business_name;
 use crate::domain::settings::templates;
@@ -83,7 +84,8 @@ pub fn start_outbound(
         is_follow_up: Some(follow_up),
         ..CallDetails::default()
     };
-    let (call, _) = calls::put(tx, &Caller::system(org), &call_id, CallInput::set(changes))?;
+    let (call, _) =
+        calls::put(tx, &Caller::system(org), &call_id, CallInput::set(changes)).react(tx)?;
     let session = VoiceSession {
         lead_id: lead.id.clone(),
         profile: lead.customer_profile.clone(),
@@ -223,7 +225,8 @@ pub fn inbound(
                 is_ai_initiated: Some(false),
                 ..CallDetails::default()
             };
-            calls::put_unattached(tx, &Caller::system(org), &call_id, CallInput::set(changes))?;
+            calls::put_unattached(tx, &Caller::system(org), &call_id, CallInput::set(changes))
+                .react(tx)?;
             let profile = match &lead {
                 Some(lead) => lead.customer_profile.clone(),
                 None => DEFAULT_PROFILE.to_string(),
@@ -340,9 +343,9 @@ pub fn update_call(
 ) -> Result<CallRecord> {
     let caller = Caller::system(org);
     let (call, _) = if call.details.lead_id.is_some() {
-        calls::put(tx, &caller, &call.id, changes)?
+        calls::put(tx, &caller, &call.id, changes).react(tx)?
     } else {
-        calls::put_unattached(tx, &caller, &call.id, changes)?
+        calls::put_unattached(tx, &caller, &call.id, changes).react(tx)?
     };
     Ok(call)
 }
