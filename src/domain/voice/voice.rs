@@ -495,3 +495,61 @@ pub fn recording_ready(tx: &mut WriteTx, org: &str, call_id: &str, url: &str) ->
     )?;
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_organizations_digit_is_an_opt_out() {
+        let nine = VoiceOptOut::default();
+        assert_eq!(
+            CallOptOut::of_digit(&nine, "9"),
+            Some(CallOptOut::Pressed(KeypadDigit::NINE))
+        );
+        for other in ["5", "0", "#", "*", "99", ""] {
+            assert_eq!(CallOptOut::of_digit(&nine, other), None, "{other}");
+        }
+        let seven = VoiceOptOut {
+            digit: KeypadDigit::parse("7").unwrap(),
+            sentence: false,
+        };
+        assert_eq!(CallOptOut::of_digit(&seven, "9"), None);
+        let pressed = CallOptOut::of_digit(&seven, "7").unwrap();
+        assert_eq!(pressed.proof(), "pressed 7");
+    }
+
+    #[test]
+    fn a_definite_spoken_opt_out_is_one_and_a_possible_one_is_not() {
+        for said in [
+            "Stop calling me please",
+            "STOP!",
+            "Do not call me again",
+            "Remove me from your list",
+            "wrong number",
+        ] {
+            let how = CallOptOut::of_words(said).unwrap_or_else(|| panic!("{said}"));
+            assert_eq!(how.proof(), said);
+        }
+        for said in [
+            "Can we end this quickly, I have a question",
+            "I'll be there at the end of the day",
+            "Who is this?",
+            "",
+        ] {
+            assert_eq!(CallOptOut::of_words(said), None, "{said}");
+        }
+    }
+
+    #[test]
+    fn the_sentence_names_the_digit() {
+        assert_eq!(
+            opt_out_sentence(KeypadDigit::NINE),
+            "To stop these calls, press 9 or say stop."
+        );
+        assert_eq!(
+            opt_out_sentence(KeypadDigit::parse("0").unwrap()),
+            "To stop these calls, press 0 or say stop."
+        );
+    }
+}
