@@ -1104,6 +1104,54 @@ async fn a_spoken_definite_opt_out_ends_the_call_and_opts_out_of_voice() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_organizations_digit_on_an_inbound_call_opts_out_of_voice_and_sms_when_coupled() {
+    let (v, _hook) = opt_out_setup().await;
+    set_org(
+        &v.ts,
+        &v.admin,
+        &json!({"voiceOptOutDigit": "3", "smsVoiceOptOutCoupled": true}),
+    )
+    .await;
+    let doc = inbound(&v, "CAinbound0003", PHONE).await;
+    let call = call_id_in(&doc, &v.org);
+    assert!(
+        !attr(&doc, "ConversationRelay", "welcomeGreeting").contains("To stop these calls"),
+        "the lead called: no opt-out sentence on an inbound call: {doc}"
+    );
+    let mut relay = open_relay(&v, &call).await;
+    relay.setup("CAinbound0003").await;
+    relay.dtmf("9").await;
+    relay.dtmf("3").await;
+    let said = relay.frame_of_type("text", FRAME_WAIT).await;
+    assert_eq!(said["token"], json!(GOODBYE), "{said}");
+    relay.frame_of_type("end", FRAME_WAIT).await;
+    let lead = poll("the lead opted out", WAIT, || async {
+        let l = expect(&v.ts.get(&v.key, "/v1/leads/L1").await, 200);
+        if l["subscriptions"]["voice"] == json!("unsubscribed") {
+            Ok(l)
+        } else {
+            Err(l.to_string())
+        }
+    })
+    .await;
+    assert_eq!(
+        lead["subscriptions"],
+        json!({"sms": "unsubscribed", "voice": "unsubscribed", "email": "subscribed"}),
+        "{lead}"
+    );
+    let ledger = expect(&v.ts.get(&v.key, "/v1/leads/L1/consent").await, 200);
+    let entries = ledger["entries"].as_array().cloned().unwrap_or_default();
+    assert_eq!(entries.len(), 2, "{ledger}");
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["source"] == json!("call") && e["proof"]["text"] == json!("pressed 3")),
+        "{ledger}"
+    );
+    relay.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_digit_or_a_possible_opt_out_on_a_call_changes_nothing() {
     let (v, _hook) = opt_out_setup().await;
     v.model
