@@ -11,6 +11,12 @@
 //! cuts the agent's last turn to what was spoken; a keypad digit is a turn of its own.
 //! A tool that ends the assistant's side (transfer, handoff, opt-out) sends `end` with
 //! the reason as `handoffData`; Twilio then calls the transfer path (`api::voice`).
+//!
+//! The call opt-out (`voice::CallOptOut`): the organization's keypad digit, or a lead's
+//! turn that reads as a definite opt-out, drops the turn in flight, queues the opt-out
+//! to the transcript writer (after the digit or the words, so in order), says
+//! `voice::OPT_OUT_GOODBYE` and ends the session (`opt_out`); what Twilio sends after
+//! that is recorded and never answered.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -34,7 +40,7 @@ use crate::error::Result;
 use crate::providers::model::protocol::{Context, Turn};
 use crate::providers::relay::{self, FromTwilio};
 use crate::store::rows::AssistantSettings;
-use crate::store::rows::LeadRecord;
+use crate::store::rows::{LeadRecord, VoiceOptOut};
 use crate::store::{Reader, Store};
 use crate::time::now_micros;
 
@@ -54,6 +60,8 @@ struct CallContext {
     greeting: String,
     /// The transcript had no turn yet (the greeting is recorded once).
     fresh: bool,
+    /// The organization's call opt-out (its keypad digit).
+    opt_out: VoiceOptOut,
 }
 
 /// One change to the transcript, applied in order by the call's writer task.
@@ -61,6 +69,8 @@ enum TranscriptOp {
     Said(Role, String, i64),
     Dtmf(String, i64),
     Interrupted(String),
+    /// The lead opted out on the call (`voice::opt_out`).
+    OptedOut(voice::CallOptOut),
 }
 
 type TurnFuture = Pin<Box<dyn Future<Output = Result<(Said, Duration)>> + Send>>;
@@ -92,7 +102,8 @@ impl Engine {
         let fresh = read
             .call(org, call_id)?
             .is_none_or(|c| transcript::turns(&c).is_empty());
-        let settings = read.engine_settings(org)?.assistant;
+        let engine_settings = read.engine_settings(org)?;
+        let (settings, opt_out) = (engine_settings.assistant, engine_settings.voice_opt_out);
         drop(read);
         let lead_record = lead.clone().unwrap_or_default();
         Ok(CallContext {
@@ -112,6 +123,7 @@ impl Engine {
             transfer_available: profile.is_some_and(|p| !p.transfer_number.is_empty()),
             greeting: session.greeting,
             fresh,
+            opt_out,
         })
     }
 
@@ -149,6 +161,8 @@ impl Engine {
         let mut turn: Option<TurnFuture> = None;
         let mut prompt_at = Instant::now();
         let mut greeted = !call.fresh;
+        // The lead opted out: the session is ending, nothing more is answered.
+        let mut ended = false;
         loop {
             let in_flight = async {
                 match turn.as_mut() {
@@ -182,6 +196,15 @@ impl Engine {
                             let said = std::mem::take(&mut partial);
                             prompt_at = Instant::now();
                             let _ = ops.send(TranscriptOp::Said(Role::Lead, said.clone(), now_micros()));
+                            if ended {
+                                continue;
+                            }
+                            if let Some(how) = voice::CallOptOut::of_words(&said) {
+                                turn = None;
+                                ended = true;
+                                end_opted_out(&mut socket, &ops, how).await?;
+                                continue;
+                            }
                             heard.push(Turn { from_lead: true, text: said });
                             // A newer prompt replaces the turn in flight.
                             let (engine, call, history) = (self.clone(), call.clone(), heard.clone());
@@ -194,7 +217,15 @@ impl Engine {
                             let _ = ops.send(TranscriptOp::Interrupted(utterance_until_interrupt));
                         }
                         Ok(FromTwilio::Dtmf { digit }) => {
-                            let _ = ops.send(TranscriptOp::Dtmf(digit, now_micros()));
+                            let _ = ops.send(TranscriptOp::Dtmf(digit.clone(), now_micros()));
+                            if ended {
+                                continue;
+                            }
+                            if let Some(how) = voice::CallOptOut::of_digit(&call.opt_out, &digit) {
+                                turn = None;
+                                ended = true;
+                                end_opted_out(&mut socket, &ops, how).await?;
+                            }
                         }
                         Ok(FromTwilio::Error { description }) => {
                             tracing::warn!(org, call = call_id, %description, "ConversationRelay reported an error");
@@ -272,6 +303,35 @@ impl Engine {
     }
 }
 
+/// The lead opted out on the call: the opt-out is queued behind the lead's digit or
+/// words, the goodbye is said and recorded, and the session ends (`opt_out`, which the
+/// transfer path answers with a hang-up).
+async fn end_opted_out<S>(
+    socket: &mut WebSocketStream<S>,
+    ops: &mpsc::UnboundedSender<TranscriptOp>,
+    how: voice::CallOptOut,
+) -> Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let _ = ops.send(TranscriptOp::OptedOut(how));
+    let goodbye = voice::OPT_OUT_GOODBYE;
+    socket
+        .send(Message::text(relay::text_frame(goodbye, true)))
+        .await
+        .map_err(ws_error)?;
+    let _ = ops.send(TranscriptOp::Said(
+        Role::Agent,
+        goodbye.to_string(),
+        now_micros(),
+    ));
+    let data = serde_json::json!({"reason": "opt_out"}).to_string();
+    socket
+        .send(Message::text(relay::end_frame(&data)))
+        .await
+        .map_err(ws_error)
+}
+
 fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> crate::error::Error {
     crate::error::Error::Internal(format!("relay socket: {e}"))
 }
@@ -292,6 +352,7 @@ async fn write_transcript(
                 }
                 TranscriptOp::Dtmf(digit, at) => transcript::append_dtmf(tx, &o, &c, digit, *at),
                 TranscriptOp::Interrupted(spoken) => transcript::interrupted(tx, &o, &c, spoken),
+                TranscriptOp::OptedOut(how) => voice::opt_out(tx, &o, &c, how),
             })
             .await;
         if let Err(e) = written {

@@ -19,7 +19,7 @@ use super::tables::{
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -29,6 +29,7 @@ const STEPS: &[Step] = &[
     engine_settings_gain_max_tokens_and_rates,
     lead_search_index_is_built,
     engine_settings_gain_default_country,
+    engine_settings_gain_voice_opt_out,
 ];
 
 // Every version below the current one has its step.
@@ -82,6 +83,57 @@ fn engine_settings_gain_default_country(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+/// 6 → 7: the engine's organization settings gain the call opt-out
+/// (`voiceOptOutDigit` 9, `voiceOptOutSentence` on). Every row is read in the layout of
+/// schema 6 and written again.
+fn engine_settings_gain_voice_opt_out(txn: &WriteTransaction) -> Result<()> {
+    let rewritten = rewrite_engine_settings(txn, schema6::EngineSettings::upgraded)?;
+    tracing::info!(
+        organizations = rewritten,
+        "the engine settings carry the call opt-out digit and sentence"
+    );
+    Ok(())
+}
+
+/// The engine settings as schema 6 wrote them.
+mod schema6 {
+    use serde::{Deserialize, Serialize};
+
+    use crate::store::rows::{self, AssistantSettings, ProviderSettings};
+
+    #[derive(Deserialize, Serialize)]
+    pub struct EngineSettings {
+        pub(super) time_zone: String,
+        pub(super) business_name: String,
+        pub(super) help_text: String,
+        pub(super) assistant: Option<AssistantSettings>,
+        pub(super) sms: ProviderSettings,
+        pub(super) voice: ProviderSettings,
+        pub(super) email: ProviderSettings,
+        pub(super) default_country: String,
+        pub(super) follow_up_days: Vec<String>,
+        pub(super) holidays: Vec<String>,
+    }
+
+    impl EngineSettings {
+        pub(super) fn upgraded(self) -> rows::EngineSettings {
+            rows::EngineSettings {
+                time_zone: self.time_zone,
+                business_name: self.business_name,
+                help_text: self.help_text,
+                assistant: self.assistant,
+                sms: self.sms,
+                voice: self.voice,
+                email: self.email,
+                default_country: self.default_country,
+                follow_up_days: self.follow_up_days,
+                holidays: self.holidays,
+                voice_opt_out: rows::VoiceOptOut::default(),
+            }
+        }
+    }
+}
+
 /// Reads every engine settings row in an older layout `Old` and writes it again as
 /// `upgrade` makes it; answers how many rows.
 fn rewrite_engine_settings<Old, New>(
@@ -109,7 +161,7 @@ where
 mod schema5 {
     use serde::{Deserialize, Serialize};
 
-    use crate::store::rows::{self, AssistantSettings, ProviderSettings};
+    use crate::store::rows::{AssistantSettings, ProviderSettings};
 
     #[derive(Deserialize, Serialize)]
     pub struct EngineSettings {
@@ -123,8 +175,8 @@ mod schema5 {
     }
 
     impl EngineSettings {
-        pub(super) fn upgraded(self) -> rows::EngineSettings {
-            rows::EngineSettings {
+        pub(super) fn upgraded(self) -> super::schema6::EngineSettings {
+            super::schema6::EngineSettings {
                 time_zone: self.time_zone,
                 business_name: self.business_name,
                 help_text: self.help_text,
@@ -462,12 +514,19 @@ mod tests {
             table.insert("org", bytes.as_slice()).unwrap();
         }
         engine_settings_gain_max_tokens_and_rates(&txn).unwrap();
-        // Schema 4's layout is 5's; 5 → 6 then adds the default country.
+        // Schema 4's layout is 5's; 5 → 6 then adds the default country, 6 → 7 the
+        // call opt-out.
         engine_settings_gain_default_country(&txn).unwrap();
+        engine_settings_gain_voice_opt_out(&txn).unwrap();
         let table = txn.open_table(ENGINE_SETTINGS).unwrap();
         let now: crate::store::rows::EngineSettings =
             decode(table.get("org").unwrap().unwrap().value()).unwrap();
         assert_eq!(now.default_country, "");
+        assert_eq!(
+            now.voice_opt_out,
+            crate::store::rows::VoiceOptOut::default()
+        );
+        assert_eq!(now.voice_opt_out.digit.as_char(), '9');
         assert_eq!(now.time_zone, "America/New_York");
         assert_eq!(now.business_name, "Acme Solar");
         let assistant = now.assistant.unwrap();

@@ -1037,6 +1037,53 @@ pub struct EngineSettings {
     pub follow_up_days: Vec<String>,
     /// Dates (`YYYY-MM-DD`) no cadence step runs on (`holidays`).
     pub holidays: Vec<String>,
+    /// How a lead opts out on a call with the assistant's voice (`voiceOptOutDigit`,
+    /// `voiceOptOutSentence`).
+    pub voice_opt_out: VoiceOptOut,
+}
+
+/// The call opt-out: the keypad digit that opts a lead out of voice on a relay call,
+/// and whether the greeting says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoiceOptOut {
+    pub digit: KeypadDigit,
+    /// The greeting ends with `To stop these calls, press 9 or say stop.`
+    pub sentence: bool,
+}
+
+impl Default for VoiceOptOut {
+    fn default() -> VoiceOptOut {
+        VoiceOptOut {
+            digit: KeypadDigit::NINE,
+            sentence: true,
+        }
+    }
+}
+
+/// One keypad digit, `0` to `9`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeypadDigit(u8);
+
+impl KeypadDigit {
+    pub const NINE: KeypadDigit = KeypadDigit(9);
+
+    /// `"0"` to `"9"`, exactly one character.
+    pub fn parse(text: &str) -> Option<KeypadDigit> {
+        match text.as_bytes() {
+            [d @ b'0'..=b'9'] => Some(KeypadDigit(d - b'0')),
+            _ => None,
+        }
+    }
+
+    pub fn as_char(self) -> char {
+        char::from(b'0' + self.0.min(9))
+    }
+}
+
+impl std::fmt::Display for KeypadDigit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.as_char())
+    }
 }
 
 /// Who handles a lead besides the assistant, and where its conversation stands: what

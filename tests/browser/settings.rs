@@ -1,5 +1,5 @@
-//! Settings: an admin saves a change (one invalid field first, then fixed); an agent
-//! and a viewer are refused the page.
+//! Settings: an admin saves a change (one invalid field first, then fixed), the call
+//! opt-out's digit and sentence too; an agent and a viewer are refused the page.
 
 use engaged::testkit::browser::Browser;
 use engaged::testkit::TestServer;
@@ -28,6 +28,44 @@ async fn an_admin_saves_the_organization_after_fixing_a_field() {
     assert_eq!(org["timeZone"], "America/Chicago");
     assert_eq!(org["business"]["name"], "Acme Solar");
     assert_eq!(org["defaultCountry"], "US");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_sets_the_call_opt_out_digit_and_turns_the_sentence_off() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "admin")
+        .await;
+    let browser = Browser::open(&server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.click_link("Settings").await;
+    assert_eq!(
+        browser
+            .field("Call opt-out digit")
+            .await
+            .prop("value")
+            .await
+            .expect("value"),
+        Some("9".to_string())
+    );
+    browser.fill("Call opt-out digit", "#").await;
+    browser.click_button("Save").await;
+    browser
+        .wait_for_text("Invalid format for field: voiceOptOutDigit")
+        .await;
+    browser.fill("Call opt-out digit", "8").await;
+    browser
+        .field("Calls say how to opt out")
+        .await
+        .click()
+        .await
+        .expect("click");
+    browser.click_button("Save").await;
+    browser.wait_for_text("Saved.").await;
+    let org = server.get(&admin, "/v1/org").await.json();
+    assert_eq!(org["voiceOptOutDigit"], "8");
+    assert_eq!(org["voiceOptOutSentence"], false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

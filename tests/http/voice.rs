@@ -30,6 +30,12 @@ const TRANSFER: &str = "+15550107777";
 const FALLBACK: &str = "+15550108888";
 const GREETING: &str = "Hi {{firstName}}, this is Sam from {{business.name}}.";
 const GREETING_ADA: &str = "Hi Ada, this is Sam from Acme Solar.";
+/// What an outbound relay call's greeting ends with, by default (`voiceOptOutSentence`).
+const OPT_OUT_SENTENCE: &str = "To stop these calls, press 9 or say stop.";
+/// The greeting an outbound relay call to Ada opens with.
+const GREETED_ADA: &str =
+    "Hi Ada, this is Sam from Acme Solar. To stop these calls, press 9 or say stop.";
+const GOODBYE: &str = "You won't receive more calls from us. Goodbye.";
 const STEP_TEXT: &str = "Hi {{firstName}}, Sam from {{business.name}} about your solar quote.";
 const STEP_TEXT_ADA: &str = "Hi Ada, Sam from Acme Solar about your solar quote.";
 const SUMMARY: &str = "Ada wants a quote and booked a visit on Friday.";
@@ -622,8 +628,8 @@ async fn twiml_with_an_assistant_connects_the_relay_with_the_rendered_greeting()
     );
     assert_eq!(
         attr(&doc, "ConversationRelay", "welcomeGreeting"),
-        GREETING_ADA,
-        "{doc}"
+        GREETED_ADA,
+        "the greeting says how to opt out: {doc}"
     );
     assert_eq!(
         attr(&doc, "ConversationRelay", "dtmfDetection"),
@@ -662,7 +668,7 @@ async fn a_name_stored_with_control_characters_is_spoken_clean_in_a_well_formed_
     assert!(is_xml_document_text(&doc), "{doc:?}");
     assert_eq!(
         attr(&doc, "ConversationRelay", "welcomeGreeting"),
-        "Hi Bob, this is Sam from Acme Solar.",
+        format!("Hi Bob, this is Sam from Acme Solar. {OPT_OUT_SENTENCE}"),
         "{doc:?}"
     );
 }
@@ -800,7 +806,7 @@ async fn a_three_turn_conversation_is_answered_and_transcribed_in_order() {
 
     let transcript = wait_transcript(&v, &call, 7).await;
     assert_eq!(transcript.len(), 7, "{transcript:#?}");
-    assert_turn(&transcript[0], "agent", GREETING_ADA);
+    assert_turn(&transcript[0], "agent", GREETED_ADA);
     assert_turn(&transcript[1], "lead", "Who is this?");
     assert_turn(&transcript[2], "agent", "Sam from Acme Solar.");
     assert_turn(&transcript[3], "lead", "How long is a visit?");
@@ -890,6 +896,291 @@ async fn an_interruption_truncates_the_agent_turn_and_keypad_digits_are_turns() 
         .unwrap();
     assert!(digit > 2, "after the interrupted turn: {transcript:#?}");
     assert_turn(&transcript[digit], "lead", "");
+    relay.close().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// The call opt-out
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_greeting_says_the_organizations_digit_and_may_be_turned_off() {
+    let v = start(true).await;
+    lead(&v, "L1", "quiet").await;
+    let set = set_org(&v.ts, &v.admin, &json!({"voiceOptOutDigit": "7"})).await;
+    assert_eq!(set["voiceOptOutDigit"], json!("7"));
+    assert_eq!(set["voiceOptOutSentence"], json!(true));
+    let (call, sid) = placed_call(&v, "L1").await;
+    let doc = fetch_twiml(&v, &call, &sid).await;
+    assert_eq!(
+        attr(&doc, "ConversationRelay", "welcomeGreeting"),
+        format!("{GREETING_ADA} To stop these calls, press 7 or say stop."),
+        "{doc}"
+    );
+    let set = set_org(&v.ts, &v.admin, &json!({"voiceOptOutSentence": false})).await;
+    assert_eq!(set["voiceOptOutSentence"], json!(false));
+    let (call, sid) = placed_call(&v, "L1").await;
+    let doc = fetch_twiml(&v, &call, &sid).await;
+    assert_eq!(
+        attr(&doc, "ConversationRelay", "welcomeGreeting"),
+        GREETING_ADA,
+        "{doc}"
+    );
+    assert!(!doc.contains(OPT_OUT_SENTENCE), "{doc}");
+    assert_eq!(
+        attr(&doc, "ConversationRelay", "dtmfDetection"),
+        "true",
+        "the digit still works: {doc}"
+    );
+    let back = set_org(&v.ts, &v.admin, &json!({"voiceOptOutDigit": null})).await;
+    assert_eq!(back["voiceOptOutDigit"], json!("9"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_voice_opt_out_settings_refuse_what_is_not_a_digit_or_a_boolean() {
+    let v = start(false).await;
+    for bad in [
+        json!("10"),
+        json!("*"),
+        json!(""),
+        json!(9),
+        json!(true),
+        json!("nine"),
+    ] {
+        let r =
+            v.ts.patch(&v.admin, "/v1/org", &json!({"voiceOptOutDigit": bad}))
+                .await;
+        assert_error(&r, 400, "Invalid format for field: voiceOptOutDigit");
+    }
+    let r =
+        v.ts.patch(&v.admin, "/v1/org", &json!({"voiceOptOutSentence": "no"}))
+            .await;
+    assert_error(&r, 400, "Invalid format for field: voiceOptOutSentence");
+    let r =
+        v.ts.patch(
+            &v.admin,
+            "/v1/org",
+            &json!({"voiceOptOutSentence": false, "voiceOptOutDigit": "#"}),
+        )
+        .await;
+    assert_error(&r, 400, "Invalid format for field: voiceOptOutDigit");
+    let org = expect(&v.ts.get(&v.admin, "/v1/org").await, 200);
+    assert_eq!(
+        org["voiceOptOutDigit"],
+        json!("9"),
+        "nothing changed: {org}"
+    );
+    assert_eq!(
+        org["voiceOptOutSentence"],
+        json!(true),
+        "nothing changed: {org}"
+    );
+}
+
+/// Asserts `lead` was opted out of voice on `call` by the lead's own `proof`: the
+/// goodbye then `end` on the relay, the subscription, the ledger entry of source `call`,
+/// both webhooks, and the transcript (the lead's turn, then the goodbye). Answers the
+/// `end` frame's `handoffData`.
+async fn assert_opted_out_on_call(
+    v: &Voice,
+    hook: &str,
+    relay: &mut RelayClient,
+    call: &str,
+    proof: &str,
+) -> String {
+    let said = relay.frame_of_type("text", FRAME_WAIT).await;
+    assert_eq!(said["token"], json!(GOODBYE), "{said}");
+    let end = relay.frame_of_type("end", FRAME_WAIT).await;
+    let data: Value = serde_json::from_str(str_of(&end["handoffData"])).expect("JSON handoffData");
+    assert_eq!(data["reason"], json!("opt_out"), "{end}");
+    let transcript = wait_call(v, call, "the goodbye in the transcript", |c| {
+        c["transcript"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|turn| turn["text"] == json!(GOODBYE)))
+    })
+    .await["transcript"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let goodbye = transcript
+        .iter()
+        .position(|t| t["text"] == json!(GOODBYE))
+        .unwrap();
+    assert_eq!(
+        goodbye,
+        transcript.len() - 1,
+        "the goodbye is last: {transcript:#?}"
+    );
+    assert_eq!(transcript[goodbye]["role"], json!("agent"));
+    assert_eq!(
+        transcript[goodbye - 1]["role"],
+        json!("lead"),
+        "{transcript:#?}"
+    );
+
+    let lead = poll("the lead opted out of voice", WAIT, || async move {
+        let l = expect(&v.ts.get(&v.key, "/v1/leads/L1").await, 200);
+        if l["subscriptions"]["voice"] == json!("unsubscribed") {
+            Ok(l)
+        } else {
+            Err(l.to_string())
+        }
+    })
+    .await;
+    assert_eq!(
+        lead["subscriptions"]["email"],
+        json!("subscribed"),
+        "{lead}"
+    );
+    let ledger = expect(&v.ts.get(&v.key, "/v1/leads/L1/consent").await, 200);
+    assert_eq!(ledger["current"]["voice"], json!("revoked"), "{ledger}");
+    let entries = ledger["entries"].as_array().cloned().unwrap_or_default();
+    let voice: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["channel"] == json!("voice"))
+        .collect();
+    assert_eq!(voice.len(), 1, "{ledger}");
+    assert_eq!(voice[0]["status"], json!("revoked"));
+    assert_eq!(voice[0]["source"], json!("call"));
+    assert_eq!(voice[0]["proof"]["text"], json!(proof), "{ledger}");
+
+    let opted = deliveries_of(v, hook, "lead.opted_out").await;
+    assert_eq!(opted.len(), 1, "{opted:#?}");
+    assert_eq!(opted[0]["data"]["channel"], json!("voice"), "{opted:#?}");
+    assert_eq!(opted[0]["data"]["leadId"], json!("L1"), "{opted:#?}");
+    let changed = deliveries_of(v, hook, "lead.consent_changed").await;
+    assert_eq!(changed.len(), 1, "{changed:#?}");
+    assert_eq!(changed[0]["data"]["channel"], json!("voice"));
+    assert_eq!(changed[0]["data"]["status"], json!("revoked"));
+    assert_eq!(changed[0]["data"]["source"], json!("call"));
+    str_of(&end["handoffData"]).to_string()
+}
+
+async fn opt_out_setup() -> (Voice, String) {
+    let v = start(true).await;
+    let hooks = WebhookReceiver::ok().await;
+    let hook = hooks.register(&v.ts, &v.admin).await;
+    v.ts.create_lead(
+        &v.key,
+        &json!({"id": "L1", "firstName": "Ada", "phone": PHONE, "email": "ada@example.com",
+                "customerProfile": "quiet"}),
+    )
+    .await;
+    (v, hook)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keypad_9_on_a_relay_call_opts_the_lead_out_of_voice_and_ends_the_call() {
+    let (v, hook) = opt_out_setup().await;
+    let (call, sid, mut relay) = answered_call(&v, "L1").await;
+    relay.dtmf("9").await;
+    let handoff = assert_opted_out_on_call(&v, &hook, &mut relay, &call, "pressed 9").await;
+    let transcript = get_call(&v, &call).await["transcript"].clone();
+    assert!(
+        transcript
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["dtmf"] == json!("9")),
+        "the digit is a turn: {transcript:#}"
+    );
+    assert!(v.model.requests().is_empty(), "the model was not asked");
+    // Twilio asks the action URL next: the call hangs up.
+    let doc = session_ended(&v, &call, &sid, &handoff).await;
+    assert!(doc.contains("<Hangup"), "{doc}");
+    // A second press after the end changes nothing more.
+    relay.dtmf("9").await;
+    relay.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spoken_definite_opt_out_ends_the_call_and_opts_out_of_voice() {
+    let (v, hook) = opt_out_setup().await;
+    let (call, _, mut relay) = answered_call(&v, "L1").await;
+    relay.prompt("Stop calling me please").await;
+    assert_opted_out_on_call(&v, &hook, &mut relay, &call, "Stop calling me please").await;
+    assert!(v.model.requests().is_empty(), "the model was not asked");
+    relay.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_organizations_digit_on_an_inbound_call_opts_out_of_voice_and_sms_when_coupled() {
+    let (v, _hook) = opt_out_setup().await;
+    set_org(
+        &v.ts,
+        &v.admin,
+        &json!({"voiceOptOutDigit": "3", "smsVoiceOptOutCoupled": true}),
+    )
+    .await;
+    let doc = inbound(&v, "CAinbound0003", PHONE).await;
+    let call = call_id_in(&doc, &v.org);
+    assert!(
+        !attr(&doc, "ConversationRelay", "welcomeGreeting").contains("To stop these calls"),
+        "the lead called: no opt-out sentence on an inbound call: {doc}"
+    );
+    let mut relay = open_relay(&v, &call).await;
+    relay.setup("CAinbound0003").await;
+    relay.dtmf("9").await;
+    relay.dtmf("3").await;
+    let said = relay.frame_of_type("text", FRAME_WAIT).await;
+    assert_eq!(said["token"], json!(GOODBYE), "{said}");
+    relay.frame_of_type("end", FRAME_WAIT).await;
+    let lead = poll("the lead opted out", WAIT, || async {
+        let l = expect(&v.ts.get(&v.key, "/v1/leads/L1").await, 200);
+        if l["subscriptions"]["voice"] == json!("unsubscribed") {
+            Ok(l)
+        } else {
+            Err(l.to_string())
+        }
+    })
+    .await;
+    assert_eq!(
+        lead["subscriptions"],
+        json!({"sms": "unsubscribed", "voice": "unsubscribed", "email": "subscribed"}),
+        "{lead}"
+    );
+    let ledger = expect(&v.ts.get(&v.key, "/v1/leads/L1/consent").await, 200);
+    let entries = ledger["entries"].as_array().cloned().unwrap_or_default();
+    assert_eq!(entries.len(), 2, "{ledger}");
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["source"] == json!("call") && e["proof"]["text"] == json!("pressed 3")),
+        "{ledger}"
+    );
+    relay.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_digit_or_a_possible_opt_out_on_a_call_changes_nothing() {
+    let (v, _hook) = opt_out_setup().await;
+    v.model
+        .push(Step::text("Sure, what would you like to know?"));
+    let (call, _, mut relay) = answered_call(&v, "L1").await;
+    relay.dtmf("5").await;
+    turn(
+        &mut relay,
+        "Can we end this quickly, I have a question",
+        "Sure, what would you like to know?",
+    )
+    .await;
+    let transcript = wait_transcript(&v, &call, 4).await;
+    assert!(
+        transcript.iter().any(|t| t["dtmf"] == json!("5")),
+        "{transcript:#?}"
+    );
+    assert!(
+        !transcript.iter().any(|t| t["text"] == json!(GOODBYE)),
+        "{transcript:#?}"
+    );
+    let lead = expect(&v.ts.get(&v.key, "/v1/leads/L1").await, 200);
+    assert_eq!(
+        lead["subscriptions"]["voice"],
+        json!("subscribed"),
+        "{lead}"
+    );
+    let ledger = expect(&v.ts.get(&v.key, "/v1/leads/L1/consent").await, 200);
+    assert_eq!(ledger["entries"], json!([]), "{ledger}");
     relay.close().await;
 }
 

@@ -1,6 +1,7 @@
 //! The settings page's "Organization" section: the business, time zone, default
-//! country, quiet hours, follow-up days, holidays and the SMS/voice opt-out coupling,
-//! saved as an `OrgPatch` built from the form (an empty field clears its setting).
+//! country, quiet hours, follow-up days, holidays, the SMS/voice opt-out coupling and
+//! the call opt-out (its keypad digit, whether the greeting says so), saved as an
+//! `OrgPatch` built from the form (an empty field clears its setting).
 
 use maud::{html, Markup};
 
@@ -38,6 +39,8 @@ pub(super) struct OrgSectionView {
     /// Empty: every day.
     follow_up_days: Vec<String>,
     holidays: Vec<String>,
+    voice_opt_out_digit: String,
+    voice_opt_out_sentence: bool,
 }
 
 impl OrgSectionView {
@@ -54,6 +57,8 @@ impl OrgSectionView {
             coupled: record.settings.sms_voice_opt_out_coupled,
             follow_up_days: engine.follow_up_days.clone(),
             holidays: engine.holidays.clone(),
+            voice_opt_out_digit: engine.voice_opt_out.digit.to_string(),
+            voice_opt_out_sentence: engine.voice_opt_out.sentence,
         }
     }
 
@@ -62,6 +67,10 @@ impl OrgSectionView {
         let coupled = match &shown.typed {
             Some(form) => form.get("coupled") == Some("on"),
             None => self.coupled,
+        };
+        let sentence = match &shown.typed {
+            Some(form) => form.get("opt-out-sentence") == Some("on"),
+            None => self.voice_opt_out_sentence,
         };
         html! {
             section.panel aria-labelledby="org-heading" {
@@ -96,6 +105,12 @@ impl OrgSectionView {
                         " "
                         label for="coupled" { "An SMS opt-out also opts out of calls, and the reverse" }
                     }
+                    (shown.field("opt-out-digit", "Call opt-out digit", "voiceOptOutDigit", shown.value("opt-out-digit", &self.voice_opt_out_digit), "The key (0 to 9) that opts a lead out of calls; empty: 9."))
+                    div {
+                        input #opt-out-sentence type="checkbox" name="opt-out-sentence" value="on" checked[sentence];
+                        " "
+                        label for="opt-out-sentence" { "Calls say how to opt out" }
+                    }
                     div.actions { button type="submit" { "Save" } }
                 }
             }
@@ -119,6 +134,8 @@ fn org_patch(form: &Form) -> Result<OrgPatch> {
     let (start, end) = (form.text("quiet-start"), form.text("quiet-end"));
     patch.quiet_hours((!start.is_empty() || !end.is_empty()).then_some((start, end)))?;
     patch.sms_voice_opt_out_coupled(form.get("coupled") == Some("on"));
+    patch.voice_opt_out_digit(given("opt-out-digit"))?;
+    patch.voice_opt_out_sentence(form.get("opt-out-sentence") == Some("on"));
     let days: Vec<&str> = form.all("day").collect();
     patch.follow_up_days((days.len() != WEEKDAY_LABELS.len()).then_some(&days[..]))?;
     let holidays: Vec<&str> = form

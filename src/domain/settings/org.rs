@@ -22,7 +22,7 @@ use crate::domain::settings::twilio::TwilioPatch;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{
-    AssistantSettings, EngineSettings, OrgRecord, OrgSettings, ProviderSettings,
+    AssistantSettings, EngineSettings, KeypadDigit, OrgRecord, OrgSettings, ProviderSettings,
 };
 use crate::store::Reader;
 use crate::store::WriteTx;
@@ -83,6 +83,14 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
         },
     );
     out.insert("holidays".into(), json!(e.holidays));
+    out.insert(
+        "voiceOptOutDigit".into(),
+        json!(e.voice_opt_out.digit.to_string()),
+    );
+    out.insert(
+        "voiceOptOutSentence".into(),
+        json!(e.voice_opt_out.sentence),
+    );
     out.insert("business".into(), json!(business));
     out.insert("assistant".into(), json!(assistant));
     out.insert(
@@ -133,6 +141,8 @@ enum Change {
     Assistant(Option<AssistantPatch>),
     /// Every channel left out goes back to the sandbox.
     Providers(Vec<(Channel, ProviderPatch)>),
+    VoiceOptOutDigit(KeypadDigit),
+    VoiceOptOutSentence(bool),
 }
 
 impl OrgPatch {
@@ -201,6 +211,14 @@ impl OrgPatch {
                     | "assistant" | "providers",
                     _,
                 ) => return Err(invalid()),
+                ("voiceOptOutDigit", Value::Null) => patch.voice_opt_out_digit(None)?,
+                ("voiceOptOutDigit", Value::String(digit)) => {
+                    patch.voice_opt_out_digit(Some(digit))?
+                }
+                ("voiceOptOutDigit", _) => return Err(invalid()),
+                ("voiceOptOutSentence", value) => {
+                    patch.voice_opt_out_sentence(value.as_bool().ok_or_else(invalid)?)
+                }
                 ("smsVoiceOptOutCoupled", value) => {
                     patch.sms_voice_opt_out_coupled(value.as_bool().ok_or_else(invalid)?)
                 }
@@ -343,6 +361,23 @@ impl OrgPatch {
     /// Each channel's provider; a channel left out goes back to the sandbox.
     pub fn providers(&mut self, providers: Vec<(Channel, ProviderPatch)>) {
         self.changes.push(Change::Providers(providers));
+    }
+
+    /// The keypad digit that opts a lead out of voice on a call (`0` to `9`); `None`:
+    /// the default, 9.
+    pub fn voice_opt_out_digit(&mut self, digit: Option<&str>) -> Result<()> {
+        let digit = match digit {
+            None => KeypadDigit::NINE,
+            Some(d) => KeypadDigit::parse(d.trim())
+                .ok_or_else(|| Error::invalid_field("voiceOptOutDigit"))?,
+        };
+        self.changes.push(Change::VoiceOptOutDigit(digit));
+        Ok(())
+    }
+
+    /// Whether a call's greeting says how to opt out (on by default).
+    pub fn voice_opt_out_sentence(&mut self, on: bool) {
+        self.changes.push(Change::VoiceOptOutSentence(on));
     }
 
     pub fn sms_voice_opt_out_coupled(&mut self, on: bool) {
@@ -653,6 +688,8 @@ pub fn update(
             Change::DefaultCountry(code) => e.default_country = code,
             Change::FollowUpDays(days) => e.follow_up_days = days,
             Change::Holidays(dates) => e.holidays = dates,
+            Change::VoiceOptOutDigit(digit) => e.voice_opt_out.digit = digit,
+            Change::VoiceOptOutSentence(on) => e.voice_opt_out.sentence = on,
             Change::Business { name, help_text } => {
                 e.business_name = name;
                 e.help_text = help_text;
@@ -773,6 +810,23 @@ mod tests {
             refusal(json!({"defaultCountry": "us", "holidays": ["2026-02-30"]})).to_string(),
             "Invalid format for field: holidays",
             "members are checked in order"
+        );
+        for bad in [
+            json!("99"),
+            json!("a"),
+            json!(""),
+            json!(9),
+            json!("#"),
+            json!(["9"]),
+            json!("٣"),
+        ] {
+            let e = refusal(json!({ "voiceOptOutDigit": bad }));
+            assert_eq!(e.to_string(), "Invalid format for field: voiceOptOutDigit");
+            assert_eq!(e.refused_field(), Some("voiceOptOutDigit"));
+        }
+        assert_eq!(
+            refusal(json!({"voiceOptOutSentence": "yes"})).to_string(),
+            "Invalid format for field: voiceOptOutSentence"
         );
     }
 

@@ -8,11 +8,20 @@
 //! in here; what to tell the provider comes back as an [`Answer`], which the caller
 //! renders as TwiML. Transfers have their own file (`transfer`), the transcript too
 //! (`transcript`).
+//!
+//! The call opt-out: an outbound call's relay greeting ends with how to opt out
+//! (`voiceOptOutSentence`, on by default), and the organization's keypad digit
+//! (`voiceOptOutDigit`) or a definite spoken opt-out (`revocation::read`) in a lead's
+//! turn opts the lead out of voice ([`CallOptOut`], [`opt_out`]) with a ledger entry of
+//! source `call`; the relay then says [`OPT_OUT_GOODBYE`] and ends the session.
 
-use crate::domain::contact::inbound;
+use crate::channel::{Channel, OptOutSource};
+use crate::domain::contact::revocation::{self, Reading};
+use crate::domain::contact::{controls, inbound};
 use crate::domain::engagement::agenda::{self, JobKey};
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::calls::{self, CallInput};
+use crate::domain::records::consent::Change;
 use crate::domain::settings::org::business_name;
 use crate::domain::settings::templates;
 use crate::domain::voice::transcript;
@@ -20,7 +29,8 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::{CallOutcome, CallStatus};
 use crate::store::rows::{
-    CallDetails, CallRecord, Direction, JobKind, LeadRecord, ProfileRecord, VoiceSession,
+    CallDetails, CallRecord, ConsentSource, Direction, JobKind, KeypadDigit, LeadRecord,
+    ProfileRecord, VoiceOptOut, VoiceSession,
 };
 use crate::store::{Reader, WriteTx};
 use crate::time::Timestamp;
@@ -34,6 +44,70 @@ pub const DEFAULT_INBOUND_GREETING: &str = "Thanks for calling {{business.name}}
 /// What an inbound call hears when no assistant can take it.
 pub const INBOUND_WITHOUT_ASSISTANT: &str =
     "Thanks for calling {{business.name}}. We will call you back soon.";
+
+/// What the relay says before it ends a call the lead opted out on.
+pub const OPT_OUT_GOODBYE: &str = "You won't receive more calls from us. Goodbye.";
+
+/// The sentence an outbound relay call's greeting ends with, for `digit`.
+pub fn opt_out_sentence(digit: KeypadDigit) -> String {
+    format!("To stop these calls, press {digit} or say stop.")
+}
+
+/// How a lead opted out on a call: the organization's digit pressed, or a definite
+/// opt-out in a spoken turn (`Stop calling me please`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallOptOut {
+    Pressed(KeypadDigit),
+    Said(String),
+}
+
+impl CallOptOut {
+    /// A keypad digit: an opt-out when it is the organization's.
+    pub fn of_digit(settings: &VoiceOptOut, pressed: &str) -> Option<CallOptOut> {
+        KeypadDigit::parse(pressed.trim())
+            .filter(|d| *d == settings.digit)
+            .map(CallOptOut::Pressed)
+    }
+
+    /// A lead's whole turn: an opt-out when it reads as a definite one.
+    pub fn of_words(words: &str) -> Option<CallOptOut> {
+        (revocation::read(words, &[]) == Reading::Definite)
+            .then(|| CallOptOut::Said(words.trim().to_string()))
+    }
+
+    /// The ledger's proof: `pressed 9`, or the lead's words.
+    pub fn proof(&self) -> String {
+        match self {
+            CallOptOut::Pressed(digit) => format!("pressed {digit}"),
+            CallOptOut::Said(words) => words.clone(),
+        }
+    }
+}
+
+/// The lead of call `call_id` opted out on it: its voice channel (and SMS, when the
+/// organization couples them) is unsubscribed with `lead.opted_out` (source `keyword`)
+/// and a `revoked` ledger entry of source `call` whose proof is what the lead did. A
+/// call without a live lead, or one already opted out, changes nothing.
+pub fn opt_out(tx: &mut WriteTx, org: &str, call_id: &str, how: &CallOptOut) -> Result<()> {
+    let session = session(tx, org, call_id)?;
+    let Some(lead) = session
+        .lead()
+        .map(|id| tx.lead(org, id))
+        .transpose()?
+        .flatten()
+        .filter(|l| l.deleted_at.is_none())
+    else {
+        return Ok(());
+    };
+    let channels: &[Channel] = if controls::sms_channels(tx, org)?.contains(&Channel::Voice) {
+        &[Channel::Sms, Channel::Voice]
+    } else {
+        &[Channel::Voice]
+    };
+    let change = Change::words(ConsentSource::Call, &how.proof());
+    controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &change)?;
+    Ok(())
+}
 
 /// What the provider is told to do next on a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,7 +266,14 @@ pub fn answered(tx: &mut WriteTx, org: &str, call_id: &str) -> Result<Answer> {
     let profile = profile_of(tx, org, &session.profile)?;
     let greeting = greeting_of(profile.as_ref(), DEFAULT_GREETING);
     if assistant_takes(tx, org, lead.as_ref())? {
-        let greeting = render(tx, org, greeting, lead.as_ref())?;
+        let mut greeting = render(tx, org, greeting, lead.as_ref())?;
+        let opt_out = tx.engine_settings(org)?.voice_opt_out;
+        if opt_out.sentence {
+            if !greeting.is_empty() {
+                greeting.push(' ');
+            }
+            greeting.push_str(&opt_out_sentence(opt_out.digit));
+        }
         remember_greeting(tx, org, call_id, &greeting)?;
         return Ok(Answer::Relay { greeting });
     }
@@ -416,4 +497,62 @@ pub fn recording_ready(tx: &mut WriteTx, org: &str, call_id: &str, url: &str) ->
         },
     )?;
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_organizations_digit_is_an_opt_out() {
+        let nine = VoiceOptOut::default();
+        assert_eq!(
+            CallOptOut::of_digit(&nine, "9"),
+            Some(CallOptOut::Pressed(KeypadDigit::NINE))
+        );
+        for other in ["5", "0", "#", "*", "99", ""] {
+            assert_eq!(CallOptOut::of_digit(&nine, other), None, "{other}");
+        }
+        let seven = VoiceOptOut {
+            digit: KeypadDigit::parse("7").unwrap(),
+            sentence: false,
+        };
+        assert_eq!(CallOptOut::of_digit(&seven, "9"), None);
+        let pressed = CallOptOut::of_digit(&seven, "7").unwrap();
+        assert_eq!(pressed.proof(), "pressed 7");
+    }
+
+    #[test]
+    fn a_definite_spoken_opt_out_is_one_and_a_possible_one_is_not() {
+        for said in [
+            "Stop calling me please",
+            "STOP!",
+            "Do not call me again",
+            "Remove me from your list",
+            "wrong number",
+        ] {
+            let how = CallOptOut::of_words(said).unwrap_or_else(|| panic!("{said}"));
+            assert_eq!(how.proof(), said);
+        }
+        for said in [
+            "Can we end this quickly, I have a question",
+            "I'll be there at the end of the day",
+            "Who is this?",
+            "",
+        ] {
+            assert_eq!(CallOptOut::of_words(said), None, "{said}");
+        }
+    }
+
+    #[test]
+    fn the_sentence_names_the_digit() {
+        assert_eq!(
+            opt_out_sentence(KeypadDigit::NINE),
+            "To stop these calls, press 9 or say stop."
+        );
+        assert_eq!(
+            opt_out_sentence(KeypadDigit::parse("0").unwrap()),
+            "To stop these calls, press 0 or say stop."
+        );
+    }
 }
