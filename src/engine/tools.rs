@@ -16,8 +16,8 @@ use serde_json::{json, Map, Value};
 
 use super::Engine;
 use crate::channel::Channel;
-use crate::domain::contact::controls;
 use crate::domain::contact::quiet_hours::outside_quiet_hours;
+use crate::domain::contact::{controls, hold};
 use crate::domain::engagement::{agenda, enrolment};
 use crate::domain::records::events;
 use crate::domain::records::leads::{self, LeadPatch, LeadText};
@@ -172,6 +172,7 @@ fn apply(
         }
         Tool::OptOut { channels } => {
             controls::unsubscribe(tx, caller, lead, channels.as_deref())?;
+            hold::settle_by_assistant(tx, &caller.org_id, lead)?;
             return Ok(Effect::OptedOut);
         }
         Tool::Handoff { reason } => {
