@@ -20,7 +20,7 @@ pub enum LeadAction {
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 14] = [
+    const ALL: [(&'static str, LeadAction); 16] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
@@ -37,6 +37,11 @@ impl LeadAction {
         (
             "dismiss-failure",
             LeadAction::Person(PersonAction::DismissFailure),
+        ),
+        ("opt-out", LeadAction::Person(PersonAction::ConfirmOptOut)),
+        (
+            "not-opt-out",
+            LeadAction::Person(PersonAction::DismissOptOut),
         ),
     ];
 
