@@ -232,6 +232,8 @@ pub fn action_words(data: &Value) -> String {
         "delete" => "deleted the lead".to_string(),
         "retry_send" => "sent a failed message again".to_string(),
         "dismiss_failure" => "dismissed a failed send".to_string(),
+        "confirm_opt_out" => "opted the lead out (a possible opt-out)".to_string(),
+        "dismiss_opt_out" => "decided it was not an opt-out".to_string(),
         other => other.replace('_', " "),
     };
     format!("{name} {did}")
