@@ -172,7 +172,7 @@ fn apply(
         }
         Tool::OptOut { channels } => {
             controls::unsubscribe(tx, caller, lead, channels.as_deref())?;
-            hold::settle_by_assistant(tx, &caller.org_id, lead)?;
+            hold::settle_opted_out(tx, &caller.org_id, lead, None)?;
             return Ok(Effect::OptedOut);
         }
         Tool::Handoff { reason } => {

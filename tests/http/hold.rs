@@ -328,3 +328,27 @@ async fn a_possible_opt_out_in_an_emails_subject_holds_the_lead() {
     assert_eq!(lead["subscriptions"]["email"], json!("unsubscribed"));
     assert_eq!(lead["subscriptions"]["sms"], json!("subscribed"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definite_stop_after_a_possible_one_ends_the_hold_as_an_opt_out() {
+    let s = start().await;
+    say(&s, "can we end this").await;
+    let answer = say(&s, "STOP please").await;
+    assert_eq!(answer["optOut"], json!(true));
+    let e = state(&s).await;
+    assert_eq!(
+        (&e["state"], &e["stoppedReason"]),
+        (&json!("stopped"), &json!("unsubscribed")),
+        "{e}"
+    );
+    assert!(!page(&s, "/console/inbox")
+        .await
+        .contains("Possible opt-out"));
+    wait_outbound(&s.acme.ts, &s.acme.write, "L1", 1).await;
+    tokio::time::sleep(SETTLE).await;
+    assert_eq!(
+        sent_texts(&s).await,
+        [CONFIRMATION],
+        "one confirmation only"
+    );
+}

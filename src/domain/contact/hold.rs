@@ -6,7 +6,7 @@
 //!
 //! Decided by a person ("Opt out": [`opt_out`] with source `reply`; "Not an opt-out":
 //! [`dismiss`], the cadence resumes where it was), by the assistant's `opt_out` tool
-//! ([`settle_by_assistant`]), or by the timeout ([`time_out`], source `timeout`). An
+//! ([`settle_opted_out`]), or by the timeout ([`time_out`], source `timeout`). An
 //! opt-out is the one a definite revocation makes: the lead's words as proof, one
 //! confirmation on the channel they came on. Another message from the lead, or a
 //! hand-back, leaves the hold as it is.
@@ -135,10 +135,18 @@ pub fn dismiss(tx: &mut WriteTx, org: &str, lead_id: &str) -> Result<bool> {
     Ok(true)
 }
 
-/// The assistant's `opt_out` tool unsubscribed a held lead: that decides the hold as an
-/// opt-out (the cadence stops; the tool already wrote the ledger and its webhooks).
-pub fn settle_by_assistant(tx: &mut WriteTx, org: &str, lead_id: &str) -> Result<()> {
-    if tx.hold(org, lead_id)?.is_some() {
+/// A held lead was opted out otherwise (the assistant's `opt_out` tool, `channels`
+/// `None`; or a definite opt-out it sent since on `channels`, which decides a hold of
+/// those channels): that decides the hold as an opt-out (the cadence stops; the
+/// opt-out already wrote the ledger and its webhooks).
+pub fn settle_opted_out(
+    tx: &mut WriteTx,
+    org: &str,
+    lead_id: &str,
+    channels: Option<&[Channel]>,
+) -> Result<()> {
+    let hold = tx.hold(org, lead_id)?;
+    if hold.is_some_and(|h| channels.is_none_or(|c| c.contains(&h.channel))) {
         enrolment::stop(tx, org, lead_id, StopReason::Unsubscribed)?;
         tracing::info!(
             org,

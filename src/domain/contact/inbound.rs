@@ -117,7 +117,9 @@ pub fn inbound_sms_via(
     let channels = controls::sms_channels(tx, org)?;
     let words = Change::words(ConsentSource::Keyword, text);
     let lead = if opted_out {
-        controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &words)?
+        let lead = controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &words)?;
+        hold::settle_opted_out(tx, org, &lead.id, Some(channels))?;
+        lead
     } else if opted_in {
         controls::opt_in(tx, org, lead, channels, &words, true)?
     } else {
@@ -191,6 +193,7 @@ pub fn inbound_email(
             OptOutSource::Keyword,
             &words,
         )?;
+        hold::settle_opted_out(tx, org, &lead.id, Some(&[Channel::Email]))?;
         let business = business_name(tx, org)?;
         let notice = format!("{business}: You are unsubscribed and will receive no more emails.");
         (lead, InboundFollowUp::Notice(notice))
