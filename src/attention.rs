@@ -29,6 +29,8 @@ pub struct Signals {
     pub failed_send_at: Option<Micros>,
     /// The lead's engagement has a `lastError`.
     pub assistant_error: bool,
+    /// A possible opt-out holds the lead until a person decides.
+    pub possible_opt_out: bool,
 }
 
 /// Why a lead needs a person now ("Needs attention").
@@ -42,14 +44,17 @@ pub enum Attention {
     SendFailed,
     /// The engagement has a `lastError`.
     AssistantError,
+    /// A possible opt-out holds the lead: "Opt out" or "Not an opt-out".
+    PossibleOptOut,
 }
 
 impl Attention {
-    pub const ALL: [Attention; 4] = [
+    pub const ALL: [Attention; 5] = [
         Attention::HandedOff,
         Attention::Waiting,
         Attention::SendFailed,
         Attention::AssistantError,
+        Attention::PossibleOptOut,
     ];
 
     /// The reason's name (its facet is `attn:<name>`).
@@ -59,6 +64,7 @@ impl Attention {
             Attention::Waiting => "waiting",
             Attention::SendFailed => "send_failed",
             Attention::AssistantError => "error",
+            Attention::PossibleOptOut => "possible_opt_out",
         }
     }
 
@@ -69,6 +75,7 @@ impl Attention {
             Attention::Waiting => "Waiting for a reply",
             Attention::SendFailed => "Send failed",
             Attention::AssistantError => "Assistant error",
+            Attention::PossibleOptOut => "Possible opt-out",
         }
     }
 
@@ -87,6 +94,7 @@ impl Attention {
                 .failed_send_at
                 .is_some_and(|at| now - at < FAILED_SEND_WINDOW),
             Attention::AssistantError => signals.assistant_error,
+            Attention::PossibleOptOut => signals.possible_opt_out,
         }
     }
 
@@ -143,11 +151,17 @@ mod tests {
             ..Signals::default()
         };
         assert_eq!(Attention::of(&error, NOW), [Attention::AssistantError]);
+        let held = Signals {
+            possible_opt_out: true,
+            ..Signals::default()
+        };
+        assert_eq!(Attention::of(&held, NOW), [Attention::PossibleOptOut]);
         let all = Signals {
             handed_off: true,
             awaiting_reply: true,
             failed_send_at: Some(NOW),
             assistant_error: true,
+            possible_opt_out: true,
             ..Signals::default()
         };
         assert_eq!(Attention::of(&all, NOW), Attention::ALL);
@@ -174,6 +188,6 @@ mod tests {
             Attention::ALL.iter().map(|r| r.name()).collect();
         let words: std::collections::BTreeSet<_> =
             Attention::ALL.iter().map(|r| r.words()).collect();
-        assert_eq!((names.len(), words.len()), (4, 4));
+        assert_eq!((names.len(), words.len()), (5, 5));
     }
 }

@@ -28,8 +28,8 @@ use crate::domain::records::consent::{self, ConsentInput, Ledger};
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
 use crate::store::rows::{
-    ConsentEntry, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord, LeadRecord,
-    Origin, Purpose, RecordedBy, Role,
+    ConsentEntry, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord, HoldRecord,
+    LeadRecord, Origin, Purpose, RecordedBy, Role,
 };
 use crate::store::Reader;
 
@@ -86,6 +86,8 @@ struct LeadPageView {
     on_dnc: bool,
     /// The lead's consent ledger (oldest first) and each channel's state.
     ledger: Ledger,
+    /// The possible opt-out the lead is held by, if any.
+    hold: Option<HoldRecord>,
     /// The visitor may act (an agent or above) and the lead is not deleted.
     can_act: bool,
 }
@@ -137,6 +139,7 @@ impl LeadPageView {
         let timeline = timeline::render(&ctx, &rows)?;
         let on_dnc = !lead.phone.is_empty() && read.dnc_contains(org, &lead.phone)?;
         let ledger = consent::ledger(&read, &visitor.caller(), id)?;
+        let hold = read.hold(org, id)?;
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         Ok(LeadPageView {
             ledger,
@@ -150,6 +153,7 @@ impl LeadPageView {
             shown: rows.len(),
             total,
             on_dnc,
+            hold,
             can_act,
             lead,
         })
@@ -195,6 +199,7 @@ impl LeadPageView {
                     @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref())) }
                 }
                 div {
+                    @if let (Some(hold), true) = (&self.hold, self.can_act) { (hold_panel(visitor, lead, hold)) }
                     section.panel aria-labelledby="about" {
                         h2 #about { "Lead" }
                         dl.facts {
@@ -362,6 +367,25 @@ fn subscribed(unsubscribed: bool) -> &'static str {
 
 fn action_url(lead: &LeadRecord, action: impl Into<LeadAction>) -> String {
     format!("/console/leads/{}/{}", lead.id, action.into().segment())
+}
+
+/// A possible opt-out holds the lead: its words, and the person's decision.
+fn hold_panel(v: &Visitor, lead: &LeadRecord, hold: &HoldRecord) -> Markup {
+    html! {
+        section.panel aria-labelledby="possible-opt-out" {
+            h2 #possible-opt-out { "Possible opt-out" }
+            p { "Automated outreach is paused until you decide. The lead wrote:" }
+            blockquote { (hold.words) }
+            div.actions {
+                form method="post" action=(action_url(lead, PersonAction::ConfirmOptOut)) {
+                    (csrf_field(v)) button type="submit" { "Opt out" }
+                }
+                form method="post" action=(action_url(lead, PersonAction::DismissOptOut)) {
+                    (csrf_field(v)) button.secondary type="submit" { "Not an opt-out" }
+                }
+            }
+        }
+    }
 }
 
 fn handling_buttons(v: &Visitor, lead: &LeadRecord) -> Markup {
@@ -553,6 +577,12 @@ pub async fn act(
                     let requested = requested.as_deref();
                     handling::set_subscription(tx, &caller, &person, &lead_id, requested, subscribe)
                 })
+                .await
+        }
+        PersonAction::ConfirmOptOut | PersonAction::DismissOptOut => {
+            let confirm = action == PersonAction::ConfirmOptOut;
+            store
+                .write(move |tx| handling::decide_opt_out(tx, &caller, &person, &lead_id, confirm))
                 .await
         }
         PersonAction::AddToDnc => {

@@ -20,7 +20,7 @@ pub enum LeadAction {
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 15] = [
+    const ALL: [(&'static str, LeadAction); 17] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
@@ -39,6 +39,11 @@ impl LeadAction {
             LeadAction::Person(PersonAction::DismissFailure),
         ),
         ("consent", LeadAction::Person(PersonAction::RecordConsent)),
+        ("opt-out", LeadAction::Person(PersonAction::ConfirmOptOut)),
+        (
+            "not-opt-out",
+            LeadAction::Person(PersonAction::DismissOptOut),
+        ),
     ];
 
     pub fn segment(self) -> &'static str {

@@ -233,6 +233,8 @@ pub fn action_words(data: &Value) -> String {
             detail("status"),
             channel_label(detail("channel"))
         ),
+        "confirm_opt_out" => "opted the lead out (a possible opt-out)".to_string(),
+        "dismiss_opt_out" => "decided it was not an opt-out".to_string(),
         other => other.replace('_', " "),
     };
     format!("{name} {did}")

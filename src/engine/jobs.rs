@@ -10,6 +10,7 @@ use chrono::Utc;
 use super::pacing::Turn;
 use super::Engine;
 use crate::channel::Channel;
+use crate::domain::contact::hold;
 use crate::domain::engagement::agenda::JobKey;
 use crate::domain::engagement::claims::{self, Claim};
 use crate::domain::engagement::outbound;
@@ -103,6 +104,15 @@ impl Engine {
                     .write(move |tx| {
                         claims::taking(tx, &key, |tx, row| {
                             claims::claim_call(tx, row, &org, &lead, early.clone())
+                        })
+                    })
+                    .await?
+            }
+            JobKind::HoldTimeout => {
+                self.store
+                    .write(move |tx| {
+                        claims::taking(tx, &key, |tx, row| {
+                            hold::time_out(tx, row, &org, &lead).map(|_| Claim::Done)
                         })
                     })
                     .await?

@@ -16,8 +16,8 @@ use serde_json::{json, Map, Value};
 
 use super::Engine;
 use crate::channel::Channel;
-use crate::domain::contact::controls;
 use crate::domain::contact::quiet_hours::outside_quiet_hours;
+use crate::domain::contact::{controls, hold};
 use crate::domain::engagement::reactions::React;
 use crate::domain::engagement::{agenda, enrolment};
 use crate::domain::records::events;
@@ -173,6 +173,7 @@ fn apply(
         }
         Tool::OptOut { channels } => {
             controls::unsubscribe(tx, caller, lead, channels.as_deref())?;
+            hold::settle_opted_out(tx, &caller.org_id, lead, None)?;
             return Ok(Effect::OptedOut);
         }
         Tool::Handoff { reason } => {

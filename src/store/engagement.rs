@@ -1,5 +1,6 @@
 //! Typed access to the engine's tables: its organization settings, profiles, lead
-//! engagements, the agenda, and messages still being sent.
+//! engagements and their holds for a possible opt-out, the agenda, and messages still
+//! being sent.
 //!
 //! An agenda row and the engagement that points at it move together: callers write the
 //! row and the engagement's `step_job`/`reply_job` in the same job. Adding a row sets
@@ -12,8 +13,8 @@ use redb::ReadableTable;
 use super::codec::{decode, encode};
 use super::read::ReadTx;
 use super::rows::{
-    AgendaJob, EngagementRecord, EngineSettings, MessageKind, ProfileRecord, ProviderMessageRef,
-    SendingRow,
+    AgendaJob, EngagementRecord, EngineSettings, HoldRecord, MessageKind, ProfileRecord,
+    ProviderMessageRef, SendingRow,
 };
 use super::tables::*;
 use super::write::WriteTx;
@@ -71,6 +72,26 @@ impl WriteTx {
             .insert((org, lead), bytes.as_slice())?;
         self.mark_lead(org, lead);
         Ok(())
+    }
+
+    /// Holds a lead for a possible opt-out (`consent_holds`).
+    pub fn put_hold(&mut self, org: &str, lead: &str, hold: &HoldRecord) -> Result<()> {
+        let bytes = encode(hold)?;
+        self.open_write(CONSENT_HOLDS)?
+            .insert((org, lead), bytes.as_slice())?;
+        self.mark_lead(org, lead);
+        Ok(())
+    }
+
+    /// Ends a lead's hold; answers it, if there was one.
+    pub fn remove_hold(&mut self, org: &str, lead: &str) -> Result<Option<HoldRecord>> {
+        let old = self
+            .open_write(CONSENT_HOLDS)?
+            .remove((org, lead))?
+            .map(|v| decode::<HoldRecord>(v.value()))
+            .transpose()?;
+        self.mark_lead(org, lead);
+        Ok(old)
     }
 
     /// The ids of an organization's leads whose engagement follows `profile`.

@@ -42,6 +42,7 @@ pub fn signals(
         ai_on: lead.is_ai_on,
         failed_send_at: handling.failed_send.as_ref().map(|f| f.at),
         assistant_error: engagement.is_some_and(|e| !e.last_error.is_empty()),
+        possible_opt_out: engagement.is_some_and(|e| e.state == EngagementState::Held),
     }
 }
 

@@ -15,7 +15,7 @@ use super::rows::{
     CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, HandlingRecord,
     KeyRecord, LeadRecord, OrgRecord, ProfileRecord, SessionRecord, UserRecord, VoiceSession,
 };
-use super::rows::{ConsentState, RecordingRecord, UploadRecord};
+use super::rows::{ConsentState, HoldRecord, RecordingRecord, UploadRecord};
 use super::tables::*;
 use super::write::WriteTx;
 use crate::channel::Channel;
@@ -114,6 +114,11 @@ pub trait Reader {
 
     fn engagement(&self, org: &str, lead: &str) -> Result<Option<EngagementRecord>> {
         self.record(ENGAGEMENTS, (org, lead))
+    }
+
+    /// The possible opt-out a lead is held by, if any.
+    fn hold(&self, org: &str, lead: &str) -> Result<Option<HoldRecord>> {
+        self.record(CONSENT_HOLDS, (org, lead))
     }
 
     fn voice_session(&self, org: &str, call_id: &str) -> Result<Option<VoiceSession>> {

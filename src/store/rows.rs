@@ -749,6 +749,9 @@ pub enum EngagementState {
     Paused,
     Stopped,
     Finished,
+    /// A possible opt-out waits for a person (or the timeout): automated outreach
+    /// waits, as while `Paused` (`HoldRecord` says what it resumes as).
+    Held,
 }
 
 impl EngagementState {
@@ -759,6 +762,7 @@ impl EngagementState {
             EngagementState::Paused => "paused",
             EngagementState::Stopped => "stopped",
             EngagementState::Finished => "finished",
+            EngagementState::Held => "held",
         }
     }
 }
@@ -839,6 +843,25 @@ pub enum JobKind {
         url: String,
         attempt: u32,
     },
+    /// A possible opt-out nobody decided within 10 business days: it becomes an opt-out
+    /// (source `timeout`).
+    HoldTimeout,
+}
+
+/// A lead held by a possible opt-out (`consent_holds`), until a person, the assistant's
+/// `opt_out` or the timeout decides it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HoldRecord {
+    /// The channel the words came on (SMS or email).
+    pub channel: Channel,
+    /// The lead's words (the proof of an opt-out).
+    pub words: String,
+    pub at: Micros,
+    /// The agenda row of the timeout: (due, job id).
+    pub timeout_job: (Micros, String),
+    /// What the engagement resumes as when the hold ends without an opt-out.
+    pub resume: EngagementState,
+    pub resume_reason: Option<StopReason>,
 }
 
 /// engaged's side of a call it placed or answered through a voice provider: what the

@@ -64,6 +64,7 @@ macro_rules! all_tables {
         $apply!(PAUSED_CAMPAIGNS);
         $apply!(CONSENT_LEDGER);
         $apply!(CONSENT_STATE);
+        $apply!(CONSENT_HOLDS);
     };
 }
 pub(crate) use all_tables;
@@ -267,3 +268,7 @@ pub const CONSENT_LEDGER: TableDefinition<(&str, &str, i64, &str), &[u8]> =
 /// revocation of the channel, so the gate's check is one lookup.
 pub const CONSENT_STATE: TableDefinition<(&str, &str, &str), &[u8]> =
     TableDefinition::new("consent_state");
+/// (org, lead id) → `HoldRecord`: a lead held by a possible opt-out until it is decided
+/// (`domain::contact::hold`); the engagement reads `held` meanwhile.
+pub const CONSENT_HOLDS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("consent_holds");

@@ -264,6 +264,37 @@ impl TestServer {
     }
 }
 
+impl TestServer {
+    /// Makes the timeout of lead `id`'s possible opt-out (`contact::hold`) due a second
+    /// ago, so the engine runs it now as it would after 10 business days. Panics when
+    /// the lead is not held.
+    pub async fn hold_timeout_due_now(&self, org: &str, id: &str) {
+        let orgs = self.admin(AdminRequest::OrgList).await.expect("org list");
+        let org_id = orgs["orgs"]
+            .as_array()
+            .and_then(|all| all.iter().find(|o| o["name"] == org))
+            .and_then(|o| o["id"].as_str())
+            .expect("the organization")
+            .to_string();
+        let id = id.to_string();
+        self.server
+            .store()
+            .write(move |tx| {
+                use crate::store::Reader;
+                let mut hold = tx.hold(&org_id, &id)?.expect("the lead is held");
+                let (due, job_id) = hold.timeout_job.clone();
+                let job = tx.agenda_job(due, &job_id)?.expect("the timeout row");
+                tx.remove_agenda(due, &job_id)?;
+                let past = crate::time::now_micros() - 1_000_000;
+                tx.put_agenda(past, &job_id, &job)?;
+                hold.timeout_job = (past, job_id);
+                tx.put_hold(&org_id, &id, &hold)
+            })
+            .await
+            .expect("stored");
+    }
+}
+
 /// Percent-encodes a query value (timestamps carry `+` and `:`).
 pub fn enc(value: &str) -> String {
     percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string()

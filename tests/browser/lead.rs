@@ -106,3 +106,55 @@ async fn sending_while_the_assistant_is_on_takes_over_first() {
     browser.wait_for_text("Your quote").await;
     browser.wait_for_text("Assistant off").await;
 }
+
+/// A possible opt-out holds the lead: the page quotes the lead's words with "Opt out"
+/// and "Not an opt-out"; deciding ends the hold and removes the buttons.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_possible_opt_out_is_decided_on_the_lead_page() {
+    let server = TestServer::start().await;
+    let key = server.key("acme", "write").await;
+    for (id, first, phone) in [
+        ("lead-1", "Ada", "+15125550101"),
+        ("lead-2", "Bea", "+15125550102"),
+    ] {
+        server
+            .create_lead(
+                &key,
+                &json!({"id": id, "firstName": first, "lastName": "Lovelace", "phone": phone}),
+            )
+            .await;
+        server
+            .post(
+                &key,
+                "/v1/inbound/sms",
+                &json!({"from": phone, "text": "can we end this"}),
+            )
+            .await;
+    }
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "agent")
+        .await;
+    let browser = Browser::open(&server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.wait_for_text("Possible opt-out").await;
+
+    browser.goto("/console/leads/lead-1").await;
+    browser.wait_for_text("can we end this").await;
+    browser.click_button("Opt out").await;
+    browser
+        .wait_for_text("Ana Ruiz opted the lead out (a possible opt-out)")
+        .await;
+    assert!(!browser.has_button("Not an opt-out").await);
+    let lead: Value = server.get(&key, "/v1/leads/lead-1").await.json();
+    assert_eq!(lead["subscriptions"]["sms"], "unsubscribed", "{lead}");
+
+    browser.goto("/console/leads/lead-2").await;
+    browser.wait_for_text("can we end this").await;
+    browser.click_button("Not an opt-out").await;
+    browser
+        .wait_for_text("Ana Ruiz decided it was not an opt-out")
+        .await;
+    assert!(!browser.has_button("Opt out").await);
+    let lead: Value = server.get(&key, "/v1/leads/lead-2").await.json();
+    assert_eq!(lead["subscriptions"]["sms"], "subscribed", "{lead}");
+}

@@ -23,6 +23,7 @@ mod engine;
 mod errors;
 mod events;
 mod fixture;
+mod hold;
 mod import;
 mod inbox;
 mod lead_actions;

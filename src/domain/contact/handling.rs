@@ -13,13 +13,15 @@
 use serde_json::{json, Value};
 
 use crate::channel::Channel;
-use crate::domain::contact::controls;
+use crate::domain::contact::{controls, hold};
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::{self, ConsentInput};
 use crate::domain::records::{dnc, events, leads};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{FailedSend, LeadRecord, Person, SystemEvent, TagRecord};
+use crate::store::rows::{
+    ConsentSource, FailedSend, LeadRecord, Person, RecordedBy, SystemEvent, TagRecord,
+};
 use crate::store::{EventRow, Reader, WriteTx};
 
 /// What a person does to a lead: each is one function of this module, and its
@@ -42,6 +44,10 @@ pub enum PersonAction {
     DismissFailure,
     /// "Record consent": consent given or revoked on the phone, into the ledger.
     RecordConsent,
+    /// "Opt out" of a lead held by a possible opt-out.
+    ConfirmOptOut,
+    /// "Not an opt-out" of a lead held by a possible opt-out.
+    DismissOptOut,
 }
 
 impl PersonAction {
@@ -60,6 +66,8 @@ impl PersonAction {
             PersonAction::RetrySend => "retry_send",
             PersonAction::DismissFailure => "dismiss_failure",
             PersonAction::RecordConsent => "record_consent",
+            PersonAction::ConfirmOptOut => "confirm_opt_out",
+            PersonAction::DismissOptOut => "dismiss_opt_out",
         }
     }
 }
@@ -228,6 +236,41 @@ pub fn add_to_dnc(tx: &mut WriteTx, caller: &Caller, person: &Person, lead_id: &
         json!({"phone": phone}),
     )?;
     dnc::register(tx, caller, &phone).react(tx)
+}
+
+/// "Opt out" (`confirm`) or "Not an opt-out" of a lead a possible opt-out holds
+/// (`contact::hold`): an opt-out with the lead's words as proof (source `reply`,
+/// recorded by `person`) and one confirmation, or the cadence resumes where it was. A
+/// lead that is not held is refused (409).
+pub fn decide_opt_out(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    confirm: bool,
+) -> Result<()> {
+    leads::live_lead(tx, caller, lead_id)?;
+    let org = caller.org_id.as_str();
+    let (decided, action) = if confirm {
+        let by = RecordedBy::User {
+            user_id: person.user_id.clone(),
+            name: person.name.clone(),
+        };
+        let decided = hold::opt_out(tx, org, lead_id, ConsentSource::Reply, by)?;
+        (decided, PersonAction::ConfirmOptOut)
+    } else {
+        (
+            hold::dismiss(tx, org, lead_id)?,
+            PersonAction::DismissOptOut,
+        )
+    };
+    if !decided {
+        return Err(Error::Conflict(
+            "Lead is not held by a possible opt-out".into(),
+        ));
+    }
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    record_action(tx, org, lead, person, action, json!({})).map(drop)
 }
 
 /// "Add tag": `tag` (`records::tags::named`) on the lead, as `tags/add`.

@@ -1,12 +1,13 @@
 //! Messages a lead sends in (SMS and email, from a provider's webhook or the inbound
 //! API): recorded on the lead the sender's phone or address belongs to, with what an
-//! SMS keyword does (opt-out, opt-in, help) and the follow-up handed to the engine
-//! (a confirmation or help text, or an assistant reply).
+//! SMS keyword does (opt-out, opt-in, help), the hold of a possible opt-out
+//! (`contact::hold`), and the follow-up handed to the engine (a confirmation or help
+//! text, or an assistant reply).
 
 use crate::channel::{Channel, OptOutSource};
-use crate::domain::contact::controls;
 use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS};
 use crate::domain::contact::revocation::{self, Reading};
+use crate::domain::contact::{controls, hold};
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::Change;
@@ -96,8 +97,11 @@ pub fn inbound_sms_via(
     let lead = lead
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
     let word = text.trim().to_ascii_uppercase();
-    let opted_out = revocation::read(text, &[]) == Reading::Definite
-        || provider_keyword == Some(ProviderKeyword::Stop);
+    let reading = revocation::read(text, &[]);
+    let opted_out = reading == Reading::Definite || provider_keyword == Some(ProviderKeyword::Stop);
+    if reading == Reading::Possible && !opted_out {
+        hold::hold(tx, org, &lead.id, Channel::Sms, text)?;
+    }
     let opted_in = OPT_IN_KEYWORDS.contains(&word.as_str())
         || provider_keyword == Some(ProviderKeyword::Start);
     let help =
@@ -114,7 +118,9 @@ pub fn inbound_sms_via(
     let channels = controls::sms_channels(tx, org)?;
     let words = Change::words(ConsentSource::Keyword, text);
     let lead = if opted_out {
-        controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &words)?
+        let lead = controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &words)?;
+        hold::settle_opted_out(tx, org, &lead.id, Some(channels))?;
+        lead
     } else if opted_in {
         controls::opt_in(tx, org, lead, channels, &words, true)?
     } else {
@@ -167,11 +173,14 @@ pub fn inbound_email(
     let org = caller.org_id.as_str();
     let lead = lead_by_email(tx, org, from)?
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
-    let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject, headers)?;
     let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let opted_out = [subject.unwrap_or(""), first_line]
-        .iter()
-        .any(|words| revocation::read(words, &[]) == Reading::Definite);
+    let readings = [subject.unwrap_or(""), first_line].map(|words| revocation::read(words, &[]));
+    let opted_out = readings.contains(&Reading::Definite);
+    if !opted_out && readings.contains(&Reading::Possible) {
+        let words = format!("{}\n{first_line}", subject.unwrap_or(""));
+        hold::hold(tx, org, &lead.id, Channel::Email, words.trim())?;
+    }
+    let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject, headers)?;
     let (lead, follow_up) = if opted_out {
         let words = Change::words(
             ConsentSource::Reply,
@@ -185,6 +194,7 @@ pub fn inbound_email(
             OptOutSource::Keyword,
             &words,
         )?;
+        hold::settle_opted_out(tx, org, &lead.id, Some(&[Channel::Email]))?;
         let business = business_name(tx, org)?;
         let notice = format!("{business}: You are unsubscribed and will receive no more emails.");
         (lead, InboundFollowUp::Notice(notice))

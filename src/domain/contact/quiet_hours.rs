@@ -119,6 +119,63 @@ pub fn step_may_run(
     Ok((t != at).then_some(t))
 }
 
+/// The end of the `n`th business day of the organization after `at`'s day, in its time
+/// zone (UTC without one): its `followUpDays` (Monday to Friday when it sets none), less
+/// its `holidays`. A possible opt-out undecided by then becomes one (`contact::hold`).
+pub fn business_days_later(
+    tx: &impl Reader,
+    org: &str,
+    at: DateTime<Utc>,
+    n: u32,
+) -> Result<DateTime<Utc>> {
+    let engine = tx.engine_settings(org)?;
+    let zone = engine
+        .time_zone
+        .parse::<chrono_tz::Tz>()
+        .unwrap_or(chrono_tz::UTC);
+    // Without a business day in ten years (every day a holiday), calendar days.
+    Ok(
+        nth_business_day_end(&engine.follow_up_days, &engine.holidays, zone, at, n)
+            .unwrap_or(at + chrono::Duration::days(i64::from(n))),
+    )
+}
+
+fn nth_business_day_end(
+    days: &[String],
+    holidays: &[String],
+    zone: chrono_tz::Tz,
+    at: DateTime<Utc>,
+    n: u32,
+) -> Option<DateTime<Utc>> {
+    use chrono::{Datelike, TimeZone};
+    let business = |day: chrono::NaiveDate| {
+        let index = day.weekday().num_days_from_monday() as usize;
+        let working = if days.is_empty() {
+            index < 5
+        } else {
+            days.iter().any(|d| d == WEEKDAYS[index])
+        };
+        working && !holidays.contains(&day.format("%Y-%m-%d").to_string())
+    };
+    let mut day = at.with_timezone(&zone).date_naive();
+    let mut counted = 0;
+    for _ in 0..3660 {
+        day = day.succ_opt()?;
+        if business(day) {
+            counted += 1;
+            if counted >= n {
+                let start = day.succ_opt()?.and_hms_opt(0, 0, 0)?;
+                return Some(
+                    zone.from_local_datetime(&start)
+                        .earliest()?
+                        .with_timezone(&Utc),
+                );
+            }
+        }
+    }
+    None
+}
+
 /// The start of the next day steps may run on, when `t`'s day (in `zone`) is not one.
 fn next_follow_up_day(
     days: &[String],
@@ -156,6 +213,22 @@ fn next_follow_up_day(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn a_hold_lasts_ten_business_days_of_the_organization() {
+        // Thursday 26 November 2026: ten weekdays later is Thursday 10 December, whose
+        // end is the 11th's start; a holiday on Monday 30 November adds a day, and so do
+        // follow-up days without Fridays.
+        let thursday = at("2026-11-26T15:00:00Z");
+        let end = |days: &[String], holidays: &[String]| {
+            nth_business_day_end(days, holidays, chrono_tz::UTC, thursday, 10)
+        };
+        assert_eq!(end(&[], &[]), Some(at("2026-12-11T00:00:00Z")));
+        let holiday = ["2026-11-30".to_string()];
+        assert_eq!(end(&[], &holiday), Some(at("2026-12-12T00:00:00Z")));
+        let days: Vec<String> = ["mon", "tue", "wed", "thu"].map(String::from).to_vec();
+        assert_eq!(end(&days, &[]), Some(at("2026-12-16T00:00:00Z")));
+    }
 
     #[test]
     fn steps_wait_for_the_next_follow_up_day_that_is_no_holiday() {

@@ -272,7 +272,8 @@ pub fn defer_reply(
 }
 
 /// The assistant's reply `text` to the burst of row `key`: sent unless a newer message
-/// started another burst, the assistant was switched off, or the gate says no.
+/// started another burst, the assistant was switched off, the lead is held by a
+/// possible opt-out, or the gate says no.
 pub fn claim_reply(
     tx: &mut WriteTx,
     row: Taken,
@@ -290,6 +291,15 @@ pub fn claim_reply(
     e.reply_job = None;
     e.last_error.clear();
     tx.put_engagement(org, lead_id, &e)?;
+    if e.state == EngagementState::Held {
+        // A possible opt-out: the assistant saw it (its tools applied), nothing is sent.
+        tracing::info!(
+            org,
+            lead = lead_id,
+            "reply not sent: held by a possible opt-out"
+        );
+        return Ok(Claim::Done);
+    }
     let Some(lead) = live_lead(tx, org, lead_id)?.filter(|l| l.is_ai_on) else {
         return Ok(Claim::Done);
     };

@@ -14,7 +14,10 @@
 //! or deleted. While `isAiOn` is false the cadence is `paused`: its due step waits;
 //! turning it back on resumes it and answers the lead's last message if it went
 //! unanswered. A time zone change re-computes the work quiet hours deferred
-//! (`agenda::recompute_deferred`).
+//! (`agenda::recompute_deferred`). A possible opt-out makes it `held` ([`hold`]): its
+//! due step waits as while paused, a reply is not sent, a later message from the lead
+//! does not stop it, and [`release`] resumes it as it was (`domain::contact::hold`
+//! decides).
 
 use serde_json::{json, Value};
 
@@ -35,10 +38,11 @@ pub fn view(engagement: Option<&EngagementRecord>) -> Value {
             "stoppedReason": null, "lastError": null});
     };
     let running = matches!(e.state, EngagementState::Active | EngagementState::Paused);
+    let held = e.state == EngagementState::Held && e.step_job.is_some();
     json!({
         "profile": (!e.profile.is_empty()).then_some(e.profile.as_str()),
         "state": e.state.as_str(),
-        "step": if running { e.next_step + 1 } else { 0 },
+        "step": if running || held { e.next_step + 1 } else { 0 },
         "nextStepAt": e.step_job.as_ref().filter(|_| running).map(|(due, _)| crate::time::format(*due)),
         "stoppedReason": e.stopped_reason.map(StopReason::as_str),
         "lastError": (!e.last_error.is_empty()).then_some(e.last_error.as_str()),
@@ -104,6 +108,7 @@ fn all_unsubscribed(lead: &LeadRecord) -> bool {
 /// profile that does not exist or has no cadence leaves the lead unenrolled.
 fn enrol(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Result<()> {
     let mut e = load(tx, org, &lead.id)?;
+    let held = e.state == EngagementState::Held;
     unschedule(tx, &mut e.step_job)?;
     e.profile = lead.customer_profile.clone();
     e.next_step = 0;
@@ -127,6 +132,15 @@ fn enrol(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Result<()> {
         }
         _ => e.state = EngagementState::None,
     }
+    if held {
+        // Still held: the new cadence starts when the hold ends without an opt-out.
+        if let Some(mut hold) = tx.hold(org, &lead.id)? {
+            hold.resume = e.state;
+            hold.resume_reason = None;
+            tx.put_hold(org, &lead.id, &hold)?;
+        }
+        e.state = EngagementState::Held;
+    }
     tx.put_engagement(org, &lead.id, &e)
 }
 
@@ -144,7 +158,33 @@ pub fn stop(tx: &mut WriteTx, org: &str, lead: &str, reason: StopReason) -> Resu
         };
         return tx.put_engagement(org, lead, &e);
     };
-    let running = matches!(e.state, EngagementState::Active | EngagementState::Paused);
+    if e.state == EngagementState::Held {
+        match reason {
+            // Another message from the lead leaves the hold to be decided.
+            StopReason::Replied => return Ok(()),
+            // A handoff waits for the decision too; a dismissal leaves it stopped.
+            StopReason::Handoff => {
+                unschedule(tx, &mut e.step_job)?;
+                unschedule(tx, &mut e.reply_job)?;
+                if let Some(mut hold) = tx.hold(org, lead)? {
+                    hold.resume = EngagementState::Stopped;
+                    hold.resume_reason = Some(reason);
+                    tx.put_hold(org, lead, &hold)?;
+                }
+                return tx.put_engagement(org, lead, &e);
+            }
+            // Anything else that stops the cadence ends the hold with it.
+            _ => {
+                if let Some(hold) = tx.remove_hold(org, lead)? {
+                    unschedule(tx, &mut Some(hold.timeout_job))?;
+                }
+            }
+        }
+    }
+    let running = matches!(
+        e.state,
+        EngagementState::Active | EngagementState::Paused | EngagementState::Held
+    );
     if !running && reason != StopReason::Handoff {
         return Ok(());
     }
@@ -179,6 +219,54 @@ pub fn set_paused(tx: &mut WriteTx, org: &str, lead: &str, paused: bool) -> Resu
             }
         }
         _ => return Ok(()),
+    }
+    tx.put_engagement(org, lead, &e)
+}
+
+/// A possible opt-out holds the lead: automated outreach waits (the due step as while
+/// paused; a pending reply is not sent). Answers the state (and stop reason) to resume
+/// as, or `None` when the lead was held already.
+pub fn hold(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: &str,
+) -> Result<Option<(EngagementState, Option<StopReason>)>> {
+    let mut e = load(tx, org, lead)?;
+    if e.state == EngagementState::Held {
+        return Ok(None);
+    }
+    let was = (e.state, e.stopped_reason.take());
+    e.state = EngagementState::Held;
+    tx.put_engagement(org, lead, &e)?;
+    Ok(Some(was))
+}
+
+/// The hold ended without an opt-out: the engagement is `resume` again, a running
+/// cadence where it was (a step that fell due meanwhile at once).
+pub fn release(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: &str,
+    resume: EngagementState,
+    reason: Option<StopReason>,
+) -> Result<()> {
+    let Some(mut e) = tx.engagement(org, lead)? else {
+        return Ok(());
+    };
+    if e.state != EngagementState::Held {
+        return Ok(());
+    }
+    e.state = resume;
+    e.stopped_reason = reason;
+    if resume == EngagementState::Active && e.step_job.is_none() {
+        let index = e.next_step;
+        e.step_job = Some(schedule(
+            tx,
+            org,
+            lead,
+            now_micros(),
+            JobKind::Step { index },
+        )?);
     }
     tx.put_engagement(org, lead, &e)
 }

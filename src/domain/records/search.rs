@@ -31,12 +31,13 @@ pub const PARAMETERS: [&str; 8] = [
 ];
 
 /// The engagement states a search can ask for.
-pub const STATES: [EngagementState; 5] = [
+pub const STATES: [EngagementState; 6] = [
     EngagementState::None,
     EngagementState::Active,
     EngagementState::Paused,
     EngagementState::Stopped,
     EngagementState::Finished,
+    EngagementState::Held,
 ];
 
 /// The stop reasons a search can ask for: every one.
