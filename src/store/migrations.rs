@@ -14,12 +14,12 @@ use super::lead_view;
 use super::rows::{email_key, EngagementRecord, HandlingRecord, LeadOrder, LeadRecord};
 use super::tables::{
     ENGAGEMENTS, ENGINE_SETTINGS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL, LEADS_BY_PHONE,
-    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER,
+    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER, ORGS,
 };
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -29,6 +29,7 @@ const STEPS: &[Step] = &[
     engine_settings_gain_max_tokens_and_rates,
     lead_search_index_is_built,
     engine_settings_gain_default_country,
+    existing_orgs_require_no_consent,
 ];
 
 // Every version below the current one has its step.
@@ -82,6 +83,84 @@ fn engine_settings_gain_default_country(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+/// 6 → 7: the engine settings gain the consent policy (`consentRequired`,
+/// `optOutKeywords`, `revocationScope`). A new organization requires consent for voice
+/// marketing; one that exists before this release keeps what it had: no requirement
+/// (`engaged check` says so). So every organization gets a row, written in the new
+/// layout with `consentRequired` empty, whether it had one (schema 6's layout) or not.
+fn existing_orgs_require_no_consent(txn: &WriteTransaction) -> Result<()> {
+    let orgs: Vec<String> = {
+        let table = txn.open_table(ORGS)?;
+        let mut ids = Vec::new();
+        for row in table.iter()? {
+            ids.push(row?.0.value().to_string());
+        }
+        ids
+    };
+    let mut table = txn.open_table(ENGINE_SETTINGS)?;
+    let mut rows = Vec::new();
+    for row in table.iter()? {
+        let (org, value) = row?;
+        let old: schema6::EngineSettings = decode(value.value())?;
+        rows.push((org.value().to_string(), old));
+    }
+    for org in orgs {
+        if !rows.iter().any(|(id, _)| *id == org) {
+            rows.push((org, schema6::EngineSettings::default()));
+        }
+    }
+    for (org, old) in rows.iter().map(|(org, old)| (org, old.clone())) {
+        let bytes = encode(&old.upgraded())?;
+        table.insert(org.as_str(), bytes.as_slice())?;
+    }
+    tracing::info!(
+        organizations = rows.len(),
+        "the engine settings carry the consent policy (none required for existing organizations)"
+    );
+    Ok(())
+}
+
+/// The engine settings as schema 6 wrote them.
+mod schema6 {
+    use serde::{Deserialize, Serialize};
+
+    use crate::store::rows::{self, AssistantSettings, ConsentRequired, ProviderSettings};
+
+    #[derive(Clone, Default, Deserialize, Serialize)]
+    pub struct EngineSettings {
+        pub(super) time_zone: String,
+        pub(super) business_name: String,
+        pub(super) help_text: String,
+        pub(super) assistant: Option<AssistantSettings>,
+        pub(super) sms: ProviderSettings,
+        pub(super) voice: ProviderSettings,
+        pub(super) email: ProviderSettings,
+        pub(super) default_country: String,
+        pub(super) follow_up_days: Vec<String>,
+        pub(super) holidays: Vec<String>,
+    }
+
+    impl EngineSettings {
+        pub(super) fn upgraded(self) -> rows::EngineSettings {
+            rows::EngineSettings {
+                time_zone: self.time_zone,
+                business_name: self.business_name,
+                help_text: self.help_text,
+                assistant: self.assistant,
+                sms: self.sms,
+                voice: self.voice,
+                email: self.email,
+                default_country: self.default_country,
+                follow_up_days: self.follow_up_days,
+                holidays: self.holidays,
+                consent_required: ConsentRequired(Vec::new()),
+                opt_out_keywords: Vec::new(),
+                revocation_scope: rows::RevocationScope::All,
+            }
+        }
+    }
+}
+
 /// Reads every engine settings row in an older layout `Old` and writes it again as
 /// `upgrade` makes it; answers how many rows.
 fn rewrite_engine_settings<Old, New>(
@@ -109,7 +188,7 @@ where
 mod schema5 {
     use serde::{Deserialize, Serialize};
 
-    use crate::store::rows::{self, AssistantSettings, ProviderSettings};
+    use crate::store::rows::{AssistantSettings, ProviderSettings};
 
     #[derive(Deserialize, Serialize)]
     pub struct EngineSettings {
@@ -123,8 +202,9 @@ mod schema5 {
     }
 
     impl EngineSettings {
-        pub(super) fn upgraded(self) -> rows::EngineSettings {
-            rows::EngineSettings {
+        /// In schema 6's layout.
+        pub(super) fn upgraded(self) -> super::schema6::EngineSettings {
+            super::schema6::EngineSettings {
                 time_zone: self.time_zone,
                 business_name: self.business_name,
                 help_text: self.help_text,
@@ -335,6 +415,7 @@ pub fn migrate(txn: &WriteTransaction, from: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::channel::Channel;
     use crate::store::codec::encode;
     use redb::ReadableTableMetadata;
 
@@ -462,12 +543,15 @@ mod tests {
             table.insert("org", bytes.as_slice()).unwrap();
         }
         engine_settings_gain_max_tokens_and_rates(&txn).unwrap();
-        // Schema 4's layout is 5's; 5 → 6 then adds the default country.
+        // Schema 4's layout is 5's; 5 → 6 then adds the default country, 6 → 7 the
+        // consent policy.
         engine_settings_gain_default_country(&txn).unwrap();
+        existing_orgs_require_no_consent(&txn).unwrap();
         let table = txn.open_table(ENGINE_SETTINGS).unwrap();
         let now: crate::store::rows::EngineSettings =
             decode(table.get("org").unwrap().unwrap().value()).unwrap();
         assert_eq!(now.default_country, "");
+        assert!(now.consent_required.0.is_empty());
         assert_eq!(now.time_zone, "America/New_York");
         assert_eq!(now.business_name, "Acme Solar");
         let assistant = now.assistant.unwrap();
@@ -488,5 +572,56 @@ mod tests {
                 rate_per_second: None
             }
         );
+    }
+
+    #[test]
+    fn schema_6_orgs_keep_no_consent_requirement_while_new_ones_get_voice_marketing() {
+        use crate::store::rows::{ConsentRequired, EngineSettings, OrgRecord, OrgSettings};
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v6.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut orgs = txn.open_table(ORGS).unwrap();
+            for id in ["with-row", "without-row"] {
+                let org = OrgRecord {
+                    id: id.into(),
+                    name: id.into(),
+                    created_at: 1,
+                    settings: OrgSettings::default(),
+                };
+                orgs.insert(id, encode(&org).unwrap().as_slice()).unwrap();
+            }
+            let mut engine = txn.open_table(ENGINE_SETTINGS).unwrap();
+            let v6 = schema6::EngineSettings {
+                time_zone: "America/Chicago".into(),
+                holidays: vec!["2026-12-25".into()],
+                ..schema6::EngineSettings::default()
+            };
+            engine
+                .insert("with-row", encode(&v6).unwrap().as_slice())
+                .unwrap();
+        }
+        existing_orgs_require_no_consent(&txn).unwrap();
+        let table = txn.open_table(ENGINE_SETTINGS).unwrap();
+        let read = |id: &str| -> EngineSettings {
+            decode(table.get(id).unwrap().unwrap().value()).unwrap()
+        };
+        let kept = read("with-row");
+        assert_eq!(kept.time_zone, "America/Chicago");
+        assert_eq!(kept.holidays, vec!["2026-12-25".to_string()]);
+        assert_eq!(kept.consent_required, ConsentRequired(Vec::new()));
+        assert_eq!(
+            read("without-row").consent_required,
+            ConsentRequired(Vec::new())
+        );
+        assert_eq!(
+            read("without-row").revocation_scope,
+            crate::store::rows::RevocationScope::All
+        );
+        // An organization created later has no row: the default requires voice marketing.
+        assert!(table.get("new").unwrap().is_none());
+        assert!(EngineSettings::default()
+            .consent_required
+            .requires(Channel::Voice, crate::store::rows::Purpose::Marketing));
     }
 }
