@@ -32,6 +32,7 @@ mod listing;
 mod messages;
 mod notices;
 mod ops;
+mod policy;
 mod profiles;
 mod recordings;
 mod relay_client;

@@ -14,7 +14,7 @@ use crate::domain::records::{events, limits};
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{ConsentSource, LeadRecord, MessageKind};
+use crate::store::rows::{ConsentSource, EngineSettings, LeadRecord, MessageKind, RevocationScope};
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
 
@@ -28,7 +28,9 @@ pub struct Inbound {
 }
 
 /// Records an SMS from `phone` on its lead (the most recently updated live one),
-/// applies a definite opt-out (`revocation::read`: `Stop please`, `Remove me`) or an
+/// applies a definite opt-out (`revocation::read` with the organization's own
+/// keywords: `Stop please`, `Remove me`; every channel under `revocationScope` `all`,
+/// SMS with its voice coupling under `channel`, confirmed by SMS only) or an
 /// opt-in or help keyword (the whole message), and hands the engine its follow-up: a
 /// confirmation or help text, or an assistant reply.
 pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -> Result<Inbound> {
@@ -95,7 +97,8 @@ pub fn inbound_sms_via(
     let lead = lead
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
     let word = text.trim().to_ascii_uppercase();
-    let opted_out = revocation::read(text, &[]) == Reading::Definite
+    let settings = tx.engine_settings(org)?;
+    let opted_out = revocation::read(text, &settings.opt_out_keywords) == Reading::Definite
         || provider_keyword == Some(ProviderKeyword::Stop);
     let opted_in = OPT_IN_KEYWORDS.contains(&word.as_str())
         || provider_keyword == Some(ProviderKeyword::Start);
@@ -113,7 +116,8 @@ pub fn inbound_sms_via(
     let channels = controls::sms_channels(tx, org)?;
     let words = Change::words(ConsentSource::Keyword, text);
     let lead = if opted_out {
-        controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &words)?
+        let scope = revocation_channels(&settings, &lead, channels);
+        controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)?
     } else if opted_in {
         controls::opt_in(tx, org, lead, channels, &words, true)?
     } else {
@@ -132,11 +136,10 @@ pub fn inbound_sms_via(
             "{business}: You are resubscribed. Reply STOP to opt out."
         ))
     } else if help {
-        let help_text = tx.engine_settings(org)?.help_text;
-        InboundFollowUp::Notice(if help_text.is_empty() {
+        InboundFollowUp::Notice(if settings.help_text.is_empty() {
             format!("{business}: Reply STOP to opt out.")
         } else {
-            help_text
+            settings.help_text
         })
     } else {
         InboundFollowUp::Reply
@@ -153,7 +156,8 @@ pub fn inbound_sms_via(
 /// Records an email from `from` on the live lead with that address (the most recently
 /// updated one), with its threading `headers` (what a reply threads to). A definite
 /// opt-out in its subject or first line (`Unsubscribe`, `Please remove me from your
-/// list`) unsubscribes email, confirmed once; otherwise the engine gets its follow-up
+/// list`) unsubscribes every channel (`revocationScope` `all`) or email alone
+/// (`channel`), confirmed once by email; otherwise the engine gets its follow-up
 /// (an assistant reply).
 pub fn inbound_email(
     tx: &mut WriteTx,
@@ -168,22 +172,17 @@ pub fn inbound_email(
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
     let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject, headers)?;
     let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let settings = tx.engine_settings(org)?;
     let opted_out = [subject.unwrap_or(""), first_line]
         .iter()
-        .any(|words| revocation::read(words, &[]) == Reading::Definite);
+        .any(|words| revocation::read(words, &settings.opt_out_keywords) == Reading::Definite);
     let (lead, follow_up) = if opted_out {
         let words = Change::words(
             ConsentSource::Reply,
             &format!("{}\n{first_line}", subject.unwrap_or("")),
         );
-        let lead = controls::opt_out(
-            tx,
-            org,
-            lead,
-            &[Channel::Email],
-            OptOutSource::Keyword,
-            &words,
-        )?;
+        let scope = revocation_channels(&settings, &lead, &[Channel::Email]);
+        let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)?;
         let business = business_name(tx, org)?;
         let notice = format!("{business}: You are unsubscribed and will receive no more emails.");
         (lead, InboundFollowUp::Notice(notice))
@@ -197,6 +196,24 @@ pub fn inbound_email(
         opted_out,
         opted_in: false,
     })
+}
+
+/// The channels a definite revocation unsubscribes under the organization's
+/// `revocationScope`: every channel the lead can be reached on (`all`), or `own`, the
+/// channel it came on (with SMS's voice coupling).
+fn revocation_channels(
+    settings: &EngineSettings,
+    lead: &LeadRecord,
+    own: &[Channel],
+) -> Vec<Channel> {
+    match settings.revocation_scope {
+        RevocationScope::Channel => own.to_vec(),
+        RevocationScope::All => Channel::ALL
+            .iter()
+            .copied()
+            .filter(|c| c.reachable(lead) || own.contains(c))
+            .collect(),
+    }
 }
 
 /// Writes a lead-owned message (which sets `hasReplied` / `hasRepliedEmail` and stops
