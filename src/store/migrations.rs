@@ -14,7 +14,7 @@ use super::lead_view;
 use super::rows::{email_key, EngagementRecord, HandlingRecord, LeadOrder, LeadRecord};
 use super::tables::{
     ENGAGEMENTS, ENGINE_SETTINGS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL, LEADS_BY_PHONE,
-    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER, ORGS,
+    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER, ORGS, PROFILES,
 };
 use crate::error::{Error, Result};
 
@@ -84,7 +84,8 @@ fn engine_settings_gain_default_country(txn: &WriteTransaction) -> Result<()> {
 }
 
 /// 6 → 7: the engine settings gain the consent policy (`consentRequired`,
-/// `optOutKeywords`, `revocationScope`). A new organization requires consent for voice
+/// `optOutKeywords`, `revocationScope`), and each profile's steps their `purpose`
+/// (`marketing`, as every step was until then). A new organization requires consent for voice
 /// marketing; one that exists before this release keeps what it had: no requirement
 /// (`engaged check` says so). So every organization gets a row, written in the new
 /// layout with `consentRequired` empty, whether it had one (schema 6's layout) or not.
@@ -117,6 +118,21 @@ fn existing_orgs_require_no_consent(txn: &WriteTransaction) -> Result<()> {
         organizations = rows.len(),
         "the engine settings carry the consent policy (none required for existing organizations)"
     );
+    let mut profiles = txn.open_table(PROFILES)?;
+    let mut rewritten = Vec::new();
+    for row in profiles.iter()? {
+        let (key, value) = row?;
+        let (org, name) = key.value();
+        let old: schema6::ProfileRecord = decode(value.value())?;
+        rewritten.push((org.to_string(), name.to_string(), encode(&old.upgraded())?));
+    }
+    for (org, name, bytes) in &rewritten {
+        profiles.insert((org.as_str(), name.as_str()), bytes.as_slice())?;
+    }
+    tracing::info!(
+        profiles = rewritten.len(),
+        "cadence steps carry their purpose (marketing)"
+    );
     Ok(())
 }
 
@@ -124,7 +140,65 @@ fn existing_orgs_require_no_consent(txn: &WriteTransaction) -> Result<()> {
 mod schema6 {
     use serde::{Deserialize, Serialize};
 
-    use crate::store::rows::{self, AssistantSettings, ConsentRequired, ProviderSettings};
+    use crate::channel::Channel;
+    use crate::store::rows::{
+        self, AssistantSettings, ConsentRequired, DispositionRecord, ProviderSettings, Purpose,
+    };
+    use crate::time::Micros;
+
+    /// A profile as schema 6 wrote it: its steps had no purpose.
+    #[derive(Deserialize, Serialize)]
+    pub struct ProfileRecord {
+        pub(super) name: String,
+        pub(super) instructions: String,
+        pub(super) cadence: Vec<StepRecord>,
+        pub(super) reply_delay_ms: u64,
+        pub(super) reply_delay: String,
+        pub(super) dispositions: Vec<DispositionRecord>,
+        pub(super) transfer_number: String,
+        pub(super) fallback_transfer_number: String,
+        pub(super) voice_greeting: String,
+        pub(super) created_at: Micros,
+        pub(super) updated_at: Micros,
+    }
+
+    #[derive(Deserialize, Serialize)]
+    pub struct StepRecord {
+        pub(super) after: String,
+        pub(super) after_ms: u64,
+        pub(super) channel: Channel,
+        pub(super) text: String,
+        pub(super) subject: String,
+    }
+
+    impl ProfileRecord {
+        pub(super) fn upgraded(self) -> rows::ProfileRecord {
+            rows::ProfileRecord {
+                name: self.name,
+                instructions: self.instructions,
+                cadence: self
+                    .cadence
+                    .into_iter()
+                    .map(|s| rows::StepRecord {
+                        after: s.after,
+                        after_ms: s.after_ms,
+                        channel: s.channel,
+                        text: s.text,
+                        subject: s.subject,
+                        purpose: Purpose::Marketing,
+                    })
+                    .collect(),
+                reply_delay_ms: self.reply_delay_ms,
+                reply_delay: self.reply_delay,
+                dispositions: self.dispositions,
+                transfer_number: self.transfer_number,
+                fallback_transfer_number: self.fallback_transfer_number,
+                voice_greeting: self.voice_greeting,
+                created_at: self.created_at,
+                updated_at: self.updated_at,
+            }
+        }
+    }
 
     #[derive(Clone, Default, Deserialize, Serialize)]
     pub struct EngineSettings {
@@ -600,6 +674,29 @@ mod tests {
             engine
                 .insert("with-row", encode(&v6).unwrap().as_slice())
                 .unwrap();
+            let profile = schema6::ProfileRecord {
+                name: "solar".into(),
+                instructions: "Be brief".into(),
+                cadence: vec![schema6::StepRecord {
+                    after: "0s".into(),
+                    after_ms: 0,
+                    channel: Channel::Voice,
+                    text: "Hi".into(),
+                    subject: String::new(),
+                }],
+                reply_delay_ms: 1000,
+                reply_delay: "1s".into(),
+                dispositions: Vec::new(),
+                transfer_number: String::new(),
+                fallback_transfer_number: String::new(),
+                voice_greeting: String::new(),
+                created_at: 1,
+                updated_at: 2,
+            };
+            let mut profiles = txn.open_table(PROFILES).unwrap();
+            profiles
+                .insert(("with-row", "solar"), encode(&profile).unwrap().as_slice())
+                .unwrap();
         }
         existing_orgs_require_no_consent(&txn).unwrap();
         let table = txn.open_table(ENGINE_SETTINGS).unwrap();
@@ -618,6 +715,21 @@ mod tests {
             read("without-row").revocation_scope,
             crate::store::rows::RevocationScope::All
         );
+        let profiles = txn.open_table(PROFILES).unwrap();
+        let profile: crate::store::rows::ProfileRecord = decode(
+            profiles
+                .get(("with-row", "solar"))
+                .unwrap()
+                .unwrap()
+                .value(),
+        )
+        .unwrap();
+        assert_eq!(
+            profile.cadence[0].purpose,
+            crate::store::rows::Purpose::Marketing
+        );
+        assert_eq!(profile.cadence[0].text, "Hi");
+        assert_eq!(profile.updated_at, 2);
         // An organization created later has no row: the default requires voice marketing.
         assert!(table.get("new").unwrap().is_none());
         assert!(EngineSettings::default()

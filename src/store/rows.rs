@@ -536,6 +536,8 @@ pub struct StepRecord {
     pub text: String,
     /// Empty unless given (required for email).
     pub subject: String,
+    /// What the step is for, which the consent policy checks (`marketing` unless given).
+    pub purpose: Purpose,
 }
 
 /// A call outcome the post-call processing may choose.

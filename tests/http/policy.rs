@@ -5,7 +5,8 @@
 
 use serde_json::{json, Value};
 
-use engaged::testkit::Org;
+use engaged::testkit::twilio::FakeTwilio;
+use engaged::testkit::{poll, Org, WAIT};
 
 use crate::answers::*;
 use crate::engagement::*;
@@ -151,4 +152,140 @@ async fn scope_channel_keeps_email_on_an_sms_stop_and_sms_on_an_email_opt_out() 
     let lead = get_lead(&s.ts, &s.write, "L2").await;
     assert_eq!(lead["subscriptions"]["email"], json!("unsubscribed"));
     assert_eq!(lead["subscriptions"]["sms"], json!("subscribed"), "{lead}");
+}
+
+// ---- the gate's CONSENT_MISSING ---------------------------------------------------------
+
+const SID: &str = "AC0123456789abcdef0123456789abcdef";
+const TOKEN: &str = "policy-auth-token";
+
+/// A new organization (`consentRequired` voice/marketing) whose voice provider is the
+/// fake Twilio, with profiles `first` and `again` of one call step each.
+async fn with_calls() -> (Org, FakeTwilio) {
+    let twilio = FakeTwilio::start().await;
+    let s = Org::start_with(|c| c.public_url = Some("https://engaged.test".into())).await;
+    set_business(&s.ts, &s.admin).await;
+    set_org(
+        &s.ts,
+        &s.admin,
+        &json!({"providers": {"voice": {"kind": "twilio", "accountSid": SID, "authToken": TOKEN,
+            "from": "+15550100000", "baseUrl": twilio.base_url}}}),
+    )
+    .await;
+    for name in ["first", "again"] {
+        let step = json!({"after": "0s", "channel": "voice", "text": "Hi {{firstName}}"});
+        put_profile(&s.ts, &s.admin, name, &profile_with(json!([step]))).await;
+    }
+    (s, twilio)
+}
+
+/// Waits for the `n`-th `COMPLIANCE_BLOCKED` event of L1; returns its data.
+async fn wait_blocked(s: &Org, n: usize) -> Value {
+    poll(&format!("{n} block(s)"), WAIT, || async move {
+        let blocked = events_of_type(&s.ts, &s.write, "L1", "COMPLIANCE_BLOCKED").await;
+        match blocked.get(n - 1) {
+            Some(event) => Ok(event["data"].clone()),
+            None => Err(format!("{blocked:?}")),
+        }
+    })
+    .await
+}
+
+async fn consent(s: &Org, status: &str) {
+    let body = json!({"channel": "voice", "status": status, "source": "web_form",
+                      "proof": {"text": "I agree to calls from Acme Solar"}});
+    expect(
+        &s.ts.post(&s.write, "/v1/leads/L1/consent", &body).await,
+        201,
+    );
+}
+
+async fn enrol(s: &Org, profile: &str) {
+    let body = json!({"customerProfile": profile});
+    expect(&s.ts.patch(&s.write, "/v1/leads/L1", &body).await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_step_needs_consent_dials_once_granted_and_is_blocked_again_after_revocation() {
+    let (s, twilio) = with_calls().await;
+    s.ts.create_lead(
+        &s.write,
+        &json!({"id": "L1", "firstName": "Ada", "phone": PHONE, "customerProfile": "first"}),
+    )
+    .await;
+    assert_eq!(
+        wait_blocked(&s, 1).await,
+        json!({"reason": "CONSENT_MISSING", "source": "configuration", "channel": "voice", "step": 1})
+    );
+    assert!(twilio.calls().is_empty());
+    consent(&s, "granted").await;
+    enrol(&s, "again").await;
+    poll("the call dialled", WAIT, || async {
+        match twilio.calls().len() {
+            1 => Ok(()),
+            n => Err(format!("{n} calls")),
+        }
+    })
+    .await;
+    consent(&s, "revoked").await;
+    enrol(&s, "first").await;
+    assert_eq!(
+        wait_blocked(&s, 2).await["reason"],
+        json!("CONSENT_MISSING")
+    );
+    assert_eq!(twilio.calls().len(), 1, "no second call");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_informational_step_an_empty_policy_and_a_reply_are_not_held_to_it() {
+    let (s, twilio) = with_calls().await;
+    let step = json!({"after": "0s", "channel": "voice", "text": "Your visit is at 9", "purpose": "informational"});
+    let p = put_profile(&s.ts, &s.admin, "notice", &profile_with(json!([step]))).await;
+    assert_eq!(p["cadence"][0]["purpose"], json!("informational"));
+    let bad = json!({"after": "0s", "channel": "voice", "text": "Hi", "purpose": "sales"});
+    let r =
+        s.ts.put(&s.admin, "/v1/profiles/bad", &profile_with(json!([bad])))
+            .await;
+    let message = assert_error_status(&r, 400);
+    assert!(message.contains("cadence[0].purpose"), "{message}");
+    s.ts.create_lead(
+        &s.write,
+        &json!({"id": "L1", "firstName": "Ada", "phone": PHONE, "customerProfile": "notice"}),
+    )
+    .await;
+    poll("the informational call dialled", WAIT, || async {
+        match twilio.calls().len() {
+            1 => Ok(()),
+            n => Err(format!("{n} calls")),
+        }
+    })
+    .await;
+    // SMS marketing required: a message to a lead who never wrote is blocked, a reply to
+    // one who did is not.
+    set_org(
+        &s.ts,
+        &s.admin,
+        &json!({"consentRequired": [{"channel": "sms", "purpose": "marketing"}]}),
+    )
+    .await;
+    let send = json!({"owner": "user", "channel": "sms", "content": {"text": "Any questions?"}});
+    let r = expect(
+        &s.ts.post(&s.write, "/v1/leads/L1/messages", &send).await,
+        200,
+    );
+    assert_eq!(r["outcome"], json!("blocked"), "{r}");
+    assert_eq!(r["event"]["data"]["reason"], json!("CONSENT_MISSING"));
+    inbound_sms(&s.ts, &s.write, PHONE, "What does it cost?").await;
+    let r = s.ts.post(&s.write, "/v1/leads/L1/messages", &send).await;
+    assert_eq!(expect(&r, 201)["outcome"], json!("sent"));
+    // No policy: a call step dials without consent.
+    set_org(&s.ts, &s.admin, &json!({"consentRequired": []})).await;
+    enrol(&s, "first").await;
+    poll("the second call dialled", WAIT, || async {
+        match twilio.calls().len() {
+            2 => Ok(()),
+            n => Err(format!("{n} calls")),
+        }
+    })
+    .await;
 }
