@@ -1,6 +1,7 @@
 //! Consent benches (issue 32's figures): reading an inbound message for a revocation
 //! (`revocation::read`), and the gate's consent check on a lead whose ledger holds
-//! 1,000 entries (`consent::allows`, one lookup). Prints p50 and p99 of single calls.
+//! 1,000 entries (`consent::allows`, one lookup, and the gate's local steps around it,
+//! `compliance::check_locally`). Prints p50 and p99 of single calls.
 //!
 //! `cargo bench --bench consent`
 
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use engaged::channel::Channel;
+use engaged::domain::contact::compliance::{self, Initiative};
 use engaged::domain::contact::revocation;
 use engaged::domain::engagement::reactions::React;
 use engaged::domain::records::consent::{self, ConsentInput};
@@ -101,4 +103,25 @@ fn main() {
         std::hint::black_box(allowed);
     }
     report("consent::allows on a ledger of 1,000 entries", &samples);
+
+    // The gate's local steps with the policy (voice marketing, a new organization's
+    // default) on that lead: DNC, the settings, the consent lookup, quiet hours.
+    let org = read.org(&caller.org_id).expect("org").expect("the org");
+    let lead = read
+        .lead(&caller.org_id, "L1")
+        .expect("lead")
+        .expect("the lead");
+    let outreach = Initiative::Outreach(Purpose::Marketing);
+    let mut samples = Vec::with_capacity(100_000);
+    for _ in 0..100_000 {
+        let started = Instant::now();
+        let block =
+            compliance::check_locally(&read, &org, &lead, Channel::Voice, outreach).expect("check");
+        samples.push(started.elapsed());
+        std::hint::black_box(block);
+    }
+    report(
+        "compliance::check_locally (consent required) on 1,000 entries",
+        &samples,
+    );
 }

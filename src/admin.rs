@@ -202,6 +202,9 @@ pub struct CheckDone {
     /// Live leads sharing a phone or email (`Store::shared_contacts`).
     #[serde(default)]
     pub shared: Vec<String>,
+    /// Organizations whose calls are not checked for consent (`Store::consent_notices`).
+    #[serde(default)]
+    pub notices: Vec<String>,
 }
 
 fn to_value(answer: impl Serialize) -> Result<Value> {
@@ -250,6 +253,7 @@ pub fn run_blocking(store: &Store, request: AdminRequest) -> Result<Value> {
         AdminRequest::Check => to_value(CheckDone {
             problems: store.check()?,
             shared: store.shared_contacts()?,
+            notices: store.consent_notices()?,
         }),
         write => store.write_blocking(move |tx| apply(tx, write.clone())),
     }

@@ -37,3 +37,4 @@ pub mod store;
 pub mod testkit;
 pub mod time;
 pub mod webhooks;
+pub mod words;

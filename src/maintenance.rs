@@ -77,14 +77,14 @@ pub fn restore(data_dir: &Path, source: &Path) -> Result<(), String> {
 pub fn check(data_dir: &Path) -> Result<(), String> {
     let running = admin::call_socket(data_dir, &AdminRequest::Check)
         .map_err(|e| format!("admin socket: {e}"))?;
-    let (problems, shared): (Vec<String>, Vec<String>) = match running {
+    let (problems, shared, notices): (Vec<String>, Vec<String>, Vec<String>) = match running {
         Some(response) => {
             eprintln!("the server is running: checking the store's invariants (stop it to run redb's integrity check too)");
             match (response.ok, response.error) {
                 (Some(v), _) => {
                     let done = serde_json::from_value::<CheckDone>(v)
                         .map_err(|e| format!("unexpected answer: {e}"))?;
-                    (done.problems, done.shared)
+                    (done.problems, done.shared, done.notices)
                 }
                 (None, e) => return Err(e.unwrap_or_else(|| "empty answer".into())),
             }
@@ -102,6 +102,10 @@ pub fn check(data_dir: &Path) -> Result<(), String> {
         for line in &shared {
             println!("  {line}");
         }
+    }
+    for line in &notices {
+        // Not damage: an organization from before the consent policy keeps none.
+        println!("{line}");
     }
     if problems.is_empty() {
         println!("ok");

@@ -53,6 +53,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "outbound_tls",
             "phone",
             "time",
+            "words",
         ],
     ),
 ];

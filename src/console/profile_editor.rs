@@ -22,7 +22,7 @@ use crate::domain::settings::profiles::{DispositionInput, ProfileInput, StepInpu
 use crate::domain::settings::{org, profiles, templates};
 use crate::error::{Error, Result};
 use crate::providers::model::protocol::Turn;
-use crate::store::rows::{LeadRecord, ProfileRecord};
+use crate::store::rows::{LeadRecord, ProfileRecord, Purpose};
 use crate::store::Reader;
 
 /// A step as the form holds it.
@@ -32,6 +32,8 @@ struct Step {
     after: String,
     subject: String,
     text: String,
+    /// The step's `purpose` as the API set it, kept through the form.
+    purpose: String,
 }
 
 /// The form's state: what a person typed (or the saved profile), and what the page
@@ -89,6 +91,7 @@ impl Draft {
                     after: s.after.clone(),
                     subject: s.subject.clone(),
                     text: s.text.clone(),
+                    purpose: s.purpose.as_str().to_string(),
                 })
                 .collect(),
             preview_lead: String::new(),
@@ -112,6 +115,7 @@ impl Draft {
                     .get(&format!("step-{i}-text"))
                     .unwrap_or_default()
                     .to_string(),
+                purpose: form.text(&format!("step-{i}-purpose")).to_string(),
             })
             .collect();
         let chat = form
@@ -178,6 +182,7 @@ impl Draft {
                 } else {
                     String::new()
                 },
+                purpose: Purpose::parse(&s.purpose),
             })
             .collect();
         ProfileInput {
@@ -567,6 +572,7 @@ impl<'a> ProfileEditorView<'a> {
                     label for=(id("text")) { "Text (step " (i + 1) ")" }
                     textarea id=(id("text")) name=(id("text")) rows="3" { (step.text) }
                     (self.described(&id("text"), &path("text")))
+                    input type="hidden" name=(id("purpose")) value=(step.purpose);
                 }
                 (self.step_preview(i))
                 div.actions {

@@ -84,11 +84,12 @@ pub enum SettingsAction {
     RemoveWebhook,
     SaveAssistant,
     SaveProviders,
+    SaveConsent,
 }
 
 impl SettingsAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, SettingsAction); 13] = [
+    const ALL: [(&'static str, SettingsAction); 14] = [
         ("assistant", SettingsAction::SaveAssistant),
         ("providers", SettingsAction::SaveProviders),
         ("retry-delivery", SettingsAction::RetryDelivery),
@@ -97,6 +98,7 @@ impl SettingsAction {
         ("assistant-test", SettingsAction::TestAssistant),
         ("send-test", SettingsAction::SendTest),
         ("organization", SettingsAction::SaveOrg),
+        ("consent", SettingsAction::SaveConsent),
         ("people", SettingsAction::AddPerson),
         ("role", SettingsAction::SetRole),
         ("disable", SettingsAction::DisablePerson),

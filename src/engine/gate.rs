@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::Engine;
 use crate::channel::Channel;
-use crate::domain::contact::compliance::{self, Block, Gate, Outcome};
+use crate::domain::contact::compliance::{self, Block, Gate, Initiative, Outcome};
 use crate::domain::engagement::outbound;
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::messages::{self, MessageInput};
@@ -19,7 +19,7 @@ use crate::domain::voice::voice;
 use crate::domain::Caller;
 use crate::error::Result;
 use crate::providers::compliance::Question;
-use crate::store::rows::{CallRecord, LeadRecord, Origin};
+use crate::store::rows::{CallRecord, LeadRecord, Origin, Purpose};
 use crate::store::{EventRow, Reader, WriteTx};
 
 impl Engine {
@@ -31,18 +31,29 @@ impl Engine {
         caller: Caller,
         lead_id: &str,
         channel: Channel,
+        initiative: Initiative,
         send: F,
     ) -> Result<Outcome<T>>
     where
         T: Send + 'static,
         F: FnMut(&mut WriteTx, &Caller, LeadRecord) -> Result<T> + Send + 'static,
     {
-        let early = match compliance::first_steps(&self.store, &caller, lead_id, channel)? {
-            Gate::Blocked(block) => Some(block),
-            Gate::Ask(question) => self.ask(&question).await,
-            Gate::Clear => None,
-        };
-        compliance::pass(&self.store, caller, lead_id, channel, early, send).await
+        let early =
+            match compliance::first_steps(&self.store, &caller, lead_id, channel, initiative)? {
+                Gate::Blocked(block) => Some(block),
+                Gate::Ask(question) => self.ask(&question).await,
+                Gate::Clear => None,
+            };
+        compliance::pass(
+            &self.store,
+            caller,
+            lead_id,
+            channel,
+            initiative,
+            early,
+            send,
+        )
+        .await
     }
 
     /// The compliance service's answer for a claim's attempt on `channel` (a cadence
@@ -104,14 +115,19 @@ impl Engine {
                 origin.clone(),
             )
         };
-        Ok(match self.gate(caller, lead_id, channel, send).await? {
-            Outcome::Sent(attempt) => {
-                let row = attempt.event.clone();
-                self.deliver(attempt).await?;
-                Outcome::Sent(row)
-            }
-            Outcome::Blocked(event) => Outcome::Blocked(event),
-        })
+        Ok(
+            match self
+                .gate(caller, lead_id, channel, Initiative::Message, send)
+                .await?
+            {
+                Outcome::Sent(attempt) => {
+                    let row = attempt.event.clone();
+                    self.deliver(attempt).await?;
+                    Outcome::Sent(row)
+                }
+                Outcome::Blocked(event) => Outcome::Blocked(event),
+            },
+        )
     }
 
     /// `recordOnly`: a message sent elsewhere, recorded after the gate.
@@ -125,7 +141,8 @@ impl Engine {
         let send = move |tx: &mut WriteTx, caller: &Caller, lead: LeadRecord| {
             messages::record(tx, caller, &lead.id, input.clone()).react(tx)
         };
-        self.gate(caller, lead_id, channel, send).await
+        self.gate(caller, lead_id, channel, Initiative::Message, send)
+            .await
     }
 
     /// An outbound call to the lead: queued after the gate and dialled through the
@@ -140,8 +157,12 @@ impl Engine {
             Ok((call, lead.phone))
         };
         let org_id = caller.org_id.clone();
+        let marketing = Initiative::Outreach(Purpose::Marketing);
         Ok(
-            match self.gate(caller, lead_id, Channel::Voice, send).await? {
+            match self
+                .gate(caller, lead_id, Channel::Voice, marketing, send)
+                .await?
+            {
                 Outcome::Sent((call, to)) => {
                     self.dial(org_id, call.id.clone(), to);
                     Outcome::Sent(call)

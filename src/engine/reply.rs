@@ -557,11 +557,12 @@ pub struct Tried {
 fn conversation(read: &ReadTx, org: &str, lead: &str) -> Result<Vec<Turn>> {
     let mut turns = VecDeque::with_capacity(MAX_HISTORY + 1);
     let start = Start::AtOrAfter((i64::MIN, String::new(), String::new()));
+    let own = read.engine_settings(org)?.opt_out_keywords;
     read.scan_messages(org, lead, start, |row| {
         let data = &row.record.data.0;
         if let Some(shape) = MessageShape::of(&row.kind, data) {
             let text = shape.text();
-            if keywords::is_keyword_traffic(&shape, data) {
+            if keywords::is_keyword_traffic(&shape, data, &own) {
                 return Ok(Flow::Continue);
             }
             turns.push_back(Turn {

@@ -6,7 +6,9 @@
 //! index row points at its record, every record has its index rows, and every lead's
 //! stored JSON is what its record renders to. Beside the problems, `engaged check`
 //! lists live leads that share a phone or email (`shared_contacts`): stored before
-//! duplicates were refused, they are not damage, but someone should merge them.
+//! duplicates were refused, they are not damage, but someone should merge them. It also
+//! names each organization that requires no consent (`consent_notices`): one from
+//! before the consent policy keeps `consentRequired` empty.
 
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -18,7 +20,9 @@ use redb::{
 
 use super::codec::decode;
 use super::lead_view;
-use super::rows::{email_key, DeliveryRecord, DeliveryState, KeyRecord, LeadRecord, OrgRecord};
+use super::rows::{
+    email_key, DeliveryRecord, DeliveryState, EngineSettings, KeyRecord, LeadRecord, OrgRecord,
+};
 use super::tables::*;
 use super::Store;
 use crate::error::{Error, Result};
@@ -63,6 +67,11 @@ impl Store {
     pub fn shared_contacts(&self) -> Result<Vec<String>> {
         shared_contacts(&self.db.begin_read()?)
     }
+
+    /// A line for each organization whose `consentRequired` is empty.
+    pub fn consent_notices(&self) -> Result<Vec<String>> {
+        consent_notices(&self.db.begin_read()?)
+    }
 }
 
 fn copy_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
@@ -84,11 +93,12 @@ fn copy_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
 /// Runs redb's own integrity check on a closed database file, then ours. An error names
 /// the file.
 pub fn check_file(path: &Path) -> Result<Vec<String>> {
-    check_file_and_shared(path).map(|(problems, _)| problems)
+    check_file_and_shared(path).map(|(problems, _, _)| problems)
 }
 
-/// [`check_file`], and the live leads sharing a phone or email (`shared_contacts`).
-pub fn check_file_and_shared(path: &Path) -> Result<(Vec<String>, Vec<String>)> {
+/// [`check_file`], the live leads sharing a phone or email (`shared_contacts`) and the
+/// organizations requiring no consent (`consent_notices`).
+pub fn check_file_and_shared(path: &Path) -> Result<(Vec<String>, Vec<String>, Vec<String>)> {
     let mut db = match Database::open(path) {
         Ok(db) => db,
         Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
@@ -102,7 +112,7 @@ pub fn check_file_and_shared(path: &Path) -> Result<(Vec<String>, Vec<String>)> 
     }
     let read = db.begin_read()?;
     problems.extend(check_snapshot(&read)?);
-    Ok((problems, shared_contacts(&read)?))
+    Ok((problems, shared_contacts(&read)?, consent_notices(&read)?))
 }
 
 fn check_snapshot(read: &ReadTransaction) -> Result<Vec<String>> {
@@ -262,6 +272,31 @@ fn check_leads(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()>
 /// Live leads that share a phone or email within their organization (stored before
 /// duplicates were refused), one line per shared value: `org phone +1555...: id, id`.
 /// Walks the contact indexes, whose order puts such leads side by side.
+/// Calls with the assistant's voice are checked for consent only when `consentRequired`
+/// says so: a line for each organization whose list is empty (a row in an older layout,
+/// before the file is migrated, is not read).
+fn consent_notices(read: &ReadTransaction) -> Result<Vec<String>> {
+    let orgs = read.open_table(ORGS)?;
+    let engine = read.open_table(ENGINE_SETTINGS)?;
+    let mut lines = Vec::new();
+    for row in orgs.iter()? {
+        let (id, _) = row?;
+        let id = id.value();
+        let Some(settings) = engine.get(id)? else {
+            continue; // The default requires consent for voice marketing.
+        };
+        let Ok(settings) = decode::<EngineSettings>(settings.value()) else {
+            continue;
+        };
+        if settings.consent_required.0.is_empty() {
+            lines.push(format!(
+                "organization {id}: calls with the assistant's voice are not checked for consent (consentRequired is empty); set it in the console's Settings (Consent) or with PATCH /v1/org {{\"consentRequired\": [{{\"channel\": \"voice\", \"purpose\": \"marketing\"}}]}}"
+            ));
+        }
+    }
+    Ok(lines)
+}
+
 fn shared_contacts(read: &ReadTransaction) -> Result<Vec<String>> {
     let mut lines = Vec::new();
     for (what, table) in [("phone", LEADS_BY_PHONE), ("email", LEADS_BY_EMAIL)] {
@@ -417,5 +452,41 @@ mod tests {
             problems(),
             vec!["lead org/lead-1 has stale JSON in leads_by_updated".to_string()]
         );
+    }
+
+    #[test]
+    fn an_org_requiring_no_consent_gets_one_notice() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::create(dir.path().join("notices.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut orgs = txn.open_table(ORGS).unwrap();
+            let mut engine = txn.open_table(ENGINE_SETTINGS).unwrap();
+            for id in ["old", "new", "set"] {
+                let org = OrgRecord {
+                    id: id.into(),
+                    name: id.into(),
+                    created_at: 1,
+                    settings: Default::default(),
+                };
+                orgs.insert(id, encode(&org).unwrap().as_slice()).unwrap();
+            }
+            let none = EngineSettings {
+                consent_required: crate::store::rows::ConsentRequired(Vec::new()),
+                ..EngineSettings::default()
+            };
+            engine
+                .insert("old", encode(&none).unwrap().as_slice())
+                .unwrap();
+            let set = encode(&EngineSettings::default()).unwrap();
+            engine.insert("set", set.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+        let notices = consent_notices(&db.begin_read().unwrap()).unwrap();
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(notices[0].starts_with(
+            "organization old: calls with the assistant's voice are not checked for consent"
+        ));
+        assert!(notices[0].contains("consentRequired"));
     }
 }

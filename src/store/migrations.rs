@@ -14,7 +14,7 @@ use super::lead_view;
 use super::rows::{email_key, EngagementRecord, HandlingRecord, LeadOrder, LeadRecord};
 use super::tables::{
     ENGAGEMENTS, ENGINE_SETTINGS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL, LEADS_BY_PHONE,
-    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER,
+    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER, ORGS, PROFILES,
 };
 use crate::error::{Error, Result};
 
@@ -29,7 +29,7 @@ const STEPS: &[Step] = &[
     engine_settings_gain_max_tokens_and_rates,
     lead_search_index_is_built,
     engine_settings_gain_default_country,
-    engine_settings_gain_voice_opt_out,
+    existing_orgs_require_no_consent,
 ];
 
 // Every version below the current one has its step.
@@ -83,14 +83,55 @@ fn engine_settings_gain_default_country(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-/// 6 → 7: the engine's organization settings gain the call opt-out
-/// (`voiceOptOutDigit` 9, `voiceOptOutSentence` on). Every row is read in the layout of
-/// schema 6 and written again.
-fn engine_settings_gain_voice_opt_out(txn: &WriteTransaction) -> Result<()> {
-    let rewritten = rewrite_engine_settings(txn, schema6::EngineSettings::upgraded)?;
+/// 6 → 7: the engine settings gain the consent policy (`consentRequired`,
+/// `optOutKeywords`, `revocationScope`), and each profile's steps their `purpose`
+/// (`marketing`, as every step was until then). A new organization requires consent for voice
+/// marketing; one that exists before this release keeps what it had: no requirement
+/// (`engaged check` says so). So every organization gets a row, written in the new
+/// layout with `consentRequired` empty, whether it had one (schema 6's layout) or not.
+fn existing_orgs_require_no_consent(txn: &WriteTransaction) -> Result<()> {
+    let orgs: Vec<String> = {
+        let table = txn.open_table(ORGS)?;
+        let mut ids = Vec::new();
+        for row in table.iter()? {
+            ids.push(row?.0.value().to_string());
+        }
+        ids
+    };
+    let mut table = txn.open_table(ENGINE_SETTINGS)?;
+    let mut rows = Vec::new();
+    for row in table.iter()? {
+        let (org, value) = row?;
+        let old: schema6::EngineSettings = decode(value.value())?;
+        rows.push((org.value().to_string(), old));
+    }
+    for org in orgs {
+        if !rows.iter().any(|(id, _)| *id == org) {
+            rows.push((org, schema6::EngineSettings::default()));
+        }
+    }
+    for (org, old) in rows.iter().map(|(org, old)| (org, old.clone())) {
+        let bytes = encode(&old.upgraded())?;
+        table.insert(org.as_str(), bytes.as_slice())?;
+    }
     tracing::info!(
-        organizations = rewritten,
-        "the engine settings carry the call opt-out digit and sentence"
+        organizations = rows.len(),
+        "the engine settings carry the consent policy (none required for existing organizations)"
+    );
+    let mut profiles = txn.open_table(PROFILES)?;
+    let mut rewritten = Vec::new();
+    for row in profiles.iter()? {
+        let (key, value) = row?;
+        let (org, name) = key.value();
+        let old: schema6::ProfileRecord = decode(value.value())?;
+        rewritten.push((org.to_string(), name.to_string(), encode(&old.upgraded())?));
+    }
+    for (org, name, bytes) in &rewritten {
+        profiles.insert((org.as_str(), name.as_str()), bytes.as_slice())?;
+    }
+    tracing::info!(
+        profiles = rewritten.len(),
+        "cadence steps carry their purpose (marketing)"
     );
     Ok(())
 }
@@ -99,9 +140,67 @@ fn engine_settings_gain_voice_opt_out(txn: &WriteTransaction) -> Result<()> {
 mod schema6 {
     use serde::{Deserialize, Serialize};
 
-    use crate::store::rows::{self, AssistantSettings, ProviderSettings};
+    use crate::channel::Channel;
+    use crate::store::rows::{
+        self, AssistantSettings, ConsentRequired, DispositionRecord, ProviderSettings, Purpose,
+    };
+    use crate::time::Micros;
+
+    /// A profile as schema 6 wrote it: its steps had no purpose.
+    #[derive(Deserialize, Serialize)]
+    pub struct ProfileRecord {
+        pub(super) name: String,
+        pub(super) instructions: String,
+        pub(super) cadence: Vec<StepRecord>,
+        pub(super) reply_delay_ms: u64,
+        pub(super) reply_delay: String,
+        pub(super) dispositions: Vec<DispositionRecord>,
+        pub(super) transfer_number: String,
+        pub(super) fallback_transfer_number: String,
+        pub(super) voice_greeting: String,
+        pub(super) created_at: Micros,
+        pub(super) updated_at: Micros,
+    }
 
     #[derive(Deserialize, Serialize)]
+    pub struct StepRecord {
+        pub(super) after: String,
+        pub(super) after_ms: u64,
+        pub(super) channel: Channel,
+        pub(super) text: String,
+        pub(super) subject: String,
+    }
+
+    impl ProfileRecord {
+        pub(super) fn upgraded(self) -> rows::ProfileRecord {
+            rows::ProfileRecord {
+                name: self.name,
+                instructions: self.instructions,
+                cadence: self
+                    .cadence
+                    .into_iter()
+                    .map(|s| rows::StepRecord {
+                        after: s.after,
+                        after_ms: s.after_ms,
+                        channel: s.channel,
+                        text: s.text,
+                        subject: s.subject,
+                        purpose: Purpose::Marketing,
+                    })
+                    .collect(),
+                reply_delay_ms: self.reply_delay_ms,
+                reply_delay: self.reply_delay,
+                dispositions: self.dispositions,
+                transfer_number: self.transfer_number,
+                fallback_transfer_number: self.fallback_transfer_number,
+                voice_greeting: self.voice_greeting,
+                created_at: self.created_at,
+                updated_at: self.updated_at,
+            }
+        }
+    }
+
+    #[derive(Clone, Default, Deserialize, Serialize)]
     pub struct EngineSettings {
         pub(super) time_zone: String,
         pub(super) business_name: String,
@@ -129,6 +228,9 @@ mod schema6 {
                 follow_up_days: self.follow_up_days,
                 holidays: self.holidays,
                 voice_opt_out: rows::VoiceOptOut::default(),
+                consent_required: ConsentRequired(Vec::new()),
+                opt_out_keywords: Vec::new(),
+                revocation_scope: rows::RevocationScope::All,
             }
         }
     }
@@ -175,6 +277,7 @@ mod schema5 {
     }
 
     impl EngineSettings {
+        /// In schema 6's layout.
         pub(super) fn upgraded(self) -> super::schema6::EngineSettings {
             super::schema6::EngineSettings {
                 time_zone: self.time_zone,
@@ -387,6 +490,7 @@ pub fn migrate(txn: &WriteTransaction, from: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::channel::Channel;
     use crate::store::codec::encode;
     use redb::ReadableTableMetadata;
 
@@ -515,13 +619,14 @@ mod tests {
         }
         engine_settings_gain_max_tokens_and_rates(&txn).unwrap();
         // Schema 4's layout is 5's; 5 → 6 then adds the default country, 6 → 7 the
-        // call opt-out.
+        // consent policy and the call opt-out.
         engine_settings_gain_default_country(&txn).unwrap();
-        engine_settings_gain_voice_opt_out(&txn).unwrap();
+        existing_orgs_require_no_consent(&txn).unwrap();
         let table = txn.open_table(ENGINE_SETTINGS).unwrap();
         let now: crate::store::rows::EngineSettings =
             decode(table.get("org").unwrap().unwrap().value()).unwrap();
         assert_eq!(now.default_country, "");
+        assert!(now.consent_required.0.is_empty());
         assert_eq!(
             now.voice_opt_out,
             crate::store::rows::VoiceOptOut::default()
@@ -547,5 +652,94 @@ mod tests {
                 rate_per_second: None
             }
         );
+    }
+
+    #[test]
+    fn schema_6_orgs_keep_no_consent_requirement_while_new_ones_get_voice_marketing() {
+        use crate::store::rows::{ConsentRequired, EngineSettings, OrgRecord, OrgSettings};
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v6.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut orgs = txn.open_table(ORGS).unwrap();
+            for id in ["with-row", "without-row"] {
+                let org = OrgRecord {
+                    id: id.into(),
+                    name: id.into(),
+                    created_at: 1,
+                    settings: OrgSettings::default(),
+                };
+                orgs.insert(id, encode(&org).unwrap().as_slice()).unwrap();
+            }
+            let mut engine = txn.open_table(ENGINE_SETTINGS).unwrap();
+            let v6 = schema6::EngineSettings {
+                time_zone: "America/Chicago".into(),
+                holidays: vec!["2026-12-25".into()],
+                ..schema6::EngineSettings::default()
+            };
+            engine
+                .insert("with-row", encode(&v6).unwrap().as_slice())
+                .unwrap();
+            let profile = schema6::ProfileRecord {
+                name: "solar".into(),
+                instructions: "Be brief".into(),
+                cadence: vec![schema6::StepRecord {
+                    after: "0s".into(),
+                    after_ms: 0,
+                    channel: Channel::Voice,
+                    text: "Hi".into(),
+                    subject: String::new(),
+                }],
+                reply_delay_ms: 1000,
+                reply_delay: "1s".into(),
+                dispositions: Vec::new(),
+                transfer_number: String::new(),
+                fallback_transfer_number: String::new(),
+                voice_greeting: String::new(),
+                created_at: 1,
+                updated_at: 2,
+            };
+            let mut profiles = txn.open_table(PROFILES).unwrap();
+            profiles
+                .insert(("with-row", "solar"), encode(&profile).unwrap().as_slice())
+                .unwrap();
+        }
+        existing_orgs_require_no_consent(&txn).unwrap();
+        let table = txn.open_table(ENGINE_SETTINGS).unwrap();
+        let read = |id: &str| -> EngineSettings {
+            decode(table.get(id).unwrap().unwrap().value()).unwrap()
+        };
+        let kept = read("with-row");
+        assert_eq!(kept.time_zone, "America/Chicago");
+        assert_eq!(kept.holidays, vec!["2026-12-25".to_string()]);
+        assert_eq!(kept.consent_required, ConsentRequired(Vec::new()));
+        assert_eq!(
+            read("without-row").consent_required,
+            ConsentRequired(Vec::new())
+        );
+        assert_eq!(
+            read("without-row").revocation_scope,
+            crate::store::rows::RevocationScope::All
+        );
+        let profiles = txn.open_table(PROFILES).unwrap();
+        let profile: crate::store::rows::ProfileRecord = decode(
+            profiles
+                .get(("with-row", "solar"))
+                .unwrap()
+                .unwrap()
+                .value(),
+        )
+        .unwrap();
+        assert_eq!(
+            profile.cadence[0].purpose,
+            crate::store::rows::Purpose::Marketing
+        );
+        assert_eq!(profile.cadence[0].text, "Hi");
+        assert_eq!(profile.updated_at, 2);
+        // An organization created later has no row: the default requires voice marketing.
+        assert!(table.get("new").unwrap().is_none());
+        assert!(EngineSettings::default()
+            .consent_required
+            .requires(Channel::Voice, crate::store::rows::Purpose::Marketing));
     }
 }

@@ -536,6 +536,8 @@ pub struct StepRecord {
     pub text: String,
     /// Empty unless given (required for email).
     pub subject: String,
+    /// What the step is for, which the consent policy checks (`marketing` unless given).
+    pub purpose: Purpose,
 }
 
 /// A call outcome the post-call processing may choose.
@@ -1063,6 +1065,13 @@ pub struct EngineSettings {
     /// How a lead opts out on a call with the assistant's voice (`voiceOptOutDigit`,
     /// `voiceOptOutSentence`).
     pub voice_opt_out: VoiceOptOut,
+    /// The (channel, purpose) pairs outreach needs recorded consent for
+    /// (`consentRequired`; a new organization's: voice for marketing).
+    pub consent_required: ConsentRequired,
+    /// The organization's own opt-out words, beside the per-se ones (`optOutKeywords`).
+    pub opt_out_keywords: Vec<String>,
+    /// What a definite revocation unsubscribes (`revocationScope`).
+    pub revocation_scope: RevocationScope,
 }
 
 /// The call opt-out: the keypad digit that opts a lead out of voice on a relay call,
@@ -1106,6 +1115,62 @@ impl KeypadDigit {
 impl std::fmt::Display for KeypadDigit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.as_char())
+    }
+}
+
+/// One pair of `consentRequired`: outreach on `channel` for `purpose` needs consent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsentRequirement {
+    pub channel: Channel,
+    pub purpose: Purpose,
+}
+
+/// The organization's consent policy. Its default, a new organization's, is voice for
+/// marketing (calls with the assistant's artificial voice); an organization from before
+/// the policy existed was given none (schema 7).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsentRequired(pub Vec<ConsentRequirement>);
+
+impl Default for ConsentRequired {
+    fn default() -> Self {
+        ConsentRequired(vec![ConsentRequirement {
+            channel: Channel::Voice,
+            purpose: Purpose::Marketing,
+        }])
+    }
+}
+
+impl ConsentRequired {
+    /// Whether outreach on `channel` for `purpose` needs consent.
+    pub fn requires(&self, channel: Channel, purpose: Purpose) -> bool {
+        self.0
+            .iter()
+            .any(|r| r.channel == channel && r.purpose == purpose)
+    }
+}
+
+/// What a definite revocation unsubscribes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RevocationScope {
+    /// Every channel of the lead (the FCC's revoke-all rule).
+    #[default]
+    All,
+    /// The channel it came on (SMS with its voice coupling).
+    Channel,
+}
+
+impl RevocationScope {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RevocationScope::All => "all",
+            RevocationScope::Channel => "channel",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RevocationScope> {
+        [RevocationScope::All, RevocationScope::Channel]
+            .into_iter()
+            .find(|v| v.as_str() == s)
     }
 }
 

@@ -87,3 +87,66 @@ async fn an_agent_and_a_viewer_are_refused_settings() {
             .await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_saves_the_consent_section_and_sees_it_again() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "admin")
+        .await;
+    let browser = Browser::open(&server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.click_link("Settings").await;
+    browser
+        .wait_for_text("Outreach that needs recorded consent")
+        .await;
+    let checked = |label: &'static str| {
+        let browser = &browser;
+        async move {
+            browser
+                .field(label)
+                .await
+                .is_selected()
+                .await
+                .expect("checked")
+        }
+    };
+    assert!(checked("voice marketing").await, "a new org's default");
+    assert!(!checked("sms marketing").await);
+    browser
+        .field("sms marketing")
+        .await
+        .click()
+        .await
+        .expect("click");
+    browser.fill("Opt-out keywords", "¡Basta!\n!!!").await;
+    browser.click_button("Save consent").await;
+    browser.wait_for_text("each of optOutKeywords").await;
+    browser.fill("Opt-out keywords", "¡Basta!\nAlto").await;
+    browser
+        .field("Only the channel it came on")
+        .await
+        .click()
+        .await
+        .expect("click");
+    browser.click_button("Save consent").await;
+    browser.wait_for_text("Saved.").await;
+    let org = server.get(&admin, "/v1/org").await.json();
+    assert_eq!(
+        org["consentRequired"],
+        serde_json::json!([{"channel": "sms", "purpose": "marketing"},
+                           {"channel": "voice", "purpose": "marketing"}])
+    );
+    assert_eq!(org["optOutKeywords"], serde_json::json!(["basta", "alto"]));
+    assert_eq!(org["revocationScope"], "channel");
+    browser.goto("/console/settings").await;
+    assert!(checked("sms marketing").await);
+    assert!(checked("voice marketing").await);
+    assert!(checked("Only the channel it came on").await);
+    let keywords = browser.field("Opt-out keywords").await;
+    assert_eq!(
+        keywords.prop("value").await.expect("value").as_deref(),
+        Some("basta\nalto")
+    );
+}

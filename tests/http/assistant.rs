@@ -76,6 +76,10 @@ async fn start() -> Setup {
                 "customerProfile": "assist"}),
     )
     .await;
+    // Ada agreed to calls (a new organization requires it for voice marketing).
+    let consent = json!({"channel": "voice", "status": "granted", "source": "web_form",
+                         "proof": {"text": "I agree to calls from Acme Solar"}});
+    expect(&ts.post(key, "/v1/leads/L1/consent", &consent).await, 201);
     Setup { acme, model }
 }
 

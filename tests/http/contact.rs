@@ -628,9 +628,13 @@ async fn inbound_sms_records_the_lead_message_and_keywords_emit_one_webhook() {
             .await;
         assert_eq!(expect(&r, 200)["optOut"], json!(true));
     }
+    // `revocationScope` `all` (the default): every channel the lead can be reached on.
     assert_eq!(
         opted_out(&ts, &admin, &hook).await,
-        vec![("p".into(), "sms".into(), "keyword".into())]
+        vec![
+            ("p".into(), "sms".into(), "keyword".into()),
+            ("p".into(), "voice".into(), "keyword".into())
+        ]
     );
     let messages = expect(&ts.get(&key, "/v1/leads/p/messages").await, 200);
     // The lead's own messages; the engine answers opt-outs with confirmations of its own.

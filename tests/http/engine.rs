@@ -711,8 +711,8 @@ async fn ordinary_words_are_no_opt_out() {
     );
 }
 
-/// An email reply whose subject or first line asks to stop unsubscribes email (and only
-/// email, the channel it came on), with one confirmation by email.
+/// An email reply whose subject or first line asks to stop unsubscribes every channel
+/// (`revocationScope` `all`, the default), with one confirmation, by email only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_email_asking_to_be_removed_unsubscribes_email_once() {
     let s = start().await;
@@ -728,7 +728,7 @@ async fn an_email_asking_to_be_removed_unsubscribes_email_once() {
     assert_eq!(expect(&r, 200)["optOut"], json!(true));
     let lead = get_lead(&s.ts, &s.write, "L1").await;
     assert_eq!(lead["subscriptions"]["email"], json!("unsubscribed"));
-    assert_eq!(lead["subscriptions"]["sms"], json!("subscribed"));
+    assert_eq!(lead["subscriptions"]["sms"], json!("unsubscribed"));
     let sent = wait_outbound(&s.ts, &s.write, "L1", 1).await;
     assert_eq!(sent.len(), 1, "one confirmation: {:?}", texts(&sent));
     assert_eq!(sent[0]["channel"], json!("email"));

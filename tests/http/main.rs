@@ -33,6 +33,7 @@ mod listing;
 mod messages;
 mod notices;
 mod ops;
+mod policy;
 mod profiles;
 mod recordings;
 mod search;

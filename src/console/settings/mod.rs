@@ -1,6 +1,7 @@
 //! `/console/settings` (admins): the page's frame (a notice, a secret shown once, a
 //! refusal) around its sections, one file each: the organization (saved exactly as
-//! `PATCH /v1/org` saves it, each refusal shown beside its field), the assistant, the
+//! `PATCH /v1/org` saves it, each refusal shown beside its field), the consent policy
+//! and opt-out keywords, the assistant, the
 //! providers, the people (added with a password shown once, a role changed, disabled),
 //! the API keys (created with the key shown once, revoked), the webhook endpoints (added
 //! with their signing secret shown once, removed; their recent deliveries retried) and
@@ -8,6 +9,7 @@
 //! its own handlers of the `SettingsAction`s it owns; `act` routes them.
 
 mod assistant;
+mod consent;
 mod keys;
 mod notifications;
 mod organization;
@@ -128,6 +130,7 @@ fn render(
     let engine = read.engine_settings(org_id)?;
     let zone = engine.time_zone.clone();
     let organization = organization::OrgSectionView::of(&record, &engine);
+    let consent = consent::ConsentSectionView::of(&engine);
     let assistant = assistant::AssistantSectionView::of(&engine);
     let providers = providers::ProvidersSectionView::of(&engine);
     let people = people::PeopleSectionView::of(&read, visitor)?;
@@ -150,6 +153,7 @@ fn render(
                 }
             }
             (organization.view(visitor, &shown))
+            (consent.view(visitor, &shown))
             (assistant.view(visitor, &shown))
             (providers.view(visitor, &shown))
             (people.view(visitor))
@@ -170,6 +174,7 @@ pub async fn act(
 ) -> Result<Response<Body>> {
     let outcome = match action {
         SettingsAction::SaveOrg => organization::save(state, visitor, form).await?,
+        SettingsAction::SaveConsent => consent::save(state, visitor, form).await?,
         SettingsAction::SaveAssistant => assistant::save(state, visitor, form).await?,
         SettingsAction::TestAssistant => assistant::test(state, visitor).await?,
         SettingsAction::SaveProviders => providers::save(state, visitor, form).await?,

@@ -3,7 +3,10 @@
 //! `COMPLIANCE_BLOCKED` event instead.
 //!
 //! The checks run in the order decided: (1) the channel has a target, (2) the lead has
-//! not unsubscribed from it, (3) the phone is not on the DNC list, then quiet hours (the
+//! not unsubscribed from it, (3) the phone is not on the DNC list, then the consent
+//! policy (`consentRequired` lists the attempt's channel and purpose and the lead's
+//! ledger has no grant after its last revocation: `CONSENT_MISSING`; a reply inside a
+//! conversation the lead started is not held to it, see [`Initiative`]), quiet hours (the
 //! organization's window in the lead's time zone), (4) the organization's compliance
 //! HTTP service, which fails closed, and (5) the channel provider's own refusal. This
 //! service hands nothing to a provider, so step 5 has no caller yet: an integration that
@@ -21,13 +24,14 @@ use serde_json::json;
 use crate::channel::Channel;
 use crate::domain::contact::quiet_hours::{in_quiet_hours, zone_of};
 use crate::domain::engagement::reactions::React;
+use crate::domain::records::consent;
 use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::settings::org::DEFAULT_COMPLIANCE_TIMEOUT_MS;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::compliance::{Answer, Question};
-use crate::store::rows::{LeadRecord, OrgRecord, SystemEvent};
+use crate::store::rows::{LeadRecord, OrgRecord, Purpose, SystemEvent};
 use crate::store::Reader;
 use crate::store::{EventRow, Store, WriteTx};
 
@@ -83,13 +87,47 @@ impl Block {
     }
 }
 
-/// Steps 1 to 3 and quiet hours, on state already read.
+/// Who started the exchange an attempt belongs to, which says whether the consent
+/// policy holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Initiative {
+    /// Outreach the organization starts for a purpose: a cadence step (its `purpose`),
+    /// a call the assistant schedules or the API requests (marketing).
+    Outreach(Purpose),
+    /// The assistant's reply to the lead's own message: the lead asked.
+    Reply,
+    /// A message a person (the console) or an integrator (the API) sends: a reply when
+    /// the lead wrote first on its channel, marketing outreach otherwise.
+    Message,
+}
+
+impl Initiative {
+    /// The purpose the consent policy checks the attempt for; none for a reply.
+    fn purpose(self, lead: &LeadRecord, channel: Channel) -> Option<Purpose> {
+        match self {
+            Initiative::Outreach(purpose) => Some(purpose),
+            Initiative::Reply => None,
+            Initiative::Message => {
+                let wrote_first = match channel {
+                    Channel::Sms => lead.has_replied,
+                    Channel::Email => lead.has_replied_email,
+                    Channel::Voice => false,
+                };
+                (!wrote_first).then_some(Purpose::Marketing)
+            }
+        }
+    }
+}
+
+/// Steps 1 to 3, the consent policy (`consent_missing`, as read by [`check_locally`])
+/// and quiet hours, on state already read.
 pub fn local_check(
     org: &OrgRecord,
     lead: &LeadRecord,
     zone: &str,
     channel: Channel,
     on_dnc: bool,
+    consent_missing: bool,
     now: DateTime<Utc>,
 ) -> Option<Block> {
     if !channel.reachable(lead) {
@@ -103,6 +141,9 @@ pub fn local_check(
     }
     if channel != Channel::Email && on_dnc {
         return Some(Block::new("DNC", BlockSource::ServiceDnc));
+    }
+    if consent_missing {
+        return Some(Block::new("CONSENT_MISSING", BlockSource::Configuration));
     }
     if in_quiet_hours(org, zone, now) {
         return Some(Block::new("QUIET_HOURS", BlockSource::Configuration));
@@ -186,6 +227,7 @@ pub fn first_steps(
     caller: &Caller,
     lead_id: &str,
     channel: Channel,
+    initiative: Initiative,
 ) -> Result<Gate> {
     let read = store.read()?;
     let lead = read
@@ -195,13 +237,15 @@ pub fn first_steps(
     let org = read
         .org(&caller.org_id)?
         .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
-    Ok(match check_locally(&read, &org, &lead, channel)? {
-        Some(block) => Gate::Blocked(block),
-        None => match service_question(&org, &lead, channel) {
-            Some(question) => Gate::Ask(question),
-            None => Gate::Clear,
+    Ok(
+        match check_locally(&read, &org, &lead, channel, initiative)? {
+            Some(block) => Gate::Blocked(block),
+            None => match service_question(&org, &lead, channel) {
+                Some(question) => Gate::Ask(question),
+                None => Gate::Clear,
+            },
         },
-    })
+    )
 }
 
 /// In one write job, for an attempt on `channel` to lead `lead_id`: the local steps
@@ -212,6 +256,7 @@ pub async fn pass<T, F>(
     caller: Caller,
     lead_id: &str,
     channel: Channel,
+    initiative: Initiative,
     early: Option<Block>,
     mut send: F,
 ) -> Result<Outcome<T>>
@@ -223,7 +268,14 @@ where
     store
         .write(move |tx| {
             let lead = leads::live_lead(tx, &caller, &lead_id)?;
-            match recheck(tx, &caller.org_id, &lead, channel, early.clone())? {
+            match recheck(
+                tx,
+                &caller.org_id,
+                &lead,
+                channel,
+                initiative,
+                early.clone(),
+            )? {
                 Some(block) => Ok(Outcome::Blocked(record_block(
                     tx,
                     &caller.org_id,
@@ -238,18 +290,33 @@ where
         .await
 }
 
-/// Steps 1 to 3 and quiet hours for `lead`, reading what they need (the DNC list, the
-/// time zone the organization falls back to) from `read`.
+/// Steps 1 to 3, the consent policy and quiet hours for `lead`, reading what they need
+/// (the DNC list, the organization's settings, the lead's consent) from `read`.
 pub fn check_locally(
     read: &impl Reader,
     org: &OrgRecord,
     lead: &LeadRecord,
     channel: Channel,
+    initiative: Initiative,
 ) -> Result<Option<Block>> {
     let on_dnc = !lead.phone.is_empty() && read.dnc_contains(&org.id, &lead.phone)?;
-    let org_zone = read.engine_settings(&org.id)?.time_zone;
-    let zone = zone_of(lead, &org_zone);
-    Ok(local_check(org, lead, zone, channel, on_dnc, Utc::now()))
+    let settings = read.engine_settings(&org.id)?;
+    let consent_missing = match initiative.purpose(lead, channel) {
+        Some(purpose) if settings.consent_required.requires(channel, purpose) => {
+            !consent::allows(read, &org.id, &lead.id, channel, purpose)?
+        }
+        _ => false,
+    };
+    let zone = zone_of(lead, &settings.time_zone);
+    Ok(local_check(
+        org,
+        lead,
+        zone,
+        channel,
+        on_dnc,
+        consent_missing,
+        Utc::now(),
+    ))
 }
 
 /// Inside the write job: the local steps again (an opt-out may have been committed
@@ -260,12 +327,13 @@ pub fn recheck(
     org_id: &str,
     lead: &LeadRecord,
     channel: Channel,
+    initiative: Initiative,
     early: Option<Block>,
 ) -> Result<Option<Block>> {
     let org = tx
         .org(org_id)?
         .ok_or_else(|| Error::Internal("the lead's organization is missing".into()))?;
-    Ok(check_locally(tx, &org, lead, channel)?.or(early))
+    Ok(check_locally(tx, &org, lead, channel, initiative)?.or(early))
 }
 
 /// Writes the `COMPLIANCE_BLOCKED` event; its id is the block's own. A cadence step's
@@ -306,7 +374,8 @@ mod tests {
         let noon = at("2026-11-22T17:00:00Z");
         let mut l = lead();
         let reason = |o: &OrgRecord, l: &LeadRecord, c, dnc| {
-            local_check(o, l, &l.time_zone, c, dnc, noon).map(|b| (b.reason, b.source.as_str()))
+            local_check(o, l, &l.time_zone, c, dnc, false, noon)
+                .map(|b| (b.reason, b.source.as_str()))
         };
         assert_eq!(
             reason(&org(None), &l, Channel::Email, true),
@@ -322,5 +391,10 @@ mod tests {
             Some(("DNC".into(), "service-dnc"))
         );
         assert_eq!(reason(&org(None), &l, Channel::Voice, false), None);
+        let missing = local_check(&org(None), &l, "", Channel::Voice, false, true, noon);
+        assert_eq!(
+            missing.map(|b| (b.reason, b.source.as_str())),
+            Some(("CONSENT_MISSING".into(), "configuration"))
+        );
     }
 }

@@ -16,7 +16,7 @@ use crate::domain::records::{events, limits};
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{ConsentSource, LeadRecord, MessageKind};
+use crate::store::rows::{ConsentSource, EngineSettings, LeadRecord, MessageKind, RevocationScope};
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
 
@@ -30,7 +30,9 @@ pub struct Inbound {
 }
 
 /// Records an SMS from `phone` on its lead (the most recently updated live one),
-/// applies a definite opt-out (`revocation::read`: `Stop please`, `Remove me`) or an
+/// applies a definite opt-out (`revocation::read` with the organization's own
+/// keywords: `Stop please`, `Remove me`; every channel under `revocationScope` `all`,
+/// SMS with its voice coupling under `channel`, confirmed by SMS only) or an
 /// opt-in or help keyword (the whole message), and hands the engine its follow-up: a
 /// confirmation or help text, or an assistant reply.
 pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -> Result<Inbound> {
@@ -97,7 +99,8 @@ pub fn inbound_sms_via(
     let lead = lead
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
     let word = text.trim().to_ascii_uppercase();
-    let reading = revocation::read(text, &[]);
+    let settings = tx.engine_settings(org)?;
+    let reading = revocation::read(text, &settings.opt_out_keywords);
     let opted_out = reading == Reading::Definite || provider_keyword == Some(ProviderKeyword::Stop);
     if reading == Reading::Possible && !opted_out {
         hold::hold(tx, org, &lead.id, Channel::Sms, text)?;
@@ -118,8 +121,9 @@ pub fn inbound_sms_via(
     let channels = controls::sms_channels(tx, org)?;
     let words = Change::words(ConsentSource::Keyword, text);
     let lead = if opted_out {
-        let lead = controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &words)?;
-        hold::settle_opted_out(tx, org, &lead.id, Some(channels))?;
+        let scope = revocation_channels(&settings, &lead, channels);
+        let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)?;
+        hold::settle_opted_out(tx, org, &lead.id, Some(scope.as_slice()))?;
         lead
     } else if opted_in {
         controls::opt_in(tx, org, lead, channels, &words, true)?
@@ -139,11 +143,10 @@ pub fn inbound_sms_via(
             "{business}: You are resubscribed. Reply STOP to opt out."
         ))
     } else if help {
-        let help_text = tx.engine_settings(org)?.help_text;
-        InboundFollowUp::Notice(if help_text.is_empty() {
+        InboundFollowUp::Notice(if settings.help_text.is_empty() {
             format!("{business}: Reply STOP to opt out.")
         } else {
-            help_text
+            settings.help_text
         })
     } else {
         InboundFollowUp::Reply
@@ -160,7 +163,8 @@ pub fn inbound_sms_via(
 /// Records an email from `from` on the live lead with that address (the most recently
 /// updated one), with its threading `headers` (what a reply threads to). A definite
 /// opt-out in its subject or first line (`Unsubscribe`, `Please remove me from your
-/// list`) unsubscribes email, confirmed once; otherwise the engine gets its follow-up
+/// list`) unsubscribes every channel (`revocationScope` `all`) or email alone
+/// (`channel`), confirmed once by email; otherwise the engine gets its follow-up
 /// (an assistant reply).
 pub fn inbound_email(
     tx: &mut WriteTx,
@@ -174,7 +178,9 @@ pub fn inbound_email(
     let lead = lead_by_email(tx, org, from)?
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
     let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let readings = [subject.unwrap_or(""), first_line].map(|words| revocation::read(words, &[]));
+    let settings = tx.engine_settings(org)?;
+    let readings = [subject.unwrap_or(""), first_line]
+        .map(|words| revocation::read(words, &settings.opt_out_keywords));
     let opted_out = readings.contains(&Reading::Definite);
     if !opted_out && readings.contains(&Reading::Possible) {
         let words = format!("{}\n{first_line}", subject.unwrap_or(""));
@@ -186,15 +192,9 @@ pub fn inbound_email(
             ConsentSource::Reply,
             &format!("{}\n{first_line}", subject.unwrap_or("")),
         );
-        let lead = controls::opt_out(
-            tx,
-            org,
-            lead,
-            &[Channel::Email],
-            OptOutSource::Keyword,
-            &words,
-        )?;
-        hold::settle_opted_out(tx, org, &lead.id, Some(&[Channel::Email]))?;
+        let scope = revocation_channels(&settings, &lead, &[Channel::Email]);
+        let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)?;
+        hold::settle_opted_out(tx, org, &lead.id, Some(scope.as_slice()))?;
         let business = business_name(tx, org)?;
         let notice = format!("{business}: You are unsubscribed and will receive no more emails.");
         (lead, InboundFollowUp::Notice(notice))
@@ -208,6 +208,24 @@ pub fn inbound_email(
         opted_out,
         opted_in: false,
     })
+}
+
+/// The channels a definite revocation unsubscribes under the organization's
+/// `revocationScope`: every channel the lead can be reached on (`all`), or `own`, the
+/// channel it came on (with SMS's voice coupling).
+fn revocation_channels(
+    settings: &EngineSettings,
+    lead: &LeadRecord,
+    own: &[Channel],
+) -> Vec<Channel> {
+    match settings.revocation_scope {
+        RevocationScope::Channel => own.to_vec(),
+        RevocationScope::All => Channel::ALL
+            .iter()
+            .copied()
+            .filter(|c| c.reachable(lead) || own.contains(c))
+            .collect(),
+    }
 }
 
 /// Writes a lead-owned message (which sets `hasReplied` / `hasRepliedEmail` and stops

@@ -22,26 +22,40 @@ pub const OPT_OUT_KEYWORDS: [&str; 8] = [
 pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
 
 /// Whether an SMS from a lead is a keyword (a definite opt-out as
-/// `revocation::read` has it, or an opt-in or help word, the whole text, any case), as
-/// `inbound_sms` reads it.
-pub fn is_keyword(text: &str) -> bool {
+/// `revocation::read` has it with the organization's `own` opt-out keywords, or an
+/// opt-in or help word, the whole text, any case), as `inbound_sms` reads it.
+pub fn is_keyword(text: &str, own: &[String]) -> bool {
     let word = text.trim().to_ascii_uppercase();
     let word = word.as_str();
     OPT_OUT_KEYWORDS.contains(&word)
-        || revocation::read(text, &[]) == Reading::Definite
+        || revocation::read(text, own) == Reading::Definite
         || OPT_IN_KEYWORDS.contains(&word)
         || HELP_KEYWORDS.contains(&word)
 }
 
 /// A keyword SMS from the lead, or a keyword's confirmation or help text to it
 /// (`origin: keyword`): compliance traffic, which the assistant neither sees nor
-/// answers.
-pub fn is_keyword_traffic(shape: &MessageShape, data: &Value) -> bool {
+/// answers. `own`: the organization's `optOutKeywords`.
+pub fn is_keyword_traffic(shape: &MessageShape, data: &Value, own: &[String]) -> bool {
     match shape.owner {
-        Owner::Lead => shape.channel == Channel::Sms && is_keyword(shape.text()),
+        Owner::Lead => shape.channel == Channel::Sms && is_keyword(shape.text(), own),
         Owner::User => data.get("origin").and_then(Value::as_str) == Some(Origin::Keyword.as_str()),
     }
 }
 
 /// HELP and INFO (the whole text, any case) ask for the organization's help text.
 pub const HELP_KEYWORDS: [&str; 2] = ["HELP", "INFO"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_organizations_own_keyword_is_a_keyword_only_there() {
+        let own = vec!["basta".to_string()];
+        assert!(is_keyword("¡Basta!", &own));
+        assert!(!is_keyword("¡Basta!", &[]));
+        assert!(is_keyword("Stop please", &[]));
+        assert!(!is_keyword("basta de esperar, llámame", &own));
+    }
+}

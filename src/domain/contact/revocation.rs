@@ -11,8 +11,6 @@
 //! `Wrong number`). Possible: a per-se word used as a verb inside a longer message (`can
 //! we end this`); a noun use (`at the end of the day`) is not read as one.
 
-use unicode_normalization::UnicodeNormalization;
-
 /// What a message says about the lead's consent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reading {
@@ -73,32 +71,7 @@ const DETERMINERS: [&str; 15] = [
     "every", "each",
 ];
 
-/// `text` as it is read: NFKC, lower case, apostrophes dropped (`don't` is `dont`), every
-/// other character that is not a letter or a digit a space, whitespace collapsed.
-pub fn normalize(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut space = false;
-    for c in text.nfkc().flat_map(char::to_lowercase) {
-        if is_invisible(c) || matches!(c, '\'' | '\u{2019}' | '\u{02bc}' | '`') {
-            continue;
-        }
-        if c.is_alphanumeric() {
-            if space && !out.is_empty() {
-                out.push(' ');
-            }
-            space = false;
-            out.push(c);
-        } else {
-            space = true;
-        }
-    }
-    out
-}
-
-/// Zero-width and other format characters, dropped without leaving a space.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{00ad}' | '\u{034f}' | '\u{180e}')
-}
+pub use crate::words::normalize;
 
 /// Reads `text` (an SMS, an email's first line or subject, a caller's turn) with the
 /// organization's own opt-out keywords beside the per-se words.

@@ -17,7 +17,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::channel::Channel;
-use crate::domain::contact::compliance::{self, Block};
+use crate::domain::contact::compliance::{self, Block, Initiative};
 use crate::domain::contact::quiet_hours::step_may_run;
 use crate::domain::engagement::agenda::{self, JobKey, Taken};
 use crate::domain::engagement::enrolment;
@@ -28,7 +28,8 @@ use crate::domain::settings::templates;
 use crate::domain::voice::voice;
 use crate::error::Result;
 use crate::store::rows::{
-    EngagementRecord, EngagementState, JobKind, LeadRecord, Origin, ProfileRecord, StopReason,
+    EngagementRecord, EngagementState, JobKind, LeadRecord, Origin, ProfileRecord, Purpose,
+    StopReason,
 };
 use crate::store::{Reader, WriteTx};
 
@@ -135,7 +136,8 @@ pub fn claim_step(
         tracing::info!(org, lead = lead_id, step = index + 1, until = %end, "cadence step deferred by quiet hours or follow-up days");
         return Ok(Claim::Done);
     }
-    let block = compliance::recheck(tx, org, &lead, step.channel, early)?;
+    let initiative = Initiative::Outreach(step.purpose);
+    let block = compliance::recheck(tx, org, &lead, step.channel, initiative, early)?;
     advance(tx, org, lead_id, &mut e, &profile, index + 1, now)?;
     if let Some(block) = block {
         compliance::record_block(tx, org, lead, step.channel, &block, Some(index + 1))?;
@@ -303,7 +305,7 @@ pub fn claim_reply(
     let Some(lead) = live_lead(tx, org, lead_id)?.filter(|l| l.is_ai_on) else {
         return Ok(Claim::Done);
     };
-    if let Some(block) = compliance::recheck(tx, org, &lead, channel, early)? {
+    if let Some(block) = compliance::recheck(tx, org, &lead, channel, Initiative::Reply, early)? {
         compliance::record_block(tx, org, lead, channel, &block, None)?;
         return Ok(Claim::Done);
     }
@@ -356,7 +358,8 @@ pub fn claim_call(
     let Some(lead) = live_lead(tx, org, lead_id)? else {
         return Ok(Claim::Done);
     };
-    if let Some(block) = compliance::recheck(tx, org, &lead, Channel::Voice, early)? {
+    let marketing = Initiative::Outreach(Purpose::Marketing);
+    if let Some(block) = compliance::recheck(tx, org, &lead, Channel::Voice, marketing, early)? {
         compliance::record_block(tx, org, lead, Channel::Voice, &block, None)?;
         return Ok(Claim::Done);
     }

@@ -355,8 +355,9 @@ pub fn answer_unanswered(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Resu
     let Some(shape) = crate::domain::records::message_shape::MessageShape::of(&kind, data) else {
         return Ok(());
     };
+    let own = tx.engine_settings(org)?.opt_out_keywords;
     if shape.owner != Owner::Lead
-        || crate::domain::contact::keywords::is_keyword_traffic(&shape, data)
+        || crate::domain::contact::keywords::is_keyword_traffic(&shape, data, &own)
     {
         return Ok(());
     }

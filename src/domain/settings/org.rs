@@ -22,7 +22,8 @@ use crate::domain::settings::twilio::TwilioPatch;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{
-    AssistantSettings, EngineSettings, KeypadDigit, OrgRecord, OrgSettings, ProviderSettings,
+    AssistantSettings, ConsentRequired, ConsentRequirement, EngineSettings, KeypadDigit, OrgRecord,
+    OrgSettings, ProviderSettings, Purpose, RevocationScope,
 };
 use crate::store::Reader;
 use crate::store::WriteTx;
@@ -91,6 +92,17 @@ fn engine_view(e: &EngineSettings) -> Map<String, Value> {
         "voiceOptOutSentence".into(),
         json!(e.voice_opt_out.sentence),
     );
+    out.insert(
+        "consentRequired".into(),
+        json!(e
+            .consent_required
+            .0
+            .iter()
+            .map(|r| json!({"channel": r.channel.as_str(), "purpose": r.purpose.as_str()}))
+            .collect::<Vec<_>>()),
+    );
+    out.insert("optOutKeywords".into(), json!(e.opt_out_keywords));
+    out.insert("revocationScope".into(), json!(e.revocation_scope.as_str()));
     out.insert("business".into(), json!(business));
     out.insert("assistant".into(), json!(assistant));
     out.insert(
@@ -109,6 +121,38 @@ pub const MAX_ASSISTANT_MAX_TOKENS: u64 = 65_536;
 
 /// The most holidays an organization keeps.
 const MAX_HOLIDAYS: usize = 366;
+
+/// The most opt-out keywords of its own an organization keeps, and their length.
+pub const MAX_OPT_OUT_KEYWORDS: usize = 20;
+pub const MAX_OPT_OUT_KEYWORD_CHARS: usize = 40;
+
+/// `consentRequired`'s items: `{"channel", "purpose"}` each.
+fn consent_requirements(items: &[Value]) -> Result<Vec<ConsentRequirement>> {
+    let refused = || {
+        Error::field(
+            "consentRequired",
+            "consentRequired is a list of {\"channel\": \"sms\" | \"voice\" | \"email\", \"purpose\": \"marketing\" | \"informational\"}",
+        )
+    };
+    items
+        .iter()
+        .map(|item| {
+            let members = item.as_object().ok_or_else(refused)?;
+            if members.keys().any(|k| k != "channel" && k != "purpose") {
+                return Err(refused());
+            }
+            let text = |k: &str| members.get(k).and_then(Value::as_str);
+            Ok(ConsentRequirement {
+                channel: text("channel")
+                    .and_then(Channel::parse)
+                    .ok_or_else(refused)?,
+                purpose: text("purpose")
+                    .and_then(Purpose::parse)
+                    .ok_or_else(refused)?,
+            })
+        })
+        .collect()
+}
 
 /// A change to an organization's settings (`PATCH /v1/org`'s body, or a console form):
 /// its members in the order given, each checked as it is set. `update` applies them in
@@ -143,6 +187,10 @@ enum Change {
     Providers(Vec<(Channel, ProviderPatch)>),
     VoiceOptOutDigit(KeypadDigit),
     VoiceOptOutSentence(bool),
+    ConsentRequired(Vec<ConsentRequirement>),
+    /// Normalized, each once.
+    OptOutKeywords(Vec<String>),
+    RevocationScope(RevocationScope),
 }
 
 impl OrgPatch {
@@ -218,6 +266,23 @@ impl OrgPatch {
                 ("voiceOptOutDigit", _) => return Err(invalid()),
                 ("voiceOptOutSentence", value) => {
                     patch.voice_opt_out_sentence(value.as_bool().ok_or_else(invalid)?)
+                }
+                ("consentRequired", Value::Array(items)) => {
+                    patch.consent_required(consent_requirements(items)?)
+                }
+                ("optOutKeywords", Value::Array(words)) => {
+                    patch.opt_out_keywords(&texts(words).ok_or_else(invalid)?)?
+                }
+                ("revocationScope", Value::String(scope)) => {
+                    patch.revocation_scope(RevocationScope::parse(scope).ok_or_else(|| {
+                        Error::field(
+                            "revocationScope",
+                            "revocationScope is all (every channel) or channel",
+                        )
+                    })?)
+                }
+                ("consentRequired" | "optOutKeywords" | "revocationScope", _) => {
+                    return Err(invalid())
                 }
                 ("smsVoiceOptOutCoupled", value) => {
                     patch.sms_voice_opt_out_coupled(value.as_bool().ok_or_else(invalid)?)
@@ -378,6 +443,49 @@ impl OrgPatch {
     /// Whether a call's greeting says how to opt out (on by default).
     pub fn voice_opt_out_sentence(&mut self, on: bool) {
         self.changes.push(Change::VoiceOptOutSentence(on));
+    }
+
+    /// The (channel, purpose) pairs outreach needs recorded consent for, each once.
+    pub fn consent_required(&mut self, pairs: Vec<ConsentRequirement>) {
+        let mut out: Vec<ConsentRequirement> = Vec::new();
+        for pair in pairs {
+            if !out.contains(&pair) {
+                out.push(pair);
+            }
+        }
+        self.changes.push(Change::ConsentRequired(out));
+    }
+
+    /// The organization's own opt-out words (at most 20, each 1 to 40 characters as
+    /// `revocation::normalize` reads it), kept normalized, each once.
+    pub fn opt_out_keywords(&mut self, words: &[&str]) -> Result<()> {
+        if words.len() > MAX_OPT_OUT_KEYWORDS {
+            return Err(Error::field(
+                "optOutKeywords",
+                format!("optOutKeywords takes at most {MAX_OPT_OUT_KEYWORDS} keywords"),
+            ));
+        }
+        let mut out: Vec<String> = Vec::new();
+        for word in words {
+            let normalized = crate::words::normalize(word);
+            let length = normalized.chars().count();
+            if length == 0 || length > MAX_OPT_OUT_KEYWORD_CHARS {
+                return Err(Error::field(
+                    "optOutKeywords",
+                    format!("each of optOutKeywords has 1 to {MAX_OPT_OUT_KEYWORD_CHARS} characters of letters and digits: {word:?}"),
+                ));
+            }
+            if !out.contains(&normalized) {
+                out.push(normalized);
+            }
+        }
+        self.changes.push(Change::OptOutKeywords(out));
+        Ok(())
+    }
+
+    /// What a definite revocation unsubscribes: every channel, or the one it came on.
+    pub fn revocation_scope(&mut self, scope: RevocationScope) {
+        self.changes.push(Change::RevocationScope(scope));
     }
 
     pub fn sms_voice_opt_out_coupled(&mut self, on: bool) {
@@ -696,6 +804,9 @@ pub fn update(
             }
             Change::Assistant(None) => e.assistant = None,
             Change::Assistant(Some(patch)) => e.assistant = Some(patch.merged(e.assistant.take())?),
+            Change::ConsentRequired(pairs) => e.consent_required = ConsentRequired(pairs),
+            Change::OptOutKeywords(words) => e.opt_out_keywords = words,
+            Change::RevocationScope(scope) => e.revocation_scope = scope,
             Change::Providers(channels) => {
                 let mut chosen = [
                     ProviderSettings::default(),
@@ -846,5 +957,41 @@ mod tests {
         let mut every_day = OrgPatch::default();
         every_day.follow_up_days(Some(&WEEKDAYS)).unwrap();
         assert_eq!(every_day.changes, vec![Change::FollowUpDays(Vec::new())]);
+    }
+
+    #[test]
+    fn the_consent_settings_refuse_by_field() {
+        for body in [
+            json!({"consentRequired": [{"channel": "fax", "purpose": "marketing"}]}),
+            json!({"consentRequired": [{"channel": "voice"}]}),
+            json!({"consentRequired": [{"channel": "voice", "purpose": "marketing", "x": 1}]}),
+            json!({"consentRequired": "voice"}),
+        ] {
+            assert_eq!(refusal(body).refused_field(), Some("consentRequired"));
+        }
+        let many: Vec<String> = (0..21).map(|i| format!("word{i}")).collect();
+        for body in [
+            json!({"optOutKeywords": many}),
+            json!({"optOutKeywords": ["!!!"]}),
+            json!({"optOutKeywords": ["x".repeat(41)]}),
+            json!({"optOutKeywords": [3]}),
+        ] {
+            assert_eq!(refusal(body).refused_field(), Some("optOutKeywords"));
+        }
+        assert_eq!(
+            refusal(json!({"revocationScope": "lead"})).refused_field(),
+            Some("revocationScope")
+        );
+        let Value::Object(members) = json!({"optOutKeywords": ["BASTA!", "basta", "Ｎo más"]})
+        else {
+            unreachable!()
+        };
+        assert_eq!(
+            OrgPatch::from_json(&members).unwrap().changes,
+            vec![Change::OptOutKeywords(vec![
+                "basta".into(),
+                "no más".into()
+            ])]
+        );
     }
 }

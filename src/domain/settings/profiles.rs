@@ -19,7 +19,7 @@ use crate::domain::records::written::{Reaction, Written};
 use crate::domain::settings::templates::check_placeholders;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{DispositionRecord, ProfileRecord, StepRecord};
+use crate::store::rows::{DispositionRecord, ProfileRecord, Purpose, StepRecord};
 use crate::store::{Flow, ReadTx, Reader, WriteTx};
 
 /// The most steps one cadence may hold.
@@ -46,7 +46,7 @@ const MEMBERS: &[&str] = &[
     "fallbackTransferNumber",
     "voiceGreeting",
 ];
-const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject"];
+const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject", "purpose"];
 const DISPOSITION_MEMBERS: &[&str] = &["id", "name", "description"];
 
 /// A name no profile may take: the console's path of the new profile's editor.
@@ -101,6 +101,8 @@ pub struct StepInput {
     pub text: String,
     /// Required for email; empty for the others.
     pub subject: String,
+    /// None: `marketing`.
+    pub purpose: Option<Purpose>,
 }
 
 /// One call disposition, as written.
@@ -281,11 +283,21 @@ impl StepInput {
             Some(_) => return Err(Error::invalid_field(&field("subject"))),
         };
         step_subject(&path, channel, &subject)?;
+        let purpose = match present(step, "purpose") {
+            None => None,
+            Some(value) => Some(value.as_str().and_then(Purpose::parse).ok_or_else(|| {
+                Error::field(
+                    &field("purpose"),
+                    format!("{} is marketing or informational", field("purpose")),
+                )
+            })?),
+        };
         Ok(StepInput {
             after,
             channel: Some(channel),
             text,
             subject,
+            purpose,
         })
     }
 
@@ -304,6 +316,7 @@ impl StepInput {
             channel,
             text: self.text.clone(),
             subject: self.subject.clone(),
+            purpose: self.purpose.unwrap_or(Purpose::Marketing),
         })
     }
 }
@@ -463,6 +476,10 @@ pub fn view(p: &ProfileRecord) -> Value {
             out.insert("text".into(), json!(step.text));
             if !step.subject.is_empty() {
                 out.insert("subject".into(), json!(step.subject));
+            }
+            // `marketing`, the default, is left out.
+            if step.purpose != Purpose::Marketing {
+                out.insert("purpose".into(), json!(step.purpose.as_str()));
             }
             Value::Object(out)
         })
