@@ -48,6 +48,16 @@ pub struct Shown {
     pub consent: Option<[String; 4]>,
 }
 
+impl Shown {
+    /// The refusal shown beside `field`, if it is the one refused.
+    fn error_for(&self, field: &str) -> Option<String> {
+        self.error
+            .as_ref()
+            .filter(|(f, _)| *f == field)
+            .map(|(_, m)| m.clone())
+    }
+}
+
 /// `GET /console/leads/{id}`.
 pub async fn page(
     state: &AppState,
@@ -311,13 +321,7 @@ fn ledger_row(entry: &ConsentEntry, zone: &str) -> Markup {
 fn consent_form(v: &Visitor, lead: &LeadRecord, shown: &Shown) -> Markup {
     let empty: [String; 4] = Default::default();
     let [channel, status, purpose, words] = shown.consent.as_ref().unwrap_or(&empty);
-    let error_for = |field: &str| {
-        shown
-            .error
-            .as_ref()
-            .filter(|(f, _)| *f == field)
-            .map(|(_, m)| m.clone())
-    };
+    let error_for = |field: &str| shown.error_for(field);
     let words_error = error_for("consent-words");
     let other_error = error_for("consent");
     html! {
@@ -416,13 +420,7 @@ fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&
     } else {
         Channel::Sms
     });
-    let error_for = |field: &str| {
-        shown
-            .error
-            .as_ref()
-            .filter(|(f, _)| *f == field)
-            .map(|(_, m)| m.clone())
-    };
+    let error_for = |field: &str| shown.error_for(field);
     let message_error = error_for("message");
     let subject_error = error_for("subject");
     html! {

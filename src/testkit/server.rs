@@ -94,6 +94,17 @@ impl TestServer {
     }
 
     /// Runs an admin command (what `engaged org|key ...` does) against the server.
+    /// The id of organization `org` (by name). Panics when there is none.
+    pub async fn org_id(&self, org: &str) -> String {
+        let orgs = self.admin(AdminRequest::OrgList).await.expect("org list");
+        orgs["orgs"]
+            .as_array()
+            .and_then(|all| all.iter().find(|o| o["name"] == org))
+            .and_then(|o| o["id"].as_str())
+            .expect("the organization")
+            .to_string()
+    }
+
     pub async fn admin(&self, request: AdminRequest) -> Result<Value, String> {
         crate::admin::run(self.server.store(), request)
             .await
@@ -208,13 +219,7 @@ impl TestServer {
     /// store directly, past the duplicate check: what a release from before duplicates
     /// were refused may have stored.
     pub async fn store_contact_directly(&self, org: &str, id: &str, phone: &str, email: &str) {
-        let orgs = self.admin(AdminRequest::OrgList).await.expect("org list");
-        let org_id = orgs["orgs"]
-            .as_array()
-            .and_then(|all| all.iter().find(|o| o["name"] == org))
-            .and_then(|o| o["id"].as_str())
-            .expect("the organization")
-            .to_string();
+        let org_id = self.org_id(org).await;
         let (id, phone, email) = (id.to_string(), phone.to_string(), email.to_string());
         self.server
             .store()
@@ -241,13 +246,7 @@ impl TestServer {
         id: &str,
         change: impl Fn(&mut crate::store::rows::LeadRecord) + Send + 'static,
     ) {
-        let orgs = self.admin(AdminRequest::OrgList).await.expect("org list");
-        let org_id = orgs["orgs"]
-            .as_array()
-            .and_then(|all| all.iter().find(|o| o["name"] == org))
-            .and_then(|o| o["id"].as_str())
-            .expect("the organization")
-            .to_string();
+        let org_id = self.org_id(org).await;
         let id = id.to_string();
         self.server
             .store()
@@ -269,13 +268,7 @@ impl TestServer {
     /// ago, so the engine runs it now as it would after 10 business days. Panics when
     /// the lead is not held.
     pub async fn hold_timeout_due_now(&self, org: &str, id: &str) {
-        let orgs = self.admin(AdminRequest::OrgList).await.expect("org list");
-        let org_id = orgs["orgs"]
-            .as_array()
-            .and_then(|all| all.iter().find(|o| o["name"] == org))
-            .and_then(|o| o["id"].as_str())
-            .expect("the organization")
-            .to_string();
+        let org_id = self.org_id(org).await;
         let id = id.to_string();
         self.server
             .store()
