@@ -793,6 +793,33 @@ async fn keywords_never_ask_the_assistant() {
     model.wait_requests(1, WAIT).await;
 }
 
+/// A reply is due (the lead wrote, the reply delay runs) when the lead's `Stop please`
+/// arrives: the revocation is read in the write of that message, so the due reply never
+/// reaches the lead; only the one confirmation goes out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_while_a_reply_is_due_leaves_only_the_confirmation() {
+    let s = start().await;
+    let model = FakeModel::start().await;
+    set_org(&s.ts, &s.admin, &model.settings()).await;
+    put_profile(
+        &s.ts,
+        &s.admin,
+        "assist",
+        &json!({"instructions": "Be brief.", "cadence": [], "replyDelay": "1s"}),
+    )
+    .await;
+    s.ts.create_lead(&s.write, &ada("L1", "assist")).await;
+    inbound_sms(&s.ts, &s.write, PHONE, "What does it cost?").await;
+    // Inside the reply delay.
+    let answer = inbound_sms(&s.ts, &s.write, PHONE, "Stop please").await;
+    assert_eq!(answer["optOut"], json!(true));
+    assert_confirmation(&s, "L1", 0, UNSUBSCRIBED_TEXT).await;
+    // Well past the reply's due time: still only the confirmation left.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let sent = outbound(&s.ts, &s.write, "L1").await;
+    assert_eq!(sent.len(), 1, "only the confirmation: {:?}", texts(&sent));
+}
+
 // ---- API sends --------------------------------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
