@@ -62,6 +62,8 @@ struct CallContext {
     fresh: bool,
     /// The organization's call opt-out (its keypad digit).
     opt_out: VoiceOptOut,
+    /// The organization's own opt-out words (`optOutKeywords`), read in a lead's turn.
+    own_keywords: Vec<String>,
 }
 
 /// One change to the transcript, applied in order by the call's writer task.
@@ -103,7 +105,11 @@ impl Engine {
             .call(org, call_id)?
             .is_none_or(|c| transcript::turns(&c).is_empty());
         let engine_settings = read.engine_settings(org)?;
-        let (settings, opt_out) = (engine_settings.assistant, engine_settings.voice_opt_out);
+        let (settings, opt_out, own_keywords) = (
+            engine_settings.assistant,
+            engine_settings.voice_opt_out,
+            engine_settings.opt_out_keywords,
+        );
         drop(read);
         let lead_record = lead.clone().unwrap_or_default();
         Ok(CallContext {
@@ -124,6 +130,7 @@ impl Engine {
             greeting: session.greeting,
             fresh,
             opt_out,
+            own_keywords,
         })
     }
 
@@ -199,7 +206,7 @@ impl Engine {
                             if ended {
                                 continue;
                             }
-                            if let Some(how) = voice::CallOptOut::of_words(&said) {
+                            if let Some(how) = voice::CallOptOut::of_words(&said, &call.own_keywords) {
                                 turn = None;
                                 ended = true;
                                 end_opted_out(&mut socket, &ops, how).await?;

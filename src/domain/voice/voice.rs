@@ -69,9 +69,10 @@ impl CallOptOut {
             .map(CallOptOut::Pressed)
     }
 
-    /// A lead's whole turn: an opt-out when it reads as a definite one.
-    pub fn of_words(words: &str) -> Option<CallOptOut> {
-        (revocation::read(words, &[]) == Reading::Definite)
+    /// A lead's whole turn: an opt-out when it reads as a definite one, with the
+    /// organization's own opt-out words (`optOutKeywords`) beside the per-se ones.
+    pub fn of_words(words: &str, own_keywords: &[String]) -> Option<CallOptOut> {
+        (revocation::read(words, own_keywords) == Reading::Definite)
             .then(|| CallOptOut::Said(words.trim().to_string()))
     }
 
@@ -523,6 +524,13 @@ mod tests {
     }
 
     #[test]
+    fn the_organizations_own_keyword_said_on_a_call_is_an_opt_out() {
+        let own = vec!["basta".to_string()];
+        assert!(CallOptOut::of_words("Basta, please", &own).is_some());
+        assert_eq!(CallOptOut::of_words("Basta, please", &[]), None);
+    }
+
+    #[test]
     fn a_definite_spoken_opt_out_is_one_and_a_possible_one_is_not() {
         for said in [
             "Stop calling me please",
@@ -531,7 +539,7 @@ mod tests {
             "Remove me from your list",
             "wrong number",
         ] {
-            let how = CallOptOut::of_words(said).unwrap_or_else(|| panic!("{said}"));
+            let how = CallOptOut::of_words(said, &[]).unwrap_or_else(|| panic!("{said}"));
             assert_eq!(how.proof(), said);
         }
         for said in [
@@ -540,7 +548,7 @@ mod tests {
             "Who is this?",
             "",
         ] {
-            assert_eq!(CallOptOut::of_words(said), None, "{said}");
+            assert_eq!(CallOptOut::of_words(said, &[]), None, "{said}");
         }
     }
 
