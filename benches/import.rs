@@ -122,6 +122,8 @@ async fn run() {
         ndjson: false,
         dry_run: false,
         create_only: false,
+        on_match: engaged::domain::import::OnMatch::Update,
+        profile: None,
     };
     let file = tokio::fs::File::open(&path).await.expect("open csv");
     let report = engaged::admin::import(server.server.store(), &request, file)

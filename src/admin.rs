@@ -79,6 +79,12 @@ pub enum AdminRequest {
         ndjson: bool,
         dry_run: bool,
         create_only: bool,
+        /// What a row matching a lead does to it.
+        #[serde(default)]
+        on_match: crate::domain::import::OnMatch,
+        /// The profile of rows that name none.
+        #[serde(default)]
+        profile: Option<String>,
     },
 }
 
@@ -468,16 +474,21 @@ where
         ndjson,
         dry_run,
         create_only,
+        on_match,
+        profile,
     } = request
     else {
         return Err(Error::Internal("not an import".into()));
     };
+
     let name = org.clone();
     let org_id = store.write(move |tx| org_id_of(tx, &name)).await?;
     let options = Options {
         format: if *ndjson { Format::Ndjson } else { Format::Csv },
         dry_run: *dry_run,
         create_only: *create_only,
+        on_match: *on_match,
+        profile: profile.clone().filter(|p| !p.is_empty()),
         fields: None,
         refused_to: Some(import::files::refused_path(
             store.dir(),

@@ -76,6 +76,16 @@ pub enum Command {
         /// Refuse rows matching a live lead or an earlier row instead of updating.
         #[arg(long)]
         create_only: bool,
+        /// What a row matching a lead does to it: `update` its fields, `fill` only its
+        /// empty fields, or `skip` it.
+        #[arg(long, value_parser = on_match, default_value = "update")]
+        on_match: crate::domain::import::OnMatch,
+        /// Add the imported leads to this profile (campaign): rows that name none.
+        #[arg(long)]
+        profile: Option<String>,
+        /// Also print each matched row and the fields it changes.
+        #[arg(long)]
+        verbose: bool,
         file: PathBuf,
     },
     /// Write a consistent backup of the database to a new file (server running or not).
@@ -339,6 +349,9 @@ pub fn run(cli: Cli) -> Result<(), String> {
             org,
             dry_run,
             create_only,
+            on_match,
+            profile,
+            verbose,
             file,
         } => {
             init_logging(cli.log_format, "warn");
@@ -348,8 +361,10 @@ pub fn run(cli: Cli) -> Result<(), String> {
                     == crate::domain::import::Format::Ndjson,
                 dry_run,
                 create_only,
+                on_match,
+                profile,
             };
-            crate::import_cli::import(&data_dir, request, &file)
+            crate::import_cli::import(&data_dir, request, &file, verbose)
         }
         Command::Backup { file: target } => {
             init_logging(cli.log_format, "warn");
@@ -410,6 +425,12 @@ fn key_command(data_dir: &Path, cmd: KeyCommand) -> Result<(), String> {
 
 fn role(name: &str) -> Result<Role, String> {
     Role::parse(name).ok_or_else(|| format!("unknown role {name:?}: use viewer, agent or admin"))
+}
+
+/// `--on-match`: `update`, `fill` or `skip`.
+fn on_match(value: &str) -> Result<crate::domain::import::OnMatch, String> {
+    crate::domain::import::OnMatch::parse(value)
+        .ok_or_else(|| format!("{value}: write update, fill or skip"))
 }
 
 fn hash_password(password: &str) -> Result<String, String> {

@@ -24,6 +24,13 @@ struct Report {
     created: u64,
     updated: u64,
     merged: u64,
+    #[serde(default)]
+    skipped: u64,
+    /// The first matched rows (`--verbose` prints them).
+    #[serde(default)]
+    matches: Vec<Matched>,
+    #[serde(default)]
+    matches_count: u64,
     /// The first refused rows.
     refused: Vec<Refused>,
     refused_count: u64,
@@ -32,14 +39,29 @@ struct Report {
     dry_run: bool,
 }
 
+/// A matched row as the report carries it: the lead and its fields' changes.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Matched {
+    row: u64,
+    lead_id: String,
+    changes: serde_json::Map<String, serde_json::Value>,
+}
+
 #[derive(Debug, Deserialize)]
 struct Refused {
     row: u64,
     reason: String,
 }
 
-/// Imports `file` as `request` says, into the database under `data_dir`.
-pub fn import(data_dir: &Path, request: AdminRequest, file: &Path) -> Result<(), String> {
+/// Imports `file` as `request` says, into the database under `data_dir`; `verbose`
+/// prints each matched row and what it changes.
+pub fn import(
+    data_dir: &Path,
+    request: AdminRequest,
+    file: &Path,
+    verbose: bool,
+) -> Result<(), String> {
     let opened = std::fs::File::open(file).map_err(|e| format!("{}: {e}", file.display()))?;
     let size = opened.metadata().map(|m| m.len()).unwrap_or(0);
     let read = Arc::new(AtomicU64::new(0));
@@ -58,6 +80,30 @@ pub fn import(data_dir: &Path, request: AdminRequest, file: &Path) -> Result<(),
     };
     bar.finish();
     let report = report?;
+    if verbose {
+        for matched in &report.matches {
+            let changes: Vec<String> = matched
+                .changes
+                .iter()
+                .map(|(field, change)| format!("{field} {} -> {}", change["from"], change["to"]))
+                .collect();
+            let changes = if changes.is_empty() {
+                "no change".to_string()
+            } else {
+                changes.join(", ")
+            };
+            println!("row {} matched {}: {changes}", matched.row, matched.lead_id);
+        }
+        let more = report
+            .matches_count
+            .saturating_sub(report.matches.len() as u64);
+        if more > 0 {
+            println!("{more} more matched rows");
+        }
+    }
+    if report.skipped > 0 {
+        println!("{} matched rows skipped", report.skipped);
+    }
     for refused in &report.refused {
         println!("row {}: {}", refused.row, refused.reason);
     }

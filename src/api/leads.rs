@@ -107,7 +107,7 @@ pub async fn delete(store: &Store, caller: Caller, id: &str) -> Result<Response<
     Ok(json_bytes(StatusCode::OK, views::lead(&lead)?))
 }
 
-/// `POST /v1/leads/import?dryRun=&mode=`: the body is the file (`text/csv` or
+/// `POST /v1/leads/import?dryRun=&mode=&onMatch=&profile=`: the body is the file (`text/csv` or
 /// `application/x-ndjson`), read as it arrives, at most `max_import_bytes` (a declared
 /// length over it: 413 before a byte is read; a body growing past it: 413 at the cap);
 /// answers the report, the first refusals listed, every one in the file at
@@ -202,7 +202,7 @@ fn import_options(
     headers: &hyper::HeaderMap,
     query: &Query,
 ) -> Result<crate::domain::import::Options> {
-    use crate::domain::import::{Format, Options};
+    use crate::domain::import::{Format, OnMatch, Options};
     let content_type = headers
         .get(hyper::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -214,6 +214,8 @@ fn import_options(
         format,
         dry_run: false,
         create_only: false,
+        on_match: OnMatch::Update,
+        profile: None,
         fields: None,
         refused_to: None,
     };
@@ -223,7 +225,12 @@ fn import_options(
             ("dryRun", "false") => options.dry_run = false,
             ("mode", "create-only") => options.create_only = true,
             ("mode", "update") => options.create_only = false,
-            ("dryRun" | "mode", _) => return Err(Error::invalid_field(name)),
+            ("onMatch", value) if OnMatch::parse(value).is_some() => {
+                options.on_match = OnMatch::parse(value).unwrap_or_default()
+            }
+            ("profile", "") => options.profile = None,
+            ("profile", value) => options.profile = Some(value.to_string()),
+            ("dryRun" | "mode" | "onMatch", _) => return Err(Error::invalid_field(name)),
             (other, _) => return Err(Error::BadRequest(format!("Unknown parameter: {other}"))),
         }
     }

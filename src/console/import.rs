@@ -1,6 +1,9 @@
 //! `/console/import`: a file of leads uploaded, its columns mapped and its first rows
 //! shown with what importing it would do (a dry run), then imported; the report with
-//! the refused rows, and those rows as a CSV download. The rules are
+//! the refused rows, and those rows as a CSV download. The person chooses what a row
+//! matching a lead does (update it, fill its empty fields, or skip it) and a campaign
+//! for the rows that name none; the preview and the report list each matched row and
+//! what it changes ("Row 12 → Maria Gonzalez: first name Maria → Mia"). The rules are
 //! `domain::import`'s, the same as `engaged import` and `POST /v1/leads/import`.
 //!
 //! The upload is written as it arrives to `<data dir>/imports/<org>/<token>.upload`
@@ -28,10 +31,39 @@ use super::session::{self, Visitor};
 use crate::api::request::RequestBody;
 use crate::api::response::Body;
 use crate::api::AppState;
+use crate::domain::import::changes::{ChangedField, FieldChange};
 use crate::domain::import::files::{self, MAX_WAITING_UPLOADS};
 use crate::domain::import::mapping::{Field, Mapping, CHOICES};
-use crate::domain::import::{self, Format, Options, Report};
+use crate::domain::import::{self, Format, OnMatch, Options, Report};
+use crate::domain::records::leads::LeadText;
 use crate::error::{Error, Result};
+
+/// The person's choices for an import besides its mapping.
+#[derive(Debug, Clone, Default)]
+struct Choices {
+    create_only: bool,
+    on_match: OnMatch,
+    /// The campaign (profile) of rows that name none.
+    profile: Option<String>,
+}
+
+impl Choices {
+    fn from_form(form: &Form) -> Choices {
+        let profile = form.text("profile").trim();
+        Choices {
+            create_only: form.get("createOnly") == Some("on"),
+            on_match: OnMatch::parse(form.text("onMatch")).unwrap_or_default(),
+            profile: (!profile.is_empty()).then(|| profile.to_string()),
+        }
+    }
+}
+
+/// The radio buttons of the choice for matched rows, with their words.
+const ON_MATCH: [(OnMatch, &str); 3] = [
+    (OnMatch::Update, "Update fields"),
+    (OnMatch::Fill, "Fill empty fields only"),
+    (OnMatch::Skip, "Skip matched rows"),
+];
 
 /// Rows the preview shows.
 const PREVIEW_ROWS: usize = 10;
@@ -178,7 +210,7 @@ pub async fn upload(
     match saved {
         Some((token, name, size)) if size > 0 => {
             let format = Format::of_path(std::path::Path::new(&name));
-            let shown = preview(state, visitor, &token, format, None, false).await;
+            let shown = preview(state, visitor, &token, format, None, &Choices::default()).await;
             if shown.is_err() {
                 // A file that cannot be imported (its header refused) does not wait.
                 let _ = tokio::fs::remove_file(upload_path(state, visitor, &token)?).await;
@@ -230,9 +262,10 @@ async fn preview(
     token: &str,
     format: Format,
     fields: Option<Vec<Field>>,
-    create_only: bool,
+    choices: &Choices,
 ) -> Result<Response<Body>> {
     let path = upload_path(state, visitor, token)?;
+    let profiles = state.store.read()?.profile_names(visitor.org())?;
     let import::Head { header, rows, more } = match format {
         Format::Csv => head(&path).await?,
         Format::Ndjson => import::Head::default(),
@@ -245,7 +278,9 @@ async fn preview(
     let options = Options {
         format,
         dry_run: true,
-        create_only,
+        create_only: choices.create_only,
+        on_match: choices.on_match,
+        profile: choices.profile.clone(),
         fields: (format == Format::Csv).then(|| mapping.fields.clone()),
         refused_to: None,
     };
@@ -300,15 +335,36 @@ async fn preview(
                         }
                     }
                 }
+                fieldset.choices {
+                    legend { "Rows that match a lead" }
+                    @for (choice, words) in ON_MATCH {
+                        div {
+                            input id={ "on-match-" (choice.as_str()) } type="radio" name="onMatch" value=(choice.as_str()) checked[choices.on_match == choice];
+                            " "
+                            label for={ "on-match-" (choice.as_str()) } { (words) }
+                        }
+                    }
+                }
                 div {
-                    input #create-only type="checkbox" name="createOnly" value="on" checked[create_only];
+                    input #create-only type="checkbox" name="createOnly" value="on" checked[choices.create_only];
                     " "
                     label for="create-only" { "Only create new leads (refuse rows matching a lead)" }
+                }
+                div {
+                    label for="profile" { "Add the imported leads to a campaign" }
+                    select #profile name="profile" {
+                        option value="" selected[choices.profile.is_none()] { "None" }
+                        @for name in &profiles {
+                            option value=(name) selected[choices.profile.as_deref() == Some(name.as_str())] { (name) }
+                        }
+                    }
+                    p.hint { "Rows that name no campaign of their own join this one." }
                 }
                 @match &report {
                     Ok(report) => {
                         h2 { "What importing would do" }
                         (summary(report))
+                        (matches(report))
                         (refusals(report, None))
                     }
                     Err(e) => p.field-error role="alert" { (e.to_string()) }
@@ -353,8 +409,80 @@ fn summary(report: &Report) -> Markup {
             dt { "Created" } dd { (report.created) }
             dt { "Updated" } dd { (report.updated) }
             dt { "Merged" } dd { (report.merged) }
+            dt { "Skipped" } dd { (report.skipped) }
             dt { "Refused" } dd { (report.refused_count) }
         }
+    }
+}
+
+/// The matched rows, one line each: "Row 12 → Maria Gonzalez: first name Maria → Mia".
+fn matches(report: &Report) -> Markup {
+    html! {
+        @if !report.matches.is_empty() {
+            h3 #matched-rows { "Rows that match a lead" }
+            ul.matches aria-labelledby="matched-rows" {
+                @for m in &report.matches {
+                    li { "Row " (m.row) " → " (m.name) ": " (changes(&m.changes)) }
+                }
+            }
+            @if report.matches_count > report.matches.len() as u64 {
+                p { "The first " (report.matches.len()) " of " (report.matches_count) " matched rows are listed." }
+            }
+        }
+    }
+}
+
+/// A match's changes in words ("first name Maria → Mia; phone (empty) → +15125550100").
+fn changes(changes: &[FieldChange]) -> String {
+    if changes.is_empty() {
+        return "no change".into();
+    }
+    let words: Vec<String> = changes
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {} → {}",
+                field_words(&c.field),
+                value_words(&c.from),
+                value_words(&c.to)
+            )
+        })
+        .collect();
+    words.join("; ")
+}
+
+fn field_words(field: &ChangedField) -> String {
+    match field {
+        ChangedField::Text(text) => match text {
+            LeadText::FirstName => "first name",
+            LeadText::LastName => "last name",
+            LeadText::CustomerProfile => "campaign",
+            LeadText::Summary => "summary",
+            LeadText::ExternalLeadId => "external id",
+            LeadText::SecondaryCrmLeadId => "secondary CRM id",
+            LeadText::TimeZone => "time zone",
+            LeadText::Phone => "phone",
+            LeadText::Email => "email",
+        }
+        .to_string(),
+        ChangedField::Tags => "tags".into(),
+        ChangedField::Info(key) => key.clone(),
+    }
+}
+
+fn value_words(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Null => "(empty)".into(),
+        Value::String(s) if s.is_empty() => "(empty)".into(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) if items.is_empty() => "(none)".into(),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
     }
 }
 
@@ -389,7 +517,7 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
         "ndjson" => Format::Ndjson,
         _ => Format::Csv,
     };
-    let create_only = form.get("createOnly") == Some("on");
+    let choices = Choices::from_form(form);
     let mut fields = Vec::new();
     if format == Format::Csv {
         let path = upload_path(state, visitor, &token)?;
@@ -402,12 +530,14 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
     }
     if form.text("action") != "import" {
         let fields = (format == Format::Csv).then_some(fields);
-        return preview(state, visitor, &token, format, fields, create_only).await;
+        return preview(state, visitor, &token, format, fields, &choices).await;
     }
     let options = Options {
         format,
         dry_run: false,
-        create_only,
+        create_only: choices.create_only,
+        on_match: choices.on_match,
+        profile: choices.profile.clone(),
         fields: (format == Format::Csv).then_some(fields),
         refused_to: Some(files::refused_path(
             state.store.dir(),
@@ -429,6 +559,7 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
             h1 { "Import done" }
             p role="status" { (report.summary()) }
             (summary(&report))
+            (matches(&report))
             (refusals(&report, download.as_deref()))
             p { a href="/console/leads" { "See the leads" } " · " a href="/console/import" { "Import another file" } }
         },

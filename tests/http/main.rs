@@ -25,6 +25,7 @@ mod events;
 mod fixture;
 mod hold;
 mod import;
+mod import_choices;
 mod inbox;
 mod lead_actions;
 mod leads;

@@ -19,6 +19,7 @@
 //! A body that fails (408: it stopped arriving; 413: it passed `max_import_bytes`)
 //! ends the import with that error; in a real run the parts committed before stay.
 
+pub mod changes;
 pub mod files;
 mod lines;
 pub mod mapping;
@@ -35,10 +36,12 @@ use tokio::io::AsyncRead;
 use crate::csv_cell::{neutralize, Column};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::{Reader, Store};
+use changes::{Match, LISTED_MATCHES};
 use lines::{Line, Record, Records};
 use mapping::{Field, Mapping};
-use rows::{FileIndex, Outcome, Row};
+pub use rows::OnMatch;
+use rows::{FileIndex, Outcome, Row, Rules};
 
 /// Rows per write job, a part of the import's bulk job (`Store::write_bulk`): every
 /// other write goes before the next part, so a part is the longest any other write
@@ -100,6 +103,11 @@ pub struct Options {
     pub dry_run: bool,
     /// Refuse rows matching a live lead or an earlier row instead of updating.
     pub create_only: bool,
+    /// What a row matching a lead does to it.
+    pub on_match: OnMatch,
+    /// The profile (campaign) of rows that name none: an unknown one refuses the
+    /// import before anything is read (`Unknown profile: NAME`).
+    pub profile: Option<String>,
     /// The console's choice of field per CSV column, overriding the guess.
     pub fields: Option<Vec<Field>>,
     /// Where every refused row is written (created at the first refusal, mode 0600);
@@ -121,6 +129,12 @@ pub struct Report {
     pub created: u64,
     pub updated: u64,
     pub merged: u64,
+    /// Rows matching a lead left untouched ([`OnMatch::Skip`]).
+    pub skipped: u64,
+    /// The first [`LISTED_MATCHES`] rows that matched a lead, by row number.
+    pub matches: Vec<Match>,
+    /// Every row that matched a lead.
+    pub matches_count: u64,
     /// The first [`LISTED_REFUSALS`] refused rows, by row number.
     pub refused: Vec<Refusal>,
     /// Every refused row.
@@ -143,7 +157,7 @@ impl Report {
 
     /// Rows handled so far.
     pub fn rows(&self) -> u64 {
-        self.created + self.updated + self.merged + self.refused_count
+        self.created + self.updated + self.merged + self.skipped + self.refused_count
     }
 }
 
@@ -177,6 +191,11 @@ pub async fn run<R>(
 where
     R: AsyncRead + Send + Unpin + 'static,
 {
+    if let Some(profile) = &options.profile {
+        if store.read()?.profile(&caller.org_id, profile)?.is_none() {
+            return Err(Error::BadRequest(format!("Unknown profile: {profile}")));
+        }
+    }
     let (parts, mut receiver) = tokio::sync::mpsc::channel::<Result<Part>>(2);
     let (mapping_tx, mapping_rx) = tokio::sync::oneshot::channel::<Mapping>();
     let parse_options = options.clone();
@@ -203,15 +222,20 @@ where
         let mut refused = part.unreadable;
         let (caller, known, rows) = (caller.clone(), index.clone(), Arc::new(part.rows));
         let job_rows = rows.clone();
-        let (create_only, dry_run) = (options.create_only, options.dry_run);
+        let rules = Rules {
+            create_only: options.create_only,
+            dry_run: options.dry_run,
+            on_match: options.on_match,
+            profile: options.profile.clone(),
+        };
         let job = move |tx: &mut crate::store::WriteTx| {
             let known = known
                 .read()
                 .map_err(|_| Error::Internal("import index lock".into()))?;
-            rows::apply(tx, &caller, &job_rows, create_only, dry_run, &known)
+            rows::apply(tx, &caller, &job_rows, &rules, &known)
         };
         // Parts run in the writer's bulk lane: every other write goes first.
-        let applied = if dry_run {
+        let applied = if options.dry_run {
             store.trial_bulk(&caller_org, job).await?
         } else {
             store.write_bulk(&caller_org, job).await?
@@ -219,14 +243,27 @@ where
         let mut known = index
             .write()
             .map_err(|_| Error::Internal("import index lock".into()))?;
-        for (i, done) in applied.into_iter().enumerate() {
+        for (i, mut done) in applied.into_iter().enumerate() {
+            let matched = done.matched.take();
             if let Some(lead) = done.lead() {
                 known.add(lead, done.row, &done.keys);
+                if let Some(matched) = matched {
+                    report.matches_count += 1;
+                    if report.matches.len() < LISTED_MATCHES {
+                        report.matches.push(Match {
+                            row: done.row,
+                            lead_id: lead.to_string(),
+                            name: matched.name,
+                            changes: matched.changes,
+                        });
+                    }
+                }
             }
             match done.outcome {
                 Outcome::Created(_) => report.created += 1,
                 Outcome::Updated(_) => report.updated += 1,
                 Outcome::Merged(..) => report.merged += 1,
+                Outcome::Skipped(_) => report.skipped += 1,
                 Outcome::Refused(reason) => {
                     let cells = match options.format {
                         Format::Csv => rows

@@ -5,8 +5,11 @@
 //! **An import never makes a duplicate.** A row whose `externalLeadId`, phone or email
 //! matches a live lead updates that lead with the row's fields only (its tags added to
 //! the lead's); rows of one file that match each other merge into the first; with
-//! `create_only` both are refused instead. Every write goes through `records::leads`, so
-//! the API's rules (bounds, unique contacts, enrolment) hold for imported leads too.
+//! `create_only` both are refused instead. What a match writes is the import's
+//! [`OnMatch`] choice: the row's fields, only those empty on the lead, or nothing; each
+//! match says which fields it changed, from and to (`changes::diff`). Every write goes
+//! through `records::leads`, so the API's rules (bounds, unique contacts, enrolment) hold
+//! for imported leads too.
 //!
 //! A row with a `consent` cell adds one consent ledger entry per channel to the lead it
 //! wrote, in the same write (`records::consent::record`); a bad consent cell refuses
@@ -17,6 +20,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::changes::{self, FieldChange};
 use super::mapping::Field;
 use crate::channel::Channel;
 use crate::domain::engagement::reactions::React;
@@ -49,7 +53,62 @@ pub enum Outcome {
     Updated(String),
     /// It matched an earlier row of the file (that row's number), whose lead it updated.
     Merged(String, u64),
+    /// It matched this lead (live, or an earlier row's), left untouched ([`OnMatch::Skip`]).
+    Skipped(String),
     Refused(String),
+}
+
+/// What a row matching a lead (live, or an earlier row's) does to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnMatch {
+    /// The row's fields replace the lead's (its tags added).
+    #[default]
+    Update,
+    /// Only the lead's empty fields take the row's values (its tags when it has none).
+    Fill,
+    /// The lead is left untouched.
+    Skip,
+}
+
+impl OnMatch {
+    /// The choice a wire value (`update`, `fill`, `skip`) names.
+    pub fn parse(value: &str) -> Option<OnMatch> {
+        match value {
+            "update" => Some(OnMatch::Update),
+            "fill" => Some(OnMatch::Fill),
+            "skip" => Some(OnMatch::Skip),
+            _ => None,
+        }
+    }
+
+    /// The wire value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnMatch::Update => "update",
+            OnMatch::Fill => "fill",
+            OnMatch::Skip => "skip",
+        }
+    }
+}
+
+/// How the rows of a part are applied.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// Refuse a row matching a lead instead of writing it.
+    pub create_only: bool,
+    /// The caller throws the transaction away (`Store::trial`).
+    pub dry_run: bool,
+    pub on_match: OnMatch,
+    /// The profile of rows that name none (checked to exist before the import starts).
+    pub profile: Option<String>,
+}
+
+/// What a matched row did to its lead: the lead's name and the fields it changed.
+#[derive(Debug, Clone)]
+pub struct Matched {
+    pub name: String,
+    pub changes: Vec<FieldChange>,
 }
 
 /// The file's rows so far: each match key (`ext:`, `phone:`, `email:` and the value) →
@@ -105,44 +164,48 @@ pub struct Applied {
     pub outcome: Outcome,
     /// The row's match keys the file's index does not hold yet.
     pub keys: Vec<String>,
+    /// A row that matched a lead: what it changed.
+    pub matched: Option<Matched>,
 }
 
 impl Applied {
     /// The lead the row made or updated (none when it was refused).
     pub fn lead(&self) -> Option<&str> {
         match &self.outcome {
-            Outcome::Created(id) | Outcome::Updated(id) | Outcome::Merged(id, _) => Some(id),
+            Outcome::Created(id)
+            | Outcome::Updated(id)
+            | Outcome::Merged(id, _)
+            | Outcome::Skipped(id) => Some(id),
             Outcome::Refused(_) => None,
         }
     }
 }
 
-/// Applies `rows` in `tx`, the file's earlier rows in `known`. `dry_run`: the caller
-/// throws the transaction away (`Store::trial`); a row merging into a lead an earlier,
-/// thrown-away part of the file made is then checked as a new lead.
+/// Applies `rows` in `tx` as `rules` say, the file's earlier rows in `known`. In a dry
+/// run a row merging into a lead an earlier, thrown-away part of the file made is
+/// checked as a new lead (and lists no changes).
 pub fn apply(
     tx: &mut WriteTx,
     caller: &Caller,
     rows: &[Row],
-    create_only: bool,
-    dry_run: bool,
+    rules: &Rules,
     known: &FileIndex,
 ) -> Result<Vec<Applied>> {
     let country = Country::parse(&tx.engine_settings(&caller.org_id)?.default_country);
     let mut here = FileIndex::default();
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
-        let (outcome, keys) =
-            match one(tx, caller, row, country, create_only, dry_run, known, &here) {
-                Ok(done) => done,
-                // Only a storage failure ends the part; a row's refusal is its outcome.
-                Err(e @ Error::Internal(_)) => return Err(e),
-                Err(e) => (Outcome::Refused(e.to_string()), Vec::new()),
-            };
+        let (outcome, keys, matched) = match one(tx, caller, row, country, rules, known, &here) {
+            Ok(done) => done,
+            // Only a storage failure ends the part; a row's refusal is its outcome.
+            Err(e @ Error::Internal(_)) => return Err(e),
+            Err(e) => (Outcome::Refused(e.to_string()), Vec::new(), None),
+        };
         let mut applied = Applied {
             row: row.number,
             outcome,
             keys: Vec::new(),
+            matched,
         };
         if let Some(lead) = applied.lead() {
             let added: Vec<String> = keys
@@ -157,19 +220,26 @@ pub fn apply(
     Ok(out)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A row's outcome, its match keys and, when it matched a lead, what it changed.
+type Done = (Outcome, Vec<String>, Option<Matched>);
+
 fn one(
     tx: &mut WriteTx,
     caller: &Caller,
     row: &Row,
     country: Option<Country>,
-    create_only: bool,
-    dry_run: bool,
+    rules: &Rules,
     known: &FileIndex,
     here: &FileIndex,
-) -> Result<(Outcome, Vec<String>)> {
+) -> Result<Done> {
     let org = caller.org_id.as_str();
-    let (body, keys) = body(row, country)?;
+    let (create_only, dry_run) = (rules.create_only, rules.dry_run);
+    let (mut body, keys) = body(row, country)?;
+    if let Some(profile) = &rules.profile {
+        if body.text(LeadText::CustomerProfile).is_none() {
+            body.set(LeadText::CustomerProfile, profile.clone());
+        }
+    }
     if let Some(profile) = body.text(LeadText::CustomerProfile) {
         if tx.profile(org, profile)?.is_none() {
             return Err(Error::BadRequest(format!("Unknown profile: {profile}")));
@@ -191,30 +261,82 @@ fn one(
         if create_only {
             return Err(Error::Conflict(format!("Same lead as row {first}")));
         }
-        let written = if dry_run && tx.lead(org, lead)?.is_none() {
+        if dry_run && tx.lead(org, lead)?.is_none() {
             // Made by an earlier part of this dry run, thrown away since: check the
             // row as the lead it would have been.
-            leads::create(tx, caller, body.input()?).react(tx)?
+            let name = body.name();
+            let outcome = if rules.on_match == OnMatch::Skip {
+                Outcome::Skipped(lead.clone())
+            } else {
+                let written = leads::create(tx, caller, body.input()?).react(tx)?;
+                body.consent.record(tx, caller, written)?;
+                Outcome::Merged(lead.clone(), first)
+            };
+            let matched = Matched {
+                name,
+                changes: Vec::new(),
+            };
+            return Ok((outcome, keys, Some(matched)));
+        }
+        let (wrote, matched) = write_match(tx, caller, lead, &body, rules.on_match)?;
+        let outcome = if wrote {
+            Outcome::Merged(lead.clone(), first)
         } else {
-            let patch = body.patch(add_tags(tx, org, lead, &body.tags)?)?;
-            leads::update(tx, caller, lead, patch).react(tx)?
+            Outcome::Skipped(lead.clone())
         };
-        body.consent.record(tx, caller, written)?;
-        return Ok((Outcome::Merged(lead.clone(), first), keys));
+        return Ok((outcome, keys, Some(matched)));
     }
     if let Some(lead) = live_match(tx, org, &body)? {
         if create_only {
             return Err(Error::Conflict(format!("Lead exists: {lead}")));
         }
-        let patch = body.patch(add_tags(tx, org, &lead, &body.tags)?)?;
-        let written = leads::update(tx, caller, &lead, patch).react(tx)?;
-        body.consent.record(tx, caller, written)?;
-        return Ok((Outcome::Updated(lead), keys));
+        let (wrote, matched) = write_match(tx, caller, &lead, &body, rules.on_match)?;
+        let outcome = if wrote {
+            Outcome::Updated(lead)
+        } else {
+            Outcome::Skipped(lead)
+        };
+        return Ok((outcome, keys, Some(matched)));
     }
     let lead = leads::create(tx, caller, body.input()?).react(tx)?;
     let id = lead.id.clone();
     body.consent.record(tx, caller, lead)?;
-    Ok((Outcome::Created(id), keys))
+    Ok((Outcome::Created(id), keys, None))
+}
+
+/// Writes a row onto the lead it matched as `on_match` says: whether it wrote (a skip
+/// does not), and what changed.
+fn write_match(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead: &str,
+    body: &RowLead,
+    on_match: OnMatch,
+) -> Result<(bool, Matched)> {
+    let old = leads::live_lead(tx, caller, lead)?;
+    let name = changes::display_name(&old);
+    let patch = match on_match {
+        OnMatch::Skip => {
+            return Ok((
+                false,
+                Matched {
+                    name,
+                    changes: Vec::new(),
+                },
+            ))
+        }
+        OnMatch::Update => body.patch(add_tags(tx, &caller.org_id, lead, &body.tags)?)?,
+        OnMatch::Fill => body.fill(&old)?,
+    };
+    let written = if on_match == OnMatch::Fill && patch == LeadPatch::default() {
+        // Nothing empty to fill: the lead is not written.
+        old.clone()
+    } else {
+        leads::update(tx, caller, lead, patch).react(tx)?
+    };
+    let changes = changes::diff(&old, &written);
+    body.consent.record(tx, caller, written)?;
+    Ok((true, Matched { name, changes }))
 }
 
 /// A row's consent columns: an entry per channel when `consent` is set.
@@ -365,6 +487,51 @@ impl RowLead {
             patch.additional_info = Some(self.info.clone());
         }
         Ok(patch)
+    }
+
+    /// The fields to write onto `lead` that it has empty: its empty text fields, its
+    /// tags when it has none, the `additionalInfo` keys it lacks (or holds empty).
+    fn fill(&self, lead: &LeadRecord) -> Result<LeadPatch> {
+        let mut patch = LeadPatch::default();
+        for (field, value) in &self.texts {
+            if field.of(lead).is_empty() {
+                patch.set_text(*field, value)?;
+            }
+        }
+        if lead.tags.is_empty() && !self.tags.is_empty() {
+            patch.set_tags(self.tags.clone())?;
+        }
+        let held = |key: &str| {
+            lead.additional_info
+                .0
+                .get(key)
+                .is_some_and(|v| !v.is_null() && v.as_str() != Some(""))
+        };
+        let info: Map<String, Value> = self
+            .info
+            .iter()
+            .filter(|(key, _)| !held(key))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !info.is_empty() {
+            patch.additional_info = Some(info);
+        }
+        Ok(patch)
+    }
+
+    /// The row's name for a lead an earlier, thrown-away part of a dry run made.
+    fn name(&self) -> String {
+        let first = self.text(LeadText::FirstName).unwrap_or_default();
+        let last = self.text(LeadText::LastName).unwrap_or_default();
+        let name = format!("{first} {last}").trim().to_string();
+        if !name.is_empty() {
+            return name;
+        }
+        [LeadText::Email, LeadText::Phone]
+            .into_iter()
+            .find_map(|field| self.text(field))
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// A new lead of the row's fields and its own tags.

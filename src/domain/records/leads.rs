@@ -71,21 +71,37 @@ impl LeadText {
         }
     }
 
+    /// Every text field, in the order of the interface's lead.
+    pub const ALL: [LeadText; 9] = [
+        LeadText::FirstName,
+        LeadText::LastName,
+        LeadText::CustomerProfile,
+        LeadText::Summary,
+        LeadText::ExternalLeadId,
+        LeadText::SecondaryCrmLeadId,
+        LeadText::TimeZone,
+        LeadText::Phone,
+        LeadText::Email,
+    ];
+
     /// The text field a wire name names.
     pub fn from_wire(name: &str) -> Option<LeadText> {
-        [
-            LeadText::FirstName,
-            LeadText::LastName,
-            LeadText::CustomerProfile,
-            LeadText::Summary,
-            LeadText::ExternalLeadId,
-            LeadText::SecondaryCrmLeadId,
-            LeadText::TimeZone,
-            LeadText::Phone,
-            LeadText::Email,
-        ]
-        .into_iter()
-        .find(|field| field.wire() == name)
+        LeadText::ALL.into_iter().find(|field| field.wire() == name)
+    }
+
+    /// The field's value on `lead` (empty when unset).
+    pub fn of(self, lead: &LeadRecord) -> &str {
+        match self {
+            LeadText::FirstName => &lead.first_name,
+            LeadText::LastName => &lead.last_name,
+            LeadText::CustomerProfile => &lead.customer_profile,
+            LeadText::Summary => &lead.summary,
+            LeadText::ExternalLeadId => &lead.external_lead_id,
+            LeadText::SecondaryCrmLeadId => &lead.secondary_crm_lead_id,
+            LeadText::TimeZone => &lead.time_zone,
+            LeadText::Phone => &lead.phone,
+            LeadText::Email => &lead.email,
+        }
     }
 }
 
