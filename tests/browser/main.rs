@@ -6,6 +6,7 @@
 mod campaigns;
 mod consent;
 mod import;
+mod import_choices;
 mod inbox;
 mod lead;
 mod leads;
