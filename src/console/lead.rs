@@ -227,6 +227,7 @@ impl LeadPageView {
                         }
                         @if self.can_act { (handling_buttons(visitor, lead)) }
                     }
+                    (self.fields_panel(visitor, shown))
                     section.panel aria-labelledby="engagement" {
                         h2 #engagement { "Engagement" }
                         dl.facts {
@@ -254,6 +255,64 @@ impl LeadPageView {
 }
 
 impl LeadPageView {
+    /// "Additional fields": the lead's `additionalInfo`, key → value; agents and admins
+    /// add, change ("Save field") and remove them.
+    fn fields_panel(&self, visitor: &Visitor, shown: &Shown) -> Markup {
+        let lead = &self.lead;
+        let empty = serde_json::Map::new();
+        let fields = match &lead.additional_info.0 {
+            Value::Object(map) => map,
+            _ => &empty,
+        };
+        let shown_value = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        html! {
+            section.panel aria-labelledby="additional-fields" {
+                h2 #additional-fields { "Additional fields" }
+                @if fields.is_empty() {
+                    p.muted { "No additional fields." }
+                } @else {
+                    dl.facts {
+                        @for (key, value) in fields {
+                            dt { (key) } dd { (shown_value(value)) }
+                        }
+                    }
+                }
+                @if self.can_act {
+                    form.stack method="post" action=(action_url(lead, PersonAction::SetField)) {
+                        (csrf_field(visitor))
+                        div {
+                            label for="field-name" { "Field" }
+                            input #field-name type="text" name="field" list="field-names" required;
+                            datalist #field-names { @for key in fields.keys() { option value=(key) {} } }
+                            @if let Some(problem) = shown.error_for("field") { p.field-error role="alert" { (problem) } }
+                        }
+                        div {
+                            label for="field-value" { "Value" }
+                            input #field-value type="text" name="value";
+                            @if let Some(problem) = shown.error_for("additionalInfo") { p.field-error role="alert" { (problem) } }
+                        }
+                        div.actions { button.secondary type="submit" { "Save field" } }
+                    }
+                    @if !fields.is_empty() {
+                        form method="post" action=(action_url(lead, PersonAction::RemoveField)) {
+                            (csrf_field(visitor))
+                            label for="field-remove" { "Field to remove" }
+                            div.actions {
+                                select #field-remove name="field" {
+                                    @for key in fields.keys() { option value=(key) { (key) } }
+                                }
+                                button.secondary type="submit" { "Remove field" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// The "Consent" panel: each channel's status, the ledger newest first, the
     /// download, and (agents and admins) "Record consent".
     fn consent_panel(&self, visitor: &Visitor, shown: &Shown) -> Markup {
@@ -593,6 +652,31 @@ pub async fn act(
             store
                 .write(move |tx| handling::add_tag(tx, &caller, &person, &lead_id, tag.clone()))
                 .await
+        }
+        PersonAction::SetField | PersonAction::RemoveField => {
+            let key = form.text("field").to_string();
+            let value = (action == PersonAction::SetField).then(|| form.text("value").to_string());
+            let done = store
+                .write(move |tx| {
+                    handling::set_field(tx, &caller, &person, &lead_id, &key, value.as_deref())
+                })
+                .await;
+            return match done {
+                Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
+                // A refusal (no name, a bound passed) shows beside its field.
+                Err(e @ (Error::InvalidField { .. } | Error::BadRequest(_))) => {
+                    let field = match e.refused_field() {
+                        Some("field") => "field",
+                        _ => "additionalInfo",
+                    };
+                    let shown = Shown {
+                        error: Some((field, e.to_string())),
+                        ..Shown::default()
+                    };
+                    page(state, visitor, id, shown).await
+                }
+                Err(e) => Err(e),
+            };
         }
         PersonAction::RemoveTag => {
             let tag = form.text("tag").to_string();

@@ -20,7 +20,7 @@ pub enum LeadAction {
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 17] = [
+    const ALL: [(&'static str, LeadAction); 19] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
@@ -43,6 +43,11 @@ impl LeadAction {
         (
             "not-opt-out",
             LeadAction::Person(PersonAction::DismissOptOut),
+        ),
+        ("fields-set", LeadAction::Person(PersonAction::SetField)),
+        (
+            "fields-remove",
+            LeadAction::Person(PersonAction::RemoveField),
         ),
     ];
 

@@ -235,6 +235,8 @@ pub fn action_words(data: &Value) -> String {
         ),
         "confirm_opt_out" => "opted the lead out (a possible opt-out)".to_string(),
         "dismiss_opt_out" => "decided it was not an opt-out".to_string(),
+        "set_field" => format!("set {} to {}", detail("field"), detail("value")),
+        "remove_field" => format!("removed the field {}", detail("field")),
         other => other.replace('_', " "),
     };
     format!("{name} {did}")

@@ -9,6 +9,7 @@ mod import;
 mod import_choices;
 mod inbox;
 mod lead;
+mod lead_fields;
 mod leads;
 mod profile_editor;
 mod screenshots;

@@ -48,6 +48,10 @@ pub enum PersonAction {
     ConfirmOptOut,
     /// "Not an opt-out" of a lead held by a possible opt-out.
     DismissOptOut,
+    /// "Save field": an additional field (`additionalInfo`) added or changed.
+    SetField,
+    /// "Remove field": an additional field removed.
+    RemoveField,
 }
 
 impl PersonAction {
@@ -68,6 +72,8 @@ impl PersonAction {
             PersonAction::RecordConsent => "record_consent",
             PersonAction::ConfirmOptOut => "confirm_opt_out",
             PersonAction::DismissOptOut => "dismiss_opt_out",
+            PersonAction::SetField => "set_field",
+            PersonAction::RemoveField => "remove_field",
         }
     }
 }
@@ -292,6 +298,37 @@ pub fn add_tag(
         details,
     )
     .map(drop)
+}
+
+/// "Save field" (`value` set) or "Remove field" (`None`): one key of the lead's
+/// `additionalInfo`, through the lead update `PATCH /v1/leads/{id}` makes (its bounds:
+/// 100 keys, 16 KiB). A field needs a name (`field`); a value left empty removes it.
+pub fn set_field(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    key: &str,
+    value: Option<&str>,
+) -> Result<()> {
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(Error::field("field", "Write the field's name"));
+    }
+    let value = value.map(str::trim).filter(|v| !v.is_empty());
+    let mut change = serde_json::Map::new();
+    change.insert(
+        key.to_string(),
+        value.map_or(Value::Null, |v| Value::String(v.to_string())),
+    );
+    let mut patch = leads::LeadPatch::default();
+    patch.additional_info = Some(change);
+    let lead = leads::update(tx, caller, lead_id, patch).react(tx)?;
+    let (action, details) = match value {
+        Some(v) => (PersonAction::SetField, json!({"field": key, "value": v})),
+        None => (PersonAction::RemoveField, json!({"field": key})),
+    };
+    record_action(tx, &caller.org_id, lead, person, action, details).map(drop)
 }
 
 /// "Remove tag": the tag of id `tag_id` off the lead, as `tags/remove`.
