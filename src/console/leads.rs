@@ -26,6 +26,8 @@ use crate::store::Reader;
 const PAGE: usize = 50;
 /// Leads read per snapshot while a CSV export streams.
 const CSV_BATCH: usize = 500;
+/// The most `additionalInfo.<key>` columns an export carries (the first keys found).
+const EXPORT_INFO_KEYS: usize = 100;
 
 /// The query string's filter and its page token (`nextToken`, as the API's: sealed
 /// for the organization and the filter by `search::seal_next`), not yet opened.
@@ -248,7 +250,10 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
 }
 
 /// `GET /console/leads.csv`: the filtered set as CSV, written page by page, each page
-/// from its own snapshot, so a large export holds neither memory nor a snapshot.
+/// from its own snapshot, so a large export holds neither memory nor a snapshot. The
+/// lead's fields, then each channel's subscription and the DNC list, then a column
+/// `additionalInfo.<key>` for each key the set uses (at most [`EXPORT_INFO_KEYS`]),
+/// found by a first pass over the set before the header is written.
 pub fn export(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
     let (filter, _) = parse(query)?;
     let org = visitor.org().to_string();
@@ -256,13 +261,32 @@ pub fn export(state: &AppState, visitor: &Visitor, query: &str) -> Result<Respon
     let (tx, rx) =
         tokio::sync::mpsc::channel::<std::result::Result<Frame<Bytes>, std::io::Error>>(4);
     tokio::spawn(async move {
-        let header = "id,firstName,lastName,phone,email,customerProfile,externalLeadId,state,hot,qualified,replied,assistantOn,tags,createdAt,lastActivityAt\r\n";
+        let mut keys = Vec::new();
+        let mut after: Option<After> = None;
+        loop {
+            match key_batch(&store, &org, &filter, after.as_ref(), &mut keys) {
+                Ok(Some(next)) if keys.len() < EXPORT_INFO_KEYS => after = Some(next),
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::error!(error = %e.to_string_for_logs(), "lead export stopped");
+                    let _ = tx.send(Err(std::io::Error::other("export failed"))).await;
+                    return;
+                }
+            }
+            tokio::task::yield_now().await;
+        }
+        let mut header = "id,firstName,lastName,phone,email,customerProfile,externalLeadId,state,hot,qualified,replied,assistantOn,tags,createdAt,lastActivityAt,smsSubscribed,voiceSubscribed,emailSubscribed,dnc".to_string();
+        for key in &keys {
+            header.push(',');
+            header.push_str(&csv_field(&format!("additionalInfo.{key}"), Column::Other));
+        }
+        header.push_str("\r\n");
         if tx.send(Ok(Frame::data(Bytes::from(header)))).await.is_err() {
             return;
         }
         let mut after: Option<After> = None;
         loop {
-            let batch = csv_batch(&store, &org, &filter, after.as_ref());
+            let batch = csv_batch(&store, &org, &filter, after.as_ref(), &keys);
             let (text, next) = match batch {
                 Ok(found) => found,
                 Err(e) => {
@@ -289,11 +313,41 @@ pub fn export(state: &AppState, visitor: &Visitor, query: &str) -> Result<Respon
     ))
 }
 
+/// One page of the export's first pass: the `additionalInfo` keys its leads use added
+/// to `keys` (in the order found, at most [`EXPORT_INFO_KEYS`]); the next page.
+fn key_batch(
+    store: &crate::store::Store,
+    org: &str,
+    filter: &LeadFilter,
+    after: Option<&After>,
+    keys: &mut Vec<String>,
+) -> Result<Option<After>> {
+    let read = store.read()?;
+    let page = search::search(&read, org, filter, CSV_BATCH, after)?;
+    for found in &page.leads {
+        let Some(lead) = read.lead(org, &found.id)? else {
+            continue;
+        };
+        if let serde_json::Value::Object(info) = &lead.additional_info.0 {
+            for key in info.keys() {
+                if keys.len() == EXPORT_INFO_KEYS {
+                    return Ok(None);
+                }
+                if !keys.contains(key) {
+                    keys.push(key.clone());
+                }
+            }
+        }
+    }
+    Ok(page.next)
+}
+
 fn csv_batch(
     store: &crate::store::Store,
     org: &str,
     filter: &LeadFilter,
     after: Option<&After>,
+    keys: &[String],
 ) -> Result<(String, Option<After>)> {
     let read = store.read()?;
     let page = search::search(&read, org, filter, CSV_BATCH, after)?;
@@ -304,7 +358,9 @@ fn csv_batch(
         };
         let engagement = read.engagement(org, &found.id)?;
         let tags: Vec<&str> = lead.tags.iter().map(|t| t.id.as_str()).collect();
-        let fields = [
+        let on_dnc = !lead.phone.is_empty() && read.dnc_contains(org, &lead.phone)?;
+        let subscribed = &lead.subscriptions;
+        let mut fields = vec![
             lead.id.clone(),
             lead.first_name.clone(),
             lead.last_name.clone(),
@@ -320,7 +376,18 @@ fn csv_batch(
             tags.join(";"),
             crate::time::format(lead.created_at),
             crate::time::format(lead.last_activity_at),
+            (!subscribed.sms_unsubscribed).to_string(),
+            (!subscribed.voice_unsubscribed).to_string(),
+            (!subscribed.email_unsubscribed).to_string(),
+            on_dnc.to_string(),
         ];
+        for key in keys {
+            fields.push(match lead.additional_info.0.get(key) {
+                None | Some(serde_json::Value::Null) => String::new(),
+                Some(serde_json::Value::String(text)) => text.clone(),
+                Some(other) => other.to_string(),
+            });
+        }
         let line: Vec<String> = fields
             .iter()
             .enumerate()

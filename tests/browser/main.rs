@@ -5,6 +5,7 @@
 
 mod campaigns;
 mod consent;
+mod export;
 mod import;
 mod import_choices;
 mod inbox;
