@@ -603,3 +603,42 @@ async fn a_lead_list_page_token_changed_or_for_another_filter_is_refused() {
     assert_eq!(typo.status, 400);
     assert!(typo.text().contains("Invalid format for field: hot"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_additional_field_without_a_name_or_past_its_bounds_is_refused_beside_it() {
+    let (ts, key, session) = start("agent").await;
+    let origin = ts.origin();
+    let set = |field: String, value: String| {
+        let (ts, session, origin) = (&ts, &session, &origin);
+        async move {
+            ts.console(
+                Method::POST,
+                "/console/leads/c-1/fields-set",
+                Some(&session.cookie),
+                Some(origin),
+                &[
+                    ("csrf", session.csrf.as_str()),
+                    ("field", field.as_str()),
+                    ("value", value.as_str()),
+                ],
+            )
+            .await
+        }
+    };
+    let nameless = set("  ".into(), "tile".into()).await;
+    assert_eq!(nameless.status, 400);
+    assert!(
+        nameless.text().contains("Write the field&#39;s name")
+            || nameless.text().contains("Write the field's name")
+    );
+    let huge = set("Notes".into(), "x".repeat(17 * 1024)).await;
+    assert_eq!(huge.status, 400, "{}", huge.text());
+    assert!(huge.text().contains("additionalInfo"), "{}", huge.text());
+    let lead = ts.get(&key, "/v1/leads/c-1").await.json();
+    assert_eq!(lead["additionalInfo"], json!({}), "nothing changed");
+    assert_eq!(user_actions(&ts, &key).await, 0);
+    let saved = set("Roof type".into(), "tile".into()).await;
+    assert_eq!(saved.status, 303);
+    let lead = ts.get(&key, "/v1/leads/c-1").await.json();
+    assert_eq!(lead["additionalInfo"], json!({"Roof type": "tile"}));
+}
