@@ -1565,6 +1565,53 @@ fn import_works_on_a_stopped_server_and_a_dry_run_changes_nothing() {
         Some("0 created, 2 updated, 1 merged, 1 refused"),
         "a second import updates instead of duplicating"
     );
+    let skipped = cli(
+        data,
+        &[
+            "import",
+            "--org",
+            "acme",
+            "--on-match",
+            "skip",
+            "--verbose",
+            &file,
+        ],
+    )
+    .ok("import --on-match skip");
+    assert_eq!(
+        skipped.stdout.lines().last(),
+        Some("0 created, 0 updated, 0 merged, 1 refused"),
+        "{}",
+        skipped.stdout
+    );
+    assert!(
+        skipped.stdout.contains("3 matched rows skipped")
+            && skipped.stdout.contains("row 2 matched ")
+            && skipped.stdout.contains(": no change"),
+        "{}",
+        skipped.stdout
+    );
+    // A usage error, as clap reports one (exit status 2).
+    let bogus = cli(
+        data,
+        &["import", "--org", "acme", "--on-match", "bogus", &file],
+    );
+    assert_eq!(bogus.code, Some(2));
+    assert!(
+        bogus.stderr.contains("bogus: write update, fill or skip"),
+        "{}",
+        bogus.stderr
+    );
+    let unknown = cli(
+        data,
+        &["import", "--org", "acme", "--profile", "nope", &file],
+    );
+    assert_cli_failure(&unknown, "an unknown --profile");
+    assert!(
+        unknown.stderr.contains("Unknown profile: nope"),
+        "{}",
+        unknown.stderr
+    );
     assert_cli_failure(
         &cli(data, &["import", "--org", "nope", &file]),
         "an unknown organization",
