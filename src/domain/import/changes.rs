@@ -111,11 +111,8 @@ pub fn diff(old: &LeadRecord, new: &LeadRecord) -> Vec<FieldChange> {
         });
     }
     let empty = serde_json::Map::new();
-    let info = |lead: &LeadRecord| match &lead.additional_info.0 {
-        Value::Object(map) => map.clone(),
-        _ => empty.clone(),
-    };
-    let (before, after) = (info(old), info(new));
+    let before = old.additional_info.0.as_object().unwrap_or(&empty);
+    let after = new.additional_info.0.as_object().unwrap_or(&empty);
     let keys = before
         .keys()
         .chain(after.keys().filter(|k| !before.contains_key(*k)));
