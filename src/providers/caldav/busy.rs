@@ -87,7 +87,15 @@ pub fn busy_of(ics: &str, window: &Window) -> Result<(Vec<Busy>, usize), NotICal
                 .collect();
             for occurrence in expand(event, &start, &rules, length, window) {
                 if !skip.contains(&occurrence) {
-                    push_clipped(&mut busy, occurrence, occurrence + length, window);
+                    let end = match start {
+                        // Whole days end at a midnight, whatever DST did in between.
+                        When::Day(_, zone) => {
+                            let day = occurrence.with_timezone(&zone).date_naive();
+                            midnight(day + Duration::days(length.num_days().max(1)), zone)
+                        }
+                        When::At(_) => occurrence + length,
+                    };
+                    push_clipped(&mut busy, occurrence, end, window);
                 }
             }
         } else {
@@ -201,14 +209,16 @@ fn zone_named(name: &str) -> Option<Tz> {
 }
 
 /// How long the event lasts: `DTEND` less `DTSTART`, else `DURATION`, else a day for an
-/// all-day event and nothing for a moment (RFC 5545 3.6.1).
+/// all-day event and nothing for a moment (RFC 5545 3.6.1); an all-day event whose
+/// `DTEND` is not after its start lasts its day.
 fn length_of(event: &Component, start: &When, zone: Tz) -> Duration {
     if let Some(end) = event.find_prop("DTEND").and_then(|p| time_of(p, zone)) {
         let length = end.utc() - start.utc();
-        if length > Duration::zero() {
-            return length;
-        }
-        return Duration::zero();
+        return match start {
+            // A day's event ending on its own day (some writers do): the day.
+            When::Day(..) if length <= Duration::zero() => Duration::days(1),
+            _ => length.max(Duration::zero()),
+        };
     }
     if let Some(length) = text(event, "DURATION").and_then(parse_duration) {
         return length;
@@ -393,6 +403,23 @@ mod tests {
     #[test]
     fn an_all_day_event_is_busy_the_whole_day_in_the_zone_given() {
         let ics = cal("BEGIN:VEVENT\r\nUID:a\r\nDTSTART;VALUE=DATE:20260105\r\nDTEND;VALUE=DATE:20260106\r\nEND:VEVENT\r\n");
+        let (busy, _) = busy_of(
+            &ics,
+            &window("2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"),
+        )
+        .unwrap();
+        assert_eq!(
+            busy,
+            vec![Busy {
+                start: utc("2026-01-05T06:00:00Z"),
+                end: utc("2026-01-06T06:00:00Z")
+            }]
+        );
+    }
+
+    #[test]
+    fn an_all_day_event_ending_on_its_own_day_lasts_the_day() {
+        let ics = cal("BEGIN:VEVENT\r\nUID:a\r\nDTSTART;VALUE=DATE:20260105\r\nDTEND;VALUE=DATE:20260105\r\nEND:VEVENT\r\n");
         let (busy, _) = busy_of(
             &ics,
             &window("2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"),
