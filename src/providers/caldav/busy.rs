@@ -418,6 +418,23 @@ mod tests {
     }
 
     #[test]
+    fn instances_a_server_expanded_are_each_busy() {
+        let ics = cal(concat!(
+            "BEGIN:VEVENT\r\nUID:w\r\nRECURRENCE-ID:20260105T150000Z\r\n",
+            "DTSTART:20260105T150000Z\r\nDTEND:20260105T160000Z\r\nEND:VEVENT\r\n",
+            "BEGIN:VEVENT\r\nUID:w\r\nRECURRENCE-ID:20260112T150000Z\r\n",
+            "DTSTART:20260112T150000Z\r\nDTEND:20260112T160000Z\r\nEND:VEVENT\r\n",
+        ));
+        let (busy, seen) = busy_of(
+            &ics,
+            &window("2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z"),
+        )
+        .unwrap();
+        assert_eq!((busy.len(), seen), (2, 2));
+        assert_eq!(busy[1].start, utc("2026-01-12T15:00:00Z"));
+    }
+
+    #[test]
     fn an_all_day_event_ending_on_its_own_day_lasts_the_day() {
         let ics = cal("BEGIN:VEVENT\r\nUID:a\r\nDTSTART;VALUE=DATE:20260105\r\nDTEND;VALUE=DATE:20260105\r\nEND:VEVENT\r\n");
         let (busy, _) = busy_of(
