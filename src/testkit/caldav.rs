@@ -3,7 +3,8 @@
 //! and `htpasswd` file (plain) in a temporary directory, one user and one calendar
 //! collection made with `MKCALENDAR`; killed on drop. Without Radicale a test fails and
 //! says how to install it ([`INSTALL`]). And [`not_caldav`]: a server answering every
-//! request with an HTML page, as a web server at a wrong URL does.
+//! request with an HTML page, as a web server at a wrong URL does; [`never_answers`]: one
+//! that reads requests and never answers.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -206,6 +207,11 @@ pub async fn not_caldav() -> SocketAddr {
         Some(response)
     })
     .await
+}
+
+/// A server that reads every request and never answers it (a hung server).
+pub async fn never_answers() -> SocketAddr {
+    crate::testkit::serve::serve(|_, _| std::future::pending()).await
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use chrono_tz::Tz;
 use engaged::http_client::HttpClient;
 use engaged::providers::caldav::{Busy, CalDav, CalDavError, PutMode};
-use engaged::testkit::caldav::not_caldav;
+use engaged::testkit::caldav::{never_answers, not_caldav};
 use engaged::testkit::{closed_addr, Radicale};
 use icalendar::{CalendarDateTime, Component, EventLike, EventStatus};
 
@@ -318,4 +318,21 @@ async fn an_html_answer_is_not_xml() {
             .starts_with("the CalDAV server's answer is not XML (it is text/html"),
         "{refused}"
     );
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_is_unreachable_within_the_bound() {
+    let addr = never_answers().await;
+    let cal = CalDav::new(&format!("http://{addr}/calendar/"), "ana", "pw")
+        .unwrap()
+        .with_bounds(Duration::from_millis(300), 64 * 1024);
+    assert_eq!(
+        busy(&cal).await,
+        Err(CalDavError::Unreachable("no answer within 300 ms".into()))
+    );
+    let empty = cal
+        .busy(&client(), utc(TO), utc(FROM), Tz::UTC)
+        .await
+        .unwrap();
+    assert!(empty.is_empty(), "an empty range asks nothing");
 }

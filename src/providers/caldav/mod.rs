@@ -177,11 +177,14 @@ impl CalDav {
         client: &HttpClient,
         window: &Window,
     ) -> Result<(Vec<Busy>, usize), CalDavError> {
+        if window.to <= window.from {
+            return Ok((Vec::new(), 0));
+        }
         let body = xml::calendar_query(window.from, window.to);
         let answer = self
             .send(
                 client,
-                Method::from_bytes(b"REPORT").map_err(|_| CalDavError::Status(0))?,
+                webdav(b"REPORT")?,
                 &self.url,
                 &[("depth", "1".into())],
                 body,
@@ -284,7 +287,7 @@ impl CalDav {
         let answer = self
             .send(
                 client,
-                Method::from_bytes(b"PROPFIND").map_err(|_| CalDavError::Status(0))?,
+                webdav(b"PROPFIND")?,
                 &self.url,
                 &[("depth", "0".into())],
                 xml::propfind_resourcetype(),
@@ -337,14 +340,22 @@ impl CalDav {
             )
             .await
             .map_err(|e| match e {
-                RequestError::TimedOut(t) => {
+                RequestError::TimedOut(t) if t.as_secs() > 0 => {
                     CalDavError::Unreachable(format!("no answer within {} s", t.as_secs()))
+                }
+                RequestError::TimedOut(t) => {
+                    CalDavError::Unreachable(format!("no answer within {} ms", t.as_millis()))
                 }
                 RequestError::TooLarge(bound) => CalDavError::TooLarge(bound),
                 RequestError::Failed(e) if e.tls_certificate => CalDavError::UntrustedCertificate,
                 RequestError::Failed(e) => CalDavError::Unreachable(unreachable_words(&e.message)),
             })
     }
+}
+
+/// A WebDAV method (`REPORT`, `PROPFIND`): a valid token, so never refused by `http`.
+fn webdav(name: &'static [u8]) -> Result<Method, CalDavError> {
+    Method::from_bytes(name).map_err(|_| CalDavError::Status(0))
 }
 
 const XML: Option<&str> = Some("application/xml; charset=utf-8");
