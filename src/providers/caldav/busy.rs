@@ -91,16 +91,18 @@ pub fn busy_of(ics: &str, window: &Window) -> Result<(Vec<Busy>, usize), NotICal
                         // Whole days end at a midnight, whatever DST did in between.
                         When::Day(_, zone) => {
                             let day = occurrence.with_timezone(&zone).date_naive();
-                            midnight(day + Duration::days(length.num_days().max(1)), zone)
+                            let days = chrono::Days::new(length.num_days().max(1).unsigned_abs());
+                            day.checked_add_days(days)
+                                .map_or(window.to, |end| midnight(end, zone))
                         }
-                        When::At(_) => occurrence + length,
+                        When::At(_) => plus(occurrence, length),
                     };
                     push_clipped(&mut busy, occurrence, end, window);
                 }
             }
         } else {
             let start = start.utc();
-            push_clipped(&mut busy, start, start + length, window);
+            push_clipped(&mut busy, start, plus(start, length), window);
         }
     }
     Ok((busy, events.len()))
@@ -169,7 +171,10 @@ fn midnight(day: NaiveDate, zone: Tz) -> DateTime<Utc> {
 /// skipped is read an hour later (as the clocks show it).
 fn local(naive: NaiveDateTime, zone: Tz) -> DateTime<Utc> {
     for shift in 0..3 {
-        match zone.from_local_datetime(&(naive + Duration::hours(shift))) {
+        let Some(shifted) = naive.checked_add_signed(Duration::hours(shift)) else {
+            break;
+        };
+        match zone.from_local_datetime(&shifted) {
             chrono::LocalResult::Single(t) => return t.with_timezone(&Utc),
             chrono::LocalResult::Ambiguous(early, _) => return early.with_timezone(&Utc),
             chrono::LocalResult::None => continue,
@@ -243,14 +248,15 @@ fn parse_duration(value: &str) -> Option<Duration> {
             unit => {
                 let n: i64 = number.parse().ok()?;
                 number.clear();
-                total += match (unit, in_time) {
-                    ('W', false) => Duration::weeks(n),
-                    ('D', false) => Duration::days(n),
-                    ('H', true) => Duration::hours(n),
-                    ('M', true) => Duration::minutes(n),
-                    ('S', true) => Duration::seconds(n),
-                    _ => return None,
-                };
+                let part = match (unit, in_time) {
+                    ('W', false) => Duration::try_weeks(n),
+                    ('D', false) => Duration::try_days(n),
+                    ('H', true) => Duration::try_hours(n),
+                    ('M', true) => Duration::try_minutes(n),
+                    ('S', true) => Duration::try_seconds(n),
+                    _ => None,
+                }?;
+                total = total.checked_add(&part)?;
             }
         }
     }
@@ -295,7 +301,14 @@ fn expand(
             }
         }
     }
-    let after = (window.from - length - Duration::seconds(1)).with_timezone(&rrule_zone);
+    // An occurrence that began up to its length before the range still covers part of it
+    // (a length over a year is looked back a year).
+    let lookback = length.min(Duration::days(366)) + Duration::seconds(1);
+    let after = window
+        .from
+        .checked_sub_signed(lookback)
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+        .with_timezone(&rrule_zone);
     let before = window.to.with_timezone(&rrule_zone);
     set.after(after)
         .before(before)
@@ -336,6 +349,11 @@ fn list_item(prop: &Property, value: &str, zone: Tz) -> Option<DateTime<Utc>> {
         params: prop.params.clone(),
     };
     time_of(&single, zone).map(|w| w.utc())
+}
+
+/// `t` later by `d`, or the end of time.
+fn plus(t: DateTime<Utc>, d: Duration) -> DateTime<Utc> {
+    t.checked_add_signed(d).unwrap_or(DateTime::<Utc>::MAX_UTC)
 }
 
 fn push_clipped(busy: &mut Vec<Busy>, start: DateTime<Utc>, end: DateTime<Utc>, window: &Window) {
@@ -511,8 +529,13 @@ mod tests {
             "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART:nonsense\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
             "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART:20260105T150000Z\r\nRRULE:FREQ=SOMETIMES\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
             "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART;TZID=Mars/Olympus:20260105T150000\r\nDURATION:PXYZ\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
+            "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART:99991231T230000Z\r\nDURATION:P999999999999W\r\nRRULE:FREQ=SECONDLY\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
+            "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART:20251231T230000Z\r\nDURATION:P99999999W\r\nRRULE:FREQ=SECONDLY\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
+            "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART;VALUE=DATE:99991231\r\nDTEND;VALUE=DATE:00010101\r\nRRULE:FREQ=DAILY;COUNT=4\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
+            "BEGIN:VCALENDAR\r\nBEGIN:VEVENT\r\nDTSTART:+2621430101T000000\r\nEXDATE:,,x\r\nRDATE:20260101T000000Z,bad\r\nRRULE:FREQ=YEARLY\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n",
         ] {
             let _ = busy_of(odd, &w);
+            let _ = busy_of(odd, &Window { from: DateTime::<Utc>::MIN_UTC, to: DateTime::<Utc>::MAX_UTC, zone: Tz::Pacific__Kiritimati });
         }
     }
 
