@@ -205,6 +205,60 @@ impl HttpClient {
         }
     }
 
+    /// Sends one request of any `method` (WebDAV's `REPORT`, `PUT`, `DELETE`, ...) with
+    /// `headers` and `body`, and reads the answer whole: `timeout` covers connecting,
+    /// sending and reading, and a body beyond `max_answer_bytes` is
+    /// [`RequestError::TooLarge`] (the CalDAV client's calls).
+    pub async fn request(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Vec<u8>,
+        timeout: Duration,
+        max_answer_bytes: usize,
+    ) -> Result<Answer, RequestError> {
+        let exchange = async {
+            let request =
+                build(method, url, headers, Bytes::from(body)).map_err(RequestError::Failed)?;
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| RequestError::Failed(failed(e)))?;
+            let status = response.status().as_u16();
+            let content_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let body = Limited::new(response.into_body(), max_answer_bytes)
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .map_err(|e| {
+                    if e.is::<http_body_util::LengthLimitError>() {
+                        RequestError::TooLarge(max_answer_bytes)
+                    } else {
+                        RequestError::Failed(SendError {
+                            message: format!("reading the answer: {e}"),
+                            not_sent: false,
+                            tls_certificate: false,
+                        })
+                    }
+                })?;
+            Ok(Answer {
+                status,
+                content_type,
+                body,
+            })
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(answer) => answer,
+            Err(_) => Err(RequestError::TimedOut(timeout)),
+        }
+    }
+
     /// GETs `url` with `headers` and answers the status and the body, unread: `timeout`
     /// covers connecting and the answer's head; the caller bounds its reads of the body.
     pub async fn get_streaming(
@@ -220,6 +274,27 @@ impl HttpClient {
             Err(_) => Err(SendError::timed_out(timeout)),
         }
     }
+}
+
+/// An answer read whole by [`HttpClient::request`]: its status, its `Content-Type` and
+/// its body.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Bytes,
+}
+
+/// Why [`HttpClient::request`] got no answer it could hand back.
+#[derive(Debug, Clone)]
+pub enum RequestError {
+    /// No answer: no connection (`not_sent`), a refused certificate, or a failure after
+    /// sending.
+    Failed(SendError),
+    /// No whole answer within the timeout.
+    TimedOut(Duration),
+    /// The answer's body was longer than the bound given.
+    TooLarge(usize),
 }
 
 /// A request with our `User-Agent` and `headers`.

@@ -11,6 +11,7 @@
 //! the voice webhooks), [`relay`] (ConversationRelay's WebSocket messages) and
 //! [`twilio_signature`] (the webhooks' signatures).
 
+pub mod caldav;
 pub mod callbacks;
 pub mod compliance;
 pub mod model;

@@ -15,8 +15,10 @@
 //! - [`logs`]: [`Captured`], what the server logs.
 //! - [`serve`](mod@serve): the loopback HTTP/1.1 server under the fakes.
 //! - [`relay`]: [`RelayClient`], Twilio's side of a ConversationRelay WebSocket.
+//! - [`caldav`]: [`Radicale`], a real CalDAV server, and a server that is not one.
 
 pub mod browser;
+pub mod caldav;
 pub mod compliance;
 pub mod console;
 pub mod https;
@@ -30,6 +32,7 @@ pub mod smtp;
 pub mod twilio;
 pub mod webhooks;
 
+pub use caldav::Radicale;
 pub use compliance::FakeCompliance;
 pub use https::{client_trusting, https_client, tls_trusting, HttpsClient, Versions};
 pub use logs::Captured;

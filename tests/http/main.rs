@@ -10,6 +10,7 @@ mod twilio_signing;
 
 mod assistant;
 mod auth;
+mod caldav;
 mod calls;
 mod campaigns;
 mod compliance;
