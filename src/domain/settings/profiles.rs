@@ -16,7 +16,7 @@ use crate::cursor::CursorKey;
 use crate::domain::records::limits;
 use crate::domain::records::listing;
 use crate::domain::records::written::{Reaction, Written};
-use crate::domain::settings::templates::check_placeholders;
+use crate::domain::settings::templates::{self, check_placeholders};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{DispositionRecord, ProfileRecord, Purpose, StepRecord};
@@ -220,6 +220,200 @@ impl ProfileInput {
             created_at: 0,
             updated_at: 0,
         })
+    }
+}
+
+/// One refusal of a profile's members, for a form: the field it refuses (the
+/// interface's path, `cadence[1].after`), the error the interface answers with, and the
+/// words a person reads beside the field ("Step 2 · After: write a duration such as 2d,
+/// 3h or 30m").
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub field: String,
+    pub error: Error,
+    pub words: String,
+}
+
+/// How durations are written, for people.
+pub const DURATION_HELP: &str =
+    "a duration such as 2d, 3h or 30m (d days, h hours, m minutes, s seconds)";
+
+/// The placeholders a text may hold, for people.
+fn placeholder_help() -> String {
+    format!(
+        "the placeholders are {} and {{{{additionalInfo.KEY}}}} for a lead's additional field",
+        templates::PLACEHOLDERS.join(", ")
+    )
+}
+
+/// Collects refusals, each field's first.
+#[derive(Default)]
+struct Refusals(Vec<Refusal>);
+
+impl Refusals {
+    fn check(&mut self, field: &str, result: Result<()>, words: impl FnOnce() -> String) {
+        if let Err(error) = result {
+            self.0.push(Refusal {
+                field: field.to_string(),
+                error,
+                words: words(),
+            });
+        }
+    }
+}
+
+/// The words for a refused text (`label`: "Step 2 · Text"): blank when `required`
+/// says why it is needed, an unknown placeholder, or too long.
+fn text_words(label: &str, text: &str, max: usize, required: Option<&str>) -> String {
+    match (required, templates::unknown_placeholder(text)) {
+        (Some(required), _) if text.trim().is_empty() => format!("{label}: {required}"),
+        (_, Some(inner)) => format!(
+            "{label}: unknown placeholder {{{{{inner}}}}}; {}",
+            placeholder_help()
+        ),
+        _ => format!("{label}: write at most {max} characters"),
+    }
+}
+
+impl ProfileInput {
+    /// Every refusal of these members as the profile named `name`, each field's first,
+    /// in the order [`ProfileInput::record`] checks them: empty exactly when `record`
+    /// succeeds, and else the first is the error `record` returns.
+    pub fn refusals(&self, name: &str) -> Vec<Refusal> {
+        let mut out = Refusals::default();
+        out.check("name", check_name(name), || {
+            format!("Name: use 1 to {MAX_NAME_CHARS} characters without spaces or /, other than \"{RESERVED_NAME}\"")
+        });
+        out.check(
+            "instructions",
+            check_instructions(&self.instructions),
+            || {
+                format!(
+                    "Instructions: write at most {} characters",
+                    limits::INSTRUCTIONS_CHARS
+                )
+            },
+        );
+        out.check("cadence", check_step_count(self.cadence.len()), || {
+            format!("Cadence: at most {MAX_STEPS} steps")
+        });
+        for (i, step) in self.cadence.iter().enumerate() {
+            let path = format!("cadence[{i}]");
+            let label = |member: &str| format!("Step {} · {member}", i + 1);
+            out.check(
+                &format!("{path}.after"),
+                step_after(&path, &step.after).map(drop),
+                || format!("{}: write {DURATION_HELP}", label("After")),
+            );
+            out.check(
+                &format!("{path}.channel"),
+                step.channel
+                    .map(drop)
+                    .ok_or_else(|| Error::invalid_field(&format!("{path}.channel"))),
+                || format!("{}: choose sms, email or voice", label("Channel")),
+            );
+            let channel = step.channel.unwrap_or(Channel::Sms);
+            out.check(
+                &format!("{path}.text"),
+                step_text(&path, channel, &step.text),
+                || {
+                    text_words(
+                        &label("Text"),
+                        &step.text,
+                        limits::step_text_chars(channel),
+                        Some("write the message this step sends"),
+                    )
+                },
+            );
+            if step.channel.is_some() {
+                out.check(
+                    &format!("{path}.subject"),
+                    step_subject(&path, channel, &step.subject),
+                    || {
+                        text_words(
+                            &label("Subject"),
+                            &step.subject,
+                            limits::SUBJECT_CHARS,
+                            Some("an email step needs a subject"),
+                        )
+                    },
+                );
+            }
+        }
+        out.check(
+            "replyDelay",
+            reply_delay_of(self.reply_delay.as_deref()).map(drop),
+            || {
+                "Reply delay: write a duration such as 30s, 5m or 1h (empty: the default)"
+                    .to_string()
+            },
+        );
+        out.check(
+            "dispositions",
+            limits::count(
+                "dispositions",
+                self.dispositions.len(),
+                limits::DISPOSITIONS,
+            ),
+            || format!("Dispositions: at most {}", limits::DISPOSITIONS),
+        );
+        let mut ids: Vec<&str> = Vec::with_capacity(self.dispositions.len());
+        for (i, d) in self.dispositions.iter().enumerate() {
+            let path = format!("dispositions[{i}]");
+            let line = format!("Dispositions, line {}", i + 1);
+            for (member, text, max) in [
+                ("id", &d.id, limits::CALL_FIELD_CHARS),
+                ("name", &d.name, limits::CALL_FIELD_CHARS),
+                (
+                    "description",
+                    &d.description,
+                    limits::DISPOSITION_DESCRIPTION_CHARS,
+                ),
+            ] {
+                out.check(
+                    &format!("{path}.{member}"),
+                    disposition_text(&path, member, text),
+                    || {
+                        if text.trim().is_empty() {
+                            format!("{line}: write an {member} (id | name | description)")
+                        } else {
+                            format!("{line}: the {member} has at most {max} characters")
+                        }
+                    },
+                );
+            }
+            if ids.contains(&d.id.as_str()) {
+                out.check(&format!("{path}.id"), Err(duplicate(i, &d.id)), || {
+                    format!("{line}: the id {} is already used above", d.id)
+                });
+            }
+            ids.push(&d.id);
+        }
+        for (field, label, raw) in [
+            ("transferNumber", "Transfer number", &self.transfer_number),
+            (
+                "fallbackTransferNumber",
+                "Fallback transfer number",
+                &self.fallback_transfer_number,
+            ),
+        ] {
+            out.check(field, phone(field, raw).map(drop), || {
+                format!("{label}: write a phone number such as +1 512 555 0100, or leave it empty")
+            });
+        }
+        out.check(
+            "voiceGreeting",
+            check_greeting(&self.voice_greeting),
+            || {
+                text_words(
+                    "Voice greeting",
+                    &self.voice_greeting,
+                    limits::GREETING_CHARS,
+                    None,
+                )
+            },
+        );
+        out.0
     }
 }
 
@@ -532,6 +726,30 @@ pub fn put(
     profile.updated_at = now;
     tx.put_profile(&caller.org_id, &profile)?;
     Ok(profile)
+}
+
+/// The console editor's "Save": the profile written as [`put`] writes it, or, when its
+/// members are refused, every refusal at once ([`ProfileInput::refusals`]) and nothing
+/// written. A refusal of the write itself (too many profiles) is one refusal.
+pub fn put_or_refusals(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    name: &str,
+    input: &ProfileInput,
+) -> Result<std::result::Result<ProfileRecord, Vec<Refusal>>> {
+    let refusals = input.refusals(name);
+    if !refusals.is_empty() {
+        return Ok(Err(refusals));
+    }
+    match put(tx, caller, name, input) {
+        Ok(profile) => Ok(Ok(profile)),
+        Err(error) if error.is_bad_request() => Ok(Err(vec![Refusal {
+            field: error.refused_field().unwrap_or_default().to_string(),
+            words: error.to_string(),
+            error,
+        }])),
+        Err(error) => Err(error),
+    }
 }
 
 /// `DELETE /v1/profiles/{name}`: the cadences that follow it stop (`profile_deleted`,
@@ -1052,6 +1270,66 @@ mod tests {
             refused(json!({"nickname": 1})),
             (None, "Unknown field: nickname".into())
         );
+    }
+
+    #[test]
+    fn refusals_list_every_field_in_words_the_first_being_the_records_error() {
+        let input = ProfileInput {
+            cadence: vec![
+                StepInput {
+                    after: "0s".into(),
+                    channel: Some(Channel::Sms),
+                    text: "Hi".into(),
+                    ..StepInput::default()
+                },
+                StepInput {
+                    after: "2 days".into(),
+                    channel: Some(Channel::Sms),
+                    text: String::new(),
+                    ..StepInput::default()
+                },
+                StepInput {
+                    after: "1d".into(),
+                    channel: Some(Channel::Email),
+                    text: "Hi {{lead.fist_name}}".into(),
+                    subject: "Quote".into(),
+                    ..StepInput::default()
+                },
+            ],
+            reply_delay: Some("soon".into()),
+            ..ProfileInput::default()
+        };
+        let refusals = input.refusals("solar");
+        let listed: Vec<(&str, &str)> = refusals
+            .iter()
+            .map(|r| (r.field.as_str(), r.words.as_str()))
+            .collect();
+        assert_eq!(listed.len(), 4, "{listed:?}");
+        assert_eq!(
+            listed[0],
+            ("cadence[1].after", "Step 2 · After: write a duration such as 2d, 3h or 30m (d days, h hours, m minutes, s seconds)")
+        );
+        assert_eq!(
+            listed[1],
+            (
+                "cadence[1].text",
+                "Step 2 · Text: write the message this step sends"
+            )
+        );
+        assert_eq!(listed[2].0, "cadence[2].text");
+        assert!(
+            listed[2].1.starts_with("Step 3 · Text: unknown placeholder {{lead.fist_name}}; the placeholders are {{firstName}}"),
+            "{}",
+            listed[2].1
+        );
+        assert_eq!(listed[3].0, "replyDelay");
+        assert_eq!(
+            refusals[0].error.to_string(),
+            input.record("solar").unwrap_err().to_string()
+        );
+        let fine = ProfileInput::from_json(&body(spec_example())).unwrap();
+        assert!(fine.refusals("solar").is_empty());
+        assert_eq!(fine.refusals("a b")[0].field, "name");
     }
 
     #[test]
