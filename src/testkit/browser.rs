@@ -297,7 +297,9 @@ impl Browser {
 
     /// What breaks the page's layout at the window's width, one line each (none: it
     /// holds): the document wider than the viewport, and each table cell narrower than
-    /// its longest word (measured in the page with a `Range` per word).
+    /// its longest word (measured in the page with a `Range` per word; a word ends at
+    /// white space or after a hyphen, and a token wider than the page's content, such as
+    /// a long email address, may wrap).
     pub async fn layout_faults(&self) -> Vec<String> {
         let script = r#"
             const faults = [];
@@ -312,12 +314,15 @@ impl Browser {
                     }
                 }
             }
+            const main = document.querySelector('main') || document.body;
+            const ms = getComputedStyle(main);
+            const room = main.clientWidth - parseFloat(ms.paddingLeft) - parseFloat(ms.paddingRight);
             for (const cell of document.querySelectorAll('td, th')) {
                 if (cell.offsetParent === null) continue;
                 const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
                 let widest = 0, word = '';
                 for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-                    const re = /\S+/g;
+                    const re = /[^\s-]+-?/g;
                     let m;
                     while ((m = re.exec(node.data))) {
                         const range = document.createRange();
@@ -332,7 +337,7 @@ impl Browser {
                 }
                 const style = getComputedStyle(cell);
                 const inner = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-                if (widest > inner + 1) {
+                if (widest > inner + 1 && widest <= room) {
                     faults.push(`a cell ${Math.round(inner)} px wide holds "${word}" (${Math.round(widest)} px)`);
                 }
             }

@@ -7,6 +7,7 @@ mod campaigns;
 mod consent;
 mod import;
 mod inbox;
+mod layout;
 mod lead;
 mod leads;
 mod profile_editor;
