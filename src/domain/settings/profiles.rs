@@ -118,19 +118,51 @@ impl ProfileInput {
     /// each member's type and rules as [`ProfileInput::record`] checks them, member by
     /// member. The profile's name is checked before (`check_name`).
     pub fn from_json(body: &Map<String, Value>) -> Result<ProfileInput> {
+        ProfileInput::read_json(body, Rules::Check)
+    }
+
+    /// Reads a `PUT` body for every refusal at once: `Err` with the first refusal as
+    /// [`ProfileInput::from_json`] answers it, beside the list of all of them when its
+    /// members are well typed ([`ProfileInput::refusals`], the first being the same),
+    /// else that one alone.
+    pub fn from_json_all(
+        body: &Map<String, Value>,
+        name: &str,
+    ) -> std::result::Result<ProfileInput, (Error, Vec<Refusal>)> {
+        let first = match check_name(name).and_then(|()| ProfileInput::from_json(body)) {
+            Ok(input) => return Ok(input),
+            Err(first) => first,
+        };
+        let refusals = match ProfileInput::read_json(body, Rules::Skip) {
+            Ok(typed) => typed.refusals(name),
+            Err(_) => Vec::new(),
+        };
+        let refusals = match refusals.first() {
+            Some(r) if r.error.to_string() == first.to_string() => refusals,
+            _ => vec![Refusal {
+                field: first.refused_field().unwrap_or_default().to_string(),
+                words: first.to_string(),
+                error: first.clone(),
+            }],
+        };
+        Err((first, refusals))
+    }
+
+    /// Reads a body's members and their types, and their rules too when `rules` says.
+    fn read_json(body: &Map<String, Value>, rules: Rules) -> Result<ProfileInput> {
         refuse_unknown(body, MEMBERS, "")?;
 
         let instructions = optional_text(body, "instructions", "instructions")?;
-        check_instructions(&instructions)?;
+        rules.hold(check_instructions(&instructions))?;
 
         let cadence = match present(body, "cadence") {
             None => Vec::new(),
             Some(Value::Array(steps)) => {
-                check_step_count(steps.len())?;
+                rules.hold(check_step_count(steps.len()))?;
                 steps
                     .iter()
                     .enumerate()
-                    .map(|(i, step)| StepInput::from_json(i, step))
+                    .map(|(i, step)| StepInput::from_json(i, step, rules))
                     .collect::<Result<Vec<_>>>()?
             }
             Some(_) => return Err(Error::invalid_field("cadence")),
@@ -141,16 +173,20 @@ impl ProfileInput {
             Some(Value::String(text)) => Some(text.clone()),
             Some(_) => return Err(Error::invalid_field("replyDelay")),
         };
-        reply_delay_of(reply_delay.as_deref())?;
+        rules.hold(reply_delay_of(reply_delay.as_deref()).map(drop))?;
 
         let dispositions = match present(body, "dispositions") {
             None => Vec::new(),
             Some(Value::Array(items)) => {
-                limits::count("dispositions", items.len(), limits::DISPOSITIONS)?;
+                rules.hold(limits::count(
+                    "dispositions",
+                    items.len(),
+                    limits::DISPOSITIONS,
+                ))?;
                 let mut out: Vec<DispositionInput> = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
-                    let disposition = DispositionInput::from_json(i, item)?;
-                    refuse_duplicate(i, &out, &disposition)?;
+                    let disposition = DispositionInput::from_json(i, item, rules)?;
+                    rules.hold(refuse_duplicate(i, &out, &disposition))?;
                     out.push(disposition);
                 }
                 out
@@ -159,12 +195,12 @@ impl ProfileInput {
         };
 
         let transfer_number = phone_text(body, "transferNumber")?;
-        phone("transferNumber", &transfer_number)?;
+        rules.hold(phone("transferNumber", &transfer_number).map(drop))?;
         let fallback_transfer_number = phone_text(body, "fallbackTransferNumber")?;
-        phone("fallbackTransferNumber", &fallback_transfer_number)?;
+        rules.hold(phone("fallbackTransferNumber", &fallback_transfer_number).map(drop))?;
 
         let voice_greeting = optional_text(body, "voiceGreeting", "voiceGreeting")?;
-        check_greeting(&voice_greeting)?;
+        rules.hold(check_greeting(&voice_greeting))?;
 
         Ok(ProfileInput {
             instructions,
@@ -417,6 +453,23 @@ impl ProfileInput {
     }
 }
 
+/// Whether reading a body holds its members to their rules too, or only to their types
+/// (to list every refusal afterwards).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    Check,
+    Skip,
+}
+
+impl Rules {
+    fn hold(self, result: Result<()>) -> Result<()> {
+        match self {
+            Rules::Check => result,
+            Rules::Skip => Ok(()),
+        }
+    }
+}
+
 fn check_instructions(instructions: &str) -> Result<()> {
     limits::text("instructions", instructions, limits::INSTRUCTIONS_CHARS)
 }
@@ -448,8 +501,9 @@ fn reply_delay_of(text: Option<&str>) -> Result<(String, u64)> {
 }
 
 impl StepInput {
-    /// Reads step `index` of a body's `cadence`, checking each member as it is read.
-    fn from_json(index: usize, step: &Value) -> Result<StepInput> {
+    /// Reads step `index` of a body's `cadence`, checking each member as it is read
+    /// (its rules when `rules` says).
+    fn from_json(index: usize, step: &Value, rules: Rules) -> Result<StepInput> {
         let path = format!("cadence[{index}]");
         let Value::Object(step) = step else {
             return Err(Error::invalid_field(&path));
@@ -460,7 +514,7 @@ impl StepInput {
             Some(Value::String(text)) => text.clone(),
             _ => return Err(Error::invalid_field(&field("after"))),
         };
-        step_after(&path, &after)?;
+        rules.hold(step_after(&path, &after).map(drop))?;
         let channel = step
             .get("channel")
             .and_then(Value::as_str)
@@ -470,13 +524,13 @@ impl StepInput {
             Some(Value::String(text)) => text.clone(),
             _ => return Err(Error::invalid_field(&field("text"))),
         };
-        step_text(&path, channel, &text)?;
+        rules.hold(step_text(&path, channel, &text))?;
         let subject = match present(step, "subject") {
             None => String::new(),
             Some(Value::String(subject)) => subject.clone(),
             Some(_) => return Err(Error::invalid_field(&field("subject"))),
         };
-        step_subject(&path, channel, &subject)?;
+        rules.hold(step_subject(&path, channel, &subject))?;
         let purpose = match present(step, "purpose") {
             None => None,
             Some(value) => Some(value.as_str().and_then(Purpose::parse).ok_or_else(|| {
@@ -541,8 +595,9 @@ fn step_subject(path: &str, channel: Channel, subject: &str) -> Result<()> {
 }
 
 impl DispositionInput {
-    /// Reads disposition `index` of a body's `dispositions`, member by member.
-    fn from_json(index: usize, item: &Value) -> Result<DispositionInput> {
+    /// Reads disposition `index` of a body's `dispositions`, member by member (their
+    /// rules when `rules` says).
+    fn from_json(index: usize, item: &Value, rules: Rules) -> Result<DispositionInput> {
         let path = format!("dispositions[{index}]");
         let Value::Object(item) = item else {
             return Err(Error::invalid_field(&path));
@@ -550,7 +605,7 @@ impl DispositionInput {
         refuse_unknown(item, DISPOSITION_MEMBERS, &path)?;
         let required = |member: &str| match item.get(member) {
             Some(Value::String(text)) => {
-                disposition_text(&path, member, text)?;
+                rules.hold(disposition_text(&path, member, text))?;
                 Ok(text.clone())
             }
             _ => Err(Error::invalid_field(&format!("{path}.{member}"))),
@@ -558,7 +613,7 @@ impl DispositionInput {
         let id = required("id")?;
         let name = required("name")?;
         let description = optional_text(item, "description", &format!("{path}.description"))?;
-        disposition_text(&path, "description", &description)?;
+        rules.hold(disposition_text(&path, "description", &description))?;
         Ok(DispositionInput {
             id,
             name,
