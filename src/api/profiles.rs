@@ -47,8 +47,20 @@ pub async fn put(
     name: &str,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
-    profiles::check_name(name)?;
-    let input = profiles::ProfileInput::from_json(&body)?;
+    let input = match profiles::ProfileInput::from_json_all(&body, name) {
+        Ok(input) => input,
+        Err((first, refusals)) => {
+            // The first refusal's `message`, as ever, and every refusal beside it.
+            let errors: Vec<Value> = refusals
+                .iter()
+                .map(|r| json!({"field": (!r.field.is_empty()).then_some(&r.field), "message": r.error.to_string()}))
+                .collect();
+            return Ok(reply(
+                first.status(),
+                &json!({"message": first.to_string(), "errors": errors}),
+            ));
+        }
+    };
     let name = name.to_string();
     let profile = store
         .write(move |tx| profiles::put(tx, &caller, &name, &input))

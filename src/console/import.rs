@@ -323,9 +323,11 @@ async fn preview(
                     h2 #first-rows { "First rows" }
                     // Cells keep their words whole; the table scrolls sideways instead.
                     div.table-wrap.preview role="region" aria-labelledby="first-rows" tabindex="0" {
-                        table {
+                        table.cards {
                             thead { tr { @for column in header.iter().take(PREVIEW_COLUMNS) { th scope="col" { (column) } } } }
-                            tbody { @for row in &rows { tr { @for cell in row.iter().take(PREVIEW_COLUMNS) { td { (cell) } } } } }
+                            tbody { @for row in &rows { tr { @for (j, cell) in row.iter().take(PREVIEW_COLUMNS).enumerate() {
+                                td data-label=(header.get(j).map_or("", String::as_str)) { (cell) }
+                            } } } }
                         }
                     }
                     @if hidden_columns > 0 || more {

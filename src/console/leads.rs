@@ -118,7 +118,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                 }
             }
             div.table-wrap {
-                table.leads {
+                table.leads.cards {
                     caption.muted { "Newest " (if filter.sort == Sort::Created { "created" } else { "activity" }) " first" }
                     thead { tr {
                         th scope="col" { "Name" }

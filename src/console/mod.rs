@@ -148,7 +148,7 @@ async fn dispatch(
         Page::PauseCampaign(name, paused) => campaigns::pause(state, &visitor, name, paused).await,
         Page::EditCampaign(name) => profile_editor::page(state, &visitor, name),
         Page::EditCampaignPost(name) => profile_editor::act(state, &visitor, name, form).await,
-        Page::Settings => settings::page(state, &visitor, query),
+        Page::Settings(section) => settings::page(state, &visitor, section, query),
         Page::SettingsAction(action) => settings::act(state, &visitor, action, form).await,
         Page::Notifications => notifications::notifications(state, &visitor, query),
         Page::Import => import::page(&visitor),

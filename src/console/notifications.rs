@@ -27,7 +27,7 @@ pub(super) fn notification_list(sent: &[NotificationRecord], zone: &str) -> Mark
             p.notice { "No notification yet. When a lead needs attention, the people who turned notifications on get an email; they are listed here." }
         } @else {
             div.table-wrap {
-                table {
+                table.cards {
                     thead { tr {
                         th scope="col" { "Time" } th scope="col" { "To" } th scope="col" { "Subject" }
                         th scope="col" { "Lead" } th scope="col" { "Outcome" }
@@ -35,11 +35,11 @@ pub(super) fn notification_list(sent: &[NotificationRecord], zone: &str) -> Mark
                     tbody {
                         @for n in sent {
                             tr {
-                                td { (layout::time(n.sent_at, zone)) }
-                                td { (n.to) }
-                                td { (n.subject) }
-                                td { a href={ "/console/leads/" (n.lead_id) } { (n.lead_id) } }
-                                td { @match n.outcome.as_str() {
+                                td data-label="Time" { (layout::time(n.sent_at, zone)) }
+                                td data-label="To" { (n.to) }
+                                td data-label="Subject" { (n.subject) }
+                                td data-label="Lead" { a href={ "/console/leads/" (n.lead_id) } { (n.lead_id) } }
+                                td data-label="Outcome" { @match n.outcome.as_str() {
                                     "logged" => "Logged (sandbox)",
                                     "sent" => "Sent",
                                     other => (other),

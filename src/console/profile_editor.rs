@@ -18,9 +18,10 @@ use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
+use crate::domain::records::search::{self, LeadFilter};
 use crate::domain::settings::profiles::{DispositionInput, ProfileInput, StepInput};
 use crate::domain::settings::{org, profiles, templates};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::providers::model::protocol::Turn;
 use crate::store::rows::{LeadRecord, ProfileRecord, Purpose};
 use crate::store::Reader;
@@ -61,11 +62,34 @@ struct Draft {
 #[derive(Debug, Default)]
 struct Shown {
     notice: Option<String>,
-    /// (API field path, message)
-    error: Option<(String, String)>,
-    preview: Option<Vec<(String, String)>>,
+    /// Every refusal of the last "Save": (API field path, words for people).
+    refusals: Vec<(String, String)>,
+    preview: Option<Preview>,
     tried: Option<String>,
 }
+
+/// What "Preview" shows: whom the steps were rendered for (or why for nobody), the
+/// other leads the search found, and each step rendered.
+#[derive(Debug, Default)]
+struct Preview {
+    /// "Previewed for Ada Lovelace (+15125550101)", or "nothing found" words.
+    heading: String,
+    /// Other matches of the search, to choose from: (lead id, words naming the lead).
+    others: Vec<(String, String)>,
+    steps: Vec<StepPreview>,
+}
+
+/// One step rendered for the preview's lead.
+#[derive(Debug, Default)]
+struct StepPreview {
+    subject: String,
+    text: String,
+    /// The placeholders that rendered empty for this lead, as written.
+    empty: Vec<String>,
+}
+
+/// The most other matches "Preview" lists.
+const PREVIEW_MATCHES: usize = 6;
 
 impl Draft {
     fn of(p: &ProfileRecord) -> Draft {
@@ -225,9 +249,10 @@ pub fn page(state: &AppState, visitor: &Visitor, name: Option<&str>) -> Result<R
             ..Draft::default()
         },
     };
+    let keys = templates::additional_keys(&state.store.read()?, visitor.org())?;
     Ok(respond::html(
         StatusCode::OK,
-        ProfileEditorView::of(visitor, &draft, &Shown::default()).view(),
+        ProfileEditorView::of(visitor, &draft, &Shown::default(), &keys).view(),
     ))
 }
 
@@ -249,20 +274,25 @@ pub async fn act(
                     "",
                 )))
             }
-            Some(refusal) => shown.error = Some(refusal),
+            Some(refusals) => shown.refusals = refusals,
         },
-        "preview" => shown.preview = Some(preview(state, visitor, &draft)?),
+        "preview" => shown.preview = Some(preview(state, visitor, &draft, None)?),
+        op if op.starts_with("preview:") => {
+            let chosen = op.trim_start_matches("preview:");
+            shown.preview = Some(preview(state, visitor, &draft, Some(chosen))?)
+        }
         "try" => shown.tried = Some(try_assistant(state, visitor, &form, &mut draft).await?),
         op => edit_steps(&mut draft, op),
     }
-    let status = if shown.error.is_some() {
+    let status = if !shown.refusals.is_empty() {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
     };
+    let keys = templates::additional_keys(&state.store.read()?, visitor.org())?;
     Ok(respond::html(
         status,
-        ProfileEditorView::of(visitor, &draft, &shown).view(),
+        ProfileEditorView::of(visitor, &draft, &shown, &keys).view(),
     ))
 }
 
@@ -300,26 +330,21 @@ fn edit_steps(draft: &mut Draft, op: &str) {
     }
 }
 
-/// "Save": the profile written as `PUT /v1/profiles/{name}` writes it; a refusal as
-/// (the field it names, or "", its message).
+/// "Save": the profile written as `PUT /v1/profiles/{name}` writes it, or every
+/// refusal at once as (the field it names, or "", its words) and nothing written.
 async fn save(
     state: &AppState,
     visitor: &Visitor,
     draft: &Draft,
-) -> Result<Option<(String, String)>> {
+) -> Result<Option<Vec<(String, String)>>> {
     let (caller, name, input) = (visitor.caller(), draft.name.clone(), draft.input());
     let saved = state
         .store
-        .write(move |tx| profiles::put(tx, &caller, &name, &input).map(drop))
-        .await;
-    match saved {
-        Ok(()) => Ok(None),
-        Err(e) if e.is_bad_request() => {
-            let field = e.refused_field().unwrap_or_default().to_string();
-            Ok(Some((field, e.to_string())))
-        }
-        Err(e) => Err(e),
-    }
+        .write(move |tx| profiles::put_or_refusals(tx, &caller, &name, &input))
+        .await?;
+    Ok(saved
+        .err()
+        .map(|refusals| refusals.into_iter().map(|r| (r.field, r.words)).collect()))
 }
 
 /// "Try the assistant": the lead's words (if any) join the conversation, and the
@@ -366,61 +391,145 @@ async fn try_assistant(
     })
 }
 
-/// Each step's text rendered for the named lead, or a sample one.
-fn preview(state: &AppState, visitor: &Visitor, draft: &Draft) -> Result<Vec<(String, String)>> {
+/// Each step's text rendered for a lead: the one `chosen` among earlier matches, else
+/// the first the "Preview for lead" text finds (a name, email or phone, searched as the
+/// leads list's search box searches), else a sample lead when the text is empty.
+/// Placeholders that render empty are named beside each step.
+fn preview(
+    state: &AppState,
+    visitor: &Visitor,
+    draft: &Draft,
+    chosen: Option<&str>,
+) -> Result<Preview> {
     let read = state.store.read()?;
-    let sample = LeadRecord {
-        first_name: "Sam".into(),
-        last_name: "Sample".into(),
-        phone: "+15125550100".into(),
-        email: "sam@example.com".into(),
-        ..LeadRecord::default()
+    let org_id = visitor.org();
+    let live = |id: &str| -> Result<Option<LeadRecord>> {
+        Ok(read.lead(org_id, id)?.filter(|l| l.deleted_at.is_none()))
     };
-    let lead = if draft.preview_lead.is_empty() {
-        sample
+    let mut others = Vec::new();
+    let lead = match chosen {
+        Some(id) => live(id)?,
+        None if draft.preview_lead.trim().is_empty() => Some(LeadRecord {
+            first_name: "Sam".into(),
+            last_name: "Sample".into(),
+            phone: "+15125550100".into(),
+            email: "sam@example.com".into(),
+            ..LeadRecord::default()
+        }),
+        None => {
+            let filter = LeadFilter {
+                q: Some(draft.preview_lead.trim().to_string()),
+                ..LeadFilter::default()
+            };
+            let found = search::search(&read, org_id, &filter, PREVIEW_MATCHES + 1, None)?;
+            let mut leads = Vec::with_capacity(found.leads.len());
+            for indexed in &found.leads {
+                if let Some(lead) = live(&indexed.id)? {
+                    leads.push(lead);
+                }
+            }
+            let mut leads = leads.into_iter();
+            let first = leads.next();
+            others = leads.map(|l| (l.id.clone(), who(&l))).collect();
+            first
+        }
+    };
+    let Some(lead) = lead else {
+        return Ok(Preview {
+            heading: format!(
+                "No lead matches \"{}\": write a name, an email or a phone number, or leave it empty for a sample lead.",
+                draft.preview_lead.trim()
+            ),
+            ..Preview::default()
+        });
+    };
+    let business = org::business_name(&read, org_id)?;
+    let heading = if lead.id.is_empty() {
+        "Previewed for a sample lead (Sam Sample).".to_string()
     } else {
-        read.lead(visitor.org(), &draft.preview_lead)?
-            .filter(|l| l.deleted_at.is_none())
-            .ok_or_else(|| Error::lead_not_found(&draft.preview_lead))?
+        format!("Previewed for {}.", who(&lead))
     };
-    let business = org::business_name(&read, visitor.org())?;
-    Ok(draft
+    let steps = draft
         .steps
         .iter()
         .map(|s| {
-            let subject = if s.channel == "email" {
+            let email = s.channel == "email";
+            let mut empty = templates::empty_placeholders(&s.text, &lead, &business);
+            let subject = if email {
+                for missing in templates::empty_placeholders(&s.subject, &lead, &business) {
+                    if !empty.contains(&missing) {
+                        empty.push(missing);
+                    }
+                }
                 templates::render(&s.subject, &lead, &business)
             } else {
                 String::new()
             };
-            (subject, templates::render(&s.text, &lead, &business))
+            StepPreview {
+                subject,
+                text: templates::render(&s.text, &lead, &business),
+                empty,
+            }
         })
-        .collect())
+        .collect();
+    Ok(Preview {
+        heading,
+        others,
+        steps,
+    })
+}
+
+/// A lead named for people: its name, with its phone or email when it has them.
+fn who(lead: &LeadRecord) -> String {
+    let name = layout::lead_name(lead);
+    let contact = if !lead.phone.is_empty() {
+        &lead.phone
+    } else {
+        &lead.email
+    };
+    if contact.is_empty() || *contact == name {
+        name
+    } else {
+        format!("{name} ({contact})")
+    }
 }
 
 /// The editor page: the form's state and what came of the last action, each refusal
-/// beside the field it names (a refusal naming no field of the form shows at the top).
+/// beside the field it names (a refusal naming no field of the form shows at the top),
+/// help beside the durations and the texts (the organization's own fields offered as
+/// placeholders).
 struct ProfileEditorView<'a> {
     visitor: &'a Visitor,
     draft: &'a Draft,
     shown: &'a Shown,
+    /// The `additionalInfo` keys the organization's leads use.
+    keys: &'a [String],
     title: String,
 }
 
 /// The fields of the form that show their refusal beside them (the cadence's steps
-/// besides, by `cadence…`).
-const PLACED: [&str; 7] = [
+/// and the dispositions' lines besides, by prefix).
+const PLACED: [&str; 6] = [
     "name",
     "instructions",
     "replyDelay",
     "voiceGreeting",
     "transferNumber",
     "fallbackTransferNumber",
-    "dispositions",
 ];
 
+/// Whether a refusal of `field` shows beside a field of the form.
+fn placed(field: &str) -> bool {
+    PLACED.contains(&field) || field.starts_with("cadence") || field.starts_with("dispositions")
+}
+
 impl<'a> ProfileEditorView<'a> {
-    fn of(visitor: &'a Visitor, draft: &'a Draft, shown: &'a Shown) -> ProfileEditorView<'a> {
+    fn of(
+        visitor: &'a Visitor,
+        draft: &'a Draft,
+        shown: &'a Shown,
+        keys: &'a [String],
+    ) -> ProfileEditorView<'a> {
         let title = if draft.new {
             "New campaign".to_string()
         } else {
@@ -430,6 +539,7 @@ impl<'a> ProfileEditorView<'a> {
             visitor,
             draft,
             shown,
+            keys,
             title,
         }
     }
@@ -442,9 +552,9 @@ impl<'a> ProfileEditorView<'a> {
             html! {
                 p { a href="/console/campaigns" { "All campaigns" } }
                 h1 { (self.title) }
-                (self.unplaced_refusal())
+                (self.refusal_summary())
                 @if let Some(notice) = &self.shown.notice { p.notice role="status" { (notice) } }
-                form.stack method="post" action=(action_url(draft)) {
+                form.stack.wide method="post" action=(action_url(draft)) {
                     (layout::csrf_field(self.visitor))
                     input type="hidden" name="steps" value=(draft.steps.len());
                     @for (from_lead, text) in &draft.chat {
@@ -452,13 +562,17 @@ impl<'a> ProfileEditorView<'a> {
                     }
                     (self.profile_fields())
                     h2 { "Cadence" }
+                    (self.described("cadence", |f| f == "cadence"))
                     @for (i, step) in draft.steps.iter().enumerate() { (self.step(i, step)) }
-                    @if let Some(message) = self.error_for("cadence") { p.field-error role="alert" { (message) } }
                     div.actions { button.secondary type="submit" name="op" value="add" { "Add step" } }
-                    div {
-                        label for="preview-lead" { "Preview for lead (id; empty: a sample lead)" }
-                        input #preview-lead type="text" name="preview-lead" value=(draft.preview_lead);
+                    div.field {
+                        label for="preview-lead" { "Preview for lead" }
+                        div {
+                            input #preview-lead type="search" name="preview-lead" value=(draft.preview_lead) aria-describedby="preview-lead-help";
+                            p.muted #preview-lead-help { "A name, email or phone number, as in the leads list's search; empty: a sample lead." }
+                        }
                     }
+                    (self.preview_heading())
                     div.actions {
                         button type="submit" name="op" value="save" { "Save" }
                         button.secondary type="submit" name="op" value="preview" { "Preview" }
@@ -469,30 +583,108 @@ impl<'a> ProfileEditorView<'a> {
         )
     }
 
-    /// The refusal's message when it names a field of the form.
-    fn error_for(&self, path: &str) -> Option<&str> {
-        self.shown
-            .error
-            .as_ref()
-            .filter(|(f, _)| f == path)
-            .map(|(_, m)| m.as_str())
-    }
-
-    /// The refusal of `path` under the input `id`, if it is refused.
-    fn described(&self, id: &str, path: &str) -> Markup {
+    /// The refusals whose field `matches`, one paragraph each, in a block `id`d for the
+    /// input's `aria-describedby`.
+    fn described(&self, id: &str, matches: impl Fn(&str) -> bool) -> Markup {
+        let refusals: Vec<&str> = self
+            .shown
+            .refusals
+            .iter()
+            .filter(|(f, _)| matches(f))
+            .map(|(_, words)| words.as_str())
+            .collect();
         html! {
-            @if let Some(message) = self.error_for(path) { p.field-error id={ (id) "-error" } role="alert" { (message) } }
+            @if !refusals.is_empty() {
+                div.field-error id={ (id) "-error" } {
+                    @for words in refusals { p { (words) } }
+                }
+            }
         }
     }
 
-    /// A refusal no field of the form shows, at the top.
-    fn unplaced_refusal(&self) -> Markup {
+    /// Whether a refusal names the field `path`.
+    fn refused(&self, path: &str) -> bool {
+        self.shown.refusals.iter().any(|(f, _)| f == path)
+    }
+
+    /// At the top, after a refused "Save": how many fields need a change, and the
+    /// refusals no field of the form shows.
+    fn refusal_summary(&self) -> Markup {
+        let refusals = &self.shown.refusals;
         html! {
-            @if let Some((path, message)) = &self.shown.error {
-                @if PLACED.contains(&path.as_str()) || path.starts_with("cadence") {
-                } @else {
-                    p.field-error role="alert" { (message) }
+            @if !refusals.is_empty() {
+                div.notice.refused role="alert" {
+                    p {
+                        strong { "Not saved." }
+                        @if refusals.len() == 1 { " One field needs a change; it is marked below." }
+                        @else { " " (refusals.len()) " fields need a change; each is marked below." }
+                    }
+                    @for words in refusals.iter().filter(|(f, _)| !placed(f)).map(|(_, w)| w) {
+                        p.field-error { (words) }
+                    }
                 }
+            }
+        }
+    }
+
+    /// A labelled single-line input with its help and its refusals.
+    fn input(&self, id: &str, label: Markup, value: &str, path: &str, help: Markup) -> Markup {
+        let refused = self.refused(path);
+        html! {
+            div.field {
+                label for=(id) { (label) }
+                div {
+                    input id=(id) type="text" name=(id) value=(value)
+                        aria-invalid=[refused.then_some("true")] aria-describedby={ (id) "-help" @if refused { " " (id) "-error" } };
+                    p.muted id={ (id) "-help" } { (help) }
+                    (self.described(id, |f| f == path))
+                }
+            }
+        }
+    }
+
+    /// A labelled textarea with its help and its refusals (those whose field `matches`).
+    fn textarea(
+        &self,
+        id: &str,
+        label: Markup,
+        value: &str,
+        rows: u8,
+        matches: impl Fn(&str) -> bool,
+        help: Markup,
+    ) -> Markup {
+        let refused = self.shown.refusals.iter().any(|(f, _)| matches(f));
+        html! {
+            div.field {
+                label for=(id) { (label) }
+                div {
+                    textarea id=(id) name=(id) rows=(rows)
+                        aria-invalid=[refused.then_some("true")] aria-describedby={ (id) "-help" @if refused { " " (id) "-error" } } { (value) }
+                    p.muted id={ (id) "-help" } { (help) }
+                    (self.described(id, matches))
+                }
+            }
+        }
+    }
+
+    /// The placeholders a text may hold: every lead's, then the organization's own
+    /// additional fields.
+    fn placeholders(&self) -> Markup {
+        html! {
+            "Placeholders: "
+            @for (i, p) in templates::PLACEHOLDERS.iter().enumerate() {
+                @if i > 0 { ", " }
+                code { (p) }
+            }
+            @if self.keys.is_empty() {
+                ", and " code { "{{additionalInfo.KEY}}" } " for a lead's additional field."
+            } @else {
+                "; your leads' additional fields: "
+                @for (i, key) in self.keys.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    code { "{{additionalInfo." (key) "}}" }
+                }
+                "."
             }
         }
     }
@@ -501,46 +693,32 @@ impl<'a> ProfileEditorView<'a> {
     /// greeting, transfer numbers and dispositions.
     fn profile_fields(&self) -> Markup {
         let draft = self.draft;
+        let default_delay = format!("{}s", profiles::DEFAULT_REPLY_DELAY_MS / 1000);
         html! {
             @if draft.new {
+                (self.input("name", html! { "Name" }, &draft.name, "name",
+                    html! { "Letters, digits, - and _; leads name it in customerProfile." }))
+            }
+            (self.textarea("instructions", html! { "Instructions" }, &draft.instructions, 6,
+                |f| f == "instructions", html! { "What the assistant knows and how it answers." }))
+            div.field {
+                label for="reply-delay" { "Reply delay" }
                 div {
-                    label for="name" { "Name" }
-                    input #name type="text" name="name" value=(draft.name);
-                    (self.described("name", "name"))
-                    p.muted { "Letters, digits, - and _; leads name it in customerProfile." }
+                    input #reply-delay type="text" name="reply-delay" value=(draft.reply_delay) placeholder=(default_delay)
+                        aria-invalid=[self.refused("replyDelay").then_some("true")]
+                        aria-describedby={ "reply-delay-help" @if self.refused("replyDelay") { " reply-delay-error" } };
+                    p.muted #reply-delay-help { "How long the assistant waits before it answers: a duration such as 30s, 5m or 1h (s seconds, m minutes, h hours); empty: " (default_delay) "." }
+                    (self.described("reply-delay", |f| f == "replyDelay"))
                 }
             }
-            div {
-                label for="instructions" { "Instructions" }
-                textarea #instructions name="instructions" rows="6" { (draft.instructions) }
-                (self.described("instructions", "instructions"))
-            }
-            div {
-                label for="reply-delay" { "Reply delay" }
-                input #reply-delay type="text" name="reply-delay" value=(draft.reply_delay) placeholder="30s";
-                (self.described("reply-delay", "replyDelay"))
-            }
-            div {
-                label for="voice-greeting" { "Voice greeting" }
-                textarea #voice-greeting name="voice-greeting" rows="2" { (draft.voice_greeting) }
-                (self.described("voice-greeting", "voiceGreeting"))
-            }
-            div {
-                label for="transfer" { "Transfer number" }
-                input #transfer type="text" name="transfer" value=(draft.transfer);
-                (self.described("transfer", "transferNumber"))
-            }
-            div {
-                label for="fallback" { "Fallback transfer number" }
-                input #fallback type="text" name="fallback" value=(draft.fallback);
-                (self.described("fallback", "fallbackTransferNumber"))
-            }
-            div {
-                label for="dispositions" { "Dispositions" }
-                textarea #dispositions name="dispositions" rows="3" { (draft.dispositions) }
-                p.muted { "One per line: id | name | description." }
-                (self.described("dispositions", "dispositions"))
-            }
+            (self.textarea("voice-greeting", html! { "Voice greeting" }, &draft.voice_greeting, 2,
+                |f| f == "voiceGreeting", self.placeholders()))
+            (self.input("transfer", html! { "Transfer number" }, &draft.transfer, "transferNumber",
+                html! { "Where a call is transferred, such as +1 512 555 0100; empty: none." }))
+            (self.input("fallback", html! { "Fallback transfer number" }, &draft.fallback, "fallbackTransferNumber",
+                html! { "Tried when the transfer number does not answer; empty: none." }))
+            (self.textarea("dispositions", html! { "Dispositions" }, &draft.dispositions, 3,
+                |f| f.starts_with("dispositions"), html! { "One per line: id | name | description." }))
         }
     }
 
@@ -548,50 +726,67 @@ impl<'a> ProfileEditorView<'a> {
     fn step(&self, i: usize, step: &Step) -> Markup {
         let id = |member: &str| format!("step-{i}-{member}");
         let path = |member: &str| format!("cadence[{i}].{member}");
+        let n = i + 1;
         html! {
             fieldset.step {
-                legend { "Step " (i + 1) }
-                div {
-                    label for=(id("channel")) { "Channel of step " (i + 1) }
-                    select id=(id("channel")) name=(id("channel")) {
-                        @for c in ["sms", "email", "voice"] { option value=(c) selected[step.channel == c] { (c) } }
+                legend { "Step " (n) }
+                div.field {
+                    label for=(id("channel")) { "Channel of step " (n) }
+                    div {
+                        select id=(id("channel")) name=(id("channel")) {
+                            @for c in ["sms", "email", "voice"] { option value=(c) selected[step.channel == c] { (c) } }
+                        }
+                        (self.described(&id("channel"), |f| f == path("channel")))
                     }
-                    (self.described(&id("channel"), &path("channel")))
                 }
-                div {
-                    label for=(id("after")) { "After (step " (i + 1) ")" }
-                    input id=(id("after")) type="text" name=(id("after")) value=(step.after);
-                    (self.described(&id("after"), &path("after")))
-                }
-                div {
-                    label for=(id("subject")) { "Subject (step " (i + 1) ")" }
-                    input id=(id("subject")) type="text" name=(id("subject")) value=(step.subject);
-                    (self.described(&id("subject"), &path("subject")))
-                }
-                div {
-                    label for=(id("text")) { "Text (step " (i + 1) ")" }
-                    textarea id=(id("text")) name=(id("text")) rows="3" { (step.text) }
-                    (self.described(&id("text"), &path("text")))
-                    input type="hidden" name=(id("purpose")) value=(step.purpose);
-                }
+                (self.input(&id("after"), html! { "After (step " (n) ")" }, &step.after, &path("after"),
+                    html! { @if i == 0 { "After enrolment" } @else { "After step " (i) } ": a duration such as 2d, 3h or 30m (d days, h hours, m minutes); 0s: at once." }))
+                (self.input(&id("subject"), html! { "Subject (step " (n) ")" }, &step.subject, &path("subject"),
+                    html! { "Email steps only." }))
+                (self.textarea(&id("text"), html! { "Text (step " (n) ")" }, &step.text, 3,
+                    |f| f == path("text"), self.placeholders()))
+                input type="hidden" name=(id("purpose")) value=(step.purpose);
                 (self.step_preview(i))
                 div.actions {
-                    button.secondary type="submit" name="op" value={ "remove:" (i) } { "Remove step " (i + 1) }
-                    @if i > 0 { button.secondary type="submit" name="op" value={ "up:" (i) } { "Move step " (i + 1) " up" } }
-                    @if i + 1 < self.draft.steps.len() { button.secondary type="submit" name="op" value={ "down:" (i) } { "Move step " (i + 1) " down" } }
+                    button.secondary type="submit" name="op" value={ "remove:" (i) } { "Remove step " (n) }
+                    @if i > 0 { button.secondary type="submit" name="op" value={ "up:" (i) } { "Move step " (n) " up" } }
+                    @if i + 1 < self.draft.steps.len() { button.secondary type="submit" name="op" value={ "down:" (i) } { "Move step " (n) " down" } }
                 }
             }
         }
     }
 
-    /// Step `i` rendered for the preview's lead, after "Preview".
+    /// Whom "Preview" rendered the steps for, and the other matches to choose from.
+    fn preview_heading(&self) -> Markup {
+        html! {
+            @if let Some(preview) = &self.shown.preview {
+                div.notice role="status" {
+                    p { (preview.heading) }
+                    @if !preview.others.is_empty() {
+                        p { "Also matching; preview for:" }
+                        div.actions {
+                            @for (id, words) in &preview.others {
+                                button.secondary type="submit" name="op" value={ "preview:" (id) } { (words) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Step `i` rendered for the preview's lead, after "Preview", with the placeholders
+    /// that rendered empty flagged.
     fn step_preview(&self, i: usize) -> Markup {
         html! {
-            @if let Some(preview) = self.shown.preview.as_ref().and_then(|p| p.get(i)) {
+            @if let Some(step) = self.shown.preview.as_ref().and_then(|p| p.steps.get(i)) {
                 div.preview {
                     p.muted { "Preview" }
-                    @if !preview.0.is_empty() { p { strong { (preview.0) } } }
-                    p { (preview.1) }
+                    @for missing in &step.empty {
+                        p.field-error { (missing) " is empty for this lead" }
+                    }
+                    @if !step.subject.is_empty() { p { strong { (step.subject) } } }
+                    p { (step.text) }
                 }
             }
         }

@@ -124,6 +124,91 @@ impl SettingsAction {
             .find(|(s, _)| *s == segment)
             .map(|(_, a)| *a)
     }
+
+    /// The settings page the action's form is on, which it returns to.
+    pub fn section(self) -> SettingsSection {
+        match self {
+            SettingsAction::SaveOrg => SettingsSection::Organization,
+            SettingsAction::SaveProviders | SettingsAction::SendTest => SettingsSection::Providers,
+            SettingsAction::SaveAssistant | SettingsAction::TestAssistant => {
+                SettingsSection::Assistant
+            }
+            SettingsAction::AddWebhook
+            | SettingsAction::RemoveWebhook
+            | SettingsAction::RetryDelivery => SettingsSection::Webhooks,
+            SettingsAction::CreateKey | SettingsAction::RevokeKey => SettingsSection::Keys,
+            SettingsAction::AddPerson | SettingsAction::SetRole | SettingsAction::DisablePerson => {
+                SettingsSection::People
+            }
+            SettingsAction::SaveConsent => SettingsSection::Consent,
+        }
+    }
+}
+
+/// A page of Settings (admins): `GET /console/settings/{section}`, one section each,
+/// reached by the settings' sub-navigation; `/console/settings` is the first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsSection {
+    Organization,
+    Providers,
+    Assistant,
+    Webhooks,
+    Keys,
+    People,
+    Consent,
+    Notifications,
+}
+
+impl SettingsSection {
+    /// Every section in the sub-navigation's order, with its path segment and title.
+    pub const ALL: [(&'static str, &'static str, SettingsSection); 8] = [
+        (
+            "organization",
+            "Organization",
+            SettingsSection::Organization,
+        ),
+        ("providers", "Providers", SettingsSection::Providers),
+        ("assistant", "Assistant", SettingsSection::Assistant),
+        ("webhooks", "Webhooks", SettingsSection::Webhooks),
+        ("keys", "API keys", SettingsSection::Keys),
+        ("people", "People", SettingsSection::People),
+        ("consent", "Consent", SettingsSection::Consent),
+        (
+            "notifications",
+            "Notification emails",
+            SettingsSection::Notifications,
+        ),
+    ];
+
+    /// The section `/console/settings` shows.
+    pub const FIRST: SettingsSection = SettingsSection::Organization;
+
+    pub fn segment(self) -> &'static str {
+        SettingsSection::ALL
+            .iter()
+            .find(|(_, _, s)| *s == self)
+            .map_or("", |(segment, _, _)| segment)
+    }
+
+    /// The section's name in the sub-navigation and the page's title.
+    pub fn title(self) -> &'static str {
+        SettingsSection::ALL
+            .iter()
+            .find(|(_, _, s)| *s == self)
+            .map_or("", |(_, title, _)| title)
+    }
+
+    /// The section's page: `/console/settings/{segment}`.
+    pub fn path(self) -> String {
+        format!("/console/settings/{}", self.segment())
+    }
+
+    fn parse(segment: &str) -> Option<SettingsSection> {
+        SettingsSection::ALL
+            .iter()
+            .find(|(s, _, _)| *s == segment)
+            .map(|(_, _, section)| *section)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,7 +239,8 @@ pub enum Page<'a> {
     EditCampaignPost(Option<&'a str>),
     /// "Pause campaign" (`true`) or "Resume campaign" (admins).
     PauseCampaign(&'a str, bool),
-    Settings,
+    /// A page of Settings, one section each.
+    Settings(SettingsSection),
     SettingsAction(SettingsAction),
     /// The import page: the upload form (GET), an upload and its preview (POST,
     /// multipart), a preview again or the import (`Run`), a report's refused rows.
@@ -193,7 +279,7 @@ impl Page<'_> {
             | Page::ImportUpload
             | Page::ImportRun
             | Page::ImportRefused(_) => Role::Agent,
-            Page::Settings
+            Page::Settings(_)
             | Page::SettingsAction(_)
             | Page::PauseCampaign(_, _)
             | Page::EditCampaign(_)
@@ -222,7 +308,7 @@ impl Page<'_> {
             Page::PauseCampaign(_, _) => "console_pause_campaign",
             Page::EditCampaign(_) => "console_edit_campaign",
             Page::EditCampaignPost(_) => "console_save_campaign",
-            Page::Settings => "console_settings",
+            Page::Settings(_) => "console_settings",
             Page::SettingsAction(_) => "console_settings_action",
             Page::Notifications => "console_notifications",
             Page::Import => "console_import",
@@ -312,11 +398,19 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ),
         ["campaigns", name, "pause"] => post(method, Page::PauseCampaign(name, true)),
         ["campaigns", name, "resume"] => post(method, Page::PauseCampaign(name, false)),
-        ["settings"] => get(method, Page::Settings),
-        ["settings", action] => {
-            let action = SettingsAction::parse(action).ok_or_else(not_found)?;
-            post(method, Page::SettingsAction(action))
-        }
+        ["settings"] => get(method, Page::Settings(SettingsSection::FIRST)),
+        ["settings", segment] => match (
+            SettingsSection::parse(segment),
+            SettingsAction::parse(segment),
+        ) {
+            (Some(section), action) => pick(
+                method,
+                Page::Settings(section),
+                action.map(Page::SettingsAction),
+            ),
+            (None, Some(action)) => post(method, Page::SettingsAction(action)),
+            (None, None) => Err(not_found()),
+        },
         ["import"] => pick(method, Page::Import, Some(Page::ImportUpload)),
         ["import", "run"] => post(method, Page::ImportRun),
         ["import", token, "refused.csv"] => get(method, Page::ImportRefused(token)),
@@ -417,6 +511,27 @@ mod tests {
             assert_eq!(action.segment(), segment);
             assert_eq!(LeadAction::parse(segment), Some(action));
         }
+    }
+
+    #[test]
+    fn every_settings_section_is_a_page_and_settings_lands_on_the_first() {
+        for (segment, _, section) in SettingsSection::ALL {
+            assert_eq!(section.segment(), segment);
+            assert_eq!(
+                route(&Method::GET, &format!("/console/settings/{segment}")).unwrap(),
+                Page::Settings(section)
+            );
+        }
+        assert_eq!(
+            route(&Method::GET, "/console/settings").unwrap(),
+            Page::Settings(SettingsSection::FIRST)
+        );
+        for (_, action) in SettingsAction::ALL {
+            assert!(SettingsSection::ALL
+                .iter()
+                .any(|(_, _, s)| *s == action.section()));
+        }
+        assert!(route(&Method::GET, "/console/settings/role").is_err());
     }
 
     #[test]

@@ -276,6 +276,82 @@ impl Browser {
         self.click_button("Sign in").await;
     }
 
+    /// The text of what the field labelled `label` is described by (`aria-describedby`:
+    /// its help and its refusals, shown beside it), one line each.
+    pub async fn description(&self, label: &str) -> String {
+        let field = self.field(label).await;
+        let ids = field
+            .attr("aria-describedby")
+            .await
+            .expect("aria-describedby")
+            .unwrap_or_default();
+        let script = format!(
+            "return {ids:?}.split(' ').filter(Boolean).map(id => document.getElementById(id)).filter(Boolean).map(e => e.innerText.trim()).join('\\n');"
+        );
+        self.run(&script)
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// What breaks the page's layout at the window's width, one line each (none: it
+    /// holds): the document wider than the viewport, and each table cell narrower than
+    /// its longest word (measured in the page with a `Range` per word; a word ends at
+    /// white space or after a hyphen, and a token wider than the page's content, such as
+    /// a long email address, may wrap).
+    pub async fn layout_faults(&self) -> Vec<String> {
+        let script = r#"
+            const faults = [];
+            const width = document.documentElement.clientWidth;
+            if (document.documentElement.scrollWidth > width) {
+                faults.push(`the page is ${document.documentElement.scrollWidth} px wide in a ${width} px viewport`);
+                for (const e of document.querySelectorAll('body *')) {
+                    const r = e.getBoundingClientRect();
+                    if (r.right > width + 1 && e.children.length === 0) {
+                        faults.push(`<${e.tagName.toLowerCase()}> "${e.textContent.trim().slice(0, 40)}" ends at ${Math.round(r.right)} px`);
+                        if (faults.length > 8) break;
+                    }
+                }
+            }
+            const main = document.querySelector('main') || document.body;
+            const ms = getComputedStyle(main);
+            const room = main.clientWidth - parseFloat(ms.paddingLeft) - parseFloat(ms.paddingRight);
+            for (const cell of document.querySelectorAll('td, th')) {
+                if (cell.offsetParent === null) continue;
+                const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+                let widest = 0, word = '';
+                for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                    const re = /[^\s-]+-?/g;
+                    let m;
+                    while ((m = re.exec(node.data))) {
+                        const range = document.createRange();
+                        range.setStart(node, m.index);
+                        range.setEnd(node, m.index + m[0].length);
+                        const rects = range.getClientRects();
+                        // A word broken over lines shows as several boxes: its width is their sum.
+                        let w = 0;
+                        for (const r of rects) w += r.width;
+                        if (w > widest) { widest = w; word = m[0]; }
+                    }
+                }
+                const style = getComputedStyle(cell);
+                const inner = cell.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+                if (widest > inner + 1 && widest <= room) {
+                    faults.push(`a cell ${Math.round(inner)} px wide holds "${word}" (${Math.round(widest)} px)`);
+                }
+            }
+            return faults;
+        "#;
+        match self.run(script).await {
+            serde_json::Value::Array(faults) => faults
+                .into_iter()
+                .map(|f| f.as_str().unwrap_or_default().to_string())
+                .collect(),
+            other => vec![format!("the layout script answered {other}")],
+        }
+    }
+
     async fn wait_find(&self, locator: Locator<'_>, what: &str) -> Element {
         let started = Instant::now();
         loop {

@@ -9,6 +9,7 @@ mod export;
 mod import;
 mod import_choices;
 mod inbox;
+mod layout;
 mod lead;
 mod lead_fields;
 mod leads;

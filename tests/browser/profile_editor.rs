@@ -1,6 +1,9 @@
 //! The profile editor: a campaign edited and saved with an invalid field first, then
-//! fixed, a step added and the first moved down; the playground answering by email
-//! with unsaved instructions, nothing stored.
+//! fixed, a step added and the first moved down; every refusal of one "Save" beside its
+//! field, in words, nothing saved; the help beside durations and texts (the
+//! organization's own fields offered); the preview for a lead found by name or phone,
+//! an empty placeholder flagged; the playground answering by email with unsaved
+//! instructions, nothing stored.
 
 use hyper::Method;
 use serde_json::json;
@@ -37,7 +40,7 @@ async fn a_campaign_is_edited_with_one_invalid_field_then_saved() {
     browser.fill("After (step 1)", "soon").await;
     browser.click_button("Save").await;
     browser
-        .wait_for_text("Invalid format for field: cadence[0].after")
+        .wait_for_text("Step 1 · After: write a duration such as 2d, 3h or 30m")
         .await;
     browser.fill("After (step 1)", "2h").await;
     browser.click_button("Add step").await;
@@ -108,4 +111,155 @@ async fn the_playground_answers_with_unsaved_instructions_and_stores_nothing() {
     );
     let leads = server.get(&admin, "/v1/leads/search").await.json();
     assert_eq!(leads["total"], json!(0), "no lead, no message");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_save_shows_every_refusal_beside_its_field_and_keeps_what_was_typed() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let profile = json!({"instructions": "You are Sam.", "cadence": [
+        {"after": "0s", "channel": "sms", "text": "Hi {{firstName}}"},
+        {"after": "1d", "channel": "sms", "text": "Still there?"},
+        {"after": "2d", "channel": "sms", "text": "Last try"}
+    ]});
+    assert_eq!(
+        server
+            .put(&admin, "/v1/profiles/solar", &profile)
+            .await
+            .status,
+        200
+    );
+    let browser = admin_browser(&server).await;
+    browser.goto("/console/campaigns/solar/edit").await;
+    assert!(
+        browser
+            .description("After (step 2)")
+            .await
+            .contains("a duration such as 2d, 3h or 30m"),
+        "help beside After"
+    );
+    assert!(
+        browser
+            .description("Reply delay")
+            .await
+            .contains("30s, 5m or 1h"),
+        "help beside Reply delay"
+    );
+    browser.fill("After (step 2)", "2 days").await;
+    browser.fill("Text (step 1)", "").await;
+    browser
+        .fill("Text (step 3)", "Hi {{lead.fist_name}}, last try")
+        .await;
+    browser.fill("Reply delay", "soon").await;
+    browser.click_button("Save").await;
+    browser.wait_for_text("4 fields need a change").await;
+    let beside = |label: &'static str| {
+        let browser = &browser;
+        async move { browser.description(label).await }
+    };
+    assert!(
+        beside("After (step 2)")
+            .await
+            .contains("Step 2 · After: write a duration such as 2d, 3h or 30m"),
+        "{}",
+        beside("After (step 2)").await
+    );
+    assert!(beside("Text (step 1)")
+        .await
+        .contains("Step 1 · Text: write the message this step sends"));
+    let step3 = beside("Text (step 3)").await;
+    assert!(
+        step3.contains("Step 3 · Text: unknown placeholder {{lead.fist_name}}; the placeholders are {{firstName}}"),
+        "{step3}"
+    );
+    assert!(beside("Reply delay")
+        .await
+        .contains("Reply delay: write a duration such as 30s, 5m or 1h"));
+    assert!(
+        !beside("After (step 1)").await.contains("Step 1 · After"),
+        "only refused fields are marked"
+    );
+    assert!(
+        !browser.text().await.contains("Invalid format for field"),
+        "no API words"
+    );
+    assert_eq!(
+        browser
+            .field("After (step 2)")
+            .await
+            .prop("value")
+            .await
+            .expect("value")
+            .as_deref(),
+        Some("2 days"),
+        "what was typed is kept"
+    );
+    let saved = server.get(&admin, "/v1/profiles/solar").await.json();
+    assert_eq!(saved["cadence"], profile["cadence"], "nothing saved");
+    assert_eq!(saved["replyDelay"], json!("5s"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_preview_finds_a_lead_by_name_or_phone_and_flags_an_empty_placeholder() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let key = server.key("acme", "write").await;
+    let profile = json!({"instructions": "You are Sam.", "cadence": [
+        {"after": "0s", "channel": "sms", "text": "Homes in {{additionalInfo.City}} are saving, {{firstName}}."}
+    ]});
+    server.put(&admin, "/v1/profiles/solar", &profile).await;
+    for (id, first, last, phone, info) in [
+        (
+            "l-1",
+            "Maria",
+            "Gonzalez",
+            "+15125550101",
+            json!({"City": "Austin"}),
+        ),
+        (
+            "l-2",
+            "Derek",
+            "Stone",
+            "+15125550102",
+            json!({"Roof": "metal"}),
+        ),
+        ("l-3", "Maria", "Lopez", "+15125550103", json!({})),
+    ] {
+        server
+            .create_lead(&key, &json!({"id": id, "firstName": first, "lastName": last, "phone": phone, "additionalInfo": info}))
+            .await;
+    }
+    let browser = admin_browser(&server).await;
+    browser.goto("/console/campaigns/solar/edit").await;
+    let help = browser.description("Text (step 1)").await;
+    assert!(
+        help.contains("{{additionalInfo.City}}") && help.contains("{{additionalInfo.Roof}}"),
+        "the organization's own fields offered: {help}"
+    );
+    browser.fill("Preview for lead", "(512) 555-0102").await;
+    browser.click_button("Preview").await;
+    browser.wait_for_text("Previewed for Derek Stone").await;
+    browser
+        .wait_for_text("{{additionalInfo.City}} is empty for this lead")
+        .await;
+    browser.wait_for_text("Homes in are saving, Derek.").await;
+    browser.fill("Preview for lead", "Maria").await;
+    browser.click_button("Preview").await;
+    browser.wait_for_text("Also matching; preview for:").await;
+    let first = browser.text().await;
+    let other = if first.contains("Previewed for Maria Gonzalez") {
+        "Maria Lopez (+15125550103)"
+    } else {
+        "Maria Gonzalez (+15125550101)"
+    };
+    browser.click_button(other).await;
+    browser
+        .wait_for_text(&format!("Previewed for {other}"))
+        .await;
+    browser.fill("Preview for lead", "Nobody Here").await;
+    browser.click_button("Preview").await;
+    browser
+        .wait_for_text("No lead matches \"Nobody Here\"")
+        .await;
+    browser.wait_for_text("Edit solar").await;
 }

@@ -68,7 +68,13 @@ async fn screenshots() {
             ("editor", "/console/campaigns/solar/edit"),
             ("import", "/console/import"),
             ("settings", "/console/settings"),
-            ("settings-webhooks", "/console/settings#webhooks-heading"),
+            ("settings-providers", "/console/settings/providers"),
+            ("settings-assistant", "/console/settings/assistant"),
+            ("settings-webhooks", "/console/settings/webhooks"),
+            ("settings-keys", "/console/settings/keys"),
+            ("settings-people", "/console/settings/people"),
+            ("settings-consent", "/console/settings/consent"),
+            ("settings-notifications", "/console/settings/notifications"),
             (
                 "editor-playground",
                 "/console/campaigns/solar/edit#chat-channel",
@@ -80,5 +86,19 @@ async fn screenshots() {
                 .screenshot(&out.join(format!("{name}-{page}.png")))
                 .await;
         }
+        // The editor after a refused "Save": each refusal beside its field.
+        browser.goto("/console/campaigns/solar/edit").await;
+        browser.fill("After (step 2)", "2 days").await;
+        browser
+            .fill("Text (step 2)", "Homes in {{lead.city}} are saving")
+            .await;
+        browser.click_button("Save").await;
+        browser.wait_for_text("Not saved.").await;
+        browser
+            .run("document.getElementById('step-1-after').scrollIntoView(); return 0;")
+            .await;
+        browser
+            .screenshot(&out.join(format!("{name}-editor-refused.png")))
+            .await;
     }
 }

@@ -98,6 +98,7 @@ async fn an_admin_saves_the_consent_section_and_sees_it_again() {
     let browser = Browser::open(&server).await;
     browser.sign_in("ana@acme.example", &password).await;
     browser.click_link("Settings").await;
+    browser.click_link("Consent").await;
     browser
         .wait_for_text("Outreach that needs recorded consent")
         .await;
@@ -140,7 +141,12 @@ async fn an_admin_saves_the_consent_section_and_sees_it_again() {
     );
     assert_eq!(org["optOutKeywords"], serde_json::json!(["basta", "alto"]));
     assert_eq!(org["revocationScope"], "channel");
-    browser.goto("/console/settings").await;
+    assert_eq!(
+        browser.path().await,
+        "/console/settings/consent",
+        "back to its section"
+    );
+    browser.goto("/console/settings/consent").await;
     assert!(checked("sms marketing").await);
     assert!(checked("voice marketing").await);
     assert!(checked("Only the channel it came on").await);

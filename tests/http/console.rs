@@ -497,7 +497,7 @@ async fn profiles_named_with_quotes_accents_or_question_marks_open_and_new_is_re
         )
         .await;
     assert_eq!(saved.status, 400, "{}", saved.text());
-    assert!(saved.text().contains("Invalid format for field: name"));
+    assert!(saved.text().contains("Name: use 1 to 64 characters"));
     let r = ts.get(&admin, "/v1/profiles/new").await;
     assert_eq!(r.status, 404, "nothing saved");
 }

@@ -55,7 +55,7 @@ async fn settings_text(ts: &TestServer, admin: &Session) -> String {
     let page = ts
         .console(
             Method::GET,
-            "/console/settings",
+            "/console/settings/notifications",
             Some(&admin.cookie),
             None,
             &[],

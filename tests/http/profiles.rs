@@ -44,10 +44,20 @@ fn full_with(member: &str, value: Value) -> Value {
     body
 }
 
+/// Asserts a refused PUT's 400: the first refusal's exact `message`, and `errors`
+/// listing every refusal, the same one first.
+fn assert_put_refused(r: &engaged::testkit::Response, message: &str) -> Value {
+    let body = expect(r, 400);
+    assert_eq!(body["message"], json!(message), "{body}");
+    assert_eq!(body["errors"][0]["message"], json!(message), "{body}");
+    assert_eq!(body.as_object().map(|o| o.len()), Some(2), "{body}");
+    body
+}
+
 /// PUTs `body` to a fresh profile name and asserts the exact 400 message.
 async fn assert_refused(s: &Setup, body: &Value, message: &str) {
     let r = s.ts.put(&s.admin, &profile_path("refused"), body).await;
-    assert_error(&r, 400, message);
+    assert_put_refused(&r, message);
     assert_error(
         &s.ts.get(&s.read, &profile_path("refused")).await,
         404,
@@ -407,13 +417,48 @@ async fn instructions_are_a_string() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_put_lists_every_refusal_beside_the_first() {
+    let s = start().await;
+    let bad = json!({"instructions": "x", "replyDelay": "soon", "cadence": [
+        sms_step("0s", "ok"),
+        sms_step("2 days", ""),
+        sms_step("1d", "Hi {{lead.fist_name}}"),
+    ]});
+    let r = s.ts.put(&s.admin, &profile_path("solar"), &bad).await;
+    let body = assert_put_refused(&r, "Invalid format for field: cadence[1].after");
+    assert_eq!(
+        body["errors"],
+        json!([
+            {"field": "cadence[1].after", "message": "Invalid format for field: cadence[1].after"},
+            {"field": "cadence[1].text", "message": "Invalid format for field: cadence[1].text"},
+            {"field": "cadence[2].text", "message": "Unknown placeholder: {{lead.fist_name}}"},
+            {"field": "replyDelay", "message": "Invalid format for field: replyDelay"},
+        ])
+    );
+    // A member of the wrong type is the one refusal listed.
+    let r =
+        s.ts.put(
+            &s.admin,
+            &profile_path("solar"),
+            &json!({"cadence": 3, "replyDelay": "soon"}),
+        )
+        .await;
+    let body = assert_put_refused(&r, "Invalid format for field: cadence");
+    assert_eq!(body["errors"].as_array().map(Vec::len), Some(1));
+    assert_error(
+        &s.ts.get(&s.read, &profile_path("solar")).await,
+        404,
+        "Profile not found",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_put_changes_nothing() {
     let s = start().await;
     let before = put_profile(&s.ts, &s.admin, "solar", &full()).await;
     let bad = json!({"instructions": "New", "cadence": [sms_step("0s", "Hi {{nickname}}")]});
-    assert_error(
+    assert_put_refused(
         &s.ts.put(&s.admin, &profile_path("solar"), &bad).await,
-        400,
         "Unknown placeholder: {{nickname}}",
     );
     let after = expect(&s.ts.get(&s.read, &profile_path("solar")).await, 200);
@@ -495,7 +540,9 @@ async fn an_organization_has_at_most_200_profiles_and_lists_them_in_pages() {
     for i in 0..200 {
         put_profile(&s.ts, &s.admin, &format!("p{i:03}"), &small).await;
     }
-    assert_refused(&s, &small, "Too many: profiles (at most 200)").await;
+    // Not a member's refusal: the write's, `message` alone.
+    let r = s.ts.put(&s.admin, &profile_path("refused"), &small).await;
+    assert_error(&r, 400, "Too many: profiles (at most 200)");
     // Replacing one of the 200 is fine.
     put_profile(&s.ts, &s.admin, "p000", &small).await;
     // Without `limit`: the first 100, then the rest by `nextToken`.
@@ -536,7 +583,7 @@ async fn an_organization_has_at_most_200_profiles_and_lists_them_in_pages() {
 async fn new_is_not_a_profile_name() {
     let s = start().await;
     let r = s.ts.put(&s.admin, &profile_path("new"), &full()).await;
-    assert_error(&r, 400, "Invalid format for field: name");
+    assert_put_refused(&r, "Invalid format for field: name");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

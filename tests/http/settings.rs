@@ -132,7 +132,7 @@ async fn people_and_keys_are_managed_within_the_organization() {
     let pat = ts.sign_in("pat@example.com", &password).await;
     assert!(!pat.cookie.is_empty());
     assert!(
-        !settings_page(ts, &boss).await.contains(&password),
+        !settings_page(ts, &boss, "people").await.contains(&password),
         "shown only once"
     );
 
@@ -216,8 +216,10 @@ async fn people_and_keys_are_managed_within_the_organization() {
     assert_eq!(other.status, 404);
 }
 
-async fn settings_page(ts: &TestServer, s: &Session) -> String {
-    ts.console(Method::GET, "/console/settings", Some(&s.cookie), None, &[])
+/// The settings page of `section` (`people`, `webhooks`, ...).
+async fn settings_page(ts: &TestServer, s: &Session, section: &str) -> String {
+    let path = format!("/console/settings/{section}");
+    ts.console(Method::GET, &path, Some(&s.cookie), None, &[])
         .await
         .text()
 }
@@ -345,7 +347,7 @@ async fn a_failing_webhook_delivery_is_shown_and_retried_from_settings() {
         "the failed attempt is shown",
         engaged::testkit::WAIT,
         || async {
-            let page = settings_page(ts, &boss).await;
+            let page = settings_page(ts, &boss, "webhooks").await;
             if page.contains("HTTP 500") {
                 Ok(page)
             } else {
@@ -429,7 +431,7 @@ async fn a_webhook_endpoint_is_added_with_its_secret_shown_once_and_removed() {
         "the secret shown once: {page}"
     );
     assert!(
-        !settings_page(ts, &boss).await.contains(&secret),
+        !settings_page(ts, &boss, "webhooks").await.contains(&secret),
         "never shown again"
     );
     let listed = expect(&ts.get(&org.admin, "/v1/webhooks").await, 200);
@@ -508,7 +510,9 @@ async fn the_assistant_and_the_providers_are_saved_with_write_only_secrets() {
     assert_eq!(settings["assistant"]["model"], json!("llama"));
     assert_eq!(settings["assistant"]["timeoutMs"], json!(9000));
     assert!(
-        !settings_page(ts, &boss).await.contains("sk-secret"),
+        !settings_page(ts, &boss, "assistant")
+            .await
+            .contains("sk-secret"),
         "a secret is never shown"
     );
 
@@ -535,7 +539,7 @@ async fn the_assistant_and_the_providers_are_saved_with_write_only_secrets() {
     );
     assert_eq!(settings["providers"]["sms"]["authTokenSet"], json!(true));
     assert_eq!(settings["providers"]["email"]["kind"], json!("smtp"));
-    let page = settings_page(ts, &boss).await;
+    let page = settings_page(ts, &boss, "providers").await;
     assert!(
         !page.contains("twilio-token") && !page.contains("mail-secret"),
         "secrets are write-only"

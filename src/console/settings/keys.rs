@@ -34,13 +34,14 @@ impl KeysSectionView {
                 h2 #keys-heading { "API keys" }
                 @if self.keys.is_empty() { p.muted { "No key yet." } } @else {
                     div.table-wrap {
-                        table {
+                        table.cards {
                             thead { tr { th scope="col" { "Name" } th scope="col" { "Scope" } th scope="col" { "Created" } th scope="col" { "State" } th scope="col" { "Actions" } } }
                             tbody {
                                 @for k in &self.keys {
                                     tr {
-                                        td { (k.name) } td { (k.scope.as_str()) } td { (layout::time(k.created_at, &self.zone)) }
-                                        td { @if k.revoked_at.is_some() { "Revoked" } @else { "Active" } }
+                                        td data-label="Name" { (k.name) } td data-label="Scope" { (k.scope.as_str()) }
+                                        td data-label="Created" { (layout::time(k.created_at, &self.zone)) }
+                                        td data-label="State" { @if k.revoked_at.is_some() { "Revoked" } @else { "Active" } }
                                         td {
                                             @if k.revoked_at.is_none() {
                                                 form.inline method="post" action=(super::path(SettingsAction::RevokeKey)) {

@@ -1,12 +1,14 @@
-//! `/console/settings` (admins): the page's frame (a notice, a secret shown once, a
-//! refusal) around its sections, one file each: the organization (saved exactly as
+//! `/console/settings/{section}` (admins): one page per section, reached by the
+//! settings' sub-navigation (`/console/settings` shows the first); the page's frame (a
+//! notice, a secret shown once, a refusal) around the section, one file each: the organization (saved exactly as
 //! `PATCH /v1/org` saves it, each refusal shown beside its field), the consent policy
 //! and opt-out keywords, the assistant, the
 //! providers, the people (added with a password shown once, a role changed, disabled),
 //! the API keys (created with the key shown once, revoked), the webhook endpoints (added
 //! with their signing secret shown once, removed; their recent deliveries retried) and
 //! the notification emails sent. Each section has a view built from one snapshot and
-//! its own handlers of the `SettingsAction`s it owns; `act` routes them.
+//! its own handlers of the `SettingsAction`s it owns; `act` routes them, and each
+//! returns to its own section's page.
 
 mod assistant;
 mod consent;
@@ -23,7 +25,7 @@ use maud::{html, Markup};
 use super::form::Form;
 use super::layout;
 use super::respond;
-use super::routes::SettingsAction;
+use super::routes::{SettingsAction, SettingsSection};
 use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
@@ -106,19 +108,40 @@ fn path(action: SettingsAction) -> String {
     format!("/console/settings/{}", action.segment())
 }
 
-/// `GET /console/settings`.
-pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
+/// `GET /console/settings/{section}` (`/console/settings`: the first).
+pub fn page(
+    state: &AppState,
+    visitor: &Visitor,
+    section: SettingsSection,
+    query: &str,
+) -> Result<Response<Body>> {
     let shown = Shown {
         notice: (query == "saved=1").then(|| "Saved.".to_string()),
         ..Shown::default()
     };
-    render(state, visitor, StatusCode::OK, shown)
+    render(state, visitor, section, StatusCode::OK, shown)
 }
 
-/// The page: every section's view, from one snapshot.
+/// The settings' sub-navigation, `current` marked.
+fn subnav(current: SettingsSection) -> Markup {
+    html! {
+        nav.subnav aria-label="Settings sections" {
+            ul {
+                @for (_, title, section) in SettingsSection::ALL {
+                    li {
+                        a href=(section.path()) aria-current=[(section == current).then_some("page")] { (title) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The page of `section`: its view, from one snapshot.
 fn render(
     state: &AppState,
     visitor: &Visitor,
+    section: SettingsSection,
     status: StatusCode,
     shown: Shown,
 ) -> Result<Response<Body>> {
@@ -129,19 +152,32 @@ fn render(
         .ok_or_else(|| Error::Internal("the visitor's organization is missing".into()))?;
     let engine = read.engine_settings(org_id)?;
     let zone = engine.time_zone.clone();
-    let organization = organization::OrgSectionView::of(&record, &engine);
-    let consent = consent::ConsentSectionView::of(&engine);
-    let assistant = assistant::AssistantSectionView::of(&engine);
-    let providers = providers::ProvidersSectionView::of(&engine);
-    let people = people::PeopleSectionView::of(&read, visitor)?;
-    let keys = keys::KeysSectionView::of(&read, org_id, &zone)?;
-    let webhooks = webhooks::WebhooksSectionView::of(&read, org_id, &zone)?;
-    let notifications = notifications::NotificationsSectionView::of(&read, org_id, &zone)?;
+    let view = match section {
+        SettingsSection::Organization => {
+            organization::OrgSectionView::of(&record, &engine).view(visitor, &shown)
+        }
+        SettingsSection::Consent => consent::ConsentSectionView::of(&engine).view(visitor, &shown),
+        SettingsSection::Assistant => {
+            assistant::AssistantSectionView::of(&engine).view(visitor, &shown)
+        }
+        SettingsSection::Providers => {
+            providers::ProvidersSectionView::of(&engine).view(visitor, &shown)
+        }
+        SettingsSection::People => people::PeopleSectionView::of(&read, visitor)?.view(visitor),
+        SettingsSection::Keys => keys::KeysSectionView::of(&read, org_id, &zone)?.view(visitor),
+        SettingsSection::Webhooks => {
+            webhooks::WebhooksSectionView::of(&read, org_id, &zone)?.view(visitor)
+        }
+        SettingsSection::Notifications => {
+            notifications::NotificationsSectionView::of(&read, org_id, &zone)?.view()
+        }
+    };
     let markup = layout::page(
-        "Settings",
+        &format!("{} · Settings", section.title()),
         Some(visitor),
         html! {
             h1 { "Settings" }
+            (subnav(section))
             @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
             @if let Some((_, message)) = &shown.field_error {
                 p.field-error role="alert" { "Not saved: " (message) }
@@ -152,14 +188,7 @@ fn render(
                     p { code.secret { (secret) } }
                 }
             }
-            (organization.view(visitor, &shown))
-            (consent.view(visitor, &shown))
-            (assistant.view(visitor, &shown))
-            (providers.view(visitor, &shown))
-            (people.view(visitor))
-            (keys.view(visitor))
-            (webhooks.view(visitor))
-            (notifications.view())
+            (view)
         },
     );
     Ok(respond::html(status, markup))
@@ -188,9 +217,10 @@ pub async fn act(
         SettingsAction::RemoveWebhook => webhooks::remove(state, visitor, &form).await?,
         SettingsAction::RetryDelivery => webhooks::retry(state, visitor, &form).await?,
     };
+    let section = action.section();
     match outcome {
-        Outcome::Saved => Ok(respond::redirect("/console/settings?saved=1")),
-        Outcome::Show(status, shown) => render(state, visitor, status, shown),
+        Outcome::Saved => Ok(respond::redirect(&format!("{}?saved=1", section.path()))),
+        Outcome::Show(status, shown) => render(state, visitor, section, status, shown),
     }
 }
 

@@ -36,14 +36,14 @@ impl PeopleSectionView {
             section.panel aria-labelledby="people-heading" {
                 h2 #people-heading { "People" }
                 div.table-wrap {
-                    table {
+                    table.cards {
                         thead { tr { th scope="col" { "Name" } th scope="col" { "Email" } th scope="col" { "Role" } th scope="col" { "Status" } th scope="col" { "Actions" } } }
                         tbody {
                             @for (i, u) in self.people.iter().enumerate() {
                                 tr {
-                                    td { (u.name) } td { (u.email) }
-                                    td { (u.role.as_str()) }
-                                    td { @if u.disabled_at.is_some() { "Disabled" } @else { "Active" } }
+                                    td data-label="Name" { (u.name) } td data-label="Email" { (u.email) }
+                                    td data-label="Role" { (u.role.as_str()) }
+                                    td data-label="Status" { @if u.disabled_at.is_some() { "Disabled" } @else { "Active" } }
                                     td {
                                         @if u.disabled_at.is_none() && u.id != self.me {
                                             form.inline method="post" action=(super::path(SettingsAction::SetRole)) {

@@ -60,14 +60,14 @@ impl WebhooksSectionView {
                     }
                     @if recent.is_empty() { p.muted { "No delivery yet." } } @else {
                         div.table-wrap {
-                            table {
+                            table.cards {
                                 thead { tr { th scope="col" { "Event" } th scope="col" { "Created" } th scope="col" { "State" } th scope="col" { "Last attempt" } th scope="col" { "Actions" } } }
                                 tbody {
                                     @for d in recent {
                                         tr {
-                                            td { (d.event) } td { (layout::time(d.created_at, &self.zone)) }
-                                            td { (format!("{:?}", d.state).to_lowercase()) " (" (d.attempts.len()) " attempts)" }
-                                            td { @if let Some(a) = d.attempts.last() {
+                                            td data-label="Event" { (d.event) } td data-label="Created" { (layout::time(d.created_at, &self.zone)) }
+                                            td data-label="State" { (format!("{:?}", d.state).to_lowercase()) " (" (d.attempts.len()) " attempts)" }
+                                            td data-label="Last attempt" { @if let Some(a) = d.attempts.last() {
                                                 @match a.status { Some(status) => { "HTTP " (status) }, None => { (a.error) } }
                                             } }
                                             td {

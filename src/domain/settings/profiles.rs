@@ -16,7 +16,7 @@ use crate::cursor::CursorKey;
 use crate::domain::records::limits;
 use crate::domain::records::listing;
 use crate::domain::records::written::{Reaction, Written};
-use crate::domain::settings::templates::check_placeholders;
+use crate::domain::settings::templates::{self, check_placeholders};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{DispositionRecord, ProfileRecord, Purpose, StepRecord};
@@ -118,19 +118,51 @@ impl ProfileInput {
     /// each member's type and rules as [`ProfileInput::record`] checks them, member by
     /// member. The profile's name is checked before (`check_name`).
     pub fn from_json(body: &Map<String, Value>) -> Result<ProfileInput> {
+        ProfileInput::read_json(body, Rules::Check)
+    }
+
+    /// Reads a `PUT` body for every refusal at once: `Err` with the first refusal as
+    /// [`ProfileInput::from_json`] answers it, beside the list of all of them when its
+    /// members are well typed ([`ProfileInput::refusals`], the first being the same),
+    /// else that one alone.
+    pub fn from_json_all(
+        body: &Map<String, Value>,
+        name: &str,
+    ) -> std::result::Result<ProfileInput, (Error, Vec<Refusal>)> {
+        let first = match check_name(name).and_then(|()| ProfileInput::from_json(body)) {
+            Ok(input) => return Ok(input),
+            Err(first) => first,
+        };
+        let refusals = match ProfileInput::read_json(body, Rules::Skip) {
+            Ok(typed) => typed.refusals(name),
+            Err(_) => Vec::new(),
+        };
+        let refusals = match refusals.first() {
+            Some(r) if r.error.to_string() == first.to_string() => refusals,
+            _ => vec![Refusal {
+                field: first.refused_field().unwrap_or_default().to_string(),
+                words: first.to_string(),
+                error: first.clone(),
+            }],
+        };
+        Err((first, refusals))
+    }
+
+    /// Reads a body's members and their types, and their rules too when `rules` says.
+    fn read_json(body: &Map<String, Value>, rules: Rules) -> Result<ProfileInput> {
         refuse_unknown(body, MEMBERS, "")?;
 
         let instructions = optional_text(body, "instructions", "instructions")?;
-        check_instructions(&instructions)?;
+        rules.hold(check_instructions(&instructions))?;
 
         let cadence = match present(body, "cadence") {
             None => Vec::new(),
             Some(Value::Array(steps)) => {
-                check_step_count(steps.len())?;
+                rules.hold(check_step_count(steps.len()))?;
                 steps
                     .iter()
                     .enumerate()
-                    .map(|(i, step)| StepInput::from_json(i, step))
+                    .map(|(i, step)| StepInput::from_json(i, step, rules))
                     .collect::<Result<Vec<_>>>()?
             }
             Some(_) => return Err(Error::invalid_field("cadence")),
@@ -141,16 +173,20 @@ impl ProfileInput {
             Some(Value::String(text)) => Some(text.clone()),
             Some(_) => return Err(Error::invalid_field("replyDelay")),
         };
-        reply_delay_of(reply_delay.as_deref())?;
+        rules.hold(reply_delay_of(reply_delay.as_deref()).map(drop))?;
 
         let dispositions = match present(body, "dispositions") {
             None => Vec::new(),
             Some(Value::Array(items)) => {
-                limits::count("dispositions", items.len(), limits::DISPOSITIONS)?;
+                rules.hold(limits::count(
+                    "dispositions",
+                    items.len(),
+                    limits::DISPOSITIONS,
+                ))?;
                 let mut out: Vec<DispositionInput> = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
-                    let disposition = DispositionInput::from_json(i, item)?;
-                    refuse_duplicate(i, &out, &disposition)?;
+                    let disposition = DispositionInput::from_json(i, item, rules)?;
+                    rules.hold(refuse_duplicate(i, &out, &disposition))?;
                     out.push(disposition);
                 }
                 out
@@ -159,12 +195,12 @@ impl ProfileInput {
         };
 
         let transfer_number = phone_text(body, "transferNumber")?;
-        phone("transferNumber", &transfer_number)?;
+        rules.hold(phone("transferNumber", &transfer_number).map(drop))?;
         let fallback_transfer_number = phone_text(body, "fallbackTransferNumber")?;
-        phone("fallbackTransferNumber", &fallback_transfer_number)?;
+        rules.hold(phone("fallbackTransferNumber", &fallback_transfer_number).map(drop))?;
 
         let voice_greeting = optional_text(body, "voiceGreeting", "voiceGreeting")?;
-        check_greeting(&voice_greeting)?;
+        rules.hold(check_greeting(&voice_greeting))?;
 
         Ok(ProfileInput {
             instructions,
@@ -223,6 +259,217 @@ impl ProfileInput {
     }
 }
 
+/// One refusal of a profile's members, for a form: the field it refuses (the
+/// interface's path, `cadence[1].after`), the error the interface answers with, and the
+/// words a person reads beside the field ("Step 2 · After: write a duration such as 2d,
+/// 3h or 30m").
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub field: String,
+    pub error: Error,
+    pub words: String,
+}
+
+/// How durations are written, for people.
+pub const DURATION_HELP: &str =
+    "a duration such as 2d, 3h or 30m (d days, h hours, m minutes, s seconds)";
+
+/// The placeholders a text may hold, for people.
+fn placeholder_help() -> String {
+    format!(
+        "the placeholders are {} and {{{{additionalInfo.KEY}}}} for a lead's additional field",
+        templates::PLACEHOLDERS.join(", ")
+    )
+}
+
+/// Collects refusals, each field's first.
+#[derive(Default)]
+struct Refusals(Vec<Refusal>);
+
+impl Refusals {
+    fn check(&mut self, field: &str, result: Result<()>, words: impl FnOnce() -> String) {
+        if let Err(error) = result {
+            self.0.push(Refusal {
+                field: field.to_string(),
+                error,
+                words: words(),
+            });
+        }
+    }
+}
+
+/// The words for a refused text (`label`: "Step 2 · Text"): blank when `required`
+/// says why it is needed, an unknown placeholder, or too long.
+fn text_words(label: &str, text: &str, max: usize, required: Option<&str>) -> String {
+    match (required, templates::unknown_placeholder(text)) {
+        (Some(required), _) if text.trim().is_empty() => format!("{label}: {required}"),
+        (_, Some(inner)) => format!(
+            "{label}: unknown placeholder {{{{{inner}}}}}; {}",
+            placeholder_help()
+        ),
+        _ => format!("{label}: write at most {max} characters"),
+    }
+}
+
+impl ProfileInput {
+    /// Every refusal of these members as the profile named `name`, each field's first,
+    /// in the order [`ProfileInput::record`] checks them: empty exactly when `record`
+    /// succeeds, and else the first is the error `record` returns.
+    pub fn refusals(&self, name: &str) -> Vec<Refusal> {
+        let mut out = Refusals::default();
+        out.check("name", check_name(name), || {
+            format!("Name: use 1 to {MAX_NAME_CHARS} characters without spaces or /, other than \"{RESERVED_NAME}\"")
+        });
+        out.check(
+            "instructions",
+            check_instructions(&self.instructions),
+            || {
+                format!(
+                    "Instructions: write at most {} characters",
+                    limits::INSTRUCTIONS_CHARS
+                )
+            },
+        );
+        out.check("cadence", check_step_count(self.cadence.len()), || {
+            format!("Cadence: at most {MAX_STEPS} steps")
+        });
+        for (i, step) in self.cadence.iter().enumerate() {
+            let path = format!("cadence[{i}]");
+            let label = |member: &str| format!("Step {} · {member}", i + 1);
+            out.check(
+                &format!("{path}.after"),
+                step_after(&path, &step.after).map(drop),
+                || format!("{}: write {DURATION_HELP}", label("After")),
+            );
+            out.check(
+                &format!("{path}.channel"),
+                step.channel
+                    .map(drop)
+                    .ok_or_else(|| Error::invalid_field(&format!("{path}.channel"))),
+                || format!("{}: choose sms, email or voice", label("Channel")),
+            );
+            let channel = step.channel.unwrap_or(Channel::Sms);
+            out.check(
+                &format!("{path}.text"),
+                step_text(&path, channel, &step.text),
+                || {
+                    text_words(
+                        &label("Text"),
+                        &step.text,
+                        limits::step_text_chars(channel),
+                        Some("write the message this step sends"),
+                    )
+                },
+            );
+            if step.channel.is_some() {
+                out.check(
+                    &format!("{path}.subject"),
+                    step_subject(&path, channel, &step.subject),
+                    || {
+                        text_words(
+                            &label("Subject"),
+                            &step.subject,
+                            limits::SUBJECT_CHARS,
+                            Some("an email step needs a subject"),
+                        )
+                    },
+                );
+            }
+        }
+        out.check(
+            "replyDelay",
+            reply_delay_of(self.reply_delay.as_deref()).map(drop),
+            || {
+                "Reply delay: write a duration such as 30s, 5m or 1h (empty: the default)"
+                    .to_string()
+            },
+        );
+        out.check(
+            "dispositions",
+            limits::count(
+                "dispositions",
+                self.dispositions.len(),
+                limits::DISPOSITIONS,
+            ),
+            || format!("Dispositions: at most {}", limits::DISPOSITIONS),
+        );
+        let mut ids: Vec<&str> = Vec::with_capacity(self.dispositions.len());
+        for (i, d) in self.dispositions.iter().enumerate() {
+            let path = format!("dispositions[{i}]");
+            let line = format!("Dispositions, line {}", i + 1);
+            for (member, text, max) in [
+                ("id", &d.id, limits::CALL_FIELD_CHARS),
+                ("name", &d.name, limits::CALL_FIELD_CHARS),
+                (
+                    "description",
+                    &d.description,
+                    limits::DISPOSITION_DESCRIPTION_CHARS,
+                ),
+            ] {
+                out.check(
+                    &format!("{path}.{member}"),
+                    disposition_text(&path, member, text),
+                    || {
+                        if text.trim().is_empty() {
+                            format!("{line}: write an {member} (id | name | description)")
+                        } else {
+                            format!("{line}: the {member} has at most {max} characters")
+                        }
+                    },
+                );
+            }
+            if ids.contains(&d.id.as_str()) {
+                out.check(&format!("{path}.id"), Err(duplicate(i, &d.id)), || {
+                    format!("{line}: the id {} is already used above", d.id)
+                });
+            }
+            ids.push(&d.id);
+        }
+        for (field, label, raw) in [
+            ("transferNumber", "Transfer number", &self.transfer_number),
+            (
+                "fallbackTransferNumber",
+                "Fallback transfer number",
+                &self.fallback_transfer_number,
+            ),
+        ] {
+            out.check(field, phone(field, raw).map(drop), || {
+                format!("{label}: write a phone number such as +1 512 555 0100, or leave it empty")
+            });
+        }
+        out.check(
+            "voiceGreeting",
+            check_greeting(&self.voice_greeting),
+            || {
+                text_words(
+                    "Voice greeting",
+                    &self.voice_greeting,
+                    limits::GREETING_CHARS,
+                    None,
+                )
+            },
+        );
+        out.0
+    }
+}
+
+/// Whether reading a body holds its members to their rules too, or only to their types
+/// (to list every refusal afterwards).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    Check,
+    Skip,
+}
+
+impl Rules {
+    fn hold(self, result: Result<()>) -> Result<()> {
+        match self {
+            Rules::Check => result,
+            Rules::Skip => Ok(()),
+        }
+    }
+}
+
 fn check_instructions(instructions: &str) -> Result<()> {
     limits::text("instructions", instructions, limits::INSTRUCTIONS_CHARS)
 }
@@ -254,8 +501,9 @@ fn reply_delay_of(text: Option<&str>) -> Result<(String, u64)> {
 }
 
 impl StepInput {
-    /// Reads step `index` of a body's `cadence`, checking each member as it is read.
-    fn from_json(index: usize, step: &Value) -> Result<StepInput> {
+    /// Reads step `index` of a body's `cadence`, checking each member as it is read
+    /// (its rules when `rules` says).
+    fn from_json(index: usize, step: &Value, rules: Rules) -> Result<StepInput> {
         let path = format!("cadence[{index}]");
         let Value::Object(step) = step else {
             return Err(Error::invalid_field(&path));
@@ -266,7 +514,7 @@ impl StepInput {
             Some(Value::String(text)) => text.clone(),
             _ => return Err(Error::invalid_field(&field("after"))),
         };
-        step_after(&path, &after)?;
+        rules.hold(step_after(&path, &after).map(drop))?;
         let channel = step
             .get("channel")
             .and_then(Value::as_str)
@@ -276,13 +524,13 @@ impl StepInput {
             Some(Value::String(text)) => text.clone(),
             _ => return Err(Error::invalid_field(&field("text"))),
         };
-        step_text(&path, channel, &text)?;
+        rules.hold(step_text(&path, channel, &text))?;
         let subject = match present(step, "subject") {
             None => String::new(),
             Some(Value::String(subject)) => subject.clone(),
             Some(_) => return Err(Error::invalid_field(&field("subject"))),
         };
-        step_subject(&path, channel, &subject)?;
+        rules.hold(step_subject(&path, channel, &subject))?;
         let purpose = match present(step, "purpose") {
             None => None,
             Some(value) => Some(value.as_str().and_then(Purpose::parse).ok_or_else(|| {
@@ -347,8 +595,9 @@ fn step_subject(path: &str, channel: Channel, subject: &str) -> Result<()> {
 }
 
 impl DispositionInput {
-    /// Reads disposition `index` of a body's `dispositions`, member by member.
-    fn from_json(index: usize, item: &Value) -> Result<DispositionInput> {
+    /// Reads disposition `index` of a body's `dispositions`, member by member (their
+    /// rules when `rules` says).
+    fn from_json(index: usize, item: &Value, rules: Rules) -> Result<DispositionInput> {
         let path = format!("dispositions[{index}]");
         let Value::Object(item) = item else {
             return Err(Error::invalid_field(&path));
@@ -356,7 +605,7 @@ impl DispositionInput {
         refuse_unknown(item, DISPOSITION_MEMBERS, &path)?;
         let required = |member: &str| match item.get(member) {
             Some(Value::String(text)) => {
-                disposition_text(&path, member, text)?;
+                rules.hold(disposition_text(&path, member, text))?;
                 Ok(text.clone())
             }
             _ => Err(Error::invalid_field(&format!("{path}.{member}"))),
@@ -364,7 +613,7 @@ impl DispositionInput {
         let id = required("id")?;
         let name = required("name")?;
         let description = optional_text(item, "description", &format!("{path}.description"))?;
-        disposition_text(&path, "description", &description)?;
+        rules.hold(disposition_text(&path, "description", &description))?;
         Ok(DispositionInput {
             id,
             name,
@@ -532,6 +781,30 @@ pub fn put(
     profile.updated_at = now;
     tx.put_profile(&caller.org_id, &profile)?;
     Ok(profile)
+}
+
+/// The console editor's "Save": the profile written as [`put`] writes it, or, when its
+/// members are refused, every refusal at once ([`ProfileInput::refusals`]) and nothing
+/// written. A refusal of the write itself (too many profiles) is one refusal.
+pub fn put_or_refusals(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    name: &str,
+    input: &ProfileInput,
+) -> Result<std::result::Result<ProfileRecord, Vec<Refusal>>> {
+    let refusals = input.refusals(name);
+    if !refusals.is_empty() {
+        return Ok(Err(refusals));
+    }
+    match put(tx, caller, name, input) {
+        Ok(profile) => Ok(Ok(profile)),
+        Err(error) if error.is_bad_request() => Ok(Err(vec![Refusal {
+            field: error.refused_field().unwrap_or_default().to_string(),
+            words: error.to_string(),
+            error,
+        }])),
+        Err(error) => Err(error),
+    }
 }
 
 /// `DELETE /v1/profiles/{name}`: the cadences that follow it stop (`profile_deleted`,
@@ -1052,6 +1325,66 @@ mod tests {
             refused(json!({"nickname": 1})),
             (None, "Unknown field: nickname".into())
         );
+    }
+
+    #[test]
+    fn refusals_list_every_field_in_words_the_first_being_the_records_error() {
+        let input = ProfileInput {
+            cadence: vec![
+                StepInput {
+                    after: "0s".into(),
+                    channel: Some(Channel::Sms),
+                    text: "Hi".into(),
+                    ..StepInput::default()
+                },
+                StepInput {
+                    after: "2 days".into(),
+                    channel: Some(Channel::Sms),
+                    text: String::new(),
+                    ..StepInput::default()
+                },
+                StepInput {
+                    after: "1d".into(),
+                    channel: Some(Channel::Email),
+                    text: "Hi {{lead.fist_name}}".into(),
+                    subject: "Quote".into(),
+                    ..StepInput::default()
+                },
+            ],
+            reply_delay: Some("soon".into()),
+            ..ProfileInput::default()
+        };
+        let refusals = input.refusals("solar");
+        let listed: Vec<(&str, &str)> = refusals
+            .iter()
+            .map(|r| (r.field.as_str(), r.words.as_str()))
+            .collect();
+        assert_eq!(listed.len(), 4, "{listed:?}");
+        assert_eq!(
+            listed[0],
+            ("cadence[1].after", "Step 2 · After: write a duration such as 2d, 3h or 30m (d days, h hours, m minutes, s seconds)")
+        );
+        assert_eq!(
+            listed[1],
+            (
+                "cadence[1].text",
+                "Step 2 · Text: write the message this step sends"
+            )
+        );
+        assert_eq!(listed[2].0, "cadence[2].text");
+        assert!(
+            listed[2].1.starts_with("Step 3 · Text: unknown placeholder {{lead.fist_name}}; the placeholders are {{firstName}}"),
+            "{}",
+            listed[2].1
+        );
+        assert_eq!(listed[3].0, "replyDelay");
+        assert_eq!(
+            refusals[0].error.to_string(),
+            input.record("solar").unwrap_err().to_string()
+        );
+        let fine = ProfileInput::from_json(&body(spec_example())).unwrap();
+        assert!(fine.refusals("solar").is_empty());
+        assert_eq!(fine.refusals("a b")[0].field, "name");
     }
 
     #[test]

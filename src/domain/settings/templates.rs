@@ -8,6 +8,12 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::store::rows::LeadRecord;
+use crate::store::{ReadTx, Reader};
+
+/// How many of an organization's most recently active leads [`additional_keys`] reads.
+const KEYS_SAMPLE_LEADS: usize = 200;
+/// The most additional fields [`additional_keys`] offers.
+const MAX_OFFERED_KEYS: usize = 30;
 
 /// A part of a template: literal text or the inside of a `{{...}}`.
 #[derive(Debug, PartialEq)]
@@ -63,18 +69,86 @@ fn recognise(inner: &str) -> Option<Placeholder<'_>> {
     }
 }
 
-/// `Unknown placeholder: {{...}}` for the first placeholder that is not one of the six.
-pub fn check_placeholders(template: &str) -> Result<()> {
-    for piece in pieces(template) {
-        if let Piece::Placeholder(inner) = piece {
-            if recognise(inner).is_none() {
-                return Err(Error::BadRequest(format!(
-                    "Unknown placeholder: {{{{{inner}}}}}"
-                )));
+/// The placeholders every lead has, as a person writes them (besides
+/// `{{additionalInfo.KEY}}`, one per additional field).
+pub const PLACEHOLDERS: [&str; 5] = [
+    "{{firstName}}",
+    "{{lastName}}",
+    "{{phone}}",
+    "{{email}}",
+    "{{business.name}}",
+];
+
+/// The additional fields (`additionalInfo` keys) `org`'s leads use, for an editor to
+/// offer as `{{additionalInfo.KEY}}`: read from its most recently active leads (at most
+/// `KEYS_SAMPLE_LEADS` of them, so the cost is bounded whatever the organization's
+/// size), at most `MAX_OFFERED_KEYS`, sorted.
+pub fn additional_keys(read: &ReadTx, org: &str) -> Result<Vec<String>> {
+    let index = read.lead_index(org)?;
+    let mut keys: Vec<String> = Vec::new();
+    let mut seen = 0;
+    index.walk(false, None, |indexed| {
+        seen += 1;
+        if let Some(lead) = read.lead(org, &indexed.id)? {
+            if let Value::Object(info) = &lead.additional_info.0 {
+                for key in info.keys() {
+                    if keys.len() < MAX_OFFERED_KEYS && !keys.contains(key) {
+                        keys.push(key.clone());
+                    }
+                }
             }
         }
+        Ok(seen < KEYS_SAMPLE_LEADS && keys.len() < MAX_OFFERED_KEYS)
+    })?;
+    keys.sort();
+    Ok(keys)
+}
+
+/// The inside of the first placeholder of `template` that is not one of the six.
+pub fn unknown_placeholder(template: &str) -> Option<&str> {
+    pieces(template).into_iter().find_map(|piece| match piece {
+        Piece::Placeholder(inner) if recognise(inner).is_none() => Some(inner),
+        _ => None,
+    })
+}
+
+/// `Unknown placeholder: {{...}}` for the first placeholder that is not one of the six.
+pub fn check_placeholders(template: &str) -> Result<()> {
+    match unknown_placeholder(template) {
+        Some(inner) => Err(Error::BadRequest(format!(
+            "Unknown placeholder: {{{{{inner}}}}}"
+        ))),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// The placeholders of `template` that [`render`] fills with empty text for `lead`
+/// (as written, `{{additionalInfo.City}}`), each once, in order: what a preview flags.
+pub fn empty_placeholders(template: &str, lead: &LeadRecord, business_name: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for piece in pieces(template) {
+        let Piece::Placeholder(inner) = piece else {
+            continue;
+        };
+        let empty = match recognise(inner) {
+            Some(Placeholder::FirstName) => lead.first_name.is_empty(),
+            Some(Placeholder::LastName) => lead.last_name.is_empty(),
+            Some(Placeholder::Phone) => lead.phone.is_empty(),
+            Some(Placeholder::Email) => lead.email.is_empty(),
+            Some(Placeholder::BusinessName) => business_name.is_empty(),
+            Some(Placeholder::AdditionalInfo(key)) => match lead.additional_info.0.get(key) {
+                Some(Value::String(text)) => text.is_empty(),
+                Some(Value::Number(_) | Value::Bool(_)) => false,
+                _ => true,
+            },
+            None => true,
+        };
+        let written = format!("{{{{{inner}}}}}");
+        if empty && !out.contains(&written) {
+            out.push(written);
+        }
+    }
+    out
 }
 
 /// Fills a template for `lead`. A missing value is empty text; `additionalInfo.KEY`
@@ -171,6 +245,26 @@ mod tests {
             "Hi !"
         );
         assert_eq!(render("Hi {{additionalInfo.city}}", &blank, "Acme"), "Hi ");
+    }
+
+    #[test]
+    fn empty_placeholders_are_named_once_as_written() {
+        let lead = lead();
+        assert_eq!(
+            empty_placeholders(
+                "Homes in {{additionalInfo.City}} {{additionalInfo.city}} {{additionalInfo.City}} \
+                 {{additionalInfo.panels}} {{business.name}} {{lastName}}",
+                &lead,
+                ""
+            ),
+            vec!["{{additionalInfo.City}}", "{{business.name}}"]
+        );
+        assert!(empty_placeholders("Hi {{firstName}}", &lead, "A").is_empty());
+        assert_eq!(
+            unknown_placeholder("a {{firstName}} {{lead.x}} {{y}}"),
+            Some("lead.x")
+        );
+        assert_eq!(unknown_placeholder("{{additionalInfo.x}}"), None);
     }
 
     #[test]
