@@ -132,6 +132,9 @@ pub enum Page<'a> {
     Login,
     SignIn,
     SignOut,
+    /// The first run's page (`/console/setup?token=…`) and its form's POST: open pages.
+    Setup,
+    CreateFirstAdmin,
     Inbox,
     /// The live stream (Server-Sent Events) of an open page.
     Events,
@@ -172,6 +175,8 @@ impl Page<'_> {
             | Page::Login
             | Page::SignIn
             | Page::SignOut
+            | Page::Setup
+            | Page::CreateFirstAdmin
             | Page::Inbox
             | Page::Events
             | Page::Leads
@@ -205,6 +210,8 @@ impl Page<'_> {
             Page::Login => "console_login",
             Page::SignIn => "console_sign_in",
             Page::SignOut => "console_sign_out",
+            Page::Setup => "console_setup",
+            Page::CreateFirstAdmin => "console_create_first_admin",
             Page::Inbox => "console_inbox",
             Page::Events => "console_events",
             Page::Leads => "console_leads",
@@ -283,6 +290,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["assets", name] => get(method, Page::Asset(name)),
         ["login"] => pick(method, Page::Login, Some(Page::SignIn)),
         ["logout"] => post(method, Page::SignOut),
+        ["setup"] => pick(method, Page::Setup, Some(Page::CreateFirstAdmin)),
         ["inbox"] => get(method, Page::Inbox),
         ["events"] => get(method, Page::Events),
         ["leads"] => get(method, Page::Leads),

@@ -22,6 +22,7 @@ mod email;
 mod engine;
 mod errors;
 mod events;
+mod first_run;
 mod fixture;
 mod hold;
 mod import;

@@ -863,6 +863,31 @@ pub fn update(
     Ok(Written::owing_nothing((org, engine)))
 }
 
+/// A new organization named `name` (1 to 100 printable characters, unique): what
+/// `engaged org create` and the first run's setup page both make.
+pub fn create(tx: &mut WriteTx, name: &str) -> Result<OrgRecord> {
+    let name = name.trim().to_string();
+    if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
+        return Err(Error::field(
+            "organization",
+            "organization names are 1 to 100 printable characters",
+        ));
+    }
+    if tx.org_id_by_name(&name)?.is_some() {
+        return Err(Error::Conflict(format!(
+            "Organization already exists: {name}"
+        )));
+    }
+    let org = OrgRecord {
+        id: crate::ids::generate("org"),
+        name,
+        created_at: tx.tick(),
+        settings: OrgSettings::default(),
+    };
+    tx.put_org(&org)?;
+    Ok(org)
+}
+
 /// The business name texts use: the organization's setting, else its name.
 pub fn business_name(tx: &impl Reader, org: &str) -> Result<String> {
     let settings = tx.engine_settings(org)?;
