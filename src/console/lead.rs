@@ -762,17 +762,9 @@ async fn reply(
     };
     let caller = visitor.caller();
     let person = visitor.person();
-    // A person and the assistant never talk over each other: sending takes over first.
-    {
-        let (caller, person, lead_id) = (caller.clone(), person.clone(), id.to_string());
-        state
-            .store
-            .write(move |tx| handling::take_over(tx, &caller, &person, &lead_id).map(drop))
-            .await?;
-    }
-    let sending = state
-        .engine
-        .send_message(caller, id, &input, Origin::Human(person));
+    // A person and the assistant never talk over each other: a send the gate lets go
+    // takes the lead over in the write that records it; a blocked one changes nothing.
+    let sending = state.engine.send_as_person(caller, id, &input, person);
     match sending.await {
         Ok(Outcome::Sent(_)) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
         Ok(Outcome::Blocked(event)) => {

@@ -123,3 +123,57 @@ async fn each_person_action_records_its_name_and_changes_the_lead() {
     let lead = ts.get(&key, "/v1/leads/c-1").await.json();
     assert!(lead["deletedAt"].is_string(), "{lead}");
 }
+
+/// A reply the gate blocks (the lead unsubscribed) shows the reason and takes nothing
+/// over: the assistant stays on and the lead keeps no owner; one that goes takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_reply_does_not_take_the_lead_over() {
+    let (ts, key, session) = start(json!({"phone": "+15125550100"})).await;
+    let off = ts
+        .post(
+            &key,
+            "/v1/leads/c-1/unsubscribe",
+            &json!({"channels": ["sms"]}),
+        )
+        .await;
+    assert_eq!(off.status, 200, "{}", off.text());
+    let blocked = act(
+        &ts,
+        &session,
+        "reply",
+        &[("channel", "sms"), ("message", "Hi Ana")],
+    )
+    .await;
+    assert_eq!(blocked.status, 200);
+    assert!(
+        blocked.text().contains("Not sent. Blocked: UNSUBSCRIBED"),
+        "{}",
+        blocked.text()
+    );
+    let lead = ts.get(&key, "/v1/leads/c-1").await.json();
+    assert_eq!(lead["isAiOn"], json!(true), "the assistant stays on");
+    assert!(
+        user_actions(&ts, &key).await.is_empty(),
+        "no take-over recorded"
+    );
+
+    let on = ts
+        .post(
+            &key,
+            "/v1/leads/c-1/resubscribe",
+            &json!({"channels": ["sms"]}),
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.text());
+    let sent = act(
+        &ts,
+        &session,
+        "reply",
+        &[("channel", "sms"), ("message", "Hi Ana")],
+    )
+    .await;
+    assert_eq!(sent.status, 303, "{}", sent.text());
+    let lead = ts.get(&key, "/v1/leads/c-1").await.json();
+    assert_eq!(lead["isAiOn"], json!(false), "a send that goes takes over");
+    assert_eq!(user_actions(&ts, &key).await, vec!["take_over".to_string()]);
+}
