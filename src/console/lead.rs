@@ -24,6 +24,7 @@ use crate::api::AppState;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::Outcome;
 use crate::domain::contact::handling::{self, PersonAction};
+use crate::domain::engagement::waiting;
 use crate::domain::records::consent::{self, ConsentInput, Ledger};
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
@@ -98,6 +99,8 @@ struct LeadPageView {
     ledger: Ledger,
     /// The possible opt-out the lead is held by, if any.
     hold: Option<HoldRecord>,
+    /// Why the next step waits, when it does (`engagement::waiting`).
+    wait: Option<waiting::Wait>,
     /// The visitor may act (an agent or above) and the lead is not deleted.
     can_act: bool,
 }
@@ -150,6 +153,10 @@ impl LeadPageView {
         let on_dnc = !lead.phone.is_empty() && read.dnc_contains(org, &lead.phone)?;
         let ledger = consent::ledger(&read, &visitor.caller(), id)?;
         let hold = read.hold(org, id)?;
+        let wait = match &engagement {
+            Some(e) => waiting::why(&read, org, &lead, e, chrono::Utc::now())?,
+            None => None,
+        };
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         Ok(LeadPageView {
             ledger,
@@ -164,6 +171,7 @@ impl LeadPageView {
             total,
             on_dnc,
             hold,
+            wait,
             can_act,
             lead,
         })
@@ -236,6 +244,13 @@ impl LeadPageView {
                             }
                             @if let Some((due, _)) = e.step_job.as_ref().filter(|_| matches!(e.state, EngagementState::Active | EngagementState::Paused)) {
                                 dt { "Next step" } dd { (layout::time(*due, &self.zone)) }
+                            }
+                            @if let Some(wait) = self.wait {
+                                dt { "Waiting" }
+                                dd {
+                                    (wait.reason().words())
+                                    @if let Some(until) = wait.until() { ", until " (layout::time(until, &self.zone)) }
+                                }
                             }
                             @if let Some(reason) = e.stopped_reason.filter(|_| e.state == EngagementState::Stopped) {
                                 dt { "Stop reason" } dd { (reason.as_str()) }
