@@ -24,6 +24,7 @@ use crate::api::AppState;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::Outcome;
 use crate::domain::contact::handling::{self, PersonAction};
+use crate::domain::contact::inbound;
 use crate::domain::engagement::waiting;
 use crate::domain::records::consent::{self, ConsentInput, Ledger};
 use crate::domain::records::{messages, tags};
@@ -101,6 +102,8 @@ struct LeadPageView {
     hold: Option<HoldRecord>,
     /// Why the next step waits, when it does (`engagement::waiting`).
     wait: Option<waiting::Wait>,
+    /// The SMS provider is the sandbox: "Reply as this lead (sandbox)" is offered.
+    sandbox_sms: bool,
     /// The visitor may act (an agent or above) and the lead is not deleted.
     can_act: bool,
 }
@@ -157,6 +160,7 @@ impl LeadPageView {
             Some(e) => waiting::why(&read, org, &lead, e, chrono::Utc::now())?,
             None => None,
         };
+        let sandbox_sms = inbound::sms_is_sandbox(&read, org)?;
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         Ok(LeadPageView {
             ledger,
@@ -172,6 +176,7 @@ impl LeadPageView {
             on_dnc,
             hold,
             wait,
+            sandbox_sms,
             can_act,
             lead,
         })
@@ -215,6 +220,7 @@ impl LeadPageView {
                         }
                     }
                     @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref())) }
+                    @if self.can_act && self.sandbox_sms && !lead.phone.is_empty() { (reply_as_lead_box(visitor, lead, shown)) }
                 }
                 div {
                     @if let (Some(hold), true) = (&self.hold, self.can_act) { (hold_panel(visitor, lead, hold)) }
@@ -468,6 +474,62 @@ fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&
     }
 }
 
+/// "Reply as this lead (sandbox)": a text as if the lead sent it (sandbox SMS only).
+fn reply_as_lead_box(v: &Visitor, lead: &LeadRecord, shown: &Shown) -> Markup {
+    let error = shown.error_for("lead-message");
+    html! {
+        h2 #reply-as-lead-heading { "Reply as this lead (sandbox)" }
+        p.muted { "Try the conversation: the text arrives as if the lead sent it, so keywords, the assistant and the inbox react." }
+        form.stack method="post" action=(action_url(lead, LeadAction::ReplyAsLead)) aria-labelledby="reply-as-lead-heading" {
+            (csrf_field(v))
+            div {
+                label for="lead-message" { "The lead's message" }
+                textarea #lead-message name="message" aria-describedby=[error.as_ref().map(|_| "lead-message-error")] {}
+                @if let Some(error) = &error { p #lead-message-error .field-error { (error) } }
+            }
+            div.actions { button.secondary type="submit" { "Reply as this lead" } }
+        }
+    }
+}
+
+/// `POST .../reply-as-lead`: the text through the inbound path (`inbound::sandbox_reply`).
+async fn reply_as_lead(
+    state: &AppState,
+    visitor: &Visitor,
+    id: &str,
+    form: &Form,
+) -> Result<Response<Body>> {
+    let (caller, lead_id) = (visitor.caller(), id.to_string());
+    let text = form.get("message").unwrap_or_default().to_string();
+    let done = state
+        .store
+        .write(move |tx| inbound::sandbox_reply(tx, &caller, &lead_id, &text).map(drop))
+        .await;
+    match done {
+        Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
+        Err(Error::Forbidden) => {
+            let markup = super::layout::page(
+                "Not allowed",
+                Some(visitor),
+                maud::html! {
+                    h1 { "Not allowed" }
+                    p.notice { (inbound::SANDBOX_ONLY) }
+                    p { a href={ "/console/leads/" (id) } { "Back to the lead" } }
+                },
+            );
+            Ok(respond::html(StatusCode::FORBIDDEN, markup))
+        }
+        Err(e) if e.is_bad_request() => {
+            let shown = Shown {
+                error: Some(("lead-message", e.to_string())),
+                ..Shown::default()
+            };
+            page(state, visitor, id, shown).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
     let form = |action: PersonAction, body: Markup| {
         html! {
@@ -557,6 +619,7 @@ pub async fn act(
     let action = match action {
         LeadAction::Reply => return reply(state, visitor, id, &form).await,
         LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
+        LeadAction::ReplyAsLead => return reply_as_lead(state, visitor, id, &form).await,
         LeadAction::Person(action) => action,
     };
     let (caller, person, lead_id) = (visitor.caller(), visitor.person(), id.to_string());

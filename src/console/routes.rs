@@ -15,16 +15,19 @@ use crate::store::rows::Role;
 pub enum LeadAction {
     Reply,
     Suggest,
+    /// "Reply as this lead (sandbox)": a text as if the lead sent it.
+    ReplyAsLead,
     Person(PersonAction),
 }
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 17] = [
+    const ALL: [(&'static str, LeadAction); 18] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
         ("suggest", LeadAction::Suggest),
+        ("reply-as-lead", LeadAction::ReplyAsLead),
         ("unsubscribe", LeadAction::Person(PersonAction::Unsubscribe)),
         ("resubscribe", LeadAction::Person(PersonAction::Resubscribe)),
         ("dnc", LeadAction::Person(PersonAction::AddToDnc)),
