@@ -517,7 +517,7 @@ impl<'a> ProfileEditorView<'a> {
             }
             div {
                 label for="reply-delay" { "Reply delay" }
-                input #reply-delay type="text" name="reply-delay" value=(draft.reply_delay) placeholder="30s";
+                input #reply-delay type="text" name="reply-delay" value=(draft.reply_delay) placeholder=(crate::domain::settings::profiles::default_reply_delay());
                 (self.described("reply-delay", "replyDelay"))
             }
             div {
