@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::config;
 use crate::error::{Error, Result};
-use crate::store::rows::{OrgRecord, OrgSettings, Role, Scope};
+use crate::store::rows::{Role, Scope};
 use crate::store::Reader;
 use crate::store::{OpenError, Store};
 
@@ -302,24 +302,7 @@ fn apply(tx: &mut crate::store::WriteTx, request: AdminRequest) -> Result<Value>
             to_value(user_listed(&user, String::new()))
         }
         AdminRequest::OrgCreate { name } => {
-            let name = name.trim().to_string();
-            if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
-                return Err(Error::BadRequest(
-                    "organization names are 1 to 100 printable characters".into(),
-                ));
-            }
-            if tx.org_id_by_name(&name)?.is_some() {
-                return Err(Error::Conflict(format!(
-                    "Organization already exists: {name}"
-                )));
-            }
-            let org = OrgRecord {
-                id: crate::ids::generate("org"),
-                name,
-                created_at: tx.tick(),
-                settings: OrgSettings::default(),
-            };
-            tx.put_org(&org)?;
+            let org = crate::domain::settings::org::create(tx, &name)?;
             to_value(OrgCreated {
                 id: org.id,
                 name: org.name,

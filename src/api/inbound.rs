@@ -22,7 +22,9 @@ pub async fn inbound_sms(
         .get("from")
         .and_then(Value::as_str)
         .ok_or_else(|| Error::invalid_field("from"))?;
-    let phone = crate::phone::normalize(from).ok_or_else(|| Error::invalid_field("from"))?;
+    // Read in the organization's `defaultCountry` when it has no `+`.
+    let phone = crate::domain::settings::org::read_phone(&store.read()?, &caller.org_id, from)?
+        .map_err(|_| Error::invalid_field("from"))?;
     let text = body
         .get("text")
         .and_then(Value::as_str)

@@ -15,6 +15,7 @@ use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
 use crate::domain::engagement::campaigns;
+use crate::domain::engagement::waiting;
 use crate::error::Result;
 use crate::store::facet::Rate;
 use crate::store::Reader;
@@ -96,6 +97,10 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
     Ok(respond::html(StatusCode::OK, markup))
 }
 
+/// The most leads a campaign's page reads to count why its steps wait; past it, the
+/// counts say "at least".
+const WAIT_BOUND: usize = 1000;
+
 /// `GET /console/campaigns/{profile}`.
 pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<Body>> {
     let org = visitor.org();
@@ -105,6 +110,8 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
         .profile(org, name)?
         .ok_or_else(|| crate::error::Error::NotFound("Profile not found".into()))?;
     let paused = read.campaign_paused(org, name)?;
+    let (waits, more) = waiting::campaign_waits(&read, org, name, chrono::Utc::now(), WAIT_BOUND)?;
+    let at_least = if more { "at least " } else { "" };
     let admin = visitor.user.role.at_least(crate::store::rows::Role::Admin);
     let enrolled = n(&stats["enrolled"]);
     let empty = Vec::new();
@@ -143,6 +150,16 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
                 dt { "Qualified" } dd { (share(n(&stats[Rate::Qualified.wire()]), enrolled)) }
                 dt { "Handed off" } dd { (share(n(&stats[Rate::HandedOff.wire()]), enrolled)) }
                 dt { "Opted out" } dd { (share(n(&stats[Rate::OptedOut.wire()]), enrolled)) }
+            }
+            h2 { "Waiting" }
+            @if waits.is_empty() {
+                p { "No step of this campaign waits." }
+            } @else {
+                dl.facts {
+                    @for (reason, count) in &waits {
+                        dt { (reason.words()) } dd { (at_least) (count) }
+                    }
+                }
             }
             h2 { "Funnel" }
             div.table-wrap {

@@ -24,6 +24,8 @@ use crate::api::AppState;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::Outcome;
 use crate::domain::contact::handling::{self, PersonAction};
+use crate::domain::contact::inbound;
+use crate::domain::engagement::waiting;
 use crate::domain::records::consent::{self, ConsentInput, Ledger};
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
@@ -98,6 +100,10 @@ struct LeadPageView {
     ledger: Ledger,
     /// The possible opt-out the lead is held by, if any.
     hold: Option<HoldRecord>,
+    /// Why the next step waits, when it does (`engagement::waiting`).
+    wait: Option<waiting::Wait>,
+    /// The SMS provider is the sandbox: "Reply as this lead (sandbox)" is offered.
+    sandbox_sms: bool,
     /// The visitor may act (an agent or above) and the lead is not deleted.
     can_act: bool,
 }
@@ -150,6 +156,11 @@ impl LeadPageView {
         let on_dnc = !lead.phone.is_empty() && read.dnc_contains(org, &lead.phone)?;
         let ledger = consent::ledger(&read, &visitor.caller(), id)?;
         let hold = read.hold(org, id)?;
+        let wait = match &engagement {
+            Some(e) => waiting::why(&read, org, &lead, e, chrono::Utc::now())?,
+            None => None,
+        };
+        let sandbox_sms = inbound::sms_is_sandbox(&read, org)?;
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         Ok(LeadPageView {
             ledger,
@@ -164,6 +175,8 @@ impl LeadPageView {
             total,
             on_dnc,
             hold,
+            wait,
+            sandbox_sms,
             can_act,
             lead,
         })
@@ -207,6 +220,7 @@ impl LeadPageView {
                         }
                     }
                     @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref())) }
+                    @if self.can_act && self.sandbox_sms && !lead.phone.is_empty() { (reply_as_lead_box(visitor, lead, shown)) }
                 }
                 div {
                     @if let (Some(hold), true) = (&self.hold, self.can_act) { (hold_panel(visitor, lead, hold)) }
@@ -237,6 +251,13 @@ impl LeadPageView {
                             }
                             @if let Some((due, _)) = e.step_job.as_ref().filter(|_| matches!(e.state, EngagementState::Active | EngagementState::Paused)) {
                                 dt { "Next step" } dd { (layout::time(*due, &self.zone)) }
+                            }
+                            @if let Some(wait) = self.wait {
+                                dt { "Waiting" }
+                                dd {
+                                    (wait.reason().words())
+                                    @if let Some(until) = wait.until() { ", until " (layout::time(until, &self.zone)) }
+                                }
                             }
                             @if let Some(reason) = e.stopped_reason.filter(|_| e.state == EngagementState::Stopped) {
                                 dt { "Stop reason" } dd { (reason.as_str()) }
@@ -512,6 +533,62 @@ fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&
     }
 }
 
+/// "Reply as this lead (sandbox)": a text as if the lead sent it (sandbox SMS only).
+fn reply_as_lead_box(v: &Visitor, lead: &LeadRecord, shown: &Shown) -> Markup {
+    let error = shown.error_for("lead-message");
+    html! {
+        h2 #reply-as-lead-heading { "Reply as this lead (sandbox)" }
+        p.muted { "Try the conversation: the text arrives as if the lead sent it, so keywords, the assistant and the inbox react." }
+        form.stack method="post" action=(action_url(lead, LeadAction::ReplyAsLead)) aria-labelledby="reply-as-lead-heading" {
+            (csrf_field(v))
+            div {
+                label for="lead-message" { "The lead's message" }
+                textarea #lead-message name="message" aria-describedby=[error.as_ref().map(|_| "lead-message-error")] {}
+                @if let Some(error) = &error { p #lead-message-error .field-error { (error) } }
+            }
+            div.actions { button.secondary type="submit" { "Reply as this lead" } }
+        }
+    }
+}
+
+/// `POST .../reply-as-lead`: the text through the inbound path (`inbound::sandbox_reply`).
+async fn reply_as_lead(
+    state: &AppState,
+    visitor: &Visitor,
+    id: &str,
+    form: &Form,
+) -> Result<Response<Body>> {
+    let (caller, lead_id) = (visitor.caller(), id.to_string());
+    let text = form.get("message").unwrap_or_default().to_string();
+    let done = state
+        .store
+        .write(move |tx| inbound::sandbox_reply(tx, &caller, &lead_id, &text).map(drop))
+        .await;
+    match done {
+        Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
+        Err(Error::Forbidden) => {
+            let markup = super::layout::page(
+                "Not allowed",
+                Some(visitor),
+                maud::html! {
+                    h1 { "Not allowed" }
+                    p.notice { (inbound::SANDBOX_ONLY) }
+                    p { a href={ "/console/leads/" (id) } { "Back to the lead" } }
+                },
+            );
+            Ok(respond::html(StatusCode::FORBIDDEN, markup))
+        }
+        Err(e) if e.is_bad_request() => {
+            let shown = Shown {
+                error: Some(("lead-message", e.to_string())),
+                ..Shown::default()
+            };
+            page(state, visitor, id, shown).await
+        }
+        Err(e) => Err(e),
+    }
+}
+
 fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
     let form = |action: PersonAction, body: Markup| {
         html! {
@@ -601,6 +678,7 @@ pub async fn act(
     let action = match action {
         LeadAction::Reply => return reply(state, visitor, id, &form).await,
         LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
+        LeadAction::ReplyAsLead => return reply_as_lead(state, visitor, id, &form).await,
         LeadAction::Person(action) => action,
     };
     let (caller, person, lead_id) = (visitor.caller(), visitor.person(), id.to_string());
@@ -846,17 +924,9 @@ async fn reply(
     };
     let caller = visitor.caller();
     let person = visitor.person();
-    // A person and the assistant never talk over each other: sending takes over first.
-    {
-        let (caller, person, lead_id) = (caller.clone(), person.clone(), id.to_string());
-        state
-            .store
-            .write(move |tx| handling::take_over(tx, &caller, &person, &lead_id).map(drop))
-            .await?;
-    }
-    let sending = state
-        .engine
-        .send_message(caller, id, &input, Origin::Human(person));
+    // A person and the assistant never talk over each other: a send the gate lets go
+    // takes the lead over in the write that records it; a blocked one changes nothing.
+    let sending = state.engine.send_as_person(caller, id, &input, person);
     match sending.await {
         Ok(Outcome::Sent(_)) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
         Ok(Outcome::Blocked(event)) => {

@@ -31,10 +31,23 @@ pub async fn page(state: &AppState, parts: &Parts) -> Response<Body> {
     if let Ok(Some(_)) = session::visitor(state, &parts.headers).await {
         return respond::redirect("/console/inbox");
     }
-    form_page(StatusCode::OK, "", None)
+    form_page(state, StatusCode::OK, "", None)
 }
 
-fn form_page(status: StatusCode, email: &str, error: Option<&str>) -> Response<Body> {
+/// The hint of the first run, while the server has no user.
+pub const FIRST_RUN_HINT: &str = "No account yet? The server's log holds a one-time setup link.";
+
+fn form_page(
+    state: &AppState,
+    status: StatusCode,
+    email: &str,
+    error: Option<&str>,
+) -> Response<Body> {
+    let first_run = state
+        .store
+        .read()
+        .and_then(|read| people::setup::pending(&read))
+        .unwrap_or(false);
     let markup = layout::page(
         "Sign in",
         None,
@@ -54,6 +67,7 @@ fn form_page(status: StatusCode, email: &str, error: Option<&str>) -> Response<B
                 }
                 div { button type="submit" { "Sign in" } }
             }
+            @if first_run { p.notice { (FIRST_RUN_HINT) } }
         },
     );
     respond::html(status, markup)
@@ -93,9 +107,14 @@ pub async fn sign_in(
             response.headers_mut().insert(SET_COOKIE, value);
             Ok(response)
         }
-        Err(SignInError::Wrong) => Ok(form_page(StatusCode::UNAUTHORIZED, email, Some(WRONG))),
+        Err(SignInError::Wrong) => Ok(form_page(
+            state,
+            StatusCode::UNAUTHORIZED,
+            email,
+            Some(WRONG),
+        )),
         Err(SignInError::Busy) => {
-            let mut response = form_page(StatusCode::SERVICE_UNAVAILABLE, email, Some(BUSY));
+            let mut response = form_page(state, StatusCode::SERVICE_UNAVAILABLE, email, Some(BUSY));
             response
                 .headers_mut()
                 .insert(hyper::header::RETRY_AFTER, HeaderValue::from(1));
@@ -104,7 +123,7 @@ pub async fn sign_in(
         Err(SignInError::Throttled { minutes }) => {
             let unit = if minutes == 1 { "minute" } else { "minutes" };
             let text = format!("Too many attempts. Try again in {minutes} {unit}.");
-            let mut response = form_page(StatusCode::TOO_MANY_REQUESTS, email, Some(&text));
+            let mut response = form_page(state, StatusCode::TOO_MANY_REQUESTS, email, Some(&text));
             response.headers_mut().insert(
                 hyper::header::RETRY_AFTER,
                 HeaderValue::from(minutes.saturating_mul(60)),

@@ -24,6 +24,7 @@ mod respond;
 mod routes;
 mod session;
 mod settings;
+mod setup;
 mod timeline;
 
 use std::convert::Infallible;
@@ -106,6 +107,13 @@ async fn dispatch(
         Page::Asset(name) => return Ok(assets::serve(name, &parts.headers)),
         Page::Login => return Ok(login::page(state, &parts).await),
         Page::SignIn => return login::sign_in(state, &parts, body, peer).await,
+        Page::Setup => return setup::page(state, &parts),
+        Page::CreateFirstAdmin => {
+            // No session yet: the token in the form is the secret, and the origin ours.
+            session::check_origin(&parts)?;
+            let form = form::read(body).await?;
+            return setup::create(state, &form).await;
+        }
         _ => {}
     }
     let visitor = match session::visitor(state, &parts.headers).await? {
@@ -160,6 +168,8 @@ async fn dispatch(
         | Page::Asset(_)
         | Page::Login
         | Page::SignIn
+        | Page::Setup
+        | Page::CreateFirstAdmin
         | Page::ImportUpload => Err(Error::Internal(
             "an open console page reached the session check".into(),
         )),

@@ -15,16 +15,19 @@ use crate::store::rows::Role;
 pub enum LeadAction {
     Reply,
     Suggest,
+    /// "Reply as this lead (sandbox)": a text as if the lead sent it.
+    ReplyAsLead,
     Person(PersonAction),
 }
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 19] = [
+    const ALL: [(&'static str, LeadAction); 20] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
         ("suggest", LeadAction::Suggest),
+        ("reply-as-lead", LeadAction::ReplyAsLead),
         ("unsubscribe", LeadAction::Person(PersonAction::Unsubscribe)),
         ("resubscribe", LeadAction::Person(PersonAction::Resubscribe)),
         ("dnc", LeadAction::Person(PersonAction::AddToDnc)),
@@ -222,6 +225,9 @@ pub enum Page<'a> {
     Login,
     SignIn,
     SignOut,
+    /// The first run's page (`/console/setup?token=…`) and its form's POST: open pages.
+    Setup,
+    CreateFirstAdmin,
     Inbox,
     /// The live stream (Server-Sent Events) of an open page.
     Events,
@@ -263,6 +269,8 @@ impl Page<'_> {
             | Page::Login
             | Page::SignIn
             | Page::SignOut
+            | Page::Setup
+            | Page::CreateFirstAdmin
             | Page::Inbox
             | Page::Events
             | Page::Leads
@@ -296,6 +304,8 @@ impl Page<'_> {
             Page::Login => "console_login",
             Page::SignIn => "console_sign_in",
             Page::SignOut => "console_sign_out",
+            Page::Setup => "console_setup",
+            Page::CreateFirstAdmin => "console_create_first_admin",
             Page::Inbox => "console_inbox",
             Page::Events => "console_events",
             Page::Leads => "console_leads",
@@ -374,6 +384,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["assets", name] => get(method, Page::Asset(name)),
         ["login"] => pick(method, Page::Login, Some(Page::SignIn)),
         ["logout"] => post(method, Page::SignOut),
+        ["setup"] => pick(method, Page::Setup, Some(Page::CreateFirstAdmin)),
         ["inbox"] => get(method, Page::Inbox),
         ["events"] => get(method, Page::Events),
         ["leads"] => get(method, Page::Leads),

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::{self, Block, Gate, Initiative, Outcome};
+use crate::domain::contact::handling;
 use crate::domain::engagement::outbound;
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::messages::{self, MessageInput};
@@ -19,7 +20,7 @@ use crate::domain::voice::voice;
 use crate::domain::Caller;
 use crate::error::Result;
 use crate::providers::compliance::Question;
-use crate::store::rows::{CallRecord, LeadRecord, Origin, Purpose};
+use crate::store::rows::{CallRecord, LeadRecord, Origin, Person, Purpose};
 use crate::store::{EventRow, Reader, WriteTx};
 
 impl Engine {
@@ -113,6 +114,51 @@ impl Engine {
                 &text,
                 subject.as_deref(),
                 origin.clone(),
+            )
+        };
+        Ok(
+            match self
+                .gate(caller, lead_id, channel, Initiative::Message, send)
+                .await?
+            {
+                Outcome::Sent(attempt) => {
+                    let row = attempt.event.clone();
+                    self.deliver(attempt).await?;
+                    Outcome::Sent(row)
+                }
+                Outcome::Blocked(event) => Outcome::Blocked(event),
+            },
+        )
+    }
+
+    /// A person's message from the console: like [`Engine::send_message`], and when the
+    /// gate lets it go, the person takes the lead over (`handling::take_over`) in the
+    /// same write that records it, so a blocked send leaves the assistant and the owner
+    /// as they were.
+    pub async fn send_as_person(
+        self: &Arc<Self>,
+        caller: Caller,
+        lead_id: &str,
+        input: &MessageInput,
+        person: Person,
+    ) -> Result<Outcome<EventRow>> {
+        let channel = input.channel;
+        let text = input.text().to_string();
+        let subject = input
+            .content
+            .get("subject")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let send = move |tx: &mut WriteTx, caller: &Caller, lead: LeadRecord| {
+            let lead = handling::take_over(tx, caller, &person, &lead.id)?;
+            outbound::begin(
+                tx,
+                &caller.org_id,
+                lead,
+                channel,
+                &text,
+                subject.as_deref(),
+                Origin::Human(person.clone()),
             )
         };
         Ok(

@@ -95,6 +95,8 @@ impl Server {
 
         let recordings = startup::prepare_recordings(&store, &config).await?;
         startup::prepare_engine(&store).await?;
+        let console = startup::console_url(&config, local_addr);
+        startup::first_run(&store, &console).await?;
         let http = crate::http_client::HttpClient::new(
             config.webhooks.timeout,
             config.outbound_ca_file.as_deref(),
@@ -158,7 +160,7 @@ impl Server {
         } else {
             "https"
         };
-        tracing::info!(address = %format!("{scheme}://{local_addr}"), data_dir = %config.data_dir.display(), "listening");
+        tracing::info!(address = %format!("{scheme}://{local_addr}"), data_dir = %config.data_dir.display(), %console, "listening");
         Ok(Server {
             local_addr,
             store,

@@ -7,6 +7,47 @@ use crate::config::Config;
 use crate::domain::records::recordings::LinkKey;
 use crate::store::Store;
 
+/// The console's address for the start log: under `public_url` when set, else this
+/// machine's name for the listening address (`localhost` for a wildcard or loopback).
+pub fn console_url(config: &Config, local_addr: std::net::SocketAddr) -> String {
+    if let Some(url) = &config.public_url {
+        return format!("{}/console/", url.trim_end_matches('/'));
+    }
+    let scheme = if config.insecure_http {
+        "http"
+    } else {
+        "https"
+    };
+    let ip = local_addr.ip();
+    let host = if ip.is_unspecified() || ip.is_loopback() {
+        "localhost".to_string()
+    } else {
+        std::net::SocketAddr::new(ip, 0)
+            .to_string()
+            .trim_end_matches(":0")
+            .to_string()
+    };
+    format!("{scheme}://{host}:{}/console/", local_addr.port())
+}
+
+/// The first run: while the server has no user, a new one-time setup link (its token
+/// stored hashed, valid 24 h or until used), printed once in the log and on stderr.
+pub async fn first_run(store: &Store, console_url: &str) -> Result<(), String> {
+    let now = crate::time::now_micros();
+    let token = store
+        .write(move |tx| crate::domain::people::setup::issue(tx, now))
+        .await
+        .map_err(|e| format!("preparing the first run: {}", e.to_string_for_logs()))?;
+    if let Some(token) = token {
+        let link = format!("{console_url}setup?token={token}");
+        tracing::info!(%link, "no user yet: create the first admin with this one-time setup link (valid 24 hours)");
+        eprintln!(
+            "No user yet. Create the first admin with this one-time link (valid 24 hours): {link}"
+        );
+    }
+    Ok(())
+}
+
 /// Reads (or creates) the recording link secret and discards uploads a crash cut short.
 pub async fn prepare_recordings(
     store: &Store,

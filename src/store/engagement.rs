@@ -267,6 +267,29 @@ impl WriteTx {
 }
 
 impl ReadTx {
+    /// The rows quiet hours or the follow-up days deferred of one lead: (lead, due,
+    /// job id, wanted). A lead's few rows, one range read.
+    pub fn quiet_deferred(
+        &self,
+        org: &str,
+        lead: Option<&str>,
+    ) -> Result<Vec<(String, Micros, String, Micros)>> {
+        let table = self.open_read(QUIET_DEFERRED)?;
+        let mut out = Vec::new();
+        let start = (org, lead.unwrap_or(""), i64::MIN, "");
+        for row in table.range::<(&str, &str, i64, &str)>(start..)? {
+            let (key, wanted) = row?;
+            let (row_org, row_lead, due, id) = key.value();
+            if row_org != org || lead.is_some_and(|l| l != row_lead) {
+                break;
+            }
+            out.push((row_lead.to_string(), due, id.to_string(), wanted.value()));
+        }
+        Ok(out)
+    }
+}
+
+impl ReadTx {
     /// An organization's profiles, by name.
     pub fn profiles(&self, org: &str) -> Result<Vec<ProfileRecord>> {
         super::codec::org_records(&self.open_read(PROFILES)?, org)

@@ -494,6 +494,23 @@ impl Index<'_> {
         Ok(())
     }
 
+    /// Visits the ids of the live leads with exactly `facet` (a key), in id order, until
+    /// `visit` says stop: a page that reads a bounded part of a large facet.
+    pub fn members_until(
+        &self,
+        facet: &str,
+        mut visit: impl FnMut(&str, &str) -> bool,
+    ) -> Result<()> {
+        for row in self.facets.range((self.org, facet, "")..)? {
+            let (key, _) = row?;
+            let (row_org, row_facet, lead) = key.value();
+            if row_org != self.org || row_facet != facet || !visit(row_facet, lead) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// The ids among `ids` (sorted, distinct) that have `facet`: one walk of the
     /// facet's range beside the list (a merge), not a lookup per id.
     pub fn keep_with(&self, ids: Vec<String>, facet: &str) -> Result<Vec<String>> {

@@ -5,7 +5,7 @@ use redb::ReadableTable;
 use super::codec::encode;
 use super::read::ReadTx;
 use super::reader::Reader;
-use super::rows::{email_key, SessionRecord, UserRecord};
+use super::rows::{email_key, SessionRecord, SetupTokenRecord, UserRecord};
 use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;
@@ -46,6 +46,26 @@ impl WriteTx {
         Ok(())
     }
 
+    /// Stores the first run's setup token, replacing any earlier one.
+    pub fn put_setup_token(&mut self, token: &SetupTokenRecord) -> Result<()> {
+        self.open_write(META)?
+            .insert(SETUP_TOKEN, encode(token)?.as_slice())?;
+        Ok(())
+    }
+
+    /// Removes the first run's setup token (used, or no longer needed).
+    pub fn remove_setup_token(&mut self) -> Result<()> {
+        if self.setup_token()?.is_some() {
+            self.open_write(META)?.remove(SETUP_TOKEN)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the server has any user at all (the first run has none).
+    pub fn any_user(&self) -> Result<bool> {
+        Ok(self.open_read(USERS)?.first()?.is_some())
+    }
+
     /// The token hashes of a user's sessions.
     pub fn user_sessions(&self, user_id: &str) -> Result<Vec<[u8; 32]>> {
         let table = self.open_read(SESSIONS_BY_USER)?;
@@ -65,6 +85,11 @@ impl WriteTx {
 }
 
 impl ReadTx {
+    /// Whether the server has any user at all (the first run has none).
+    pub fn any_user(&self) -> Result<bool> {
+        Ok(self.open_read(USERS)?.first()?.is_some())
+    }
+
     /// Every user, or one organization's, by email.
     pub fn users(&self, org: Option<&str>) -> Result<Vec<UserRecord>> {
         let table = self.open_read(USERS)?;

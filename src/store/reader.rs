@@ -103,6 +103,11 @@ pub trait Reader {
     /// The id of the user with `email_key` (an email in lower case).
     fn user_id_by_email(&self, email_key: &str) -> Result<Option<String>>;
 
+    /// The first run's setup token, while one is stored.
+    fn setup_token(&self) -> Result<Option<super::rows::SetupTokenRecord>> {
+        self.record(META, SETUP_TOKEN)
+    }
+
     fn session(&self, hash: &[u8; 32]) -> Result<Option<SessionRecord>> {
         self.record(SESSIONS, &hash[..])
     }

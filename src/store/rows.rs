@@ -1454,6 +1454,15 @@ pub struct SessionRecord {
     pub last_seen_at: Micros,
 }
 
+/// The first run's one-time setup link, kept in `meta` while no user exists: the
+/// SHA-256 of its token and when it stops working. A new start replaces it; the first
+/// admin's creation removes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetupTokenRecord {
+    pub hash: [u8; 32],
+    pub expires_at: Micros,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

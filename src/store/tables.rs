@@ -71,8 +71,11 @@ pub(crate) use all_tables;
 
 /// Store-wide values: `schema_version` (u32 LE), `clock` (i64 LE high-water mark of
 /// assigned timestamps), `cursor_secret` (32 bytes), `recording_secret` (32 bytes, signs
-/// recording download links).
+/// recording download links), `setup_token` (`SetupTokenRecord`: the first run's
+/// one-time link, while no user exists).
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// The `meta` key of the first run's setup token.
+pub const SETUP_TOKEN: &str = "setup_token";
 
 /// org id → `OrgRecord`.
 pub const ORGS: TableDefinition<&str, &[u8]> = TableDefinition::new("orgs");

@@ -30,6 +30,16 @@ impl Captured {
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.0.lock().unwrap_or_else(|e| e.into_inner())).to_string()
     }
+
+    /// The path and query of the last first-run setup link logged
+    /// (`/console/setup?token=…`), as a browser opens it on the test server.
+    pub fn setup_path(&self) -> Option<String> {
+        let text = self.text();
+        let at = text.rfind("/console/setup?token=")?;
+        let rest = &text[at..];
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        Some(rest[..end].to_string())
+    }
 }
 
 impl std::io::Write for Captured {

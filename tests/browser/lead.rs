@@ -158,3 +158,31 @@ async fn a_possible_opt_out_is_decided_on_the_lead_page() {
     let lead: Value = server.get(&key, "/v1/leads/lead-2").await.json();
     assert_eq!(lead["subscriptions"]["sms"], "subscribed", "{lead}");
 }
+
+/// "Reply as this lead (sandbox)": the text shows in the timeline as the lead's, and
+/// a STOP sent that way unsubscribes them, as a real text would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reply_as_this_lead_in_the_sandbox() {
+    let server = TestServer::start().await;
+    let key = server.key("acme", "write").await;
+    server
+        .create_lead(&key, &json!({"id": "lead-1", "firstName": "Ada", "lastName": "Lovelace", "phone": "+15125550101"}))
+        .await;
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "agent")
+        .await;
+    let browser = Browser::open(&server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.wait_for_text("Sign out").await;
+    browser.goto("/console/leads/lead-1").await;
+    browser.wait_for_text("Reply as this lead (sandbox)").await;
+    browser.fill("The lead's message", "Is this a scam?").await;
+    browser.click_button("Reply as this lead").await;
+    browser.wait_for_text("Is this a scam?").await;
+    browser.fill("The lead's message", "STOP").await;
+    browser.click_button("Reply as this lead").await;
+    browser.wait_for_text("STOP").await;
+    // The opt-out is read in the inbound message's own write.
+    let lead: Value = server.get(&key, "/v1/leads/lead-1").await.json();
+    assert_eq!(lead["subscriptions"]["sms"], json!("unsubscribed"));
+}

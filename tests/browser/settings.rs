@@ -156,3 +156,28 @@ async fn an_admin_saves_the_consent_section_and_sees_it_again() {
         Some("basta\nalto")
     );
 }
+
+/// "Send test" to a phone typed as people write it: refused in words beside the field
+/// (with the navigation) until the organization has a default country, then sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_test_to_a_phone_in_any_format() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "admin")
+        .await;
+    let browser = Browser::open(&server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.click_link("Settings").await;
+    browser.fill("Send the test to", "(512) 555-0100").await;
+    browser.click_button("Send test").await;
+    browser
+        .wait_for_text("Write the number with its country code")
+        .await;
+    assert!(browser.text().await.contains("Sign out"), "a whole page");
+    let org = serde_json::json!({"defaultCountry": "US"});
+    assert_eq!(server.patch(&admin, "/v1/org", &org).await.status, 200);
+    browser.fill("Send the test to", "(512) 555-0100").await;
+    browser.click_button("Send test").await;
+    browser.wait_for_text("sandbox took it").await;
+}

@@ -177,3 +177,58 @@ async fn a_cross_site_post_is_refused_and_changes_nothing() {
     let lead = server.get(&key, "/v1/leads/lead-1").await.json();
     assert_eq!(lead["isAiOn"], true, "nothing changed");
 }
+
+/// The first run in the browser: the login page says where the link is, the link from
+/// the start log opens the setup form, "Create admin" signs the new admin in on the
+/// inbox, and the link is used up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_run_creates_the_first_admin_from_the_logged_link() {
+    let (captured, _guard) = engaged::testkit::logs::Captured::install(tracing::Level::INFO);
+    let server = TestServer::start().await;
+    let link = captured
+        .setup_path()
+        .expect("the start log holds the setup link");
+    drop(_guard);
+    let browser = Browser::open(&server).await;
+
+    browser.goto("/console/login").await;
+    browser
+        .wait_for_text("No account yet? The server's log holds a one-time setup link.")
+        .await;
+
+    browser.goto(&link).await;
+    browser.wait_for_text("Set up engaged").await;
+    browser.fill("Organization", "Acme Solar").await;
+    browser.fill("Email", "ana@acme.example").await;
+    browser.fill("Name", "Ana Ruiz").await;
+    browser.fill("Password", "short").await;
+    browser.click_button("Create admin").await;
+    browser.wait_for_text("Password too short").await;
+    assert_eq!(
+        browser
+            .field("Email")
+            .await
+            .prop("value")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("ana@acme.example"),
+        "what was typed stays"
+    );
+    browser.fill("Password", "a long enough password").await;
+    browser.click_button("Create admin").await;
+    browser.wait_for_text("Sign out").await;
+    assert_eq!(browser.path().await, "/console/inbox");
+    assert!(browser.text().await.contains("Ana Ruiz"));
+
+    browser.goto(&link).await;
+    browser.wait_for_text("There is nothing here.").await;
+    browser.goto("/console/inbox").await;
+    browser.click_button("Sign out").await;
+    browser.wait_for_text("Sign in").await;
+    assert!(!browser.text().await.contains("No account yet?"));
+    browser
+        .sign_in("ana@acme.example", "a long enough password")
+        .await;
+    browser.wait_for_text("Sign out").await;
+}

@@ -867,3 +867,24 @@ async fn organization_settings_are_admin_only_and_validated() {
         (Value::Null, Value::Null)
     );
 }
+
+/// `POST /v1/inbound/sms` reads a `from` without `+` in the organization's
+/// `defaultCountry`, as the import and the console do; without a country it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_inbound_sms_from_a_local_number_is_read_in_the_default_country() {
+    let (ts, key, admin) = start().await;
+    lead(&ts, &key, json!({"id": "local", "phone": "+15125550100"})).await;
+    let body = json!({"from": "(512) 555-0100", "text": "Who is this?"});
+    assert_error(
+        &ts.post(&key, "/v1/inbound/sms", &body).await,
+        400,
+        "Invalid format for field: from",
+    );
+    expect(
+        &ts.patch(&admin, "/v1/org", &json!({"defaultCountry": "US"}))
+            .await,
+        200,
+    );
+    let answer = ts.post(&key, "/v1/inbound/sms", &body).await;
+    assert_eq!(expect(&answer, 200)["leadId"], json!("local"));
+}

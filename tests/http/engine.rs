@@ -994,3 +994,52 @@ async fn a_step_longer_than_its_channel_once_rendered_is_blocked_not_sent() {
     );
     wait_state(&s.ts, &s.write, "L1", "finished", None).await;
 }
+
+/// Why it waits: a step quiet hours deferred says so on the lead's page (until the
+/// window's end) and is counted on its campaign's page; turned off, the lead's page
+/// says the assistant is off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lead_and_campaign_pages_say_why_a_step_waits() {
+    let s = start().await;
+    let end = quiet_now(&s).await;
+    put_profile(
+        &s.ts,
+        &s.admin,
+        "steady",
+        &profile_with(json!([sms_step("0s", "First")])),
+    )
+    .await;
+    let mut body = ada("L1", "steady");
+    body["timeZone"] = json!("UTC");
+    s.ts.create_lead(&s.write, &body).await;
+    assert_deferred_to(&s, "L1", end).await;
+
+    let password = s.ts.user("acme", "ana@acme.example", "Ana", "admin").await;
+    let session = s.ts.sign_in("ana@acme.example", &password).await;
+    let get = |path: &'static str| {
+        let cookie = session.cookie.clone();
+        let ts = &s.ts;
+        async move {
+            ts.console(hyper::Method::GET, path, Some(&cookie), None, &[])
+                .await
+                .text()
+        }
+    };
+    let page = get("/console/leads/L1").await;
+    assert!(page.contains("<dt>Waiting</dt>"), "{page}");
+    assert!(page.contains("Quiet hours, until"), "{page}");
+    let campaign = get("/console/campaigns/steady").await;
+    assert!(
+        campaign.contains("<dt>Quiet hours</dt><dd>1</dd>"),
+        "{campaign}"
+    );
+
+    expect(
+        &s.ts
+            .post(&s.write, "/v1/leads/L1/turn-off", &json!({}))
+            .await,
+        200,
+    );
+    let page = get("/console/leads/L1").await;
+    assert!(page.contains("Assistant off"), "{page}");
+}

@@ -123,3 +123,139 @@ async fn each_person_action_records_its_name_and_changes_the_lead() {
     let lead = ts.get(&key, "/v1/leads/c-1").await.json();
     assert!(lead["deletedAt"].is_string(), "{lead}");
 }
+
+/// A reply the gate blocks (the lead unsubscribed) shows the reason and takes nothing
+/// over: the assistant stays on and the lead keeps no owner; one that goes takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_reply_does_not_take_the_lead_over() {
+    let (ts, key, session) = start(json!({"phone": "+15125550100"})).await;
+    let off = ts
+        .post(
+            &key,
+            "/v1/leads/c-1/unsubscribe",
+            &json!({"channels": ["sms"]}),
+        )
+        .await;
+    assert_eq!(off.status, 200, "{}", off.text());
+    let blocked = act(
+        &ts,
+        &session,
+        "reply",
+        &[("channel", "sms"), ("message", "Hi Ana")],
+    )
+    .await;
+    assert_eq!(blocked.status, 200);
+    assert!(
+        blocked.text().contains("Not sent. Blocked: UNSUBSCRIBED"),
+        "{}",
+        blocked.text()
+    );
+    let lead = ts.get(&key, "/v1/leads/c-1").await.json();
+    assert_eq!(lead["isAiOn"], json!(true), "the assistant stays on");
+    assert!(
+        user_actions(&ts, &key).await.is_empty(),
+        "no take-over recorded"
+    );
+
+    let on = ts
+        .post(
+            &key,
+            "/v1/leads/c-1/resubscribe",
+            &json!({"channels": ["sms"]}),
+        )
+        .await;
+    assert_eq!(on.status, 200, "{}", on.text());
+    let sent = act(
+        &ts,
+        &session,
+        "reply",
+        &[("channel", "sms"), ("message", "Hi Ana")],
+    )
+    .await;
+    assert_eq!(sent.status, 303, "{}", sent.text());
+    let lead = ts.get(&key, "/v1/leads/c-1").await.json();
+    assert_eq!(lead["isAiOn"], json!(false), "a send that goes takes over");
+    assert_eq!(user_actions(&ts, &key).await, vec!["take_over".to_string()]);
+}
+
+/// "Reply as this lead (sandbox)": the text takes the inbound path (a lead message, a
+/// keyword opts out); with a real SMS provider the form is not shown and a post is 403.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_as_the_lead_takes_the_inbound_path_only_with_the_sandbox() {
+    let (ts, key, session) = start(json!({"phone": "+15125550100"})).await;
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/leads/c-1",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert!(page.text().contains("Reply as this lead (sandbox)"));
+    let empty = act(&ts, &session, "reply-as-lead", &[("message", " ")]).await;
+    assert_eq!(empty.status, 400);
+    assert!(empty.text().contains("Write what the lead says."));
+    let said = act(
+        &ts,
+        &session,
+        "reply-as-lead",
+        &[("message", "Who is this?")],
+    )
+    .await;
+    assert_eq!(said.status, 303, "{}", said.text());
+    let from_lead: Vec<_> = all_events(&ts, &key, "c-1")
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "MESSAGE" && e["data"]["owner"] == "lead")
+        .collect();
+    assert_eq!(from_lead.len(), 1, "{from_lead:?}");
+    assert_eq!(
+        from_lead[0]["data"]["content"]["text"],
+        json!("Who is this?")
+    );
+    let stop = act(&ts, &session, "reply-as-lead", &[("message", "STOP")]).await;
+    assert_eq!(stop.status, 303);
+    let lead = ts.get(&key, "/v1/leads/c-1").await.json();
+    assert_eq!(
+        lead["subscriptions"]["sms"],
+        json!("unsubscribed"),
+        "{lead}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_as_the_lead_is_refused_with_a_real_sms_provider() {
+    let twilio = engaged::testkit::FakeTwilio::start().await;
+    let org =
+        engaged::testkit::Org::start_with(|c| c.public_url = Some("https://engaged.test".into()))
+            .await;
+    let body = json!({"providers": {"sms": {"kind": "twilio", "accountSid": "AC0123456789abcdef0123456789abcdef",
+        "authToken": "twilio-auth-token-secret", "from": "+15550100000", "baseUrl": twilio.base_url}}});
+    assert_eq!(org.ts.patch(&org.admin, "/v1/org", &body).await.status, 200);
+    org.ts
+        .create_lead(&org.write, &json!({"id": "c-1", "phone": "+15125550100"}))
+        .await;
+    let password = org.ts.user("acme", "pat@example.com", "Pat", "agent").await;
+    let session = org.ts.sign_in("pat@example.com", &password).await;
+    let page = org
+        .ts
+        .console(
+            Method::GET,
+            "/console/leads/c-1",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert!(!page.text().contains("Reply as this lead"));
+    let refused = act(&org.ts, &session, "reply-as-lead", &[("message", "Hi")]).await;
+    assert_eq!(refused.status, 403);
+    assert!(refused
+        .text()
+        .contains("works only while the SMS provider is the sandbox"));
+    assert!(all_events(&org.ts, &org.write, "c-1")
+        .await
+        .iter()
+        .all(|e| e["type"] != "MESSAGE"));
+}

@@ -23,6 +23,7 @@ mod email;
 mod engine;
 mod errors;
 mod events;
+mod first_run;
 mod fixture;
 mod hold;
 mod import;

@@ -590,3 +590,59 @@ async fn the_assistant_and_the_providers_are_saved_with_write_only_secrets() {
         json!(null)
     );
 }
+
+/// "Send test" reads a phone typed any way in the organization's `defaultCountry`; a
+/// number it cannot read, or a provider's refusal, is shown on the settings page (with
+/// its navigation) beside the field, never on a bare error page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_test_reads_a_local_phone_and_shows_refusals_on_the_settings_page() {
+    async fn send(ts: &TestServer, s: &Session, to: &str) -> engaged::testkit::Response {
+        post(
+            ts,
+            s,
+            "/console/settings/send-test",
+            &[("channel", "sms"), ("to", to)],
+        )
+        .await
+    }
+    let org = Org::start().await;
+    let ts = &org.ts;
+    let boss = admin_session(ts).await;
+    // No default country yet: a number without + cannot be read, and the page says how.
+    let refused = send(ts, &boss, "(512) 555-0100").await;
+    assert_eq!(refused.status, 400);
+    let text = refused.text();
+    assert!(
+        text.contains("Write the number with its country code"),
+        "{text}"
+    );
+    assert!(
+        text.contains("id=\"test-to-error\""),
+        "beside the field: {text}"
+    );
+    assert!(
+        text.contains("Sign out") && text.contains("Providers"),
+        "the whole page: {text}"
+    );
+    assert!(
+        text.contains("value=\"(512) 555-0100\""),
+        "what was typed stays"
+    );
+
+    expect(
+        &ts.patch(&org.admin, "/v1/org", &json!({"defaultCountry": "US"}))
+            .await,
+        200,
+    );
+    let sent = send(ts, &boss, "(512) 555-0100").await;
+    assert_eq!(sent.status, 200);
+    assert!(sent.text().contains("sandbox took it"), "{}", sent.text());
+    let bad = send(ts, &boss, "12").await;
+    assert_eq!(bad.status, 400);
+    assert!(
+        bad.text().contains("This is not a phone number"),
+        "{}",
+        bad.text()
+    );
+    assert!(bad.text().contains("Sign out"));
+}

@@ -69,8 +69,9 @@ impl Shown {
 
     /// What a form field shows: what was typed after a refusal, else what is saved.
     fn value(&self, name: &str, saved: &str) -> String {
-        match &self.typed {
-            Some(form) => form.get(name).unwrap_or_default().to_string(),
+        // Another section's fields (not in the form posted) keep what is saved.
+        match self.typed.as_ref().and_then(|form| form.get(name)) {
+            Some(typed) => typed.to_string(),
             None => saved.to_string(),
         }
     }
@@ -180,7 +181,7 @@ fn render(
             (subnav(section))
             @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
             @if let Some((_, message)) = &shown.field_error {
-                p.field-error role="alert" { "Not saved: " (message) }
+                p.field-error role="alert" { "Not done: " (message) }
             }
             @if let Some((what, secret)) = &shown.secret {
                 div.notice role="status" {
@@ -201,21 +202,39 @@ pub async fn act(
     action: SettingsAction,
     form: Form,
 ) -> Result<Response<Body>> {
+    let typed = form.clone();
     let outcome = match action {
-        SettingsAction::SaveOrg => organization::save(state, visitor, form).await?,
-        SettingsAction::SaveConsent => consent::save(state, visitor, form).await?,
-        SettingsAction::SaveAssistant => assistant::save(state, visitor, form).await?,
-        SettingsAction::TestAssistant => assistant::test(state, visitor).await?,
-        SettingsAction::SaveProviders => providers::save(state, visitor, form).await?,
-        SettingsAction::SendTest => providers::send_test(state, visitor, &form).await?,
-        SettingsAction::AddPerson => people::add(state, visitor, &form).await?,
-        SettingsAction::SetRole => people::set_role(state, visitor, &form).await?,
-        SettingsAction::DisablePerson => people::disable(state, visitor, &form).await?,
-        SettingsAction::CreateKey => keys::create(state, visitor, &form).await?,
-        SettingsAction::RevokeKey => keys::revoke(state, visitor, &form).await?,
-        SettingsAction::AddWebhook => webhooks::add(state, visitor, &form).await?,
-        SettingsAction::RemoveWebhook => webhooks::remove(state, visitor, &form).await?,
-        SettingsAction::RetryDelivery => webhooks::retry(state, visitor, &form).await?,
+        SettingsAction::SaveOrg => organization::save(state, visitor, form).await,
+        SettingsAction::SaveConsent => consent::save(state, visitor, form).await,
+        SettingsAction::SaveAssistant => assistant::save(state, visitor, form).await,
+        SettingsAction::TestAssistant => assistant::test(state, visitor).await,
+        SettingsAction::SaveProviders => providers::save(state, visitor, form).await,
+        SettingsAction::SendTest => providers::send_test(state, visitor, &form).await,
+        SettingsAction::AddPerson => people::add(state, visitor, &form).await,
+        SettingsAction::SetRole => people::set_role(state, visitor, &form).await,
+        SettingsAction::DisablePerson => people::disable(state, visitor, &form).await,
+        SettingsAction::CreateKey => keys::create(state, visitor, &form).await,
+        SettingsAction::RevokeKey => keys::revoke(state, visitor, &form).await,
+        SettingsAction::AddWebhook => webhooks::add(state, visitor, &form).await,
+        SettingsAction::RemoveWebhook => webhooks::remove(state, visitor, &form).await,
+        SettingsAction::RetryDelivery => webhooks::retry(state, visitor, &form).await,
+    };
+    // A refusal is shown on the settings page beside its field (or above the sections),
+    // with what was typed, never on a bare error page.
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(e) if e.is_bad_request() || matches!(e, Error::Conflict(_) | Error::NotFound(_)) => {
+            let field = e.refused_field().unwrap_or_default().to_string();
+            Outcome::Show(
+                e.status(),
+                Shown {
+                    field_error: Some((field, e.to_string())),
+                    typed: Some(typed),
+                    ..Shown::default()
+                },
+            )
+        }
+        Err(e) => return Err(e),
     };
     let section = action.section();
     match outcome {

@@ -12,7 +12,7 @@ use crate::console::layout;
 use crate::console::routes::SettingsAction;
 use crate::console::session::Visitor;
 use crate::domain::settings::email::SmtpPatch;
-use crate::domain::settings::org::{OrgPatch, ProviderKind, ProviderPatch};
+use crate::domain::settings::org::{self, OrgPatch, ProviderKind, ProviderPatch};
 use crate::domain::settings::twilio::TwilioPatch;
 use crate::error::{Error, Result};
 use crate::store::rows::{EngineSettings, ProviderSettings};
@@ -53,7 +53,13 @@ impl ProvidersSectionView {
                         label for="test-channel" { "Channel to test" }
                         select #test-channel name="channel" { option value="sms" { "SMS" } option value="email" { "Email" } }
                     }
-                    div { label for="test-to" { "Send the test to" } input #test-to type="text" name="to" placeholder="+15125550100 or you@example.com" required; }
+                    @let error = shown.error_for("to");
+                    div {
+                        label for="test-to" { "Send the test to" }
+                        input #test-to type="text" name="to" value=(shown.value("to", "")) placeholder="(512) 555-0100 or you@example.com" required
+                            aria-invalid=[error.map(|_| "true")] aria-describedby=[error.map(|_| "test-to-error")];
+                        @if let Some(message) = error { p #test-to-error .field-error { (message) } }
+                    }
                     div.actions { button.secondary type="submit" { "Send test" } }
                 }
             }
@@ -81,8 +87,14 @@ pub(super) async fn send_test(state: &AppState, visitor: &Visitor, form: &Form) 
     let to = form.text("to");
     let to = match channel {
         Channel::Email if crate::domain::records::leads::is_plausible_email(to) => to.to_string(),
-        Channel::Email => return Err(Error::invalid_field("to")),
-        _ => crate::phone::normalize(to).ok_or_else(|| Error::invalid_field("to"))?,
+        Channel::Email => {
+            return Err(Error::field(
+                "to",
+                "This is not an email address: write it as you@example.com",
+            ))
+        }
+        _ => org::read_phone(&state.store.read()?, visitor.org(), to)?
+            .map_err(|why| Error::field("to", org::unreadable_phone(why)))?,
     };
     let sent = state.engine.send_test(visitor.org(), channel, &to).await?;
     Ok(Outcome::shown(Shown::notice(match sent {

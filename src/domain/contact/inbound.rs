@@ -39,6 +39,46 @@ pub fn inbound_sms(tx: &mut WriteTx, caller: &Caller, phone: &str, text: &str) -
     inbound_sms_via(tx, caller, phone, text, None)
 }
 
+/// Why "Reply as this lead (sandbox)" is refused with a real SMS provider.
+pub const SANDBOX_ONLY: &str =
+    "Replying as a lead works only while the SMS provider is the sandbox: with a real provider, the lead's own texts arrive by themselves.";
+
+/// Whether the organization's SMS goes through the sandbox provider (nothing leaves
+/// the machine), where a person may try replies as a lead.
+pub fn sms_is_sandbox(read: &impl Reader, org: &str) -> Result<bool> {
+    Ok(matches!(
+        read.engine_settings(org)?.sms,
+        crate::store::rows::ProviderSettings::Sandbox { .. }
+    ))
+}
+
+/// "Reply as this lead (sandbox)": `text` as if lead `lead_id` had texted it from its
+/// phone, through [`inbound_sms`] (keywords, holds, the assistant, the inbox all
+/// react). Only with the sandbox SMS provider (403 otherwise); a lead without a phone
+/// or an empty text is refused beside the message (400).
+pub fn sandbox_reply(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead_id: &str,
+    text: &str,
+) -> Result<Inbound> {
+    if !sms_is_sandbox(tx, &caller.org_id)? {
+        return Err(Error::Forbidden);
+    }
+    let lead = crate::domain::records::leads::live_lead(tx, caller, lead_id)?;
+    if lead.phone.is_empty() {
+        return Err(Error::field(
+            "message",
+            "This lead has no phone to text from.",
+        ));
+    }
+    if text.trim().is_empty() {
+        return Err(Error::field("message", "Write what the lead says."));
+    }
+    limits::inbound(text, None, true)?;
+    inbound_sms(tx, caller, &lead.phone, text)
+}
+
 /// A keyword the SMS provider recognised and already answered (Twilio's Advanced
 /// Opt-Out `OptOutType`): it means the same as ours, without a second confirmation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,10 +18,10 @@ use chrono::{DateTime, Utc};
 
 use crate::channel::Channel;
 use crate::domain::contact::compliance::{self, Block, Initiative};
-use crate::domain::contact::quiet_hours::step_may_run;
 use crate::domain::engagement::agenda::{self, JobKey, Taken};
 use crate::domain::engagement::enrolment;
 use crate::domain::engagement::outbound::{self, Attempt};
+use crate::domain::engagement::waiting;
 use crate::domain::records::limits;
 use crate::domain::settings::org::business_name;
 use crate::domain::settings::templates;
@@ -121,19 +121,27 @@ pub fn claim_step(
         finish_cadence(tx, org, lead_id, e)?;
         return Ok(Claim::Done);
     };
-    if let Some(end) = step_may_run(tx, org, &lead, now)? {
+    if let Some(wait) = waiting::step_wait(tx, org, &lead, now)? {
         // Automated work waits for the window's end or the next follow-up day, without
         // an event (and moves again if the quiet hours or a time zone change meanwhile).
+        let until = wait.until().unwrap_or(key.0);
         e.step_job = Some(agenda::schedule_deferred(
             tx,
             org,
             lead_id,
-            end.timestamp_micros(),
+            until,
             key.0,
             JobKind::Step { index },
         )?);
         tx.put_engagement(org, lead_id, &e)?;
-        tracing::info!(org, lead = lead_id, step = index + 1, until = %end, "cadence step deferred by quiet hours or follow-up days");
+        tracing::info!(
+            org,
+            lead = lead_id,
+            step = index + 1,
+            until,
+            reason = wait.reason().words(),
+            "cadence step deferred"
+        );
         return Ok(Claim::Done);
     }
     let initiative = Initiative::Outreach(step.purpose);

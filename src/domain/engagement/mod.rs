@@ -8,3 +8,4 @@ pub mod claims;
 pub mod enrolment;
 pub mod outbound;
 pub mod reactions;
+pub mod waiting;

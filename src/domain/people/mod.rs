@@ -4,6 +4,7 @@
 pub mod notifications;
 pub mod passwords;
 pub mod sessions;
+pub mod setup;
 pub mod throttle;
 pub mod users;
 

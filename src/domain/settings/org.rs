@@ -863,6 +863,51 @@ pub fn update(
     Ok(Written::owing_nothing((org, engine)))
 }
 
+/// A phone as a person or a sender writes it (`(512) 555-0100`, `+1 512 ...`) read by
+/// `phone::read` in the organization's `defaultCountry`: the one reader of typed
+/// phones for the console's forms, "Send test" and `POST /v1/inbound/sms`.
+pub fn read_phone(
+    read: &impl Reader,
+    org: &str,
+    input: &str,
+) -> Result<std::result::Result<String, crate::phone::Unreadable>> {
+    let country = crate::phone::Country::parse(&read.engine_settings(org)?.default_country);
+    Ok(crate::phone::read(input, country))
+}
+
+/// The words of a typed phone that cannot be read, for a form's field.
+pub fn unreadable_phone(why: crate::phone::Unreadable) -> &'static str {
+    match why {
+        crate::phone::Unreadable::NoCountry => "Write the number with its country code, such as +15125550100 (or set the organization's default country under Settings)",
+        crate::phone::Unreadable::Invalid => "This is not a phone number: write it as (512) 555-0100 or +15125550100",
+    }
+}
+
+/// A new organization named `name` (1 to 100 printable characters, unique): what
+/// `engaged org create` and the first run's setup page both make.
+pub fn create(tx: &mut WriteTx, name: &str) -> Result<OrgRecord> {
+    let name = name.trim().to_string();
+    if name.is_empty() || name.len() > 100 || name.chars().any(char::is_control) {
+        return Err(Error::field(
+            "organization",
+            "organization names are 1 to 100 printable characters",
+        ));
+    }
+    if tx.org_id_by_name(&name)?.is_some() {
+        return Err(Error::Conflict(format!(
+            "Organization already exists: {name}"
+        )));
+    }
+    let org = OrgRecord {
+        id: crate::ids::generate("org"),
+        name,
+        created_at: tx.tick(),
+        settings: OrgSettings::default(),
+    };
+    tx.put_org(&org)?;
+    Ok(org)
+}
+
 /// The business name texts use: the organization's setting, else its name.
 pub fn business_name(tx: &impl Reader, org: &str) -> Result<String> {
     let settings = tx.engine_settings(org)?;

@@ -30,7 +30,7 @@ pub const DEFAULT_REPLY_DELAY_MS: u64 = 5_000;
 
 /// The reply delay when a profile sets none, as its `replyDelay` text: the one default
 /// (`DEFAULT_REPLY_DELAY_MS`) in whole seconds.
-fn default_reply_delay() -> String {
+pub fn default_reply_delay() -> String {
     format!("{}s", DEFAULT_REPLY_DELAY_MS / 1000)
 }
 
