@@ -300,9 +300,7 @@ pub fn put(
     let org = caller.org_id.as_str();
     let old = tx.calendar(org, name)?;
     if old.is_none() && tx.calendar_count(org)? >= MAX_CALENDARS {
-        return Err(Error::Conflict(format!(
-            "Too many: calendars (at most {MAX_CALENDARS})"
-        )));
+        return Err(limits::too_many("calendars", MAX_CALENDARS));
     }
     let caldav = match &input.caldav {
         None => None,
