@@ -92,7 +92,8 @@ pub struct ProfileInput {
     pub fallback_transfer_number: String,
     pub voice_greeting: String,
     /// The calendar the assistant books on (blank: none); it must exist when saved.
-    pub calendar: String,
+    /// `None` keeps the one stored (the console's editor, which does not show it).
+    pub calendar: Option<String>,
 }
 
 /// One step of a cadence, as written.
@@ -170,7 +171,7 @@ impl ProfileInput {
         let voice_greeting = optional_text(body, "voiceGreeting", "voiceGreeting")?;
         check_greeting(&voice_greeting)?;
 
-        let calendar = optional_text(body, "calendar", "calendar")?;
+        let calendar = Some(optional_text(body, "calendar", "calendar")?);
 
         Ok(ProfileInput {
             instructions,
@@ -226,7 +227,7 @@ impl ProfileInput {
             voice_greeting: self.voice_greeting.clone(),
             created_at: 0,
             updated_at: 0,
-            calendar: self.calendar.trim().to_string(),
+            calendar: self.calendar.as_deref().unwrap_or("").trim().to_string(),
         })
     }
 }
@@ -536,6 +537,9 @@ pub fn put(
         return Err(Error::field("calendar", "Calendar not found"));
     }
     let old = tx.profile(&caller.org_id, name)?;
+    if input.calendar.is_none() {
+        profile.calendar = old.as_ref().map(|o| o.calendar.clone()).unwrap_or_default();
+    }
     if old.is_none() && tx.profile_count(&caller.org_id)? >= limits::PROFILES {
         return Err(limits::too_many("profiles", limits::PROFILES));
     }
@@ -1119,6 +1123,7 @@ mod tests {
                 "transferNumber": "+15550100001",
                 "fallbackTransferNumber": "+15550100002",
                 "voiceGreeting": "Hi, this is Sam from {{business.name}}.",
+                "calendar": null,
                 "createdAt": "1970-01-01T00:00:00.000000Z",
                 "updatedAt": "1970-01-01T00:00:01.000000Z"
             })
