@@ -52,6 +52,20 @@ from engaged_client.api.engagement import (  # noqa: E402
     put_profile,
 )
 from engaged_client.api.events import list_events, post_event  # noqa: E402
+from engaged_client.api.meetings import (  # noqa: E402
+    book_meeting,
+    calendar_times,
+    cancel_meeting,
+    delete_calendar,
+    get_calendar,
+    get_meeting,
+    list_calendars,
+    list_meetings,
+    put_calendar,
+    reschedule_meeting,
+    rotate_feed_token,
+    update_meeting,
+)
 from engaged_client.api.leads import (  # noqa: E402
     create_lead,
     delete_lead,
@@ -75,6 +89,8 @@ from engaged_client.api.webhooks import (  # noqa: E402
 )
 from engaged_client.models import (  # noqa: E402
     AddTagsBody,
+    BookMeetingBody,
+    CalendarInput,
     CallInput,
     ChannelsRequest,
     ConsentInput,
@@ -90,6 +106,8 @@ from engaged_client.models import (  # noqa: E402
     RegisterDncBody,
     RemoveTagsBody,
     RequestCallBody,
+    RescheduleMeetingBody,
+    UpdateMeetingBody,
     WebhookCreate,
 )
 from engaged_client.types import File  # noqa: E402
@@ -243,6 +261,27 @@ expect(list_profiles.sync_detailed(client=api), 200)
 expect(get_profile.sync_detailed("smoke", client=api), 200)
 expect(profile_stats.sync_detailed("smoke", client=api), 200)
 expect(delete_profile.sync_detailed("smoke", client=api), 200)
+all_day = [["00:00", "24:00"]]
+expect(put_calendar.sync_detailed("smoke", client=api, body=CalendarInput.from_dict(
+    {"timeZone": "UTC", "minNoticeMinutes": 0, "title": "Call with {{business.name}}",
+     "hours": {d: all_day for d in ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]}})), 200)
+expect(list_calendars.sync_detailed(client=api), 200)
+expect(get_calendar.sync_detailed("smoke", client=api), 200)
+expect(rotate_feed_token.sync_detailed("smoke", client=api), 200)
+times = expect(calendar_times.sync_detailed("smoke", client=api), 200)
+slots = [t.start for t in times.times]
+meeting = expect(book_meeting.sync_detailed("smoke-0", client=api, body=BookMeetingBody.from_dict(
+    {"calendar": "smoke", "start": slots[2].isoformat()})), 201)
+expect(reschedule_meeting.sync_detailed(meeting.id, client=api, body=RescheduleMeetingBody.from_dict(
+    {"start": slots[3].isoformat()})), 200)
+expect(get_meeting.sync_detailed(meeting.id, client=api), 200)
+expect(list_meetings.sync_detailed(client=api), 200)
+expect(update_meeting.sync_detailed(meeting.id, client=api, body=UpdateMeetingBody.from_dict(
+    {"status": "completed"})), 200)
+second = expect(book_meeting.sync_detailed("smoke-0", client=api, body=BookMeetingBody.from_dict(
+    {"calendar": "smoke", "start": slots[5].isoformat()})), 201)
+expect(cancel_meeting.sync_detailed(second.id, client=api), 200)
+expect(delete_calendar.sync_detailed("smoke", client=api), 200)
 org = expect(get_org.sync_detailed(client=api), 200)
 secret = "smoke-signing-key"
 expect(update_org.sync_detailed(client=api, body=OrgSettingsUpdate.from_dict(

@@ -23,6 +23,7 @@ pub mod error;
 pub mod histogram;
 pub mod http_client;
 pub mod http_failure;
+pub mod ics;
 pub mod ids;
 pub mod import_cli;
 pub mod json_writer;

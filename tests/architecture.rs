@@ -48,6 +48,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "histogram",
             "http_client",
             "http_failure",
+            "ics",
             "ids",
             "json_writer",
             "outbound_tls",

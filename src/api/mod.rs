@@ -6,6 +6,7 @@
 //! `{"message"}` body through `error::Error`.
 
 pub mod body_phase;
+mod calendars;
 mod calls;
 mod consent;
 mod contact;
@@ -14,6 +15,7 @@ mod email;
 mod events;
 mod inbound;
 mod leads;
+mod meetings;
 mod ops;
 mod org;
 pub mod outreach;
@@ -164,6 +166,9 @@ async fn dispatch(
         Route::Readyz => return ops::readyz(&state.store),
         Route::OpenApi => return Ok(ops::openapi()),
         Route::RecordingFile(org, call) => return recordings::download(state, &parts, org, call),
+        Route::CalendarFeed(name) => {
+            return calendars::feed(state, name, &Query::parse(parts.uri.query())?)
+        }
         Route::UnsubscribePage(token) => return email::page(state, token).await,
         Route::UnsubscribeOneClick(token) => return email::one_click(state, token, body).await,
         Route::MailgunInbound(org) => {
@@ -277,6 +282,26 @@ async fn dispatch(
         }
         Route::DeleteProfile(name) => profiles::delete(store, caller, name).await,
         Route::GetEngagement(id) => profiles::engagement(store, &caller, id),
+        Route::ListCalendars => calendars::list(state, &caller),
+        Route::GetCalendar(name) => calendars::get(state, &caller, name),
+        Route::PutCalendar(name) => {
+            calendars::put(state, caller, name, state.json_body(body).await?).await
+        }
+        Route::DeleteCalendar(name) => calendars::delete(state, caller, name).await,
+        Route::RotateFeedToken(name) => calendars::rotate(state, caller, name).await,
+        Route::CalendarTimes(name) => calendars::times(state, &caller, name, &query),
+        Route::BookMeeting(id) => {
+            meetings::book(store, caller, id, state.json_body(body).await?).await
+        }
+        Route::ListMeetings => meetings::list(store, &caller, &query),
+        Route::GetMeeting(id) => meetings::get(store, &caller, id),
+        Route::UpdateMeeting(id) => {
+            meetings::update(store, caller, id, state.json_body(body).await?).await
+        }
+        Route::CancelMeeting(id) => meetings::cancel(store, caller, id).await,
+        Route::RescheduleMeeting(id) => {
+            meetings::reschedule(store, caller, id, state.json_body(body).await?).await
+        }
         Route::InboundEmail => {
             inbound::inbound_email(store, caller, state.json_body(body).await?).await
         }

@@ -74,6 +74,24 @@ pub enum Route<'a> {
     PutProfile(&'a str),
     DeleteProfile(&'a str),
     GetEngagement(&'a str),
+    ListCalendars,
+    GetCalendar(&'a str),
+    PutCalendar(&'a str),
+    DeleteCalendar(&'a str),
+    /// `POST /v1/calendars/{name}/rotate-feed-token`.
+    RotateFeedToken(&'a str),
+    /// `GET /v1/calendars/{name}/times`: open times.
+    CalendarTimes(&'a str),
+    /// `GET /v1/calendars/{name}/feed.ics?token=`: the iCalendar feed (the token, no key).
+    CalendarFeed(&'a str),
+    /// `POST /v1/leads/{id}/meetings`: books a meeting.
+    BookMeeting(&'a str),
+    ListMeetings,
+    GetMeeting(&'a str),
+    /// `PATCH /v1/meetings/{id}`: `completed` or `no_show`.
+    UpdateMeeting(&'a str),
+    CancelMeeting(&'a str),
+    RescheduleMeeting(&'a str),
     InboundEmail,
     /// A one-click unsubscribe link's page (GET) and its unsubscribe (POST): the token.
     UnsubscribePage(&'a str),
@@ -106,7 +124,8 @@ impl Route<'_> {
             | Route::Healthz
             | Route::Readyz
             | Route::OpenApi
-            | Route::RecordingFile(_, _) => None,
+            | Route::RecordingFile(_, _)
+            | Route::CalendarFeed(_) => None,
             Route::UnsubscribePage(_)
             | Route::UnsubscribeOneClick(_)
             | Route::MailgunInbound(_)
@@ -153,6 +172,18 @@ impl Route<'_> {
             | Route::ProfileStats(_)
             | Route::GetEngagement(_) => Some(Scope::Read),
             Route::PutProfile(_) | Route::DeleteProfile(_) => Some(Scope::Admin),
+            Route::ListCalendars
+            | Route::GetCalendar(_)
+            | Route::CalendarTimes(_)
+            | Route::ListMeetings
+            | Route::GetMeeting(_) => Some(Scope::Read),
+            Route::PutCalendar(_) | Route::DeleteCalendar(_) | Route::RotateFeedToken(_) => {
+                Some(Scope::Admin)
+            }
+            Route::BookMeeting(_)
+            | Route::UpdateMeeting(_)
+            | Route::CancelMeeting(_)
+            | Route::RescheduleMeeting(_) => Some(Scope::Write),
             Route::ListDnc => Some(Scope::Read),
             Route::RemoveDnc(_) | Route::GetOrg | Route::UpdateOrg => Some(Scope::Admin),
             Route::CreateWebhook
@@ -215,6 +246,19 @@ impl Route<'_> {
             Route::PutProfile(_) => "put_profile",
             Route::DeleteProfile(_) => "delete_profile",
             Route::GetEngagement(_) => "get_engagement",
+            Route::ListCalendars => "list_calendars",
+            Route::GetCalendar(_) => "get_calendar",
+            Route::PutCalendar(_) => "put_calendar",
+            Route::DeleteCalendar(_) => "delete_calendar",
+            Route::RotateFeedToken(_) => "rotate_feed_token",
+            Route::CalendarTimes(_) => "calendar_times",
+            Route::CalendarFeed(_) => "calendar_feed",
+            Route::BookMeeting(_) => "book_meeting",
+            Route::ListMeetings => "list_meetings",
+            Route::GetMeeting(_) => "get_meeting",
+            Route::UpdateMeeting(_) => "update_meeting",
+            Route::CancelMeeting(_) => "cancel_meeting",
+            Route::RescheduleMeeting(_) => "reschedule_meeting",
             Route::InboundEmail => "inbound_email",
             Route::UnsubscribePage(_) => "unsubscribe_page",
             Route::UnsubscribeOneClick(_) => "unsubscribe_one_click",
@@ -314,6 +358,7 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 "turn-off" => Route::TurnOff(id),
                 "turn-on" => Route::TurnOn(id),
                 "calls" => Route::RequestCall(id),
+                "meetings" => Route::BookMeeting(id),
                 _ => return Err(Error::NotFound("Not found".into())),
             };
             only(m, Method::POST, route)?
@@ -381,6 +426,48 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 ],
             )?
         }
+        ["v1", "calendars"] => only(m, Method::GET, Route::ListCalendars)?,
+        ["v1", "calendars", _] => {
+            let name = segments[2].as_str();
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::GetCalendar(name)),
+                    (Method::PUT, Route::PutCalendar(name)),
+                    (Method::DELETE, Route::DeleteCalendar(name)),
+                ],
+            )?
+        }
+        ["v1", "calendars", _, "rotate-feed-token"] => only(
+            m,
+            Method::POST,
+            Route::RotateFeedToken(segments[2].as_str()),
+        )?,
+        ["v1", "calendars", _, "times"] => {
+            only(m, Method::GET, Route::CalendarTimes(segments[2].as_str()))?
+        }
+        ["v1", "calendars", _, "feed.ics"] => {
+            only(m, Method::GET, Route::CalendarFeed(segments[2].as_str()))?
+        }
+        ["v1", "meetings"] => only(m, Method::GET, Route::ListMeetings)?,
+        ["v1", "meetings", _] => {
+            let id = segments[2].as_str();
+            pick(
+                &m,
+                [
+                    (Method::GET, Route::GetMeeting(id)),
+                    (Method::PATCH, Route::UpdateMeeting(id)),
+                ],
+            )?
+        }
+        ["v1", "meetings", _, "cancel"] => {
+            only(m, Method::POST, Route::CancelMeeting(segments[2].as_str()))?
+        }
+        ["v1", "meetings", _, "reschedule"] => only(
+            m,
+            Method::POST,
+            Route::RescheduleMeeting(segments[2].as_str()),
+        )?,
         ["v1", "org"] => pick(
             &m,
             [

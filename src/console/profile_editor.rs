@@ -217,6 +217,7 @@ impl Draft {
             transfer_number: text(&self.transfer),
             fallback_transfer_number: text(&self.fallback),
             voice_greeting: text(&self.voice_greeting),
+            ..ProfileInput::default()
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::json_writer::{write_object, JsonWriter};
 use crate::time::Micros;
 
 /// The shape of the stored JSON; bump when `write_json` changes.
-pub const LEAD_VIEW_FORMAT: u8 = 1;
+pub const LEAD_VIEW_FORMAT: u8 = 2;
 /// Room for one lead as the interface writes it, with short fields and no extras.
 pub const LEAD_JSON_BYTES: usize = 768;
 
@@ -91,6 +91,7 @@ pub fn write_json(out: &mut JsonWriter, lead: &LeadRecord) {
         )),
         "deleted": bool(lead.deleted_at.is_some()),
         "deletedAt": opt_time(lead.deleted_at),
+        "nextMeetingAt": opt_time(lead.next_meeting_at),
     );
 }
 
@@ -156,7 +157,8 @@ mod tests {
         assert_eq!(view["deletedAt"], "2026-11-22T10:15:32.000000Z");
         assert_eq!(view["isUnsubscribed"], false);
         assert_eq!(view["subscriptions"]["voice"], "subscribed");
-        assert_eq!(view.as_object().unwrap().len(), 26);
+        assert_eq!(view["nextMeetingAt"], Value::Null);
+        assert_eq!(view.as_object().unwrap().len(), 27);
     }
 
     #[test]

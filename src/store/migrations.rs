@@ -19,7 +19,7 @@ use super::tables::{
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -30,6 +30,7 @@ const STEPS: &[Step] = &[
     lead_search_index_is_built,
     engine_settings_gain_default_country,
     existing_orgs_require_no_consent,
+    leads_and_profiles_gain_meeting_fields,
 ];
 
 // Every version below the current one has its step.
@@ -52,7 +53,7 @@ fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
     for row in leads.iter()? {
         let (key, value) = row?;
         let (org, id) = key.value();
-        let lead: LeadRecord = decode(value.value())?;
+        let lead: LeadRecord = decode_grown(value.value())?;
         if lead.deleted_at.is_some() {
             continue;
         }
@@ -196,6 +197,7 @@ mod schema6 {
                 voice_greeting: self.voice_greeting,
                 created_at: self.created_at,
                 updated_at: self.updated_at,
+                calendar: String::new(),
             }
         }
     }
@@ -321,7 +323,7 @@ fn leads_by_updated_holds_each_leads_json(txn: &WriteTransaction) -> Result<()> 
                 );
                 continue;
             };
-            let lead: LeadRecord = decode(record.value())?;
+            let lead: LeadRecord = decode_grown(record.value())?;
             let view = lead_view::index_value(&lead)?;
             by_updated.insert((org, lead.updated_at, id), view.as_slice())?;
             filled += 1;
@@ -347,7 +349,7 @@ fn contact_indexes_hold_live_leads(txn: &WriteTransaction) -> Result<()> {
     for row in leads.iter()? {
         let (key, value) = row?;
         let (org, id) = key.value();
-        let lead: LeadRecord = decode(value.value())?;
+        let lead: LeadRecord = decode_grown(value.value())?;
         if lead.deleted_at.is_some() {
             if !lead.phone.is_empty() && by_phone.remove((org, lead.phone.as_str(), id))?.is_some()
             {
@@ -463,6 +465,54 @@ mod schema3 {
             }
         }
     }
+}
+
+/// A record whose layout gained trailing fields that encode as one zero byte each time
+/// (`Option::None`, an empty `String`): read as it is, or as its older layout with that
+/// byte added. The steps before 8 read leads with it, since schema 8's `LeadRecord` ends
+/// with `next_meeting_at`.
+fn decode_grown<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    decode(bytes).or_else(|_| {
+        let mut grown = bytes.to_vec();
+        grown.push(0);
+        decode(&grown)
+    })
+}
+
+/// 7 → 8: a lead records its next meeting (`next_meeting_at`, none) and a profile the
+/// calendar it books on (`calendar`, none); both fields end their records. A record that
+/// already reads in the new layout (written by an earlier step) is left as it is.
+fn leads_and_profiles_gain_meeting_fields(txn: &WriteTransaction) -> Result<()> {
+    fn grow<T: serde::de::DeserializeOwned>(
+        txn: &WriteTransaction,
+        definition: TableDefinition<(&str, &str), &[u8]>,
+    ) -> Result<usize> {
+        let mut table = txn.open_table(definition)?;
+        let mut rewritten = Vec::new();
+        for row in table.iter()? {
+            let (key, value) = row?;
+            if decode::<T>(value.value()).is_ok() {
+                continue;
+            }
+            let mut grown = value.value().to_vec();
+            grown.push(0);
+            decode::<T>(&grown)?;
+            let (org, id) = key.value();
+            rewritten.push((org.to_string(), id.to_string(), grown));
+        }
+        for (org, id, bytes) in &rewritten {
+            table.insert((org.as_str(), id.as_str()), bytes.as_slice())?;
+        }
+        Ok(rewritten.len())
+    }
+    let leads = grow::<LeadRecord>(txn, LEADS)?;
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES)?;
+    tracing::info!(
+        leads,
+        profiles,
+        "leads and profiles gain their meeting fields"
+    );
+    Ok(())
 }
 
 /// Brings a file at version `from` up to [`SCHEMA_VERSION`].

@@ -5,6 +5,7 @@
 //! [`Store::write`]; the single writer thread (`writer`) runs them in batches, one
 //! durable commit per batch, and answers each after its batch is on disk.
 
+pub mod calendars;
 pub mod changes;
 pub mod codec;
 mod contact;

@@ -33,7 +33,7 @@ pub enum Start<K> {
 impl<K> Start<K> {
     /// The scan's lower bound: the table key that `key` builds from the sort key,
     /// included or excluded.
-    fn bound<'a, B>(&'a self, key: impl FnOnce(&'a K) -> B) -> Bound<B> {
+    pub(super) fn bound<'a, B>(&'a self, key: impl FnOnce(&'a K) -> B) -> Bound<B> {
         match self {
             Start::AtOrAfter(k) => Bound::Included(key(k)),
             Start::After(k) => Bound::Excluded(key(k)),

@@ -223,6 +223,8 @@ pub struct LeadRecord {
     /// IANA time zone name, or empty.
     pub time_zone: String,
     pub deleted_at: Option<Micros>,
+    /// The start of the lead's next booked meeting (`nextMeetingAt`).
+    pub next_meeting_at: Option<Micros>,
 }
 
 impl LeadRecord {
@@ -523,6 +525,8 @@ pub struct ProfileRecord {
     pub voice_greeting: String,
     pub created_at: Micros,
     pub updated_at: Micros,
+    /// The calendar the assistant books on (empty: none).
+    pub calendar: String,
 }
 
 /// One cadence step: `after` the previous step (the first counts from enrolment), send
@@ -780,11 +784,12 @@ pub enum StopReason {
     Handoff,
     ProfileChanged,
     ProfileDeleted,
+    MeetingBooked,
 }
 
 impl StopReason {
     /// Every reason, in the order the interface lists them.
-    pub const ALL: [StopReason; 8] = [
+    pub const ALL: [StopReason; 9] = [
         StopReason::Replied,
         StopReason::Unsubscribed,
         StopReason::Dnc,
@@ -793,6 +798,7 @@ impl StopReason {
         StopReason::Handoff,
         StopReason::ProfileChanged,
         StopReason::ProfileDeleted,
+        StopReason::MeetingBooked,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -805,6 +811,7 @@ impl StopReason {
             StopReason::Handoff => "handoff",
             StopReason::ProfileChanged => "profile_changed",
             StopReason::ProfileDeleted => "profile_deleted",
+            StopReason::MeetingBooked => "meeting_booked",
         }
     }
 }

@@ -65,6 +65,11 @@ macro_rules! all_tables {
         $apply!(CONSENT_LEDGER);
         $apply!(CONSENT_STATE);
         $apply!(CONSENT_HOLDS);
+        $apply!(CALENDARS);
+        $apply!(MEETINGS);
+        $apply!(MEETINGS_BY_START);
+        $apply!(MEETINGS_BY_UPDATED);
+        $apply!(MEETINGS_BY_LEAD);
     };
 }
 pub(crate) use all_tables;
@@ -275,3 +280,18 @@ pub const CONSENT_STATE: TableDefinition<(&str, &str, &str), &[u8]> =
 /// (`domain::contact::hold`); the engagement reads `held` meanwhile.
 pub const CONSENT_HOLDS: TableDefinition<(&str, &str), &[u8]> =
     TableDefinition::new("consent_holds");
+/// (org, calendar name) → `CalendarRecord`: a calendar's weekly hours, meeting rules,
+/// CalDAV connection and feed token (`store::calendars`).
+pub const CALENDARS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("calendars");
+/// (org, meeting id) → `MeetingRecord`.
+pub const MEETINGS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("meetings");
+/// (org, calendar, start, meeting id) → end: booked meetings only, the busy times of a
+/// calendar (open times, the slot re-checked in a booking's write, the feed).
+pub const MEETINGS_BY_START: TableDefinition<(&str, &str, i64, &str), i64> =
+    TableDefinition::new("meetings_by_start");
+/// (org, updatedAt, meeting id) → (): `GET /v1/meetings`, the incremental listing.
+pub const MEETINGS_BY_UPDATED: TableDefinition<(&str, i64, &str), ()> =
+    TableDefinition::new("meetings_by_updated");
+/// (org, lead id, start, meeting id) → (): a lead's booked meetings (its `nextMeetingAt`).
+pub const MEETINGS_BY_LEAD: TableDefinition<(&str, &str, i64, &str), ()> =
+    TableDefinition::new("meetings_by_lead");

@@ -35,6 +35,9 @@ webhook_events! {
     LeadOptedOut => "lead.opted_out",
     LeadHandoff => "lead.handoff",
     LeadConsentChanged => "lead.consent_changed",
+    MeetingBooked => "meeting.booked",
+    MeetingRescheduled => "meeting.rescheduled",
+    MeetingCanceled => "meeting.canceled",
 }
 
 impl WebhookEvent {

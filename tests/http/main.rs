@@ -33,6 +33,7 @@ mod lead_actions;
 mod leads;
 mod limits;
 mod listing;
+mod meetings;
 mod messages;
 mod notices;
 mod ops;

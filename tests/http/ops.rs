@@ -181,7 +181,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 60] = [
+const ROUTES: [(&str, &str, &str); 73] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -226,6 +226,27 @@ const ROUTES: [(&str, &str, &str); 60] = [
     ("put_profile", "put", "/v1/profiles/{name}"),
     ("delete_profile", "delete", "/v1/profiles/{name}"),
     ("get_engagement", "get", "/v1/leads/{leadId}/engagement"),
+    ("list_calendars", "get", "/v1/calendars"),
+    ("get_calendar", "get", "/v1/calendars/{name}"),
+    ("put_calendar", "put", "/v1/calendars/{name}"),
+    ("delete_calendar", "delete", "/v1/calendars/{name}"),
+    (
+        "rotate_feed_token",
+        "post",
+        "/v1/calendars/{name}/rotate-feed-token",
+    ),
+    ("calendar_times", "get", "/v1/calendars/{name}/times"),
+    ("calendar_feed", "get", "/v1/calendars/{name}/feed.ics"),
+    ("book_meeting", "post", "/v1/leads/{leadId}/meetings"),
+    ("list_meetings", "get", "/v1/meetings"),
+    ("get_meeting", "get", "/v1/meetings/{meetingId}"),
+    ("update_meeting", "patch", "/v1/meetings/{meetingId}"),
+    ("cancel_meeting", "post", "/v1/meetings/{meetingId}/cancel"),
+    (
+        "reschedule_meeting",
+        "post",
+        "/v1/meetings/{meetingId}/reschedule",
+    ),
     ("get_consent", "get", "/v1/leads/{leadId}/consent"),
     ("post_consent", "post", "/v1/leads/{leadId}/consent"),
     ("get_org", "get", "/v1/org"),
@@ -341,6 +362,19 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::PutProfile(_)
         | Route::DeleteProfile(_)
         | Route::GetEngagement(_)
+        | Route::ListCalendars
+        | Route::GetCalendar(_)
+        | Route::PutCalendar(_)
+        | Route::DeleteCalendar(_)
+        | Route::RotateFeedToken(_)
+        | Route::CalendarTimes(_)
+        | Route::CalendarFeed(_)
+        | Route::BookMeeting(_)
+        | Route::ListMeetings
+        | Route::GetMeeting(_)
+        | Route::UpdateMeeting(_)
+        | Route::CancelMeeting(_)
+        | Route::RescheduleMeeting(_)
         | Route::InboundEmail
         | Route::UnsubscribePage(_)
         | Route::UnsubscribeOneClick(_)

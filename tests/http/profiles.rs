@@ -78,6 +78,7 @@ async fn put_answers_the_whole_profile() {
     let profile = put_profile(&s.ts, &s.admin, "solar", &full()).await;
     let mut expected = full();
     expected["name"] = json!("solar");
+    expected["calendar"] = Value::Null;
     for field in ["createdAt", "updatedAt"] {
         time_of(&profile[field]);
         expected[field] = profile[field].clone();

@@ -3,7 +3,8 @@
 //! an event written (a campaign's counters: `campaigns::on_event`), a message from the
 //! lead (its cadence stops, `replied`), a number added to the DNC list
 //! (`enrolment::on_dnc`), quiet hours or the time zone changed
-//! (`agenda::recompute_deferred`), a profile deleted (`enrolment::on_profile_deleted`).
+//! (`agenda::recompute_deferred`), a profile deleted (`enrolment::on_profile_deleted`), a
+//! meeting booked (the cadence stops, `meeting_booked`).
 //!
 //! Records and settings never call engagement: their writes return a
 //! `records::written::Written` owing these reactions, and `after` (or `.react(tx)`) is
@@ -45,6 +46,10 @@ fn react_to(tx: &mut WriteTx, reaction: Reaction) -> Result<()> {
         Reaction::QuietHoursChanged { org } => agenda::recompute_deferred(tx, &org, None),
         Reaction::ProfileDeleted { org, profile } => {
             enrolment::on_profile_deleted(tx, &org, &profile)
+        }
+        // A booked meeting is what the cadence was for.
+        Reaction::MeetingBooked { org, lead } => {
+            enrolment::stop(tx, &org, &lead, StopReason::MeetingBooked)
         }
     }
 }

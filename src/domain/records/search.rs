@@ -41,7 +41,7 @@ pub const STATES: [EngagementState; 6] = [
 ];
 
 /// The stop reasons a search can ask for: every one.
-pub const STOP_REASONS: [StopReason; 8] = StopReason::ALL;
+pub const STOP_REASONS: [StopReason; 9] = StopReason::ALL;
 
 /// How a result is ordered: newest first by last activity (the default) or creation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

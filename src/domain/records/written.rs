@@ -48,6 +48,8 @@ pub enum Reaction {
     QuietHoursChanged { org: String },
     /// A profile was deleted.
     ProfileDeleted { org: String, profile: String },
+    /// A meeting was booked for the lead: its cadence stops (`meeting_booked`).
+    MeetingBooked { org: String, lead: String },
 }
 
 impl<T> Written<T> {

@@ -4,6 +4,8 @@
 //!
 //! Shared by the provider kinds: a sending rate (`ratePerSecond`), here.
 
+pub mod availability;
+pub mod calendars;
 pub mod clock;
 pub mod email;
 pub mod org;

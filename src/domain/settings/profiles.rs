@@ -19,6 +19,7 @@ use crate::domain::records::written::{Reaction, Written};
 use crate::domain::settings::templates::{self, check_placeholders};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
+use crate::store::calendars::CalendarReader;
 use crate::store::rows::{DispositionRecord, ProfileRecord, Purpose, StepRecord};
 use crate::store::{Flow, ReadTx, Reader, WriteTx};
 
@@ -45,6 +46,7 @@ const MEMBERS: &[&str] = &[
     "transferNumber",
     "fallbackTransferNumber",
     "voiceGreeting",
+    "calendar",
 ];
 const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject", "purpose"];
 const DISPOSITION_MEMBERS: &[&str] = &["id", "name", "description"];
@@ -89,6 +91,9 @@ pub struct ProfileInput {
     pub transfer_number: String,
     pub fallback_transfer_number: String,
     pub voice_greeting: String,
+    /// The calendar the assistant books on (blank: none); it must exist when saved.
+    /// `None` keeps the one stored (the console's editor, which does not show it).
+    pub calendar: Option<String>,
 }
 
 /// One step of a cadence, as written.
@@ -202,6 +207,8 @@ impl ProfileInput {
         let voice_greeting = optional_text(body, "voiceGreeting", "voiceGreeting")?;
         rules.hold(check_greeting(&voice_greeting))?;
 
+        let calendar = Some(optional_text(body, "calendar", "calendar")?);
+
         Ok(ProfileInput {
             instructions,
             cadence,
@@ -210,6 +217,7 @@ impl ProfileInput {
             transfer_number,
             fallback_transfer_number,
             voice_greeting,
+            calendar,
         })
     }
 
@@ -255,6 +263,7 @@ impl ProfileInput {
             voice_greeting: self.voice_greeting.clone(),
             created_at: 0,
             updated_at: 0,
+            calendar: self.calendar.as_deref().unwrap_or("").trim().to_string(),
         })
     }
 }
@@ -747,6 +756,7 @@ pub fn view(p: &ProfileRecord) -> Value {
         "transferNumber": non_empty(&p.transfer_number),
         "fallbackTransferNumber": non_empty(&p.fallback_transfer_number),
         "voiceGreeting": non_empty(&p.voice_greeting),
+        "calendar": non_empty(&p.calendar),
         "createdAt": crate::time::format(p.created_at),
         "updatedAt": crate::time::format(p.updated_at),
     })
@@ -772,7 +782,13 @@ pub fn put(
     input: &ProfileInput,
 ) -> Result<ProfileRecord> {
     let mut profile = input.record(name)?;
+    if !profile.calendar.is_empty() && tx.calendar(&caller.org_id, &profile.calendar)?.is_none() {
+        return Err(Error::field("calendar", "Calendar not found"));
+    }
     let old = tx.profile(&caller.org_id, name)?;
+    if input.calendar.is_none() {
+        profile.calendar = old.as_ref().map(|o| o.calendar.clone()).unwrap_or_default();
+    }
     if old.is_none() && tx.profile_count(&caller.org_id)? >= limits::PROFILES {
         return Err(limits::too_many("profiles", limits::PROFILES));
     }
@@ -1440,6 +1456,7 @@ mod tests {
                 "transferNumber": "+15550100001",
                 "fallbackTransferNumber": "+15550100002",
                 "voiceGreeting": "Hi, this is Sam from {{business.name}}.",
+                "calendar": null,
                 "createdAt": "1970-01-01T00:00:00.000000Z",
                 "updatedAt": "1970-01-01T00:00:01.000000Z"
             })

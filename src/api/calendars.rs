@@ -1,0 +1,127 @@
+//! Handlers of calendars (`/v1/calendars...`): the calendar itself, its feed token, its
+//! open times and its iCalendar feed (opened by its token, no key).
+
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
+use serde_json::{json, Map, Value};
+
+use super::request::Query;
+use super::response::{full, json as reply, Body};
+use super::AppState;
+use crate::domain::records::meetings;
+use crate::domain::settings::calendars;
+use crate::domain::Caller;
+use crate::error::Result;
+use crate::time;
+
+fn base(state: &AppState) -> Option<String> {
+    state.engine.public_url().map(str::to_string)
+}
+
+/// `GET /v1/calendars`: every calendar of the organization (at most 20), by name.
+pub fn list(state: &AppState, caller: &Caller) -> Result<Response<Body>> {
+    let all = calendars::list(&state.store.read()?, caller)?;
+    let base = base(state);
+    let items: Vec<Value> = all
+        .iter()
+        .map(|c| calendars::view(c, base.as_deref()))
+        .collect();
+    Ok(reply(StatusCode::OK, &json!({ "calendars": items })))
+}
+
+pub fn get(state: &AppState, caller: &Caller, name: &str) -> Result<Response<Body>> {
+    let calendar = calendars::find(&state.store.read()?, &caller.org_id, name)?;
+    Ok(reply(
+        StatusCode::OK,
+        &calendars::view(&calendar, base(state).as_deref()),
+    ))
+}
+
+pub async fn put(
+    state: &AppState,
+    caller: Caller,
+    name: &str,
+    body: Map<String, Value>,
+) -> Result<Response<Body>> {
+    calendars::check_name(name)?;
+    let input = calendars::CalendarInput::from_json(&body)?;
+    let name = name.to_string();
+    let calendar = state
+        .store
+        .write(move |tx| calendars::put(tx, &caller, &name, &input))
+        .await?;
+    Ok(reply(
+        StatusCode::OK,
+        &calendars::view(&calendar, base(state).as_deref()),
+    ))
+}
+
+pub async fn delete(state: &AppState, caller: Caller, name: &str) -> Result<Response<Body>> {
+    // A DELETE checks that its target exists before it opens a table for writing.
+    calendars::find(&state.store.read()?, &caller.org_id, name)?;
+    let name = name.to_string();
+    state
+        .store
+        .write(move |tx| calendars::delete(tx, &caller, &name))
+        .await?;
+    Ok(reply(
+        StatusCode::OK,
+        &json!({"message": "Calendar deleted successfully."}),
+    ))
+}
+
+pub async fn rotate(state: &AppState, caller: Caller, name: &str) -> Result<Response<Body>> {
+    let name = name.to_string();
+    let calendar = state
+        .store
+        .write(move |tx| calendars::rotate_feed_token(tx, &caller, &name))
+        .await?;
+    Ok(reply(
+        StatusCode::OK,
+        &calendars::view(&calendar, base(state).as_deref()),
+    ))
+}
+
+/// `GET /v1/calendars/{name}/times?from=&to=`.
+pub fn times(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    query: &Query,
+) -> Result<Response<Body>> {
+    let from = query.timestamp("from")?;
+    let to = query.timestamp("to")?;
+    // The built-in calendar has no other busy times (CalDAV's come with `caldav`).
+    let (calendar, times) =
+        meetings::open_times(&state.store.read()?, caller, name, from, to, &[])?;
+    let times: Vec<Value> = times
+        .iter()
+        .map(|&start| {
+            json!({
+                "start": time::format(start),
+                "end": time::format(start + i64::from(calendar.meeting_minutes) * 60_000_000),
+            })
+        })
+        .collect();
+    Ok(reply(
+        StatusCode::OK,
+        &json!({"calendar": calendar.name, "timeZone": calendar.time_zone, "times": times}),
+    ))
+}
+
+/// `GET /v1/calendars/{name}/feed.ics?token=`: 404 unless the token is the calendar's.
+pub fn feed(state: &AppState, name: &str, query: &Query) -> Result<Response<Body>> {
+    let token = query.get("token").unwrap_or("");
+    let text = meetings::feed(&state.store.read()?, name, token)?;
+    let mut response = Response::new(full(text));
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/calendar; charset=utf-8"),
+    );
+    headers.insert(
+        CACHE_CONTROL,
+        HeaderValue::from_static("private, max-age=300"),
+    );
+    Ok(response)
+}
