@@ -453,3 +453,34 @@ pub fn stream(state: &AppState, visitor: &Visitor, headers: &HeaderMap) -> Resul
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_relative_to_now_in_the_organizations_days() {
+        let minute = 60 * 1_000_000;
+        // 2026-11-26 15:00 UTC, 09:00 in Chicago.
+        let now = 1_795_705_200_000_000;
+        let zone = "America/Chicago";
+        assert_eq!(relative(now - 10_000_000, now, zone), "just now");
+        assert_eq!(relative(now - 3 * minute, now, zone), "3 min ago");
+        assert_eq!(relative(now - 120 * minute, now, zone), "2 h ago");
+        // 23:00 the day before in Chicago: yesterday there, though 10 hours ago.
+        assert_eq!(relative(now - 600 * minute, now, zone), "yesterday");
+        assert_eq!(relative(now - 23 * 24 * 60 * minute, now, zone), "Nov 3");
+        assert_eq!(
+            relative(now - 400 * 24 * 60 * minute, now, zone),
+            "Oct 22, 2025"
+        );
+    }
+
+    #[test]
+    fn a_lead_message_is_unread_until_seen() {
+        assert!(conversation::unread(Some(5), None));
+        assert!(conversation::unread(Some(5), Some(4)));
+        assert!(!conversation::unread(Some(5), Some(5)));
+        assert!(!conversation::unread(None, None));
+    }
+}

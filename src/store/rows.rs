@@ -1501,6 +1501,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_messages_author_is_the_lead_or_its_origin() {
+        use serde_json::json;
+        assert_eq!(Author::of(true, &json!({"origin": "api"})), Author::Lead);
+        assert_eq!(
+            Author::of(false, &json!({"origin": "assistant"})),
+            Author::Assistant
+        );
+        assert_eq!(
+            Author::of(false, &json!({"origin": "cadence", "step": 2})),
+            Author::Cadence
+        );
+        assert_eq!(
+            Author::of(false, &json!({"origin": "keyword"})),
+            Author::Keyword
+        );
+        assert_eq!(
+            Author::of(
+                false,
+                &json!({"origin": "human", "sentBy": {"name": "Ana Ruiz"}})
+            ),
+            Author::Person("Ana Ruiz".into())
+        );
+        assert_eq!(Author::of(false, &json!({})), Author::Api);
+    }
+
+    #[test]
     fn settings_round_trip_and_hide_the_key_from_debug() {
         let settings = AssistantSettings {
             base_url: "http://127.0.0.1:11434/v1".into(),
