@@ -599,22 +599,22 @@ mod schema7 {
 
     #[derive(Debug, Clone, Serialize, Deserialize)]
     pub(super) struct HandlingRecord {
-        owner: String,
-        handed_off_at: Option<Micros>,
-        handoff_answered: bool,
-        conversation: bool,
-        awaiting_reply: bool,
-        failed_send: Option<FailedSend>,
+        pub(super) owner: String,
+        pub(super) handed_off_at: Option<Micros>,
+        pub(super) handoff_answered: bool,
+        pub(super) conversation: bool,
+        pub(super) awaiting_reply: bool,
+        pub(super) failed_send: Option<FailedSend>,
         pub(super) last_message: Option<LastMessage>,
     }
 
     #[derive(Debug, Clone, Serialize, Deserialize)]
     pub(super) struct LastMessage {
         pub(super) event_id: String,
-        channel: Channel,
-        preview: String,
-        created_at: Micros,
-        from_lead: bool,
+        pub(super) channel: Channel,
+        pub(super) preview: String,
+        pub(super) created_at: Micros,
+        pub(super) from_lead: bool,
     }
 
     impl HandlingRecord {
@@ -837,6 +837,103 @@ mod tests {
                 rate_per_second: None
             }
         );
+    }
+
+    #[test]
+    fn schema_7_handling_learns_who_wrote_last_and_when_the_lead_wrote_and_is_reindexed() {
+        use crate::store::facet::Facet;
+        use crate::store::rows::{EventRecord, JsonBlob, LastMessage};
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v7.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let lead = LeadRecord {
+                id: "l1".into(),
+                created_at: 1,
+                last_activity_at: 20,
+                is_ai_on: true,
+                ..LeadRecord::default()
+            };
+            txn.open_table(LEADS)
+                .unwrap()
+                .insert(("o", "l1"), encode(&lead).unwrap().as_slice())
+                .unwrap();
+            txn.open_table(LEAD_ORDER)
+                .unwrap()
+                .insert(("o", "l1"), (1, 20))
+                .unwrap();
+            let mut messages = txn.open_table(MESSAGES_BY_CREATED).unwrap();
+            let mut keys = txn.open_table(EVENT_KEYS).unwrap();
+            let mut events = txn.open_table(EVENTS).unwrap();
+            for (id, at, data) in [
+                (
+                    "m1",
+                    10,
+                    serde_json::json!({"owner": "lead", "content": {"text": "Is this a scam?"}}),
+                ),
+                (
+                    "m2",
+                    20,
+                    serde_json::json!({"owner": "user", "origin": "assistant", "content": {"text": "No."}}),
+                ),
+            ] {
+                messages.insert(("o", "l1", at, "MESSAGE", id), ()).unwrap();
+                keys.insert(("o", "l1", "MESSAGE", id), at + 1).unwrap();
+                let event = EventRecord {
+                    created_at: at,
+                    data: JsonBlob(data),
+                };
+                events
+                    .insert(
+                        ("o", "l1", at + 1, "MESSAGE", id),
+                        encode(&event).unwrap().as_slice(),
+                    )
+                    .unwrap();
+            }
+            let v7 = schema7::HandlingRecord {
+                owner: String::new(),
+                handed_off_at: None,
+                handoff_answered: false,
+                conversation: true,
+                awaiting_reply: false,
+                failed_send: None,
+                last_message: Some(schema7::LastMessage {
+                    event_id: "m2".into(),
+                    channel: Channel::Sms,
+                    preview: "No.".into(),
+                    created_at: 20,
+                    from_lead: false,
+                }),
+            };
+            txn.open_table(LEAD_HANDLING)
+                .unwrap()
+                .insert(("o", "l1"), encode(&v7).unwrap().as_slice())
+                .unwrap();
+        }
+        handling_knows_who_wrote_and_inbox_tabs_are_indexed(&txn).unwrap();
+        let handling: HandlingRecord = decode(
+            txn.open_table(LEAD_HANDLING)
+                .unwrap()
+                .get(("o", "l1"))
+                .unwrap()
+                .unwrap()
+                .value(),
+        )
+        .unwrap();
+        assert_eq!(handling.last_inbound_at, Some(10));
+        let last: LastMessage = handling.last_message.unwrap();
+        assert_eq!(last.author, Author::Assistant);
+        let replied = txn.open_table(LEADS_BY_REPLY).unwrap();
+        assert!(replied.get(("o", 10, "l1")).unwrap().is_some());
+        let counts = txn.open_table(LEAD_FACET_COUNTS).unwrap();
+        let count = |f: Facet| {
+            counts
+                .get(("o", f.key().as_str()))
+                .unwrap()
+                .map(|c| c.value())
+        };
+        assert_eq!(count(Facet::Conversation), Some(1));
+        assert_eq!(count(Facet::Conversing(Box::new(Facet::Assisted))), Some(1));
     }
 
     #[test]
