@@ -1,10 +1,13 @@
-//! `/console/inbox`: the conversations, newest activity first, in four tabs ("Needs
-//! attention", "Mine", "Assistant", "All") with their counts, each row with its reasons
-//! in words; and `/console/events`, the Server-Sent Events stream that tells an open
+//! `/console/inbox`: the conversations, newest activity first, in five tabs ("Needs
+//! attention", "Replied", "Mine", "Assistant", "All") with their counts of conversations,
+//! each row with who wrote last, its time relative to now, its reasons in words, and in
+//! bold when the lead wrote since this person last opened its page; and `/console/events`, the Server-Sent Events stream that tells an open
 //! page (inbox, or a lead's) that something of its organization changed.
 //!
 //! Tabs and counts are facets of the lead search's index (`store::lead_index`), kept in
-//! the write that changes them: a count is one row, a tab one range.
+//! the write that changes them: a count is one row, a tab one range; "Replied" is the
+//! range of the last 7 days of `leads_by_reply`, and a person's last view of a lead is
+//! one row of `lead_seen` (`record_view`).
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -24,11 +27,13 @@ use crate::api::response::Body;
 use crate::api::AppState;
 use crate::attention::Attention;
 use crate::domain::people::sessions;
+use crate::domain::records::conversation;
 use crate::domain::records::search::{self, LeadFilter};
 use crate::error::Result;
 use crate::store::facet::Facet;
+use crate::store::rows::{Author, HandlingRecord, LeadRecord};
 use crate::store::Reader;
-use crate::time::now_micros;
+use crate::time::{now_micros, Micros};
 
 /// Conversations on one page of a tab.
 const ROWS: usize = 50;
@@ -41,17 +46,25 @@ const STREAM_BUFFER: usize = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
     Attention,
+    Replied,
     Mine,
     Assistant,
     All,
 }
 
 impl Tab {
-    const ALL: [Tab; 4] = [Tab::Attention, Tab::Mine, Tab::Assistant, Tab::All];
+    const ALL: [Tab; 5] = [
+        Tab::Attention,
+        Tab::Replied,
+        Tab::Mine,
+        Tab::Assistant,
+        Tab::All,
+    ];
 
     fn param(self) -> &'static str {
         match self {
             Tab::Attention => "attention",
+            Tab::Replied => "replied",
             Tab::Mine => "mine",
             Tab::Assistant => "assistant",
             Tab::All => "all",
@@ -61,21 +74,53 @@ impl Tab {
     fn label(self) -> &'static str {
         match self {
             Tab::Attention => "Needs attention",
+            Tab::Replied => "Replied",
             Tab::Mine => "Mine",
             Tab::Assistant => "Assistant",
             Tab::All => "All",
         }
     }
 
-    /// The facet of the leads the tab lists.
-    fn facet(self, user: &str) -> Facet {
+    /// The facet of the conversations the tab lists; `None` for "Replied", a range of
+    /// its own (`search::replied`).
+    fn facet(self, user: &str) -> Option<Facet> {
+        let conversing = |facet| Some(Facet::Conversing(Box::new(facet)));
         match self {
-            Tab::Attention => Facet::NeedsAttention,
-            Tab::Mine => Facet::Owner(user.to_string()),
-            Tab::Assistant => Facet::Assisted,
-            Tab::All => Facet::Conversation,
+            Tab::Attention => conversing(Facet::NeedsAttention),
+            Tab::Replied => None,
+            Tab::Mine => conversing(Facet::Owner(user.to_string())),
+            Tab::Assistant => conversing(Facet::Assisted),
+            Tab::All => Some(Facet::Conversation),
         }
     }
+}
+
+/// Who handles a conversation, as its row's Owner says.
+enum Handler {
+    Person(String),
+    Assistant,
+    /// Handed off, or the assistant is off, and no person owns it.
+    Unassigned,
+}
+
+impl Handler {
+    fn words(&self) -> &str {
+        match self {
+            Handler::Person(name) => name,
+            Handler::Assistant => "Assistant",
+            Handler::Unassigned => "Unassigned",
+        }
+    }
+}
+
+/// One row of the inbox, read from one snapshot.
+struct InboxRow {
+    lead: LeadRecord,
+    handling: HandlingRecord,
+    reasons: Vec<Attention>,
+    owner: Handler,
+    /// The lead wrote since this person last opened its page.
+    unread: bool,
 }
 
 /// `GET /console/inbox?tab=...&q=...`.
@@ -94,36 +139,57 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
     let q = get("q");
     let org = visitor.org();
     let user = visitor.user.id.as_str();
+    let now = now_micros();
+    let since = now - search::REPLIED_WINDOW;
     let read = state.store.read()?;
     let index = read.lead_index(org)?;
     let mut counts = Vec::with_capacity(Tab::ALL.len());
     for t in Tab::ALL {
-        counts.push((t, index.count(&t.facet(user))?));
+        let count = match t.facet(user) {
+            Some(facet) => index.count(&facet)?,
+            None => index.count_replied(since)?,
+        };
+        counts.push((t, count));
     }
     let attention = counts[0].1;
-    let filter = LeadFilter {
-        q: q.clone(),
-        facets_extra: vec![tab.facet(user)],
-        ..LeadFilter::default()
+    let ids: Vec<String> = match tab.facet(user) {
+        Some(facet) => {
+            let filter = LeadFilter {
+                q: q.clone(),
+                facets_extra: vec![facet],
+                ..LeadFilter::default()
+            };
+            let found = search::search(&read, org, &filter, ROWS, None)?;
+            found.leads.into_iter().map(|l| l.id).collect()
+        }
+        None => search::replied(&read, org, q.clone(), since, ROWS)?.0,
     };
-    let found = search::search(&read, org, &filter, ROWS, None)?;
     let zone = read.engine_settings(org)?.time_zone;
-    let mut rows = Vec::with_capacity(found.leads.len());
-    for lead in &found.leads {
-        let Some(record) = read.lead(org, &lead.id)? else {
+    let mut rows = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let Some(lead) = read.lead(org, id)? else {
             continue;
         };
-        let handling = read.handling(org, &lead.id)?;
+        let handling = read.handling(org, id)?;
         // Computed in the write that last changed the lead; a reason that ended with
         // time alone is repaired by the notifier's tick (`engine::notices`).
-        let reasons = index.attention(&lead.id)?;
+        let reasons = index.attention(id)?;
         let owner = match handling.owner.as_str() {
-            "" => "Assistant".to_string(),
-            id => read
-                .user(id)?
-                .map_or_else(|| "a former user".into(), |u| u.name),
+            "" if handling.handed_off_at.is_some() || !lead.is_ai_on => Handler::Unassigned,
+            "" => Handler::Assistant,
+            id => Handler::Person(
+                read.user(id)?
+                    .map_or_else(|| "a former user".into(), |u| u.name),
+            ),
         };
-        rows.push((record, handling, reasons, owner));
+        let unread = conversation::unread(handling.last_inbound_at, index.seen(user, id)?);
+        rows.push(InboxRow {
+            lead,
+            handling,
+            reasons,
+            owner,
+            unread,
+        });
     }
     let title = if attention > 0 {
         format!("({attention}) Inbox")
@@ -153,24 +219,102 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                         }
                     }
                 }
-                (rows_table(&rows, &zone, tab))
+                (rows_table(&rows, &zone, tab, now))
             }
         },
     );
     Ok(respond::html(StatusCode::OK, markup))
 }
 
-type Row = (
-    crate::store::rows::LeadRecord,
-    crate::store::rows::HandlingRecord,
-    Vec<Attention>,
-    String,
-);
+/// After `visitor` opened lead `lead`'s page, whose newest own message is
+/// `last_inbound_at`: records that they saw it, through the writer's next batch,
+/// without waiting for it, and only when it is newer than what they saw before.
+pub fn record_view(
+    state: &AppState,
+    visitor: &Visitor,
+    lead: &str,
+    last_inbound_at: Option<Micros>,
+) {
+    let org = visitor.org().to_string();
+    let user = visitor.user.id.clone();
+    let lead = lead.to_string();
+    let Some(upto) = last_inbound_at else {
+        return;
+    };
+    let seen = state
+        .store
+        .read()
+        .and_then(|read| read.lead_index(&org)?.seen(&user, &lead));
+    match seen {
+        Ok(seen) if !conversation::unread(Some(upto), seen) => return,
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "the lead's last view could not be read");
+            return;
+        }
+    }
+    // The answer is not awaited: the page does not wait for the commit.
+    if let Err(e) = state
+        .store
+        .write_queued(move |tx| conversation::mark_seen(tx, &org, &user, &lead, upto))
+    {
+        tracing::warn!(error = %e, "the lead's view was not recorded");
+    }
+}
 
-fn rows_table(rows: &[Row], zone: &str, tab: Tab) -> Markup {
+/// Who wrote a row's last message, as its excerpt starts.
+fn author_words<'a>(author: &'a Author, lead: &LeadRecord) -> std::borrow::Cow<'a, str> {
+    match author {
+        Author::Lead => lead_name(lead).into(),
+        Author::Assistant => "Assistant".into(),
+        Author::Cadence => "Cadence".into(),
+        Author::Person(name) => name.as_str().into(),
+        Author::Keyword => "Keyword reply".into(),
+        Author::Api => "API".into(),
+    }
+}
+
+/// `at` relative to `now` ("just now", "3 min ago", "2 h ago", "yesterday", "Nov 3",
+/// "Nov 3, 2025"), the days as the organization's zone counts them.
+pub fn relative(at: Micros, now: Micros, zone: &str) -> String {
+    use chrono::{Datelike, TimeZone};
+    const MINUTE: Micros = 60 * 1_000_000;
+    let elapsed = now - at;
+    if elapsed < MINUTE {
+        return "just now".into();
+    }
+    if elapsed < 60 * MINUTE {
+        return format!("{} min ago", elapsed / MINUTE);
+    }
+    let tz: chrono_tz::Tz = zone.parse().unwrap_or(chrono_tz::UTC);
+    let (Some(then), Some(today)) = (
+        chrono::Utc.timestamp_micros(at).single(),
+        chrono::Utc.timestamp_micros(now).single(),
+    ) else {
+        return layout::local(at, zone);
+    };
+    let (then, today) = (then.with_timezone(&tz), today.with_timezone(&tz));
+    let days = (today.date_naive() - then.date_naive()).num_days();
+    match days {
+        0 => format!("{} h ago", elapsed / (60 * MINUTE)),
+        1 => "yesterday".into(),
+        _ if then.year() == today.year() => then.format("%b %-d").to_string(),
+        _ => then.format("%b %-d, %Y").to_string(),
+    }
+}
+
+/// A time as its row shows it: relative, with the absolute time in the zone on hover.
+fn ago(at: Micros, now: Micros, zone: &str) -> Markup {
+    html! {
+        time datetime=(crate::time::format(at)) title=(layout::local(at, zone)) { (relative(at, now, zone)) }
+    }
+}
+
+fn rows_table(rows: &[InboxRow], zone: &str, tab: Tab, now: Micros) -> Markup {
     if rows.is_empty() {
         let words = match tab {
             Tab::Attention => "Nothing needs you now.",
+            Tab::Replied => "No lead wrote in the last 7 days.",
             Tab::Mine => "You own no conversation: take one over from a lead's page.",
             Tab::Assistant => "The assistant is handling no conversation.",
             Tab::All => "No conversation yet. Messages, emails and calls with leads appear here.",
@@ -185,24 +329,28 @@ fn rows_table(rows: &[Row], zone: &str, tab: Tab) -> Markup {
                     th scope="col" { "Time" } th scope="col" { "Owner" } th scope="col" { "Why" }
                 } }
                 tbody {
-                    @for (lead, handling, reasons, owner) in rows {
-                        tr data-row="" {
-                            td data-label="Lead" { a href={ "/console/leads/" (lead.id) } { (lead_name(lead)) } " " (badges(lead.is_hot, lead.is_qualified)) }
-                            @match &handling.last_message {
+                    @for row in rows {
+                        @let lead = &row.lead;
+                        tr.unread[row.unread] data-row="" {
+                            td data-label="Lead" {
+                                @if row.unread { span.visually-hidden { "Unread: " } }
+                                a href={ "/console/leads/" (lead.id) } { (lead_name(lead)) } " " (badges(lead.is_hot, lead.is_qualified))
+                            }
+                            @match &row.handling.last_message {
                                 Some(last) => {
                                     td data-label="Channel" { (last.channel.as_str()) }
-                                    td data-label="Last message" { @if !last.from_lead { "You: " } (last.preview) }
-                                    td data-label="Time" { (layout::time(last.created_at, zone)) }
+                                    td data-label="Last message" { span.author { (author_words(&last.author, lead)) ":" } " " (last.preview) }
+                                    td data-label="Time" { (ago(last.created_at, now, zone)) }
                                 }
                                 None => {
                                     td data-label="Channel" { "call" }
                                     td data-label="Last message" {}
-                                    td data-label="Time" { (layout::time(lead.last_activity_at, zone)) }
+                                    td data-label="Time" { (ago(lead.last_activity_at, now, zone)) }
                                 }
                             }
-                            td data-label="Owner" { (owner) }
+                            td data-label="Owner" { (row.owner.words()) }
                             td data-label="Why" {
-                                @for reason in reasons { span.badge.attention { (reason.words()) } " " }
+                                @for reason in &row.reasons { span.badge.attention { (reason.words()) } " " }
                             }
                         }
                     }
@@ -304,4 +452,35 @@ pub fn stream(state: &AppState, visitor: &Visitor, headers: &HeaderMap) -> Resul
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_relative_to_now_in_the_organizations_days() {
+        let minute = 60 * 1_000_000;
+        // 2026-11-26 15:00 UTC, 09:00 in Chicago.
+        let now = 1_795_705_200_000_000;
+        let zone = "America/Chicago";
+        assert_eq!(relative(now - 10_000_000, now, zone), "just now");
+        assert_eq!(relative(now - 3 * minute, now, zone), "3 min ago");
+        assert_eq!(relative(now - 120 * minute, now, zone), "2 h ago");
+        // 23:00 the day before in Chicago: yesterday there, though 10 hours ago.
+        assert_eq!(relative(now - 600 * minute, now, zone), "yesterday");
+        assert_eq!(relative(now - 23 * 24 * 60 * minute, now, zone), "Nov 3");
+        assert_eq!(
+            relative(now - 400 * 24 * 60 * minute, now, zone),
+            "Oct 22, 2025"
+        );
+    }
+
+    #[test]
+    fn a_lead_message_is_unread_until_seen() {
+        assert!(conversation::unread(Some(5), None));
+        assert!(conversation::unread(Some(5), Some(4)));
+        assert!(!conversation::unread(Some(5), Some(5)));
+        assert!(!conversation::unread(None, None));
+    }
 }

@@ -73,6 +73,7 @@ pub async fn page(
         StatusCode::OK
     };
     let view = LeadPageView::read(state, visitor, id)?;
+    super::inbox::record_view(state, visitor, id, view.handling.last_inbound_at);
     let name = lead_name(&view.lead);
     let markup = layout::page(&name, Some(visitor), view.view(visitor, &shown));
     Ok(respond::html(status, markup))

@@ -135,6 +135,9 @@ pub enum Facet {
     /// Leads the assistant is handling (on, owned by nobody, and a cadence running or a
     /// conversation).
     Assisted,
+    /// Leads with a conversation that also have the inner facet: the inbox's tabs
+    /// ("Needs attention", "Mine", "Assistant") count and list conversations only.
+    Conversing(Box<Facet>),
     /// A search term (lower case, cut to 64 characters); as a prefix, the words it
     /// starts.
     Term(String),
@@ -160,6 +163,7 @@ impl Facet {
             Facet::NeedsAttention => "attn".to_string(),
             Facet::Attention(reason) => format!("attn:{}", reason.name()),
             Facet::Assisted => "assisted".to_string(),
+            Facet::Conversing(inner) => format!("conv|{}", inner.key()),
             Facet::Term(word) => format!("{TERM}{word}"),
             Facet::Campaign { profile, metric } => {
                 let metric = match metric {
@@ -194,6 +198,10 @@ mod tests {
             (Facet::NeedsAttention, "attn"),
             (Facet::Attention(Attention::SendFailed), "attn:send_failed"),
             (Facet::Assisted, "assisted"),
+            (
+                Facet::Conversing(Box::new(Facet::Owner("usr_1".into()))),
+                "conv|owner:usr_1",
+            ),
             (Facet::Term("ana".into()), "t:ana"),
             (
                 Facet::Campaign {

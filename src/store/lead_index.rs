@@ -103,8 +103,23 @@ pub fn facets(
         add(Facet::NeedsAttention);
     }
     let running = state == EngagementState::Active || handling.conversation;
-    if lead.is_ai_on && handling.owner.is_empty() && running {
+    let assisted = lead.is_ai_on && handling.owner.is_empty() && running;
+    if assisted {
         add(Facet::Assisted);
+    }
+    if handling.conversation {
+        // The inbox's tabs, conversations only.
+        if !reasons.is_empty() {
+            add(Facet::Conversing(Box::new(Facet::NeedsAttention)));
+        }
+        if assisted {
+            add(Facet::Conversing(Box::new(Facet::Assisted)));
+        }
+        if !handling.owner.is_empty() {
+            add(Facet::Conversing(Box::new(Facet::Owner(
+                handling.owner.clone(),
+            ))));
+        }
     }
     for term in terms(lead) {
         add(Facet::Term(term));
@@ -216,6 +231,7 @@ impl WriteTx {
         let old = {
             let orders = self.open_read(LEAD_ORDER)?;
             let lists = self.open_read(LEAD_FACET_LIST)?;
+            let replied = self.open_read(LEAD_REPLIED)?;
             let order = orders.get((org, id))?.map(|v| v.value());
             match order {
                 Some((created_at, last_activity_at)) => Some(LeadOrder {
@@ -225,6 +241,7 @@ impl WriteTx {
                         Some(list) => decode(list.value())?,
                         None => Vec::new(),
                     },
+                    last_inbound_at: replied.get((org, id))?.map(|v| v.value()),
                 }),
                 None => None,
             }
@@ -238,6 +255,7 @@ impl WriteTx {
                     created_at: lead.created_at,
                     last_activity_at: lead.last_activity_at,
                     facets: facets(lead, engagement.as_ref(), &handling),
+                    last_inbound_at: handling.last_inbound_at,
                 })
             }
             None => None,
@@ -259,6 +277,8 @@ impl WriteTx {
             by_activity: self.open_write(LEADS_BY_ACTIVITY)?,
             order: self.open_write(LEAD_ORDER)?,
             lists: self.open_write(LEAD_FACET_LIST)?,
+            replied: self.open_write(LEAD_REPLIED)?,
+            by_reply: self.open_write(LEADS_BY_REPLY)?,
         };
         tables.move_rows(org, id, old.as_ref(), new.as_ref())
     }
@@ -287,6 +307,18 @@ impl WriteTx {
         self.mark_lead(org, lead);
     }
 
+    /// Records that `user` has seen lead `lead`'s own messages up to `upto` (its
+    /// page was opened); answers whether that moved anything. Never moves back.
+    pub fn put_seen(&mut self, org: &str, user: &str, lead: &str, upto: Micros) -> Result<bool> {
+        let mut table = self.open_write(LEAD_SEEN)?;
+        let seen = table.get((org, user, lead))?.map(|v| v.value());
+        if seen.is_some_and(|seen| seen >= upto) {
+            return Ok(false);
+        }
+        table.insert((org, user, lead), upto)?;
+        Ok(true)
+    }
+
     /// Records who handles a lead (and marks the lead for the index).
     pub fn put_handling(&mut self, org: &str, lead: &str, handling: &HandlingRecord) -> Result<()> {
         let mut table = self.open_write(LEAD_HANDLING)?;
@@ -308,6 +340,8 @@ pub(super) struct IndexTables<'t> {
     pub by_activity: Table<'t, (&'static str, i64, &'static str), ()>,
     pub order: Table<'t, (&'static str, &'static str), (i64, i64)>,
     pub lists: Table<'t, (&'static str, &'static str), &'static [u8]>,
+    pub replied: Table<'t, (&'static str, &'static str), i64>,
+    pub by_reply: Table<'t, (&'static str, i64, &'static str), ()>,
 }
 
 impl IndexTables<'_> {
@@ -357,6 +391,18 @@ impl IndexTables<'_> {
                 self.by_activity.insert((org, at, id), ())?;
             }
         }
+        let old_reply = old.and_then(|o| o.last_inbound_at);
+        let new_reply = new.and_then(|n| n.last_inbound_at);
+        if old_reply != new_reply {
+            if let Some(at) = old_reply {
+                self.by_reply.remove((org, at, id))?;
+                self.replied.remove((org, id))?;
+            }
+            if let Some(at) = new_reply {
+                self.by_reply.insert((org, at, id), ())?;
+                self.replied.insert((org, id), at)?;
+            }
+        }
         match new {
             Some(new) => {
                 self.order
@@ -392,6 +438,8 @@ pub struct Index<'r> {
     order: redb::ReadOnlyTable<(&'static str, &'static str), (i64, i64)>,
     by_activity: redb::ReadOnlyTable<(&'static str, i64, &'static str), ()>,
     by_created: redb::ReadOnlyTable<(&'static str, i64, &'static str), ()>,
+    by_reply: redb::ReadOnlyTable<(&'static str, i64, &'static str), ()>,
+    seen: redb::ReadOnlyTable<(&'static str, &'static str, &'static str), i64>,
 }
 
 impl ReadTx {
@@ -404,6 +452,8 @@ impl ReadTx {
             order: self.open_read(LEAD_ORDER)?,
             by_activity: self.open_read(LEADS_BY_ACTIVITY)?,
             by_created: self.open_read(LEADS_BY_CREATED)?,
+            by_reply: self.open_read(LEADS_BY_REPLY)?,
+            seen: self.open_read(LEAD_SEEN)?,
         })
     }
 
@@ -592,6 +642,47 @@ impl Index<'_> {
                 }
             }
         }
+    }
+
+    /// Visits the live leads whose newest own message is at or after `since`, newest
+    /// first, as (that time, lead id), until `visit` says stop: one range.
+    pub fn walk_replied(
+        &self,
+        since: Micros,
+        mut visit: impl FnMut(Micros, &str) -> Result<bool>,
+    ) -> Result<()> {
+        let org = self.org;
+        let range = self
+            .by_reply
+            .range((org, since, "")..=(org, i64::MAX, "\u{10FFFF}"))?;
+        for row in range.rev() {
+            let (key, _) = row?;
+            let (_, at, id) = key.value();
+            if !visit(at, id)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Up to when `user` has seen lead `lead`'s own messages (`None`: never opened
+    /// its page since it wrote).
+    pub fn seen(&self, user: &str, lead: &str) -> Result<Option<Micros>> {
+        Ok(self.seen.get((self.org, user, lead))?.map(|v| v.value()))
+    }
+
+    /// How many live leads wrote at or after `since` (the range's rows, counted).
+    pub fn count_replied(&self, since: Micros) -> Result<u64> {
+        let org = self.org;
+        let range = self
+            .by_reply
+            .range((org, since, "")..=(org, i64::MAX, "\u{10FFFF}"))?;
+        let mut count = 0;
+        for row in range {
+            row?;
+            count += 1;
+        }
+        Ok(count)
     }
 
     /// Visits live leads newest first (by activity, or by creation when `by_created`),

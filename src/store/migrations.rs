@@ -11,15 +11,18 @@ use redb::{ReadableTable, TableDefinition, WriteTransaction};
 use super::codec::{decode, encode};
 use super::lead_index;
 use super::lead_view;
-use super::rows::{email_key, EngagementRecord, HandlingRecord, LeadOrder, LeadRecord};
+use super::rows::{
+    email_key, Author, EngagementRecord, EventRecord, HandlingRecord, LeadOrder, LeadRecord,
+};
 use super::tables::{
-    ENGAGEMENTS, ENGINE_SETTINGS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL, LEADS_BY_PHONE,
-    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER, ORGS, PROFILES,
+    ENGAGEMENTS, ENGINE_SETTINGS, EVENTS, EVENT_KEYS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL,
+    LEADS_BY_PHONE, LEADS_BY_REPLY, LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS,
+    LEAD_FACET_LIST, LEAD_HANDLING, LEAD_ORDER, LEAD_REPLIED, MESSAGES_BY_CREATED, ORGS, PROFILES,
 };
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -31,6 +34,7 @@ const STEPS: &[Step] = &[
     engine_settings_gain_default_country,
     existing_orgs_require_no_consent,
     leads_and_profiles_gain_meeting_fields,
+    handling_knows_who_wrote_and_inbox_tabs_are_indexed,
 ];
 
 // Every version below the current one has its step.
@@ -48,6 +52,8 @@ fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
         by_activity: txn.open_table(LEADS_BY_ACTIVITY)?,
         order: txn.open_table(LEAD_ORDER)?,
         lists: txn.open_table(LEAD_FACET_LIST)?,
+        replied: txn.open_table(LEAD_REPLIED)?,
+        by_reply: txn.open_table(LEADS_BY_REPLY)?,
     };
     let mut indexed = 0u64;
     for row in leads.iter()? {
@@ -65,6 +71,7 @@ fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
             created_at: lead.created_at,
             last_activity_at: lead.last_activity_at,
             facets: lead_index::facets(&lead, engagement.as_ref(), &HandlingRecord::default()),
+            last_inbound_at: None,
         };
         tables.move_rows(org, id, None, Some(&order))?;
         indexed += 1;
@@ -515,6 +522,184 @@ fn leads_and_profiles_gain_meeting_fields(txn: &WriteTransaction) -> Result<()> 
     Ok(())
 }
 
+/// 8 → 9: a lead's handling row gains who wrote its last message and when the lead
+/// last wrote (read off its messages, newest first, until both are known); then every
+/// live lead is re-indexed: the inbox's tabs over conversations only
+/// (`Facet::Conversing`) and the "Replied" tab's `leads_by_reply` rows.
+fn handling_knows_who_wrote_and_inbox_tabs_are_indexed(txn: &WriteTransaction) -> Result<()> {
+    let mut upgraded = Vec::new();
+    {
+        let handling = txn.open_table(LEAD_HANDLING)?;
+        let messages = txn.open_table(MESSAGES_BY_CREATED)?;
+        let keys = txn.open_table(EVENT_KEYS)?;
+        let events = txn.open_table(EVENTS)?;
+        for row in handling.iter()? {
+            let (key, value) = row?;
+            let (org, lead) = key.value();
+            let old: schema8::HandlingRecord = decode(value.value())?;
+            let mut author = None;
+            let mut last_inbound_at = None;
+            let wanted = old.last_message.as_ref().map(|m| m.event_id.clone());
+            let range = messages.range(
+                (org, lead, i64::MIN, "", "")..=(org, lead, i64::MAX, "\u{10FFFF}", "\u{10FFFF}"),
+            )?;
+            for message in range.rev() {
+                let (key, _) = message?;
+                let (_, _, created_at, kind, id) = key.value();
+                let Some(updated_at) = keys.get((org, lead, kind, id))?.map(|v| v.value()) else {
+                    continue;
+                };
+                let Some(event) = events.get((org, lead, updated_at, kind, id))? else {
+                    continue;
+                };
+                let event: EventRecord = decode(event.value())?;
+                let data = &event.data.0;
+                let from_lead =
+                    data.get("owner").and_then(serde_json::Value::as_str) == Some("lead");
+                if wanted.as_deref() == Some(id) {
+                    author = Some(Author::of(from_lead, data));
+                }
+                if from_lead && last_inbound_at.is_none() {
+                    last_inbound_at = Some(created_at);
+                }
+                if last_inbound_at.is_some() && (author.is_some() || wanted.is_none()) {
+                    break;
+                }
+            }
+            let new = old.upgraded(author, last_inbound_at);
+            upgraded.push((org.to_string(), lead.to_string(), encode(&new)?));
+        }
+    }
+    {
+        let mut handling = txn.open_table(LEAD_HANDLING)?;
+        for (org, lead, bytes) in &upgraded {
+            handling.insert((org.as_str(), lead.as_str()), bytes.as_slice())?;
+        }
+    }
+    tracing::info!(
+        leads = upgraded.len(),
+        "lead handling knows who wrote last and when the lead last wrote"
+    );
+    let leads = txn.open_table(LEADS)?;
+    let engagements = txn.open_table(ENGAGEMENTS)?;
+    let handling = txn.open_table(LEAD_HANDLING)?;
+    let mut tables = lead_index::IndexTables {
+        facets: txn.open_table(LEAD_FACETS)?,
+        counts: txn.open_table(LEAD_FACET_COUNTS)?,
+        by_activity: txn.open_table(LEADS_BY_ACTIVITY)?,
+        order: txn.open_table(LEAD_ORDER)?,
+        lists: txn.open_table(LEAD_FACET_LIST)?,
+        replied: txn.open_table(LEAD_REPLIED)?,
+        by_reply: txn.open_table(LEADS_BY_REPLY)?,
+    };
+    let mut indexed = 0u64;
+    for row in leads.iter()? {
+        let (key, value) = row?;
+        let (org, id) = key.value();
+        let lead: LeadRecord = decode(value.value())?;
+        if lead.deleted_at.is_some() {
+            continue;
+        }
+        let Some((created_at, last_activity_at)) = tables.order.get((org, id))?.map(|v| v.value())
+        else {
+            continue;
+        };
+        let facets = match tables.lists.get((org, id))? {
+            Some(list) => decode(list.value())?,
+            None => Vec::new(),
+        };
+        let old = LeadOrder {
+            created_at,
+            last_activity_at,
+            facets,
+            last_inbound_at: None,
+        };
+        let engagement: Option<EngagementRecord> = engagements
+            .get((org, id))?
+            .map(|v| decode(v.value()))
+            .transpose()?;
+        let handling: HandlingRecord = handling
+            .get((org, id))?
+            .map(|v| decode(v.value()))
+            .transpose()?
+            .unwrap_or_default();
+        let new = LeadOrder {
+            created_at: lead.created_at,
+            last_activity_at: lead.last_activity_at,
+            facets: lead_index::facets(&lead, engagement.as_ref(), &handling),
+            last_inbound_at: handling.last_inbound_at,
+        };
+        tables.move_rows(org, id, Some(&old), Some(&new))?;
+        indexed += 1;
+    }
+    tracing::info!(
+        leads = indexed,
+        "schema 9: the inbox's tabs and replies indexed"
+    );
+    Ok(())
+}
+
+/// The handling rows as schemas 7 and 8 wrote them.
+mod schema8 {
+    use serde::{Deserialize, Serialize};
+
+    use crate::channel::Channel;
+    use crate::store::rows::{self, Author, FailedSend};
+    use crate::time::Micros;
+
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub(super) struct HandlingRecord {
+        pub(super) owner: String,
+        pub(super) handed_off_at: Option<Micros>,
+        pub(super) handoff_answered: bool,
+        pub(super) conversation: bool,
+        pub(super) awaiting_reply: bool,
+        pub(super) failed_send: Option<FailedSend>,
+        pub(super) last_message: Option<LastMessage>,
+    }
+
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub(super) struct LastMessage {
+        pub(super) event_id: String,
+        pub(super) channel: Channel,
+        pub(super) preview: String,
+        pub(super) created_at: Micros,
+        pub(super) from_lead: bool,
+    }
+
+    impl HandlingRecord {
+        /// The record in this release's layout; a last message whose event was not
+        /// found is the lead's or the API's, as `from_lead` says.
+        pub(super) fn upgraded(
+            self,
+            author: Option<Author>,
+            last_inbound_at: Option<Micros>,
+        ) -> rows::HandlingRecord {
+            rows::HandlingRecord {
+                owner: self.owner,
+                handed_off_at: self.handed_off_at,
+                handoff_answered: self.handoff_answered,
+                conversation: self.conversation,
+                awaiting_reply: self.awaiting_reply,
+                failed_send: self.failed_send,
+                last_message: self.last_message.map(|m| rows::LastMessage {
+                    author: author.unwrap_or(if m.from_lead {
+                        Author::Lead
+                    } else {
+                        Author::Api
+                    }),
+                    event_id: m.event_id,
+                    channel: m.channel,
+                    preview: m.preview,
+                    created_at: m.created_at,
+                    from_lead: m.from_lead,
+                }),
+                last_inbound_at,
+            }
+        }
+    }
+}
+
 /// Brings a file at version `from` up to [`SCHEMA_VERSION`].
 pub fn migrate(txn: &WriteTransaction, from: u32) -> Result<()> {
     if from > SCHEMA_VERSION {
@@ -702,6 +887,103 @@ mod tests {
                 rate_per_second: None
             }
         );
+    }
+
+    #[test]
+    fn schema_7_handling_learns_who_wrote_last_and_when_the_lead_wrote_and_is_reindexed() {
+        use crate::store::facet::Facet;
+        use crate::store::rows::{EventRecord, JsonBlob, LastMessage};
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v7.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let lead = LeadRecord {
+                id: "l1".into(),
+                created_at: 1,
+                last_activity_at: 20,
+                is_ai_on: true,
+                ..LeadRecord::default()
+            };
+            txn.open_table(LEADS)
+                .unwrap()
+                .insert(("o", "l1"), encode(&lead).unwrap().as_slice())
+                .unwrap();
+            txn.open_table(LEAD_ORDER)
+                .unwrap()
+                .insert(("o", "l1"), (1, 20))
+                .unwrap();
+            let mut messages = txn.open_table(MESSAGES_BY_CREATED).unwrap();
+            let mut keys = txn.open_table(EVENT_KEYS).unwrap();
+            let mut events = txn.open_table(EVENTS).unwrap();
+            for (id, at, data) in [
+                (
+                    "m1",
+                    10,
+                    serde_json::json!({"owner": "lead", "content": {"text": "Is this a scam?"}}),
+                ),
+                (
+                    "m2",
+                    20,
+                    serde_json::json!({"owner": "user", "origin": "assistant", "content": {"text": "No."}}),
+                ),
+            ] {
+                messages.insert(("o", "l1", at, "MESSAGE", id), ()).unwrap();
+                keys.insert(("o", "l1", "MESSAGE", id), at + 1).unwrap();
+                let event = EventRecord {
+                    created_at: at,
+                    data: JsonBlob(data),
+                };
+                events
+                    .insert(
+                        ("o", "l1", at + 1, "MESSAGE", id),
+                        encode(&event).unwrap().as_slice(),
+                    )
+                    .unwrap();
+            }
+            let v7 = schema8::HandlingRecord {
+                owner: String::new(),
+                handed_off_at: None,
+                handoff_answered: false,
+                conversation: true,
+                awaiting_reply: false,
+                failed_send: None,
+                last_message: Some(schema8::LastMessage {
+                    event_id: "m2".into(),
+                    channel: Channel::Sms,
+                    preview: "No.".into(),
+                    created_at: 20,
+                    from_lead: false,
+                }),
+            };
+            txn.open_table(LEAD_HANDLING)
+                .unwrap()
+                .insert(("o", "l1"), encode(&v7).unwrap().as_slice())
+                .unwrap();
+        }
+        handling_knows_who_wrote_and_inbox_tabs_are_indexed(&txn).unwrap();
+        let handling: HandlingRecord = decode(
+            txn.open_table(LEAD_HANDLING)
+                .unwrap()
+                .get(("o", "l1"))
+                .unwrap()
+                .unwrap()
+                .value(),
+        )
+        .unwrap();
+        assert_eq!(handling.last_inbound_at, Some(10));
+        let last: LastMessage = handling.last_message.unwrap();
+        assert_eq!(last.author, Author::Assistant);
+        let replied = txn.open_table(LEADS_BY_REPLY).unwrap();
+        assert!(replied.get(("o", 10, "l1")).unwrap().is_some());
+        let counts = txn.open_table(LEAD_FACET_COUNTS).unwrap();
+        let count = |f: Facet| {
+            counts
+                .get(("o", f.key().as_str()))
+                .unwrap()
+                .map(|c| c.value())
+        };
+        assert_eq!(count(Facet::Conversation), Some(1));
+        assert_eq!(count(Facet::Conversing(Box::new(Facet::Assisted))), Some(1));
     }
 
     #[test]

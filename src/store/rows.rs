@@ -1200,6 +1200,9 @@ pub struct HandlingRecord {
     pub failed_send: Option<FailedSend>,
     /// The last message, for the inbox's row.
     pub last_message: Option<LastMessage>,
+    /// When the lead's newest own message (any channel) was created: the inbox's
+    /// "Replied" tab and its unread markers.
+    pub last_inbound_at: Option<Micros>,
 }
 
 /// A send that failed (or whose fate is unknown): its event and when it ended so.
@@ -1219,6 +1222,43 @@ pub struct LastMessage {
     pub preview: String,
     pub created_at: Micros,
     pub from_lead: bool,
+    /// Who wrote it, as the inbox's row names them.
+    pub author: Author,
+}
+
+/// Who wrote a message, as the timeline names them: the lead, or on the
+/// organization's side its `origin`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Author {
+    Lead,
+    Assistant,
+    Cadence,
+    /// A person of the organization (origin `human`), by `sentBy.name`.
+    Person(String),
+    Keyword,
+    Api,
+}
+
+impl Author {
+    /// The author of a message of the lead (`from_lead`) or else with `data`'s
+    /// `origin` (and `sentBy.name` for a person).
+    pub fn of(from_lead: bool, data: &Value) -> Author {
+        if from_lead {
+            return Author::Lead;
+        }
+        match data.get("origin").and_then(Value::as_str) {
+            Some("assistant") => Author::Assistant,
+            Some("keyword") => Author::Keyword,
+            Some("cadence") => Author::Cadence,
+            Some("human") => Author::Person(
+                data.pointer("/sentBy/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("A person")
+                    .to_string(),
+            ),
+            _ => Author::Api,
+        }
+    }
 }
 
 /// A live lead's sort keys (`lead_order`) and facets (`lead_facet_list`), as
@@ -1228,6 +1268,8 @@ pub struct LeadOrder {
     pub created_at: Micros,
     pub last_activity_at: Micros,
     pub facets: Vec<String>,
+    /// The lead's newest own message (`leads_by_reply`, the inbox's "Replied" tab).
+    pub last_inbound_at: Option<Micros>,
 }
 
 /// What a console user may do: `viewer` reads, `agent` also acts on leads, `admin`
@@ -1473,6 +1515,32 @@ pub struct SetupTokenRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_messages_author_is_the_lead_or_its_origin() {
+        use serde_json::json;
+        assert_eq!(Author::of(true, &json!({"origin": "api"})), Author::Lead);
+        assert_eq!(
+            Author::of(false, &json!({"origin": "assistant"})),
+            Author::Assistant
+        );
+        assert_eq!(
+            Author::of(false, &json!({"origin": "cadence", "step": 2})),
+            Author::Cadence
+        );
+        assert_eq!(
+            Author::of(false, &json!({"origin": "keyword"})),
+            Author::Keyword
+        );
+        assert_eq!(
+            Author::of(
+                false,
+                &json!({"origin": "human", "sentBy": {"name": "Ana Ruiz"}})
+            ),
+            Author::Person("Ana Ruiz".into())
+        );
+        assert_eq!(Author::of(false, &json!({})), Author::Api);
+    }
 
     #[test]
     fn settings_round_trip_and_hide_the_key_from_debug() {

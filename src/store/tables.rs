@@ -53,6 +53,9 @@ macro_rules! all_tables {
         $apply!(LEAD_ORDER);
         $apply!(LEAD_FACET_LIST);
         $apply!(LEADS_BY_ACTIVITY);
+        $apply!(LEAD_REPLIED);
+        $apply!(LEADS_BY_REPLY);
+        $apply!(LEAD_SEEN);
         $apply!(USERS);
         $apply!(USERS_BY_EMAIL);
         $apply!(SESSIONS);
@@ -229,6 +232,16 @@ pub const LEAD_FACET_LIST: TableDefinition<(&str, &str), &[u8]> =
 /// (org, lastActivityAt, lead id) → (), live leads only: the lead list by activity.
 pub const LEADS_BY_ACTIVITY: TableDefinition<(&str, i64, &str), ()> =
     TableDefinition::new("leads_by_activity");
+/// (org, lead id) → when the live lead's newest own message was created: what its
+/// `leads_by_reply` row is keyed by, so a change moves it.
+pub const LEAD_REPLIED: TableDefinition<(&str, &str), i64> = TableDefinition::new("lead_replied");
+/// (org, newest own message's createdAt, lead id) → (), live leads that wrote: the
+/// inbox's "Replied" tab is the range of the last 7 days, read newest first.
+pub const LEADS_BY_REPLY: TableDefinition<(&str, i64, &str), ()> =
+    TableDefinition::new("leads_by_reply");
+/// (org, user id, lead id) → the lead's newest own message the user has seen on its
+/// page: the inbox's per-person unread markers. Written only when it moves.
+pub const LEAD_SEEN: TableDefinition<(&str, &str, &str), i64> = TableDefinition::new("lead_seen");
 
 /// user id → `UserRecord`: the console's people, each of one organization.
 pub const USERS: TableDefinition<&str, &[u8]> = TableDefinition::new("users");

@@ -1,7 +1,8 @@
 //! Where a lead's conversation stands, kept in the write of every event
-//! (`events::record` calls [`on_event`]): whether it has one, its last message, whether
-//! that message is the lead's and unanswered, the newest send that failed, and whether
-//! a person answered since the assistant handed the lead off. The inbox and the
+//! (`events::record` calls [`on_event`]): whether it has one, its last message (who
+//! wrote it, whether it is the lead's and unanswered), when the lead last wrote, the
+//! newest send that failed, and whether a person answered since the assistant handed
+//! the lead off. The inbox and the
 //! "Needs attention" reasons read this (through the lead search's index), never the
 //! events.
 
@@ -10,7 +11,7 @@ use serde_json::Value;
 use crate::channel::Owner;
 use crate::domain::records::message_shape::MessageShape;
 use crate::error::Result;
-use crate::store::rows::{FailedSend, LastMessage, MessageKind, SendStatus, SystemEvent};
+use crate::store::rows::{Author, FailedSend, LastMessage, MessageKind, SendStatus, SystemEvent};
 use crate::store::{Reader, WriteTx};
 use crate::time::{now_micros, Micros};
 
@@ -47,8 +48,12 @@ pub fn on_event(
                 preview: text.chars().take(PREVIEW_CHARS).collect(),
                 created_at,
                 from_lead: shape.owner == Owner::Lead,
+                author: Author::of(shape.owner == Owner::Lead, data),
             });
             new.awaiting_reply = shape.owner == Owner::Lead;
+        }
+        if shape.owner == Owner::Lead && new.last_inbound_at.is_none_or(|at| created_at > at) {
+            new.last_inbound_at = Some(created_at);
         }
         let origin = data.get("origin").and_then(Value::as_str);
         if shape.owner == Owner::User && origin == Some("human") {
@@ -75,5 +80,23 @@ pub fn on_event(
     if new != old {
         tx.put_handling(org, lead, &new)?;
     }
+    Ok(())
+}
+
+/// Whether lead `lead` wrote something `user` has not seen: its newest own message
+/// (`last_inbound_at`) is newer than what the user saw on its page (`seen`). What makes
+/// an inbox row bold, per person.
+pub fn unread(last_inbound_at: Option<Micros>, seen: Option<Micros>) -> bool {
+    match (last_inbound_at, seen) {
+        (Some(wrote), Some(seen)) => wrote > seen,
+        (Some(_), None) => true,
+        (None, _) => false,
+    }
+}
+
+/// Records that `user` opened lead `lead`'s page having seen its own messages up to
+/// `upto`; a write only when that moves the user's mark forward.
+pub fn mark_seen(tx: &mut WriteTx, org: &str, user: &str, lead: &str, upto: Micros) -> Result<()> {
+    tx.put_seen(org, user, lead, upto)?;
     Ok(())
 }

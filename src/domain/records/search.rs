@@ -376,6 +376,55 @@ fn search_with(
     Ok(SearchPage { leads, total, next })
 }
 
+/// How far back the inbox's "Replied" tab reaches: 7 days.
+pub const REPLIED_WINDOW: Micros = 7 * 24 * 3600 * 1_000_000;
+
+/// The inbox's "Replied" tab: `org`'s live leads that wrote at or after `since`,
+/// newest own message first, matching `q` as the search's text does; up to `limit` ids
+/// and how many match. One range of `leads_by_reply`, never a scan of the leads.
+pub fn replied(
+    read: &ReadTx,
+    org: &str,
+    q: Option<String>,
+    since: Micros,
+    limit: usize,
+) -> Result<(Vec<String>, u64)> {
+    let index = read.lead_index(org)?;
+    let filter = LeadFilter {
+        q,
+        ..LeadFilter::default()
+    };
+    let terms = filter.terms();
+    if terms.is_empty() {
+        let mut ids = Vec::with_capacity(limit);
+        index.walk_replied(since, |_, id| {
+            ids.push(id.to_string());
+            Ok(ids.len() < limit)
+        })?;
+        return Ok((ids, index.count_replied(since)?));
+    }
+    let mut term_sets = Vec::with_capacity(terms.len());
+    for term in &terms {
+        let mut set = HashSet::new();
+        index.members(&Facet::Term(term.clone()).key(), |_, lead| {
+            set.insert(lead.to_string());
+        })?;
+        term_sets.push(set);
+    }
+    let mut ids = Vec::with_capacity(limit);
+    let mut total = 0;
+    index.walk_replied(since, |_, id| {
+        if term_sets.iter().all(|set| set.contains(id)) {
+            total += 1;
+            if ids.len() < limit {
+                ids.push(id.to_string());
+            }
+        }
+        Ok(true)
+    })?;
+    Ok((ids, total))
+}
+
 /// The ids (sorted) that have every facet of `counted` (smallest first), starting from
 /// `start` (sorted ids) or else from the first facet's range. Each further facet is
 /// checked by lookups when few ids are left, by a merge of its range when many are.
@@ -548,5 +597,99 @@ mod tests {
         assert_eq!(f("(512) 555-1099").terms(), vec!["5125551099"]);
         assert_eq!(f("Ana Ruiz").terms(), vec!["ana", "ruiz"]);
         assert_eq!(f("ana@example.com").terms(), vec!["ana@example.com"]);
+    }
+
+    /// "Replied" is the range of the last 7 days of lead messages, newest first, and
+    /// follows a new message or a deletion; the inbox's tabs count conversations only.
+    #[test]
+    fn replied_is_the_last_7_days_of_lead_messages_and_tabs_count_conversations() {
+        use crate::store::rows::{HandlingRecord, LeadRecord, OrgRecord, OrgSettings};
+        use crate::store::Store;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        let now = crate::time::now_micros();
+        let day = 24 * 3600 * 1_000_000;
+        let lead = |id: &str, name: &str| LeadRecord {
+            id: id.into(),
+            first_name: name.into(),
+            is_ai_on: true,
+            ..LeadRecord::default()
+        };
+        store
+            .write_blocking(move |tx| {
+                tx.put_org(&OrgRecord {
+                    id: "o".into(),
+                    name: "o".into(),
+                    created_at: 0,
+                    settings: OrgSettings::default(),
+                })?;
+                for (id, name, wrote) in [
+                    ("l1", "Old", Some(now - 8 * day)),
+                    ("l2", "Bea", Some(now - day)),
+                    ("l3", "Cy", Some(now - 1_000)),
+                    ("l4", "Dee", None),
+                ] {
+                    tx.put_lead("o", &lead(id, name), None)?;
+                    let handling = HandlingRecord {
+                        conversation: wrote.is_some(),
+                        last_inbound_at: wrote,
+                        // Dee was taken over before any message: no conversation.
+                        owner: if wrote.is_none() {
+                            "u1".into()
+                        } else {
+                            String::new()
+                        },
+                        ..HandlingRecord::default()
+                    };
+                    tx.put_handling("o", id, &handling)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let since = now - REPLIED_WINDOW;
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let read = store.read().unwrap();
+        assert_eq!(
+            replied(&read, "o", None, since, 50).unwrap(),
+            (ids(&["l3", "l2"]), 2)
+        );
+        assert_eq!(
+            replied(&read, "o", None, since, 1).unwrap(),
+            (ids(&["l3"]), 2)
+        );
+        assert_eq!(
+            replied(&read, "o", Some("bea".into()), since, 50).unwrap(),
+            (ids(&["l2"]), 1)
+        );
+        let index = read.lead_index("o").unwrap();
+        assert_eq!(index.count(&Facet::Owner("u1".into())).unwrap(), 1);
+        let mine = Facet::Conversing(Box::new(Facet::Owner("u1".into())));
+        assert_eq!(index.count(&mine).unwrap(), 0);
+        assert_eq!(index.count(&Facet::Conversation).unwrap(), 3);
+        drop(index);
+        drop(read);
+
+        // Old writes again; Cy is deleted.
+        store
+            .write_blocking(move |tx| {
+                let handling = HandlingRecord {
+                    conversation: true,
+                    last_inbound_at: Some(now),
+                    ..HandlingRecord::default()
+                };
+                tx.put_handling("o", "l1", &handling)?;
+                let old = lead("l3", "Cy");
+                let gone = LeadRecord {
+                    deleted_at: Some(now),
+                    ..old.clone()
+                };
+                tx.put_lead("o", &gone, Some(&old))
+            })
+            .unwrap();
+        let read = store.read().unwrap();
+        assert_eq!(
+            replied(&read, "o", None, since, 50).unwrap(),
+            (ids(&["l1", "l2"]), 2)
+        );
     }
 }
