@@ -20,7 +20,7 @@ pub enum LeadAction {
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 17] = [
+    const ALL: [(&'static str, LeadAction); 18] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
@@ -43,6 +43,10 @@ impl LeadAction {
         (
             "not-opt-out",
             LeadAction::Person(PersonAction::DismissOptOut),
+        ),
+        (
+            "add-to-campaign",
+            LeadAction::Person(PersonAction::AddToCampaign),
         ),
     ];
 

@@ -235,6 +235,7 @@ pub fn action_words(data: &Value) -> String {
         ),
         "confirm_opt_out" => "opted the lead out (a possible opt-out)".to_string(),
         "dismiss_opt_out" => "decided it was not an opt-out".to_string(),
+        "add_to_campaign" => format!("added the lead to the campaign {}", detail("profile")),
         other => other.replace('_', " "),
     };
     format!("{name} {did}")

@@ -65,6 +65,8 @@ macro_rules! all_tables {
         $apply!(CONSENT_LEDGER);
         $apply!(CONSENT_STATE);
         $apply!(CONSENT_HOLDS);
+        $apply!(ENROLMENT_JOBS);
+        $apply!(ENROLMENT_BATCHES);
     };
 }
 pub(crate) use all_tables;
@@ -272,3 +274,12 @@ pub const CONSENT_STATE: TableDefinition<(&str, &str, &str), &[u8]> =
 /// (`domain::contact::hold`); the engagement reads `held` meanwhile.
 pub const CONSENT_HOLDS: TableDefinition<(&str, &str), &[u8]> =
     TableDefinition::new("consent_holds");
+
+/// (org, job id) → `EnrolmentJob`: a bulk "Add to campaign" of the console, its
+/// progress and result (`domain::engagement::bulk_enrolment`).
+pub const ENROLMENT_JOBS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("enrolment_jobs");
+/// (org, job id, batch) → the lead ids of one batch of a bulk enrolment, captured when
+/// the job was created; removed as the batch is run.
+pub const ENROLMENT_BATCHES: TableDefinition<(&str, &str, u32), &[u8]> =
+    TableDefinition::new("enrolment_batches");
