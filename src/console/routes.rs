@@ -164,6 +164,10 @@ pub enum Page<'a> {
     /// The person's own notification setting and the organization's recent ones.
     Notifications,
     SetNotifications,
+    /// The bulk "Add to campaign": its confirmation, the job created, its page.
+    EnrolmentNew,
+    EnrolmentCreate,
+    Enrolment(&'a str),
 }
 
 impl Page<'_> {
@@ -191,7 +195,10 @@ impl Page<'_> {
             | Page::Import
             | Page::ImportUpload
             | Page::ImportRun
-            | Page::ImportRefused(_) => Role::Agent,
+            | Page::ImportRefused(_)
+            | Page::EnrolmentNew
+            | Page::EnrolmentCreate
+            | Page::Enrolment(_) => Role::Agent,
             Page::Settings
             | Page::SettingsAction(_)
             | Page::PauseCampaign(_, _)
@@ -229,6 +236,9 @@ impl Page<'_> {
             Page::ImportRun => "console_import_run",
             Page::ImportRefused(_) => "console_import_refused",
             Page::SetNotifications => "console_set_notifications",
+            Page::EnrolmentNew => "console_enrolment_new",
+            Page::EnrolmentCreate => "console_enrolment_create",
+            Page::Enrolment(_) => "console_enrolment",
         }
     }
 }
@@ -319,6 +329,9 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["import"] => pick(method, Page::Import, Some(Page::ImportUpload)),
         ["import", "run"] => post(method, Page::ImportRun),
         ["import", token, "refused.csv"] => get(method, Page::ImportRefused(token)),
+        ["enrolments"] => post(method, Page::EnrolmentCreate),
+        ["enrolments", "new"] => get(method, Page::EnrolmentNew),
+        ["enrolments", id] if valid_id(id) => get(method, Page::Enrolment(id)),
         ["notifications"] => pick(method, Page::Notifications, Some(Page::SetNotifications)),
         _ => Err(not_found()),
     }

@@ -5,6 +5,7 @@
 
 mod campaigns;
 mod consent;
+mod enrol;
 mod import;
 mod inbox;
 mod lead;

@@ -9,9 +9,12 @@
 //! "Add to campaign". A restart resumes the job at its next batch (the row stays in the
 //! agenda until the last batch ran).
 
+use std::sync::Arc;
+
 use crate::domain::contact::handling;
 use crate::domain::engagement::add_to_campaign::{campaign_ready, Skip};
 use crate::domain::engagement::agenda;
+use crate::domain::records::search::{self, LeadFilter};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::enrolments::{enrolment_job, EnrolmentJob};
@@ -26,20 +29,45 @@ const PREPARE_PART: usize = 50;
 /// The most leads one job takes.
 pub const MAX_LEADS: usize = 1_000_000;
 
-/// Creates the bulk enrolment of `leads` (captured by the caller from one snapshot) into
+/// The ids of the live leads `filter` matches now, from one snapshot (the set a bulk
+/// enrolment captures), on a blocking thread; at most `MAX_LEADS` + 1.
+pub async fn matching(store: &Arc<Store>, org: &str, filter: &LeadFilter) -> Result<Vec<String>> {
+    let (store, org, filter) = (store.clone(), org.to_string(), filter.clone());
+    let task = tokio::task::spawn_blocking(move || {
+        let read = store.read()?;
+        let mut ids = Vec::new();
+        let mut after = None;
+        loop {
+            let page = search::search(&read, &org, &filter, CAPTURE_PAGE, after.as_ref())?;
+            ids.extend(page.leads.into_iter().map(|l| l.id));
+            match page.next {
+                Some(next) if ids.len() <= MAX_LEADS => after = Some(next),
+                _ => return Ok(ids),
+            }
+        }
+    });
+    task.await
+        .map_err(|e| Error::Internal(format!("capturing a filtered set: {e}")))?
+}
+
+/// Leads read per search page while a filtered set is captured.
+const CAPTURE_PAGE: usize = 5_000;
+
+/// Creates the bulk enrolment of the leads `filter` matches now (`matching`) into
 /// `profile`, asked by `person`; answers the job's id. The campaign must exist and have
 /// steps (a refusal beside the form's `profile`); an empty set is refused.
 pub async fn start(
-    store: &Store,
+    store: &Arc<Store>,
     caller: &Caller,
     person: &Person,
     profile: &str,
-    leads: Vec<String>,
+    filter: &LeadFilter,
 ) -> Result<String> {
     let org = caller.org_id.clone();
     if let Err(skip) = campaign_ready(&store.read()?, &org, profile) {
         return Err(skip.error("", profile));
     }
+    let leads = matching(store, &org, filter).await?;
     if leads.is_empty() {
         return Err(Error::BadRequest("No lead matches this filter.".into()));
     }
