@@ -62,6 +62,7 @@ macro_rules! all_tables {
         $apply!(NOTIFICATIONS);
         $apply!(CAMPAIGN_COUNTS);
         $apply!(PAUSED_CAMPAIGNS);
+        $apply!(CAMPAIGN_REPLIERS);
         $apply!(CONSENT_LEDGER);
         $apply!(CONSENT_STATE);
         $apply!(CONSENT_HOLDS);
@@ -256,6 +257,11 @@ pub const NOTIFICATIONS_KEPT: usize = 200;
 /// counted-only facets of the lead index (`Facet::Campaign`).
 pub const CAMPAIGN_COUNTS: TableDefinition<(&str, &str, &str), u64> =
     TableDefinition::new("campaign_counts");
+/// (org, profile, lead id, step) → (): the lead was counted as a campaign's reply
+/// (step 0: `replied`) or a reply after step `step` (`step:<n>:repliesAfter`), so a
+/// lead counts once however many messages it writes.
+pub const CAMPAIGN_REPLIERS: TableDefinition<(&str, &str, &str, u32), ()> =
+    TableDefinition::new("campaign_repliers");
 /// (org, profile) → when it was paused: a paused campaign runs no cadence step; its
 /// engagements read `paused` until it resumes (`domain::engagement::campaigns`).
 pub const PAUSED_CAMPAIGNS: TableDefinition<(&str, &str), i64> =
