@@ -250,7 +250,8 @@ pub const NOTIFICATIONS: TableDefinition<(&str, i64, &str), &[u8]> =
     TableDefinition::new("notifications");
 /// How many notifications an organization's log keeps.
 pub const NOTIFICATIONS_KEPT: usize = 200;
-/// (org, profile, counter) → u64: a campaign's numbers by step (`step:<n>:<metric>`:
+/// (org, profile, counter) → u64: a campaign's leads that replied (`replied`, each
+/// once, an opt-out not), its numbers by step (`step:<n>:<metric>`:
 /// reached, sent, delivered, blocked, failed, repliesAfter) and by day
 /// (`day:<YYYY-MM-DD>:sends|replies`, UTC), kept in the write of each event that
 /// changes one (`domain::engagement::campaigns`). The numbers by lead state are

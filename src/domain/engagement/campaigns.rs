@@ -7,7 +7,8 @@
 //! counted-only facets of the lead index (`Facet::Campaign`), moved with the
 //! lead's records; the numbers by step and by day are counters that [`on_event`] (called
 //! through `engagement::reactions` for every event write) moves when a cadence message's status
-//! changes, a step is blocked, or a lead writes.
+//! changes, a step is blocked, or a lead writes. `replied` and `repliesAfter` count leads,
+//! each once (`campaign_repliers`), and a lead's opt-out ([`is_opt_out`]) is no reply.
 //!
 //! "Pause campaign" marks the profile paused (`paused_campaigns`) and pauses its active
 //! engagements; a step that falls due meanwhile (a new enrolment's too) finds the
