@@ -63,7 +63,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                 p.notice { "No campaign yet. A profile (PUT /v1/profiles/{name}) is a campaign: its cadence and its assistant's instructions." }
             } @else {
                 div.table-wrap {
-                    table {
+                    table.cards {
                         thead { tr {
                             th scope="col" { "Campaign" } th scope="col" { "Enrolled" } th scope="col" { "Active" }
                             th scope="col" { "Finished" } th scope="col" { "Stopped" } th scope="col" { "Replied" }
@@ -84,7 +84,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                                     td data-label="Finished" { (n(&s["finished"])) }
                                     td data-label="Stopped" { (stopped_total(s)) }
                                     @for rate in Rate::ALL {
-                                        td data-label=(rate.wire()) { (share(n(&s[rate.wire()]), enrolled)) }
+                                        td data-label=(rate_label(rate)) { (share(n(&s[rate.wire()]), enrolled)) }
                                     }
                                 }
                             }
@@ -113,7 +113,6 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
     let (waits, more) = waiting::campaign_waits(&read, org, name, chrono::Utc::now(), WAIT_BOUND)?;
     let at_least = if more { "at least " } else { "" };
     let admin = visitor.user.role.at_least(crate::store::rows::Role::Admin);
-    let enrolled = n(&stats["enrolled"]);
     let empty = Vec::new();
     let steps = stats["steps"].as_array().unwrap_or(&empty);
     let days = stats["days"].as_array().unwrap_or(&empty);
@@ -135,22 +134,7 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
                     }
                 }
             }
-            dl.facts {
-                dt { "Enrolled" } dd { (enrolled) }
-                dt { "Active" } dd { (n(&stats["active"])) }
-                dt { "Paused" } dd { (n(&stats["paused"])) }
-                dt { "Finished" } dd { (n(&stats["finished"])) }
-                @if let Some(stopped) = stats["stopped"].as_object() {
-                    @for (reason, count) in stopped {
-                        @if n(count) > 0 { dt { "Stopped: " (reason.replace('_', " ")) } dd { (n(count)) } }
-                    }
-                }
-                dt { "Replied" } dd { (share(n(&stats[Rate::Replied.wire()]), enrolled)) }
-                dt { "Hot" } dd { (share(n(&stats[Rate::Hot.wire()]), enrolled)) }
-                dt { "Qualified" } dd { (share(n(&stats[Rate::Qualified.wire()]), enrolled)) }
-                dt { "Handed off" } dd { (share(n(&stats[Rate::HandedOff.wire()]), enrolled)) }
-                dt { "Opted out" } dd { (share(n(&stats[Rate::OptedOut.wire()]), enrolled)) }
-            }
+            (cards(&stats))
             h2 { "Waiting" }
             @if waits.is_empty() {
                 p { "No step of this campaign waits." }
@@ -163,7 +147,8 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
             }
             h2 { "Funnel" }
             div.table-wrap {
-                table {
+                table.cards {
+                    caption.muted { "Leads per step; \u{201c}Replies after\u{201d} counts each lead once, an opt-out not" }
                     thead { tr {
                         th scope="col" { "Step" } th scope="col" { "Channel" } th scope="col" { "Reached" }
                         th scope="col" { "Sent" } th scope="col" { "Delivered" } th scope="col" { "Blocked" }
@@ -172,9 +157,14 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
                     tbody {
                         @for s in steps {
                             tr {
-                                td { (n(&s["step"])) } td { (s["channel"].as_str().unwrap_or_default()) }
-                                td { (n(&s["reached"])) } td { (n(&s["sent"])) } td { (n(&s["delivered"])) }
-                                td { (n(&s["blocked"])) } td { (n(&s["failed"])) } td { (n(&s["repliesAfter"])) }
+                                td data-label="Step" { (n(&s["step"])) }
+                                td data-label="Channel" { (s["channel"].as_str().unwrap_or_default()) }
+                                td data-label="Reached" { (n(&s["reached"])) }
+                                td data-label="Sent" { (n(&s["sent"])) }
+                                td data-label="Delivered" { (n(&s["delivered"])) }
+                                td data-label="Blocked" { (n(&s["blocked"])) }
+                                td data-label="Failed" { (n(&s["failed"])) }
+                                td data-label="Replies after" { (n(&s["repliesAfter"])) }
                             }
                         }
                     }
@@ -204,53 +194,120 @@ pub async fn pause(
     Ok(respond::redirect(&campaign_path(name, "")))
 }
 
-/// Sends and replies per day as two bar series, drawn as SVG (no script, no library).
+/// A rate's label, as the list's column and the page's card name it.
+fn rate_label(rate: Rate) -> &'static str {
+    match rate {
+        Rate::Replied => "Replied",
+        Rate::Hot => "Hot",
+        Rate::Qualified => "Qualified",
+        Rate::HandedOff => "Handed off",
+        Rate::OptedOut => "Opted out",
+    }
+}
+
+/// The campaign's numbers as cards: a label, the count, and its share of the enrolled.
+fn cards(stats: &Value) -> Markup {
+    let enrolled = n(&stats["enrolled"]);
+    let mut items: Vec<(String, u64)> = vec![
+        ("Enrolled".into(), enrolled),
+        ("Active".into(), n(&stats["active"])),
+        ("Paused".into(), n(&stats["paused"])),
+        ("Finished".into(), n(&stats["finished"])),
+        ("Stopped".into(), stopped_total(stats)),
+    ];
+    for rate in Rate::ALL {
+        items.push((rate_label(rate).into(), n(&stats[rate.wire()])));
+    }
+    if let Some(stopped) = stats["stopped"].as_object() {
+        for (reason, count) in stopped {
+            if n(count) > 0 {
+                items.push((format!("Stopped: {}", reason.replace('_', " ")), n(count)));
+            }
+        }
+    }
+    html! {
+        ul.cards aria-label="Numbers" {
+            @for (label, count) in &items {
+                li.card {
+                    span.card-label { (label) }
+                    span.card-count { (count) }
+                    @if label != "Enrolled" && enrolled > 0 {
+                        span.card-share { ((count * 100 + enrolled / 2) / enrolled) "%" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Sends and replies per day as two bar series, drawn as SVG (no script, no library):
+/// a y axis with its ticks (0, half, the top) and an x axis with a date every week,
+/// each bar's value above it; the SVG scales to its box's width.
 fn chart(days: &[Value]) -> Markup {
-    let (width, height, pad) = (600.0_f64, 160.0_f64, 20.0_f64);
-    let top = days
+    let (width, height) = (600.0_f64, 260.0_f64);
+    let (left, right, top_pad, bottom) = (44.0_f64, 8.0_f64, 22.0_f64, 34.0_f64);
+    let plot_h = height - top_pad - bottom;
+    let most = days
         .iter()
         .map(|d| n(&d["sends"]).max(n(&d["replies"])))
         .max()
         .unwrap_or(0)
-        .max(1) as f64;
-    let slot = (width - 2.0 * pad) / days.len().max(1) as f64;
+        .max(1);
+    // A top that halves evenly.
+    let top = (most + most % 2) as f64;
+    let slot = (width - left - right) / days.len().max(1) as f64;
     let bar = (slot / 2.0 - 1.0).max(1.0);
-    let mut bars = String::new();
+    let base = height - bottom;
+    let mut svg = String::new();
+    for tick in [0.0, top / 2.0, top] {
+        let y = base - plot_h * tick / top;
+        svg.push_str(&format!(
+            "<line class=\"grid\" x1=\"{left}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\"></line><text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            width - right,
+            left - 6.0,
+            y + 5.0,
+            tick as u64
+        ));
+    }
     for (i, d) in days.iter().enumerate() {
-        let x = pad + i as f64 * slot;
-        for (j, (key, class)) in [("sends", "sends"), ("replies", "replies")]
-            .iter()
-            .enumerate()
-        {
-            let value = n(&d[*key]) as f64;
-            let h = (height - 2.0 * pad) * value / top;
-            let date = d["date"].as_str().unwrap_or_default();
-            bars.push_str(&format!(
-                "<rect class=\"{class}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{bar:.1}\" height=\"{h:.1}\"><title>{date}: {} {key}</title></rect>",
-                x + j as f64 * (bar + 1.0),
-                height - pad - h,
-                value,
+        let x = left + i as f64 * slot;
+        let date = d["date"].as_str().unwrap_or_default();
+        for (j, key) in ["sends", "replies"].iter().enumerate() {
+            let value = n(&d[*key]);
+            let h = plot_h * value as f64 / top;
+            let bx = x + j as f64 * (bar + 1.0);
+            svg.push_str(&format!(
+                "<rect class=\"{key}\" x=\"{bx:.1}\" y=\"{:.1}\" width=\"{bar:.1}\" height=\"{h:.1}\"><title>{date}: {value} {key}</title></rect>",
+                base - h,
+            ));
+            if value > 0 {
+                svg.push_str(&format!(
+                    "<text class=\"value\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{value}</text>",
+                    bx + bar / 2.0,
+                    base - h - 3.0
+                ));
+            }
+        }
+        if i % 7 == 0 || i + 1 == days.len() {
+            let short = date.get(5..).unwrap_or(date);
+            svg.push_str(&format!(
+                "<line class=\"axis\" x1=\"{:.1}\" y1=\"{base}\" x2=\"{:.1}\" y2=\"{:.1}\"></line><text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{short}</text>",
+                x + slot / 2.0,
+                x + slot / 2.0,
+                base + 4.0,
+                x + slot / 2.0,
+                base + 22.0
             ));
         }
     }
-    let first = days
-        .first()
-        .and_then(|d| d["date"].as_str())
-        .unwrap_or_default();
-    let last = days
-        .last()
-        .and_then(|d| d["date"].as_str())
-        .unwrap_or_default();
     html! {
         figure.chart {
             svg viewBox={ "0 0 " (width) " " (height) } role="img" aria-labelledby="chart-title" {
-                line x1=(pad) y1=(height - pad) x2=(width - pad) y2=(height - pad) class="axis" {}
-                (PreEscaped(bars))
-                text x=(pad) y=(height - 4.0) class="label" { (first) }
-                text x=(width - pad) y=(height - 4.0) text-anchor="end" class="label" { (last) }
-                text x=(pad) y="12" class="label" { "max " (top) }
+                line x1=(left) y1=(top_pad) x2=(left) y2=(base) class="axis" {}
+                line x1=(left) y1=(base) x2=(width - right) y2=(base) class="axis" {}
+                (PreEscaped(svg))
             }
-            figcaption { span.key.sends { "Sends" } " " span.key.replies { "Replies" } }
+            figcaption { span.key.sends { "Sends" } " " span.key.replies { "Replies" } " per day (UTC); the left axis counts messages" }
         }
     }
 }

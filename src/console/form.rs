@@ -33,6 +33,11 @@ impl Form {
         self.get(name).unwrap_or_default().trim()
     }
 
+    /// Every field, in order.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+
     /// A form of these fields (a multipart form's, read one by one).
     pub fn from_pairs(pairs: Vec<(String, String)>) -> Form {
         Form(pairs)

@@ -107,6 +107,8 @@ struct LeadPageView {
     sandbox_sms: bool,
     /// The visitor may act (an agent or above) and the lead is not deleted.
     can_act: bool,
+    /// The organization's profiles, for "Add to campaign".
+    profiles: Vec<String>,
 }
 
 impl LeadPageView {
@@ -163,7 +165,9 @@ impl LeadPageView {
         };
         let sandbox_sms = inbound::sms_is_sandbox(&read, org)?;
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
+        let profiles = read.profile_names(org)?;
         Ok(LeadPageView {
+            profiles,
             ledger,
             engagement,
             handling,
@@ -268,6 +272,7 @@ impl LeadPageView {
                             }
                         }
                     }
+                    @if self.can_act { (campaign_form(visitor, lead, &self.profiles, shown)) }
                     (self.consent_panel(visitor, shown))
                     @if self.can_act { (other_actions(visitor, lead)) }
                 }
@@ -552,6 +557,28 @@ fn reply_as_lead_box(v: &Visitor, lead: &LeadRecord, shown: &Shown) -> Markup {
     }
 }
 
+/// "Add to campaign": a select of the organization's profiles; a refusal (already in a
+/// campaign, DNC, unknown campaign...) in words beside it.
+fn campaign_form(v: &Visitor, lead: &LeadRecord, profiles: &[String], shown: &Shown) -> Markup {
+    let error = shown.error_for("campaign");
+    html! {
+        section.panel aria-labelledby="add-to-campaign" {
+            h2 #add-to-campaign { "Add to campaign" }
+            form.stack method="post" action=(action_url(lead, PersonAction::AddToCampaign)) {
+                (csrf_field(v))
+                div {
+                    label for="campaign" { "Campaign" }
+                    select #campaign name="profile" required aria-describedby=[error.as_ref().map(|_| "campaign-error")] {
+                        @for p in profiles { option value=(p) { (p) } }
+                    }
+                    @if let Some(error) = &error { p #campaign-error .field-error role="alert" { (error) } }
+                }
+                div.actions { button type="submit" { "Add to campaign" } }
+            }
+        }
+    }
+}
+
 /// `POST .../reply-as-lead`: the text through the inbound path (`inbound::sandbox_reply`).
 async fn reply_as_lead(
     state: &AppState,
@@ -772,6 +799,27 @@ pub async fn act(
             store
                 .write(move |tx| handling::mark_qualified(tx, &caller, &person, &lead_id))
                 .await
+        }
+        PersonAction::AddToCampaign => {
+            let profile = form.text("profile").to_string();
+            let done = store
+                .write(move |tx| {
+                    let added =
+                        handling::add_to_campaign(tx, &caller, &person, &lead_id, &profile, None)?;
+                    added.map_err(|skip| skip.error(&lead_id, &profile))
+                })
+                .await;
+            return match done {
+                Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
+                Err(e) if e.is_bad_request() || matches!(e, Error::Conflict(_)) => {
+                    let shown = Shown {
+                        error: Some(("campaign", e.to_string())),
+                        ..Shown::default()
+                    };
+                    page(state, visitor, id, shown).await
+                }
+                Err(e) => Err(e),
+            };
         }
         PersonAction::Delete => {
             if form.text("confirm") != "yes" {

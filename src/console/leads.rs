@@ -117,6 +117,9 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                     a href="/console/import" { "Import" }
                 }
             }
+            @if visitor.user.role.at_least(crate::store::rows::Role::Agent) {
+                (super::enrolments::bulk_form(&filter, total, &profile_names))
+            }
             div.table-wrap {
                 table.leads.cards {
                     caption.muted { "Newest " (if filter.sort == Sort::Created { "created" } else { "activity" }) " first" }

@@ -11,6 +11,7 @@
 
 mod assets;
 mod campaigns;
+mod enrolments;
 mod form;
 mod import;
 mod inbox;
@@ -163,6 +164,9 @@ async fn dispatch(
         Page::ImportRun => import::act(state, &visitor, &form).await,
         Page::ImportRefused(token) => import::refused(state, &visitor, token).await,
         Page::SetNotifications => notifications::set_notifications(state, &visitor, &form).await,
+        Page::EnrolmentNew => enrolments::confirm(state, &visitor, query),
+        Page::EnrolmentCreate => enrolments::create(state, &visitor, &form).await,
+        Page::Enrolment(id) => enrolments::page(state, &visitor, id),
         Page::Root
         | Page::Home
         | Page::Asset(_)

@@ -22,7 +22,7 @@ pub enum LeadAction {
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 20] = [
+    const ALL: [(&'static str, LeadAction); 21] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
@@ -51,6 +51,10 @@ impl LeadAction {
         (
             "fields-remove",
             LeadAction::Person(PersonAction::RemoveField),
+        ),
+        (
+            "add-to-campaign",
+            LeadAction::Person(PersonAction::AddToCampaign),
         ),
     ];
 
@@ -257,6 +261,10 @@ pub enum Page<'a> {
     /// The person's own notification setting and the organization's recent ones.
     Notifications,
     SetNotifications,
+    /// The bulk "Add to campaign": its confirmation, the job created, its page.
+    EnrolmentNew,
+    EnrolmentCreate,
+    Enrolment(&'a str),
 }
 
 impl Page<'_> {
@@ -286,7 +294,10 @@ impl Page<'_> {
             | Page::Import
             | Page::ImportUpload
             | Page::ImportRun
-            | Page::ImportRefused(_) => Role::Agent,
+            | Page::ImportRefused(_)
+            | Page::EnrolmentNew
+            | Page::EnrolmentCreate
+            | Page::Enrolment(_) => Role::Agent,
             Page::Settings(_)
             | Page::SettingsAction(_)
             | Page::PauseCampaign(_, _)
@@ -326,6 +337,9 @@ impl Page<'_> {
             Page::ImportRun => "console_import_run",
             Page::ImportRefused(_) => "console_import_refused",
             Page::SetNotifications => "console_set_notifications",
+            Page::EnrolmentNew => "console_enrolment_new",
+            Page::EnrolmentCreate => "console_enrolment_create",
+            Page::Enrolment(_) => "console_enrolment",
         }
     }
 }
@@ -425,6 +439,9 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["import"] => pick(method, Page::Import, Some(Page::ImportUpload)),
         ["import", "run"] => post(method, Page::ImportRun),
         ["import", token, "refused.csv"] => get(method, Page::ImportRefused(token)),
+        ["enrolments"] => post(method, Page::EnrolmentCreate),
+        ["enrolments", "new"] => get(method, Page::EnrolmentNew),
+        ["enrolments", id] if valid_id(id) => get(method, Page::Enrolment(id)),
         ["notifications"] => pick(method, Page::Notifications, Some(Page::SetNotifications)),
         _ => Err(not_found()),
     }

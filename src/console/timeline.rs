@@ -237,6 +237,7 @@ pub fn action_words(data: &Value) -> String {
         "dismiss_opt_out" => "decided it was not an opt-out".to_string(),
         "set_field" => format!("set {} to {}", detail("field"), detail("value")),
         "remove_field" => format!("removed the field {}", detail("field")),
+        "add_to_campaign" => format!("added the lead to the campaign {}", detail("profile")),
         other => other.replace('_', " "),
     };
     format!("{name} {did}")

@@ -117,6 +117,9 @@ impl Engine {
                     })
                     .await?
             }
+            JobKind::Enrolment { job } => {
+                return self.enrol_in_bulk(key, &org, &job).await.map(|_| Ran::Done)
+            }
             JobKind::PostCall { call_id } => {
                 return self.post_call(key, &org, &call_id).await.map(|_| Ran::Done)
             }

@@ -410,6 +410,23 @@ impl WriteTx {
         Ok(())
     }
 
+    /// Marks `lead` counted for `step` of campaign `profile` (`tables::CAMPAIGN_REPLIERS`);
+    /// false when it was already.
+    pub fn mark_campaign_replier(
+        &mut self,
+        org: &str,
+        profile: &str,
+        lead: &str,
+        step: u32,
+    ) -> Result<bool> {
+        let key = (org, profile, lead, step);
+        if self.open_read(CAMPAIGN_REPLIERS)?.get(key)?.is_some() {
+            return Ok(false);
+        }
+        self.open_write(CAMPAIGN_REPLIERS)?.insert(key, ())?;
+        Ok(true)
+    }
+
     /// Adds `delta` to a campaign counter (`tables::CAMPAIGN_COUNTS`); never below 0.
     pub fn add_campaign_count(
         &mut self,

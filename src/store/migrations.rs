@@ -15,14 +15,12 @@ use super::rows::{
     email_key, Author, EngagementRecord, EventRecord, HandlingRecord, LeadOrder, LeadRecord,
 };
 use super::tables::{
-    ENGAGEMENTS, ENGINE_SETTINGS, EVENTS, EVENT_KEYS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL,
-    LEADS_BY_PHONE, LEADS_BY_REPLY, LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS,
-    LEAD_FACET_LIST, LEAD_HANDLING, LEAD_ORDER, LEAD_REPLIED, MESSAGES_BY_CREATED, ORGS, PROFILES,
+    CAMPAIGN_COUNTS, CAMPAIGN_REPLIERS, ENGAGEMENTS, ENGINE_SETTINGS, EVENTS, EVENT_KEYS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL, LEADS_BY_PHONE, LEADS_BY_REPLY, LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_HANDLING, LEAD_ORDER, LEAD_REPLIED, MESSAGES_BY_CREATED, ORGS, PROFILES,
 };
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -35,10 +33,68 @@ const STEPS: &[Step] = &[
     existing_orgs_require_no_consent,
     leads_and_profiles_gain_meeting_fields,
     handling_knows_who_wrote_and_inbox_tabs_are_indexed,
+    campaign_replies_count_leads,
 ];
 
 // Every version below the current one has its step.
 const _: () = assert!(STEPS.len() as u32 + 1 == SCHEMA_VERSION);
+
+/// 9 → 10: a campaign's `replied` and `step:<n>:repliesAfter` count leads, each once,
+/// and an opt-out is no reply (`domain::engagement::campaigns`). The old per-message
+/// `repliesAfter` counters go; each engagement a message of its lead stopped (reason
+/// `replied`: a STOP stops as `unsubscribed`) counts once in `replied` and after the
+/// step it stood at, marked in `campaign_repliers` as later replies are. Replies after
+/// a finished cadence were not told apart before and are not counted.
+fn campaign_replies_count_leads(txn: &WriteTransaction) -> Result<()> {
+    use crate::store::rows::{EngagementState, StopReason};
+    let mut counts = txn.open_table(CAMPAIGN_COUNTS)?;
+    let mut old = Vec::new();
+    for row in counts.iter()? {
+        let (key, _) = row?;
+        let (org, profile, counter) = key.value();
+        if counter.ends_with(":repliesAfter") || counter == "replied" {
+            old.push((org.to_string(), profile.to_string(), counter.to_string()));
+        }
+    }
+    for (org, profile, counter) in &old {
+        counts.remove((org.as_str(), profile.as_str(), counter.as_str()))?;
+    }
+    let mut replied: std::collections::BTreeMap<(String, String, String), u64> =
+        std::collections::BTreeMap::new();
+    let mut repliers = txn.open_table(CAMPAIGN_REPLIERS)?;
+    let engagements = txn.open_table(ENGAGEMENTS)?;
+    let mut leads = 0u64;
+    for row in engagements.iter()? {
+        let (key, value) = row?;
+        let (org, lead) = key.value();
+        let e: EngagementRecord = decode(value.value())?;
+        let stopped_by_reply =
+            e.state == EngagementState::Stopped && e.stopped_reason == Some(StopReason::Replied);
+        if e.profile.is_empty() || !stopped_by_reply {
+            continue;
+        }
+        leads += 1;
+        repliers.insert((org, e.profile.as_str(), lead, 0), ())?;
+        *replied
+            .entry((org.to_string(), e.profile.clone(), "replied".into()))
+            .or_default() += 1;
+        if e.next_step > 0 {
+            repliers.insert((org, e.profile.as_str(), lead, e.next_step), ())?;
+            let counter = format!("step:{}:repliesAfter", e.next_step);
+            *replied
+                .entry((org.to_string(), e.profile.clone(), counter))
+                .or_default() += 1;
+        }
+    }
+    for ((org, profile, counter), n) in &replied {
+        counts.insert((org.as_str(), profile.as_str(), counter.as_str()), *n)?;
+    }
+    tracing::info!(
+        leads,
+        "a campaign's replies count leads, each once, and an opt-out is no reply"
+    );
+    Ok(())
+}
 
 /// 4 → 5: the lead search's index (`lead_facets`, their counts, `lead_order`,
 /// `lead_facet_list`, `leads_by_activity`) is built from every live lead, its engagement and (none yet)

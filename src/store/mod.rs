@@ -10,6 +10,7 @@ pub mod changes;
 pub mod codec;
 mod contact;
 mod engagement;
+pub mod enrolments;
 pub mod facet;
 mod key_cache;
 pub mod lead_index;

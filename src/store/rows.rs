@@ -855,6 +855,9 @@ pub enum JobKind {
     /// A possible opt-out nobody decided within 10 business days: it becomes an opt-out
     /// (source `timeout`).
     HoldTimeout,
+    /// A bulk "Add to campaign" (`domain::engagement::bulk_enrolment`), run batch by
+    /// batch; its row has no lead.
+    Enrolment { job: String },
 }
 
 /// A lead held by a possible opt-out (`consent_holds`), until a person, the assistant's

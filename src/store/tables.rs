@@ -65,6 +65,7 @@ macro_rules! all_tables {
         $apply!(NOTIFICATIONS);
         $apply!(CAMPAIGN_COUNTS);
         $apply!(PAUSED_CAMPAIGNS);
+        $apply!(CAMPAIGN_REPLIERS);
         $apply!(CONSENT_LEDGER);
         $apply!(CONSENT_STATE);
         $apply!(CONSENT_HOLDS);
@@ -73,6 +74,8 @@ macro_rules! all_tables {
         $apply!(MEETINGS_BY_START);
         $apply!(MEETINGS_BY_UPDATED);
         $apply!(MEETINGS_BY_LEAD);
+        $apply!(ENROLMENT_JOBS);
+        $apply!(ENROLMENT_BATCHES);
     };
 }
 pub(crate) use all_tables;
@@ -268,13 +271,19 @@ pub const NOTIFICATIONS: TableDefinition<(&str, i64, &str), &[u8]> =
     TableDefinition::new("notifications");
 /// How many notifications an organization's log keeps.
 pub const NOTIFICATIONS_KEPT: usize = 200;
-/// (org, profile, counter) → u64: a campaign's numbers by step (`step:<n>:<metric>`:
+/// (org, profile, counter) → u64: a campaign's leads that replied (`replied`, each
+/// once, an opt-out not), its numbers by step (`step:<n>:<metric>`:
 /// reached, sent, delivered, blocked, failed, repliesAfter) and by day
 /// (`day:<YYYY-MM-DD>:sends|replies`, UTC), kept in the write of each event that
 /// changes one (`domain::engagement::campaigns`). The numbers by lead state are
 /// counted-only facets of the lead index (`Facet::Campaign`).
 pub const CAMPAIGN_COUNTS: TableDefinition<(&str, &str, &str), u64> =
     TableDefinition::new("campaign_counts");
+/// (org, profile, lead id, step) → (): the lead was counted as a campaign's reply
+/// (step 0: `replied`) or a reply after step `step` (`step:<n>:repliesAfter`), so a
+/// lead counts once however many messages it writes.
+pub const CAMPAIGN_REPLIERS: TableDefinition<(&str, &str, &str, u32), ()> =
+    TableDefinition::new("campaign_repliers");
 /// (org, profile) → when it was paused: a paused campaign runs no cadence step; its
 /// engagements read `paused` until it resumes (`domain::engagement::campaigns`).
 pub const PAUSED_CAMPAIGNS: TableDefinition<(&str, &str), i64> =
@@ -308,3 +317,12 @@ pub const MEETINGS_BY_UPDATED: TableDefinition<(&str, i64, &str), ()> =
 /// (org, lead id, start, meeting id) → (): a lead's booked meetings (its `nextMeetingAt`).
 pub const MEETINGS_BY_LEAD: TableDefinition<(&str, &str, i64, &str), ()> =
     TableDefinition::new("meetings_by_lead");
+
+/// (org, job id) → `EnrolmentJob`: a bulk "Add to campaign" of the console, its
+/// progress and result (`domain::engagement::bulk_enrolment`).
+pub const ENROLMENT_JOBS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("enrolment_jobs");
+/// (org, job id, batch) → the lead ids of one batch of a bulk enrolment, captured when
+/// the job was created; removed as the batch is run.
+pub const ENROLMENT_BATCHES: TableDefinition<(&str, &str, u32), &[u8]> =
+    TableDefinition::new("enrolment_batches");

@@ -6,6 +6,7 @@
 mod campaigns;
 mod consent;
 mod export;
+mod enrol;
 mod import;
 mod import_choices;
 mod inbox;

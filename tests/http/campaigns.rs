@@ -324,3 +324,50 @@ async fn the_editor_saves_like_the_api_and_its_playground_applies_nothing() {
         assert_eq!(page.status, 403, "{path}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_after_a_step_count_leads_once_and_a_stop_is_no_reply() {
+    let org = Org::start().await;
+    let ts = &org.ts;
+    put_profile(
+        ts,
+        &org.admin,
+        "solar",
+        &json!({"instructions": "You are Sam.", "cadence": [sms_step("0s", "Hi {{firstName}}"), sms_step("2d", "Still there?")]}),
+    )
+    .await;
+    for (id, phone) in [("r-1", "+15125550101"), ("r-2", "+15125550102")] {
+        ts.create_lead(
+            &org.write,
+            &json!({"id": id, "firstName": "Ana", "phone": phone, "customerProfile": "solar"}),
+        )
+        .await;
+    }
+    poll("the first step of both leads", WAIT, || async {
+        let s = stats(&org, "solar").await;
+        if s["steps"][0]["sent"] == json!(2) {
+            Ok(s)
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+
+    // Two messages from one lead after step 1: one lead replied after it.
+    inbound_sms(ts, &org.write, "+15125550101", "Who is this?").await;
+    inbound_sms(ts, &org.write, "+15125550101", "Actually, call me tomorrow").await;
+    // A STOP from the other: an opt-out, not a reply.
+    inbound_sms(ts, &org.write, "+15125550102", "STOP").await;
+    let numbers = poll("the messages counted", WAIT, || async {
+        let s = stats(&org, "solar").await;
+        if s["optedOut"] == json!(1) && s["days"][29]["replies"] == json!(2) {
+            Ok(s)
+        } else {
+            Err(s.to_string())
+        }
+    })
+    .await;
+    assert_eq!(numbers["replied"], json!(1), "{numbers}");
+    assert_eq!(numbers["steps"][0]["repliesAfter"], json!(1), "{numbers}");
+    assert_eq!(numbers["steps"][1]["repliesAfter"], json!(0), "{numbers}");
+}

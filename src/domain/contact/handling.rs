@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use crate::channel::Channel;
 use crate::domain::contact::{controls, hold};
+use crate::domain::engagement::add_to_campaign::{self, Skip};
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::{self, ConsentInput};
 use crate::domain::records::{dnc, events, leads};
@@ -52,6 +53,8 @@ pub enum PersonAction {
     SetField,
     /// "Remove field": an additional field removed.
     RemoveField,
+    /// "Add to campaign": the lead follows a profile's cadence from step 1.
+    AddToCampaign,
 }
 
 impl PersonAction {
@@ -74,6 +77,7 @@ impl PersonAction {
             PersonAction::DismissOptOut => "dismiss_opt_out",
             PersonAction::SetField => "set_field",
             PersonAction::RemoveField => "remove_field",
+            PersonAction::AddToCampaign => "add_to_campaign",
         }
     }
 }
@@ -108,6 +112,31 @@ pub fn record_action(
     )
     .react(tx)?;
     Ok(row)
+}
+
+/// "Add to campaign": the lead follows `profile`'s cadence from step 1
+/// (`add_to_campaign::add`), its `USER_ACTION` naming the person and the campaign
+/// (`{"profile", "job"?}`, the bulk enrolment's id when one did it). A lead a rule
+/// skips answers `Ok(Err(skip))` with nothing written.
+pub fn add_to_campaign(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    profile: &str,
+    job: Option<&str>,
+) -> Result<std::result::Result<(), Skip>> {
+    let lead = match add_to_campaign::add(tx, caller, lead_id, profile)? {
+        Ok(lead) => lead,
+        Err(skip) => return Ok(Err(skip)),
+    };
+    let mut details = json!({"profile": profile});
+    if let Some(job) = job {
+        details["job"] = json!(job);
+    }
+    let action = PersonAction::AddToCampaign;
+    record_action(tx, &caller.org_id, lead, person, action, details)?;
+    Ok(Ok(()))
 }
 
 /// "Take over": the assistant goes off for this lead and `person` owns it. Taking over

@@ -7,7 +7,8 @@
 //! counted-only facets of the lead index (`Facet::Campaign`), moved with the
 //! lead's records; the numbers by step and by day are counters that [`on_event`] (called
 //! through `engagement::reactions` for every event write) moves when a cadence message's status
-//! changes, a step is blocked, or a lead writes.
+//! changes, a step is blocked, or a lead writes. `replied` and `repliesAfter` count leads,
+//! each once (`campaign_repliers`), and a lead's opt-out ([`is_opt_out`]) is no reply.
 //!
 //! "Pause campaign" marks the profile paused (`paused_campaigns`) and pauses its active
 //! engagements; a step that falls due meanwhile (a new enrolment's too) finds the
@@ -19,6 +20,8 @@ use chrono::{Duration, Utc};
 use serde_json::{json, Map, Value};
 
 use crate::channel::Owner;
+use crate::domain::contact::keywords::OPT_OUT_KEYWORDS;
+use crate::domain::contact::revocation::{self, Reading};
 use crate::domain::engagement::enrolment;
 use crate::domain::records::message_shape::MessageShape;
 use crate::domain::Caller;
@@ -104,19 +107,30 @@ pub fn on_event(
         let Some(e) = tx.engagement(org, lead)?.filter(|e| !e.profile.is_empty()) else {
             return Ok(());
         };
+        // A STOP (an opt-out keyword or a definite revocation) is not a reply.
+        let own = tx.engine_settings(org)?.opt_out_keywords;
+        if is_opt_out(shape.text(), &own) {
+            return Ok(());
+        }
         tx.add_campaign_count(
             org,
             &e.profile,
             &format!("day:{}:replies", day(created_at)),
             1,
         )?;
+        // Leads, not messages: each lead counts once in `replied` and once per step.
+        if tx.mark_campaign_replier(org, &e.profile, lead, 0)? {
+            tx.add_campaign_count(org, &e.profile, "replied", 1)?;
+        }
         // The last step run: the one before the next, or the last once finished.
         let last = match e.state {
             EngagementState::Finished => Some(e.next_step + 1),
             _ => (e.next_step > 0).then_some(e.next_step),
         };
         if let Some(step) = last {
-            tx.add_campaign_count(org, &e.profile, &format!("step:{step}:repliesAfter"), 1)?;
+            if tx.mark_campaign_replier(org, &e.profile, lead, step)? {
+                tx.add_campaign_count(org, &e.profile, &format!("step:{step}:repliesAfter"), 1)?;
+            }
         }
         return Ok(());
     }
@@ -145,6 +159,13 @@ pub fn on_event(
         tx.add_campaign_count(org, &profile, &format!("day:{}:sends", day(created_at)), 1)?;
     }
     Ok(())
+}
+
+/// A lead's words that opt out rather than reply: an opt-out keyword (the whole text) or
+/// a definite revocation (`revocation::read`, with the organization's own keywords).
+pub fn is_opt_out(text: &str, own: &[String]) -> bool {
+    let word = text.trim().to_ascii_uppercase();
+    OPT_OUT_KEYWORDS.contains(&word.as_str()) || revocation::read(text, own) == Reading::Definite
 }
 
 fn profile_of(tx: &WriteTx, org: &str, lead: &str) -> Result<Option<String>> {
@@ -178,11 +199,16 @@ pub fn stats(read: &ReadTx, org: &str, name: &str) -> Result<Value> {
         stopped.insert(reason.as_str().into(), json!(count(Metric::Stop(reason))?));
     }
     out.insert("stopped".into(), Value::Object(stopped));
-    for rate in Rate::ALL {
-        out.insert(rate.wire().into(), json!(count(Metric::Rate(rate))?));
-    }
     let counters = read.campaign_counts(org, name)?;
     let get = |key: String| counters.get(&key).copied().unwrap_or(0);
+    for rate in Rate::ALL {
+        let n = match rate {
+            // Leads that wrote something other than an opt-out (counted once each).
+            Rate::Replied => get("replied".into()),
+            _ => count(Metric::Rate(rate))?,
+        };
+        out.insert(rate.wire().into(), json!(n));
+    }
     let steps: Vec<Value> = profile
         .cadence
         .iter()

@@ -99,14 +99,14 @@ pub fn on_lead_written(
 }
 
 /// Every channel the lead can receive is unsubscribed (and it can receive one).
-fn all_unsubscribed(lead: &LeadRecord) -> bool {
+pub(crate) fn all_unsubscribed(lead: &LeadRecord) -> bool {
     let mut reachable = Channel::ALL.iter().filter(|c| c.reachable(lead)).peekable();
     reachable.peek().is_some() && reachable.all(|c| c.is_unsubscribed(&lead.subscriptions))
 }
 
 /// Enrols `lead` at step 1 of its profile's cadence (again, if it was enrolled). A
 /// profile that does not exist or has no cadence leaves the lead unenrolled.
-fn enrol(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Result<()> {
+pub(crate) fn enrol(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Result<()> {
     let mut e = load(tx, org, &lead.id)?;
     let held = e.state == EngagementState::Held;
     unschedule(tx, &mut e.step_job)?;

@@ -2,7 +2,9 @@
 //! cadence and its stop rules, the claims that turn a due agenda row into a send or a
 //! call (at most once), and outbound messages through a provider.
 
+pub mod add_to_campaign;
 pub mod agenda;
+pub mod bulk_enrolment;
 pub mod campaigns;
 pub mod claims;
 pub mod enrolment;
