@@ -169,6 +169,7 @@ async fn send_test_to_a_phone_in_any_format() {
     let browser = Browser::open(&server).await;
     browser.sign_in("ana@acme.example", &password).await;
     browser.click_link("Settings").await;
+    browser.click_link("Providers").await;
     browser.fill("Send the test to", "(512) 555-0100").await;
     browser.click_button("Send test").await;
     browser

@@ -283,7 +283,7 @@ async fn the_editor_saves_like_the_api_and_its_playground_applies_nothing() {
     let refused = post("/console/campaigns/new", bad).await;
     assert_eq!(refused.status, 400);
     assert!(
-        refused.text().contains("Invalid format for field: name"),
+        refused.text().contains("Name: use 1 to 64 characters"),
         "{}",
         refused.text()
     );

@@ -246,7 +246,8 @@ async fn an_informational_step_an_empty_policy_and_a_reply_are_not_held_to_it() 
     let r =
         s.ts.put(&s.admin, "/v1/profiles/bad", &profile_with(json!([bad])))
             .await;
-    let message = assert_error_status(&r, 400);
+    assert_eq!(r.status, 400, "{}", r.text());
+    let message = r.json()["message"].as_str().unwrap_or_default().to_string();
     assert!(message.contains("cadence[0].purpose"), "{message}");
     s.ts.create_lead(
         &s.write,
