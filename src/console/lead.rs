@@ -106,6 +106,8 @@ struct LeadPageView {
     sandbox_sms: bool,
     /// The visitor may act (an agent or above) and the lead is not deleted.
     can_act: bool,
+    /// The "Meetings" panel (`lead_meetings::panel`).
+    meetings: Markup,
 }
 
 impl LeadPageView {
@@ -162,7 +164,9 @@ impl LeadPageView {
         };
         let sandbox_sms = inbound::sms_is_sandbox(&read, org)?;
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
+        let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
         Ok(LeadPageView {
+            meetings,
             ledger,
             engagement,
             handling,
@@ -241,6 +245,7 @@ impl LeadPageView {
                         }
                         @if self.can_act { (handling_buttons(visitor, lead)) }
                     }
+                    (self.meetings)
                     (self.fields_panel(visitor, shown))
                     section.panel aria-labelledby="engagement" {
                         h2 #engagement { "Engagement" }
