@@ -168,3 +168,47 @@ async fn a_calendar_is_made_a_meeting_booked_closed_and_canceled() {
         .json();
     assert_eq!(canceled["meetings"].as_array().map(Vec::len), Some(1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_tests_a_calendars_caldav_connection() {
+    let radicale = engaged::testkit::caldav::Radicale::start().await;
+    let server = TestServer::start().await;
+    let key = server.key("acme", "admin").await;
+    let password = server
+        .user("acme", "root@acme.example", "Rita Root", "admin")
+        .await;
+    let admin = Browser::open(&server).await;
+    admin.sign_in("root@acme.example", &password).await;
+    admin.goto("/console/settings/calendars").await;
+    admin.fill("Name", "sales").await;
+    admin.fill("Time zone", "UTC").await;
+    admin.fill("Monday", "09:00-17:00").await;
+    admin.fill("CalDAV URL", radicale.url()).await;
+    admin.fill("CalDAV username", radicale.user()).await;
+    admin.fill("CalDAV password", "not-the-password").await;
+    admin.click_button("Save calendar").await;
+    admin.wait_for_text("Saved.").await;
+    let calendar = server.get(&key, "/v1/calendars/sales").await.json();
+    assert_eq!(calendar["caldav"]["passwordSet"], true);
+
+    admin.click_link("sales").await;
+    admin.wait_for_text("A password is set").await;
+    admin.click_button("Test connection").await;
+    admin
+        .wait_for_text("Not connected: wrong username or password")
+        .await;
+    admin.fill("CalDAV password", radicale.password()).await;
+    admin.click_button("Save calendar").await;
+    admin.wait_for_text("Saved.").await;
+    admin.click_link("sales").await;
+    admin.click_button("Test connection").await;
+    admin
+        .wait_for_text("Connected: 0 events in the next 7 days")
+        .await;
+    // The feed link rotates: the old one stops.
+    let old = calendar["feedToken"].as_str().expect("token").to_string();
+    admin.click_button("Rotate feed link").await;
+    admin.wait_for_text("the old one no longer works").await;
+    let rotated = server.get(&key, "/v1/calendars/sales").await.json();
+    assert_ne!(rotated["feedToken"], old.as_str());
+}
