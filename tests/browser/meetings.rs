@@ -129,6 +129,24 @@ async fn a_calendar_is_made_a_meeting_booked_closed_and_canceled() {
         .cloned()
         .expect("the agent's meeting");
     let id = mine["id"].as_str().expect("id").to_string();
+    // "Reschedule" shows the open times the same way.
+    agent.goto("/console/leads/lead-1/meetings").await;
+    agent.click_link("Reschedule").await;
+    agent
+        .wait_for_text("Reschedule the meeting with Ada Lovelace")
+        .await;
+    agent
+        .goto(&format!("/console/meetings/{id}/reschedule?day={tomorrow}"))
+        .await;
+    agent.click_button("11:00").await;
+    agent.wait_for_text("Meeting rescheduled.").await;
+    let moved = server.get(&key, &format!("/v1/meetings/{id}")).await.json();
+    assert!(
+        moved["start"]
+            .as_str()
+            .is_some_and(|s| s.starts_with(&format!("{tomorrow}T11:00"))),
+        "{moved}"
+    );
     server
         .move_meeting_directly("acme", &id, engaged::time::now_micros() - 86_400_000_000)
         .await;
