@@ -47,6 +47,7 @@ fn nav(v: &Visitor) -> Markup {
                     li { a href="/console/inbox" { "Inbox" } }
                     li { a href="/console/leads" { "Leads" } }
                     li { a href="/console/campaigns" { "Campaigns" } }
+                    li { a href="/console/meetings" { "Meetings" } }
                     @if v.user.role.at_least(Role::Agent) {
                         li { a href="/console/notifications" { "Notifications" } }
                     }

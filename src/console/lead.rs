@@ -109,6 +109,8 @@ struct LeadPageView {
     can_act: bool,
     /// The organization's profiles, for "Add to campaign".
     profiles: Vec<String>,
+    /// The "Meetings" panel (`lead_meetings::panel`).
+    meetings: Markup,
 }
 
 impl LeadPageView {
@@ -166,8 +168,10 @@ impl LeadPageView {
         let sandbox_sms = inbound::sms_is_sandbox(&read, org)?;
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         let profiles = read.profile_names(org)?;
+        let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
         Ok(LeadPageView {
             profiles,
+            meetings,
             ledger,
             engagement,
             handling,
@@ -246,6 +250,7 @@ impl LeadPageView {
                         }
                         @if self.can_act { (handling_buttons(visitor, lead)) }
                     }
+                    (self.meetings)
                     (self.fields_panel(visitor, shown))
                     section.panel aria-labelledby="engagement" {
                         h2 #engagement { "Engagement" }

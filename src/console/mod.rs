@@ -17,8 +17,10 @@ mod import;
 mod inbox;
 mod layout;
 mod lead;
+mod lead_meetings;
 mod leads;
 mod login;
+mod meetings;
 mod notifications;
 mod profile_editor;
 mod respond;
@@ -154,6 +156,12 @@ async fn dispatch(
         Page::LeadAction(id, action) => lead::act(state, &visitor, id, action, form).await,
         Page::Campaigns => campaigns::list(state, &visitor),
         Page::Campaign(name) => campaigns::page(state, &visitor, name),
+        Page::Meetings => meetings::page(state, &visitor, query),
+        Page::MeetingAction(id, action) => meetings::act(state, &visitor, id, action).await,
+        Page::Reschedule(id) => lead_meetings::reschedule_page(state, &visitor, id, query),
+        Page::RescheduleMeeting(id) => lead_meetings::reschedule(state, &visitor, id, form).await,
+        Page::LeadMeetings(id) => lead_meetings::page(state, &visitor, id, query, None),
+        Page::BookMeeting(id) => lead_meetings::book(state, &visitor, id, form).await,
         Page::PauseCampaign(name, paused) => campaigns::pause(state, &visitor, name, paused).await,
         Page::EditCampaign(name) => profile_editor::page(state, &visitor, name),
         Page::EditCampaignPost(name) => profile_editor::act(state, &visitor, name, form).await,

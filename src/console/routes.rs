@@ -79,6 +79,37 @@ impl From<PersonAction> for LeadAction {
     }
 }
 
+/// What an agent does to a meeting: `POST /console/meetings/{id}/{action}`, each through
+/// `records::meetings` (`cancel`, `set_status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MeetingAction {
+    Cancel,
+    Completed,
+    NoShow,
+}
+
+impl MeetingAction {
+    const ALL: [(&'static str, MeetingAction); 3] = [
+        ("cancel", MeetingAction::Cancel),
+        ("completed", MeetingAction::Completed),
+        ("no-show", MeetingAction::NoShow),
+    ];
+
+    pub fn segment(self) -> &'static str {
+        MeetingAction::ALL
+            .iter()
+            .find(|(_, a)| *a == self)
+            .map_or("", |(s, _)| s)
+    }
+
+    fn parse(segment: &str) -> Option<MeetingAction> {
+        MeetingAction::ALL
+            .iter()
+            .find(|(s, _)| *s == segment)
+            .map(|(_, a)| *a)
+    }
+}
+
 /// What an admin does on the settings page: `POST /console/settings/{action}`, each
 /// handled by its section (`console::settings`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,11 +128,15 @@ pub enum SettingsAction {
     SaveAssistant,
     SaveProviders,
     SaveConsent,
+    SaveCalendar,
+    DeleteCalendar,
+    TestCalendar,
+    RotateFeed,
 }
 
 impl SettingsAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, SettingsAction); 14] = [
+    const ALL: [(&'static str, SettingsAction); 18] = [
         ("assistant", SettingsAction::SaveAssistant),
         ("providers", SettingsAction::SaveProviders),
         ("retry-delivery", SettingsAction::RetryDelivery),
@@ -116,6 +151,10 @@ impl SettingsAction {
         ("disable", SettingsAction::DisablePerson),
         ("keys", SettingsAction::CreateKey),
         ("revoke", SettingsAction::RevokeKey),
+        ("calendar", SettingsAction::SaveCalendar),
+        ("delete-calendar", SettingsAction::DeleteCalendar),
+        ("calendar-test", SettingsAction::TestCalendar),
+        ("rotate-feed", SettingsAction::RotateFeed),
     ];
 
     pub fn segment(self) -> &'static str {
@@ -148,6 +187,10 @@ impl SettingsAction {
                 SettingsSection::People
             }
             SettingsAction::SaveConsent => SettingsSection::Consent,
+            SettingsAction::SaveCalendar
+            | SettingsAction::DeleteCalendar
+            | SettingsAction::TestCalendar
+            | SettingsAction::RotateFeed => SettingsSection::Calendars,
         }
     }
 }
@@ -163,12 +206,13 @@ pub enum SettingsSection {
     Keys,
     People,
     Consent,
+    Calendars,
     Notifications,
 }
 
 impl SettingsSection {
     /// Every section in the sub-navigation's order, with its path segment and title.
-    pub const ALL: [(&'static str, &'static str, SettingsSection); 8] = [
+    pub const ALL: [(&'static str, &'static str, SettingsSection); 9] = [
         (
             "organization",
             "Organization",
@@ -180,6 +224,7 @@ impl SettingsSection {
         ("keys", "API keys", SettingsSection::Keys),
         ("people", "People", SettingsSection::People),
         ("consent", "Consent", SettingsSection::Consent),
+        ("calendars", "Calendars", SettingsSection::Calendars),
         (
             "notifications",
             "Notification emails",
@@ -243,6 +288,17 @@ pub enum Page<'a> {
     LeadAction(&'a str, LeadAction),
     Campaigns,
     Campaign(&'a str),
+    /// The organization's meetings by day, filtered by calendar and status.
+    Meetings,
+    /// "Cancel meeting", "Completed", "No-show".
+    MeetingAction(&'a str, MeetingAction),
+    /// A meeting's open times of a day (GET) and its move to one of them (POST).
+    Reschedule(&'a str),
+    RescheduleMeeting(&'a str),
+    /// A lead's meetings and "Book a meeting": a calendar's open times of a day (GET)
+    /// and the booking of one (POST).
+    LeadMeetings(&'a str),
+    BookMeeting(&'a str),
     /// The profile editor (admins): a profile's (`Some`) or a new one's; its form posts
     /// back to the same path.
     EditCampaign(Option<&'a str>),
@@ -285,7 +341,9 @@ impl Page<'_> {
             | Page::Lead(_)
             | Page::LeadConsentCsv(_)
             | Page::Campaigns
-            | Page::Campaign(_) => Role::Viewer,
+            | Page::Campaign(_)
+            | Page::Meetings
+            | Page::LeadMeetings(_) => Role::Viewer,
             // "Suggest a reply" drafts a message: an agent's work, like sending it.
             Page::LeadsCsv
             | Page::LeadAction(_, _)
@@ -297,7 +355,11 @@ impl Page<'_> {
             | Page::ImportRefused(_)
             | Page::EnrolmentNew
             | Page::EnrolmentCreate
-            | Page::Enrolment(_) => Role::Agent,
+            | Page::Enrolment(_)
+            | Page::MeetingAction(_, _)
+            | Page::Reschedule(_)
+            | Page::RescheduleMeeting(_)
+            | Page::BookMeeting(_) => Role::Agent,
             Page::Settings(_)
             | Page::SettingsAction(_)
             | Page::PauseCampaign(_, _)
@@ -326,6 +388,12 @@ impl Page<'_> {
             Page::LeadAction(_, _) => "console_lead_action",
             Page::Campaigns => "console_campaigns",
             Page::Campaign(_) => "console_campaign",
+            Page::Meetings => "console_meetings",
+            Page::MeetingAction(_, _) => "console_meeting_action",
+            Page::Reschedule(_) => "console_reschedule",
+            Page::RescheduleMeeting(_) => "console_reschedule_meeting",
+            Page::LeadMeetings(_) => "console_lead_meetings",
+            Page::BookMeeting(_) => "console_book_meeting",
             Page::PauseCampaign(_, _) => "console_pause_campaign",
             Page::EditCampaign(_) => "console_edit_campaign",
             Page::EditCampaignPost(_) => "console_save_campaign",
@@ -405,6 +473,9 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["leads.csv"] => get(method, Page::LeadsCsv),
         ["leads", id] if valid_id(id) => get(method, Page::Lead(id)),
         ["leads", id, "consent.csv"] if valid_id(id) => get(method, Page::LeadConsentCsv(id)),
+        ["leads", id, "meetings"] if valid_id(id) => {
+            pick(method, Page::LeadMeetings(id), Some(Page::BookMeeting(id)))
+        }
         ["leads", id, action] if valid_id(id) => {
             let action = LeadAction::parse(action).ok_or_else(not_found)?;
             post(method, Page::LeadAction(id, action))
@@ -423,6 +494,16 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ),
         ["campaigns", name, "pause"] => post(method, Page::PauseCampaign(name, true)),
         ["campaigns", name, "resume"] => post(method, Page::PauseCampaign(name, false)),
+        ["meetings"] => get(method, Page::Meetings),
+        ["meetings", id, "reschedule"] if valid_id(id) => pick(
+            method,
+            Page::Reschedule(id),
+            Some(Page::RescheduleMeeting(id)),
+        ),
+        ["meetings", id, action] if valid_id(id) => {
+            let action = MeetingAction::parse(action).ok_or_else(not_found)?;
+            post(method, Page::MeetingAction(id, action))
+        }
         ["settings"] => get(method, Page::Settings(SettingsSection::FIRST)),
         ["settings", segment] => match (
             SettingsSection::parse(segment),
@@ -560,6 +641,26 @@ mod tests {
                 .any(|(_, _, s)| *s == action.section()));
         }
         assert!(route(&Method::GET, "/console/settings/role").is_err());
+    }
+
+    #[test]
+    fn meeting_paths_route_by_method() {
+        for (segment, action) in MeetingAction::ALL {
+            assert_eq!(action.segment(), segment);
+            assert_eq!(
+                route(&Method::POST, &format!("/console/meetings/m-1/{segment}")).unwrap(),
+                Page::MeetingAction("m-1", action)
+            );
+        }
+        assert_eq!(
+            route(&Method::GET, "/console/meetings/m-1/reschedule").unwrap(),
+            Page::Reschedule("m-1")
+        );
+        assert_eq!(
+            route(&Method::POST, "/console/leads/l-1/meetings").unwrap(),
+            Page::BookMeeting("l-1")
+        );
+        assert!(route(&Method::GET, "/console/meetings/m-1/cancel").is_err());
     }
 
     #[test]

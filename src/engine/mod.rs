@@ -92,6 +92,12 @@ impl Engine {
         self.public_url.as_deref()
     }
 
+    /// The outbound HTTP client (its timeout and trusted roots), for a check a page runs
+    /// outside the writer (the console's CalDAV "Test connection").
+    pub fn http_client(&self) -> &HttpClient {
+        &self.client
+    }
+
     /// Runs the scheduler and the notifier until `stop` turns true.
     pub async fn run(self: Arc<Self>, stop: watch::Receiver<bool>) {
         tokio::join!(

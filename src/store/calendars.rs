@@ -341,6 +341,24 @@ impl ReadTx {
         Ok(out)
     }
 
+    /// A lead's booked meetings by start (at most `max`), whole records.
+    pub fn lead_meetings(&self, org: &str, lead: &str, max: usize) -> Result<Vec<MeetingRecord>> {
+        let by_lead = self.open_read(MEETINGS_BY_LEAD)?;
+        let meetings = self.open_read(MEETINGS)?;
+        let mut out = Vec::new();
+        for row in by_lead.range::<(&str, &str, i64, &str)>((org, lead, i64::MIN, "")..)? {
+            let (key, _) = row?;
+            let (row_org, row_lead, _, id) = key.value();
+            if row_org != org || row_lead != lead || out.len() == max {
+                break;
+            }
+            if let Some(value) = meetings.get((org, id))? {
+                out.push(decode(value.value())?);
+            }
+        }
+        Ok(out)
+    }
+
     /// An organization's calendars in name order.
     pub fn calendars(&self, org: &str) -> Result<Vec<CalendarRecord>> {
         let table = self.open_read(CALENDARS)?;

@@ -121,6 +121,8 @@ async fn every_main_page_fits_a_phone_and_keeps_words_whole() {
         "/console/campaigns/solar-spring-2027/edit",
         "/console/import",
         "/console/notifications",
+        "/console/meetings",
+        "/console/leads/l-1/meetings",
     ]
     .iter()
     .map(|p| p.to_string())
@@ -134,6 +136,7 @@ async fn every_main_page_fits_a_phone_and_keeps_words_whole() {
         "keys",
         "people",
         "consent",
+        "calendars",
         "notifications",
     ] {
         pages.push(format!("/console/settings/{section}"));

@@ -14,6 +14,7 @@ mod layout;
 mod lead;
 mod lead_fields;
 mod leads;
+mod meetings;
 mod profile_editor;
 mod screenshots;
 mod settings;

@@ -16,6 +16,7 @@ mod campaigns;
 mod compliance;
 mod consent;
 mod console;
+mod console_meetings;
 mod contact;
 mod dnc;
 mod edge;

@@ -7,10 +7,12 @@
 //! the API keys (created with the key shown once, revoked), the webhook endpoints (added
 //! with their signing secret shown once, removed; their recent deliveries retried) and
 //! the notification emails sent. Each section has a view built from one snapshot and
-//! its own handlers of the `SettingsAction`s it owns; `act` routes them, and each
+//! its own handlers of the `SettingsAction`s it owns (the calendars, one edited at a
+//! time by `?calendar=`, have theirs too); `act` routes them, and each
 //! returns to its own section's page.
 
 mod assistant;
+mod calendars;
 mod consent;
 mod keys;
 mod notifications;
@@ -42,6 +44,8 @@ struct Shown {
     secret: Option<(String, String)>,
     field_error: Option<(String, String)>,
     typed: Option<Form>,
+    /// The calendar whose form the "Calendars" section shows (`?calendar=`).
+    editing: Option<String>,
 }
 
 impl Shown {
@@ -116,8 +120,10 @@ pub fn page(
     section: SettingsSection,
     query: &str,
 ) -> Result<Response<Body>> {
+    let query = Form::parse(query.as_bytes()).unwrap_or_default();
     let shown = Shown {
-        notice: (query == "saved=1").then(|| "Saved.".to_string()),
+        notice: (query.get("saved") == Some("1")).then(|| "Saved.".to_string()),
+        editing: query.get("calendar").map(str::to_string),
         ..Shown::default()
     };
     render(state, visitor, section, StatusCode::OK, shown)
@@ -169,6 +175,21 @@ fn render(
         SettingsSection::Webhooks => {
             webhooks::WebhooksSectionView::of(&read, org_id, &zone)?.view(visitor)
         }
+        SettingsSection::Calendars => {
+            // After a refusal, the calendar of the form posted.
+            let editing = shown
+                .editing
+                .as_deref()
+                .or_else(|| shown.typed.as_ref().and_then(|f| f.get("name")));
+            calendars::CalendarsSectionView::of(
+                &read,
+                org_id,
+                &zone,
+                state.engine.public_url(),
+                editing,
+            )?
+            .view(visitor, &shown)
+        }
         SettingsSection::Notifications => {
             notifications::NotificationsSectionView::of(&read, org_id, &zone)?.view()
         }
@@ -218,6 +239,10 @@ pub async fn act(
         SettingsAction::AddWebhook => webhooks::add(state, visitor, &form).await,
         SettingsAction::RemoveWebhook => webhooks::remove(state, visitor, &form).await,
         SettingsAction::RetryDelivery => webhooks::retry(state, visitor, &form).await,
+        SettingsAction::SaveCalendar => calendars::save(state, visitor, &form).await,
+        SettingsAction::DeleteCalendar => calendars::delete(state, visitor, &form).await,
+        SettingsAction::TestCalendar => calendars::test(state, visitor, &form).await,
+        SettingsAction::RotateFeed => calendars::rotate(state, visitor, &form).await,
     };
     // A refusal is shown on the settings page beside its field (or above the sections),
     // with what was typed, never on a bare error page.
