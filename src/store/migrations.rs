@@ -14,12 +14,13 @@ use super::lead_view;
 use super::rows::{email_key, EngagementRecord, HandlingRecord, LeadOrder, LeadRecord};
 use super::tables::{
     ENGAGEMENTS, ENGINE_SETTINGS, LEADS, LEADS_BY_ACTIVITY, LEADS_BY_EMAIL, LEADS_BY_PHONE,
-    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_ORDER, ORGS, PROFILES,
+    LEADS_BY_UPDATED, LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_HANDLING, LEAD_ORDER,
+    ORGS, PROFILES,
 };
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -31,6 +32,7 @@ const STEPS: &[Step] = &[
     engine_settings_gain_default_country,
     existing_orgs_require_no_consent,
     leads_and_profiles_gain_meeting_fields,
+    handling_gains_meeting_message,
 ];
 
 // Every version below the current one has its step.
@@ -511,6 +513,33 @@ fn leads_and_profiles_gain_meeting_fields(txn: &WriteTransaction) -> Result<()> 
         leads,
         profiles,
         "leads and profiles gain their meeting fields"
+    );
+    Ok(())
+}
+
+/// 8 → 9: a lead's handling records whether the newest message to it was a meeting's
+/// confirmation or reminder (`meeting_message`, false), at the record's end. A record
+/// that already reads in the new layout is left as it is.
+fn handling_gains_meeting_message(txn: &WriteTransaction) -> Result<()> {
+    let mut table = txn.open_table(LEAD_HANDLING)?;
+    let mut rewritten = Vec::new();
+    for row in table.iter()? {
+        let (key, value) = row?;
+        if decode::<HandlingRecord>(value.value()).is_ok() {
+            continue;
+        }
+        let mut grown = value.value().to_vec();
+        grown.push(0);
+        decode::<HandlingRecord>(&grown)?;
+        let (org, lead) = key.value();
+        rewritten.push((org.to_string(), lead.to_string(), grown));
+    }
+    for (org, lead, bytes) in &rewritten {
+        table.insert((org.as_str(), lead.as_str()), bytes.as_slice())?;
+    }
+    tracing::info!(
+        handling = rewritten.len(),
+        "lead handling gains its meeting message"
     );
     Ok(())
 }

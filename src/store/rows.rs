@@ -633,6 +633,11 @@ pub enum Origin {
     Api,
     /// A person of the organization, in the console.
     Human(Person),
+    /// A meeting's confirmation or reminder (`meetingId` in the event's data): the
+    /// lead's reply to it is a "Meeting reply".
+    Meeting {
+        meeting_id: String,
+    },
 }
 
 /// A person acting in the console: the user's id and display name, as events and
@@ -651,6 +656,7 @@ impl Origin {
             Origin::Keyword => "keyword",
             Origin::Api => "api",
             Origin::Human(_) => "human",
+            Origin::Meeting { .. } => "meeting",
         }
     }
 }
@@ -855,6 +861,9 @@ pub enum JobKind {
     /// A possible opt-out nobody decided within 10 business days: it becomes an opt-out
     /// (source `timeout`).
     HoldTimeout,
+    /// A reminder of meeting `meeting_id` before its `start`: nothing when the meeting
+    /// is no longer booked at that start (moved or canceled since).
+    Reminder { meeting_id: String, start: Micros },
 }
 
 /// A lead held by a possible opt-out (`consent_holds`), until a person, the assistant's
@@ -1200,6 +1209,9 @@ pub struct HandlingRecord {
     pub failed_send: Option<FailedSend>,
     /// The last message, for the inbox's row.
     pub last_message: Option<LastMessage>,
+    /// The newest message to the lead was a meeting's confirmation or reminder
+    /// (`origin: "meeting"`): a reply to it is a "Meeting reply".
+    pub meeting_message: bool,
 }
 
 /// A send that failed (or whose fate is unknown): its event and when it ended so.

@@ -61,6 +61,7 @@ macro_rules! all_tables {
         $apply!(LEAD_NOTIFIED);
         $apply!(NOTIFICATIONS);
         $apply!(CAMPAIGN_COUNTS);
+        $apply!(CAMPAIGN_MEETINGS);
         $apply!(PAUSED_CAMPAIGNS);
         $apply!(CONSENT_LEDGER);
         $apply!(CONSENT_STATE);
@@ -262,6 +263,10 @@ pub const NOTIFICATIONS_KEPT: usize = 200;
 /// counted-only facets of the lead index (`Facet::Campaign`).
 pub const CAMPAIGN_COUNTS: TableDefinition<(&str, &str, &str), u64> =
     TableDefinition::new("campaign_counts");
+/// (org, profile, lead id) → (): the leads a campaign's `meetingsBooked` counted (once
+/// each, when a meeting was booked while they followed the profile).
+pub const CAMPAIGN_MEETINGS: TableDefinition<(&str, &str, &str), ()> =
+    TableDefinition::new("campaign_meetings");
 /// (org, profile) → when it was paused: a paused campaign runs no cadence step; its
 /// engagements read `paused` until it resumes (`domain::engagement::campaigns`).
 pub const PAUSED_CAMPAIGNS: TableDefinition<(&str, &str), i64> =

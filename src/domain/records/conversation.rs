@@ -1,7 +1,8 @@
 //! Where a lead's conversation stands, kept in the write of every event
 //! (`events::record` calls [`on_event`]): whether it has one, its last message, whether
-//! that message is the lead's and unanswered, the newest send that failed, and whether
-//! a person answered since the assistant handed the lead off. The inbox and the
+//! that message is the lead's and unanswered, the newest send that failed, whether
+//! a person answered since the assistant handed the lead off, and whether the newest
+//! message to the lead was a meeting's confirmation or reminder. The inbox and the
 //! "Needs attention" reasons read this (through the lead search's index), never the
 //! events.
 
@@ -51,6 +52,9 @@ pub fn on_event(
             new.awaiting_reply = shape.owner == Owner::Lead;
         }
         let origin = data.get("origin").and_then(Value::as_str);
+        if newest && shape.owner == Owner::User {
+            new.meeting_message = origin == Some("meeting");
+        }
         if shape.owner == Owner::User && origin == Some("human") {
             new.handoff_answered = true;
         }

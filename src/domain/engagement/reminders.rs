@@ -1,0 +1,224 @@
+//! Meeting reminders: a calendar's `reminders` (e.g. `24h`, `1h`) before a booked
+//! meeting's start, each an agenda row (`JobKind::Reminder`) scheduled in the write that
+//! books or moves the meeting ([`schedule`], through `engagement::reactions`).
+//!
+//! A row names the meeting and the start it reminds of; when it falls due,
+//! [`claim_reminder`] sends nothing if the meeting is no longer booked at that start
+//! (moved: the move scheduled its own rows; canceled: none), or if the start has passed.
+//! A reminder due in quiet hours goes at the window's end if that is still before the
+//! meeting, else not at all. It goes through the gate (informational outreach), by SMS
+//! when the lead has a phone, else by email, marked `origin: "meeting"` with its
+//! `meetingId`, so that a reply to it can be told (`attention::Attention::MeetingReply`).
+
+use chrono::{DateTime, Utc};
+
+use crate::channel::Channel;
+use crate::domain::contact::compliance::{self, Block, Initiative};
+use crate::domain::contact::quiet_hours::outside_quiet_hours;
+use crate::domain::engagement::agenda::{self, Taken};
+use crate::domain::engagement::claims::Claim;
+use crate::domain::engagement::outbound;
+use crate::domain::settings::org::business_name;
+use crate::error::Result;
+use crate::store::calendars::{CalendarReader, MeetingRecord, MeetingStatus};
+use crate::store::rows::{JobKind, LeadRecord, Origin, Purpose};
+use crate::store::{Reader, WriteTx};
+use crate::time::Micros;
+
+/// The channel a reminder goes on for `lead`: SMS when it has a phone, else email (none
+/// without either).
+pub fn channel_for(lead: &LeadRecord) -> Option<Channel> {
+    if !lead.phone.is_empty() {
+        Some(Channel::Sms)
+    } else if !lead.email.is_empty() {
+        Some(Channel::Email)
+    } else {
+        None
+    }
+}
+
+/// `start` as the lead reads it in `zone`: `Tue Dec 2, 3:00 PM CST` (UTC for an
+/// unknown zone).
+pub fn when(start: Micros, zone: &str) -> String {
+    let at = DateTime::<Utc>::from_timestamp_micros(start).unwrap_or_default();
+    match zone.parse::<chrono_tz::Tz>() {
+        Ok(tz) => at
+            .with_timezone(&tz)
+            .format("%a %b %-d, %-I:%M %p %Z")
+            .to_string(),
+        Err(_) => at.format("%a %b %-d, %-I:%M %p UTC").to_string(),
+    }
+}
+
+/// The reminder's text: `Reminder: your meeting with Acme Solar is Tue Dec 2, 3:00 PM
+/// CST (Phone call). Reply R to reschedule or C to cancel.`
+pub fn text(business: &str, meeting: &MeetingRecord) -> String {
+    let place = if meeting.location.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", meeting.location)
+    };
+    format!(
+        "Reminder: your meeting with {business} is {}{place}. Reply R to reschedule or C to cancel.",
+        when(meeting.start, &meeting.time_zone)
+    )
+}
+
+/// Schedules the reminders of meeting `id` (booked or just moved) by its calendar's
+/// `reminders`; a reminder whose time has already passed is not scheduled. Rows of an
+/// earlier start stay, and do nothing when due.
+pub fn schedule(tx: &mut WriteTx, org: &str, id: &str, now: Micros) -> Result<()> {
+    let Some(meeting) = tx.meeting(org, id)? else {
+        return Ok(());
+    };
+    if meeting.status != MeetingStatus::Booked {
+        return Ok(());
+    }
+    let Some(calendar) = tx.calendar(org, &meeting.calendar)? else {
+        return Ok(());
+    };
+    for before in &calendar.reminders {
+        let Ok(before) = crate::duration::parse(before) else {
+            continue;
+        };
+        let before = i64::try_from(before.as_micros()).unwrap_or(i64::MAX);
+        let due = meeting.start.saturating_sub(before);
+        if due <= now {
+            continue;
+        }
+        agenda::schedule(
+            tx,
+            org,
+            &meeting.lead_id,
+            due,
+            JobKind::Reminder {
+                meeting_id: meeting.id.clone(),
+                start: meeting.start,
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// A due reminder of meeting `meeting_id` at `start`: nothing when the meeting is no
+/// longer booked at that start or has begun; deferred to the quiet window's end when
+/// that is before the meeting, dropped when it is not; else sent through the gate.
+/// `early` is the compliance service's answer, asked before the write.
+#[allow(clippy::too_many_arguments)]
+pub fn claim_reminder(
+    tx: &mut WriteTx,
+    row: Taken,
+    org: &str,
+    lead_id: &str,
+    meeting_id: &str,
+    start: Micros,
+    early: Option<Block>,
+    now: DateTime<Utc>,
+) -> Result<Claim> {
+    let skip = |why: &str| {
+        tracing::info!(
+            org,
+            lead = lead_id,
+            meeting = meeting_id,
+            why,
+            "reminder not sent"
+        );
+        Ok(Claim::Done)
+    };
+    let Some(meeting) = tx
+        .meeting(org, meeting_id)?
+        .filter(|m| m.status == MeetingStatus::Booked && m.start == start)
+    else {
+        return skip("moved or canceled");
+    };
+    if now.timestamp_micros() >= meeting.start {
+        return skip("the meeting has begun");
+    }
+    let Some(lead) = tx.lead(org, lead_id)?.filter(|l| l.deleted_at.is_none()) else {
+        return skip("the lead is gone");
+    };
+    let Some(channel) = channel_for(&lead) else {
+        return skip("no phone or email");
+    };
+    if let Some(end) = outside_quiet_hours(tx, org, &lead, now)? {
+        let end = end.timestamp_micros();
+        if end >= meeting.start {
+            return skip("quiet hours last until the meeting");
+        }
+        agenda::schedule_deferred(
+            tx,
+            org,
+            lead_id,
+            end,
+            row.key().0,
+            JobKind::Reminder {
+                meeting_id: meeting_id.to_string(),
+                start,
+            },
+        )?;
+        tracing::info!(
+            org,
+            lead = lead_id,
+            meeting = meeting_id,
+            until = end,
+            "reminder deferred by quiet hours"
+        );
+        return Ok(Claim::Done);
+    }
+    let initiative = Initiative::Outreach(Purpose::Informational);
+    if let Some(block) = compliance::recheck(tx, org, &lead, channel, initiative, early)? {
+        compliance::record_block(tx, org, lead, channel, &block, None)?;
+        return Ok(Claim::Done);
+    }
+    let business = business_name(tx, org)?;
+    let body = text(&business, &meeting);
+    let subject =
+        (channel == Channel::Email).then(|| format!("Reminder: your meeting with {business}"));
+    let attempt = outbound::begin(
+        tx,
+        org,
+        lead,
+        channel,
+        &body,
+        subject.as_deref(),
+        Origin::Meeting {
+            meeting_id: meeting.id.clone(),
+        },
+    )?;
+    Ok(Claim::Send(Box::new(attempt)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reminder_reads_in_the_meetings_zone() {
+        let start = crate::time::parse("2025-12-02T21:00:00Z").unwrap_or_default();
+        let meeting = MeetingRecord {
+            id: "mtg_1".into(),
+            lead_id: "lead_1".into(),
+            calendar: "sales".into(),
+            start,
+            end: start,
+            time_zone: "America/Chicago".into(),
+            status: MeetingStatus::Booked,
+            booked_by: crate::store::calendars::BookedBy::Api,
+            location: "Phone call".into(),
+            calendar_sync: crate::store::calendars::CalendarSync::None,
+            sync_error: String::new(),
+            sequence: 0,
+            created_at: 0,
+            updated_at: 0,
+        };
+        assert_eq!(
+            text("Acme Solar", &meeting),
+            "Reminder: your meeting with Acme Solar is Tue Dec 2, 3:00 PM CST (Phone call). Reply R to reschedule or C to cancel."
+        );
+        let nowhere = MeetingRecord {
+            location: String::new(),
+            ..meeting
+        };
+        assert!(text("Acme Solar", &nowhere).contains("3:00 PM CST. Reply R"));
+    }
+}
