@@ -4,7 +4,8 @@
 //!
 //! A row names the meeting and the start it reminds of; when it falls due,
 //! [`claim_reminder`] sends nothing if the meeting is no longer booked at that start
-//! (moved: the move scheduled its own rows; canceled: none), or if the start has passed.
+//! (moved: the move scheduled its own rows; canceled: none), if the start has passed,
+//! or while the assistant is off for the lead (nothing automated is sent then).
 //! A reminder due in quiet hours goes at the window's end if that is still before the
 //! meeting, else not at all. It goes through the gate (informational outreach), by SMS
 //! when the lead has a phone, else by email, marked `origin: "meeting"` with its
@@ -137,6 +138,10 @@ pub fn claim_reminder(
     let Some(lead) = tx.lead(org, lead_id)?.filter(|l| l.deleted_at.is_none()) else {
         return skip("the lead is gone");
     };
+    if !lead.is_ai_on {
+        // Nothing automated is sent while the assistant is off for the lead.
+        return skip("the assistant is off for the lead");
+    }
     let Some(channel) = channel_for(&lead) else {
         return skip("no phone or email");
     };
