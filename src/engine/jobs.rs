@@ -131,7 +131,7 @@ impl Engine {
                 self.store
                     .write(move |tx| {
                         claims::taking(tx, &key, |tx, row| {
-                            reminders::claim_reminder(
+                            claims::claim_reminder(
                                 tx,
                                 row,
                                 &org,

@@ -3,7 +3,7 @@
 //! books or moves the meeting ([`schedule`], through `engagement::reactions`).
 //!
 //! A row names the meeting and the start it reminds of; when it falls due,
-//! [`claim_reminder`] sends nothing if the meeting is no longer booked at that start
+//! `claims::claim_reminder` sends nothing if the meeting is no longer booked at that start
 //! (moved: the move scheduled its own rows; canceled: none), if the start has passed,
 //! or while the assistant is off for the lead (nothing automated is sent then).
 //! A reminder due in quiet hours goes at the window's end if that is still before the
@@ -14,16 +14,11 @@
 use chrono::{DateTime, Utc};
 
 use crate::channel::Channel;
-use crate::domain::contact::compliance::{self, Block, Initiative};
-use crate::domain::contact::quiet_hours::outside_quiet_hours;
-use crate::domain::engagement::agenda::{self, Taken};
-use crate::domain::engagement::claims::Claim;
-use crate::domain::engagement::outbound;
-use crate::domain::settings::org::business_name;
+use crate::domain::engagement::agenda;
 use crate::error::Result;
 use crate::store::calendars::{CalendarReader, MeetingRecord, MeetingStatus};
-use crate::store::rows::{JobKind, LeadRecord, Origin, Purpose};
-use crate::store::{Reader, WriteTx};
+use crate::store::rows::{JobKind, LeadRecord};
+use crate::store::WriteTx;
 use crate::time::Micros;
 
 /// The channel a reminder goes on for `lead`: SMS when it has a phone, else email (none
@@ -99,98 +94,6 @@ pub fn schedule(tx: &mut WriteTx, org: &str, id: &str, now: Micros) -> Result<()
         )?;
     }
     Ok(())
-}
-
-/// A due reminder of meeting `meeting_id` at `start`: nothing when the meeting is no
-/// longer booked at that start or has begun; deferred to the quiet window's end when
-/// that is before the meeting, dropped when it is not; else sent through the gate.
-/// `early` is the compliance service's answer, asked before the write.
-#[allow(clippy::too_many_arguments)]
-pub fn claim_reminder(
-    tx: &mut WriteTx,
-    row: Taken,
-    org: &str,
-    lead_id: &str,
-    meeting_id: &str,
-    start: Micros,
-    early: Option<Block>,
-    now: DateTime<Utc>,
-) -> Result<Claim> {
-    let skip = |why: &str| {
-        tracing::info!(
-            org,
-            lead = lead_id,
-            meeting = meeting_id,
-            why,
-            "reminder not sent"
-        );
-        Ok(Claim::Done)
-    };
-    let Some(meeting) = tx
-        .meeting(org, meeting_id)?
-        .filter(|m| m.status == MeetingStatus::Booked && m.start == start)
-    else {
-        return skip("moved or canceled");
-    };
-    if now.timestamp_micros() >= meeting.start {
-        return skip("the meeting has begun");
-    }
-    let Some(lead) = tx.lead(org, lead_id)?.filter(|l| l.deleted_at.is_none()) else {
-        return skip("the lead is gone");
-    };
-    if !lead.is_ai_on {
-        // Nothing automated is sent while the assistant is off for the lead.
-        return skip("the assistant is off for the lead");
-    }
-    let Some(channel) = channel_for(&lead) else {
-        return skip("no phone or email");
-    };
-    if let Some(end) = outside_quiet_hours(tx, org, &lead, now)? {
-        let end = end.timestamp_micros();
-        if end >= meeting.start {
-            return skip("quiet hours last until the meeting");
-        }
-        agenda::schedule_deferred(
-            tx,
-            org,
-            lead_id,
-            end,
-            row.key().0,
-            JobKind::Reminder {
-                meeting_id: meeting_id.to_string(),
-                start,
-            },
-        )?;
-        tracing::info!(
-            org,
-            lead = lead_id,
-            meeting = meeting_id,
-            until = end,
-            "reminder deferred by quiet hours"
-        );
-        return Ok(Claim::Done);
-    }
-    let initiative = Initiative::Outreach(Purpose::Informational);
-    if let Some(block) = compliance::recheck(tx, org, &lead, channel, initiative, early)? {
-        compliance::record_block(tx, org, lead, channel, &block, None)?;
-        return Ok(Claim::Done);
-    }
-    let business = business_name(tx, org)?;
-    let body = text(&business, &meeting);
-    let subject =
-        (channel == Channel::Email).then(|| format!("Reminder: your meeting with {business}"));
-    let attempt = outbound::begin(
-        tx,
-        org,
-        lead,
-        channel,
-        &body,
-        subject.as_deref(),
-        Origin::Meeting {
-            meeting_id: meeting.id.clone(),
-        },
-    )?;
-    Ok(Claim::Send(Box::new(attempt)))
 }
 
 #[cfg(test)]
