@@ -68,7 +68,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                             th scope="col" { "Campaign" } th scope="col" { "Enrolled" } th scope="col" { "Active" }
                             th scope="col" { "Finished" } th scope="col" { "Stopped" } th scope="col" { "Replied" }
                             th scope="col" { "Hot" } th scope="col" { "Qualified" } th scope="col" { "Handed off" }
-                            th scope="col" { "Opted out" }
+                            th scope="col" { "Opted out" } th scope="col" { "Meetings booked" }
                         } }
                         tbody {
                             @for (s, paused) in &rows {
@@ -86,6 +86,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                                     @for rate in Rate::ALL {
                                         td data-label=(rate.wire()) { (share(n(&s[rate.wire()]), enrolled)) }
                                     }
+                                    td data-label="Meetings booked" { (share(n(&s["meetingsBooked"]), enrolled)) }
                                 }
                             }
                         }
@@ -150,6 +151,7 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
                 dt { "Qualified" } dd { (share(n(&stats[Rate::Qualified.wire()]), enrolled)) }
                 dt { "Handed off" } dd { (share(n(&stats[Rate::HandedOff.wire()]), enrolled)) }
                 dt { "Opted out" } dd { (share(n(&stats[Rate::OptedOut.wire()]), enrolled)) }
+                dt { "Meetings booked" } dd { (share(n(&stats["meetingsBooked"]), enrolled)) }
             }
             h2 { "Waiting" }
             @if waits.is_empty() {

@@ -319,4 +319,20 @@ async fn a_campaign_counts_each_lead_that_booked_while_enrolled_once() {
     let numbers = stats(ts, &org.read).await;
     assert_eq!(numbers["meetingsBooked"], json!(1), "{numbers}");
     assert_eq!(numbers["enrolled"], json!(1), "{numbers}");
+
+    // The console shows it as a count and a share of enrolled.
+    let password = ts.user("acme", "pat@example.com", "Pat", "agent").await;
+    let agent = ts.sign_in("pat@example.com", &password).await;
+    for path in ["/console/campaigns", "/console/campaigns/solar"] {
+        let page = ts
+            .console(Method::GET, path, Some(&agent.cookie), None, &[])
+            .await
+            .text();
+        assert!(page.contains("Meetings booked"), "{path}: {page}");
+        assert!(
+            page.contains(r#"<td data-label="Meetings booked">1 (100%)</td>"#)
+                || page.contains("<dt>Meetings booked</dt><dd>1 (100%)</dd>"),
+            "{path}: {page}"
+        );
+    }
 }
