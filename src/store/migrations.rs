@@ -734,6 +734,39 @@ mod tests {
     }
 
     #[test]
+    fn schema_8_handling_gains_meeting_message_false_and_new_rows_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v8.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        let old = HandlingRecord {
+            owner: "user_1".into(),
+            awaiting_reply: true,
+            ..HandlingRecord::default()
+        };
+        let new = HandlingRecord {
+            meeting_message: true,
+            ..old.clone()
+        };
+        {
+            let mut table = txn.open_table(LEAD_HANDLING).unwrap();
+            // Schema 8's layout: the same record without its last field (one byte).
+            let mut v8 = encode(&old).unwrap();
+            v8.pop();
+            table.insert(("org", "old"), v8.as_slice()).unwrap();
+            table
+                .insert(("org", "new"), encode(&new).unwrap().as_slice())
+                .unwrap();
+        }
+        handling_gains_meeting_message(&txn).unwrap();
+        let table = txn.open_table(LEAD_HANDLING).unwrap();
+        let read = |id: &str| -> HandlingRecord {
+            decode(table.get(("org", id)).unwrap().unwrap().value()).unwrap()
+        };
+        assert_eq!(read("old"), old);
+        assert_eq!(read("new"), new);
+    }
+
+    #[test]
     fn schema_6_orgs_keep_no_consent_requirement_while_new_ones_get_voice_marketing() {
         use crate::store::rows::{ConsentRequired, EngineSettings, OrgRecord, OrgSettings};
         let dir = tempfile::tempdir().unwrap();
