@@ -1,8 +1,8 @@
 //! Meeting reminders (`../shared/spec/appointments.md`): scheduled in the booking's
 //! write by the calendar's `reminders`, moved by a reschedule, nothing after a cancel,
 //! quiet hours (sent at the window's end if that is before the meeting, else dropped);
-//! a reply to one with the assistant off needs attention as "Meeting reply"; a
-//! campaign's `meetingsBooked`. A due reminder is made due now (`reminders_due_now`)
+//! a reply to one with the assistant off needs attention as "Meeting reply", with it on
+//! goes to the assistant, which sees `nextMeeting`; a campaign's `meetingsBooked`. A due reminder is made due now (`reminders_due_now`)
 //! rather than waited for.
 
 use chrono::{DateTime, Duration, DurationRound, Utc};
@@ -335,4 +335,46 @@ async fn a_campaign_counts_each_lead_that_booked_while_enrolled_once() {
             "{path}: {page}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_to_a_reminder_with_the_assistant_on_goes_to_it_with_the_next_meeting() {
+    let org = setup().await;
+    let (ts, admin, write) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    let model = engaged::testkit::model::FakeModel::start().await;
+    set_org(ts, admin, &model.settings()).await;
+    put_profile(
+        ts,
+        admin,
+        "assist",
+        &json!({"instructions": "Be brief.",
+                "cadence": [sms_step("1d", "Checking in.")], "replyDelay": "1s"}),
+    )
+    .await;
+    let phone = "+15551230001";
+    let ada = lead(
+        ts,
+        write,
+        json!({"firstName": "Ada", "phone": phone, "timeZone": "America/Chicago",
+               "customerProfile": "assist"}),
+    )
+    .await;
+    let (start, start_text) = slot(Duration::hours(48));
+    book(ts, write, &ada, &start_text).await;
+    ts.reminders_due_now("acme", &ada).await;
+    wait_outbound(ts, write, &ada, 2).await;
+    inbound_sms(ts, write, phone, "C").await;
+    model.wait_requests(1, WAIT).await;
+    let system = model.requests()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let when = start
+        .with_timezone(&chrono_tz::America::Chicago)
+        .format("%a %b %-d, %-I:%M %p %Z")
+        .to_string();
+    assert!(
+        system.contains(&format!("\"nextMeeting\":\"{when}\"")),
+        "{when} in {system}"
+    );
 }
