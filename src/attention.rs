@@ -31,6 +31,10 @@ pub struct Signals {
     pub assistant_error: bool,
     /// A possible opt-out holds the lead until a person decides.
     pub possible_opt_out: bool,
+    /// The newest message to the lead was a meeting's confirmation or reminder.
+    pub meeting_message: bool,
+    /// The start of the lead's next booked meeting.
+    pub next_meeting_at: Option<Micros>,
 }
 
 /// Why a lead needs a person now ("Needs attention").
@@ -46,15 +50,19 @@ pub enum Attention {
     AssistantError,
     /// A possible opt-out holds the lead: "Opt out" or "Not an opt-out".
     PossibleOptOut,
+    /// The lead answered a meeting's confirmation or reminder while the assistant is off
+    /// for it, and the meeting is still ahead: until a person replies or it passes.
+    MeetingReply,
 }
 
 impl Attention {
-    pub const ALL: [Attention; 5] = [
+    pub const ALL: [Attention; 6] = [
         Attention::HandedOff,
         Attention::Waiting,
         Attention::SendFailed,
         Attention::AssistantError,
         Attention::PossibleOptOut,
+        Attention::MeetingReply,
     ];
 
     /// The reason's name (its facet is `attn:<name>`).
@@ -65,6 +73,7 @@ impl Attention {
             Attention::SendFailed => "send_failed",
             Attention::AssistantError => "error",
             Attention::PossibleOptOut => "possible_opt_out",
+            Attention::MeetingReply => "meeting_reply",
         }
     }
 
@@ -76,25 +85,38 @@ impl Attention {
             Attention::SendFailed => "Send failed",
             Attention::AssistantError => "Assistant error",
             Attention::PossibleOptOut => "Possible opt-out",
+            Attention::MeetingReply => "Meeting reply",
         }
     }
 
     /// Whether the reason can end with time alone, without a write (a failed send
-    /// older than [`FAILED_SEND_WINDOW`]): the notifier's tick looks for those.
+    /// older than [`FAILED_SEND_WINDOW`], a meeting reply whose meeting has passed): the
+    /// notifier's tick looks for those.
     pub fn expires(self) -> bool {
-        matches!(self, Attention::SendFailed)
+        matches!(self, Attention::SendFailed | Attention::MeetingReply)
     }
 
     /// Whether the reason holds for a lead with `signals` at `now`.
     pub fn holds(self, signals: &Signals, now: Micros) -> bool {
         match self {
             Attention::HandedOff => signals.handed_off && !signals.handoff_answered,
-            Attention::Waiting => signals.awaiting_reply && !signals.ai_on,
+            // A reply to a meeting's message is the more precise reason.
+            Attention::Waiting => {
+                signals.awaiting_reply
+                    && !signals.ai_on
+                    && !Attention::MeetingReply.holds(signals, now)
+            }
             Attention::SendFailed => signals
                 .failed_send_at
                 .is_some_and(|at| now - at < FAILED_SEND_WINDOW),
             Attention::AssistantError => signals.assistant_error,
             Attention::PossibleOptOut => signals.possible_opt_out,
+            Attention::MeetingReply => {
+                signals.meeting_message
+                    && signals.awaiting_reply
+                    && !signals.ai_on
+                    && signals.next_meeting_at.is_some_and(|at| at > now)
+            }
         }
     }
 
@@ -156,6 +178,23 @@ mod tests {
             ..Signals::default()
         };
         assert_eq!(Attention::of(&held, NOW), [Attention::PossibleOptOut]);
+        let meeting = Signals {
+            awaiting_reply: true,
+            meeting_message: true,
+            next_meeting_at: Some(NOW + 1),
+            ..Signals::default()
+        };
+        assert_eq!(Attention::of(&meeting, NOW), [Attention::MeetingReply]);
+        let passed = Signals {
+            next_meeting_at: Some(NOW),
+            ..meeting
+        };
+        assert_eq!(Attention::of(&passed, NOW), [Attention::Waiting]);
+        let assisted = Signals {
+            ai_on: true,
+            ..meeting
+        };
+        assert!(Attention::of(&assisted, NOW).is_empty());
         let all = Signals {
             handed_off: true,
             awaiting_reply: true,
@@ -164,7 +203,9 @@ mod tests {
             possible_opt_out: true,
             ..Signals::default()
         };
-        assert_eq!(Attention::of(&all, NOW), Attention::ALL);
+        let mut all_but_meeting = Attention::ALL.to_vec();
+        all_but_meeting.retain(|r| *r != Attention::MeetingReply);
+        assert_eq!(Attention::of(&all, NOW), all_but_meeting);
     }
 
     #[test]
@@ -179,7 +220,7 @@ mod tests {
         assert!(!Attention::SendFailed.holds(&failed, NOW));
         assert!(Attention::of(&failed, NOW + 1).is_empty());
         let expiring: Vec<Attention> = Attention::ALL.into_iter().filter(|r| r.expires()).collect();
-        assert_eq!(expiring, [Attention::SendFailed]);
+        assert_eq!(expiring, [Attention::SendFailed, Attention::MeetingReply]);
     }
 
     #[test]
@@ -188,6 +229,6 @@ mod tests {
             Attention::ALL.iter().map(|r| r.name()).collect();
         let words: std::collections::BTreeSet<_> =
             Attention::ALL.iter().map(|r| r.words()).collect();
-        assert_eq!((names.len(), words.len()), (5, 5));
+        assert_eq!((names.len(), words.len()), (6, 6));
     }
 }

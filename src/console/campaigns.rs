@@ -68,7 +68,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                             th scope="col" { "Campaign" } th scope="col" { "Enrolled" } th scope="col" { "Active" }
                             th scope="col" { "Finished" } th scope="col" { "Stopped" } th scope="col" { "Replied" }
                             th scope="col" { "Hot" } th scope="col" { "Qualified" } th scope="col" { "Handed off" }
-                            th scope="col" { "Opted out" }
+                            th scope="col" { "Opted out" } th scope="col" { "Meetings booked" }
                         } }
                         tbody {
                             @for (s, paused) in &rows {
@@ -86,6 +86,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                                     @for rate in Rate::ALL {
                                         td data-label=(rate_label(rate)) { (share(n(&s[rate.wire()]), enrolled)) }
                                     }
+                                    td data-label="Meetings booked" { (share(n(&s["meetingsBooked"]), enrolled)) }
                                 }
                             }
                         }
@@ -218,6 +219,7 @@ fn cards(stats: &Value) -> Markup {
     for rate in Rate::ALL {
         items.push((rate_label(rate).into(), n(&stats[rate.wire()])));
     }
+    items.push(("Meetings booked".into(), n(&stats["meetingsBooked"])));
     if let Some(stopped) = stats["stopped"].as_object() {
         for (reason, count) in stopped {
             if n(count) > 0 {

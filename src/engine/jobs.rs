@@ -13,7 +13,7 @@ use crate::channel::Channel;
 use crate::domain::contact::hold;
 use crate::domain::engagement::agenda::JobKey;
 use crate::domain::engagement::claims::{self, Claim};
-use crate::domain::engagement::outbound;
+use crate::domain::engagement::{outbound, reminders};
 use crate::domain::voice::voice;
 use crate::error::Result;
 use crate::providers::callbacks::{self, CallHook};
@@ -120,6 +120,34 @@ impl Engine {
             JobKind::Enrolment { job } => {
                 return self.enrol_in_bulk(key, &org, &job).await.map(|_| Ran::Done)
             }
+            JobKind::Reminder { meeting_id, start } => {
+                let channel = self.reminder_channel(&org, &lead)?;
+                if let (Some(channel), false) = (channel, paced) {
+                    if let Some(far) = self.take_slot(&org, channel).await? {
+                        return Ok(Ran::Parked(far));
+                    }
+                }
+                let early = match channel {
+                    Some(channel) => self.ask_service(&org, &lead, channel).await?,
+                    None => None,
+                };
+                self.store
+                    .write(move |tx| {
+                        claims::taking(tx, &key, |tx, row| {
+                            claims::claim_reminder(
+                                tx,
+                                row,
+                                &org,
+                                &lead,
+                                &meeting_id,
+                                start,
+                                early.clone(),
+                                Utc::now(),
+                            )
+                        })
+                    })
+                    .await?
+            }
             JobKind::PostCall { call_id } => {
                 return self.post_call(key, &org, &call_id).await.map(|_| Ran::Done)
             }
@@ -135,6 +163,16 @@ impl Engine {
             }
         };
         self.carry_out(claim).await.map(|_| Ran::Done)
+    }
+
+    /// The channel a reminder to the lead would go on, if it has a phone or an email.
+    fn reminder_channel(&self, org: &str, lead: &str) -> Result<Option<Channel>> {
+        Ok(self
+            .store
+            .read()?
+            .lead(org, lead)?
+            .as_ref()
+            .and_then(reminders::channel_for))
     }
 
     /// The channel of step `index` of the lead's cadence, if it still has one.

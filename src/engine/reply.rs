@@ -527,10 +527,21 @@ struct Conversation {
 }
 
 /// The lead's fields the model may know, as data (the system message quotes it as
-/// JSON; nothing in it is an instruction).
+/// JSON; nothing in it is an instruction); with a booked meeting ahead, `nextMeeting`
+/// (in the lead's zone, as a reminder writes it) so that a reply to a confirmation or
+/// reminder can be answered, moved or canceled.
 pub(super) fn lead_data(lead: &LeadRecord) -> Value {
     let tags: Vec<&str> = lead.tags.iter().map(|t| t.name.as_str()).collect();
+    let next_meeting = lead.next_meeting_at.map(|at| {
+        let zone = if lead.time_zone.is_empty() {
+            "UTC"
+        } else {
+            &lead.time_zone
+        };
+        crate::domain::engagement::reminders::when(at, zone)
+    });
     serde_json::json!({
+        "nextMeeting": next_meeting,
         "firstName": lead.first_name,
         "lastName": lead.last_name,
         "phone": lead.phone,

@@ -427,6 +427,14 @@ impl WriteTx {
         Ok(true)
     }
 
+    /// Notes that campaign `profile` counted `lead`'s booked meeting
+    /// (`tables::CAMPAIGN_MEETINGS`); false when it had already.
+    pub fn mark_campaign_meeting(&mut self, org: &str, profile: &str, lead: &str) -> Result<bool> {
+        let mut table = self.open_write(CAMPAIGN_MEETINGS)?;
+        let new = table.insert((org, profile, lead), ())?.is_none();
+        Ok(new)
+    }
+
     /// Adds `delta` to a campaign counter (`tables::CAMPAIGN_COUNTS`); never below 0.
     pub fn add_campaign_count(
         &mut self,

@@ -43,6 +43,8 @@ pub fn signals(
         failed_send_at: handling.failed_send.as_ref().map(|f| f.at),
         assistant_error: engagement.is_some_and(|e| !e.last_error.is_empty()),
         possible_opt_out: engagement.is_some_and(|e| e.state == EngagementState::Held),
+        meeting_message: handling.meeting_message,
+        next_meeting_at: lead.next_meeting_at,
     }
 }
 

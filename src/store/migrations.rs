@@ -750,6 +750,7 @@ mod schema8 {
                     created_at: m.created_at,
                     from_lead: m.from_lead,
                 }),
+                meeting_message: false,
                 last_inbound_at,
             }
         }

@@ -633,6 +633,11 @@ pub enum Origin {
     Api,
     /// A person of the organization, in the console.
     Human(Person),
+    /// A meeting's confirmation or reminder (`meetingId` in the event's data): the
+    /// lead's reply to it is a "Meeting reply".
+    Meeting {
+        meeting_id: String,
+    },
 }
 
 /// A person acting in the console: the user's id and display name, as events and
@@ -651,6 +656,7 @@ impl Origin {
             Origin::Keyword => "keyword",
             Origin::Api => "api",
             Origin::Human(_) => "human",
+            Origin::Meeting { .. } => "meeting",
         }
     }
 }
@@ -858,6 +864,9 @@ pub enum JobKind {
     /// A bulk "Add to campaign" (`domain::engagement::bulk_enrolment`), run batch by
     /// batch; its row has no lead.
     Enrolment { job: String },
+    /// A reminder of meeting `meeting_id` before its `start`: nothing when the meeting
+    /// is no longer booked at that start (moved or canceled since).
+    Reminder { meeting_id: String, start: Micros },
 }
 
 /// A lead held by a possible opt-out (`consent_holds`), until a person, the assistant's
@@ -1206,6 +1215,9 @@ pub struct HandlingRecord {
     /// When the lead's newest own message (any channel) was created: the inbox's
     /// "Replied" tab and its unread markers.
     pub last_inbound_at: Option<Micros>,
+    /// The newest message to the lead was a meeting's confirmation or reminder
+    /// (`origin: "meeting"`): a reply to it is a "Meeting reply".
+    pub meeting_message: bool,
 }
 
 /// A send that failed (or whose fate is unknown): its event and when it ended so.

@@ -64,6 +64,7 @@ macro_rules! all_tables {
         $apply!(LEAD_NOTIFIED);
         $apply!(NOTIFICATIONS);
         $apply!(CAMPAIGN_COUNTS);
+        $apply!(CAMPAIGN_MEETINGS);
         $apply!(PAUSED_CAMPAIGNS);
         $apply!(CAMPAIGN_REPLIERS);
         $apply!(CONSENT_LEDGER);
@@ -284,6 +285,10 @@ pub const CAMPAIGN_COUNTS: TableDefinition<(&str, &str, &str), u64> =
 /// lead counts once however many messages it writes.
 pub const CAMPAIGN_REPLIERS: TableDefinition<(&str, &str, &str, u32), ()> =
     TableDefinition::new("campaign_repliers");
+/// (org, profile, lead id) → (): the leads a campaign's `meetingsBooked` counted (once
+/// each, when a meeting was booked while they followed the profile).
+pub const CAMPAIGN_MEETINGS: TableDefinition<(&str, &str, &str), ()> =
+    TableDefinition::new("campaign_meetings");
 /// (org, profile) → when it was paused: a paused campaign runs no cadence step; its
 /// engagements read `paused` until it resumes (`domain::engagement::campaigns`).
 pub const PAUSED_CAMPAIGNS: TableDefinition<(&str, &str), i64> =

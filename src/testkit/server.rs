@@ -14,6 +14,7 @@ use crate::admin::AdminRequest;
 use crate::config::Config;
 use crate::server::Server;
 use crate::testkit::https::{client_trusting, HttpsClient};
+use crate::time::Micros;
 
 /// A whole answer: status, headers and body.
 pub struct Response {
@@ -304,6 +305,56 @@ impl TestServer {
                 meeting.start = start;
                 meeting.updated_at = tx.tick();
                 tx.put_meeting(&org_id, &meeting, Some(&old))
+            })
+            .await
+            .expect("stored");
+    }
+
+    /// The meeting reminders of lead `id` of organization `org` (its name) in the
+    /// agenda: (due, meeting id, the start it reminds of), by due time.
+    pub async fn reminders(&self, org: &str, id: &str) -> Vec<(Micros, String, Micros)> {
+        let org_id = self.org_id(org).await;
+        let read = self.server.store().read().expect("a snapshot");
+        let rows = read
+            .due_agenda(Micros::MAX, &Default::default(), usize::MAX)
+            .expect("the agenda");
+        rows.due
+            .into_iter()
+            .filter(|(_, _, job)| job.org_id == org_id && job.lead_id == id)
+            .filter_map(|(due, _, job)| match job.kind {
+                crate::store::rows::JobKind::Reminder { meeting_id, start } => {
+                    Some((due, meeting_id, start))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Makes every meeting reminder of lead `id` of organization `org` due a second
+    /// ago, so the engine runs it now as it would at its time.
+    pub async fn reminders_due_now(&self, org: &str, id: &str) {
+        let org_id = self.org_id(org).await;
+        let read = self.server.store().read().expect("a snapshot");
+        let rows: Vec<_> = read
+            .due_agenda(Micros::MAX, &Default::default(), usize::MAX)
+            .expect("the agenda")
+            .due
+            .into_iter()
+            .filter(|(_, _, job)| {
+                let reminder = matches!(job.kind, crate::store::rows::JobKind::Reminder { .. });
+                reminder && job.org_id == org_id && job.lead_id == id
+            })
+            .collect();
+        self.server
+            .store()
+            .write(move |tx| {
+                let past = crate::time::now_micros() - 1_000_000;
+                for (due, job_id, job) in &rows {
+                    if tx.remove_agenda(*due, job_id)? {
+                        tx.put_agenda(past, job_id, job)?;
+                    }
+                }
+                Ok(())
             })
             .await
             .expect("stored");

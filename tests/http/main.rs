@@ -41,6 +41,7 @@ mod ops;
 mod policy;
 mod profiles;
 mod recordings;
+mod reminders;
 mod search;
 mod settings;
 mod signin;

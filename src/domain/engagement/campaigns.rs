@@ -1,5 +1,5 @@
 //! A campaign's numbers (a profile's): enrolled, by state and stop reason, the rates
-//! (replied, hot, qualified, handed off, opted out), the funnel by step and the sends
+//! (replied, hot, qualified, handed off, opted out), meetings booked, the funnel by step and the sends
 //! and replies of the last 30 days. `GET /v1/profiles/{name}/stats` and the console's
 //! campaign pages read them; nothing here scans leads or events.
 //!
@@ -168,6 +168,22 @@ pub fn is_opt_out(text: &str, own: &[String]) -> bool {
     OPT_OUT_KEYWORDS.contains(&word.as_str()) || revocation::read(text, own) == Reading::Definite
 }
 
+/// The campaign counter of leads with a meeting booked while enrolled.
+pub const MEETINGS_BOOKED: &str = "meetingsBooked";
+
+/// A meeting was booked for `lead`: when it follows a profile (enrolled, in any state),
+/// that campaign's `meetingsBooked` counts the lead, once (`campaign_meetings`); a
+/// cancellation does not un-count it (the number is of leads who booked).
+pub fn on_meeting_booked(tx: &mut WriteTx, org: &str, lead: &str) -> Result<()> {
+    let Some(profile) = profile_of(tx, org, lead)? else {
+        return Ok(());
+    };
+    if tx.mark_campaign_meeting(org, &profile, lead)? {
+        tx.add_campaign_count(org, &profile, MEETINGS_BOOKED, 1)?;
+    }
+    Ok(())
+}
+
 fn profile_of(tx: &WriteTx, org: &str, lead: &str) -> Result<Option<String>> {
     Ok(tx
         .engagement(org, lead)?
@@ -209,6 +225,10 @@ pub fn stats(read: &ReadTx, org: &str, name: &str) -> Result<Value> {
         };
         out.insert(rate.wire().into(), json!(n));
     }
+    out.insert(
+        MEETINGS_BOOKED.into(),
+        json!(get(MEETINGS_BOOKED.to_string())),
+    );
     let steps: Vec<Value> = profile
         .cadence
         .iter()

@@ -1,4 +1,5 @@
-//! Running agenda rows: what a due row becomes, decided inside one write job.
+//! Running agenda rows: what a due row becomes (a cadence step, a reply, a notice, a
+//! call, a meeting's reminder), decided inside one write job.
 //!
 //! The engine's scheduler leases a due row, takes it out of the agenda
 //! (`agenda::take`, through [`taking`]) and hands the proof ([`Taken`]) to one
@@ -18,20 +19,24 @@ use chrono::{DateTime, Utc};
 
 use crate::channel::Channel;
 use crate::domain::contact::compliance::{self, Block, Initiative};
+use crate::domain::contact::quiet_hours::outside_quiet_hours;
 use crate::domain::engagement::agenda::{self, JobKey, Taken};
 use crate::domain::engagement::enrolment;
 use crate::domain::engagement::outbound::{self, Attempt};
+use crate::domain::engagement::reminders;
 use crate::domain::engagement::waiting;
 use crate::domain::records::limits;
 use crate::domain::settings::org::business_name;
 use crate::domain::settings::templates;
 use crate::domain::voice::voice;
 use crate::error::Result;
+use crate::store::calendars::{CalendarReader, MeetingStatus};
 use crate::store::rows::{
     EngagementRecord, EngagementState, JobKind, LeadRecord, Origin, ProfileRecord, Purpose,
     StopReason,
 };
 use crate::store::{Reader, WriteTx};
+use crate::time::Micros;
 
 /// What a claimed row asks the engine to do next.
 #[derive(Debug)]
@@ -372,6 +377,98 @@ pub fn claim_call(
         return Ok(Claim::Done);
     }
     start_call(tx, org, lead, false, String::new())
+}
+
+/// A due reminder of meeting `meeting_id` at `start`: nothing when the meeting is no
+/// longer booked at that start or has begun; deferred to the quiet window's end when
+/// that is before the meeting, dropped when it is not; else sent through the gate.
+/// `early` is the compliance service's answer, asked before the write.
+#[allow(clippy::too_many_arguments)]
+pub fn claim_reminder(
+    tx: &mut WriteTx,
+    row: Taken,
+    org: &str,
+    lead_id: &str,
+    meeting_id: &str,
+    start: Micros,
+    early: Option<Block>,
+    now: DateTime<Utc>,
+) -> Result<Claim> {
+    let skip = |why: &str| {
+        tracing::info!(
+            org,
+            lead = lead_id,
+            meeting = meeting_id,
+            why,
+            "reminder not sent"
+        );
+        Ok(Claim::Done)
+    };
+    let Some(meeting) = tx
+        .meeting(org, meeting_id)?
+        .filter(|m| m.status == MeetingStatus::Booked && m.start == start)
+    else {
+        return skip("moved or canceled");
+    };
+    if now.timestamp_micros() >= meeting.start {
+        return skip("the meeting has begun");
+    }
+    let Some(lead) = tx.lead(org, lead_id)?.filter(|l| l.deleted_at.is_none()) else {
+        return skip("the lead is gone");
+    };
+    if !lead.is_ai_on {
+        // Nothing automated is sent while the assistant is off for the lead.
+        return skip("the assistant is off for the lead");
+    }
+    let Some(channel) = reminders::channel_for(&lead) else {
+        return skip("no phone or email");
+    };
+    if let Some(end) = outside_quiet_hours(tx, org, &lead, now)? {
+        let end = end.timestamp_micros();
+        if end >= meeting.start {
+            return skip("quiet hours last until the meeting");
+        }
+        agenda::schedule_deferred(
+            tx,
+            org,
+            lead_id,
+            end,
+            row.key().0,
+            JobKind::Reminder {
+                meeting_id: meeting_id.to_string(),
+                start,
+            },
+        )?;
+        tracing::info!(
+            org,
+            lead = lead_id,
+            meeting = meeting_id,
+            until = end,
+            "reminder deferred by quiet hours"
+        );
+        return Ok(Claim::Done);
+    }
+    let initiative = Initiative::Outreach(Purpose::Informational);
+    if let Some(block) = compliance::recheck(tx, org, &lead, channel, initiative, early)? {
+        compliance::record_block(tx, org, lead, channel, &block, None)?;
+        return Ok(Claim::Done);
+    }
+    let business = business_name(tx, org)?;
+    let body = reminders::text(&business, &meeting);
+    let subject =
+        (channel == Channel::Email).then(|| format!("Reminder: your meeting with {business}"));
+    let attempt = outbound::begin(
+        tx,
+        org,
+        lead,
+        channel,
+        &body,
+        subject.as_deref(),
+        Origin::Meeting {
+            meeting_id: meeting.id.clone(),
+        },
+    )?;
+    Ok(Claim::Send(Box::new(attempt)))
 }
 
 /// Records the call (queued, the lead's, AI-initiated) before the provider is asked to

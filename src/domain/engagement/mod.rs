@@ -10,4 +10,5 @@ pub mod claims;
 pub mod enrolment;
 pub mod outbound;
 pub mod reactions;
+pub mod reminders;
 pub mod waiting;

@@ -70,6 +70,7 @@ pub fn begin(
         Origin::Human(person) => {
             data["sentBy"] = json!({"userId": person.user_id, "name": person.name});
         }
+        Origin::Meeting { meeting_id } => data["meetingId"] = json!(meeting_id),
         Origin::Assistant | Origin::Keyword | Origin::Api => {}
     }
     let kind = MessageKind::of(channel);

@@ -4,13 +4,14 @@
 //! lead (its cadence stops, `replied`), a number added to the DNC list
 //! (`enrolment::on_dnc`), quiet hours or the time zone changed
 //! (`agenda::recompute_deferred`), a profile deleted (`enrolment::on_profile_deleted`), a
-//! meeting booked (the cadence stops, `meeting_booked`).
+//! meeting booked (the cadence stops, `meeting_booked`, and the campaign counts it), a
+//! meeting booked or moved (its reminders: `reminders::schedule`).
 //!
 //! Records and settings never call engagement: their writes return a
 //! `records::written::Written` owing these reactions, and `after` (or `.react(tx)`) is
 //! the only way to its value. Only this module reacts to a write.
 
-use crate::domain::engagement::{agenda, campaigns, enrolment};
+use crate::domain::engagement::{agenda, campaigns, enrolment, reminders};
 use crate::domain::records::written::{Reaction, Written};
 use crate::error::Result;
 use crate::store::rows::StopReason;
@@ -49,7 +50,11 @@ fn react_to(tx: &mut WriteTx, reaction: Reaction) -> Result<()> {
         }
         // A booked meeting is what the cadence was for.
         Reaction::MeetingBooked { org, lead } => {
+            campaigns::on_meeting_booked(tx, &org, &lead)?;
             enrolment::stop(tx, &org, &lead, StopReason::MeetingBooked)
+        }
+        Reaction::MeetingTimed { org, meeting } => {
+            reminders::schedule(tx, &org, &meeting, crate::time::now_micros())
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Where a lead's conversation stands, kept in the write of every event
 //! (`events::record` calls [`on_event`]): whether it has one, its last message (who
 //! wrote it, whether it is the lead's and unanswered), when the lead last wrote, the
-//! newest send that failed, and whether a person answered since the assistant handed
-//! the lead off. The inbox and the
+//! newest send that failed, whether a person answered since the assistant handed
+//! the lead off, and whether the newest message to the lead was a meeting's
+//! confirmation or reminder. The inbox and the
 //! "Needs attention" reasons read this (through the lead search's index), never the
 //! events.
 
@@ -56,6 +57,9 @@ pub fn on_event(
             new.last_inbound_at = Some(created_at);
         }
         let origin = data.get("origin").and_then(Value::as_str);
+        if newest && shape.owner == Owner::User {
+            new.meeting_message = origin == Some("meeting");
+        }
         if shape.owner == Owner::User && origin == Some("human") {
             new.handoff_answered = true;
         }

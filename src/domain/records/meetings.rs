@@ -7,7 +7,8 @@
 //! concurrent bookings of one slot exactly one commits and the others answer 409
 //! `Time not available`. Each booking, move, cancellation and close records a `MEETING`
 //! event on the lead (which carries `nextMeetingAt`), queues its webhook, and a booking
-//! owes engagement's reaction: the lead's cadence stops (`meeting_booked`).
+//! owes engagement's reaction: the lead's cadence stops (`meeting_booked`); a booking
+//! and a move owe the meeting's reminders (a cancellation's rows find it canceled).
 //!
 //! External busy times (a CalDAV collection's, read outside the writer) come in as a
 //! parameter: empty for the built-in calendar.
@@ -244,6 +245,10 @@ pub fn book(
             org: org.to_string(),
             lead: lead.id,
         })
+        .and_owing(Reaction::MeetingTimed {
+            org: org.to_string(),
+            meeting: meeting.id.clone(),
+        })
         .map(|()| meeting))
 }
 
@@ -286,7 +291,12 @@ pub fn reschedule(
         "rescheduled",
         Some(WebhookEvent::MeetingRescheduled),
     )?;
-    Ok(written.map(|()| meeting))
+    Ok(written
+        .and_owing(Reaction::MeetingTimed {
+            org: org.to_string(),
+            meeting: meeting.id.clone(),
+        })
+        .map(|()| meeting))
 }
 
 /// Cancels a booked meeting.

@@ -50,6 +50,8 @@ pub enum Reaction {
     ProfileDeleted { org: String, profile: String },
     /// A meeting was booked for the lead: its cadence stops (`meeting_booked`).
     MeetingBooked { org: String, lead: String },
+    /// Meeting `meeting` was booked or moved to a new start: its reminders.
+    MeetingTimed { org: String, meeting: String },
 }
 
 impl<T> Written<T> {
