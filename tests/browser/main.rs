@@ -5,8 +5,8 @@
 
 mod campaigns;
 mod consent;
-mod export;
 mod enrol;
+mod export;
 mod import;
 mod import_choices;
 mod inbox;
