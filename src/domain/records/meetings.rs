@@ -498,3 +498,67 @@ pub fn document(
         attendees,
     }
 }
+
+/// The assistant's `find_times` answers at most this many open times.
+pub const ASSISTANT_TIMES: usize = 5;
+
+/// `zone` as a time zone, UTC when it is none.
+fn tz_of(zone: &str) -> chrono_tz::Tz {
+    zone.parse().unwrap_or(chrono_tz::UTC)
+}
+
+/// A meeting time as a person reads it in `zone`: `Tue Dec 2, 3:00 PM CST`.
+pub fn words(t: Micros, zone: &str) -> String {
+    let tz = tz_of(zone);
+    chrono::DateTime::from_timestamp_micros(t)
+        .unwrap_or_default()
+        .with_timezone(&tz)
+        .format("%a %b %-d, %-I:%M %p %Z")
+        .to_string()
+}
+
+/// A meeting time as RFC 3339 with `zone`'s offset (`2025-12-02T15:00:00-06:00`).
+pub fn local_rfc3339(t: Micros, zone: &str) -> String {
+    let tz = tz_of(zone);
+    chrono::DateTime::from_timestamp_micros(t)
+        .unwrap_or_default()
+        .with_timezone(&tz)
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+}
+
+/// The assistant's `find_times`: up to [`ASSISTANT_TIMES`] open times of `calendar`, on
+/// `day` in `zone` (the lead's) or from now.
+pub fn assistant_times(
+    read: &ReadTx,
+    caller: &Caller,
+    calendar: &str,
+    zone: &str,
+    day: Option<chrono::NaiveDate>,
+    external: &[(Micros, Micros)],
+) -> Result<Vec<Micros>> {
+    use chrono::TimeZone;
+    let (from, to) = match day {
+        None => (None, None),
+        Some(day) => {
+            let tz = tz_of(zone);
+            let start_of = |d: chrono::NaiveDate| {
+                tz.from_local_datetime(&d.and_time(chrono::NaiveTime::MIN))
+                    .earliest()
+                    .map(|t| t.timestamp_micros())
+            };
+            let next = day.succ_opt().unwrap_or(day);
+            (start_of(day), start_of(next))
+        }
+    };
+    if day.is_some() && (from.is_none() || to.is_none()) {
+        return Ok(Vec::new());
+    }
+    let (_, mut times) = open_times(read, caller, calendar, from, to, external)?;
+    times.truncate(ASSISTANT_TIMES);
+    Ok(times)
+}
+
+/// The lead's next booked meeting (starting now or later).
+pub fn next_booked(tx: &WriteTx, org: &str, lead: &str) -> Result<Option<MeetingRecord>> {
+    tx.next_booked_meeting(org, lead, time::now_micros())
+}
