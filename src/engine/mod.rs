@@ -22,6 +22,7 @@
 //! - `recording_fetch`: a finished call's recording, streamed from the provider.
 //! - `notices`: the emails to people about leads that need attention.
 
+mod confirmations;
 mod email;
 mod gate;
 pub mod guard;

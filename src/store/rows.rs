@@ -855,6 +855,19 @@ pub enum JobKind {
     /// A possible opt-out nobody decided within 10 business days: it becomes an opt-out
     /// (source `timeout`).
     HoldTimeout,
+    /// The lead's confirmation of a meeting booked, moved or canceled, through the gate.
+    MeetingConfirmation {
+        meeting_id: String,
+        change: MeetingChange,
+    },
+}
+
+/// What happened to a meeting, as its confirmation tells the lead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MeetingChange {
+    Booked,
+    Moved,
+    Canceled,
 }
 
 /// A lead held by a possible opt-out (`consent_holds`), until a person, the assistant's

@@ -282,3 +282,71 @@ async fn the_assistant_finds_times_books_moves_and_cancels() {
         json!({"ok": false, "error": "The lead has no booked meeting"})
     );
 }
+
+/// The texts of the lead's outbound messages once there are `n`.
+async fn sent_texts(s: &Setup, n: usize) -> Vec<String> {
+    wait_outbound(&s.ts, &s.write, "L1", n)
+        .await
+        .iter()
+        .map(|m| str_of(&m["content"]["text"]).to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_booking_a_move_and_a_cancel_each_send_the_lead_one_confirmation() {
+    let s = start().await;
+    let (ts, write) = (&s.ts, s.write.as_str());
+    // Booked through the API: the same confirmation as the assistant's bookings.
+    let at = local(15, 0);
+    let booked = expect(
+        &ts.post(
+            write,
+            "/v1/leads/L1/meetings",
+            &json!({"calendar": "sales", "start": rfc3339(at)}),
+        )
+        .await,
+        201,
+    );
+    let id = str_of(&booked["id"]).to_string();
+    let first = sent_texts(&s, 1).await;
+    assert_eq!(
+        first,
+        [format!(
+            "You're booked: {} with {BUSINESS_NAME} (Phone call). Reply R to reschedule or C to cancel.",
+            words(at)
+        )]
+    );
+    let sent = wait_outbound(ts, write, "L1", 1).await;
+    assert_eq!(sent[0]["channel"], json!("sms"));
+    let event = wait_settled(ts, write, "L1", &sent[0]["id"]).await;
+    assert_sandbox_delivered(&event, "assistant");
+
+    let moved_to = local(16, 30);
+    expect(
+        &ts.post(
+            write,
+            &format!("/v1/meetings/{id}/reschedule"),
+            &json!({"start": rfc3339(moved_to)}),
+        )
+        .await,
+        200,
+    );
+    let second = sent_texts(&s, 2).await;
+    assert_eq!(
+        second[1],
+        format!(
+            "Your meeting moved to {} with {BUSINESS_NAME} (Phone call). Reply R to reschedule or C to cancel.",
+            words(moved_to)
+        )
+    );
+    expect(
+        &ts.post(write, &format!("/v1/meetings/{id}/cancel"), &json!({}))
+            .await,
+        200,
+    );
+    let third = sent_texts(&s, 3).await;
+    assert_eq!(
+        third[2],
+        format!("Your meeting on {} is canceled.", words(moved_to))
+    );
+}

@@ -7,7 +7,8 @@
 //! concurrent bookings of one slot exactly one commits and the others answer 409
 //! `Time not available`. Each booking, move, cancellation and close records a `MEETING`
 //! event on the lead (which carries `nextMeetingAt`), queues its webhook, and a booking
-//! owes engagement's reaction: the lead's cadence stops (`meeting_booked`).
+//! owes engagement's reaction: the lead's cadence stops (`meeting_booked`); each booking,
+//! move and cancellation owes the lead's confirmation ([`confirmation_text`]).
 //!
 //! External busy times (a CalDAV collection's, read outside the writer) come in as a
 //! parameter: empty for the built-in calendar.
@@ -28,6 +29,7 @@ use crate::ics::{self, MeetingIcs, Person};
 use crate::store::calendars::{
     BookedBy, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord, MeetingStatus,
 };
+use crate::store::rows::MeetingChange;
 use crate::store::{ReadTx, Reader, Start, WriteTx};
 use crate::time::{self, Micros};
 use crate::webhooks::{self, WebhookEvent};
@@ -198,6 +200,16 @@ fn record_change(
     Ok(written.map(|_| ()))
 }
 
+/// The lead's confirmation of `change`, owed by every booking, move and cancellation.
+fn confirmation(org: &str, meeting: &MeetingRecord, change: MeetingChange) -> Reaction {
+    Reaction::MeetingChanged {
+        org: org.to_string(),
+        lead: meeting.lead_id.clone(),
+        meeting: meeting.id.clone(),
+        change,
+    }
+}
+
 /// Books `input` for the lead: 409 `Time not available` unless the slot is open in this
 /// transaction. Owes the cadence's stop.
 pub fn book(
@@ -244,6 +256,7 @@ pub fn book(
             org: org.to_string(),
             lead: lead.id,
         })
+        .and_owing(confirmation(org, &meeting, MeetingChange::Booked))
         .map(|()| meeting))
 }
 
@@ -286,7 +299,9 @@ pub fn reschedule(
         "rescheduled",
         Some(WebhookEvent::MeetingRescheduled),
     )?;
-    Ok(written.map(|()| meeting))
+    Ok(written
+        .and_owing(confirmation(org, &meeting, MeetingChange::Moved))
+        .map(|()| meeting))
 }
 
 /// Cancels a booked meeting.
@@ -305,7 +320,9 @@ pub fn cancel(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<Written<Mee
         "canceled",
         Some(WebhookEvent::MeetingCanceled),
     )?;
-    Ok(written.map(|()| meeting))
+    Ok(written
+        .and_owing(confirmation(org, &meeting, MeetingChange::Canceled))
+        .map(|()| meeting))
 }
 
 /// Closes a meeting as `completed` or `no_show` (a booked one, or one closed before).
@@ -561,4 +578,32 @@ pub fn assistant_times(
 /// The lead's next booked meeting (starting now or later).
 pub fn next_booked(tx: &WriteTx, org: &str, lead: &str) -> Result<Option<MeetingRecord>> {
     tx.next_booked_meeting(org, lead, time::now_micros())
+}
+
+/// The lead's confirmation of `change` of the meeting at `start`, in `zone`:
+/// `You're booked: Tue Dec 2, 3:00 PM CST with Acme Solar (Phone call). Reply R to
+/// reschedule or C to cancel.`, `Your meeting moved to …`, `Your meeting on … is canceled.`
+pub fn confirmation_text(
+    change: MeetingChange,
+    start: Micros,
+    zone: &str,
+    business: &str,
+    location: &str,
+) -> String {
+    let when = words(start, zone);
+    let with = match (business.is_empty(), location.is_empty()) {
+        (false, false) => format!(" with {business} ({location})"),
+        (false, true) => format!(" with {business}"),
+        (true, false) => format!(" ({location})"),
+        (true, true) => String::new(),
+    };
+    match change {
+        MeetingChange::Booked => {
+            format!("You're booked: {when}{with}. Reply R to reschedule or C to cancel.")
+        }
+        MeetingChange::Moved => {
+            format!("Your meeting moved to {when}{with}. Reply R to reschedule or C to cancel.")
+        }
+        MeetingChange::Canceled => format!("Your meeting on {when} is canceled."),
+    }
 }

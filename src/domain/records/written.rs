@@ -50,6 +50,13 @@ pub enum Reaction {
     ProfileDeleted { org: String, profile: String },
     /// A meeting was booked for the lead: its cadence stops (`meeting_booked`).
     MeetingBooked { org: String, lead: String },
+    /// A meeting was booked, moved or canceled: the lead is sent its confirmation.
+    MeetingChanged {
+        org: String,
+        lead: String,
+        meeting: String,
+        change: crate::store::rows::MeetingChange,
+    },
 }
 
 impl<T> Written<T> {
