@@ -128,6 +128,7 @@ impl Engine {
                     }
                 }
                 let early = self.ask_service(&org, &lead, channel).await?;
+                self.invite(&org, &lead, &meeting_id, change, &text).await?;
                 self.store
                     .write(move |tx| {
                         claims::taking(tx, &key, |tx, row| {

@@ -350,3 +350,160 @@ async fn a_booking_a_move_and_a_cancel_each_send_the_lead_one_confirmation() {
         format!("Your meeting on {} is canceled.", words(moved_to))
     );
 }
+
+/// The `VCALENDAR` of each message the sink holds for `to`, with the message's
+/// `Content-Type` line of the calendar part.
+fn invitations(sink: &engaged::testkit::smtp::SmtpSink, to: &str) -> Vec<(String, String)> {
+    sink.messages()
+        .iter()
+        .filter(|m| m.contains(&format!("To: {to}")) && m.contains("BEGIN:VCALENDAR"))
+        .filter_map(|m| {
+            let kind = m
+                .lines()
+                .find(|l| l.starts_with("Content-Type: text/calendar"))?
+                .to_string();
+            let begin = m.find("BEGIN:VCALENDAR")?;
+            let end = m.find("END:VCALENDAR")? + "END:VCALENDAR".len();
+            Some((kind, m[begin..end].to_string() + "\r\n"))
+        })
+        .collect()
+}
+
+/// Python's `vobject` (else `icalendar`) reads `ics`: its METHOD, UID and SEQUENCE.
+fn python_reads(ics: &str) -> Option<String> {
+    let script = "import sys, vobject\ncal = vobject.readOne(open(sys.argv[1]).read())\nev = cal.vevent\nprint(cal.method.value, ev.uid.value, ev.sequence.value, ev.attendee.value, ev.organizer.value)";
+    // Debian's python3-vobject (installed with radicale) may sit beside another python3.
+    let Some(python) = ["python3", "/usr/bin/python3"].into_iter().find(|python| {
+        std::process::Command::new(python)
+            .args(["-c", "import vobject"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }) else {
+        eprintln!("NOTICE: python3-vobject is not installed; the invitation was parsed by the icalendar crate only");
+        return None;
+    };
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("invite.ics");
+    std::fs::write(&file, ics).expect("write");
+    let out = std::process::Command::new(python)
+        .args(["-c", script, file.to_str().expect("path")])
+        .output()
+        .expect("run python");
+    assert!(
+        out.status.success(),
+        "vobject: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Waits for `n` invitations to `to`.
+async fn wait_invitations(
+    sink: &engaged::testkit::smtp::SmtpSink,
+    to: &str,
+    n: usize,
+) -> Vec<(String, String)> {
+    poll(&format!("{n} invitation(s) to {to}"), WAIT, || async move {
+        let got = invitations(sink, to);
+        if got.len() >= n {
+            Ok(got)
+        } else {
+            Err(format!("{} messages", sink.messages().len()))
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lead_and_the_owner_get_itip_invitations_by_email() {
+    use icalendar::Component;
+    let sink = engaged::testkit::smtp::SmtpSink::start().await;
+    let org = Org::start_with(|c| c.public_url = Some("https://engaged.example".into())).await;
+    let (ts, admin, write) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    set_business(ts, admin).await;
+    set_org(
+        ts,
+        admin,
+        &json!({"providers": {"email": {"kind": "smtp", "host": "127.0.0.1",
+        "port": sink.port, "security": "none", "from": "Acme Solar <sales@acme.example>"}}}),
+    )
+    .await;
+    expect(
+        &ts.put(admin, "/v1/calendars/sales", &always_open()).await,
+        200,
+    );
+    let lead = ts
+        .create_lead(
+            write,
+            &json!({"firstName": "Ada", "email": "ada@example.com", "timeZone": ZONE}),
+        )
+        .await;
+    let lead = str_of(&lead["id"]).to_string();
+    let booked = expect(
+        &ts.post(
+            write,
+            &format!("/v1/leads/{lead}/meetings"),
+            &json!({"calendar": "sales", "start": rfc3339(local(15, 0))}),
+        )
+        .await,
+        201,
+    );
+    let id = str_of(&booked["id"]).to_string();
+    let uid = format!("{id}@engaged");
+    let check = |(kind, ics): &(String, String), method: &str, sequence: u32| {
+        // Parameter values' case is not significant (RFC 2045): lettre writes `utf-8`.
+        assert_eq!(
+            kind.to_ascii_lowercase(),
+            format!("content-type: text/calendar; method={method}; charset=utf-8")
+                .to_ascii_lowercase()
+        );
+        let parsed: icalendar::Calendar = ics.parse().expect("the icalendar crate reads it");
+        assert!(ics.contains(&format!("METHOD:{method}")), "{ics}");
+        let event = parsed.events().next().expect("one VEVENT");
+        assert_eq!(event.get_uid(), Some(uid.as_str()));
+        assert_eq!(event.get_sequence(), Some(sequence));
+        if let Some(read) = python_reads(ics) {
+            assert_eq!(
+                read,
+                format!("{method} {uid} {sequence} mailto:ada@example.com mailto:ana@acme.example")
+            );
+        }
+    };
+    let lead_got = wait_invitations(&sink, "ada@example.com", 1).await;
+    check(&lead_got[0], "REQUEST", 0);
+    let owner_got = wait_invitations(&sink, "ana@acme.example", 1).await;
+    check(&owner_got[0], "REQUEST", 0);
+    // The confirmation went by email too (the lead has no phone).
+    let sent = wait_outbound(ts, write, &lead, 1).await;
+    assert_eq!(sent[0]["channel"], json!("email"));
+
+    expect(
+        &ts.post(
+            write,
+            &format!("/v1/meetings/{id}/reschedule"),
+            &json!({"start": rfc3339(local(16, 0))}),
+        )
+        .await,
+        200,
+    );
+    check(
+        &wait_invitations(&sink, "ada@example.com", 2).await[1],
+        "REQUEST",
+        1,
+    );
+    expect(
+        &ts.post(write, &format!("/v1/meetings/{id}/cancel"), &json!({}))
+            .await,
+        200,
+    );
+    check(
+        &wait_invitations(&sink, "ada@example.com", 3).await[2],
+        "CANCEL",
+        2,
+    );
+    check(
+        &wait_invitations(&sink, "ana@acme.example", 3).await[2],
+        "CANCEL",
+        2,
+    );
+}
