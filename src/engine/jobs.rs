@@ -148,6 +148,35 @@ impl Engine {
                     })
                     .await?
             }
+            JobKind::MeetingConfirmation { meeting_id, change } => {
+                let Some((channel, text)) = self.confirmation(&org, &lead, &meeting_id, change)?
+                else {
+                    return self.drop_job(key).await.map(|_| Ran::Done);
+                };
+                if !paced {
+                    if let Some(far) = self.take_slot(&org, channel).await? {
+                        return Ok(Ran::Parked(far));
+                    }
+                }
+                let early = self.ask_service(&org, &lead, channel).await?;
+                self.invite(&org, &lead, &meeting_id, change, &text).await?;
+                self.store
+                    .write(move |tx| {
+                        claims::taking(tx, &key, |tx, row| {
+                            claims::claim_meeting_confirmation(
+                                tx,
+                                row,
+                                &org,
+                                &lead,
+                                &meeting_id,
+                                channel,
+                                &text,
+                                early.clone(),
+                            )
+                        })
+                    })
+                    .await?
+            }
             JobKind::PostCall { call_id } => {
                 return self.post_call(key, &org, &call_id).await.map(|_| Ran::Done)
             }

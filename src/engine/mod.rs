@@ -23,6 +23,7 @@
 //! - `notices`: the emails to people about leads that need attention.
 
 mod bulk_enrolment;
+mod confirmations;
 mod email;
 mod gate;
 pub mod guard;

@@ -91,7 +91,7 @@ impl Engine {
             let read = self.store.read()?;
             self.prepare(&read, &key, org, lead_id, channel)?
         };
-        let (settings, instructions, lead, history) = match prepared {
+        let (settings, instructions, lead, history, booking) = match prepared {
             Prepared::Drop => return self.drop_reply(&key, org, lead_id, None).await,
             Prepared::Defer(until) => {
                 let (key, org, lead) = (key.clone(), org.to_string(), lead_id.to_string());
@@ -106,8 +106,9 @@ impl Engine {
                     instructions,
                     lead,
                     history,
+                    booking,
                 } = *conversation;
-                (settings, instructions, lead, history)
+                (settings, instructions, lead, history, booking)
             }
         };
         let data = lead_data(&lead);
@@ -118,6 +119,7 @@ impl Engine {
             channel,
             local_time: &local_time,
             history: &history,
+            booking,
         };
         let (said, _) = self
             .converse(org, lead_id, channel, &settings, &context, false)
@@ -288,6 +290,7 @@ impl Engine {
             channel,
             local_time: &local_time,
             history: &history,
+            booking: false,
         };
         let server = model_server(&settings);
         let max_tokens = assistant::max_tokens(&server, channel);
@@ -332,6 +335,7 @@ impl Engine {
             channel,
             local_time: "(a sample time)",
             history: turns,
+            booking: false,
         };
         let server = model_server(&settings);
         let max_tokens = assistant::max_tokens(&server, channel);
@@ -457,16 +461,16 @@ impl Engine {
         if let Some(until) = outside_quiet_hours(read, org, &lead, Utc::now())? {
             return Ok(Prepared::Defer(until));
         }
-        let instructions = read
-            .profile(org, &lead.customer_profile)?
-            .map(|p| p.instructions)
-            .unwrap_or_default();
+        let profile = read.profile(org, &lead.customer_profile)?;
+        let booking = profile.as_ref().is_some_and(|p| !p.calendar.is_empty());
+        let instructions = profile.map(|p| p.instructions).unwrap_or_default();
         let history = conversation(read, org, lead_id)?;
         Ok(Prepared::Ask(Box::new(Conversation {
             settings,
             instructions,
             lead,
             history,
+            booking,
         })))
     }
 
@@ -524,6 +528,8 @@ struct Conversation {
     instructions: String,
     lead: LeadRecord,
     history: Vec<Turn>,
+    /// The lead's profile has a calendar: the booking tools are offered.
+    booking: bool,
 }
 
 /// The lead's fields the model may know, as data (the system message quotes it as

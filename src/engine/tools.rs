@@ -4,6 +4,11 @@
 //! whose id is the tool call's). A tool the model named wrongly, or called with
 //! malformed arguments, is recorded with `result.ok == false` and changes nothing.
 //!
+//! With a calendar on the lead's profile the booking tools apply too (`find_times`,
+//! `book_meeting`, `reschedule_meeting`, `cancel_meeting`, through
+//! `records::meetings`, bookedBy `assistant`); their open times are read outside the
+//! writer, and a booking at a time that is not open answers them (`openTimes`).
+//!
 //! Bounds on one answer (enforced by `reply::converse`, which calls [`Engine::apply_tool`]
 //! and [`Engine::record_refused`]): at most [`MAX_TOOL_CALLS`] calls are applied, the
 //! rest recorded as [`TOO_MANY`]; `handoff` and `opt_out` apply once ([`ONCE`]).
@@ -22,10 +27,12 @@ use crate::domain::engagement::reactions::React;
 use crate::domain::engagement::{agenda, enrolment};
 use crate::domain::records::events;
 use crate::domain::records::leads::{self, LeadPatch, LeadText};
+use crate::domain::records::meetings::{self, BookInput};
 use crate::domain::records::tags;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::model::tools::{self as assistant, Tool, ToolCallRequest};
+use crate::store::calendars::{BookedBy, MeetingRecord};
 use crate::store::rows::{JobKind, StopReason, SystemEvent, TagRecord};
 use crate::store::{EventKey, Reader, WriteTx};
 use crate::time::now_micros;
@@ -78,16 +85,37 @@ impl Engine {
         call: &ToolCallRequest,
         transfer_available: bool,
     ) -> Result<(Value, Effect)> {
-        let parsed = parse(call, channel == Channel::Voice);
+        let booking = self.booking_of(org, lead)?;
+        let parsed = parse(call, channel == Channel::Voice, booking.is_some());
+        // Open times are read outside the writer: `find_times`' answer, and a booking's
+        // answer when its time is taken.
+        let times = match (&parsed, &booking) {
+            (Ok(Tool::FindTimes { day }), Some(b)) => Some(b.times(&self.store, org, *day)),
+            (Ok(Tool::BookMeeting { .. } | Tool::RescheduleMeeting { .. }), Some(b)) => {
+                Some(b.times(&self.store, org, None))
+            }
+            _ => None,
+        };
+        let times = times.transpose()?.unwrap_or_default();
         let (org, lead, call) = (org.to_string(), lead.to_string(), call.clone());
         self.store
             .write(move |tx| {
                 let caller = Caller::system(&org);
+                let booking = booking.as_ref().map(|b| (b, times.as_slice()));
                 let (result, effect) = match &parsed {
                     Err(error) => (json!({"ok": false, "error": error}), Effect::Continue),
                     Ok(tool) => {
-                        match apply(tx, &caller, &lead, channel, tool, transfer_available) {
-                            Ok(effect) => (json!({"ok": true}), effect),
+                        let applied = apply(
+                            tx,
+                            &caller,
+                            &lead,
+                            channel,
+                            tool,
+                            transfer_available,
+                            booking,
+                        );
+                        match applied {
+                            Ok(done) => done,
                             Err(Error::Internal(cause)) => return Err(Error::Internal(cause)),
                             Err(refused) => (
                                 json!({"ok": false, "error": refused.to_string()}),
@@ -129,8 +157,8 @@ impl Engine {
 /// The call checked into a `Tool` (`providers::model::tools::parse_tool`), and
 /// `add_tag`'s name refused, as a malformed argument, when it makes no tag id
 /// (`records::tags::tag_id`).
-fn parse(call: &ToolCallRequest, voice: bool) -> std::result::Result<Tool, String> {
-    match assistant::parse_tool(call, voice)? {
+fn parse(call: &ToolCallRequest, voice: bool, booking: bool) -> std::result::Result<Tool, String> {
+    match assistant::parse_tool(call, voice, booking)? {
         Tool::AddTag { name } if tags::tag_id(&name).is_empty() => {
             Err("invalid argument: name (needs a letter or a digit)".into())
         }
@@ -138,8 +166,136 @@ fn parse(call: &ToolCallRequest, voice: bool) -> std::result::Result<Tool, Strin
     }
 }
 
-/// Applies `tool` for `lead`. A refusal comes before any change (the domain functions
-/// check first), so the caller may still record the call in the same job.
+/// The calendar the lead's profile books on, and the zone its times are written in.
+#[derive(Debug, Clone)]
+pub(super) struct Booking {
+    calendar: String,
+    /// The lead's time zone, else the organization's.
+    zone: String,
+}
+
+impl Booking {
+    /// Up to 5 open times (on `day`, else from now), on a snapshot.
+    fn times(
+        &self,
+        store: &crate::store::Store,
+        org: &str,
+        day: Option<chrono::NaiveDate>,
+    ) -> Result<Vec<i64>> {
+        // The built-in calendar's busy times; CalDAV's come from its cache.
+        meetings::assistant_times(
+            &store.read()?,
+            &Caller::system(org),
+            &self.calendar,
+            &self.zone,
+            day,
+            &[],
+        )
+    }
+
+    /// Open times as the model is shown them: the words and the value to book.
+    fn shown(&self, times: &[i64]) -> Value {
+        Value::Array(
+            times
+                .iter()
+                .map(|&t| {
+                    json!({
+                        "time": meetings::words(t, &self.zone),
+                        "start": meetings::local_rfc3339(t, &self.zone),
+                    })
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Engine {
+    /// The lead's profile's calendar, when it names one.
+    fn booking_of(&self, org: &str, lead: &str) -> Result<Option<Booking>> {
+        let read = self.store.read()?;
+        let Some(record) = read.lead(org, lead)? else {
+            return Ok(None);
+        };
+        let calendar = read
+            .profile(org, &record.customer_profile)?
+            .map(|p| p.calendar)
+            .unwrap_or_default();
+        if calendar.is_empty() {
+            return Ok(None);
+        }
+        let org_zone = read.engine_settings(org)?.time_zone;
+        let zone = crate::domain::contact::quiet_hours::zone_of(&record, &org_zone).to_string();
+        Ok(Some(Booking { calendar, zone }))
+    }
+}
+
+/// The booking tools: `find_times` answers `times` (read before the write); a booking or
+/// a move at a time that is not open answers the open times instead and changes nothing.
+fn apply_booking(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead: &str,
+    tool: &Tool,
+    (booking, times): (&Booking, &[i64]),
+) -> Result<Value> {
+    let taken = |error: &Error| matches!(error, Error::Conflict(m) if m == "Time not available");
+    let refused_time = || {
+        json!({
+            "ok": false,
+            "error": "Time not available",
+            "openTimes": booking.shown(times),
+        })
+    };
+    let done = |m: &MeetingRecord| {
+        json!({
+            "ok": true,
+            "meetingId": m.id,
+            "time": meetings::words(m.start, &booking.zone),
+            "start": meetings::local_rfc3339(m.start, &booking.zone),
+        })
+    };
+    let next = |tx: &WriteTx| -> Result<MeetingRecord> {
+        meetings::next_booked(tx, &caller.org_id, lead)?
+            .ok_or_else(|| Error::BadRequest("The lead has no booked meeting".into()))
+    };
+    Ok(match tool {
+        Tool::FindTimes { .. } => json!({"ok": true, "times": booking.shown(times)}),
+        Tool::BookMeeting { start } => {
+            let input = BookInput {
+                calendar: booking.calendar.clone(),
+                start: *start,
+            };
+            match meetings::book(tx, caller, lead, &input, BookedBy::Assistant, &[]) {
+                Ok(written) => done(&written.react(tx)?),
+                Err(e) if taken(&e) => refused_time(),
+                Err(e) => return Err(e),
+            }
+        }
+        Tool::RescheduleMeeting { start } => {
+            let meeting = next(tx)?;
+            match meetings::reschedule(tx, caller, &meeting.id, *start, &[]) {
+                Ok(written) => done(&written.react(tx)?),
+                Err(e) if taken(&e) => refused_time(),
+                Err(e) => return Err(e),
+            }
+        }
+        Tool::CancelMeeting => {
+            let meeting = next(tx)?;
+            let canceled = meetings::cancel(tx, caller, &meeting.id).react(tx)?;
+            json!({
+                "ok": true,
+                "meetingId": canceled.id,
+                "canceled": meetings::words(canceled.start, &booking.zone),
+            })
+        }
+        _ => json!({"ok": true}),
+    })
+}
+
+/// Applies `tool` for `lead`: its result for the model and what it means for the
+/// conversation. A refusal comes before any change (the domain functions check first),
+/// so the caller may still record the call in the same job. `booking`: the lead's
+/// calendar and the open times read for this call.
 fn apply(
     tx: &mut WriteTx,
     caller: &Caller,
@@ -147,7 +303,8 @@ fn apply(
     channel: Channel,
     tool: &Tool,
     transfer_available: bool,
-) -> Result<Effect> {
+    booking: Option<(&Booking, &[i64])>,
+) -> Result<(Value, Effect)> {
     let patch = |tx: &mut WriteTx, set: &dyn Fn(&mut LeadPatch) -> Result<()>| -> Result<()> {
         let mut patch = LeadPatch::default();
         set(&mut patch)?;
@@ -174,11 +331,23 @@ fn apply(
         Tool::OptOut { channels } => {
             controls::unsubscribe(tx, caller, lead, channels.as_deref())?;
             hold::settle_opted_out(tx, &caller.org_id, lead, None)?;
-            return Ok(Effect::OptedOut);
+            return Ok((json!({"ok": true}), Effect::OptedOut));
         }
         Tool::Handoff { reason } => {
             handoff(tx, caller, lead, channel, reason)?;
-            return Ok(Effect::HandedOff);
+            return Ok((json!({"ok": true}), Effect::HandedOff));
+        }
+        Tool::FindTimes { .. }
+        | Tool::BookMeeting { .. }
+        | Tool::RescheduleMeeting { .. }
+        | Tool::CancelMeeting => {
+            // Parsed only when the profile has a calendar.
+            let booking =
+                booking.ok_or_else(|| Error::BadRequest("The profile has no calendar".into()))?;
+            return Ok((
+                apply_booking(tx, caller, lead, tool, booking)?,
+                Effect::Continue,
+            ));
         }
         Tool::ScheduleCall { at } => {
             let record = leads::live_lead(tx, caller, lead)?;
@@ -219,9 +388,9 @@ fn apply(
                 "no transfer number is set for this call; keep talking".into(),
             ));
         }
-        Tool::Transfer => return Ok(Effect::Transfer),
+        Tool::Transfer => return Ok((json!({"ok": true}), Effect::Transfer)),
     }
-    Ok(Effect::Continue)
+    Ok((json!({"ok": true}), Effect::Continue))
 }
 
 /// `handoff`: the assistant is switched off, the cadence stops (`handoff`), and a
@@ -308,12 +477,16 @@ mod tests {
 
     #[test]
     fn add_tag_needs_a_name_that_makes_a_tag_id() {
-        let err = |name: &str, args: &str| parse(&call(name, args), false).unwrap_err();
+        let err = |name: &str, args: &str| parse(&call(name, args), false, false).unwrap_err();
         // Moved here from `providers::model::tools` with the tag-id rule.
         assert!(err("add_tag", r#"{"name": " !? "}"#).starts_with("invalid argument: name"));
         assert_eq!(err("add_tag", "{}"), "missing argument: name");
         assert_eq!(
-            parse(&call("add_tag", r#"{"name": "Solar Panels"}"#), false),
+            parse(
+                &call("add_tag", r#"{"name": "Solar Panels"}"#),
+                false,
+                false
+            ),
             Ok(Tool::AddTag {
                 name: "Solar Panels".into()
             })

@@ -57,6 +57,8 @@ struct CallContext {
     settings: Option<AssistantSettings>,
     /// The profile has a transfer number.
     transfer_available: bool,
+    /// A known lead whose profile has a calendar: the booking tools are offered.
+    booking: bool,
     greeting: String,
     /// The transcript had no turn yet (the greeting is recorded once).
     fresh: bool,
@@ -126,6 +128,7 @@ impl Engine {
                 .unwrap_or_default(),
             // The assistant talks to unknown callers and to leads whose assistant is on.
             settings: settings.filter(|_| lead.as_ref().is_none_or(|l: &LeadRecord| l.is_ai_on)),
+            booking: lead.is_some() && profile.as_ref().is_some_and(|p| !p.calendar.is_empty()),
             transfer_available: profile.is_some_and(|p| !p.transfer_number.is_empty()),
             greeting: session.greeting,
             fresh,
@@ -297,6 +300,7 @@ impl Engine {
             channel: Channel::Voice,
             local_time: &call.local_time,
             history: heard,
+            booking: call.booking,
         };
         self.converse(
             &call.org,

@@ -29,6 +29,7 @@ use std::time::Duration;
 use lettre::address::Envelope;
 use lettre::message::header::{ContentType, HeaderName, HeaderValue, MIME_VERSION_1_0};
 use lettre::message::Mailbox;
+use lettre::message::{MultiPart, SinglePart};
 use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
 use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
@@ -97,12 +98,33 @@ impl Smtp {
     /// Sends `message` to its `to` address, trusting `trust` for TLS; retries what
     /// failed before the content.
     pub async fn send(&self, trust: &OutboundTrust, message: &Outgoing) -> SendOutcome {
+        self.send_with(trust, message, None).await
+    }
+
+    /// Sends `message` with an iTIP part (RFC 6047): `multipart/alternative` of the text
+    /// and `text/calendar; method=...; charset=UTF-8` holding `ics`.
+    pub async fn send_invitation(
+        &self,
+        trust: &OutboundTrust,
+        message: &Outgoing,
+        method: crate::ics::Method,
+        ics: &str,
+    ) -> SendOutcome {
+        self.send_with(trust, message, Some((method, ics))).await
+    }
+
+    async fn send_with(
+        &self,
+        trust: &OutboundTrust,
+        message: &Outgoing,
+        calendar: Option<(crate::ics::Method, &str)>,
+    ) -> SendOutcome {
         let Composed {
             envelope,
             bytes,
             message_id,
             needs_utf8,
-        } = match self.compose(message) {
+        } = match self.compose(message, calendar) {
             Ok(composed) => composed,
             Err(code) => {
                 return SendOutcome::Refused {
@@ -151,7 +173,11 @@ impl Smtp {
 
     /// The envelope, the formatted message and its `Message-ID`; an error code when an
     /// address does not parse.
-    fn compose(&self, out: &Outgoing) -> Result<Composed, String> {
+    fn compose(
+        &self,
+        out: &Outgoing,
+        calendar: Option<(crate::ics::Method, &str)>,
+    ) -> Result<Composed, String> {
         let from: Mailbox = self
             .settings
             .from
@@ -168,8 +194,7 @@ impl Smtp {
             .to(to.clone())
             .subject(out.subject.clone().unwrap_or_default())
             .message_id(Some(message_id.clone()))
-            .header(MIME_VERSION_1_0)
-            .header(ContentType::TEXT_PLAIN);
+            .header(MIME_VERSION_1_0);
         if let Some(thread) = &out.thread {
             builder = builder
                 .in_reply_to(thread.in_reply_to.clone())
@@ -187,9 +212,22 @@ impl Smtp {
                     "List-Unsubscribe=One-Click".to_string(),
                 ));
         }
-        let message = builder
-            .body(text)
-            .map_err(|_| "invalid-message".to_string())?;
+        let message = match calendar {
+            None => builder.header(ContentType::TEXT_PLAIN).body(text),
+            Some((method, ics)) => {
+                let kind = ContentType::parse(&format!(
+                    "text/calendar; method={}; charset=UTF-8",
+                    method.as_str()
+                ))
+                .map_err(|_| "invalid-message".to_string())?;
+                builder.multipart(
+                    MultiPart::alternative()
+                        .singlepart(SinglePart::plain(text))
+                        .singlepart(SinglePart::builder().header(kind).body(ics.to_string())),
+                )
+            }
+        }
+        .map_err(|_| "invalid-message".to_string())?;
         let needs_utf8 = !from.email.to_string().is_ascii() || !to.email.to_string().is_ascii();
         let from = envelope_address(&from.email).map_err(|_| "invalid-from".to_string())?;
         let to = envelope_address(&to.email).map_err(|_| "invalid-recipient".to_string())?;
@@ -416,7 +454,7 @@ mod tests {
 
     #[test]
     fn every_message_says_mime_version_1_0() {
-        let composed = smtp().compose(&outgoing("ada@example.com")).unwrap();
+        let composed = smtp().compose(&outgoing("ada@example.com"), None).unwrap();
         let raw = String::from_utf8(composed.bytes).unwrap();
         assert!(raw.contains("\r\nMIME-Version: 1.0\r\n"), "{raw}");
         assert!(!composed.needs_utf8);
@@ -424,14 +462,18 @@ mod tests {
 
     #[test]
     fn a_non_ascii_address_needs_smtputf8_and_its_domain_goes_idna_encoded() {
-        let composed = smtp().compose(&outgoing("jörg@bücher.example")).unwrap();
+        let composed = smtp()
+            .compose(&outgoing("jörg@bücher.example"), None)
+            .unwrap();
         assert!(composed.needs_utf8);
         let to = composed.envelope.to()[0].to_string();
         assert_eq!(to, "jörg@xn--bcher-kva.example");
-        let composed = smtp().compose(&outgoing("Ada@Example.COM")).unwrap();
+        let composed = smtp().compose(&outgoing("Ada@Example.COM"), None).unwrap();
         assert!(!composed.needs_utf8);
         assert_eq!(composed.envelope.to()[0].to_string(), "Ada@Example.COM");
-        let composed = smtp().compose(&outgoing("ada@bücher.example")).unwrap();
+        let composed = smtp()
+            .compose(&outgoing("ada@bücher.example"), None)
+            .unwrap();
         assert!(composed.needs_utf8);
         assert_eq!(
             composed.envelope.to()[0].to_string(),

@@ -291,6 +291,26 @@ impl WriteTx {
     pub fn next_meeting(&self, org: &str, lead: &str, after: Micros) -> Result<Option<Micros>> {
         first_booked(&*self.open_read(MEETINGS_BY_LEAD)?, org, lead, after)
     }
+
+    /// The lead's first booked meeting starting at or after `after`, whole.
+    pub fn next_booked_meeting(
+        &self,
+        org: &str,
+        lead: &str,
+        after: Micros,
+    ) -> Result<Option<MeetingRecord>> {
+        let by_lead = self.open_read(MEETINGS_BY_LEAD)?;
+        let mut range = by_lead.range::<(&str, &str, i64, &str)>((org, lead, after, "")..)?;
+        let Some(row) = range.next() else {
+            return Ok(None);
+        };
+        let (key, _) = row?;
+        let (row_org, row_lead, _, id) = key.value();
+        if row_org != org || row_lead != lead {
+            return Ok(None);
+        }
+        self.record(MEETINGS, (org, id))
+    }
 }
 
 impl ReadTx {

@@ -867,6 +867,19 @@ pub enum JobKind {
     /// A reminder of meeting `meeting_id` before its `start`: nothing when the meeting
     /// is no longer booked at that start (moved or canceled since).
     Reminder { meeting_id: String, start: Micros },
+    /// The lead's confirmation of a meeting booked, moved or canceled, through the gate.
+    MeetingConfirmation {
+        meeting_id: String,
+        change: MeetingChange,
+    },
+}
+
+/// What happened to a meeting, as its confirmation tells the lead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MeetingChange {
+    Booked,
+    Moved,
+    Canceled,
 }
 
 /// A lead held by a possible opt-out (`consent_holds`), until a person, the assistant's

@@ -10,6 +10,7 @@ mod twilio_signing;
 
 mod assistant;
 mod auth;
+mod booking;
 mod caldav;
 mod calls;
 mod campaigns;

@@ -343,6 +343,46 @@ fn reply_subject(tx: &WriteTx, org: &str) -> Result<String> {
     Ok(format!("Re: your message to {}", business_name(tx, org)?))
 }
 
+/// A meeting's confirmation `text` to the lead on `channel`: through the gate's local
+/// steps (as a reply: the lead's own booking, no marketing purpose), recorded as the
+/// assistant's message; nothing to a lead that is gone.
+pub fn claim_meeting_confirmation(
+    tx: &mut WriteTx,
+    _row: Taken,
+    org: &str,
+    lead_id: &str,
+    meeting_id: &str,
+    channel: Channel,
+    text: &str,
+    early: Option<Block>,
+) -> Result<Claim> {
+    let Some(lead) = live_lead(tx, org, lead_id)? else {
+        return Ok(Claim::Done);
+    };
+    if let Some(block) = compliance::recheck(tx, org, &lead, channel, Initiative::Reply, early)? {
+        compliance::record_block(tx, org, lead, channel, &block, None)?;
+        return Ok(Claim::Done);
+    }
+    let subject = (channel == Channel::Email).then(|| {
+        format!(
+            "Your meeting with {}",
+            business_name(tx, org).unwrap_or_default()
+        )
+    });
+    let attempt = outbound::begin(
+        tx,
+        org,
+        lead,
+        channel,
+        text,
+        subject.as_deref(),
+        Origin::Meeting {
+            meeting_id: meeting_id.to_string(),
+        },
+    )?;
+    Ok(Claim::Send(Box::new(attempt)))
+}
+
 /// A compliance text (keyword confirmation, help): past the gate, but never to a lead
 /// without a target.
 pub fn claim_notice(

@@ -5,7 +5,8 @@
 //! (`enrolment::on_dnc`), quiet hours or the time zone changed
 //! (`agenda::recompute_deferred`), a profile deleted (`enrolment::on_profile_deleted`), a
 //! meeting booked (the cadence stops, `meeting_booked`, and the campaign counts it), a
-//! meeting booked or moved (its reminders: `reminders::schedule`).
+//! meeting booked or moved (its reminders: `reminders::schedule`), a meeting booked,
+//! moved or canceled (its confirmation to the lead is scheduled, `MeetingConfirmation`).
 //!
 //! Records and settings never call engagement: their writes return a
 //! `records::written::Written` owing these reactions, and `after` (or `.react(tx)`) is
@@ -14,7 +15,7 @@
 use crate::domain::engagement::{agenda, campaigns, enrolment, reminders};
 use crate::domain::records::written::{Reaction, Written};
 use crate::error::Result;
-use crate::store::rows::StopReason;
+use crate::store::rows::{JobKind, StopReason};
 use crate::store::WriteTx;
 
 /// Runs the reactions `written` owes, in the order of its writes, in this transaction;
@@ -55,6 +56,19 @@ fn react_to(tx: &mut WriteTx, reaction: Reaction) -> Result<()> {
         }
         Reaction::MeetingTimed { org, meeting } => {
             reminders::schedule(tx, &org, &meeting, crate::time::now_micros())
+        }
+        // Sent by the engine, through the gate, never from this writer.
+        Reaction::MeetingChanged {
+            org,
+            lead,
+            meeting,
+            change,
+        } => {
+            let kind = JobKind::MeetingConfirmation {
+                meeting_id: meeting,
+                change,
+            };
+            agenda::schedule(tx, &org, &lead, crate::time::now_micros(), kind).map(|_| ())
         }
     }
 }

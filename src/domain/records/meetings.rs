@@ -8,7 +8,8 @@
 //! `Time not available`. Each booking, move, cancellation and close records a `MEETING`
 //! event on the lead (which carries `nextMeetingAt`), queues its webhook, and a booking
 //! owes engagement's reaction: the lead's cadence stops (`meeting_booked`); a booking
-//! and a move owe the meeting's reminders (a cancellation's rows find it canceled).
+//! and a move owe the meeting's reminders (a cancellation's rows find it canceled); each
+//! booking, move and cancellation owes the lead's confirmation ([`confirmation_text`]).
 //!
 //! External busy times (a CalDAV collection's, read outside the writer) come in as a
 //! parameter: empty for the built-in calendar.
@@ -29,6 +30,7 @@ use crate::ics::{self, MeetingIcs, Person};
 use crate::store::calendars::{
     BookedBy, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord, MeetingStatus,
 };
+use crate::store::rows::MeetingChange;
 use crate::store::{ReadTx, Reader, Start, WriteTx};
 use crate::time::{self, Micros};
 use crate::webhooks::{self, WebhookEvent};
@@ -199,6 +201,16 @@ fn record_change(
     Ok(written.map(|_| ()))
 }
 
+/// The lead's confirmation of `change`, owed by every booking, move and cancellation.
+fn confirmation(org: &str, meeting: &MeetingRecord, change: MeetingChange) -> Reaction {
+    Reaction::MeetingChanged {
+        org: org.to_string(),
+        lead: meeting.lead_id.clone(),
+        meeting: meeting.id.clone(),
+        change,
+    }
+}
+
 /// Books `input` for the lead: 409 `Time not available` unless the slot is open in this
 /// transaction. Owes the cadence's stop.
 pub fn book(
@@ -249,6 +261,7 @@ pub fn book(
             org: org.to_string(),
             meeting: meeting.id.clone(),
         })
+        .and_owing(confirmation(org, &meeting, MeetingChange::Booked))
         .map(|()| meeting))
 }
 
@@ -296,6 +309,7 @@ pub fn reschedule(
             org: org.to_string(),
             meeting: meeting.id.clone(),
         })
+        .and_owing(confirmation(org, &meeting, MeetingChange::Moved))
         .map(|()| meeting))
 }
 
@@ -315,7 +329,9 @@ pub fn cancel(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<Written<Mee
         "canceled",
         Some(WebhookEvent::MeetingCanceled),
     )?;
-    Ok(written.map(|()| meeting))
+    Ok(written
+        .and_owing(confirmation(org, &meeting, MeetingChange::Canceled))
+        .map(|()| meeting))
 }
 
 /// Closes a meeting as `completed` or `no_show` (a booked one, or one closed before).
@@ -506,5 +522,97 @@ pub fn document(
         stamp: m.updated_at,
         organizer,
         attendees,
+    }
+}
+
+/// The assistant's `find_times` answers at most this many open times.
+pub const ASSISTANT_TIMES: usize = 5;
+
+/// `zone` as a time zone, UTC when it is none.
+fn tz_of(zone: &str) -> chrono_tz::Tz {
+    zone.parse().unwrap_or(chrono_tz::UTC)
+}
+
+/// A meeting time as a person reads it in `zone`: `Tue Dec 2, 3:00 PM CST`.
+pub fn words(t: Micros, zone: &str) -> String {
+    let tz = tz_of(zone);
+    chrono::DateTime::from_timestamp_micros(t)
+        .unwrap_or_default()
+        .with_timezone(&tz)
+        .format("%a %b %-d, %-I:%M %p %Z")
+        .to_string()
+}
+
+/// A meeting time as RFC 3339 with `zone`'s offset (`2025-12-02T15:00:00-06:00`).
+pub fn local_rfc3339(t: Micros, zone: &str) -> String {
+    let tz = tz_of(zone);
+    chrono::DateTime::from_timestamp_micros(t)
+        .unwrap_or_default()
+        .with_timezone(&tz)
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+}
+
+/// The assistant's `find_times`: up to [`ASSISTANT_TIMES`] open times of `calendar`, on
+/// `day` in `zone` (the lead's) or from now.
+pub fn assistant_times(
+    read: &ReadTx,
+    caller: &Caller,
+    calendar: &str,
+    zone: &str,
+    day: Option<chrono::NaiveDate>,
+    external: &[(Micros, Micros)],
+) -> Result<Vec<Micros>> {
+    use chrono::TimeZone;
+    let (from, to) = match day {
+        None => (None, None),
+        Some(day) => {
+            let tz = tz_of(zone);
+            let start_of = |d: chrono::NaiveDate| {
+                tz.from_local_datetime(&d.and_time(chrono::NaiveTime::MIN))
+                    .earliest()
+                    .map(|t| t.timestamp_micros())
+            };
+            let next = day.succ_opt().unwrap_or(day);
+            (start_of(day), start_of(next))
+        }
+    };
+    if day.is_some() && (from.is_none() || to.is_none()) {
+        return Ok(Vec::new());
+    }
+    let (_, mut times) = open_times(read, caller, calendar, from, to, external)?;
+    times.truncate(ASSISTANT_TIMES);
+    Ok(times)
+}
+
+/// The lead's next booked meeting (starting now or later).
+pub fn next_booked(tx: &WriteTx, org: &str, lead: &str) -> Result<Option<MeetingRecord>> {
+    tx.next_booked_meeting(org, lead, time::now_micros())
+}
+
+/// The lead's confirmation of `change` of the meeting at `start`, in `zone`:
+/// `You're booked: Tue Dec 2, 3:00 PM CST with Acme Solar (Phone call). Reply R to
+/// reschedule or C to cancel.`, `Your meeting moved to …`, `Your meeting on … is canceled.`
+pub fn confirmation_text(
+    change: MeetingChange,
+    start: Micros,
+    zone: &str,
+    business: &str,
+    location: &str,
+) -> String {
+    let when = words(start, zone);
+    let with = match (business.is_empty(), location.is_empty()) {
+        (false, false) => format!(" with {business} ({location})"),
+        (false, true) => format!(" with {business}"),
+        (true, false) => format!(" ({location})"),
+        (true, true) => String::new(),
+    };
+    match change {
+        MeetingChange::Booked => {
+            format!("You're booked: {when}{with}. Reply R to reschedule or C to cancel.")
+        }
+        MeetingChange::Moved => {
+            format!("Your meeting moved to {when}{with}. Reply R to reschedule or C to cancel.")
+        }
+        MeetingChange::Canceled => format!("Your meeting on {when} is canceled."),
     }
 }

@@ -52,6 +52,13 @@ pub enum Reaction {
     MeetingBooked { org: String, lead: String },
     /// Meeting `meeting` was booked or moved to a new start: its reminders.
     MeetingTimed { org: String, meeting: String },
+    /// A meeting was booked, moved or canceled: the lead is sent its confirmation.
+    MeetingChanged {
+        org: String,
+        lead: String,
+        meeting: String,
+        change: crate::store::rows::MeetingChange,
+    },
 }
 
 impl<T> Written<T> {

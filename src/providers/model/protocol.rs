@@ -49,6 +49,8 @@ pub struct Context<'a> {
     pub local_time: &'a str,
     /// Oldest first; only the last [`MAX_HISTORY`] are sent.
     pub history: &'a [Turn],
+    /// The lead's profile has a calendar: the booking tools are offered.
+    pub booking: bool,
 }
 
 /// The model's answer to one request.
@@ -104,6 +106,13 @@ fn system_message(ctx: &Context) -> String {
         }
         Channel::Sms => {}
     }
+    if ctx.booking {
+        text.push_str(
+            "- To book a meeting, call find_times and offer only the times it answers; book \
+             with book_meeting, move with reschedule_meeting, cancel with cancel_meeting. \
+             Never invent a time.\n",
+        );
+    }
     text
 }
 
@@ -149,7 +158,7 @@ pub fn request_body(model: &str, max_tokens: u32, ctx: &Context, extra: &[Value]
     json!({
         "model": model,
         "messages": messages,
-        "tools": tool_definitions(ctx.channel == Channel::Voice),
+        "tools": tool_definitions(ctx.channel == Channel::Voice, ctx.booking),
         "temperature": TEMPERATURE,
         "max_tokens": max_tokens,
     })
@@ -292,6 +301,7 @@ pub(crate) mod tests {
             channel,
             local_time: "Tuesday 2025-03-04 14:05 (America/New_York)",
             history,
+            booking: false,
         }
     }
 
@@ -308,7 +318,7 @@ pub(crate) mod tests {
         assert_eq!(body["max_tokens"], json!(200));
         assert_eq!(body["model"], "llama3.1:8b");
         assert_eq!(body["temperature"], json!(0.3));
-        assert_eq!(body["tools"], tool_definitions(false));
+        assert_eq!(body["tools"], tool_definitions(false, false));
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 5);
         assert_eq!(messages[0]["role"], "system");

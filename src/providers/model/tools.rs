@@ -41,7 +41,29 @@ pub enum Tool {
     },
     /// Voice only: transfer the live call.
     Transfer,
+    /// With a calendar: up to 5 open times, on `day` (the lead's local date) or from now.
+    FindTimes {
+        day: Option<chrono::NaiveDate>,
+    },
+    /// With a calendar: books the meeting at `start` (microseconds since the epoch).
+    BookMeeting {
+        start: i64,
+    },
+    /// With a calendar: moves the lead's next meeting to `start`.
+    RescheduleMeeting {
+        start: i64,
+    },
+    /// With a calendar: cancels the lead's next meeting.
+    CancelMeeting,
 }
+
+/// The tools a profile with a calendar adds.
+pub const BOOKING_TOOLS: [&str; 4] = [
+    "find_times",
+    "book_meeting",
+    "reschedule_meeting",
+    "cancel_meeting",
+];
 
 fn function(name: &str, description: &str, properties: Value, required: &[&str]) -> Value {
     let mut parameters = Map::new();
@@ -57,8 +79,9 @@ fn function(name: &str, description: &str, properties: Value, required: &[&str])
     })
 }
 
-/// The tools offered to the model, `transfer` only on a live call.
-pub fn tool_definitions(voice: bool) -> Value {
+/// The tools offered to the model, `transfer` only on a live call, the booking tools
+/// ([`BOOKING_TOOLS`]) only when the lead's profile has a calendar (`booking`).
+pub fn tool_definitions(voice: bool, booking: bool) -> Value {
     let mut tools = vec![
         function(
             "mark_hot",
@@ -121,12 +144,52 @@ pub fn tool_definitions(voice: bool) -> Value {
             &[],
         ));
     }
+    if booking {
+        let start = json!({"start": {
+            "type": "string",
+            "format": "date-time",
+            "description": "The meeting's start: one of the RFC 3339 values find_times \
+                            answered, exactly as written."
+        }});
+        tools.push(function(
+            "find_times",
+            "List up to 5 open meeting times, in the lead's time zone, each with the RFC 3339 \
+             value to book it. Never offer a time this did not answer.",
+            json!({"day": {
+                "type": "string",
+                "format": "date",
+                "description": "Only this day (YYYY-MM-DD, the lead's date). Leave out for the \
+                                next open times."
+            }}),
+            &[],
+        ));
+        tools.push(function(
+            "book_meeting",
+            "Book a meeting with the lead at an open time find_times answered. The lead is \
+             sent a confirmation.",
+            start.clone(),
+            &["start"],
+        ));
+        tools.push(function(
+            "reschedule_meeting",
+            "Move the lead's next meeting to another open time find_times answered.",
+            start,
+            &["start"],
+        ));
+        tools.push(function(
+            "cancel_meeting",
+            "Cancel the lead's next meeting, when they ask to.",
+            json!({}),
+            &[],
+        ));
+    }
     Value::Array(tools)
 }
 
 /// Checks one tool call. Unknown arguments are ignored; a required one missing or of
 /// the wrong type is an error naming it (sent back to the model as the call's result).
-pub fn parse_tool(call: &ToolCallRequest, voice: bool) -> Result<Tool, String> {
+/// `booking`: the lead's profile has a calendar (else the booking tools are unknown).
+pub fn parse_tool(call: &ToolCallRequest, voice: bool, booking: bool) -> Result<Tool, String> {
     let name = call.name.as_str();
     let known = matches!(
         name,
@@ -137,7 +200,8 @@ pub fn parse_tool(call: &ToolCallRequest, voice: bool) -> Result<Tool, String> {
             | "handoff"
             | "schedule_call"
             | "update_summary"
-    ) || (voice && name == "transfer");
+    ) || (voice && name == "transfer")
+        || (booking && BOOKING_TOOLS.contains(&name));
     if !known {
         return Err(format!("unknown tool: {name}"));
     }
@@ -170,6 +234,25 @@ pub fn parse_tool(call: &ToolCallRequest, voice: bool) -> Result<Tool, String> {
         "update_summary" => Tool::UpdateSummary {
             summary: required_text(&args, "summary")?,
         },
+        "find_times" => {
+            let day = match args.get("day") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(text)) if text.trim().is_empty() => None,
+                Some(Value::String(text)) => Some(
+                    chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+                        .map_err(|_| "invalid argument: day (a date such as 2025-03-01)")?,
+                ),
+                Some(_) => return Err("invalid argument: day".into()),
+            };
+            Tool::FindTimes { day }
+        }
+        "book_meeting" => Tool::BookMeeting {
+            start: required_start(&args)?,
+        },
+        "reschedule_meeting" => Tool::RescheduleMeeting {
+            start: required_start(&args)?,
+        },
+        "cancel_meeting" => Tool::CancelMeeting,
         _ => Tool::Transfer,
     })
 }
@@ -191,6 +274,14 @@ fn required_text(args: &Map<String, Value>, name: &str) -> Result<String, String
         Some(Value::String(text)) => Ok(text.clone()),
         Some(_) => Err(format!("invalid argument: {name} (a string)")),
     }
+}
+
+/// A booking tool's `start`: an RFC 3339 date-time with its offset.
+fn required_start(args: &Map<String, Value>) -> Result<i64, String> {
+    let text = required_text(args, "start")?;
+    crate::time::parse(text.trim()).ok_or_else(|| {
+        "invalid argument: start (an RFC 3339 date-time such as 2025-03-01T15:00:00-05:00)".into()
+    })
 }
 
 /// `opt_out`'s channels: absent, null or empty means every channel. A lone string is
@@ -239,7 +330,7 @@ pub(crate) mod tests {
 
     #[test]
     fn tools_are_openai_functions_with_schemas() {
-        let tools = tool_definitions(false);
+        let tools = tool_definitions(false, false);
         assert_eq!(
             tool_names(&tools),
             [
@@ -281,14 +372,14 @@ pub(crate) mod tests {
             by_name("schedule_call")["properties"]["at"]["format"],
             "date-time"
         );
-        let voice = tool_definitions(true);
+        let voice = tool_definitions(true, false);
         assert_eq!(tool_names(&voice).last().unwrap(), "transfer");
         assert_eq!(voice.as_array().unwrap().len(), 8);
     }
 
     #[test]
     fn parses_each_tool() {
-        let ok = |name: &str, args: &str| parse_tool(&call(name, args), false);
+        let ok = |name: &str, args: &str| parse_tool(&call(name, args), false, false);
         assert_eq!(ok("mark_hot", ""), Ok(Tool::MarkHot));
         assert_eq!(ok("mark_hot", "{}"), Ok(Tool::MarkHot));
         assert_eq!(
@@ -348,13 +439,19 @@ pub(crate) mod tests {
                 summary: "Owns a house.".into()
             })
         );
-        assert_eq!(parse_tool(&call("transfer", ""), true), Ok(Tool::Transfer));
-        assert_eq!(parse_tool(&call("mark_hot", ""), true), Ok(Tool::MarkHot));
+        assert_eq!(
+            parse_tool(&call("transfer", ""), true, false),
+            Ok(Tool::Transfer)
+        );
+        assert_eq!(
+            parse_tool(&call("mark_hot", ""), true, false),
+            Ok(Tool::MarkHot)
+        );
     }
 
     #[test]
     fn refuses_bad_tool_calls_with_a_reason() {
-        let err = |name: &str, args: &str| parse_tool(&call(name, args), false).unwrap_err();
+        let err = |name: &str, args: &str| parse_tool(&call(name, args), false, false).unwrap_err();
         assert_eq!(err("send_email", "{}"), "unknown tool: send_email");
         assert_eq!(err("transfer", "{}"), "unknown tool: transfer");
         for bad in ["[]", "\"x\"", "42", "null", "{", "name=x"] {
@@ -392,5 +489,44 @@ pub(crate) mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn booking_tools_only_with_a_calendar() {
+        let names = tool_names(&tool_definitions(false, true));
+        assert_eq!(names[names.len() - 4..], BOOKING_TOOLS);
+        assert!(!tool_names(&tool_definitions(false, false)).contains(&"find_times".into()));
+        let booking = |name: &str, args: &str| parse_tool(&call(name, args), false, true);
+        assert_eq!(
+            parse_tool(&call("book_meeting", "{}"), false, false),
+            Err("unknown tool: book_meeting".into())
+        );
+        assert_eq!(
+            booking("find_times", "{}"),
+            Ok(Tool::FindTimes { day: None })
+        );
+        assert_eq!(
+            booking("find_times", r#"{"day": "2025-12-02"}"#),
+            Ok(Tool::FindTimes {
+                day: chrono::NaiveDate::from_ymd_opt(2025, 12, 2)
+            })
+        );
+        assert!(booking("find_times", r#"{"day": "Tuesday"}"#)
+            .unwrap_err()
+            .starts_with("invalid argument: day"));
+        assert_eq!(
+            booking("book_meeting", r#"{"start": "2025-12-02T15:00:00-06:00"}"#),
+            Ok(Tool::BookMeeting {
+                start: crate::time::parse("2025-12-02T21:00:00Z").unwrap()
+            })
+        );
+        assert_eq!(
+            booking("book_meeting", "{}"),
+            Err("missing argument: start".into())
+        );
+        assert!(booking("reschedule_meeting", r#"{"start": "3pm"}"#)
+            .unwrap_err()
+            .starts_with("invalid argument: start"));
+        assert_eq!(booking("cancel_meeting", ""), Ok(Tool::CancelMeeting));
     }
 }
