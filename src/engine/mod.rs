@@ -22,6 +22,7 @@
 //! - `recording_fetch`: a finished call's recording, streamed from the provider.
 //! - `notices`: the emails to people about leads that need attention.
 
+pub mod calendar_sync;
 mod email;
 mod gate;
 pub mod guard;
@@ -65,6 +66,8 @@ pub struct Engine {
     pacer: pacing::Pacer,
     /// The leads whose reply is asking the model now (`reply::ReplyTurn`): one at a time.
     replying: reply::Replying,
+    /// CalDAV busy times read lately, and the retry schedule of CalDAV writes.
+    calendars: calendar_sync::Calendars,
 }
 
 impl Engine {
@@ -84,7 +87,14 @@ impl Engine {
             unsubscribe_key: tokio::sync::OnceCell::new(),
             pacer: pacing::Pacer::default(),
             replying: reply::Replying::default(),
+            calendars: calendar_sync::Calendars::default(),
         }
+    }
+
+    /// Failed CalDAV writes are retried after these delays (the webhooks' schedule).
+    pub fn with_calendar_retry_schedule(mut self, schedule: Vec<std::time::Duration>) -> Engine {
+        self.calendars.schedule = schedule;
+        self
     }
 
     pub fn public_url(&self) -> Option<&str> {
@@ -95,6 +105,7 @@ impl Engine {
     pub async fn run(self: Arc<Self>, stop: watch::Receiver<bool>) {
         tokio::join!(
             scheduler::run(self.clone(), stop.clone()),
+            calendar_sync::run(self.clone(), stop.clone()),
             notices::run(self, stop)
         );
     }

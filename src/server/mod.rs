@@ -107,7 +107,8 @@ impl Server {
             Arc::default(),
             config.public_url.clone(),
             config.recording_max_bytes,
-        ));
+        )
+        .with_calendar_retry_schedule(config.webhooks.retry_schedule.clone()));
         let passwords = Arc::new(crate::domain::people::passwords::Work::for_machine());
         let state = Arc::new(AppState {
             store: store.clone(),
