@@ -22,7 +22,7 @@ use crate::domain::records::meeting_sync::{self, Action};
 use crate::error::{Error, Result};
 use crate::providers::caldav::{BusyCache, CalDav, CalDavError, PutMode};
 use crate::store::calendar_sync::DueSync;
-use crate::store::calendars::{CalendarReader, CalendarRecord, CaldavRecord};
+use crate::store::calendars::{CaldavRecord, CalendarReader, CalendarRecord};
 use crate::time::{now_micros, Micros};
 
 /// At most this many calendars' busy times are cached.

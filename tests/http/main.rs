@@ -11,6 +11,7 @@ mod twilio_signing;
 mod assistant;
 mod auth;
 mod caldav;
+mod calendar_sync;
 mod calls;
 mod campaigns;
 mod compliance;

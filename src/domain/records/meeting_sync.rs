@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::ics;
 use crate::store::calendar_sync::{DueSync, SyncRow};
 use crate::store::calendars::{
-    CalendarReader, CalendarRecord, CalendarSync, CaldavRecord, MeetingRecord, MeetingStatus,
+    CaldavRecord, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord, MeetingStatus,
 };
 use crate::store::{ReadTx, Reader, WriteTx};
 use crate::time::now_micros;

@@ -274,7 +274,13 @@ pub fn reschedule(
     let calendar = tx
         .calendar(org, &old.calendar)?
         .ok_or_else(calendars::not_found)?;
-    check_slot(tx, org, &calendar, start, Some(id), external)?;
+    // The collection's copy of this meeting is not another meeting in the way.
+    let external: Vec<(Micros, Micros)> = external
+        .iter()
+        .filter(|&&busy| busy != (old.start, old.end))
+        .copied()
+        .collect();
+    check_slot(tx, org, &calendar, start, Some(id), &external)?;
     let mut meeting = old.clone();
     meeting.start = start;
     meeting.end = start + i64::from(calendar.meeting_minutes) * MINUTE;
