@@ -18,11 +18,14 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::Engine;
-use crate::domain::records::meeting_sync::{self, Action};
+use crate::domain::records::meeting_sync::{self, Action, Work};
+use crate::domain::records::meetings;
 use crate::error::{Error, Result};
+use crate::ics;
 use crate::providers::caldav::{BusyCache, CalDav, CalDavError, PutMode};
 use crate::store::calendar_sync::DueSync;
-use crate::store::calendars::{CaldavRecord, CalendarReader, CalendarRecord};
+use crate::store::calendars::{CaldavRecord, CalendarReader, CalendarRecord, MeetingStatus};
+use crate::store::{ReadTx, Reader};
 use crate::time::{now_micros, Micros};
 
 /// At most this many calendars' busy times are cached.
@@ -131,6 +134,38 @@ impl Engine {
     }
 }
 
+/// What a due row asks for now: `None` when nothing is owed any more (the meeting or
+/// its calendar's `caldav` is gone); `meeting_sync::record` then clears the row.
+fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
+    let Some(meeting) = read.meeting(&due.org, &due.meeting)? else {
+        return Ok(None);
+    };
+    let Some(calendar) = read.calendar(&due.org, &meeting.calendar)? else {
+        return Ok(None);
+    };
+    let Some(caldav) = calendar.caldav.clone() else {
+        return Ok(None);
+    };
+    let action = if meeting.status == MeetingStatus::Canceled {
+        Action::Delete
+    } else {
+        let lead = read.lead(&due.org, &meeting.lead_id)?.unwrap_or_default();
+        let business = crate::domain::settings::org::business_name(read, &due.org)?;
+        let document = meetings::document(&calendar, &meeting, &lead, &business);
+        let mut object = icalendar::Calendar::new();
+        object.push(ics::meeting_event(&document));
+        Action::Put {
+            ics: object.done().to_string(),
+            create: meeting.sequence == 0,
+        }
+    };
+    Ok(Some(Work {
+        caldav,
+        name: meeting.id,
+        action,
+    }))
+}
+
 /// Runs the sync worker until `stop` turns true.
 pub async fn run(engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
     let wake = engine.store.calendar_sync_wake();
@@ -176,7 +211,7 @@ fn start_due(engine: &Arc<Engine>, attempts: &mut JoinSet<()>) -> Result<Option<
         leased.contains(&(org.to_string(), id.to_string()))
     })?;
     for row in due {
-        let work = meeting_sync::work(&read, &row)?;
+        let work = work(&read, &row)?;
         if let Ok(mut leases) = engine.calendars.leased.lock() {
             leases.insert((row.org.clone(), row.meeting.clone()));
         }
@@ -186,7 +221,7 @@ fn start_due(engine: &Arc<Engine>, attempts: &mut JoinSet<()>) -> Result<Option<
 }
 
 /// One write to the collection, its answer committed, then the lease dropped.
-async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<meeting_sync::Work>) {
+async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
     let outcome = match &work {
         Some(work) => write(&engine, work).await.map_err(|e| e.to_string()),
         None => Ok(()),
@@ -211,7 +246,7 @@ async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<meeting_sync::W
     engine.store.calendar_sync_wake().notify_one();
 }
 
-async fn write(engine: &Engine, work: &meeting_sync::Work) -> std::result::Result<(), CalDavError> {
+async fn write(engine: &Engine, work: &Work) -> std::result::Result<(), CalDavError> {
     let caldav = client_of(&work.caldav)?;
     match &work.action {
         Action::Delete => caldav.delete(&engine.client, &work.name).await,

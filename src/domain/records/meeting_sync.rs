@@ -1,7 +1,7 @@
 //! A meeting's `calendarSync`: what its calendar's CalDAV collection is owed and what the
 //! last attempt said. A booking, move or cancellation on a calendar with `caldav` marks
 //! the meeting `pending` and queues its write (`store::calendar_sync`) in the same
-//! transaction; the sync worker (`engine::calendar_sync`) reads [`work`], talks to the
+//! transaction; the sync worker (`engine::calendar_sync`) reads what is owed ([`Work`]), talks to the
 //! server outside the writer, and commits the answer with [`record`]: `synced`, or
 //! `failed` with the error in words, retried on the webhook schedule until it runs out.
 
@@ -9,14 +9,12 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::domain::records::meetings;
 use crate::error::Result;
-use crate::ics;
 use crate::store::calendar_sync::{DueSync, SyncRow};
 use crate::store::calendars::{
-    CaldavRecord, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord, MeetingStatus,
+    CaldavRecord, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord,
 };
-use crate::store::{ReadTx, Reader, WriteTx};
+use crate::store::WriteTx;
 use crate::time::now_micros;
 
 /// A new meeting's state: `pending` on a calendar with `caldav`, else `none`.
@@ -65,38 +63,6 @@ pub struct Work {
     /// The event's file name without `.ics`: the meeting's id.
     pub name: String,
     pub action: Action,
-}
-
-/// What a due row asks for now: `None` when nothing is owed any more (the meeting or
-/// its calendar's `caldav` is gone); [`record`] then clears the row.
-pub fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
-    let Some(meeting) = read.meeting(&due.org, &due.meeting)? else {
-        return Ok(None);
-    };
-    let Some(calendar) = read.calendar(&due.org, &meeting.calendar)? else {
-        return Ok(None);
-    };
-    let Some(caldav) = calendar.caldav.clone() else {
-        return Ok(None);
-    };
-    let action = if meeting.status == MeetingStatus::Canceled {
-        Action::Delete
-    } else {
-        let lead = read.lead(&due.org, &meeting.lead_id)?.unwrap_or_default();
-        let business = crate::domain::settings::org::business_name(read, &due.org)?;
-        let document = meetings::document(&calendar, &meeting, &lead, &business);
-        let mut object = icalendar::Calendar::new();
-        object.push(ics::meeting_event(&document));
-        Action::Put {
-            ics: object.done().to_string(),
-            create: meeting.sequence == 0,
-        }
-    };
-    Ok(Some(Work {
-        caldav,
-        name: meeting.id,
-        action,
-    }))
 }
 
 /// Commits an attempt's answer (`Err`: the server's error in words), unless a newer
@@ -150,15 +116,6 @@ pub fn record(
         tx.put_meeting(&due.org, &meeting, Some(&old))?;
     }
     Ok(())
-}
-
-/// Queues a failed meeting's write again, due now (an operator mended the server).
-pub fn retry_now(tx: &mut WriteTx, org: &str, id: &str) -> Result<()> {
-    let meeting = tx.meeting(org, id)?.ok_or_else(meetings::not_found)?;
-    let Some(calendar) = tx.calendar(org, &meeting.calendar)? else {
-        return Ok(());
-    };
-    queue(tx, org, &calendar, &meeting)
 }
 
 /// ±20 %, so that meetings that failed together are not retried together.
