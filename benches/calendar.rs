@@ -2,7 +2,8 @@
 //! window, `availability::open_times`) over a calendar holding 10,000 booked meetings
 //! with 2,000 external busy intervals passed in; a booking's latency over HTTPS with the
 //! built-in calendar (the slot re-checked in its write); 100 concurrent bookings of one
-//! slot (exactly one booked).
+//! slot (exactly one booked); and `find_times` taking the 2,000 busy intervals from the
+//! CalDAV `BusyCache` (a cache hit, as `Engine::external_busy` reads it).
 //!
 //! `cargo bench --bench calendar` (not criterion: it prints one measured run).
 
@@ -14,6 +15,8 @@ use serde_json::json;
 
 use engaged::domain::records::meetings;
 use engaged::domain::settings::calendars::{self, CalendarInput};
+use engaged::engine::calendar_sync::{BusyKey, CACHE_CALENDARS};
+use engaged::providers::caldav::{Busy, BusyCache};
 use engaged::store::calendars::{BookedBy, CalendarSync, MeetingRecord, MeetingStatus};
 use engaged::testkit::TestServer;
 
@@ -133,6 +136,48 @@ async fn run() {
         Some(now + 8 * DAY),
     );
     measure("the last 30 days", Some(now + 150 * DAY), None);
+
+    // The same 2,000 busy intervals as a CalDAV collection's, read from the engine's
+    // `BusyCache` as `Engine::external_busy` does on a hit (lookup, copy, conversion).
+    let cache: BusyCache<BusyKey> = BusyCache::new(CACHE_CALENDARS);
+    let key: BusyKey = (
+        caller.org_id.clone(),
+        "big".into(),
+        "https://cal.example/ana/".into(),
+        "ana".into(),
+    );
+    let utc = |t: i64| chrono::DateTime::from_timestamp_micros(t).expect("time");
+    let cached: Vec<Busy> = external
+        .iter()
+        .map(|&(start, end)| Busy {
+            start: utc(start),
+            end: utc(end),
+        })
+        .collect();
+    let (span_from, span_to) = (utc(now - DAY), utc(now + 182 * DAY));
+    cache.put(key.clone(), span_from, span_to, cached);
+    let mut samples = Vec::with_capacity(1000);
+    let mut found = 0;
+    for _ in 0..1000 {
+        let started = Instant::now();
+        let hit = cache.get(&key, span_from, span_to).expect("a fresh entry");
+        let busy: Vec<(i64, i64)> = hit
+            .busy
+            .iter()
+            .map(|b| (b.start.timestamp_micros(), b.end.timestamp_micros()))
+            .collect();
+        let read = store.read().expect("read");
+        let (_, times) =
+            meetings::open_times(&read, &caller, "big", None, None, &busy).expect("times");
+        samples.push(started.elapsed());
+        found = times.len();
+    }
+    println!(
+        "find_times with the BusyCache (10,000 booked, 2,000 cached CalDAV busy; {found} times): p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        ms(support::percentile(&samples, 0.5)),
+        ms(support::percentile(&samples, 0.99)),
+        ms(support::percentile(&samples, 1.0)),
+    );
 
     // Bookings over HTTPS, one after another, each on its own open slot.
     let read = store.read().expect("read");

@@ -46,6 +46,10 @@ pub enum Error {
     RateLimited { retry_after_secs: u64 },
     #[error("Service unavailable")]
     Unavailable,
+    /// 503: a calendar's CalDAV server cannot be read, so no time is offered or booked;
+    /// the message says why in words.
+    #[error("Calendar unavailable: {0}")]
+    CalendarUnavailable(String),
     /// 500; the cause is logged, never sent.
     #[error("Internal Server Error")]
     Internal(String),
@@ -108,7 +112,7 @@ impl Error {
             Error::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Error::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Unavailable | Error::CalendarUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

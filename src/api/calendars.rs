@@ -83,7 +83,7 @@ pub async fn rotate(state: &AppState, caller: Caller, name: &str) -> Result<Resp
 }
 
 /// `GET /v1/calendars/{name}/times?from=&to=`.
-pub fn times(
+pub async fn times(
     state: &AppState,
     caller: &Caller,
     name: &str,
@@ -91,9 +91,10 @@ pub fn times(
 ) -> Result<Response<Body>> {
     let from = query.timestamp("from")?;
     let to = query.timestamp("to")?;
-    // The built-in calendar has no other busy times (CalDAV's come with `caldav`).
+    // A CalDAV collection's busy times, read before the snapshot (503 when unreachable).
+    let external = state.engine.external_busy(&caller.org_id, name).await?;
     let (calendar, times) =
-        meetings::open_times(&state.store.read()?, caller, name, from, to, &[])?;
+        meetings::open_times(&state.store.read()?, caller, name, from, to, &external)?;
     let times: Vec<Value> = times
         .iter()
         .map(|&start| {

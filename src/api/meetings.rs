@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::request::Query;
 use super::response::{json as reply, Body};
+use super::AppState;
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::meetings::{self, BookInput, MeetingQuery};
 use crate::domain::Caller;
@@ -14,30 +15,43 @@ use crate::store::calendars::{BookedBy, MeetingStatus};
 use crate::store::Store;
 
 pub async fn book(
-    store: &Store,
+    state: &AppState,
     caller: Caller,
     lead_id: &str,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
     let input = BookInput::from_json(&body)?;
     let id = lead_id.to_string();
-    // The built-in calendar: no other busy times.
-    let meeting = store
-        .write(move |tx| meetings::book(tx, &caller, &id, &input, BookedBy::Api, &[]).react(tx))
+    // A CalDAV collection's busy times, read before the write (503 when unreachable).
+    let external = state
+        .engine
+        .external_busy(&caller.org_id, &input.calendar)
+        .await?;
+    let meeting = state
+        .store
+        .write(move |tx| {
+            meetings::book(tx, &caller, &id, &input, BookedBy::Api, &external).react(tx)
+        })
         .await?;
     Ok(reply(StatusCode::CREATED, &meetings::view(&meeting)))
 }
 
 pub async fn reschedule(
-    store: &Store,
+    state: &AppState,
     caller: Caller,
     id: &str,
     body: Map<String, Value>,
 ) -> Result<Response<Body>> {
     let start = meetings::reschedule_input(&body)?;
+    let calendar = meetings::find(&state.store.read()?, &caller, id)?.calendar;
+    let external = state
+        .engine
+        .external_busy(&caller.org_id, &calendar)
+        .await?;
     let id = id.to_string();
-    let meeting = store
-        .write(move |tx| meetings::reschedule(tx, &caller, &id, start, &[]).react(tx))
+    let meeting = state
+        .store
+        .write(move |tx| meetings::reschedule(tx, &caller, &id, start, &external).react(tx))
         .await?;
     Ok(reply(StatusCode::OK, &meetings::view(&meeting)))
 }

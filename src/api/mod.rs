@@ -289,9 +289,9 @@ async fn dispatch(
         }
         Route::DeleteCalendar(name) => calendars::delete(state, caller, name).await,
         Route::RotateFeedToken(name) => calendars::rotate(state, caller, name).await,
-        Route::CalendarTimes(name) => calendars::times(state, &caller, name, &query),
+        Route::CalendarTimes(name) => calendars::times(state, &caller, name, &query).await,
         Route::BookMeeting(id) => {
-            meetings::book(store, caller, id, state.json_body(body).await?).await
+            meetings::book(state, caller, id, state.json_body(body).await?).await
         }
         Route::ListMeetings => meetings::list(store, &caller, &query),
         Route::GetMeeting(id) => meetings::get(store, &caller, id),
@@ -300,7 +300,7 @@ async fn dispatch(
         }
         Route::CancelMeeting(id) => meetings::cancel(store, caller, id).await,
         Route::RescheduleMeeting(id) => {
-            meetings::reschedule(store, caller, id, state.json_body(body).await?).await
+            meetings::reschedule(state, caller, id, state.json_body(body).await?).await
         }
         Route::InboundEmail => {
             inbound::inbound_email(store, caller, state.json_body(body).await?).await

@@ -24,6 +24,7 @@
 
 mod bulk_enrolment;
 mod confirmations;
+pub mod calendar_sync;
 mod email;
 mod gate;
 pub mod guard;
@@ -67,6 +68,8 @@ pub struct Engine {
     pacer: pacing::Pacer,
     /// The leads whose reply is asking the model now (`reply::ReplyTurn`): one at a time.
     replying: reply::Replying,
+    /// CalDAV busy times read lately, and the retry schedule of CalDAV writes.
+    calendars: calendar_sync::Calendars,
 }
 
 impl Engine {
@@ -86,7 +89,14 @@ impl Engine {
             unsubscribe_key: tokio::sync::OnceCell::new(),
             pacer: pacing::Pacer::default(),
             replying: reply::Replying::default(),
+            calendars: calendar_sync::Calendars::default(),
         }
+    }
+
+    /// Failed CalDAV writes are retried after these delays (the webhooks' schedule).
+    pub fn with_calendar_retry_schedule(mut self, schedule: Vec<std::time::Duration>) -> Engine {
+        self.calendars.schedule = schedule;
+        self
     }
 
     pub fn public_url(&self) -> Option<&str> {
@@ -103,6 +113,7 @@ impl Engine {
     pub async fn run(self: Arc<Self>, stop: watch::Receiver<bool>) {
         tokio::join!(
             scheduler::run(self.clone(), stop.clone()),
+            calendar_sync::run(self.clone(), stop.clone()),
             notices::run(self, stop)
         );
     }

@@ -101,13 +101,16 @@ impl Server {
             config.webhooks.timeout,
             config.outbound_ca_file.as_deref(),
         )?;
-        let engine = Arc::new(crate::engine::Engine::new(
-            store.clone(),
-            http,
-            Arc::default(),
-            config.public_url.clone(),
-            config.recording_max_bytes,
-        ));
+        let engine = Arc::new(
+            crate::engine::Engine::new(
+                store.clone(),
+                http,
+                Arc::default(),
+                config.public_url.clone(),
+                config.recording_max_bytes,
+            )
+            .with_calendar_retry_schedule(config.webhooks.retry_schedule.clone()),
+        );
         let passwords = Arc::new(crate::domain::people::passwords::Work::for_machine());
         let state = Arc::new(AppState {
             store: store.clone(),

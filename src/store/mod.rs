@@ -5,6 +5,7 @@
 //! [`Store::write`]; the single writer thread (`writer`) runs them in batches, one
 //! durable commit per batch, and answers each after its batch is on disk.
 
+pub mod calendar_sync;
 pub mod calendars;
 pub mod changes;
 pub mod codec;
@@ -72,6 +73,7 @@ pub struct Store {
     cursor_key: CursorKey,
     outbox_wake: Arc<tokio::sync::Notify>,
     agenda_wake: Arc<tokio::sync::Notify>,
+    calendar_sync_wake: Arc<tokio::sync::Notify>,
     path: std::path::PathBuf,
     keys: Arc<key_cache::KeyCache>,
     changes: Arc<changes::Changes>,
@@ -101,11 +103,13 @@ impl Store {
         let stats = Arc::new(WriterStats::default());
         let outbox_wake = Arc::new(tokio::sync::Notify::new());
         let agenda_wake = Arc::new(tokio::sync::Notify::new());
+        let calendar_sync_wake = Arc::new(tokio::sync::Notify::new());
         let keys = Arc::new(key_cache::KeyCache::default());
         let changes = Arc::new(changes::Changes::default());
         let wakes = writer::Wakes {
             outbox: outbox_wake.clone(),
             agenda: agenda_wake.clone(),
+            calendar_sync: calendar_sync_wake.clone(),
             changes: changes.clone(),
         };
         let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone(), wakes, keys.clone())?;
@@ -117,6 +121,7 @@ impl Store {
             cursor_key: CursorKey::new(secret),
             outbox_wake,
             agenda_wake,
+            calendar_sync_wake,
             keys,
             changes,
             path: path.to_path_buf(),
@@ -277,6 +282,11 @@ impl Store {
     /// Notified after every commit that queued a webhook delivery.
     pub fn outbox_wake(&self) -> Arc<tokio::sync::Notify> {
         self.outbox_wake.clone()
+    }
+
+    /// Notified after every commit that queued a CalDAV write (`calendar_sync`).
+    pub fn calendar_sync_wake(&self) -> Arc<tokio::sync::Notify> {
+        self.calendar_sync_wake.clone()
     }
 
     /// Notified after every commit that added a row to the agenda.

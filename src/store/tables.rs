@@ -74,6 +74,7 @@ macro_rules! all_tables {
         $apply!(MEETINGS);
         $apply!(MEETINGS_BY_START);
         $apply!(MEETINGS_BY_UPDATED);
+        $apply!(CALENDAR_SYNC);
         $apply!(MEETINGS_BY_LEAD);
         $apply!(ENROLMENT_JOBS);
         $apply!(ENROLMENT_BATCHES);
@@ -319,6 +320,10 @@ pub const MEETINGS_BY_START: TableDefinition<(&str, &str, i64, &str), i64> =
 /// (org, updatedAt, meeting id) → (): `GET /v1/meetings`, the incremental listing.
 pub const MEETINGS_BY_UPDATED: TableDefinition<(&str, i64, &str), ()> =
     TableDefinition::new("meetings_by_updated");
+/// The CalDAV writes owed: (org, meeting id) → (due time, attempts so far, the meeting's
+/// `updatedAt` when queued). A meeting's row is replaced by its next change.
+pub const CALENDAR_SYNC: TableDefinition<(&str, &str), (i64, u32, i64)> =
+    TableDefinition::new("calendar_sync");
 /// (org, lead id, start, meeting id) → (): a lead's booked meetings (its `nextMeetingAt`).
 pub const MEETINGS_BY_LEAD: TableDefinition<(&str, &str, i64, &str), ()> =
     TableDefinition::new("meetings_by_lead");

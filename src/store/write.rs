@@ -49,6 +49,8 @@ pub struct WriteTx {
     pub(super) outbox_added: bool,
     /// Set when the transaction added an agenda row, to wake the scheduler.
     pub(super) agenda_added: bool,
+    /// Set when the transaction queued a CalDAV write, to wake its worker.
+    pub(super) calendar_sync_added: bool,
     /// Set when the transaction changed an API key, to empty the key cache.
     pub(super) keys_changed: bool,
     /// The (org, lead) pairs whose lead, engagement or handling changed: their search
@@ -67,6 +69,7 @@ impl WriteTx {
             clock_moved: false,
             outbox_added: false,
             agenda_added: false,
+            calendar_sync_added: false,
             keys_changed: false,
             marked_leads: std::collections::BTreeSet::new(),
             sessions_ended: false,

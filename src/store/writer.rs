@@ -121,6 +121,8 @@ pub(crate) struct Wakes {
     pub outbox: Arc<Notify>,
     /// The engine's scheduler: new agenda rows.
     pub agenda: Arc<Notify>,
+    /// The CalDAV sync worker: new `calendar_sync` rows.
+    pub calendar_sync: Arc<Notify>,
     /// The console's live streams: the leads a commit changed, the sessions it ended.
     pub changes: Arc<super::changes::Changes>,
 }
@@ -342,6 +344,7 @@ fn commit_batch(
         }
         let (outbox_added, agenda_added, keys_changed) =
             (tx.outbox_added, tx.agenda_added, tx.keys_changed);
+        let calendar_sync_added = tx.calendar_sync_added;
         let changed_leads: Vec<(String, String)> = tx.marked_leads.iter().cloned().collect();
         let sessions_ended = tx.sessions_ended;
         let committed = tx
@@ -357,6 +360,9 @@ fn commit_batch(
             }
             if agenda_added {
                 wakes.agenda.notify_one();
+            }
+            if calendar_sync_added {
+                wakes.calendar_sync.notify_one();
             }
             wakes.changes.publish(changed_leads, sessions_ended);
         }

@@ -12,6 +12,7 @@ mod assistant;
 mod auth;
 mod booking;
 mod caldav;
+mod calendar_sync;
 mod calls;
 mod campaigns;
 mod compliance;

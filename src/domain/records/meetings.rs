@@ -20,6 +20,7 @@ use crate::cursor::CursorKey;
 use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::records::listing::{paginate, Cursor, Page};
+use crate::domain::records::meeting_sync;
 use crate::domain::records::written::{Reaction, Written};
 use crate::domain::settings::availability::{self, Window};
 use crate::domain::settings::calendars;
@@ -28,7 +29,7 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::ics::{self, MeetingIcs, Person};
 use crate::store::calendars::{
-    BookedBy, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord, MeetingStatus,
+    BookedBy, CalendarReader, CalendarRecord, MeetingRecord, MeetingStatus,
 };
 use crate::store::rows::MeetingChange;
 use crate::store::{ReadTx, Reader, Start, WriteTx};
@@ -238,13 +239,14 @@ pub fn book(
         status: MeetingStatus::Booked,
         booked_by,
         location: calendar.location.clone(),
-        calendar_sync: CalendarSync::None,
+        calendar_sync: meeting_sync::initial(&calendar),
         sync_error: String::new(),
         sequence: 0,
         created_at: now,
         updated_at: now,
     };
     tx.put_meeting(org, &meeting, None)?;
+    meeting_sync::queue(tx, org, &calendar, &meeting)?;
     let written = record_change(
         tx,
         org,
@@ -290,13 +292,21 @@ pub fn reschedule(
     let calendar = tx
         .calendar(org, &old.calendar)?
         .ok_or_else(calendars::not_found)?;
-    check_slot(tx, org, &calendar, start, Some(id), external)?;
+    // The collection's copy of this meeting is not another meeting in the way.
+    let external: Vec<(Micros, Micros)> = external
+        .iter()
+        .filter(|&&busy| busy != (old.start, old.end))
+        .copied()
+        .collect();
+    check_slot(tx, org, &calendar, start, Some(id), &external)?;
     let mut meeting = old.clone();
     meeting.start = start;
     meeting.end = start + i64::from(calendar.meeting_minutes) * MINUTE;
     meeting.sequence += 1;
     meeting.updated_at = tx.tick();
+    meeting_sync::mark_pending(&calendar, &mut meeting);
     tx.put_meeting(org, &meeting, Some(&old))?;
+    meeting_sync::queue(tx, org, &calendar, &meeting)?;
     let written = record_change(
         tx,
         org,
@@ -321,7 +331,14 @@ pub fn cancel(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<Written<Mee
     meeting.status = MeetingStatus::Canceled;
     meeting.sequence += 1;
     meeting.updated_at = tx.tick();
+    let calendar = tx.calendar(org, &meeting.calendar)?;
+    if let Some(calendar) = &calendar {
+        meeting_sync::mark_pending(calendar, &mut meeting);
+    }
     tx.put_meeting(org, &meeting, Some(&old))?;
+    if let Some(calendar) = &calendar {
+        meeting_sync::queue(tx, org, calendar, &meeting)?;
+    }
     let written = record_change(
         tx,
         org,
@@ -374,6 +391,7 @@ pub fn view(m: &MeetingRecord) -> Value {
         "bookedBy": booked_by_view(&m.booked_by),
         "location": m.location,
         "calendarSync": m.calendar_sync.as_str(),
+        "syncError": (!m.sync_error.is_empty()).then_some(m.sync_error.as_str()),
         "createdAt": time::format(m.created_at),
         "updatedAt": time::format(m.updated_at),
     })

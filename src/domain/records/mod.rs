@@ -12,6 +12,7 @@ pub mod events;
 pub mod leads;
 pub mod limits;
 pub mod listing;
+pub mod meeting_sync;
 pub mod meetings;
 pub mod message_shape;
 pub mod messages;

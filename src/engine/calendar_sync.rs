@@ -1,0 +1,270 @@
+//! CalDAV wired in: a calendar's busy times read outside the writer into a bounded
+//! `BusyCache` ([`Engine::external_busy`], at most 60 s old), and the sync worker
+//! ([`run`]) that writes the meetings' bookings, moves and cancellations to the
+//! collection from the durable `calendar_sync` queue and commits each answer
+//! (`domain::records::meeting_sync::record`).
+//!
+//! The worker has the webhook dispatcher's shape: the writer wakes it after a commit that
+//! queued a write; it reads the due rows from a snapshot, leases them in memory while
+//! their attempt runs, and sleeps until the next retry falls due.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::Engine;
+use crate::domain::records::meeting_sync::{self, Action, Work};
+use crate::domain::records::meetings;
+use crate::error::{Error, Result};
+use crate::ics;
+use crate::providers::caldav::{BusyCache, CalDav, CalDavError, PutMode};
+use crate::store::calendar_sync::DueSync;
+use crate::store::calendars::{CaldavRecord, CalendarReader, CalendarRecord, MeetingStatus};
+use crate::store::{ReadTx, Reader};
+use crate::time::{now_micros, Micros};
+
+/// At most this many calendars' busy times are cached.
+pub const CACHE_CALENDARS: usize = 1_000;
+/// Longest sleep when nothing is due (a safety net; commits wake the worker).
+const IDLE_PASS: Duration = Duration::from_secs(30);
+/// At most this many writes in flight at once.
+const MAX_IN_FLIGHT: usize = 16;
+/// The webhooks' default schedule, until the server sets its own.
+const DEFAULT_SCHEDULE: [u64; 6] = [5, 30, 120, 600, 1800, 3600];
+
+/// A cached calendar: its organization, name and collection (a changed `caldav` is
+/// another key).
+pub type BusyKey = (String, String, String, String);
+
+/// The engine's CalDAV state: the busy cache, the retry schedule, the leases.
+pub struct Calendars {
+    pub cache: BusyCache<BusyKey>,
+    pub schedule: Vec<Duration>,
+    leased: Arc<Mutex<HashSet<(String, String)>>>,
+}
+
+impl Default for Calendars {
+    fn default() -> Calendars {
+        Calendars {
+            cache: BusyCache::new(CACHE_CALENDARS),
+            schedule: DEFAULT_SCHEDULE
+                .iter()
+                .map(|s| Duration::from_secs(*s))
+                .collect(),
+            leased: Arc::default(),
+        }
+    }
+}
+
+/// The span read from a collection for `calendar`: from the start of yesterday (UTC) to
+/// `daysAhead` + 2 days after today, so every check of the day reads one cached entry.
+pub fn span(calendar: &CalendarRecord, now: Micros) -> (DateTime<Utc>, DateTime<Utc>) {
+    const DAY: i64 = 86_400_000_000;
+    let today = now.div_euclid(DAY) * DAY;
+    let from = today - DAY;
+    let to = today + (i64::from(calendar.days_ahead) + 2) * DAY;
+    (utc(from), utc(to))
+}
+
+fn utc(t: Micros) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(t).unwrap_or_default()
+}
+
+fn unavailable(e: CalDavError) -> Error {
+    Error::CalendarUnavailable(e.to_string())
+}
+
+fn client_of(caldav: &CaldavRecord) -> std::result::Result<CalDav, CalDavError> {
+    CalDav::new(&caldav.url, &caldav.username, &caldav.password)
+}
+
+impl Engine {
+    /// The busy intervals of calendar `name`'s CalDAV collection over its [`span`] (none
+    /// without `caldav`, or for a calendar not found: the domain answers that), from
+    /// the cache when read within 60 s, else read now (outside the writer). 503
+    /// `Calendar unavailable: ...` when the server cannot be read.
+    pub async fn external_busy(&self, org: &str, name: &str) -> Result<Vec<(Micros, Micros)>> {
+        let Some(calendar) = self.store.read()?.calendar(org, name)? else {
+            return Ok(Vec::new());
+        };
+        let Some(caldav) = &calendar.caldav else {
+            return Ok(Vec::new());
+        };
+        let key: BusyKey = (
+            org.to_string(),
+            name.to_string(),
+            caldav.url.clone(),
+            caldav.username.clone(),
+        );
+        let (from, to) = span(&calendar, now_micros());
+        let cache = &self.calendars.cache;
+        let busy = match cache.get(&key, from, to) {
+            Some(cached) => cached.busy.to_vec(),
+            None => {
+                let zone: Tz = calendar.time_zone.parse().unwrap_or(Tz::UTC);
+                let busy = client_of(caldav)
+                    .map_err(unavailable)?
+                    .busy(&self.client, from, to, zone)
+                    .await
+                    .map_err(unavailable)?;
+                cache.put(key, from, to, busy.clone());
+                busy
+            }
+        };
+        Ok(busy
+            .iter()
+            .map(|b| (b.start.timestamp_micros(), b.end.timestamp_micros()))
+            .collect())
+    }
+
+    /// Forgets the cached busy times of every calendar (a test's or an operator's
+    /// "read it again now").
+    pub fn forget_busy_times(&self, org: &str, name: &str, caldav: &CaldavRecord) {
+        self.calendars.cache.remove(&(
+            org.to_string(),
+            name.to_string(),
+            caldav.url.clone(),
+            caldav.username.clone(),
+        ));
+    }
+}
+
+/// What a due row asks for now: `None` when nothing is owed any more (the meeting or
+/// its calendar's `caldav` is gone); `meeting_sync::record` then clears the row.
+fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
+    let Some(meeting) = read.meeting(&due.org, &due.meeting)? else {
+        return Ok(None);
+    };
+    let Some(calendar) = read.calendar(&due.org, &meeting.calendar)? else {
+        return Ok(None);
+    };
+    let Some(caldav) = calendar.caldav.clone() else {
+        return Ok(None);
+    };
+    let action = if meeting.status == MeetingStatus::Canceled {
+        Action::Delete
+    } else {
+        let lead = read.lead(&due.org, &meeting.lead_id)?.unwrap_or_default();
+        let business = crate::domain::settings::org::business_name(read, &due.org)?;
+        let document = meetings::document(&calendar, &meeting, &lead, &business);
+        let mut object = icalendar::Calendar::new();
+        object.push(ics::meeting_event(&document));
+        Action::Put {
+            ics: object.done().to_string(),
+            create: meeting.sequence == 0,
+        }
+    };
+    Ok(Some(Work {
+        caldav,
+        name: meeting.id,
+        action,
+    }))
+}
+
+/// Runs the sync worker until `stop` turns true.
+pub async fn run(engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
+    let wake = engine.store.calendar_sync_wake();
+    let mut attempts = JoinSet::new();
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let next_due = match start_due(&engine, &mut attempts) {
+            Ok(next) => next,
+            Err(e) => {
+                tracing::error!(error = %e.to_string_for_logs(), "calendar sync pass failed");
+                Some(now_micros() + 1_000_000)
+            }
+        };
+        while attempts.try_join_next().is_some() {}
+        let sleep = next_due.map_or(IDLE_PASS, |due| {
+            Duration::from_micros((due - now_micros()).max(0) as u64).min(IDLE_PASS)
+        });
+        tokio::select! {
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(sleep) => {}
+            _ = stop.changed() => {}
+            Some(_) = attempts.join_next(), if !attempts.is_empty() => {}
+        }
+    }
+    attempts.abort_all();
+}
+
+/// Starts every due write there is room for; returns the next due time.
+fn start_due(engine: &Arc<Engine>, attempts: &mut JoinSet<()>) -> Result<Option<Micros>> {
+    // Leases first, snapshot second (as the webhook dispatcher): a lease is dropped only
+    // after its answer is committed, so the snapshot shows it.
+    let leased = engine
+        .calendars
+        .leased
+        .lock()
+        .map_err(|_| Error::Internal("calendar sync lease lock poisoned".into()))?
+        .clone();
+    let room = MAX_IN_FLIGHT.saturating_sub(leased.len());
+    let read = engine.store.read()?;
+    let (due, next) = read.due_calendar_syncs(now_micros(), room, |org, id| {
+        leased.contains(&(org.to_string(), id.to_string()))
+    })?;
+    for row in due {
+        let work = work(&read, &row)?;
+        if let Ok(mut leases) = engine.calendars.leased.lock() {
+            leases.insert((row.org.clone(), row.meeting.clone()));
+        }
+        attempts.spawn(attempt(engine.clone(), row, work));
+    }
+    Ok(next)
+}
+
+/// One write to the collection, its answer committed, then the lease dropped.
+async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
+    let outcome = match &work {
+        Some(work) => write(&engine, work).await.map_err(|e| e.to_string()),
+        None => Ok(()),
+    };
+    if let Err(error) = &outcome {
+        tracing::warn!(meeting = %row.meeting, %error, "CalDAV write failed");
+    }
+    let schedule = engine.calendars.schedule.clone();
+    let committed = {
+        let row = row.clone();
+        engine
+            .store
+            .write(move |tx| meeting_sync::record(tx, &row, outcome.clone(), &schedule))
+            .await
+    };
+    if let Err(e) = committed {
+        tracing::error!(error = %e.to_string_for_logs(), meeting = %row.meeting, "cannot record a CalDAV write");
+    }
+    if let Ok(mut leases) = engine.calendars.leased.lock() {
+        leases.remove(&(row.org, row.meeting));
+    }
+    engine.store.calendar_sync_wake().notify_one();
+}
+
+async fn write(engine: &Engine, work: &Work) -> std::result::Result<(), CalDavError> {
+    let caldav = client_of(&work.caldav)?;
+    match &work.action {
+        Action::Delete => caldav.delete(&engine.client, &work.name).await,
+        Action::Put { ics, create } => {
+            let mode = if *create {
+                PutMode::Create
+            } else {
+                PutMode::Replace
+            };
+            match caldav.put(&engine.client, &work.name, ics, mode).await {
+                // Written by an attempt whose answer was not committed: ours to replace.
+                Err(CalDavError::AlreadyExists) => {
+                    caldav
+                        .put(&engine.client, &work.name, ics, PutMode::Replace)
+                        .await
+                }
+                other => other,
+            }
+        }
+    }
+}
