@@ -58,7 +58,13 @@ struct DayTimes {
     times: Vec<Micros>,
 }
 
-fn day_times(read: &ReadTx, caller: &Caller, calendar: &str, day: &str) -> Result<DayTimes> {
+fn day_times(
+    read: &ReadTx,
+    caller: &Caller,
+    calendar: &str,
+    day: &str,
+    external: &[(i64, i64)],
+) -> Result<DayTimes> {
     let record = calendars::find(read, &caller.org_id, calendar)
         .map_err(|_| Error::field("calendar", "Calendar not found"))?;
     let zone = calendars::zone(&record)?;
@@ -67,9 +73,9 @@ fn day_times(read: &ReadTx, caller: &Caller, calendar: &str, day: &str) -> Resul
         text => parse_day(text)?,
     };
     let (from, to) = day_bounds(&zone, day).ok_or_else(|| Error::field("day", "Choose a day"))?;
-    // The built-in calendar: no other busy times (CalDAV's come with its sync).
+    // `external`: a CalDAV calendar's busy times, read before the snapshot.
     let (calendar, times) =
-        meetings::open_times(read, caller, calendar, Some(from), Some(to), &[])?;
+        meetings::open_times(read, caller, calendar, Some(from), Some(to), external)?;
     Ok(DayTimes {
         calendar,
         day,
@@ -218,6 +224,7 @@ impl LeadMeetingsView {
         id: &str,
         form: &Form,
         alert: Option<String>,
+        external: Result<Vec<(i64, i64)>>,
     ) -> Result<LeadMeetingsView> {
         let org = visitor.org();
         let read = state.store.read()?;
@@ -227,8 +234,9 @@ impl LeadMeetingsView {
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         let calendar = form.text("calendar").to_string();
         let day = form.text("day").to_string();
-        let times = (can_act && !calendar.is_empty())
-            .then(|| day_times(&read, &visitor.caller(), &calendar, &day));
+        let times = (can_act && !calendar.is_empty()).then(|| {
+            external.and_then(|e| day_times(&read, &visitor.caller(), &calendar, &day, &e))
+        });
         let notice = match form.text("done") {
             "booked" => Some("Meeting booked."),
             "rescheduled" => Some("Meeting rescheduled."),
@@ -279,7 +287,7 @@ impl LeadMeetingsView {
 
 /// `GET /console/leads/{id}/meetings?calendar=&day=` (and the page again after a
 /// refusal, `alert` saying why).
-pub fn page(
+pub async fn page(
     state: &AppState,
     visitor: &Visitor,
     id: &str,
@@ -287,10 +295,10 @@ pub fn page(
     alert: Option<String>,
 ) -> Result<Response<Body>> {
     let form = Form::parse(query.as_bytes())?;
-    page_of(state, visitor, id, &form, alert, StatusCode::OK)
+    page_of(state, visitor, id, &form, alert, StatusCode::OK).await
 }
 
-fn page_of(
+async fn page_of(
     state: &AppState,
     visitor: &Visitor,
     id: &str,
@@ -298,7 +306,12 @@ fn page_of(
     alert: Option<String>,
     status: StatusCode,
 ) -> Result<Response<Body>> {
-    let view = LeadMeetingsView::read(state, visitor, id, form, alert)?;
+    // A CalDAV calendar's busy times, read before the snapshot.
+    let external = match form.text("calendar") {
+        "" => Ok(Vec::new()),
+        calendar => state.engine.external_busy(visitor.org(), calendar).await,
+    };
+    let view = LeadMeetingsView::read(state, visitor, id, form, alert, external)?;
     let title = format!("Meetings · {}", lead_name(&view.lead));
     let markup = layout::page(&title, Some(visitor), view.view(visitor));
     Ok(respond::html(status, markup))
@@ -333,12 +346,29 @@ pub async fn book(
                 calendar: form.text("calendar").to_string(),
                 start,
             };
-            state
-                .store
-                .write(move |tx| {
-                    meetings::book(tx, &caller, &lead_id, &input, booked_by.clone(), &[]).react(tx)
-                })
+            match state
+                .engine
+                .external_busy(visitor.org(), &input.calendar)
                 .await
+            {
+                Ok(external) => {
+                    state
+                        .store
+                        .write(move |tx| {
+                            meetings::book(
+                                tx,
+                                &caller,
+                                &lead_id,
+                                &input,
+                                booked_by.clone(),
+                                &external,
+                            )
+                            .react(tx)
+                        })
+                        .await
+                }
+                Err(e) => Err(e),
+            }
         }
         Err(e) => Err(e),
     };
@@ -347,7 +377,7 @@ pub async fn book(
             "/console/leads/{id}/meetings?done=booked"
         ))),
         Err(e) if shown_on_page(&e) => {
-            page_of(state, visitor, id, &form, Some(e.to_string()), e.status())
+            page_of(state, visitor, id, &form, Some(e.to_string()), e.status()).await
         }
         Err(e) => Err(e),
     }
@@ -369,6 +399,7 @@ impl RescheduleView {
         id: &str,
         form: &Form,
         alert: Option<String>,
+        external: Result<Vec<(i64, i64)>>,
     ) -> Result<RescheduleView> {
         let caller = visitor.caller();
         let read = state.store.read()?;
@@ -376,7 +407,8 @@ impl RescheduleView {
         let lead = read
             .lead(&caller.org_id, &meeting.lead_id)?
             .map_or_else(|| meeting.lead_id.clone(), |l| lead_name(&l));
-        let times = day_times(&read, &caller, &meeting.calendar, form.text("day"));
+        let times = external
+            .and_then(|e| day_times(&read, &caller, &meeting.calendar, form.text("day"), &e));
         Ok(RescheduleView {
             zone: read.engine_settings(&caller.org_id)?.time_zone,
             meeting,
@@ -413,7 +445,7 @@ impl RescheduleView {
     }
 }
 
-fn reschedule_page_of(
+async fn reschedule_page_of(
     state: &AppState,
     visitor: &Visitor,
     id: &str,
@@ -421,20 +453,22 @@ fn reschedule_page_of(
     alert: Option<String>,
     status: StatusCode,
 ) -> Result<Response<Body>> {
-    let view = RescheduleView::read(state, visitor, id, form, alert)?;
+    let calendar = meetings::find(&state.store.read()?, &visitor.caller(), id)?.calendar;
+    let external = state.engine.external_busy(visitor.org(), &calendar).await;
+    let view = RescheduleView::read(state, visitor, id, form, alert, external)?;
     let markup = layout::page("Reschedule", Some(visitor), view.view(visitor));
     Ok(respond::html(status, markup))
 }
 
 /// `GET /console/meetings/{id}/reschedule?day=`.
-pub fn reschedule_page(
+pub async fn reschedule_page(
     state: &AppState,
     visitor: &Visitor,
     id: &str,
     query: &str,
 ) -> Result<Response<Body>> {
     let form = Form::parse(query.as_bytes())?;
-    reschedule_page_of(state, visitor, id, &form, None, StatusCode::OK)
+    reschedule_page_of(state, visitor, id, &form, None, StatusCode::OK).await
 }
 
 /// `POST /console/meetings/{id}/reschedule`: moves the meeting to the time clicked.
@@ -448,12 +482,19 @@ pub async fn reschedule(
     let meeting_id = id.to_string();
     let moved = match start_of(&form) {
         Ok(start) => {
-            state
-                .store
-                .write(move |tx| {
-                    meetings::reschedule(tx, &caller, &meeting_id, start, &[]).react(tx)
-                })
-                .await
+            let calendar = meetings::find(&state.store.read()?, &caller, &meeting_id)?.calendar;
+            match state.engine.external_busy(visitor.org(), &calendar).await {
+                Ok(external) => {
+                    state
+                        .store
+                        .write(move |tx| {
+                            meetings::reschedule(tx, &caller, &meeting_id, start, &external)
+                                .react(tx)
+                        })
+                        .await
+                }
+                Err(e) => Err(e),
+            }
         }
         Err(e) => Err(e),
     };
@@ -463,7 +504,7 @@ pub async fn reschedule(
             meeting.lead_id
         ))),
         Err(e) if shown_on_page(&e) => {
-            reschedule_page_of(state, visitor, id, &form, Some(e.to_string()), e.status())
+            reschedule_page_of(state, visitor, id, &form, Some(e.to_string()), e.status()).await
         }
         Err(e) => Err(e),
     }

@@ -23,8 +23,8 @@
 //! - `notices`: the emails to people about leads that need attention.
 
 mod bulk_enrolment;
-mod confirmations;
 pub mod calendar_sync;
+mod confirmations;
 mod email;
 mod gate;
 pub mod guard;

@@ -85,8 +85,20 @@ impl Engine {
         call: &ToolCallRequest,
         transfer_available: bool,
     ) -> Result<(Value, Effect)> {
-        let booking = self.booking_of(org, lead)?;
-        let parsed = parse(call, channel == Channel::Voice, booking.is_some());
+        let mut booking = self.booking_of(org, lead)?;
+        let mut parsed = parse(call, channel == Channel::Voice, booking.is_some());
+        // A CalDAV calendar's busy times, read outside the writer (its cache, at most
+        // 60 s old): a server that cannot be read offers and books nothing.
+        if let (
+            Ok(Tool::FindTimes { .. } | Tool::BookMeeting { .. } | Tool::RescheduleMeeting { .. }),
+            Some(b),
+        ) = (&parsed, booking.as_mut())
+        {
+            match self.external_busy(org, &b.calendar).await {
+                Ok(busy) => b.external = busy,
+                Err(e) => parsed = Err(e.to_string()),
+            }
+        }
         // Open times are read outside the writer: `find_times`' answer, and a booking's
         // answer when its time is taken.
         let times = match (&parsed, &booking) {
@@ -172,6 +184,8 @@ pub(super) struct Booking {
     calendar: String,
     /// The lead's time zone, else the organization's.
     zone: String,
+    /// The calendar's CalDAV busy times (none for the built-in calendar).
+    external: Vec<(i64, i64)>,
 }
 
 impl Booking {
@@ -182,14 +196,14 @@ impl Booking {
         org: &str,
         day: Option<chrono::NaiveDate>,
     ) -> Result<Vec<i64>> {
-        // The built-in calendar's busy times; CalDAV's come from its cache.
+        // The built-in calendar's busy times are read here; CalDAV's came from its cache.
         meetings::assistant_times(
             &store.read()?,
             &Caller::system(org),
             &self.calendar,
             &self.zone,
             day,
-            &[],
+            &self.external,
         )
     }
 
@@ -225,7 +239,11 @@ impl Engine {
         }
         let org_zone = read.engine_settings(org)?.time_zone;
         let zone = crate::domain::contact::quiet_hours::zone_of(&record, &org_zone).to_string();
-        Ok(Some(Booking { calendar, zone }))
+        Ok(Some(Booking {
+            calendar,
+            zone,
+            external: Vec::new(),
+        }))
     }
 }
 
@@ -265,7 +283,14 @@ fn apply_booking(
                 calendar: booking.calendar.clone(),
                 start: *start,
             };
-            match meetings::book(tx, caller, lead, &input, BookedBy::Assistant, &[]) {
+            match meetings::book(
+                tx,
+                caller,
+                lead,
+                &input,
+                BookedBy::Assistant,
+                &booking.external,
+            ) {
                 Ok(written) => done(&written.react(tx)?),
                 Err(e) if taken(&e) => refused_time(),
                 Err(e) => return Err(e),
@@ -273,7 +298,7 @@ fn apply_booking(
         }
         Tool::RescheduleMeeting { start } => {
             let meeting = next(tx)?;
-            match meetings::reschedule(tx, caller, &meeting.id, *start, &[]) {
+            match meetings::reschedule(tx, caller, &meeting.id, *start, &booking.external) {
                 Ok(written) => done(&written.react(tx)?),
                 Err(e) if taken(&e) => refused_time(),
                 Err(e) => return Err(e),
