@@ -220,7 +220,7 @@ async fn run() {
         let path = format!("/v1/leads/{id}/meetings");
         let ts = &ts;
         let write = &write;
-        async move { ts.post(write, &path, &body).await.status }
+        async move { ts.post_until_answered(write, &path, &body).await.status }
     }))
     .await;
     let elapsed = started.elapsed();

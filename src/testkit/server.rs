@@ -157,6 +157,36 @@ impl TestServer {
         Response::read(self.client.request(request).await.expect("response")).await
     }
 
+    /// A JSON POST that is sent again (up to 10 times, 50 ms apart) when it was never
+    /// handled: its connection failed before an answer (under many simultaneous new
+    /// connections the server closes the oldest ones that have not sent a request head,
+    /// `server::limits`) or it was answered 408 (its body not read in time).
+    pub async fn post_until_answered(&self, key: &str, path: &str, body: &Value) -> Response {
+        let bytes = Bytes::from(serde_json::to_vec(body).expect("json"));
+        let mut last = String::new();
+        for _ in 0..10 {
+            let request = Request::builder()
+                .method(Method::POST)
+                .uri(format!("{}{}", self.base, path))
+                .header("x-api-key", HeaderValue::from_str(key).expect("key header"))
+                .header("content-type", "application/json")
+                .body(Full::new(bytes.clone()))
+                .expect("request");
+            match self.client.request(request).await {
+                Ok(answer) => {
+                    let answer = Response::read(answer).await;
+                    if answer.status != 408 {
+                        return answer;
+                    }
+                    last = "408".into();
+                }
+                Err(e) => last = e.to_string(),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("no answer after 10 attempts: {last}")
+    }
+
     /// A POST with `headers` and no API key (provider webhooks sign instead).
     pub async fn post_with_headers(
         &self,
