@@ -98,37 +98,8 @@ impl Engine {
         input: &MessageInput,
         origin: Origin,
     ) -> Result<Outcome<EventRow>> {
-        let channel = input.channel;
-        let text = input.text().to_string();
-        let subject = input
-            .content
-            .get("subject")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let send = move |tx: &mut WriteTx, caller: &Caller, lead: LeadRecord| {
-            outbound::begin(
-                tx,
-                &caller.org_id,
-                lead,
-                channel,
-                &text,
-                subject.as_deref(),
-                origin.clone(),
-            )
-        };
-        Ok(
-            match self
-                .gate(caller, lead_id, channel, Initiative::Message, send)
-                .await?
-            {
-                Outcome::Sent(attempt) => {
-                    let row = attempt.event.clone();
-                    self.deliver(attempt).await?;
-                    Outcome::Sent(row)
-                }
-                Outcome::Blocked(event) => Outcome::Blocked(event),
-            },
-        )
+        self.send_through_gate(caller, lead_id, input, origin, None)
+            .await
     }
 
     /// A person's message from the console: like [`Engine::send_message`], and when the
@@ -142,6 +113,21 @@ impl Engine {
         input: &MessageInput,
         person: Person,
     ) -> Result<Outcome<EventRow>> {
+        let origin = Origin::Human(person.clone());
+        self.send_through_gate(caller, lead_id, input, origin, Some(person))
+            .await
+    }
+
+    /// The gate, then the provider; `taking_over`: the person who takes the lead over in
+    /// the write that records a send the gate let go.
+    async fn send_through_gate(
+        self: &Arc<Self>,
+        caller: Caller,
+        lead_id: &str,
+        input: &MessageInput,
+        origin: Origin,
+        taking_over: Option<Person>,
+    ) -> Result<Outcome<EventRow>> {
         let channel = input.channel;
         let text = input.text().to_string();
         let subject = input
@@ -150,7 +136,10 @@ impl Engine {
             .and_then(Value::as_str)
             .map(str::to_string);
         let send = move |tx: &mut WriteTx, caller: &Caller, lead: LeadRecord| {
-            let lead = handling::take_over(tx, caller, &person, &lead.id)?;
+            let lead = match &taking_over {
+                Some(person) => handling::take_over(tx, caller, person, &lead.id)?,
+                None => lead,
+            };
             outbound::begin(
                 tx,
                 &caller.org_id,
@@ -158,7 +147,7 @@ impl Engine {
                 channel,
                 &text,
                 subject.as_deref(),
-                Origin::Human(person.clone()),
+                origin.clone(),
             )
         };
         Ok(

@@ -99,13 +99,9 @@ fn campaign_replies_count_leads(txn: &WriteTransaction) -> Result<()> {
     Ok(())
 }
 
-/// 4 → 5: the lead search's index (`lead_facets`, their counts, `lead_order`,
-/// `lead_facet_list`, `leads_by_activity`) is built from every live lead, its engagement and (none yet)
-/// its handling, as `store::lead_index` keeps it from then on.
-fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
-    let leads = txn.open_table(LEADS)?;
-    let engagements = txn.open_table(ENGAGEMENTS)?;
-    let mut tables = lead_index::IndexTables {
+/// The lead search's index tables, open to be rebuilt (steps 5 and 9).
+fn index_tables(txn: &WriteTransaction) -> Result<lead_index::IndexTables<'_>> {
+    Ok(lead_index::IndexTables {
         facets: txn.open_table(LEAD_FACETS)?,
         counts: txn.open_table(LEAD_FACET_COUNTS)?,
         by_activity: txn.open_table(LEADS_BY_ACTIVITY)?,
@@ -113,7 +109,16 @@ fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
         lists: txn.open_table(LEAD_FACET_LIST)?,
         replied: txn.open_table(LEAD_REPLIED)?,
         by_reply: txn.open_table(LEADS_BY_REPLY)?,
-    };
+    })
+}
+
+/// 4 → 5: the lead search's index (`lead_facets`, their counts, `lead_order`,
+/// `lead_facet_list`, `leads_by_activity`) is built from every live lead, its engagement and (none yet)
+/// its handling, as `store::lead_index` keeps it from then on.
+fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
+    let leads = txn.open_table(LEADS)?;
+    let engagements = txn.open_table(ENGAGEMENTS)?;
+    let mut tables = index_tables(txn)?;
     let mut indexed = 0u64;
     for row in leads.iter()? {
         let (key, value) = row?;
@@ -642,15 +647,7 @@ fn handling_knows_who_wrote_and_inbox_tabs_are_indexed(txn: &WriteTransaction) -
     let leads = txn.open_table(LEADS)?;
     let engagements = txn.open_table(ENGAGEMENTS)?;
     let handling = txn.open_table(LEAD_HANDLING)?;
-    let mut tables = lead_index::IndexTables {
-        facets: txn.open_table(LEAD_FACETS)?,
-        counts: txn.open_table(LEAD_FACET_COUNTS)?,
-        by_activity: txn.open_table(LEADS_BY_ACTIVITY)?,
-        order: txn.open_table(LEAD_ORDER)?,
-        lists: txn.open_table(LEAD_FACET_LIST)?,
-        replied: txn.open_table(LEAD_REPLIED)?,
-        by_reply: txn.open_table(LEADS_BY_REPLY)?,
-    };
+    let mut tables = index_tables(txn)?;
     let mut indexed = 0u64;
     for row in leads.iter()? {
         let (key, value) = row?;
