@@ -319,7 +319,7 @@ async fn a_booking_a_move_and_a_cancel_each_send_the_lead_one_confirmation() {
     let sent = wait_outbound(ts, write, "L1", 1).await;
     assert_eq!(sent[0]["channel"], json!("sms"));
     let event = wait_settled(ts, write, "L1", &sent[0]["id"]).await;
-    assert_sandbox_delivered(&event, "assistant");
+    assert_sandbox_delivered(&event, "meeting");
 
     let moved_to = local(16, 30);
     expect(
