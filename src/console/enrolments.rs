@@ -136,7 +136,7 @@ pub async fn create(state: &AppState, visitor: &Visitor, form: &Form) -> Result<
     .await;
     match started {
         Ok(id) => Ok(respond::redirect(&format!("/console/enrolments/{id}"))),
-        Err(e) if e.is_bad_request() || matches!(e, Error::NotFound(_)) => {
+        Err(e) if e.is_bad_request() || matches!(e, Error::NotFound(_) | Error::Conflict(_)) => {
             let back = format!(
                 "/console/leads?{}",
                 serde_urlencoded::to_string(filter.params()).unwrap_or_default()
@@ -150,7 +150,7 @@ pub async fn create(state: &AppState, visitor: &Visitor, form: &Form) -> Result<
                     p.error role="alert" { (e.to_string()) }
                 },
             );
-            Ok(respond::html(StatusCode::BAD_REQUEST, markup))
+            Ok(respond::html(e.status(), markup))
         }
         Err(e) => Err(e),
     }

@@ -168,9 +168,11 @@ impl Engine {
                                 row,
                                 &org,
                                 &lead,
-                                &meeting_id,
-                                channel,
-                                &text,
+                                claims::Confirmation {
+                                    meeting_id: &meeting_id,
+                                    channel,
+                                    text: &text,
+                                },
                                 early.clone(),
                             )
                         })

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::codec::{decode, encode};
+use super::read::ReadTx;
 use super::reader::Reader;
 use super::tables::{ENROLMENT_BATCHES, ENROLMENT_JOBS};
 use super::write::WriteTx;
@@ -83,4 +84,55 @@ impl WriteTx {
 /// The bulk enrolment `id` of `org`, in a snapshot or the writer's transaction.
 pub fn enrolment_job(read: &impl Reader, org: &str, id: &str) -> Result<Option<EnrolmentJob>> {
     read.record(ENROLMENT_JOBS, (org, id))
+}
+
+impl ReadTx {
+    /// How many of `org`'s bulk enrolments have not finished (their rows are read in
+    /// id order; an organization's jobs are few).
+    pub fn unfinished_enrolments(&self, org: &str) -> Result<usize> {
+        let table = self.open_read(ENROLMENT_JOBS)?;
+        let mut running = 0;
+        for row in table.range::<(&str, &str)>((org, "")..)? {
+            let (key, value) = row?;
+            if key.value().0 != org {
+                break;
+            }
+            let job: EnrolmentJob = decode(value.value())?;
+            if job.finished_at.is_none() {
+                running += 1;
+            }
+        }
+        Ok(running)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Store;
+    use super::EnrolmentJob;
+
+    #[test]
+    fn unfinished_enrolments_count_one_organizations_jobs_not_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.redb")).unwrap();
+        for (org, id, finished_at) in [
+            ("o1", "a", None),
+            ("o1", "b", Some(5)),
+            ("o1", "c", None),
+            ("o2", "d", None),
+        ] {
+            let job = EnrolmentJob {
+                id: id.into(),
+                finished_at,
+                ..EnrolmentJob::default()
+            };
+            store
+                .write_blocking(move |tx| tx.put_enrolment_job(org, &job))
+                .unwrap();
+        }
+        let read = store.read().unwrap();
+        assert_eq!(read.unfinished_enrolments("o1").unwrap(), 2);
+        assert_eq!(read.unfinished_enrolments("o2").unwrap(), 1);
+        assert_eq!(read.unfinished_enrolments("o").unwrap(), 0);
+    }
 }

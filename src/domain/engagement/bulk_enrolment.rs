@@ -30,6 +30,9 @@ pub const BATCH: usize = 20;
 const PREPARE_PART: usize = 50;
 /// The most leads one job takes.
 pub const MAX_LEADS: usize = 1_000_000;
+/// At most this many bulk enrolments of one organization run at once (each holds its
+/// captured ids on disk until it is done).
+pub const MAX_RUNNING: usize = 3;
 
 /// The ids of the live leads `filter` matches now, from one snapshot (the set a bulk
 /// enrolment captures), on a blocking thread; at most `MAX_LEADS` + 1.
@@ -68,6 +71,11 @@ pub async fn start(
     let org = caller.org_id.clone();
     if let Err(skip) = campaign_ready(&store.read()?, &org, profile) {
         return Err(skip.error("", profile));
+    }
+    if store.read()?.unfinished_enrolments(&org)? >= MAX_RUNNING {
+        return Err(Error::Conflict(format!(
+            "{MAX_RUNNING} additions to campaigns are still running: wait until one is done."
+        )));
     }
     let leads = matching(store, &org, filter).await?;
     if leads.is_empty() {

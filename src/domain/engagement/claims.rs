@@ -343,19 +343,30 @@ fn reply_subject(tx: &WriteTx, org: &str) -> Result<String> {
     Ok(format!("Re: your message to {}", business_name(tx, org)?))
 }
 
-/// A meeting's confirmation `text` to the lead on `channel`: through the gate's local
-/// steps (as a reply: the lead's own booking, no marketing purpose), recorded as the
-/// assistant's message; nothing to a lead that is gone.
+/// A meeting's confirmation to the lead: its meeting, its channel and its text.
+#[derive(Debug, Clone, Copy)]
+pub struct Confirmation<'a> {
+    pub meeting_id: &'a str,
+    pub channel: Channel,
+    pub text: &'a str,
+}
+
+/// A meeting's confirmation to the lead: through the gate's local steps (as a reply:
+/// the lead's own booking, no marketing purpose), recorded with origin `meeting` and
+/// its `meetingId` (a reply to it is a "Meeting reply"); nothing to a lead that is gone.
 pub fn claim_meeting_confirmation(
     tx: &mut WriteTx,
     _row: Taken,
     org: &str,
     lead_id: &str,
-    meeting_id: &str,
-    channel: Channel,
-    text: &str,
+    confirmation: Confirmation<'_>,
     early: Option<Block>,
 ) -> Result<Claim> {
+    let Confirmation {
+        meeting_id,
+        channel,
+        text,
+    } = confirmation;
     let Some(lead) = live_lead(tx, org, lead_id)? else {
         return Ok(Claim::Done);
     };
