@@ -312,6 +312,7 @@ expect(raw.get(twilio + "/voice/c1/relay"), 400, 403, 404)
 expect(raw.get(f"/v1/recordings/{org.id}/smoke-call", params={"expires": "1", "sig": "00"}), 403, 404, 410)
 expect(raw.get("/v1/unsubscribe/not-a-token"), 403, 404)
 expect(raw.post("/v1/unsubscribe/not-a-token", data={"List-Unsubscribe": "One-Click"}), 403, 404)
+expect(raw.get("/v1/calendars/smoke/feed.ics", params={"token": "not-the-token"}), 404)
 
 json_ops = {op["operationId"] for item in doc["paths"].values() for m, op in item.items() if m != "parameters"
             and any("application/json" in r.get("content", {}) for r in op["responses"].values())}
