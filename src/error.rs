@@ -112,7 +112,9 @@ impl Error {
             Error::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Error::Unavailable | Error::CalendarUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Error::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            // A 4xx: the caller's calendar settings or its CalDAV server, not this server.
+            Error::CalendarUnavailable(_) => StatusCode::FAILED_DEPENDENCY,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -91,7 +91,7 @@ pub async fn times(
 ) -> Result<Response<Body>> {
     let from = query.timestamp("from")?;
     let to = query.timestamp("to")?;
-    // A CalDAV collection's busy times, read before the snapshot (503 when unreachable).
+    // A CalDAV collection's busy times, read before the snapshot (424 when unreachable).
     let external = state.engine.external_busy(&caller.org_id, name).await?;
     let (calendar, times) =
         meetings::open_times(&state.store.read()?, caller, name, from, to, &external)?;

@@ -22,7 +22,7 @@ pub async fn book(
 ) -> Result<Response<Body>> {
     let input = BookInput::from_json(&body)?;
     let id = lead_id.to_string();
-    // A CalDAV collection's busy times, read before the write (503 when unreachable).
+    // A CalDAV collection's busy times, read before the write (424 when unreachable).
     let external = state
         .engine
         .external_busy(&caller.org_id, &input.calendar)

@@ -86,7 +86,7 @@ fn client_of(caldav: &CaldavRecord) -> std::result::Result<CalDav, CalDavError> 
 impl Engine {
     /// The busy intervals of calendar `name`'s CalDAV collection over its [`span`] (none
     /// without `caldav`, or for a calendar not found: the domain answers that), from
-    /// the cache when read within 60 s, else read now (outside the writer). 503
+    /// the cache when read within 60 s, else read now (outside the writer). 424
     /// `Calendar unavailable: ...` when the server cannot be read.
     pub async fn external_busy(&self, org: &str, name: &str) -> Result<Vec<(Micros, Micros)>> {
         let Some(calendar) = self.store.read()?.calendar(org, name)? else {

@@ -2,7 +2,7 @@
 //! takes its slot out of the open times and refuses a booking there; a booking is
 //! written as `{id}.ics` (read back and parsed), a move rewrites it with `SEQUENCE` 1,
 //! a cancellation deletes it, each ending `calendarSync: "synced"`; an unreachable
-//! server answers 503 `Calendar unavailable` and books nothing; a failed write leaves
+//! server answers 424 `Calendar unavailable` and books nothing; a failed write leaves
 //! the meeting booked, `failed` with its error, and the retry after the server is
 //! mended ends `synced`.
 
@@ -212,14 +212,14 @@ async fn an_unreachable_caldav_server_offers_no_times_and_books_nothing() {
         200,
     );
     let answer = times(ts, key, tomorrow(9, 0), tomorrow(12, 0)).await;
-    assert_eq!(answer.status, 503, "{}", text(&answer));
+    assert_eq!(answer.status, 424, "{}", text(&answer));
     assert_eq!(
         answer.json()["message"],
         json!("Calendar unavailable: the CalDAV server cannot be reached: connection refused")
     );
     let lead = lead(ts, key).await;
     let refused = book(ts, key, &lead, tomorrow(14, 0)).await;
-    assert_eq!(refused.status, 503, "{}", text(&refused));
+    assert_eq!(refused.status, 424, "{}", text(&refused));
     let listed = expect(&ts.get(key, "/v1/meetings?calendar=sales").await, 200);
     assert_eq!(listed["meetings"], json!([]), "nothing booked");
 }
