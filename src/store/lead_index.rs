@@ -220,49 +220,15 @@ pub fn query_term(word: &str) -> Option<String> {
 }
 
 impl WriteTx {
-    /// Re-derives the index rows of every lead marked in this transaction.
+    /// Re-derives the index rows of every lead marked in this transaction. Each table
+    /// is opened once for all of them (opening a table costs more than a row in it).
     pub(crate) fn refresh_marked_leads(&mut self) -> Result<()> {
         let marked = std::mem::take(&mut self.marked_leads);
-        for (org, lead) in marked {
-            self.refresh_lead(&org, &lead)?;
+        if marked.is_empty() {
+            return Ok(());
         }
-        Ok(())
-    }
-
-    fn refresh_lead(&mut self, org: &str, id: &str) -> Result<()> {
-        let old = {
-            let orders = self.open_read(LEAD_ORDER)?;
-            let lists = self.open_read(LEAD_FACET_LIST)?;
-            let replied = self.open_read(LEAD_REPLIED)?;
-            let order = orders.get((org, id))?.map(|v| v.value());
-            match order {
-                Some((created_at, last_activity_at)) => Some(LeadOrder {
-                    created_at,
-                    last_activity_at,
-                    facets: match lists.get((org, id))? {
-                        Some(list) => decode(list.value())?,
-                        None => Vec::new(),
-                    },
-                    last_inbound_at: replied.get((org, id))?.map(|v| v.value()),
-                }),
-                None => None,
-            }
-        };
-        let lead = self.lead(org, id)?.filter(|l| l.deleted_at.is_none());
-        let new = match &lead {
-            Some(lead) => {
-                let engagement = self.engagement(org, id)?;
-                let handling = self.handling(org, id)?;
-                Some(LeadOrder {
-                    created_at: lead.created_at,
-                    last_activity_at: lead.last_activity_at,
-                    facets: facets(lead, engagement.as_ref(), &handling),
-                    last_inbound_at: handling.last_inbound_at,
-                })
-            }
-            None => None,
-        };
-        if old == new {
+        let moves = self.index_moves(&marked)?;
+        if moves.is_empty() {
             return Ok(());
         }
         let needs = |order: &Option<LeadOrder>| {
@@ -270,8 +236,9 @@ impl WriteTx {
                 .as_ref()
                 .is_some_and(|o| o.facets.contains(&Facet::NeedsAttention.key()))
         };
-        if needs(&new) && !needs(&old) {
-            self.attention_entered(org, id, crate::time::now_micros())?;
+        let now = crate::time::now_micros();
+        for m in moves.iter().filter(|m| needs(&m.new) && !needs(&m.old)) {
+            self.attention_entered(m.org, m.id, now)?;
         }
         let mut tables = IndexTables {
             facets: self.open_write(LEAD_FACETS)?,
@@ -282,7 +249,66 @@ impl WriteTx {
             replied: self.open_write(LEAD_REPLIED)?,
             by_reply: self.open_write(LEADS_BY_REPLY)?,
         };
-        tables.move_rows(org, id, old.as_ref(), new.as_ref())
+        for m in &moves {
+            tables.move_rows(m.org, m.id, m.old.as_ref(), m.new.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// For each marked lead whose index rows are out of date: what the index says
+    /// (`old`) and what its three records say now (`new`).
+    fn index_moves<'m>(&self, marked: &'m BTreeSet<(String, String)>) -> Result<Vec<Move<'m>>> {
+        let orders = self.open_read(LEAD_ORDER)?;
+        let lists = self.open_read(LEAD_FACET_LIST)?;
+        let replied = self.open_read(LEAD_REPLIED)?;
+        let leads = self.open_read(LEADS)?;
+        let engagements = self.open_read(ENGAGEMENTS)?;
+        let handlings = self.open_read(LEAD_HANDLING)?;
+        let mut out = Vec::new();
+        for (org, id) in marked {
+            let key = (org.as_str(), id.as_str());
+            let old = match orders.get(key)?.map(|v| v.value()) {
+                Some((created_at, last_activity_at)) => Some(LeadOrder {
+                    created_at,
+                    last_activity_at,
+                    facets: match lists.get(key)? {
+                        Some(list) => decode(list.value())?,
+                        None => Vec::new(),
+                    },
+                    last_inbound_at: replied.get(key)?.map(|v| v.value()),
+                }),
+                None => None,
+            };
+            let lead = leads
+                .get(key)?
+                .map(|v| decode::<LeadRecord>(v.value()))
+                .transpose()?
+                .filter(|l| l.deleted_at.is_none());
+            let new = match &lead {
+                Some(lead) => {
+                    let engagement: Option<EngagementRecord> = engagements
+                        .get(key)?
+                        .map(|v| decode(v.value()))
+                        .transpose()?;
+                    let handling: HandlingRecord = handlings
+                        .get(key)?
+                        .map(|v| decode(v.value()))
+                        .transpose()?
+                        .unwrap_or_default();
+                    Some(LeadOrder {
+                        created_at: lead.created_at,
+                        last_activity_at: lead.last_activity_at,
+                        facets: facets(lead, engagement.as_ref(), &handling),
+                        last_inbound_at: handling.last_inbound_at,
+                    })
+                }
+                None => None,
+            };
+            if old != new {
+                out.push(Move { org, id, old, new });
+            }
+        }
+        Ok(out)
     }
 
     /// The live leads with `facet` (a filter value or a search term): one range.
@@ -333,6 +359,15 @@ impl WriteTx {
         self.mark_lead(org, lead);
         Ok(())
     }
+}
+
+/// One lead's index rows to move: from what the index says to what its records say
+/// (`None`: not a live lead).
+struct Move<'m> {
+    org: &'m str,
+    id: &'m str,
+    old: Option<LeadOrder>,
+    new: Option<LeadOrder>,
 }
 
 /// The index's tables, open to be changed.
