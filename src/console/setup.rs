@@ -42,18 +42,27 @@ impl SetupView {
             .as_ref()
             .filter(|(f, _)| !["organization", "email", "name", "password"].contains(&f.as_str()))
             .map(|(_, m)| m.clone());
-        let field = |id: &str, label: &str, kind: &str, value: &str, auto: &str| {
+        // A field with its help (if any) and its refusal, both in the field's column
+        // and named by `aria-describedby`.
+        let field = |id: &str, label: &str, kind: &str, value: &str, auto: &str, hint: &str| {
             let error = self.error_for(id);
             let error_id = format!("{id}-error");
+            let hint_id = format!("{id}-hint");
+            let described: Vec<&str> = [
+                Some(hint_id.as_str()).filter(|_| !hint.is_empty()),
+                Some(error_id.as_str()).filter(|_| error.is_some()),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let described = Some(described.join(" ")).filter(|d| !d.is_empty());
             html! {
                 div {
                     label for=(id) { (label) }
-                    @if let Some(error) = error {
-                        input id=(id) type=(kind) name=(id) value=(value) autocomplete=(auto) required aria-invalid="true" aria-describedby=(error_id);
-                        p id=(error_id) .field-error { (error) }
-                    } @else {
-                        input id=(id) type=(kind) name=(id) value=(value) autocomplete=(auto) required;
-                    }
+                    input id=(id) type=(kind) name=(id) value=(value) autocomplete=(auto) required
+                        aria-invalid=[error.map(|_| "true")] aria-describedby=[described];
+                    @if !hint.is_empty() { p id=(hint_id) .muted { (hint) } }
+                    @if let Some(error) = error { p id=(error_id) .field-error { (error) } }
                 }
             }
         };
@@ -66,12 +75,11 @@ impl SetupView {
                 @if let Some(other) = &other { p.error role="alert" { (other) } }
                 form.stack method="post" action="/console/setup" {
                     input type="hidden" name="token" value=(self.token);
-                    (field("organization", "Organization", "text", &self.input.organization, "organization"))
-                    (field("email", "Email", "email", &self.input.email, "username"))
-                    (field("name", "Name", "text", &self.input.name, "name"))
-                    (field("password", "Password", "password", "", "new-password"))
-                    p.hint { "At least 12 characters." }
-                    div { button type="submit" { "Create admin" } }
+                    (field("organization", "Organization", "text", &self.input.organization, "organization", ""))
+                    (field("email", "Email", "email", &self.input.email, "username", ""))
+                    (field("name", "Name", "text", &self.input.name, "name", ""))
+                    (field("password", "Password", "password", "", "new-password", "At least 12 characters."))
+                    div.actions { button type="submit" { "Create admin" } }
                 }
             },
         );

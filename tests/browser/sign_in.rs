@@ -198,6 +198,18 @@ async fn the_first_run_creates_the_first_admin_from_the_logged_link() {
 
     browser.goto(&link).await;
     browser.wait_for_text("Set up engaged").await;
+    // The password's help is the field's own description, in the field's column.
+    browser.wait_for_text("At least 12 characters.").await;
+    assert_eq!(
+        browser
+            .field("Password")
+            .await
+            .attr("aria-describedby")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("password-hint")
+    );
     browser.fill("Organization", "Acme Solar").await;
     browser.fill("Email", "ana@acme.example").await;
     browser.fill("Name", "Ana Ruiz").await;
