@@ -7,6 +7,8 @@
 //!   ENGAGED_BASELINE_LISTEN=127.0.0.1:9443 ENGAGED_BASELINE_DIR=<dir with tls/> \
 //!   ENGAGED_BASELINE_KEY=<key> target/release/deps/baseline-<hash>
 
+mod support;
+
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::path::PathBuf;
@@ -18,14 +20,13 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use redb::{Database, Durability, ReadableDatabase, TableDefinition};
+use redb::{Database, ReadableDatabase, TableDefinition};
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
 
-const CALLS: TableDefinition<&str, &[u8]> = TableDefinition::new("calls");
-const ROWS: TableDefinition<u64, &[u8]> = TableDefinition::new("rows");
+use support::bare_writer::{Write, ROWS};
 
-type Write = (Vec<u8>, oneshot::Sender<bool>);
+const CALLS: TableDefinition<&str, &[u8]> = TableDefinition::new("calls");
 
 fn main() {
     let (Ok(listen), Ok(dir), Ok(key)) = (
@@ -53,7 +54,7 @@ fn main() {
             .into_iter()
             .collect(),
     );
-    let writes = spawn_writer(db.clone());
+    let writes = support::bare_writer::spawn(db.clone());
     let tls = tls_acceptor(&dir);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -137,39 +138,6 @@ async fn handle(
             Bytes::from_static(b"{\"message\":\"Not found\"}"),
         ),
     }
-}
-
-/// One thread takes every queued write, commits them in one durable transaction, and
-/// answers them all.
-fn spawn_writer(db: Arc<Database>) -> mpsc::Sender<Write> {
-    let (tx, rx) = mpsc::channel::<Write>();
-    std::thread::spawn(move || {
-        let mut next: u64 = 0;
-        while let Ok(first) = rx.recv() {
-            let mut batch = vec![first];
-            while let Ok(more) = rx.try_recv() {
-                batch.push(more);
-            }
-            let ok = (|| -> Result<(), redb::Error> {
-                let mut txn = db.begin_write()?;
-                txn.set_durability(Durability::Immediate)?;
-                {
-                    let mut rows = txn.open_table(ROWS)?;
-                    for (body, _) in &batch {
-                        next += 1;
-                        rows.insert(next, body.as_slice())?;
-                    }
-                }
-                txn.commit()?;
-                Ok(())
-            })()
-            .is_ok();
-            for (_, answer) in batch {
-                let _ = answer.send(ok);
-            }
-        }
-    });
-    tx
 }
 
 fn tls_acceptor(dir: &std::path::Path) -> tokio_rustls::TlsAcceptor {

@@ -9,10 +9,10 @@
 mod support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redb::{Database, Durability, TableDefinition};
+use redb::Database;
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -22,7 +22,6 @@ use engaged::store::Store;
 
 const LEADS: usize = 10_000;
 const TASKS: usize = 64;
-const ROWS: TableDefinition<u64, &[u8]> = TableDefinition::new("rows");
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -97,7 +96,7 @@ fn main() {
 
     // The bare writer: the same tasks, one raw row per job.
     let db = Arc::new(Database::create(dir.path().join("bare.redb")).expect("bare db"));
-    let writes = spawn_bare_writer(db);
+    let writes = support::bare_writer::spawn(db);
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     rt.block_on(async {
@@ -131,38 +130,4 @@ fn main() {
         engaged / bare,
         1e6 / engaged
     );
-}
-
-type Write = (Vec<u8>, oneshot::Sender<bool>);
-
-/// The baseline's writer (`benches/baseline.rs`): every waiting row in one durable commit.
-fn spawn_bare_writer(db: Arc<Database>) -> mpsc::Sender<Write> {
-    let (tx, rx) = mpsc::channel::<Write>();
-    std::thread::spawn(move || {
-        let mut next: u64 = 0;
-        while let Ok(first) = rx.recv() {
-            let mut batch = vec![first];
-            while let Ok(more) = rx.try_recv() {
-                batch.push(more);
-            }
-            let ok = (|| -> Result<(), redb::Error> {
-                let mut txn = db.begin_write()?;
-                txn.set_durability(Durability::Immediate)?;
-                {
-                    let mut rows = txn.open_table(ROWS)?;
-                    for (body, _) in &batch {
-                        next += 1;
-                        rows.insert(next, body.as_slice())?;
-                    }
-                }
-                txn.commit()?;
-                Ok(())
-            })()
-            .is_ok();
-            for (_, answer) in batch {
-                let _ = answer.send(ok);
-            }
-        }
-    });
-    tx
 }

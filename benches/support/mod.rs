@@ -2,6 +2,8 @@
 //! The HTTPS client and the fakes are the test kit's (`engaged::testkit`).
 #![allow(dead_code)]
 
+pub mod bare_writer;
+
 use std::time::Duration;
 
 use serde_json::{Map, Value};
