@@ -200,8 +200,7 @@ fn run(
 }
 
 /// The longest the writer waits for more single jobs before a batch ([`gather`]).
-const GATHER: std::time::Duration = std::time::Duration::from_micros(GATHER_MICROS);
-const GATHER_MICROS: u64 = 300;
+const GATHER: std::time::Duration = std::time::Duration::from_micros(300);
 
 /// Under concurrent load the requesters the last batch answered send their next
 /// writes within a moment: while fewer single jobs wait than the last batch had, the
@@ -567,7 +566,7 @@ mod tests {
         );
     }
 
-    /// A job that only counts its runs, for the queue's own tests.
+    /// A job that does nothing, for the queue's own tests.
     fn noop() -> Box<dyn super::Job> {
         let (reply, _) = tokio::sync::oneshot::channel::<crate::error::Result<()>>();
         super::job(|_| Ok(()), reply, false, super::Lane::Single)
