@@ -10,6 +10,7 @@ use chrono::Utc;
 use super::pacing::Turn;
 use super::Engine;
 use crate::channel::Channel;
+use crate::domain::contact::compliance::Block;
 use crate::domain::contact::hold;
 use crate::domain::engagement::agenda::JobKey;
 use crate::domain::engagement::claims::{self, Claim};
@@ -31,6 +32,14 @@ pub(super) enum Ran {
     Parked(std::time::Duration),
 }
 
+/// Whether a send may go ahead ([`Engine::before_send`]).
+enum Cleared {
+    /// Its pacing turn is this far off: the job parks.
+    Park(Duration),
+    /// It goes, with the compliance service's block if the service gave one.
+    Go(Option<Block>),
+}
+
 impl Engine {
     /// Runs the leased row `key`; `paced` when it already holds its pacing slot (it was
     /// parked until then).
@@ -43,13 +52,11 @@ impl Engine {
         let claim = match kind {
             JobKind::Step { index } => {
                 let channel = self.step_channel(&org, &lead, index)?;
-                if let (Some(channel), false) = (channel, paced) {
-                    if let Some(far) = self.take_slot(&org, channel).await? {
-                        return Ok(Ran::Parked(far));
-                    }
-                }
                 let early = match channel {
-                    Some(channel) => self.ask_service(&org, &lead, channel).await?,
+                    Some(channel) => match self.before_send(&org, &lead, channel, paced).await? {
+                        Cleared::Park(far) => return Ok(Ran::Parked(far)),
+                        Cleared::Go(early) => early,
+                    },
                     None => None,
                 };
                 self.store
@@ -94,12 +101,10 @@ impl Engine {
                     .await?
             }
             JobKind::Call => {
-                if !paced {
-                    if let Some(far) = self.take_slot(&org, Channel::Voice).await? {
-                        return Ok(Ran::Parked(far));
-                    }
-                }
-                let early = self.ask_service(&org, &lead, Channel::Voice).await?;
+                let early = match self.before_send(&org, &lead, Channel::Voice, paced).await? {
+                    Cleared::Park(far) => return Ok(Ran::Parked(far)),
+                    Cleared::Go(early) => early,
+                };
                 self.store
                     .write(move |tx| {
                         claims::taking(tx, &key, |tx, row| {
@@ -122,13 +127,11 @@ impl Engine {
             }
             JobKind::Reminder { meeting_id, start } => {
                 let channel = self.reminder_channel(&org, &lead)?;
-                if let (Some(channel), false) = (channel, paced) {
-                    if let Some(far) = self.take_slot(&org, channel).await? {
-                        return Ok(Ran::Parked(far));
-                    }
-                }
                 let early = match channel {
-                    Some(channel) => self.ask_service(&org, &lead, channel).await?,
+                    Some(channel) => match self.before_send(&org, &lead, channel, paced).await? {
+                        Cleared::Park(far) => return Ok(Ran::Parked(far)),
+                        Cleared::Go(early) => early,
+                    },
                     None => None,
                 };
                 self.store
@@ -153,12 +156,10 @@ impl Engine {
                 else {
                     return self.drop_job(key).await.map(|_| Ran::Done);
                 };
-                if !paced {
-                    if let Some(far) = self.take_slot(&org, channel).await? {
-                        return Ok(Ran::Parked(far));
-                    }
-                }
-                let early = self.ask_service(&org, &lead, channel).await?;
+                let early = match self.before_send(&org, &lead, channel, paced).await? {
+                    Cleared::Park(far) => return Ok(Ran::Parked(far)),
+                    Cleared::Go(early) => early,
+                };
                 self.invite(&org, &lead, &meeting_id, change, &text).await?;
                 self.store
                     .write(move |tx| {
@@ -194,6 +195,23 @@ impl Engine {
             }
         };
         self.carry_out(claim).await.map(|_| Ran::Done)
+    }
+
+    /// Before a send on `channel`: the channel's pacing turn unless the job already had
+    /// it (a turn far off parks the job), then the compliance service's answer.
+    async fn before_send(
+        &self,
+        org: &str,
+        lead: &str,
+        channel: Channel,
+        paced: bool,
+    ) -> Result<Cleared> {
+        if !paced {
+            if let Some(far) = self.take_slot(org, channel).await? {
+                return Ok(Cleared::Park(far));
+            }
+        }
+        Ok(Cleared::Go(self.ask_service(org, lead, channel).await?))
     }
 
     /// The channel a reminder to the lead would go on, if it has a phone or an email.
