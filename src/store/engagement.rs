@@ -234,7 +234,7 @@ impl WriteTx {
         now: i64,
     ) -> Result<()> {
         let mut table = self.open_write(MAILGUN_TOKENS)?;
-        table.retain_in((i64::MIN, "", "")..(now, "", ""), |_, _| false)?;
+        table.remove_range((i64::MIN, "", "")..(now, "", ""))?;
         table.insert((until, org, token), ())?;
         Ok(())
     }

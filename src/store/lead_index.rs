@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use redb::{ReadableTable, Table};
+use redb::ReadableTable;
 
 use super::codec::{decode, encode};
 use super::facet::{Facet, Flag, Metric, Rate, COUNTED_ONLY};
@@ -20,7 +20,7 @@ use super::rows::{
     EngagementRecord, EngagementState, HandlingRecord, LeadOrder, LeadRecord, StopReason,
 };
 use super::tables::*;
-use super::write::WriteTx;
+use super::write::{Logged, WriteTx};
 use crate::attention::{Attention, Signals};
 use crate::error::Result;
 use crate::time::Micros;
@@ -372,13 +372,13 @@ struct Move<'m> {
 
 /// The index's tables, open to be changed.
 pub(super) struct IndexTables<'t> {
-    pub facets: Table<'t, (&'static str, &'static str, &'static str), ()>,
-    pub counts: Table<'t, (&'static str, &'static str), u64>,
-    pub by_activity: Table<'t, (&'static str, i64, &'static str), ()>,
-    pub order: Table<'t, (&'static str, &'static str), (i64, i64)>,
-    pub lists: Table<'t, (&'static str, &'static str), &'static [u8]>,
-    pub replied: Table<'t, (&'static str, &'static str), i64>,
-    pub by_reply: Table<'t, (&'static str, i64, &'static str), ()>,
+    pub facets: Logged<'t, (&'static str, &'static str, &'static str), ()>,
+    pub counts: Logged<'t, (&'static str, &'static str), u64>,
+    pub by_activity: Logged<'t, (&'static str, i64, &'static str), ()>,
+    pub order: Logged<'t, (&'static str, &'static str), (i64, i64)>,
+    pub lists: Logged<'t, (&'static str, &'static str), &'static [u8]>,
+    pub replied: Logged<'t, (&'static str, &'static str), i64>,
+    pub by_reply: Logged<'t, (&'static str, i64, &'static str), ()>,
 }
 
 impl IndexTables<'_> {

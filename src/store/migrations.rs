@@ -20,6 +20,7 @@ use super::tables::{
     LEAD_FACETS, LEAD_FACET_COUNTS, LEAD_FACET_LIST, LEAD_HANDLING, LEAD_ORDER, LEAD_REPLIED,
     MESSAGES_BY_CREATED, ORGS, PROFILES,
 };
+use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
@@ -102,13 +103,13 @@ fn campaign_replies_count_leads(txn: &WriteTransaction) -> Result<()> {
 /// The lead search's index tables, open to be rebuilt (steps 5 and 9).
 fn index_tables(txn: &WriteTransaction) -> Result<lead_index::IndexTables<'_>> {
     Ok(lead_index::IndexTables {
-        facets: txn.open_table(LEAD_FACETS)?,
-        counts: txn.open_table(LEAD_FACET_COUNTS)?,
-        by_activity: txn.open_table(LEADS_BY_ACTIVITY)?,
-        order: txn.open_table(LEAD_ORDER)?,
-        lists: txn.open_table(LEAD_FACET_LIST)?,
-        replied: txn.open_table(LEAD_REPLIED)?,
-        by_reply: txn.open_table(LEADS_BY_REPLY)?,
+        facets: Logged::unlogged(txn.open_table(LEAD_FACETS)?),
+        counts: Logged::unlogged(txn.open_table(LEAD_FACET_COUNTS)?),
+        by_activity: Logged::unlogged(txn.open_table(LEADS_BY_ACTIVITY)?),
+        order: Logged::unlogged(txn.open_table(LEAD_ORDER)?),
+        lists: Logged::unlogged(txn.open_table(LEAD_FACET_LIST)?),
+        replied: Logged::unlogged(txn.open_table(LEAD_REPLIED)?),
+        by_reply: Logged::unlogged(txn.open_table(LEADS_BY_REPLY)?),
     })
 }
 

@@ -26,6 +26,7 @@ pub mod recordings;
 pub mod rows;
 pub mod tables;
 mod voice;
+mod wal;
 mod webhooks;
 mod write;
 mod writer;
@@ -98,6 +99,14 @@ impl Store {
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
         };
+        // Batches answered after the last checkpoint are in the write-ahead log only.
+        let (wal, replayed) = wal::recover(&db, path)?;
+        if replayed > 0 {
+            tracing::info!(
+                replayed,
+                "applied the write-ahead log's batches after a crash"
+            );
+        }
         let (clock, secret) = initialize(&db)?;
         let db = Arc::new(db);
         let stats = Arc::new(WriterStats::default());
@@ -112,7 +121,8 @@ impl Store {
             calendar_sync: calendar_sync_wake.clone(),
             changes: changes.clone(),
         };
-        let (jobs, handle) = writer::spawn(db.clone(), clock, stats.clone(), wakes, keys.clone())?;
+        let (jobs, handle) =
+            writer::spawn(db.clone(), wal, clock, stats.clone(), wakes, keys.clone())?;
         Ok(Store {
             db,
             jobs: Mutex::new(Some(jobs)),

@@ -130,7 +130,7 @@ impl WriteTx {
 /// Removes every chunk of `upload_id`.
 fn remove_chunks(tx: &mut WriteTx, upload_id: &str) -> Result<()> {
     let mut chunks = tx.open_write(RECORDING_CHUNKS)?;
-    chunks.retain_in((upload_id, 0u64)..=(upload_id, u64::MAX), |_, _| false)?;
+    chunks.remove_range((upload_id, 0u64)..=(upload_id, u64::MAX))?;
     Ok(())
 }
 

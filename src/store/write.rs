@@ -4,15 +4,18 @@
 //! `Store::write`. Each `put_*` keeps a record's index rows in step with the record, so
 //! no caller can forget one. Every timestamp that orders rows comes from [`WriteTx::tick`].
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ops::Deref;
 
-use redb::{Key, ReadableTable, Table, TableDefinition, Value, WriteTransaction};
+use redb::{
+    AccessGuard, Key, ReadableTable, Table, TableDefinition, TableHandle, Value, WriteTransaction,
+};
 
 use super::codec::{decode, encode};
 use super::lead_view;
 use super::rows::{email_key, CallRecord, EventRecord, KeyRecord, LeadRecord, OrgRecord};
 use super::tables::*;
+use super::wal::OpLog;
 use crate::error::Result;
 use crate::time::{now_micros, Micros};
 
@@ -39,10 +42,89 @@ impl<'t, K: Key + 'static, V: Value + 'static> Deref for ReadOnly<'t, K, V> {
     }
 }
 
+/// A table of the write transaction opened to change it: each change is recorded in
+/// the transaction's log of operations (the write-ahead log's record of the batch,
+/// `wal`) as it is made. Reads go through `Deref`; redb changes a table only through
+/// `&mut`, which only these methods have.
+pub(super) struct Logged<'t, K: Key + 'static, V: Value + 'static> {
+    table: Table<'t, K, V>,
+    name: String,
+    /// `None` for a migration's tables: it commits durably at open, before the log.
+    log: Option<&'t RefCell<OpLog>>,
+}
+
+impl<'t, K: Key + 'static, V: Value + 'static> Deref for Logged<'t, K, V> {
+    type Target = Table<'t, K, V>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.table
+    }
+}
+
+impl<'t, K: Key + 'static, V: Value + 'static> Logged<'t, K, V> {
+    /// A table changed outside the writer's batches (a migration at open), whose
+    /// changes are not logged.
+    pub(super) fn unlogged(table: Table<'t, K, V>) -> Self {
+        Logged {
+            table,
+            name: String::new(),
+            log: None,
+        }
+    }
+
+    fn record(&self, key: &[u8], value: Option<&[u8]>) {
+        if let Some(log) = self.log {
+            log.borrow_mut().record(&self.name, key, value);
+        }
+    }
+
+    /// `Table::insert`, recorded.
+    pub fn insert<'k, 'v>(
+        &mut self,
+        key: impl std::borrow::Borrow<K::SelfType<'k>>,
+        value: impl std::borrow::Borrow<V::SelfType<'v>>,
+    ) -> std::result::Result<Option<AccessGuard<'_, V>>, redb::StorageError> {
+        let (key, value) = (key.borrow(), value.borrow());
+        self.record(K::as_bytes(key).as_ref(), Some(V::as_bytes(value).as_ref()));
+        self.table.insert(key, value)
+    }
+
+    /// `Table::remove`, recorded.
+    pub fn remove<'k>(
+        &mut self,
+        key: impl std::borrow::Borrow<K::SelfType<'k>>,
+    ) -> std::result::Result<Option<AccessGuard<'_, V>>, redb::StorageError> {
+        let key = key.borrow();
+        self.record(K::as_bytes(key).as_ref(), None);
+        self.table.remove(key)
+    }
+
+    /// Removes every row whose key is in `range`, each recorded.
+    pub fn remove_range<'k, KR>(
+        &mut self,
+        range: impl std::ops::RangeBounds<KR> + 'k,
+    ) -> Result<u64>
+    where
+        KR: std::borrow::Borrow<K::SelfType<'k>> + 'k,
+    {
+        let keys: Vec<Vec<u8>> = self
+            .table
+            .range(range)?
+            .map(|row| row.map(|(k, _)| K::as_bytes(&k.value()).as_ref().to_vec()))
+            .collect::<std::result::Result<_, _>>()?;
+        for key in &keys {
+            self.remove(K::from_bytes(key))?;
+        }
+        Ok(keys.len() as u64)
+    }
+}
+
 pub struct WriteTx {
     txn: WriteTransaction,
     /// How many times a table was opened to be changed.
     writes: Cell<u64>,
+    /// Every change made so far, for the write-ahead log (`wal`).
+    log: RefCell<OpLog>,
     clock: Micros,
     clock_moved: bool,
     /// Set when the transaction queued a webhook delivery, to wake the dispatcher.
@@ -65,6 +147,7 @@ impl WriteTx {
         WriteTx {
             txn,
             writes: Cell::new(0),
+            log: RefCell::new(OpLog::default()),
             clock,
             clock_moved: false,
             outbox_added: false,
@@ -90,9 +173,13 @@ impl WriteTx {
     pub(super) fn open_write<K: Key + 'static, V: Value + 'static>(
         &self,
         table: TableDefinition<K, V>,
-    ) -> Result<Table<'_, K, V>> {
+    ) -> Result<Logged<'_, K, V>> {
         self.writes.set(self.writes.get() + 1);
-        Ok(self.txn.open_table(table)?)
+        Ok(Logged {
+            name: table.name().to_string(),
+            table: self.txn.open_table(table)?,
+            log: Some(&self.log),
+        })
     }
 
     /// Opens `table` to read it: the handle gives out only `&Table`, and redb changes a
@@ -111,14 +198,14 @@ impl WriteTx {
     }
 
     /// Brings the marked leads' index rows up to date, persists the clock's high-water
-    /// mark and hands the transaction back for commit.
-    pub(crate) fn finish(mut self) -> Result<WriteTransaction> {
+    /// mark and hands the transaction back for commit, with the log of its changes.
+    pub(crate) fn finish(mut self) -> Result<(WriteTransaction, OpLog)> {
         self.refresh_marked_leads()?;
         if self.clock_moved {
-            let mut meta = self.txn.open_table(META)?;
+            let mut meta = self.open_write(META)?;
             meta.insert("clock", &self.clock.to_le_bytes()[..])?;
         }
-        Ok(self.txn)
+        Ok((self.txn, self.log.into_inner()))
     }
 
     /// The next commit-ordered timestamp: wall-clock time, but always strictly above
