@@ -39,8 +39,17 @@ pub fn restore(data_dir: &Path, source: &Path) -> Result<(), String> {
     let db = database_path(data_dir);
     if db.exists() {
         return Err(format!(
-            "{} already exists: restore only into an empty data directory (stop the server, move the old file away)",
+            "{} already exists: restore only into an empty data directory (stop the server, move the old files engaged.redb and engaged.wal away)",
             db.display()
+        ));
+    }
+    // A write-ahead log left without its database holds another database's batches:
+    // opened with the backup, it would apply them to it.
+    let wal = crate::store::wal_path(&db);
+    if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        return Err(format!(
+            "{} is left from a database that is no longer there: move it away with that database before restoring",
+            wal.display()
         ));
     }
     // The error names the file already.

@@ -1096,6 +1096,15 @@ async fn backup_of_a_running_server_restores_into_an_empty_directory() {
         &cli(&restored, &["restore", backup.to_str().expect("utf-8")]),
         "restore over data",
     );
+    // A write-ahead log left behind by a database moved away is never applied to the
+    // backup: the restore is refused and names it.
+    let orphan = dir.path().join("orphan");
+    std::fs::create_dir(&orphan).expect("orphan dir");
+    std::fs::write(orphan.join("engaged.wal"), b"batches of another database").expect("wal");
+    let ran = cli(&orphan, &["restore", backup.to_str().expect("utf-8")]);
+    assert_cli_failure(&ran, "restore beside another database's log");
+    assert!(ran.stderr.contains("engaged.wal"), "{}", ran.stderr);
+    assert!(!orphan.join("engaged.redb").exists());
     // A file that is no database is refused, and named once.
     let junk = dir.path().join("junk.redb");
     std::fs::write(&junk, b"not a database").expect("write junk");

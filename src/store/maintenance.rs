@@ -107,7 +107,7 @@ pub fn check_file_and_shared(path: &Path) -> Result<(Vec<String>, Vec<String>, V
         Err(e) => return Err(Error::Internal(format!("{}: {e}", path.display()))),
     };
     // What the write-ahead log holds is part of the store (a crash left it there).
-    super::wal::recover(&db, path)?;
+    super::wal::replay_existing(&db, path)?;
     let mut problems = Vec::new();
     if !db.check_integrity()? {
         problems.push("redb integrity check repaired or found damage".to_string());

@@ -27,6 +27,7 @@ pub mod rows;
 pub mod tables;
 mod voice;
 mod wal;
+pub(crate) use wal::path_of as wal_path;
 mod webhooks;
 mod write;
 mod writer;

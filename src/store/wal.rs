@@ -226,6 +226,15 @@ pub(crate) fn recover(db: &Database, db_path: &Path) -> Result<(Wal, usize)> {
     ))
 }
 
+/// [`recover`] for a file opened outside the server (`engaged check`, a backup being
+/// restored): applies its log if it has one, and creates none.
+pub(crate) fn replay_existing(db: &Database, db_path: &Path) -> Result<usize> {
+    if !path_of(db_path).exists() {
+        return Ok(0);
+    }
+    recover(db, db_path).map(|(_, applied)| applied)
+}
+
 /// Records `seq` as held by the durable file, in the checkpoint's transaction.
 pub(super) fn mark_checkpoint(txn: &redb::WriteTransaction, seq: u64) -> Result<()> {
     let mut meta = txn.open_table(META)?;
