@@ -353,6 +353,9 @@ fn commit_batch(
 ) -> i64 {
     // Jobs that refused after writing: left out of every later run.
     let mut left_out = vec![false; batch.len()];
+    // A bulk part commits as a checkpoint: the pages it changes are written with it, so
+    // no later checkpoint holds another organization's write for many parts' pages.
+    let bulk = batch.iter().any(|job| !matches!(job.lane(), Lane::Single));
     let outcome = loop {
         let mut tx = match begin(db, clock) {
             Ok(tx) => tx,
@@ -403,7 +406,9 @@ fn commit_batch(
         let calendar_sync_added = tx.calendar_sync_added;
         let changed_leads: Vec<(String, String)> = tx.marked_leads.iter().cloned().collect();
         let sessions_ended = tx.sessions_ended;
-        let committed = tx.finish().and_then(|(txn, ops)| durable.commit(txn, &ops));
+        let committed = tx
+            .finish()
+            .and_then(|(txn, ops)| durable.commit(txn, &ops, bulk));
         if committed.is_ok() {
             if keys_changed {
                 keys.invalidate();
@@ -463,11 +468,12 @@ impl Durable {
 
     /// Commits a batch's transaction so that it survives a crash before any of its
     /// jobs is answered: its operations appended to the log and synced, then the
-    /// transaction committed without writing the file; or, when a checkpoint is due
-    /// or the batch is too large to log, committed durably as a checkpoint.
-    fn commit(&mut self, mut txn: redb::WriteTransaction, ops: &OpLog) -> Result<()> {
+    /// transaction committed without writing the file; or, when a checkpoint is due,
+    /// for a bulk part (`bulk`) or a batch too large to log, committed durably as a
+    /// checkpoint.
+    fn commit(&mut self, mut txn: redb::WriteTransaction, ops: &OpLog, bulk: bool) -> Result<()> {
         let due = self.checkpointed.elapsed() >= CHECKPOINT_EVERY || self.wal.is_long();
-        if ops.overflowed() || (due && !ops.is_empty()) {
+        if ops.overflowed() || ((due || bulk) && !ops.is_empty()) {
             return self.checkpoint(txn);
         }
         if ops.is_empty() {
