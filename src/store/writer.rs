@@ -10,8 +10,8 @@
 //! Durable is [`Durable::commit`]: the batch's row changes appended to the write-ahead
 //! log and synced (one sequential write), then the transaction committed without
 //! writing the file; or, every [`CHECKPOINT_EVERY`] (and for a bulk part, a batch too
-//! large to log, when idle, when stopping), committed with `Durability::Immediate` as a checkpoint
-//! that writes every page changed since the last one once (`super::wal`). A durable
+//! large to log, when idle, when stopping), committed with `Durability::Immediate` as
+//! a checkpoint that writes every page changed since the last one once (`super::wal`). A durable
 //! commit of each batch instead wrote some six random B-tree leaves per event, and its
 //! fsync and page writes held the writer for half its time.
 //!
