@@ -154,8 +154,8 @@ pub(crate) fn spawn(
         .name("engaged-writer".into())
         .spawn(move || {
             let work = move || {
-                let mut durable = Durable::new(wal);
-                run(&db, clock, &rx, &stats, &wakes, &keys, &mut durable)
+                let durable = Durable::new(wal);
+                run(&db, clock, &rx, &stats, &wakes, &keys, durable)
             };
             if logs.is::<tracing::subscriber::NoSubscriber>() {
                 work()
@@ -173,7 +173,7 @@ fn run(
     stats: &WriterStats,
     wakes: &Wakes,
     keys: &KeyCache,
-    durable: &mut Durable,
+    mut durable: Durable,
 ) {
     let mut queues = Queues::default();
     loop {
@@ -186,7 +186,7 @@ fn run(
                 Some(left) => match rx.recv_timeout(left) {
                     Ok(job) => job,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
-                        durable.checkpoint_alone(db);
+                        durable.checkpoint_idle(db);
                         continue;
                     }
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -213,7 +213,7 @@ fn run(
         };
         let size = batch.len() as u64;
         let started = std::time::Instant::now();
-        clock = commit_batch(db, clock, batch, wakes, keys, durable);
+        clock = commit_batch(db, clock, batch, wakes, keys, &mut durable);
         stats
             .commit_seconds
             .observe(started.elapsed().as_secs_f64());
@@ -223,7 +223,7 @@ fn run(
         stats.largest_batch.fetch_max(size, Ordering::Relaxed);
     }
     // Stopping: everything answered goes into the database file itself.
-    durable.checkpoint_alone(db);
+    durable.stop(db);
 }
 
 /// The jobs waiting for the writer, by lane: single jobs in arrival order, and each
@@ -476,25 +476,37 @@ impl Durable {
         txn.set_durability(Durability::Immediate)?;
         txn.commit()?;
         self.checkpointed = std::time::Instant::now();
-        // Records left behind by a failed reset are all at or below the recorded
-        // sequence: a replay skips them.
-        if let Err(e) = self.wal.reset() {
-            tracing::error!(error = %e.to_string_for_logs(), "cannot empty the write-ahead log");
-        }
+        // The records left in the file are all at or below the recorded sequence: a
+        // replay skips them, and the next ones are written over them.
+        self.wal.reset();
         Ok(())
     }
 
     /// A checkpoint with no batch of its own (idle, or stopping).
-    fn checkpoint_alone(&mut self, db: &Database) {
+    fn checkpoint_alone(&mut self, db: &Database) -> Result<()> {
         if self.wal.len() == 0 {
-            return;
+            return Ok(());
         }
-        let done = db
-            .begin_write()
+        db.begin_write()
             .map_err(Error::from)
-            .and_then(|txn| self.checkpoint(txn));
-        if let Err(e) = done {
+            .and_then(|txn| self.checkpoint(txn))
+    }
+
+    /// A checkpoint while idle; one that fails is tried again after
+    /// [`CHECKPOINT_EVERY`], or by the next batch.
+    fn checkpoint_idle(&mut self, db: &Database) {
+        if let Err(e) = self.checkpoint_alone(db) {
+            self.checkpointed = std::time::Instant::now();
             tracing::error!(error = %e.to_string_for_logs(), "checkpoint failed");
+        }
+    }
+
+    /// At a stop: a last checkpoint, then the log's file emptied. If the checkpoint
+    /// fails, the log stays for the next start to apply.
+    fn stop(mut self, db: &Database) {
+        let done = self.checkpoint_alone(db).and_then(|()| self.wal.close());
+        if let Err(e) = done {
+            tracing::error!(error = %e.to_string_for_logs(), "the last checkpoint failed");
         }
     }
 }
