@@ -1,10 +1,10 @@
 //! The write-ahead log: how a batch of writes becomes durable with one sequential
-//! append, instead of redb writing every B-tree page the batch changed.
+//! write, instead of redb writing every B-tree page the batch changed.
 //!
 //! Every change a write job makes goes through `WriteTx::open_write`, whose
 //! [`Logged`](super::write::Logged) table records it as a row operation: the table's
 //! name, the key's bytes and the new value's bytes (none for a removal). The writer
-//! then appends the batch's operations here as one record and syncs the file
+//! then writes the batch's operations here as one record and syncs the file
 //! (`fdatasync`) *before* it commits the batch to redb non-durably
 //! (`Durability::None`: visible to readers at once, its pages kept in memory) and
 //! answers. Every [`CHECKPOINT_EVERY`], or when a batch's log is large, a checkpoint
@@ -184,7 +184,7 @@ impl Wal {
         Ok(())
     }
 
-    /// Takes back the last record appended: its batch did not commit after all.
+    /// Takes back the last record written: its batch did not commit after all.
     pub(super) fn take_back(&mut self, seq: u64, record_start: u64) -> Result<()> {
         if seq == self.last_seq {
             self.invalidate(record_start)?;

@@ -8,7 +8,7 @@
 //! up to 100 or 300 µs for more jobs before a batch helped when each batch wrote its
 //! pages; with the log it cost 4-11 % of `POST` events over HTTPS, measured pairwise.)
 //!
-//! Durable is [`Durable::commit`]: the batch's row changes appended to the write-ahead
+//! Durable is [`Durable::commit`]: the batch's row changes written to the write-ahead
 //! log and synced (one sequential write), then the transaction committed without
 //! writing the file; or, every [`CHECKPOINT_EVERY`] (and for a bulk part, a batch too
 //! large to log, when idle, when stopping), committed with `Durability::Immediate` as
@@ -443,7 +443,7 @@ impl Durable {
     }
 
     /// Commits a batch's transaction so that it survives a crash before any of its
-    /// jobs is answered: its operations appended to the log and synced, then the
+    /// jobs is answered: its operations written to the log and synced, then the
     /// transaction committed without writing the file; or, when a checkpoint is due,
     /// for a bulk part (`bulk`) or a batch too large to log, committed durably as a
     /// checkpoint.
