@@ -594,6 +594,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn an_answered_write_survives_a_crash_through_the_log() {
+        use crate::store::tables::ORGS;
+        use crate::store::wal;
+        use redb::ReadableDatabase;
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.redb");
+        let store = Store::open(&path).unwrap();
+        // A checkpoint between the write and the copy would leave nothing to replay:
+        // then the next attempt writes again.
+        for attempt in 0..5 {
+            let name = format!("org-{attempt}");
+            let id = name.clone();
+            store.write(move |tx| tx.put_org(&org(&id))).await.unwrap();
+            // A crash now: the two files as the running server left them.
+            let crash = dir.path().join(format!("crash-{attempt}"));
+            std::fs::create_dir(&crash).unwrap();
+            let copy = crash.join("t.redb");
+            std::fs::copy(&path, &copy).unwrap();
+            std::fs::copy(wal::path_of(&path), wal::path_of(&copy)).unwrap();
+            let db = redb::Database::create(&copy).unwrap();
+            let (_, applied) = wal::recover(&db, &copy).unwrap();
+            if applied == 0 {
+                continue;
+            }
+            let read = db.begin_read().unwrap();
+            let orgs = read.open_table(ORGS).unwrap();
+            assert!(
+                orgs.get(name.as_str()).unwrap().is_some(),
+                "the answered write is back"
+            );
+            return;
+        }
+        panic!("a checkpoint came before every copy");
+    }
+
+    #[tokio::test]
     async fn a_trial_answers_what_it_computed_and_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.redb")).unwrap();
