@@ -154,7 +154,8 @@ impl Wal {
     }
 
     /// Grows the file with zeros to hold `end` bytes: to the first doubling of its
-    /// length that does, at most [`MAX_FILE_BYTES`]. The caller's sync makes the new length durable.
+    /// length that does, at most [`MAX_FILE_BYTES`]. The caller's sync makes the new
+    /// length durable.
     fn allocate(&mut self, end: u64) -> std::io::Result<()> {
         if end <= self.allocated {
             return Ok(());
