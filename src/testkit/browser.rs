@@ -268,12 +268,36 @@ impl Browser {
             .expect("script")
     }
 
-    /// Signs in through the form, as a person does.
+    /// Signs in through the form, as a person does, and waits for the form's answer: a
+    /// new page (the inbox, or the form again with its refusal). A click does not wait
+    /// for the navigation it starts, and a `goto` racing a slow sign-in (its password
+    /// check queued behind others) could be overtaken by the sign-in's redirect.
     pub async fn sign_in(&self, email: &str, password: &str) {
         self.goto("/console/login").await;
         self.fill("Email", email).await;
         self.fill("Password", password).await;
+        self.run("window.engagedSigningIn = true; return null;")
+            .await;
         self.click_button("Sign in").await;
+        let started = Instant::now();
+        loop {
+            // A script run while the page is being replaced may fail: ask again.
+            let still = self
+                .client
+                .execute("return window.engagedSigningIn === true;", Vec::new())
+                .await
+                .map_or(true, |v| v == serde_json::Value::Bool(true));
+            if !still {
+                return;
+            }
+            if started.elapsed() > 3 * WAIT {
+                panic!(
+                    "the sign-in was not answered; the page shows:\n{}",
+                    self.text().await
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// The text of what the field labelled `label` is described by (`aria-describedby`:
