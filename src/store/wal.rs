@@ -260,10 +260,7 @@ pub(crate) fn recover(db: &Database, db_path: &Path) -> Result<(Wal, usize)> {
         last_seq = seq;
         applied += 1;
     }
-    {
-        let mut meta = txn.open_table(META)?;
-        meta.insert("wal_seq", &last_seq.to_le_bytes()[..])?;
-    }
+    mark_checkpoint(&txn, last_seq)?;
     let mut txn = txn;
     txn.set_durability(Durability::Immediate)?;
     txn.commit()?;
@@ -418,6 +415,15 @@ mod tests {
     use super::*;
     use redb::ReadableDatabase;
 
+    /// A new database in a temporary directory, with its (empty) log open.
+    fn fresh_log() -> (tempfile::TempDir, PathBuf, Database, Wal) {
+        let dir = tempfile::tempdir().unwrap();
+        let db_path = dir.path().join("t.redb");
+        let db = Database::create(&db_path).unwrap();
+        let (wal, _) = recover(&db, &db_path).unwrap();
+        (dir, db_path, db, wal)
+    }
+
     #[test]
     fn operations_read_back_as_written() {
         let mut log = OpLog::default();
@@ -453,10 +459,7 @@ mod tests {
 
     #[test]
     fn a_torn_or_damaged_record_ends_the_log() {
-        let dir = tempfile::tempdir().unwrap();
-        let db_path = dir.path().join("t.redb");
-        let db = Database::create(&db_path).unwrap();
-        let (mut wal, _) = recover(&db, &db_path).unwrap();
+        let (_dir, db_path, _db, mut wal) = fresh_log();
         for i in 0..3u8 {
             let mut log = OpLog::default();
             log.record("meta", &[i], Some(&[i]));
@@ -485,10 +488,7 @@ mod tests {
 
     #[test]
     fn after_a_checkpoint_records_are_written_over_the_old_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let db_path = dir.path().join("t.redb");
-        let db = Database::create(&db_path).unwrap();
-        let (mut wal, _) = recover(&db, &db_path).unwrap();
+        let (_dir, db_path, db, mut wal) = fresh_log();
         let name = |i: u8| format!("org-{i}");
         let append = |wal: &mut Wal, i: u8| {
             let mut log = OpLog::default();
@@ -522,10 +522,7 @@ mod tests {
 
     #[test]
     fn the_file_grows_in_doubling_zeroed_steps_up_to_its_bound() {
-        let dir = tempfile::tempdir().unwrap();
-        let db_path = dir.path().join("t.redb");
-        let db = Database::create(&db_path).unwrap();
-        let (mut wal, _) = recover(&db, &db_path).unwrap();
+        let (_dir, _, _db, mut wal) = fresh_log();
         let mut log = OpLog::default();
         log.record("meta", b"k", Some(&vec![7; 100 << 10]));
         wal.append(&log).unwrap();
