@@ -12,10 +12,22 @@ use crate::domain::records::meetings;
 use crate::domain::settings::calendars;
 use crate::domain::Caller;
 use crate::error::Result;
+use crate::store::calendars::CalendarRecord;
 use crate::time;
 
 fn base(state: &AppState) -> Option<String> {
     state.engine.public_url().map(str::to_string)
+}
+
+/// A calendar's view with its status: `caldav.warnings`, what the last read of its
+/// collection could not read as the owner wrote it.
+fn view(state: &AppState, org: &str, calendar: &CalendarRecord, base: Option<&str>) -> Value {
+    let mut view = calendars::view(calendar, base);
+    if let Some(Value::Object(caldav)) = view.get_mut("caldav") {
+        let warnings = state.engine.calendar_warnings(org, &calendar.name);
+        caldav.insert("warnings".into(), json!(warnings));
+    }
+    view
 }
 
 /// `GET /v1/calendars`: every calendar of the organization (at most 20), by name.
@@ -24,7 +36,7 @@ pub fn list(state: &AppState, caller: &Caller) -> Result<Response<Body>> {
     let base = base(state);
     let items: Vec<Value> = all
         .iter()
-        .map(|c| calendars::view(c, base.as_deref()))
+        .map(|c| view(state, &caller.org_id, c, base.as_deref()))
         .collect();
     Ok(reply(StatusCode::OK, &json!({ "calendars": items })))
 }
@@ -33,7 +45,7 @@ pub fn get(state: &AppState, caller: &Caller, name: &str) -> Result<Response<Bod
     let calendar = calendars::find(&state.store.read()?, &caller.org_id, name)?;
     Ok(reply(
         StatusCode::OK,
-        &calendars::view(&calendar, base(state).as_deref()),
+        &view(state, &caller.org_id, &calendar, base(state).as_deref()),
     ))
 }
 
@@ -45,6 +57,7 @@ pub async fn put(
 ) -> Result<Response<Body>> {
     calendars::check_name(name)?;
     let input = calendars::CalendarInput::from_json(&body)?;
+    let org = caller.org_id.clone();
     let name = name.to_string();
     let calendar = state
         .store
@@ -52,7 +65,7 @@ pub async fn put(
         .await?;
     Ok(reply(
         StatusCode::OK,
-        &calendars::view(&calendar, base(state).as_deref()),
+        &view(state, &org, &calendar, base(state).as_deref()),
     ))
 }
 
@@ -71,6 +84,7 @@ pub async fn delete(state: &AppState, caller: Caller, name: &str) -> Result<Resp
 }
 
 pub async fn rotate(state: &AppState, caller: Caller, name: &str) -> Result<Response<Body>> {
+    let org = caller.org_id.clone();
     let name = name.to_string();
     let calendar = state
         .store
@@ -78,7 +92,7 @@ pub async fn rotate(state: &AppState, caller: Caller, name: &str) -> Result<Resp
         .await?;
     Ok(reply(
         StatusCode::OK,
-        &calendars::view(&calendar, base(state).as_deref()),
+        &view(state, &org, &calendar, base(state).as_deref()),
     ))
 }
 

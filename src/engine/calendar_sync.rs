@@ -8,7 +8,7 @@
 //! queued a write; it reads the due rows from a snapshot, leases them in memory while
 //! their attempt runs, and sleeps until the next retry falls due.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use crate::domain::records::meeting_sync::{self, Action, Work};
 use crate::domain::records::meetings;
 use crate::error::{Error, Result};
 use crate::ics;
-use crate::providers::caldav::{BusyCache, CalDav, CalDavError, PutMode};
+use crate::providers::caldav::{BusyCache, BusyRead, CalDav, CalDavError, PutMode, Window};
 use crate::store::calendar_sync::DueSync;
 use crate::store::calendars::{CaldavRecord, CalendarReader, CalendarRecord, MeetingStatus};
 use crate::store::{ReadTx, Reader};
@@ -41,11 +41,15 @@ const DEFAULT_SCHEDULE: [u64; 6] = [5, 30, 120, 600, 1800, 3600];
 /// another key).
 pub type BusyKey = (String, String, String, String);
 
-/// The engine's CalDAV state: the busy cache, the retry schedule, the leases.
+/// The engine's CalDAV state: the busy cache, what the last reads warned of, the retry
+/// schedule, the leases.
 pub struct Calendars {
     pub cache: BusyCache<BusyKey>,
     pub schedule: Vec<Duration>,
     leased: Arc<Mutex<HashSet<(String, String)>>>,
+    /// Per (organization, calendar): what its last read of the collection could not read
+    /// as the owner wrote it, in words (the calendar's status).
+    warnings: Mutex<HashMap<(String, String), Vec<String>>>,
 }
 
 impl Default for Calendars {
@@ -57,8 +61,21 @@ impl Default for Calendars {
                 .map(|s| Duration::from_secs(*s))
                 .collect(),
             leased: Arc::default(),
+            warnings: Mutex::default(),
         }
     }
+}
+
+/// What a read warns of: each event whose recurrence was too much to expand.
+fn warnings_of(read: &BusyRead) -> Vec<String> {
+    read.too_many
+        .iter()
+        .map(|name| {
+            format!(
+                "The event \"{name}\" repeats too often to expand: it is treated as busy from its start on."
+            )
+        })
+        .collect()
 }
 
 /// The span read from a collection for `calendar`: from the start of yesterday (UTC) to
@@ -107,19 +124,46 @@ impl Engine {
             Some(cached) => cached.busy.to_vec(),
             None => {
                 let zone: Tz = calendar.time_zone.parse().unwrap_or(Tz::UTC);
-                let busy = client_of(caldav)
+                let read = client_of(caldav)
                     .map_err(unavailable)?
-                    .busy(&self.client, from, to, zone)
+                    .busy_read(&self.client, &Window { from, to, zone })
                     .await
                     .map_err(unavailable)?;
-                cache.put(key, from, to, busy.clone());
-                busy
+                self.set_calendar_warnings(org, name, warnings_of(&read));
+                cache.put(key, from, to, read.busy.clone());
+                read.busy
             }
         };
         Ok(busy
             .iter()
             .map(|b| (b.start.timestamp_micros(), b.end.timestamp_micros()))
             .collect())
+    }
+
+    /// What the last read of calendar `name`'s collection could not read as its owner
+    /// wrote it (empty when all was read, or before any read).
+    pub fn calendar_warnings(&self, org: &str, name: &str) -> Vec<String> {
+        self.calendars
+            .warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(org.to_string(), name.to_string()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn set_calendar_warnings(&self, org: &str, name: &str, warnings: Vec<String>) {
+        let mut all = self
+            .calendars
+            .warnings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let key = (org.to_string(), name.to_string());
+        if warnings.is_empty() {
+            all.remove(&key);
+        } else if all.len() < CACHE_CALENDARS || all.contains_key(&key) {
+            all.insert(key, warnings);
+        }
     }
 
     /// Forgets the cached busy times of every calendar (a test's or an operator's

@@ -4,7 +4,10 @@
 //! collection made with `MKCALENDAR`; killed on drop. Without Radicale a test fails and
 //! says how to install it ([`INSTALL`]). And [`not_caldav`]: a server answering every
 //! request with an HTML page, as a web server at a wrong URL does; [`never_answers`]: one
-//! that reads requests and never answers.
+//! that reads requests and never answers; [`unfiltered_collection`]: a collection that
+//! answers every REPORT with the objects it holds, unexpanded and unfiltered (as simple
+//! stores do), so that what a hostile event does to engaged's own reading is seen (Radicale
+//! and Xandikos themselves hang filtering an event that repeats every second since 1900).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -205,6 +208,59 @@ pub async fn not_caldav() -> SocketAddr {
             hyper::header::HeaderValue::from_static("text/html; charset=utf-8"),
         );
         Some(response)
+    })
+    .await
+}
+
+/// A calendar collection holding `objects` (iCalendar texts): a `PROPFIND` finds a
+/// calendar, a `REPORT` answers every object unexpanded and unfiltered, whatever the
+/// range asked for; anything else is 405. Its URL: `http://{addr}/cal/`.
+pub async fn unfiltered_collection(objects: Vec<String>) -> SocketAddr {
+    let objects = std::sync::Arc::new(objects);
+    crate::testkit::serve::serve(move |parts, _| {
+        let objects = objects.clone();
+        async move {
+            let body = match parts.method.as_str() {
+                "PROPFIND" => concat!(
+                    "<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\" ",
+                    "xmlns:C=\"urn:ietf:params:xml:ns:caldav\"><D:response><D:href>/cal/</D:href>",
+                    "<D:propstat><D:prop><D:resourcetype><D:collection/><C:calendar/>",
+                    "</D:resourcetype></D:prop><D:status>HTTP/1.1 200 OK</D:status>",
+                    "</D:propstat></D:response></D:multistatus>"
+                )
+                .to_string(),
+                "REPORT" => {
+                    let mut body = String::from(
+                        "<?xml version=\"1.0\"?><D:multistatus xmlns:D=\"DAV:\" xmlns:C=\"urn:ietf:params:xml:ns:caldav\">",
+                    );
+                    for (i, object) in objects.iter().enumerate() {
+                        let escaped = object
+                            .replace('&', "&amp;")
+                            .replace('<', "&lt;")
+                            .replace('>', "&gt;");
+                        body.push_str(&format!(
+                            "<D:response><D:href>/cal/{i}.ics</D:href><D:propstat><D:prop>\
+                             <D:getetag>\"{i}\"</D:getetag><C:calendar-data>{escaped}</C:calendar-data>\
+                             </D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>"
+                        ));
+                    }
+                    body.push_str("</D:multistatus>");
+                    body
+                }
+                _ => {
+                    let mut refused = hyper::Response::new(Full::new(Bytes::new()));
+                    *refused.status_mut() = hyper::StatusCode::METHOD_NOT_ALLOWED;
+                    return Some(refused);
+                }
+            };
+            let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+            *response.status_mut() = hyper::StatusCode::MULTI_STATUS;
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/xml; charset=utf-8"),
+            );
+            Some(response)
+        }
     })
     .await
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use chrono::{DateTime, Duration as ChronoDuration, TimeZone, Utc};
 use engaged::http_client::HttpClient;
 use engaged::providers::caldav::{CalDav, PutMode};
+use engaged::testkit::caldav::unfiltered_collection;
 use engaged::testkit::{closed_addr, enc, Org, Radicale, Response, TestServer};
 use icalendar::{Component, EventLike};
 use serde_json::{json, Value};
@@ -263,4 +264,82 @@ async fn a_failed_write_keeps_the_meeting_and_is_retried_until_synced() {
         .await
         .expect("written on the retry");
     assert_eq!(start, tomorrow(14, 0));
+}
+
+/// An event repeating every second since 1900 (issue 41: anyone who can put an event on
+/// the owner's calendar writes its rule).
+const FLOOD: &str = concat!(
+    "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//probe//probe//EN\r\n",
+    "BEGIN:VEVENT\r\nUID:flood@example\r\nDTSTAMP:20250101T000000Z\r\n",
+    "SUMMARY:Every second\r\nDTSTART:19000101T000000Z\r\nDURATION:PT1S\r\n",
+    "RRULE:FREQ=SECONDLY\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+);
+
+/// A collection that hands engaged the event unexpanded: it is read within the
+/// expansion's budget, off the runtime's workers. The times answer (none open: it is busy
+/// from its start on), `/healthz` answers while it is read, the calendar names the event
+/// in `caldav.warnings`, and a booking over it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_repeating_every_second_since_1900_is_busy_and_named_never_a_freeze() {
+    let addr = unfiltered_collection(vec![FLOOD.to_string()]).await;
+    let org = Org::start().await;
+    let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    let url = format!("http://{addr}/cal/");
+    expect(
+        &ts.put(
+            admin,
+            "/v1/calendars/sales",
+            &calendar_at(&url, "ana", "pw"),
+        )
+        .await,
+        200,
+    );
+    let (open, health) = tokio::join!(times(ts, key, tomorrow(9, 0), tomorrow(12, 0)), async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        ts.request(hyper::Method::GET, "/healthz", None, None, Vec::new())
+            .await
+    });
+    assert_eq!(health.status, 200, "{}", text(&health));
+    let open = expect(&open, 200);
+    assert_eq!(starts(&open), Vec::<String>::new(), "{open}");
+    let calendar = expect(&ts.get(key, "/v1/calendars/sales").await, 200);
+    let warnings = calendar["caldav"]["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{calendar}");
+    assert!(
+        str_of(&warnings[0]).contains("\"Every second\" repeats too often"),
+        "{calendar}"
+    );
+    let lead = lead(ts, key).await;
+    let refused = book(ts, key, &lead, tomorrow(14, 0)).await;
+    assert_eq!(refused.status, 409, "{}", text(&refused));
+}
+
+/// Radicale itself hangs filtering that event by time: engaged answers 424 in words
+/// after its bound and keeps answering everything else meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caldav_server_hung_on_the_event_leaves_engaged_answering() {
+    let radicale = Radicale::start().await;
+    collection(&radicale)
+        .put(&client(), "flood", FLOOD, PutMode::Create)
+        .await
+        .unwrap();
+    let org = Org::start().await;
+    let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    expect(
+        &ts.put(admin, "/v1/calendars/sales", &on_radicale(&radicale))
+            .await,
+        200,
+    );
+    let (open, health) = tokio::join!(times(ts, key, tomorrow(9, 0), tomorrow(12, 0)), async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ts.request(hyper::Method::GET, "/healthz", None, None, Vec::new())
+            .await
+    });
+    assert_eq!(health.status, 200, "{}", text(&health));
+    assert_eq!(open.status, 424, "{}", text(&open));
+    assert!(
+        text(&open).starts_with("{\"message\":\"Calendar unavailable"),
+        "{}",
+        text(&open)
+    );
 }

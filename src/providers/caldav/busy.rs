@@ -4,6 +4,17 @@
 //! in the zone given, recurring masters expanded with `rrule` when the server returned
 //! them unexpanded (overridden instances and `EXDATE`s left out), `TRANSP:TRANSPARENT`
 //! and `STATUS:CANCELLED` free, every interval clipped to the range asked for.
+//!
+//! Expansion is bounded, since anyone who can put an event on the owner's calendar
+//! writes its rule: only occurrences near the range are produced (a rule without
+//! `COUNT` stepping by seconds to weeks starts from a whole number of its periods
+//! before the range, not from its `DTSTART`), each event takes at most
+//! [`MAX_STEPS_PER_EVENT`] steps of the rule and [`MAX_OCCURRENCES`] occurrences, and a
+//! read shares a [`Budget`] of steps and time. An event that runs out of either is busy
+//! from its start to the end of the range, and its name is kept in
+//! [`Budget::too_many`] for the calendar's status: busy rather than forgotten.
+
+use std::time::{Duration as StdDuration, Instant};
 
 use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -25,16 +36,83 @@ pub struct Window {
 }
 
 /// At most this many occurrences of one recurring event are expanded (a daily event over
-/// the 180 days a calendar looks ahead is 180).
-const MAX_OCCURRENCES: u16 = 2_000;
+/// the 180 days a calendar looks ahead is 180; one every 5 minutes over a week, 2,016).
+pub const MAX_OCCURRENCES: usize = 2_500;
+
+/// At most this many steps of one event's rules (occurrences produced before the range
+/// count: a daily rule from 1900 is about 46,000, a weekly one with `COUNT` as many).
+pub const MAX_STEPS_PER_EVENT: u32 = 200_000;
+
+/// At most this many steps for one read of a collection, over all its events.
+pub const MAX_STEPS_PER_READ: u32 = 2_000_000;
+
+/// At most this long expanding the events of one read.
+pub const READ_TIME: StdDuration = StdDuration::from_secs(2);
+
+/// What one read of a collection may still spend on expansion, and the events that ran
+/// out of it (each then busy to the end of the range).
+#[derive(Debug)]
+pub struct Budget {
+    steps_left: u32,
+    deadline: Instant,
+    /// The events treated as busy to the end of the range: their `SUMMARY` (else
+    /// `UID`), at most [`MAX_NAMED`].
+    pub too_many: Vec<String>,
+}
+
+/// At most this many events are named in [`Budget::too_many`].
+const MAX_NAMED: usize = 10;
+
+impl Budget {
+    /// [`MAX_STEPS_PER_READ`] steps and [`READ_TIME`] from now.
+    pub fn new() -> Budget {
+        Budget::with(MAX_STEPS_PER_READ, READ_TIME)
+    }
+
+    /// `steps` steps and `time` from now.
+    pub fn with(steps: u32, time: StdDuration) -> Budget {
+        Budget {
+            steps_left: steps,
+            deadline: Instant::now() + time,
+            too_many: Vec::new(),
+        }
+    }
+
+    fn name(&mut self, event: &Component) {
+        let name = text(event, "SUMMARY")
+            .filter(|s| !s.is_empty())
+            .or_else(|| text(event, "UID"))
+            .unwrap_or("an event without a name");
+        let name: String = name.chars().filter(|c| !c.is_control()).take(80).collect();
+        if self.too_many.len() < MAX_NAMED && !self.too_many.contains(&name) {
+            self.too_many.push(name);
+        }
+    }
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget::new()
+    }
+}
 
 /// Why a `calendar-data` could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotICalendar(pub String);
 
 /// The busy intervals of one iCalendar object within `window`, clipped to it; the
-/// event count is the number of `VEVENT` components read (free ones included).
+/// event count is the number of `VEVENT` components read (free ones included). With a
+/// budget of its own: [`busy_within`] shares one over a read.
 pub fn busy_of(ics: &str, window: &Window) -> Result<(Vec<Busy>, usize), NotICalendar> {
+    busy_within(ics, window, &mut Budget::new())
+}
+
+/// As [`busy_of`], expansion spending `budget`.
+pub fn busy_within(
+    ics: &str,
+    window: &Window,
+    budget: &mut Budget,
+) -> Result<(Vec<Busy>, usize), NotICalendar> {
     let unfolded = unfold(ics);
     let calendar = read_calendar(&unfolded).map_err(|e| {
         NotICalendar(
@@ -85,7 +163,12 @@ pub fn busy_of(ics: &str, window: &Window) -> Result<(Vec<Busy>, usize), NotICal
                 .filter(|(u, _)| u == uid)
                 .map(|(_, t)| *t)
                 .collect();
-            for occurrence in expand(event, &start, &rules, length, window) {
+            let Some(occurrences) = expand(event, &start, &rules, length, window, budget) else {
+                budget.name(event);
+                push_clipped(&mut busy, start.utc(), window.to, window);
+                continue;
+            };
+            for occurrence in occurrences {
                 if !skip.contains(&occurrence) {
                     let end = match start {
                         // Whole days end at a midnight, whatever DST did in between.
@@ -265,28 +348,47 @@ fn parse_duration(value: &str) -> Option<Duration> {
 
 /// The starts of a recurring master's occurrences that may overlap `window` (an
 /// occurrence starting up to `length` before it), read with `rrule`; a rule `rrule`
-/// refuses leaves the first occurrence alone, busy rather than forgotten.
+/// refuses leaves the first occurrence alone, busy rather than forgotten. `None`: the
+/// event ran out of its steps, its occurrences or the read's budget.
 fn expand(
     event: &Component,
     start: &When,
     rules: &[&str],
     length: Duration,
     window: &Window,
-) -> Vec<DateTime<Utc>> {
-    let dtstart = start.in_zone();
-    let rrule_zone: rrule::Tz = dtstart.timezone().into();
-    let dtstart = dtstart.with_timezone(&rrule_zone);
-    let mut set = rrule::RRuleSet::new(dtstart);
+    budget: &mut Budget,
+) -> Option<Vec<DateTime<Utc>>> {
+    // An occurrence that began up to its length before the range still covers part of it
+    // (a length over a year is looked back a year).
+    let lookback = length.min(Duration::days(366)) + Duration::seconds(1);
+    let after = window
+        .from
+        .checked_sub_signed(lookback)
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    let zone = zone_of(start);
+    let original = start.in_zone();
+    let mut parsed = Vec::new();
     for rule in rules {
-        let parsed = rule
-            .parse::<rrule::RRule<rrule::Unvalidated>>()
-            .and_then(|r| with_utc_until(r, zone_of(start)).validate(dtstart));
-        match parsed {
-            Ok(rule) => set = set.rrule(rule),
-            Err(_) => return vec![start.utc()],
+        match rule.parse::<rrule::RRule<rrule::Unvalidated>>() {
+            Ok(rule) => parsed.push(with_utc_until(rule, zone)),
+            Err(_) => return Some(vec![start.utc()]),
         }
     }
-    let zone = zone_of(start);
+    // A rule that ended before the range adds nothing to it (its RDATEs still count).
+    parsed.retain(|r| r.get_until().is_none_or(|u| u.with_timezone(&Utc) >= after));
+    let dtstart = match parsed.as_slice() {
+        [only] => fast_forward(only, original, after),
+        _ => original,
+    };
+    let rrule_zone: rrule::Tz = dtstart.timezone().into();
+    let dtstart = dtstart.with_timezone(&rrule_zone);
+    let mut set = rrule::RRuleSet::new(dtstart).limit();
+    for rule in parsed {
+        match rule.validate(dtstart) {
+            Ok(rule) => set = set.rrule(rule),
+            Err(_) => return Some(vec![start.utc()]),
+        }
+    }
     for prop in props(event, "EXDATE") {
         for value in prop.val.as_str().split(',') {
             if let Some(t) = list_item(prop, value, zone) {
@@ -301,22 +403,90 @@ fn expand(
             }
         }
     }
-    // An occurrence that began up to its length before the range still covers part of it
-    // (a length over a year is looked back a year).
-    let lookback = length.min(Duration::days(366)) + Duration::seconds(1);
-    let after = window
-        .from
-        .checked_sub_signed(lookback)
-        .unwrap_or(DateTime::<Utc>::MIN_UTC)
-        .with_timezone(&rrule_zone);
-    let before = window.to.with_timezone(&rrule_zone);
-    set.after(after)
-        .before(before)
-        .all(MAX_OCCURRENCES)
-        .dates
-        .into_iter()
-        .map(|t| t.with_timezone(&Utc))
-        .collect()
+    let mut found = Vec::new();
+    let mut steps: u32 = 0;
+    for occurrence in &set {
+        steps += 1;
+        if steps > MAX_STEPS_PER_EVENT || budget.steps_left == 0 {
+            return None;
+        }
+        budget.steps_left -= 1;
+        if steps.is_multiple_of(1_024) && Instant::now() >= budget.deadline {
+            return None;
+        }
+        let occurrence = occurrence.with_timezone(&Utc);
+        if occurrence >= window.to {
+            break;
+        }
+        if occurrence >= after {
+            if found.len() >= MAX_OCCURRENCES {
+                return None;
+            }
+            found.push(occurrence);
+        }
+    }
+    Some(found)
+}
+
+/// Where a rule's expansion may start instead of its `DTSTART`: a whole number of its
+/// periods later, at least two days before `after` (so a DST change in between moves
+/// nothing), for a rule without `COUNT` stepping by days or weeks, or by seconds to
+/// hours without `BY...` parts, whose occurrences then fall where they fell from the
+/// original start. Other rules start where they do.
+fn fast_forward(
+    rule: &rrule::RRule<rrule::Unvalidated>,
+    dtstart: DateTime<Tz>,
+    after: DateTime<Utc>,
+) -> DateTime<Tz> {
+    use rrule::Frequency;
+    let unit: i64 = match rule.get_freq() {
+        Frequency::Secondly => 1,
+        Frequency::Minutely => 60,
+        Frequency::Hourly => 3_600,
+        Frequency::Daily => 86_400,
+        Frequency::Weekly => 604_800,
+        Frequency::Monthly | Frequency::Yearly => return dtstart,
+    };
+    // `rrule` steps a sub-daily rule that filters its own units (`BYHOUR` on a minutely
+    // rule) in its own way; such a rule starts where it does, within its budget.
+    let sub_daily = unit < 86_400;
+    let filters = !rule.get_by_hour().is_empty()
+        || !rule.get_by_minute().is_empty()
+        || !rule.get_by_second().is_empty()
+        || !rule.get_by_weekday().is_empty()
+        || !rule.get_by_month_day().is_empty()
+        || !rule.get_by_month().is_empty()
+        || !rule.get_by_year_day().is_empty()
+        || !rule.get_by_week_no().is_empty()
+        || !rule.get_by_set_pos().is_empty();
+    if rule.get_count().is_some() || (sub_daily && filters) {
+        return dtstart;
+    }
+    let zone = dtstart.timezone();
+    let period = unit * i64::from(rule.get_interval().max(1));
+    let Some(target) = after.checked_sub_signed(Duration::days(2)) else {
+        return dtstart;
+    };
+    let from = dtstart.naive_local();
+    let to = target.with_timezone(&zone).naive_local();
+    let gap = (to - from).num_seconds();
+    if gap <= period {
+        return dtstart;
+    }
+    // A start on a local time that is ambiguous or skipped would move the rule's time of
+    // day: the period before it is taken instead.
+    let periods = gap / period;
+    (0..4)
+        .filter_map(|back| {
+            let seconds = (periods - back).checked_mul(period)?;
+            let naive = from.checked_add_signed(Duration::try_seconds(seconds)?)?;
+            match zone.from_local_datetime(&naive) {
+                chrono::LocalResult::Single(t) if back < periods => Some(t),
+                _ => None,
+            }
+        })
+        .next()
+        .unwrap_or(dtstart)
 }
 
 fn zone_of(start: &When) -> Tz {
@@ -536,6 +706,141 @@ mod tests {
         ] {
             let _ = busy_of(odd, &w);
             let _ = busy_of(odd, &Window { from: DateTime::<Utc>::MIN_UTC, to: DateTime::<Utc>::MAX_UTC, zone: Tz::Pacific__Kiritimati });
+        }
+    }
+
+    /// The occurrences `rrule` gives from the event's own `DTSTART`, with no bound: what
+    /// the bounded expansion must agree with.
+    fn plain(dtstart: &str, zone: Tz, rule: &str, window: &Window) -> Vec<DateTime<Utc>> {
+        let naive = NaiveDateTime::parse_from_str(dtstart, "%Y%m%dT%H%M%S").unwrap();
+        let start = local(naive, zone).with_timezone(&rrule::Tz::from(zone));
+        let rule = rule
+            .parse::<rrule::RRule<rrule::Unvalidated>>()
+            .unwrap()
+            .validate(start)
+            .unwrap();
+        rrule::RRuleSet::new(start)
+            .rrule(rule)
+            .after(window.from.with_timezone(&rrule::Tz::UTC))
+            .before(window.to.with_timezone(&rrule::Tz::UTC))
+            .all(u16::MAX)
+            .dates
+            .into_iter()
+            .map(|t| t.with_timezone(&Utc))
+            .filter(|t| *t < window.to)
+            .collect()
+    }
+
+    #[test]
+    fn a_secondly_rule_from_1900_is_busy_to_the_end_and_named_without_expanding_it() {
+        let ics = cal("BEGIN:VEVENT\r\nUID:flood\r\nSUMMARY:Flood\r\nDTSTART:19000101T000000Z\r\nDURATION:PT1S\r\nRRULE:FREQ=SECONDLY\r\nEND:VEVENT\r\n");
+        let w = window("2026-12-01T00:00:00Z", "2026-12-16T00:00:00Z");
+        let started = Instant::now();
+        let mut budget = Budget::new();
+        let (busy, seen) = busy_within(&ics, &w, &mut budget).unwrap();
+        assert!(started.elapsed() < READ_TIME + StdDuration::from_secs(1));
+        assert_eq!(seen, 1);
+        assert_eq!(
+            busy,
+            vec![Busy {
+                start: w.from,
+                end: w.to
+            }]
+        );
+        assert_eq!(budget.too_many, ["Flood"]);
+        // With COUNT (no fast-forward): the steps run out, busy all the same.
+        let counted = cal("BEGIN:VEVENT\r\nUID:c\r\nDTSTART:19000101T000000Z\r\nRRULE:FREQ=SECONDLY;COUNT=4000000000\r\nEND:VEVENT\r\n");
+        let mut budget = Budget::new();
+        let (busy, _) = busy_within(&counted, &w, &mut budget).unwrap();
+        assert_eq!(
+            busy,
+            vec![Busy {
+                start: w.from,
+                end: w.to
+            }]
+        );
+        assert_eq!(budget.too_many, ["c"]);
+    }
+
+    #[test]
+    fn a_spent_read_budget_makes_the_next_recurring_events_busy_not_free() {
+        let ics = cal("BEGIN:VEVENT\r\nUID:w\r\nDTSTART:20260105T150000Z\r\nDTEND:20260105T160000Z\r\nRRULE:FREQ=WEEKLY\r\nEND:VEVENT\r\n");
+        let w = window("2026-03-01T00:00:00Z", "2026-03-08T00:00:00Z");
+        let mut budget = Budget::with(0, READ_TIME);
+        let (busy, _) = busy_within(&ics, &w, &mut budget).unwrap();
+        assert_eq!(
+            busy,
+            vec![Busy {
+                start: w.from,
+                end: w.to
+            }]
+        );
+        let mut spent = Budget::with(MAX_STEPS_PER_READ, StdDuration::ZERO);
+        let daily = cal("BEGIN:VEVENT\r\nUID:d\r\nDTSTART:19000101T150000Z\r\nRRULE:FREQ=DAILY;COUNT=60000\r\nEND:VEVENT\r\n");
+        let (busy, _) = busy_within(&daily, &w, &mut spent).unwrap();
+        assert_eq!(
+            busy,
+            vec![Busy {
+                start: w.from,
+                end: w.to
+            }]
+        );
+    }
+
+    #[test]
+    fn rules_started_long_ago_give_the_occurrences_of_their_own_start() {
+        let zone = chrono_tz::America::Chicago;
+        // Across the spring DST change, with the look-back of a long event.
+        let w = Window {
+            from: utc("2027-03-10T00:00:00Z"),
+            to: utc("2027-03-24T00:00:00Z"),
+            zone,
+        };
+        for (dtstart, rule) in [
+            ("19000101T093000", "FREQ=DAILY"),
+            ("19500301T093000", "FREQ=DAILY;INTERVAL=3"),
+            ("19990104T140000", "FREQ=WEEKLY;INTERVAL=2;BYDAY=MO,WE"),
+            (
+                "20010104T140000",
+                "FREQ=WEEKLY;WKST=SU;INTERVAL=3;BYDAY=TU,SA",
+            ),
+            ("19900101T000000", "FREQ=HOURLY;INTERVAL=5"),
+            ("20200101T010000", "FREQ=HOURLY;INTERVAL=7;BYHOUR=1,8,15"),
+            (
+                "20240101T000000",
+                "FREQ=MINUTELY;INTERVAL=97;BYHOUR=9,10,11",
+            ),
+            ("20250101T000000", "FREQ=MINUTELY;INTERVAL=97"),
+            ("20260101T000000", "FREQ=DAILY;UNTIL=20270315T000000Z"),
+            (
+                "19000101T080000",
+                "FREQ=DAILY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=8,13",
+            ),
+        ] {
+            let ics = cal(&format!(
+                "BEGIN:VEVENT\r\nUID:r\r\nDTSTART;TZID=America/Chicago:{dtstart}\r\nDURATION:PT30M\r\nRRULE:{rule}\r\nEND:VEVENT\r\n"
+            ));
+            let mut budget = Budget::new();
+            let (busy, _) = busy_within(&ics, &w, &mut budget).unwrap();
+            assert!(budget.too_many.is_empty(), "{rule}");
+            let mut expected: Vec<Busy> = plain(
+                dtstart,
+                zone,
+                rule,
+                &Window {
+                    from: w.from - Duration::minutes(30),
+                    ..w
+                },
+            )
+            .into_iter()
+            .filter_map(|s| {
+                let (start, end) = (s.max(w.from), (s + Duration::minutes(30)).min(w.to));
+                (start < end).then_some(Busy { start, end })
+            })
+            .collect();
+            expected.sort();
+            assert!(!expected.is_empty(), "{rule}");
+            assert_eq!(busy, expected, "{rule} from {dtstart}");
         }
     }
 

@@ -35,6 +35,44 @@ pub use cache::BusyCache;
 /// How long one CalDAV request may take, connecting and reading included.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long reading one answer's events may take (the expansion's own budget,
+/// [`busy::READ_TIME`], ends it sooner; this bounds the wait whatever happens).
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What one read of a collection found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BusyRead {
+    /// The busy intervals, sorted, clipped to the range.
+    pub busy: Vec<Busy>,
+    /// How many `VEVENT`s the server returned (free ones included).
+    pub events: usize,
+    /// Events whose recurrence was too much to expand, each busy from its start to the
+    /// end of the range: their `SUMMARY` (else `UID`).
+    pub too_many: Vec<String>,
+}
+
+/// Reads each `calendar-data` of a REPORT's answer under one budget.
+fn read_responses(
+    responses: Vec<xml::DavResponse>,
+    window: &Window,
+) -> Result<BusyRead, CalDavError> {
+    let mut budget = busy::Budget::new();
+    let mut read = BusyRead::default();
+    for response in responses {
+        let Some(data) = response.calendar_data.filter(|d| !d.trim().is_empty()) else {
+            continue;
+        };
+        let (mut found, seen) = busy::busy_within(&data, window, &mut budget)
+            .map_err(|e| CalDavError::InvalidEvent(format!("{}: {}", response.href, e.0)))?;
+        read.busy.append(&mut found);
+        read.events += seen;
+    }
+    read.busy.sort();
+    read.busy.dedup();
+    read.too_many = budget.too_many;
+    Ok(read)
+}
+
 /// The largest answer read (a REPORT over months of a busy calendar fits).
 pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 
@@ -166,19 +204,22 @@ impl CalDav {
         to: DateTime<Utc>,
         zone: Tz,
     ) -> Result<Vec<Busy>, CalDavError> {
-        self.busy_and_count(client, &Window { from, to, zone })
+        self.busy_read(client, &Window { from, to, zone })
             .await
-            .map(|(busy, _)| busy)
+            .map(|read| read.busy)
     }
 
-    /// The busy intervals and how many events the server returned.
-    async fn busy_and_count(
+    /// The busy intervals, how many events the server returned and the events whose
+    /// recurrence was too much to expand (busy to the end of the range). The answer is
+    /// read on a blocking thread under a [`busy::Budget`], never on a runtime worker;
+    /// past [`READ_TIMEOUT`] the read fails.
+    pub async fn busy_read(
         &self,
         client: &HttpClient,
         window: &Window,
-    ) -> Result<(Vec<Busy>, usize), CalDavError> {
+    ) -> Result<BusyRead, CalDavError> {
         if window.to <= window.from {
-            return Ok((Vec::new(), 0));
+            return Ok(BusyRead::default());
         }
         let body = xml::calendar_query(window.from, window.to);
         let answer = self
@@ -197,20 +238,14 @@ impl CalDav {
             status => return Err(refused(status)),
         }
         let responses = multistatus(&answer)?;
-        let mut busy = Vec::new();
-        let mut events = 0;
-        for response in responses {
-            let Some(data) = response.calendar_data.filter(|d| !d.trim().is_empty()) else {
-                continue;
-            };
-            let (mut found, seen) = busy::busy_of(&data, window)
-                .map_err(|e| CalDavError::InvalidEvent(format!("{}: {}", response.href, e.0)))?;
-            busy.append(&mut found);
-            events += seen;
+        let window = *window;
+        let reading = tokio::task::spawn_blocking(move || read_responses(responses, &window));
+        match tokio::time::timeout(READ_TIMEOUT, reading).await {
+            Ok(Ok(read)) => read,
+            Ok(Err(_)) | Err(_) => Err(CalDavError::InvalidEvent(
+                "the events took too long to read".into(),
+            )),
         }
-        busy.sort();
-        busy.dedup();
-        Ok((busy, events))
     }
 
     /// Writes the event `uid` (an iCalendar object, checked to parse first).
@@ -308,9 +343,9 @@ impl CalDav {
             to: from + chrono::Duration::days(7),
             zone: Tz::UTC,
         };
-        self.busy_and_count(client, &window)
+        self.busy_read(client, &window)
             .await
-            .map(|(_, events)| events)
+            .map(|read| read.events)
     }
 
     async fn send(
