@@ -29,19 +29,20 @@ pub async fn subscription(
     unsubscribe: bool,
 ) -> Result<Response<Body>> {
     let bytes = read_body(body, state.max_body_bytes).await?;
-    let requested = controls::parse_channels(&bytes)?;
     let id = lead_id.to_string();
-    let applied = state
-        .store
-        .write(move |tx| {
-            let requested = requested.as_deref();
-            if unsubscribe {
-                controls::unsubscribe(tx, &caller, &id, requested)
-            } else {
-                controls::resubscribe(tx, &caller, &id, requested)
-            }
-        })
-        .await?;
+    let applied = if unsubscribe {
+        let requested = controls::parse_channels(&bytes)?;
+        state
+            .store
+            .write(move |tx| controls::unsubscribe(tx, &caller, &id, requested.as_deref()))
+            .await?
+    } else {
+        let request = controls::parse_resubscribe(&bytes)?;
+        state
+            .store
+            .write(move |tx| controls::resubscribe(tx, &caller, &id, &request))
+            .await?
+    };
     let message = if unsubscribe {
         "Lead unsubscribed successfully."
     } else {

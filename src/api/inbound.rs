@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 
 use super::response::{json as reply, Body};
 use super::views::MessageView;
+use crate::channel::Channel;
 use crate::domain::contact::inbound;
 use crate::domain::records::limits;
 use crate::domain::records::messages::EmailHeaders;
@@ -35,7 +36,10 @@ pub async fn inbound_sms(
     }
     limits::inbound(&text, None, true)?;
     let inbound = store
-        .write(move |tx| inbound::inbound_sms(tx, &caller, &phone, &text))
+        .write(move |tx| {
+            inbound::door_open(tx, &caller.org_id, Channel::Sms)?;
+            inbound::inbound_sms(tx, &caller, &phone, &text)
+        })
         .await?;
     let message = MessageView::of(&inbound.message)
         .ok_or_else(|| Error::Internal("an inbound SMS is not message-shaped".into()))?;
@@ -80,6 +84,7 @@ pub async fn inbound_email(
     limits::inbound(&text, subject.as_deref(), false)?;
     let inbound = store
         .write(move |tx| {
+            inbound::door_open(tx, &caller.org_id, Channel::Email)?;
             inbound::inbound_email(tx, &caller, &from, subject.as_deref(), &text, &headers)
         })
         .await?;

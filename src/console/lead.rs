@@ -23,15 +23,15 @@ use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::Outcome;
-use crate::domain::contact::handling::{self, PersonAction};
+use crate::domain::contact::handling::{self, PersonAction, Subscription};
 use crate::domain::contact::inbound;
 use crate::domain::engagement::waiting;
-use crate::domain::records::consent::{self, ConsentInput, Ledger};
+use crate::domain::records::consent::{self, ConsentInput, Ledger, ProofPart};
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
 use crate::store::rows::{
     ConsentEntry, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord, HoldRecord,
-    LeadRecord, Origin, Purpose, RecordedBy, Role,
+    LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
 };
 use crate::store::Reader;
 
@@ -649,6 +649,9 @@ fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
                     select #resub-channel name="channel" { (channel_options()) }
                     button.secondary type="submit" { "Resubscribe" }
                 }
+                label for="resub-words" { "What the lead said to opt back in" }
+                input #resub-words type="text" name="words" maxlength="10000" aria-describedby="resub-words-help";
+                p.muted #resub-words-help { "Needed after the lead opted out: only the lead undoes an opt-out, and their words are kept as the proof." }
             }))
             (form(PersonAction::AddTag, html! {
                 label for="tag-name" { "New tag" }
@@ -739,11 +742,22 @@ pub async fn act(
         }
         PersonAction::Unsubscribe | PersonAction::Resubscribe => {
             let requested = channels(&form)?;
-            let subscribe = action == PersonAction::Resubscribe;
+            let change = if action == PersonAction::Resubscribe {
+                let words = form.text("words").trim();
+                let text = (!words.is_empty())
+                    .then(|| ProofPart::Text.checked(words, "words"))
+                    .transpose()?;
+                Subscription::Resubscribe(Proof {
+                    text,
+                    ..Proof::default()
+                })
+            } else {
+                Subscription::Unsubscribe
+            };
             store
                 .write(move |tx| {
                     let requested = requested.as_deref();
-                    handling::set_subscription(tx, &caller, &person, &lead_id, requested, subscribe)
+                    handling::set_subscription(tx, &caller, &person, &lead_id, requested, &change)
                 })
                 .await
         }

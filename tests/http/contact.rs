@@ -253,7 +253,7 @@ async fn coupled_settings_unsubscribe_sms_and_voice_together() {
         .post(
             &key,
             "/v1/leads/p/resubscribe",
-            &json!({"channels": ["sms"]}),
+            &json!({"channels": ["sms"], "proof": {"url": "https://acme.example/forms/p-2026"}}),
         )
         .await;
     assert_eq!(expect(&r, 200)["channels"], json!(["sms", "voice"]));
@@ -324,9 +324,16 @@ async fn coupled_keyword_opt_out_holds_sms_and_voice_until_start() {
         ),
         (json!("subscribed"), json!("subscribed"))
     );
-    // After START, the API controls the channels again.
+    // After START, the API controls the channels again, with the proof a revocation
+    // asks for.
     expect(&unsubscribe(&ts, &key, "p", None).await, 200);
-    let r = ts.post(&key, "/v1/leads/p/resubscribe", &json!({})).await;
+    let r = ts
+        .post(
+            &key,
+            "/v1/leads/p/resubscribe",
+            &json!({"proof": {"text": "Yes, text me again"}}),
+        )
+        .await;
     assert_eq!(expect(&r, 200)["channels"], json!(["sms", "voice"]));
 }
 
@@ -548,11 +555,12 @@ async fn resubscribe_restores_channels_but_not_a_keyword_opt_out() {
     )
     .await;
     expect(&unsubscribe(&ts, &key, "p", None).await, 200);
+    let proof = json!({"text": "On the phone: please email me again"});
     let r = ts
         .post(
             &key,
             "/v1/leads/p/resubscribe",
-            &json!({"channels": ["email"]}),
+            &json!({"channels": ["email"], "proof": proof}),
         )
         .await;
     assert_eq!(
@@ -569,7 +577,9 @@ async fn resubscribe_restores_channels_but_not_a_keyword_opt_out() {
         )
         .await;
     assert_eq!(expect(&stop, 200)["optOut"], json!(true));
-    let r = ts.post(&key, "/v1/leads/p/resubscribe", &json!({})).await;
+    let r = ts
+        .post(&key, "/v1/leads/p/resubscribe", &json!({"proof": proof}))
+        .await;
     assert_eq!(expect(&r, 200)["channels"], json!(["voice", "email"]));
     let l = expect(&ts.get(&key, "/v1/leads/p").await, 200);
     assert_eq!(l["subscriptions"]["sms"], json!("unsubscribed"));

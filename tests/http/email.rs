@@ -921,3 +921,32 @@ async fn replies_to_a_leads_email_thread_to_it_from_the_api_and_the_console() {
         "{raw}"
     );
 }
+
+/// Issue 41: with Mailgun delivering the lead's emails (`inboundSigningKey` set), a key
+/// cannot post one as the lead: 409 in words, nothing recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbound_email_door_is_closed_while_mailgun_delivers() {
+    let s = start().await;
+    expect(
+        &s.ts
+            .post(
+                &s.write,
+                "/v1/leads",
+                &email_lead("m1", "ada@example.com", ""),
+            )
+            .await,
+        201,
+    );
+    let r = s
+        .ts
+        .post(
+            &s.write,
+            "/v1/inbound/email",
+            &json!({"from": "ada@example.com", "subject": "Re: hi", "text": "Please email me again"}),
+        )
+        .await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert!(r.text().contains("arrive from Mailgun"), "{}", r.text());
+    let messages = expect(&s.ts.get(&s.write, "/v1/leads/m1/messages").await, 200);
+    assert_eq!(messages["messages"], json!([]), "{messages}");
+}

@@ -89,7 +89,10 @@ async fn each_person_action_records_its_name_and_changes_the_lead() {
         ("tags-add", &[("tag", "Solar Panels")]),
         ("tags-remove", &[("tag", "solar-panels")]),
         ("unsubscribe", &[("channel", "sms")]),
-        ("resubscribe", &[("channel", "sms")]),
+        (
+            "resubscribe",
+            &[("channel", "sms"), ("words", "Ana called: text me again")],
+        ),
         ("dnc", &[]),
     ];
     for (action, fields) in steps {
@@ -161,7 +164,7 @@ async fn a_blocked_reply_does_not_take_the_lead_over() {
         .post(
             &key,
             "/v1/leads/c-1/resubscribe",
-            &json!({"channels": ["sms"]}),
+            &json!({"channels": ["sms"], "proof": {"text": "Ana: text me again"}}),
         )
         .await;
     assert_eq!(on.status, 200, "{}", on.text());

@@ -736,3 +736,112 @@ async fn a_burst_of_enrolments_leaves_at_the_providers_rate() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(s.twilio.sent().len(), LEADS, "each step once");
 }
+
+/// Issue 41: only the lead undoes a revocation. After the lead's STOP (through Twilio,
+/// every channel), a write key can neither speak as the lead through the sandbox's door
+/// nor resubscribe without proof of the lead's new consent; with proof it restores what
+/// a keyword does not hold, and the ledger names the key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_key_cannot_undo_the_leads_stop() {
+    let s = start().await;
+    expect(
+        &s.ts
+            .post(
+                &s.write,
+                "/v1/leads",
+                &json!({"id": "L1", "firstName": "Ada", "phone": PHONE, "email": "ada@example.com"}),
+            )
+            .await,
+        201,
+    );
+    let stop = [
+        ("MessageSid", "SMstop"),
+        ("From", PHONE),
+        ("To", FROM),
+        ("Body", "STOP"),
+    ];
+    assert_eq!(webhook(&s, "sms", &stop, None).await.status, 200);
+    let before = ledger(&s).await;
+    let entries = before["entries"].as_array().unwrap().clone();
+    assert_eq!(entries.len(), 3, "{before}");
+    assert!(entries
+        .iter()
+        .all(|e| e["status"] == json!("revoked") && e["source"] == json!("keyword")));
+
+    // The sandbox's door is closed while Twilio delivers the lead's texts.
+    let start_word =
+        s.ts.post(
+            &s.write,
+            "/v1/inbound/sms",
+            &json!({"from": PHONE, "text": "START"}),
+        )
+        .await;
+    assert_eq!(start_word.status, 409, "{}", start_word.text());
+    assert!(start_word
+        .text()
+        .contains("POST /v1/inbound/sms is the sandbox's"));
+
+    // A resubscribe without proof: 409 naming the channels, nothing changed.
+    let bare =
+        s.ts.post(&s.write, "/v1/leads/L1/resubscribe", &json!({}))
+            .await;
+    assert_eq!(bare.status, 409, "{}", bare.text());
+    assert!(
+        bare.text().contains("revoked consent for voice, email"),
+        "{}",
+        bare.text()
+    );
+    let grant =
+        s.ts.post(
+            &s.write,
+            "/v1/leads/L1/consent",
+            &json!({"channel": "voice", "status": "granted", "source": "api"}),
+        )
+        .await;
+    assert_eq!(grant.status, 409, "{}", grant.text());
+    assert_eq!(ledger(&s).await, before, "nothing written");
+    let lead = get_lead(&s.ts, &s.write, "L1").await;
+    for channel in ["sms", "voice", "email"] {
+        assert_eq!(
+            lead["subscriptions"][channel],
+            json!("unsubscribed"),
+            "{lead}"
+        );
+    }
+
+    // With the lead's words: voice and email come back, SMS waits for the lead's START.
+    let proven =
+        s.ts.post(
+            &s.write,
+            "/v1/leads/L1/resubscribe",
+            &json!({"proof": {"text": "Ada on the phone: call or email me again"}}),
+        )
+        .await;
+    assert_eq!(expect(&proven, 200)["channels"], json!(["voice", "email"]));
+    let after = ledger(&s).await;
+    let granted: Vec<&Value> = after["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["status"] == json!("granted"))
+        .collect();
+    assert_eq!(granted.len(), 2, "{after}");
+    for entry in granted {
+        assert_eq!(entry["source"], json!("api"), "{entry}");
+        assert_eq!(
+            entry["proof"]["text"],
+            json!("Ada on the phone: call or email me again")
+        );
+        assert!(entry["proof"]["recordedBy"]["keyId"].is_string(), "{entry}");
+    }
+    let lead = get_lead(&s.ts, &s.write, "L1").await;
+    assert_eq!(
+        lead["subscriptions"]["sms"],
+        json!("unsubscribed"),
+        "{lead}"
+    );
+}
+
+async fn ledger(s: &Setup) -> Value {
+    expect(&s.ts.get(&s.write, "/v1/leads/L1/consent").await, 200)
+}

@@ -15,27 +15,60 @@ use crate::domain::records::consent::{self, Change};
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{ConsentSource, ConsentStatus, LeadRecord, TagRecord};
+use crate::store::rows::{ConsentSource, ConsentStatus, LeadRecord, Proof, TagRecord};
 use crate::store::Reader;
 use crate::store::WriteTx;
 use crate::webhooks;
 
 pub const INVALID_CHANNELS: &str = "channels must include at least one of: sms, voice, email";
 
-/// Parses an unsubscribe or resubscribe body: empty, `{}`, or `{"channels": [...]}`.
-/// `None` means "every channel the lead can receive". Anything else is the interface's
-/// one message for an invalid body.
+/// Parses an unsubscribe body: empty, `{}`, or `{"channels": [...]}`. `None` means
+/// "every channel the lead can receive". Anything else is the interface's one message
+/// for an invalid body.
 pub fn parse_channels(body: &[u8]) -> Result<Option<Vec<Channel>>> {
+    Ok(parse_body(body, false)?.channels)
+}
+
+/// A resubscribe: the channels (`None`: every one the lead can receive) and the proof of
+/// the lead's new consent, which a channel whose consent the lead revoked needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resubscribe {
+    pub channels: Option<Vec<Channel>>,
+    pub proof: Proof,
+}
+
+/// Parses a resubscribe body: an unsubscribe's, with an optional `"proof": {"text"?,
+/// "url"?, "ip"?, "userAgent"?}` (as `POST /v1/leads/{id}/consent` takes it).
+pub fn parse_resubscribe(body: &[u8]) -> Result<Resubscribe> {
+    parse_body(body, true)
+}
+
+fn parse_body(body: &[u8], with_proof: bool) -> Result<Resubscribe> {
     let invalid = || Error::BadRequest(INVALID_CHANNELS.into());
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
+        return Ok(Resubscribe::default());
     }
     let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body) else {
         return Err(invalid());
     };
-    if map.keys().any(|k| k != "channels") {
+    if map
+        .keys()
+        .any(|k| k != "channels" && !(with_proof && k == "proof"))
+    {
         return Err(invalid());
     }
+    let proof = match map.get("proof") {
+        Some(value) => consent::parse_proof(value)?,
+        None => Proof::default(),
+    };
+    Ok(Resubscribe {
+        channels: channels_of(&map)?,
+        proof,
+    })
+}
+
+fn channels_of(map: &serde_json::Map<String, Value>) -> Result<Option<Vec<Channel>>> {
+    let invalid = || Error::BadRequest(INVALID_CHANNELS.into());
     let Some(value) = map.get("channels") else {
         return Ok(None);
     };
@@ -193,22 +226,44 @@ pub fn carrier_opt_out(tx: &mut WriteTx, org: &str, lead: LeadRecord) -> Result<
     opt_out(tx, org, lead, channels, OptOutSource::Provider, &change)
 }
 
-/// Resubscribes the applicable channels, except an SMS opt-out made by keyword.
+/// Resubscribes the applicable channels, except an SMS opt-out made by keyword. A
+/// channel whose consent the lead revoked is restored only with proof of the lead's
+/// new consent, in the request or in the ledger since (409 naming every such channel,
+/// nothing changed); the entries name the key or person that recorded them.
 pub fn resubscribe(
     tx: &mut WriteTx,
     caller: &Caller,
     lead_id: &str,
-    requested: Option<&[Channel]>,
+    request: &Resubscribe,
 ) -> Result<Vec<Channel>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
-    let mut channels = applicable(tx, &caller.org_id, &lead, requested)?;
+    let org = caller.org_id.as_str();
+    let mut channels = applicable(tx, org, &lead, request.channels.as_deref())?;
     if lead.subscriptions.sms_by_keyword {
         // Coupled, SMS and voice are one opt-out: the keyword holds both.
-        let held = sms_channels(tx, &caller.org_id)?;
+        let held = sms_channels(tx, org)?;
         channels.retain(|c| !held.contains(c));
     }
-    let change = Change::of_caller(tx, caller)?;
-    opt_in(tx, &caller.org_id, lead, &channels, &change, false)?;
+    let mut change = Change::of_caller(tx, caller)?;
+    if !consent::proves(&request.proof) {
+        let mut unproven = Vec::new();
+        for &channel in &channels {
+            if channel.is_unsubscribed(&lead.subscriptions)
+                && consent::stands_revoked(tx, org, &lead.id, channel)?
+            {
+                unproven.push(channel);
+            }
+        }
+        if !unproven.is_empty() {
+            return Err(consent::proof_missing(&unproven));
+        }
+    } else {
+        change.proof = Proof {
+            recorded_by: change.proof.recorded_by,
+            ..request.proof.clone()
+        };
+    }
+    opt_in(tx, org, lead, &channels, &change, false)?;
     Ok(channels)
 }
 

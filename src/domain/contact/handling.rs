@@ -21,7 +21,7 @@ use crate::domain::records::{dnc, events, leads};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{
-    ConsentSource, FailedSend, LeadRecord, Person, RecordedBy, SystemEvent, TagRecord,
+    ConsentSource, FailedSend, LeadRecord, Person, Proof, RecordedBy, SystemEvent, TagRecord,
 };
 use crate::store::{EventRow, Reader, WriteTx};
 
@@ -195,23 +195,39 @@ pub fn hand_back(
     leads::live_lead(tx, caller, lead_id)
 }
 
-/// "Unsubscribe" (`subscribe` false) or "Resubscribe" the lead from `requested`
-/// channels (`None`: every one), as `unsubscribe` and `resubscribe` do; the event
-/// names the channels that changed.
+/// What a person does to a lead's subscriptions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subscription {
+    Unsubscribe,
+    /// With the proof of the lead's new consent (the lead's words), which a channel the
+    /// lead revoked needs.
+    Resubscribe(Proof),
+}
+
+/// "Unsubscribe" or "Resubscribe" the lead from `requested` channels (`None`: every
+/// one), as `unsubscribe` and `resubscribe` do; the event names the channels that
+/// changed.
 pub fn set_subscription(
     tx: &mut WriteTx,
     caller: &Caller,
     person: &Person,
     lead_id: &str,
     requested: Option<&[Channel]>,
-    subscribe: bool,
+    change: &Subscription,
 ) -> Result<()> {
-    let (applied, action) = if subscribe {
-        let applied = controls::resubscribe(tx, caller, lead_id, requested)?;
-        (applied, PersonAction::Resubscribe)
-    } else {
-        let applied = controls::unsubscribe(tx, caller, lead_id, requested)?;
-        (applied, PersonAction::Unsubscribe)
+    let (applied, action) = match change {
+        Subscription::Resubscribe(proof) => {
+            let request = controls::Resubscribe {
+                channels: requested.map(<[Channel]>::to_vec),
+                proof: proof.clone(),
+            };
+            let applied = controls::resubscribe(tx, caller, lead_id, &request)?;
+            (applied, PersonAction::Resubscribe)
+        }
+        Subscription::Unsubscribe => {
+            let applied = controls::unsubscribe(tx, caller, lead_id, requested)?;
+            (applied, PersonAction::Unsubscribe)
+        }
     };
     let names: Vec<&str> = applied.iter().map(|c| c.as_str()).collect();
     let lead = leads::live_lead(tx, caller, lead_id)?;

@@ -52,6 +52,35 @@ pub fn sms_is_sandbox(read: &impl Reader, org: &str) -> Result<bool> {
     ))
 }
 
+/// Refuses (409) the inbound API's door (`POST /v1/inbound/sms`, `/email`) for a
+/// channel whose messages a real provider delivers: SMS through Twilio, email through
+/// Mailgun (its `inboundSigningKey` set). A key could otherwise speak as the lead (a
+/// START that undoes the lead's STOP).
+pub fn door_open(read: &impl Reader, org: &str, channel: Channel) -> Result<()> {
+    let settings = read.engine_settings(org)?;
+    let closed = match channel {
+        Channel::Sms => (!matches!(
+            settings.sms,
+            crate::store::rows::ProviderSettings::Sandbox { .. }
+        ))
+        .then_some(
+            "The lead's texts arrive from the SMS provider by themselves: POST /v1/inbound/sms is the sandbox's and is closed while a real SMS provider is configured",
+        ),
+        Channel::Email => matches!(
+            &settings.email,
+            crate::store::rows::ProviderSettings::Smtp(smtp) if smtp.inbound_signing_key.is_some()
+        )
+        .then_some(
+            "The lead's emails arrive from Mailgun by themselves (inboundSigningKey is set): POST /v1/inbound/email is closed",
+        ),
+        Channel::Voice => None,
+    };
+    match closed {
+        Some(why) => Err(Error::Conflict(why.into())),
+        None => Ok(()),
+    }
+}
+
 /// "Reply as this lead (sandbox)": `text` as if lead `lead_id` had texted it from its
 /// phone, through [`inbound_sms`] (keywords, holds, the assistant, the inbox all
 /// react). Only with the sandbox SMS provider (403 otherwise); a lead without a phone
@@ -159,7 +188,7 @@ pub fn inbound_sms_via(
         &EmailHeaders::default(),
     )?;
     let channels = controls::sms_channels(tx, org)?;
-    let words = Change::words(ConsentSource::Keyword, text);
+    let words = Change::lead_words(tx, caller, ConsentSource::Keyword, text)?;
     let lead = if opted_out {
         let scope = revocation_channels(&settings, &lead, channels);
         let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)?;
@@ -228,10 +257,12 @@ pub fn inbound_email(
     }
     let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject, headers)?;
     let (lead, follow_up) = if opted_out {
-        let words = Change::words(
+        let words = Change::lead_words(
+            tx,
+            caller,
             ConsentSource::Reply,
             &format!("{}\n{first_line}", subject.unwrap_or("")),
-        );
+        )?;
         let scope = revocation_channels(&settings, &lead, &[Channel::Email]);
         let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)?;
         hold::settle_opted_out(tx, org, &lead.id, Some(scope.as_slice()))?;

@@ -195,7 +195,9 @@ pub fn given_at(text: &str, field: &str) -> Result<Micros> {
     Ok(micros)
 }
 
-fn parse_proof(value: &Value) -> Result<Proof> {
+/// A proof as `POST /v1/leads/{id}/consent` and a resubscribe take it: `{"text"?,
+/// "url"?, "ip"?, "userAgent"?}`, each bounded; `recordedBy` is never the body's.
+pub(crate) fn parse_proof(value: &Value) -> Result<Proof> {
     let map = match value {
         Value::Null => return Ok(Proof::default()),
         Value::Object(map) => map,
@@ -276,6 +278,30 @@ impl Change {
         })
     }
 
+    /// Words that came in as the lead's through `caller`'s door: read by the service from
+    /// a provider's delivery (`source`, recorded by the service), or typed through the
+    /// inbound API or the console's sandbox reply, which name the key or person (source
+    /// `api` or `console`), so they never read as the lead's own keyword.
+    pub fn lead_words(
+        read: &impl Reader,
+        caller: &Caller,
+        source: ConsentSource,
+        text: &str,
+    ) -> Result<Change> {
+        let words = Change::words(source, text);
+        if caller.key_id == Caller::system(&caller.org_id).key_id {
+            return Ok(words);
+        }
+        let door = Change::of_caller(read, caller)?;
+        Ok(Change {
+            source: door.source,
+            proof: Proof {
+                recorded_by: door.proof.recorded_by,
+                ..words.proof
+            },
+        })
+    }
+
     /// The lead's own words (a keyword, an email reply), read by the service.
     pub fn words(source: ConsentSource, text: &str) -> Change {
         Change {
@@ -314,6 +340,36 @@ pub fn note(
         written = written.and_then(|lead| Ok(record(tx, org, lead, input)?.map(|(_, l)| l)))?;
     }
     Ok(written)
+}
+
+/// Whether `channel`'s consent stands revoked: a revocation later than every grant.
+pub fn stands_revoked(read: &impl Reader, org: &str, lead: &str, channel: Channel) -> Result<bool> {
+    let state = read.consent_state(org, lead, channel)?;
+    Ok(match state.revoked {
+        None => false,
+        Some(revoked) => [state.granted_marketing, state.granted_informational]
+            .iter()
+            .flatten()
+            .all(|granted| *granted <= revoked),
+    })
+}
+
+/// Whether a proof shows the lead gave consent: the lead's words or the disclosure they
+/// agreed to (`text`), or the signed form's or recording's address (`url`).
+pub fn proves(proof: &Proof) -> bool {
+    let given = |part: &Option<String>| part.as_deref().is_some_and(|p| !p.trim().is_empty());
+    given(&proof.text) || given(&proof.url)
+}
+
+/// The refusal of a grant over a revocation without proof (409), naming the channels.
+pub fn proof_missing(channels: &[Channel]) -> Error {
+    let names: Vec<&str> = channels.iter().map(|c| c.as_str()).collect();
+    Error::Conflict(format!(
+        "The lead revoked consent for {}: only the lead undoes a revocation. Give proof of \
+         the lead's new consent (proof.text with the lead's words or the disclosure they \
+         agreed to, or proof.url of the signed form or the recording) for each channel",
+        names.join(", ")
+    ))
 }
 
 /// Who a request's caller is, as a ledger names them.
@@ -356,6 +412,13 @@ pub fn record(
     lead: LeadRecord,
     input: ConsentInput,
 ) -> Result<Written<(ConsentEntry, LeadRecord)>> {
+    // Only the lead undoes a revocation: a grant over one carries the proof of it.
+    if input.status == ConsentStatus::Granted
+        && !proves(&input.proof)
+        && stands_revoked(tx, org, &lead.id, input.channel)?
+    {
+        return Err(proof_missing(&[input.channel]));
+    }
     let entry = ConsentEntry {
         event_id: crate::ids::generate("cns"),
         channel: input.channel,
