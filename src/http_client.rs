@@ -8,6 +8,13 @@
 //! timeout that covers connecting, sending and reading the (discarded) answer. A large
 //! download (a call's recording) is one GET whose timeout covers the answer's head only:
 //! the caller reads the body as it streams.
+//!
+//! Where it may connect is the operator's `outbound_allow_private`
+//! (`outbound_address::OutboundPolicy`): names are resolved by
+//! `outbound_address::Resolver`, which leaves refused addresses out before any
+//! connection, and an address literal in a URL is checked before the request is built.
+//! A redirect is never followed: a `3xx` is an answer like any other, handed to the
+//! caller (so credentials never travel to the host a `Location` names).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +27,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::outbound_address::{OutboundPolicy, Resolver};
 use crate::outbound_tls::{is_certificate_error, OutboundTrust, TLS_CLASS};
 
 /// What the receiver made of one attempt.
@@ -36,9 +44,10 @@ pub struct AttemptOutcome {
 
 #[derive(Clone)]
 pub struct HttpClient {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector<Resolver>>, Full<Bytes>>,
     timeout: Duration,
     trust: OutboundTrust,
+    policy: OutboundPolicy,
 }
 
 /// Receivers' answers are not read beyond this unless the caller says otherwise
@@ -46,9 +55,20 @@ pub struct HttpClient {
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 impl HttpClient {
-    /// A client trusting the webpki roots and `ca_file` (`outbound_ca_file`).
+    /// A client trusting the webpki roots and `ca_file` (`outbound_ca_file`), allowed
+    /// every address.
     pub fn new(timeout: Duration, ca_file: Option<&std::path::Path>) -> Result<HttpClient, String> {
-        let trust = OutboundTrust::load(ca_file)?;
+        HttpClient::with_policy(timeout, ca_file, OutboundPolicy::default())
+    }
+
+    /// A client trusting the webpki roots and `ca_file` (`outbound_ca_file`), reaching
+    /// only the addresses `policy` allows (`outbound_allow_private`).
+    pub fn with_policy(
+        timeout: Duration,
+        ca_file: Option<&std::path::Path>,
+        policy: OutboundPolicy,
+    ) -> Result<HttpClient, String> {
+        let trust = OutboundTrust::load(ca_file)?.with_policy(policy);
         let roots = trust.roots();
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
@@ -57,7 +77,7 @@ impl HttpClient {
         .map_err(|e| format!("tls: {e}"))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        let mut http = HttpConnector::new();
+        let mut http = HttpConnector::new_with_resolver(Resolver { policy });
         http.enforce_http(false);
         http.set_connect_timeout(Some(timeout));
         http.set_nodelay(true);
@@ -74,12 +94,43 @@ impl HttpClient {
             client,
             timeout,
             trust,
+            policy,
         })
     }
 
     /// What this client trusts, for the clients that are not HTTP (SMTP).
     pub fn trust(&self) -> &OutboundTrust {
         &self.trust
+    }
+
+    /// Which addresses this client may reach (`outbound_allow_private`): what settings
+    /// are checked against when saved.
+    pub fn policy(&self) -> OutboundPolicy {
+        self.policy
+    }
+
+    /// A request with our `User-Agent` and `headers`, unless its URL's host is an
+    /// address literal the policy refuses (names are checked once resolved).
+    fn build(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Bytes,
+    ) -> Result<Request<Full<Bytes>>, SendError> {
+        let request = build(method, url, headers, body)?;
+        if let Some(host) = request.uri().host() {
+            let literal = host
+                .strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .unwrap_or(host);
+            if let Ok(ip) = literal.parse::<std::net::IpAddr>() {
+                if self.policy.refuses_ip(ip) {
+                    return Err(SendError::not_sent(OutboundPolicy::refused_literal()));
+                }
+            }
+        }
+        Ok(request)
     }
 
     /// POSTs `body` to `url` with `headers`; never fails, the outcome says what happened.
@@ -128,7 +179,7 @@ impl HttpClient {
         body: Vec<u8>,
         max_answer_bytes: usize,
     ) -> Result<(u16, Option<Duration>, Bytes), SendError> {
-        let mut request = build(Method::POST, url, headers, Bytes::from(body))?;
+        let mut request = self.build(Method::POST, url, headers, Bytes::from(body))?;
         request
             .headers_mut()
             .entry(CONTENT_TYPE)
@@ -219,8 +270,9 @@ impl HttpClient {
         max_answer_bytes: usize,
     ) -> Result<Answer, RequestError> {
         let exchange = async {
-            let request =
-                build(method, url, headers, Bytes::from(body)).map_err(RequestError::Failed)?;
+            let request = self
+                .build(method, url, headers, Bytes::from(body))
+                .map_err(RequestError::Failed)?;
             let response = self
                 .client
                 .request(request)
@@ -267,7 +319,7 @@ impl HttpClient {
         headers: &[(&'static str, String)],
         timeout: Duration,
     ) -> Result<(u16, hyper::body::Incoming), SendError> {
-        let request = build(Method::GET, url, headers, Bytes::new())?;
+        let request = self.build(Method::GET, url, headers, Bytes::new())?;
         match tokio::time::timeout(timeout, self.client.request(request)).await {
             Ok(Ok(response)) => Ok((response.status().as_u16(), response.into_body())),
             Ok(Err(e)) => Err(failed(e)),

@@ -295,8 +295,18 @@ impl Smtp {
             SmtpSecurity::Tls => Some(self.tls(trust)?),
             SmtpSecurity::StartTls | SmtpSecurity::None => None,
         };
+        // Resolved here, so that only the addresses `outbound_allow_private` allows are
+        // dialed (a refused one fails the message `connection-failed`, not retried).
+        let addresses = match trust.policy().resolve(&s.host, s.port).await {
+            Ok(addresses) => addresses,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                tracing::warn!(error = %e, "smtp: the server's address is refused");
+                return Err(Failure::Final(CONNECTION_FAILED));
+            }
+            Err(e) => return Err(Failure::Retryable(None, format!("resolving the host: {e}"))),
+        };
         let mut conn = AsyncSmtpConnection::connect_tokio1(
-            (s.host.as_str(), s.port),
+            addresses.as_slice(),
             Some(SETUP_TIMEOUT),
             &hello,
             implicit,

@@ -42,6 +42,9 @@ const CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
 const CALL_EVENTS: [&str; 4] = ["initiated", "ringing", "answered", "completed"];
 /// The refusal of a call the settings give no caller id for (calls need `from`).
 pub const NO_CALLER_ID: &str = "no-caller-id";
+/// The refusal of a send or call while the settings hold no auth token (cleared when
+/// `baseUrl` changed without one): nothing is sent.
+pub const NO_AUTH_TOKEN: &str = "no-auth-token";
 /// The refusal after every try met a 429, a 503 or no connection (when Twilio gave no
 /// code of its own).
 pub const PROVIDER_UNAVAILABLE: &str = "provider-unavailable";
@@ -350,6 +353,12 @@ impl Twilio {
         what: &str,
         on_retry: &(dyn Fn() + Sync),
     ) -> Answer {
+        if self.settings.auth_token.is_empty() {
+            return Answer::Refused {
+                code: NO_AUTH_TOKEN.into(),
+                twilio_code: None,
+            };
+        }
         let body = match serde_urlencoded::to_string(form) {
             Ok(body) => body.into_bytes(),
             Err(_) => return Answer::Unknown("malformed request".into()),
@@ -400,6 +409,12 @@ impl Twilio {
         recording_url: &str,
     ) -> Result<RecordingStream, FetchError> {
         let under = format!("{}/", self.settings.base_url);
+        if self.settings.auth_token.is_empty() {
+            return Err(FetchError {
+                retryable: false,
+                message: NO_AUTH_TOKEN.into(),
+            });
+        }
         if !recording_url.starts_with(&under) {
             return Err(FetchError {
                 retryable: false,
