@@ -509,6 +509,98 @@ mod tests {
         assert_eq!((answer.status, answer.error.as_str()), (None, "tls"));
     }
 
+    /// A plain HTTP server on loopback answering every request with `answer`; it counts
+    /// the requests it read.
+    async fn counting_server(
+        answer: &'static str,
+    ) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let seen = std::sync::Arc::new(AtomicUsize::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let counter = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let counter = counter.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    if tcp.read(&mut buf).await.unwrap_or(0) > 0 {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let _ = tcp.write_all(answer.as_bytes()).await;
+                    let _ = tcp.shutdown().await;
+                });
+            }
+        });
+        (port, seen)
+    }
+
+    #[tokio::test]
+    async fn a_closed_policy_dials_no_private_address_literal_or_name() {
+        use std::sync::atomic::Ordering;
+        let (port, seen) =
+            counting_server("HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n").await;
+        let timeout = Duration::from_secs(5);
+        let open = HttpClient::new(timeout, None).unwrap();
+        let answer = open
+            .post(&format!("http://127.0.0.1:{port}/"), &[], b"{}".to_vec())
+            .await;
+        assert_eq!(answer.status, Some(204), "{}", answer.error);
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        let closed = HttpClient::with_policy(timeout, None, OutboundPolicy::new(false)).unwrap();
+        for url in [
+            format!("http://127.0.0.1:{port}/"),
+            format!("http://localhost:{port}/"),
+            format!("http://[::ffff:127.0.0.1]:{port}/"),
+            format!("http://2130706433:{port}/"),
+        ] {
+            let refused = closed
+                .request(Method::GET, &url, &[], Vec::new(), timeout, 1024)
+                .await
+                .unwrap_err();
+            let RequestError::Failed(e) = refused else {
+                panic!("{url}: {refused:?}");
+            };
+            assert!(e.not_sent, "{url}: {e:?}");
+            assert_eq!(
+                crate::http_failure::Failure::of_transport(&e.message),
+                crate::http_failure::Failure::Connect,
+                "{url}: {}",
+                e.message
+            );
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 1, "nothing more reached it");
+    }
+
+    #[tokio::test]
+    async fn a_redirect_is_an_answer_never_followed() {
+        use std::sync::atomic::Ordering;
+        let (elsewhere, seen_elsewhere) =
+            counting_server("HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n").await;
+        let redirect: &'static str = Box::leak(
+            format!(
+                "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:{elsewhere}/steal\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            )
+            .into_boxed_str(),
+        );
+        let (port, _) = counting_server(redirect).await;
+        let client = HttpClient::new(Duration::from_secs(5), None).unwrap();
+        let answer = client
+            .request(
+                Method::GET,
+                &format!("http://127.0.0.1:{port}/cal/"),
+                &[("authorization", "Basic c2VjcmV0".into())],
+                Vec::new(),
+                Duration::from_secs(5),
+                1024,
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 302);
+        assert_eq!(seen_elsewhere.load(Ordering::SeqCst), 0);
+    }
+
     #[test]
     fn retry_after_takes_seconds_and_dates() {
         assert_eq!(parse_retry_after("120"), Some(Duration::from_secs(120)));
