@@ -527,6 +527,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn without_an_auth_token_nothing_is_sent() {
+        let (base, fake) = fake_twilio(201, r#"{"sid": "SM1", "status": "queued"}"#).await;
+        let mut cleared = twilio(&base, "+15550100000");
+        cleared.settings.auth_token.clear();
+        let message = Outgoing {
+            to: "+15550100001".into(),
+            text: "hi".into(),
+            subject: None,
+            unsubscribe_url: None,
+            status_callback: None,
+            thread: None,
+        };
+        let outcome = cleared
+            .send_sms(&client(), &message, None, &|| panic!("no retry"))
+            .await;
+        assert!(
+            matches!(&outcome, SendOutcome::Refused { code, .. } if code == NO_AUTH_TOKEN),
+            "{outcome:?}"
+        );
+        let call = cleared
+            .start_call(&client(), &call(), &|| panic!("no retry"))
+            .await;
+        assert!(
+            matches!(&call, CallOutcome::Refused { code } if code == NO_AUTH_TOKEN),
+            "{call:?}"
+        );
+        assert_eq!(fake.total(), 0, "nothing reached the provider");
+    }
+
+    #[tokio::test]
     async fn a_call_posts_the_calls_form() {
         let (outcome, seen) = placed(201, r#"{"sid":"CA9","status":"queued"}"#).await;
         assert_eq!(
