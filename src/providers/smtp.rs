@@ -462,6 +462,34 @@ mod tests {
         }
     }
 
+    /// Under a closed policy a loopback server is never dialed: the message fails
+    /// `connection-failed` at once, and the listener accepts nothing.
+    #[tokio::test]
+    async fn a_refused_address_is_never_dialed() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for host in ["127.0.0.1", "localhost"] {
+            let mut settings = smtp().settings;
+            settings.host = host.into();
+            settings.port = port;
+            let trust = OutboundTrust::default()
+                .with_policy(crate::outbound_address::OutboundPolicy::new(false));
+            let outcome = Smtp::new(settings)
+                .send(&trust, &outgoing("ada@example.com"))
+                .await;
+            assert!(
+                matches!(&outcome, SendOutcome::Refused { code, .. } if code == CONNECTION_FAILED),
+                "{host}: {outcome:?}"
+            );
+        }
+        // A connection made would wait in the backlog: one non-blocking accept finds it.
+        use futures_util::FutureExt as _;
+        assert!(
+            listener.accept().now_or_never().is_none(),
+            "nothing connected"
+        );
+    }
+
     #[test]
     fn every_message_says_mime_version_1_0() {
         let composed = smtp().compose(&outgoing("ada@example.com"), None).unwrap();
