@@ -60,7 +60,7 @@ async fn run() {
         let input = CalendarInput::from_json(&support::object(all_day(180))).expect("calendar");
         let c = caller.clone();
         store
-            .write(move |tx| calendars::put(tx, &c, name, &input))
+            .write(move |tx| calendars::put(tx, &c, name, &input, Default::default()))
             .await
             .expect("put calendar");
     }

@@ -62,6 +62,7 @@ async fn run() {
                     &url,
                     ["call.completed"],
                 )?,
+                engaged::outbound_address::OutboundPolicy::default(),
             )?;
             leads::create(
                 tx,

@@ -166,6 +166,11 @@ pub struct ServeArgs {
     /// The old name of --outbound-ca-file.
     #[arg(long, env = "ENGAGED_WEBHOOK_CA_FILE")]
     pub webhook_ca_file: Option<PathBuf>,
+    /// Whether organizations' calendars, webhooks, providers and model may point at
+    /// loopback, link-local and private addresses; false on a machine hosting several
+    /// teams [default: true].
+    #[arg(long, env = "ENGAGED_OUTBOUND_ALLOW_PRIVATE", num_args = 0..=1, default_missing_value = "true")]
+    pub outbound_allow_private: Option<bool>,
     /// URL clients reach this server under (behind a proxy), for recording links
     /// [default: the scheme and host of each request].
     #[arg(long, env = "ENGAGED_PUBLIC_URL")]
@@ -295,6 +300,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 webhook_retention: args.webhook_retention,
                 webhook_ca_file: args.webhook_ca_file,
                 outbound_ca_file: args.outbound_ca_file,
+                outbound_allow_private: args.outbound_allow_private,
                 cache_mib: args.cache_mib,
                 header_read_timeout: args.header_read_timeout,
                 max_connections: args.max_connections,

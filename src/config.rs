@@ -48,6 +48,12 @@ pub struct Config {
     /// client (SMTP, webhooks, the model, the compliance service, Twilio). TOML key
     /// `outbound_ca_file`, or its old name `webhook_ca_file`.
     pub outbound_ca_file: Option<PathBuf>,
+    /// Whether organizations' settings may point outbound clients (calendars,
+    /// webhooks, providers, the model, the compliance service) at loopback, link-local
+    /// and private addresses (`outbound_address`). `true` by default: one team's
+    /// servers often live on its own network; a machine hosting several teams sets
+    /// `false`.
+    pub outbound_allow_private: bool,
     /// Scheme, host and optional path prefix under which clients reach this server
     /// (behind a proxy); recording links start with it. `None`: from each request.
     pub public_url: Option<String>,
@@ -276,6 +282,7 @@ pub struct FileConfig {
     /// The old name of `outbound_ca_file`, still accepted.
     pub webhook_ca_file: Option<PathBuf>,
     pub outbound_ca_file: Option<PathBuf>,
+    pub outbound_allow_private: Option<bool>,
     pub public_url: Option<String>,
     pub recording_max_bytes: Option<u64>,
     pub recording_link_ttl_secs: Option<u64>,
@@ -329,6 +336,10 @@ impl Config {
                 .unwrap_or(DEFAULT_MAX_BODY_BYTES),
             webhooks,
             outbound_ca_file,
+            outbound_allow_private: over
+                .outbound_allow_private
+                .or(file.outbound_allow_private)
+                .unwrap_or(true),
             limits,
             cache_mib: over
                 .cache_mib
@@ -397,6 +408,7 @@ impl Config {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             webhooks: WebhookConfig::default(),
             outbound_ca_file: None,
+            outbound_allow_private: true,
             limits: Limits::default(),
             cache_mib: DEFAULT_CACHE_MIB,
             public_url: None,
@@ -615,6 +627,20 @@ mod tests {
         assert!(e.starts_with("outbound_ca_file"), "{e}");
         let d = Config::resolve(FileConfig::default(), Overrides::default()).unwrap();
         assert_eq!(d.outbound_ca_file, None);
+    }
+
+    #[test]
+    fn outbound_allow_private_is_on_unless_turned_off() {
+        let d = Config::resolve(FileConfig::default(), Overrides::default()).unwrap();
+        assert!(d.outbound_allow_private);
+        let file: FileConfig = toml::from_str("outbound_allow_private = false").unwrap();
+        let c = Config::resolve(file.clone(), Overrides::default()).unwrap();
+        assert!(!c.outbound_allow_private);
+        let over = Overrides {
+            outbound_allow_private: Some(true),
+            ..Default::default()
+        };
+        assert!(Config::resolve(file, over).unwrap().outbound_allow_private);
     }
 
     #[test]

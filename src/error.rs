@@ -46,8 +46,9 @@ pub enum Error {
     RateLimited { retry_after_secs: u64 },
     #[error("Service unavailable")]
     Unavailable,
-    /// 503: a calendar's CalDAV server cannot be read, so no time is offered or booked;
-    /// the message says why in words.
+    /// 424: a calendar's CalDAV server cannot be read, so no time is offered or booked;
+    /// the message says why in the words an organization may read
+    /// (`CalDavError::public_text`: "the CalDAV server could not be reached").
     #[error("Calendar unavailable: {0}")]
     CalendarUnavailable(String),
     /// 500; the cause is logged, never sent.

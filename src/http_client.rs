@@ -8,6 +8,13 @@
 //! timeout that covers connecting, sending and reading the (discarded) answer. A large
 //! download (a call's recording) is one GET whose timeout covers the answer's head only:
 //! the caller reads the body as it streams.
+//!
+//! Where it may connect is the operator's `outbound_allow_private`
+//! (`outbound_address::OutboundPolicy`): names are resolved by
+//! `outbound_address::Resolver`, which leaves refused addresses out before any
+//! connection, and an address literal in a URL is checked before the request is built.
+//! A redirect is never followed: a `3xx` is an answer like any other, handed to the
+//! caller (so credentials never travel to the host a `Location` names).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +27,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 
+use crate::outbound_address::{OutboundPolicy, Resolver};
 use crate::outbound_tls::{is_certificate_error, OutboundTrust, TLS_CLASS};
 
 /// What the receiver made of one attempt.
@@ -36,9 +44,10 @@ pub struct AttemptOutcome {
 
 #[derive(Clone)]
 pub struct HttpClient {
-    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector<Resolver>>, Full<Bytes>>,
     timeout: Duration,
     trust: OutboundTrust,
+    policy: OutboundPolicy,
 }
 
 /// Receivers' answers are not read beyond this unless the caller says otherwise
@@ -46,9 +55,20 @@ pub struct HttpClient {
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 impl HttpClient {
-    /// A client trusting the webpki roots and `ca_file` (`outbound_ca_file`).
+    /// A client trusting the webpki roots and `ca_file` (`outbound_ca_file`), allowed
+    /// every address.
     pub fn new(timeout: Duration, ca_file: Option<&std::path::Path>) -> Result<HttpClient, String> {
-        let trust = OutboundTrust::load(ca_file)?;
+        HttpClient::with_policy(timeout, ca_file, OutboundPolicy::default())
+    }
+
+    /// A client trusting the webpki roots and `ca_file` (`outbound_ca_file`), reaching
+    /// only the addresses `policy` allows (`outbound_allow_private`).
+    pub fn with_policy(
+        timeout: Duration,
+        ca_file: Option<&std::path::Path>,
+        policy: OutboundPolicy,
+    ) -> Result<HttpClient, String> {
+        let trust = OutboundTrust::load(ca_file)?.with_policy(policy);
         let roots = trust.roots();
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
@@ -57,7 +77,7 @@ impl HttpClient {
         .map_err(|e| format!("tls: {e}"))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-        let mut http = HttpConnector::new();
+        let mut http = HttpConnector::new_with_resolver(Resolver { policy });
         http.enforce_http(false);
         http.set_connect_timeout(Some(timeout));
         http.set_nodelay(true);
@@ -74,12 +94,43 @@ impl HttpClient {
             client,
             timeout,
             trust,
+            policy,
         })
     }
 
     /// What this client trusts, for the clients that are not HTTP (SMTP).
     pub fn trust(&self) -> &OutboundTrust {
         &self.trust
+    }
+
+    /// Which addresses this client may reach (`outbound_allow_private`): what settings
+    /// are checked against when saved.
+    pub fn policy(&self) -> OutboundPolicy {
+        self.policy
+    }
+
+    /// A request with our `User-Agent` and `headers`, unless its URL's host is an
+    /// address literal the policy refuses (names are checked once resolved).
+    fn build(
+        &self,
+        method: Method,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: Bytes,
+    ) -> Result<Request<Full<Bytes>>, SendError> {
+        let request = build(method, url, headers, body)?;
+        if let Some(host) = request.uri().host() {
+            let literal = host
+                .strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .unwrap_or(host);
+            if let Ok(ip) = literal.parse::<std::net::IpAddr>() {
+                if self.policy.refuses_ip(ip) {
+                    return Err(SendError::not_sent(OutboundPolicy::refused_literal()));
+                }
+            }
+        }
+        Ok(request)
     }
 
     /// POSTs `body` to `url` with `headers`; never fails, the outcome says what happened.
@@ -128,7 +179,7 @@ impl HttpClient {
         body: Vec<u8>,
         max_answer_bytes: usize,
     ) -> Result<(u16, Option<Duration>, Bytes), SendError> {
-        let mut request = build(Method::POST, url, headers, Bytes::from(body))?;
+        let mut request = self.build(Method::POST, url, headers, Bytes::from(body))?;
         request
             .headers_mut()
             .entry(CONTENT_TYPE)
@@ -219,8 +270,9 @@ impl HttpClient {
         max_answer_bytes: usize,
     ) -> Result<Answer, RequestError> {
         let exchange = async {
-            let request =
-                build(method, url, headers, Bytes::from(body)).map_err(RequestError::Failed)?;
+            let request = self
+                .build(method, url, headers, Bytes::from(body))
+                .map_err(RequestError::Failed)?;
             let response = self
                 .client
                 .request(request)
@@ -267,7 +319,7 @@ impl HttpClient {
         headers: &[(&'static str, String)],
         timeout: Duration,
     ) -> Result<(u16, hyper::body::Incoming), SendError> {
-        let request = build(Method::GET, url, headers, Bytes::new())?;
+        let request = self.build(Method::GET, url, headers, Bytes::new())?;
         match tokio::time::timeout(timeout, self.client.request(request)).await {
             Ok(Ok(response)) => Ok((response.status().as_u16(), response.into_body())),
             Ok(Err(e)) => Err(failed(e)),
@@ -455,6 +507,98 @@ mod tests {
         assert_eq!(refused.message, "tls");
         let answer = plain.post(&url, &[], b"{}".to_vec()).await;
         assert_eq!((answer.status, answer.error.as_str()), (None, "tls"));
+    }
+
+    /// A plain HTTP server on loopback answering every request with `answer`; it counts
+    /// the requests it read.
+    async fn counting_server(
+        answer: &'static str,
+    ) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let seen = std::sync::Arc::new(AtomicUsize::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let counter = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut tcp, _)) = listener.accept().await {
+                let counter = counter.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    if tcp.read(&mut buf).await.unwrap_or(0) > 0 {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let _ = tcp.write_all(answer.as_bytes()).await;
+                    let _ = tcp.shutdown().await;
+                });
+            }
+        });
+        (port, seen)
+    }
+
+    #[tokio::test]
+    async fn a_closed_policy_dials_no_private_address_literal_or_name() {
+        use std::sync::atomic::Ordering;
+        let (port, seen) =
+            counting_server("HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n").await;
+        let timeout = Duration::from_secs(5);
+        let open = HttpClient::new(timeout, None).unwrap();
+        let answer = open
+            .post(&format!("http://127.0.0.1:{port}/"), &[], b"{}".to_vec())
+            .await;
+        assert_eq!(answer.status, Some(204), "{}", answer.error);
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        let closed = HttpClient::with_policy(timeout, None, OutboundPolicy::new(false)).unwrap();
+        for url in [
+            format!("http://127.0.0.1:{port}/"),
+            format!("http://localhost:{port}/"),
+            format!("http://[::ffff:127.0.0.1]:{port}/"),
+            format!("http://2130706433:{port}/"),
+        ] {
+            let refused = closed
+                .request(Method::GET, &url, &[], Vec::new(), timeout, 1024)
+                .await
+                .unwrap_err();
+            let RequestError::Failed(e) = refused else {
+                panic!("{url}: {refused:?}");
+            };
+            assert!(e.not_sent, "{url}: {e:?}");
+            assert_eq!(
+                crate::http_failure::Failure::of_transport(&e.message),
+                crate::http_failure::Failure::Connect,
+                "{url}: {}",
+                e.message
+            );
+        }
+        assert_eq!(seen.load(Ordering::SeqCst), 1, "nothing more reached it");
+    }
+
+    #[tokio::test]
+    async fn a_redirect_is_an_answer_never_followed() {
+        use std::sync::atomic::Ordering;
+        let (elsewhere, seen_elsewhere) =
+            counting_server("HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n").await;
+        let redirect: &'static str = Box::leak(
+            format!(
+                "HTTP/1.1 302 Found\r\nlocation: http://127.0.0.1:{elsewhere}/steal\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            )
+            .into_boxed_str(),
+        );
+        let (port, _) = counting_server(redirect).await;
+        let client = HttpClient::new(Duration::from_secs(5), None).unwrap();
+        let answer = client
+            .request(
+                Method::GET,
+                &format!("http://127.0.0.1:{port}/cal/"),
+                &[("authorization", "Basic c2VjcmV0".into())],
+                Vec::new(),
+                Duration::from_secs(5),
+                1024,
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer.status, 302);
+        assert_eq!(seen_elsewhere.load(Ordering::SeqCst), 0);
     }
 
     #[test]

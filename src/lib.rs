@@ -29,6 +29,7 @@ pub mod import_cli;
 pub mod json_writer;
 pub mod maintenance;
 pub mod metrics;
+pub mod outbound_address;
 pub mod outbound_tls;
 pub mod phone;
 pub mod providers;

@@ -17,16 +17,20 @@ use std::sync::Arc;
 use lettre::transport::smtp::client::{Certificate, TlsParameters};
 use rustls::pki_types::CertificateDer;
 
+use crate::outbound_address::OutboundPolicy;
+
 /// The error code of a send whose receiver's certificate was not trusted.
 pub const TLS_CERTIFICATE: &str = "tls-certificate";
 
 /// The short class of a TLS failure in `lastError` and logs.
 pub const TLS_CLASS: &str = "tls";
 
-/// The extra CA certificates trusted beside the webpki roots (none by default).
+/// The extra CA certificates trusted beside the webpki roots (none by default), and the
+/// addresses a client may reach (`outbound_allow_private`; SMTP resolves through it).
 #[derive(Clone, Default)]
 pub struct OutboundTrust {
     extra: Arc<Vec<CertificateDer<'static>>>,
+    policy: OutboundPolicy,
 }
 
 impl std::fmt::Debug for OutboundTrust {
@@ -56,7 +60,19 @@ impl OutboundTrust {
         }
         Ok(OutboundTrust {
             extra: Arc::new(certs),
+            policy: OutboundPolicy::default(),
         })
+    }
+
+    /// The same trust, reaching only the addresses `policy` allows.
+    pub fn with_policy(mut self, policy: OutboundPolicy) -> OutboundTrust {
+        self.policy = policy;
+        self
+    }
+
+    /// Which addresses a client may reach.
+    pub fn policy(&self) -> OutboundPolicy {
+        self.policy
     }
 
     /// The webpki roots and the extra certificates.

@@ -51,6 +51,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "ics",
             "ids",
             "json_writer",
+            "outbound_address",
             "outbound_tls",
             "phone",
             "time",

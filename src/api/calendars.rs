@@ -59,9 +59,10 @@ pub async fn put(
     let input = calendars::CalendarInput::from_json(&body)?;
     let org = caller.org_id.clone();
     let name = name.to_string();
+    let policy = state.engine.http_client().policy();
     let calendar = state
         .store
-        .write(move |tx| calendars::put(tx, &caller, &name, &input))
+        .write(move |tx| calendars::put(tx, &caller, &name, &input, policy))
         .await?;
     Ok(reply(
         StatusCode::OK,

@@ -255,9 +255,14 @@ async fn dispatch(
         Route::GetOrg => org::get_org(store, &caller),
         Route::UpdateOrg => {
             let public_url = state.engine.public_url().map(str::to_string);
-            org::update_org(store, caller, state.json_body(body).await?, public_url).await
+            let policy = state.engine.http_client().policy();
+            let body = state.json_body(body).await?;
+            org::update_org(store, caller, body, public_url, policy).await
         }
-        Route::CreateWebhook => webhooks::create(store, caller, state.json_body(body).await?).await,
+        Route::CreateWebhook => {
+            let policy = state.engine.http_client().policy();
+            webhooks::create(store, caller, state.json_body(body).await?, policy).await
+        }
         Route::ListWebhooks => webhooks::list(store, &caller),
         Route::DeleteWebhook(id) => webhooks::delete(store, caller, id).await,
         Route::ListDeliveries(id) => webhooks::deliveries(store, &caller, id, &query),

@@ -8,6 +8,7 @@ use crate::domain::engagement::reactions::React;
 use crate::domain::settings::org;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
+use crate::outbound_address::OutboundPolicy;
 use crate::store::Reader;
 use crate::store::Store;
 
@@ -25,10 +26,13 @@ pub async fn update_org(
     caller: Caller,
     body: Map<String, Value>,
     public_url: Option<String>,
+    policy: OutboundPolicy,
 ) -> Result<Response<Body>> {
     let patch = org::OrgPatch::from_json(&body)?;
     let (org, engine) = store
-        .write(move |tx| org::update(tx, &caller, patch.clone(), public_url.as_deref()).react(tx))
+        .write(move |tx| {
+            org::update(tx, &caller, patch.clone(), public_url.as_deref(), policy).react(tx)
+        })
         .await?;
     Ok(reply(StatusCode::OK, &org::view(&org, &engine)))
 }

@@ -9,6 +9,7 @@ use super::response::{json as reply, Body};
 use crate::domain::records::webhook_endpoints;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
+use crate::outbound_address::OutboundPolicy;
 use crate::store::rows::{DeliveryRecord, DeliveryState, EndpointRecord};
 use crate::store::Store;
 use crate::time::Timestamp;
@@ -77,10 +78,11 @@ pub async fn create(
     store: &Store,
     caller: Caller,
     body: Map<String, Value>,
+    policy: OutboundPolicy,
 ) -> Result<Response<Body>> {
     let input = webhook_endpoints::EndpointInput::from_json(&body)?;
     let endpoint = store
-        .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, input.clone()))
+        .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, input.clone(), policy))
         .await?;
     let mut view = serde_json::to_value(EndpointView::of(&endpoint))
         .map_err(|e| Error::Internal(e.to_string()))?;

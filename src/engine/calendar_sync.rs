@@ -92,8 +92,11 @@ fn utc(t: Micros) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(t).unwrap_or_default()
 }
 
+/// 424 in the words an organization reads (`CalDavError::public_text`); the detail
+/// goes to the log.
 fn unavailable(e: CalDavError) -> Error {
-    Error::CalendarUnavailable(e.to_string())
+    tracing::warn!(error = %e, "a CalDAV server could not be read");
+    Error::CalendarUnavailable(e.public_text())
 }
 
 fn client_of(caldav: &CaldavRecord) -> std::result::Result<CalDav, CalDavError> {
@@ -267,12 +270,12 @@ fn start_due(engine: &Arc<Engine>, attempts: &mut JoinSet<()>) -> Result<Option<
 /// One write to the collection, its answer committed, then the lease dropped.
 async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
     let outcome = match &work {
-        Some(work) => write(&engine, work).await.map_err(|e| e.to_string()),
+        Some(work) => write(&engine, work).await.map_err(|e| {
+            tracing::warn!(meeting = %row.meeting, error = %e, "CalDAV write failed");
+            e.public_text()
+        }),
         None => Ok(()),
     };
-    if let Err(error) = &outcome {
-        tracing::warn!(meeting = %row.meeting, %error, "CalDAV write failed");
-    }
     let schedule = engine.calendars.schedule.clone();
     let committed = {
         let row = row.clone();

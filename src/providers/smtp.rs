@@ -295,8 +295,18 @@ impl Smtp {
             SmtpSecurity::Tls => Some(self.tls(trust)?),
             SmtpSecurity::StartTls | SmtpSecurity::None => None,
         };
+        // Resolved here, so that only the addresses `outbound_allow_private` allows are
+        // dialed (a refused one fails the message `connection-failed`, not retried).
+        let addresses = match trust.policy().resolve(&s.host, s.port).await {
+            Ok(addresses) => addresses,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                tracing::warn!(error = %e, "smtp: the server's address is refused");
+                return Err(Failure::Final(CONNECTION_FAILED));
+            }
+            Err(e) => return Err(Failure::Retryable(None, format!("resolving the host: {e}"))),
+        };
         let mut conn = AsyncSmtpConnection::connect_tokio1(
-            (s.host.as_str(), s.port),
+            addresses.as_slice(),
             Some(SETUP_TIMEOUT),
             &hello,
             implicit,
@@ -450,6 +460,34 @@ mod tests {
             status_callback: None,
             thread: None,
         }
+    }
+
+    /// Under a closed policy a loopback server is never dialed: the message fails
+    /// `connection-failed` at once, and the listener accepts nothing.
+    #[tokio::test]
+    async fn a_refused_address_is_never_dialed() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        for host in ["127.0.0.1", "localhost"] {
+            let mut settings = smtp().settings;
+            settings.host = host.into();
+            settings.port = port;
+            let trust = OutboundTrust::default()
+                .with_policy(crate::outbound_address::OutboundPolicy::new(false));
+            let outcome = Smtp::new(settings)
+                .send(&trust, &outgoing("ada@example.com"))
+                .await;
+            assert!(
+                matches!(&outcome, SendOutcome::Refused { code, .. } if code == CONNECTION_FAILED),
+                "{host}: {outcome:?}"
+            );
+        }
+        // A connection made would wait in the backlog: one non-blocking accept finds it.
+        use futures_util::FutureExt as _;
+        assert!(
+            listener.accept().now_or_never().is_none(),
+            "nothing connected"
+        );
     }
 
     #[test]

@@ -42,6 +42,9 @@ const CHUNK_TIMEOUT: Duration = Duration::from_secs(30);
 const CALL_EVENTS: [&str; 4] = ["initiated", "ringing", "answered", "completed"];
 /// The refusal of a call the settings give no caller id for (calls need `from`).
 pub const NO_CALLER_ID: &str = "no-caller-id";
+/// The refusal of a send or call while the settings hold no auth token (cleared when
+/// `baseUrl` changed without one): nothing is sent.
+pub const NO_AUTH_TOKEN: &str = "no-auth-token";
 /// The refusal after every try met a 429, a 503 or no connection (when Twilio gave no
 /// code of its own).
 pub const PROVIDER_UNAVAILABLE: &str = "provider-unavailable";
@@ -350,6 +353,12 @@ impl Twilio {
         what: &str,
         on_retry: &(dyn Fn() + Sync),
     ) -> Answer {
+        if self.settings.auth_token.is_empty() {
+            return Answer::Refused {
+                code: NO_AUTH_TOKEN.into(),
+                twilio_code: None,
+            };
+        }
         let body = match serde_urlencoded::to_string(form) {
             Ok(body) => body.into_bytes(),
             Err(_) => return Answer::Unknown("malformed request".into()),
@@ -400,6 +409,12 @@ impl Twilio {
         recording_url: &str,
     ) -> Result<RecordingStream, FetchError> {
         let under = format!("{}/", self.settings.base_url);
+        if self.settings.auth_token.is_empty() {
+            return Err(FetchError {
+                retryable: false,
+                message: NO_AUTH_TOKEN.into(),
+            });
+        }
         if !recording_url.starts_with(&under) {
             return Err(FetchError {
                 retryable: false,
@@ -509,6 +524,36 @@ mod tests {
             status_callback: format!("{base}/status"),
             recording_callback: format!("{base}/recording"),
         }
+    }
+
+    #[tokio::test]
+    async fn without_an_auth_token_nothing_is_sent() {
+        let (base, fake) = fake_twilio(201, r#"{"sid": "SM1", "status": "queued"}"#).await;
+        let mut cleared = twilio(&base, "+15550100000");
+        cleared.settings.auth_token.clear();
+        let message = Outgoing {
+            to: "+15550100001".into(),
+            text: "hi".into(),
+            subject: None,
+            unsubscribe_url: None,
+            status_callback: None,
+            thread: None,
+        };
+        let outcome = cleared
+            .send_sms(&client(), &message, None, &|| panic!("no retry"))
+            .await;
+        assert!(
+            matches!(&outcome, SendOutcome::Refused { code, .. } if code == NO_AUTH_TOKEN),
+            "{outcome:?}"
+        );
+        let call = cleared
+            .start_call(&client(), &call(), &|| panic!("no retry"))
+            .await;
+        assert!(
+            matches!(&call, CallOutcome::Refused { code } if code == NO_AUTH_TOKEN),
+            "{call:?}"
+        );
+        assert_eq!(fake.total(), 0, "nothing reached the provider");
     }
 
     #[tokio::test]

@@ -27,8 +27,12 @@ pub fn sign(auth_token: &str, url: &str, params: &[(String, String)]) -> String 
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
-/// Whether `signature` is Twilio's for this request.
+/// Whether `signature` is Twilio's for this request; never without an auth token (a
+/// cleared one signs nothing: an empty key is no secret).
 pub fn verify(auth_token: &str, url: &str, params: &[(String, String)], signature: &str) -> bool {
+    if auth_token.is_empty() {
+        return false;
+    }
     let expected = sign(auth_token, url, params);
     let (a, b) = (expected.as_bytes(), signature.as_bytes());
     // Constant time for equal lengths; the length itself is no secret.
@@ -160,6 +164,14 @@ mod tests {
         let signature = sign("12345", "https://e.example/other", &params);
         assert!(!verify_url(
             "12345",
+            "https://e.example/hook",
+            &params,
+            &signature
+        ));
+        // A cleared token verifies nothing, not even a signature made with no key.
+        let signature = sign("", "https://e.example/hook", &params);
+        assert!(!verify_url(
+            "",
             "https://e.example/hook",
             &params,
             &signature

@@ -97,14 +97,15 @@ impl Server {
         startup::prepare_engine(&store).await?;
         let console = startup::console_url(&config, local_addr);
         startup::first_run(&store, &console).await?;
-        let http = crate::http_client::HttpClient::new(
+        let http = crate::http_client::HttpClient::with_policy(
             config.webhooks.timeout,
             config.outbound_ca_file.as_deref(),
+            crate::outbound_address::OutboundPolicy::new(config.outbound_allow_private),
         )?;
         let engine = Arc::new(
             crate::engine::Engine::new(
                 store.clone(),
-                http,
+                http.clone(),
                 Arc::default(),
                 config.public_url.clone(),
                 config.recording_max_bytes,
@@ -141,7 +142,7 @@ impl Server {
         let dispatcher = crate::webhooks::dispatcher::Dispatcher::new(
             store.clone(),
             config.webhooks.clone(),
-            config.outbound_ca_file.as_deref(),
+            http,
         )?;
         let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
         let scheduler = tokio::spawn(engine.run(stopped.clone()));

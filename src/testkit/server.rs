@@ -89,6 +89,15 @@ impl TestServer {
         }
     }
 
+    /// Stops the server (its writer flushed) and starts another on the same data
+    /// directory, whose configuration `adjust` may change first: what an operator's
+    /// restart with new settings does.
+    pub async fn restart_with(self, adjust: impl FnOnce(&mut Config)) -> TestServer {
+        let TestServer { server, _dir, .. } = self;
+        server.shutdown().await;
+        TestServer::start_in(_dir, adjust).await
+    }
+
     /// The certificate the server generated (what its clients trust).
     pub fn cert(&self) -> PathBuf {
         self.data_dir.join("tls/cert.pem")

@@ -60,14 +60,14 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// A dispatcher whose client trusts `ca_file` (`outbound_ca_file`) beside the
-    /// webpki roots.
+    /// A dispatcher delivering through `client` (the server's outbound client: its
+    /// timeout `webhook_timeout`, its roots with `outbound_ca_file`, its addresses
+    /// `outbound_allow_private`).
     pub fn new(
         store: Arc<Store>,
         config: WebhookConfig,
-        ca_file: Option<&std::path::Path>,
+        client: HttpClient,
     ) -> Result<Dispatcher, String> {
-        let client = HttpClient::new(config.timeout, ca_file)?;
         Ok(Dispatcher {
             store,
             client,

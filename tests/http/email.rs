@@ -511,11 +511,11 @@ async fn smtp_settings_are_validated_and_their_secrets_write_only() {
     assert_eq!(email["passwordSet"], json!(true), "{view}");
     assert_eq!(email["inboundSigningKeySet"], json!(true), "{view}");
     assert_eq!(email["port"], json!(2525));
-    // Absent secrets keep the stored ones.
+    // Absent secrets keep the stored ones, the password only for the same server.
     let view = set_org(
         &s.ts,
         &s.admin,
-        &json!({"providers": {"email": smtp(2526)}}),
+        &json!({"providers": {"email": smtp(2525)}}),
     )
     .await;
     assert_eq!(
@@ -523,6 +523,15 @@ async fn smtp_settings_are_validated_and_their_secrets_write_only() {
         json!(true),
         "{view}"
     );
+    let view = set_org(
+        &s.ts,
+        &s.admin,
+        &json!({"providers": {"email": smtp(2526)}}),
+    )
+    .await;
+    let email = &view["providers"]["email"];
+    assert_eq!(email["passwordSet"], json!(false), "another port: {view}");
+    assert_eq!(email["inboundSigningKeySet"], json!(true), "{view}");
     let shown = text_of(&s.ts.get(&s.admin, "/v1/org").await);
     assert!(
         !shown.contains("hunter2-secret") && !shown.contains(SIGNING_KEY),

@@ -40,6 +40,7 @@ mod meetings;
 mod messages;
 mod notices;
 mod ops;
+mod outbound;
 mod policy;
 mod profiles;
 mod recordings;

@@ -1,5 +1,5 @@
 //! The settings page's "Assistant" section: the model server (saved as an
-//! `AssistantPatch`, the key kept when left empty, or removed) and "Test connection",
+//! `AssistantPatch`, the key kept when left empty for the same URL, or removed) and "Test connection",
 //! a one-line exchange through `Engine::try_assistant`.
 
 use maud::{html, Markup};

@@ -294,12 +294,13 @@ fn beside_field(e: Error) -> Error {
 /// form, exactly as `PUT /v1/calendars/{name}` does.
 pub(super) async fn save(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Outcome> {
     let caller = visitor.caller();
+    let policy = state.engine.http_client().policy();
     let name = form.text("name").to_string();
     calendars::check_name(&name)?;
     let input = input_of(form).map_err(beside_field)?;
     state
         .store
-        .write(move |tx| calendars::put(tx, &caller, &name, &input))
+        .write(move |tx| calendars::put(tx, &caller, &name, &input, policy))
         .await
         .map_err(beside_field)?;
     Ok(Outcome::Saved)
@@ -342,11 +343,15 @@ pub(super) async fn test(state: &AppState, visitor: &Visitor, form: &Form) -> Re
     let notice = match &calendar.caldav {
         None => "This calendar has no CalDAV connection: add its URL, username and password and save first.".to_string(),
         Some(d) => match CalDav::new(&d.url, &d.username, &d.password) {
-            Err(e) => format!("Not connected: {e}"),
+            Err(e) => format!("Not connected: {}", e.public_text()),
             Ok(dav) => match dav.test_connection(state.engine.http_client()).await {
                 Ok(1) => "Connected: 1 event in the next 7 days".to_string(),
                 Ok(n) => format!("Connected: {n} events in the next 7 days"),
-                Err(e) => format!("Not connected: {e}"),
+                Err(e) => {
+                    // The detail to the log; the page says what a 424 says.
+                    tracing::warn!(error = %e, calendar = %name, "CalDAV test failed");
+                    format!("Not connected: {}", e.public_text())
+                }
             },
         },
     };

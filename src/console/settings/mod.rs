@@ -279,12 +279,13 @@ async fn save(
 ) -> Result<Outcome> {
     let caller = visitor.caller();
     let public_url = state.engine.public_url().map(str::to_string);
+    let policy = state.engine.http_client().policy();
     let saved = match patch {
         Ok(patch) => {
             state
                 .store
                 .write(move |tx| {
-                    org::update(tx, &caller, patch.clone(), public_url.as_deref())
+                    org::update(tx, &caller, patch.clone(), public_url.as_deref(), policy)
                         .react(tx)
                         .map(drop)
                 })

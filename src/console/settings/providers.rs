@@ -1,5 +1,6 @@
 //! The settings page's "Providers" section: each channel's provider (sandbox, Twilio
-//! for SMS and voice, SMTP for email; secrets left empty are kept), saved as one
+//! for SMS and voice, SMTP for email; secrets left empty are kept while the place they
+//! go to stays the same: `domain::settings::bound_secret`), saved as one
 //! `ProviderPatch` per channel, and "Send test" through `Engine::send_test`.
 
 use maud::{html, Markup};

@@ -115,11 +115,14 @@ impl WebhooksSectionView {
 /// refusal shown on the page (400).
 pub(super) async fn add(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Outcome> {
     let caller = visitor.caller();
+    let policy = state.engine.http_client().policy();
     let added = match EndpointInput::new(form.text("url"), form.all("events")) {
         Ok(input) => {
             state
                 .store
-                .write(move |tx| webhook_endpoints::create_endpoint(tx, &caller, input.clone()))
+                .write(move |tx| {
+                    webhook_endpoints::create_endpoint(tx, &caller, input.clone(), policy)
+                })
                 .await
         }
         Err(e) => Err(e),

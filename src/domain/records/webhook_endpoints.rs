@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use crate::domain::records::listing;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
+use crate::outbound_address::OutboundPolicy;
 use crate::store::rows::{DeliveryRecord, DeliveryState, EndpointRecord};
 use crate::store::Reader;
 use crate::store::{ReadTx, WriteTx};
@@ -80,13 +81,17 @@ fn endpoint_url(url: &str) -> Result<String> {
     }
 }
 
-/// Registers an endpoint, with a new signing secret.
+/// Registers an endpoint, with a new signing secret (an endpoint's URL never changes,
+/// so its secret is bound to it). A URL `policy` (`outbound_allow_private`) refuses is
+/// a 400 naming `url`.
 pub fn create_endpoint(
     tx: &mut WriteTx,
     caller: &Caller,
     input: EndpointInput,
+    policy: OutboundPolicy,
 ) -> Result<EndpointRecord> {
     let EndpointInput { url, events } = input;
+    policy.check_url("url", &url)?;
     let events = events.iter().map(|e| e.as_str().to_string()).collect();
     let endpoint = EndpointRecord {
         id: crate::ids::generate("wh"),

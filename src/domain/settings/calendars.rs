@@ -11,9 +11,11 @@ use serde_json::{json, Map, Value};
 use super::availability::Rules;
 use super::clock::{parse_hhmm, WEEKDAYS};
 use super::templates::check_placeholders;
+use super::{bound_secret, Endpoint};
 use crate::domain::records::limits;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
+use crate::outbound_address::OutboundPolicy;
 use crate::store::calendars::{CaldavRecord, CalendarReader, CalendarRecord};
 use crate::store::{ReadTx, Reader, WriteTx};
 
@@ -289,12 +291,15 @@ fn new_token(org: &str) -> String {
 }
 
 /// `PUT /v1/calendars/{name}`: replaces the calendar (keeping its `createdAt`, its feed
-/// token and, when none is given for the same server, its CalDAV password).
+/// token and, when none is given for the same URL, its CalDAV password: a new URL
+/// without a password clears it, `bound_secret`). A new CalDAV URL `policy` refuses is
+/// a 400 naming `caldav.url`.
 pub fn put(
     tx: &mut WriteTx,
     caller: &Caller,
     name: &str,
     input: &CalendarInput,
+    policy: OutboundPolicy,
 ) -> Result<CalendarRecord> {
     check_name(name)?;
     let org = caller.org_id.as_str();
@@ -305,15 +310,26 @@ pub fn put(
     let caldav = match &input.caldav {
         None => None,
         Some(c) => {
-            let kept = old
+            if old
                 .as_ref()
                 .and_then(|o| o.caldav.as_ref())
-                .filter(|o| o.url == c.url)
-                .map(|o| o.password.clone());
+                .is_none_or(|o| o.url != c.url)
+            {
+                policy.check_url("caldav.url", &c.url)?;
+            }
+            let stored = old
+                .as_ref()
+                .and_then(|o| o.caldav.as_ref())
+                .map(|o| (Endpoint::url(&o.url), o.password.clone()));
+            let password = bound_secret(
+                c.password.clone(),
+                stored.as_ref().map(|(at, p)| (at, p.clone())),
+                &Endpoint::url(&c.url),
+            );
             Some(CaldavRecord {
                 url: c.url.clone(),
                 username: c.username.clone(),
-                password: c.password.clone().or(kept).unwrap_or_default(),
+                password: password.unwrap_or_default(),
             })
         }
     };

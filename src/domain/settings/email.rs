@@ -6,6 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
+use super::{bound_secret, Endpoint};
 use crate::error::{Error, Result};
 use crate::store::rows::{SmtpSecurity, SmtpSettings};
 
@@ -163,18 +164,31 @@ impl SmtpPatch {
         Ok(self)
     }
 
-    /// The settings: this patch over `previous`, whose secrets stay when left out.
+    /// The settings: this patch over `previous`, whose secrets stay when left out; the
+    /// password only while the host and port stay the same (another server without a
+    /// password given clears it: `passwordSet` false). The inbound signing key is not
+    /// sent to the server (it checks what is posted to us), so it stays.
     pub fn settings(self, previous: Option<&SmtpSettings>) -> Result<SmtpSettings> {
         let checked = self.checked()?;
         let required = |name: &str| invalid(name);
+        let host = checked.host.ok_or_else(|| required("host"))?;
+        let port = checked.port.ok_or_else(|| required("port"))?;
+        let stored = previous.map(|p| (Endpoint::host_port(&p.host, p.port), p.password.clone()));
+        let password = match checked.password {
+            Some(given) => given,
+            None => bound_secret(
+                None,
+                stored.as_ref().map(|(at, password)| (at, password.clone())),
+                &Endpoint::host_port(&host, port),
+            )
+            .flatten(),
+        };
         Ok(SmtpSettings {
-            host: checked.host.ok_or_else(|| required("host"))?,
-            port: checked.port.ok_or_else(|| required("port"))?,
+            host,
+            port,
             security: checked.security.ok_or_else(|| required("security"))?,
             username: checked.username,
-            password: checked
-                .password
-                .unwrap_or_else(|| previous.and_then(|p| p.password.clone())),
+            password,
             from: checked.from.ok_or_else(|| required("from"))?,
             inbound_signing_key: checked
                 .inbound_signing_key

@@ -19,8 +19,10 @@ use crate::domain::records::written::{Reaction, Written};
 use crate::domain::settings::clock::{parse_hhmm, WEEKDAYS};
 use crate::domain::settings::email::SmtpPatch;
 use crate::domain::settings::twilio::TwilioPatch;
+use crate::domain::settings::{bound_secret, Endpoint};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
+use crate::outbound_address::OutboundPolicy;
 use crate::store::rows::{
     AssistantSettings, ConsentRequired, ConsentRequirement, EngineSettings, KeypadDigit, OrgRecord,
     OrgSettings, ProviderSettings, Purpose, RevocationScope,
@@ -525,10 +527,11 @@ fn business_text(member: &str, text: &str) -> Result<String> {
 }
 
 /// `assistant`'s members as given, each checked; merged into the assistant before (a
-/// member left out keeps its value). `baseUrl` and `model` are required once there is an
-/// assistant and cannot be cleared; `null` clears `apiKey` (it is never shown, so a
-/// client cannot send it back), `timeoutMs` (back to 30000) and `maxTokens` (back to the
-/// channel's default).
+/// member left out keeps its value, but `apiKey` only while `baseUrl` stays the same:
+/// a new `baseUrl` without a key clears it). `baseUrl` and `model` are required once
+/// there is an assistant and cannot be cleared; `null` clears `apiKey` (it is never
+/// shown, so a client cannot send it back), `timeoutMs` (back to 30000) and `maxTokens`
+/// (back to the channel's default).
 #[derive(Clone, Default, PartialEq)]
 pub struct AssistantPatch {
     base_url: Option<String>,
@@ -637,16 +640,28 @@ impl AssistantPatch {
             ),
             None => (None, None, None, DEFAULT_ASSISTANT_TIMEOUT_MS, None),
         };
+        let stored = base_url.as_deref().map(|url| (Endpoint::url(url), api_key));
+        let base_url = self
+            .base_url
+            .or(base_url)
+            .ok_or_else(|| assistant_invalid("baseUrl"))?;
+        // The key stays only with the server it was given for.
+        let api_key = match self.api_key {
+            Some(given) => given,
+            None => bound_secret(
+                None,
+                stored.as_ref().map(|(at, key)| (at, key.clone())),
+                &Endpoint::url(&base_url),
+            )
+            .flatten(),
+        };
         Ok(AssistantSettings {
-            base_url: self
-                .base_url
-                .or(base_url)
-                .ok_or_else(|| assistant_invalid("baseUrl"))?,
+            base_url,
             model: self
                 .model
                 .or(model)
                 .ok_or_else(|| assistant_invalid("model"))?,
-            api_key: self.api_key.unwrap_or(api_key),
+            api_key,
             timeout_ms: self.timeout_ms.unwrap_or(timeout_ms),
             max_tokens: self.max_tokens.unwrap_or(max_tokens),
         })
@@ -771,12 +786,15 @@ impl ProviderPatch {
 }
 
 /// Applies a partial update; `null` clears an optional setting. Answers the
-/// organization and its engine settings.
+/// organization and its engine settings. A new outbound address (`complianceUrl`, the
+/// assistant's `baseUrl`, a Twilio `baseUrl`, the SMTP `host`) that `policy`
+/// (`outbound_allow_private`) refuses is a 400 naming its field, and changes nothing.
 pub fn update(
     tx: &mut WriteTx,
     caller: &Caller,
     patch: OrgPatch,
     public_url: Option<&str>,
+    policy: OutboundPolicy,
 ) -> Result<Written<(OrgRecord, EngineSettings)>> {
     let mut org = tx
         .org(&caller.org_id)?
@@ -827,6 +845,7 @@ pub fn update(
             }
         }
     }
+    check_addresses(policy, (&org.settings, &engine_before), (&s, &engine))?;
     if engine.email != engine_before.email
         && matches!(engine.email, ProviderSettings::Smtp(_))
         && public_url.is_none()
@@ -861,6 +880,49 @@ pub fn update(
         ));
     }
     Ok(Written::owing_nothing((org, engine)))
+}
+
+/// 400 naming the field of each outbound address new in `after` (not in `before`) that
+/// `policy` refuses; an address saved before is left to the connect-time check.
+fn check_addresses(
+    policy: OutboundPolicy,
+    before: (&OrgSettings, &EngineSettings),
+    after: (&OrgSettings, &EngineSettings),
+) -> Result<()> {
+    if policy.allows_private() {
+        return Ok(());
+    }
+    if let Some(url) = &after.0.compliance_url {
+        if before.0.compliance_url.as_ref() != Some(url) {
+            policy.check_url("complianceUrl", url)?;
+        }
+    }
+    if let Some(assistant) = &after.1.assistant {
+        let old = before.1.assistant.as_ref().map(|a| a.base_url.as_str());
+        if old != Some(assistant.base_url.as_str()) {
+            policy.check_url("assistant.baseUrl", &assistant.base_url)?;
+        }
+    }
+    for (channel, old, new) in [
+        (Channel::Sms, &before.1.sms, &after.1.sms),
+        (Channel::Voice, &before.1.voice, &after.1.voice),
+        (Channel::Email, &before.1.email, &after.1.email),
+    ] {
+        let path = format!("providers.{}", channel.as_str());
+        match (old, new) {
+            (ProviderSettings::Twilio(old), ProviderSettings::Twilio(new))
+                if old.base_url == new.base_url => {}
+            (_, ProviderSettings::Twilio(new)) => {
+                policy.check_url(&format!("{path}.baseUrl"), &new.base_url)?
+            }
+            (ProviderSettings::Smtp(old), ProviderSettings::Smtp(new)) if old.host == new.host => {}
+            (_, ProviderSettings::Smtp(new)) => {
+                policy.check_host(&format!("{path}.host"), &new.host)?
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// A phone as a person or a sender writes it (`(512) 555-0100`, `+1 512 ...`) read by

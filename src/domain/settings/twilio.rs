@@ -183,12 +183,23 @@ impl TwilioPatch {
     }
 
     /// The settings: this patch over `previous`, the channel's twilio settings before
-    /// (whose auth token stays when the patch has none).
+    /// (whose auth token stays when the patch has none and `baseUrl` is the same; a
+    /// changed `baseUrl` without a token clears it: `authTokenSet` false, and nothing
+    /// is sent until one is given). A first twilio setting needs the token.
     pub fn settings(self, previous: Option<&TwilioSettings>) -> Result<TwilioSettings> {
-        let auth_token = self
-            .auth_token
-            .clone()
-            .or_else(|| previous.map(|p| p.auth_token.clone()));
+        let endpoint = |url: &str| crate::domain::settings::Endpoint::url(url);
+        let stored = previous.map(|p| (endpoint(&p.base_url), p.auth_token.clone()));
+        let auth_token = match &stored {
+            None => self.auth_token.clone(),
+            Some((at, token)) => Some(
+                crate::domain::settings::bound_secret(
+                    self.auth_token.clone(),
+                    Some((at, token.clone())),
+                    &endpoint(&self.base_url),
+                )
+                .unwrap_or_default(),
+            ),
+        };
         let checked = self.checked()?;
         Ok(TwilioSettings {
             account_sid: checked
@@ -285,6 +296,30 @@ mod tests {
         assert_eq!(again.auth_token, "secret");
         assert!(!view(&again).to_string().contains("secret"));
         assert!(!format!("{again:?}").contains("secret"));
+        // A new baseUrl without the token clears it; with it, the new one is kept.
+        let moved = parse(
+            path,
+            Channel::Sms,
+            members(
+                json!({"kind": "twilio", "accountSid": ACCOUNT, "from": "+15550100000",
+                "baseUrl": "https://twilio.evil.example"}),
+            ),
+            Some(&again),
+        )
+        .unwrap();
+        assert_eq!(moved.auth_token, "");
+        assert_eq!(view(&moved)["authTokenSet"], json!(false));
+        let given = parse(
+            path,
+            Channel::Sms,
+            members(
+                json!({"kind": "twilio", "accountSid": ACCOUNT, "from": "+15550100000",
+                "baseUrl": "https://twilio.other.example", "authToken": "new"}),
+            ),
+            Some(&again),
+        )
+        .unwrap();
+        assert_eq!(given.auth_token, "new");
     }
 
     #[test]

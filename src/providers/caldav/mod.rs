@@ -12,8 +12,13 @@
 //!   coming week.
 //! - [`BusyCache`]: what the availability reads instead of the network.
 //!
-//! Every failure is a [`CalDavError`] in words an operator reads. No store, no domain:
-//! the caller runs these calls outside the writer and commits what they say.
+//! Every failure is a [`CalDavError`] in words an operator reads in the server's log.
+//! What an organization reads (a 424, the console, a meeting's `syncError`) is
+//! [`CalDavError::public_text`]: a closed port, a silent one, TLS trouble, an HTML page,
+//! a redirect or any other status all read [`UNREACHABLE`], so a CalDAV URL cannot be
+//! used to tell the ports of a network apart. Redirects are never followed
+//! (`http_client`). No store, no domain: the caller runs these calls outside the
+//! writer and commits what they say.
 
 pub mod busy;
 pub mod cache;
@@ -140,6 +145,31 @@ pub enum CalDavError {
     Status(u16),
 }
 
+/// What an organization reads of every failure to reach and read the CalDAV server.
+pub const UNREACHABLE: &str = "the CalDAV server could not be reached";
+
+impl CalDavError {
+    /// The words an organization reads (an API answer, the console, `syncError`): the
+    /// URL's own faults, the credentials refused (401), a collection that is not a
+    /// calendar (told by a WebDAV multistatus), an event already there or not valid;
+    /// anything else [`UNREACHABLE`]. The detail (`Display`) goes to the log only.
+    pub fn public_text(&self) -> String {
+        match self {
+            CalDavError::BadUrl(_)
+            | CalDavError::Unauthorized
+            | CalDavError::NotACalendar
+            | CalDavError::AlreadyExists => self.to_string(),
+            CalDavError::InvalidEvent(_) => "an event is not valid iCalendar".into(),
+            CalDavError::Unreachable(_)
+            | CalDavError::UntrustedCertificate
+            | CalDavError::Forbidden
+            | CalDavError::NotXml(_)
+            | CalDavError::TooLarge(_)
+            | CalDavError::Status(_) => UNREACHABLE.into(),
+        }
+    }
+}
+
 impl CalDav {
     /// A collection at `url` (`http` or `https`, with a host; a `/` added at the end when
     /// missing) with Basic credentials.
@@ -234,7 +264,6 @@ impl CalDav {
             .await?;
         match answer.status {
             207 | 200 => {}
-            404 | 405 | 501 => return Err(CalDavError::NotACalendar),
             status => return Err(refused(status)),
         }
         let responses = multistatus(&answer)?;
@@ -284,7 +313,6 @@ impl CalDav {
         match answer.status {
             200..=299 => Ok(()),
             412 if mode == PutMode::Create => Err(CalDavError::AlreadyExists),
-            404 | 405 | 409 => Err(CalDavError::NotACalendar),
             status => Err(refused(status)),
         }
     }
@@ -331,7 +359,6 @@ impl CalDav {
             .await?;
         match answer.status {
             207 => {}
-            404 | 405 | 501 => return Err(CalDavError::NotACalendar),
             status => return Err(refused(status)),
         }
         if !multistatus(&answer)?.iter().any(|r| r.is_calendar) {
@@ -425,7 +452,9 @@ fn refused(status: u16) -> CalDavError {
 /// Why a connection failed, shortly: refused, not resolved, or the client's words.
 fn unreachable_words(message: &str) -> String {
     let lower = message.to_ascii_lowercase();
-    if lower.contains("refused") {
+    if lower.contains("refused address") {
+        "its address is refused (outbound_allow_private = false)".into()
+    } else if lower.contains("refused") {
         "connection refused".into()
     } else if lower.contains("dns") || lower.contains("lookup") || lower.contains("resolve") {
         "its host name does not resolve".into()
@@ -462,6 +491,30 @@ mod tests {
             );
         }
         assert!(!format!("{cal:?}").contains("pw"));
+    }
+
+    #[test]
+    fn what_an_organization_reads_does_not_tell_ports_apart() {
+        for detail in [
+            CalDavError::Unreachable("connection refused".into()),
+            CalDavError::Unreachable("no answer within 10 s".into()),
+            CalDavError::UntrustedCertificate,
+            CalDavError::NotXml("it is text/html".into()),
+            CalDavError::Status(302),
+            CalDavError::Status(404),
+            CalDavError::Forbidden,
+            CalDavError::TooLarge(MAX_ANSWER_BYTES),
+        ] {
+            assert_eq!(detail.public_text(), UNREACHABLE, "{detail}");
+        }
+        assert_eq!(
+            CalDavError::Unauthorized.public_text(),
+            "wrong username or password"
+        );
+        assert_eq!(
+            CalDavError::NotACalendar.public_text(),
+            "the URL is not a calendar collection"
+        );
     }
 
     #[test]
