@@ -3,7 +3,9 @@
 //! (`domain::contact::revocation` reads opt-outs in them; the organization's own opt-out
 //! keywords are stored in this form).
 
+use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
+use unicode_security::skeleton;
 
 /// `text` as it is read: NFKC, lower case, apostrophes dropped (`don't` is `dont`), every
 /// other character that is not a letter or a digit a space, whitespace collapsed.
@@ -27,7 +29,58 @@ pub fn normalize(text: &str) -> String {
     out
 }
 
+/// `text` folded for reading what a person meant, whatever letters they wrote it in:
+/// NFKC (`ＳＴＯＰ` is `STOP`), regional-indicator letters as letters (`🇸🇹🇴🇵`),
+/// zero-width and format characters gone, combining marks stripped (`S̶T̶O̶P̶`, `arrêt` is
+/// `arret`, `más` is `mas`), a letter of another script that is confusable with Latin
+/// folded to its UTS #39 skeleton (Cyrillic `ЅТОР` is `STOP`), then lower case.
+/// Punctuation, spaces and line breaks stay (a reader splits sentences at them); ASCII
+/// is never folded (the skeleton of `m` is `rn`, of `0` is `O`: leetspeak is the
+/// reader's to undo, word by word).
+pub fn fold(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut one = [0u8; 4];
+    for c in text.nfkc() {
+        if is_invisible(c) {
+            continue;
+        }
+        if let Some(letter) = regional_indicator(c) {
+            out.push(letter);
+            continue;
+        }
+        if c.is_ascii() {
+            out.push(c.to_ascii_lowercase());
+            continue;
+        }
+        for d in c.encode_utf8(&mut one).nfd() {
+            if is_combining_mark(d) || is_invisible(d) {
+                continue;
+            }
+            if d.is_ascii() {
+                out.push(d.to_ascii_lowercase());
+                continue;
+            }
+            let mut buffer = [0u8; 4];
+            let skeleton: String = skeleton(d.encode_utf8(&mut buffer)).collect();
+            if !skeleton.is_empty() && skeleton.chars().all(|s| s.is_ascii_alphanumeric()) {
+                out.push_str(&skeleton.to_ascii_lowercase());
+            } else {
+                out.extend(d.to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+/// A regional-indicator symbol (`🇸`, the halves of a flag) as the letter it shows.
+fn regional_indicator(c: char) -> Option<char> {
+    let offset = u32::from(c).checked_sub(0x1F1E6)?;
+    (offset < 26)
+        .then(|| char::from_u32(u32::from('a') + offset))
+        .flatten()
+}
+
 /// Zero-width and other format characters, dropped without leaving a space.
 fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{00ad}' | '\u{034f}' | '\u{180e}')
+    matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{00ad}' | '\u{034f}' | '\u{180e}' | '\u{fe00}'..='\u{fe0f}' | '\u{e0000}'..='\u{e007f}')
 }

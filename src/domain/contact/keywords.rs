@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::channel::{Channel, Owner};
-use crate::domain::contact::revocation::{self, Reading};
+use crate::domain::contact::revocation;
 use crate::domain::records::message_shape::MessageShape;
 use crate::store::rows::Origin;
 
@@ -28,7 +28,7 @@ pub fn is_keyword(text: &str, own: &[String]) -> bool {
     let word = text.trim().to_ascii_uppercase();
     let word = word.as_str();
     OPT_OUT_KEYWORDS.contains(&word)
-        || revocation::read(text, own) == Reading::Definite
+        || revocation::read(text, own).is_definite()
         || OPT_IN_KEYWORDS.contains(&word)
         || HELP_KEYWORDS.contains(&word)
 }
