@@ -60,16 +60,24 @@ pub fn fold(text: &str) -> String {
                 out.push(d.to_ascii_lowercase());
                 continue;
             }
-            let mut buffer = [0u8; 4];
-            let skeleton: String = skeleton(d.encode_utf8(&mut buffer)).collect();
-            if !skeleton.is_empty() && skeleton.chars().all(|s| s.is_ascii_alphanumeric()) {
-                out.push_str(&skeleton.to_ascii_lowercase());
-            } else {
-                out.extend(d.to_lowercase());
+            // A small letter's prototype may be another small letter (Cyrillic `т` is
+            // `ᴛ`); its capital's is then the Latin one (`Т` is `T`).
+            let latin = latin_skeleton(d.to_string())
+                .or_else(|| latin_skeleton(d.to_uppercase().collect()));
+            match latin {
+                Some(latin) => out.push_str(&latin),
+                None => out.extend(d.to_lowercase()),
             }
         }
     }
     out
+}
+
+/// The UTS #39 skeleton of `letter` in lower case, when it is Latin letters or digits.
+fn latin_skeleton(letter: String) -> Option<String> {
+    let skeleton: String = skeleton(&letter).collect();
+    (!skeleton.is_empty() && skeleton.chars().all(|s| s.is_ascii_alphanumeric()))
+        .then(|| skeleton.to_ascii_lowercase())
 }
 
 /// A regional-indicator symbol (`🇸`, the halves of a flag) as the letter it shows.

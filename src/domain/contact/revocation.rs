@@ -687,7 +687,10 @@ const FIXED: [(&str, Named); 42] = [
 
 /// What may follow a refusal: its object and how long it lasts (`don't call me ever
 /// again`), besides filler and a list.
-const REFUSAL_TAIL: [&str; 22] = [
+const REFUSAL_TAIL: [&str; 25] = [
+    "mas",
+    "nunca",
+    "plus",
     "me",
     "us",
     "him",
@@ -714,6 +717,12 @@ const REFUSAL_TAIL: [&str; 22] = [
 
 /// After a per-se word, a word that makes it something else (`stop by`, `the end of`).
 const NOT_AFTER_PER_SE: [&str; 6] = ["of", "by", "in", "over", "light", "sign"];
+
+/// Before a per-se word, a word that makes it a noun (`bus stop`, `year end`).
+const NOT_BEFORE_PER_SE: [&str; 22] = [
+    "bus", "truck", "pit", "full", "rest", "non", "next", "last", "first", "one", "dead", "back",
+    "front", "deep", "year", "month", "week", "weekend", "rear", "tail", "west", "east",
+];
 
 /// The things a meeting is called: `cancel my appointment` is about a meeting.
 const MEETING_WORDS: [&str; 12] = [
@@ -1238,8 +1247,11 @@ fn per_se_used_as_verb(words: &[&str], per_se: &[Vec<&str>]) -> bool {
             phrase_at(words, at, p).is_some_and(|len| {
                 let before = at.checked_sub(1).map(|b| words[b]);
                 let after = words.get(at + len).copied();
-                let noun = before.is_some_and(|b| DETERMINERS.contains(&b));
-                let negated = before.is_some_and(|b| NEGATIONS.contains(&b));
+                let noun = before
+                    .is_some_and(|b| DETERMINERS.contains(&b) || NOT_BEFORE_PER_SE.contains(&b));
+                // `don't stop` is no request to stop; `if you don't stop` is one.
+                let condition = at >= 3 && matches!(words[at - 3], "if" | "unless");
+                let negated = before.is_some_and(|b| NEGATIONS.contains(&b)) && !condition;
                 let other = after.is_some_and(|a| NOT_AFTER_PER_SE.contains(&a));
                 let meeting = p[..] == ["cancel"] && {
                     let object = at
@@ -1581,5 +1593,353 @@ mod tests {
             }
             assert_eq!(read(&message, &[]), D, "{message:?}");
         }
+    }
+
+    /// What a labelled message should read as.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Label {
+        /// Definite, of the channels named (none: every channel as the scope has it).
+        Definite(Named),
+        /// Possible: the lead is held for a person.
+        Held,
+        Nothing,
+    }
+
+    use Label::{Held, Nothing};
+    const ALL: Label = Label::Definite(Named::NONE);
+    const CALLS: Label = Label::Definite(Named::CALLS);
+    const TEXTS: Label = Label::Definite(Named::TEXTS);
+    const EMAILS: Label = Label::Definite(Named::EMAILS);
+
+    /// Labelled messages. Sources: [CTIA] CTIA Messaging Principles and Best Practices,
+    /// the opt-out keywords STOP, END, CANCEL, UNSUBSCRIBE, QUIT, STOPALL, REVOKE, OPTOUT;
+    /// [FCC] the FCC's revocation rule (47 CFR 64.1200(a)(10), in force April 11, 2025):
+    /// "stop", "quit", "end", "revoke", "opt out", "cancel" or "unsubscribe" in reply to a
+    /// text is a revocation per se, and any other reasonable means counts; [ISSUE] issue
+    /// 41's probe (the wordings that did nothing, and the ones wrongly read as opt-outs);
+    /// [SPEC] `shared/spec/consent.md`'s examples; [ES]/[FR] Spanish and French wordings
+    /// of the same (carriers' Spanish keywords ALTO, PARAR, CANCELAR, BAJA); [ORD]
+    /// ordinary replies a lead sends, which must read as nothing.
+    const TABLE: &[(&str, Label)] = &[
+        // [CTIA] the keywords, alone and with case, punctuation and filler.
+        ("STOP", ALL),
+        ("stop", ALL),
+        ("Stop.", ALL),
+        ("STOP!!!", ALL),
+        ("END", ALL),
+        ("End", ALL),
+        ("CANCEL", ALL),
+        ("cancel", ALL),
+        ("UNSUBSCRIBE", ALL),
+        ("Unsubscribe", ALL),
+        ("QUIT", ALL),
+        ("quit!", ALL),
+        ("STOPALL", ALL),
+        ("STOP ALL", ALL),
+        ("REVOKE", ALL),
+        ("revoke", ALL),
+        ("OPTOUT", ALL),
+        ("OPT OUT", ALL),
+        ("opt-out", ALL),
+        ("Opt out please", ALL),
+        // [FCC] per-se words with the filler a person adds.
+        ("Stop please", ALL),
+        ("Please stop", ALL),
+        ("stop it", ALL),
+        ("Stop now", ALL),
+        ("STOP STOP STOP", ALL),
+        ("Please unsubscribe me", ALL),
+        ("unsubscribe me please", ALL),
+        ("I want to opt out", ALL),
+        ("I would like to unsubscribe", ALL),
+        ("Can you stop", ALL),
+        ("Stop, thank you", ALL),
+        ("thanks, stop", ALL),
+        ("Ok stop", ALL),
+        ("Cancel it", ALL),
+        ("Quit it", ALL),
+        ("not interested stop", ALL),
+        ("Not interested. Stop", ALL),
+        ("revoke please", ALL),
+        ("end please", ALL),
+        ("Stop?!", ALL),
+        // [SPEC] the examples of consent.md.
+        ("Remove me from your list", ALL),
+        ("Wrong number", ALL),
+        ("stop texting me", TEXTS),
+        ("ＳＴＯＰ", ALL),
+        ("\"STOP\"", ALL),
+        ("STOP\u{200b}", ALL),
+        ("I want to stop getting these but call me next week", Held),
+        ("can we end this", Held),
+        ("I'll be there at the end of the day", Nothing),
+        // [ISSUE] spelled and disguised.
+        ("S T O P", ALL),
+        ("S.T.O.P", ALL),
+        ("S.T.O.P.", ALL),
+        ("s-t-o-p", ALL),
+        ("s t o p please", ALL),
+        ("st0p", ALL),
+        ("ST0P", ALL),
+        ("$TOP", ALL),
+        ("5TOP", ALL),
+        ("0pt 0ut", ALL),
+        ("unsubscr1be", ALL),
+        ("\u{0405}\u{0422}\u{041e}\u{0420}", ALL),
+        ("\u{0455}\u{0442}\u{043e}\u{0440}", ALL),
+        ("S\u{0336}T\u{0336}O\u{0336}P\u{0336}", ALL),
+        ("S\u{0335}T\u{0335}O\u{0335}P\u{0335}", ALL),
+        ("🇸🇹🇴🇵", ALL),
+        ("🇸 🇹 🇴 🇵", ALL),
+        ("𝐒𝐓𝐎𝐏", ALL),
+        ("Ⓢⓣⓞⓟ", ALL),
+        ("STOOOOP", ALL),
+        ("stopppp", ALL),
+        ("S\u{200b}T\u{200c}O\u{200d}P", ALL),
+        ("ｕｎｓｕｂｓｃｒｉｂｅ", ALL),
+        // [ISSUE] ordinary English inside a sentence.
+        ("Hi, please remove me from your list", ALL),
+        ("Hi please remove me from your list", ALL),
+        ("Remove my number", ALL),
+        ("remove my number from your list please", ALL),
+        ("Please remove this number", ALL),
+        ("no more texts", TEXTS),
+        ("No more texts please", TEXTS),
+        ("no more calls", CALLS),
+        ("no more emails", EMAILS),
+        ("No more messages", ALL),
+        ("opt me out", ALL),
+        ("Please opt me out of everything", ALL),
+        ("unsub", ALL),
+        ("Unsub pls", ALL),
+        ("unsubcribe", ALL),
+        ("unsubscibe", ALL),
+        ("unsuscribe", ALL),
+        ("Lose my number", ALL),
+        ("lose this number please", ALL),
+        ("don't message me", ALL),
+        ("Don't message me again", ALL),
+        ("Take me off your list", ALL),
+        ("take me off", ALL),
+        ("Delete my number", ALL),
+        ("Leave me alone", ALL),
+        ("I told you already, leave me alone", ALL),
+        ("Go away", ALL),
+        ("Do not contact me", ALL),
+        ("dont contact me again", ALL),
+        ("Stop contacting me", ALL),
+        ("Please stop messaging me", ALL),
+        ("Stop sending me texts", TEXTS),
+        ("Sorry, wrong number", ALL),
+        ("You have the wrong number", ALL),
+        ("Wrong number, this is Bob", ALL),
+        ("Who is this? Stop", ALL),
+        ("who is this?? STOP", ALL),
+        ("Can you remove me from your list?", ALL),
+        ("Could you please take me off your list?", ALL),
+        ("Hi Sam,\n\nPlease remove me from your list.", ALL),
+        ("Stop bothering me", ALL),
+        ("quit spamming me", ALL),
+        ("Remove me from all your lists", ALL),
+        ("Please remove me from your mailing list", ALL),
+        // [FCC] "any reasonable means": refusals that name a channel.
+        ("Don't call me, text me", CALLS),
+        ("Don't call me. Text me instead", CALLS),
+        ("Please don't call me, just text", CALLS),
+        ("Do not call me", CALLS),
+        ("do not call me again", CALLS),
+        ("Stop calling me", CALLS),
+        ("please stop calling", CALLS),
+        ("stop calling this number", CALLS),
+        ("Never call me again", CALLS),
+        ("No calls please", CALLS),
+        ("Stop with the calls", CALLS),
+        ("stop texting", TEXTS),
+        ("Stop texting me please", TEXTS),
+        ("Don't text me", TEXTS),
+        ("do not text this number", TEXTS),
+        ("Stop emailing me", EMAILS),
+        ("Don't email me", EMAILS),
+        (
+            "stop calling and texting me",
+            Label::Definite(Named {
+                calls: true,
+                texts: true,
+                emails: false,
+            }),
+        ),
+        (
+            "don't call or text me",
+            Label::Definite(Named {
+                calls: true,
+                texts: true,
+                emails: false,
+            }),
+        ),
+        ("Stop texting me, call me instead", TEXTS),
+        ("Stop texting me. Stop.", ALL),
+        // [ES] Spanish.
+        ("ALTO", ALL),
+        ("Alto", ALL),
+        ("PARAR", ALL),
+        ("CANCELAR", ALL),
+        ("BAJA", ALL),
+        ("baja por favor", ALL),
+        ("Darme de baja", ALL),
+        ("No más mensajes", ALL),
+        ("no mas mensajes por favor", ALL),
+        ("No más", ALL),
+        ("No me llames", CALLS),
+        ("no me llamen más", CALLS),
+        ("Dejen de llamarme", CALLS),
+        ("No me escriban", ALL),
+        ("Número equivocado", ALL),
+        ("Basta ya", ALL),
+        ("¿Quién es? Alto", ALL),
+        ("Déjenme en paz", ALL),
+        ("detener", ALL),
+        // [FR] French.
+        ("Arrêt", ALL),
+        ("ARRET", ALL),
+        ("arrêter", ALL),
+        ("Désabonner", ALL),
+        ("désabonnement svp", ALL),
+        ("Désinscrire", ALL),
+        ("STOP svp", ALL),
+        ("Ne m'appelez plus", CALLS),
+        ("Plus de SMS", TEXTS),
+        ("Laissez-moi tranquille", ALL),
+        ("Mauvais numéro", ALL),
+        // [ISSUE] not opt-outs: noun phrases, scheduling, a question denied.
+        ("Take me off the grid!", Nothing),
+        ("Do not call before 5pm please", Nothing),
+        ("Don't call before 5pm", Nothing),
+        ("don't call me before noon", Nothing),
+        ("Please do not call me at work", Nothing),
+        ("Remove me from the 9am slot and book 3pm", Nothing),
+        ("Wrong number? No, this is Ana, go ahead", Nothing),
+        ("No calls after 6pm", Nothing),
+        ("Don't text me after 9pm", Nothing),
+        ("please don't stop texting me", Nothing),
+        ("Don't remove me from the list", Nothing),
+        ("Please don't unsubscribe me", Nothing),
+        (
+            "take me off the waitlist for Tuesday and put me on Thursday",
+            Nothing,
+        ),
+        ("I have no more questions", Nothing),
+        ("No, call me tomorrow", Nothing),
+        ("no contact info yet", Nothing),
+        // [SPEC] possible: a per-se word inside a longer sentence.
+        (
+            "how do I unsubscribe from the newsletter but keep texts",
+            Held,
+        ),
+        ("I want to quit my gym, can you help", Held),
+        ("Can you stop sending these on weekends", Held),
+        ("If you don't stop I will report you", Held),
+        ("Stop calling before 9am", Held),
+        ("I might cancel if the price is too high", Held),
+        ("Wrong number?", Held),
+        ("Is this the wrong number?", Held),
+        ("Did you remove me from your list?", Held),
+        ("We should end the call early", Held),
+        // [ORD] ordinary replies.
+        ("Yes, Tuesday works", Nothing),
+        ("What's the price?", Nothing),
+        ("", Nothing),
+        ("!!!", Nothing),
+        ("the stop sign by the office", Nothing),
+        ("Can you call me tomorrow?", Nothing),
+        ("Sounds good", Nothing),
+        ("Call me at 3", Nothing),
+        ("Text me the address", Nothing),
+        ("Please email me the quote", Nothing),
+        ("I'm interested, tell me more", Nothing),
+        ("Who is this?", Nothing),
+        ("Who is this", Nothing),
+        ("Thanks!", Nothing),
+        ("ok", Nothing),
+        ("Yes please", Nothing),
+        ("I'll stop by the office tomorrow", Nothing),
+        ("At the end of the month works", Nothing),
+        ("Cancel my appointment", Nothing),
+        ("I need to cancel the meeting", Nothing),
+        ("What's the end date?", Nothing),
+        ("The bus stop is right there", Nothing),
+        ("Don't stop, this is great", Nothing),
+        ("Never mind, it's fine", Nothing),
+        ("Is it too late to book?", Nothing),
+        ("Hola, ¿cuánto cuesta?", Nothing),
+        ("Bonjour, je suis intéressé", Nothing),
+        ("El precio es muy alto para mí", Nothing),
+        ("Remove the old address and use the new one", Nothing),
+        ("Please subscribe me to the newsletter", Nothing),
+        ("My email is ana@example.com", Nothing),
+        ("Call me after 5pm", Nothing),
+        ("No thanks, not right now", Nothing),
+        ("Not interested", Nothing),
+        ("I'm at work, text me later", Nothing),
+        ("See you at 9am", Nothing),
+        ("Can we reschedule?", Nothing),
+        ("R", Nothing),
+        ("C", Nothing),
+        ("I texted you yesterday", Nothing),
+    ];
+
+    fn label_of(reading: Reading) -> Label {
+        match reading {
+            Reading::Definite(named) => Label::Definite(named),
+            Reading::Possible => Held,
+            Reading::Nothing => Nothing,
+        }
+    }
+
+    fn kind(label: Label) -> &'static str {
+        match label {
+            Label::Definite(_) => "definite",
+            Held => "held",
+            Nothing => "nothing",
+        }
+    }
+
+    /// Every labelled message reads as labelled. Run with `--nocapture` for the counts
+    /// per label (definite / held / nothing) the reading gave.
+    #[test]
+    fn the_labelled_messages_read_as_labelled() {
+        assert!(TABLE.len() >= 200, "{} messages", TABLE.len());
+        let mut wrong = Vec::new();
+        let mut counts: Vec<(&str, [usize; 3])> =
+            vec![("definite", [0; 3]), ("held", [0; 3]), ("nothing", [0; 3])];
+        for (text, label) in TABLE {
+            let got = label_of(read(text, &[]));
+            if got != *label {
+                wrong.push(format!("{text:?}: {label:?}, read {got:?}"));
+            }
+            let row = counts
+                .iter_mut()
+                .find(|(k, _)| *k == kind(*label))
+                .map(|(_, c)| c);
+            if let Some(row) = row {
+                row[match got {
+                    Label::Definite(_) => 0,
+                    Held => 1,
+                    Nothing => 2,
+                }] += 1;
+            }
+        }
+        println!(
+            "{} labelled messages; label: read definite / held / nothing",
+            TABLE.len()
+        );
+        for (label, [d, h, n]) in &counts {
+            println!("{label}: {d} / {h} / {n}");
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} read wrong:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
     }
 }
