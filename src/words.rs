@@ -1,7 +1,9 @@
-//! How a person's words are read before any rule looks at them: Unicode NFKC, case
-//! folded, apostrophes dropped, every other mark a space, zero-width characters gone
-//! (`domain::contact::revocation` reads opt-outs in them; the organization's own opt-out
-//! keywords are stored in this form).
+//! How a person's words are read before any rule looks at them. [`normalize`]: Unicode
+//! NFKC, case folded, apostrophes dropped, every other mark a space, zero-width
+//! characters gone (the organization's own opt-out keywords are stored in this form).
+//! [`fold`]: what `domain::contact::revocation` reads, disguises undone (confusable
+//! letters of other scripts, combining marks, regional-indicator letters), punctuation
+//! kept.
 
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;

@@ -155,9 +155,10 @@ pub fn inbound_sms_via(
     } else {
         None
     };
+    let booked = meetings::next_booked(tx, org, &lead.id)?.is_some();
     let reading = match cancels {
         Some(_) => Reading::Nothing,
-        None => revocation::read(text, &settings.opt_out_keywords),
+        None => revocation::read_beside_meeting(text, &settings.opt_out_keywords, booked),
     };
     let named = match (reading, provider_keyword) {
         (_, Some(ProviderKeyword::Stop)) => Some(Named::NONE),
@@ -309,11 +310,12 @@ pub fn inbound_email(
     } else {
         None
     };
+    let booked = meetings::next_booked(tx, org, &lead.id)?.is_some();
     let reading = if cancels.is_some() {
         Reading::Nothing
     } else {
         [subject.unwrap_or(""), own.as_str()]
-            .map(|words| revocation::read(words, &settings.opt_out_keywords))
+            .map(|words| revocation::read_beside_meeting(words, &settings.opt_out_keywords, booked))
             .into_iter()
             .fold(Reading::Nothing, Reading::or)
     };

@@ -791,6 +791,16 @@ static TABLES: LazyLock<Tables> = LazyLock::new(|| {
 /// Reads `text` (an SMS, an email's subject or own text, a caller's turn) with the
 /// organization's own opt-out keywords beside the per-se words.
 pub fn read(text: &str, own_keywords: &[String]) -> Reading {
+    read_beside_meeting(text, own_keywords, false)
+}
+
+/// The words that cancel a meeting as well as consent.
+const CANCEL_WORDS: [&str; 3] = ["cancel", "cancelar", "annuler"];
+
+/// [`read`] for a lead with a meeting booked (`booked`): then `cancel` (`Actually,
+/// cancel it`) may be about the meeting, and makes a possible opt-out, not a definite
+/// one (a person or the assistant decides).
+pub fn read_beside_meeting(text: &str, own_keywords: &[String], booked: bool) -> Reading {
     let own: Vec<String> = own_keywords.iter().map(|k| fold_words(k)).collect();
     let own: Vec<Vec<&str>> = own
         .iter()
@@ -802,7 +812,7 @@ pub fn read(text: &str, own_keywords: &[String]) -> Reading {
     for (at, clause) in clauses.iter().enumerate() {
         let words: Vec<&str> = clause.words.iter().map(String::as_str).collect();
         let next = clauses.get(at + 1);
-        reading = reading.or(read_clause(&words, clause.question, next, &own));
+        reading = reading.or(read_clause(&words, clause.question, next, &own, booked));
     }
     reading
 }
@@ -1090,15 +1100,18 @@ fn read_clause(
     question: bool,
     next: Option<&Clause>,
     own: &[Vec<&str>],
+    booked: bool,
 ) -> Reading {
     if words.is_empty() {
         return Reading::Nothing;
     }
     let t = &*TABLES;
+    let cancel = |p: &[&str]| booked && p.len() == 1 && CANCEL_WORDS.contains(&p[0]);
     let per_se: Vec<Vec<&str>> = t
         .per_se
         .iter()
         .map(|(p, _)| p.clone())
+        .filter(|p| !cancel(p))
         .chain(own.iter().cloned())
         .collect();
     if only_per_se_and_filler(words, &per_se, &t.filler) {
@@ -1123,7 +1136,7 @@ fn read_clause(
     let inside: Vec<Vec<&str>> = t
         .per_se
         .iter()
-        .filter(|(_, inside)| *inside)
+        .filter(|(p, inside)| *inside || cancel(p))
         .map(|(p, _)| p.clone())
         .chain(own.iter().cloned())
         .collect();
@@ -1253,7 +1266,7 @@ fn per_se_used_as_verb(words: &[&str], per_se: &[Vec<&str>]) -> bool {
                 let condition = at >= 3 && matches!(words[at - 3], "if" | "unless");
                 let negated = before.is_some_and(|b| NEGATIONS.contains(&b)) && !condition;
                 let other = after.is_some_and(|a| NOT_AFTER_PER_SE.contains(&a));
-                let meeting = p[..] == ["cancel"] && {
+                let meeting = CANCEL_WORDS.contains(&p[0]) && {
                     let object = at
                         + len
                         + longest_at(words, at + len, &t.refusal_objects)
@@ -1539,6 +1552,15 @@ mod tests {
             assert!(!cancels_meeting(text), "{text:?}");
         }
         assert_eq!(read("cancel my appointment", &[]), Reading::Nothing);
+        for text in ["Cancel", "Actually, cancel it.", "cancelar"] {
+            assert_eq!(read(text, &[]), D, "{text:?}");
+            assert_eq!(
+                read_beside_meeting(text, &[], true),
+                Reading::Possible,
+                "{text:?}"
+            );
+        }
+        assert_eq!(read_beside_meeting("Stop", &[], true), D);
     }
 
     #[test]
