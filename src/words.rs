@@ -58,8 +58,9 @@ pub fn fold(text: &str) -> String {
             if is_combining_mark(d) || is_invisible(d) {
                 continue;
             }
-            if d.is_ascii() {
-                out.push(d.to_ascii_lowercase());
+            if d.is_ascii() || !d.is_alphanumeric() {
+                // Marks stay marks: `¡` is no `i`, though it looks like one.
+                out.extend(d.to_lowercase());
                 continue;
             }
             // A small letter's prototype may be another small letter (Cyrillic `т` is

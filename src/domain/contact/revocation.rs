@@ -164,7 +164,7 @@ struct PerSe {
     inside: bool,
 }
 
-const PER_SE: [PerSe; 31] = [
+const PER_SE: [PerSe; 30] = [
     // CTIA's keywords and the FCC's per-se words (April 2025 order).
     PerSe {
         words: "stop",
@@ -245,10 +245,6 @@ const PER_SE: [PerSe; 31] = [
     },
     PerSe {
         words: "detener",
-        inside: false,
-    },
-    PerSe {
-        words: "basta",
         inside: false,
     },
     PerSe {
@@ -1425,6 +1421,7 @@ mod tests {
             ("unsubcribe", "unsubscribe"),
             ("unsubscibe", "unsubscribe"),
             ("Arrêt", "arret"),
+            ("¡BASTA!", "basta"),
             ("No más", "no mas"),
             ("subscribe", "subscribe"),
             ("ana@example.com", "anaexample com"),
@@ -1816,7 +1813,7 @@ mod tests {
         ("Dejen de llamarme", CALLS),
         ("No me escriban", ALL),
         ("Número equivocado", ALL),
-        ("Basta ya", ALL),
+        ("Alto ya", ALL),
         ("¿Quién es? Alto", ALL),
         ("Déjenme en paz", ALL),
         ("detener", ALL),
