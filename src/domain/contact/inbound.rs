@@ -134,7 +134,7 @@ fn most_recent(tx: &WriteTx, org: &str, ids: Vec<String>) -> Result<Option<LeadR
 /// [`inbound_sms`] for an SMS a provider delivered, with the keyword it recognised.
 ///
 /// A reply that asks to cancel a meeting (`C`, `cancel`), answering that meeting's
-/// confirmation or reminder, cancels the meeting and is no opt-out ([`answered_meeting`]).
+/// confirmation or reminder, cancels the meeting and is no opt-out (`answered_meeting`).
 /// A definite opt-out that names channels (`Don't call me, text me`) revokes those
 /// alone, whatever `revocationScope` says: the person said which channel.
 pub fn inbound_sms_via(
@@ -255,7 +255,7 @@ fn answered_meeting(tx: &WriteTx, org: &str, lead_id: &str) -> Result<Option<Str
     let upcoming = meeting.status == MeetingStatus::Booked
         && meeting.lead_id == lead_id
         && meeting.start >= now_micros();
-    Ok(upcoming.then(|| meeting.id))
+    Ok(upcoming.then_some(meeting.id))
 }
 
 /// The confirmation of an opt-out of `scope` that came on `came_on`: the usual one when
