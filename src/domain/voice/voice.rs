@@ -551,6 +551,9 @@ mod tests {
             "I'll be there at the end of the day",
             "Who is this?",
             "",
+            // A refusal of another channel is not one of calls.
+            "Don't text me, just call",
+            "no more emails",
         ] {
             assert_eq!(CallOptOut::of_words(said, &[]), None, "{said}");
         }
