@@ -584,6 +584,35 @@ const REFUSALS: [&str; 17] = [
     "stop sending me",
 ];
 
+/// Refusals that count only opening a clause (`No texts please`, `Never call me again`;
+/// not `I got no texts`).
+const OPENING_REFUSALS: [&str; 4] = ["no", "no further", "never", "never ever"];
+
+/// Refusals that are statements after a subject (`I don't text`).
+const NEGATIVE_REFUSALS: [&str; 6] = [
+    "do not",
+    "dont",
+    "dont ever",
+    "do not ever",
+    "never",
+    "never ever",
+];
+
+/// The subjects that make a refusal a statement.
+const SUBJECTS: [&str; 10] = [
+    "i", "we", "they", "he", "she", "you", "u", "it", "who", "people",
+];
+
+/// Fixed refusals that count only opening a clause (`Go away`, not `it won't go away`).
+const OPENING_FIXED: [&str; 6] = [
+    "go away", "get lost", "buzz off", "back off", "no more", "no mas",
+];
+
+/// What the lead did to give a wrong number itself (`I gave you the wrong number`).
+const SLIP_VERBS: [&str; 10] = [
+    "gave", "give", "put", "entered", "typed", "wrote", "used", "sent", "left", "provided",
+];
+
 /// Refusals that take a noun (`no more texts`, not `no contact`): the contact words
 /// they may be followed by.
 const NOUN_REFUSALS: [&str; 8] = [
@@ -1177,6 +1206,17 @@ fn refusal_or_removal(words: &[&str]) -> Option<Named> {
     let negated = |at: usize| at > 0 && NEGATIONS.contains(&words[at - 1]);
     let list: Vec<Vec<&str>> = LIST_WORDS.iter().map(|w| vec![*w]).collect();
     let rest_is = |from: usize, allowed: &[&[Vec<&str>]]| covered_by(&words[from..], allowed);
+    // Only filler before `at`: the phrase opens the clause (`Go away`, not `the pain
+    // won't go away`).
+    let opens = |at: usize| covered_by(&words[..at], &[&t.filler]);
+    // A subject before `don't`: a statement (`I don't text`, `you never call me back`).
+    let stated = |at: usize| at > 0 && SUBJECTS.contains(&words[at - 1]);
+    // `I gave you the wrong number` is the lead's own slip.
+    let own_slip = |at: usize| {
+        words[..at]
+            .windows(2)
+            .any(|w| w[0] == "i" && SLIP_VERBS.contains(&w[1]))
+    };
     for at in 0..words.len() {
         if negated(at) {
             continue;
@@ -1185,6 +1225,11 @@ fn refusal_or_removal(words: &[&str]) -> Option<Named> {
             let Some(len) = phrase_at(words, at, refusal) else {
                 continue;
             };
+            if (OPENING_REFUSALS.contains(&said) && !opens(at))
+                || (NEGATIVE_REFUSALS.contains(&said) && stated(at))
+            {
+                continue;
+            }
             let nouns = NOUN_REFUSALS.contains(&said);
             if let Some((named, end)) = contact_verbs(words, at + len, nouns) {
                 if rest_is(end, &[&t.tail, &t.filler, &list]) {
@@ -1199,7 +1244,12 @@ fn refusal_or_removal(words: &[&str]) -> Option<Named> {
                 }
             }
         }
-        for (phrase, named) in &t.fixed {
+        for ((phrase, named), said) in t.fixed.iter().zip(FIXED) {
+            if (OPENING_FIXED.contains(&said.0) && !opens(at))
+                || (said.1 == Named::NONE && said.0.ends_with("number") && own_slip(at))
+            {
+                continue;
+            }
             if let Some(len) = phrase_at(words, at, phrase) {
                 if rest_is(at + len, &[&t.tail, &t.filler, &list]) {
                     return Some(*named);
@@ -1904,6 +1954,17 @@ mod tests {
         ("R", Nothing),
         ("C", Nothing),
         ("I texted you yesterday", Nothing),
+        ("You never call me back", Nothing),
+        ("I got no texts", Nothing),
+        ("I received no emails from you", Nothing),
+        ("I don't text, call me instead", Nothing),
+        ("The pain won't go away", Nothing),
+        ("I gave you the wrong number, it's 555-0100", Nothing),
+        // ... and the same words that are refusals.
+        ("I think you have the wrong number", ALL),
+        ("Please never call me again", CALLS),
+        ("Just go away", ALL),
+        ("No texts please", TEXTS),
     ];
 
     fn label_of(reading: Reading) -> Label {
