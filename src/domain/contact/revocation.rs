@@ -27,7 +27,9 @@
 //!   filler (`don't call me`, `stop texting me`, `no more texts`, `don't message me`,
 //!   `leave me alone`, `wrong number`, `no más mensajes`; not `don't call before 5pm`).
 //!   A refusal that names channels (`call` is voice, `text` SMS, `email` email) revokes
-//!   those alone: `Don't call me, text me` revokes voice.
+//!   those alone: `Don't call me, text me` revokes voice. `no`, `never` and `go away`
+//!   count only opening a clause, and a refusal after a subject is a statement (`I got
+//!   no texts`, `you never call me back`, `I don't text`).
 //!
 //! A refusal asked as a question (`Wrong number?`) is possible, unless it is asked as
 //! a request (`Can you remove me from your list?`, definite) or the next clause denies it
