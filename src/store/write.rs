@@ -389,6 +389,52 @@ impl WriteTx {
         Ok(found.map(|(_, record)| (kind, record)))
     }
 
+    /// The newest message to the lead (owner `user`) among its last `look_back` messages
+    /// (by `createdAt`): its record, if any.
+    pub fn last_outbound_message(
+        &self,
+        org: &str,
+        lead: &str,
+        look_back: usize,
+    ) -> Result<Option<EventRecord>> {
+        let keys: Vec<(String, String)> = {
+            let messages = self.open_read(MESSAGES_BY_CREATED)?;
+            let from = (org, lead, i64::MIN, "", "");
+            let to = (org, lead, i64::MAX, "\u{10FFFF}", "\u{10FFFF}");
+            let mut keys = Vec::new();
+            for row in messages
+                .range::<(&str, &str, i64, &str, &str)>(from..=to)?
+                .rev()
+                .take(look_back)
+            {
+                let (key, _) = row?;
+                let (_, _, _, kind, id) = key.value();
+                keys.push((kind.to_string(), id.to_string()));
+            }
+            keys
+        };
+        for (kind, id) in &keys {
+            let found = self.event(EventKey {
+                org,
+                lead,
+                kind,
+                id,
+            })?;
+            if let Some((_, record)) = found {
+                if record
+                    .data
+                    .0
+                    .get("owner")
+                    .and_then(serde_json::Value::as_str)
+                    != Some("lead")
+                {
+                    return Ok(Some(record));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// The lead's newest email of its own (`read::last_lead_email_in`), if any.
     pub fn last_lead_email(&self, org: &str, lead: &str) -> Result<Option<EventRecord>> {
         super::read::last_lead_email_in(

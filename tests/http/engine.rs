@@ -700,7 +700,8 @@ async fn ordinary_words_are_no_opt_out() {
     for text in [
         "I'll be there at the end of the day",
         "Can you call me tomorrow?",
-        "S T O P",
+        // (Spelled out, `S T O P` is STOP: `revocation`.)
+        "The bus stop is right there",
     ] {
         let answer = inbound_sms(&s.ts, &s.write, PHONE, text).await;
         assert_eq!(answer["optOut"], json!(false), "{text:?}");

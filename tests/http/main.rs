@@ -45,6 +45,7 @@ mod policy;
 mod profiles;
 mod recordings;
 mod reminders;
+mod revocation;
 mod search;
 mod settings;
 mod signin;

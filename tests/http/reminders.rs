@@ -372,7 +372,9 @@ async fn a_reply_to_a_reminder_with_the_assistant_on_goes_to_it_with_the_next_me
     book(ts, write, &ada, &start_text).await;
     ts.reminders_due_now("acme", &ada).await;
     wait_outbound(ts, write, &ada, 2).await;
-    inbound_sms(ts, write, phone, "C").await;
+    // `R` (to reschedule) goes to the assistant; a `C` would cancel the meeting itself
+    // (`revocation.rs`).
+    inbound_sms(ts, write, phone, "R").await;
     model.wait_requests(1, WAIT).await;
     let system = model.requests()[0]["messages"][0]["content"]
         .as_str()

@@ -6,19 +6,24 @@
 
 use crate::channel::{Channel, OptOutSource};
 use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS};
-use crate::domain::contact::revocation::{self, Reading};
+use crate::domain::contact::revocation::{self, Named, Reading};
 use crate::domain::contact::{controls, hold};
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::Change;
 use crate::domain::records::messages::EmailHeaders;
-use crate::domain::records::{events, limits};
+use crate::domain::records::{events, limits, meetings};
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{ConsentSource, EngineSettings, LeadRecord, MessageKind, RevocationScope};
+use crate::store::calendars::{CalendarReader, MeetingStatus};
+use crate::store::rows::{
+    ConsentSource, EngineSettings, LeadRecord, MessageKind, Origin, RevocationScope,
+};
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
+use crate::time::now_micros;
+use serde_json::Value;
 
 /// What an inbound message did.
 pub struct Inbound {
@@ -156,6 +161,11 @@ fn most_recent(tx: &WriteTx, org: &str, ids: Vec<String>) -> Result<Option<LeadR
 }
 
 /// [`inbound_sms`] for an SMS a provider delivered, with the keyword it recognised.
+///
+/// A reply that asks to cancel a meeting (`C`, `cancel`), answering that meeting's
+/// confirmation or reminder, cancels the meeting and is no opt-out (`answered_meeting`).
+/// A definite opt-out that names channels (`Don't call me, text me`) revokes those
+/// alone, whatever `revocationScope` says: the person said which channel.
 pub fn inbound_sms_via(
     tx: &mut WriteTx,
     caller: &Caller,
@@ -169,8 +179,22 @@ pub fn inbound_sms_via(
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
     let word = text.trim().to_ascii_uppercase();
     let settings = tx.engine_settings(org)?;
-    let reading = revocation::read(text, &settings.opt_out_keywords);
-    let opted_out = reading == Reading::Definite || provider_keyword == Some(ProviderKeyword::Stop);
+    let cancels = if provider_keyword.is_none() && revocation::cancels_meeting(text) {
+        answered_meeting(tx, org, &lead.id)?
+    } else {
+        None
+    };
+    let booked = meetings::next_booked(tx, org, &lead.id)?.is_some();
+    let reading = match cancels {
+        Some(_) => Reading::Nothing,
+        None => revocation::read_beside_meeting(text, &settings.opt_out_keywords, booked),
+    };
+    let named = match (reading, provider_keyword) {
+        (_, Some(ProviderKeyword::Stop)) => Some(Named::NONE),
+        (Reading::Definite(named), _) => Some(named),
+        _ => None,
+    };
+    let opted_out = named.is_some();
     if reading == Reading::Possible && !opted_out {
         hold::hold(tx, org, &lead.id, Channel::Sms, text)?;
     }
@@ -187,10 +211,15 @@ pub fn inbound_sms_via(
         None,
         &EmailHeaders::default(),
     )?;
+    if let Some(meeting) = &cancels {
+        meetings::cancel(tx, caller, meeting)?.react(tx)?;
+        tracing::info!(org, lead = %lead.id, meeting = %meeting, "the lead's reply canceled its meeting");
+    }
     let channels = controls::sms_channels(tx, org)?;
     let words = Change::lead_words(tx, caller, ConsentSource::Keyword, text)?;
-    let lead = if opted_out {
-        let scope = revocation_channels(&settings, &lead, channels);
+    let mut scope = Vec::new();
+    let lead = if let Some(named) = named {
+        scope = revoked_channels(&settings, &lead, channels, named);
         let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)?;
         hold::settle_opted_out(tx, org, &lead.id, Some(scope.as_slice()))?;
         lead
@@ -200,13 +229,12 @@ pub fn inbound_sms_via(
         lead
     };
     let business = business_name(tx, org)?;
-    let follow_up = if provider_keyword.is_some() {
-        // The provider answered the keyword itself.
+    let follow_up = if provider_keyword.is_some() || cancels.is_some() {
+        // The provider answered the keyword itself; a canceled meeting's confirmation
+        // answers the lead.
         InboundFollowUp::Nothing
     } else if opted_out {
-        InboundFollowUp::Notice(format!(
-            "{business}: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
-        ))
+        InboundFollowUp::Notice(opt_out_notice(&business, Channel::Sms, &scope))
     } else if opted_in {
         InboundFollowUp::Notice(format!(
             "{business}: You are resubscribed. Reply STOP to opt out."
@@ -229,12 +257,70 @@ pub fn inbound_sms_via(
     })
 }
 
+/// How many of the lead's last messages are looked through for the one its reply
+/// answers.
+const ANSWERED_LOOK_BACK: usize = 20;
+
+/// The meeting a reply of the lead answers: the last message to the lead was its
+/// confirmation or reminder (origin `meeting`, which offers `Reply R to reschedule or C
+/// to cancel`), and it is still booked and to come. None otherwise.
+fn answered_meeting(tx: &WriteTx, org: &str, lead_id: &str) -> Result<Option<String>> {
+    let Some(last) = tx.last_outbound_message(org, lead_id, ANSWERED_LOOK_BACK)? else {
+        return Ok(None);
+    };
+    let data = &last.data.0;
+    let origin = Origin::Meeting {
+        meeting_id: String::new(),
+    };
+    if data.get("origin").and_then(Value::as_str) != Some(origin.as_str()) {
+        return Ok(None);
+    }
+    let Some(id) = data.get("meetingId").and_then(Value::as_str) else {
+        return Ok(None);
+    };
+    let Some(meeting) = tx.meeting(org, id)? else {
+        return Ok(None);
+    };
+    let upcoming = meeting.status == MeetingStatus::Booked
+        && meeting.lead_id == lead_id
+        && meeting.start >= now_micros();
+    Ok(upcoming.then_some(meeting.id))
+}
+
+/// The confirmation of an opt-out of `scope` that came on `came_on`: the usual one when
+/// it includes that channel, else which channel ends (`You will receive no more calls.`).
+fn opt_out_notice(business: &str, came_on: Channel, scope: &[Channel]) -> String {
+    if scope.contains(&came_on) || scope.is_empty() {
+        return match came_on {
+            Channel::Email => {
+                format!("{business}: You are unsubscribed and will receive no more emails.")
+            }
+            Channel::Sms | Channel::Voice => format!(
+                "{business}: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
+            ),
+        };
+    }
+    let what: Vec<&str> = scope
+        .iter()
+        .map(|c| match c {
+            Channel::Sms => "texts",
+            Channel::Voice => "calls",
+            Channel::Email => "emails",
+        })
+        .collect();
+    format!(
+        "{business}: You will receive no more {}.",
+        what.join(" or ")
+    )
+}
+
 /// Records an email from `from` on the live lead with that address (the most recently
-/// updated one), with its threading `headers` (what a reply threads to). A definite
-/// opt-out in its subject or first line (`Unsubscribe`, `Please remove me from your
-/// list`) unsubscribes every channel (`revocationScope` `all`) or email alone
-/// (`channel`), confirmed once by email; otherwise the engine gets its follow-up
-/// (an assistant reply).
+/// updated one), with its threading `headers` (what a reply threads to). Its subject and
+/// its own text (`revocation::own_text`: what it quotes left out, a reply below the quote
+/// kept) are read: a definite opt-out unsubscribes every channel (`revocationScope`
+/// `all`) or email alone (`channel`), or the channels it names, confirmed once by email;
+/// a possible one holds the lead; a reply cancelling a meeting whose confirmation it
+/// answers cancels it; otherwise the engine gets its follow-up (an assistant reply).
 pub fn inbound_email(
     tx: &mut WriteTx,
     caller: &Caller,
@@ -246,29 +332,42 @@ pub fn inbound_email(
     let org = caller.org_id.as_str();
     let lead = lead_by_email(tx, org, from)?
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
-    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let own = revocation::own_text(text);
     let settings = tx.engine_settings(org)?;
-    let readings = [subject.unwrap_or(""), first_line]
-        .map(|words| revocation::read(words, &settings.opt_out_keywords));
-    let opted_out = readings.contains(&Reading::Definite);
-    if !opted_out && readings.contains(&Reading::Possible) {
-        let words = format!("{}\n{first_line}", subject.unwrap_or(""));
+    let cancels = if revocation::cancels_meeting(&own) {
+        answered_meeting(tx, org, &lead.id)?
+    } else {
+        None
+    };
+    let booked = meetings::next_booked(tx, org, &lead.id)?.is_some();
+    let reading = if cancels.is_some() {
+        Reading::Nothing
+    } else {
+        [subject.unwrap_or(""), own.as_str()]
+            .map(|words| revocation::read_beside_meeting(words, &settings.opt_out_keywords, booked))
+            .into_iter()
+            .fold(Reading::Nothing, Reading::or)
+    };
+    let words = format!("{}\n{own}", subject.unwrap_or(""));
+    if reading == Reading::Possible {
         hold::hold(tx, org, &lead.id, Channel::Email, words.trim())?;
     }
     let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject, headers)?;
-    let (lead, follow_up) = if opted_out {
-        let words = Change::lead_words(
-            tx,
-            caller,
-            ConsentSource::Reply,
-            &format!("{}\n{first_line}", subject.unwrap_or("")),
-        )?;
-        let scope = revocation_channels(&settings, &lead, &[Channel::Email]);
-        let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)?;
+    if let Some(meeting) = &cancels {
+        meetings::cancel(tx, caller, meeting)?.react(tx)?;
+        tracing::info!(org, lead = %lead.id, meeting = %meeting, "the lead's reply canceled its meeting");
+    }
+    let opted_out = reading.is_definite();
+    let (lead, follow_up) = if let Reading::Definite(named) = reading {
+        let change = Change::lead_words(tx, caller, ConsentSource::Reply, words.trim())?;
+        let scope = revoked_channels(&settings, &lead, &[Channel::Email], named);
+        let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &change)?;
         hold::settle_opted_out(tx, org, &lead.id, Some(scope.as_slice()))?;
         let business = business_name(tx, org)?;
-        let notice = format!("{business}: You are unsubscribed and will receive no more emails.");
+        let notice = opt_out_notice(&business, Channel::Email, &scope);
         (lead, InboundFollowUp::Notice(notice))
+    } else if cancels.is_some() {
+        (lead, InboundFollowUp::Nothing)
     } else {
         (lead, InboundFollowUp::Reply)
     };
@@ -279,6 +378,22 @@ pub fn inbound_email(
         opted_out,
         opted_in: false,
     })
+}
+
+/// The channels a definite revocation unsubscribes: those it names (`Don't call me`:
+/// voice alone, without SMS's coupling: the person said which channel), or naming
+/// none, as `revocationScope` has it ([`revocation_channels`]).
+fn revoked_channels(
+    settings: &EngineSettings,
+    lead: &LeadRecord,
+    own: &[Channel],
+    named: Named,
+) -> Vec<Channel> {
+    if named.is_none() {
+        revocation_channels(settings, lead, own)
+    } else {
+        named.channels()
+    }
 }
 
 /// The channels a definite revocation unsubscribes under the organization's

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::channel::{Channel, Owner};
-use crate::domain::contact::revocation::{self, Reading};
+use crate::domain::contact::revocation;
 use crate::domain::records::message_shape::MessageShape;
 use crate::store::rows::Origin;
 
@@ -23,12 +23,14 @@ pub const OPT_IN_KEYWORDS: [&str; 3] = ["START", "YES", "UNSTOP"];
 
 /// Whether an SMS from a lead is a keyword (a definite opt-out as
 /// `revocation::read` has it with the organization's `own` opt-out keywords, or an
-/// opt-in or help word, the whole text, any case), as `inbound_sms` reads it.
+/// opt-in or help word, the whole text, any case), as `inbound_sms` reads it. A
+/// `cancel` that may be about a meeting (`Actually, cancel it`) is never one: the
+/// assistant sees it.
 pub fn is_keyword(text: &str, own: &[String]) -> bool {
     let word = text.trim().to_ascii_uppercase();
     let word = word.as_str();
-    OPT_OUT_KEYWORDS.contains(&word)
-        || revocation::read(text, own) == Reading::Definite
+    (OPT_OUT_KEYWORDS.contains(&word) && word != "CANCEL")
+        || revocation::read_beside_meeting(text, own, true).is_definite()
         || OPT_IN_KEYWORDS.contains(&word)
         || HELP_KEYWORDS.contains(&word)
 }

@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 
 use crate::channel::Owner;
 use crate::domain::contact::keywords::OPT_OUT_KEYWORDS;
-use crate::domain::contact::revocation::{self, Reading};
+use crate::domain::contact::revocation;
 use crate::domain::engagement::enrolment;
 use crate::domain::records::message_shape::MessageShape;
 use crate::domain::Caller;
@@ -165,7 +165,7 @@ pub fn on_event(
 /// a definite revocation (`revocation::read`, with the organization's own keywords).
 pub fn is_opt_out(text: &str, own: &[String]) -> bool {
     let word = text.trim().to_ascii_uppercase();
-    OPT_OUT_KEYWORDS.contains(&word.as_str()) || revocation::read(text, own) == Reading::Definite
+    OPT_OUT_KEYWORDS.contains(&word.as_str()) || revocation::read(text, own).is_definite()
 }
 
 /// The campaign counter of leads with a meeting booked while enrolled.

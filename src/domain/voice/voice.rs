@@ -70,10 +70,14 @@ impl CallOptOut {
     }
 
     /// A lead's whole turn: an opt-out when it reads as a definite one, with the
-    /// organization's own opt-out words (`optOutKeywords`) beside the per-se ones.
+    /// organization's own opt-out words (`optOutKeywords`) beside the per-se ones, that
+    /// names calls or no channel (`don't text me`, said on a call, is not about calls).
     pub fn of_words(words: &str, own_keywords: &[String]) -> Option<CallOptOut> {
-        (revocation::read(words, own_keywords) == Reading::Definite)
-            .then(|| CallOptOut::Said(words.trim().to_string()))
+        let of_calls = match revocation::read(words, own_keywords) {
+            Reading::Definite(named) => named.is_none() || named.names(Channel::Voice),
+            Reading::Possible | Reading::Nothing => false,
+        };
+        of_calls.then(|| CallOptOut::Said(words.trim().to_string()))
     }
 
     /// The ledger's proof: `pressed 9`, or the lead's words.
@@ -547,6 +551,9 @@ mod tests {
             "I'll be there at the end of the day",
             "Who is this?",
             "",
+            // A refusal of another channel is not one of calls.
+            "Don't text me, just call",
+            "no more emails",
         ] {
             assert_eq!(CallOptOut::of_words(said, &[]), None, "{said}");
         }
