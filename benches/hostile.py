@@ -16,6 +16,11 @@ ratios to the idle figures of the same run: the machine is shared and noisy.
    3x, or 50 ms).
 4. Organization A pauses and resumes that campaign (every enrolled lead changes, in the
    writer's bulk lane) while B posts events: the same measure.
+5. A calendar of organization A whose CalDAV collection (served here on loopback, as a
+   simple store that returns what it holds unexpanded) holds an event repeating every
+   second since 1900: its open times asked again and again (each under a new username,
+   so none is answered from the cache) while `/healthz` is probed: `/healthz` p99
+   (target 50 ms) and how long each read of the times took.
 """
 
 import asyncio
@@ -42,7 +47,7 @@ def settings():
         "rows": int(os.environ.get("ROWS", "100000")),
         "seconds": float(os.environ.get("SECONDS_PER_ATTACK", "20")),
         "slow": int(os.environ.get("SLOW_CONNECTIONS", "1024")),
-        "attacks": os.environ.get("ATTACKS", "1234"),
+        "attacks": os.environ.get("ATTACKS", "12345"),
     }
 
 
@@ -224,7 +229,69 @@ async def import_rows(rows):
     return status, took, {k: report.get(k) for k in ("created", "updated", "merged")}
 
 
-ATTACKS = {"sign_ins": sign_ins, "slow_bodies": slow_bodies}
+FLOOD = ("BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//bench//bench//EN\r\n"
+         "BEGIN:VEVENT\r\nUID:flood@bench\r\nDTSTAMP:20250101T000000Z\r\nSUMMARY:Every second\r\n"
+         "DTSTART:19000101T000000Z\r\nDURATION:PT1S\r\nRRULE:FREQ=SECONDLY\r\nEND:VEVENT\r\n"
+         "END:VCALENDAR\r\n")
+
+
+def flood_collection():
+    """A CalDAV collection on loopback answering every REPORT with FLOOD, unexpanded and
+    unfiltered, and PROPFIND with a calendar; its URL."""
+    import http.server
+    from xml.sax.saxutils import escape
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *_):
+            pass
+
+        def answer(self, body):
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            data = body.encode()
+            self.send_response(207)
+            self.send_header("content-type", "application/xml; charset=utf-8")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_PROPFIND(self):
+            self.answer('<?xml version="1.0"?><D:multistatus xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav">'
+                        '<D:response><D:href>/cal/</D:href><D:propstat><D:prop><D:resourcetype><D:collection/>'
+                        '<C:calendar/></D:resourcetype></D:prop><D:status>HTTP/1.1 200 OK</D:status>'
+                        '</D:propstat></D:response></D:multistatus>')
+
+        def do_REPORT(self):
+            self.answer('<?xml version="1.0"?><D:multistatus xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav">'
+                        '<D:response><D:href>/cal/flood.ics</D:href><D:propstat><D:prop><D:getetag>"1"</D:getetag>'
+                        f'<C:calendar-data>{escape(FLOOD)}</C:calendar-data></D:prop>'
+                        '<D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response></D:multistatus>')
+
+    server = http.server.ThreadingHTTPServer((HOST, 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://{HOST}:{server.server_address[1]}/cal/"
+
+
+async def calendar_reads(seconds, url):
+    """Asks the flood calendar's open times again and again, each after a change of
+    username (a new cache key): the statuses and how long each took."""
+    day = [["00:00", "24:00"]]
+    took, statuses = [], {}
+    end = time.monotonic() + seconds
+    i = 0
+    while time.monotonic() < end:
+        i += 1
+        calendar = {"timeZone": "UTC", "hours": {d: day for d in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")},
+                    "meetingMinutes": 30, "daysAhead": 14,
+                    "caldav": {"url": url, "username": f"ana{i}", "password": "pw"}}
+        headers = {"x-api-key": S["key_a"], "content-type": "application/json"}
+        await request("PUT", "/v1/calendars/flood", headers, json.dumps(calendar).encode())
+        status, _, t = await request("GET", "/v1/calendars/flood/times", {"x-api-key": S["key_a"]}, timeout=60)
+        statuses[status] = statuses.get(status, 0) + 1
+        took.append(t)
+    return statuses, took
+
+
+ATTACKS = {"sign_ins": sign_ins, "slow_bodies": slow_bodies, "calendar_reads": calendar_reads}
 
 
 async def console_session():
@@ -298,6 +365,8 @@ async def main():
         await attack_import(idle_p99)
     if "4" in S["attacks"]:
         await attack_pause(idle_p99)
+    if "5" in S["attacks"]:
+        await attack_calendar(seconds)
 
 
 async def attack_sign_ins(seconds, idle_rss):
@@ -349,6 +418,15 @@ async def attack_pause(idle_p99):
     print(f"   {', '.join(f'{what}: {status} in {t:.1f} s' for what, status, t in took)}")
     print(f"   org B event write: p50 {ms(pct(during, .5))}, p99 {ms(p99)} ({len(during)} writes); "
           f"{p99 / idle_p99:.2f}x idle p99 (target at most 3x, or 50 ms)")
+
+
+async def attack_calendar(seconds):
+    print("\n5. a calendar holding an event that repeats every second since 1900, read again and again")
+    url = flood_collection()
+    (statuses, took), (health, unanswered) = await with_probe(
+        "calendar_reads", (seconds, url), probe_healthz(seconds - 1))
+    print(f"   times answered {statuses}; each read p50 {ms(pct(took, .5))}, max {ms(max(took))}")
+    print(f"   /healthz p50 {ms(pct(health, .5))}, p99 {ms(pct(health, .99))} (target 50 ms), unanswered {unanswered}")
 
 
 if __name__ == "__main__":
