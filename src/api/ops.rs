@@ -23,10 +23,11 @@ pub fn openapi() -> Response<Body> {
     response
 }
 
-/// `GET /readyz`: 200 when the store answers reads and the writer runs, else 503.
+/// `GET /readyz`: 200 when the store answers reads and the writer runs and writes,
+/// else 503 (also while a storage error, a full disk, fails writes).
 pub fn readyz(store: &Store) -> Result<Response<Body>> {
     let readable = store.read().is_ok();
-    let writing = store.writer_running();
+    let writing = store.writer_running() && !store.writes_failing();
     if readable && writing {
         Ok(reply(StatusCode::OK, &json!({"status": "ready"})))
     } else {
