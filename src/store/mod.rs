@@ -27,6 +27,9 @@ pub mod rows;
 pub mod tables;
 mod voice;
 mod wal;
+/// A full disk under the log of a database (unit tests only): `(log path, full)`.
+#[cfg(test)]
+pub(crate) use wal::faults::set_full as fill_log_disk;
 pub(crate) use wal::path_of as wal_path;
 mod webhooks;
 mod write;

@@ -295,7 +295,7 @@ impl Wal {
 
 /// A full disk to inject into the writes of one database's log (unit tests only).
 #[cfg(test)]
-pub(super) mod faults {
+pub(crate) mod faults {
     use std::collections::HashSet;
     use std::path::{Path, PathBuf};
     use std::sync::Mutex;
@@ -304,7 +304,7 @@ pub(super) mod faults {
 
     /// From now on (`true`) every record written to the log at `wal` fails as on a
     /// full disk, until set back.
-    pub(in crate::store) fn set_full(wal: &Path, full: bool) {
+    pub(crate) fn set_full(wal: &Path, full: bool) {
         let mut set = FULL.lock().unwrap();
         let set = set.get_or_insert_with(HashSet::new);
         if full {
