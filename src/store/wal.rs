@@ -539,7 +539,9 @@ impl Inspection {
             self.meta.held
         )];
         let head = match &self.head {
+            Head::Missing if self.meta.clean => "missing (not needed: stopped cleanly)".into(),
             Head::Missing => "missing".to_string(),
+            Head::Empty if self.meta.clean => "empty (not needed: stopped cleanly)".into(),
             Head::Empty => "empty (no header)".to_string(),
             Head::Unreadable(why) => format!("unreadable: {why}"),
             Head::Newer(format) => format!("of format {format}, newer than this release"),
