@@ -436,7 +436,7 @@ fn administer_value(data_dir: &Path, request: AdminRequest) -> Result<Value, Str
             "the database in {} is in use, but no server answers on its admin socket",
             data_dir.display()
         ),
-        OpenError::Other(msg) => msg,
+        OpenError::Other(msg) | OpenError::Refused(msg) => msg,
     })?;
     run_blocking(&store, request).map_err(|e| e.to_string_for_logs())
 }

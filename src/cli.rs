@@ -92,8 +92,19 @@ pub enum Command {
     Backup { file: PathBuf },
     /// Restore a backup into an empty data directory (server stopped).
     Restore { file: PathBuf },
-    /// Check the database: redb's integrity (server stopped) and the store's invariants.
+    /// Check the database: redb's integrity (server stopped) and the store's invariants,
+    /// and what its write-ahead log holds and whether the next start accepts it; writes
+    /// nothing.
     Check,
+    /// Start a database whose write-ahead log the server refuses (damaged, missing after
+    /// a crash, another database's) from what it holds (server stopped): applies the
+    /// log's good batches, prints how many answered batches it drops, records a clean
+    /// stop and moves the log aside.
+    Recover {
+        /// Agree to lose the answered batches the log cannot give back.
+        #[arg(long)]
+        accept_loss: bool,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -383,6 +394,10 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Command::Check => {
             init_logging(cli.log_format, "warn");
             crate::maintenance::check(&data_dir)
+        }
+        Command::Recover { accept_loss } => {
+            init_logging(cli.log_format, "warn");
+            crate::maintenance::recover(&data_dir, accept_loss)
         }
     }
 }

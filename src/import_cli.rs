@@ -168,7 +168,7 @@ fn in_process(
             "the database in {} is in use, but no server answers on its admin socket",
             data_dir.display()
         ),
-        OpenError::Other(msg) => msg,
+        OpenError::Other(msg) | OpenError::Refused(msg) => msg,
     })?;
     let store = Arc::new(store);
     let runtime = tokio::runtime::Builder::new_multi_thread()

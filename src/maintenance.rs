@@ -1,11 +1,11 @@
-//! `engaged init`, `backup`, `restore` and `check`: the operator's side of the store's
-//! maintenance functions, with or without a running server.
+//! `engaged init`, `backup`, `restore`, `check` and `recover`: the operator's side of
+//! the store's maintenance functions, with or without a running server.
 
 use std::path::{Path, PathBuf};
 
 use crate::admin::{self, administer, AdminRequest, BackupDone, CheckDone};
 use crate::config::database_path;
-use crate::store::{check_file, check_file_and_shared, Store};
+use crate::store::{check_file, check_stopped, recover_accepting_loss, OpenError, Store};
 
 /// Creates the data directory (mode 0700) and an empty database (0600) where there is
 /// none; a directory that has one is left alone.
@@ -99,7 +99,14 @@ pub fn check(data_dir: &Path) -> Result<(), String> {
             }
         }
         None => {
-            check_file_and_shared(&database_path(data_dir)).map_err(|e| e.to_string_for_logs())?
+            // The database and its log, as the next start would find them; neither is
+            // written.
+            let found =
+                check_stopped(&database_path(data_dir)).map_err(|e| e.to_string_for_logs())?;
+            for line in &found.log {
+                println!("{line}");
+            }
+            (found.problems, found.shared, found.notices)
         }
     };
     if !shared.is_empty() {
@@ -126,6 +133,26 @@ pub fn check(data_dir: &Path) -> Result<(), String> {
             problems.join("\n  ")
         ))
     }
+}
+
+/// Starts a database whose write-ahead log the server refuses from what it holds (server
+/// stopped): the log's good batches applied, the answered batches it drops counted.
+pub fn recover(data_dir: &Path, accept_loss: bool) -> Result<(), String> {
+    if !accept_loss {
+        return Err("recover drops the answered batches the write-ahead log cannot give back: run `engaged recover --accept-loss` to agree (`engaged check` says what would be lost)".into());
+    }
+    let db = database_path(data_dir);
+    let lines = recover_accepting_loss(&db).map_err(|e| match e {
+        OpenError::InUse => format!(
+            "{} is in use: stop the server before recovering",
+            db.display()
+        ),
+        OpenError::Other(msg) | OpenError::Refused(msg) => msg,
+    })?;
+    for line in lines {
+        println!("{line}");
+    }
+    Ok(())
 }
 
 /// The server resolves paths from its own working directory: send it an absolute one.

@@ -2,7 +2,9 @@
 //! server stopped and running, the self-signed certificate, stopping on SIGTERM,
 //! durability across `kill -9`, plain HTTP, configuration layering and `--help`, and the
 //! engagement engine across restarts (a send cut by `kill -9` is never repeated; a step
-//! that fell due while stopped runs after the restart).
+//! that fell due while stopped runs after the restart), the write-ahead log's refusals
+//! (`check`, `recover --accept-loss`) and a full disk (on a tmpfs, where one can be
+//! mounted).
 //!
 //! Every server runs on an ephemeral loopback port in its own temporary data directory;
 //! its port is read from the `listening address=...` line it logs. Every child process
@@ -908,7 +910,7 @@ fn commands_refuse_a_data_directory_without_a_database() {
     std::fs::create_dir(&empty).expect("empty dir");
     let backup = dir.path().join("backup.redb");
     let backup = backup.to_str().expect("utf-8");
-    let commands: [&[&str]; 7] = [
+    let commands: [&[&str]; 8] = [
         &["org", "create", "acme"],
         &["org", "list"],
         &["key", "create", "--org", "acme"],
@@ -916,6 +918,7 @@ fn commands_refuse_a_data_directory_without_a_database() {
         &["key", "revoke", "key_x"],
         &["backup", backup],
         &["check"],
+        &["recover", "--accept-loss"],
     ];
     for data in [&typo, &empty] {
         for args in commands {
@@ -1471,6 +1474,16 @@ async fn failed_webhook_attempts_are_logged_at_the_default_level() {
 }
 
 /// Leads that shared a phone or email before duplicates were refused are listed by
+/// The lines of `engaged check`'s report but those on the two files (the database's
+/// identity and state, the log's header and what it holds).
+fn report(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.contains("engaged.redb:") && !l.contains("engaged.wal:"))
+        .collect()
+}
+
 /// `engaged check` (not as damage: the check passes); a deleted lead is not one of them.
 #[test]
 fn check_lists_live_leads_sharing_a_phone_or_email() {
@@ -1478,7 +1491,7 @@ fn check_lists_live_leads_sharing_a_phone_or_email() {
     let data = dir.path().join("data");
     ensure_database(&data);
     let ran = cli(&data, &["check"]).ok("check of a sound store");
-    assert_eq!(ran.stdout.trim(), "ok");
+    assert_eq!(report(&ran.stdout), ["ok"]);
     {
         // Written past the domain's rule, as an older release could have.
         let store = engaged::store::Store::open(&data.join("engaged.redb")).expect("open");
@@ -1516,13 +1529,11 @@ fn check_lists_live_leads_sharing_a_phone_or_email() {
         "ok",
     ];
     let ran = cli(&data, &["check"]).ok("check with shared values");
-    let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
-    assert_eq!(lines, expected, "stdout:\n{}", ran.stdout);
+    assert_eq!(report(&ran.stdout), expected, "stdout:\n{}", ran.stdout);
     // Through a running server's socket, the same list.
     let server = Server::start(&data, &[]);
     let ran = cli(&data, &["check"]).ok("check of a running server");
-    let lines: Vec<&str> = ran.stdout.lines().map(str::trim).collect();
-    assert_eq!(lines, expected, "stdout:\n{}", ran.stdout);
+    assert_eq!(report(&ran.stdout), expected, "stdout:\n{}", ran.stdout);
     drop(server);
 }
 
@@ -1728,4 +1739,349 @@ fn a_disabled_user_is_enabled_again_by_the_command() {
         &cli(data, &["user", "enable", "nobody@acme.example"]),
         "enabling an unknown user",
     );
+}
+
+// ---- the write-ahead log's refusals, and a full disk ----------------------------------
+
+/// The answered batches `engaged check` says the next start applies from the log.
+fn pending_batches(check_stdout: &str) -> u64 {
+    check_stdout
+        .lines()
+        .find_map(|l| {
+            let (n, _) = l.split_once(" answered batch(es) to apply")?;
+            n.rsplit(' ').next()?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Both files of a data directory's database, byte for byte.
+fn database_files(data: &Path) -> (Vec<u8>, Option<Vec<u8>>) {
+    (
+        std::fs::read(data.join("engaged.redb")).expect("read engaged.redb"),
+        std::fs::read(data.join("engaged.wal")).ok(),
+    )
+}
+
+/// `engaged serve` that must refuse to start: its failure, as `cli` returns it.
+fn serve_refused(data: &Path) -> Ran {
+    let ran = cli(data, &["serve", "--listen", "127.0.0.1:0"]);
+    assert_eq!(
+        ran.code,
+        Some(1),
+        "serve exits 1; stdout:\n{}\nstderr:\n{}",
+        ran.stdout,
+        ran.stderr
+    );
+    ran
+}
+
+/// Creates leads one request (one batch) each, then kills the server with `kill -9`
+/// while they are in the log, until `engaged check` says the log holds at least two
+/// batches (a checkpoint may come in between: then it writes more). Answers the ids
+/// created.
+async fn crash_with_batches_in_the_log(data: &Path, key: &str) -> BTreeSet<String> {
+    let mut created = BTreeSet::new();
+    for round in 0..5 {
+        let mut server = Server::start(data, &[]);
+        let client = https_client(data);
+        for i in 0..12 {
+            let id = format!("r{round}-{i}");
+            let r = send(
+                &client,
+                Method::POST,
+                &format!("{}/v1/leads", server.base()),
+                Some(key),
+                Some(&json!({"id": id})),
+            )
+            .await;
+            assert_eq!(r.status, 201, "{}", text(&r));
+            created.insert(id);
+        }
+        server.kill_9();
+        drop(server);
+        let ran = cli(data, &["check"]).ok("check after kill -9");
+        if pending_batches(&ran.stdout) >= 2 {
+            return created;
+        }
+    }
+    panic!("a checkpoint came after every round of writes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_log_refuses_to_start_until_recover_accepts_the_loss() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let key = create_key(&data, "acme", "write");
+    let created = crash_with_batches_in_the_log(&data, &key).await;
+
+    // After a crash the check reports the log and what it holds, and writes nothing.
+    let before = database_files(&data);
+    let ran = cli(&data, &["check"]).ok("check after kill -9");
+    let pending = pending_batches(&ran.stdout);
+    assert!(
+        ran.stdout.contains("not stopped cleanly") && ran.stdout.contains("names this database"),
+        "{}",
+        ran.stdout
+    );
+    assert!(database_files(&data) == before, "check wrote nothing");
+
+    // One flipped byte in the log's first record: the records after it are valid.
+    let wal = data.join("engaged.wal");
+    let mut bytes = std::fs::read(&wal).expect("read the log");
+    bytes[64 + 20] ^= 0xff;
+    std::fs::write(&wal, &bytes).expect("damage the log");
+
+    let ran = serve_refused(&data);
+    for words in [
+        data.join("engaged.redb").display().to_string(),
+        wal.display().to_string(),
+        "damaged".to_string(),
+        "engaged recover --accept-loss".to_string(),
+    ] {
+        assert!(ran.stderr.contains(&words), "{words:?} in:\n{}", ran.stderr);
+    }
+    // (The refused start's redb open may have repaired the file; the check writes nothing.)
+    let damaged = database_files(&data);
+    let ran = cli(&data, &["check"]);
+    assert_cli_failure(&ran, "check of a damaged log");
+    assert!(
+        ran.stderr.contains("damaged") && ran.stderr.contains("engaged.wal"),
+        "{}",
+        ran.stderr
+    );
+    assert!(database_files(&data) == damaged, "check wrote nothing");
+    assert_cli_failure(&cli(&data, &["recover"]), "recover without --accept-loss");
+    assert!(
+        database_files(&data) == damaged,
+        "a refused recover wrote nothing"
+    );
+
+    let ran = cli(&data, &["recover", "--accept-loss"]).ok("recover --accept-loss");
+    assert!(
+        ran.stdout
+            .contains(&format!("dropped {pending} answered batch(es)")),
+        "every batch from the damaged first one on ({pending}):\n{}",
+        ran.stdout
+    );
+    assert!(!wal.exists(), "the damaged log is moved aside");
+    cli(&data, &["check"]).ok("check after recover");
+
+    // The server starts, with every lead but those of the dropped batches.
+    let server = Server::start(&data, &[]);
+    let r = send(
+        &https_client(&data),
+        Method::GET,
+        &format!("{}{}&limit=100", server.base(), all_leads_path()),
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", text(&r));
+    let listed = r.json()["leads"].as_array().expect("leads").len() as u64;
+    let created = created.len() as u64;
+    assert!(
+        listed < created && listed + pending >= created,
+        "{listed} listed of {created}, {pending} batches dropped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_databases_log_or_none_after_a_crash_refuses_to_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (ours, theirs) = (dir.path().join("ours"), dir.path().join("theirs"));
+    let key = create_key(&ours, "acme", "write");
+    create_key(&theirs, "other", "admin");
+    for data in [&ours, &theirs] {
+        let mut server = Server::start(data, &[]);
+        server.kill_9();
+    }
+    // The other data directory's log, beside this database.
+    std::fs::copy(theirs.join("engaged.wal"), ours.join("engaged.wal")).expect("copy the log");
+    let ran = serve_refused(&ours);
+    assert!(
+        ran.stderr.contains("belongs to another database")
+            && ran
+                .stderr
+                .contains(&ours.join("engaged.redb").display().to_string()),
+        "{}",
+        ran.stderr
+    );
+    let ran = cli(&ours, &["check"]);
+    assert_cli_failure(&ran, "check beside another database's log");
+    assert!(
+        ran.stdout.contains("names another database"),
+        "{}",
+        ran.stdout
+    );
+    // No log at all after a crash, or an emptied one.
+    std::fs::write(ours.join("engaged.wal"), b"").expect("empty the log");
+    assert!(serve_refused(&ours).stderr.contains("did not stop cleanly"));
+    std::fs::remove_file(ours.join("engaged.wal")).expect("remove the log");
+    let ran = serve_refused(&ours);
+    assert!(
+        ran.stderr.contains("did not stop cleanly") && ran.stderr.contains("missing"),
+        "{}",
+        ran.stderr
+    );
+    let ran = cli(&ours, &["recover", "--accept-loss"]).ok("recover");
+    assert!(
+        ran.stdout.contains("how many, nothing says"),
+        "{}",
+        ran.stdout
+    );
+
+    // After a clean stop the log is not needed: none is no refusal.
+    let mut server = Server::start(&ours, &[]);
+    assert_eq!(server.terminate().code(), Some(0), "{}", server.log());
+    std::fs::remove_file(ours.join("engaged.wal")).expect("remove the log");
+    let server = Server::start(&ours, &[]);
+    let r = send(
+        &https_client(&ours),
+        Method::GET,
+        &format!("{}{}", server.base(), all_leads_path()),
+        Some(&key),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", text(&r));
+}
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// `None` where this process may not mount one (not root, a sandbox).
+    fn mount(at: &Path, bytes: u64) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).expect("mount point");
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes}")])
+            .arg("tmpfs")
+            .arg(at)
+            .stderr(Stdio::null())
+            .status()
+            .ok()?;
+        status.success().then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Fills the file system of `path` with one file, until it is full.
+fn fill(path: &Path) {
+    let mut file = std::fs::File::create(path).expect("filler");
+    let chunk = vec![0xa5u8; 64 << 10];
+    while file
+        .write_all(&chunk)
+        .and_then(|()| file.sync_data())
+        .is_ok()
+    {}
+    // The last few bytes too.
+    while file.write_all(&chunk[..512]).is_ok() {}
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_fails_writes_and_readiness_until_space_returns() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let Some(fs) = Tmpfs::mount(&dir.path().join("fs"), 48 << 20) else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let data = fs.0.join("data");
+    let key = create_key(&data, "acme", "write");
+    let server = Server::start(&data, &[]);
+    let client = https_client(&data);
+    let ready = || async {
+        send(
+            &client,
+            Method::GET,
+            &format!("{}/readyz", server.base()),
+            None,
+            None,
+        )
+        .await
+        .status
+    };
+    assert_eq!(ready().await, 200);
+    fill(&fs.0.join("filler"));
+    // Writes go on while the log and the file have room, then fail.
+    let mut answered = BTreeSet::new();
+    let mut failed = None;
+    for i in 0..5000 {
+        let id = format!("full-{i}");
+        let r = send(
+            &client,
+            Method::POST,
+            &format!("{}/v1/leads", server.base()),
+            Some(&key),
+            Some(&json!({"id": id, "additionalInfo": {"pad": "x".repeat(8000)}})),
+        )
+        .await;
+        match r.status {
+            201 => {
+                answered.insert(id);
+            }
+            status => {
+                failed = Some(status);
+                break;
+            }
+        }
+    }
+    assert!(
+        matches!(failed, Some(500 | 503)),
+        "a write failed on the full disk: {failed:?}"
+    );
+    eprintln!(
+        "{} writes answered before one failed with {failed:?}",
+        answered.len()
+    );
+    assert_eq!(ready().await, 503, "not ready while writes fail");
+    let r = send(
+        &client,
+        Method::POST,
+        &format!("{}/v1/leads", server.base()),
+        Some(&key),
+        Some(&json!({"id": "while-full"})),
+    )
+    .await;
+    assert!(r.status >= 500, "still failing: {}", r.status);
+
+    // Space returns: the server recovers by itself, and writes succeed again.
+    std::fs::remove_file(fs.0.join("filler")).expect("free the space");
+    poll(
+        "ready again once there is space",
+        Duration::from_secs(60),
+        || async {
+            match ready().await {
+                200 => Ok(()),
+                status => Err(format!("/readyz {status}")),
+            }
+        },
+    )
+    .await;
+    let r = send(
+        &client,
+        Method::POST,
+        &format!("{}/v1/leads", server.base()),
+        Some(&key),
+        Some(&json!({"id": "after"})),
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", text(&r));
+    // Nothing answered was lost.
+    for id in answered.iter().chain(["after".to_string()].iter()) {
+        let r = send(
+            &client,
+            Method::GET,
+            &format!("{}/v1/leads/{id}", server.base()),
+            Some(&key),
+            None,
+        )
+        .await;
+        assert_eq!(r.status, 200, "{id}: {}", text(&r));
+    }
+    drop(server);
 }

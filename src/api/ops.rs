@@ -23,10 +23,11 @@ pub fn openapi() -> Response<Body> {
     response
 }
 
-/// `GET /readyz`: 200 when the store answers reads and the writer runs, else 503.
+/// `GET /readyz`: 200 when the store answers reads and the writer runs and writes,
+/// else 503 (also while a storage error, a full disk, fails writes).
 pub fn readyz(store: &Store) -> Result<Response<Body>> {
     let readable = store.read().is_ok();
-    let writing = store.writer_running();
+    let writing = store.writer_running() && !store.writes_failing();
     if readable && writing {
         Ok(reply(StatusCode::OK, &json!({"status": "ready"})))
     } else {
@@ -59,4 +60,33 @@ pub fn metrics(state: &AppState) -> Result<Response<Body>> {
         HeaderValue::from_static("text/plain; version=0.0.4"),
     );
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{fill_log_disk, wal_path};
+
+    #[tokio::test]
+    async fn readiness_is_503_while_a_full_disk_fails_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.redb");
+        let store = Store::open(&path).unwrap();
+        assert!(readyz(&store).is_ok());
+        fill_log_disk(&wal_path(&path), true);
+        let failed = store.write(|tx| tx.dnc_add("org", "+15550000000", 1)).await;
+        assert!(failed.is_err());
+        assert!(matches!(readyz(&store), Err(Error::Unavailable)));
+        fill_log_disk(&wal_path(&path), false);
+        let mut waited = 0;
+        while readyz(&store).is_err() {
+            assert!(waited < 500, "ready again once the disk has room");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            waited += 1;
+        }
+        store
+            .write(|tx| tx.dnc_add("org", "+15550000000", 1))
+            .await
+            .unwrap();
+    }
 }

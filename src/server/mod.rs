@@ -74,7 +74,7 @@ impl Server {
                         "{} is in use by another process (is another `engaged serve` running?)",
                         config.database_path().display()
                     ),
-                    OpenError::Other(msg) => msg,
+                    OpenError::Other(msg) | OpenError::Refused(msg) => msg,
                 })?;
         let store = Arc::new(store);
 

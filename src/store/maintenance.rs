@@ -44,7 +44,7 @@ impl Store {
                 }
                 _ => Error::Internal(format!("cannot create {}: {e}", target.display())),
             })?;
-        let snapshot = self.db.begin_read()?;
+        let snapshot = self.shared.db()?.begin_read()?;
         let copy = Database::create(target)?;
         let txn = copy.begin_write()?;
         let mut rows = 0u64;
@@ -54,23 +54,32 @@ impl Store {
             };
         }
         all_tables!(copy_table);
+        // A restored copy is a new database: its first open makes its own id and log.
+        {
+            let mut meta = txn.open_table(META)?;
+            for key in super::wal::NOT_COPIED {
+                if meta.remove(key)?.is_some() {
+                    rows -= 1;
+                }
+            }
+        }
         txn.commit()?;
         Ok(rows)
     }
 
     /// Problems found by the consistency check; empty when the store is sound.
     pub fn check(&self) -> Result<Vec<String>> {
-        check_snapshot(&self.db.begin_read()?)
+        check_snapshot(&self.shared.db()?.begin_read()?)
     }
 
     /// Live leads sharing a phone or email, as `shared_contacts` lists them.
     pub fn shared_contacts(&self) -> Result<Vec<String>> {
-        shared_contacts(&self.db.begin_read()?)
+        shared_contacts(&self.shared.db()?.begin_read()?)
     }
 
     /// A line for each organization whose `consentRequired` is empty.
     pub fn consent_notices(&self) -> Result<Vec<String>> {
-        consent_notices(&self.db.begin_read()?)
+        consent_notices(&self.shared.db()?.begin_read()?)
     }
 }
 
@@ -90,24 +99,26 @@ fn copy_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
     Ok(n)
 }
 
-/// Runs redb's own integrity check on a closed database file, then ours. An error names
-/// the file.
+/// Runs redb's own integrity check on a closed database file with no log (a backup),
+/// then ours. An error names the file.
 pub fn check_file(path: &Path) -> Result<Vec<String>> {
-    check_file_and_shared(path).map(|(problems, _, _)| problems)
+    let mut db = open_closed(path)?;
+    check_open(&mut db).map(|(problems, _, _)| problems)
 }
 
-/// [`check_file`], the live leads sharing a phone or email (`shared_contacts`) and the
-/// organizations requiring no consent (`consent_notices`).
-pub fn check_file_and_shared(path: &Path) -> Result<(Vec<String>, Vec<String>, Vec<String>)> {
-    let mut db = match Database::open(path) {
-        Ok(db) => db,
+fn open_closed(path: &Path) -> Result<Database> {
+    match Database::open(path) {
+        Ok(db) => Ok(db),
         Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
-            return Err(Error::Conflict(format!("{} is in use", path.display())))
+            Err(Error::Conflict(format!("{} is in use", path.display())))
         }
-        Err(e) => return Err(Error::Internal(format!("{}: {e}", path.display()))),
-    };
-    // What the write-ahead log holds is part of the store (a crash left it there).
-    super::wal::replay_existing(&db, path)?;
+        Err(e) => Err(Error::Internal(format!("{}: {e}", path.display()))),
+    }
+}
+
+/// redb's integrity check, ours, the live leads sharing a phone or email
+/// (`shared_contacts`) and the organizations requiring no consent (`consent_notices`).
+fn check_open(db: &mut Database) -> Result<(Vec<String>, Vec<String>, Vec<String>)> {
     let mut problems = Vec::new();
     if !db.check_integrity()? {
         problems.push("redb integrity check repaired or found damage".to_string());
@@ -115,6 +126,153 @@ pub fn check_file_and_shared(path: &Path) -> Result<(Vec<String>, Vec<String>, V
     let read = db.begin_read()?;
     problems.extend(check_snapshot(&read)?);
     Ok((problems, shared_contacts(&read)?, consent_notices(&read)?))
+}
+
+/// What `engaged check` finds in a stopped server's data directory.
+pub struct StoppedCheck {
+    /// The database's identity and state, and what its log holds (`store::wal`).
+    pub log: Vec<String>,
+    /// Damage, and a log the next start refuses.
+    pub problems: Vec<String>,
+    /// Live leads sharing a phone or email.
+    pub shared: Vec<String>,
+    /// Organizations requiring no consent.
+    pub notices: Vec<String>,
+}
+
+/// Checks the database at `db_path` and its write-ahead log as the next start would
+/// find them, writing neither: both are copied into a temporary directory (`$TMPDIR`),
+/// where redb repairs a file a crash left and the log is applied, and checked there.
+pub fn check_stopped(db_path: &Path) -> Result<StoppedCheck> {
+    let scratch = Scratch::new()?;
+    let copy = scratch.0.join("engaged.redb");
+    std::fs::copy(db_path, &copy).map_err(|e| {
+        Error::Internal(format!(
+            "cannot copy {} to {}: {e}",
+            db_path.display(),
+            copy.display()
+        ))
+    })?;
+    let wal = super::wal::path_of(db_path);
+    if wal.exists() {
+        std::fs::copy(&wal, super::wal::path_of(&copy))
+            .map_err(|e| Error::Internal(format!("cannot copy {}: {e}", wal.display())))?;
+    }
+    let mut db = open_closed(&copy).map_err(|e| {
+        Error::Internal(
+            e.to_string_for_logs()
+                .replace(&copy.display().to_string(), &db_path.display().to_string()),
+        )
+    })?;
+    let (inspection, _) = super::wal::inspect_files(&db, &copy)?;
+    let log = inspection.describe(db_path);
+    let mut problems = Vec::new();
+    match inspection.refusal() {
+        Some(refusal) => problems.push(format!(
+            "the next start refuses: {}",
+            refusal.explain(db_path)
+        )),
+        None => {
+            if let Err(e) = super::wal::open(&db, &copy) {
+                let why = match e {
+                    super::wal::OpenFailure::Refused(why) => why,
+                    super::wal::OpenFailure::Failed(e) => e.to_string_for_logs(),
+                };
+                problems.push(format!("the log cannot be applied: {why}"));
+            }
+        }
+    }
+    let (found, shared, notices) = check_open(&mut db)?;
+    problems.extend(found);
+    Ok(StoppedCheck {
+        log,
+        problems,
+        shared,
+        notices,
+    })
+}
+
+/// A private temporary directory, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch> {
+        use std::os::unix::fs::DirBuilderExt;
+        let path = std::env::temp_dir().join(format!(
+            "engaged-check-{}",
+            hex::encode(crate::ids::random_bytes::<8>())
+        ));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(|e| Error::Internal(format!("cannot create {}: {e}", path.display())))?;
+        Ok(Scratch(path))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `engaged recover --accept-loss`: opens the database at `db_path` (server stopped)
+/// with the log [`Store::open`] refuses, applies the log's good batches, records a
+/// clean stop and moves the log aside. Answers what it did, a line each.
+pub fn recover_accepting_loss(
+    db_path: &Path,
+) -> std::result::Result<Vec<String>, super::OpenError> {
+    use super::wal::{accept_loss, Loss, Recovered};
+    let db = match Database::builder().create(db_path) {
+        Ok(db) => db,
+        Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(super::OpenError::InUse),
+        Err(e) => {
+            return Err(super::OpenError::Other(format!(
+                "{}: {e}",
+                db_path.display()
+            )))
+        }
+    };
+    let wal = super::wal::path_of(db_path);
+    let mut lines = Vec::new();
+    match accept_loss(&db, db_path)? {
+        Recovered::Sound => lines.push(format!(
+            "nothing to recover: {} and its log {} go together and are sound",
+            db_path.display(),
+            wal.display()
+        )),
+        Recovered::Accepted {
+            refusal,
+            applied,
+            lost,
+            moved_to,
+        } => {
+            lines.push(refusal);
+            lines.push(format!(
+                "applied {applied} batch(es) from {}",
+                wal.display()
+            ));
+            lines.push(match lost {
+                Loss::Batches(n) => format!("dropped {n} answered batch(es)"),
+                Loss::Unknown => "dropped the batches answered since the last checkpoint (how many, nothing says: their log is not there)".to_string(),
+            });
+            if let Some(aside) = moved_to {
+                lines.push(format!("moved the log to {}", aside.display()));
+            }
+            lines.push(format!(
+                "{} is consistent and stopped cleanly: the next start begins a new log",
+                db_path.display()
+            ));
+        }
+    }
+    let problems = check_snapshot(&db.begin_read().map_err(Error::from)?)?;
+    if !problems.is_empty() {
+        lines.push(format!(
+            "engaged check finds {} problem(s) in what it holds: run it for the list",
+            problems.len()
+        ));
+    }
+    Ok(lines)
 }
 
 fn check_snapshot(read: &ReadTransaction) -> Result<Vec<String>> {

@@ -27,6 +27,9 @@ pub mod rows;
 pub mod tables;
 mod voice;
 mod wal;
+/// A full disk under the log of a database (unit tests only): `(log path, full)`.
+#[cfg(test)]
+pub(crate) use wal::faults::set_full as fill_log_disk;
 pub(crate) use wal::path_of as wal_path;
 mod webhooks;
 mod write;
@@ -37,7 +40,7 @@ use std::sync::{Arc, Mutex};
 
 use redb::{Database, ReadableDatabase, ReadableTable};
 
-pub use maintenance::{check_file, check_file_and_shared};
+pub use maintenance::{check_file, check_stopped, recover_accepting_loss, StoppedCheck};
 pub use read::{EventRow, Flow, LeadRow, ReadTx, Start};
 pub use reader::Reader;
 pub use write::{EventKey, WriteTx};
@@ -57,6 +60,10 @@ use crate::config::DEFAULT_CACHE_BYTES;
 pub enum OpenError {
     #[error("the database is in use by another process")]
     InUse,
+    /// Its write-ahead log does not go with it, or is damaged: the words name both
+    /// files and the way out (`engaged recover --accept-loss`).
+    #[error("{0}")]
+    Refused(String),
     #[error("{0}")]
     Other(String),
 }
@@ -68,7 +75,8 @@ impl From<Error> for OpenError {
 }
 
 pub struct Store {
-    db: Arc<Database>,
+    /// The database, shared with the writer, which re-opens it after a storage error.
+    shared: Arc<writer::Shared>,
     jobs: Mutex<Option<writer::Jobs>>,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     stats: Arc<WriterStats>,
@@ -100,8 +108,12 @@ impl Store {
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
         };
-        // Batches answered after the last checkpoint are in the write-ahead log only.
-        let (wal, replayed) = wal::recover(&db, path)?;
+        // Batches answered after the last checkpoint are in the write-ahead log only; a
+        // log that is not this database's, or damaged, is refused.
+        let (wal, replayed) = wal::open(&db, path).map_err(|e| match e {
+            wal::OpenFailure::Refused(why) => OpenError::Refused(why),
+            wal::OpenFailure::Failed(e) => e.into(),
+        })?;
         if replayed > 0 {
             tracing::info!(
                 replayed,
@@ -122,10 +134,22 @@ impl Store {
             calendar_sync: calendar_sync_wake.clone(),
             changes: changes.clone(),
         };
-        let (jobs, handle) =
-            writer::spawn(db.clone(), wal, clock, stats.clone(), wakes, keys.clone())?;
+        let shared = Arc::new(writer::Shared::new(db));
+        let reopen = writer::Reopen {
+            path: path.to_path_buf(),
+            cache_bytes,
+        };
+        let (jobs, handle) = writer::spawn(
+            shared.clone(),
+            reopen,
+            wal,
+            clock,
+            stats.clone(),
+            wakes,
+            keys.clone(),
+        )?;
         Ok(Store {
-            db,
+            shared,
             jobs: Mutex::new(Some(jobs)),
             writer: Mutex::new(Some(handle)),
             stats,
@@ -165,7 +189,7 @@ impl Store {
 
     /// A consistent snapshot for reading.
     pub fn read(&self) -> Result<ReadTx> {
-        Ok(ReadTx::new(self.db.begin_read()?))
+        Ok(ReadTx::new(self.shared.db()?.begin_read()?))
     }
 
     /// Runs `f` in the writer's next transaction and answers once it is durably
@@ -264,6 +288,12 @@ impl Store {
                 tracing::error!("the writer thread panicked");
             }
         }
+    }
+
+    /// Whether writes fail for a storage error (a full disk): until the writer has
+    /// re-opened the database, reads and writes answer 503.
+    pub fn writes_failing(&self) -> bool {
+        self.shared.writes_failing()
     }
 
     /// Whether the writer thread is alive and taking jobs.

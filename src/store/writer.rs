@@ -35,18 +35,29 @@
 //! organizations with bulk work in turn. So a single write waits at most for the one
 //! part running, never in a batch with it, and two organizations' imports share the
 //! writer part for part.
+//!
+//! **A storage error does not outlast its cause.** When the log cannot be written or
+//! redb cannot begin or commit (a full disk: redb then answers every later write
+//! "Previous I/O error occurred. Please close and re-open the database"), the batch
+//! answers 500 and the writer closes the database: every answered batch is in the
+//! synced log, so nothing is lost by it. Until it re-opens the file (redb's repair, then
+//! the log applied, as at a start: [`wal::open`]), reads and writes answer 503 and
+//! `/readyz` says 503 ([`Shared::writes_failing`]); it tries again after 100 ms,
+//! doubling to 2 s, and at once for a write that arrives when a try is due.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use redb::{Database, Durability};
 use tokio::sync::Notify;
 
 use super::key_cache::KeyCache;
-use super::wal::{OpLog, Wal, CHECKPOINT_EVERY};
+use super::wal::{self, OpLog, Wal, CHECKPOINT_EVERY};
 use super::write::WriteTx;
 use crate::error::{Error, Result};
 use crate::histogram::{Histogram, BATCH_SIZES, LATENCY_SECONDS};
@@ -138,8 +149,101 @@ pub(crate) struct Wakes {
     pub changes: Arc<super::changes::Changes>,
 }
 
+/// The database as the store's readers and the writer share it: closed by the writer
+/// after a storage error, and replaced once it re-opens.
+#[derive(Default)]
+pub(crate) struct Shared {
+    db: RwLock<Option<Arc<Database>>>,
+    /// Set from a storage error until the database is open again.
+    failing: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn new(db: Arc<Database>) -> Shared {
+        Shared {
+            db: RwLock::new(Some(db)),
+            failing: AtomicBool::new(false),
+        }
+    }
+
+    /// The open database; `Unavailable` (503) while the writer re-opens it.
+    pub(crate) fn db(&self) -> Result<Arc<Database>> {
+        self.db
+            .read()
+            .ok()
+            .and_then(|db| db.clone())
+            .ok_or(Error::Unavailable)
+    }
+
+    /// Whether writes fail for a storage error (until the writer re-opens the file).
+    pub(crate) fn writes_failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
+    }
+
+    fn set(&self, db: Option<Arc<Database>>) {
+        self.failing.store(db.is_none(), Ordering::Relaxed);
+        if let Ok(mut slot) = self.db.write() {
+            *slot = db;
+        }
+    }
+}
+
+/// How the writer opens the database again after a storage error.
+pub(crate) struct Reopen {
+    pub path: PathBuf,
+    pub cache_bytes: usize,
+}
+
+impl Reopen {
+    /// Opens the file (redb repairs what the failed process left), applies the log and
+    /// starts a new one, as a start does.
+    fn open(&self) -> Result<(Arc<Database>, Durable)> {
+        let db = Database::builder()
+            .set_cache_size(self.cache_bytes)
+            .create(&self.path)?;
+        let (wal, replayed) = wal::open(&db, &self.path).map_err(|e| match e {
+            wal::OpenFailure::Refused(why) => Error::Internal(why),
+            wal::OpenFailure::Failed(e) => e,
+        })?;
+        tracing::info!(replayed, "re-opened the database after a storage error");
+        Ok((Arc::new(db), Durable::new(wal)))
+    }
+}
+
+/// When the writer next tries to re-open the database: after 100 ms, doubling to 2 s.
+struct Backoff {
+    at: Instant,
+    wait: Duration,
+}
+
+const FIRST_RETRY: Duration = Duration::from_millis(100);
+const LAST_RETRY: Duration = Duration::from_secs(2);
+
+impl Backoff {
+    fn now() -> Backoff {
+        Backoff {
+            at: Instant::now(),
+            wait: FIRST_RETRY,
+        }
+    }
+
+    fn due(&self) -> bool {
+        Instant::now() >= self.at
+    }
+
+    fn left(&self) -> Duration {
+        self.at.saturating_duration_since(Instant::now())
+    }
+
+    fn failed(&mut self) {
+        self.at = Instant::now() + self.wait;
+        self.wait = (self.wait * 2).min(LAST_RETRY);
+    }
+}
+
 pub(crate) fn spawn(
-    db: Arc<Database>,
+    shared: Arc<Shared>,
+    reopen: Reopen,
     wal: Wal,
     clock: i64,
     stats: Arc<WriterStats>,
@@ -154,8 +258,18 @@ pub(crate) fn spawn(
         .name("engaged-writer".into())
         .spawn(move || {
             let work = move || {
-                let durable = Durable::new(wal);
-                run(&db, clock, &rx, &stats, &wakes, &keys, durable)
+                let Ok(db) = shared.db() else {
+                    return;
+                };
+                let open = (db, Durable::new(wal));
+                let context = Context {
+                    shared: &shared,
+                    reopen: &reopen,
+                    stats: &stats,
+                    wakes: &wakes,
+                    keys: &keys,
+                };
+                run(&context, clock, &rx, open)
             };
             if logs.is::<tracing::subscriber::NoSubscriber>() {
                 work()
@@ -166,17 +280,54 @@ pub(crate) fn spawn(
     Ok((tx, handle))
 }
 
+/// What the writer's loop works with besides its jobs.
+struct Context<'a> {
+    shared: &'a Shared,
+    reopen: &'a Reopen,
+    stats: &'a WriterStats,
+    wakes: &'a Wakes,
+    keys: &'a KeyCache,
+}
+
 fn run(
-    db: &Database,
+    cx: &Context<'_>,
     mut clock: i64,
     rx: &mpsc::Receiver<Box<dyn Job>>,
-    stats: &WriterStats,
-    wakes: &Wakes,
-    keys: &KeyCache,
-    mut durable: Durable,
+    open: (Arc<Database>, Durable),
 ) {
     let mut queues = Queues::default();
+    let mut state = Some(open);
+    let mut retry = Backoff::now();
     loop {
+        let Some((db, durable)) = state.as_mut() else {
+            // Closed after a storage error: re-open when a try is due; meanwhile every
+            // job answers 503.
+            if retry.due() {
+                match cx.reopen.open() {
+                    Ok(open) => {
+                        cx.keys.invalidate();
+                        cx.shared.set(Some(open.0.clone()));
+                        state = Some(open);
+                        retry = Backoff::now();
+                        continue;
+                    }
+                    Err(e) => {
+                        retry.failed();
+                        tracing::warn!(error = %e.to_string_for_logs(), "cannot re-open the database yet");
+                    }
+                }
+            }
+            for job in queues.drain() {
+                job.answer(Some(&Error::Unavailable));
+            }
+            match rx.recv_timeout(retry.left()) {
+                Ok(job) => queues.push(job),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            continue;
+        };
+        let db: &Database = db;
         // Everything waiting joins its lane; with nothing queued, wait for a job. Ends
         // when every sender is gone (the store was dropped) and nothing is queued.
         if queues.is_empty() {
@@ -186,7 +337,9 @@ fn run(
                 Some(left) => match rx.recv_timeout(left) {
                     Ok(job) => job,
                     Err(mpsc::RecvTimeoutError::Timeout) => {
-                        durable.checkpoint_idle(db);
+                        if durable.checkpoint_idle(db).is_err() {
+                            close(cx, &mut state, &mut retry);
+                        }
                         continue;
                     }
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -213,7 +366,9 @@ fn run(
         };
         let size = batch.len() as u64;
         let started = std::time::Instant::now();
-        clock = commit_batch(db, clock, batch, wakes, keys, &mut durable);
+        let (next_clock, stored) = commit_batch(db, clock, batch, cx, durable);
+        clock = next_clock;
+        let stats = cx.stats;
         stats
             .commit_seconds
             .observe(started.elapsed().as_secs_f64());
@@ -221,9 +376,25 @@ fn run(
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.jobs.fetch_add(size, Ordering::Relaxed);
         stats.largest_batch.fetch_max(size, Ordering::Relaxed);
+        if stored.is_err() {
+            close(cx, &mut state, &mut retry);
+        }
     }
     // Stopping: everything answered goes into the database file itself.
-    durable.stop(db);
+    if let Some((db, durable)) = state {
+        durable.stop(&db);
+    }
+}
+
+/// After a storage error: the database is closed (readers answer 503 until it is open
+/// again), and the next try to re-open it is due at once.
+fn close(cx: &Context<'_>, state: &mut Option<(Arc<Database>, Durable)>, retry: &mut Backoff) {
+    tracing::error!(
+        "a storage error: closing the database to re-open it (every answered batch is in the log)"
+    );
+    cx.shared.set(None);
+    *state = None;
+    *retry = Backoff::now();
 }
 
 /// The jobs waiting for the writer, by lane: single jobs in arrival order, and each
@@ -249,6 +420,15 @@ enum Work {
 impl Queues {
     fn is_empty(&self) -> bool {
         self.singles.is_empty() && self.bulk.is_empty()
+    }
+
+    /// Every job waiting, in no particular order.
+    fn drain(&mut self) -> Vec<Box<dyn Job>> {
+        let mut jobs: Vec<Box<dyn Job>> = self.singles.drain(..).collect();
+        for (_, parts) in self.bulk.drain(..) {
+            jobs.extend(parts);
+        }
+        jobs
     }
 
     fn push(&mut self, job: Box<dyn Job>) {
@@ -318,15 +498,17 @@ fn run_trial(db: &Database, clock: i64, mut job: Box<dyn Job>) -> i64 {
 }
 
 /// Runs `batch` in one transaction and answers every job; returns the clock to go on
-/// from (never lower than before, committed or not).
+/// from (never lower than before, committed or not), and `Err` after a storage error
+/// (the log or redb could not begin or commit: the database must be re-opened).
 fn commit_batch(
     db: &Database,
     mut clock: i64,
     mut batch: Vec<Box<dyn Job>>,
-    wakes: &Wakes,
-    keys: &KeyCache,
+    cx: &Context<'_>,
     durable: &mut Durable,
-) -> i64 {
+) -> (i64, std::result::Result<(), ()>) {
+    let (wakes, keys) = (cx.wakes, cx.keys);
+    let mut stored = Ok(());
     // Jobs that refused after writing: left out of every later run.
     let mut left_out = vec![false; batch.len()];
     // A bulk part commits as a checkpoint: the pages it changes are written with it, so
@@ -337,6 +519,7 @@ fn commit_batch(
             Ok(tx) => tx,
             Err(e) => {
                 tracing::error!(error = %e.to_string_for_logs(), "cannot begin a write transaction");
+                stored = Err(());
                 break Err(e);
             }
         };
@@ -382,9 +565,13 @@ fn commit_batch(
         let calendar_sync_added = tx.calendar_sync_added;
         let changed_leads: Vec<(String, String)> = tx.marked_leads.iter().cloned().collect();
         let sessions_ended = tx.sessions_ended;
-        let committed = tx
-            .finish()
-            .and_then(|(txn, ops)| durable.commit(txn, &ops, bulk));
+        let committed = tx.finish().and_then(|(txn, ops)| {
+            let committed = durable.commit(txn, &ops, bulk);
+            if committed.is_err() {
+                stored = Err(());
+            }
+            committed
+        });
         if committed.is_ok() {
             if keys_changed {
                 keys.invalidate();
@@ -407,11 +594,15 @@ fn commit_batch(
         tracing::error!(error = %e.to_string_for_logs(), "write batch not committed");
     }
     let failure = outcome.err();
+    if stored.is_err() {
+        // Said before any answer goes out: whoever saw the 500 finds `/readyz` 503.
+        cx.shared.failing.store(true, Ordering::Relaxed);
+    }
     for (job, left_out) in batch.into_iter().zip(left_out) {
         // A job left out answers its own refusal: nothing of it was committed.
         job.answer(if left_out { None } else { failure.as_ref() });
     }
-    clock
+    (clock, stored)
 }
 
 fn begin(db: &Database, clock: i64) -> Result<WriteTx> {
@@ -439,7 +630,9 @@ impl Durable {
 
     /// With batches in the log only: how long until a checkpoint is due.
     fn checkpoint_due_in(&self) -> Option<std::time::Duration> {
-        (self.wal.len() > 0).then(|| CHECKPOINT_EVERY.saturating_sub(self.checkpointed.elapsed()))
+        self.wal
+            .has_records()
+            .then(|| CHECKPOINT_EVERY.saturating_sub(self.checkpointed.elapsed()))
     }
 
     /// Commits a batch's transaction so that it survives a crash before any of its
@@ -484,7 +677,7 @@ impl Durable {
 
     /// A checkpoint with no batch of its own (idle, or stopping).
     fn checkpoint_alone(&mut self, db: &Database) -> Result<()> {
-        if self.wal.len() == 0 {
+        if !self.wal.has_records() {
             return Ok(());
         }
         db.begin_write()
@@ -492,19 +685,28 @@ impl Durable {
             .and_then(|txn| self.checkpoint(txn))
     }
 
-    /// A checkpoint while idle; one that fails is tried again after
-    /// [`CHECKPOINT_EVERY`], or by the next batch.
-    fn checkpoint_idle(&mut self, db: &Database) {
-        if let Err(e) = self.checkpoint_alone(db) {
+    /// A checkpoint while idle; one that fails is a storage error (the database is
+    /// re-opened).
+    fn checkpoint_idle(&mut self, db: &Database) -> Result<()> {
+        let done = self.checkpoint_alone(db);
+        if let Err(e) = &done {
             self.checkpointed = std::time::Instant::now();
             tracing::error!(error = %e.to_string_for_logs(), "checkpoint failed");
         }
+        done
     }
 
-    /// At a stop: a last checkpoint, then the log's file emptied. If the checkpoint
-    /// fails, the log stays for the next start to apply.
+    /// At a stop: a last checkpoint that records the clean stop, then the log's records
+    /// dropped (its header stays). If the checkpoint fails, the log stays for the next
+    /// start to apply, and the database says it needs it.
     fn stop(mut self, db: &Database) {
-        let done = self.checkpoint_alone(db).and_then(|()| self.wal.close());
+        let done = db.begin_write().map_err(Error::from).and_then(|mut txn| {
+            wal::mark_clean_stop(&txn, self.wal.last_seq())?;
+            txn.set_durability(Durability::Immediate)?;
+            txn.commit()?;
+            self.wal.reset();
+            self.wal.close()
+        });
         if let Err(e) = done {
             tracing::error!(error = %e.to_string_for_logs(), "the last checkpoint failed");
         }
@@ -615,7 +817,9 @@ mod tests {
             std::fs::copy(&path, &copy).unwrap();
             std::fs::copy(wal::path_of(&path), wal::path_of(&copy)).unwrap();
             let db = redb::Database::create(&copy).unwrap();
-            let (_, applied) = wal::recover(&db, &copy).unwrap();
+            let Ok((_, applied)) = wal::open(&db, &copy) else {
+                panic!("the running store's files are refused");
+            };
             if applied == 0 {
                 continue;
             }
@@ -748,5 +952,50 @@ mod tests {
             read.org("half").unwrap().is_none(),
             "the half-write is gone"
         );
+    }
+
+    #[tokio::test]
+    async fn a_full_disk_fails_writes_until_space_returns_then_the_writer_reopens() {
+        use crate::store::wal;
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.redb");
+        let store = Store::open(&path).unwrap();
+        store.write(|tx| tx.put_org(&org("before"))).await.unwrap();
+        // The disk fills: the log cannot take the next batch, nor can a new log be
+        // written when the writer tries to re-open.
+        wal::faults::set_full(&wal::path_of(&path), true);
+        let failed = store.write(|tx| tx.put_org(&org("lost"))).await;
+        assert!(
+            failed.is_err(),
+            "a write that cannot be logged is not answered ok"
+        );
+        assert!(store.writes_failing());
+        let refused = store.write(|tx| tx.put_org(&org("refused"))).await;
+        assert!(matches!(refused, Err(Error::Unavailable)), "{refused:?}");
+        assert!(
+            store.writes_failing(),
+            "still failing while the disk is full"
+        );
+        // Space returns: the writer re-opens by itself, and the next write succeeds.
+        wal::faults::set_full(&wal::path_of(&path), false);
+        let mut waited = 0;
+        while store.writes_failing() {
+            assert!(
+                waited < 500,
+                "the writer re-opens the database once there is space"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            waited += 1;
+        }
+        store.write(|tx| tx.put_org(&org("after"))).await.unwrap();
+        let read = store.read().unwrap();
+        assert!(
+            read.org("before").unwrap().is_some(),
+            "answered before: kept"
+        );
+        assert!(read.org("after").unwrap().is_some());
+        assert!(read.org("lost").unwrap().is_none());
+        assert!(read.org("refused").unwrap().is_none());
     }
 }
