@@ -95,6 +95,7 @@ async fn run() {
                         sequence: 0,
                         created_at: now,
                         updated_at: tx.tick(),
+                        etag: String::new(),
                     };
                     tx.put_meeting(&org, &m, None)?;
                 }

@@ -12,10 +12,27 @@ use crate::domain::records::meetings;
 use crate::domain::settings::calendars;
 use crate::domain::Caller;
 use crate::error::Result;
+use crate::store::calendars::CalendarRecord;
 use crate::time;
 
 fn base(state: &AppState) -> Option<String> {
     state.engine.public_url().map(str::to_string)
+}
+
+/// The calendar's wire shape, with `caldavStatus` (what the last read of its collection
+/// could not read) when it has `caldav`.
+fn view(state: &AppState, org: &str, calendar: &CalendarRecord, base: Option<&str>) -> Value {
+    let mut view = calendars::view(calendar, base);
+    if calendar.caldav.is_some() {
+        if let Some(object) = view.as_object_mut() {
+            let unreadable = state.engine.unreadable_zones(org, &calendar.name);
+            object.insert(
+                "caldavStatus".into(),
+                json!({ "unreadableTimeZones": unreadable }),
+            );
+        }
+    }
+    view
 }
 
 /// `GET /v1/calendars`: every calendar of the organization (at most 20), by name.
@@ -24,7 +41,7 @@ pub fn list(state: &AppState, caller: &Caller) -> Result<Response<Body>> {
     let base = base(state);
     let items: Vec<Value> = all
         .iter()
-        .map(|c| calendars::view(c, base.as_deref()))
+        .map(|c| view(state, &caller.org_id, c, base.as_deref()))
         .collect();
     Ok(reply(StatusCode::OK, &json!({ "calendars": items })))
 }
@@ -33,7 +50,7 @@ pub fn get(state: &AppState, caller: &Caller, name: &str) -> Result<Response<Bod
     let calendar = calendars::find(&state.store.read()?, &caller.org_id, name)?;
     Ok(reply(
         StatusCode::OK,
-        &calendars::view(&calendar, base(state).as_deref()),
+        &view(state, &caller.org_id, &calendar, base(state).as_deref()),
     ))
 }
 
@@ -46,13 +63,14 @@ pub async fn put(
     calendars::check_name(name)?;
     let input = calendars::CalendarInput::from_json(&body)?;
     let name = name.to_string();
+    let org = caller.org_id.clone();
     let calendar = state
         .store
         .write(move |tx| calendars::put(tx, &caller, &name, &input))
         .await?;
     Ok(reply(
         StatusCode::OK,
-        &calendars::view(&calendar, base(state).as_deref()),
+        &view(state, &org, &calendar, base(state).as_deref()),
     ))
 }
 
@@ -72,13 +90,14 @@ pub async fn delete(state: &AppState, caller: Caller, name: &str) -> Result<Resp
 
 pub async fn rotate(state: &AppState, caller: Caller, name: &str) -> Result<Response<Body>> {
     let name = name.to_string();
+    let org = caller.org_id.clone();
     let calendar = state
         .store
         .write(move |tx| calendars::rotate_feed_token(tx, &caller, &name))
         .await?;
     Ok(reply(
         StatusCode::OK,
-        &calendars::view(&calendar, base(state).as_deref()),
+        &view(state, &org, &calendar, base(state).as_deref()),
     ))
 }
 

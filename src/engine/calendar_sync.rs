@@ -8,7 +8,7 @@
 //! queued a write; it reads the due rows from a snapshot, leases them in memory while
 //! their attempt runs, and sleeps until the next retry falls due.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use crate::domain::records::meeting_sync::{self, Action, Work};
 use crate::domain::records::meetings;
 use crate::error::{Error, Result};
 use crate::ics;
-use crate::providers::caldav::{BusyCache, CalDav, CalDavError, PutMode};
+use crate::providers::caldav::{BusyCache, CalDav, CalDavError, PutMode, Window};
 use crate::store::calendar_sync::DueSync;
 use crate::store::calendars::{CaldavRecord, CalendarReader, CalendarRecord, MeetingStatus};
 use crate::store::{ReadTx, Reader};
@@ -46,6 +46,9 @@ pub struct Calendars {
     pub cache: BusyCache<BusyKey>,
     pub schedule: Vec<Duration>,
     leased: Arc<Mutex<HashSet<(String, String)>>>,
+    /// The last read of each calendar's collection: its events whose time zone could
+    /// not be read (`GET /v1/calendars/{name}`'s `caldavStatus`).
+    unreadable_zones: Mutex<HashMap<(String, String), Vec<String>>>,
 }
 
 impl Default for Calendars {
@@ -57,6 +60,7 @@ impl Default for Calendars {
                 .map(|s| Duration::from_secs(*s))
                 .collect(),
             leased: Arc::default(),
+            unreadable_zones: Mutex::default(),
         }
     }
 }
@@ -107,19 +111,40 @@ impl Engine {
             Some(cached) => cached.busy.to_vec(),
             None => {
                 let zone: Tz = calendar.time_zone.parse().unwrap_or(Tz::UTC);
-                let busy = client_of(caldav)
+                let read = client_of(caldav)
                     .map_err(unavailable)?
-                    .busy(&self.client, from, to, zone)
+                    .read_busy(&self.client, &Window { from, to, zone })
                     .await
                     .map_err(unavailable)?;
-                cache.put(key, from, to, busy.clone());
-                busy
+                if let Ok(mut unreadable) = self.calendars.unreadable_zones.lock() {
+                    if read.unreadable_zones.is_empty() {
+                        unreadable.remove(&(org.to_string(), name.to_string()));
+                    } else {
+                        unreadable.insert(
+                            (org.to_string(), name.to_string()),
+                            read.unreadable_zones.clone(),
+                        );
+                    }
+                }
+                cache.put(key, from, to, read.busy.clone());
+                read.busy
             }
         };
         Ok(busy
             .iter()
             .map(|b| (b.start.timestamp_micros(), b.end.timestamp_micros()))
             .collect())
+    }
+
+    /// The events of calendar `name`'s collection whose time zone its last read could
+    /// not read (each held busy for its whole days), in words.
+    pub fn unreadable_zones(&self, org: &str, name: &str) -> Vec<String> {
+        self.calendars
+            .unreadable_zones
+            .lock()
+            .ok()
+            .and_then(|u| u.get(&(org.to_string(), name.to_string())).cloned())
+            .unwrap_or_default()
     }
 
     /// Forgets the cached busy times of every calendar (a test's or an operator's
@@ -151,7 +176,8 @@ fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
     } else {
         let lead = read.lead(&due.org, &meeting.lead_id)?.unwrap_or_default();
         let business = crate::domain::settings::org::business_name(read, &due.org)?;
-        let document = meetings::document(&calendar, &meeting, &lead, &business);
+        let sender = meetings::invitation_sender(read, &due.org)?;
+        let document = meetings::document(&calendar, &meeting, &lead, &business, sender.as_ref());
         let mut object = icalendar::Calendar::new();
         object.push(ics::meeting_event(&document));
         Action::Put {

@@ -24,7 +24,7 @@ use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -38,6 +38,7 @@ const STEPS: &[Step] = &[
     leads_and_profiles_gain_meeting_fields,
     handling_knows_who_wrote_and_inbox_tabs_are_indexed,
     campaign_replies_count_leads,
+    calendars_and_meetings_gain_caldav_fields,
 ];
 
 // Every version below the current one has its step.
@@ -756,6 +757,43 @@ mod schema8 {
             }
         }
     }
+}
+
+/// 10 → 11: a calendar says whether its CalDAV server sends the invitations
+/// (`server_schedules`, false) and a meeting keeps its event's `ETag` (`etag`, empty);
+/// both fields end their records, each one zero byte. A record that already reads in
+/// the new layout is left as it is.
+fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<()> {
+    fn grow<T: serde::de::DeserializeOwned>(
+        txn: &WriteTransaction,
+        definition: TableDefinition<(&str, &str), &[u8]>,
+    ) -> Result<usize> {
+        let mut table = txn.open_table(definition)?;
+        let mut rewritten = Vec::new();
+        for row in table.iter()? {
+            let (key, value) = row?;
+            if decode::<T>(value.value()).is_ok() {
+                continue;
+            }
+            let mut grown = value.value().to_vec();
+            grown.push(0);
+            decode::<T>(&grown)?;
+            let (org, id) = key.value();
+            rewritten.push((org.to_string(), id.to_string(), grown));
+        }
+        for (org, id, bytes) in &rewritten {
+            table.insert((org.as_str(), id.as_str()), bytes.as_slice())?;
+        }
+        Ok(rewritten.len())
+    }
+    let calendars = grow::<super::calendars::CalendarRecord>(txn, super::tables::CALENDARS)?;
+    let meetings = grow::<super::calendars::MeetingRecord>(txn, super::tables::MEETINGS)?;
+    tracing::info!(
+        calendars,
+        meetings,
+        "calendars and meetings gain their CalDAV fields"
+    );
+    Ok(())
 }
 
 /// Brings a file at version `from` up to [`SCHEMA_VERSION`].

@@ -264,3 +264,282 @@ async fn a_failed_write_keeps_the_meeting_and_is_retried_until_synced() {
         .expect("written on the retry");
     assert_eq!(start, tomorrow(14, 0));
 }
+
+/// What Outlook and Exchange write: a Windows zone name, quoted, with its `VTIMEZONE`.
+const OUTLOOK_BERLIN: &str = "BEGIN:VTIMEZONE\r\nTZID:W. Europe Standard Time\r\nBEGIN:STANDARD\r\nDTSTART:16010101T030000\r\nTZOFFSETFROM:+0200\r\nTZOFFSETTO:+0100\r\nRRULE:FREQ=YEARLY;INTERVAL=1;BYDAY=-1SU;BYMONTH=10\r\nEND:STANDARD\r\nBEGIN:DAYLIGHT\r\nDTSTART:16010101T020000\r\nTZOFFSETFROM:+0100\r\nTZOFFSETTO:+0200\r\nRRULE:FREQ=YEARLY;INTERVAL=1;BYDAY=-1SU;BYMONTH=3\r\nEND:DAYLIGHT\r\nEND:VTIMEZONE\r\n";
+
+/// An Outlook-style object: `summary` from `start` for an hour (local times written
+/// `YYYYMMDDTHHMMSS`) in `tzid`, with `vtimezone`.
+fn outlook_event(
+    uid: &str,
+    summary: &str,
+    tzid: &str,
+    vtimezone: &str,
+    start: &str,
+    end: &str,
+) -> String {
+    format!(
+        "BEGIN:VCALENDAR\r\nPRODID:-//Microsoft Corporation//Outlook 16.0 MIMEDIR//EN\r\nVERSION:2.0\r\nMETHOD:PUBLISH\r\n{vtimezone}BEGIN:VEVENT\r\nUID:{uid}\r\nSUMMARY:{summary}\r\nDTSTAMP:20261101T000000Z\r\nDTSTART;TZID=\"{tzid}\":{start}\r\nDTEND;TZID=\"{tzid}\":{end}\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outlook_event_blocks_its_real_time_and_an_unknown_zone_its_whole_day() {
+    use chrono_tz::{America::New_York, Europe::Berlin};
+    let radicale = Radicale::start().await;
+    let cal = collection(&radicale);
+    let org = Org::start().await;
+    let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    // Berlin 17:00 ten days ahead: 11:00 in New York most of the year (10:00 or 12:00
+    // in the weeks the two change clocks apart); chrono-tz says which.
+    let day = (Utc::now() + ChronoDuration::days(10)).date_naive();
+    let local = |d: chrono::NaiveDate, h: u32| d.and_hms_opt(h, 0, 0).unwrap();
+    let berlin_five = Berlin
+        .from_local_datetime(&local(day, 17))
+        .single()
+        .unwrap()
+        .with_timezone(&Utc);
+    let stamp = |d: chrono::NaiveDate, h: u32| local(d, h).format("%Y%m%dT%H%M%S").to_string();
+    let board = outlook_event(
+        "board@outlook",
+        "Vorstand",
+        "W. Europe Standard Time",
+        OUTLOOK_BERLIN,
+        &stamp(day, 17),
+        &stamp(day, 18),
+    );
+    cal.put(&client(), "board", &board, PutMode::Create)
+        .await
+        .unwrap();
+    // The next day, an event in a zone nothing can read (no VTIMEZONE, no known name).
+    let next = day.succ_opt().unwrap();
+    let lost = outlook_event(
+        "lost@x",
+        "Somewhere",
+        "Mars Standard Time",
+        "",
+        &stamp(next, 9),
+        &stamp(next, 10),
+    );
+    cal.put(&client(), "lost", &lost, PutMode::Create)
+        .await
+        .unwrap();
+    let mut calendar = on_radicale(&radicale);
+    calendar["timeZone"] = json!("America/New_York");
+    expect(&ts.put(admin, "/v1/calendars/sales", &calendar).await, 200);
+
+    let open = expect(
+        &times(
+            ts,
+            key,
+            berlin_five - ChronoDuration::hours(1),
+            berlin_five + ChronoDuration::hours(2),
+        )
+        .await,
+        200,
+    );
+    assert_eq!(
+        starts(&open),
+        [
+            berlin_five - ChronoDuration::hours(1),
+            berlin_five - ChronoDuration::minutes(30),
+            berlin_five + ChronoDuration::hours(1),
+            berlin_five + ChronoDuration::minutes(90)
+        ]
+        .map(wire),
+        "Berlin 17:00 is {} in New York: {open}",
+        berlin_five.with_timezone(&New_York)
+    );
+    // The time the zone's name misread (17:00 New York) is open; the real one is not.
+    let misread = New_York
+        .from_local_datetime(&local(day, 17))
+        .single()
+        .unwrap()
+        .with_timezone(&Utc);
+    let around = expect(
+        &times(ts, key, misread, misread + ChronoDuration::hours(1)).await,
+        200,
+    );
+    assert_eq!(starts(&around).len(), 2, "{around}");
+    let lead = lead(ts, key).await;
+    let refused = book(ts, key, &lead, berlin_five).await;
+    assert_eq!(refused.status, 409, "{}", text(&refused));
+
+    // The unknown zone holds the whole next day in New York, and is named.
+    let next_day = expect(
+        &times(
+            ts,
+            key,
+            New_York
+                .from_local_datetime(&local(next, 0))
+                .single()
+                .unwrap()
+                .with_timezone(&Utc),
+            New_York
+                .from_local_datetime(&local(next, 23))
+                .single()
+                .unwrap()
+                .with_timezone(&Utc),
+        )
+        .await,
+        200,
+    );
+    assert_eq!(starts(&next_day), Vec::<String>::new(), "{next_day}");
+    let shown = expect(&ts.get(admin, "/v1/calendars/sales").await, 200);
+    assert_eq!(
+        shown["caldavStatus"]["unreadableTimeZones"],
+        json!(["\"Somewhere\" (TZID \"Mars Standard Time\")"]),
+        "{shown}"
+    );
+}
+
+/// The `CN` of each `property` line of the `VEVENT` in `ics`, read by the `icalendar`
+/// crate's parser and RFC 6868 decoded; and the event's `SUMMARY`.
+fn names_in(ics: &str, property: &str) -> (Vec<String>, String) {
+    let unfolded = icalendar::parser::unfold(ics);
+    let parsed = icalendar::parser::read_calendar(&unfolded).expect("the icalendar crate reads it");
+    let event = parsed
+        .components
+        .iter()
+        .find(|c| c.name.as_str() == "VEVENT")
+        .expect("a VEVENT");
+    let names = event
+        .properties
+        .iter()
+        .filter(|p| p.name.as_str() == property)
+        .map(|p| {
+            let cn = p
+                .params
+                .iter()
+                .find(|q| q.key.as_str() == "CN")
+                .and_then(|q| q.val.as_ref())
+                .map(|v| v.as_str().to_string())
+                .unwrap_or_default();
+            engaged::ics::param_decoded(&cn)
+        })
+        .collect();
+    let summary = event
+        .find_prop("SUMMARY")
+        .map(|p| p.val.as_str().to_string())
+        .unwrap_or_default();
+    (names, summary)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quotes_and_line_breaks_in_names_stay_inside_their_parameters_everywhere() {
+    let radicale = Radicale::start().await;
+    let cal = collection(&radicale);
+    let sink = engaged::testkit::smtp::SmtpSink::start().await;
+    let org = Org::start_with(|c| c.public_url = Some("https://engaged.example".into())).await;
+    let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    expect(
+        &ts.patch(
+            admin,
+            "/v1/org",
+            &json!({"business": {"name": "Acme Solar"},
+                "providers": {"email": {"kind": "smtp", "host": "127.0.0.1",
+                "port": sink.port, "security": "none", "from": "Acme Solar <sales@acme.example>"}}}),
+        )
+        .await,
+        200,
+    );
+    // Calendar settings refuse control and bidi characters, naming the field.
+    for (field, edit) in [
+        (
+            "owner.name",
+            json!({"name": "Ana\nATTENDEE:mailto:mallory@evil.example", "email": "ana@acme.example"}),
+        ),
+        (
+            "owner.name",
+            json!({"name": "Ana \u{202e}ziuR", "email": "ana@acme.example"}),
+        ),
+    ] {
+        let mut body = on_radicale(&radicale);
+        body["owner"] = edit;
+        let refused = ts.put(admin, "/v1/calendars/sales", &body).await;
+        assert_eq!(refused.status, 400, "{}", text(&refused));
+        assert!(text(&refused).contains(field), "{}", text(&refused));
+    }
+    for (field, value) in [("title", "Call\u{7}"), ("location", "Room\u{1}")] {
+        let mut body = on_radicale(&radicale);
+        body[field] = json!(value);
+        let refused = ts.put(admin, "/v1/calendars/sales", &body).await;
+        assert_eq!(refused.status, 400, "{}", text(&refused));
+        assert!(text(&refused).contains(field), "{}", text(&refused));
+    }
+    let mut body = on_radicale(&radicale);
+    body["owner"] = json!({"name": "Ana \"AR\" Ruiz", "email": "ana@acme.example"});
+    body["title"] = json!("Call {{additionalInfo.note}}");
+    let saved = expect(&ts.put(admin, "/v1/calendars/sales", &body).await, 200);
+    assert_eq!(saved["invitations"], json!("engaged"), "{saved}");
+    let token = str_of(&saved["feedToken"]).to_string();
+
+    // A lead's quoted name, and a line break (CR LF) from a door that takes them.
+    let lead = ts
+        .create_lead(
+            key,
+            &json!({"firstName": "Pat \"PJ\"", "email": "pat@example.com",
+                "additionalInfo": {"note": "x\r\nATTENDEE:mailto:mallory@evil.example"}}),
+        )
+        .await;
+    let lead = str_of(&lead["id"]).to_string();
+    let booked = expect(&book(ts, key, &lead, tomorrow(14, 0)).await, 201);
+    let id = str_of(&booked["id"]).to_string();
+    meeting_when(ts, key, &id, "synced").await;
+
+    let check = |what: &str, ics: &str| {
+        let (attendees, summary) = names_in(ics, "ATTENDEE");
+        assert_eq!(attendees, ["Pat \"PJ\""], "{what}: {ics}");
+        let (organizers, _) = names_in(ics, "ORGANIZER");
+        assert_eq!(organizers, ["Ana \"AR\" Ruiz"], "{what}: {ics}");
+        assert_eq!(
+            summary, "Call x ATTENDEE:mailto:mallory@evil.example",
+            "{what}"
+        );
+        assert!(
+            !ics.contains("\r\nATTENDEE:mailto:mallory"),
+            "{what}: {ics}"
+        );
+        assert!(!ics.contains("mallory@evil.example\r\n "), "{what}: {ics}");
+    };
+    let held = cal
+        .get(&client(), &id)
+        .await
+        .unwrap()
+        .expect("the event in Radicale");
+    check("CalDAV", &held);
+
+    let feed = ts
+        .request(
+            hyper::Method::GET,
+            &format!("/v1/calendars/sales/feed.ics?token={}", enc(&token)),
+            None,
+            None,
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(feed.status, 200);
+    check("feed", &text(&feed));
+
+    let invitation =
+        engaged::testkit::poll("the lead's invitation", engaged::testkit::WAIT, || async {
+            sink.messages()
+                .into_iter()
+                .find(|m| m.contains("To: pat@example.com") && m.contains("BEGIN:VCALENDAR"))
+                .ok_or_else(|| "none yet".to_string())
+        })
+        .await;
+    let begin = invitation.find("BEGIN:VCALENDAR").unwrap();
+    let end = invitation.find("END:VCALENDAR").unwrap() + "END:VCALENDAR".len();
+    let part = invitation[begin..end].to_string() + "\r\n";
+    let part = if invitation[..begin].contains("quoted-printable") {
+        quoted_printable(&part)
+    } else {
+        part
+    };
+    check("invitation", &part);
+    assert!(
+        invitation.contains("Subject: Invitation: Call x ATTENDEE:mailto:mallory@evil.example"),
+        "a one-line subject: {invitation}"
+    );
+}

@@ -118,6 +118,7 @@ mod tests {
             sequence: 0,
             created_at: 0,
             updated_at: 0,
+            etag: String::new(),
         };
         assert_eq!(
             text("Acme Solar", &meeting),

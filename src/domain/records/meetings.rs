@@ -244,6 +244,7 @@ pub fn book(
         sequence: 0,
         created_at: now,
         updated_at: now,
+        etag: String::new(),
     };
     tx.put_meeting(org, &meeting, None)?;
     meeting_sync::queue(tx, org, &calendar, &meeting)?;
@@ -495,31 +496,64 @@ pub fn feed(read: &ReadTx, name: &str, token: &str) -> Result<String> {
     let to = now + i64::from(calendar.days_ahead) * 24 * 60 * MINUTE;
     let business = crate::domain::settings::org::business_name(read, &org)?;
     let meetings = read.booked_meeting_records(&org, name, from, to, FEED_MAX)?;
+    let sender = invitation_sender(read, &org)?;
     let mut events = Vec::with_capacity(meetings.len());
     for m in &meetings {
         let lead = read.lead(&org, &m.lead_id)?.unwrap_or_default();
-        events.push(document(&calendar, m, &lead, &business));
+        events.push(document(&calendar, m, &lead, &business, sender.as_ref()));
     }
     Ok(ics::feed(&calendar.name, &events))
 }
 
-/// A meeting as an iCalendar event: its calendar's title for the lead, the owner as
-/// organizer, the lead as attendee when it has an email.
+/// The address the organization's invitations are sent from (its SMTP `from`, name
+/// and address), if email goes through SMTP.
+pub fn invitation_sender(read: &impl Reader, org: &str) -> Result<Option<Person>> {
+    let settings = read.engine_settings(org)?;
+    let crate::store::rows::ProviderSettings::Smtp(smtp) = &settings.email else {
+        return Ok(None);
+    };
+    Ok(smtp
+        .from
+        .parse::<lettre::message::Mailbox>()
+        .ok()
+        .map(|mailbox| Person {
+            name: mailbox.name.unwrap_or_default(),
+            email: mailbox.email.to_string(),
+        }))
+}
+
+/// A meeting as an iCalendar event: its calendar's title for the lead, the lead as
+/// attendee when it has an email. The organizer is the calendar's owner, else `sender`
+/// (the organization's sender, [`invitation_sender`]); `SENT-BY` the sender when it is
+/// not the organizer. The attendee is marked `SCHEDULE-AGENT=CLIENT` unless the
+/// calendar lets its CalDAV server send the invitations.
 pub fn document(
     calendar: &CalendarRecord,
     m: &MeetingRecord,
     lead: &crate::store::rows::LeadRecord,
     business: &str,
+    sender: Option<&Person>,
 ) -> MeetingIcs {
     let summary = if calendar.title.is_empty() {
         format!("Meeting with {}", lead.display_name())
     } else {
         templates::render(&calendar.title, lead, business)
     };
-    let organizer = (!calendar.owner_email.is_empty()).then(|| Person {
-        name: calendar.owner_name.clone(),
-        email: calendar.owner_email.clone(),
-    });
+    let organizer = if calendar.owner_email.is_empty() {
+        sender.cloned()
+    } else {
+        Some(Person {
+            name: calendar.owner_name.clone(),
+            email: calendar.owner_email.clone(),
+        })
+    };
+    let sent_by = sender
+        .filter(|s| {
+            organizer
+                .as_ref()
+                .is_some_and(|o| !o.email.eq_ignore_ascii_case(&s.email))
+        })
+        .map(|s| s.email.clone());
     let attendees = if lead.email.is_empty() {
         Vec::new()
     } else {
@@ -532,14 +566,17 @@ pub fn document(
         uid: format!("{}@engaged", m.id),
         start: m.start,
         end: m.end,
-        summary,
+        // One line, cleaned: it is also an email's subject.
+        summary: crate::carrier_text::line(&summary),
         location: m.location.clone(),
         description: format!("Lead: {} ({})", lead.display_name(), m.lead_id),
         canceled: m.status == MeetingStatus::Canceled,
         sequence: m.sequence,
         stamp: m.updated_at,
         organizer,
+        sent_by,
         attendees,
+        schedule_agent_client: !calendar.server_schedules,
     }
 }
 

@@ -3,7 +3,10 @@
 //! their `TZID` zone (chrono-tz), all-day (`DATE`) events busy from midnight to midnight
 //! in the zone given, recurring masters expanded with `rrule` when the server returned
 //! them unexpanded (overridden instances and `EXDATE`s left out), `TRANSP:TRANSPARENT`
-//! and `STATUS:CANCELLED` free, every interval clipped to the range asked for.
+//! and `STATUS:CANCELLED` free, every interval clipped to the range asked for. A `TZID`
+//! is read by the object's own `VTIMEZONE` first, else by its name (IANA or Windows):
+//! `zones`; an event whose zone cannot be read is held busy for its whole days (in the
+//! calendar's zone) and named in the [`Report`].
 
 use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -35,8 +38,25 @@ pub struct NotICalendar(pub String);
 /// The busy intervals of one iCalendar object within `window`, clipped to it; the
 /// event count is the number of `VEVENT` components read (free ones included).
 pub fn busy_of(ics: &str, window: &Window) -> Result<(Vec<Busy>, usize), NotICalendar> {
+    busy_report(ics, window).map(|r| (r.busy, r.events))
+}
+
+/// What one iCalendar object says about a window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Busy intervals, clipped to the window.
+    pub busy: Vec<Busy>,
+    /// `VEVENT` components read (free ones included).
+    pub events: usize,
+    /// Events whose time zone could not be read (held busy for their whole days), in
+    /// words: `"Board call" (TZID "Mars/Olympus")`.
+    pub unreadable_zones: Vec<String>,
+}
+
+/// [`busy_of`], with the events whose zone could not be read named.
+pub fn busy_report(ics: &str, window: &Window) -> Result<Report, NotICalendar> {
     let unfolded = unfold(ics);
-    let calendar = read_calendar(&unfolded).map_err(|e| {
+    let mut calendar = read_calendar(&unfolded).map_err(|e| {
         NotICalendar(
             e.lines()
                 .next()
@@ -46,6 +66,13 @@ pub fn busy_of(ics: &str, window: &Window) -> Result<(Vec<Busy>, usize), NotICal
                 .collect(),
         )
     })?;
+    let unknown_zones = super::zones::rewrite(
+        &mut calendar.components,
+        window.from,
+        window.to,
+        window.zone,
+    );
+    let mut unreadable_zones = Vec::new();
     let events: Vec<&Component> = calendar
         .components
         .iter()
@@ -65,7 +92,15 @@ pub fn busy_of(ics: &str, window: &Window) -> Result<(Vec<Busy>, usize), NotICal
         })
         .collect();
     let mut busy = Vec::new();
-    for event in &events {
+    for (index, event) in events.iter().enumerate() {
+        let first = busy.len();
+        if let Some(tzid) = unknown_zones.get(index).and_then(Option::as_ref) {
+            unreadable_zones.push(format!(
+                "\"{}\" (TZID \"{}\")",
+                text(event, "SUMMARY").unwrap_or("an event"),
+                tzid
+            ));
+        }
         if is_free(event) {
             continue;
         }
@@ -104,8 +139,33 @@ pub fn busy_of(ics: &str, window: &Window) -> Result<(Vec<Busy>, usize), NotICal
             let start = start.utc();
             push_clipped(&mut busy, start, plus(start, length), window);
         }
+        if unknown_zones.get(index).is_some_and(Option::is_some) {
+            whole_days(&mut busy[first..], window);
+        }
     }
-    Ok((busy, events.len()))
+    Ok(Report {
+        busy,
+        events: events.len(),
+        unreadable_zones,
+    })
+}
+
+/// Each interval widened to the whole days (midnight to midnight in the window's zone)
+/// it touches, clipped to the window: an event whose zone is unknown could be at any
+/// time of its day.
+fn whole_days(busy: &mut [Busy], window: &Window) {
+    for interval in busy {
+        let first = interval.start.with_timezone(&window.zone).date_naive();
+        let last = (interval.end - Duration::microseconds(1))
+            .max(interval.start)
+            .with_timezone(&window.zone)
+            .date_naive();
+        let end = last
+            .succ_opt()
+            .map_or(window.to, |next| midnight(next, window.zone));
+        interval.start = midnight(first, window.zone).max(window.from);
+        interval.end = end.min(window.to);
+    }
 }
 
 /// `TRANSP:TRANSPARENT` or `STATUS:CANCELLED`: the event takes no time.
@@ -204,13 +264,11 @@ fn time_of(prop: &Property, zone: Tz) -> Option<When> {
     Some(When::At(local(naive, zone).with_timezone(&zone)))
 }
 
-/// An IANA zone name, also as some servers write it (`/mozilla.org/.../Europe/Berlin`).
+/// An IANA zone name, also as some servers write it (`/mozilla.org/.../Europe/Berlin`),
+/// or a Windows name (CLDR's table); by the time an event is read, `zones::rewrite` has
+/// put the zone its `VTIMEZONE` says in place of every `TZID`.
 fn zone_named(name: &str) -> Option<Tz> {
-    if let Ok(zone) = name.parse::<Tz>() {
-        return Some(zone);
-    }
-    let parts: Vec<&str> = name.split('/').filter(|p| !p.is_empty()).collect();
-    (0..parts.len()).find_map(|i| parts[i..].join("/").parse::<Tz>().ok())
+    super::zones::named_zone(name)
 }
 
 /// How long the event lasts: `DTEND` less `DTSTART`, else `DURATION`, else a day for an

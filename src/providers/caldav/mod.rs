@@ -17,7 +17,9 @@
 
 pub mod busy;
 pub mod cache;
+pub mod windows_zones;
 pub mod xml;
+pub mod zones;
 
 use std::time::Duration;
 
@@ -64,6 +66,18 @@ impl std::fmt::Debug for CalDav {
             .field("username", &self.username)
             .finish_non_exhaustive()
     }
+}
+
+/// What one read of a collection's busy times found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BusyRead {
+    /// Busy intervals, sorted, clipped to the range read.
+    pub busy: Vec<Busy>,
+    /// Events the server returned (free ones included).
+    pub events: usize,
+    /// Events whose time zone could not be read, in words (held busy for their whole
+    /// days).
+    pub unreadable_zones: Vec<String>,
 }
 
 /// Whether a `put` creates the event or replaces the one there.
@@ -166,19 +180,20 @@ impl CalDav {
         to: DateTime<Utc>,
         zone: Tz,
     ) -> Result<Vec<Busy>, CalDavError> {
-        self.busy_and_count(client, &Window { from, to, zone })
+        self.read_busy(client, &Window { from, to, zone })
             .await
-            .map(|(busy, _)| busy)
+            .map(|read| read.busy)
     }
 
-    /// The busy intervals and how many events the server returned.
-    async fn busy_and_count(
+    /// The busy intervals, how many events the server returned, and the events whose
+    /// time zone could not be read (held busy for their whole days).
+    pub async fn read_busy(
         &self,
         client: &HttpClient,
         window: &Window,
-    ) -> Result<(Vec<Busy>, usize), CalDavError> {
+    ) -> Result<BusyRead, CalDavError> {
         if window.to <= window.from {
-            return Ok((Vec::new(), 0));
+            return Ok(BusyRead::default());
         }
         let body = xml::calendar_query(window.from, window.to);
         let answer = self
@@ -197,20 +212,20 @@ impl CalDav {
             status => return Err(refused(status)),
         }
         let responses = multistatus(&answer)?;
-        let mut busy = Vec::new();
-        let mut events = 0;
+        let mut read = BusyRead::default();
         for response in responses {
             let Some(data) = response.calendar_data.filter(|d| !d.trim().is_empty()) else {
                 continue;
             };
-            let (mut found, seen) = busy::busy_of(&data, window)
+            let mut report = busy::busy_report(&data, window)
                 .map_err(|e| CalDavError::InvalidEvent(format!("{}: {}", response.href, e.0)))?;
-            busy.append(&mut found);
-            events += seen;
+            read.busy.append(&mut report.busy);
+            read.events += report.events;
+            read.unreadable_zones.append(&mut report.unreadable_zones);
         }
-        busy.sort();
-        busy.dedup();
-        Ok((busy, events))
+        read.busy.sort();
+        read.busy.dedup();
+        Ok(read)
     }
 
     /// Writes the event `uid` (an iCalendar object, checked to parse first).
@@ -308,9 +323,9 @@ impl CalDav {
             to: from + chrono::Duration::days(7),
             zone: Tz::UTC,
         };
-        self.busy_and_count(client, &window)
+        self.read_busy(client, &window)
             .await
-            .map(|(_, events)| events)
+            .map(|read| read.events)
     }
 
     async fn send(
