@@ -18,11 +18,13 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::Engine;
-use crate::domain::records::meeting_sync::{self, Action, Work};
+use crate::domain::engagement::reactions::React;
+use crate::domain::records::meeting_sync::{self, Action, Outcome, Work};
 use crate::domain::records::meetings;
+use crate::domain::records::meetings::OwnerVersion;
 use crate::error::{Error, Result};
 use crate::ics;
-use crate::providers::caldav::{BusyCache, CalDav, CalDavError, PutMode, Window};
+use crate::providers::caldav::{BusyCache, CalDav, CalDavError, Held, PutMode, Window};
 use crate::store::calendar_sync::DueSync;
 use crate::store::calendars::{CaldavRecord, CalendarReader, CalendarRecord, MeetingStatus};
 use crate::store::{ReadTx, Reader};
@@ -172,7 +174,9 @@ fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
         return Ok(None);
     };
     let action = if meeting.status == MeetingStatus::Canceled {
-        Action::Delete
+        Action::Delete {
+            etag: meeting.etag.clone(),
+        }
     } else {
         let lead = read.lead(&due.org, &meeting.lead_id)?.unwrap_or_default();
         let business = crate::domain::settings::org::business_name(read, &due.org)?;
@@ -182,7 +186,9 @@ fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
         object.push(ics::meeting_event(&document));
         Action::Put {
             ics: object.done().to_string(),
-            create: meeting.sequence == 0,
+            create: meeting.sequence == 0 && meeting.etag.is_empty(),
+            sequence: meeting.sequence,
+            etag: meeting.etag.clone(),
         }
     };
     Ok(Some(Work {
@@ -249,10 +255,10 @@ fn start_due(engine: &Arc<Engine>, attempts: &mut JoinSet<()>) -> Result<Option<
 /// One write to the collection, its answer committed, then the lease dropped.
 async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
     let outcome = match &work {
-        Some(work) => write(&engine, work).await.map_err(|e| e.to_string()),
-        None => Ok(()),
+        Some(work) => write(&engine, work).await,
+        None => Outcome::Done { etag: None },
     };
-    if let Err(error) = &outcome {
+    if let Outcome::Failed(error) = &outcome {
         tracing::warn!(meeting = %row.meeting, %error, "CalDAV write failed");
     }
     let schedule = engine.calendars.schedule.clone();
@@ -260,7 +266,7 @@ async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
         let row = row.clone();
         engine
             .store
-            .write(move |tx| meeting_sync::record(tx, &row, outcome.clone(), &schedule))
+            .write(move |tx| meeting_sync::record(tx, &row, outcome.clone(), &schedule).react(tx))
             .await
     };
     if let Err(e) = committed {
@@ -272,25 +278,163 @@ async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
     engine.store.calendar_sync_wake().notify_one();
 }
 
-async fn write(engine: &Engine, work: &Work) -> std::result::Result<(), CalDavError> {
+/// One write, conditional on the event's `ETag` (`If-Match`); a 412 reads the event:
+/// still ours (our `SEQUENCE` and times: an attempt whose answer was not committed)
+/// it is replaced on its new `ETag`, else the owner's version is the outcome.
+async fn write(engine: &Engine, work: &Work) -> Outcome {
+    match try_write(engine, work).await {
+        Ok(outcome) => outcome,
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+async fn try_write(engine: &Engine, work: &Work) -> std::result::Result<Outcome, CalDavError> {
     let caldav = client_of(&work.caldav)?;
+    let client = &engine.client;
+    let known = |etag: &str| (!etag.is_empty()).then(|| etag.to_string());
     match &work.action {
-        Action::Delete => caldav.delete(&engine.client, &work.name).await,
-        Action::Put { ics, create } => {
-            let mode = if *create {
-                PutMode::Create
-            } else {
-                PutMode::Replace
-            };
-            match caldav.put(&engine.client, &work.name, ics, mode).await {
-                // Written by an attempt whose answer was not committed: ours to replace.
-                Err(CalDavError::AlreadyExists) => {
-                    caldav
-                        .put(&engine.client, &work.name, ics, PutMode::Replace)
-                        .await
-                }
-                other => other,
+        Action::Delete { etag } => {
+            match caldav
+                .delete_if(client, &work.name, known(etag).as_deref())
+                .await
+            {
+                Ok(()) => Ok(Outcome::Done { etag: None }),
+                Err(CalDavError::ChangedOnServer) => owner_version(&caldav, engine, work).await,
+                Err(e) => Err(e),
             }
         }
+        Action::Put {
+            ics,
+            create,
+            sequence,
+            etag,
+        } => {
+            let mut if_match = known(etag);
+            if *create {
+                match caldav
+                    .put_if(client, &work.name, ics, PutMode::Create, None)
+                    .await
+                {
+                    Ok(etag) => return Ok(Outcome::Done { etag }),
+                    // Written by an attempt whose answer was not committed, or put
+                    // there by someone else: read it below.
+                    Err(CalDavError::AlreadyExists) => {}
+                    Err(e) => return Err(e),
+                }
+            } else if if_match.is_none() {
+                // No ETag known (a server that gives none, or a meeting written before
+                // engaged kept them): the event's own, or create it.
+                match caldav.get_held(client, &work.name).await? {
+                    Some(held) => if_match = held.etag,
+                    None => {
+                        let etag = caldav
+                            .put_if(client, &work.name, ics, PutMode::Create, None)
+                            .await?;
+                        return Ok(Outcome::Done { etag });
+                    }
+                }
+            }
+            if if_match.is_some() {
+                match caldav
+                    .put_if(
+                        client,
+                        &work.name,
+                        ics,
+                        PutMode::Replace,
+                        if_match.as_deref(),
+                    )
+                    .await
+                {
+                    Ok(etag) => return Ok(Outcome::Done { etag }),
+                    Err(CalDavError::ChangedOnServer) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            // The event is not what engaged last wrote: ours after all, or the owner's.
+            let Some(held) = caldav.get_held(client, &work.name).await? else {
+                return Ok(Outcome::Changed(OwnerVersion::Deleted));
+            };
+            let ours = times_of(ics);
+            let theirs = times_of(&held.ics);
+            if theirs.is_some() && theirs == ours.map(|(s, e, _)| (s, e, *sequence)) {
+                let etag = caldav
+                    .put_if(
+                        client,
+                        &work.name,
+                        ics,
+                        PutMode::Replace,
+                        held.etag.as_deref(),
+                    )
+                    .await?;
+                return Ok(Outcome::Done { etag });
+            }
+            Ok(version_of(&held))
+        }
     }
+}
+
+/// The owner's version of the event after a 412.
+async fn owner_version(
+    caldav: &CalDav,
+    engine: &Engine,
+    work: &Work,
+) -> std::result::Result<Outcome, CalDavError> {
+    Ok(match caldav.get_held(&engine.client, &work.name).await? {
+        None => Outcome::Changed(OwnerVersion::Deleted),
+        Some(held) => version_of(&held),
+    })
+}
+
+fn version_of(held: &Held) -> Outcome {
+    match times_of(&held.ics) {
+        Some((start, end, sequence)) => Outcome::Changed(OwnerVersion::Held {
+            start,
+            end,
+            sequence,
+            etag: held.etag.clone().unwrap_or_default(),
+        }),
+        // An event engaged cannot read (no times, a zone it cannot read): its times
+        // are left as they are in engaged, the owner's version kept.
+        None => Outcome::Changed(OwnerVersion::Held {
+            start: 0,
+            end: 0,
+            sequence: sequence_of(&held.ics),
+            etag: held.etag.clone().unwrap_or_default(),
+        }),
+    }
+}
+
+/// An event's start and end (its first busy interval, its zones read as the busy
+/// times are) and `SEQUENCE`.
+fn times_of(ics: &str) -> Option<(Micros, Micros, u32)> {
+    let window = Window {
+        from: utc(now_micros() - 800 * 86_400_000_000),
+        to: utc(now_micros() + 800 * 86_400_000_000),
+        zone: Tz::UTC,
+    };
+    let report = crate::providers::caldav::busy::busy_report(ics, &window).ok()?;
+    if !report.unreadable_zones.is_empty() {
+        return None;
+    }
+    let first = report.busy.first()?;
+    Some((
+        first.start.timestamp_micros(),
+        first.end.timestamp_micros(),
+        sequence_of(ics),
+    ))
+}
+
+fn sequence_of(ics: &str) -> u32 {
+    let unfolded = icalendar::parser::unfold(ics);
+    icalendar::parser::read_calendar(&unfolded)
+        .ok()
+        .and_then(|calendar| {
+            calendar
+                .components
+                .iter()
+                .find(|c| c.name.as_str().eq_ignore_ascii_case("VEVENT"))
+                .and_then(|event| event.find_prop("SEQUENCE"))
+                .and_then(|p| p.val.as_str().trim().parse().ok())
+        })
+        .unwrap_or(0)
 }

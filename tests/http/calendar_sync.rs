@@ -543,3 +543,141 @@ async fn quotes_and_line_breaks_in_names_stay_inside_their_parameters_everywhere
         "a one-line subject: {invitation}"
     );
 }
+
+/// The owner's own edit of the meeting's event in the collection: `start` for 30
+/// minutes at `sequence` (as a calendar app writes it, the UID kept).
+fn owners_version(uid: &str, start: DateTime<Utc>, sequence: u32) -> String {
+    let mut event = icalendar::Event::new();
+    event
+        .uid(uid)
+        .summary("Consultation (moved by Ana)")
+        .timestamp(Utc::now())
+        .starts(start)
+        .ends(start + ChronoDuration::minutes(30))
+        .sequence(sequence);
+    icalendar::Calendar::new()
+        .push(event.done())
+        .done()
+        .to_string()
+}
+
+/// The meeting once `check` holds (polled, bounded).
+async fn meeting_until(
+    ts: &TestServer,
+    key: &str,
+    id: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..300 {
+        last = expect(&ts.get(key, &format!("/v1/meetings/{id}")).await, 200);
+        if check(&last) {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the meeting never {what}: {last}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owners_move_and_delete_in_the_calendar_win_over_engageds_next_write() {
+    let radicale = Radicale::start().await;
+    let cal = collection(&radicale);
+    let org = Org::start().await;
+    let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    expect(
+        &ts.put(admin, "/v1/calendars/sales", &on_radicale(&radicale))
+            .await,
+        200,
+    );
+    let lead = lead(ts, key).await;
+    let booked = expect(&book(ts, key, &lead, tomorrow(10, 0)).await, 201);
+    let id = str_of(&booked["id"]).to_string();
+    let uid = format!("{id}@engaged");
+    meeting_when(ts, key, &id, "synced").await;
+
+    // The owner moves it to 12:00 in her calendar (her app writes SEQUENCE 3).
+    cal.put(
+        &client(),
+        &id,
+        &owners_version(&uid, tomorrow(12, 0), 3),
+        PutMode::Replace,
+    )
+    .await
+    .unwrap();
+    // engaged's next write (a move to 14:00) is conditional: refused, her version read
+    // and kept, the meeting moved to her time.
+    expect(
+        &ts.post(
+            key,
+            &format!("/v1/meetings/{id}/reschedule"),
+            &json!({"start": wire(tomorrow(14, 0))}),
+        )
+        .await,
+        200,
+    );
+    let taken = meeting_until(ts, key, &id, "took the owner's time", |m| {
+        m["start"] == json!(wire(tomorrow(12, 0))) && m["calendarSync"] == json!("synced")
+    })
+    .await;
+    assert_eq!(taken["status"], json!("booked"), "{taken}");
+    let (_, start, sequence) = held(&cal, &id).await.expect("her version is kept");
+    assert_eq!((start, sequence), (tomorrow(12, 0), 3));
+    let events = crate::engagement::events_of_type(ts, key, &lead, "MEETING").await;
+    assert!(
+        events.iter().any(
+            |e| e["data"]["note"] == json!("changed in the owner's calendar")
+                && e["data"]["action"] == json!("rescheduled")
+                && e["data"]["start"] == json!(wire(tomorrow(12, 0)))
+        ),
+        "{events:?}"
+    );
+
+    // The next move is written over her version, on its ETag, SEQUENCE above hers.
+    expect(
+        &ts.post(
+            key,
+            &format!("/v1/meetings/{id}/reschedule"),
+            &json!({"start": wire(tomorrow(15, 0))}),
+        )
+        .await,
+        200,
+    );
+    meeting_until(ts, key, &id, "synced the move", |m| {
+        m["start"] == json!(wire(tomorrow(15, 0))) && m["calendarSync"] == json!("synced")
+    })
+    .await;
+    let (_, start, sequence) = held(&cal, &id).await.expect("the move");
+    assert_eq!(
+        (start, sequence),
+        (tomorrow(15, 0), 4),
+        "SEQUENCE never goes down"
+    );
+
+    // She deletes it: engaged's next write finds it gone and cancels the meeting.
+    cal.delete(&client(), &id).await.unwrap();
+    expect(
+        &ts.post(
+            key,
+            &format!("/v1/meetings/{id}/reschedule"),
+            &json!({"start": wire(tomorrow(16, 0))}),
+        )
+        .await,
+        200,
+    );
+    let canceled = meeting_until(ts, key, &id, "was canceled", |m| {
+        m["status"] == json!("canceled") && m["calendarSync"] == json!("synced")
+    })
+    .await;
+    assert_eq!(canceled["calendarSync"], json!("synced"), "{canceled}");
+    assert_eq!(held(&cal, &id).await, None, "nothing written back");
+    let events = crate::engagement::events_of_type(ts, key, &lead, "MEETING").await;
+    assert!(
+        events.iter().any(
+            |e| e["data"]["note"] == json!("changed in the owner's calendar")
+                && e["data"]["action"] == json!("canceled")
+        ),
+        "{events:?}"
+    );
+}

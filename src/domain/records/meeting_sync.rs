@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use crate::domain::records::meetings::{self, OwnerVersion};
+use crate::domain::records::written::Written;
 use crate::error::Result;
 use crate::store::calendar_sync::{DueSync, SyncRow};
 use crate::store::calendars::{
@@ -47,13 +49,33 @@ pub fn queue(
     Ok(())
 }
 
-/// What one write to the collection does.
+/// What one write to the collection does. `etag` is the event's as engaged last wrote
+/// or read it (empty: none known): sent as `If-Match`, so that a change the owner made
+/// in the calendar meanwhile is read and kept, never overwritten.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// Writes the event (`create`: `If-None-Match: *`, the first version).
-    Put { ics: String, create: bool },
+    /// Writes the event (`create`: `If-None-Match: *`, the first version) at
+    /// `sequence`.
+    Put {
+        ics: String,
+        create: bool,
+        sequence: u32,
+        etag: String,
+    },
     /// Deletes it (the meeting was canceled).
-    Delete,
+    Delete { etag: String },
+}
+
+/// What an attempt found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Written (with the event's new `ETag` when the server gave one) or deleted.
+    Done { etag: Option<String> },
+    /// The server's error in words: retried.
+    Failed(String),
+    /// The owner changed the event in the calendar since engaged wrote it: their
+    /// version is taken in (`meetings::take_owner_version`).
+    Changed(OwnerVersion),
 }
 
 /// One owed write: to which collection, which file (`{meeting id}.ics`), what.
@@ -65,20 +87,36 @@ pub struct Work {
     pub action: Action,
 }
 
-/// Commits an attempt's answer (`Err`: the server's error in words), unless a newer
-/// change of the meeting queued its row again meanwhile (that one is attempted next).
-/// A failure is retried after `schedule[attempts]` (±20 %), then rests in `failed`.
+/// Commits an attempt's answer, unless a newer change of the meeting queued its row
+/// again meanwhile (that one is attempted next). A failure is retried after
+/// `schedule[attempts]` (±20 %), then rests in `failed`; a change the owner made in the
+/// calendar is taken in (`meetings::take_owner_version`: its reactions owed) and
+/// nothing more is written for this version.
 pub fn record(
     tx: &mut WriteTx,
     due: &DueSync,
-    outcome: std::result::Result<(), String>,
+    outcome: Outcome,
     schedule: &[Duration],
-) -> Result<()> {
+) -> Result<Written<()>> {
     if tx.calendar_sync_row(&due.org, &due.meeting)? != Some(due.row) {
-        return Ok(());
+        // A newer change is owed; the ETag of what this attempt wrote is still the
+        // event's, and that write's `If-Match`.
+        if let Outcome::Done { etag } = &outcome {
+            if let Some(old) = tx.meeting(&due.org, &due.meeting)? {
+                let etag = etag.clone().unwrap_or_default();
+                if old.etag != etag {
+                    let mut meeting = old.clone();
+                    meeting.etag = etag;
+                    meeting.updated_at = tx.tick();
+                    tx.put_meeting(&due.org, &meeting, Some(&old))?;
+                }
+            }
+        }
+        return Ok(Written::owing_nothing(()));
     }
     let Some(old) = tx.meeting(&due.org, &due.meeting)? else {
-        return tx.remove_calendar_sync(&due.org, &due.meeting);
+        tx.remove_calendar_sync(&due.org, &due.meeting)?;
+        return Ok(Written::owing_nothing(()));
     };
     let has_caldav = tx
         .calendar(&due.org, &old.calendar)?
@@ -90,12 +128,18 @@ pub fn record(
             meeting.sync_error.clear();
             tx.remove_calendar_sync(&due.org, &due.meeting)?;
         }
-        (Ok(()), true) => {
+        (Outcome::Changed(version), true) => {
+            tx.remove_calendar_sync(&due.org, &due.meeting)?;
+            return meetings::take_owner_version(tx, &due.org, &old, version)
+                .map(|w| w.map(|_| ()));
+        }
+        (Outcome::Done { etag }, true) => {
             meeting.calendar_sync = CalendarSync::Synced;
             meeting.sync_error.clear();
+            meeting.etag = etag.clone().unwrap_or_default();
             tx.remove_calendar_sync(&due.org, &due.meeting)?;
         }
-        (Err(error), true) => {
+        (Outcome::Failed(error), true) => {
             meeting.calendar_sync = CalendarSync::Failed;
             meeting.sync_error = error.chars().take(300).collect();
             match schedule.get(due.row.attempts as usize) {
@@ -111,11 +155,14 @@ pub fn record(
             }
         }
     }
-    if meeting.calendar_sync != old.calendar_sync || meeting.sync_error != old.sync_error {
+    if meeting.calendar_sync != old.calendar_sync
+        || meeting.sync_error != old.sync_error
+        || meeting.etag != old.etag
+    {
         meeting.updated_at = tx.tick();
         tx.put_meeting(&due.org, &meeting, Some(&old))?;
     }
-    Ok(())
+    Ok(Written::owing_nothing(()))
 }
 
 /// ±20 %, so that meetings that failed together are not retried together.

@@ -29,7 +29,7 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::ics::{self, MeetingIcs, Person};
 use crate::store::calendars::{
-    BookedBy, CalendarReader, CalendarRecord, MeetingRecord, MeetingStatus,
+    BookedBy, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord, MeetingStatus,
 };
 use crate::store::rows::MeetingChange;
 use crate::store::{ReadTx, Reader, Start, WriteTx};
@@ -350,6 +350,108 @@ pub fn cancel(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<Written<Mee
     Ok(written
         .and_owing(confirmation(org, &meeting, MeetingChange::Canceled))
         .map(|()| meeting))
+}
+
+/// What the owner's CalDAV calendar holds for a meeting's event when it is not what
+/// engaged last wrote (its `ETag` changed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnerVersion {
+    /// The owner deleted the event.
+    Deleted,
+    /// The event as it is now: its times, `SEQUENCE` and `ETag`.
+    Held {
+        start: Micros,
+        end: Micros,
+        sequence: u32,
+        etag: String,
+    },
+}
+
+/// What the `MEETING` event says of a change made in the owner's calendar.
+pub const CHANGED_IN_CALENDAR: &str = "changed in the owner's calendar";
+
+/// Takes in the owner's change of meeting `old` (the owner's version wins): a deleted
+/// event cancels a booked meeting, a moved one moves it (no slot check: the owner chose
+/// the time), another edit keeps the times; each with a `MEETING` event whose `note` is
+/// [`CHANGED_IN_CALENDAR`] (`source: "calendar"`), the webhook and the lead's
+/// confirmation when the time or status changed. `SEQUENCE` never goes down; the
+/// meeting ends `synced` with the event's `ETag`.
+pub fn take_owner_version(
+    tx: &mut WriteTx,
+    org: &str,
+    old: &MeetingRecord,
+    version: &OwnerVersion,
+) -> Result<Written<MeetingRecord>> {
+    let mut meeting = old.clone();
+    meeting.calendar_sync = CalendarSync::Synced;
+    meeting.sync_error.clear();
+    let (action, webhook, change) = match version {
+        OwnerVersion::Deleted if old.status == MeetingStatus::Booked => {
+            meeting.status = MeetingStatus::Canceled;
+            meeting.sequence += 1;
+            meeting.etag.clear();
+            (
+                "canceled",
+                Some(WebhookEvent::MeetingCanceled),
+                Some(MeetingChange::Canceled),
+            )
+        }
+        OwnerVersion::Deleted => {
+            meeting.etag.clear();
+            ("changed", None, None)
+        }
+        OwnerVersion::Held {
+            start,
+            end,
+            sequence,
+            etag,
+        } => {
+            meeting.sequence = meeting.sequence.max(*sequence);
+            meeting.etag = etag.clone();
+            let moved = old.status == MeetingStatus::Booked
+                && (*start, *end) != (old.start, old.end)
+                && start < end;
+            if moved {
+                meeting.start = *start;
+                meeting.end = *end;
+                (
+                    "rescheduled",
+                    Some(WebhookEvent::MeetingRescheduled),
+                    Some(MeetingChange::Moved),
+                )
+            } else {
+                ("changed", None, None)
+            }
+        }
+    };
+    meeting.updated_at = tx.tick();
+    tx.put_meeting(org, &meeting, Some(old))?;
+    let lead = tx
+        .lead(org, &meeting.lead_id)?
+        .ok_or_else(|| Error::lead_not_found(&meeting.lead_id))?;
+    let next = tx.next_meeting(org, &meeting.lead_id, time::now_micros())?;
+    let mut data = payload(&meeting);
+    data["action"] = json!(action);
+    data["source"] = json!("calendar");
+    data["note"] = json!(CHANGED_IN_CALENDAR);
+    let id = crate::ids::generate("mev");
+    let written = events::record(tx, org, lead, MEETING_EVENT, &id, data, |l| {
+        l.next_meeting_at = next;
+    })?;
+    if let Some(event) = webhook {
+        webhooks::emit(tx, org, event, payload(&meeting))?;
+    }
+    let mut written = written.map(|_| ());
+    if let Some(change) = change {
+        if change == MeetingChange::Moved {
+            written = written.and_owing(Reaction::MeetingTimed {
+                org: org.to_string(),
+                meeting: meeting.id.clone(),
+            });
+        }
+        written = written.and_owing(confirmation(org, &meeting, change));
+    }
+    Ok(written.map(|()| meeting))
 }
 
 /// Closes a meeting as `completed` or `no_show` (a booked one, or one closed before).

@@ -89,6 +89,13 @@ pub enum PutMode {
     Replace,
 }
 
+/// An event as the collection holds it, with its `ETag` when the server gave one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub ics: String,
+    pub etag: Option<String>,
+}
+
 /// What went wrong, in words an operator reads.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CalDavError {
@@ -110,6 +117,8 @@ pub enum CalDavError {
     TooLarge(usize),
     #[error("an event with this UID is already in the calendar")]
     AlreadyExists,
+    #[error("the event was changed in the calendar since engaged wrote it")]
+    ChangedOnServer,
     #[error("the event is not valid iCalendar: {0}")]
     InvalidEvent(String),
     #[error("the CalDAV server answered {0}")]
@@ -228,14 +237,28 @@ impl CalDav {
         Ok(read)
     }
 
-    /// Writes the event `uid` (an iCalendar object, checked to parse first).
+    /// Writes the event `uid` (an iCalendar object, checked to parse first); the new
+    /// `ETag` when the server answered one.
     pub async fn put(
         &self,
         client: &HttpClient,
         uid: &str,
         ics: &str,
         mode: PutMode,
-    ) -> Result<(), CalDavError> {
+    ) -> Result<Option<String>, CalDavError> {
+        self.put_if(client, uid, ics, mode, None).await
+    }
+
+    /// [`CalDav::put`], replacing only the version whose `ETag` is `if_match`
+    /// (`If-Match`, RFC 7232 §3.1): 412 is [`CalDavError::ChangedOnServer`].
+    pub async fn put_if(
+        &self,
+        client: &HttpClient,
+        uid: &str,
+        ics: &str,
+        mode: PutMode,
+        if_match: Option<&str>,
+    ) -> Result<Option<String>, CalDavError> {
         icalendar::parser::read_calendar(&icalendar::parser::unfold(ics)).map_err(|e| {
             CalDavError::InvalidEvent(
                 e.lines()
@@ -248,8 +271,10 @@ impl CalDav {
         })?;
         let url = self.event_url(uid)?;
         let mut headers = Vec::new();
-        if mode == PutMode::Create {
-            headers.push(("if-none-match", "*".to_string()));
+        match (mode, if_match) {
+            (PutMode::Create, _) => headers.push(("if-none-match", "*".to_string())),
+            (PutMode::Replace, Some(etag)) => headers.push(("if-match", etag.to_string())),
+            (PutMode::Replace, None) => {}
         }
         let answer = self
             .send(
@@ -262,8 +287,9 @@ impl CalDav {
             )
             .await?;
         match answer.status {
-            200..=299 => Ok(()),
+            200..=299 => Ok(answer.etag),
             412 if mode == PutMode::Create => Err(CalDavError::AlreadyExists),
+            412 => Err(CalDavError::ChangedOnServer),
             404 | 405 | 409 => Err(CalDavError::NotACalendar),
             status => Err(refused(status)),
         }
@@ -271,25 +297,54 @@ impl CalDav {
 
     /// Deletes the event `uid`; one that is not there counts as deleted.
     pub async fn delete(&self, client: &HttpClient, uid: &str) -> Result<(), CalDavError> {
+        self.delete_if(client, uid, None).await
+    }
+
+    /// [`CalDav::delete`] of the version whose `ETag` is `if_match` only: 412 is
+    /// [`CalDavError::ChangedOnServer`].
+    pub async fn delete_if(
+        &self,
+        client: &HttpClient,
+        uid: &str,
+        if_match: Option<&str>,
+    ) -> Result<(), CalDavError> {
         let url = self.event_url(uid)?;
+        let headers: Vec<(&'static str, String)> = if_match
+            .map(|etag| vec![("if-match", etag.to_string())])
+            .unwrap_or_default();
         let answer = self
-            .send(client, Method::DELETE, &url, &[], Vec::new(), None)
+            .send(client, Method::DELETE, &url, &headers, Vec::new(), None)
             .await?;
         match answer.status {
             200..=299 | 404 | 410 => Ok(()),
+            412 => Err(CalDavError::ChangedOnServer),
             status => Err(refused(status)),
         }
     }
 
     /// The iCalendar text of the event `uid` as the server holds it, if it is there.
     pub async fn get(&self, client: &HttpClient, uid: &str) -> Result<Option<String>, CalDavError> {
+        Ok(self.get_held(client, uid).await?.map(|held| held.ics))
+    }
+
+    /// The event `uid` as the server holds it, with its `ETag`, if it is there.
+    pub async fn get_held(
+        &self,
+        client: &HttpClient,
+        uid: &str,
+    ) -> Result<Option<Held>, CalDavError> {
         let url = self.event_url(uid)?;
         let answer = self
             .send(client, Method::GET, &url, &[], Vec::new(), None)
             .await?;
         match answer.status {
             200 => String::from_utf8(answer.body.to_vec())
-                .map(Some)
+                .map(|ics| {
+                    Some(Held {
+                        ics,
+                        etag: answer.etag.clone(),
+                    })
+                })
                 .map_err(|_| CalDavError::InvalidEvent("not UTF-8".into())),
             404 | 410 => Ok(None),
             status => Err(refused(status)),
