@@ -317,7 +317,11 @@ mod tests {
                 event.get_description(),
                 Some("two\nlines; a comma, a \\ backslash")
             );
-            let attendees: Vec<&str> = text.lines().filter(|l| l.starts_with("ATTENDEE")).collect();
+            let unfolded = text.replace("\r\n ", "");
+            let attendees: Vec<&str> = unfolded
+                .lines()
+                .filter(|l| l.starts_with("ATTENDEE"))
+                .collect();
             assert_eq!(attendees.len(), 1, "{text}");
             assert!(attendees[0].contains("SCHEDULE-AGENT=CLIENT"), "{text}");
         }

@@ -113,11 +113,19 @@ impl Engine {
             Some(cached) => cached.busy.to_vec(),
             None => {
                 let zone: Tz = calendar.time_zone.parse().unwrap_or(Tz::UTC);
+                let sent_at = now_micros();
                 let read = client_of(caldav)
                     .map_err(unavailable)?
                     .read_busy(&self.client, &Window { from, to, zone })
                     .await
                     .map_err(unavailable)?;
+                let span = (from.timestamp_micros(), to.timestamp_micros());
+                if let Err(e) = self
+                    .take_in_owner_changes(org, name, sent_at, span, &read.engaged_events)
+                    .await
+                {
+                    tracing::warn!(error = %e.to_string_for_logs(), org, calendar = name, "cannot take in the owner's calendar changes");
+                }
                 if let Ok(mut unreadable) = self.calendars.unreadable_zones.lock() {
                     if read.unreadable_zones.is_empty() {
                         unreadable.remove(&(org.to_string(), name.to_string()));
@@ -147,6 +155,71 @@ impl Engine {
             .ok()
             .and_then(|u| u.get(&(org.to_string(), name.to_string())).cloned())
             .unwrap_or_default()
+    }
+
+    /// Takes in what a read of calendar `name`'s collection (sent at `sent_at`, over
+    /// `span`) says the owner did to engaged's events: a booked meeting wholly inside
+    /// the span, `synced` with a known ETag and unchanged since before the read, whose
+    /// event is gone (deleted) or at other times (moved) gets the owner's version
+    /// (`meetings::take_owner_version`), re-checked unchanged inside the write.
+    async fn take_in_owner_changes(
+        &self,
+        org: &str,
+        name: &str,
+        sent_at: Micros,
+        span: (Micros, Micros),
+        engaged_events: &[(String, String)],
+    ) -> Result<()> {
+        let meetings = self
+            .store
+            .read()?
+            .booked_meeting_records(org, name, span.0, span.1, 5_000)?;
+        let mut changes = Vec::new();
+        for meeting in meetings {
+            let settled = meeting.calendar_sync == crate::store::calendars::CalendarSync::Synced
+                && !meeting.etag.is_empty()
+                && meeting.updated_at < sent_at
+                && meeting.end <= span.1;
+            if !settled {
+                continue;
+            }
+            let uid = format!("{}@engaged", meeting.id);
+            let version = match engaged_events.iter().find(|(u, _)| *u == uid) {
+                None => OwnerVersion::Deleted,
+                Some((_, ics)) => match times_of(ics) {
+                    Some((start, end, sequence))
+                        if (start, end) != (meeting.start, meeting.end) =>
+                    {
+                        OwnerVersion::Held {
+                            start,
+                            end,
+                            sequence,
+                            // Read by the next write (`If-Match` needs the event's own).
+                            etag: String::new(),
+                        }
+                    }
+                    _ => continue,
+                },
+            };
+            changes.push((meeting, version));
+        }
+        for (seen, version) in changes {
+            let org = org.to_string();
+            self.store
+                .write(move |tx| {
+                    let Some(now) = tx.meeting(&org, &seen.id)? else {
+                        return Ok(());
+                    };
+                    if now != seen {
+                        return Ok(());
+                    }
+                    meetings::take_owner_version(tx, &org, &now, &version)
+                        .react(tx)
+                        .map(|_| ())
+                })
+                .await?;
+        }
+        Ok(())
     }
 
     /// Forgets the cached busy times of every calendar (a test's or an operator's

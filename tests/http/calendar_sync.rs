@@ -4,13 +4,17 @@
 //! a cancellation deletes it, each ending `calendarSync: "synced"`; an unreachable
 //! server answers 424 `Calendar unavailable` and books nothing; a failed write leaves
 //! the meeting booked, `failed` with its error, and the retry after the server is
-//! mended ends `synced`.
+//! mended ends `synced`. An Outlook-style event (a Windows `TZID` with its
+//! `VTIMEZONE`) blocks its real time; the owner's move and delete in her calendar win
+//! over engaged's next (conditional) write; names with quotes and line breaks stay
+//! inside their parameters. The zone and ETag tests run on Xandikos too.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Duration as ChronoDuration, TimeZone, Utc};
 use engaged::http_client::HttpClient;
 use engaged::providers::caldav::{CalDav, PutMode};
+use engaged::testkit::xandikos::{CalDavServer, Xandikos};
 use engaged::testkit::{closed_addr, enc, Org, Radicale, Response, TestServer};
 use icalendar::{Component, EventLike};
 use serde_json::{json, Value};
@@ -33,11 +37,15 @@ fn calendar_at(url: &str, user: &str, password: &str) -> Value {
 }
 
 fn on_radicale(radicale: &Radicale) -> Value {
-    calendar_at(radicale.url(), radicale.user(), radicale.password())
+    on_server(radicale)
 }
 
-fn collection(radicale: &Radicale) -> CalDav {
-    CalDav::new(radicale.url(), radicale.user(), radicale.password()).unwrap()
+fn on_server(server: &impl CalDavServer) -> Value {
+    calendar_at(server.url(), server.user(), server.password())
+}
+
+fn collection(server: &impl CalDavServer) -> CalDav {
+    CalDav::new(server.url(), server.user(), server.password()).unwrap()
 }
 
 /// Tomorrow at `hour:minute` UTC.
@@ -285,9 +293,17 @@ fn outlook_event(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outlook_event_blocks_its_real_time_and_an_unknown_zone_its_whole_day() {
+    outlook_event_on(&Radicale::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_xandikos_an_outlook_event_blocks_its_real_time() {
+    outlook_event_on(&Xandikos::start().await).await;
+}
+
+async fn outlook_event_on(server: &impl CalDavServer) {
     use chrono_tz::{America::New_York, Europe::Berlin};
-    let radicale = Radicale::start().await;
-    let cal = collection(&radicale);
+    let cal = collection(server);
     let org = Org::start().await;
     let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
     // Berlin 17:00 ten days ahead: 11:00 in New York most of the year (10:00 or 12:00
@@ -324,7 +340,7 @@ async fn an_outlook_event_blocks_its_real_time_and_an_unknown_zone_its_whole_day
     cal.put(&client(), "lost", &lost, PutMode::Create)
         .await
         .unwrap();
-    let mut calendar = on_radicale(&radicale);
+    let mut calendar = on_server(server);
     calendar["timeZone"] = json!("America/New_York");
     expect(&ts.put(admin, "/v1/calendars/sales", &calendar).await, 200);
 
@@ -582,12 +598,20 @@ async fn meeting_until(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_owners_move_and_delete_in_the_calendar_win_over_engageds_next_write() {
-    let radicale = Radicale::start().await;
-    let cal = collection(&radicale);
+    owners_changes_on(&Radicale::start().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_xandikos_the_owners_move_and_delete_win_over_engageds_next_write() {
+    owners_changes_on(&Xandikos::start().await).await;
+}
+
+async fn owners_changes_on(server: &impl CalDavServer) {
+    let cal = collection(server);
     let org = Org::start().await;
     let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
     expect(
-        &ts.put(admin, "/v1/calendars/sales", &on_radicale(&radicale))
+        &ts.put(admin, "/v1/calendars/sales", &on_server(server))
             .await,
         200,
     );
@@ -680,4 +704,95 @@ async fn the_owners_move_and_delete_in_the_calendar_win_over_engageds_next_write
         ),
         "{events:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_of_the_calendar_takes_in_the_owners_move_and_delete() {
+    let radicale = Radicale::start().await;
+    let cal = collection(&radicale);
+    let org = Org::start().await;
+    let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    expect(
+        &ts.put(admin, "/v1/calendars/sales", &on_radicale(&radicale))
+            .await,
+        200,
+    );
+    let lead = lead(ts, key).await;
+    let booked = expect(&book(ts, key, &lead, tomorrow(10, 0)).await, 201);
+    let id = str_of(&booked["id"]).to_string();
+    let uid = format!("{id}@engaged");
+    meeting_when(ts, key, &id, "synced").await;
+    // The same server by another name, so that the next read is not the cached one.
+    let fresh_read = |host: &str| {
+        let url = radicale.url().replace("127.0.0.1", host);
+        calendar_at(&url, radicale.user(), radicale.password())
+    };
+
+    // She moves it to 12:00; the next read of her calendar (any `times`) moves the
+    // meeting, says so on the lead and keeps her version.
+    cal.put(
+        &client(),
+        &id,
+        &owners_version(&uid, tomorrow(12, 0), 1),
+        PutMode::Replace,
+    )
+    .await
+    .unwrap();
+    expect(
+        &ts.put(admin, "/v1/calendars/sales", &fresh_read("localhost"))
+            .await,
+        200,
+    );
+    let open = expect(&times(ts, key, tomorrow(9, 0), tomorrow(13, 0)).await, 200);
+    assert!(
+        !starts(&open).contains(&wire(tomorrow(12, 0))),
+        "her 12:00 is busy: {open}"
+    );
+    let moved = meeting_until(ts, key, &id, "took her move", |m| {
+        m["start"] == json!(wire(tomorrow(12, 0)))
+    })
+    .await;
+    assert_eq!(moved["status"], json!("booked"), "{moved}");
+    let events = crate::engagement::events_of_type(ts, key, &lead, "MEETING").await;
+    assert!(
+        events.iter().any(
+            |e| e["data"]["note"] == json!("changed in the owner's calendar")
+                && e["data"]["action"] == json!("rescheduled")
+        ),
+        "{events:?}"
+    );
+    let (_, start, sequence) = held(&cal, &id).await.expect("her version");
+    assert_eq!((start, sequence), (tomorrow(12, 0), 1));
+
+    // engaged's next write goes over her version with a higher SEQUENCE.
+    expect(
+        &ts.post(
+            key,
+            &format!("/v1/meetings/{id}/reschedule"),
+            &json!({"start": wire(tomorrow(14, 0))}),
+        )
+        .await,
+        200,
+    );
+    meeting_until(ts, key, &id, "synced the move", |m| {
+        m["start"] == json!(wire(tomorrow(14, 0))) && m["calendarSync"] == json!("synced")
+    })
+    .await;
+    let (_, start, sequence) = held(&cal, &id).await.expect("the move");
+    assert_eq!((start, sequence), (tomorrow(14, 0), 2));
+
+    // She deletes it; the next read cancels the meeting.
+    cal.delete(&client(), &id).await.unwrap();
+    expect(
+        &ts.put(admin, "/v1/calendars/sales", &fresh_read("LOCALHOST"))
+            .await,
+        200,
+    );
+    expect(&times(ts, key, tomorrow(9, 0), tomorrow(13, 0)).await, 200);
+    let canceled = meeting_until(ts, key, &id, "was canceled", |m| {
+        m["status"] == json!("canceled")
+    })
+    .await;
+    assert_eq!(canceled["calendarSync"], json!("synced"), "{canceled}");
+    assert_eq!(held(&cal, &id).await, None);
 }

@@ -78,6 +78,30 @@ pub struct BusyRead {
     /// Events whose time zone could not be read, in words (held busy for their whole
     /// days).
     pub unreadable_zones: Vec<String>,
+    /// The `calendar-data` of each object holding an event engaged wrote (a `UID`
+    /// ending in `@engaged`), by that UID: what the owner's calendar holds for them.
+    pub engaged_events: Vec<(String, String)>,
+}
+
+/// The `UID`s of `ics`'s events that end in `@engaged` (engaged's own meetings).
+fn engaged_uids(ics: &str) -> Vec<String> {
+    if !ics.contains("@engaged") {
+        return Vec::new();
+    }
+    let unfolded = icalendar::parser::unfold(ics);
+    let Ok(calendar) = icalendar::parser::read_calendar(&unfolded) else {
+        return Vec::new();
+    };
+    let mut uids: Vec<String> = calendar
+        .components
+        .iter()
+        .filter(|c| c.name.as_str().eq_ignore_ascii_case("VEVENT"))
+        .filter_map(|c| c.find_prop("UID"))
+        .map(|p| p.val.as_str().trim().to_string())
+        .filter(|uid| uid.ends_with("@engaged"))
+        .collect();
+    uids.dedup();
+    uids
 }
 
 /// Whether a `put` creates the event or replaces the one there.
@@ -231,6 +255,9 @@ impl CalDav {
             read.busy.append(&mut report.busy);
             read.events += report.events;
             read.unreadable_zones.append(&mut report.unreadable_zones);
+            for uid in engaged_uids(&data) {
+                read.engaged_events.push((uid, data.clone()));
+            }
         }
         read.busy.sort();
         read.busy.dedup();
