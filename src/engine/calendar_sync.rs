@@ -19,9 +19,8 @@ use tokio::task::JoinSet;
 
 use super::Engine;
 use crate::domain::engagement::reactions::React;
-use crate::domain::records::meeting_sync::{self, Action, Outcome, Work};
+use crate::domain::records::meeting_sync::{self, Action, Outcome, OwnerVersion, Work};
 use crate::domain::records::meetings;
-use crate::domain::records::meetings::OwnerVersion;
 use crate::error::{Error, Result};
 use crate::ics;
 use crate::providers::caldav::{BusyCache, CalDav, CalDavError, Held, PutMode, Window};
@@ -339,7 +338,16 @@ async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
         let row = row.clone();
         engine
             .store
-            .write(move |tx| meeting_sync::record(tx, &row, outcome.clone(), &schedule).react(tx))
+            .write(
+                move |tx| match meeting_sync::record(tx, &row, outcome.clone(), &schedule)? {
+                    Some((meeting, version)) => {
+                        meetings::take_owner_version(tx, &row.org, &meeting, &version)
+                            .react(tx)
+                            .map(|_| ())
+                    }
+                    None => Ok(()),
+                },
+            )
             .await
     };
     if let Err(e) = committed {

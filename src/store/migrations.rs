@@ -986,6 +986,63 @@ mod tests {
     }
 
     #[test]
+    fn schema_10_calendars_and_meetings_gain_their_caldav_fields() {
+        use crate::store::calendars::{CalendarRecord, MeetingRecord};
+        use crate::store::tables::{CALENDARS, MEETINGS};
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v10.redb")).unwrap();
+        let calendar = CalendarRecord {
+            name: "sales".into(),
+            time_zone: "UTC".into(),
+            owner_name: "Ana".into(),
+            ..CalendarRecord::default()
+        };
+        let meeting = MeetingRecord {
+            id: "m1".into(),
+            lead_id: "l1".into(),
+            calendar: "sales".into(),
+            start: 10,
+            end: 20,
+            time_zone: "UTC".into(),
+            status: crate::store::calendars::MeetingStatus::Booked,
+            booked_by: crate::store::calendars::BookedBy::Api,
+            location: String::new(),
+            calendar_sync: crate::store::calendars::CalendarSync::Synced,
+            sync_error: String::new(),
+            sequence: 2,
+            created_at: 1,
+            updated_at: 2,
+            etag: String::new(),
+        };
+        // Schema 10's layouts: the same records without their last (zero) byte.
+        let old = |bytes: Vec<u8>| bytes[..bytes.len() - 1].to_vec();
+        let txn = db.begin_write().unwrap();
+        {
+            txn.open_table(CALENDARS)
+                .unwrap()
+                .insert(("o", "sales"), old(encode(&calendar).unwrap()).as_slice())
+                .unwrap();
+            txn.open_table(MEETINGS)
+                .unwrap()
+                .insert(("o", "m1"), old(encode(&meeting).unwrap()).as_slice())
+                .unwrap();
+        }
+        assert!(decode::<MeetingRecord>(&old(encode(&meeting).unwrap())).is_err());
+        calendars_and_meetings_gain_caldav_fields(&txn).unwrap();
+        // Run twice: records already in the new layout are left as they are.
+        calendars_and_meetings_gain_caldav_fields(&txn).unwrap();
+        let calendars = txn.open_table(CALENDARS).unwrap();
+        let read: CalendarRecord =
+            decode(calendars.get(("o", "sales")).unwrap().unwrap().value()).unwrap();
+        assert_eq!(read, calendar);
+        assert!(!read.server_schedules);
+        let meetings = txn.open_table(MEETINGS).unwrap();
+        let read: MeetingRecord =
+            decode(meetings.get(("o", "m1")).unwrap().unwrap().value()).unwrap();
+        assert_eq!(read, meeting);
+    }
+
+    #[test]
     fn schema_7_handling_learns_who_wrote_last_and_when_the_lead_wrote_and_is_reindexed() {
         use crate::store::facet::Facet;
         use crate::store::rows::{EventRecord, JsonBlob, LastMessage};

@@ -9,15 +9,13 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::domain::records::meetings::{self, OwnerVersion};
-use crate::domain::records::written::Written;
 use crate::error::Result;
 use crate::store::calendar_sync::{DueSync, SyncRow};
 use crate::store::calendars::{
     CaldavRecord, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord,
 };
 use crate::store::WriteTx;
-use crate::time::now_micros;
+use crate::time::{now_micros, Micros};
 
 /// A new meeting's state: `pending` on a calendar with `caldav`, else `none`.
 pub fn initial(calendar: &CalendarRecord) -> CalendarSync {
@@ -66,6 +64,21 @@ pub enum Action {
     Delete { etag: String },
 }
 
+/// What the owner's CalDAV calendar holds for a meeting's event when it is not what
+/// engaged last wrote (its `ETag` changed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnerVersion {
+    /// The owner deleted the event.
+    Deleted,
+    /// The event as it is now: its times, `SEQUENCE` and `ETag`.
+    Held {
+        start: Micros,
+        end: Micros,
+        sequence: u32,
+        etag: String,
+    },
+}
+
 /// What an attempt found.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
@@ -89,15 +102,15 @@ pub struct Work {
 
 /// Commits an attempt's answer, unless a newer change of the meeting queued its row
 /// again meanwhile (that one is attempted next). A failure is retried after
-/// `schedule[attempts]` (±20 %), then rests in `failed`; a change the owner made in the
-/// calendar is taken in (`meetings::take_owner_version`: its reactions owed) and
-/// nothing more is written for this version.
+/// `schedule[attempts]` (±20 %), then rests in `failed`. A change the owner made in the
+/// calendar clears the row and is answered, with the meeting as it stands, for the
+/// caller to take in within this transaction (`meetings::take_owner_version`).
 pub fn record(
     tx: &mut WriteTx,
     due: &DueSync,
     outcome: Outcome,
     schedule: &[Duration],
-) -> Result<Written<()>> {
+) -> Result<Option<(MeetingRecord, OwnerVersion)>> {
     if tx.calendar_sync_row(&due.org, &due.meeting)? != Some(due.row) {
         // A newer change is owed; the ETag of what this attempt wrote is still the
         // event's, and that write's `If-Match`.
@@ -112,11 +125,11 @@ pub fn record(
                 }
             }
         }
-        return Ok(Written::owing_nothing(()));
+        return Ok(None);
     }
     let Some(old) = tx.meeting(&due.org, &due.meeting)? else {
         tx.remove_calendar_sync(&due.org, &due.meeting)?;
-        return Ok(Written::owing_nothing(()));
+        return Ok(None);
     };
     let has_caldav = tx
         .calendar(&due.org, &old.calendar)?
@@ -130,8 +143,7 @@ pub fn record(
         }
         (Outcome::Changed(version), true) => {
             tx.remove_calendar_sync(&due.org, &due.meeting)?;
-            return meetings::take_owner_version(tx, &due.org, &old, version)
-                .map(|w| w.map(|_| ()));
+            return Ok(Some((old, version.clone())));
         }
         (Outcome::Done { etag }, true) => {
             meeting.calendar_sync = CalendarSync::Synced;
@@ -162,7 +174,7 @@ pub fn record(
         meeting.updated_at = tx.tick();
         tx.put_meeting(&due.org, &meeting, Some(&old))?;
     }
-    Ok(Written::owing_nothing(()))
+    Ok(None)
 }
 
 /// ±20 %, so that meetings that failed together are not retried together.

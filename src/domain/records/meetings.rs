@@ -20,7 +20,7 @@ use crate::cursor::CursorKey;
 use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::records::listing::{paginate, Cursor, Page};
-use crate::domain::records::meeting_sync;
+use crate::domain::records::meeting_sync::{self, OwnerVersion};
 use crate::domain::records::written::{Reaction, Written};
 use crate::domain::settings::availability::{self, Window};
 use crate::domain::settings::calendars;
@@ -350,21 +350,6 @@ pub fn cancel(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<Written<Mee
     Ok(written
         .and_owing(confirmation(org, &meeting, MeetingChange::Canceled))
         .map(|()| meeting))
-}
-
-/// What the owner's CalDAV calendar holds for a meeting's event when it is not what
-/// engaged last wrote (its `ETag` changed).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OwnerVersion {
-    /// The owner deleted the event.
-    Deleted,
-    /// The event as it is now: its times, `SEQUENCE` and `ETag`.
-    Held {
-        start: Micros,
-        end: Micros,
-        sequence: u32,
-        etag: String,
-    },
 }
 
 /// What the `MEETING` event says of a change made in the owner's calendar.
