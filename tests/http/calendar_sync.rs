@@ -796,3 +796,76 @@ async fn a_read_of_the_calendar_takes_in_the_owners_move_and_delete() {
     assert_eq!(canceled["calendarSync"], json!("synced"), "{canceled}");
     assert_eq!(held(&cal, &id).await, None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calendar_whose_server_schedules_gets_no_invitation_from_engaged() {
+    let radicale = Radicale::start().await;
+    let cal = collection(&radicale);
+    let sink = engaged::testkit::smtp::SmtpSink::start().await;
+    let org = Org::start_with(|c| c.public_url = Some("https://engaged.example".into())).await;
+    let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    expect(
+        &ts.patch(
+            admin,
+            "/v1/org",
+            &json!({"providers": {"email": {"kind": "smtp", "host": "127.0.0.1",
+                "port": sink.port, "security": "none", "from": "Acme Solar <sales@acme.example>"}}}),
+        )
+        .await,
+        200,
+    );
+    let mut body = on_radicale(&radicale);
+    body["invitations"] = json!("bogus");
+    let refused = ts.put(admin, "/v1/calendars/sales", &body).await;
+    assert_eq!(refused.status, 400, "{}", text(&refused));
+    assert!(text(&refused).contains("invitations"), "{}", text(&refused));
+    let mut local = body.clone();
+    local.as_object_mut().unwrap().remove("caldav");
+    local["invitations"] = json!("server");
+    let refused = ts.put(admin, "/v1/calendars/sales", &local).await;
+    assert_eq!(refused.status, 400, "{}", text(&refused));
+    assert!(
+        text(&refused).contains("needs caldav"),
+        "{}",
+        text(&refused)
+    );
+    body["invitations"] = json!("server");
+    let saved = expect(&ts.put(admin, "/v1/calendars/sales", &body).await, 200);
+    assert_eq!(saved["invitations"], json!("server"));
+    // Absent keeps it.
+    body.as_object_mut().unwrap().remove("invitations");
+    let kept = expect(&ts.put(admin, "/v1/calendars/sales", &body).await, 200);
+    assert_eq!(kept["invitations"], json!("server"));
+
+    let lead = lead(ts, key).await;
+    let booked = expect(&book(ts, key, &lead, tomorrow(14, 0)).await, 201);
+    let id = str_of(&booked["id"]).to_string();
+    meeting_when(ts, key, &id, "synced").await;
+    let held = cal.get(&client(), &id).await.unwrap().expect("the event");
+    let unfolded = held.replace("\r\n ", "");
+    assert!(unfolded.contains("ATTENDEE"), "{held}");
+    assert!(
+        !unfolded.contains("SCHEDULE-AGENT"),
+        "the server schedules: {held}"
+    );
+    // The lead's confirmation (by email: no phone) goes; no invitation does.
+    engaged::testkit::poll("the confirmation", engaged::testkit::WAIT, || async {
+        if sink
+            .messages()
+            .iter()
+            .any(|m| m.contains("To: lee@example.com"))
+        {
+            Ok(())
+        } else {
+            Err("none yet".to_string())
+        }
+    })
+    .await;
+    assert!(
+        !sink
+            .messages()
+            .iter()
+            .any(|m| m.contains("BEGIN:VCALENDAR")),
+        "no invitation from engaged"
+    );
+}
