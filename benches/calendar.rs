@@ -96,6 +96,7 @@ async fn run() {
                         created_at: now,
                         updated_at: tx.tick(),
                         etag: String::new(),
+                        etag_collection: String::new(),
                     };
                     tx.put_meeting(&org, &m, None)?;
                 }

@@ -119,8 +119,16 @@ impl Engine {
                     .await
                     .map_err(unavailable)?;
                 let span = (from.timestamp_micros(), to.timestamp_micros());
+                let collection = client_of(caldav).map(|c| c.identity()).unwrap_or_default();
                 if let Err(e) = self
-                    .take_in_owner_changes(org, name, sent_at, span, &read.engaged_events)
+                    .take_in_owner_changes(
+                        org,
+                        name,
+                        &collection,
+                        sent_at,
+                        span,
+                        &read.engaged_events,
+                    )
                     .await
                 {
                     tracing::warn!(error = %e.to_string_for_logs(), org, calendar = name, "cannot take in the owner's calendar changes");
@@ -156,15 +164,17 @@ impl Engine {
             .unwrap_or_default()
     }
 
-    /// Takes in what a read of calendar `name`'s collection (sent at `sent_at`, over
-    /// `span`) says the owner did to engaged's events: a booked meeting wholly inside
-    /// the span, `synced` with a known ETag and unchanged since before the read, whose
+    /// Takes in what a read of calendar `name`'s collection (`collection`, sent at
+    /// `sent_at`, over `span`) says the owner did to engaged's events: a booked meeting
+    /// wholly inside the span, `synced` with a known ETag of this collection and
+    /// unchanged since before the read, whose
     /// event is gone (deleted) or at other times (moved) gets the owner's version
     /// (`meetings::take_owner_version`), re-checked unchanged inside the write.
     async fn take_in_owner_changes(
         &self,
         org: &str,
         name: &str,
+        collection: &str,
         sent_at: Micros,
         span: (Micros, Micros),
         engaged_events: &[(String, String)],
@@ -177,6 +187,7 @@ impl Engine {
         for meeting in meetings {
             let settled = meeting.calendar_sync == crate::store::calendars::CalendarSync::Synced
                 && !meeting.etag.is_empty()
+                && meeting.etag_collection == collection
                 && meeting.updated_at < sent_at
                 && meeting.end <= span.1;
             if !settled {
@@ -204,6 +215,7 @@ impl Engine {
         }
         for (seen, version) in changes {
             let org = org.to_string();
+            let collection = collection.to_string();
             self.store
                 .write(move |tx| {
                     let Some(now) = tx.meeting(&org, &seen.id)? else {
@@ -212,7 +224,7 @@ impl Engine {
                     if now != seen {
                         return Ok(());
                     }
-                    meetings::take_owner_version(tx, &org, &now, &version)
+                    meetings::take_owner_version(tx, &org, &now, &version, &collection)
                         .react(tx)
                         .map(|_| ())
                 })
@@ -245,10 +257,15 @@ fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
     let Some(caldav) = calendar.caldav.clone() else {
         return Ok(None);
     };
+    // An ETag of another collection (the calendar's URL changed) is no ETag here.
+    let collection = client_of(&caldav).map(|c| c.identity()).unwrap_or_default();
+    let etag = if meeting.etag_collection == collection {
+        meeting.etag.clone()
+    } else {
+        String::new()
+    };
     let action = if meeting.status == MeetingStatus::Canceled {
-        Action::Delete {
-            etag: meeting.etag.clone(),
-        }
+        Action::Delete { etag }
     } else {
         let lead = read.lead(&due.org, &meeting.lead_id)?.unwrap_or_default();
         let business = crate::domain::settings::org::business_name(read, &due.org)?;
@@ -258,13 +275,14 @@ fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
         object.push(ics::meeting_event(&document));
         Action::Put {
             ics: object.done().to_string(),
-            create: meeting.sequence == 0 && meeting.etag.is_empty(),
+            create: meeting.sequence == 0 && etag.is_empty(),
             sequence: meeting.sequence,
-            etag: meeting.etag.clone(),
+            etag,
         }
     };
     Ok(Some(Work {
         caldav,
+        collection,
         name: meeting.id,
         action,
     }))
@@ -334,20 +352,21 @@ async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
         tracing::warn!(meeting = %row.meeting, %error, "CalDAV write failed");
     }
     let schedule = engine.calendars.schedule.clone();
+    let collection = work.map(|w| w.collection).unwrap_or_default();
     let committed = {
         let row = row.clone();
         engine
             .store
-            .write(
-                move |tx| match meeting_sync::record(tx, &row, outcome.clone(), &schedule)? {
+            .write(move |tx| {
+                match meeting_sync::record(tx, &row, outcome.clone(), &collection, &schedule)? {
                     Some((meeting, version)) => {
-                        meetings::take_owner_version(tx, &row.org, &meeting, &version)
+                        meetings::take_owner_version(tx, &row.org, &meeting, &version, &collection)
                             .react(tx)
                             .map(|_| ())
                     }
                     None => Ok(()),
-                },
-            )
+                }
+            })
             .await
     };
     if let Err(e) = committed {

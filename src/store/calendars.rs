@@ -137,6 +137,9 @@ pub struct MeetingRecord {
     /// The `ETag` of the event as engaged last wrote or read it in the CalDAV
     /// collection (empty: none yet); every write after sends it as `If-Match`.
     pub etag: String,
+    /// The collection that `etag` is of (`CalDav::identity`): another collection (the
+    /// calendar's `caldav.url` changed) knows nothing of it.
+    pub etag_collection: String,
 }
 
 /// Point reads of calendars and meetings, on a snapshot or the writer's transaction.

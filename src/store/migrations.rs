@@ -760,9 +760,10 @@ mod schema8 {
 }
 
 /// 10 → 11: a calendar says whether its CalDAV server sends the invitations
-/// (`server_schedules`, false) and a meeting keeps its event's `ETag` (`etag`, empty);
-/// both fields end their records, each one zero byte. A record that already reads in
-/// the new layout is left as it is.
+/// (`server_schedules`, false) and a meeting keeps its event's `ETag` and the
+/// collection it is of (`etag`, `etag_collection`, empty); the fields end their
+/// records, each one zero byte. A record that already reads in the new layout is left
+/// as it is.
 fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<()> {
     fn grow<T: serde::de::DeserializeOwned>(
         txn: &WriteTransaction,
@@ -777,7 +778,10 @@ fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<(
             }
             let mut grown = value.value().to_vec();
             grown.push(0);
-            decode::<T>(&grown)?;
+            if decode::<T>(&grown).is_err() {
+                grown.push(0);
+                decode::<T>(&grown)?;
+            }
             let (org, id) = key.value();
             rewritten.push((org.to_string(), id.to_string(), grown));
         }
@@ -1013,21 +1017,26 @@ mod tests {
             created_at: 1,
             updated_at: 2,
             etag: String::new(),
+            etag_collection: String::new(),
         };
-        // Schema 10's layouts: the same records without their last (zero) byte.
-        let old = |bytes: Vec<u8>| bytes[..bytes.len() - 1].to_vec();
+        // Schema 10's layouts: the same records without their last zero bytes (one
+        // field on a calendar, two on a meeting).
+        let old = |bytes: Vec<u8>, fields: usize| bytes[..bytes.len() - fields].to_vec();
         let txn = db.begin_write().unwrap();
         {
             txn.open_table(CALENDARS)
                 .unwrap()
-                .insert(("o", "sales"), old(encode(&calendar).unwrap()).as_slice())
+                .insert(
+                    ("o", "sales"),
+                    old(encode(&calendar).unwrap(), 1).as_slice(),
+                )
                 .unwrap();
             txn.open_table(MEETINGS)
                 .unwrap()
-                .insert(("o", "m1"), old(encode(&meeting).unwrap()).as_slice())
+                .insert(("o", "m1"), old(encode(&meeting).unwrap(), 2).as_slice())
                 .unwrap();
         }
-        assert!(decode::<MeetingRecord>(&old(encode(&meeting).unwrap())).is_err());
+        assert!(decode::<MeetingRecord>(&old(encode(&meeting).unwrap(), 2)).is_err());
         calendars_and_meetings_gain_caldav_fields(&txn).unwrap();
         // Run twice: records already in the new layout are left as they are.
         calendars_and_meetings_gain_caldav_fields(&txn).unwrap();

@@ -712,8 +712,18 @@ async fn a_read_of_the_calendar_takes_in_the_owners_move_and_delete() {
     let cal = collection(&radicale);
     let org = Org::start().await;
     let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    // The same collection written three ways (host case, a final `/`): one collection
+    // to engaged's ETags, three entries of the busy times' cache, so that each read
+    // below is a read of the server, not the cached one.
+    let written = |host: &str, slash: bool| {
+        let mut url = radicale.url().replace("127.0.0.1", host);
+        if !slash {
+            url.pop();
+        }
+        calendar_at(&url, radicale.user(), radicale.password())
+    };
     expect(
-        &ts.put(admin, "/v1/calendars/sales", &on_radicale(&radicale))
+        &ts.put(admin, "/v1/calendars/sales", &written("localhost", true))
             .await,
         200,
     );
@@ -722,11 +732,6 @@ async fn a_read_of_the_calendar_takes_in_the_owners_move_and_delete() {
     let id = str_of(&booked["id"]).to_string();
     let uid = format!("{id}@engaged");
     meeting_when(ts, key, &id, "synced").await;
-    // The same server by another name, so that the next read is not the cached one.
-    let fresh_read = |host: &str| {
-        let url = radicale.url().replace("127.0.0.1", host);
-        calendar_at(&url, radicale.user(), radicale.password())
-    };
 
     // She moves it to 12:00; the next read of her calendar (any `times`) moves the
     // meeting, says so on the lead and keeps her version.
@@ -739,7 +744,7 @@ async fn a_read_of_the_calendar_takes_in_the_owners_move_and_delete() {
     .await
     .unwrap();
     expect(
-        &ts.put(admin, "/v1/calendars/sales", &fresh_read("localhost"))
+        &ts.put(admin, "/v1/calendars/sales", &written("LOCALHOST", true))
             .await,
         200,
     );
@@ -784,7 +789,7 @@ async fn a_read_of_the_calendar_takes_in_the_owners_move_and_delete() {
     // She deletes it; the next read cancels the meeting.
     cal.delete(&client(), &id).await.unwrap();
     expect(
-        &ts.put(admin, "/v1/calendars/sales", &fresh_read("LOCALHOST"))
+        &ts.put(admin, "/v1/calendars/sales", &written("localhost", false))
             .await,
         200,
     );
@@ -868,4 +873,48 @@ async fn a_calendar_whose_server_schedules_gets_no_invitation_from_engaged() {
             .any(|m| m.contains("BEGIN:VCALENDAR")),
         "no invitation from engaged"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calendar_moved_to_another_collection_writes_its_meetings_there_and_cancels_none() {
+    let first = Radicale::start().await;
+    let org = Org::start().await;
+    let (ts, admin, key) = (&org.ts, org.admin.as_str(), org.write.as_str());
+    expect(
+        &ts.put(admin, "/v1/calendars/sales", &on_radicale(&first))
+            .await,
+        200,
+    );
+    let lead = lead(ts, key).await;
+    let booked = expect(&book(ts, key, &lead, tomorrow(10, 0)).await, 201);
+    let id = str_of(&booked["id"]).to_string();
+    meeting_when(ts, key, &id, "synced").await;
+
+    // Another server, which never held the event: its ETag there is none, and the
+    // event's absence there is no deletion by the owner.
+    let second = Radicale::start().await;
+    expect(
+        &ts.put(admin, "/v1/calendars/sales", &on_radicale(&second))
+            .await,
+        200,
+    );
+    expect(&times(ts, key, tomorrow(9, 0), tomorrow(12, 0)).await, 200);
+    expect(
+        &ts.post(
+            key,
+            &format!("/v1/meetings/{id}/reschedule"),
+            &json!({"start": wire(tomorrow(15, 0))}),
+        )
+        .await,
+        200,
+    );
+    let moved = meeting_until(ts, key, &id, "synced the move", |m| {
+        m["start"] == json!(wire(tomorrow(15, 0))) && m["calendarSync"] == json!("synced")
+    })
+    .await;
+    assert_eq!(moved["status"], json!("booked"), "{moved}");
+    let (_, start, sequence) = held(&collection(&second), &id)
+        .await
+        .expect("written in the new collection");
+    assert_eq!((start, sequence), (tomorrow(15, 0), 1));
 }

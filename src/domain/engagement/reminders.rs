@@ -119,6 +119,7 @@ mod tests {
             created_at: 0,
             updated_at: 0,
             etag: String::new(),
+            etag_collection: String::new(),
         };
         assert_eq!(
             text("Acme Solar", &meeting),

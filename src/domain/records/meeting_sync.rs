@@ -95,6 +95,8 @@ pub enum Outcome {
 #[derive(Debug, Clone)]
 pub struct Work {
     pub caldav: CaldavRecord,
+    /// The collection's identity (`CalDav::identity`): what a new `ETag` is of.
+    pub collection: String,
     /// The event's file name without `.ics`: the meeting's id.
     pub name: String,
     pub action: Action,
@@ -109,6 +111,7 @@ pub fn record(
     tx: &mut WriteTx,
     due: &DueSync,
     outcome: Outcome,
+    collection: &str,
     schedule: &[Duration],
 ) -> Result<Option<(MeetingRecord, OwnerVersion)>> {
     if tx.calendar_sync_row(&due.org, &due.meeting)? != Some(due.row) {
@@ -119,6 +122,7 @@ pub fn record(
                 let etag = etag.clone().unwrap_or_default();
                 if old.etag != etag {
                     let mut meeting = old.clone();
+                    meeting.etag_collection = collection.to_string();
                     meeting.etag = etag;
                     meeting.updated_at = tx.tick();
                     tx.put_meeting(&due.org, &meeting, Some(&old))?;
@@ -149,6 +153,7 @@ pub fn record(
             meeting.calendar_sync = CalendarSync::Synced;
             meeting.sync_error.clear();
             meeting.etag = etag.clone().unwrap_or_default();
+            meeting.etag_collection = collection.to_string();
             tx.remove_calendar_sync(&due.org, &due.meeting)?;
         }
         (Outcome::Failed(error), true) => {
@@ -170,6 +175,7 @@ pub fn record(
     if meeting.calendar_sync != old.calendar_sync
         || meeting.sync_error != old.sync_error
         || meeting.etag != old.etag
+        || meeting.etag_collection != old.etag_collection
     {
         meeting.updated_at = tx.tick();
         tx.put_meeting(&due.org, &meeting, Some(&old))?;

@@ -245,6 +245,7 @@ pub fn book(
         created_at: now,
         updated_at: now,
         etag: String::new(),
+        etag_collection: String::new(),
     };
     tx.put_meeting(org, &meeting, None)?;
     meeting_sync::queue(tx, org, &calendar, &meeting)?;
@@ -366,8 +367,10 @@ pub fn take_owner_version(
     org: &str,
     old: &MeetingRecord,
     version: &OwnerVersion,
+    collection: &str,
 ) -> Result<Written<MeetingRecord>> {
     let mut meeting = old.clone();
+    meeting.etag_collection = collection.to_string();
     meeting.calendar_sync = CalendarSync::Synced;
     meeting.sync_error.clear();
     let (action, webhook, change) = match version {

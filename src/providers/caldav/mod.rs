@@ -192,6 +192,19 @@ impl CalDav {
         &self.url
     }
 
+    /// Which collection this is, whatever the case of its scheme and host or a missing
+    /// final `/`: its URL with those lowercased (what an event's `ETag` belongs to).
+    pub fn identity(&self) -> String {
+        let (scheme, rest) = self.url.split_once("://").unwrap_or(("", &self.url));
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        format!(
+            "{}://{}{}",
+            scheme.to_ascii_lowercase(),
+            authority.to_ascii_lowercase(),
+            path
+        )
+    }
+
     /// The URL of the event `uid`: `{collection}{uid}.ics`.
     pub fn event_url(&self, uid: &str) -> Result<String, CalDavError> {
         if uid.is_empty() {
@@ -524,6 +537,12 @@ mod tests {
             );
         }
         assert!(!format!("{cal:?}").contains("pw"));
+        assert_eq!(
+            CalDav::new("HTTPS://Cal.Acme.Example/Ana/Sales", "a", "b")
+                .unwrap()
+                .identity(),
+            "https://cal.acme.example/Ana/Sales/"
+        );
     }
 
     #[test]
