@@ -394,6 +394,12 @@ impl CalDav {
     /// Checks that the URL is a calendar collection these credentials read, then reads
     /// the coming week's busy times: how many events it saw.
     pub async fn test_connection(&self, client: &HttpClient) -> Result<usize, CalDavError> {
+        self.test_read(client).await.map(|read| read.events)
+    }
+
+    /// [`CalDav::test_connection`], with all the week's read said (the events whose
+    /// time zone could not be read too).
+    pub async fn test_read(&self, client: &HttpClient) -> Result<BusyRead, CalDavError> {
         let answer = self
             .send(
                 client,
@@ -418,9 +424,7 @@ impl CalDav {
             to: from + chrono::Duration::days(7),
             zone: Tz::UTC,
         };
-        self.read_busy(client, &window)
-            .await
-            .map(|read| read.events)
+        self.read_busy(client, &window).await
     }
 
     async fn send(
