@@ -95,11 +95,15 @@ pub fn busy_report(ics: &str, window: &Window) -> Result<Report, NotICalendar> {
     for (index, event) in events.iter().enumerate() {
         let first = busy.len();
         if let Some(tzid) = unknown_zones.get(index).and_then(Option::as_ref) {
-            unreadable_zones.push(format!(
-                "\"{}\" (TZID \"{}\")",
-                text(event, "SUMMARY").unwrap_or("an event"),
-                tzid
-            ));
+            if !is_free(event) {
+                let summary: String =
+                    crate::carrier_text::line(text(event, "SUMMARY").unwrap_or("an event"))
+                        .chars()
+                        .take(80)
+                        .collect();
+                let tzid: String = crate::carrier_text::line(tzid).chars().take(80).collect();
+                unreadable_zones.push(format!("\"{summary}\" (TZID \"{tzid}\")"));
+            }
         }
         if is_free(event) {
             continue;

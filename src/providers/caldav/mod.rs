@@ -274,6 +274,13 @@ impl CalDav {
         }
         read.busy.sort();
         read.busy.dedup();
+        // Named, at most this many: the rest counted.
+        const NAMED: usize = 20;
+        if read.unreadable_zones.len() > NAMED {
+            let more = read.unreadable_zones.len() - NAMED;
+            read.unreadable_zones.truncate(NAMED);
+            read.unreadable_zones.push(format!("and {more} more"));
+        }
         Ok(read)
     }
 
