@@ -166,8 +166,8 @@ impl Engine {
 
     /// Takes in what a read of calendar `name`'s collection (`collection`, sent at
     /// `sent_at`, over `span`) says the owner did to engaged's events: a booked meeting
-    /// wholly inside the span, `synced` with a known ETag of this collection and
-    /// unchanged since before the read, whose
+    /// still ahead and wholly inside the span, `synced` with a known ETag of this
+    /// collection and unchanged since before the read, whose
     /// event is gone (deleted) or at other times (moved) gets the owner's version
     /// (`meetings::take_owner_version`), re-checked unchanged inside the write.
     async fn take_in_owner_changes(
@@ -189,6 +189,7 @@ impl Engine {
                 && !meeting.etag.is_empty()
                 && meeting.etag_collection == collection
                 && meeting.updated_at < sent_at
+                && meeting.start > now_micros()
                 && meeting.end <= span.1;
             if !settled {
                 continue;
