@@ -95,6 +95,8 @@ async fn run() {
                         sequence: 0,
                         created_at: now,
                         updated_at: tx.tick(),
+                        etag: String::new(),
+                        etag_collection: String::new(),
                     };
                     tx.put_meeting(&org, &m, None)?;
                 }

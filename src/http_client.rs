@@ -284,6 +284,11 @@ impl HttpClient {
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
+            let etag = response
+                .headers()
+                .get(hyper::header::ETAG)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
             let body = Limited::new(response.into_body(), max_answer_bytes)
                 .collect()
                 .await
@@ -302,6 +307,7 @@ impl HttpClient {
             Ok(Answer {
                 status,
                 content_type,
+                etag,
                 body,
             })
         };
@@ -334,6 +340,8 @@ impl HttpClient {
 pub struct Answer {
     pub status: u16,
     pub content_type: Option<String>,
+    /// The `ETag` header, as the server wrote it (quotes included).
+    pub etag: Option<String>,
     pub body: Bytes,
 }
 

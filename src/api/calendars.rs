@@ -19,13 +19,19 @@ fn base(state: &AppState) -> Option<String> {
     state.engine.public_url().map(str::to_string)
 }
 
-/// A calendar's view with its status: `caldav.warnings`, what the last read of its
-/// collection could not read as the owner wrote it.
+/// The calendar's wire shape, with `caldavStatus` (what the last read of its collection
+/// could not read as the owner wrote it) when it has `caldav`.
 fn view(state: &AppState, org: &str, calendar: &CalendarRecord, base: Option<&str>) -> Value {
     let mut view = calendars::view(calendar, base);
-    if let Some(Value::Object(caldav)) = view.get_mut("caldav") {
-        let warnings = state.engine.calendar_warnings(org, &calendar.name);
-        caldav.insert("warnings".into(), json!(warnings));
+    if calendar.caldav.is_some() {
+        if let Some(object) = view.as_object_mut() {
+            let unreadable = state.engine.unreadable_zones(org, &calendar.name);
+            let too_many = state.engine.too_many_occurrences(org, &calendar.name);
+            object.insert(
+                "caldavStatus".into(),
+                json!({ "unreadableTimeZones": unreadable, "tooManyOccurrences": too_many }),
+            );
+        }
     }
     view
 }

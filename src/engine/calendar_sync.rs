@@ -18,11 +18,12 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::Engine;
-use crate::domain::records::meeting_sync::{self, Action, Work};
+use crate::domain::engagement::reactions::React;
+use crate::domain::records::meeting_sync::{self, Action, Outcome, OwnerVersion, Work};
 use crate::domain::records::meetings;
 use crate::error::{Error, Result};
 use crate::ics;
-use crate::providers::caldav::{BusyCache, BusyRead, CalDav, CalDavError, PutMode, Window};
+use crate::providers::caldav::{BusyCache, CalDav, CalDavError, Held, PutMode, Window};
 use crate::store::calendar_sync::DueSync;
 use crate::store::calendars::{CaldavRecord, CalendarReader, CalendarRecord, MeetingStatus};
 use crate::store::{ReadTx, Reader};
@@ -47,9 +48,12 @@ pub struct Calendars {
     pub cache: BusyCache<BusyKey>,
     pub schedule: Vec<Duration>,
     leased: Arc<Mutex<HashSet<(String, String)>>>,
-    /// Per (organization, calendar): what its last read of the collection could not read
-    /// as the owner wrote it, in words (the calendar's status).
-    warnings: Mutex<HashMap<(String, String), Vec<String>>>,
+    /// The last read of each calendar's collection: its events whose time zone could
+    /// not be read (`GET /v1/calendars/{name}`'s `caldavStatus`).
+    unreadable_zones: Mutex<HashMap<(String, String), Vec<String>>>,
+    /// The last read of each calendar's collection: its events whose recurrence was too
+    /// much to expand (`caldavStatus.tooManyOccurrences`).
+    too_many: Mutex<HashMap<(String, String), Vec<String>>>,
 }
 
 impl Default for Calendars {
@@ -61,21 +65,10 @@ impl Default for Calendars {
                 .map(|s| Duration::from_secs(*s))
                 .collect(),
             leased: Arc::default(),
-            warnings: Mutex::default(),
+            unreadable_zones: Mutex::default(),
+            too_many: Mutex::default(),
         }
     }
-}
-
-/// What a read warns of: each event whose recurrence was too much to expand.
-fn warnings_of(read: &BusyRead) -> Vec<String> {
-    read.too_many
-        .iter()
-        .map(|name| {
-            format!(
-                "The event \"{name}\" repeats too often to expand: it is treated as busy from its start on."
-            )
-        })
-        .collect()
 }
 
 /// The span read from a collection for `calendar`: from the start of yesterday (UTC) to
@@ -127,12 +120,38 @@ impl Engine {
             Some(cached) => cached.busy.to_vec(),
             None => {
                 let zone: Tz = calendar.time_zone.parse().unwrap_or(Tz::UTC);
+                let sent_at = now_micros();
                 let read = client_of(caldav)
                     .map_err(unavailable)?
-                    .busy_read(&self.client, &Window { from, to, zone })
+                    .read_busy(&self.client, &Window { from, to, zone })
                     .await
                     .map_err(unavailable)?;
-                self.set_calendar_warnings(org, name, warnings_of(&read));
+                let span = (from.timestamp_micros(), to.timestamp_micros());
+                let collection = client_of(caldav).map(|c| c.identity()).unwrap_or_default();
+                if let Err(e) = self
+                    .take_in_owner_changes(
+                        org,
+                        name,
+                        &collection,
+                        sent_at,
+                        span,
+                        &read.engaged_events,
+                    )
+                    .await
+                {
+                    tracing::warn!(error = %e.to_string_for_logs(), org, calendar = name, "cannot take in the owner's calendar changes");
+                }
+                if let Ok(mut unreadable) = self.calendars.unreadable_zones.lock() {
+                    if read.unreadable_zones.is_empty() {
+                        unreadable.remove(&(org.to_string(), name.to_string()));
+                    } else {
+                        unreadable.insert(
+                            (org.to_string(), name.to_string()),
+                            read.unreadable_zones.clone(),
+                        );
+                    }
+                }
+                self.set_too_many(org, name, read.too_many.clone());
                 cache.put(key, from, to, read.busy.clone());
                 read.busy
             }
@@ -143,11 +162,12 @@ impl Engine {
             .collect())
     }
 
-    /// What the last read of calendar `name`'s collection could not read as its owner
-    /// wrote it (empty when all was read, or before any read).
-    pub fn calendar_warnings(&self, org: &str, name: &str) -> Vec<String> {
+    /// The events of calendar `name`'s collection whose recurrence its last read found
+    /// too much to expand (each busy from its start to the end of the range): their
+    /// `SUMMARY` (else `UID`).
+    pub fn too_many_occurrences(&self, org: &str, name: &str) -> Vec<String> {
         self.calendars
-            .warnings
+            .too_many
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(&(org.to_string(), name.to_string()))
@@ -155,18 +175,99 @@ impl Engine {
             .unwrap_or_default()
     }
 
-    fn set_calendar_warnings(&self, org: &str, name: &str, warnings: Vec<String>) {
+    fn set_too_many(&self, org: &str, name: &str, events: Vec<String>) {
         let mut all = self
             .calendars
-            .warnings
+            .too_many
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let key = (org.to_string(), name.to_string());
-        if warnings.is_empty() {
+        if events.is_empty() {
             all.remove(&key);
         } else if all.len() < CACHE_CALENDARS || all.contains_key(&key) {
-            all.insert(key, warnings);
+            all.insert(key, events);
         }
+    }
+
+    /// The events of calendar `name`'s collection whose time zone its last read could
+    /// not read (each held busy for its whole days), in words.
+    pub fn unreadable_zones(&self, org: &str, name: &str) -> Vec<String> {
+        self.calendars
+            .unreadable_zones
+            .lock()
+            .ok()
+            .and_then(|u| u.get(&(org.to_string(), name.to_string())).cloned())
+            .unwrap_or_default()
+    }
+
+    /// Takes in what a read of calendar `name`'s collection (`collection`, sent at
+    /// `sent_at`, over `span`) says the owner did to engaged's events: a booked meeting
+    /// still ahead and wholly inside the span, `synced` with a known ETag of this
+    /// collection and unchanged since before the read, whose
+    /// event is gone (deleted) or at other times (moved) gets the owner's version
+    /// (`meetings::take_owner_version`), re-checked unchanged inside the write.
+    async fn take_in_owner_changes(
+        &self,
+        org: &str,
+        name: &str,
+        collection: &str,
+        sent_at: Micros,
+        span: (Micros, Micros),
+        engaged_events: &[(String, String)],
+    ) -> Result<()> {
+        let meetings = self
+            .store
+            .read()?
+            .booked_meeting_records(org, name, span.0, span.1, 5_000)?;
+        let mut changes = Vec::new();
+        for meeting in meetings {
+            let settled = meeting.calendar_sync == crate::store::calendars::CalendarSync::Synced
+                && !meeting.etag.is_empty()
+                && meeting.etag_collection == collection
+                && meeting.updated_at < sent_at
+                && meeting.start > now_micros()
+                && meeting.end <= span.1;
+            if !settled {
+                continue;
+            }
+            let uid = format!("{}@engaged", meeting.id);
+            let version = match engaged_events.iter().find(|(u, _)| *u == uid) {
+                None => OwnerVersion::Deleted,
+                Some((_, ics)) => match times_of(ics) {
+                    Some((start, end, sequence))
+                        if (start, end) != (meeting.start, meeting.end) =>
+                    {
+                        OwnerVersion::Held {
+                            start,
+                            end,
+                            sequence,
+                            // Read by the next write (`If-Match` needs the event's own).
+                            etag: String::new(),
+                        }
+                    }
+                    _ => continue,
+                },
+            };
+            changes.push((meeting, version));
+        }
+        for (seen, version) in changes {
+            let org = org.to_string();
+            let collection = collection.to_string();
+            self.store
+                .write(move |tx| {
+                    let Some(now) = tx.meeting(&org, &seen.id)? else {
+                        return Ok(());
+                    };
+                    if now != seen {
+                        return Ok(());
+                    }
+                    meetings::take_owner_version(tx, &org, &now, &version, &collection)
+                        .react(tx)
+                        .map(|_| ())
+                })
+                .await?;
+        }
+        Ok(())
     }
 
     /// Forgets the cached busy times of every calendar (a test's or an operator's
@@ -193,21 +294,32 @@ fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
     let Some(caldav) = calendar.caldav.clone() else {
         return Ok(None);
     };
+    // An ETag of another collection (the calendar's URL changed) is no ETag here.
+    let collection = client_of(&caldav).map(|c| c.identity()).unwrap_or_default();
+    let etag = if meeting.etag_collection == collection {
+        meeting.etag.clone()
+    } else {
+        String::new()
+    };
     let action = if meeting.status == MeetingStatus::Canceled {
-        Action::Delete
+        Action::Delete { etag }
     } else {
         let lead = read.lead(&due.org, &meeting.lead_id)?.unwrap_or_default();
         let business = crate::domain::settings::org::business_name(read, &due.org)?;
-        let document = meetings::document(&calendar, &meeting, &lead, &business);
+        let sender = meetings::invitation_sender(read, &due.org)?;
+        let document = meetings::document(&calendar, &meeting, &lead, &business, sender.as_ref());
         let mut object = icalendar::Calendar::new();
         object.push(ics::meeting_event(&document));
         Action::Put {
             ics: object.done().to_string(),
-            create: meeting.sequence == 0,
+            create: meeting.sequence == 0 && etag.is_empty(),
+            sequence: meeting.sequence,
+            etag,
         }
     };
     Ok(Some(Work {
         caldav,
+        collection,
         name: meeting.id,
         action,
     }))
@@ -270,18 +382,28 @@ fn start_due(engine: &Arc<Engine>, attempts: &mut JoinSet<()>) -> Result<Option<
 /// One write to the collection, its answer committed, then the lease dropped.
 async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
     let outcome = match &work {
-        Some(work) => write(&engine, work).await.map_err(|e| {
-            tracing::warn!(meeting = %row.meeting, error = %e, "CalDAV write failed");
-            e.public_text()
-        }),
-        None => Ok(()),
+        Some(work) => write(&engine, work).await,
+        None => Outcome::Done { etag: None },
     };
+    if let Outcome::Failed(error) = &outcome {
+        tracing::warn!(meeting = %row.meeting, %error, "CalDAV write failed");
+    }
     let schedule = engine.calendars.schedule.clone();
+    let collection = work.map(|w| w.collection).unwrap_or_default();
     let committed = {
         let row = row.clone();
         engine
             .store
-            .write(move |tx| meeting_sync::record(tx, &row, outcome.clone(), &schedule))
+            .write(move |tx| {
+                match meeting_sync::record(tx, &row, outcome.clone(), &collection, &schedule)? {
+                    Some((meeting, version)) => {
+                        meetings::take_owner_version(tx, &row.org, &meeting, &version, &collection)
+                            .react(tx)
+                            .map(|_| ())
+                    }
+                    None => Ok(()),
+                }
+            })
             .await
     };
     if let Err(e) = committed {
@@ -293,25 +415,172 @@ async fn attempt(engine: Arc<Engine>, row: DueSync, work: Option<Work>) {
     engine.store.calendar_sync_wake().notify_one();
 }
 
-async fn write(engine: &Engine, work: &Work) -> std::result::Result<(), CalDavError> {
-    let caldav = client_of(&work.caldav)?;
-    match &work.action {
-        Action::Delete => caldav.delete(&engine.client, &work.name).await,
-        Action::Put { ics, create } => {
-            let mode = if *create {
-                PutMode::Create
-            } else {
-                PutMode::Replace
-            };
-            match caldav.put(&engine.client, &work.name, ics, mode).await {
-                // Written by an attempt whose answer was not committed: ours to replace.
-                Err(CalDavError::AlreadyExists) => {
-                    caldav
-                        .put(&engine.client, &work.name, ics, PutMode::Replace)
-                        .await
-                }
-                other => other,
-            }
+/// One write, conditional on the event's `ETag` (`If-Match`); a 412 reads the event:
+/// still ours (our `SEQUENCE` and times: an attempt whose answer was not committed)
+/// it is replaced on its new `ETag`, else the owner's version is the outcome.
+async fn write(engine: &Engine, work: &Work) -> Outcome {
+    match try_write(engine, work).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            tracing::warn!(error = %e, "CalDAV write failed");
+            // What the organization reads (`syncError`): never the network's detail.
+            Outcome::Failed(e.public_text())
         }
     }
+}
+
+async fn try_write(engine: &Engine, work: &Work) -> std::result::Result<Outcome, CalDavError> {
+    let caldav = client_of(&work.caldav)?;
+    let client = &engine.client;
+    let known = |etag: &str| (!etag.is_empty()).then(|| etag.to_string());
+    match &work.action {
+        Action::Delete { etag } => {
+            match caldav
+                .delete_if(client, &work.name, known(etag).as_deref())
+                .await
+            {
+                Ok(()) => Ok(Outcome::Done { etag: None }),
+                Err(CalDavError::ChangedOnServer) => owner_version(&caldav, engine, work).await,
+                Err(e) => Err(e),
+            }
+        }
+        Action::Put {
+            ics,
+            create,
+            sequence,
+            etag,
+        } => {
+            let mut if_match = known(etag);
+            if *create {
+                match caldav
+                    .put_if(client, &work.name, ics, PutMode::Create, None)
+                    .await
+                {
+                    Ok(etag) => return Ok(Outcome::Done { etag }),
+                    // Written by an attempt whose answer was not committed, or put
+                    // there by someone else: read it below.
+                    Err(CalDavError::AlreadyExists) => {}
+                    Err(e) => return Err(e),
+                }
+            } else if if_match.is_none() {
+                // No ETag known (a server that gives none, or a meeting written before
+                // engaged kept them): the event's own, or create it.
+                match caldav.get_held(client, &work.name).await? {
+                    Some(held) => if_match = held.etag,
+                    None => {
+                        let etag = caldav
+                            .put_if(client, &work.name, ics, PutMode::Create, None)
+                            .await?;
+                        return Ok(Outcome::Done { etag });
+                    }
+                }
+            }
+            if if_match.is_some() {
+                match caldav
+                    .put_if(
+                        client,
+                        &work.name,
+                        ics,
+                        PutMode::Replace,
+                        if_match.as_deref(),
+                    )
+                    .await
+                {
+                    Ok(etag) => return Ok(Outcome::Done { etag }),
+                    Err(CalDavError::ChangedOnServer) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            // The event is not what engaged last wrote: ours after all, or the owner's.
+            let Some(held) = caldav.get_held(client, &work.name).await? else {
+                return Ok(Outcome::Changed(OwnerVersion::Deleted));
+            };
+            let ours = times_of(ics);
+            let theirs = times_of(&held.ics);
+            if theirs.is_some() && theirs == ours.map(|(s, e, _)| (s, e, *sequence)) {
+                let etag = caldav
+                    .put_if(
+                        client,
+                        &work.name,
+                        ics,
+                        PutMode::Replace,
+                        held.etag.as_deref(),
+                    )
+                    .await?;
+                return Ok(Outcome::Done { etag });
+            }
+            Ok(version_of(&held))
+        }
+    }
+}
+
+/// The owner's version of the event after a 412.
+async fn owner_version(
+    caldav: &CalDav,
+    engine: &Engine,
+    work: &Work,
+) -> std::result::Result<Outcome, CalDavError> {
+    Ok(match caldav.get_held(&engine.client, &work.name).await? {
+        None => Outcome::Changed(OwnerVersion::Deleted),
+        Some(held) => version_of(&held),
+    })
+}
+
+fn version_of(held: &Held) -> Outcome {
+    match times_of(&held.ics) {
+        Some((start, end, sequence)) => Outcome::Changed(OwnerVersion::Held {
+            start,
+            end,
+            sequence,
+            etag: held.etag.clone().unwrap_or_default(),
+        }),
+        // An event engaged cannot read (no times, a zone it cannot read): its times
+        // are left as they are in engaged, the owner's version kept.
+        None => Outcome::Changed(OwnerVersion::Held {
+            start: 0,
+            end: 0,
+            sequence: sequence_of(&held.ics),
+            etag: held.etag.clone().unwrap_or_default(),
+        }),
+    }
+}
+
+/// An event's start and end (its first busy interval, its zones read as the busy
+/// times are) and `SEQUENCE`.
+fn times_of(ics: &str) -> Option<(Micros, Micros, u32)> {
+    let window = Window {
+        from: utc(now_micros() - 800 * 86_400_000_000),
+        to: utc(now_micros() + 800 * 86_400_000_000),
+        zone: Tz::UTC,
+    };
+    let report = crate::providers::caldav::busy::busy_report(
+        ics,
+        &window,
+        &mut crate::providers::caldav::busy::Budget::new(),
+    )
+    .ok()?;
+    if !report.unreadable_zones.is_empty() {
+        return None;
+    }
+    let first = report.busy.first()?;
+    Some((
+        first.start.timestamp_micros(),
+        first.end.timestamp_micros(),
+        sequence_of(ics),
+    ))
+}
+
+fn sequence_of(ics: &str) -> u32 {
+    let unfolded = icalendar::parser::unfold(ics);
+    icalendar::parser::read_calendar(&unfolded)
+        .ok()
+        .and_then(|calendar| {
+            calendar
+                .components
+                .iter()
+                .find(|c| c.name.as_str().eq_ignore_ascii_case("VEVENT"))
+                .and_then(|event| event.find_prop("SEQUENCE"))
+                .and_then(|p| p.val.as_str().trim().parse().ok())
+        })
+        .unwrap_or(0)
 }

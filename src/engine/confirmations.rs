@@ -80,10 +80,15 @@ impl Engine {
                 business,
             )
         };
+        // The calendar's CalDAV server sends them (`invitations: "server"`).
+        if calendar.server_schedules {
+            return Ok(());
+        }
         let Provider::Smtp(smtp) = Provider::for_channel(&settings, Channel::Email) else {
             return Ok(());
         };
-        let document = meetings::document(&calendar, &meeting, &lead, &business);
+        let sender = meetings::invitation_sender(&self.store.read()?, org)?;
+        let document = meetings::document(&calendar, &meeting, &lead, &business, sender.as_ref());
         let method = match change {
             MeetingChange::Canceled => Method::Cancel,
             MeetingChange::Booked | MeetingChange::Moved => Method::Request,

@@ -29,7 +29,7 @@ use std::time::Duration;
 use lettre::address::Envelope;
 use lettre::message::header::{ContentType, HeaderName, HeaderValue, MIME_VERSION_1_0};
 use lettre::message::Mailbox;
-use lettre::message::{MultiPart, SinglePart};
+use lettre::message::{Attachment, MultiPart, SinglePart};
 use lettre::transport::smtp::authentication::{Credentials, DEFAULT_MECHANISMS};
 use lettre::transport::smtp::client::{AsyncSmtpConnection, TlsParameters};
 use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
@@ -220,10 +220,24 @@ impl Smtp {
                     method.as_str()
                 ))
                 .map_err(|_| "invalid-message".to_string())?;
+                // The iTIP part beside the text, and the same `.ics` as an attachment
+                // (the CalConnect iMIP guide's advice: clients that ignore the part
+                // still offer the file).
+                let attachment = ContentType::parse("application/ics; name=\"invite.ics\"")
+                    .map_err(|_| "invalid-message".to_string())?;
                 builder.multipart(
-                    MultiPart::alternative()
-                        .singlepart(SinglePart::plain(text))
-                        .singlepart(SinglePart::builder().header(kind).body(ics.to_string())),
+                    MultiPart::mixed()
+                        .multipart(
+                            MultiPart::alternative()
+                                .singlepart(SinglePart::plain(text))
+                                .singlepart(
+                                    SinglePart::builder().header(kind).body(ics.to_string()),
+                                ),
+                        )
+                        .singlepart(
+                            Attachment::new("invite.ics".to_string())
+                                .body(ics.to_string(), attachment),
+                        ),
                 )
             }
         }

@@ -44,6 +44,9 @@ pub struct CalendarRecord {
     pub feed_token: String,
     pub created_at: Micros,
     pub updated_at: Micros,
+    /// The CalDAV server sends the invitations (`invitations: "server"`): engaged sends
+    /// none by email and leaves the attendee's `SCHEDULE-AGENT` to the server.
+    pub server_schedules: bool,
 }
 
 /// A CalDAV collection the calendar mirrors (the client is `providers::caldav`).
@@ -131,6 +134,12 @@ pub struct MeetingRecord {
     pub sequence: u32,
     pub created_at: Micros,
     pub updated_at: Micros,
+    /// The `ETag` of the event as engaged last wrote or read it in the CalDAV
+    /// collection (empty: none yet); every write after sends it as `If-Match`.
+    pub etag: String,
+    /// The collection that `etag` is of (`CalDav::identity`): another collection (the
+    /// calendar's `caldav.url` changed) knows nothing of it.
+    pub etag_collection: String,
 }
 
 /// Point reads of calendars and meetings, on a snapshot or the writer's transaction.

@@ -24,7 +24,7 @@ use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -38,6 +38,7 @@ const STEPS: &[Step] = &[
     leads_and_profiles_gain_meeting_fields,
     handling_knows_who_wrote_and_inbox_tabs_are_indexed,
     campaign_replies_count_leads,
+    calendars_and_meetings_gain_caldav_fields,
 ];
 
 // Every version below the current one has its step.
@@ -758,6 +759,47 @@ mod schema8 {
     }
 }
 
+/// 10 → 11: a calendar says whether its CalDAV server sends the invitations
+/// (`server_schedules`, false) and a meeting keeps its event's `ETag` and the
+/// collection it is of (`etag`, `etag_collection`, empty); the fields end their
+/// records, each one zero byte. A record that already reads in the new layout is left
+/// as it is.
+fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<()> {
+    fn grow<T: serde::de::DeserializeOwned>(
+        txn: &WriteTransaction,
+        definition: TableDefinition<(&str, &str), &[u8]>,
+    ) -> Result<usize> {
+        let mut table = txn.open_table(definition)?;
+        let mut rewritten = Vec::new();
+        for row in table.iter()? {
+            let (key, value) = row?;
+            if decode::<T>(value.value()).is_ok() {
+                continue;
+            }
+            let mut grown = value.value().to_vec();
+            grown.push(0);
+            if decode::<T>(&grown).is_err() {
+                grown.push(0);
+                decode::<T>(&grown)?;
+            }
+            let (org, id) = key.value();
+            rewritten.push((org.to_string(), id.to_string(), grown));
+        }
+        for (org, id, bytes) in &rewritten {
+            table.insert((org.as_str(), id.as_str()), bytes.as_slice())?;
+        }
+        Ok(rewritten.len())
+    }
+    let calendars = grow::<super::calendars::CalendarRecord>(txn, super::tables::CALENDARS)?;
+    let meetings = grow::<super::calendars::MeetingRecord>(txn, super::tables::MEETINGS)?;
+    tracing::info!(
+        calendars,
+        meetings,
+        "calendars and meetings gain their CalDAV fields"
+    );
+    Ok(())
+}
+
 /// Brings a file at version `from` up to [`SCHEMA_VERSION`].
 pub fn migrate(txn: &WriteTransaction, from: u32) -> Result<()> {
     if from > SCHEMA_VERSION {
@@ -945,6 +987,68 @@ mod tests {
                 rate_per_second: None
             }
         );
+    }
+
+    #[test]
+    fn schema_10_calendars_and_meetings_gain_their_caldav_fields() {
+        use crate::store::calendars::{CalendarRecord, MeetingRecord};
+        use crate::store::tables::{CALENDARS, MEETINGS};
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v10.redb")).unwrap();
+        let calendar = CalendarRecord {
+            name: "sales".into(),
+            time_zone: "UTC".into(),
+            owner_name: "Ana".into(),
+            ..CalendarRecord::default()
+        };
+        let meeting = MeetingRecord {
+            id: "m1".into(),
+            lead_id: "l1".into(),
+            calendar: "sales".into(),
+            start: 10,
+            end: 20,
+            time_zone: "UTC".into(),
+            status: crate::store::calendars::MeetingStatus::Booked,
+            booked_by: crate::store::calendars::BookedBy::Api,
+            location: String::new(),
+            calendar_sync: crate::store::calendars::CalendarSync::Synced,
+            sync_error: String::new(),
+            sequence: 2,
+            created_at: 1,
+            updated_at: 2,
+            etag: String::new(),
+            etag_collection: String::new(),
+        };
+        // Schema 10's layouts: the same records without their last zero bytes (one
+        // field on a calendar, two on a meeting).
+        let old = |bytes: Vec<u8>, fields: usize| bytes[..bytes.len() - fields].to_vec();
+        let txn = db.begin_write().unwrap();
+        {
+            txn.open_table(CALENDARS)
+                .unwrap()
+                .insert(
+                    ("o", "sales"),
+                    old(encode(&calendar).unwrap(), 1).as_slice(),
+                )
+                .unwrap();
+            txn.open_table(MEETINGS)
+                .unwrap()
+                .insert(("o", "m1"), old(encode(&meeting).unwrap(), 2).as_slice())
+                .unwrap();
+        }
+        assert!(decode::<MeetingRecord>(&old(encode(&meeting).unwrap(), 2)).is_err());
+        calendars_and_meetings_gain_caldav_fields(&txn).unwrap();
+        // Run twice: records already in the new layout are left as they are.
+        calendars_and_meetings_gain_caldav_fields(&txn).unwrap();
+        let calendars = txn.open_table(CALENDARS).unwrap();
+        let read: CalendarRecord =
+            decode(calendars.get(("o", "sales")).unwrap().unwrap().value()).unwrap();
+        assert_eq!(read, calendar);
+        assert!(!read.server_schedules);
+        let meetings = txn.open_table(MEETINGS).unwrap();
+        let read: MeetingRecord =
+            decode(meetings.get(("o", "m1")).unwrap().unwrap().value()).unwrap();
+        assert_eq!(read, meeting);
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! - [`logs`]: [`Captured`], what the server logs.
 //! - [`serve`](mod@serve): the loopback HTTP/1.1 server under the fakes.
 //! - [`relay`]: [`RelayClient`], Twilio's side of a ConversationRelay WebSocket.
-//! - [`caldav`]: [`Radicale`], a real CalDAV server, and a server that is not one.
+//! - [`caldav`]: [`Radicale`], a real CalDAV server, and a server that is not one;
+//!   [`xandikos`]: a second one, and [`xandikos::CalDavServer`] for tests run on both.
 
 pub mod browser;
 pub mod caldav;
@@ -31,6 +32,7 @@ pub mod server;
 pub mod smtp;
 pub mod twilio;
 pub mod webhooks;
+pub mod xandikos;
 
 pub use caldav::Radicale;
 pub use compliance::FakeCompliance;

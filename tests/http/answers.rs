@@ -134,3 +134,27 @@ pub fn assert_sandbox_delivered(event: &Value, origin: &str) {
     );
     assert_eq!(data["origin"], json!(origin), "origin: {event}");
 }
+
+/// A quoted-printable body decoded (RFC 2045 §6.7): soft line breaks joined, `=XX`
+/// bytes read.
+pub fn quoted_printable(text: &str) -> String {
+    let joined = text.replace("=\r\n", "");
+    let bytes = joined.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'=' && i + 2 < bytes.len() {
+            if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).expect("UTF-8")
+}

@@ -364,7 +364,20 @@ fn invitations(sink: &engaged::testkit::smtp::SmtpSink, to: &str) -> Vec<(String
                 .to_string();
             let begin = m.find("BEGIN:VCALENDAR")?;
             let end = m.find("END:VCALENDAR")? + "END:VCALENDAR".len();
-            Some((kind, m[begin..end].to_string() + "\r\n"))
+            let part = m[begin..end].to_string() + "\r\n";
+            // A part with lines of 75 octets goes quoted-printable.
+            let encoded = m[..begin]
+                .rsplit("Content-Type: text/calendar")
+                .next()
+                .is_some_and(|headers| headers.contains("quoted-printable"));
+            Some((
+                kind,
+                if encoded {
+                    quoted_printable(&part)
+                } else {
+                    part
+                },
+            ))
         })
         .collect()
 }
@@ -391,7 +404,7 @@ fn python_reads(ics: &str) -> Option<String> {
         .expect("run python");
     assert!(
         out.status.success(),
-        "vobject: {}",
+        "vobject: {}\n{ics}",
         String::from_utf8_lossy(&out.stderr)
     );
     Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
@@ -471,6 +484,26 @@ async fn the_lead_and_the_owner_get_itip_invitations_by_email() {
     };
     let lead_got = wait_invitations(&sink, "ada@example.com", 1).await;
     check(&lead_got[0], "REQUEST", 0);
+    // The owner organizes (sent by the organization's sender) and is no attendee; the
+    // lead is marked for engaged to schedule; the `.ics` is attached too.
+    let ics = &lead_got[0].1;
+    let unfolded = ics.replace("\r\n ", "");
+    assert!(
+        unfolded.contains("ORGANIZER;CN=\"Ana Ruiz\";SENT-BY=\"mailto:sales@acme.example\":mailto:ana@acme.example"),
+        "{ics}"
+    );
+    assert_eq!(unfolded.matches("\r\nATTENDEE").count(), 1, "{ics}");
+    assert!(
+        unfolded.contains("SCHEDULE-AGENT=CLIENT:mailto:ada@example.com"),
+        "{ics}"
+    );
+    assert!(
+        sink.messages()
+            .iter()
+            .any(|m| m.contains("To: ada@example.com")
+                && m.contains("Content-Disposition: attachment; filename=\"invite.ics\"")),
+        "the .ics is attached"
+    );
     let owner_got = wait_invitations(&sink, "ana@acme.example", 1).await;
     check(&owner_got[0], "REQUEST", 0);
     // The confirmation went by email too (the lead has no phone).

@@ -336,7 +336,8 @@ pub(super) async fn rotate(state: &AppState, visitor: &Visitor, form: &Form) -> 
 }
 
 /// `POST /console/settings/calendar-test`: reads the saved collection's coming week,
-/// outside the writer, and says how many events it saw or what went wrong.
+/// outside the writer, and says how many events it saw (and those whose time zone it
+/// could not read) or what went wrong.
 pub(super) async fn test(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Outcome> {
     let name = form.text("name").to_string();
     let calendar = calendars::find(&state.store.read()?, visitor.org(), &name)?;
@@ -344,9 +345,26 @@ pub(super) async fn test(state: &AppState, visitor: &Visitor, form: &Form) -> Re
         None => "This calendar has no CalDAV connection: add its URL, username and password and save first.".to_string(),
         Some(d) => match CalDav::new(&d.url, &d.username, &d.password) {
             Err(e) => format!("Not connected: {}", e.public_text()),
-            Ok(dav) => match dav.test_connection(state.engine.http_client()).await {
-                Ok(1) => "Connected: 1 event in the next 7 days".to_string(),
-                Ok(n) => format!("Connected: {n} events in the next 7 days"),
+            Ok(dav) => match dav.test_read(state.engine.http_client()).await {
+                Ok(read) => {
+                    let mut words = match read.events {
+                        1 => "Connected: 1 event in the next 7 days".to_string(),
+                        n => format!("Connected: {n} events in the next 7 days"),
+                    };
+                    if !read.unreadable_zones.is_empty() {
+                        words.push_str(&format!(
+                            ". Held busy all day, their time zone unknown: {}",
+                            read.unreadable_zones.join(", ")
+                        ));
+                    }
+                    if !read.too_many.is_empty() {
+                        words.push_str(&format!(
+                            ". Held busy from their start on, they repeat too often to read: {}",
+                            read.too_many.join(", ")
+                        ));
+                    }
+                    words
+                }
                 Err(e) => {
                     // The detail to the log; the page says what a 424 says.
                     tracing::warn!(error = %e, calendar = %name, "CalDAV test failed");

@@ -118,6 +118,8 @@ mod tests {
             sequence: 0,
             created_at: 0,
             updated_at: 0,
+            etag: String::new(),
+            etag_collection: String::new(),
         };
         assert_eq!(
             text("Acme Solar", &meeting),

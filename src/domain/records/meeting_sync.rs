@@ -15,7 +15,7 @@ use crate::store::calendars::{
     CaldavRecord, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord,
 };
 use crate::store::WriteTx;
-use crate::time::now_micros;
+use crate::time::{now_micros, Micros};
 
 /// A new meeting's state: `pending` on a calendar with `caldav`, else `none`.
 pub fn initial(calendar: &CalendarRecord) -> CalendarSync {
@@ -47,38 +47,93 @@ pub fn queue(
     Ok(())
 }
 
-/// What one write to the collection does.
+/// What one write to the collection does. `etag` is the event's as engaged last wrote
+/// or read it (empty: none known): sent as `If-Match`, so that a change the owner made
+/// in the calendar meanwhile is read and kept, never overwritten.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
-    /// Writes the event (`create`: `If-None-Match: *`, the first version).
-    Put { ics: String, create: bool },
+    /// Writes the event (`create`: `If-None-Match: *`, the first version) at
+    /// `sequence`.
+    Put {
+        ics: String,
+        create: bool,
+        sequence: u32,
+        etag: String,
+    },
     /// Deletes it (the meeting was canceled).
-    Delete,
+    Delete { etag: String },
+}
+
+/// What the owner's CalDAV calendar holds for a meeting's event when it is not what
+/// engaged last wrote (its `ETag` changed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnerVersion {
+    /// The owner deleted the event.
+    Deleted,
+    /// The event as it is now: its times, `SEQUENCE` and `ETag`.
+    Held {
+        start: Micros,
+        end: Micros,
+        sequence: u32,
+        etag: String,
+    },
+}
+
+/// What an attempt found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Written (with the event's new `ETag` when the server gave one) or deleted.
+    Done { etag: Option<String> },
+    /// The server's error in words: retried.
+    Failed(String),
+    /// The owner changed the event in the calendar since engaged wrote it: their
+    /// version is taken in (`meetings::take_owner_version`).
+    Changed(OwnerVersion),
 }
 
 /// One owed write: to which collection, which file (`{meeting id}.ics`), what.
 #[derive(Debug, Clone)]
 pub struct Work {
     pub caldav: CaldavRecord,
+    /// The collection's identity (`CalDav::identity`): what a new `ETag` is of.
+    pub collection: String,
     /// The event's file name without `.ics`: the meeting's id.
     pub name: String,
     pub action: Action,
 }
 
-/// Commits an attempt's answer (`Err`: the server's error in words), unless a newer
-/// change of the meeting queued its row again meanwhile (that one is attempted next).
-/// A failure is retried after `schedule[attempts]` (±20 %), then rests in `failed`.
+/// Commits an attempt's answer, unless a newer change of the meeting queued its row
+/// again meanwhile (that one is attempted next). A failure is retried after
+/// `schedule[attempts]` (±20 %), then rests in `failed`. A change the owner made in the
+/// calendar clears the row and is answered, with the meeting as it stands, for the
+/// caller to take in within this transaction (`meetings::take_owner_version`).
 pub fn record(
     tx: &mut WriteTx,
     due: &DueSync,
-    outcome: std::result::Result<(), String>,
+    outcome: Outcome,
+    collection: &str,
     schedule: &[Duration],
-) -> Result<()> {
+) -> Result<Option<(MeetingRecord, OwnerVersion)>> {
     if tx.calendar_sync_row(&due.org, &due.meeting)? != Some(due.row) {
-        return Ok(());
+        // A newer change is owed; the ETag of what this attempt wrote is still the
+        // event's, and that write's `If-Match`.
+        if let Outcome::Done { etag } = &outcome {
+            if let Some(old) = tx.meeting(&due.org, &due.meeting)? {
+                let etag = etag.clone().unwrap_or_default();
+                if old.etag != etag {
+                    let mut meeting = old.clone();
+                    meeting.etag_collection = collection.to_string();
+                    meeting.etag = etag;
+                    meeting.updated_at = tx.tick();
+                    tx.put_meeting(&due.org, &meeting, Some(&old))?;
+                }
+            }
+        }
+        return Ok(None);
     }
     let Some(old) = tx.meeting(&due.org, &due.meeting)? else {
-        return tx.remove_calendar_sync(&due.org, &due.meeting);
+        tx.remove_calendar_sync(&due.org, &due.meeting)?;
+        return Ok(None);
     };
     let has_caldav = tx
         .calendar(&due.org, &old.calendar)?
@@ -90,12 +145,18 @@ pub fn record(
             meeting.sync_error.clear();
             tx.remove_calendar_sync(&due.org, &due.meeting)?;
         }
-        (Ok(()), true) => {
+        (Outcome::Changed(version), true) => {
+            tx.remove_calendar_sync(&due.org, &due.meeting)?;
+            return Ok(Some((old, version.clone())));
+        }
+        (Outcome::Done { etag }, true) => {
             meeting.calendar_sync = CalendarSync::Synced;
             meeting.sync_error.clear();
+            meeting.etag = etag.clone().unwrap_or_default();
+            meeting.etag_collection = collection.to_string();
             tx.remove_calendar_sync(&due.org, &due.meeting)?;
         }
-        (Err(error), true) => {
+        (Outcome::Failed(error), true) => {
             meeting.calendar_sync = CalendarSync::Failed;
             meeting.sync_error = error.chars().take(300).collect();
             match schedule.get(due.row.attempts as usize) {
@@ -111,11 +172,15 @@ pub fn record(
             }
         }
     }
-    if meeting.calendar_sync != old.calendar_sync || meeting.sync_error != old.sync_error {
+    if meeting.calendar_sync != old.calendar_sync
+        || meeting.sync_error != old.sync_error
+        || meeting.etag != old.etag
+        || meeting.etag_collection != old.etag_collection
+    {
         meeting.updated_at = tx.tick();
         tx.put_meeting(&due.org, &meeting, Some(&old))?;
     }
-    Ok(())
+    Ok(None)
 }
 
 /// ±20 %, so that meetings that failed together are not retried together.

@@ -20,7 +20,7 @@ use crate::cursor::CursorKey;
 use crate::domain::records::events;
 use crate::domain::records::leads;
 use crate::domain::records::listing::{paginate, Cursor, Page};
-use crate::domain::records::meeting_sync;
+use crate::domain::records::meeting_sync::{self, OwnerVersion};
 use crate::domain::records::written::{Reaction, Written};
 use crate::domain::settings::availability::{self, Window};
 use crate::domain::settings::calendars;
@@ -29,7 +29,7 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::ics::{self, MeetingIcs, Person};
 use crate::store::calendars::{
-    BookedBy, CalendarReader, CalendarRecord, MeetingRecord, MeetingStatus,
+    BookedBy, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord, MeetingStatus,
 };
 use crate::store::rows::MeetingChange;
 use crate::store::{ReadTx, Reader, Start, WriteTx};
@@ -244,6 +244,8 @@ pub fn book(
         sequence: 0,
         created_at: now,
         updated_at: now,
+        etag: String::new(),
+        etag_collection: String::new(),
     };
     tx.put_meeting(org, &meeting, None)?;
     meeting_sync::queue(tx, org, &calendar, &meeting)?;
@@ -349,6 +351,95 @@ pub fn cancel(tx: &mut WriteTx, caller: &Caller, id: &str) -> Result<Written<Mee
     Ok(written
         .and_owing(confirmation(org, &meeting, MeetingChange::Canceled))
         .map(|()| meeting))
+}
+
+/// What the `MEETING` event says of a change made in the owner's calendar.
+pub const CHANGED_IN_CALENDAR: &str = "changed in the owner's calendar";
+
+/// Takes in the owner's change of meeting `old` (the owner's version wins): a deleted
+/// event cancels a booked meeting, a moved one moves it (no slot check: the owner chose
+/// the time), another edit keeps the times; each with a `MEETING` event whose `note` is
+/// [`CHANGED_IN_CALENDAR`] (`source: "calendar"`), the webhook and the lead's
+/// confirmation when the time or status changed. `SEQUENCE` never goes down; the
+/// meeting ends `synced` with the event's `ETag`.
+pub fn take_owner_version(
+    tx: &mut WriteTx,
+    org: &str,
+    old: &MeetingRecord,
+    version: &OwnerVersion,
+    collection: &str,
+) -> Result<Written<MeetingRecord>> {
+    let mut meeting = old.clone();
+    meeting.etag_collection = collection.to_string();
+    meeting.calendar_sync = CalendarSync::Synced;
+    meeting.sync_error.clear();
+    let (action, webhook, change) = match version {
+        OwnerVersion::Deleted if old.status == MeetingStatus::Booked => {
+            meeting.status = MeetingStatus::Canceled;
+            meeting.sequence += 1;
+            meeting.etag.clear();
+            (
+                "canceled",
+                Some(WebhookEvent::MeetingCanceled),
+                Some(MeetingChange::Canceled),
+            )
+        }
+        OwnerVersion::Deleted => {
+            meeting.etag.clear();
+            ("changed", None, None)
+        }
+        OwnerVersion::Held {
+            start,
+            end,
+            sequence,
+            etag,
+        } => {
+            meeting.sequence = meeting.sequence.max(*sequence);
+            meeting.etag = etag.clone();
+            let moved = old.status == MeetingStatus::Booked
+                && (*start, *end) != (old.start, old.end)
+                && start < end;
+            if moved {
+                meeting.start = *start;
+                meeting.end = *end;
+                (
+                    "rescheduled",
+                    Some(WebhookEvent::MeetingRescheduled),
+                    Some(MeetingChange::Moved),
+                )
+            } else {
+                ("changed", None, None)
+            }
+        }
+    };
+    meeting.updated_at = tx.tick();
+    tx.put_meeting(org, &meeting, Some(old))?;
+    let lead = tx
+        .lead(org, &meeting.lead_id)?
+        .ok_or_else(|| Error::lead_not_found(&meeting.lead_id))?;
+    let next = tx.next_meeting(org, &meeting.lead_id, time::now_micros())?;
+    let mut data = payload(&meeting);
+    data["action"] = json!(action);
+    data["source"] = json!("calendar");
+    data["note"] = json!(CHANGED_IN_CALENDAR);
+    let id = crate::ids::generate("mev");
+    let written = events::record(tx, org, lead, MEETING_EVENT, &id, data, |l| {
+        l.next_meeting_at = next;
+    })?;
+    if let Some(event) = webhook {
+        webhooks::emit(tx, org, event, payload(&meeting))?;
+    }
+    let mut written = written.map(|_| ());
+    if let Some(change) = change {
+        if change == MeetingChange::Moved {
+            written = written.and_owing(Reaction::MeetingTimed {
+                org: org.to_string(),
+                meeting: meeting.id.clone(),
+            });
+        }
+        written = written.and_owing(confirmation(org, &meeting, change));
+    }
+    Ok(written.map(|()| meeting))
 }
 
 /// Closes a meeting as `completed` or `no_show` (a booked one, or one closed before).
@@ -495,31 +586,64 @@ pub fn feed(read: &ReadTx, name: &str, token: &str) -> Result<String> {
     let to = now + i64::from(calendar.days_ahead) * 24 * 60 * MINUTE;
     let business = crate::domain::settings::org::business_name(read, &org)?;
     let meetings = read.booked_meeting_records(&org, name, from, to, FEED_MAX)?;
+    let sender = invitation_sender(read, &org)?;
     let mut events = Vec::with_capacity(meetings.len());
     for m in &meetings {
         let lead = read.lead(&org, &m.lead_id)?.unwrap_or_default();
-        events.push(document(&calendar, m, &lead, &business));
+        events.push(document(&calendar, m, &lead, &business, sender.as_ref()));
     }
     Ok(ics::feed(&calendar.name, &events))
 }
 
-/// A meeting as an iCalendar event: its calendar's title for the lead, the owner as
-/// organizer, the lead as attendee when it has an email.
+/// The address the organization's invitations are sent from (its SMTP `from`, name
+/// and address), if email goes through SMTP.
+pub fn invitation_sender(read: &impl Reader, org: &str) -> Result<Option<Person>> {
+    let settings = read.engine_settings(org)?;
+    let crate::store::rows::ProviderSettings::Smtp(smtp) = &settings.email else {
+        return Ok(None);
+    };
+    Ok(smtp
+        .from
+        .parse::<lettre::message::Mailbox>()
+        .ok()
+        .map(|mailbox| Person {
+            name: mailbox.name.unwrap_or_default(),
+            email: mailbox.email.to_string(),
+        }))
+}
+
+/// A meeting as an iCalendar event: its calendar's title for the lead, the lead as
+/// attendee when it has an email. The organizer is the calendar's owner, else `sender`
+/// (the organization's sender, [`invitation_sender`]); `SENT-BY` the sender when it is
+/// not the organizer. The attendee is marked `SCHEDULE-AGENT=CLIENT` unless the
+/// calendar lets its CalDAV server send the invitations.
 pub fn document(
     calendar: &CalendarRecord,
     m: &MeetingRecord,
     lead: &crate::store::rows::LeadRecord,
     business: &str,
+    sender: Option<&Person>,
 ) -> MeetingIcs {
     let summary = if calendar.title.is_empty() {
         format!("Meeting with {}", lead.display_name())
     } else {
         templates::render(&calendar.title, lead, business)
     };
-    let organizer = (!calendar.owner_email.is_empty()).then(|| Person {
-        name: calendar.owner_name.clone(),
-        email: calendar.owner_email.clone(),
-    });
+    let organizer = if calendar.owner_email.is_empty() {
+        sender.cloned()
+    } else {
+        Some(Person {
+            name: calendar.owner_name.clone(),
+            email: calendar.owner_email.clone(),
+        })
+    };
+    let sent_by = sender
+        .filter(|s| {
+            organizer
+                .as_ref()
+                .is_some_and(|o| !o.email.eq_ignore_ascii_case(&s.email))
+        })
+        .map(|s| s.email.clone());
     let attendees = if lead.email.is_empty() {
         Vec::new()
     } else {
@@ -532,14 +656,17 @@ pub fn document(
         uid: format!("{}@engaged", m.id),
         start: m.start,
         end: m.end,
-        summary,
+        // One line, cleaned: it is also an email's subject.
+        summary: crate::carrier_text::line(&summary),
         location: m.location.clone(),
         description: format!("Lead: {} ({})", lead.display_name(), m.lead_id),
         canceled: m.status == MeetingStatus::Canceled,
         sequence: m.sequence,
         stamp: m.updated_at,
         organizer,
+        sent_by,
         attendees,
+        schedule_agent_client: !calendar.server_schedules,
     }
 }
 

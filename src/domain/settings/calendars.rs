@@ -40,6 +40,7 @@ const MEMBERS: &[&str] = &[
     "owner",
     "reminders",
     "caldav",
+    "invitations",
 ];
 
 /// (member, least, most, default) of the numbers.
@@ -63,6 +64,10 @@ pub struct CalendarInput {
     pub owner_email: String,
     pub reminders: Vec<String>,
     pub caldav: Option<CaldavInput>,
+    /// `invitations`: `"server"` (true) lets the CalDAV server send them, `"engaged"`
+    /// (false) sends them by email; absent keeps what is stored (`engaged` for a new
+    /// calendar).
+    pub server_schedules: Option<bool>,
 }
 
 /// The CalDAV connection as written: an absent password keeps the stored one.
@@ -82,6 +87,9 @@ fn text(body: &Map<String, Value>, member: &str, path: &str) -> Result<String> {
         None => Ok(String::new()),
         Some(Value::String(t)) => {
             limits::text(path, t, MAX_TEXT_CHARS)?;
+            // One line each, no control or bidi character: they reach iCalendar
+            // documents, invitations' subjects and the console.
+            limits::characters(path, t, false)?;
             Ok(t.trim().to_string())
         }
         Some(_) => Err(Error::invalid_field(path)),
@@ -198,6 +206,23 @@ impl CalendarInput {
             }
             Some(_) => return Err(Error::invalid_field("caldav")),
         };
+        let server_schedules = match present(body, "invitations") {
+            None => None,
+            Some(Value::String(v)) if v == "engaged" => Some(false),
+            Some(Value::String(v)) if v == "server" => Some(true),
+            Some(_) => {
+                return Err(Error::field(
+                    "invitations",
+                    "invitations must be \"engaged\" or \"server\"",
+                ))
+            }
+        };
+        if server_schedules == Some(true) && caldav.is_none() {
+            return Err(Error::field(
+                "invitations",
+                "invitations \"server\" needs caldav: the CalDAV server sends them",
+            ));
+        }
         Ok(CalendarInput {
             time_zone,
             hours,
@@ -208,6 +233,7 @@ impl CalendarInput {
             owner_email,
             reminders,
             caldav,
+            server_schedules,
         })
     }
 }
@@ -333,6 +359,11 @@ pub fn put(
             })
         }
     };
+    let server_schedules = caldav.is_some()
+        && input
+            .server_schedules
+            .or(old.as_ref().map(|o| o.server_schedules))
+            .unwrap_or(false);
     let now = tx.tick();
     let [meeting_minutes, buffer_minutes, min_notice_minutes, days_ahead] = input.numbers;
     let calendar = CalendarRecord {
@@ -354,6 +385,7 @@ pub fn put(
             .map_or_else(|| new_token(org), |o| o.feed_token.clone()),
         created_at: old.as_ref().map_or(now, |o| o.created_at),
         updated_at: now,
+        server_schedules,
     };
     tx.put_calendar(org, &calendar)?;
     Ok(calendar)
@@ -495,6 +527,7 @@ pub fn view(c: &CalendarRecord, base: Option<&str>) -> Value {
             json!({"name": c.owner_name, "email": c.owner_email})
         },
         "reminders": c.reminders,
+        "invitations": if c.server_schedules { "server" } else { "engaged" },
         "caldav": c.caldav.as_ref().map(|d| json!({
             "url": d.url,
             "username": d.username,

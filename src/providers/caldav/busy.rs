@@ -3,16 +3,20 @@
 //! their `TZID` zone (chrono-tz), all-day (`DATE`) events busy from midnight to midnight
 //! in the zone given, recurring masters expanded with `rrule` when the server returned
 //! them unexpanded (overridden instances and `EXDATE`s left out), `TRANSP:TRANSPARENT`
-//! and `STATUS:CANCELLED` free, every interval clipped to the range asked for.
+//! and `STATUS:CANCELLED` free, every interval clipped to the range asked for. A `TZID`
+//! is read by the object's own `VTIMEZONE` first, else by its name (IANA or Windows):
+//! `zones`; an event whose zone cannot be read is held busy for its whole days (in the
+//! calendar's zone) and named in the [`Report`].
 //!
 //! Expansion is bounded, since anyone who can put an event on the owner's calendar
 //! writes its rule: only occurrences near the range are produced (a rule without
-//! `COUNT` stepping by seconds to weeks starts from a whole number of its periods
-//! before the range, not from its `DTSTART`), each event takes at most
-//! [`MAX_STEPS_PER_EVENT`] steps of the rule and [`MAX_OCCURRENCES`] occurrences, and a
-//! read shares a [`Budget`] of steps and time. An event that runs out of either is busy
-//! from its start to the end of the range, and its name is kept in
-//! [`Budget::too_many`] for the calendar's status: busy rather than forgotten.
+//! `COUNT` stepping by days or weeks, or by seconds to hours without `BY...` parts,
+//! starts from a whole number of its periods before the range, not from its `DTSTART`),
+//! each event takes at most [`MAX_STEPS_PER_EVENT`] steps of the rule and
+//! [`MAX_OCCURRENCES`] occurrences, and a read shares a [`Budget`] of steps and time. An
+//! event that runs out of either is busy from its start to the end of the range, and
+//! its name is kept in [`Budget::too_many`] for the calendar's status: busy rather than
+//! forgotten.
 
 use std::time::{Duration as StdDuration, Instant};
 
@@ -101,20 +105,29 @@ impl Default for Budget {
 pub struct NotICalendar(pub String);
 
 /// The busy intervals of one iCalendar object within `window`, clipped to it; the
-/// event count is the number of `VEVENT` components read (free ones included). With a
-/// budget of its own: [`busy_within`] shares one over a read.
+/// event count is the number of `VEVENT` components read (free ones included), with a
+/// budget of its own.
 pub fn busy_of(ics: &str, window: &Window) -> Result<(Vec<Busy>, usize), NotICalendar> {
-    busy_within(ics, window, &mut Budget::new())
+    busy_report(ics, window, &mut Budget::new()).map(|r| (r.busy, r.events))
 }
 
-/// As [`busy_of`], expansion spending `budget`.
-pub fn busy_within(
-    ics: &str,
-    window: &Window,
-    budget: &mut Budget,
-) -> Result<(Vec<Busy>, usize), NotICalendar> {
+/// What one iCalendar object says about a window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Busy intervals, clipped to the window.
+    pub busy: Vec<Busy>,
+    /// `VEVENT` components read (free ones included).
+    pub events: usize,
+    /// Events whose time zone could not be read (held busy for their whole days), in
+    /// words: `"Board call" (TZID "Mars/Olympus")`.
+    pub unreadable_zones: Vec<String>,
+}
+
+/// [`busy_of`], with the events whose zone could not be read named, expansion spending
+/// `budget` (shared over a read).
+pub fn busy_report(ics: &str, window: &Window, budget: &mut Budget) -> Result<Report, NotICalendar> {
     let unfolded = unfold(ics);
-    let calendar = read_calendar(&unfolded).map_err(|e| {
+    let mut calendar = read_calendar(&unfolded).map_err(|e| {
         NotICalendar(
             e.lines()
                 .next()
@@ -124,6 +137,13 @@ pub fn busy_within(
                 .collect(),
         )
     })?;
+    let unknown_zones = super::zones::rewrite(
+        &mut calendar.components,
+        window.from,
+        window.to,
+        window.zone,
+    );
+    let mut unreadable_zones = Vec::new();
     let events: Vec<&Component> = calendar
         .components
         .iter()
@@ -143,7 +163,19 @@ pub fn busy_within(
         })
         .collect();
     let mut busy = Vec::new();
-    for event in &events {
+    for (index, event) in events.iter().enumerate() {
+        let first = busy.len();
+        if let Some(tzid) = unknown_zones.get(index).and_then(Option::as_ref) {
+            if !is_free(event) {
+                let summary: String =
+                    crate::carrier_text::line(text(event, "SUMMARY").unwrap_or("an event"))
+                        .chars()
+                        .take(80)
+                        .collect();
+                let tzid: String = crate::carrier_text::line(tzid).chars().take(80).collect();
+                unreadable_zones.push(format!("\"{summary}\" (TZID \"{tzid}\")"));
+            }
+        }
         if is_free(event) {
             continue;
         }
@@ -187,8 +219,33 @@ pub fn busy_within(
             let start = start.utc();
             push_clipped(&mut busy, start, plus(start, length), window);
         }
+        if unknown_zones.get(index).is_some_and(Option::is_some) {
+            whole_days(&mut busy[first..], window);
+        }
     }
-    Ok((busy, events.len()))
+    Ok(Report {
+        busy,
+        events: events.len(),
+        unreadable_zones,
+    })
+}
+
+/// Each interval widened to the whole days (midnight to midnight in the window's zone)
+/// it touches, clipped to the window: an event whose zone is unknown could be at any
+/// time of its day.
+fn whole_days(busy: &mut [Busy], window: &Window) {
+    for interval in busy {
+        let first = interval.start.with_timezone(&window.zone).date_naive();
+        let last = (interval.end - Duration::microseconds(1))
+            .max(interval.start)
+            .with_timezone(&window.zone)
+            .date_naive();
+        let end = last
+            .succ_opt()
+            .map_or(window.to, |next| midnight(next, window.zone));
+        interval.start = midnight(first, window.zone).max(window.from);
+        interval.end = end.min(window.to);
+    }
 }
 
 /// `TRANSP:TRANSPARENT` or `STATUS:CANCELLED`: the event takes no time.
@@ -287,13 +344,11 @@ fn time_of(prop: &Property, zone: Tz) -> Option<When> {
     Some(When::At(local(naive, zone).with_timezone(&zone)))
 }
 
-/// An IANA zone name, also as some servers write it (`/mozilla.org/.../Europe/Berlin`).
+/// An IANA zone name, also as some servers write it (`/mozilla.org/.../Europe/Berlin`),
+/// or a Windows name (CLDR's table); by the time an event is read, `zones::rewrite` has
+/// put the zone its `VTIMEZONE` says in place of every `TZID`.
 fn zone_named(name: &str) -> Option<Tz> {
-    if let Ok(zone) = name.parse::<Tz>() {
-        return Some(zone);
-    }
-    let parts: Vec<&str> = name.split('/').filter(|p| !p.is_empty()).collect();
-    (0..parts.len()).find_map(|i| parts[i..].join("/").parse::<Tz>().ok())
+    super::zones::named_zone(name)
 }
 
 /// How long the event lasts: `DTEND` less `DTSTART`, else `DURATION`, else a day for an
@@ -737,7 +792,7 @@ mod tests {
         let w = window("2026-12-01T00:00:00Z", "2026-12-16T00:00:00Z");
         let started = Instant::now();
         let mut budget = Budget::new();
-        let (busy, seen) = busy_within(&ics, &w, &mut budget).unwrap();
+        let Report { busy, events: seen, .. } = busy_report(&ics, &w, &mut budget).unwrap();
         assert!(started.elapsed() < READ_TIME + StdDuration::from_secs(1));
         assert_eq!(seen, 1);
         assert_eq!(
@@ -751,7 +806,7 @@ mod tests {
         // With COUNT (no fast-forward): the steps run out, busy all the same.
         let counted = cal("BEGIN:VEVENT\r\nUID:c\r\nDTSTART:19000101T000000Z\r\nRRULE:FREQ=SECONDLY;COUNT=4000000000\r\nEND:VEVENT\r\n");
         let mut budget = Budget::new();
-        let (busy, _) = busy_within(&counted, &w, &mut budget).unwrap();
+        let busy = busy_report(&counted, &w, &mut budget).unwrap().busy;
         assert_eq!(
             busy,
             vec![Busy {
@@ -767,7 +822,7 @@ mod tests {
         let ics = cal("BEGIN:VEVENT\r\nUID:w\r\nDTSTART:20260105T150000Z\r\nDTEND:20260105T160000Z\r\nRRULE:FREQ=WEEKLY\r\nEND:VEVENT\r\n");
         let w = window("2026-03-01T00:00:00Z", "2026-03-08T00:00:00Z");
         let mut budget = Budget::with(0, READ_TIME);
-        let (busy, _) = busy_within(&ics, &w, &mut budget).unwrap();
+        let busy = busy_report(&ics, &w, &mut budget).unwrap().busy;
         assert_eq!(
             busy,
             vec![Busy {
@@ -777,7 +832,7 @@ mod tests {
         );
         let mut spent = Budget::with(MAX_STEPS_PER_READ, StdDuration::ZERO);
         let daily = cal("BEGIN:VEVENT\r\nUID:d\r\nDTSTART:19000101T150000Z\r\nRRULE:FREQ=DAILY;COUNT=60000\r\nEND:VEVENT\r\n");
-        let (busy, _) = busy_within(&daily, &w, &mut spent).unwrap();
+        let busy = busy_report(&daily, &w, &mut spent).unwrap().busy;
         assert_eq!(
             busy,
             vec![Busy {
@@ -821,7 +876,7 @@ mod tests {
                 "BEGIN:VEVENT\r\nUID:r\r\nDTSTART;TZID=America/Chicago:{dtstart}\r\nDURATION:PT30M\r\nRRULE:{rule}\r\nEND:VEVENT\r\n"
             ));
             let mut budget = Budget::new();
-            let (busy, _) = busy_within(&ics, &w, &mut budget).unwrap();
+            let busy = busy_report(&ics, &w, &mut budget).unwrap().busy;
             assert!(budget.too_many.is_empty(), "{rule}");
             let mut expected: Vec<Busy> = plain(
                 dtstart,

@@ -22,7 +22,9 @@
 
 pub mod busy;
 pub mod cache;
+pub mod windows_zones;
 pub mod xml;
+pub mod zones;
 
 use std::time::Duration;
 
@@ -44,18 +46,6 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 /// [`busy::READ_TIME`], ends it sooner; this bounds the wait whatever happens).
 pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// What one read of a collection found.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BusyRead {
-    /// The busy intervals, sorted, clipped to the range.
-    pub busy: Vec<Busy>,
-    /// How many `VEVENT`s the server returned (free ones included).
-    pub events: usize,
-    /// Events whose recurrence was too much to expand, each busy from its start to the
-    /// end of the range: their `SUMMARY` (else `UID`).
-    pub too_many: Vec<String>,
-}
-
 /// Reads each `calendar-data` of a REPORT's answer under one budget.
 fn read_responses(
     responses: Vec<xml::DavResponse>,
@@ -67,13 +57,24 @@ fn read_responses(
         let Some(data) = response.calendar_data.filter(|d| !d.trim().is_empty()) else {
             continue;
         };
-        let (mut found, seen) = busy::busy_within(&data, window, &mut budget)
+        let mut report = busy::busy_report(&data, window, &mut budget)
             .map_err(|e| CalDavError::InvalidEvent(format!("{}: {}", response.href, e.0)))?;
-        read.busy.append(&mut found);
-        read.events += seen;
+        read.busy.append(&mut report.busy);
+        read.events += report.events;
+        read.unreadable_zones.append(&mut report.unreadable_zones);
+        for uid in engaged_uids(&data) {
+            read.engaged_events.push((uid, data.clone()));
+        }
     }
     read.busy.sort();
     read.busy.dedup();
+    // Named, at most this many: the rest counted.
+    const NAMED: usize = 20;
+    if read.unreadable_zones.len() > NAMED {
+        let more = read.unreadable_zones.len() - NAMED;
+        read.unreadable_zones.truncate(NAMED);
+        read.unreadable_zones.push(format!("and {more} more"));
+    }
     read.too_many = budget.too_many;
     Ok(read)
 }
@@ -109,6 +110,45 @@ impl std::fmt::Debug for CalDav {
     }
 }
 
+/// What one read of a collection's busy times found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BusyRead {
+    /// Busy intervals, sorted, clipped to the range read.
+    pub busy: Vec<Busy>,
+    /// Events the server returned (free ones included).
+    pub events: usize,
+    /// Events whose time zone could not be read, in words (held busy for their whole
+    /// days).
+    pub unreadable_zones: Vec<String>,
+    /// The `calendar-data` of each object holding an event engaged wrote (a `UID`
+    /// ending in `@engaged`), by that UID: what the owner's calendar holds for them.
+    pub engaged_events: Vec<(String, String)>,
+    /// Events whose recurrence was too much to expand, each busy from its start to the
+    /// end of the range: their `SUMMARY` (else `UID`).
+    pub too_many: Vec<String>,
+}
+
+/// The `UID`s of `ics`'s events that end in `@engaged` (engaged's own meetings).
+fn engaged_uids(ics: &str) -> Vec<String> {
+    if !ics.contains("@engaged") {
+        return Vec::new();
+    }
+    let unfolded = icalendar::parser::unfold(ics);
+    let Ok(calendar) = icalendar::parser::read_calendar(&unfolded) else {
+        return Vec::new();
+    };
+    let mut uids: Vec<String> = calendar
+        .components
+        .iter()
+        .filter(|c| c.name.as_str().eq_ignore_ascii_case("VEVENT"))
+        .filter_map(|c| c.find_prop("UID"))
+        .map(|p| p.val.as_str().trim().to_string())
+        .filter(|uid| uid.ends_with("@engaged"))
+        .collect();
+    uids.dedup();
+    uids
+}
+
 /// Whether a `put` creates the event or replaces the one there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PutMode {
@@ -116,6 +156,13 @@ pub enum PutMode {
     Create,
     /// Whatever is there (a reschedule, with a higher `SEQUENCE`).
     Replace,
+}
+
+/// An event as the collection holds it, with its `ETag` when the server gave one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub ics: String,
+    pub etag: Option<String>,
 }
 
 /// What went wrong, in words an operator reads.
@@ -139,6 +186,8 @@ pub enum CalDavError {
     TooLarge(usize),
     #[error("an event with this UID is already in the calendar")]
     AlreadyExists,
+    #[error("the event was changed in the calendar since engaged wrote it")]
+    ChangedOnServer,
     #[error("the event is not valid iCalendar: {0}")]
     InvalidEvent(String),
     #[error("the CalDAV server answered {0}")]
@@ -158,7 +207,8 @@ impl CalDavError {
             CalDavError::BadUrl(_)
             | CalDavError::Unauthorized
             | CalDavError::NotACalendar
-            | CalDavError::AlreadyExists => self.to_string(),
+            | CalDavError::AlreadyExists
+            | CalDavError::ChangedOnServer => self.to_string(),
             CalDavError::InvalidEvent(_) => "an event is not valid iCalendar".into(),
             CalDavError::Unreachable(_)
             | CalDavError::UntrustedCertificate
@@ -213,6 +263,19 @@ impl CalDav {
         &self.url
     }
 
+    /// Which collection this is, whatever the case of its scheme and host or a missing
+    /// final `/`: its URL with those lowercased (what an event's `ETag` belongs to).
+    pub fn identity(&self) -> String {
+        let (scheme, rest) = self.url.split_once("://").unwrap_or(("", &self.url));
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        format!(
+            "{}://{}{}",
+            scheme.to_ascii_lowercase(),
+            authority.to_ascii_lowercase(),
+            path
+        )
+    }
+
     /// The URL of the event `uid`: `{collection}{uid}.ics`.
     pub fn event_url(&self, uid: &str) -> Result<String, CalDavError> {
         if uid.is_empty() {
@@ -234,16 +297,17 @@ impl CalDav {
         to: DateTime<Utc>,
         zone: Tz,
     ) -> Result<Vec<Busy>, CalDavError> {
-        self.busy_read(client, &Window { from, to, zone })
+        self.read_busy(client, &Window { from, to, zone })
             .await
             .map(|read| read.busy)
     }
 
-    /// The busy intervals, how many events the server returned and the events whose
+    /// The busy intervals, how many events the server returned, the events whose time
+    /// zone could not be read (held busy for their whole days) and those whose
     /// recurrence was too much to expand (busy to the end of the range). The answer is
     /// read on a blocking thread under a [`busy::Budget`], never on a runtime worker;
     /// past [`READ_TIMEOUT`] the read fails.
-    pub async fn busy_read(
+    pub async fn read_busy(
         &self,
         client: &HttpClient,
         window: &Window,
@@ -277,14 +341,28 @@ impl CalDav {
         }
     }
 
-    /// Writes the event `uid` (an iCalendar object, checked to parse first).
+    /// Writes the event `uid` (an iCalendar object, checked to parse first); the new
+    /// `ETag` when the server answered one.
     pub async fn put(
         &self,
         client: &HttpClient,
         uid: &str,
         ics: &str,
         mode: PutMode,
-    ) -> Result<(), CalDavError> {
+    ) -> Result<Option<String>, CalDavError> {
+        self.put_if(client, uid, ics, mode, None).await
+    }
+
+    /// [`CalDav::put`], replacing only the version whose `ETag` is `if_match`
+    /// (`If-Match`, RFC 7232 §3.1): 412 is [`CalDavError::ChangedOnServer`].
+    pub async fn put_if(
+        &self,
+        client: &HttpClient,
+        uid: &str,
+        ics: &str,
+        mode: PutMode,
+        if_match: Option<&str>,
+    ) -> Result<Option<String>, CalDavError> {
         icalendar::parser::read_calendar(&icalendar::parser::unfold(ics)).map_err(|e| {
             CalDavError::InvalidEvent(
                 e.lines()
@@ -297,8 +375,10 @@ impl CalDav {
         })?;
         let url = self.event_url(uid)?;
         let mut headers = Vec::new();
-        if mode == PutMode::Create {
-            headers.push(("if-none-match", "*".to_string()));
+        match (mode, if_match) {
+            (PutMode::Create, _) => headers.push(("if-none-match", "*".to_string())),
+            (PutMode::Replace, Some(etag)) => headers.push(("if-match", etag.to_string())),
+            (PutMode::Replace, None) => {}
         }
         let answer = self
             .send(
@@ -311,33 +391,63 @@ impl CalDav {
             )
             .await?;
         match answer.status {
-            200..=299 => Ok(()),
+            200..=299 => Ok(answer.etag),
             412 if mode == PutMode::Create => Err(CalDavError::AlreadyExists),
+            412 => Err(CalDavError::ChangedOnServer),
             status => Err(refused(status)),
         }
     }
 
     /// Deletes the event `uid`; one that is not there counts as deleted.
     pub async fn delete(&self, client: &HttpClient, uid: &str) -> Result<(), CalDavError> {
+        self.delete_if(client, uid, None).await
+    }
+
+    /// [`CalDav::delete`] of the version whose `ETag` is `if_match` only: 412 is
+    /// [`CalDavError::ChangedOnServer`].
+    pub async fn delete_if(
+        &self,
+        client: &HttpClient,
+        uid: &str,
+        if_match: Option<&str>,
+    ) -> Result<(), CalDavError> {
         let url = self.event_url(uid)?;
+        let headers: Vec<(&'static str, String)> = if_match
+            .map(|etag| vec![("if-match", etag.to_string())])
+            .unwrap_or_default();
         let answer = self
-            .send(client, Method::DELETE, &url, &[], Vec::new(), None)
+            .send(client, Method::DELETE, &url, &headers, Vec::new(), None)
             .await?;
         match answer.status {
             200..=299 | 404 | 410 => Ok(()),
+            412 => Err(CalDavError::ChangedOnServer),
             status => Err(refused(status)),
         }
     }
 
     /// The iCalendar text of the event `uid` as the server holds it, if it is there.
     pub async fn get(&self, client: &HttpClient, uid: &str) -> Result<Option<String>, CalDavError> {
+        Ok(self.get_held(client, uid).await?.map(|held| held.ics))
+    }
+
+    /// The event `uid` as the server holds it, with its `ETag`, if it is there.
+    pub async fn get_held(
+        &self,
+        client: &HttpClient,
+        uid: &str,
+    ) -> Result<Option<Held>, CalDavError> {
         let url = self.event_url(uid)?;
         let answer = self
             .send(client, Method::GET, &url, &[], Vec::new(), None)
             .await?;
         match answer.status {
             200 => String::from_utf8(answer.body.to_vec())
-                .map(Some)
+                .map(|ics| {
+                    Some(Held {
+                        ics,
+                        etag: answer.etag.clone(),
+                    })
+                })
                 .map_err(|_| CalDavError::InvalidEvent("not UTF-8".into())),
             404 | 410 => Ok(None),
             status => Err(refused(status)),
@@ -347,6 +457,12 @@ impl CalDav {
     /// Checks that the URL is a calendar collection these credentials read, then reads
     /// the coming week's busy times: how many events it saw.
     pub async fn test_connection(&self, client: &HttpClient) -> Result<usize, CalDavError> {
+        self.test_read(client).await.map(|read| read.events)
+    }
+
+    /// [`CalDav::test_connection`], with all the week's read said (the events whose
+    /// time zone could not be read too).
+    pub async fn test_read(&self, client: &HttpClient) -> Result<BusyRead, CalDavError> {
         let answer = self
             .send(
                 client,
@@ -370,9 +486,7 @@ impl CalDav {
             to: from + chrono::Duration::days(7),
             zone: Tz::UTC,
         };
-        self.busy_read(client, &window)
-            .await
-            .map(|read| read.events)
+        self.read_busy(client, &window).await
     }
 
     async fn send(
@@ -491,6 +605,12 @@ mod tests {
             );
         }
         assert!(!format!("{cal:?}").contains("pw"));
+        assert_eq!(
+            CalDav::new("HTTPS://Cal.Acme.Example/Ana/Sales", "a", "b")
+                .unwrap()
+                .identity(),
+            "https://cal.acme.example/Ana/Sales/"
+        );
     }
 
     #[test]
