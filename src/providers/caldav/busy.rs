@@ -125,7 +125,11 @@ pub struct Report {
 
 /// [`busy_of`], with the events whose zone could not be read named, expansion spending
 /// `budget` (shared over a read).
-pub fn busy_report(ics: &str, window: &Window, budget: &mut Budget) -> Result<Report, NotICalendar> {
+pub fn busy_report(
+    ics: &str,
+    window: &Window,
+    budget: &mut Budget,
+) -> Result<Report, NotICalendar> {
     let unfolded = unfold(ics);
     let mut calendar = read_calendar(&unfolded).map_err(|e| {
         NotICalendar(
@@ -792,7 +796,9 @@ mod tests {
         let w = window("2026-12-01T00:00:00Z", "2026-12-16T00:00:00Z");
         let started = Instant::now();
         let mut budget = Budget::new();
-        let Report { busy, events: seen, .. } = busy_report(&ics, &w, &mut budget).unwrap();
+        let Report {
+            busy, events: seen, ..
+        } = busy_report(&ics, &w, &mut budget).unwrap();
         assert!(started.elapsed() < READ_TIME + StdDuration::from_secs(1));
         assert_eq!(seen, 1);
         assert_eq!(

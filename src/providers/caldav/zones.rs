@@ -565,7 +565,12 @@ mod tests {
         let ics = format!(
             "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//Microsoft Corporation//Outlook 16.0 MIMEDIR//EN\r\n{OUTLOOK_BERLIN}BEGIN:VEVENT\r\nUID:o1\r\nSUMMARY:Vorstand\r\nDTSTART;TZID=\"W. Europe Standard Time\":20261211T170000\r\nDTEND;TZID=\"W. Europe Standard Time\":20261211T180000\r\nEND:VEVENT\r\nBEGIN:VEVENT\r\nUID:o2\r\nSUMMARY:Somewhere\r\nDTSTART;TZID=Mars/Olympus:20261212T090000\r\nDTEND;TZID=Mars/Olympus:20261212T100000\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
         );
-        let report = busy_report(&ics, &window).unwrap();
+        let report = busy_report(
+            &ics,
+            &window,
+            &mut crate::providers::caldav::busy::Budget::new(),
+        )
+        .unwrap();
         assert_eq!(report.events, 2);
         assert_eq!(
             report.busy,
@@ -613,7 +618,12 @@ mod tests {
             let n = 200;
             let started = std::time::Instant::now();
             for _ in 0..n {
-                let r = busy_report(&ics, &window).unwrap();
+                let r = busy_report(
+                    &ics,
+                    &window,
+                    &mut crate::providers::caldav::busy::Budget::new(),
+                )
+                .unwrap();
                 assert_eq!(r.busy.len(), 1);
             }
             println!(
