@@ -60,7 +60,7 @@ pub struct Budget {
     steps_left: u32,
     deadline: Instant,
     /// The events treated as busy to the end of the range: their `SUMMARY` (else
-    /// `UID`), at most [`MAX_NAMED`].
+    /// `UID`), at most ten.
     pub too_many: Vec<String>,
 }
 
