@@ -111,6 +111,9 @@ struct LeadPageView {
     profiles: Vec<String>,
     /// The "Meetings" panel (`lead_meetings::panel`).
     meetings: Markup,
+    /// The organization has an assistant connected (Settings → Assistant); without
+    /// one nothing answers the lead but a person.
+    assistant: bool,
 }
 
 impl LeadPageView {
@@ -170,6 +173,7 @@ impl LeadPageView {
         let profiles = read.profile_names(org)?;
         let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
         Ok(LeadPageView {
+            assistant: settings.assistant.is_some(),
             profiles,
             meetings,
             ledger,
@@ -244,8 +248,17 @@ impl LeadPageView {
                             dt { "Email" } dd { (subscribed(lead.subscriptions.email_unsubscribed)) }
                             dt { "DNC" } dd { @if self.on_dnc { "On the DNC list" } @else { "No" } }
                             dt { "Tags" } dd { @for t in &lead.tags { span.badge.state { (t.name) } " " } }
-                            dt { "Assistant" } dd { @if lead.is_ai_on { "Assistant on" } @else { "Assistant off" } }
-                            dt { "Owner" } dd { (self.owner.as_deref().unwrap_or("Assistant")) }
+                            dt { "Assistant" } dd {
+                                @if !self.assistant { "No assistant connected — a person answers" }
+                                @else if lead.is_ai_on { "Assistant on" } @else { "Assistant off" }
+                            }
+                            dt { "Owner" } dd {
+                                @match (&self.owner, self.assistant && lead.is_ai_on && self.handling.handed_off_at.is_none()) {
+                                    (Some(name), _) => (name),
+                                    (None, true) => "Assistant",
+                                    (None, false) => "Unassigned",
+                                }
+                            }
                             @if self.handling.handed_off_at.is_some() { dt { "Handed off" } dd { "Yes" } }
                         }
                         @if self.can_act { (handling_buttons(visitor, lead)) }
