@@ -283,7 +283,7 @@ impl LeadPageView {
                                 }
                             }
                             @if let Some(reason) = e.stopped_reason.filter(|_| e.state == EngagementState::Stopped) {
-                                dt { "Stop reason" } dd { (reason.as_str()) }
+                                dt { "Stop reason" } dd { (reason.words()) }
                             }
                             @if !e.last_error.is_empty() {
                                 dt { "Last error" } dd.error { (e.last_error) }

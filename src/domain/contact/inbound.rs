@@ -18,7 +18,7 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::calendars::{CalendarReader, MeetingStatus};
 use crate::store::rows::{
-    ConsentSource, EngineSettings, LeadRecord, MessageKind, Origin, RevocationScope,
+    ConsentSource, EngineSettings, LeadRecord, MessageKind, Origin, RevocationScope, StopReason,
 };
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
@@ -202,6 +202,11 @@ pub fn inbound_sms_via(
         || provider_keyword == Some(ProviderKeyword::Start);
     let help =
         HELP_KEYWORDS.contains(&word.as_str()) || provider_keyword == Some(ProviderKeyword::Help);
+    if opted_out {
+        // Stopped as an opt-out before the message would stop it as a reply: the
+        // campaign's "Stopped: replied" counts replies only.
+        enrolment::stop(tx, org, &lead.id, StopReason::Unsubscribed)?;
+    }
     let (message, lead) = record_inbound(
         tx,
         org,
@@ -289,7 +294,7 @@ fn answered_meeting(tx: &WriteTx, org: &str, lead_id: &str) -> Result<Option<Str
 
 /// The confirmation of an opt-out of `scope` that came on `came_on`: the usual one when
 /// it includes that channel, else which channel ends (`You will receive no more calls.`).
-fn opt_out_notice(business: &str, came_on: Channel, scope: &[Channel]) -> String {
+pub(super) fn opt_out_notice(business: &str, came_on: Channel, scope: &[Channel]) -> String {
     if scope.contains(&came_on) || scope.is_empty() {
         return match came_on {
             Channel::Email => {
@@ -352,6 +357,10 @@ pub fn inbound_email(
     if reading == Reading::Possible {
         hold::hold(tx, org, &lead.id, Channel::Email, words.trim())?;
     }
+    if reading.is_definite() {
+        // An opt-out, not a reply, stops the cadence (see `inbound_sms_via`).
+        enrolment::stop(tx, org, &lead.id, StopReason::Unsubscribed)?;
+    }
     let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject, headers)?;
     if let Some(meeting) = &cancels {
         meetings::cancel(tx, caller, meeting)?.react(tx)?;
@@ -399,7 +408,7 @@ fn revoked_channels(
 /// The channels a definite revocation unsubscribes under the organization's
 /// `revocationScope`: every channel the lead can be reached on (`all`), or `own`, the
 /// channel it came on (with SMS's voice coupling).
-fn revocation_channels(
+pub(super) fn revocation_channels(
     settings: &EngineSettings,
     lead: &LeadRecord,
     own: &[Channel],
