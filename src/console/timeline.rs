@@ -98,7 +98,7 @@ fn item(ctx: &Context, row: &EventRow) -> Result<Markup> {
         };
         let who = match data.get("origin").and_then(Value::as_str) {
             Some("meeting") if shape.owner != Owner::Lead => {
-                meeting_message_author(ctx, data, &text)?
+                meeting_message_author(ctx, data, text)?
             }
             _ => author(&lead_name, shape.owner, data),
         };
