@@ -14,7 +14,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::channel::{Channel, OptOutSource};
-use crate::domain::contact::{controls, inbound, quiet_hours};
+use crate::domain::contact::{controls, quiet_hours};
 use crate::domain::engagement::agenda::{self, Taken};
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
 use crate::domain::records::consent::Change;
@@ -92,14 +92,14 @@ pub fn opt_out(
     // As a definite revocation: every channel of the lead under `revocationScope`
     // `all` (the default, what Settings → Consent says), else the channel it came on.
     let settings = tx.engine_settings(org)?;
-    let channels = inbound::revocation_channels(&settings, &lead, &own);
+    let channels = controls::revocation_channels(&settings, &lead, &own);
     let mut change = Change::words(source, &hold.words);
     change.proof.recorded_by = Some(by);
     let lead = controls::opt_out(tx, org, lead, &channels, OptOutSource::Keyword, &change)?;
     // Ends the hold (and its timeout) if unsubscribing every channel did not already.
     enrolment::stop(tx, org, lead_id, StopReason::Unsubscribed)?;
     let business = business_name(tx, org)?;
-    let notice = inbound::opt_out_notice(&business, hold.channel, &channels);
+    let notice = controls::opt_out_notice(&business, hold.channel, &channels);
     enrolment::on_inbound(
         tx,
         org,

@@ -18,7 +18,7 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::calendars::{CalendarReader, MeetingStatus};
 use crate::store::rows::{
-    ConsentSource, EngineSettings, LeadRecord, MessageKind, Origin, RevocationScope, StopReason,
+    ConsentSource, EngineSettings, LeadRecord, MessageKind, Origin, StopReason,
 };
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
@@ -239,7 +239,7 @@ pub fn inbound_sms_via(
         // answers the lead.
         InboundFollowUp::Nothing
     } else if opted_out {
-        InboundFollowUp::Notice(opt_out_notice(&business, Channel::Sms, &scope))
+        InboundFollowUp::Notice(controls::opt_out_notice(&business, Channel::Sms, &scope))
     } else if opted_in {
         InboundFollowUp::Notice(format!(
             "{business}: You are resubscribed. Reply STOP to opt out."
@@ -290,33 +290,6 @@ fn answered_meeting(tx: &WriteTx, org: &str, lead_id: &str) -> Result<Option<Str
         && meeting.lead_id == lead_id
         && meeting.start >= now_micros();
     Ok(upcoming.then_some(meeting.id))
-}
-
-/// The confirmation of an opt-out of `scope` that came on `came_on`: the usual one when
-/// it includes that channel, else which channel ends (`You will receive no more calls.`).
-pub(super) fn opt_out_notice(business: &str, came_on: Channel, scope: &[Channel]) -> String {
-    if scope.contains(&came_on) || scope.is_empty() {
-        return match came_on {
-            Channel::Email => {
-                format!("{business}: You are unsubscribed and will receive no more emails.")
-            }
-            Channel::Sms | Channel::Voice => format!(
-                "{business}: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
-            ),
-        };
-    }
-    let what: Vec<&str> = scope
-        .iter()
-        .map(|c| match c {
-            Channel::Sms => "texts",
-            Channel::Voice => "calls",
-            Channel::Email => "emails",
-        })
-        .collect();
-    format!(
-        "{business}: You will receive no more {}.",
-        what.join(" or ")
-    )
 }
 
 /// Records an email from `from` on the live lead with that address (the most recently
@@ -373,7 +346,7 @@ pub fn inbound_email(
         let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &change)?;
         hold::settle_opted_out(tx, org, &lead.id, Some(scope.as_slice()))?;
         let business = business_name(tx, org)?;
-        let notice = opt_out_notice(&business, Channel::Email, &scope);
+        let notice = controls::opt_out_notice(&business, Channel::Email, &scope);
         (lead, InboundFollowUp::Notice(notice))
     } else if cancels.is_some() {
         (lead, InboundFollowUp::Nothing)
@@ -391,7 +364,7 @@ pub fn inbound_email(
 
 /// The channels a definite revocation unsubscribes: those it names (`Don't call me`:
 /// voice alone, without SMS's coupling: the person said which channel), or naming
-/// none, as `revocationScope` has it ([`revocation_channels`]).
+/// none, as `revocationScope` has it ([`controls::revocation_channels`]).
 fn revoked_channels(
     settings: &EngineSettings,
     lead: &LeadRecord,
@@ -399,27 +372,9 @@ fn revoked_channels(
     named: Named,
 ) -> Vec<Channel> {
     if named.is_none() {
-        revocation_channels(settings, lead, own)
+        controls::revocation_channels(settings, lead, own)
     } else {
         named.channels()
-    }
-}
-
-/// The channels a definite revocation unsubscribes under the organization's
-/// `revocationScope`: every channel the lead can be reached on (`all`), or `own`, the
-/// channel it came on (with SMS's voice coupling).
-pub(super) fn revocation_channels(
-    settings: &EngineSettings,
-    lead: &LeadRecord,
-    own: &[Channel],
-) -> Vec<Channel> {
-    match settings.revocation_scope {
-        RevocationScope::Channel => own.to_vec(),
-        RevocationScope::All => Channel::ALL
-            .iter()
-            .copied()
-            .filter(|c| c.reachable(lead) || own.contains(c))
-            .collect(),
     }
 }
 
