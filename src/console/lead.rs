@@ -232,7 +232,7 @@ impl LeadPageView {
                             }
                         }
                     }
-                    @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref())) }
+                    @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref(), self.assistant)) }
                     @if self.can_act && self.sandbox_sms && !lead.phone.is_empty() { (reply_as_lead_box(visitor, lead, shown)) }
                 }
                 div {
@@ -514,7 +514,14 @@ fn handling_buttons(v: &Visitor, lead: &LeadRecord) -> Markup {
 
 /// The reply form; its Subject is what was refused, else `re_subject` (the answer to
 /// the lead's own newest email).
-fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&str>) -> Markup {
+/// `assistant`: the organization has one connected (else nothing is taken over from it).
+fn reply_box(
+    v: &Visitor,
+    lead: &LeadRecord,
+    shown: &Shown,
+    re_subject: Option<&str>,
+    assistant: bool,
+) -> Markup {
     let subject = match (shown.subject.as_str(), re_subject) {
         ("", Some(re)) => re,
         (subject, _) => subject,
@@ -529,7 +536,7 @@ fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&
     let subject_error = error_for("subject");
     html! {
         h2 #reply-heading { "Reply" }
-        @if lead.is_ai_on { p.muted { "Sending takes the lead over from the assistant first." } }
+        @if lead.is_ai_on && assistant { p.muted { "Sending takes the lead over from the assistant first." } }
         form.stack method="post" action=(action_url(lead, LeadAction::Reply)) aria-labelledby="reply-heading" {
             (csrf_field(v))
             div {

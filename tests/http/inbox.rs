@@ -305,6 +305,7 @@ async fn a_reply_nobody_will_answer_needs_a_person() {
     );
     assert!(!lead.contains("Assistant on"), "{lead}");
     assert!(lead.contains("<dd>Unassigned</dd>"), "{lead}");
+    assert!(!lead.contains("from the assistant first"), "{lead}");
 
     // Connecting an assistant: it answers from now on, nobody needs to.
     let model = engaged::testkit::model::FakeModel::start().await;
