@@ -107,6 +107,7 @@ from engaged_client.models import (  # noqa: E402
     RemoveTagsBody,
     RequestCallBody,
     RescheduleMeetingBody,
+    ResubscribeRequest,
     UpdateMeetingBody,
     WebhookCreate,
 )
@@ -200,7 +201,10 @@ expect(remove_tags.sync_detailed("smoke-1", client=api, body=RemoveTagsBody.from
 lead = expect(get_lead.sync_detailed("smoke-1", client=api), 200)
 assert sorted(t.id for t in lead.tags) == ["t2", "t3"], lead.tags
 expect(unsubscribe.sync_detailed("smoke-2", client=api, body=ChannelsRequest.from_dict({"channels": ["sms"]})), 200)
-expect(resubscribe.sync_detailed("smoke-2", client=api, body=ChannelsRequest.from_dict({"channels": ["sms"]})), 200)
+# Only the lead undoes a revocation: without proof 409, with the lead's words 200.
+expect(resubscribe.sync_detailed("smoke-2", client=api, body=ResubscribeRequest.from_dict({"channels": ["sms"]})), 409)
+expect(resubscribe.sync_detailed("smoke-2", client=api, body=ResubscribeRequest.from_dict(
+    {"channels": ["sms"], "proof": {"text": "On the phone: text me again"}})), 200)
 # The consent ledger: a grant by web form, the ledger with the unsubscribe's entry above.
 entry = expect(post_consent.sync_detailed("smoke-2", client=api, body=ConsentInput.from_dict(
     {"channel": "voice", "status": "granted", "source": "web_form",

@@ -25,6 +25,9 @@ pub struct Signals {
     pub awaiting_reply: bool,
     /// The assistant is on for the lead.
     pub ai_on: bool,
+    /// The organization has an assistant connected (a model in Settings → Assistant):
+    /// without one, nothing answers a lead whose assistant is "on".
+    pub assistant_connected: bool,
     /// When the newest failed (or unknown) send ended so, until retried or dismissed.
     pub failed_send_at: Option<Micros>,
     /// The lead's engagement has a `lastError`.
@@ -53,16 +56,20 @@ pub enum Attention {
     /// The lead answered a meeting's confirmation or reminder while the assistant is off
     /// for it, and the meeting is still ahead: until a person replies or it passes.
     MeetingReply,
+    /// The lead's last message is unanswered, the assistant is on for it, but the
+    /// organization has no assistant connected: nothing will answer but a person.
+    NoAssistant,
 }
 
 impl Attention {
-    pub const ALL: [Attention; 6] = [
+    pub const ALL: [Attention; 7] = [
         Attention::HandedOff,
         Attention::Waiting,
         Attention::SendFailed,
         Attention::AssistantError,
         Attention::PossibleOptOut,
         Attention::MeetingReply,
+        Attention::NoAssistant,
     ];
 
     /// The reason's name (its facet is `attn:<name>`).
@@ -74,6 +81,7 @@ impl Attention {
             Attention::AssistantError => "error",
             Attention::PossibleOptOut => "possible_opt_out",
             Attention::MeetingReply => "meeting_reply",
+            Attention::NoAssistant => "no_assistant",
         }
     }
 
@@ -86,6 +94,7 @@ impl Attention {
             Attention::AssistantError => "Assistant error",
             Attention::PossibleOptOut => "Possible opt-out",
             Attention::MeetingReply => "Meeting reply",
+            Attention::NoAssistant => "Replied — no assistant connected",
         }
     }
 
@@ -117,6 +126,14 @@ impl Attention {
                     && !signals.ai_on
                     && signals.next_meeting_at.is_some_and(|at| at > now)
             }
+            // A possible opt-out and a hand-off are the more precise reasons.
+            Attention::NoAssistant => {
+                signals.awaiting_reply
+                    && signals.ai_on
+                    && !signals.assistant_connected
+                    && !signals.possible_opt_out
+                    && !Attention::HandedOff.holds(signals, now)
+            }
         }
     }
 
@@ -141,6 +158,7 @@ mod tests {
         let assisted = Signals {
             awaiting_reply: true,
             ai_on: true,
+            assistant_connected: true,
             ..Signals::default()
         };
         assert!(Attention::of(&assisted, NOW).is_empty());
@@ -192,6 +210,7 @@ mod tests {
         assert_eq!(Attention::of(&passed, NOW), [Attention::Waiting]);
         let assisted = Signals {
             ai_on: true,
+            assistant_connected: true,
             ..meeting
         };
         assert!(Attention::of(&assisted, NOW).is_empty());
@@ -204,7 +223,7 @@ mod tests {
             ..Signals::default()
         };
         let mut all_but_meeting = Attention::ALL.to_vec();
-        all_but_meeting.retain(|r| *r != Attention::MeetingReply);
+        all_but_meeting.retain(|r| *r != Attention::MeetingReply && *r != Attention::NoAssistant);
         assert_eq!(Attention::of(&all, NOW), all_but_meeting);
     }
 
@@ -229,6 +248,31 @@ mod tests {
             Attention::ALL.iter().map(|r| r.name()).collect();
         let words: std::collections::BTreeSet<_> =
             Attention::ALL.iter().map(|r| r.words()).collect();
-        assert_eq!((names.len(), words.len()), (6, 6));
+        assert_eq!((names.len(), words.len()), (7, 7));
+    }
+
+    #[test]
+    fn a_reply_nothing_automated_answers_waits_for_a_person() {
+        let unanswered = Signals {
+            awaiting_reply: true,
+            ai_on: true,
+            ..Signals::default()
+        };
+        assert_eq!(Attention::of(&unanswered, NOW), [Attention::NoAssistant]);
+        let connected = Signals {
+            assistant_connected: true,
+            ..unanswered
+        };
+        assert!(Attention::of(&connected, NOW).is_empty());
+        let held = Signals {
+            possible_opt_out: true,
+            ..unanswered
+        };
+        assert_eq!(Attention::of(&held, NOW), [Attention::PossibleOptOut]);
+        let answered = Signals {
+            awaiting_reply: false,
+            ..unanswered
+        };
+        assert!(Attention::of(&answered, NOW).is_empty());
     }
 }

@@ -223,7 +223,18 @@ fn cards(stats: &Value) -> Markup {
     if let Some(stopped) = stats["stopped"].as_object() {
         for (reason, count) in stopped {
             if n(count) > 0 {
-                items.push((format!("Stopped: {}", reason.replace('_', " ")), n(count)));
+                let words = crate::store::rows::StopReason::parse(reason).map_or_else(
+                    || reason.replace('_', " "),
+                    |r| {
+                        let words = r.words();
+                        // "Opted out" → "opted out", keeping "DNC" as it is.
+                        let mut chars = words.chars();
+                        chars.next().map_or_else(String::new, |first| {
+                            first.to_lowercase().chain(chars).collect()
+                        })
+                    },
+                );
+                items.push((format!("Stopped: {words}"), n(count)));
             }
         }
     }

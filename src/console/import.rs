@@ -37,6 +37,7 @@ use crate::domain::import::mapping::{Field, Mapping, CHOICES};
 use crate::domain::import::{self, Format, OnMatch, Options, Report};
 use crate::domain::records::leads::LeadText;
 use crate::error::{Error, Result};
+use crate::store::Reader;
 
 /// The person's choices for an import besides its mapping.
 #[derive(Debug, Clone, Default)]
@@ -81,12 +82,90 @@ fn upload_path(state: &AppState, visitor: &Visitor, token: &str) -> Result<PathB
     Ok(files::upload_path(state.store.dir(), visitor.org(), token))
 }
 
-/// `GET /console/import`.
-pub fn page(visitor: &Visitor) -> Result<Response<Body>> {
-    Ok(respond::html(StatusCode::OK, upload_page(visitor, None)))
+/// `GET /console/import`: the upload form and the uploads waiting for their import.
+pub fn page(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
+    Ok(respond::html(
+        StatusCode::OK,
+        upload_page(state, visitor, None),
+    ))
 }
 
-fn upload_page(visitor: &Visitor, problem: Option<&str>) -> Markup {
+/// `POST /console/import/discard`: the waiting upload `upload` goes (and its place
+/// with it), then back to the import page (Post/Redirect/Get). One already gone is
+/// no error: the page shows what waits.
+pub fn discard(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Response<Body>> {
+    let token = form.text("upload");
+    if !files::valid_token(token) {
+        return Err(Error::BadRequest("No such upload".into()));
+    }
+    files::discard(state.store.dir(), visitor.org(), token);
+    Ok(respond::redirect("/console/import"))
+}
+
+/// The uploads waiting for their import (previews nobody imported), each with
+/// "Preview" and "Discard": a team is never locked out until the sweeper's hour.
+fn waiting_uploads(state: &AppState, visitor: &Visitor) -> Markup {
+    let waiting = files::waiting(&dir(state, visitor));
+    if waiting.is_empty() {
+        return html! {};
+    }
+    let zone = state
+        .store
+        .read()
+        .and_then(|r| r.engine_settings(visitor.org()))
+        .map(|s| s.time_zone)
+        .unwrap_or_default();
+    let now = crate::time::now_micros();
+    html! {
+        section.panel aria-labelledby="waiting-uploads" {
+            h2 #waiting-uploads { "Waiting uploads" }
+            p.muted { "Files uploaded and previewed but not imported. At most " (MAX_WAITING_UPLOADS) " wait at a time; each is removed an hour after its upload." }
+            div.table-wrap {
+                table {
+                    thead { tr { th scope="col" { "File" } th scope="col" { "Uploaded" } th scope="col" { "Size" } th scope="col" { "Actions" } } }
+                    tbody {
+                        @for upload in &waiting {
+                            @let name = if upload.name.is_empty() { "An upload" } else { upload.name.as_str() };
+                            @let at = upload.at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
+                            @let format = if Format::of_path(std::path::Path::new(&upload.name)) == Format::Ndjson { "ndjson" } else { "csv" };
+                            tr {
+                                td data-label="File" { (name) }
+                                td data-label="Uploaded" { (super::inbox::relative(at, now, &zone)) }
+                                td data-label="Size" { (size_words(upload.bytes)) }
+                                td data-label="Actions" {
+                                    div.actions {
+                                        form method="post" action="/console/import/run" {
+                                            (layout::csrf_field(visitor))
+                                            input type="hidden" name="upload" value=(upload.token);
+                                            input type="hidden" name="format" value=(format);
+                                            button type="submit" name="action" value="preview" aria-label={ "Preview " (name) } { "Preview" }
+                                        }
+                                        form method="post" action="/console/import/discard" {
+                                            (layout::csrf_field(visitor))
+                                            input type="hidden" name="upload" value=(upload.token);
+                                            button.secondary type="submit" aria-label={ "Discard " (name) } { "Discard" }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A file's size in words: "812 bytes", "3.4 KB", "1.2 MB".
+fn size_words(bytes: u64) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} bytes"),
+        1_000..1_000_000 => format!("{:.1} KB", bytes as f64 / 1e3),
+        _ => format!("{:.1} MB", bytes as f64 / 1e6),
+    }
+}
+
+fn upload_page(state: &AppState, visitor: &Visitor, problem: Option<&str>) -> Markup {
     layout::page(
         "Import leads",
         Some(visitor),
@@ -102,6 +181,7 @@ fn upload_page(visitor: &Visitor, problem: Option<&str>) -> Markup {
                 }
                 div.actions { button type="submit" { "Upload and preview" } }
             }
+            (waiting_uploads(state, visitor))
         },
     )
 }
@@ -158,7 +238,7 @@ pub async fn upload(
                 let root = files::root(state.store.dir());
                 let Some(_turn) = files::upload_turn(&folder) else {
                     let problem = "Another file of your organization is being uploaded: try again when it is done.";
-                    return Ok(refuse_upload(visitor, problem));
+                    return Ok(refuse_upload(state, visitor, problem));
                 };
                 let counted = folder.clone();
                 let used = tokio::task::spawn_blocking(move || {
@@ -168,8 +248,8 @@ pub async fn upload(
                 .await
                 .map_err(|e| Error::Internal(format!("an import upload: {e}")))?;
                 if used.uploads >= MAX_WAITING_UPLOADS {
-                    let problem = format!("{MAX_WAITING_UPLOADS} uploads are already waiting to be imported: import them (or wait an hour, when they are removed) before uploading another file.");
-                    return Ok(refuse_upload(visitor, &problem));
+                    let problem = format!("{MAX_WAITING_UPLOADS} uploads are already waiting to be imported: import or discard one of them (below) before uploading another file.");
+                    return Ok(refuse_upload(state, visitor, &problem));
                 }
                 let path = upload_path(state, visitor, &token)?;
                 let file = files::create_private(&path).map_err(io)?;
@@ -192,13 +272,14 @@ pub async fn upload(
                     Ok(false) => {
                         let _ = tokio::fs::remove_file(&path).await;
                         let problem = format!("This file would take your organization's import files past their quota of {} MiB: import or wait for the waiting uploads (removed an hour after they were uploaded).", limits.quota_bytes / (1024 * 1024));
-                        return Ok(refuse_upload(visitor, &problem));
+                        return Ok(refuse_upload(state, visitor, &problem));
                     }
                     Err(e) => {
                         let _ = tokio::fs::remove_file(&path).await;
                         return Err(e);
                     }
                 }
+                files::keep_name(state.store.dir(), visitor.org(), &token, &name);
                 saved = Some((token, name, size));
             }
             _ => {}
@@ -213,17 +294,20 @@ pub async fn upload(
             let shown = preview(state, visitor, &token, format, None, &Choices::default()).await;
             if shown.is_err() {
                 // A file that cannot be imported (its header refused) does not wait.
-                let _ = tokio::fs::remove_file(upload_path(state, visitor, &token)?).await;
+                files::discard(state.store.dir(), visitor.org(), &token);
             }
             shown
         }
-        _ => Ok(refuse_upload(visitor, "Choose a file to import.")),
+        _ => Ok(refuse_upload(state, visitor, "Choose a file to import.")),
     }
 }
 
 /// The upload page again, saying why the file was refused (400).
-fn refuse_upload(visitor: &Visitor, problem: &str) -> Response<Body> {
-    respond::html(StatusCode::BAD_REQUEST, upload_page(visitor, Some(problem)))
+fn refuse_upload(state: &AppState, visitor: &Visitor, problem: &str) -> Response<Body> {
+    respond::html(
+        StatusCode::BAD_REQUEST,
+        upload_page(state, visitor, Some(problem)),
+    )
 }
 
 fn io(e: std::io::Error) -> Error {
@@ -548,8 +632,7 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
         )),
     };
     let report = run(state, visitor, &token, &options).await?;
-    let path = upload_path(state, visitor, &token)?;
-    let _ = tokio::fs::remove_file(&path).await;
+    files::discard(state.store.dir(), visitor.org(), &token);
     let download = report
         .refused_file
         .is_some()

@@ -152,6 +152,12 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
         counts.push((t, count));
     }
     let attention = counts[0].1;
+    let settings = read.engine_settings(org)?;
+    // Without an assistant nothing answers a lead: no "Assistant" tab, owner or count.
+    let assistant = settings.assistant.is_some();
+    if !assistant {
+        counts.retain(|(t, _)| *t != Tab::Assistant);
+    }
     let ids: Vec<String> = match tab.facet(user) {
         Some(facet) => {
             let filter = LeadFilter {
@@ -164,7 +170,7 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
         }
         None => search::replied(&read, org, q.clone(), since, ROWS)?.0,
     };
-    let zone = read.engine_settings(org)?.time_zone;
+    let zone = settings.time_zone;
     let mut rows = Vec::with_capacity(ids.len());
     for id in &ids {
         let Some(lead) = read.lead(org, id)? else {
@@ -175,7 +181,9 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
         // time alone is repaired by the notifier's tick (`engine::notices`).
         let reasons = index.attention(id)?;
         let owner = match handling.owner.as_str() {
-            "" if handling.handed_off_at.is_some() || !lead.is_ai_on => Handler::Unassigned,
+            "" if handling.handed_off_at.is_some() || !lead.is_ai_on || !assistant => {
+                Handler::Unassigned
+            }
             "" => Handler::Assistant,
             id => Handler::Person(
                 read.user(id)?
@@ -206,6 +214,12 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                 label for="q" { "Search" }
                 input #q type="search" name="q" value=[q.as_deref()] placeholder="Name, phone or email";
                 button type="submit" { "Search" }
+            }
+            @if !assistant {
+                p.notice role="status" {
+                    "No assistant connected: replies wait for you. A person answers every lead until one is connected in "
+                    a href="/console/settings/assistant" { "Settings → Assistant" } "."
+                }
             }
             div #inbox data-live="" data-attention=(attention) {
                 nav.tabs aria-label="Conversations" {

@@ -111,6 +111,9 @@ struct LeadPageView {
     profiles: Vec<String>,
     /// The "Meetings" panel (`lead_meetings::panel`).
     meetings: Markup,
+    /// The organization has an assistant connected (Settings → Assistant); without
+    /// one nothing answers the lead but a person.
+    assistant: bool,
 }
 
 impl LeadPageView {
@@ -170,6 +173,7 @@ impl LeadPageView {
         let profiles = read.profile_names(org)?;
         let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
         Ok(LeadPageView {
+            assistant: settings.assistant.is_some(),
             profiles,
             meetings,
             ledger,
@@ -228,7 +232,7 @@ impl LeadPageView {
                             }
                         }
                     }
-                    @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref())) }
+                    @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref(), self.assistant)) }
                     @if self.can_act && self.sandbox_sms && !lead.phone.is_empty() { (reply_as_lead_box(visitor, lead, shown)) }
                 }
                 div {
@@ -244,8 +248,17 @@ impl LeadPageView {
                             dt { "Email" } dd { (subscribed(lead.subscriptions.email_unsubscribed)) }
                             dt { "DNC" } dd { @if self.on_dnc { "On the DNC list" } @else { "No" } }
                             dt { "Tags" } dd { @for t in &lead.tags { span.badge.state { (t.name) } " " } }
-                            dt { "Assistant" } dd { @if lead.is_ai_on { "Assistant on" } @else { "Assistant off" } }
-                            dt { "Owner" } dd { (self.owner.as_deref().unwrap_or("Assistant")) }
+                            dt { "Assistant" } dd {
+                                @if !self.assistant { "No assistant connected — a person answers" }
+                                @else if lead.is_ai_on { "Assistant on" } @else { "Assistant off" }
+                            }
+                            dt { "Owner" } dd {
+                                @match (&self.owner, self.assistant && lead.is_ai_on && self.handling.handed_off_at.is_none()) {
+                                    (Some(name), _) => (name),
+                                    (None, true) => "Assistant",
+                                    (None, false) => "Unassigned",
+                                }
+                            }
                             @if self.handling.handed_off_at.is_some() { dt { "Handed off" } dd { "Yes" } }
                         }
                         @if self.can_act { (handling_buttons(visitor, lead)) }
@@ -270,7 +283,7 @@ impl LeadPageView {
                                 }
                             }
                             @if let Some(reason) = e.stopped_reason.filter(|_| e.state == EngagementState::Stopped) {
-                                dt { "Stop reason" } dd { (reason.as_str()) }
+                                dt { "Stop reason" } dd { (reason.words()) }
                             }
                             @if !e.last_error.is_empty() {
                                 dt { "Last error" } dd.error { (e.last_error) }
@@ -501,7 +514,14 @@ fn handling_buttons(v: &Visitor, lead: &LeadRecord) -> Markup {
 
 /// The reply form; its Subject is what was refused, else `re_subject` (the answer to
 /// the lead's own newest email).
-fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&str>) -> Markup {
+/// `assistant`: the organization has one connected (else nothing is taken over from it).
+fn reply_box(
+    v: &Visitor,
+    lead: &LeadRecord,
+    shown: &Shown,
+    re_subject: Option<&str>,
+    assistant: bool,
+) -> Markup {
     let subject = match (shown.subject.as_str(), re_subject) {
         ("", Some(re)) => re,
         (subject, _) => subject,
@@ -516,7 +536,7 @@ fn reply_box(v: &Visitor, lead: &LeadRecord, shown: &Shown, re_subject: Option<&
     let subject_error = error_for("subject");
     html! {
         h2 #reply-heading { "Reply" }
-        @if lead.is_ai_on { p.muted { "Sending takes the lead over from the assistant first." } }
+        @if lead.is_ai_on && assistant { p.muted { "Sending takes the lead over from the assistant first." } }
         form.stack method="post" action=(action_url(lead, LeadAction::Reply)) aria-labelledby="reply-heading" {
             (csrf_field(v))
             div {

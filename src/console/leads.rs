@@ -175,7 +175,7 @@ pub fn state_words(e: Option<&crate::store::rows::EngagementRecord>) -> String {
         None => "none".into(),
         Some(e) => match e.stopped_reason {
             Some(reason) if e.state == crate::store::rows::EngagementState::Stopped => {
-                format!("stopped ({})", reason.as_str())
+                format!("stopped ({})", reason.words())
             }
             _ => e.state.as_str().into(),
         },
@@ -226,7 +226,7 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
                 select #stoppedReason name="stoppedReason" {
                     option value="" { "Any" }
                     @for r in STOP_REASONS {
-                        option value=(r.as_str()) selected[filter.stopped_reason == Some(r)] { (r.as_str()) }
+                        option value=(r.as_str()) selected[filter.stopped_reason == Some(r)] { (r.words()) }
                     }
                 }
             }

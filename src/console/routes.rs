@@ -313,6 +313,8 @@ pub enum Page<'a> {
     Import,
     ImportUpload,
     ImportRun,
+    /// "Discard" on a waiting upload.
+    ImportDiscard,
     ImportRefused(&'a str),
     /// The person's own notification setting and the organization's recent ones.
     Notifications,
@@ -352,6 +354,7 @@ impl Page<'_> {
             | Page::Import
             | Page::ImportUpload
             | Page::ImportRun
+            | Page::ImportDiscard
             | Page::ImportRefused(_)
             | Page::EnrolmentNew
             | Page::EnrolmentCreate
@@ -403,6 +406,7 @@ impl Page<'_> {
             Page::Import => "console_import",
             Page::ImportUpload => "console_import_upload",
             Page::ImportRun => "console_import_run",
+            Page::ImportDiscard => "console_import_discard",
             Page::ImportRefused(_) => "console_import_refused",
             Page::SetNotifications => "console_set_notifications",
             Page::EnrolmentNew => "console_enrolment_new",
@@ -519,6 +523,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         },
         ["import"] => pick(method, Page::Import, Some(Page::ImportUpload)),
         ["import", "run"] => post(method, Page::ImportRun),
+        ["import", "discard"] => post(method, Page::ImportDiscard),
         ["import", token, "refused.csv"] => get(method, Page::ImportRefused(token)),
         ["enrolments"] => post(method, Page::EnrolmentCreate),
         ["enrolments", "new"] => get(method, Page::EnrolmentNew),

@@ -7,9 +7,12 @@ use serde_json::Value;
 
 use super::layout;
 use crate::channel::Owner;
+use crate::domain::records::consent::CONSENT_EVENT;
+use crate::domain::records::meetings::MEETING_EVENT;
 use crate::domain::records::message_shape::MessageShape;
 use crate::domain::records::recordings::{self, LinkKey};
 use crate::error::Result;
+use crate::store::calendars::CalendarReader;
 use crate::store::rows::{LeadRecord, SystemEvent};
 use crate::store::{EventRow, Flow, ReadTx, Reader, Start};
 
@@ -93,10 +96,16 @@ fn item(ctx: &Context, row: &EventRow) -> Result<Markup> {
         } else {
             "from-user"
         };
+        let who = match data.get("origin").and_then(Value::as_str) {
+            Some("meeting") if shape.owner != Owner::Lead => {
+                meeting_message_author(ctx, data, text)?
+            }
+            _ => author(&lead_name, shape.owner, data),
+        };
         return Ok(html! {
             li class=(class) {
                 div.meta {
-                    span.who { (author(&lead_name, shape.owner, data)) }
+                    span.who { (who) }
                     " · " (channel_label(shape.channel.as_str()))
                     @if let Some(status) = status { " · " (status) }
                     " · " (when)
@@ -134,17 +143,168 @@ fn item(ctx: &Context, row: &EventRow) -> Result<Markup> {
         )
     } else if kind == SystemEvent::UserAction.as_str() {
         note(&when, &action_words(data))
+    } else if kind == MEETING_EVENT {
+        let zone = match data.get("calendar").and_then(Value::as_str) {
+            Some(name) => ctx
+                .read
+                .calendar(ctx.org, name)?
+                .map(|c| c.time_zone)
+                .filter(|z| z.parse::<chrono_tz::Tz>().is_ok()),
+            None => None,
+        };
+        note(
+            &when,
+            &meeting_words(data, zone.as_deref().unwrap_or(ctx.zone)),
+        )
+    } else if kind == CONSENT_EVENT {
+        note(&when, &consent_words(data))
     } else {
+        // A custom event: its type and its fields as a short list, never JSON.
+        let fields: Vec<(String, String)> = data
+            .as_object()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), value_words(v))).collect())
+            .unwrap_or_default();
         html! {
             li.note {
                 div.meta { span.who { (kind) } " · " (when) }
-                @if data.as_object().is_some_and(|m| !m.is_empty()) {
-                    pre.text { (serde_json::to_string_pretty(data).unwrap_or_default()) }
+                @if !fields.is_empty() {
+                    dl.facts {
+                        @for (name, value) in &fields { dt { (name) } dd { (value) } }
+                    }
                 }
             }
         }
     };
     Ok(markup)
+}
+
+/// Who sent a meeting's confirmation or reminder: the person who booked the meeting,
+/// or the assistant ("Dana Ortiz · meeting confirmation"), never "API" for a person's
+/// doing.
+fn meeting_message_author(ctx: &Context, data: &Value, text: &str) -> Result<String> {
+    let meeting = match data.get("meetingId").and_then(Value::as_str) {
+        Some(id) => ctx.read.meeting(ctx.org, id)?,
+        None => None,
+    };
+    let who = match meeting.map(|m| m.booked_by) {
+        Some(crate::store::calendars::BookedBy::User { name, .. }) => name,
+        Some(crate::store::calendars::BookedBy::Assistant) => "Assistant".to_string(),
+        _ => "Booking".to_string(),
+    };
+    let what = if text.trim_start().starts_with("Reminder") {
+        "meeting reminder"
+    } else {
+        "meeting confirmation"
+    };
+    Ok(format!("{who} · {what}"))
+}
+
+/// A time as a sentence says it, in `zone`: "Tue 2 Dec, 10:00 AM (America/Chicago)".
+fn spoken_time(iso: &str, zone: &str) -> String {
+    let Ok(at) = chrono::DateTime::parse_from_rfc3339(iso) else {
+        return iso.to_string();
+    };
+    match zone.parse::<chrono_tz::Tz>() {
+        Ok(tz) => format!(
+            "{} ({zone})",
+            at.with_timezone(&tz).format("%a %-d %b, %-I:%M %p")
+        ),
+        Err(_) => format!(
+            "{} (UTC)",
+            at.with_timezone(&chrono::Utc)
+                .format("%a %-d %b, %-I:%M %p")
+        ),
+    }
+}
+
+/// Who booked, as the `MEETING` event's `bookedBy` says.
+fn booked_by_words(by: Option<&Value>) -> String {
+    match by {
+        Some(Value::String(s)) if s == "assistant" => "the assistant".into(),
+        Some(Value::Object(m)) => m
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("a person")
+            .to_string(),
+        _ => "the API".into(),
+    }
+}
+
+/// A `MEETING` event in words: "Meeting booked for Tue 2 Dec, 10:00 AM
+/// (America/Chicago) by Dana Ortiz".
+pub fn meeting_words(data: &Value, zone: &str) -> String {
+    let str_of = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default();
+    let when = spoken_time(str_of("start"), zone);
+    let calendar = match str_of("calendar") {
+        "" => String::new(),
+        name => format!(" on {name}"),
+    };
+    match str_of("action") {
+        "booked" => format!(
+            "Meeting booked for {when}{calendar} by {}",
+            booked_by_words(data.get("bookedBy"))
+        ),
+        "rescheduled" => format!("Meeting moved to {when}{calendar}"),
+        "canceled" => format!("Meeting of {when} canceled"),
+        "completed" => format!("Meeting of {when} took place"),
+        "no_show" => format!("The lead did not come to the meeting of {when}"),
+        other => format!("Meeting of {when}: {}", other.replace('_', " ")),
+    }
+}
+
+/// A `CONSENT` entry in words: "Consent for SMS revoked — the lead wrote “Stop
+/// please”", "Consent for Voice granted (marketing) by Dana Ortiz — “yes, call me”".
+pub fn consent_words(data: &Value) -> String {
+    let str_of = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or_default();
+    let channel = channel_label(str_of("channel"));
+    let granted = str_of("status") == "granted";
+    let purpose = match str_of("purpose") {
+        "" => String::new(),
+        p if granted => format!(" ({p})"),
+        _ => String::new(),
+    };
+    let person = data
+        .pointer("/proof/recordedBy/name")
+        .and_then(Value::as_str);
+    let text = data.pointer("/proof/text").and_then(Value::as_str);
+    let how = match (str_of("source"), person) {
+        (_, Some(name)) => format!(" by {name}"),
+        ("import", _) => " by an import".into(),
+        ("api", _) => " through the API".into(),
+        ("web_form", _) => " on a web form".into(),
+        ("keyword" | "reply", _) if text.is_some() => String::new(),
+        ("keyword", _) => " by a keyword reply".into(),
+        ("reply", _) => " in the lead's reply".into(),
+        ("call", _) => " on a call".into(),
+        ("unsubscribe_link", _) => " with the email's unsubscribe link".into(),
+        ("timeout", _) => " as its time ran out".into(),
+        _ => String::new(),
+    };
+    let status = if granted { "granted" } else { "revoked" };
+    let quote = match (str_of("source"), text) {
+        ("keyword" | "reply", Some(t)) => format!(" — the lead wrote “{t}”"),
+        (_, Some(t)) => format!(" — “{t}”"),
+        (_, None) => String::new(),
+    };
+    format!("Consent for {channel} {status}{purpose}{how}{quote}")
+}
+
+/// A custom event's field value in words: text as it is, a list joined, a group as
+/// `name: value` pairs.
+fn value_words(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => "—".into(),
+        Value::Bool(true) => "Yes".into(),
+        Value::Bool(false) => "No".into(),
+        Value::Number(n) => n.to_string(),
+        Value::Array(items) => items.iter().map(value_words).collect::<Vec<_>>().join(", "),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k}: {}", value_words(v)))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 fn note(when: &Markup, words: &str) -> Markup {
@@ -348,6 +508,38 @@ mod tests {
                 &json!({"origin": "human", "sentBy": {"userId": "u", "name": "Ana Ruiz"}})
             ),
             "Ana Ruiz"
+        );
+    }
+
+    #[test]
+    fn meetings_and_consent_read_as_sentences() {
+        let booked = json!({"meetingId": "mtg_1", "calendar": "Sales", "start": "2026-12-01T16:00:00Z",
+            "end": "2026-12-01T16:30:00Z", "status": "booked", "action": "booked",
+            "bookedBy": {"userId": "usr_1", "name": "Dana Ortiz"}});
+        assert_eq!(
+            meeting_words(&booked, "America/Chicago"),
+            "Meeting booked for Tue 1 Dec, 10:00 AM (America/Chicago) on Sales by Dana Ortiz"
+        );
+        let moved = json!({"start": "2026-12-01T16:00:00Z", "action": "rescheduled", "bookedBy": "assistant"});
+        assert_eq!(
+            meeting_words(&moved, "UTC"),
+            "Meeting moved to Tue 1 Dec, 4:00 PM (UTC)"
+        );
+        let revoked = json!({"channel": "sms", "status": "revoked", "purpose": "marketing",
+            "source": "reply", "proof": {"text": "Stop please"}});
+        assert_eq!(
+            consent_words(&revoked),
+            "Consent for SMS revoked — the lead wrote “Stop please”"
+        );
+        let granted = json!({"channel": "voice", "status": "granted", "purpose": "marketing",
+            "source": "console", "proof": {"recordedBy": {"userId": "u", "name": "Dana Ortiz"}, "text": "yes, call me"}});
+        assert_eq!(
+            consent_words(&granted),
+            "Consent for Voice granted (marketing) by Dana Ortiz — “yes, call me”"
+        );
+        assert_eq!(
+            value_words(&json!({"plan": "solar", "kw": [4, 6]})),
+            "plan: solar; kw: 4, 6"
         );
     }
 

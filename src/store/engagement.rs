@@ -28,10 +28,23 @@ pub struct DueJobs {
 }
 
 impl WriteTx {
+    /// Saves `org`'s settings. Connecting or removing its assistant re-derives the
+    /// index rows of its leads with a conversation: whether a reply waits for a person
+    /// ("Replied — no assistant connected") and who is "Assisted" depend on it.
     pub fn put_engine_settings(&mut self, org: &str, settings: &EngineSettings) -> Result<()> {
         let bytes = encode(settings)?;
-        self.open_write(ENGINE_SETTINGS)?
-            .insert(org, bytes.as_slice())?;
+        let before = self
+            .open_write(ENGINE_SETTINGS)?
+            .insert(org, bytes.as_slice())?
+            .map(|old| decode::<EngineSettings>(old.value()))
+            .transpose()?
+            .is_some_and(|old| old.assistant.is_some());
+        if before != settings.assistant.is_some() {
+            let conversing = self.lead_ids_with_facet(org, &super::facet::Facet::Conversation)?;
+            for lead in conversing {
+                self.mark_lead(org, &lead);
+            }
+        }
         Ok(())
     }
 

@@ -29,17 +29,19 @@ use crate::time::Micros;
 const TERM_CHARS: usize = 64;
 
 /// The facts "Needs attention" looks at (`attention::Signals`), read off a lead's
-/// records.
+/// records and whether its organization has an assistant connected (`assistant`).
 pub fn signals(
     lead: &LeadRecord,
     engagement: Option<&EngagementRecord>,
     handling: &HandlingRecord,
+    assistant: bool,
 ) -> Signals {
     Signals {
         handed_off: handling.handed_off_at.is_some(),
         handoff_answered: handling.handoff_answered,
         awaiting_reply: handling.awaiting_reply,
         ai_on: lead.is_ai_on,
+        assistant_connected: assistant,
         failed_send_at: handling.failed_send.as_ref().map(|f| f.at),
         assistant_error: engagement.is_some_and(|e| !e.last_error.is_empty()),
         possible_opt_out: engagement.is_some_and(|e| e.state == EngagementState::Held),
@@ -49,11 +51,13 @@ pub fn signals(
 }
 
 /// The facets of a live lead, from its records, as the index keys them; the reasons it
-/// needs attention are the rule's (`attention::Attention::of`), now.
+/// needs attention are the rule's (`attention::Attention::of`), now. `assistant`: its
+/// organization has an assistant connected (without one, no lead is "Assisted").
 pub fn facets(
     lead: &LeadRecord,
     engagement: Option<&EngagementRecord>,
     handling: &HandlingRecord,
+    assistant: bool,
 ) -> Vec<String> {
     let mut out = BTreeSet::new();
     let mut add = |facet: Facet| {
@@ -95,7 +99,7 @@ pub fn facets(
         add(Facet::Conversation);
     }
     let reasons = Attention::of(
-        &signals(lead, engagement, handling),
+        &signals(lead, engagement, handling, assistant),
         crate::time::now_micros(),
     );
     for reason in &reasons {
@@ -105,7 +109,7 @@ pub fn facets(
         add(Facet::NeedsAttention);
     }
     let running = state == EngagementState::Active || handling.conversation;
-    let assisted = lead.is_ai_on && handling.owner.is_empty() && running;
+    let assisted = assistant && lead.is_ai_on && handling.owner.is_empty() && running;
     if assisted {
         add(Facet::Assisted);
     }
@@ -264,8 +268,22 @@ impl WriteTx {
         let leads = self.open_read(LEADS)?;
         let engagements = self.open_read(ENGAGEMENTS)?;
         let handlings = self.open_read(LEAD_HANDLING)?;
+        let settings = self.open_read(ENGINE_SETTINGS)?;
+        let mut connected: std::collections::BTreeMap<&str, bool> = Default::default();
         let mut out = Vec::new();
         for (org, id) in marked {
+            let assistant = match connected.get(org.as_str()) {
+                Some(known) => *known,
+                None => {
+                    let known = settings
+                        .get(org.as_str())?
+                        .map(|v| decode::<crate::store::rows::EngineSettings>(v.value()))
+                        .transpose()?
+                        .is_some_and(|s| s.assistant.is_some());
+                    connected.insert(org.as_str(), known);
+                    known
+                }
+            };
             let key = (org.as_str(), id.as_str());
             let old = match orders.get(key)?.map(|v| v.value()) {
                 Some((created_at, last_activity_at)) => Some(LeadOrder {
@@ -298,7 +316,7 @@ impl WriteTx {
                     Some(LeadOrder {
                         created_at: lead.created_at,
                         last_activity_at: lead.last_activity_at,
-                        facets: facets(lead, engagement.as_ref(), &handling),
+                        facets: facets(lead, engagement.as_ref(), &handling, assistant),
                         last_inbound_at: handling.last_inbound_at,
                     })
                 }
@@ -507,6 +525,7 @@ impl ReadTx {
         let mut out = Vec::new();
         for org in self.orgs()? {
             let index = self.lead_index(&org.id)?;
+            let assistant = self.engine_settings(&org.id)?.assistant.is_some();
             for reason in Attention::ALL.into_iter().filter(|r| r.expires()) {
                 let mut ids = Vec::new();
                 let key = Facet::Attention(reason).key();
@@ -522,7 +541,8 @@ impl ReadTx {
                     };
                     let engagement = self.engagement(&org.id, &id)?;
                     let handling = self.handling(&org.id, &id)?;
-                    if !reason.holds(&signals(&lead, engagement.as_ref(), &handling), now) {
+                    let signals = signals(&lead, engagement.as_ref(), &handling, assistant);
+                    if !reason.holds(&signals, now) {
                         out.push((org.id.clone(), id));
                     }
                 }
@@ -799,7 +819,7 @@ mod tests {
             handed_off_at: Some(5),
             ..HandlingRecord::default()
         };
-        let got = facets(&lead(), Some(&engagement), &handling);
+        let got = facets(&lead(), Some(&engagement), &handling, true);
         for want in [
             "all",
             "profile:solar",
@@ -839,7 +859,7 @@ mod tests {
             email_unsubscribed: true,
             ..Subscriptions::default()
         };
-        let got = facets(&l, None, &HandlingRecord::default());
+        let got = facets(&l, None, &HandlingRecord::default(), true);
         assert!(got.contains(&"state:none".to_string()));
         assert!(got.contains(&"unsub:1".to_string()));
         assert!(!got

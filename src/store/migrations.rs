@@ -24,7 +24,7 @@ use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 11;
+pub const SCHEMA_VERSION: u32 = 12;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -39,10 +39,76 @@ const STEPS: &[Step] = &[
     handling_knows_who_wrote_and_inbox_tabs_are_indexed,
     campaign_replies_count_leads,
     calendars_and_meetings_gain_caldav_fields,
+    replies_wait_for_a_person_without_an_assistant,
 ];
 
 // Every version below the current one has its step.
 const _: () = assert!(STEPS.len() as u32 + 1 == SCHEMA_VERSION);
+
+/// 11 → 12: a lead's reply that no assistant will answer (its organization has none
+/// connected) needs attention ("Replied — no assistant connected"), and without an
+/// assistant no lead is "Assisted": every live lead's facets are derived again with
+/// its organization's assistant in mind.
+fn replies_wait_for_a_person_without_an_assistant(txn: &WriteTransaction) -> Result<()> {
+    let mut connected = std::collections::BTreeMap::new();
+    {
+        let settings = txn.open_table(ENGINE_SETTINGS)?;
+        for row in settings.iter()? {
+            let (org, value) = row?;
+            let settings: crate::store::rows::EngineSettings = decode(value.value())?;
+            connected.insert(org.value().to_string(), settings.assistant.is_some());
+        }
+    }
+    let leads = txn.open_table(LEADS)?;
+    let engagements = txn.open_table(ENGAGEMENTS)?;
+    let handling = txn.open_table(LEAD_HANDLING)?;
+    let mut tables = index_tables(txn)?;
+    let mut moved = 0u64;
+    for row in leads.iter()? {
+        let (key, value) = row?;
+        let (org, id) = key.value();
+        let lead: LeadRecord = decode(value.value())?;
+        if lead.deleted_at.is_some() {
+            continue;
+        }
+        let Some((created_at, last_activity_at)) = tables.order.get((org, id))?.map(|v| v.value())
+        else {
+            continue;
+        };
+        let old = LeadOrder {
+            created_at,
+            last_activity_at,
+            facets: match tables.lists.get((org, id))? {
+                Some(list) => decode(list.value())?,
+                None => Vec::new(),
+            },
+            last_inbound_at: tables.replied.get((org, id))?.map(|v| v.value()),
+        };
+        let engagement: Option<EngagementRecord> = engagements
+            .get((org, id))?
+            .map(|v| decode(v.value()))
+            .transpose()?;
+        let handling: HandlingRecord = handling
+            .get((org, id))?
+            .map(|v| decode(v.value()))
+            .transpose()?
+            .unwrap_or_default();
+        let assistant = connected.get(org).copied().unwrap_or(false);
+        let new = LeadOrder {
+            facets: lead_index::facets(&lead, engagement.as_ref(), &handling, assistant),
+            ..old.clone()
+        };
+        if new != old {
+            tables.move_rows(org, id, Some(&old), Some(&new))?;
+            moved += 1;
+        }
+    }
+    tracing::info!(
+        leads = moved,
+        "schema 12: replies no assistant answers wait for a person"
+    );
+    Ok(())
+}
 
 /// 9 → 10: a campaign's `replied` and `step:<n>:repliesAfter` count leads, each once,
 /// and an opt-out is no reply (`domain::engagement::campaigns`). The old per-message
@@ -136,7 +202,12 @@ fn lead_search_index_is_built(txn: &WriteTransaction) -> Result<()> {
         let order = LeadOrder {
             created_at: lead.created_at,
             last_activity_at: lead.last_activity_at,
-            facets: lead_index::facets(&lead, engagement.as_ref(), &HandlingRecord::default()),
+            facets: lead_index::facets(
+                &lead,
+                engagement.as_ref(),
+                &HandlingRecord::default(),
+                true,
+            ),
             last_inbound_at: None,
         };
         tables.move_rows(org, id, None, Some(&order))?;
@@ -684,7 +755,7 @@ fn handling_knows_who_wrote_and_inbox_tabs_are_indexed(txn: &WriteTransaction) -
         let new = LeadOrder {
             created_at: lead.created_at,
             last_activity_at: lead.last_activity_at,
-            facets: lead_index::facets(&lead, engagement.as_ref(), &handling),
+            facets: lead_index::facets(&lead, engagement.as_ref(), &handling, true),
             last_inbound_at: handling.last_inbound_at,
         };
         tables.move_rows(org, id, Some(&old), Some(&new))?;

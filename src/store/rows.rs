@@ -820,6 +820,26 @@ impl StopReason {
             StopReason::MeetingBooked => "meeting_booked",
         }
     }
+
+    /// The reason as the console says it ("Opted out", never `unsubscribed`).
+    pub fn words(self) -> &'static str {
+        match self {
+            StopReason::Replied => "Replied",
+            StopReason::Unsubscribed => "Opted out",
+            StopReason::Dnc => "On the DNC list",
+            StopReason::Deleted => "Lead deleted",
+            StopReason::Qualified => "Qualified",
+            StopReason::Handoff => "Handed off",
+            StopReason::ProfileChanged => "Campaign changed",
+            StopReason::ProfileDeleted => "Campaign deleted",
+            StopReason::MeetingBooked => "Meeting booked",
+        }
+    }
+
+    /// The reason whose wire name is `name`.
+    pub fn parse(name: &str) -> Option<StopReason> {
+        StopReason::ALL.into_iter().find(|r| r.as_str() == name)
+    }
 }
 
 /// A lead's engagement: its cadence position and its pending agenda jobs.

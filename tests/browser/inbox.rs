@@ -406,3 +406,48 @@ async fn before_the_first_send_no_tab_counts_a_conversation() {
         .wait_for_text("The assistant is handling no conversation.")
         .await;
 }
+
+/// With no assistant connected, a price question, a request to be called and "Is this
+/// a scam?" wait under "Needs attention" in words, the inbox says replies wait for a
+/// person, and no row reads Owner "Assistant" nor a tab "Assistant".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_an_assistant_every_reply_waits_for_a_person() {
+    let server = TestServer::start().await;
+    let key = server.key("acme", "write").await;
+    let texts = [
+        ("+15125550101", "Ada", "How much does it cost?"),
+        ("+15125550102", "Bea", "Call me please"),
+        ("+15125550103", "Cy", "Is this a scam?"),
+    ];
+    for (phone, first, _) in texts {
+        server
+            .create_lead(
+                &key,
+                &json!({"id": first, "firstName": first, "phone": phone}),
+            )
+            .await;
+    }
+    let browser = signed_in(&server, "agent").await;
+    browser
+        .wait_for_text("No assistant connected: replies wait for you")
+        .await;
+    for (phone, _, text) in texts {
+        server
+            .post(
+                &key,
+                "/v1/inbound/sms",
+                &json!({"from": phone, "text": text}),
+            )
+            .await;
+    }
+    browser.wait_for_text("Needs attention (3)").await;
+    browser.wait_for_text("Is this a scam?").await;
+    let text = browser.text().await;
+    assert_eq!(
+        text.matches("Replied — no assistant connected").count(),
+        3,
+        "{text}"
+    );
+    assert!(!text.contains("Nothing needs you now"), "{text}");
+    assert!(!text.contains("Assistant ("), "{text}");
+}

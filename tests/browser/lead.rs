@@ -4,9 +4,20 @@ use engaged::testkit::browser::Browser;
 use engaged::testkit::TestServer;
 use serde_json::{json, Value};
 
+/// Connects an assistant (a fake model server) to `acme`: the lead page then says
+/// "Assistant on" or "Assistant off" (without one, nobody answers but a person).
+async fn connect_assistant(server: &TestServer) -> engaged::testkit::model::FakeModel {
+    let admin = server.key("acme", "admin").await;
+    let model = engaged::testkit::model::FakeModel::start().await;
+    let r = server.patch(&admin, "/v1/org", &model.settings()).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    model
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn take_over_reply_and_hand_back() {
     let server = TestServer::start().await;
+    let _model = connect_assistant(&server).await;
     let key = server.key("acme", "write").await;
     server
         .create_lead(&key, &json!({"id": "lead-1", "firstName": "Ada", "lastName": "Lovelace", "phone": "+15125550101"}))
@@ -82,6 +93,7 @@ async fn take_over_reply_and_hand_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sending_while_the_assistant_is_on_takes_over_first() {
     let server = TestServer::start().await;
+    let _model = connect_assistant(&server).await;
     let key = server.key("acme", "write").await;
     server
         .create_lead(&key, &json!({"id": "lead-1", "firstName": "Grace", "lastName": "Hopper", "email": "grace@example.com"}))

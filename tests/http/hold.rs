@@ -192,10 +192,25 @@ async fn opt_out_unsubscribes_with_one_confirmation_and_a_ledger_entry() {
         json!("unsubscribed"),
         "{lead}"
     );
+    // `revocationScope` `all` (the default): every channel, as Settings → Consent says.
+    assert_eq!(
+        (
+            &lead["subscriptions"]["voice"],
+            &lead["subscriptions"]["email"]
+        ),
+        (&json!("unsubscribed"), &json!("unsubscribed")),
+        "{lead}"
+    );
     let e = state(&s).await;
     assert_eq!(
         (&e["state"], &e["stoppedReason"]),
         (&json!("stopped"), &json!("unsubscribed"))
+    );
+    let lead_page = page(&s, "/console/leads/L1").await;
+    assert!(lead_page.contains("<dd>Opted out</dd>"), "{lead_page}");
+    assert!(
+        lead_page.contains("Consent for SMS revoked by Pat — the lead wrote “can we end this”"),
+        "{lead_page}"
     );
     assert_eq!(
         sms_ledger(&s).await,
@@ -326,7 +341,8 @@ async fn a_possible_opt_out_in_an_emails_subject_holds_the_lead() {
     decide(&s, "opt-out").await;
     let lead = get_lead(&s.acme.ts, &s.acme.write, "L1").await;
     assert_eq!(lead["subscriptions"]["email"], json!("unsubscribed"));
-    assert_eq!(lead["subscriptions"]["sms"], json!("subscribed"));
+    // `revocationScope` `all` (the default): the opt-out reaches every channel.
+    assert_eq!(lead["subscriptions"]["sms"], json!("unsubscribed"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -351,4 +367,61 @@ async fn a_definite_stop_after_a_possible_one_ends_the_hold_as_an_opt_out() {
         [CONFIRMATION],
         "one confirmation only"
     );
+}
+
+/// Under `revocationScope` `channel` "Opt out" unsubscribes the channel the words came
+/// on (SMS with its voice coupling) and leaves email.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opt_out_keeps_to_the_channel_when_the_scope_says_so() {
+    let s = start().await;
+    set_org(
+        &s.acme.ts,
+        &s.acme.admin,
+        &json!({"revocationScope": "channel"}),
+    )
+    .await;
+    say(&s, "can we end this").await;
+    decide(&s, "opt-out").await;
+    let lead = get_lead(&s.acme.ts, &s.acme.write, "L1").await;
+    assert_eq!(
+        lead["subscriptions"]["sms"],
+        json!("unsubscribed"),
+        "{lead}"
+    );
+    assert_eq!(
+        lead["subscriptions"]["email"],
+        json!("subscribed"),
+        "{lead}"
+    );
+}
+
+/// A lead who texts "Stop please" is stopped as an opt-out, not as a reply: the
+/// campaign's "Stopped: replied" counts replies only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_definite_stop_stops_the_cadence_as_an_opt_out() {
+    let s = start().await;
+    say(&s, "Stop please").await;
+    let e = state(&s).await;
+    assert_eq!(
+        (&e["state"], &e["stoppedReason"]),
+        (&json!("stopped"), &json!("unsubscribed"))
+    );
+    let stats = expect(
+        &s.acme
+            .ts
+            .get(&s.acme.write, "/v1/profiles/assist/stats")
+            .await,
+        200,
+    );
+    assert_eq!(stats["stopped"]["unsubscribed"], json!(1), "{stats}");
+    assert!(
+        stats["stopped"]["replied"].as_u64().unwrap_or(0) == 0,
+        "{stats}"
+    );
+    assert_eq!(stats["replied"], json!(0), "{stats}");
+    let lead_page = page(&s, "/console/leads/L1").await;
+    assert!(lead_page.contains("<dd>Opted out</dd>"), "{lead_page}");
+    let campaign = page(&s, "/console/campaigns/assist").await;
+    assert!(campaign.contains("Stopped: opted out"), "{campaign}");
+    assert!(!campaign.contains("Stopped: replied"), "{campaign}");
 }

@@ -849,3 +849,69 @@ Ho,(512) 555-0108,,,,,,,,
         "{csv}"
     );
 }
+
+/// Previews nobody imported are listed by name on the import page, each with
+/// "Discard": a discarded one makes room at once (no hour's lock), and the browser is
+/// sent back to the page (Post/Redirect/Get).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_uploads_are_listed_and_a_discarded_one_makes_room() {
+    let ts = TestServer::start().await;
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let session = ts.sign_in("ag@example.com", &password).await;
+    assert!(!import_page(&ts, &session).await.contains("Waiting uploads"));
+    let file = "firstName,phone\nZed,+15125550188\n";
+    console_upload(&ts, &session, "spring.csv", file).await;
+    let second = console_upload(&ts, &session, "autumn.csv", file).await;
+    let refused = console_upload(&ts, &session, "third.csv", file).await;
+    assert_eq!(refused.status, 400);
+    let text = refused.text();
+    assert!(text.contains("import or discard one of them"), "{text}");
+    for shown in [
+        "Waiting uploads",
+        "spring.csv",
+        "autumn.csv",
+        "Discard autumn.csv",
+    ] {
+        assert!(text.contains(shown), "{shown} not in {text}");
+    }
+    let token = upload_token(&second.text());
+    let discarded = ts
+        .console(
+            Method::POST,
+            "/console/import/discard",
+            Some(&session.cookie),
+            Some(&ts.origin()),
+            &[("csrf", &session.csrf), ("upload", &token)],
+        )
+        .await;
+    assert_eq!(discarded.status, 303);
+    let listed = import_page(&ts, &session).await;
+    assert!(listed.contains("spring.csv"), "{listed}");
+    assert!(!listed.contains("autumn.csv"), "{listed}");
+    assert_eq!(waiting_uploads(&ts).len(), 1);
+    let bad = ts
+        .console(
+            Method::POST,
+            "/console/import/discard",
+            Some(&session.cookie),
+            Some(&ts.origin()),
+            &[("csrf", &session.csrf), ("upload", "../../etc")],
+        )
+        .await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(waiting_uploads(&ts).len(), 1, "nothing else went");
+    let again = console_upload(&ts, &session, "third.csv", file).await;
+    assert_eq!(again.status, 200, "room again at once");
+}
+
+async fn import_page(ts: &TestServer, session: &engaged::testkit::console::Session) -> String {
+    ts.console(
+        Method::GET,
+        "/console/import",
+        Some(&session.cookie),
+        None,
+        &[],
+    )
+    .await
+    .text()
+}

@@ -260,3 +260,71 @@ async fn stream_ids_count_the_organizations_own_changes_only() {
         "acme's first change is its window 1, whatever globex wrote: {event}"
     );
 }
+
+/// With no assistant connected nothing answers a lead: its reply waits under "Needs
+/// attention" ("Replied — no assistant connected"), no lead reads Owner "Assistant" or
+/// "Assistant on", there is no "Assistant" tab; connecting one takes the reason away at
+/// once, and removing it brings it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_nobody_will_answer_needs_a_person() {
+    let org = Org::start().await;
+    let ts = &org.ts;
+    ts.create_lead(
+        &org.write,
+        &json!({"id": "q-1", "firstName": "Ana", "phone": PHONE}),
+    )
+    .await;
+    let password = ts.user("acme", "pat@example.com", "Pat", "agent").await;
+    let agent = ts.sign_in("pat@example.com", &password).await;
+    let inbox = page(ts, &agent, "/console/inbox").await;
+    assert!(
+        inbox.contains("No assistant connected: replies wait for you"),
+        "{inbox}"
+    );
+    assert!(inbox.contains("Nothing needs you now."), "{inbox}");
+    inbound_sms(ts, &org.write, PHONE, "Is this a scam?").await;
+    let inbox = poll("the reply needs attention", WAIT, || async {
+        let text = page(ts, &agent, "/console/inbox").await;
+        if text.contains("Replied — no assistant connected") {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    })
+    .await;
+    assert!(!inbox.contains("Nothing needs you now."), "{inbox}");
+    assert!(inbox.contains("<title>(1) Inbox"), "{inbox}");
+    assert!(inbox.contains("Is this a scam?"), "{inbox}");
+    assert!(!inbox.contains("tab=assistant"), "{inbox}");
+    assert!(!inbox.contains(">Assistant<"), "{inbox}");
+    assert!(inbox.contains(">Unassigned<"), "{inbox}");
+    let lead = page(ts, &agent, "/console/leads/q-1").await;
+    assert!(
+        lead.contains("No assistant connected — a person answers"),
+        "{lead}"
+    );
+    assert!(!lead.contains("Assistant on"), "{lead}");
+    assert!(lead.contains("<dd>Unassigned</dd>"), "{lead}");
+    assert!(!lead.contains("from the assistant first"), "{lead}");
+
+    // Connecting an assistant: it answers from now on, nobody needs to.
+    let model = engaged::testkit::model::FakeModel::start().await;
+    set_org(ts, &org.admin, &model.settings()).await;
+    let inbox = page(ts, &agent, "/console/inbox").await;
+    assert!(
+        !inbox.contains("Replied — no assistant connected"),
+        "{inbox}"
+    );
+    assert!(!inbox.contains("No assistant connected"), "{inbox}");
+    assert!(inbox.contains("tab=assistant"), "{inbox}");
+    let lead = page(ts, &agent, "/console/leads/q-1").await;
+    assert!(lead.contains("Assistant on"), "{lead}");
+
+    // And without it again, the reply waits again.
+    set_org(ts, &org.admin, &json!({"assistant": null})).await;
+    let inbox = page(ts, &agent, "/console/inbox").await;
+    assert!(
+        inbox.contains("Replied — no assistant connected"),
+        "{inbox}"
+    );
+}

@@ -15,7 +15,9 @@ use crate::domain::records::consent::{self, Change};
 use crate::domain::records::leads;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
-use crate::store::rows::{ConsentSource, ConsentStatus, LeadRecord, Proof, TagRecord};
+use crate::store::rows::{
+    ConsentSource, ConsentStatus, EngineSettings, LeadRecord, Proof, RevocationScope, TagRecord,
+};
 use crate::store::Reader;
 use crate::store::WriteTx;
 use crate::webhooks;
@@ -308,6 +310,51 @@ pub fn remove_tags(
     let mut changed = lead.clone();
     changed.tags.retain(|t| !ids.contains(&t.id));
     leads::save_if_changed(tx, &caller.org_id, lead, changed).react(tx)
+}
+
+/// The channels a definite revocation unsubscribes under the organization's
+/// `revocationScope`: every channel the lead can be reached on (`all`), or `own`, the
+/// channel it came on (with SMS's voice coupling).
+pub fn revocation_channels(
+    settings: &EngineSettings,
+    lead: &LeadRecord,
+    own: &[Channel],
+) -> Vec<Channel> {
+    match settings.revocation_scope {
+        RevocationScope::Channel => own.to_vec(),
+        RevocationScope::All => Channel::ALL
+            .iter()
+            .copied()
+            .filter(|c| c.reachable(lead) || own.contains(c))
+            .collect(),
+    }
+}
+
+/// The confirmation of an opt-out of `scope` that came on `came_on`: the usual one when
+/// it includes that channel, else which channel ends (`You will receive no more calls.`).
+pub fn opt_out_notice(business: &str, came_on: Channel, scope: &[Channel]) -> String {
+    if scope.contains(&came_on) || scope.is_empty() {
+        return match came_on {
+            Channel::Email => {
+                format!("{business}: You are unsubscribed and will receive no more emails.")
+            }
+            Channel::Sms | Channel::Voice => format!(
+                "{business}: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
+            ),
+        };
+    }
+    let what: Vec<&str> = scope
+        .iter()
+        .map(|c| match c {
+            Channel::Sms => "texts",
+            Channel::Voice => "calls",
+            Channel::Email => "emails",
+        })
+        .collect();
+    format!(
+        "{business}: You will receive no more {}.",
+        what.join(" or ")
+    )
 }
 
 #[cfg(test)]

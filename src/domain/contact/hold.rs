@@ -68,8 +68,8 @@ pub fn hold(
 }
 
 /// Decides the hold as an opt-out from `source` (`reply` for a person, `timeout`),
-/// recorded by `by`: the channels the words came on are unsubscribed with the words as
-/// proof, the cadence stops and one confirmation goes out. False when the lead was not
+/// recorded by `by`: the channels `revocationScope` says (every channel of the lead by
+/// default, else the one the words came on) are unsubscribed with the words as proof, the cadence stops and one confirmation goes out. False when the lead was not
 /// held (or is gone).
 pub fn opt_out(
     tx: &mut WriteTx,
@@ -85,24 +85,21 @@ pub fn opt_out(
         enrolment::stop(tx, org, lead_id, StopReason::Deleted)?;
         return Ok(false);
     };
-    let channels: Vec<Channel> = match hold.channel {
+    let own: Vec<Channel> = match hold.channel {
         Channel::Email => vec![Channel::Email],
         Channel::Sms | Channel::Voice => controls::sms_channels(tx, org)?.to_vec(),
     };
+    // As a definite revocation: every channel of the lead under `revocationScope`
+    // `all` (the default, what Settings → Consent says), else the channel it came on.
+    let settings = tx.engine_settings(org)?;
+    let channels = controls::revocation_channels(&settings, &lead, &own);
     let mut change = Change::words(source, &hold.words);
     change.proof.recorded_by = Some(by);
     let lead = controls::opt_out(tx, org, lead, &channels, OptOutSource::Keyword, &change)?;
     // Ends the hold (and its timeout) if unsubscribing every channel did not already.
     enrolment::stop(tx, org, lead_id, StopReason::Unsubscribed)?;
     let business = business_name(tx, org)?;
-    let notice = match hold.channel {
-        Channel::Email => {
-            format!("{business}: You are unsubscribed and will receive no more emails.")
-        }
-        Channel::Sms | Channel::Voice => format!(
-            "{business}: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
-        ),
-    };
+    let notice = controls::opt_out_notice(&business, hold.channel, &channels);
     enrolment::on_inbound(
         tx,
         org,

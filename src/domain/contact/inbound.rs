@@ -18,7 +18,7 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::calendars::{CalendarReader, MeetingStatus};
 use crate::store::rows::{
-    ConsentSource, EngineSettings, LeadRecord, MessageKind, Origin, RevocationScope,
+    ConsentSource, EngineSettings, LeadRecord, MessageKind, Origin, StopReason,
 };
 use crate::store::Reader;
 use crate::store::{EventRow, WriteTx};
@@ -202,6 +202,11 @@ pub fn inbound_sms_via(
         || provider_keyword == Some(ProviderKeyword::Start);
     let help =
         HELP_KEYWORDS.contains(&word.as_str()) || provider_keyword == Some(ProviderKeyword::Help);
+    if opted_out {
+        // Stopped as an opt-out before the message would stop it as a reply: the
+        // campaign's "Stopped: replied" counts replies only.
+        enrolment::stop(tx, org, &lead.id, StopReason::Unsubscribed)?;
+    }
     let (message, lead) = record_inbound(
         tx,
         org,
@@ -234,7 +239,7 @@ pub fn inbound_sms_via(
         // answers the lead.
         InboundFollowUp::Nothing
     } else if opted_out {
-        InboundFollowUp::Notice(opt_out_notice(&business, Channel::Sms, &scope))
+        InboundFollowUp::Notice(controls::opt_out_notice(&business, Channel::Sms, &scope))
     } else if opted_in {
         InboundFollowUp::Notice(format!(
             "{business}: You are resubscribed. Reply STOP to opt out."
@@ -287,33 +292,6 @@ fn answered_meeting(tx: &WriteTx, org: &str, lead_id: &str) -> Result<Option<Str
     Ok(upcoming.then_some(meeting.id))
 }
 
-/// The confirmation of an opt-out of `scope` that came on `came_on`: the usual one when
-/// it includes that channel, else which channel ends (`You will receive no more calls.`).
-fn opt_out_notice(business: &str, came_on: Channel, scope: &[Channel]) -> String {
-    if scope.contains(&came_on) || scope.is_empty() {
-        return match came_on {
-            Channel::Email => {
-                format!("{business}: You are unsubscribed and will receive no more emails.")
-            }
-            Channel::Sms | Channel::Voice => format!(
-                "{business}: You are unsubscribed and will receive no more messages. Reply START to resubscribe."
-            ),
-        };
-    }
-    let what: Vec<&str> = scope
-        .iter()
-        .map(|c| match c {
-            Channel::Sms => "texts",
-            Channel::Voice => "calls",
-            Channel::Email => "emails",
-        })
-        .collect();
-    format!(
-        "{business}: You will receive no more {}.",
-        what.join(" or ")
-    )
-}
-
 /// Records an email from `from` on the live lead with that address (the most recently
 /// updated one), with its threading `headers` (what a reply threads to). Its subject and
 /// its own text (`revocation::own_text`: what it quotes left out, a reply below the quote
@@ -352,6 +330,10 @@ pub fn inbound_email(
     if reading == Reading::Possible {
         hold::hold(tx, org, &lead.id, Channel::Email, words.trim())?;
     }
+    if reading.is_definite() {
+        // An opt-out, not a reply, stops the cadence (see `inbound_sms_via`).
+        enrolment::stop(tx, org, &lead.id, StopReason::Unsubscribed)?;
+    }
     let (message, lead) = record_inbound(tx, org, lead, Channel::Email, text, subject, headers)?;
     if let Some(meeting) = &cancels {
         meetings::cancel(tx, caller, meeting)?.react(tx)?;
@@ -364,7 +346,7 @@ pub fn inbound_email(
         let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &change)?;
         hold::settle_opted_out(tx, org, &lead.id, Some(scope.as_slice()))?;
         let business = business_name(tx, org)?;
-        let notice = opt_out_notice(&business, Channel::Email, &scope);
+        let notice = controls::opt_out_notice(&business, Channel::Email, &scope);
         (lead, InboundFollowUp::Notice(notice))
     } else if cancels.is_some() {
         (lead, InboundFollowUp::Nothing)
@@ -382,7 +364,7 @@ pub fn inbound_email(
 
 /// The channels a definite revocation unsubscribes: those it names (`Don't call me`:
 /// voice alone, without SMS's coupling: the person said which channel), or naming
-/// none, as `revocationScope` has it ([`revocation_channels`]).
+/// none, as `revocationScope` has it ([`controls::revocation_channels`]).
 fn revoked_channels(
     settings: &EngineSettings,
     lead: &LeadRecord,
@@ -390,27 +372,9 @@ fn revoked_channels(
     named: Named,
 ) -> Vec<Channel> {
     if named.is_none() {
-        revocation_channels(settings, lead, own)
+        controls::revocation_channels(settings, lead, own)
     } else {
         named.channels()
-    }
-}
-
-/// The channels a definite revocation unsubscribes under the organization's
-/// `revocationScope`: every channel the lead can be reached on (`all`), or `own`, the
-/// channel it came on (with SMS's voice coupling).
-fn revocation_channels(
-    settings: &EngineSettings,
-    lead: &LeadRecord,
-    own: &[Channel],
-) -> Vec<Channel> {
-    match settings.revocation_scope {
-        RevocationScope::Channel => own.to_vec(),
-        RevocationScope::All => Channel::ALL
-            .iter()
-            .copied()
-            .filter(|c| c.reachable(lead) || own.contains(c))
-            .collect(),
     }
 }
 

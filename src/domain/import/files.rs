@@ -46,6 +46,80 @@ pub fn refused_path(data_dir: &Path, org: &str, token: &str) -> PathBuf {
     org_dir(data_dir, org).join(format!("{token}.refused.csv"))
 }
 
+/// The name the person's file had, kept beside its upload (`<token>.name`) so that the
+/// waiting uploads can be listed by it.
+pub fn name_path(data_dir: &Path, org: &str, token: &str) -> PathBuf {
+    org_dir(data_dir, org).join(format!("{token}.name"))
+}
+
+/// The longest file name kept for the list of waiting uploads.
+const NAME_CHARS: usize = 200;
+
+/// Keeps `name` as the file name of upload `token` (cut to 200 characters); a failure
+/// only loses the name from the list.
+pub fn keep_name(data_dir: &Path, org: &str, token: &str, name: &str) {
+    let name: String = name.chars().take(NAME_CHARS).collect();
+    let path = name_path(data_dir, org, token);
+    let written =
+        create_private(&path).and_then(|mut f| io::Write::write_all(&mut f, name.as_bytes()));
+    if let Err(e) = written {
+        tracing::warn!(error = %e, "an upload's file name was not kept");
+    }
+}
+
+/// An upload waiting for its import: a preview nobody imported (yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub token: String,
+    /// The person's file name ("" when it was not kept).
+    pub name: String,
+    pub bytes: u64,
+    /// When it was uploaded (last written).
+    pub at: SystemTime,
+}
+
+/// The uploads waiting in `dir` (an organization's folder), oldest first.
+pub fn waiting(dir: &Path) -> Vec<Waiting> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "upload") {
+            continue;
+        }
+        let Some(token) = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .filter(|t| valid_token(t))
+        else {
+            continue;
+        };
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        let name = std::fs::read_to_string(dir.join(format!("{token}.name"))).unwrap_or_default();
+        out.push(Waiting {
+            token: token.to_string(),
+            name,
+            bytes: meta.len(),
+            at: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        });
+    }
+    out.sort_by(|a, b| (a.at, &a.token).cmp(&(b.at, &b.token)));
+    out
+}
+
+/// Removes upload `token` of `org` and its kept name: answers whether it was waiting.
+pub fn discard(data_dir: &Path, org: &str, token: &str) -> bool {
+    if !valid_token(token) {
+        return false;
+    }
+    let _ = std::fs::remove_file(name_path(data_dir, org, token));
+    std::fs::remove_file(upload_path(data_dir, org, token)).is_ok()
+}
+
 /// The right to upload into an organization's folder: one upload at a time each, so
 /// that the count of waiting uploads and the quota are checked against what is on disk
 /// (two uploads at once would both pass). Held for the upload's duration.
@@ -156,6 +230,10 @@ mod tests {
         assert!(valid_token(&token) && !valid_token("../x"));
         let upload = upload_path(dir.path(), "org1", &token);
         std::io::Write::write_all(&mut create_private(&upload).unwrap(), b"abc").unwrap();
+        keep_name(dir.path(), "org1", &token, "leads.csv");
+        let listed = waiting(&org_dir(dir.path(), "org1"));
+        assert_eq!(listed.len(), 1);
+        assert_eq!((listed[0].name.as_str(), listed[0].bytes), ("leads.csv", 3));
         let refused = refused_path(dir.path(), "org1", &token);
         std::io::Write::write_all(&mut create_private(&refused).unwrap(), b"de").unwrap();
         let mode = std::fs::metadata(&upload).unwrap().permissions().mode();
@@ -165,7 +243,7 @@ mod tests {
             usage(&org),
             Usage {
                 uploads: 1,
-                bytes: 5
+                bytes: 14
             }
         );
         assert_eq!(sweep(&root(dir.path())), 0, "young files stay");
@@ -178,6 +256,13 @@ mod tests {
             .unwrap();
         assert_eq!(sweep(&root(dir.path())), 1);
         assert!(!upload.exists() && refused.exists());
+        let other = new_token();
+        let path = upload_path(dir.path(), "org1", &other);
+        std::io::Write::write_all(&mut create_private(&path).unwrap(), b"x").unwrap();
+        assert!(discard(dir.path(), "org1", &other));
+        assert!(!path.exists() && waiting(&org).is_empty());
+        assert!(!discard(dir.path(), "org1", &other), "once");
+        assert!(!discard(dir.path(), "org1", "../x"));
     }
 
     #[test]
