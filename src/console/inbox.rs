@@ -31,7 +31,7 @@ use crate::domain::records::conversation;
 use crate::domain::records::search::{self, LeadFilter};
 use crate::error::Result;
 use crate::store::facet::Facet;
-use crate::store::rows::{Author, HandlingRecord, LeadRecord};
+use crate::store::rows::{Author, HandlingRecord, LeadRecord, Role};
 use crate::store::Reader;
 use crate::time::{now_micros, Micros};
 
@@ -217,8 +217,12 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
             }
             @if !assistant {
                 p.notice role="status" {
-                    "No assistant connected: replies wait for you. A person answers every lead until one is connected in "
-                    a href="/console/settings/assistant" { "Settings → Assistant" } "."
+                    @if visitor.user.role.at_least(Role::Admin) {
+                        "No assistant connected: replies wait for you. A person answers every lead until one is connected in "
+                        a href="/console/settings/assistant" { "Settings → Assistant" } "."
+                    } @else {
+                        "No assistant connected: replies wait for you. A person answers every lead until an admin connects one."
+                    }
                 }
             }
             div #inbox data-live="" data-attention=(attention) {
