@@ -8,7 +8,7 @@
 //! `GET /v1/leads/search` reads a few ranges instead of scanning every lead, and no
 //! writer can forget the index: the `put_*` of each record marks it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use redb::ReadableTable;
 
@@ -253,10 +253,13 @@ impl WriteTx {
             replied: self.open_write(LEAD_REPLIED)?,
             by_reply: self.open_write(LEADS_BY_REPLY)?,
         };
+        // A facet's count changes once per batch, however many of its leads moved (an
+        // import part's leads share most of theirs).
+        let mut counts = BTreeMap::new();
         for m in &moves {
-            tables.move_rows(m.org, m.id, m.old.as_ref(), m.new.as_ref())?;
+            tables.move_rows_counted(m.org, m.id, m.old.as_ref(), m.new.as_ref(), &mut counts)?;
         }
-        Ok(())
+        tables.add_counts(counts)
     }
 
     /// For each marked lead whose index rows are out of date: what the index says
@@ -400,6 +403,24 @@ pub(super) struct IndexTables<'t> {
 }
 
 impl IndexTables<'_> {
+    /// Applies a batch's facet count changes (`move_rows` collects them): a count that
+    /// reaches zero leaves the table.
+    pub fn add_counts(&mut self, counts: BTreeMap<(&str, &str), i64>) -> Result<()> {
+        for ((org, facet), delta) in counts {
+            if delta == 0 {
+                continue;
+            }
+            let count = self.counts.get((org, facet))?.map_or(0, |c| c.value());
+            let count = count.saturating_add_signed(delta);
+            if count == 0 {
+                self.counts.remove((org, facet))?;
+            } else {
+                self.counts.insert((org, facet), count)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Moves lead `id`'s rows from what `old` says to what `new` says (`None`: not a
     /// live lead): only the facets that differ, their counts, the activity row.
     pub fn move_rows(
@@ -409,32 +430,36 @@ impl IndexTables<'_> {
         old: Option<&LeadOrder>,
         new: Option<&LeadOrder>,
     ) -> Result<()> {
-        let empty = Vec::new();
-        let old_facets = old.map_or(&empty, |o| &o.facets);
-        let new_facets = new.map_or(&empty, |n| &n.facets);
+        let mut counts = BTreeMap::new();
+        self.move_rows_counted(org, id, old, new, &mut counts)?;
+        self.add_counts(counts)
+    }
+
+    /// [`IndexTables::move_rows`] with the facet count changes added to `counts`, for
+    /// [`IndexTables::add_counts`] once a batch's leads have all moved.
+    fn move_rows_counted<'m>(
+        &mut self,
+        org: &'m str,
+        id: &str,
+        old: Option<&'m LeadOrder>,
+        new: Option<&'m LeadOrder>,
+        counts: &mut BTreeMap<(&'m str, &'m str), i64>,
+    ) -> Result<()> {
+        let (old_facets, new_facets) = (
+            old.map_or(&[][..], |o| &o.facets[..]),
+            new.map_or(&[][..], |n| &n.facets[..]),
+        );
         for gone in old_facets.iter().filter(|f| !new_facets.contains(f)) {
             if !gone.starts_with(COUNTED_ONLY) {
                 self.facets.remove((org, gone.as_str(), id))?;
             }
-            let count = self
-                .counts
-                .get((org, gone.as_str()))?
-                .map_or(0, |c| c.value());
-            if count <= 1 {
-                self.counts.remove((org, gone.as_str()))?;
-            } else {
-                self.counts.insert((org, gone.as_str()), count - 1)?;
-            }
+            *counts.entry((org, gone.as_str())).or_default() -= 1;
         }
         for added in new_facets.iter().filter(|f| !old_facets.contains(f)) {
             if !added.starts_with(COUNTED_ONLY) {
                 self.facets.insert((org, added.as_str(), id), ())?;
             }
-            let count = self
-                .counts
-                .get((org, added.as_str()))?
-                .map_or(0, |c| c.value());
-            self.counts.insert((org, added.as_str()), count + 1)?;
+            *counts.entry((org, added.as_str())).or_default() += 1;
         }
         let old_activity = old.map(|o| o.last_activity_at);
         let new_activity = new.map(|n| n.last_activity_at);

@@ -87,6 +87,10 @@ pub struct Store {
     path: std::path::PathBuf,
     keys: Arc<key_cache::KeyCache>,
     changes: Arc<changes::Changes>,
+    /// When the last single write was queued, in microseconds after `started`: a bulk
+    /// job makes its parts short while other writes come.
+    last_single: std::sync::atomic::AtomicU64,
+    started: std::time::Instant,
 }
 
 impl Store {
@@ -160,6 +164,8 @@ impl Store {
             keys,
             changes,
             path: path.to_path_buf(),
+            last_single: std::sync::atomic::AtomicU64::new(0),
+            started: std::time::Instant::now(),
         })
     }
 
@@ -230,7 +236,8 @@ impl Store {
     /// Runs `f`, one part of organization `org`'s bulk job (an import's rows, a
     /// campaign's pause), like [`Store::write`] but in the writer's bulk lane: alone in
     /// its transaction, after every single write waiting, organizations in turn (see
-    /// `writer`). A part should hold the writer no more than some 20 ms.
+    /// `writer`). A part should hold the writer no more than a few milliseconds
+    /// ([`Store::bulk_part`] says how long it did).
     pub async fn write_bulk<T, F>(&self, org: &str, f: F) -> Result<T>
     where
         T: Send + 'static,
@@ -253,6 +260,32 @@ impl Store {
         answer.await.map_err(|_| writer_dropped())?
     }
 
+    /// [`Store::write_bulk`] (or with `trial`, [`Store::trial_bulk`]) that also answers
+    /// how long the part held the writer: from its job's start to its answer, the
+    /// index rows and the commit included. A bulk job sizes its next part by it.
+    pub async fn bulk_part<T, F>(
+        &self,
+        org: &str,
+        trial: bool,
+        mut f: F,
+    ) -> Result<(T, std::time::Duration)>
+    where
+        T: Send + 'static,
+        F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
+    {
+        let started = Arc::new(std::sync::OnceLock::new());
+        let start = started.clone();
+        let job = move |tx: &mut WriteTx| {
+            start.get_or_init(std::time::Instant::now);
+            f(tx)
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.submit(writer::job(job, reply, trial, Lane::Bulk(org.into())))?;
+        let done = answer.await.map_err(|_| writer_dropped())??;
+        let held = started.get().map(|s| s.elapsed()).unwrap_or_default();
+        Ok((done, held))
+    }
+
     /// Runs `f` like [`Store::write`], alone in its own transaction, which is then
     /// thrown away: its answer is what the write would have done, and nothing of it is
     /// written (a dry run). It waits for the writes queued before it.
@@ -266,7 +299,20 @@ impl Store {
         answer.await.map_err(|_| writer_dropped())?
     }
 
+    /// Whether a single write (a request's, the engine's) was queued within `within`:
+    /// a bulk job then sizes its parts for another write's wait, not for its own speed.
+    pub fn others_writing(&self, within: std::time::Duration) -> bool {
+        let last = self.last_single.load(std::sync::atomic::Ordering::Relaxed);
+        let now = self.started.elapsed().as_micros() as u64;
+        last > 0 && now.saturating_sub(last) <= within.as_micros() as u64
+    }
+
     fn submit(&self, job: Box<dyn writer::Job>) -> Result<()> {
+        if matches!(job.lane(), Lane::Single) {
+            let now = (self.started.elapsed().as_micros() as u64).max(1);
+            self.last_single
+                .store(now, std::sync::atomic::Ordering::Relaxed);
+        }
         let jobs = self
             .jobs
             .lock()

@@ -43,13 +43,22 @@ use mapping::{Field, Mapping};
 pub use rows::OnMatch;
 use rows::{FileIndex, Outcome, Row, Rules};
 
-/// Rows per write job, a part of the import's bulk job (`Store::write_bulk`): every
-/// other write goes before the next part, so a part is the longest any other write
-/// waits during an import. 50 rows hold the writer some 15 ms (500 held it 150 ms;
-/// an import of 20,000 rows took 13.9 s instead of 9.0 s, while another organization's
-/// single-event write kept a p99 1.5 times its idle one instead of 14 times:
-/// `benches/hostile.sh`).
+/// The most rows the reader puts in a part; the writer takes them in jobs of fewer
+/// (`Pace`).
 pub const PART_ROWS: usize = 50;
+/// How long one write job of an import holds the writer, its index rows and its
+/// commit included, while other writes come (a single write queued in the last
+/// [`OTHERS_WITHIN`]): about what one of them waits for at most. Each job's row count
+/// is set from what the jobs before took (`Pace`). On a quiet machine, 20,000 rows
+/// beside another organization's steady writes: their p99 2.7 times idle, the import
+/// 42 s (`benches/hostile.sh`, attack 3).
+pub const PART_TIME: std::time::Duration = std::time::Duration::from_millis(2);
+/// How long a job holds the writer while no other write comes: the import at its own
+/// speed (20,000 rows in 11 s).
+pub const PART_TIME_ALONE: std::time::Duration = std::time::Duration::from_millis(16);
+/// How recent another write must be for an import to keep its jobs short.
+pub const OTHERS_WITHIN: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The most cell bytes a part holds (wide rows make smaller parts).
 pub const PART_BYTES: usize = 4 << 20;
 /// The longest row (a CSV record, an NDJSON line), its line end included.
@@ -214,78 +223,88 @@ where
     let mut mapping_rx = Some(mapping_rx);
     let mut spool: Option<Spool> = None;
     let mut mapping = Mapping::guess(Vec::new());
+    let mut pace = Pace::default();
     while let Some(part) = receiver.recv().await {
         let part = part?;
         if let Some(rx) = mapping_rx.take() {
             mapping = rx.await.unwrap_or(mapping);
         }
         let mut refused = part.unreadable;
-        let (caller, known, rows) = (caller.clone(), index.clone(), Arc::new(part.rows));
-        let job_rows = rows.clone();
-        let rules = Rules {
+        let rows = Arc::new(part.rows);
+        let rules = Arc::new(Rules {
             create_only: options.create_only,
             dry_run: options.dry_run,
             on_match: options.on_match,
             profile: options.profile.clone(),
-        };
-        let job = move |tx: &mut crate::store::WriteTx| {
-            let known = known
-                .read()
+        });
+        // The part's rows go to the writer in jobs of `take` rows, sized by what the
+        // jobs before cost (`Pace`).
+        let mut from = 0;
+        while from < rows.len() {
+            let take = pace.rows(store.others_writing(OTHERS_WITHIN));
+            let (caller, known, job_rows, rules) =
+                (caller.clone(), index.clone(), rows.clone(), rules.clone());
+            let job = move |tx: &mut crate::store::WriteTx| {
+                let known = known
+                    .read()
+                    .map_err(|_| Error::Internal("import index lock".into()))?;
+                let end = (from + take).min(job_rows.len());
+                let rows = job_rows.get(from..end).unwrap_or_default();
+                rows::apply(tx, &caller, rows, &rules, &known)
+            };
+            // Parts run in the writer's bulk lane: every other write goes first.
+            let (applied, held) = store.bulk_part(&caller_org, options.dry_run, job).await?;
+            pace.record(applied.len(), held);
+            let offset = from;
+            from += applied.len().max(1);
+            let mut known = index
+                .write()
                 .map_err(|_| Error::Internal("import index lock".into()))?;
-            rows::apply(tx, &caller, &job_rows, &rules, &known)
-        };
-        // Parts run in the writer's bulk lane: every other write goes first.
-        let applied = if options.dry_run {
-            store.trial_bulk(&caller_org, job).await?
-        } else {
-            store.write_bulk(&caller_org, job).await?
-        };
-        let mut known = index
-            .write()
-            .map_err(|_| Error::Internal("import index lock".into()))?;
-        for (i, mut done) in applied.into_iter().enumerate() {
-            let matched = done.matched.take();
-            if let Some(lead) = done.lead() {
-                known.add(lead, done.row, &done.keys);
-                if let Some(matched) = matched {
-                    report.matches_count += 1;
-                    if report.matches.len() < LISTED_MATCHES {
-                        report.matches.push(Match {
+            for (i, mut done) in applied.into_iter().enumerate() {
+                let i = offset + i;
+                let matched = done.matched.take();
+                if let Some(lead) = done.lead() {
+                    known.add(lead, done.row, &done.keys);
+                    if let Some(matched) = matched {
+                        report.matches_count += 1;
+                        if report.matches.len() < LISTED_MATCHES {
+                            report.matches.push(Match {
+                                row: done.row,
+                                lead_id: lead.to_string(),
+                                name: matched.name,
+                                changes: matched.changes,
+                            });
+                        }
+                    }
+                }
+                match done.outcome {
+                    Outcome::Created(_) => report.created += 1,
+                    Outcome::Updated(_) => report.updated += 1,
+                    Outcome::Merged(..) => report.merged += 1,
+                    Outcome::Skipped(_) => report.skipped += 1,
+                    Outcome::Refused(reason) => {
+                        let cells = match options.format {
+                            Format::Csv => rows
+                                .get(i)
+                                .map(|row| {
+                                    row.cells
+                                        .iter()
+                                        .map(|(_, v)| v.as_str().unwrap_or_default().to_string())
+                                        .collect()
+                                })
+                                .unwrap_or_default(),
+                            Format::Ndjson => part.lines.get(i).cloned().into_iter().collect(),
+                        };
+                        refused.push(Refused {
                             row: done.row,
-                            lead_id: lead.to_string(),
-                            name: matched.name,
-                            changes: matched.changes,
+                            reason,
+                            cells,
                         });
                     }
                 }
             }
-            match done.outcome {
-                Outcome::Created(_) => report.created += 1,
-                Outcome::Updated(_) => report.updated += 1,
-                Outcome::Merged(..) => report.merged += 1,
-                Outcome::Skipped(_) => report.skipped += 1,
-                Outcome::Refused(reason) => {
-                    let cells = match options.format {
-                        Format::Csv => rows
-                            .get(i)
-                            .map(|row| {
-                                row.cells
-                                    .iter()
-                                    .map(|(_, v)| v.as_str().unwrap_or_default().to_string())
-                                    .collect()
-                            })
-                            .unwrap_or_default(),
-                        Format::Ndjson => part.lines.get(i).cloned().into_iter().collect(),
-                    };
-                    refused.push(Refused {
-                        row: done.row,
-                        reason,
-                        cells,
-                    });
-                }
-            }
+            drop(known);
         }
-        drop(known);
         refused.sort_by_key(|r| r.row);
         for r in refused {
             if let Some(path) = &options.refused_to {
@@ -378,6 +397,41 @@ impl Spool {
             .into_inner()
             .map_err(|e| spool_error(e.into_error()))?;
         inner.flush().map_err(spool_error)
+    }
+}
+
+/// How many rows the next write job of an import takes: the time it may hold the
+/// writer at the time a row cost in the jobs before (a moving average), between 1 and
+/// [`PART_ROWS`].
+#[derive(Debug, Clone, Copy)]
+struct Pace {
+    /// The writer time one row costs, in microseconds (a moving average).
+    per_row_us: f64,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        // Until measured: a row as a quiet machine writes it.
+        Pace { per_row_us: 500.0 }
+    }
+}
+
+impl Pace {
+    /// The rows of the next job: [`PART_TIME`] of them while `others` write, else
+    /// [`PART_TIME_ALONE`].
+    fn rows(&self, others: bool) -> usize {
+        let time = if others { PART_TIME } else { PART_TIME_ALONE };
+        let rows = time.as_micros() as f64 / self.per_row_us.max(1.0);
+        (rows as usize).clamp(1, PART_ROWS)
+    }
+
+    /// Takes in that a job of `rows` rows held the writer for `held`.
+    fn record(&mut self, rows: usize, held: std::time::Duration) {
+        if rows == 0 {
+            return;
+        }
+        let per_row = held.as_micros() as f64 / rows as f64;
+        self.per_row_us = 0.7 * self.per_row_us + 0.3 * per_row;
     }
 }
 
