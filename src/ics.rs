@@ -195,9 +195,29 @@ pub fn meeting_event(meeting: &MeetingIcs) -> icalendar::Event {
     event.done()
 }
 
+/// The product that writes every document (`PRODID`, RFC 5545 §3.7.3).
+pub const PRODID: &str = concat!("-//engaged//engaged ", env!("CARGO_PKG_VERSION"), "//EN");
+
+/// An empty `VCALENDAR` as engaged writes it: version 2.0, its `PRODID`, Gregorian.
+fn calendar() -> Calendar {
+    let mut calendar = Calendar::empty();
+    calendar
+        .append_property(Property::new("VERSION", "2.0"))
+        .append_property(Property::new("PRODID", PRODID))
+        .append_property(Property::new("CALSCALE", "GREGORIAN"));
+    calendar
+}
+
+/// One meeting as a calendar object resource (what CalDAV stores: RFC 4791 §4.1).
+pub fn object(meeting: &MeetingIcs) -> String {
+    let mut object = calendar();
+    object.push(meeting_event(meeting));
+    object.done().to_string()
+}
+
 /// A calendar's feed: every meeting given, as a `VCALENDAR` named `name`.
 pub fn feed(name: &str, meetings: &[MeetingIcs]) -> String {
-    let mut calendar = Calendar::new();
+    let mut calendar = calendar();
     calendar.name(&one_line(name));
     for meeting in meetings {
         calendar.push(meeting_event(meeting));
@@ -208,7 +228,7 @@ pub fn feed(name: &str, meetings: &[MeetingIcs]) -> String {
 /// An iTIP document: `METHOD:REQUEST` (a booking or a move, with its `SEQUENCE`) or
 /// `METHOD:CANCEL`, with the organizer and attendees of `meeting`.
 pub fn invitation(method: Method, meeting: &MeetingIcs) -> String {
-    let mut calendar = Calendar::new();
+    let mut calendar = calendar();
     calendar.append_property(Property::new("METHOD", method.as_str()));
     let mut event = meeting.clone();
     event.canceled = method == Method::Cancel || event.canceled;

@@ -1,9 +1,10 @@
 //! Handlers of calendars (`/v1/calendars...`): the calendar itself, its feed token, its
 //! open times and its iCalendar feed (opened by its token, no key).
 
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, ETAG};
 use hyper::{Response, StatusCode};
 use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
 
 use super::request::Query;
 use super::response::{full, json as reply, Body};
@@ -132,11 +133,38 @@ pub async fn times(
 }
 
 /// `GET /v1/calendars/{name}/feed.ics?token=`: 404 unless the token is the calendar's.
-pub fn feed(state: &AppState, name: &str, query: &Query) -> Result<Response<Body>> {
+/// Its `ETag` is a digest of the document; a client that sends it back in
+/// `If-None-Match` gets 304 while no meeting changed.
+pub fn feed(
+    state: &AppState,
+    name: &str,
+    query: &Query,
+    if_none_match: Option<&HeaderValue>,
+) -> Result<Response<Body>> {
     let token = query.get("token").unwrap_or("");
     let text = meetings::feed(&state.store.read()?, name, token)?;
-    let mut response = Response::new(full(text));
+    let etag = format!(
+        "\"{}\"",
+        &hex::encode(Sha256::digest(text.as_bytes()))[..32]
+    );
+    let unchanged = if_none_match
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .map(|tag| tag.trim().trim_start_matches("W/"))
+                .any(|tag| tag == "*" || tag == etag)
+        });
+    let mut response = if unchanged {
+        let mut response = Response::new(full(String::new()));
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+        response
+    } else {
+        Response::new(full(text))
+    };
     let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        headers.insert(ETAG, value);
+    }
     headers.insert(
         CONTENT_TYPE,
         HeaderValue::from_static("text/calendar; charset=utf-8"),

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use hyper::body::Incoming;
-use hyper::header::{HeaderMap, HeaderValue};
+use hyper::header::{HeaderMap, HeaderValue, IF_NONE_MATCH};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::json;
 use tracing::Instrument;
@@ -167,7 +167,8 @@ async fn dispatch(
         Route::OpenApi => return Ok(ops::openapi()),
         Route::RecordingFile(org, call) => return recordings::download(state, &parts, org, call),
         Route::CalendarFeed(name) => {
-            return calendars::feed(state, name, &Query::parse(parts.uri.query())?)
+            let query = Query::parse(parts.uri.query())?;
+            return calendars::feed(state, name, &query, parts.headers.get(IF_NONE_MATCH));
         }
         Route::UnsubscribePage(token) => return email::page(state, token).await,
         Route::UnsubscribeOneClick(token) => return email::one_click(state, token, body).await,

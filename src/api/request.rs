@@ -394,11 +394,32 @@ pub fn json_object(bytes: &[u8]) -> Result<Map<String, Value>> {
         return Ok(Map::new());
     }
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(map)) => Ok(map),
+        Ok(Value::Object(mut map)) => {
+            map.values_mut().for_each(whole_numbers_as_integers);
+            Ok(map)
+        }
         Ok(_) => Err(Error::BadRequest(
             "Request body must be a JSON object".into(),
         )),
         Err(e) => Err(Error::BadRequest(format!("Invalid JSON: {e}"))),
+    }
+}
+
+/// Writes every number of `value` without a fractional part (`389.0`) as the integer it
+/// is: JSON Schema counts it an integer, so a field the interface types `integer`
+/// takes it, whichever way the client's JSON library prints whole numbers.
+fn whole_numbers_as_integers(value: &mut Value) {
+    match value {
+        Value::Number(n) if !(n.is_i64() || n.is_u64()) => {
+            let Some(f) = n.as_f64() else { return };
+            // Within ±2^53 every whole f64 is exactly its integer.
+            if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 {
+                *n = serde_json::Number::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
     }
 }
 
@@ -479,6 +500,18 @@ mod tests {
         assert_eq!(q.get("a"), Some("+1 x"));
         assert_eq!(q.get("flag"), Some(""));
         assert!(q.timestamp("updatedSince").unwrap().is_some());
+    }
+
+    #[test]
+    fn whole_numbers_in_a_body_are_integers() {
+        let map =
+            json_object(br#"{"a": 389.0, "b": [2.0, 2.5], "c": {"d": -7.0}, "e": 1e300}"#).unwrap();
+        assert_eq!(map["a"].as_u64(), Some(389));
+        assert_eq!(map["b"][0].as_u64(), Some(2));
+        assert_eq!(map["b"][1].as_f64(), Some(2.5));
+        assert_eq!(map["c"]["d"].as_i64(), Some(-7));
+        // Beyond 2^53 a float stays what it was.
+        assert!(map["e"].is_f64());
     }
 
     #[test]

@@ -308,10 +308,8 @@ fn work(read: &ReadTx, due: &DueSync) -> Result<Option<Work>> {
         let business = crate::domain::settings::org::business_name(read, &due.org)?;
         let sender = meetings::invitation_sender(read, &due.org)?;
         let document = meetings::document(&calendar, &meeting, &lead, &business, sender.as_ref());
-        let mut object = icalendar::Calendar::new();
-        object.push(ics::meeting_event(&document));
         Action::Put {
-            ics: object.done().to_string(),
+            ics: ics::object(&document),
             create: meeting.sequence == 0 && etag.is_empty(),
             sequence: meeting.sequence,
             etag,

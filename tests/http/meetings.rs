@@ -381,6 +381,32 @@ async fn a_booking_stops_the_cadence_and_tells_the_lead_the_timeline_and_the_web
         400,
         "status must be \"completed\" or \"no_show\"",
     );
+    // Kept or missed only once it has begun: tomorrow's meeting is neither yet.
+    for status in ["no_show", "completed"] {
+        let early = ts
+            .patch(write, &other_path, &json!({ "status": status }))
+            .await;
+        assert_eq!(early.status, 409, "{}", text(&early));
+        let message = early.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            message.starts_with("The meeting has not started yet: it can be marked")
+                && message.ends_with(&format!("from {}", tomorrow(14, 0))),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        expect(&ts.get(&org.read, &other_path).await, 200)["status"],
+        json!("booked")
+    );
+    ts.move_meeting_directly(
+        "acme",
+        str_of(&other["id"]),
+        engaged::time::now_micros() - 3_600_000_000,
+    )
+    .await;
     assert_eq!(
         expect(
             &ts.patch(write, &other_path, &json!({"status": "no_show"}))
@@ -555,6 +581,52 @@ async fn the_feed_is_icalendar_that_third_party_parsers_read() {
         Some("text/calendar; charset=utf-8")
     );
     let body = text(&r);
+    assert!(
+        body.contains(&format!(
+            "PRODID:-//engaged//engaged {}//EN\r\n",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{body}"
+    );
+
+    // The feed has an ETag: sent back, 304 while nothing changed; after a booking, 200.
+    let path = format!("/v1/calendars/sales/feed.ics?token={}", enc(&token));
+    let etag = r
+        .headers
+        .get("etag")
+        .and_then(|v| v.to_str().ok())
+        .expect("an ETag")
+        .to_string();
+    let again = |etag: String| {
+        let request = hyper::Request::get(format!("{}{path}", ts.base))
+            .header("if-none-match", etag)
+            .body(http_body_util::Full::new(bytes::Bytes::new()))
+            .expect("request");
+        ts.send(request)
+    };
+    let unchanged = again(etag.clone()).await;
+    assert_eq!(unchanged.status, 304);
+    assert!(unchanged.body.is_empty());
+    assert_eq!(
+        unchanged.headers.get("etag").and_then(|v| v.to_str().ok()),
+        Some(etag.as_str())
+    );
+    let later = expect(&book(ts, write, &ada, &tomorrow(17, 0)).await, 201);
+    let changed = again(etag.clone()).await;
+    assert_eq!(changed.status, 200);
+    assert_ne!(
+        changed.headers.get("etag").and_then(|v| v.to_str().ok()),
+        Some(etag.as_str())
+    );
+    expect(
+        &ts.post(
+            write,
+            &format!("/v1/meetings/{}/cancel", str_of(&later["id"])),
+            &json!({}),
+        )
+        .await,
+        200,
+    );
 
     let parsed: icalendar::Calendar = body.parse().expect("the icalendar crate reads the feed");
     use icalendar::Component;

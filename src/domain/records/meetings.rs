@@ -442,7 +442,8 @@ pub fn take_owner_version(
     Ok(written.map(|()| meeting))
 }
 
-/// Closes a meeting as `completed` or `no_show` (a booked one, or one closed before).
+/// Closes a meeting as `completed` or `no_show` (a booked one, or one closed before),
+/// once it has started (409 before).
 pub fn set_status(
     tx: &mut WriteTx,
     caller: &Caller,
@@ -456,6 +457,18 @@ pub fn set_status(
     }
     if old.status == status {
         return Ok(Written::owing_nothing(old));
+    }
+    // A meeting is kept or missed once it has begun, not before.
+    if old.start > crate::time::now_micros() {
+        return Err(Error::Conflict(format!(
+            "The meeting has not started yet: it can be marked {} from {}",
+            if status == MeetingStatus::NoShow {
+                "a no-show"
+            } else {
+                "completed"
+            },
+            crate::time::format(old.start)
+        )));
     }
     let mut meeting = old.clone();
     meeting.status = status;

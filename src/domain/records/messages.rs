@@ -163,17 +163,26 @@ pub fn thread_of(content: &Value) -> (Option<crate::providers::EmailThread>, Opt
     (thread, text("subject").map(str::to_string))
 }
 
-/// `Re: <subject>`, without a second `Re:` when it has one (in any case); `None` for
-/// an empty subject.
+/// How mail programs mark a reply in the subject, in their languages (`Re:`, German
+/// `AW:`, Scandinavian `SV:`, Dutch `Antw:`, Finnish `VS:`, Polish `Odp:`, Italian
+/// `R:`/`Rif:`, Portuguese `Res:`, Turkish `YNT:`, Chinese `回复:`/`答复:`).
+const REPLY_PREFIXES: [&str; 12] = [
+    "re", "aw", "sv", "antw", "vs", "odp", "r", "rif", "res", "ynt", "回复", "答复",
+];
+
+/// `Re: <subject>`, without a second mark when it has one already, `Re:` or a mail
+/// program's own in its language (`AW:`, `SV:`, ...: [`REPLY_PREFIXES`], any case);
+/// `None` for an empty subject.
 pub fn reply_subject(subject: &str) -> Option<String> {
     let subject = crate::carrier_text::line(subject);
     if subject.is_empty() {
         return None;
     }
-    let has_re = subject
-        .get(..3)
-        .is_some_and(|start| start.eq_ignore_ascii_case("re:"));
-    Some(if has_re {
+    let marked = subject.split_once([':', '：']).is_some_and(|(prefix, _)| {
+        let prefix = prefix.trim().to_lowercase();
+        REPLY_PREFIXES.contains(&prefix.as_str())
+    });
+    Some(if marked {
         subject
     } else {
         format!("Re: {subject}")
@@ -241,6 +250,20 @@ mod tests {
     fn reply_subjects_and_message_ids() {
         assert_eq!(reply_subject("Quote").as_deref(), Some("Re: Quote"));
         assert_eq!(reply_subject("RE: Quote").as_deref(), Some("RE: Quote"));
+        for marked in [
+            "AW: Angebot",
+            "SV: Tilbud",
+            "Antw: Offerte",
+            "aw:x",
+            "回复：报价",
+        ] {
+            assert_eq!(reply_subject(marked).as_deref(), Some(marked));
+        }
+        // A colon in the subject that is not a reply mark.
+        assert_eq!(
+            reply_subject("Price: 12 panels").as_deref(),
+            Some("Re: Price: 12 panels")
+        );
         assert_eq!(
             reply_subject("a\r\nBcc: x").as_deref(),
             Some("Re: a Bcc: x")
