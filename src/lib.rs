@@ -34,6 +34,7 @@ pub mod outbound_tls;
 pub mod phone;
 pub mod providers;
 pub mod server;
+pub mod sms_segments;
 pub mod store;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

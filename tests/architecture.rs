@@ -54,6 +54,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "outbound_address",
             "outbound_tls",
             "phone",
+            "sms_segments",
             "time",
             "words",
         ],

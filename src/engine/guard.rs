@@ -13,6 +13,7 @@
 //! means nothing is sent.
 
 use crate::channel::Channel;
+use crate::sms_segments::gsm7_cost;
 
 /// Two concatenated GSM-7 segments hold 153 septets each.
 pub const SMS_GSM7_CAP: usize = 306;
@@ -56,23 +57,6 @@ impl Cap {
             Cap::Ucs2(_) => c.len_utf16(),
             Cap::Chars(_) => 1,
         }
-    }
-}
-
-/// The GSM 03.38 basic character set (one septet each).
-const GSM7_BASIC: &str = "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?\
-¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà";
-/// The extension table (an escape and the character: two septets each).
-const GSM7_EXTENSION: &str = "^{}\\[~]|€\u{0C}";
-
-/// Septets `c` takes in GSM-7; `None` when the text needs UCS-2 for it.
-fn gsm7_cost(c: char) -> Option<usize> {
-    if GSM7_BASIC.contains(c) {
-        Some(1)
-    } else if GSM7_EXTENSION.contains(c) {
-        Some(2)
-    } else {
-        None
     }
 }
 

@@ -241,6 +241,8 @@ async fn event_data_is_bounded() {
     assert_eq!(all_events(&ts, &key, "L1").await, before, "nothing changed");
 }
 
+const SMS_11_SEGMENTS: &str = "Too long for one SMS: 11 segments (at most 10: 1530 characters, or 670 with an emoji or a character outside the GSM alphabet)";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn message_text_and_subject_are_bounded() {
     let (ts, key) = start().await;
@@ -253,7 +255,9 @@ async fn message_text_and_subject_are_bounded() {
         json!({"owner": "lead", "channel": channel, "content": content})
     };
     for body in [
-        message("sms", "s".repeat(1_600), None),
+        // Ten segments: 1,530 GSM-7 characters, or 335 emoji (670 UTF-16 units).
+        message("sms", "s".repeat(1_530), None),
+        message("sms", "😀".repeat(335), None),
         message("email", "é".repeat(10_000), Some("s".repeat(1_000))),
     ] {
         expect(&ts.post(&key, "/v1/leads/L1/messages", &body).await, 201);
@@ -264,6 +268,8 @@ async fn message_text_and_subject_are_bounded() {
             message("sms", "s".repeat(1_601), None),
             "Field too long: content.text (at most 1600)",
         ),
+        (message("sms", "s".repeat(1_531), None), SMS_11_SEGMENTS),
+        (message("sms", "😀".repeat(336), None), SMS_11_SEGMENTS),
         (
             message("email", "e".repeat(10_001), None),
             "Field too long: content.text (at most 10000)",

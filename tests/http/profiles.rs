@@ -489,6 +489,10 @@ async fn a_step_text_is_bounded_by_its_channel() {
             "Field too long: cadence[1].text (at most 1600)",
         ),
         (
+            sms_step("0s", &"x".repeat(1_531)),
+            "Too long for one SMS: 11 segments (at most 10: 1530 characters, or 670 with an emoji or a character outside the GSM alphabet)",
+        ),
+        (
             email_step("0s", "Quote", &"x".repeat(100_001)),
             "Field too long: cadence[1].text (at most 100000)",
         ),
@@ -510,7 +514,7 @@ async fn a_step_text_is_bounded_by_its_channel() {
     )
     .await;
     let at_bounds = json!({"cadence": [
-        sms_step("0s", &"x".repeat(1_600)),
+        sms_step("0s", &"x".repeat(1_530)),
         email_step("1d", &"s".repeat(1_000), &"x".repeat(100_000)),
         {"after": "1d", "channel": "voice", "text": "x".repeat(2_000)},
     ], "voiceGreeting": "x".repeat(2_000)});

@@ -162,7 +162,7 @@ pub fn claim_step(
     let subject = (step.channel == Channel::Email)
         .then(|| templates::render(&step.subject, &lead, &business));
     let too_long = |value: &str, max: usize| value.len() > max && value.chars().count() > max;
-    if too_long(&text, limits::step_text_chars(step.channel))
+    if limits::channel_text("text", step.channel, &text).is_err()
         || subject
             .as_deref()
             .is_some_and(|s| too_long(s, limits::SUBJECT_CHARS))

@@ -40,8 +40,11 @@ pub const ADDITIONAL_INFO_BYTES: usize = 16 * 1024;
 pub const EVENT_DATA_BYTES: usize = 64 * 1024;
 /// A message's text.
 pub const MESSAGE_CHARS: usize = 10_000;
-/// An SMS's text (ten concatenated segments, the most carriers deliver).
+/// A received SMS's text, and the characters an SMS step may be written with.
 pub const SMS_CHARS: usize = 1_600;
+/// The most segments an SMS sent by engaged takes (ten: the most carriers join;
+/// 1,530 characters, or 670 with an emoji or a character outside GSM-7).
+pub const MAX_SMS_SEGMENTS: usize = 10;
 /// An email's subject.
 pub const SUBJECT_CHARS: usize = 1_000;
 /// An email's text (a profile's email step, before and after rendering).
@@ -76,6 +79,33 @@ pub fn step_text_chars(channel: crate::channel::Channel) -> usize {
         Channel::Email => EMAIL_TEXT_CHARS,
         Channel::Voice => GREETING_CHARS,
     }
+}
+
+/// A text to send by SMS: at most [`MAX_SMS_SEGMENTS`] segments, else 400 in words
+/// naming the field, its segments and what fits.
+pub fn sms_text(name: &str, value: &str) -> Result<()> {
+    let segments = crate::sms_segments::Segments::of(value);
+    if segments.count <= MAX_SMS_SEGMENTS {
+        return Ok(());
+    }
+    let (plain, wide) = crate::sms_segments::capacity(MAX_SMS_SEGMENTS);
+    Err(Error::field(
+        name,
+        format!(
+            "Too long for one SMS: {} segments (at most {MAX_SMS_SEGMENTS}: {plain} characters, or {wide} with an emoji or a character outside the GSM alphabet)",
+            segments.count
+        ),
+    ))
+}
+
+/// A step's or a message's text on `channel`: within its characters, and an SMS
+/// within its segments.
+pub fn channel_text(name: &str, channel: crate::channel::Channel, value: &str) -> Result<()> {
+    text(name, value, step_text_chars(channel))?;
+    if channel == crate::channel::Channel::Sms {
+        sms_text(name, value)?;
+    }
+    Ok(())
 }
 
 /// 400 `Field too long: NAME (at most N)`, refusing the field `name`.
@@ -225,6 +255,9 @@ pub fn message(content: &Map<String, Value>, sms: bool) -> Result<()> {
     let body = content.get("text").and_then(Value::as_str).unwrap_or("");
     let max = if sms { SMS_CHARS } else { MESSAGE_CHARS };
     text("content.text", body, max)?;
+    if sms {
+        sms_text("content.text", body)?;
+    }
     if let Some(subject) = content.get("subject").and_then(Value::as_str) {
         text("content.subject", subject, SUBJECT_CHARS)?;
     }

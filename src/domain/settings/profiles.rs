@@ -589,7 +589,7 @@ fn step_text(path: &str, channel: Channel, text: &str) -> Result<()> {
     if text.trim().is_empty() {
         return Err(Error::invalid_field(&field));
     }
-    limits::text(&field, text, limits::step_text_chars(channel))?;
+    limits::channel_text(&field, channel, text)?;
     check_placeholders(text)
 }
 
