@@ -54,8 +54,8 @@ pub const PART_ROWS: usize = 50;
 /// 42 s (`benches/hostile.sh`, attack 3).
 pub const PART_TIME: std::time::Duration = std::time::Duration::from_millis(2);
 /// How long a job holds the writer while no other write comes: the import at its own
-/// speed (20,000 rows in 11 s).
-pub const PART_TIME_ALONE: std::time::Duration = std::time::Duration::from_millis(16);
+/// speed, in parts of up to [`PART_ROWS`].
+pub const PART_TIME_ALONE: std::time::Duration = std::time::Duration::from_millis(40);
 /// How recent another write must be for an import to keep its jobs short.
 pub const OTHERS_WITHIN: std::time::Duration = std::time::Duration::from_millis(250);
 
