@@ -67,6 +67,7 @@ expect_file() { # mode path
 expect_file -rwxr-xr-x usr/bin/engaged
 expect_file -rw-r--r-- etc/engaged/engaged.toml
 expect_file -rw-r--r-- usr/share/doc/engaged/README.md
+expect_file -rw-r--r-- usr/share/doc/engaged/docs/operations.md
 expect_file -rw-r--r-- usr/lib/sysusers.d/engaged.conf
 unit_path=$(grep -oE '\./(usr/)?lib/systemd/system/engaged\.service' <<<"$listing") ||
   fail "no systemd unit in:\n$listing"
@@ -79,8 +80,8 @@ grep -qx /etc/engaged/engaged.toml "$control/conffiles" || fail "engaged.toml is
 cmp -s "$data/$unit_path" systemd/engaged.service || fail "the packaged unit differs from systemd/engaged.service"
 cmp -s "$data/usr/lib/sysusers.d/engaged.conf" systemd/engaged.sysusers || fail "the sysusers file differs"
 cmp -s "$data/etc/engaged/engaged.toml" config/engaged.toml || fail "the configuration differs"
-grep -q 'file:///usr/share/doc/engaged/README.md' "$data/$unit_path" ||
-  fail "the unit's Documentation= does not name the packaged README"
+grep -q 'file:///usr/share/doc/engaged/docs/operations.md' "$data/$unit_path" ||
+  fail "the unit's Documentation= does not name the packaged operations manual"
 "$data/usr/bin/engaged" --version | grep -qx "engaged $version" || fail "the packaged binary does not run"
 
 # Installing creates the user and the data directory, and starts nothing.

@@ -12,7 +12,7 @@
 #      unsubscribe, DNC, a call with a transcript, a recording, search, a CSV and an
 #      NDJSON import, ...), recording every JSON answer; with npx, `tsc --strict` then
 #      checks each recorded answer against the generated TypeScript type of its
-#      operation and status, and the README's `PUT /v1/calls` example against the
+#      operation and status, and docs/api.md's `PUT /v1/calls` example against the
 #      request body's type;
 #   5. runs a bounded schemathesis pass with an admin key. Any 5xx, any response
 #      (status, content type, headers or body) that the document does not describe, or
@@ -221,7 +221,7 @@ mkdir "$clients/answers"
 BASE=$base KEY=$smoke_key timeout 120 "$client_venv/bin/python" scripts/openapi-smoke.py \
   "$root/openapi/openapi.json" "$clients" "$clients/answers"
 if [ -f "$clients/api.ts" ]; then
-  "$client_venv/bin/python" - "$clients/answers" README.md "$clients/check.ts" <<'PY'
+  "$client_venv/bin/python" - "$clients/answers" docs/api.md "$clients/check.ts" <<'PY'
 import glob, json, os, re, sys
 answers, readme, out = sys.argv[1:4]
 lines = [
@@ -235,10 +235,10 @@ for path in sorted(glob.glob(os.path.join(answers, "*.json"))):
     lines.append(f'// {a["operationId"]} {a["status"]}')
     lines.append(f'export const answer{name}: Answer<"{a["operationId"]}", {a["status"]}> = '
                  f'{json.dumps(a["body"], ensure_ascii=False)};')
-# The README's call with a transcript, as the request body of PUT /v1/calls.
+# docs/api.md's call with a transcript, as the request body of PUT /v1/calls.
 bodies = re.findall(r"-d '(\{[^']*\"transcript\"[^']*\})'", open(readme).read())
 if not bodies:
-    sys.exit("the README's PUT /v1/calls example with a transcript was not found")
+    sys.exit("the PUT /v1/calls example with a transcript was not found in docs/api.md")
 for i, body in enumerate(bodies):
     lines.append(f'export const readmePutCall{i}: NonNullable<operations["putCall"]["requestBody"]>'
                  f'["content"]["application/json"] = {json.dumps(json.loads(body))};')
@@ -246,7 +246,7 @@ open(out, "w").write("\n".join(lines) + "\n")
 PY
   (cd "$clients" && "$tsc_dir/node_modules/.bin/tsc" --strict --noEmit --target es2022 --module esnext \
     --moduleResolution bundler check.ts) || { echo "tsc --strict: recorded answers the TypeScript types do not hold (above)" >&2; exit 1; }
-  echo "tsc --strict: the TypeScript types hold $(ls "$clients/answers" | wc -l) recorded answers and the README's PUT /v1/calls example"
+  echo "tsc --strict: the TypeScript types hold $(ls "$clients/answers" | wc -l) recorded answers and docs/api.md's PUT /v1/calls example"
 fi
 
 # Schemathesis hooks: keep generated URLs on loopback, give the download operation the

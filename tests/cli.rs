@@ -1675,7 +1675,7 @@ async fn import_goes_through_the_socket_of_a_running_server_with_the_sample_file
     assert_eq!(
         again.stdout.lines().last(),
         Some("0 created, 4 updated, 1 merged, 1 refused"),
-        "as the README says"
+        "as docs/api.md says"
     );
     let r = send(
         &client,

@@ -1,5 +1,5 @@
 //! Incremental sync under concurrent writers: unique `updatedAt`, keyset pagination that
-//! never skips, and a client following the README recipe that ends with an exact copy.
+//! never skips, and a client following the sync recipe of docs/api.md that ends with an exact copy.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,4 +1,4 @@
-//! Voice over a Twilio-compatible provider, black-box, from the README's "Calls" section:
+//! Voice over a Twilio-compatible provider, black-box, from docs/providers-and-calls.md's "Calls" section:
 //! calls placed through a fake Twilio (`fake_twilio`), the TwiML the server answers, the
 //! ConversationRelay WebSocket (`relay_client`) with a scripted model (`fake_model`),
 //! transfers, status callbacks, recordings fetched from the fake, post-call summary and
