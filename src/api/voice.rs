@@ -61,13 +61,17 @@ pub async fn webhook(
             let from = crate::phone::normalize(form.required("From")?)
                 .ok_or_else(|| Error::invalid_field("From"))?;
             let to = form.get("To").and_then(crate::phone::normalize);
+            // Twilio sets `ForwardedFrom` only on a call forwarded to the number.
+            let forwarded = form
+                .get("ForwardedFrom")
+                .is_some_and(|v| !v.trim().is_empty());
             if to.as_deref() != Some(settings.from.as_str()) {
                 tracing::warn!(org, to = ?to, "an inbound call to a number that is not the organization's");
                 return Err(Error::NotFound("Not found".into()));
             }
             let (call_id, answer) = state
                 .store
-                .write(move |tx| voice::inbound(tx, &org_id, &sid, &from))
+                .write(move |tx| voice::inbound(tx, &org_id, &sid, &from, forwarded))
                 .await?;
             // An outbound call is recorded by its Calls.json request; an inbound one by
             // the TwiML that answers it.

@@ -772,6 +772,42 @@ async fn an_inbound_call_from_a_lead_is_its_call_once_per_call_sid() {
     assert!(v.twilio.calls().is_empty(), "an inbound call dials nothing");
 }
 
+/// What Twilio posts for a call another number forwarded (`ForwardedFrom`).
+async fn forwarded(v: &Voice, call_sid: &str, forwarded_from: &str) -> String {
+    let r = twilio_post(
+        v,
+        &voice_path(v, "inbound"),
+        &[
+            ("AccountSid", SID),
+            ("CallSid", call_sid),
+            ("From", PHONE),
+            ("To", FROM),
+            ("ForwardedFrom", forwarded_from),
+            ("CallStatus", "ringing"),
+            ("Direction", "inbound"),
+        ],
+    )
+    .await;
+    twiml(&r)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_call_is_marked_is_forward_and_matched_by_its_caller() {
+    let v = start(true).await;
+    lead(&v, "L1", "quiet").await;
+    let doc = forwarded(&v, "CAforward0001", "+15125550999").await;
+    let record = get_call(&v, &call_id_in(&doc, &v.org)).await;
+    assert_eq!(record["isForward"], json!(true), "{record}");
+    assert_eq!(record["leadId"], json!("L1"), "matched by From: {record}");
+    // Without the parameter (or empty), a call is not a forwarded one.
+    let doc = forwarded(&v, "CAforward0002", "").await;
+    let record = get_call(&v, &call_id_in(&doc, &v.org)).await;
+    assert_eq!(record["isForward"], json!(false), "{record}");
+    let doc = inbound(&v, "CAforward0003", PHONE).await;
+    let record = get_call(&v, &call_id_in(&doc, &v.org)).await;
+    assert_eq!(record["isForward"], json!(false), "{record}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_caller_gets_the_assistant_on_a_call_without_a_lead() {
     let v = start(true).await;

@@ -291,13 +291,15 @@ pub fn answered(tx: &mut WriteTx, org: &str, call_id: &str) -> Result<Answer> {
 }
 
 /// A call to the organization's number from `from` (E.164), with the provider's id:
-/// the call (`INBOUND`, `IN_PROGRESS`, the caller's live lead if any) and its session,
-/// once per provider id; a repeat answers the call created the first time.
+/// the call (`INBOUND`, `IN_PROGRESS`, the caller's live lead if any, `isForward` when
+/// the provider says another number `forwarded` it) and its session, once per provider
+/// id; a repeat answers the call created the first time.
 pub fn inbound(
     tx: &mut WriteTx,
     org: &str,
     provider_call_id: &str,
     from: &str,
+    forwarded: bool,
 ) -> Result<(String, Answer)> {
     let lead = inbound::lead_by_phone(tx, org, from)?;
     let call_id = match tx.provider_call(org, provider_call_id)? {
@@ -309,6 +311,7 @@ pub fn inbound(
                 direction: Some(Direction::Inbound),
                 call_status: Some(CallStatus::InProgress.as_str().to_string()),
                 is_ai_initiated: Some(false),
+                is_forward: Some(forwarded),
                 ..CallDetails::default()
             };
             calls::put_unattached(tx, &Caller::system(org), &call_id, CallInput::set(changes))
