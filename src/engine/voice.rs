@@ -17,6 +17,14 @@
 //! to the transcript writer (after the digit or the words, so in order), says
 //! `voice::OPT_OUT_GOODBYE` and ends the session (`opt_out`); what Twilio sends after
 //! that is recorded and never answered.
+//!
+//! Call screeners (`voice::screening`): on an outbound AI call the lead's first turns
+//! are read for a screener; one is answered once with the profile's `screeningReply`
+//! without the model (`hitCallScreening`), the screener's further words are recorded
+//! and not answered, and the first turn that is not a screener's is the person
+//! (`reachedHumanAfterScreening`), whom the assistant answers. Silence for
+//! `screening::SILENCE_SECONDS` after the reply, or the end of the call, means nobody
+//! came (`false`); the silence ends the session.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,7 +43,7 @@ use super::tools::Effect;
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::voice::transcript::{self, Role};
-use crate::domain::voice::voice;
+use crate::domain::voice::{screening, voice};
 use crate::error::Result;
 use crate::providers::model::protocol::{Context, Turn};
 use crate::providers::relay::{self, FromTwilio};
@@ -66,6 +74,20 @@ struct CallContext {
     opt_out: VoiceOptOut,
     /// The organization's own opt-out words (`optOutKeywords`), read in a lead's turn.
     own_keywords: Vec<String>,
+    /// On an outbound call to a lead: what a call screener hears (`voice::screening`).
+    screening_reply: Option<String>,
+}
+
+/// Where an outbound call stands with a call screener (`voice::screening`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Screen {
+    /// The lead's first turns are read for a screener: this many more.
+    Watching(usize),
+    /// A screener answered and heard the reply: the next turn that is not a
+    /// screener's is the person.
+    Screened,
+    /// Nothing more to watch.
+    Done,
 }
 
 /// One change to the transcript, applied in order by the call's writer task.
@@ -75,6 +97,8 @@ enum TranscriptOp {
     Interrupted(String),
     /// The lead opted out on the call (`voice::opt_out`).
     OptedOut(voice::CallOptOut),
+    /// A call screener answered, or a person after it (`voice::screened`).
+    Screened(voice::Screened),
 }
 
 type TurnFuture = Pin<Box<dyn Future<Output = Result<(Said, Duration)>> + Send>>;
@@ -103,9 +127,16 @@ impl Engine {
             "" => None,
             name => read.profile(org, name)?,
         };
-        let fresh = read
-            .call(org, call_id)?
-            .is_none_or(|c| transcript::turns(&c).is_empty());
+        let record = read.call(org, call_id)?;
+        let fresh = record
+            .as_ref()
+            .is_none_or(|c| transcript::turns(c).is_empty());
+        let screening_reply = match &record {
+            Some(record) if fresh => {
+                voice::screening_reply(&read, org, record, lead.as_ref(), profile.as_ref())?
+            }
+            _ => None,
+        };
         let engine_settings = read.engine_settings(org)?;
         let (settings, opt_out, own_keywords) = (
             engine_settings.assistant,
@@ -134,6 +165,7 @@ impl Engine {
             fresh,
             opt_out,
             own_keywords,
+            screening_reply,
         })
     }
 
@@ -173,10 +205,22 @@ impl Engine {
         let mut greeted = !call.fresh;
         // The lead opted out: the session is ending, nothing more is answered.
         let mut ended = false;
+        let mut screen = match call.screening_reply {
+            Some(_) => Screen::Watching(screening::TURNS_READ),
+            None => Screen::Done,
+        };
+        // After the reply to a screener: when the silence ends the call.
+        let mut silence: Option<tokio::time::Instant> = None;
         loop {
             let in_flight = async {
                 match turn.as_mut() {
                     Some(t) => t.await,
+                    None => std::future::pending().await,
+                }
+            };
+            let silent = async {
+                match silence {
+                    Some(at) => tokio::time::sleep_until(at).await,
                     None => std::future::pending().await,
                 }
             };
@@ -215,7 +259,34 @@ impl Engine {
                                 end_opted_out(&mut socket, &ops, how).await?;
                                 continue;
                             }
+                            let screener = screen != Screen::Done && screening::is_screener(&said);
                             heard.push(Turn { from_lead: true, text: said });
+                            match (screen, screener) {
+                                (Screen::Watching(_), true) => {
+                                    // Answered once, without the model: who calls and why.
+                                    turn = None;
+                                    let _ = ops.send(TranscriptOp::Screened(voice::Screened::Hit));
+                                    let reply = guard(call.screening_reply.as_deref().unwrap_or_default(), Channel::Voice);
+                                    socket.send(Message::text(relay::text_frame(&reply, true))).await.map_err(ws_error)?;
+                                    let _ = ops.send(TranscriptOp::Said(Role::Agent, reply.clone(), now_micros()));
+                                    heard.push(Turn { from_lead: false, text: reply });
+                                    screen = Screen::Screened;
+                                    silence = Some(tokio::time::Instant::now() + Duration::from_secs(screening::SILENCE_SECONDS));
+                                    continue;
+                                }
+                                (Screen::Screened, true) => {
+                                    // The screener again ("please stay on the line"): wait on.
+                                    silence = Some(tokio::time::Instant::now() + Duration::from_secs(screening::SILENCE_SECONDS));
+                                    continue;
+                                }
+                                (Screen::Screened, false) => {
+                                    let _ = ops.send(TranscriptOp::Screened(voice::Screened::Reached(true)));
+                                    screen = Screen::Done;
+                                    silence = None;
+                                }
+                                (Screen::Watching(left), false) if left > 1 => screen = Screen::Watching(left - 1),
+                                _ => screen = Screen::Done,
+                            }
                             // A newer prompt replaces the turn in flight.
                             let (engine, call, history) = (self.clone(), call.clone(), heard.clone());
                             turn = Some(Box::pin(async move { engine.voice_turn(&call, &history).await }));
@@ -247,6 +318,16 @@ impl Engine {
                             tracing::warn!(org, call = call_id, %reason, "a malformed relay message");
                         }
                     }
+                }
+                () = silent => {
+                    // Nobody came after the screener: the call ends.
+                    silence = None;
+                    screen = Screen::Done;
+                    turn = None;
+                    ended = true;
+                    let _ = ops.send(TranscriptOp::Screened(voice::Screened::Reached(false)));
+                    let data = serde_json::json!({"reason": "screening"}).to_string();
+                    socket.send(Message::text(relay::end_frame(&data))).await.map_err(ws_error)?;
                 }
                 outcome = in_flight => {
                     turn = None;
@@ -281,6 +362,10 @@ impl Engine {
                     }
                 }
             }
+        }
+        if screen == Screen::Screened {
+            // The call ended before a person spoke after the screener.
+            let _ = ops.send(TranscriptOp::Screened(voice::Screened::Reached(false)));
         }
         drop(ops);
         if let Err(e) = writer.await {
@@ -364,6 +449,7 @@ async fn write_transcript(
                 TranscriptOp::Dtmf(digit, at) => transcript::append_dtmf(tx, &o, &c, digit, *at),
                 TranscriptOp::Interrupted(spoken) => transcript::interrupted(tx, &o, &c, spoken),
                 TranscriptOp::OptedOut(how) => voice::opt_out(tx, &o, &c, how),
+                TranscriptOp::Screened(mark) => voice::screened(tx, &o, &c, *mark),
             })
             .await;
         if let Err(e) = written {

@@ -24,7 +24,7 @@ use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 12;
+pub const SCHEMA_VERSION: u32 = 13;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -40,6 +40,7 @@ const STEPS: &[Step] = &[
     campaign_replies_count_leads,
     calendars_and_meetings_gain_caldav_fields,
     replies_wait_for_a_person_without_an_assistant,
+    profiles_gain_a_screening_reply,
 ];
 
 // Every version below the current one has its step.
@@ -342,6 +343,7 @@ mod schema6 {
                 created_at: self.created_at,
                 updated_at: self.updated_at,
                 calendar: String::new(),
+                screening_reply: String::new(),
             }
         }
     }
@@ -611,6 +613,41 @@ mod schema3 {
     }
 }
 
+/// Rewrites every record of `definition` that no longer reads as `T` because `T` gained
+/// trailing fields that encode as one zero byte each (`Option::None`, an empty
+/// `String`, `false`): up to `added` zero bytes are appended until it reads. A record
+/// that already reads in the new layout is left as it is. Answers how many changed.
+fn grow<T: serde::de::DeserializeOwned>(
+    txn: &WriteTransaction,
+    definition: TableDefinition<(&str, &str), &[u8]>,
+    added: usize,
+) -> Result<usize> {
+    let mut table = txn.open_table(definition)?;
+    let mut rewritten = Vec::new();
+    for row in table.iter()? {
+        let (key, value) = row?;
+        if decode::<T>(value.value()).is_ok() {
+            continue;
+        }
+        let mut grown = value.value().to_vec();
+        let mut read = Err(Error::Internal("no field added".into()));
+        for _ in 0..added {
+            grown.push(0);
+            read = decode::<T>(&grown).map(drop);
+            if read.is_ok() {
+                break;
+            }
+        }
+        read?;
+        let (org, id) = key.value();
+        rewritten.push((org.to_string(), id.to_string(), grown));
+    }
+    for (org, id, bytes) in &rewritten {
+        table.insert((org.as_str(), id.as_str()), bytes.as_slice())?;
+    }
+    Ok(rewritten.len())
+}
+
 /// A record whose layout gained trailing fields that encode as one zero byte each time
 /// (`Option::None`, an empty `String`): read as it is, or as its older layout with that
 /// byte added. The steps before 8 read leads with it, since schema 8's `LeadRecord` ends
@@ -627,30 +664,9 @@ fn decode_grown<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 /// calendar it books on (`calendar`, none); both fields end their records. A record that
 /// already reads in the new layout (written by an earlier step) is left as it is.
 fn leads_and_profiles_gain_meeting_fields(txn: &WriteTransaction) -> Result<()> {
-    fn grow<T: serde::de::DeserializeOwned>(
-        txn: &WriteTransaction,
-        definition: TableDefinition<(&str, &str), &[u8]>,
-    ) -> Result<usize> {
-        let mut table = txn.open_table(definition)?;
-        let mut rewritten = Vec::new();
-        for row in table.iter()? {
-            let (key, value) = row?;
-            if decode::<T>(value.value()).is_ok() {
-                continue;
-            }
-            let mut grown = value.value().to_vec();
-            grown.push(0);
-            decode::<T>(&grown)?;
-            let (org, id) = key.value();
-            rewritten.push((org.to_string(), id.to_string(), grown));
-        }
-        for (org, id, bytes) in &rewritten {
-            table.insert((org.as_str(), id.as_str()), bytes.as_slice())?;
-        }
-        Ok(rewritten.len())
-    }
-    let leads = grow::<LeadRecord>(txn, LEADS)?;
-    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES)?;
+    let leads = grow::<LeadRecord>(txn, LEADS, 1)?;
+    // Read as today's layout: a profile has gained `screening_reply` since (schema 13).
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 2)?;
     tracing::info!(
         leads,
         profiles,
@@ -836,38 +852,21 @@ mod schema8 {
 /// records, each one zero byte. A record that already reads in the new layout is left
 /// as it is.
 fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<()> {
-    fn grow<T: serde::de::DeserializeOwned>(
-        txn: &WriteTransaction,
-        definition: TableDefinition<(&str, &str), &[u8]>,
-    ) -> Result<usize> {
-        let mut table = txn.open_table(definition)?;
-        let mut rewritten = Vec::new();
-        for row in table.iter()? {
-            let (key, value) = row?;
-            if decode::<T>(value.value()).is_ok() {
-                continue;
-            }
-            let mut grown = value.value().to_vec();
-            grown.push(0);
-            if decode::<T>(&grown).is_err() {
-                grown.push(0);
-                decode::<T>(&grown)?;
-            }
-            let (org, id) = key.value();
-            rewritten.push((org.to_string(), id.to_string(), grown));
-        }
-        for (org, id, bytes) in &rewritten {
-            table.insert((org.as_str(), id.as_str()), bytes.as_slice())?;
-        }
-        Ok(rewritten.len())
-    }
-    let calendars = grow::<super::calendars::CalendarRecord>(txn, super::tables::CALENDARS)?;
-    let meetings = grow::<super::calendars::MeetingRecord>(txn, super::tables::MEETINGS)?;
+    let calendars = grow::<super::calendars::CalendarRecord>(txn, super::tables::CALENDARS, 2)?;
+    let meetings = grow::<super::calendars::MeetingRecord>(txn, super::tables::MEETINGS, 2)?;
     tracing::info!(
         calendars,
         meetings,
         "calendars and meetings gain their CalDAV fields"
     );
+    Ok(())
+}
+
+/// 12 → 13: a profile says what a call screener hears (`screening_reply`, empty: the
+/// default); the field ends the record, one zero byte.
+fn profiles_gain_a_screening_reply(txn: &WriteTransaction) -> Result<()> {
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 1)?;
+    tracing::info!(profiles, "schema 13: profiles gain a screening reply");
     Ok(())
 }
 

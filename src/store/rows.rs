@@ -527,6 +527,9 @@ pub struct ProfileRecord {
     pub updated_at: Micros,
     /// The calendar the assistant books on (empty: none).
     pub calendar: String,
+    /// What a call screener hears on an outbound call (empty: the default,
+    /// `voice::screening::DEFAULT_REPLY`).
+    pub screening_reply: String,
 }
 
 /// One cadence step: `after` the previous step (the first counts from enrolment), send

@@ -826,6 +826,148 @@ async fn an_unknown_caller_gets_the_assistant_on_a_call_without_a_lead() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Call screeners
+// ---------------------------------------------------------------------------------------
+
+/// What Google's Call Screen says when it answers for the person called.
+const GOOGLE_SCREENER: &str = "Hi, the person you're calling is using a screening service from Google, and will get a copy of this conversation. Go ahead and say your name, and why you're calling.";
+/// The default reply to a screener, rendered for Ada.
+const SCREENING_REPLY_ADA: &str =
+    "Hi, this is Acme Solar calling for Ada, following up on their request.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screener_hears_who_calls_and_why_once_and_the_person_after_it_gets_the_assistant() {
+    let v = start(true).await;
+    lead(&v, "L1", "quiet").await;
+    v.model
+        .push(Step::text("Hi Ada! It's about your solar quote."));
+    let (call, _, mut relay) = answered_call(&v, "L1").await;
+    // The screener hears the reply without the model.
+    turn(&mut relay, GOOGLE_SCREENER, SCREENING_REPLY_ADA).await;
+    let record = wait_call(&v, &call, "hitCallScreening", |c| {
+        c["hitCallScreening"] == json!(true)
+    })
+    .await;
+    assert!(
+        record.get("reachedHumanAfterScreening").is_none()
+            || record["reachedHumanAfterScreening"].is_null(),
+        "{record}"
+    );
+    // The screener again: nothing is said. Then the person: the assistant answers.
+    relay.prompt("Thanks, please stay on the line.").await;
+    turn(
+        &mut relay,
+        "Hello? This is Ada.",
+        "Hi Ada! It's about your solar quote.",
+    )
+    .await;
+    wait_call(&v, &call, "reachedHumanAfterScreening", |c| {
+        c["reachedHumanAfterScreening"] == json!(true)
+    })
+    .await;
+    let requests = v.model.wait_requests(1, WAIT).await;
+    assert_eq!(requests.len(), 1, "the model answered the person only");
+    let transcript = wait_transcript(&v, &call, 6).await;
+    assert_turn(&transcript[1], "lead", GOOGLE_SCREENER);
+    assert_turn(&transcript[2], "agent", SCREENING_REPLY_ADA);
+    assert_turn(&transcript[3], "lead", "Thanks, please stay on the line.");
+    assert_turn(&transcript[4], "lead", "Hello? This is Ada.");
+    relay.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_profiles_screening_reply_is_spoken_and_a_hang_up_after_it_is_no_person() {
+    let v = start(true).await;
+    let mut profile = voice_profile(json!([]));
+    profile["screeningReply"] =
+        json!("This is Sam from {{business.name}} for {{firstName}}, about the solar quote.");
+    put_profile(&v.ts, &v.admin, "screened", &profile).await;
+    let saved = expect(&v.ts.get(&v.key, "/v1/profiles/screened").await, 200);
+    assert_eq!(
+        saved["screeningReply"],
+        json!("This is Sam from {{business.name}} for {{firstName}}, about the solar quote.")
+    );
+    lead(&v, "L1", "screened").await;
+    let (call, _, mut relay) = answered_call(&v, "L1").await;
+    turn(
+        &mut relay,
+        "Hi, if you record your name and reason for calling, I'll see if this person is available.",
+        "This is Sam from Acme Solar for Ada, about the solar quote.",
+    )
+    .await;
+    relay.close().await;
+    let record = wait_call(&v, &call, "reachedHumanAfterScreening", |c| {
+        c["reachedHumanAfterScreening"] == json!(false)
+    })
+    .await;
+    assert_eq!(record["hitCallScreening"], json!(true), "{record}");
+    assert!(
+        v.model.requests().is_empty(),
+        "the model never spoke to the screener"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silence_after_the_reply_to_a_screener_ends_the_call() {
+    let v = start(true).await;
+    lead(&v, "L1", "quiet").await;
+    let (call, _, mut relay) = answered_call(&v, "L1").await;
+    turn(
+        &mut relay,
+        "Please state your name and the reason for your call.",
+        SCREENING_REPLY_ADA,
+    )
+    .await;
+    // 20 s of silence: the session ends with nobody reached.
+    let end = relay
+        .frame_of_type("end", Duration::from_secs(screening_silence() + 15))
+        .await;
+    assert!(str_of(&end["handoffData"]).contains("screening"), "{end}");
+    wait_call(&v, &call, "reachedHumanAfterScreening", |c| {
+        c["reachedHumanAfterScreening"] == json!(false)
+    })
+    .await;
+    relay.close().await;
+}
+
+/// Seconds of silence after the reply to a screener that end the call.
+fn screening_silence() -> u64 {
+    engaged::domain::voice::screening::SILENCE_SECONDS
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_who_answers_is_no_screener_and_a_screening_reply_is_bounded() {
+    let v = start(true).await;
+    lead(&v, "L1", "quiet").await;
+    v.model.push(Step::text("Hi Ada, Sam from Acme Solar."));
+    let (call, _, mut relay) = answered_call(&v, "L1").await;
+    turn(
+        &mut relay,
+        "Hello, who is this?",
+        "Hi Ada, Sam from Acme Solar.",
+    )
+    .await;
+    let record = get_call(&v, &call).await;
+    assert!(
+        record.get("hitCallScreening").is_none() || record["hitCallScreening"].is_null(),
+        "{record}"
+    );
+    relay.close().await;
+    // A reply out of bounds or with an unknown placeholder is refused, naming the field.
+    let mut profile = voice_profile(json!([]));
+    profile["screeningReply"] = json!("x".repeat(2_001));
+    let r = v.ts.put(&v.admin, "/v1/profiles/long", &profile).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.json()["message"],
+        json!("Field too long: screeningReply (at most 2000)")
+    );
+    profile["screeningReply"] = json!("Hi {{nickname}}");
+    let r = v.ts.put(&v.admin, "/v1/profiles/long", &profile).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+}
+
+// ---------------------------------------------------------------------------------------
 // The conversation
 // ---------------------------------------------------------------------------------------
 

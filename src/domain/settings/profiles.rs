@@ -47,6 +47,7 @@ const MEMBERS: &[&str] = &[
     "fallbackTransferNumber",
     "voiceGreeting",
     "calendar",
+    "screeningReply",
 ];
 const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject", "purpose"];
 const DISPOSITION_MEMBERS: &[&str] = &["id", "name", "description"];
@@ -94,6 +95,8 @@ pub struct ProfileInput {
     /// The calendar the assistant books on (blank: none); it must exist when saved.
     /// `None` keeps the one stored (the console's editor, which does not show it).
     pub calendar: Option<String>,
+    /// What a call screener hears (blank: the default); `None` keeps the one stored.
+    pub screening_reply: Option<String>,
 }
 
 /// One step of a cadence, as written.
@@ -209,6 +212,9 @@ impl ProfileInput {
 
         let calendar = Some(optional_text(body, "calendar", "calendar")?);
 
+        let screening_reply = optional_text(body, "screeningReply", "screeningReply")?;
+        rules.hold(check_spoken("screeningReply", &screening_reply))?;
+
         Ok(ProfileInput {
             instructions,
             cadence,
@@ -218,6 +224,7 @@ impl ProfileInput {
             fallback_transfer_number,
             voice_greeting,
             calendar,
+            screening_reply: Some(screening_reply),
         })
     }
 
@@ -251,6 +258,8 @@ impl ProfileInput {
         let fallback_transfer_number =
             phone("fallbackTransferNumber", &self.fallback_transfer_number)?;
         check_greeting(&self.voice_greeting)?;
+        let screening_reply = self.screening_reply.as_deref().unwrap_or("").trim();
+        check_spoken("screeningReply", screening_reply)?;
         Ok(ProfileRecord {
             name: name.to_string(),
             instructions: self.instructions.clone(),
@@ -264,6 +273,7 @@ impl ProfileInput {
             created_at: 0,
             updated_at: 0,
             calendar: self.calendar.as_deref().unwrap_or("").trim().to_string(),
+            screening_reply: screening_reply.to_string(),
         })
     }
 }
@@ -494,8 +504,13 @@ fn check_step_count(count: usize) -> Result<()> {
 }
 
 fn check_greeting(greeting: &str) -> Result<()> {
-    limits::text("voiceGreeting", greeting, limits::GREETING_CHARS)?;
-    check_placeholders(greeting)
+    check_spoken("voiceGreeting", greeting)
+}
+
+/// What a call says (`field`): within the bound of a spoken text, known placeholders.
+fn check_spoken(field: &str, text: &str) -> Result<()> {
+    limits::text(field, text, limits::GREETING_CHARS)?;
+    check_placeholders(text)
 }
 
 /// The reply delay's text and milliseconds (none: the default).
@@ -757,6 +772,7 @@ pub fn view(p: &ProfileRecord) -> Value {
         "fallbackTransferNumber": non_empty(&p.fallback_transfer_number),
         "voiceGreeting": non_empty(&p.voice_greeting),
         "calendar": non_empty(&p.calendar),
+        "screeningReply": non_empty(&p.screening_reply),
         "createdAt": crate::time::format(p.created_at),
         "updatedAt": crate::time::format(p.updated_at),
     })
@@ -788,6 +804,12 @@ pub fn put(
     let old = tx.profile(&caller.org_id, name)?;
     if input.calendar.is_none() {
         profile.calendar = old.as_ref().map(|o| o.calendar.clone()).unwrap_or_default();
+    }
+    if input.screening_reply.is_none() {
+        profile.screening_reply = old
+            .as_ref()
+            .map(|o| o.screening_reply.clone())
+            .unwrap_or_default();
     }
     if old.is_none() && tx.profile_count(&caller.org_id)? >= limits::PROFILES {
         return Err(limits::too_many("profiles", limits::PROFILES));
@@ -1457,6 +1479,7 @@ mod tests {
                 "fallbackTransferNumber": "+15550100002",
                 "voiceGreeting": "Hi, this is Sam from {{business.name}}.",
                 "calendar": null,
+                "screeningReply": null,
                 "createdAt": "1970-01-01T00:00:00.000000Z",
                 "updatedAt": "1970-01-01T00:00:01.000000Z"
             })

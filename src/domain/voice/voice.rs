@@ -237,11 +237,60 @@ fn greeting_of<'a>(profile: Option<&'a ProfileRecord>, default: &'a str) -> &'a 
 /// "Hi , this" becomes "Hi, this" when the lead has no first name. Cleaned as every
 /// text that leaves (`carrier_text::clean`): a lead value stored before the character
 /// rule is spoken without its control characters.
-fn render(tx: &WriteTx, org: &str, template: &str, lead: Option<&LeadRecord>) -> Result<String> {
+fn render(
+    tx: &impl Reader,
+    org: &str,
+    template: &str,
+    lead: Option<&LeadRecord>,
+) -> Result<String> {
     let business = business_name(tx, org)?;
     let empty = LeadRecord::default();
     let text = templates::render(template, lead.unwrap_or(&empty), &business);
     Ok(crate::carrier_text::clean(&text).replace(" ,", ","))
+}
+
+/// What a call screener hears on call `call` (`voice::screening`): the profile's
+/// `screeningReply` (else the default) rendered for the lead; `None` unless engaged
+/// placed the call to a lead (an outbound AI call).
+pub fn screening_reply(
+    read: &impl Reader,
+    org: &str,
+    call: &CallRecord,
+    lead: Option<&LeadRecord>,
+    profile: Option<&ProfileRecord>,
+) -> Result<Option<String>> {
+    let outbound = call.details.direction == Some(Direction::Outbound)
+        && call.details.is_ai_initiated == Some(true);
+    let Some(lead) = lead.filter(|_| outbound) else {
+        return Ok(None);
+    };
+    let template = profile
+        .map(|p| p.screening_reply.as_str())
+        .filter(|t| !t.trim().is_empty())
+        .unwrap_or(super::screening::DEFAULT_REPLY);
+    render(read, org, template, Some(lead)).map(Some)
+}
+
+/// What the relay learned of a call screener: it answered (`Hit`), and then whether a
+/// person came on the line (`Reached`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screened {
+    Hit,
+    Reached(bool),
+}
+
+/// Records on call `call_id` what the relay learned of its screener:
+/// `hitCallScreening`, `reachedHumanAfterScreening`.
+pub fn screened(tx: &mut WriteTx, org: &str, call_id: &str, mark: Screened) -> Result<()> {
+    let Some(call) = tx.call(org, call_id)? else {
+        return Ok(());
+    };
+    let mut changes = CallDetails::default();
+    match mark {
+        Screened::Hit => changes.hit_call_screening = Some(true),
+        Screened::Reached(reached) => changes.reached_human_after_screening = Some(reached),
+    }
+    update_call(tx, org, &call, CallInput::set(changes)).map(drop)
 }
 
 /// Notes on the session what the assistant's side says first, for the transcript.
