@@ -88,12 +88,30 @@ pub async fn webhook(
         }
         Hook::Status(call) => {
             let update = status_update(&form)?;
+            // Twilio's own id of the call, as it signed it: where a machine's answer goes.
+            let call_sid = form
+                .get("CallSid")
+                .filter(|sid| !sid.is_empty() && sid.chars().all(|c| c.is_ascii_alphanumeric()))
+                .map(str::to_string);
             let call_id = call.to_string();
-            let found = state
+            let outcome = state
                 .store
                 .write(move |tx| voice::status_changed(tx, &org_id, &call_id, &update))
                 .await?;
-            if !found {
+            match (outcome.machine, call_sid) {
+                (Some(answer), Some(sid)) => {
+                    state.engine.answer_machine(org, call, &sid, answer).await?
+                }
+                (Some(_), None) => {
+                    tracing::warn!(
+                        org,
+                        call,
+                        "a machine answered a call whose CallSid is missing or malformed"
+                    );
+                }
+                (None, _) => {}
+            }
+            if !outcome.found {
                 tracing::info!(
                     org,
                     call,

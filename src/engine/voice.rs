@@ -47,7 +47,10 @@ use crate::domain::voice::{screening, voice};
 use crate::error::Result;
 use crate::providers::model::protocol::{Context, Turn};
 use crate::providers::relay::{self, FromTwilio};
+use crate::providers::twilio::Twilio;
+use crate::providers::twiml;
 use crate::store::rows::AssistantSettings;
+use crate::store::rows::ProviderSettings;
 use crate::store::rows::{LeadRecord, VoiceOptOut};
 use crate::store::{Reader, Store};
 use crate::time::now_micros;
@@ -114,6 +117,53 @@ impl Engine {
             tracing::warn!(org, call = call_id, error = %e.to_string_for_logs(), "a relay ended with an error");
         }
         self.metrics.relay_closed();
+    }
+
+    /// Gives live call `call_id` (the provider's `call_sid`), answered by a machine,
+    /// what the profile says (`voice::MachineAnswer`): the voicemail spoken once then a
+    /// hang-up, or a hang-up, as new TwiML through Twilio's Calls API; `hasVoicemail`
+    /// once the provider took a voicemail. A failure is logged: the call stays as it was.
+    pub async fn answer_machine(
+        &self,
+        org: &str,
+        call_id: &str,
+        call_sid: &str,
+        answer: voice::MachineAnswer,
+    ) -> Result<()> {
+        let ProviderSettings::Twilio(settings) = self.store.read()?.engine_settings(org)?.voice
+        else {
+            return Ok(());
+        };
+        let twiml = match &answer {
+            voice::MachineAnswer::Leave(text) => {
+                twiml::say_then_hangup(&guard(text, Channel::Voice), None)
+            }
+            voice::MachineAnswer::HangUp => twiml::hangup(),
+        };
+        let client = self.http_client();
+        match Twilio::new(settings)
+            .update_call(client, call_sid, &twiml)
+            .await
+        {
+            Ok(()) => {
+                tracing::info!(
+                    org,
+                    call = call_id,
+                    left = matches!(answer, voice::MachineAnswer::Leave(_)),
+                    "a machine answered the call"
+                );
+                if matches!(answer, voice::MachineAnswer::Leave(_)) {
+                    let (o, c) = (org.to_string(), call_id.to_string());
+                    self.store
+                        .write(move |tx| voice::voicemail_left(tx, &o, &c))
+                        .await?;
+                }
+            }
+            Err(why) => {
+                tracing::warn!(org, call = call_id, %why, "a call a machine answered could not be given its voicemail or hang-up");
+            }
+        }
+        Ok(())
     }
 
     fn call_context(&self, org: &str, call_id: &str) -> Result<CallContext> {

@@ -400,6 +400,33 @@ impl Twilio {
         }
     }
 
+    /// Gives live call `call_sid` new TwiML (`POST Calls/{CallSid}.json` with `Twiml`):
+    /// what it does next replaces what it was doing (a relay session ends). Tried again
+    /// only while Twilio did not take it; `Err` says why it was not done.
+    pub async fn update_call(
+        &self,
+        client: &HttpClient,
+        call_sid: &str,
+        twiml: &str,
+    ) -> std::result::Result<(), String> {
+        let resource = format!("Calls/{call_sid}.json");
+        match self
+            .post(
+                client,
+                &self.url(&resource),
+                &[("Twiml", twiml)],
+                "call update",
+                &|| {},
+            )
+            .await
+        {
+            Answer::Accepted(_) => Ok(()),
+            Answer::Refused { code, .. } => Err(code),
+            Answer::Unknown(class) => Err(class),
+            Answer::Unavailable { twilio_code } => Err(unavailable(twilio_code)),
+        }
+    }
+
     /// Opens the recording at `recording_url` (a `RecordingUrl` from Twilio, without
     /// extension) as MP3. The URL must lie under the settings' `baseUrl`: the account's
     /// credentials go nowhere else.

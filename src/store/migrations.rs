@@ -40,7 +40,7 @@ const STEPS: &[Step] = &[
     campaign_replies_count_leads,
     calendars_and_meetings_gain_caldav_fields,
     replies_wait_for_a_person_without_an_assistant,
-    profiles_gain_a_screening_reply,
+    profiles_gain_a_screening_reply_and_a_voicemail,
 ];
 
 // Every version below the current one has its step.
@@ -344,6 +344,7 @@ mod schema6 {
                 updated_at: self.updated_at,
                 calendar: String::new(),
                 screening_reply: String::new(),
+                voicemail: None,
             }
         }
     }
@@ -665,8 +666,9 @@ fn decode_grown<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 /// already reads in the new layout (written by an earlier step) is left as it is.
 fn leads_and_profiles_gain_meeting_fields(txn: &WriteTransaction) -> Result<()> {
     let leads = grow::<LeadRecord>(txn, LEADS, 1)?;
-    // Read as today's layout: a profile has gained `screening_reply` since (schema 13).
-    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 2)?;
+    // Read as today's layout: a profile has gained `screening_reply` and `voicemail`
+    // since (schema 13).
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 3)?;
     tracing::info!(
         leads,
         profiles,
@@ -863,10 +865,14 @@ fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<(
 }
 
 /// 12 → 13: a profile says what a call screener hears (`screening_reply`, empty: the
-/// default); the field ends the record, one zero byte.
-fn profiles_gain_a_screening_reply(txn: &WriteTransaction) -> Result<()> {
-    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 1)?;
-    tracing::info!(profiles, "schema 13: profiles gain a screening reply");
+/// default) and what a call answered by a machine does (`voicemail`, none); the fields
+/// end the record, one zero byte each.
+fn profiles_gain_a_screening_reply_and_a_voicemail(txn: &WriteTransaction) -> Result<()> {
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 2)?;
+    tracing::info!(
+        profiles,
+        "schema 13: profiles gain a screening reply and a voicemail"
+    );
     Ok(())
 }
 

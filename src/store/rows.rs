@@ -530,6 +530,40 @@ pub struct ProfileRecord {
     /// What a call screener hears on an outbound call (empty: the default,
     /// `voice::screening::DEFAULT_REPLY`).
     pub screening_reply: String,
+    /// What an outbound AI call answered by a machine does (none: it hangs up).
+    pub voicemail: Option<VoicemailRecord>,
+}
+
+/// A profile's voicemail: the message left after the beep, or a hang-up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VoicemailRecord {
+    /// A template with a step's placeholders.
+    pub text: String,
+    pub on_machine: OnMachine,
+}
+
+/// What an outbound AI call answered by a machine does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OnMachine {
+    /// Speaks the voicemail's text once after the beep, then hangs up.
+    Leave,
+    /// Hangs up at once.
+    HangUp,
+}
+
+impl OnMachine {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnMachine::Leave => "leave",
+            OnMachine::HangUp => "hang_up",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<OnMachine> {
+        [OnMachine::Leave, OnMachine::HangUp]
+            .into_iter()
+            .find(|m| m.as_str() == text)
+    }
 }
 
 /// One cadence step: `after` the previous step (the first counts from enrolment), send

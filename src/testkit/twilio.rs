@@ -1,4 +1,5 @@
-//! A fake of Twilio's Messages, Calls and Recordings REST resources on 127.0.0.1.
+//! A fake of Twilio's Messages, Calls (placing one, updating a live one with new TwiML)
+//! and Recordings REST resources on 127.0.0.1.
 //!
 //! Messages and calls: records each request (path, `Authorization`, form fields, every
 //! pair kept, so a repeated `StatusCallbackEvent` shows each value) and answers as Twilio
@@ -85,6 +86,8 @@ struct State {
     call_status: Mutex<Option<String>>,
     /// What every Messages/Calls request answers instead, when set.
     fixed: Mutex<Option<(u16, String)>>,
+    /// Updates of live calls (`POST .../Calls/{CallSid}.json`), in arrival order.
+    updates: Mutex<Vec<Sent>>,
 }
 
 #[derive(Clone)]
@@ -140,6 +143,11 @@ impl FakeTwilio {
     /// Every Messages.json request, in arrival order.
     pub fn sent(&self) -> Vec<Sent> {
         self.state.sent.lock().unwrap().clone()
+    }
+
+    /// Every update of a live call (`Calls/{CallSid}.json`, new TwiML), in arrival order.
+    pub fn call_updates(&self) -> Vec<Sent> {
+        self.state.updates.lock().unwrap().clone()
     }
 
     /// Every Calls.json request, in arrival order.
@@ -266,6 +274,28 @@ async fn answer(state: &State, parts: Parts, body: Bytes) -> Answer {
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    // A live call's update: `.../Calls/{CallSid}.json`, answered with the call.
+    if let Some(call_sid) = path
+        .rsplit_once("/Calls/")
+        .and_then(|(_, rest)| rest.strip_suffix(".json"))
+        .filter(|sid| sid.starts_with("CA") && !sid.contains('/'))
+    {
+        let sid = call_sid.to_string();
+        state.updates.lock().unwrap().push(Sent {
+            method,
+            path,
+            authorization,
+            content_type,
+            form,
+            sid: Some(sid.clone()),
+            at: std::time::Instant::now(),
+        });
+        return Some(reply(
+            200,
+            "application/json",
+            format!(r#"{{"sid": "{sid}", "status": "in-progress"}}"#),
+        ));
+    }
     let is_call = path.ends_with("/Calls.json");
     let sent = Sent {
         method,

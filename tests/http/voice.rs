@@ -826,6 +826,162 @@ async fn an_unknown_caller_gets_the_assistant_on_a_call_without_a_lead() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Voicemail
+// ---------------------------------------------------------------------------------------
+
+/// The TwiML a call gets to hang up.
+const HANG_UP: &str = r#"<?xml version="1.0" encoding="UTF-8"?><Response><Hangup/></Response>"#;
+
+/// Twilio's answering-machine verdict for `call` (AsyncAmd, on the status path).
+async fn amd(v: &Voice, call: &str, sid: &str, answered_by: &str) {
+    let params = [
+        ("AccountSid", SID),
+        ("CallSid", sid),
+        ("AnsweredBy", answered_by),
+        ("MachineDetectionDuration", "4200"),
+    ];
+    twilio_post(v, &call_path(v, call, "status"), &params).await;
+}
+
+/// A profile `name` whose calls answered by a machine do what `voicemail` says.
+async fn voicemail_profile(v: &Voice, name: &str, voicemail: Value) {
+    let mut profile = voice_profile(json!([]));
+    profile["voicemail"] = voicemail;
+    put_profile(&v.ts, &v.admin, name, &profile).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_gets_the_profiles_voicemail_once_after_the_beep() {
+    let v = start(true).await;
+    voicemail_profile(
+        &v,
+        "vm",
+        json!({"text": "Hi {{firstName}}, Sam from {{business.name}} about your quote. Call us back at 512 555 0100."}),
+    )
+    .await;
+    let saved = expect(&v.ts.get(&v.key, "/v1/profiles/vm").await, 200);
+    assert_eq!(saved["voicemail"]["onMachine"], json!("leave"), "{saved}");
+    lead(&v, "L1", "vm").await;
+    let (call, sid, relay) = answered_call(&v, "L1").await;
+    amd(&v, &call, &sid, "machine_end_beep").await;
+    let record = wait_call(&v, &call, "hasVoicemail", |c| {
+        c["hasVoicemail"] == json!(true)
+    })
+    .await;
+    assert_eq!(record["hasVoicemail"], json!(true), "{record}");
+    let updates = v.twilio.call_updates();
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert!(
+        updates[0].path.ends_with(&format!("/Calls/{sid}.json")),
+        "{updates:?}"
+    );
+    let twiml = updates[0].field("Twiml").expect("Twiml").to_string();
+    assert!(is_xml_document_text(&twiml), "{twiml}");
+    assert_eq!(
+        element_text(&twiml, "Say"),
+        "Hi Ada, Sam from Acme Solar about your quote. Call us back at 512 555 0100."
+    );
+    assert!(twiml.contains("<Hangup/>"), "{twiml}");
+    // Twilio repeats the callback: nothing twice.
+    amd(&v, &call, &sid, "machine_end_beep").await;
+    assert_eq!(v.twilio.call_updates().len(), 1);
+    relay.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hang_up_leaves_nothing_and_a_person_or_a_fax_gets_no_voicemail() {
+    let v = start(true).await;
+    voicemail_profile(
+        &v,
+        "hangs",
+        json!({"text": "Hi {{firstName}}", "onMachine": "hang_up"}),
+    )
+    .await;
+    voicemail_profile(&v, "vm", json!({"text": "Hi {{firstName}}"})).await;
+    lead(&v, "L1", "hangs").await;
+    let (call, sid) = placed_call(&v, "L1").await;
+    amd(&v, &call, &sid, "machine_end_silence").await;
+    assert_eq!(get_call(&v, &call).await["hasVoicemail"], json!(false));
+    let updates = v.twilio.call_updates();
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert_eq!(updates[0].field("Twiml"), Some(HANG_UP));
+
+    // A person: no update, no voicemail.
+    v.ts.create_lead(
+        &v.key,
+        &json!({"id": "L2", "firstName": "Bo", "phone": "+15551230002", "customerProfile": "vm"}),
+    )
+    .await;
+    let (call, sid) = placed_call(&v, "L2").await;
+    amd(&v, &call, &sid, "human").await;
+    assert_eq!(get_call(&v, &call).await["hasVoicemail"], json!(false));
+    assert_eq!(
+        v.twilio.call_updates().len(),
+        1,
+        "nothing sent for a person"
+    );
+
+    // A fax: hung up, never a voicemail.
+    v.ts.create_lead(
+        &v.key,
+        &json!({"id": "L3", "firstName": "Cy", "phone": "+15551230003", "customerProfile": "vm"}),
+    )
+    .await;
+    let (call, sid) = placed_call(&v, "L3").await;
+    amd(&v, &call, &sid, "fax").await;
+    let updates = v.twilio.call_updates();
+    assert_eq!(updates.len(), 2, "{updates:?}");
+    assert_eq!(updates[1].field("Twiml"), Some(HANG_UP));
+    assert_eq!(get_call(&v, &call).await["hasVoicemail"], json!(false));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profiles_voicemail_is_checked_member_by_member() {
+    let v = start(false).await;
+    let mut profile = voice_profile(json!([]));
+    for (voicemail, message) in [
+        (
+            json!({"onMachine": "leave"}),
+            "Invalid format for field: voicemail.text",
+        ),
+        (
+            json!({"text": "  "}),
+            "Invalid format for field: voicemail.text",
+        ),
+        (
+            json!({"text": "Hi", "onMachine": "maybe"}),
+            "Invalid format for field: voicemail.onMachine",
+        ),
+        (
+            json!({"text": "Hi", "beep": true}),
+            "Unknown field: voicemail.beep",
+        ),
+        (json!("Hi"), "Invalid format for field: voicemail"),
+        (
+            json!({"text": "Hi {{nickname}}"}),
+            "Unknown placeholder: {{nickname}}",
+        ),
+        (
+            json!({"text": "x".repeat(2_001)}),
+            "Field too long: voicemail.text (at most 2000)",
+        ),
+    ] {
+        profile["voicemail"] = voicemail;
+        let r = v.ts.put(&v.admin, "/v1/profiles/vm", &profile).await;
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert_eq!(r.json()["message"], json!(message), "{}", r.text());
+    }
+    assert_eq!(
+        v.ts.get(&v.key, "/v1/profiles/vm").await.status,
+        404,
+        "nothing stored"
+    );
+    profile["voicemail"] = Value::Null;
+    let saved = put_profile(&v.ts, &v.admin, "vm", &profile).await;
+    assert_eq!(saved["voicemail"], Value::Null);
+}
+
+// ---------------------------------------------------------------------------------------
 // Call screeners
 // ---------------------------------------------------------------------------------------
 
@@ -1618,7 +1774,15 @@ async fn status_callbacks_move_the_call_forward_only_and_complete_it_once() {
         ("MachineDetectionDuration", "4200"),
     ];
     twilio_post(&v, &call_path(&v, &call, "status"), &amd).await;
-    assert_eq!(get_call(&v, &call).await["hasVoicemail"], json!(true));
+    // The profile leaves no voicemail: the machine gets a hang-up, no message.
+    assert_eq!(get_call(&v, &call).await["hasVoicemail"], json!(false));
+    let updates = v.twilio.call_updates();
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert!(
+        updates[0].path.ends_with(&format!("/Calls/{sid}.json")),
+        "{updates:?}"
+    );
+    assert_eq!(updates[0].field("Twiml"), Some(HANG_UP));
 
     status(&v, &call, &sid, "completed", &[("CallDuration", "73")]).await;
     let done = wait_call(&v, &call, "aiCallWithoutHumanResponse is set", |c| {

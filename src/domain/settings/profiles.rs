@@ -20,7 +20,9 @@ use crate::domain::settings::templates::{self, check_placeholders};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::calendars::CalendarReader;
-use crate::store::rows::{DispositionRecord, ProfileRecord, Purpose, StepRecord};
+use crate::store::rows::{
+    DispositionRecord, OnMachine, ProfileRecord, Purpose, StepRecord, VoicemailRecord,
+};
 use crate::store::{Flow, ReadTx, Reader, WriteTx};
 
 /// The most steps one cadence may hold.
@@ -48,7 +50,9 @@ const MEMBERS: &[&str] = &[
     "voiceGreeting",
     "calendar",
     "screeningReply",
+    "voicemail",
 ];
+const VOICEMAIL_MEMBERS: &[&str] = &["text", "onMachine"];
 const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject", "purpose"];
 const DISPOSITION_MEMBERS: &[&str] = &["id", "name", "description"];
 
@@ -97,6 +101,9 @@ pub struct ProfileInput {
     pub calendar: Option<String>,
     /// What a call screener hears (blank: the default); `None` keeps the one stored.
     pub screening_reply: Option<String>,
+    /// What a call answered by a machine does (`Some(None)`: hang up); `None` keeps the
+    /// one stored.
+    pub voicemail: Option<Option<VoicemailRecord>>,
 }
 
 /// One step of a cadence, as written.
@@ -214,6 +221,10 @@ impl ProfileInput {
 
         let screening_reply = optional_text(body, "screeningReply", "screeningReply")?;
         rules.hold(check_spoken("screeningReply", &screening_reply))?;
+        let voicemail = voicemail_of(body)?;
+        if let Some(voicemail) = &voicemail {
+            rules.hold(check_spoken("voicemail.text", &voicemail.text))?;
+        }
 
         Ok(ProfileInput {
             instructions,
@@ -225,6 +236,7 @@ impl ProfileInput {
             voice_greeting,
             calendar,
             screening_reply: Some(screening_reply),
+            voicemail: Some(voicemail),
         })
     }
 
@@ -260,6 +272,10 @@ impl ProfileInput {
         check_greeting(&self.voice_greeting)?;
         let screening_reply = self.screening_reply.as_deref().unwrap_or("").trim();
         check_spoken("screeningReply", screening_reply)?;
+        let voicemail = self.voicemail.clone().flatten();
+        if let Some(voicemail) = &voicemail {
+            check_spoken("voicemail.text", &voicemail.text)?;
+        }
         Ok(ProfileRecord {
             name: name.to_string(),
             instructions: self.instructions.clone(),
@@ -274,6 +290,7 @@ impl ProfileInput {
             updated_at: 0,
             calendar: self.calendar.as_deref().unwrap_or("").trim().to_string(),
             screening_reply: screening_reply.to_string(),
+            voicemail,
         })
     }
 }
@@ -709,6 +726,32 @@ fn present<'a>(object: &'a Map<String, Value>, member: &str) -> Option<&'a Value
     object.get(member).filter(|v| !v.is_null())
 }
 
+/// The `voicemail` member: `None` when absent or `null` (a machine gets a hang-up);
+/// `text` is required and not blank, `onMachine` is `leave` (the default) or `hang_up`.
+fn voicemail_of(body: &Map<String, Value>) -> Result<Option<VoicemailRecord>> {
+    let object = match present(body, "voicemail") {
+        None => return Ok(None),
+        Some(Value::Object(object)) => object,
+        Some(_) => return Err(Error::invalid_field("voicemail")),
+    };
+    refuse_unknown(object, VOICEMAIL_MEMBERS, "voicemail")?;
+    let text = optional_text(object, "text", "voicemail.text")?;
+    if text.trim().is_empty() {
+        return Err(Error::invalid_field("voicemail.text"));
+    }
+    let on_machine = match present(object, "onMachine") {
+        None => OnMachine::Leave,
+        Some(Value::String(s)) => {
+            OnMachine::parse(s).ok_or_else(|| Error::invalid_field("voicemail.onMachine"))?
+        }
+        Some(_) => return Err(Error::invalid_field("voicemail.onMachine")),
+    };
+    Ok(Some(VoicemailRecord {
+        text: text.trim().to_string(),
+        on_machine,
+    }))
+}
+
 /// An optional string member, "" when absent or `null`.
 fn optional_text(object: &Map<String, Value>, member: &str, path: &str) -> Result<String> {
     match present(object, member) {
@@ -773,6 +816,7 @@ pub fn view(p: &ProfileRecord) -> Value {
         "voiceGreeting": non_empty(&p.voice_greeting),
         "calendar": non_empty(&p.calendar),
         "screeningReply": non_empty(&p.screening_reply),
+        "voicemail": p.voicemail.as_ref().map(|v| json!({"text": v.text, "onMachine": v.on_machine.as_str()})),
         "createdAt": crate::time::format(p.created_at),
         "updatedAt": crate::time::format(p.updated_at),
     })
@@ -804,6 +848,9 @@ pub fn put(
     let old = tx.profile(&caller.org_id, name)?;
     if input.calendar.is_none() {
         profile.calendar = old.as_ref().map(|o| o.calendar.clone()).unwrap_or_default();
+    }
+    if input.voicemail.is_none() {
+        profile.voicemail = old.as_ref().and_then(|o| o.voicemail.clone());
     }
     if input.screening_reply.is_none() {
         profile.screening_reply = old
@@ -1480,6 +1527,7 @@ mod tests {
                 "voiceGreeting": "Hi, this is Sam from {{business.name}}.",
                 "calendar": null,
                 "screeningReply": null,
+                "voicemail": null,
                 "createdAt": "1970-01-01T00:00:00.000000Z",
                 "updatedAt": "1970-01-01T00:00:01.000000Z"
             })

@@ -29,7 +29,7 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::{CallOutcome, CallStatus};
 use crate::store::rows::{
-    CallDetails, CallRecord, ConsentSource, Direction, JobKind, KeypadDigit, LeadRecord,
+    CallDetails, CallRecord, ConsentSource, Direction, JobKind, KeypadDigit, LeadRecord, OnMachine,
     ProfileRecord, VoiceOptOut, VoiceSession,
 };
 use crate::store::{Reader, WriteTx};
@@ -393,6 +393,40 @@ pub fn inbound(
     Ok((call_id, answer))
 }
 
+/// What a machine that answered the call gets: the profile's voicemail rendered for
+/// the lead when it says `leave` (and a fax never), else a hang-up.
+fn machine_answer(
+    tx: &WriteTx,
+    org: &str,
+    session: &VoiceSession,
+    answered_by: &str,
+) -> Result<MachineAnswer> {
+    let voicemail = profile_of(tx, org, &session.profile)?.and_then(|p| p.voicemail);
+    let lead = match session.lead() {
+        Some(id) => tx.lead(org, id)?,
+        None => None,
+    };
+    Ok(match voicemail {
+        Some(v) if v.on_machine == OnMachine::Leave && answered_by != "fax" => {
+            MachineAnswer::Leave(render(tx, org, &v.text, lead.as_ref())?)
+        }
+        _ => MachineAnswer::HangUp,
+    })
+}
+
+/// Records that the voicemail was left on call `call_id` (the provider took the
+/// TwiML): `hasVoicemail`.
+pub fn voicemail_left(tx: &mut WriteTx, org: &str, call_id: &str) -> Result<()> {
+    let Some(call) = tx.call(org, call_id)? else {
+        return Ok(());
+    };
+    let changes = CallDetails {
+        has_voicemail: Some(true),
+        ..CallDetails::default()
+    };
+    update_call(tx, org, &call, CallInput::set(changes)).map(drop)
+}
+
 /// The status this call's record has, as a provider status (none when a client wrote
 /// one engaged does not know).
 fn current_status(call: &CallRecord) -> Option<CallStatus> {
@@ -402,20 +436,45 @@ fn current_status(call: &CallRecord) -> Option<CallStatus> {
         .and_then(CallStatus::from_wire)
 }
 
+/// What a live outbound AI call answered by a machine does next: the caller gives it
+/// this TwiML through the provider (never from the writer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MachineAnswer {
+    /// Speak the profile's voicemail (rendered for the lead) once, then hang up.
+    Leave(String),
+    /// Hang up: the profile leaves no voicemail, or a fax answered.
+    HangUp,
+}
+
+/// What a status callback changed: whether the call is one of engaged's, and what a
+/// machine that answered it should get.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StatusOutcome {
+    pub found: bool,
+    pub machine: Option<MachineAnswer>,
+}
+
 /// A status callback (or the dial's own answer): the status moves forward only, a
-/// final status stays; the duration and answering-machine result are noted. When the
-/// call first ends: `aiCallWithoutHumanResponse` for an AI-initiated call, and
-/// post-call processing when it is `COMPLETE` with at least two spoken turns and an
-/// assistant is configured. False when the call is not one of engaged's.
+/// final status stays; the duration is noted. The answering-machine result, once: a
+/// person clears `hasVoicemail`; a machine (its greeting ended: `machine_end_*`, or a
+/// fax) on a live outbound AI call gets the profile's voicemail or a hang-up
+/// ([`MachineAnswer`]; `hasVoicemail` only once a message was left: [`voicemail_left`]).
+/// When the call first ends: `aiCallWithoutHumanResponse` for an AI-initiated call,
+/// and post-call processing when it is `COMPLETE` with at least two spoken turns and
+/// an assistant is configured. Not found when the call is not one of engaged's.
 pub fn status_changed(
     tx: &mut WriteTx,
     org: &str,
     call_id: &str,
     update: &StatusUpdate,
-) -> Result<bool> {
+) -> Result<StatusOutcome> {
     let (Some(call), Some(mut session)) = (tx.call(org, call_id)?, tx.voice_session(org, call_id)?)
     else {
-        return Ok(false);
+        return Ok(StatusOutcome::default());
+    };
+    let mut outcome = StatusOutcome {
+        found: true,
+        machine: None,
     };
     let before = current_status(&call);
     let mut changes = CallDetails::default();
@@ -435,15 +494,25 @@ pub fn status_changed(
     if let Some(seconds) = update.duration_seconds {
         changes.duration_seconds = Some(seconds);
     }
+    // Twilio reports the detection once; a repeat finds `hasVoicemail` already said.
+    let first_verdict = call.details.has_voicemail.is_none();
     match update.answered_by.as_deref() {
-        Some("human") => changes.has_voicemail = Some(false),
-        Some(machine) if machine.starts_with("machine_") || machine == "fax" => {
-            changes.has_voicemail = Some(true);
+        Some("human") if first_verdict => changes.has_voicemail = Some(false),
+        Some(machine)
+            if first_verdict && (machine.starts_with("machine_end_") || machine == "fax") =>
+        {
+            changes.has_voicemail = Some(false);
+            let live = current_status(&call).is_none_or(|s| !s.is_final());
+            let outbound_ai = call.details.direction == Some(Direction::Outbound)
+                && call.details.is_ai_initiated == Some(true);
+            if live && outbound_ai {
+                outcome.machine = Some(machine_answer(tx, org, &session, machine)?);
+            }
         }
         _ => {}
     }
     if changes == CallDetails::default() {
-        return Ok(true);
+        return Ok(outcome);
     }
     let turns = transcript::turns(&call);
     if ended.is_some() && call.details.is_ai_initiated == Some(true) {
@@ -469,7 +538,7 @@ pub fn status_changed(
             },
         )?;
     }
-    Ok(true)
+    Ok(outcome)
 }
 
 /// Applies `changes` to one of engaged's calls (with or without a lead).
