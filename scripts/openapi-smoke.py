@@ -222,7 +222,7 @@ expect(register_dnc.sync_detailed(client=api, body=RegisterDncBody.from_dict({"p
 expect(list_dnc.sync_detailed(client=api), 200)
 expect(remove_dnc.sync_detailed("+15550109999", client=api), 200)
 
-# A call with the README's transcript, then its recording.
+# A call with the transcript of docs/api.md, then its recording.
 call = expect(put_call.sync_detailed("smoke-call", client=api, body=CallInput.from_dict(
     {"leadId": "smoke-0", "direction": "OUTBOUND", "callStatus": "COMPLETE", "durationSeconds": 95,
      "transcript": [{"role": "agent", "text": "Hello Ada"}, {"role": "lead", "text": "Hi"}]})), 201)

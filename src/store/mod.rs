@@ -1,6 +1,7 @@
 //! The store: the only code that touches redb.
 //!
-//! One redb file holds everything (`tables` lists every table). Reads open their own
+//! One redb file holds every table (`tables` lists them), and its write-ahead log beside
+//! it, `engaged.wal` (`wal`), every batch committed since the last checkpoint. Reads open their own
 //! snapshot with [`Store::read`] and never wait for writes. Writes are closures handed to
 //! [`Store::write`]; the single writer thread (`writer`) runs them in batches, one
 //! durable commit per batch, and answers each after its batch is on disk.

@@ -43,8 +43,8 @@
 //! Records are written in place into a file already that long, not appended: the
 //! file grows only in zeroed steps (doubling, up to what the longest log needs), and a
 //! checkpoint starts the next records right after the header again without shortening
-//! it. So a sync writes the record's pages and never the file's size (measured here: 91
-//! µs a sync against 175 µs appending). What lies after the last record (zeros, or an
+//! it. So a sync writes the record's pages and never the file's size. What lies
+//! after the last record (zeros, or an
 //! older cycle's records, numbered at or below the checkpoint's) ends the log. An open
 //! writes a new file with a new salt (beside, then renamed over the old one); a stop
 //! leaves the header alone.

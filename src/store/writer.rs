@@ -4,17 +4,14 @@
 //! more than the work inside it. So every write goes, as a job, to one thread that takes
 //! whatever jobs are waiting, runs them in one transaction, makes it durable once, and
 //! only then answers each job. Under load one fsync covers every request that came
-//! while the last batch ran; alone, a request pays for one and never waits. (Waiting
-//! up to 100 or 300 µs for more jobs before a batch helped when each batch wrote its
-//! pages; with the log it cost 4-11 % of `POST` events over HTTPS, measured pairwise.)
+//! while the last batch ran; alone, a request pays for one and never waits: the writer
+//! does not wait for more jobs before a batch.
 //!
 //! Durable is [`Durable::commit`]: the batch's row changes written to the write-ahead
 //! log and synced (one sequential write), then the transaction committed without
 //! writing the file; or, every [`CHECKPOINT_EVERY`] (and for a bulk part, a batch too
 //! large to log, when idle, when stopping), committed with `Durability::Immediate` as
-//! a checkpoint that writes every page changed since the last one once (`super::wal`). A durable
-//! commit of each batch instead wrote some six random B-tree leaves per event, and its
-//! fsync and page writes held the writer for half its time.
+//! a checkpoint that writes every page changed since the last one once (`super::wal`).
 //!
 //! A job that fails (validation, not found) must leave no trace: write operations check
 //! everything before they change anything, the job's error is simply its answer, and

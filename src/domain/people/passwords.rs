@@ -4,7 +4,7 @@
 //! Parameters: argon2id, 64 MiB of memory, 3 passes, 1 lane (m=65536 KiB, t=3, p=1;
 //! above OWASP's minimum of 19 MiB and 2 passes), chosen so that one check costs 50 to
 //! 250 ms on this project's 2-core machine: measured by `cargo bench --bench console
-//! -- argon2` (docs/performance.md). Hashing is slow on purpose: the server runs every
+//! -- argon2` (`docs/performance.md`). Hashing is slow on purpose: the server runs every
 //! hash and check through one [`Work`] (off the async threads, never in a write job),
 //! which bounds how many run at once and how many wait, so any number of parallel
 //! sign-ins holds at most `permits` × 64 MiB.
