@@ -42,8 +42,9 @@ use super::reply::Said;
 use super::tools::Effect;
 use super::Engine;
 use crate::channel::Channel;
+use crate::domain::voice::screening::{Heard, Screening};
 use crate::domain::voice::transcript::{self, Role};
-use crate::domain::voice::{screening, voice};
+use crate::domain::voice::voice;
 use crate::error::Result;
 use crate::providers::model::protocol::{Context, Turn};
 use crate::providers::relay::{self, FromTwilio};
@@ -81,18 +82,6 @@ struct CallContext {
     screening_reply: Option<String>,
 }
 
-/// Where an outbound call stands with a call screener (`voice::screening`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Screen {
-    /// The lead's first turns are read for a screener: this many more.
-    Watching(usize),
-    /// A screener answered and heard the reply: the next turn that is not a
-    /// screener's is the person.
-    Screened,
-    /// Nothing more to watch.
-    Done,
-}
-
 /// One change to the transcript, applied in order by the call's writer task.
 enum TranscriptOp {
     Said(Role, String, i64),
@@ -105,6 +94,27 @@ enum TranscriptOp {
 }
 
 type TurnFuture = Pin<Box<dyn Future<Output = Result<(Said, Duration)>> + Send>>;
+
+/// What a live relay's handlers work on: its socket, the transcript's queue, the
+/// conversation heard so far, the call.
+struct Live<'a, S> {
+    socket: &'a mut WebSocketStream<S>,
+    ops: &'a mpsc::UnboundedSender<TranscriptOp>,
+    heard: &'a mut Vec<Turn>,
+    call: &'a Arc<CallContext>,
+}
+
+/// What happens to the assistant's turn in flight after a lead's turn.
+enum Next {
+    /// It goes on.
+    Keep,
+    /// It is dropped: nothing more is said for now.
+    Cancel,
+    /// It is dropped and the session is ending (an opt-out).
+    End,
+    /// This turn replaces it.
+    Start(TurnFuture),
+}
 
 impl Engine {
     /// Runs the relay of call `call_id` until Twilio closes it.
@@ -236,31 +246,14 @@ impl Engine {
             call_id.to_string(),
             queue,
         ));
-        let mut heard: Vec<Turn> = Vec::new();
-        if !call.fresh {
-            let read = self.store.read()?;
-            if let Some(record) = read.call(org, call_id)? {
-                heard = transcript::conversation(&record)
-                    .into_iter()
-                    .map(|(role, text)| Turn {
-                        from_lead: role == Role::Lead,
-                        text,
-                    })
-                    .collect();
-            }
-        }
+        let mut heard = self.heard_so_far(&call, call_id)?;
         let mut partial = String::new();
         let mut turn: Option<TurnFuture> = None;
         let mut prompt_at = Instant::now();
         let mut greeted = !call.fresh;
         // The lead opted out: the session is ending, nothing more is answered.
         let mut ended = false;
-        let mut screen = match call.screening_reply {
-            Some(_) => Screen::Watching(screening::TURNS_READ),
-            None => Screen::Done,
-        };
-        // After the reply to a screener: when the silence ends the call.
-        let mut silence: Option<tokio::time::Instant> = None;
+        let mut screening = Screening::new(call.screening_reply.is_some());
         loop {
             let in_flight = async {
                 match turn.as_mut() {
@@ -268,9 +261,10 @@ impl Engine {
                     None => std::future::pending().await,
                 }
             };
+            let silence = screening.silence_until();
             let silent = async {
                 match silence {
-                    Some(at) => tokio::time::sleep_until(at).await,
+                    Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
                     None => std::future::pending().await,
                 }
             };
@@ -303,123 +297,165 @@ impl Engine {
                             if ended {
                                 continue;
                             }
-                            if let Some(how) = voice::CallOptOut::of_words(&said, &call.own_keywords) {
-                                turn = None;
-                                ended = true;
-                                end_opted_out(&mut socket, &ops, how).await?;
-                                continue;
-                            }
-                            let screener = screen != Screen::Done && screening::is_screener(&said);
-                            heard.push(Turn { from_lead: true, text: said });
-                            match (screen, screener) {
-                                (Screen::Watching(_), true) => {
-                                    // Answered once, without the model: who calls and why.
+                            let mut cx = Live { socket: &mut socket, ops: &ops, heard: &mut heard, call: &call };
+                            match self.hear(&mut cx, &mut screening, said).await? {
+                                Next::Keep => {}
+                                Next::Cancel => turn = None,
+                                Next::End => {
                                     turn = None;
-                                    let _ = ops.send(TranscriptOp::Screened(voice::Screened::Hit));
-                                    let reply = guard(call.screening_reply.as_deref().unwrap_or_default(), Channel::Voice);
-                                    socket.send(Message::text(relay::text_frame(&reply, true))).await.map_err(ws_error)?;
-                                    let _ = ops.send(TranscriptOp::Said(Role::Agent, reply.clone(), now_micros()));
-                                    heard.push(Turn { from_lead: false, text: reply });
-                                    screen = Screen::Screened;
-                                    silence = Some(tokio::time::Instant::now() + Duration::from_secs(screening::SILENCE_SECONDS));
-                                    continue;
+                                    ended = true;
                                 }
-                                (Screen::Screened, true) => {
-                                    // The screener again ("please stay on the line"): wait on.
-                                    silence = Some(tokio::time::Instant::now() + Duration::from_secs(screening::SILENCE_SECONDS));
-                                    continue;
-                                }
-                                (Screen::Screened, false) => {
-                                    let _ = ops.send(TranscriptOp::Screened(voice::Screened::Reached(true)));
-                                    screen = Screen::Done;
-                                    silence = None;
-                                }
-                                (Screen::Watching(left), false) if left > 1 => screen = Screen::Watching(left - 1),
-                                _ => screen = Screen::Done,
+                                // A newer prompt replaces the turn in flight.
+                                Next::Start(next) => turn = Some(next),
                             }
-                            // A newer prompt replaces the turn in flight.
-                            let (engine, call, history) = (self.clone(), call.clone(), heard.clone());
-                            turn = Some(Box::pin(async move { engine.voice_turn(&call, &history).await }));
                         }
                         Ok(FromTwilio::Interrupt { utterance_until_interrupt, .. }) => {
-                            if let Some(last) = heard.iter_mut().rev().find(|t| !t.from_lead) {
-                                last.text = utterance_until_interrupt.trim().to_string();
-                            }
-                            let _ = ops.send(TranscriptOp::Interrupted(utterance_until_interrupt));
+                            interrupted(&mut heard, &ops, utterance_until_interrupt);
                         }
                         Ok(FromTwilio::Dtmf { digit }) => {
                             let _ = ops.send(TranscriptOp::Dtmf(digit.clone(), now_micros()));
-                            if ended {
-                                continue;
-                            }
-                            if let Some(how) = voice::CallOptOut::of_digit(&call.opt_out, &digit) {
+                            if !ended && opted_out_by_digit(&mut socket, &ops, &call, &digit).await? {
                                 turn = None;
                                 ended = true;
-                                end_opted_out(&mut socket, &ops, how).await?;
                             }
                         }
-                        Ok(FromTwilio::Error { description }) => {
-                            tracing::warn!(org, call = call_id, %description, "ConversationRelay reported an error");
-                        }
-                        Ok(FromTwilio::Other(kind)) => {
-                            tracing::debug!(org, call = call_id, %kind, "a relay message engaged does not use");
-                        }
-                        Err(reason) => {
-                            tracing::warn!(org, call = call_id, %reason, "a malformed relay message");
-                        }
+                        unused => note_unused(org, call_id, unused),
                     }
                 }
                 () = silent => {
                     // Nobody came after the screener: the call ends.
-                    silence = None;
-                    screen = Screen::Done;
+                    screening.done();
                     turn = None;
                     ended = true;
-                    let _ = ops.send(TranscriptOp::Screened(voice::Screened::Reached(false)));
-                    let data = serde_json::json!({"reason": "screening"}).to_string();
-                    socket.send(Message::text(relay::end_frame(&data))).await.map_err(ws_error)?;
+                    end_unanswered_screening(&mut socket, &ops).await?;
                 }
                 outcome = in_flight => {
                     turn = None;
                     let (said, model_time) = outcome?;
-                    match said {
-                        Said::Text(text) => {
-                            // Every spoken turn passes the output guard (600 characters).
-                            let text = guard(&text, Channel::Voice);
-                            if text.is_empty() {
-                                self.nothing_to_say(org, &call.lead_id, Channel::Voice);
-                                continue;
-                            }
-                            socket.send(Message::text(relay::text_frame(&text, true))).await.map_err(ws_error)?;
-                            self.metrics.relay_turn(prompt_at.elapsed().saturating_sub(model_time));
-                            let _ = ops.send(TranscriptOp::Said(Role::Agent, text.clone(), now_micros()));
-                            heard.push(Turn { from_lead: false, text });
-                        }
-                        Said::Ended(effect) => {
-                            // The transfer path reads the reason (`transfer::Reason`).
-                            let reason = match effect {
-                                Effect::Transfer => "transfer",
-                                Effect::HandedOff => "handoff",
-                                Effect::OptedOut | Effect::Continue => "opt_out",
-                            };
-                            let data = serde_json::json!({"reason": reason}).to_string();
-                            socket.send(Message::text(relay::end_frame(&data))).await.map_err(ws_error)?;
-                        }
-                        Said::Nothing => {}
-                        Said::Failed(failure) => {
-                            tracing::warn!(org, call = call_id, %failure, "the assistant did not answer on a call; nothing said");
-                        }
-                    }
+                    let spoken_in = prompt_at.elapsed().saturating_sub(model_time);
+                    let mut cx = Live { socket: &mut socket, ops: &ops, heard: &mut heard, call: &call };
+                    self.speak(&mut cx, call_id, said, spoken_in).await?;
                 }
             }
         }
-        if screen == Screen::Screened {
+        if screening.waiting_for_person() {
             // The call ended before a person spoke after the screener.
             let _ = ops.send(TranscriptOp::Screened(voice::Screened::Reached(false)));
         }
         drop(ops);
         if let Err(e) = writer.await {
             tracing::error!(org, call = call_id, error = %e, "the transcript writer stopped");
+        }
+        Ok(())
+    }
+
+    /// The conversation so far of a call whose relay opens again (none when fresh).
+    fn heard_so_far(&self, call: &CallContext, call_id: &str) -> Result<Vec<Turn>> {
+        if call.fresh {
+            return Ok(Vec::new());
+        }
+        let read = self.store.read()?;
+        Ok(match read.call(&call.org, call_id)? {
+            Some(record) => transcript::conversation(&record)
+                .into_iter()
+                .map(|(role, text)| Turn {
+                    from_lead: role == Role::Lead,
+                    text,
+                })
+                .collect(),
+            None => Vec::new(),
+        })
+    }
+
+    /// A lead's whole turn `said` (already in the transcript): a definite opt-out ends
+    /// the session; a call screener hears the reply, or is recorded only; otherwise the
+    /// turn goes to the assistant, replacing the one in flight.
+    async fn hear<S>(
+        self: &Arc<Self>,
+        cx: &mut Live<'_, S>,
+        screening: &mut Screening,
+        said: String,
+    ) -> Result<Next>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        if let Some(how) = voice::CallOptOut::of_words(&said, &cx.call.own_keywords) {
+            end_opted_out(cx.socket, cx.ops, how).await?;
+            return Ok(Next::End);
+        }
+        cx.heard.push(Turn {
+            from_lead: true,
+            text: said.clone(),
+        });
+        match screening.hear(&said, Instant::now()) {
+            Heard::Screener => {
+                answer_screener(cx.socket, cx.ops, cx.heard, cx.call).await?;
+                return Ok(Next::Cancel);
+            }
+            Heard::ScreenerAgain => return Ok(Next::Keep),
+            Heard::Person => {
+                let _ = cx
+                    .ops
+                    .send(TranscriptOp::Screened(voice::Screened::Reached(true)));
+            }
+            Heard::Turn => {}
+        }
+        let (engine, call, history) = (self.clone(), cx.call.clone(), cx.heard.clone());
+        Ok(Next::Start(Box::pin(async move {
+            engine.voice_turn(&call, &history).await
+        })))
+    }
+
+    /// Says what the assistant's turn came to: its text (through the output guard) as a
+    /// text frame, recorded; the session's end with the reason the transfer path reads
+    /// (`transfer::Reason`); or nothing. `spoken_in`: the relay's own share of the turn.
+    async fn speak<S>(
+        &self,
+        cx: &mut Live<'_, S>,
+        call_id: &str,
+        said: Said,
+        spoken_in: Duration,
+    ) -> Result<()>
+    where
+        S: AsyncRead + AsyncWrite + Unpin,
+    {
+        match said {
+            Said::Text(text) => {
+                // Every spoken turn passes the output guard (600 characters).
+                let text = guard(&text, Channel::Voice);
+                if text.is_empty() {
+                    self.nothing_to_say(&cx.call.org, &cx.call.lead_id, Channel::Voice);
+                    return Ok(());
+                }
+                cx.socket
+                    .send(Message::text(relay::text_frame(&text, true)))
+                    .await
+                    .map_err(ws_error)?;
+                self.metrics.relay_turn(spoken_in);
+                let _ = cx
+                    .ops
+                    .send(TranscriptOp::Said(Role::Agent, text.clone(), now_micros()));
+                cx.heard.push(Turn {
+                    from_lead: false,
+                    text,
+                });
+            }
+            Said::Ended(effect) => {
+                let reason = match effect {
+                    Effect::Transfer => "transfer",
+                    Effect::HandedOff => "handoff",
+                    Effect::OptedOut | Effect::Continue => "opt_out",
+                };
+                let data = serde_json::json!({ "reason": reason }).to_string();
+                cx.socket
+                    .send(Message::text(relay::end_frame(&data)))
+                    .await
+                    .map_err(ws_error)?;
+            }
+            Said::Nothing => {}
+            Said::Failed(failure) => {
+                tracing::warn!(org = cx.call.org, call = call_id, %failure, "the assistant did not answer on a call; nothing said");
+            }
         }
         Ok(())
     }
@@ -476,6 +512,93 @@ where
         .send(Message::text(relay::end_frame(&data)))
         .await
         .map_err(ws_error)
+}
+
+/// Nobody came on the line after the reply to a call screener: `reachedHumanAfterScreening`
+/// false, and the session ends (the transfer path hangs up: `transfer::Reason::Other`).
+async fn end_unanswered_screening<S>(
+    socket: &mut WebSocketStream<S>,
+    ops: &mpsc::UnboundedSender<TranscriptOp>,
+) -> Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let _ = ops.send(TranscriptOp::Screened(voice::Screened::Reached(false)));
+    let data = serde_json::json!({"reason": "screening"}).to_string();
+    socket
+        .send(Message::text(relay::end_frame(&data)))
+        .await
+        .map_err(ws_error)
+}
+
+/// The lead spoke over the agent: its last turn is cut to what was said before.
+fn interrupted(heard: &mut [Turn], ops: &mpsc::UnboundedSender<TranscriptOp>, spoken: String) {
+    if let Some(last) = heard.iter_mut().rev().find(|t| !t.from_lead) {
+        last.text = spoken.trim().to_string();
+    }
+    let _ = ops.send(TranscriptOp::Interrupted(spoken));
+}
+
+/// A keypad digit: when it is the organization's opt-out digit, the goodbye and the
+/// session's end (`end_opted_out`); whether it was.
+async fn opted_out_by_digit<S>(
+    socket: &mut WebSocketStream<S>,
+    ops: &mpsc::UnboundedSender<TranscriptOp>,
+    call: &CallContext,
+    digit: &str,
+) -> Result<bool>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    match voice::CallOptOut::of_digit(&call.opt_out, digit) {
+        Some(how) => end_opted_out(socket, ops, how).await.map(|()| true),
+        None => Ok(false),
+    }
+}
+
+/// Logs a relay message engaged does not act on: Twilio's error report, a kind it does
+/// not use, or a malformed message.
+fn note_unused(org: &str, call_id: &str, message: std::result::Result<FromTwilio, String>) {
+    match message {
+        Ok(FromTwilio::Error { description }) => {
+            tracing::warn!(org, call = call_id, %description, "ConversationRelay reported an error");
+        }
+        Ok(FromTwilio::Other(kind)) => {
+            tracing::debug!(org, call = call_id, %kind, "a relay message engaged does not use");
+        }
+        Err(reason) => {
+            tracing::warn!(org, call = call_id, %reason, "a malformed relay message");
+        }
+        Ok(_) => {}
+    }
+}
+
+/// A call screener answered: it hears, once and without the model, who calls and why
+/// (the profile's `screeningReply`), and the call is `hitCallScreening`.
+async fn answer_screener<S>(
+    socket: &mut WebSocketStream<S>,
+    ops: &mpsc::UnboundedSender<TranscriptOp>,
+    heard: &mut Vec<Turn>,
+    call: &CallContext,
+) -> Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let _ = ops.send(TranscriptOp::Screened(voice::Screened::Hit));
+    let reply = guard(
+        call.screening_reply.as_deref().unwrap_or_default(),
+        Channel::Voice,
+    );
+    socket
+        .send(Message::text(relay::text_frame(&reply, true)))
+        .await
+        .map_err(ws_error)?;
+    let _ = ops.send(TranscriptOp::Said(Role::Agent, reply.clone(), now_micros()));
+    heard.push(Turn {
+        from_lead: false,
+        text: reply,
+    });
+    Ok(())
 }
 
 fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> crate::error::Error {

@@ -12,6 +12,8 @@
 //! recordings of them read; each phrase is specific to a screener, so a person's
 //! "who is this?" or "why are you calling?" is never one.
 
+use std::time::{Duration, Instant};
+
 /// How many of an outbound call's first lead turns are read for a screener.
 pub const TURNS_READ: usize = 2;
 
@@ -54,6 +56,102 @@ const PHRASES: &[&str] = &[
     "trying to connect you",
     "will be with you shortly",
 ];
+
+/// Where an outbound call stands with a call screener; the relay gives it each of the
+/// lead's turns ([`Screening::hear`]) and ends the call when its silence passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Screening {
+    state: State,
+    /// After the reply to a screener: when its silence ends the call.
+    silence_until: Option<Instant>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// The lead's first turns are read for a screener: this many more.
+    Watching(usize),
+    /// A screener heard the reply: the next turn that is not a screener's is the person.
+    Screened,
+    /// Nothing more to watch.
+    Done,
+}
+
+/// What a lead's turn was, for the relay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heard {
+    /// A screener answered: it hears the reply, once, without the model.
+    Screener,
+    /// The screener again ("please stay on the line"): recorded, not answered.
+    ScreenerAgain,
+    /// The first turn of a person after the screener: `reachedHumanAfterScreening`.
+    Person,
+    /// A turn like any: the assistant answers it.
+    Turn,
+}
+
+impl Screening {
+    /// `watch`: an outbound call to a lead, whose first turns are read.
+    pub fn new(watch: bool) -> Screening {
+        Screening {
+            state: if watch {
+                State::Watching(TURNS_READ)
+            } else {
+                State::Done
+            },
+            silence_until: None,
+        }
+    }
+
+    /// Reads the lead's turn `said`, heard at `now`.
+    pub fn hear(&mut self, said: &str, now: Instant) -> Heard {
+        if self.state == State::Done {
+            return Heard::Turn;
+        }
+        let screener = is_screener(said);
+        let silence = now + Duration::from_secs(SILENCE_SECONDS);
+        match (self.state, screener) {
+            (State::Watching(_), true) => {
+                self.state = State::Screened;
+                self.silence_until = Some(silence);
+                Heard::Screener
+            }
+            (State::Screened, true) => {
+                self.silence_until = Some(silence);
+                Heard::ScreenerAgain
+            }
+            (State::Screened, false) => {
+                self.done();
+                Heard::Person
+            }
+            (State::Watching(left), false) => {
+                self.state = if left > 1 {
+                    State::Watching(left - 1)
+                } else {
+                    State::Done
+                };
+                Heard::Turn
+            }
+            (State::Done, _) => Heard::Turn,
+        }
+    }
+
+    /// When the silence after the reply to a screener ends the call, if it is running.
+    pub fn silence_until(&self) -> Option<Instant> {
+        self.silence_until
+    }
+
+    /// Whether a screener heard the reply and no person has spoken since: at the
+    /// call's end (or its silence), `reachedHumanAfterScreening` is false.
+    pub fn waiting_for_person(&self) -> bool {
+        self.state == State::Screened
+    }
+
+    /// Nothing more to watch (the call ends, or a person came).
+    pub fn done(&mut self) {
+        self.state = State::Done;
+        self.silence_until = None;
+    }
+}
 
 /// Whether `said` (a lead's turn) is a call screener speaking.
 pub fn is_screener(said: &str) -> bool {
@@ -117,6 +215,48 @@ mod tests {
         ] {
             assert!(!is_screener(person), "{person}");
         }
+    }
+
+    #[test]
+    fn a_screener_then_a_person_is_reached_and_only_the_first_turns_are_read() {
+        let now = Instant::now();
+        let mut s = Screening::new(true);
+        assert_eq!(
+            s.hear("Please state your name and the reason for your call.", now),
+            Heard::Screener
+        );
+        assert!(s.waiting_for_person());
+        assert_eq!(
+            s.silence_until(),
+            Some(now + Duration::from_secs(SILENCE_SECONDS))
+        );
+        assert_eq!(
+            s.hear("Please stay on the line.", now),
+            Heard::ScreenerAgain
+        );
+        assert_eq!(s.hear("Hello? This is Ada.", now), Heard::Person);
+        assert!(!s.waiting_for_person() && s.silence_until().is_none());
+        assert_eq!(
+            s.hear("Please stay on the line.", now),
+            Heard::Turn,
+            "done watching"
+        );
+
+        // A person first: after TURNS_READ turns nothing is read any more.
+        let mut s = Screening::new(true);
+        for _ in 0..TURNS_READ {
+            assert_eq!(s.hear("Hello?", now), Heard::Turn);
+        }
+        assert_eq!(
+            s.hear("Please state your name and the reason for your call.", now),
+            Heard::Turn
+        );
+        // An inbound call is never watched.
+        let mut s = Screening::new(false);
+        assert_eq!(
+            s.hear("Please state your name and the reason for your call.", now),
+            Heard::Turn
+        );
     }
 
     #[test]
