@@ -2,7 +2,12 @@
 """The longest functions under the given folders, by lines from `fn` to its closing
 brace: `python3 scripts/longest-fns.py src/console src/engine` (issue 43 holds those
 two to 120 lines)."""
-import re,sys,os
+import os
+import re
+import signal
+import sys
+
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 res=[]
 for root in sys.argv[1:]:
     for dp,_,fs in os.walk(root):

@@ -12,15 +12,15 @@ use super::Engine;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::Block;
 use crate::domain::contact::hold;
-use crate::domain::engagement::agenda::JobKey;
+use crate::domain::engagement::agenda::{JobKey, Taken};
 use crate::domain::engagement::claims::{self, Claim};
 use crate::domain::engagement::{outbound, reminders};
 use crate::domain::voice::voice;
 use crate::error::Result;
 use crate::providers::callbacks::{self, CallHook};
 use crate::providers::{CallRequest, Provider, SendOutcome};
-use crate::store::rows::{AgendaJob, JobKind};
-use crate::store::Reader;
+use crate::store::rows::{AgendaJob, JobKind, MeetingChange};
+use crate::store::{Reader, WriteTx};
 
 /// What running a row came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,161 +40,175 @@ enum Cleared {
     Go(Option<Block>),
 }
 
+/// A job's claim, taken in one write with the row's proof ([`Taken`]) and the
+/// compliance service's block when it gave one; called again if the writer runs its
+/// batch again.
+type ClaimFn = Box<dyn Fn(&mut WriteTx, Taken, Option<Block>) -> Result<Claim> + Send + Sync>;
+
+/// How a job kind is carried out: what clears it first, an invitation it sends once
+/// cleared, and its claim.
+struct Plan {
+    gate: Gate,
+    invite: Option<Invite>,
+    claim: ClaimFn,
+}
+
+/// What a job clears before its claim.
+enum Gate {
+    /// Nothing (a hold's timeout).
+    Open,
+    /// The channel's pacing turn and the compliance service (`before_send`), when the
+    /// job sends on one (a step or a reminder with no reachable channel sends nothing).
+    Send(Option<Channel>),
+    /// The channel's pacing turn only (a keyword's notice is not held to the service).
+    Slot(Channel),
+}
+
+/// A meeting's email invitation, sent once the confirmation's gate is cleared.
+struct Invite {
+    meeting_id: String,
+    change: MeetingChange,
+    text: String,
+}
+
+/// What a job kind comes to: a claim to take, or work its own worker did.
+enum Planned {
+    Claim(Plan),
+    Ran(Ran),
+}
+
 impl Engine {
     /// Runs the leased row `key`; `paced` when it already holds its pacing slot (it was
-    /// parked until then).
+    /// parked until then). Every job kind comes to one [`Plan`] (or is run by its own
+    /// worker); a plan's gate is cleared first (a job whose pacing turn is off parks),
+    /// then its invitation goes out, then its claim is taken in one write and carried
+    /// out.
     pub(super) async fn run_job(&self, key: JobKey, job: AgendaJob, paced: bool) -> Result<Ran> {
         let AgendaJob {
             org_id: org,
             lead_id: lead,
             kind,
         } = job;
-        let claim = match kind {
-            JobKind::Step { index } => {
-                let channel = self.step_channel(&org, &lead, index)?;
-                let early = match channel {
-                    Some(channel) => match self.before_send(&org, &lead, channel, paced).await? {
-                        Cleared::Park(far) => return Ok(Ran::Parked(far)),
-                        Cleared::Go(early) => early,
-                    },
-                    None => None,
-                };
-                self.store
-                    .write(move |tx| {
-                        claims::taking(tx, &key, |tx, row| {
-                            claims::claim_step(
-                                tx,
-                                row,
-                                &org,
-                                &lead,
-                                index,
-                                early.clone(),
-                                Utc::now(),
-                            )
-                        })
-                    })
-                    .await?
-            }
-            JobKind::Reply { channel } => {
-                // One reply of a lead asks the model at a time: a later one waits parked
-                // (its row stays in the agenda), then answers every message so far.
-                let Some(_turn) = self.replying.start(&org, &lead) else {
-                    return Ok(Ran::Parked(super::reply::BUSY_LEAD_RECHECK));
-                };
-                return self
-                    .reply(key, &org, &lead, channel)
-                    .await
-                    .map(|_| Ran::Done);
-            }
-            JobKind::Notice { channel, text } => {
+        let plan = match self.plan(&key, &org, &lead, kind).await? {
+            Planned::Claim(plan) => plan,
+            Planned::Ran(ran) => return Ok(ran),
+        };
+        let early = match plan.gate {
+            Gate::Open | Gate::Send(None) => None,
+            Gate::Send(Some(channel)) => match self.before_send(&org, &lead, channel, paced).await?
+            {
+                Cleared::Park(far) => return Ok(Ran::Parked(far)),
+                Cleared::Go(early) => early,
+            },
+            Gate::Slot(channel) => {
                 if !paced {
                     if let Some(far) = self.take_slot(&org, channel).await? {
                         return Ok(Ran::Parked(far));
                     }
                 }
-                self.store
-                    .write(move |tx| {
-                        claims::taking(tx, &key, |tx, row| {
-                            claims::claim_notice(tx, row, &org, &lead, channel, &text)
-                        })
-                    })
-                    .await?
+                None
             }
-            JobKind::Call => {
-                let early = match self.before_send(&org, &lead, Channel::Voice, paced).await? {
-                    Cleared::Park(far) => return Ok(Ran::Parked(far)),
-                    Cleared::Go(early) => early,
+        };
+        if let Some(invite) = &plan.invite {
+            self.invite(&org, &lead, &invite.meeting_id, invite.change, &invite.text)
+                .await?;
+        }
+        let claim_of = plan.claim;
+        let claim = self
+            .store
+            .write(move |tx| claims::taking(tx, &key, |tx, row| claim_of(tx, row, early.clone())))
+            .await?;
+        self.carry_out(claim).await.map(|_| Ran::Done)
+    }
+
+    /// What job `kind` of lead `lead` comes to: a [`Plan`] to claim, or the work done by
+    /// the job's own worker (a reply, a bulk enrolment, post-call processing, a
+    /// recording's fetch) or nothing left to do.
+    async fn plan(&self, key: &JobKey, org: &str, lead: &str, kind: JobKind) -> Result<Planned> {
+        let (o, l) = (org.to_string(), lead.to_string());
+        let plan = |gate, claim: ClaimFn| {
+            Planned::Claim(Plan {
+                gate,
+                invite: None,
+                claim,
+            })
+        };
+        Ok(match kind {
+            JobKind::Step { index } => plan(
+                Gate::Send(self.step_channel(org, lead, index)?),
+                Box::new(move |tx, row, early| {
+                    claims::claim_step(tx, row, &o, &l, index, early, Utc::now())
+                }),
+            ),
+            JobKind::Reply { channel } => {
+                // One reply of a lead asks the model at a time: a later one waits parked
+                // (its row stays in the agenda), then answers every message so far.
+                let Some(_turn) = self.replying.start(org, lead) else {
+                    return Ok(Planned::Ran(Ran::Parked(super::reply::BUSY_LEAD_RECHECK)));
                 };
-                self.store
-                    .write(move |tx| {
-                        claims::taking(tx, &key, |tx, row| {
-                            claims::claim_call(tx, row, &org, &lead, early.clone())
-                        })
-                    })
-                    .await?
+                self.reply(key.clone(), org, lead, channel).await?;
+                Planned::Ran(Ran::Done)
             }
-            JobKind::HoldTimeout => {
-                self.store
-                    .write(move |tx| {
-                        claims::taking(tx, &key, |tx, row| {
-                            hold::time_out(tx, row, &org, &lead).map(|_| Claim::Done)
-                        })
-                    })
-                    .await?
-            }
+            JobKind::Notice { channel, text } => plan(
+                Gate::Slot(channel),
+                Box::new(move |tx, row, _| claims::claim_notice(tx, row, &o, &l, channel, &text)),
+            ),
+            JobKind::Call => plan(
+                Gate::Send(Some(Channel::Voice)),
+                Box::new(move |tx, row, early| claims::claim_call(tx, row, &o, &l, early)),
+            ),
+            JobKind::HoldTimeout => plan(
+                Gate::Open,
+                Box::new(move |tx, row, _| hold::time_out(tx, row, &o, &l).map(|_| Claim::Done)),
+            ),
             JobKind::Enrolment { job } => {
-                return self.enrol_in_bulk(key, &org, &job).await.map(|_| Ran::Done)
+                self.enrol_in_bulk(key.clone(), org, &job).await?;
+                Planned::Ran(Ran::Done)
             }
-            JobKind::Reminder { meeting_id, start } => {
-                let channel = self.reminder_channel(&org, &lead)?;
-                let early = match channel {
-                    Some(channel) => match self.before_send(&org, &lead, channel, paced).await? {
-                        Cleared::Park(far) => return Ok(Ran::Parked(far)),
-                        Cleared::Go(early) => early,
-                    },
-                    None => None,
-                };
-                self.store
-                    .write(move |tx| {
-                        claims::taking(tx, &key, |tx, row| {
-                            claims::claim_reminder(
-                                tx,
-                                row,
-                                &org,
-                                &lead,
-                                &meeting_id,
-                                start,
-                                early.clone(),
-                                Utc::now(),
-                            )
-                        })
-                    })
-                    .await?
-            }
+            JobKind::Reminder { meeting_id, start } => plan(
+                Gate::Send(self.reminder_channel(org, lead)?),
+                Box::new(move |tx, row, early| {
+                    claims::claim_reminder(tx, row, &o, &l, &meeting_id, start, early, Utc::now())
+                }),
+            ),
             JobKind::MeetingConfirmation { meeting_id, change } => {
-                let Some((channel, text)) = self.confirmation(&org, &lead, &meeting_id, change)?
+                let Some((channel, text)) = self.confirmation(org, lead, &meeting_id, change)?
                 else {
-                    return self.drop_job(key).await.map(|_| Ran::Done);
+                    self.drop_job(key.clone()).await?;
+                    return Ok(Planned::Ran(Ran::Done));
                 };
-                let early = match self.before_send(&org, &lead, channel, paced).await? {
-                    Cleared::Park(far) => return Ok(Ran::Parked(far)),
-                    Cleared::Go(early) => early,
+                let invite = Invite {
+                    meeting_id: meeting_id.clone(),
+                    change,
+                    text: text.clone(),
                 };
-                self.invite(&org, &lead, &meeting_id, change, &text).await?;
-                self.store
-                    .write(move |tx| {
-                        claims::taking(tx, &key, |tx, row| {
-                            claims::claim_meeting_confirmation(
-                                tx,
-                                row,
-                                &org,
-                                &lead,
-                                claims::Confirmation {
-                                    meeting_id: &meeting_id,
-                                    channel,
-                                    text: &text,
-                                },
-                                early.clone(),
-                            )
-                        })
-                    })
-                    .await?
+                Planned::Claim(Plan {
+                    gate: Gate::Send(Some(channel)),
+                    invite: Some(invite),
+                    claim: Box::new(move |tx, row, early| {
+                        let confirmation = claims::Confirmation {
+                            meeting_id: &meeting_id,
+                            channel,
+                            text: &text,
+                        };
+                        claims::claim_meeting_confirmation(tx, row, &o, &l, confirmation, early)
+                    }),
+                })
             }
             JobKind::PostCall { call_id } => {
-                return self.post_call(key, &org, &call_id).await.map(|_| Ran::Done)
+                self.post_call(key.clone(), org, &call_id).await?;
+                Planned::Ran(Ran::Done)
             }
             JobKind::FetchRecording {
                 call_id,
                 url,
                 attempt,
             } => {
-                return self
-                    .fetch_recording(key, &org, &lead, &call_id, &url, attempt)
-                    .await
-                    .map(|_| Ran::Done)
+                self.fetch_recording(key.clone(), org, lead, &call_id, &url, attempt)
+                    .await?;
+                Planned::Ran(Ran::Done)
             }
-        };
-        self.carry_out(claim).await.map(|_| Ran::Done)
+        })
     }
 
     /// Before a send on `channel`: the channel's pacing turn unless the job already had
