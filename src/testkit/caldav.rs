@@ -45,10 +45,12 @@ impl Radicale {
         let users = dir.path().join("users");
         std::fs::write(&users, format!("{user}:{password}\n")).expect("Radicale's users");
         let config = dir.path().join("config");
+        // A port of ours: Radicale 3.9 (PyPI) refuses port 0, which Debian's 3.1 took.
+        let port = crate::testkit::serve::free_port();
         std::fs::write(
             &config,
             format!(
-                "[server]\nhosts = 127.0.0.1:0\n\n[auth]\ntype = htpasswd\nhtpasswd_filename = {}\nhtpasswd_encryption = plain\n\n[storage]\nfilesystem_folder = {}\n\n[rights]\ntype = owner_only\n\n[web]\ntype = none\n\n[logging]\nlevel = info\n",
+                "[server]\nhosts = 127.0.0.1:{port}\n\n[auth]\ntype = htpasswd\nhtpasswd_filename = {}\nhtpasswd_encryption = plain\n\n[storage]\nfilesystem_folder = {}\n\n[rights]\ntype = owner_only\n\n[web]\ntype = none\n\n[logging]\nlevel = info\n",
                 users.display(),
                 dir.path().join("collections").display(),
             ),

@@ -87,3 +87,11 @@ pub fn respond(status: u16, body: impl Into<Bytes>) -> hyper::Response<Full<Byte
     *response.status_mut() = hyper::StatusCode::from_u16(status).expect("a status");
     response
 }
+
+/// A port nothing listens on now (bound and released: a server started next binds it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}

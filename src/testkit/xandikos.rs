@@ -6,7 +6,6 @@
 //! The same CalDAV tests run against it and against [`Radicale`] through
 //! [`CalDavServer`].
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -53,7 +52,7 @@ impl Xandikos {
     /// (saying how to install it) when Xandikos is missing.
     pub async fn start() -> Xandikos {
         let dir = tempfile::tempdir().expect("a temporary directory for Xandikos");
-        let port = free_port();
+        let port = crate::testkit::serve::free_port();
         let mut child = command()
             .arg("serve")
             .arg("-d")
@@ -127,13 +126,6 @@ impl Drop for Xandikos {
     }
 }
 
-/// A port nothing listens on now (bound and released; Xandikos binds it next).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// `xandikos` on the PATH, else `python3 -m xandikos`.
 fn command() -> Command {
