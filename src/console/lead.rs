@@ -206,7 +206,7 @@ impl LeadPageView {
             @if lead.deleted_at.is_some() { p.notice { "This lead was deleted." } }
             @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
             div.columns {
-                div {
+                div.conversation {
                     h2 { "Conversation" }
                     @if self.total > self.shown {
                         p.muted { "The latest " (self.shown) " of " (self.total) " events." }
@@ -235,7 +235,7 @@ impl LeadPageView {
                     @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref(), self.assistant)) }
                     @if self.can_act && self.sandbox_sms && !lead.phone.is_empty() { (reply_as_lead_box(visitor, lead, shown)) }
                 }
-                div {
+                div.sidebar {
                     @if let (Some(hold), true) = (&self.hold, self.can_act) { (hold_panel(visitor, lead, hold)) }
                     section.panel aria-labelledby="about" {
                         h2 #about { "Lead" }

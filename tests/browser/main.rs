@@ -5,6 +5,7 @@
 
 mod campaigns;
 mod consent;
+mod conversation;
 mod enrol;
 mod export;
 mod import;

@@ -131,6 +131,9 @@ pub struct Report {
     pub merged: u64,
     /// Rows matching a lead left untouched ([`OnMatch::Skip`]).
     pub skipped: u64,
+    /// Rows matching a live lead that already held what they say (an email differing
+    /// only in case included): nothing written, not counted as updated.
+    pub unchanged: u64,
     /// The first [`LISTED_MATCHES`] rows that matched a lead, by row number.
     pub matches: Vec<Match>,
     /// Every row that matched a lead.
@@ -157,7 +160,12 @@ impl Report {
 
     /// Rows handled so far.
     pub fn rows(&self) -> u64 {
-        self.created + self.updated + self.merged + self.skipped + self.refused_count
+        self.created
+            + self.updated
+            + self.unchanged
+            + self.merged
+            + self.skipped
+            + self.refused_count
     }
 }
 
@@ -264,6 +272,7 @@ where
                 Outcome::Updated(_) => report.updated += 1,
                 Outcome::Merged(..) => report.merged += 1,
                 Outcome::Skipped(_) => report.skipped += 1,
+                Outcome::Unchanged(_) => report.unchanged += 1,
                 Outcome::Refused(reason) => {
                     let cells = match options.format {
                         Format::Csv => rows
