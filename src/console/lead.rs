@@ -30,8 +30,8 @@ use crate::domain::records::consent::{self, ConsentInput, Ledger, ProofPart};
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
 use crate::store::rows::{
-    ConsentEntry, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord, HoldRecord,
-    LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
+    ConsentEntry, ConsentSource, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord,
+    HoldRecord, LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
 };
 use crate::store::Reader;
 
@@ -261,7 +261,7 @@ impl LeadPageView {
                             }
                             @if self.handling.handed_off_at.is_some() { dt { "Handed off" } dd { "Yes" } }
                         }
-                        @if self.can_act { (handling_buttons(visitor, lead)) }
+                        @if self.can_act { (handling_buttons(visitor, lead, self.assistant)) }
                     }
                     (self.meetings)
                     (self.fields_panel(visitor, shown))
@@ -397,10 +397,41 @@ fn channel_name(channel: Channel) -> &'static str {
     }
 }
 
+/// A consent entry's status in words.
+fn consent_status_words(status: ConsentStatus) -> &'static str {
+    match status {
+        ConsentStatus::Granted => "Granted",
+        ConsentStatus::Revoked => "Revoked",
+    }
+}
+
+/// A consent's purpose in words.
+fn purpose_words(purpose: Purpose) -> &'static str {
+    match purpose {
+        Purpose::Marketing => "Marketing",
+        Purpose::Informational => "Informational",
+    }
+}
+
+/// Where a consent entry came from, in words (`web_form` is "Web form").
+fn consent_source_words(source: ConsentSource) -> &'static str {
+    match source {
+        ConsentSource::Import => "Import",
+        ConsentSource::Api => "An integration",
+        ConsentSource::Console => "Console",
+        ConsentSource::WebForm => "Web form",
+        ConsentSource::Keyword => "Keyword",
+        ConsentSource::Reply => "Reply",
+        ConsentSource::Call => "Call",
+        ConsentSource::UnsubscribeLink => "Unsubscribe link",
+        ConsentSource::Timeout => "No answer in time",
+    }
+}
+
 fn ledger_row(entry: &ConsentEntry, zone: &str) -> Markup {
     let by = match &entry.proof.recorded_by {
         Some(RecordedBy::User { name, .. }) => name.clone(),
-        Some(RecordedBy::Key { key_id }) => format!("API key {key_id}"),
+        Some(RecordedBy::Key { .. }) => "An integration (API key)".to_string(),
         Some(RecordedBy::Service) => "engaged".to_string(),
         None => String::new(),
     };
@@ -408,9 +439,9 @@ fn ledger_row(entry: &ConsentEntry, zone: &str) -> Markup {
         tr {
             td { (layout::time(entry.at, zone)) }
             td { (channel_name(entry.channel)) }
-            td { (entry.status.as_str()) }
-            td { (entry.purpose.as_str()) }
-            td { (entry.source.as_str()) }
+            td { (consent_status_words(entry.status)) }
+            td { (purpose_words(entry.purpose)) }
+            td { (consent_source_words(entry.source)) }
             td {
                 @if let Some(text) = &entry.proof.text { q { (text) } }
                 @if let Some(url) = &entry.proof.url { " " span.muted { (url) } }
@@ -496,14 +527,15 @@ fn hold_panel(v: &Visitor, lead: &LeadRecord, hold: &HoldRecord) -> Markup {
     }
 }
 
-fn handling_buttons(v: &Visitor, lead: &LeadRecord) -> Markup {
+/// "Take over", or "Hand back" (to the assistant: not offered while none is connected).
+fn handling_buttons(v: &Visitor, lead: &LeadRecord, assistant: bool) -> Markup {
     html! {
         div.actions {
             @if lead.is_ai_on {
                 form method="post" action=(action_url(lead, PersonAction::TakeOver)) {
                     (csrf_field(v)) button type="submit" { "Take over" }
                 }
-            } @else {
+            } @else if assistant {
                 form method="post" action=(action_url(lead, PersonAction::HandBack)) {
                     (csrf_field(v)) button type="submit" { "Hand back" }
                 }

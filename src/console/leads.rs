@@ -115,6 +115,8 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                     a href={ "/console/leads.csv?" (first_page) } { "Export CSV" }
                     " "
                     a href="/console/import" { "Import" }
+                    " "
+                    a.button href="/console/new-lead" { "Add lead" }
                 }
             }
             @if visitor.user.role.at_least(crate::store::rows::Role::Agent) {
