@@ -114,6 +114,8 @@ struct LeadPageView {
     /// The organization has an assistant connected (Settings → Assistant); without
     /// one nothing answers the lead but a person.
     assistant: bool,
+    /// The organization's default country: phones show in its national format.
+    country: Option<crate::phone::Country>,
 }
 
 impl LeadPageView {
@@ -128,6 +130,7 @@ impl LeadPageView {
         let handling = read.handling(org, id)?;
         let settings = read.engine_settings(org)?;
         let zone = settings.time_zone.clone();
+        let country = crate::phone::Country::parse(&settings.default_country);
         let owner = match handling.owner.as_str() {
             "" => None,
             user => Some(
@@ -174,6 +177,7 @@ impl LeadPageView {
         let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
         Ok(LeadPageView {
             assistant: settings.assistant.is_some(),
+            country,
             profiles,
             meetings,
             ledger,
@@ -240,7 +244,7 @@ impl LeadPageView {
                     section.panel aria-labelledby="about" {
                         h2 #about { "Lead" }
                         dl.facts {
-                            dt { "Phone" } dd { (lead.phone) }
+                            dt { "Phone" } dd { @if !lead.phone.is_empty() { (crate::phone::shown(&lead.phone, self.country)) } }
                             dt { "Email" } dd { (lead.email) }
                             dt { "Profile" } dd { (lead.customer_profile) }
                             dt { "SMS" } dd { (subscribed(lead.subscriptions.sms_unsubscribed)) }

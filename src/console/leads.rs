@@ -90,7 +90,9 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
         Some(next) => Some(query_string(key, org, &filter, Some(next))?),
         None => None,
     };
-    let zone = read.engine_settings(org)?.time_zone;
+    let settings = read.engine_settings(org)?;
+    let country = crate::phone::Country::parse(&settings.default_country);
+    let zone = settings.time_zone;
     let profile_names = read.profile_names(org)?;
     let mut rows = Vec::with_capacity(page.leads.len());
     for found in &page.leads {
@@ -140,7 +142,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                                     a href={ "/console/leads/" (lead.id) } { (lead_name(lead)) }
                                     " " (badges(lead.is_hot, lead.is_qualified))
                                 }
-                                td data-label="Phone" { (lead.phone) }
+                                td data-label="Phone" { @if !lead.phone.is_empty() { (crate::phone::shown(&lead.phone, country)) } }
                                 td data-label="Email" { (lead.email) }
                                 td data-label="Profile" { (lead.customer_profile) }
                                 td data-label="State" { (state_words(engagement.as_ref())) }

@@ -120,6 +120,8 @@ async fn add_lead_creates_one_lead_as_the_api_does_at_1280_and_360_pixels() {
     add_lead(&browser).await;
     browser.wait_for_text("Conversation").await;
     assert!(browser.path().await.starts_with("/console/leads/"));
+    // The phone as people in the organization's country write it.
+    browser.wait_for_text("(512) 555-0126").await;
     let id = browser
         .path()
         .await
