@@ -201,14 +201,25 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
             }
         }
     };
+    // The filters beyond the search fold under "More filters" (open on a desktop's
+    // width, and wherever one is set), so that they never fill a phone's first screen.
+    let narrowed = filter.profile.is_some()
+        || filter.state.is_some()
+        || filter.stopped_reason.is_some()
+        || !filter.flags.is_empty()
+        || filter.tag.is_some()
+        || filter.sort != Sort::Activity;
     html! {
         form.filters method="get" action="/console/leads" role="search" aria-label="Filter leads" {
             div.wide {
                 label for="q" { "Search" }
                 input #q type="search" name="q" value=[filter.q.as_deref()] placeholder="Name, phone, email or external id";
             }
+            details.more-filters open[narrowed] {
+            summary { "More filters" }
+            div.filter-grid {
             div {
-                label for="profile" { "Profile" }
+                label for="profile" { "Campaign" }
                 select #profile name="profile" {
                     option value="" { "Any" }
                     @for p in profiles {
@@ -242,7 +253,7 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
             (yes_no(Flag::Unsubscribed, "Unsubscribed", "Yes", "No"))
             div {
                 label for="tag" { "Tag" }
-                input #tag type="text" name="tag" value=[filter.tag.as_deref()] placeholder="Tag id";
+                input #tag type="text" name="tag" value=[filter.tag.as_deref()];
             }
             div {
                 label for="sort" { "Sort" }
@@ -250,6 +261,8 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
                     option value="activity" selected[filter.sort == Sort::Activity] { "Last activity" }
                     option value="created" selected[filter.sort == Sort::Created] { "Created" }
                 }
+            }
+            }
             }
             div { button type="submit" { "Filter" } }
         }

@@ -158,3 +158,51 @@ async fn add_lead_creates_one_lead_as_the_api_does_at_1280_and_360_pixels() {
     let found = server.get(&key, "/v1/leads/search?q=Nobody").await.json();
     assert_eq!(found["leads"], json!([]), "nothing created");
 }
+
+/// Whether the field labelled `label` is shown (it has a box).
+async fn shown(browser: &Browser, label: &str) -> bool {
+    let script = format!(
+        "const l = [...document.querySelectorAll('label')].find(l => l.textContent.trim() === '{label}'); \
+         const f = l && document.getElementById(l.htmlFor); return !!f && f.checkVisibility();"
+    );
+    browser.run(&script).await == json!(true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_leads_filters_fold_on_a_phone_and_show_on_a_desktop() {
+    let server = TestServer::start().await;
+    let key = server.key("acme", "write").await;
+    server
+        .create_lead(
+            &key,
+            &json!({"id": "ada", "firstName": "Ada", "phone": "+15125550101"}),
+        )
+        .await;
+    let password = server
+        .user("acme", "al@acme.example", "Al Agent", "agent")
+        .await;
+    let phone = Browser::phone(&server).await;
+    phone.sign_in("al@acme.example", &password).await;
+    phone.goto("/console/leads").await;
+    phone.wait_for_text("More filters").await;
+    assert!(shown(&phone, "Search").await);
+    assert!(!shown(&phone, "Hot").await, "the filters are folded");
+    let first_row = phone
+        .run("return document.querySelector('table.leads tbody tr').getBoundingClientRect().top;")
+        .await;
+    assert!(
+        first_row.as_f64().unwrap_or(9999.0) < 800.0,
+        "the first lead is on the first screen: {first_row}"
+    );
+    phone
+        .run("document.querySelector('details.more-filters summary').click(); return null;")
+        .await;
+    assert!(shown(&phone, "Hot").await, "unfolded");
+
+    let desktop = Browser::open(&server).await;
+    desktop.sign_in("al@acme.example", &password).await;
+    desktop.goto("/console/leads").await;
+    desktop.wait_for_text("Export CSV").await;
+    assert!(shown(&desktop, "Hot").await, "shown on a desktop");
+    assert!(shown(&desktop, "Campaign").await);
+}
