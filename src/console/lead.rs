@@ -246,7 +246,7 @@ impl LeadPageView {
                         dl.facts {
                             dt { "Phone" } dd { @if !lead.phone.is_empty() { (crate::phone::shown(&lead.phone, self.country)) } }
                             dt { "Email" } dd { (lead.email) }
-                            dt { "Profile" } dd { (lead.customer_profile) }
+                            dt { "Campaign" } dd { @if lead.customer_profile.is_empty() { "Not in a campaign" } @else { (lead.customer_profile) } }
                             dt { "SMS" } dd { (subscribed(lead.subscriptions.sms_unsubscribed)) }
                             dt { "Voice" } dd { (subscribed(lead.subscriptions.voice_unsubscribed)) }
                             dt { "Email" } dd { (subscribed(lead.subscriptions.email_unsubscribed)) }

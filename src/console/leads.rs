@@ -131,7 +131,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                         th scope="col" { "Name" }
                         th scope="col" { "Phone" }
                         th scope="col" { "Email" }
-                        th scope="col" { "Profile" }
+                        th scope="col" { "Campaign" }
                         th scope="col" { "State" }
                         th scope="col" { "Last activity" }
                     } }
@@ -144,7 +144,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                                 }
                                 td data-label="Phone" { @if !lead.phone.is_empty() { (crate::phone::shown(&lead.phone, country)) } }
                                 td data-label="Email" { (lead.email) }
-                                td data-label="Profile" { (lead.customer_profile) }
+                                td data-label="Campaign" { (lead.customer_profile) }
                                 td data-label="State" { (state_words(engagement.as_ref())) }
                                 td data-label="Last activity" { (layout::time(lead.last_activity_at, &zone)) }
                             }
