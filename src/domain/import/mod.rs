@@ -150,10 +150,16 @@ pub struct Report {
 }
 
 impl Report {
-    /// The CLI's last line.
+    /// The CLI's last line; rows that changed nothing on their lead are named only
+    /// when there are some ("0 created, 0 updated, 4 unchanged, 1 merged, 1 refused").
     pub fn summary(&self) -> String {
+        let unchanged = if self.unchanged > 0 {
+            format!("{} unchanged, ", self.unchanged)
+        } else {
+            String::new()
+        };
         format!(
-            "{} created, {} updated, {} merged, {} refused",
+            "{} created, {} updated, {unchanged}{} merged, {} refused",
             self.created, self.updated, self.merged, self.refused_count
         )
     }
