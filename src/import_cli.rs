@@ -26,6 +26,9 @@ struct Report {
     merged: u64,
     #[serde(default)]
     skipped: u64,
+    /// Rows whose lead already held what they say.
+    #[serde(default)]
+    unchanged: u64,
     /// The first matched rows (`--verbose` prints them).
     #[serde(default)]
     matches: Vec<Matched>,
@@ -120,8 +123,14 @@ pub fn import(
     if report.dry_run {
         println!("dry run: nothing was changed");
     }
+    // Rows that changed nothing on their lead are named only when there are some.
+    let unchanged = if report.unchanged > 0 {
+        format!("{} unchanged, ", report.unchanged)
+    } else {
+        String::new()
+    };
     println!(
-        "{} created, {} updated, {} merged, {} refused",
+        "{} created, {} updated, {unchanged}{} merged, {} refused",
         report.created, report.updated, report.merged, report.refused_count
     );
     Ok(())

@@ -81,6 +81,21 @@ pub fn read(input: &str, country: Option<Country>) -> Result<String, Unreadable>
     normalize(&e164).ok_or(Unreadable::Invalid)
 }
 
+/// A stored (E.164) number as people of `country` write it: national (`(512)
+/// 555-0126`) when it is of that country, international (`+44 20 7946 0958`)
+/// otherwise; the input itself without a country or when the library cannot read it.
+pub fn shown(e164: &str, country: Option<Country>) -> String {
+    // Without a country there is no national habit: the stored form.
+    let (Some(_), Ok(number)) = (country, phonenumber::parse(None, e164)) else {
+        return e164.to_string();
+    };
+    let mode = match (country, number.country().id()) {
+        (Some(Country(ours)), Some(theirs)) if ours == theirs => phonenumber::Mode::National,
+        _ => phonenumber::Mode::International,
+    };
+    number.format().mode(mode).to_string()
+}
+
 /// Returns the E.164 form, or `None` when the input is not a phone number.
 pub fn normalize(input: &str) -> Option<String> {
     let rest = input.trim().strip_prefix('+')?;
@@ -151,5 +166,19 @@ mod tests {
         ] {
             assert_eq!(normalize(bad), None, "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod shown_tests {
+    use super::*;
+
+    #[test]
+    fn a_number_shows_national_at_home_and_international_abroad() {
+        let us = Country::parse("US");
+        assert_eq!(shown("+15125550126", us), "(512) 555-0126");
+        assert_eq!(shown("+442079460958", us), "+44 20 7946 0958");
+        assert_eq!(shown("+15125550126", None), "+15125550126");
+        assert_eq!(shown("not a number", us), "not a number");
     }
 }

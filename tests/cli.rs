@@ -1582,8 +1582,8 @@ fn import_works_on_a_stopped_server_and_a_dry_run_changes_nothing() {
     let again = cli(data, &["import", "--org", "acme", &file]).ok("import again");
     assert_eq!(
         again.stdout.lines().last(),
-        Some("0 created, 2 updated, 1 merged, 1 refused"),
-        "a second import updates instead of duplicating"
+        Some("0 created, 1 updated, 1 unchanged, 1 merged, 1 refused"),
+        "a second import matches instead of duplicating; only the row that changes something counts updated"
     );
     let skipped = cli(
         data,
@@ -1674,8 +1674,8 @@ async fn import_goes_through_the_socket_of_a_running_server_with_the_sample_file
     let again = cli(data, &["import", "--org", "acme", sample]).ok("import the sample again");
     assert_eq!(
         again.stdout.lines().last(),
-        Some("0 created, 4 updated, 1 merged, 1 refused"),
-        "as docs/api.md says"
+        Some("0 created, 0 updated, 4 unchanged, 1 merged, 1 refused"),
+        "the sample again changes nothing, as docs/api.md says"
     );
     let r = send(
         &client,

@@ -159,7 +159,7 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
                         @for s in steps {
                             tr {
                                 td data-label="Step" { (n(&s["step"])) }
-                                td data-label="Channel" { (s["channel"].as_str().unwrap_or_default()) }
+                                td data-label="Channel" { (channel_words(s["channel"].as_str().unwrap_or_default())) }
                                 td data-label="Reached" { (n(&s["reached"])) }
                                 td data-label="Sent" { (n(&s["sent"])) }
                                 td data-label="Delivered" { (n(&s["delivered"])) }
@@ -193,6 +193,16 @@ pub async fn pause(
 ) -> Result<Response<Body>> {
     campaigns::set_paused(&state.store, &visitor.caller(), name, paused).await?;
     Ok(respond::redirect(&campaign_path(name, "")))
+}
+
+/// A channel's wire name (`sms`) in words ("SMS").
+fn channel_words(wire: &str) -> &str {
+    match wire {
+        "sms" => "SMS",
+        "email" => "Email",
+        "voice" => "Voice",
+        other => other,
+    }
 }
 
 /// A rate's label, as the list's column and the page's card name it.
@@ -301,7 +311,10 @@ fn chart(days: &[Value]) -> Markup {
                 ));
             }
         }
-        if i % 7 == 0 || i + 1 == days.len() {
+        // A label every week and on the last day; a weekly one too near the last is
+        // left out, so that the last labels never overlap.
+        let last = i + 1 == days.len();
+        if last || (i % 7 == 0 && i + 4 <= days.len()) {
             let short = date.get(5..).unwrap_or(date);
             svg.push_str(&format!(
                 "<line class=\"axis\" x1=\"{:.1}\" y1=\"{base}\" x2=\"{:.1}\" y2=\"{:.1}\"></line><text class=\"label\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{short}</text>",

@@ -42,7 +42,7 @@ use crate::store::Reader;
 /// The person's choices for an import besides its mapping.
 #[derive(Debug, Clone, Default)]
 struct Choices {
-    create_only: bool,
+    /// "Only create new leads" is [`OnMatch::Skip`], not a second control.
     on_match: OnMatch,
     /// The campaign (profile) of rows that name none.
     profile: Option<String>,
@@ -52,7 +52,6 @@ impl Choices {
     fn from_form(form: &Form) -> Choices {
         let profile = form.text("profile").trim();
         Choices {
-            create_only: form.get("createOnly") == Some("on"),
             on_match: OnMatch::parse(form.text("onMatch")).unwrap_or_default(),
             profile: (!profile.is_empty()).then(|| profile.to_string()),
         }
@@ -63,7 +62,10 @@ impl Choices {
 const ON_MATCH: [(OnMatch, &str); 3] = [
     (OnMatch::Update, "Update fields"),
     (OnMatch::Fill, "Fill empty fields only"),
-    (OnMatch::Skip, "Skip matched rows"),
+    (
+        OnMatch::Skip,
+        "Only create new leads (leave matching leads as they are)",
+    ),
 ];
 
 /// Rows the preview shows.
@@ -362,7 +364,7 @@ async fn preview(
     let options = Options {
         format,
         dry_run: true,
-        create_only: choices.create_only,
+        create_only: false,
         on_match: choices.on_match,
         profile: choices.profile.clone(),
         fields: (format == Format::Csv).then(|| mapping.fields.clone()),
@@ -432,11 +434,6 @@ async fn preview(
                     }
                 }
                 div {
-                    input #create-only type="checkbox" name="createOnly" value="on" checked[choices.create_only];
-                    " "
-                    label for="create-only" { "Only create new leads (refuse rows matching a lead)" }
-                }
-                div {
                     label for="profile" { "Add the imported leads to a campaign" }
                     select #profile name="profile" {
                         option value="" selected[choices.profile.is_none()] { "None" }
@@ -494,6 +491,7 @@ fn summary(report: &Report) -> Markup {
         dl.facts.import-report {
             dt { "Created" } dd { (report.created) }
             dt { "Updated" } dd { (report.updated) }
+            @if report.unchanged > 0 { dt { "Already up to date" } dd { (report.unchanged) } }
             dt { "Merged" } dd { (report.merged) }
             dt { "Skipped" } dd { (report.skipped) }
             dt { "Refused" } dd { (report.refused_count) }
@@ -621,7 +619,7 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
     let options = Options {
         format,
         dry_run: false,
-        create_only: choices.create_only,
+        create_only: false,
         on_match: choices.on_match,
         profile: choices.profile.clone(),
         fields: (format == Format::Csv).then_some(fields),

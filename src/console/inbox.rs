@@ -152,6 +152,15 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
         counts.push((t, count));
     }
     let attention = counts[0].1;
+    let conversations = counts
+        .iter()
+        .find(|(t, _)| *t == Tab::All)
+        .map_or(0, |(_, n)| *n);
+    let checklist = if conversations == 0 {
+        Some(super::checklist::render(&read, visitor, conversations)?)
+    } else {
+        None
+    };
     let settings = read.engine_settings(org)?;
     // Without an assistant nothing answers a lead: no "Assistant" tab, owner or count.
     let assistant = settings.assistant.is_some();
@@ -225,6 +234,7 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                     }
                 }
             }
+            @if let Some(checklist) = &checklist { (checklist) }
             div #inbox data-live="" data-attention=(attention) {
                 nav.tabs aria-label="Conversations" {
                     ul {

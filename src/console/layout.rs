@@ -79,16 +79,78 @@ pub fn time(micros: i64, zone: &str) -> Markup {
     html! { time datetime=(iso) { (local(micros, zone)) } }
 }
 
-/// `micros` as "2026-11-24 14:05 CST" in `zone` (UTC when unknown).
+/// Zones (or their areas, ending in `/`) of the countries that write times on a
+/// 12-hour clock: the United States, Canada, Australia, New Zealand, India, the
+/// Philippines, Pakistan, Bangladesh, Egypt, Saudi Arabia.
+const TWELVE_HOUR_ZONES: [&str; 31] = [
+    "US/",
+    "Canada/",
+    "Australia/",
+    "America/New_York",
+    "America/Chicago",
+    "America/Denver",
+    "America/Los_Angeles",
+    "America/Phoenix",
+    "America/Anchorage",
+    "America/Boise",
+    "America/Detroit",
+    "America/Indiana/",
+    "America/Kentucky/",
+    "America/North_Dakota/",
+    "America/Juneau",
+    "America/Adak",
+    "Pacific/Honolulu",
+    "America/Toronto",
+    "America/Vancouver",
+    "America/Edmonton",
+    "America/Winnipeg",
+    "America/Halifax",
+    "America/St_Johns",
+    "America/Regina",
+    "Pacific/Auckland",
+    "Asia/Kolkata",
+    "Asia/Calcutta",
+    "Asia/Manila",
+    "Asia/Karachi",
+    "Asia/Dhaka",
+    "Africa/Cairo",
+];
+
+/// Whether the organization of time zone `zone` writes times on a 12-hour clock ("2:05
+/// PM"): derived from its zone, which names its country (`TWELVE_HOUR_ZONES`, and
+/// Riyadh); elsewhere, and in UTC, 24-hour ("14:05").
+pub fn twelve_hour(zone: &str) -> bool {
+    zone == "Asia/Riyadh"
+        || TWELVE_HOUR_ZONES.iter().any(|z| {
+            if z.ends_with('/') {
+                zone.starts_with(z)
+            } else {
+                zone == *z
+            }
+        })
+}
+
+/// The clock part of a time's format in `zone`'s habit.
+pub fn clock_format(zone: &str) -> &'static str {
+    if twelve_hour(zone) {
+        "%-I:%M %p"
+    } else {
+        "%H:%M"
+    }
+}
+
+/// `micros` as "2026-11-24 2:05 PM CST" (a 12-hour zone) or "2026-11-24 14:05 CET" in
+/// `zone` (UTC when unknown).
 pub fn local(micros: i64, zone: &str) -> String {
     use chrono::TimeZone;
     let Some(utc) = chrono::Utc.timestamp_micros(micros).single() else {
         return crate::time::format(micros);
     };
+    let clock = clock_format(zone);
     match zone.parse::<chrono_tz::Tz>() {
         Ok(tz) => utc
             .with_timezone(&tz)
-            .format("%Y-%m-%d %H:%M %Z")
+            .format(&format!("%Y-%m-%d {clock} %Z"))
             .to_string(),
         Err(_) => utc.format("%Y-%m-%d %H:%M UTC").to_string(),
     }
@@ -105,4 +167,20 @@ pub fn badges(hot: bool, qualified: bool) -> Markup {
 /// A lead's name for people: first and last, else its email, phone or id.
 pub fn lead_name(lead: &crate::store::rows::LeadRecord) -> String {
     lead.display_name()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_follow_the_zone_s_country_habit() {
+        // 2026-11-24 20:05 UTC.
+        let at = 1_795_550_700_000_000;
+        assert_eq!(local(at, "America/Chicago"), "2026-11-24 2:05 PM CST");
+        assert_eq!(local(at, "Europe/Berlin"), "2026-11-24 21:05 CET");
+        assert_eq!(local(at, ""), "2026-11-24 20:05 UTC");
+        assert!(twelve_hour("America/Indiana/Indianapolis"));
+        assert!(!twelve_hour("America/Sao_Paulo"));
+    }
 }

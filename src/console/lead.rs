@@ -30,8 +30,8 @@ use crate::domain::records::consent::{self, ConsentInput, Ledger, ProofPart};
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
 use crate::store::rows::{
-    ConsentEntry, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord, HoldRecord,
-    LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
+    ConsentEntry, ConsentSource, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord,
+    HoldRecord, LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
 };
 use crate::store::Reader;
 
@@ -114,6 +114,8 @@ struct LeadPageView {
     /// The organization has an assistant connected (Settings → Assistant); without
     /// one nothing answers the lead but a person.
     assistant: bool,
+    /// The organization's default country: phones show in its national format.
+    country: Option<crate::phone::Country>,
 }
 
 impl LeadPageView {
@@ -128,6 +130,7 @@ impl LeadPageView {
         let handling = read.handling(org, id)?;
         let settings = read.engine_settings(org)?;
         let zone = settings.time_zone.clone();
+        let country = crate::phone::Country::parse(&settings.default_country);
         let owner = match handling.owner.as_str() {
             "" => None,
             user => Some(
@@ -174,6 +177,7 @@ impl LeadPageView {
         let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
         Ok(LeadPageView {
             assistant: settings.assistant.is_some(),
+            country,
             profiles,
             meetings,
             ledger,
@@ -206,7 +210,7 @@ impl LeadPageView {
             @if lead.deleted_at.is_some() { p.notice { "This lead was deleted." } }
             @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
             div.columns {
-                div {
+                div.conversation {
                     h2 { "Conversation" }
                     @if self.total > self.shown {
                         p.muted { "The latest " (self.shown) " of " (self.total) " events." }
@@ -235,14 +239,14 @@ impl LeadPageView {
                     @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref(), self.assistant)) }
                     @if self.can_act && self.sandbox_sms && !lead.phone.is_empty() { (reply_as_lead_box(visitor, lead, shown)) }
                 }
-                div {
+                div.sidebar {
                     @if let (Some(hold), true) = (&self.hold, self.can_act) { (hold_panel(visitor, lead, hold)) }
                     section.panel aria-labelledby="about" {
                         h2 #about { "Lead" }
                         dl.facts {
-                            dt { "Phone" } dd { (lead.phone) }
+                            dt { "Phone" } dd { @if !lead.phone.is_empty() { (crate::phone::shown(&lead.phone, self.country)) } }
                             dt { "Email" } dd { (lead.email) }
-                            dt { "Profile" } dd { (lead.customer_profile) }
+                            dt { "Campaign" } dd { @if lead.customer_profile.is_empty() { "Not in a campaign" } @else { (lead.customer_profile) } }
                             dt { "SMS" } dd { (subscribed(lead.subscriptions.sms_unsubscribed)) }
                             dt { "Voice" } dd { (subscribed(lead.subscriptions.voice_unsubscribed)) }
                             dt { "Email" } dd { (subscribed(lead.subscriptions.email_unsubscribed)) }
@@ -261,7 +265,7 @@ impl LeadPageView {
                             }
                             @if self.handling.handed_off_at.is_some() { dt { "Handed off" } dd { "Yes" } }
                         }
-                        @if self.can_act { (handling_buttons(visitor, lead)) }
+                        @if self.can_act { (handling_buttons(visitor, lead, self.assistant)) }
                     }
                     (self.meetings)
                     (self.fields_panel(visitor, shown))
@@ -397,10 +401,41 @@ fn channel_name(channel: Channel) -> &'static str {
     }
 }
 
+/// A consent entry's status in words.
+fn consent_status_words(status: ConsentStatus) -> &'static str {
+    match status {
+        ConsentStatus::Granted => "Granted",
+        ConsentStatus::Revoked => "Revoked",
+    }
+}
+
+/// A consent's purpose in words.
+fn purpose_words(purpose: Purpose) -> &'static str {
+    match purpose {
+        Purpose::Marketing => "Marketing",
+        Purpose::Informational => "Informational",
+    }
+}
+
+/// Where a consent entry came from, in words (`web_form` is "Web form").
+fn consent_source_words(source: ConsentSource) -> &'static str {
+    match source {
+        ConsentSource::Import => "Import",
+        ConsentSource::Api => "An integration",
+        ConsentSource::Console => "Console",
+        ConsentSource::WebForm => "Web form",
+        ConsentSource::Keyword => "Keyword",
+        ConsentSource::Reply => "Reply",
+        ConsentSource::Call => "Call",
+        ConsentSource::UnsubscribeLink => "Unsubscribe link",
+        ConsentSource::Timeout => "No answer in time",
+    }
+}
+
 fn ledger_row(entry: &ConsentEntry, zone: &str) -> Markup {
     let by = match &entry.proof.recorded_by {
         Some(RecordedBy::User { name, .. }) => name.clone(),
-        Some(RecordedBy::Key { key_id }) => format!("API key {key_id}"),
+        Some(RecordedBy::Key { .. }) => "An integration (API key)".to_string(),
         Some(RecordedBy::Service) => "engaged".to_string(),
         None => String::new(),
     };
@@ -408,9 +443,9 @@ fn ledger_row(entry: &ConsentEntry, zone: &str) -> Markup {
         tr {
             td { (layout::time(entry.at, zone)) }
             td { (channel_name(entry.channel)) }
-            td { (entry.status.as_str()) }
-            td { (entry.purpose.as_str()) }
-            td { (entry.source.as_str()) }
+            td { (consent_status_words(entry.status)) }
+            td { (purpose_words(entry.purpose)) }
+            td { (consent_source_words(entry.source)) }
             td {
                 @if let Some(text) = &entry.proof.text { q { (text) } }
                 @if let Some(url) = &entry.proof.url { " " span.muted { (url) } }
@@ -496,14 +531,15 @@ fn hold_panel(v: &Visitor, lead: &LeadRecord, hold: &HoldRecord) -> Markup {
     }
 }
 
-fn handling_buttons(v: &Visitor, lead: &LeadRecord) -> Markup {
+/// "Take over", or "Hand back" (to the assistant: not offered while none is connected).
+fn handling_buttons(v: &Visitor, lead: &LeadRecord, assistant: bool) -> Markup {
     html! {
         div.actions {
             @if lead.is_ai_on {
                 form method="post" action=(action_url(lead, PersonAction::TakeOver)) {
                     (csrf_field(v)) button type="submit" { "Take over" }
                 }
-            } @else {
+            } @else if assistant {
                 form method="post" action=(action_url(lead, PersonAction::HandBack)) {
                     (csrf_field(v)) button type="submit" { "Hand back" }
                 }

@@ -108,14 +108,17 @@ fn times_form(visitor: &Visitor, action: &str, shown: &DayTimes) -> Markup {
     }
 }
 
-/// `micros` as `HH:MM` in `zone`.
+/// `micros` as `HH:MM` (or `h:MM AM` in a 12-hour zone, `layout::twelve_hour`) in `zone`.
 fn clock(micros: Micros, zone: &str) -> String {
     let utc = chrono::Utc
         .timestamp_micros(micros)
         .single()
         .unwrap_or_default();
     match zone.parse::<Tz>() {
-        Ok(tz) => utc.with_timezone(&tz).format("%H:%M").to_string(),
+        Ok(tz) => utc
+            .with_timezone(&tz)
+            .format(super::layout::clock_format(zone))
+            .to_string(),
         Err(_) => utc.format("%H:%M").to_string(),
     }
 }

@@ -90,7 +90,9 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
         Some(next) => Some(query_string(key, org, &filter, Some(next))?),
         None => None,
     };
-    let zone = read.engine_settings(org)?.time_zone;
+    let settings = read.engine_settings(org)?;
+    let country = crate::phone::Country::parse(&settings.default_country);
+    let zone = settings.time_zone;
     let profile_names = read.profile_names(org)?;
     let mut rows = Vec::with_capacity(page.leads.len());
     for found in &page.leads {
@@ -115,6 +117,8 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                     a href={ "/console/leads.csv?" (first_page) } { "Export CSV" }
                     " "
                     a href="/console/import" { "Import" }
+                    " "
+                    a.button href="/console/new-lead" { "Add lead" }
                 }
             }
             @if visitor.user.role.at_least(crate::store::rows::Role::Agent) {
@@ -127,7 +131,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                         th scope="col" { "Name" }
                         th scope="col" { "Phone" }
                         th scope="col" { "Email" }
-                        th scope="col" { "Profile" }
+                        th scope="col" { "Campaign" }
                         th scope="col" { "State" }
                         th scope="col" { "Last activity" }
                     } }
@@ -138,9 +142,9 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                                     a href={ "/console/leads/" (lead.id) } { (lead_name(lead)) }
                                     " " (badges(lead.is_hot, lead.is_qualified))
                                 }
-                                td data-label="Phone" { (lead.phone) }
+                                td data-label="Phone" { @if !lead.phone.is_empty() { (crate::phone::shown(&lead.phone, country)) } }
                                 td data-label="Email" { (lead.email) }
-                                td data-label="Profile" { (lead.customer_profile) }
+                                td data-label="Campaign" { (lead.customer_profile) }
                                 td data-label="State" { (state_words(engagement.as_ref())) }
                                 td data-label="Last activity" { (layout::time(lead.last_activity_at, &zone)) }
                             }
@@ -197,14 +201,25 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
             }
         }
     };
+    // The filters beyond the search fold under "More filters" (open on a desktop's
+    // width, and wherever one is set), so that they never fill a phone's first screen.
+    let narrowed = filter.profile.is_some()
+        || filter.state.is_some()
+        || filter.stopped_reason.is_some()
+        || !filter.flags.is_empty()
+        || filter.tag.is_some()
+        || filter.sort != Sort::Activity;
     html! {
         form.filters method="get" action="/console/leads" role="search" aria-label="Filter leads" {
             div.wide {
                 label for="q" { "Search" }
                 input #q type="search" name="q" value=[filter.q.as_deref()] placeholder="Name, phone, email or external id";
             }
+            details.more-filters open[narrowed] {
+            summary { "More filters" }
+            div.filter-grid {
             div {
-                label for="profile" { "Profile" }
+                label for="profile" { "Campaign" }
                 select #profile name="profile" {
                     option value="" { "Any" }
                     @for p in profiles {
@@ -238,7 +253,7 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
             (yes_no(Flag::Unsubscribed, "Unsubscribed", "Yes", "No"))
             div {
                 label for="tag" { "Tag" }
-                input #tag type="text" name="tag" value=[filter.tag.as_deref()] placeholder="Tag id";
+                input #tag type="text" name="tag" value=[filter.tag.as_deref()];
             }
             div {
                 label for="sort" { "Sort" }
@@ -246,6 +261,8 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
                     option value="activity" selected[filter.sort == Sort::Activity] { "Last activity" }
                     option value="created" selected[filter.sort == Sort::Created] { "Created" }
                 }
+            }
+            }
             }
             div { button type="submit" { "Filter" } }
         }

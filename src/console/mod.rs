@@ -11,6 +11,7 @@
 
 mod assets;
 mod campaigns;
+mod checklist;
 mod enrolments;
 mod form;
 mod import;
@@ -21,6 +22,7 @@ mod lead_meetings;
 mod leads;
 mod login;
 mod meetings;
+mod new_lead;
 mod notifications;
 mod profile_editor;
 mod respond;
@@ -150,6 +152,8 @@ async fn dispatch(
         Page::Inbox => inbox::page(state, &visitor, query),
         Page::Events => inbox::stream(state, &visitor, &parts.headers),
         Page::Leads => leads::list(state, &visitor, query),
+        Page::NewLead => new_lead::page(state, &visitor),
+        Page::CreateLead => new_lead::create(state, &visitor, &form).await,
         Page::LeadsCsv => leads::export(state, &visitor, query),
         Page::Lead(id) => lead::page(state, &visitor, id, lead::Shown::default()).await,
         Page::LeadConsentCsv(id) => lead::consent_csv(state, &visitor, id),

@@ -319,6 +319,9 @@ pub enum Page<'a> {
     /// The person's own notification setting and the organization's recent ones.
     Notifications,
     SetNotifications,
+    /// "Add lead": its form (GET) and the lead created (POST).
+    NewLead,
+    CreateLead,
     /// The bulk "Add to campaign": its confirmation, the job created, its page.
     EnrolmentNew,
     EnrolmentCreate,
@@ -356,6 +359,8 @@ impl Page<'_> {
             | Page::ImportRun
             | Page::ImportDiscard
             | Page::ImportRefused(_)
+            | Page::NewLead
+            | Page::CreateLead
             | Page::EnrolmentNew
             | Page::EnrolmentCreate
             | Page::Enrolment(_)
@@ -385,6 +390,8 @@ impl Page<'_> {
             Page::Inbox => "console_inbox",
             Page::Events => "console_events",
             Page::Leads => "console_leads",
+            Page::NewLead => "console_new_lead",
+            Page::CreateLead => "console_create_lead",
             Page::LeadsCsv => "console_leads_csv",
             Page::Lead(_) => "console_lead",
             Page::LeadConsentCsv(_) => "console_lead_consent_csv",
@@ -474,6 +481,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["inbox"] => get(method, Page::Inbox),
         ["events"] => get(method, Page::Events),
         ["leads"] => get(method, Page::Leads),
+        ["new-lead"] => pick(method, Page::NewLead, Some(Page::CreateLead)),
         ["leads.csv"] => get(method, Page::LeadsCsv),
         ["leads", id] if valid_id(id) => get(method, Page::Lead(id)),
         ["leads", id, "consent.csv"] if valid_id(id) => get(method, Page::LeadConsentCsv(id)),

@@ -126,7 +126,6 @@ impl Drop for Xandikos {
     }
 }
 
-
 /// `xandikos` on the PATH, else `python3 -m xandikos`.
 fn command() -> Command {
     let on_path = std::env::var_os("PATH")

@@ -70,7 +70,7 @@ async fn each_choice_for_matched_rows_shows_what_it_changes_and_a_campaign_is_jo
     assert!(!browser.text().await.contains("first name Maria → Mia"));
 
     browser
-        .field("Skip matched rows")
+        .field("Only create new leads (leave matching leads as they are)")
         .await
         .click()
         .await

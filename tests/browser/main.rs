@@ -3,10 +3,13 @@
 //! console as a person does, finding fields by their labels and buttons and links by
 //! their words (`../shared/spec/console.md` quotes them).
 
+mod api_text;
 mod campaigns;
 mod consent;
+mod conversation;
 mod enrol;
 mod export;
+mod first_run;
 mod import;
 mod import_choices;
 mod inbox;

@@ -46,6 +46,36 @@ async fn screenshots() {
     let password = server
         .user("acme", "ana@acme.example", "Ana Ruiz", "admin")
         .await;
+    // A fresh organization: a lead whose sidebar holds meetings and consent; once it
+    // is deleted, the empty inbox's first steps.
+    let fresh = TestServer::start().await;
+    let fresh_password = super::conversation::lead_with_a_full_sidebar(&fresh).await;
+    let fresh_key = fresh.key("acme", "admin").await;
+    let mut browsers = Vec::new();
+    for (name, phone) in [("desktop", false), ("phone", true)] {
+        let browser = if phone {
+            Browser::phone(&fresh).await
+        } else {
+            Browser::open(&fresh).await
+        };
+        browser.sign_in("ana@acme.example", &fresh_password).await;
+        browser.goto("/console/leads/l-1").await;
+        browser.wait_for_text("Conversation").await;
+        browser
+            .screenshot(&out.join(format!("{name}-lead-sidebar.png")))
+            .await;
+        browsers.push((name, browser));
+    }
+    let _ = fresh
+        .send_json(Method::DELETE, &fresh_key, "/v1/leads/l-1", &json!({}))
+        .await;
+    for (name, browser) in &browsers {
+        browser.goto("/console/inbox").await;
+        browser.wait_for_text("First steps").await;
+        browser
+            .screenshot(&out.join(format!("{name}-first-steps.png")))
+            .await;
+    }
     for (name, phone) in [("desktop", false), ("phone", true)] {
         let browser = if phone {
             Browser::phone(&server).await
@@ -80,6 +110,7 @@ async fn screenshots() {
                 "/console/campaigns/solar/edit#chat-channel",
             ),
             ("notifications", "/console/notifications"),
+            ("new-lead", "/console/new-lead"),
         ] {
             browser.goto(path).await;
             browser

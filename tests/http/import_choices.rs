@@ -218,3 +218,57 @@ async fn a_bad_on_match_is_refused_and_changes_nothing() {
     );
     assert_eq!(get_lead(ts, key, "maria").await, before);
 }
+
+/// "Updated" counts only rows that change something (a row the lead already holds is
+/// `unchanged` and does not write the lead); an email that differs only in case is the
+/// same email and never overwrites the lead's, in the file and against live leads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_rows_that_change_something_count_updated_and_an_email_keeps_its_case() {
+    let org = setup().await;
+    let (ts, key) = (&org.ts, &org.write);
+    let maria = get_lead(ts, key, "maria").await;
+    let csv = "\
+First Name,Last Name,Phone,Email
+Maria,Gonzalez,(512) 555-0100,
+Jimmy,,,JIM@EXAMPLE.COM
+Priya,Raman,,priya.raman@example.com
+Priya,Raman,,PRIYA.RAMAN@EXAMPLE.COM
+";
+    for query in ["?dryRun=true", ""] {
+        let report = expect(&post(ts, key, query, csv).await, 200);
+        assert_eq!(
+            ["created", "updated", "unchanged", "merged", "skipped"].map(|k| report[k].clone()),
+            [1, 1, 1, 1, 0].map(|n| json!(n)),
+            "{query}: {report}"
+        );
+        let listed = matches(&report);
+        assert_eq!(listed[0].2, json!({}), "Maria's row changes nothing");
+        assert_eq!(
+            listed[1].2,
+            json!({"firstName": {"from": "Jim", "to": "Jimmy"}}),
+            "Jim's email keeps its case"
+        );
+    }
+    assert_eq!(
+        get_lead(ts, key, "maria").await,
+        maria,
+        "an unchanged lead is not written"
+    );
+    let jim = get_lead(ts, key, "jim").await;
+    assert_eq!(
+        (jim["firstName"].clone(), jim["email"].clone()),
+        (json!("Jimmy"), json!("jim@example.com"))
+    );
+    let found = expect(&ts.get(key, "/v1/leads/search?q=priya").await, 200);
+    let leads = found["leads"].as_array().cloned().unwrap_or_default();
+    assert_eq!(leads.len(), 1, "{found}");
+    assert_eq!(leads[0]["email"], json!("priya.raman@example.com"));
+
+    // The same file again: nothing changes, nothing counts as updated.
+    let report = expect(&post(ts, key, "", csv).await, 200);
+    assert_eq!(
+        ["created", "updated", "unchanged", "merged"].map(|k| report[k].clone()),
+        [0, 0, 3, 1].map(|n| json!(n)),
+        "{report}"
+    );
+}

@@ -47,7 +47,9 @@ impl KeysSectionView {
                                                 form.inline method="post" action=(super::path(SettingsAction::RevokeKey)) {
                                                     (layout::csrf_field(visitor))
                                                     input type="hidden" name="id" value=(k.id);
-                                                    button.danger type="submit" { "Revoke " (if k.name.is_empty() { k.id.as_str() } else { k.name.as_str() }) }
+                                                    button.danger type="submit" {
+                                                        @if k.name.is_empty() { "Revoke this " (k.scope.as_str()) " key" } @else { "Revoke " (k.name) }
+                                                    }
                                                 }
                                             }
                                         }

@@ -140,6 +140,9 @@ pub struct Report {
     pub merged: u64,
     /// Rows matching a lead left untouched ([`OnMatch::Skip`]).
     pub skipped: u64,
+    /// Rows matching a live lead that already held what they say (an email differing
+    /// only in case included): nothing written, not counted as updated.
+    pub unchanged: u64,
     /// The first [`LISTED_MATCHES`] rows that matched a lead, by row number.
     pub matches: Vec<Match>,
     /// Every row that matched a lead.
@@ -156,17 +159,28 @@ pub struct Report {
 }
 
 impl Report {
-    /// The CLI's last line.
+    /// The CLI's last line; rows that changed nothing on their lead are named only
+    /// when there are some ("0 created, 0 updated, 4 unchanged, 1 merged, 1 refused").
     pub fn summary(&self) -> String {
+        let unchanged = if self.unchanged > 0 {
+            format!("{} unchanged, ", self.unchanged)
+        } else {
+            String::new()
+        };
         format!(
-            "{} created, {} updated, {} merged, {} refused",
+            "{} created, {} updated, {unchanged}{} merged, {} refused",
             self.created, self.updated, self.merged, self.refused_count
         )
     }
 
     /// Rows handled so far.
     pub fn rows(&self) -> u64 {
-        self.created + self.updated + self.merged + self.skipped + self.refused_count
+        self.created
+            + self.updated
+            + self.unchanged
+            + self.merged
+            + self.skipped
+            + self.refused_count
     }
 }
 
@@ -282,6 +296,7 @@ where
                     Outcome::Updated(_) => report.updated += 1,
                     Outcome::Merged(..) => report.merged += 1,
                     Outcome::Skipped(_) => report.skipped += 1,
+                    Outcome::Unchanged(_) => report.unchanged += 1,
                     Outcome::Refused(reason) => {
                         let cells = match options.format {
                             Format::Csv => rows

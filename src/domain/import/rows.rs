@@ -55,6 +55,10 @@ pub enum Outcome {
     Merged(String, u64),
     /// It matched this lead (live, or an earlier row's), left untouched ([`OnMatch::Skip`]).
     Skipped(String),
+    /// It matched this live lead and would change nothing on it (its fields already
+    /// hold the row's, an email differing only in case included): the lead is not
+    /// written, and the row is not counted as updated.
+    Unchanged(String),
     Refused(String),
 }
 
@@ -175,7 +179,8 @@ impl Applied {
             Outcome::Created(id)
             | Outcome::Updated(id)
             | Outcome::Merged(id, _)
-            | Outcome::Skipped(id) => Some(id),
+            | Outcome::Skipped(id)
+            | Outcome::Unchanged(id) => Some(id),
             Outcome::Refused(_) => None,
         }
     }
@@ -279,10 +284,9 @@ fn one(
             return Ok((outcome, keys, Some(matched)));
         }
         let (wrote, matched) = write_match(tx, caller, lead, &body, rules.on_match)?;
-        let outcome = if wrote {
-            Outcome::Merged(lead.clone(), first)
-        } else {
-            Outcome::Skipped(lead.clone())
+        let outcome = match wrote {
+            Wrote::Changed | Wrote::Unchanged => Outcome::Merged(lead.clone(), first),
+            Wrote::Skipped => Outcome::Skipped(lead.clone()),
         };
         return Ok((outcome, keys, Some(matched)));
     }
@@ -291,10 +295,10 @@ fn one(
             return Err(Error::Conflict(format!("Lead exists: {lead}")));
         }
         let (wrote, matched) = write_match(tx, caller, &lead, &body, rules.on_match)?;
-        let outcome = if wrote {
-            Outcome::Updated(lead)
-        } else {
-            Outcome::Skipped(lead)
+        let outcome = match wrote {
+            Wrote::Changed => Outcome::Updated(lead),
+            Wrote::Unchanged => Outcome::Unchanged(lead),
+            Wrote::Skipped => Outcome::Skipped(lead),
         };
         return Ok((outcome, keys, Some(matched)));
     }
@@ -304,21 +308,32 @@ fn one(
     Ok((Outcome::Created(id), keys, None))
 }
 
-/// Writes a row onto the lead it matched as `on_match` says: whether it wrote (a skip
-/// does not), and what changed.
+/// What a row did to the lead it matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wrote {
+    /// It changed at least one of the lead's fields.
+    Changed,
+    /// The lead already held what the row says: nothing was written.
+    Unchanged,
+    /// [`OnMatch::Skip`]: the lead was left untouched.
+    Skipped,
+}
+
+/// Writes a row onto the lead it matched as `on_match` says: what it did (a skip, or a
+/// row that would change nothing, does not write), and what changed.
 fn write_match(
     tx: &mut WriteTx,
     caller: &Caller,
     lead: &str,
     body: &RowLead,
     on_match: OnMatch,
-) -> Result<(bool, Matched)> {
+) -> Result<(Wrote, Matched)> {
     let old = leads::live_lead(tx, caller, lead)?;
     let name = changes::display_name(&old);
-    let patch = match on_match {
+    let mut patch = match on_match {
         OnMatch::Skip => {
             return Ok((
-                false,
+                Wrote::Skipped,
                 Matched {
                     name,
                     changes: Vec::new(),
@@ -328,15 +343,18 @@ fn write_match(
         OnMatch::Update => body.patch(add_tags(tx, &caller.org_id, lead, &body.tags)?)?,
         OnMatch::Fill => body.fill(&old)?,
     };
-    let written = if on_match == OnMatch::Fill && patch == LeadPatch::default() {
-        // Nothing empty to fill: the lead is not written.
-        old.clone()
+    // The same email in another case is the same email: the lead keeps its own.
+    patch.keep_email(&old.email);
+    let (wrote, written) = if patch == LeadPatch::default() || patch.applied_to(&old)? == old {
+        // Nothing would change: the lead is not written.
+        (Wrote::Unchanged, old.clone())
     } else {
-        leads::update(tx, caller, lead, patch).react(tx)?
+        let written = leads::update(tx, caller, lead, patch).react(tx)?;
+        (Wrote::Changed, written)
     };
     let changes = changes::diff(&old, &written);
     body.consent.record(tx, caller, written)?;
-    Ok((true, Matched { name, changes }))
+    Ok((wrote, Matched { name, changes }))
 }
 
 /// A row's consent columns: an entry per channel when `consent` is set.

@@ -211,6 +211,25 @@ impl LeadPatch {
         self.tags.as_deref()
     }
 
+    /// `lead` as this patch would leave it (nothing written): an import compares it with
+    /// the lead to count only rows that change something.
+    pub fn applied_to(&self, lead: &LeadRecord) -> Result<LeadRecord> {
+        let mut out = lead.clone();
+        self.apply(&mut out)?;
+        Ok(out)
+    }
+
+    /// Drops the email this patch sets when it is `current` but for case: an email that
+    /// differs only in case is the same email, and never overwrites the one kept.
+    pub fn keep_email(&mut self, current: &str) {
+        let same = |v: &str| {
+            !current.is_empty()
+                && crate::store::rows::email_key(v) == crate::store::rows::email_key(current)
+        };
+        self.texts
+            .retain(|(field, value)| *field != LeadText::Email || !same(value));
+    }
+
     /// Writes the patch's fields onto `lead`.
     fn apply(&self, lead: &mut LeadRecord) -> Result<()> {
         for (field, value) in &self.texts {
