@@ -18,7 +18,7 @@ async fn an_admin_saves_the_organization_after_fixing_a_field() {
     browser.fill("Time zone", "Mars/Olympus").await;
     browser.click_button("Save").await;
     browser
-        .wait_for_text("Invalid format for field: timeZone")
+        .wait_for_text("Choose a time zone from the list")
         .await;
     browser.fill("Time zone", "America/Chicago").await;
     browser.fill("Default country", "US").await;
@@ -51,9 +51,7 @@ async fn an_admin_sets_the_call_opt_out_digit_and_turns_the_sentence_off() {
     );
     browser.fill("Call opt-out digit", "#").await;
     browser.click_button("Save").await;
-    browser
-        .wait_for_text("Invalid format for field: voiceOptOutDigit")
-        .await;
+    browser.wait_for_text("Use one key from 0 to 9.").await;
     browser.fill("Call opt-out digit", "8").await;
     browser
         .field("Calls say how to opt out")

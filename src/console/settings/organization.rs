@@ -81,9 +81,15 @@ impl OrgSectionView {
                     (layout::csrf_field(visitor))
                     (shown.field("business-name", "Business name", "business.name", shown.value("business-name", &self.business_name), "How texts name the business."))
                     (shown.field("help-text", "Help text", "business.helpText", shown.value("help-text", &self.help_text), "The answer to HELP."))
-                    (shown.field("time-zone", "Time zone", "timeZone", shown.value("time-zone", &self.time_zone), "An IANA name such as America/Chicago."))
-                    (shown.field("default-country", "Default country", "defaultCountry", shown.value("default-country", &self.default_country), "Imports read phones without + in this country (US, GB, ...)."))
-                    (shown.field("quiet-start", "Quiet hours from", "quietHours", shown.value("quiet-start", &self.quiet_start), "HH:MM in the lead's time zone; both empty: none."))
+                    (shown.listed_field("time-zone", "Time zone", "timeZone", shown.value("time-zone", &self.time_zone), "Type to search: a city or a name such as Central Time.", Some("zones")))
+                    datalist #zones {
+                        @for tz in chrono_tz::TZ_VARIANTS.iter() { option value=(tz.name()) {} }
+                    }
+                    (shown.listed_field("default-country", "Default country", "defaultCountry", shown.value("default-country", &self.default_country), "Imports read phones without + in this country (US, United States, ...).", Some("countries")))
+                    datalist #countries {
+                        @for (_, code) in COUNTRY_NAMES { option value=(code) {} }
+                    }
+                    (shown.field("quiet-start", "Quiet hours from", "quietHours", shown.value("quiet-start", &self.quiet_start), "A time like 9:00 PM in the lead's time zone; both empty: none."))
                     (shown.field("quiet-end", "Quiet hours until", "quietHours.end", shown.value("quiet-end", &self.quiet_end), ""))
                     fieldset.choice {
                         legend { "Days follow-ups run" }
