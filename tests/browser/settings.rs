@@ -18,7 +18,7 @@ async fn an_admin_saves_the_organization_after_fixing_a_field() {
     browser.fill("Time zone", "Mars/Olympus").await;
     browser.click_button("Save").await;
     browser
-        .wait_for_text("Invalid format for field: timeZone")
+        .wait_for_text("Choose a time zone from the list")
         .await;
     browser.fill("Time zone", "America/Chicago").await;
     browser.fill("Default country", "US").await;
@@ -51,9 +51,7 @@ async fn an_admin_sets_the_call_opt_out_digit_and_turns_the_sentence_off() {
     );
     browser.fill("Call opt-out digit", "#").await;
     browser.click_button("Save").await;
-    browser
-        .wait_for_text("Invalid format for field: voiceOptOutDigit")
-        .await;
+    browser.wait_for_text("Use one key from 0 to 9.").await;
     browser.fill("Call opt-out digit", "8").await;
     browser
         .field("Calls say how to opt out")
@@ -181,4 +179,30 @@ async fn send_test_to_a_phone_in_any_format() {
     browser.fill("Send the test to", "(512) 555-0100").await;
     browser.click_button("Send test").await;
     browser.wait_for_text("sandbox took it").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_organization_takes_central_time_usa_and_9pm_in_one_save_on_both_widths() {
+    for (width, height) in [(1280, 900), (360, 800)] {
+        let server = TestServer::start().await;
+        let admin = server.key("acme", "admin").await;
+        let password = server
+            .user("acme", "ana@acme.example", "Ana Ruiz", "admin")
+            .await;
+        let browser = Browser::sized(&server, width, height).await;
+        browser.sign_in("ana@acme.example", &password).await;
+        browser.click_link("Settings").await;
+        browser.fill("Time zone", "Central Time").await;
+        browser.fill("Default country", "USA").await;
+        browser.fill("Quiet hours from", "9pm").await;
+        browser.fill("Quiet hours until", "8:00 AM").await;
+        browser.click_button("Save").await;
+        browser.wait_for_text("Saved.").await;
+        let org = server.get(&admin, "/v1/org").await.json();
+        assert_eq!(org["timeZone"], "America/Chicago", "{width}");
+        assert_eq!(org["defaultCountry"], "US", "{width}");
+        assert_eq!(org["quietHours"]["start"], "21:00", "{width}");
+        assert_eq!(org["quietHours"]["end"], "08:00", "{width}");
+        assert!(browser.layout_faults().await.is_empty(), "{width}");
+    }
 }

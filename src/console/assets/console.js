@@ -130,3 +130,10 @@
     window.location.href = "/console/login";
   });
 })();
+
+// An empty time zone field starts with the browser's zone, to keep or change.
+(function () {
+  var zone = document.getElementById("time-zone");
+  if (!zone || zone.value || !window.Intl) { return; }
+  try { zone.value = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { zone.value = ""; }
+})();

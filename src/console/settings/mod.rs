@@ -83,11 +83,24 @@ impl Shown {
     /// A labelled text input named `id`, its refusal (`api`, the interface's name of the
     /// field) or its hint below it.
     fn field(&self, id: &str, label: &str, api: &str, current: String, hint: &str) -> Markup {
+        self.listed_field(id, label, api, current, hint, None)
+    }
+
+    /// As [`Shown::field`], offering the choices of the `<datalist>` named `list`.
+    fn listed_field(
+        &self,
+        id: &str,
+        label: &str,
+        api: &str,
+        current: String,
+        hint: &str,
+        list: Option<&str>,
+    ) -> Markup {
         let error = self.error_for(api);
         html! {
             div {
                 label for=(id) { (label) }
-                input id=(id) type="text" name=(id) value=(current)
+                input id=(id) type="text" name=(id) value=(current) list=[list] autocomplete="off"
                     aria-invalid=[error.map(|_| "true")] aria-describedby=[error.map(|_| format!("{id}-error"))];
                 @if let Some(message) = error { p.field-error id={ (id) "-error" } { (message) } }
                 @else if !hint.is_empty() { p.muted { (hint) } }
@@ -105,6 +118,23 @@ enum Outcome {
 impl Outcome {
     fn shown(shown: Shown) -> Outcome {
         Outcome::Show(StatusCode::OK, shown)
+    }
+}
+
+/// A refusal of a format as a person reads it beside the field, not the API's words.
+fn in_words(field: &str, message: String) -> String {
+    if !message.starts_with("Invalid format") {
+        return message;
+    }
+    match field {
+        "quietHours" => "Use a time like 9:00 PM.".to_string(),
+        "timeZone" => {
+            "Choose a time zone from the list, such as America/Chicago or Central Time.".to_string()
+        }
+        "defaultCountry" => "Use a country such as US or United States.".to_string(),
+        "holidays" => "Use dates like 2026-12-25, separated by spaces.".to_string(),
+        "voiceOptOutDigit" => "Use one key from 0 to 9.".to_string(),
+        _ => message,
     }
 }
 
@@ -253,7 +283,7 @@ pub async fn act(
             Outcome::Show(
                 e.status(),
                 Shown {
-                    field_error: Some((field, e.to_string())),
+                    field_error: Some((field.clone(), in_words(&field, e.to_string()))),
                     typed: Some(typed),
                     ..Shown::default()
                 },
@@ -298,7 +328,7 @@ async fn save(
         Err(e) if e.is_bad_request() => {
             let field = e.refused_field().unwrap_or_default().to_string();
             let shown = Shown {
-                field_error: Some((field, e.to_string())),
+                field_error: Some((field.clone(), in_words(&field, e.to_string()))),
                 typed: Some(form),
                 ..Shown::default()
             };

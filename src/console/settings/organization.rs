@@ -11,6 +11,7 @@ use crate::console::form::Form;
 use crate::console::layout;
 use crate::console::routes::SettingsAction;
 use crate::console::session::Visitor;
+use crate::domain::settings::clock::read_time_of_day;
 use crate::domain::settings::org::OrgPatch;
 use crate::error::Result;
 use crate::store::rows::{EngineSettings, OrgRecord};
@@ -80,9 +81,15 @@ impl OrgSectionView {
                     (layout::csrf_field(visitor))
                     (shown.field("business-name", "Business name", "business.name", shown.value("business-name", &self.business_name), "How texts name the business."))
                     (shown.field("help-text", "Help text", "business.helpText", shown.value("help-text", &self.help_text), "The answer to HELP."))
-                    (shown.field("time-zone", "Time zone", "timeZone", shown.value("time-zone", &self.time_zone), "An IANA name such as America/Chicago."))
-                    (shown.field("default-country", "Default country", "defaultCountry", shown.value("default-country", &self.default_country), "Imports read phones without + in this country (US, GB, ...)."))
-                    (shown.field("quiet-start", "Quiet hours from", "quietHours", shown.value("quiet-start", &self.quiet_start), "HH:MM in the lead's time zone; both empty: none."))
+                    (shown.listed_field("time-zone", "Time zone", "timeZone", shown.value("time-zone", &self.time_zone), "Type to search: a city or a name such as Central Time.", Some("zones")))
+                    datalist #zones {
+                        @for tz in chrono_tz::TZ_VARIANTS.iter() { option value=(tz.name()) {} }
+                    }
+                    (shown.listed_field("default-country", "Default country", "defaultCountry", shown.value("default-country", &self.default_country), "Imports read phones without + in this country (US, United States, ...).", Some("countries")))
+                    datalist #countries {
+                        @for (_, code) in COUNTRY_NAMES { option value=(code) {} }
+                    }
+                    (shown.field("quiet-start", "Quiet hours from", "quietHours", shown.value("quiet-start", &self.quiet_start), "A time like 9:00 PM in the lead's time zone; both empty: none."))
                     (shown.field("quiet-end", "Quiet hours until", "quietHours.end", shown.value("quiet-end", &self.quiet_end), ""))
                     fieldset.choice {
                         legend { "Days follow-ups run" }
@@ -124,15 +131,113 @@ pub(super) async fn save(state: &AppState, visitor: &Visitor, form: Form) -> Res
     super::save(state, visitor, form, patch).await
 }
 
+/// Time zones as people name them, to their IANA name.
+const ZONE_NAMES: [(&[&str], &str); 8] = [
+    (
+        &["eastern", "eastern time", "et", "est", "edt"],
+        "America/New_York",
+    ),
+    (
+        &["central", "central time", "ct", "cst", "cdt"],
+        "America/Chicago",
+    ),
+    (
+        &["mountain", "mountain time", "mt", "mst", "mdt"],
+        "America/Denver",
+    ),
+    (&["arizona", "arizona time"], "America/Phoenix"),
+    (
+        &["pacific", "pacific time", "pt", "pst", "pdt"],
+        "America/Los_Angeles",
+    ),
+    (
+        &["alaska", "alaska time", "akst", "akdt"],
+        "America/Anchorage",
+    ),
+    (&["hawaii", "hawaii time", "hst"], "Pacific/Honolulu"),
+    (
+        &["uk", "uk time", "british time", "gmt", "bst"],
+        "Europe/London",
+    ),
+];
+
+/// A time zone as a person types it ("Central Time", "chicago", "america/chicago") as its
+/// IANA name; `None` when no zone is meant.
+fn read_zone(typed: &str) -> Option<String> {
+    let wanted = typed.trim().to_ascii_lowercase();
+    let wanted = wanted.trim_end_matches(" (us)").trim();
+    if let Some((_, zone)) = ZONE_NAMES.iter().find(|(names, _)| names.contains(&wanted)) {
+        return Some((*zone).to_string());
+    }
+    let city = wanted.replace(' ', "_");
+    chrono_tz::TZ_VARIANTS
+        .iter()
+        .map(|tz| tz.name())
+        .find(|name| {
+            let lower = name.to_ascii_lowercase();
+            lower == city || lower.rsplit('/').next() == Some(city.as_str())
+        })
+        .map(str::to_string)
+}
+
+/// Countries as people name them, to their ISO code.
+const COUNTRY_NAMES: [(&[&str], &str); 8] = [
+    (
+        &[
+            "usa",
+            "u.s.",
+            "u.s.a.",
+            "united states",
+            "united states of america",
+            "america",
+        ],
+        "US",
+    ),
+    (&["canada"], "CA"),
+    (
+        &[
+            "uk",
+            "united kingdom",
+            "great britain",
+            "britain",
+            "england",
+        ],
+        "GB",
+    ),
+    (&["australia"], "AU"),
+    (&["ireland"], "IE"),
+    (&["new zealand"], "NZ"),
+    (&["mexico"], "MX"),
+    (&["germany", "deutschland"], "DE"),
+];
+
+/// A country as a person types it ("USA", "United States") as its code; `None` when the
+/// name is not one of the few known.
+fn read_country(typed: &str) -> Option<&'static str> {
+    let wanted = typed.trim().to_ascii_lowercase();
+    COUNTRY_NAMES
+        .iter()
+        .find(|(names, _)| names.contains(&wanted.as_str()))
+        .map(|(_, code)| *code)
+}
+
 /// The organization form as a patch: an empty field clears its setting.
 fn org_patch(form: &Form) -> Result<OrgPatch> {
     let given = |name: &str| Some(form.text(name)).filter(|v| !v.is_empty());
     let mut patch = OrgPatch::default();
     patch.business(form.text("business-name"), form.text("help-text"))?;
-    patch.time_zone(given("time-zone"))?;
-    patch.default_country(given("default-country"))?;
-    let (start, end) = (form.text("quiet-start"), form.text("quiet-end"));
-    patch.quiet_hours((!start.is_empty() || !end.is_empty()).then_some((start, end)))?;
+    let zone = given("time-zone").map(|typed| read_zone(typed).unwrap_or(typed.to_string()));
+    patch.time_zone(zone.as_deref())?;
+    let country = given("default-country").map(|typed| read_country(typed).unwrap_or(typed));
+    patch.default_country(country)?;
+    // A person may type "9pm" or "9:00 PM": read as `HH:MM`; what is not a time goes on
+    // as typed, to be refused in words.
+    let clock = |name: &str| {
+        let typed = form.text(name);
+        read_time_of_day(typed).unwrap_or_else(|| typed.to_string())
+    };
+    let (start, end) = (clock("quiet-start"), clock("quiet-end"));
+    patch.quiet_hours((!start.is_empty() || !end.is_empty()).then_some((&start, &end)))?;
     patch.sms_voice_opt_out_coupled(form.get("coupled") == Some("on"));
     patch.voice_opt_out_digit(given("opt-out-digit"))?;
     patch.voice_opt_out_sentence(form.get("opt-out-sentence") == Some("on"));
@@ -145,4 +250,30 @@ fn org_patch(form: &Form) -> Result<OrgPatch> {
         .collect();
     patch.holidays(Some(&holidays))?;
     Ok(patch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zones_and_countries_as_people_name_them() {
+        assert_eq!(
+            read_zone("Central Time").as_deref(),
+            Some("America/Chicago")
+        );
+        assert_eq!(read_zone("chicago").as_deref(), Some("America/Chicago"));
+        assert_eq!(
+            read_zone("america/new_york").as_deref(),
+            Some("America/New_York")
+        );
+        assert_eq!(
+            read_zone("Los Angeles").as_deref(),
+            Some("America/Los_Angeles")
+        );
+        assert_eq!(read_zone("Somewhere"), None);
+        assert_eq!(read_country("USA"), Some("US"));
+        assert_eq!(read_country("United Kingdom"), Some("GB"));
+        assert_eq!(read_country("Atlantis"), None);
+    }
 }
