@@ -171,7 +171,7 @@ const REPLY_PREFIXES: [&str; 12] = [
 ];
 
 /// `Re: <subject>`, without a second mark when it has one already, `Re:` or a mail
-/// program's own in its language (`AW:`, `SV:`, ...: [`REPLY_PREFIXES`], any case);
+/// program's own in its language (`AW:`, `SV:`, ...: `REPLY_PREFIXES`, any case);
 /// `None` for an empty subject.
 pub fn reply_subject(subject: &str) -> Option<String> {
     let subject = crate::carrier_text::line(subject);
