@@ -358,11 +358,27 @@ async fn the_assistant_and_a_provider_are_tested_from_settings() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_webhook_delivery_is_shown_and_retried_from_settings() {
     use engaged::testkit::{Reply, WebhookReceiver};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
     let org = Org::start().await;
     let ts = &org.ts;
     let boss = admin_session(ts).await;
-    // The first attempt gets a 500; later ones succeed.
-    let hooks = WebhookReceiver::scripted(vec![Reply::status(500)], Reply::ok()).await;
+    // The first delivery fails at every attempt (the dispatcher's own retries too) until
+    // the receiver is healed; every other delivery succeeds.
+    let healed = Arc::new(AtomicBool::new(false));
+    let failing: Arc<Mutex<Option<String>>> = Arc::default();
+    let (heal, first) = (healed.clone(), failing.clone());
+    let hooks = WebhookReceiver::with_policy(Arc::new(move |received, _| {
+        let id = received.id().to_string();
+        let mut first = first.lock().unwrap();
+        let failing = first.get_or_insert_with(|| id.clone());
+        if *failing == id && !heal.load(Ordering::SeqCst) {
+            Reply::status(500)
+        } else {
+            Reply::ok()
+        }
+    }))
+    .await;
     hooks.register(ts, &org.admin).await;
     ts.create_lead(&org.write, &json!({"id": "w-1", "phone": "+15125550101"}))
         .await;
@@ -397,6 +413,10 @@ async fn a_failing_webhook_delivery_is_shown_and_retried_from_settings() {
         .expect("its endpoint")
         + "name=\"endpoint\" value=\"".len();
     let endpoint = page[at..at + page[at..].find('"').expect("end")].to_string();
+    // Healed, then retried by hand: the delivery goes through and its Retry leaves the
+    // page (the dispatcher's own retry, every attempt failing until now, cannot have
+    // taken it first).
+    healed.store(true, Ordering::SeqCst);
     let retried = post(
         ts,
         &boss,
@@ -409,7 +429,20 @@ async fn a_failing_webhook_delivery_is_shown_and_retried_from_settings() {
         "{}",
         retried.text()
     );
-    hooks.wait_for(2).await;
+    let form = format!("name=\"delivery\" value=\"{delivery}\"");
+    engaged::testkit::poll(
+        "the retried delivery succeeds",
+        engaged::testkit::WAIT,
+        || async {
+            let page = settings_page(ts, &boss, "webhooks").await;
+            if page.contains(&form) {
+                Err("still failing".to_string())
+            } else {
+                Ok(())
+            }
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
