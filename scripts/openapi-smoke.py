@@ -280,8 +280,9 @@ expect(reschedule_meeting.sync_detailed(meeting.id, client=api, body=RescheduleM
     {"start": slots[3].isoformat()})), 200)
 expect(get_meeting.sync_detailed(meeting.id, client=api), 200)
 expect(list_meetings.sync_detailed(client=api), 200)
+# A meeting that has not begun is neither kept nor missed yet: 409.
 expect(update_meeting.sync_detailed(meeting.id, client=api, body=UpdateMeetingBody.from_dict(
-    {"status": "completed"})), 200)
+    {"status": "completed"})), 409)
 second = expect(book_meeting.sync_detailed("smoke-0", client=api, body=BookMeetingBody.from_dict(
     {"calendar": "smoke", "start": slots[5].isoformat()})), 201)
 expect(cancel_meeting.sync_detailed(second.id, client=api), 200)
