@@ -29,9 +29,10 @@ use crate::domain::engagement::waiting;
 use crate::domain::records::consent::{self, ConsentInput, Ledger, ProofPart};
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
+use crate::store::calendars::{CalendarReader, MeetingRecord, MeetingStatus};
 use crate::store::rows::{
-    ConsentEntry, ConsentSource, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord,
-    HoldRecord, LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
+    CalendarChange, ConsentEntry, ConsentSource, ConsentStatus, EngagementRecord, EngagementState,
+    HandlingRecord, HoldRecord, LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
 };
 use crate::store::Reader;
 
@@ -111,6 +112,8 @@ struct LeadPageView {
     profiles: Vec<String>,
     /// The "Meetings" panel (`lead_meetings::panel`).
     meetings: Markup,
+    /// The meeting the owner changed in their calendar, until a person saw it.
+    calendar_change: Option<MeetingRecord>,
     /// The organization has an assistant connected (Settings → Assistant); without
     /// one nothing answers the lead but a person.
     assistant: bool,
@@ -175,7 +178,12 @@ impl LeadPageView {
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         let profiles = read.profile_names(org)?;
         let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
+        let calendar_change = match &handling.calendar_change {
+            Some(change) => read.meeting(org, &change.meeting_id)?,
+            None => None,
+        };
         Ok(LeadPageView {
+            calendar_change,
             assistant: settings.assistant.is_some(),
             country,
             profiles,
@@ -235,6 +243,9 @@ impl LeadPageView {
                                 }
                             }
                         }
+                    }
+                    @if let (Some(change), Some(meeting), true) = (&self.handling.calendar_change, &self.calendar_change, self.can_act) {
+                        (calendar_change_panel(visitor, lead, change, meeting, &self.zone))
                     }
                     @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref(), self.assistant)) }
                     @if self.can_act && self.sandbox_sms && !lead.phone.is_empty() { (reply_as_lead_box(visitor, lead, shown)) }
@@ -678,6 +689,34 @@ async fn reply_as_lead(
     }
 }
 
+/// "Meeting changed in the calendar": what the owner did to the lead's meeting, that
+/// the lead was told, and "Seen".
+fn calendar_change_panel(
+    v: &Visitor,
+    lead: &LeadRecord,
+    change: &CalendarChange,
+    meeting: &MeetingRecord,
+    zone: &str,
+) -> Markup {
+    html! {
+        section.panel aria-labelledby="calendar-change" {
+            h2 #calendar-change { "Meeting changed in the calendar" }
+            @if meeting.status == MeetingStatus::Canceled {
+                p { "The owner canceled the meeting of " (layout::time(meeting.start, zone)) " in their calendar. The lead was told it is canceled." }
+            } @else {
+                p { "The owner moved the meeting to " (layout::time(meeting.start, zone)) " in their calendar. The lead was told the new time." }
+            }
+            @if change.overrode {
+                p { "Their change replaced one engaged was still writing to the calendar (the lead's own request): check with the lead that the time suits them." }
+            }
+            form method="post" action=(action_url(lead, PersonAction::SeenCalendarChange)) {
+                (csrf_field(v))
+                button.secondary type="submit" { "Seen" }
+            }
+        }
+    }
+}
+
 fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
     let form = |action: PersonAction, body: Markup| {
         html! {
@@ -788,6 +827,11 @@ pub async fn act(
         }
         PersonAction::RetrySend => return send_again(state, visitor, id, &form).await,
         PersonAction::RecordConsent => return record_consent(state, visitor, id, &form).await,
+        PersonAction::SeenCalendarChange => {
+            store
+                .write(move |tx| handling::see_calendar_change(tx, &caller, &person, &lead_id))
+                .await
+        }
         PersonAction::DismissFailure => {
             let event_id = form.text("message").to_string();
             store

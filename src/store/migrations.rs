@@ -24,7 +24,7 @@ use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 13;
+pub const SCHEMA_VERSION: u32 = 14;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -41,6 +41,7 @@ const STEPS: &[Step] = &[
     calendars_and_meetings_gain_caldav_fields,
     replies_wait_for_a_person_without_an_assistant,
     profiles_gain_a_screening_reply_and_a_voicemail,
+    handling_notes_a_meeting_changed_in_the_calendar,
 ];
 
 // Every version below the current one has its step.
@@ -89,9 +90,11 @@ fn replies_wait_for_a_person_without_an_assistant(txn: &WriteTransaction) -> Res
             .get((org, id))?
             .map(|v| decode(v.value()))
             .transpose()?;
+        // Read as today's layout: a handling row has gained `calendar_change` since
+        // (schema 14).
         let handling: HandlingRecord = handling
             .get((org, id))?
-            .map(|v| decode(v.value()))
+            .map(|v| decode_grown(v.value()))
             .transpose()?
             .unwrap_or_default();
         let assistant = connected.get(org).copied().unwrap_or(false);
@@ -765,9 +768,11 @@ fn handling_knows_who_wrote_and_inbox_tabs_are_indexed(txn: &WriteTransaction) -
             .get((org, id))?
             .map(|v| decode(v.value()))
             .transpose()?;
+        // Read as today's layout: a handling row has gained `calendar_change` since
+        // (schema 14).
         let handling: HandlingRecord = handling
             .get((org, id))?
-            .map(|v| decode(v.value()))
+            .map(|v| decode_grown(v.value()))
             .transpose()?
             .unwrap_or_default();
         let new = LeadOrder {
@@ -843,6 +848,7 @@ mod schema8 {
                 }),
                 meeting_message: false,
                 last_inbound_at,
+                calendar_change: None,
             }
         }
     }
@@ -872,6 +878,17 @@ fn profiles_gain_a_screening_reply_and_a_voicemail(txn: &WriteTransaction) -> Re
     tracing::info!(
         profiles,
         "schema 13: profiles gain a screening reply and a voicemail"
+    );
+    Ok(())
+}
+
+/// 13 → 14: a lead's handling row notes a meeting the owner changed in their calendar
+/// (`calendar_change`, none): one zero byte ending the record.
+fn handling_notes_a_meeting_changed_in_the_calendar(txn: &WriteTransaction) -> Result<()> {
+    let handling = grow::<super::rows::HandlingRecord>(txn, LEAD_HANDLING, 1)?;
+    tracing::info!(
+        handling,
+        "schema 14: handling notes a meeting changed in the owner's calendar"
     );
     Ok(())
 }
@@ -1125,6 +1142,34 @@ mod tests {
         let read: MeetingRecord =
             decode(meetings.get(("o", "m1")).unwrap().unwrap().value()).unwrap();
         assert_eq!(read, meeting);
+    }
+
+    #[test]
+    fn schema_13_handling_rows_gain_no_calendar_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v13.redb")).unwrap();
+        let handling = HandlingRecord {
+            owner: "u1".into(),
+            awaiting_reply: true,
+            last_inbound_at: Some(7),
+            ..HandlingRecord::default()
+        };
+        let bytes = encode(&handling).unwrap();
+        // Schema 13's layout: the same record without its last zero byte.
+        let old = &bytes[..bytes.len() - 1];
+        assert!(decode::<HandlingRecord>(old).is_err());
+        let txn = db.begin_write().unwrap();
+        txn.open_table(LEAD_HANDLING)
+            .unwrap()
+            .insert(("o", "l1"), old)
+            .unwrap();
+        handling_notes_a_meeting_changed_in_the_calendar(&txn).unwrap();
+        handling_notes_a_meeting_changed_in_the_calendar(&txn).unwrap();
+        let table = txn.open_table(LEAD_HANDLING).unwrap();
+        let read: HandlingRecord =
+            decode(table.get(("o", "l1")).unwrap().unwrap().value()).unwrap();
+        assert_eq!(read, handling);
+        assert_eq!(read.calendar_change, None);
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub enum PersonAction {
     RemoveField,
     /// "Add to campaign": the lead follows a profile's cadence from step 1.
     AddToCampaign,
+    /// "Seen" of a meeting the owner changed in their calendar.
+    SeenCalendarChange,
 }
 
 impl PersonAction {
@@ -78,6 +80,7 @@ impl PersonAction {
             PersonAction::SetField => "set_field",
             PersonAction::RemoveField => "remove_field",
             PersonAction::AddToCampaign => "add_to_campaign",
+            PersonAction::SeenCalendarChange => "seen_calendar_change",
         }
     }
 }
@@ -462,6 +465,34 @@ pub fn retry_send(
         event_id,
         PersonAction::RetrySend,
     )
+}
+
+/// "Seen" of the meeting the owner changed in their calendar: the lead leaves "Needs
+/// attention" for it, and the timeline says who saw it. Nothing to see is 409.
+pub fn see_calendar_change(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+) -> Result<()> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let mut handling = tx.handling(&caller.org_id, lead_id)?;
+    let Some(change) = handling.calendar_change.take() else {
+        return Err(Error::Conflict(
+            "This calendar change was already seen".into(),
+        ));
+    };
+    tx.put_handling(&caller.org_id, lead_id, &handling)?;
+    let details = json!({ "meetingId": change.meeting_id });
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        PersonAction::SeenCalendarChange,
+        details,
+    )
+    .map(drop)
 }
 
 /// "Dismiss" of the lead's failed send `event_id` (`clear_failed_send`).
