@@ -3,7 +3,7 @@
 //! reply, ask for a suggested reply, record consent given on the phone, and the agents'
 //! other actions; `/console/leads/{id}/consent.csv`, the consent record's download.
 //!
-//! Each action is one write job calling its `domain::contact::handling` function, which
+//! Each action is one write job calling its `domain::conversation::handling` function, which
 //! holds its rules, calls the domain function the API's operation calls and records the
 //! `USER_ACTION` event naming the person; a
 //! reply goes through the gate and the provider exactly as `POST .../messages` does
@@ -22,9 +22,9 @@ use super::timeline;
 use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
-use crate::domain::contact::compliance::Outcome;
-use crate::domain::contact::handling::{self, PersonAction, Subscription};
-use crate::domain::contact::inbound;
+use crate::domain::conversation::handling::{self, Command, PersonAction, Subscription};
+use crate::domain::conversation::inbound;
+use crate::domain::engagement::gate::Outcome;
 use crate::domain::engagement::waiting;
 use crate::domain::records::consent::{self, ConsentInput, Ledger, ProofPart};
 use crate::domain::records::{messages, tags};
@@ -797,8 +797,9 @@ fn channels(form: &Form) -> Result<Option<Vec<Channel>>> {
     }
 }
 
-/// `POST /console/leads/{id}/{action}`: the form parsed, one write calling the
-/// action's domain function (`domain::contact::handling`), the page or a redirect.
+/// `POST /console/leads/{id}/{action}`: the form parsed into a `handling::Command`,
+/// one write through `handling::act`, then the page (a refusal beside its field, or
+/// as the page's notice) or a redirect.
 pub async fn act(
     state: &AppState,
     visitor: &Visitor,
@@ -810,162 +811,107 @@ pub async fn act(
         LeadAction::Reply => return reply(state, visitor, id, &form).await,
         LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
         LeadAction::ReplyAsLead => return reply_as_lead(state, visitor, id, &form).await,
+        LeadAction::Person(PersonAction::RetrySend) => {
+            return send_again(state, visitor, id, &form).await
+        }
+        LeadAction::Person(PersonAction::RecordConsent) => {
+            return record_consent(state, visitor, id, &form).await
+        }
         LeadAction::Person(action) => action,
     };
-    let (caller, person, lead_id) = (visitor.caller(), visitor.person(), id.to_string());
-    let store = &state.store;
-    let done = match action {
-        PersonAction::TakeOver => {
-            store
-                .write(move |tx| handling::take_over(tx, &caller, &person, &lead_id).map(drop))
-                .await
-        }
-        PersonAction::HandBack => {
-            store
-                .write(move |tx| handling::hand_back(tx, &caller, &person, &lead_id).map(drop))
-                .await
-        }
-        PersonAction::RetrySend => return send_again(state, visitor, id, &form).await,
-        PersonAction::RecordConsent => return record_consent(state, visitor, id, &form).await,
-        PersonAction::SeenCalendarChange => {
-            store
-                .write(move |tx| handling::see_calendar_change(tx, &caller, &person, &lead_id))
-                .await
-        }
-        PersonAction::DismissFailure => {
-            let event_id = form.text("message").to_string();
-            store
-                .write(move |tx| {
-                    handling::dismiss_failure(tx, &caller, &person, &lead_id, &event_id)
-                })
-                .await
-        }
-        PersonAction::Unsubscribe | PersonAction::Resubscribe => {
-            let requested = channels(&form)?;
-            let change = if action == PersonAction::Resubscribe {
-                let words = form.text("words").trim();
-                let text = (!words.is_empty())
-                    .then(|| ProofPart::Text.checked(words, "words"))
-                    .transpose()?;
-                Subscription::Resubscribe(Proof {
-                    text,
-                    ..Proof::default()
-                })
-            } else {
-                Subscription::Unsubscribe
-            };
-            store
-                .write(move |tx| {
-                    let requested = requested.as_deref();
-                    handling::set_subscription(tx, &caller, &person, &lead_id, requested, &change)
-                })
-                .await
-        }
-        PersonAction::ConfirmOptOut | PersonAction::DismissOptOut => {
-            let confirm = action == PersonAction::ConfirmOptOut;
-            store
-                .write(move |tx| handling::decide_opt_out(tx, &caller, &person, &lead_id, confirm))
-                .await
-        }
-        PersonAction::AddToDnc => {
-            store
-                .write(move |tx| handling::add_to_dnc(tx, &caller, &person, &lead_id))
-                .await
-        }
-        PersonAction::AddTag => {
-            let tag = tags::named(form.text("tag"))?;
-            store
-                .write(move |tx| handling::add_tag(tx, &caller, &person, &lead_id, tag.clone()))
-                .await
-        }
-        PersonAction::SetField | PersonAction::RemoveField => {
-            let key = form.text("field").to_string();
-            let value = (action == PersonAction::SetField).then(|| form.text("value").to_string());
-            let done = store
-                .write(move |tx| {
-                    handling::set_field(tx, &caller, &person, &lead_id, &key, value.as_deref())
-                })
-                .await;
-            return match done {
-                Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
-                // A refusal (no name, a bound passed) shows beside its field.
-                Err(e @ (Error::InvalidField { .. } | Error::BadRequest(_))) => {
-                    let field = match e.refused_field() {
-                        Some("field") => "field",
-                        _ => "additionalInfo",
-                    };
-                    let shown = Shown {
-                        error: Some((field, e.to_string())),
-                        ..Shown::default()
-                    };
-                    page(state, visitor, id, shown).await
-                }
-                Err(e) => Err(e),
-            };
-        }
-        PersonAction::RemoveTag => {
-            let tag = form.text("tag").to_string();
-            store
-                .write(move |tx| handling::remove_tag(tx, &caller, &person, &lead_id, &tag))
-                .await
-        }
-        PersonAction::MarkHot => {
-            store
-                .write(move |tx| handling::mark_hot(tx, &caller, &person, &lead_id))
-                .await
-        }
-        PersonAction::MarkQualified => {
-            store
-                .write(move |tx| handling::mark_qualified(tx, &caller, &person, &lead_id))
-                .await
-        }
-        PersonAction::AddToCampaign => {
-            let profile = form.text("profile").to_string();
-            let done = store
-                .write(move |tx| {
-                    let added =
-                        handling::add_to_campaign(tx, &caller, &person, &lead_id, &profile, None)?;
-                    added.map_err(|skip| skip.error(&lead_id, &profile))
-                })
-                .await;
-            return match done {
-                Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
-                Err(e) if e.is_bad_request() || matches!(e, Error::Conflict(_)) => {
-                    let shown = Shown {
-                        error: Some(("campaign", e.to_string())),
-                        ..Shown::default()
-                    };
-                    page(state, visitor, id, shown).await
-                }
-                Err(e) => Err(e),
-            };
-        }
-        PersonAction::Delete => {
-            if form.text("confirm") != "yes" {
-                let shown = Shown {
-                    notice: Some("Tick \u{201c}Yes, delete this lead\u{201d} to delete it.".into()),
-                    ..Shown::default()
-                };
-                return page(state, visitor, id, shown).await;
-            }
-            store
-                .write(move |tx| handling::delete(tx, &caller, &person, &lead_id))
-                .await?;
-            return Ok(respond::redirect("/console/leads"));
-        }
+    let Some(command) = command(action, &form)? else {
+        let shown = Shown {
+            notice: Some("Tick \u{201c}Yes, delete this lead\u{201d} to delete it.".into()),
+            ..Shown::default()
+        };
+        return page(state, visitor, id, shown).await;
     };
+    let (caller, person, lead_id) = (visitor.caller(), visitor.person(), id.to_string());
+    let done = state
+        .store
+        .write(move |tx| handling::act(tx, &caller, &person, &lead_id, &command))
+        .await;
     match done {
+        Ok(()) if action == PersonAction::Delete => Ok(respond::redirect("/console/leads")),
         Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
-        // A refusal (a lead without that channel, a tag too long) shows on the page.
+        // A refusal (a lead without that channel, a tag too long, a campaign a rule
+        // skips, a field without a name) shows on the page, beside its field if it has one.
         Err(e @ (Error::BadRequest(_) | Error::InvalidField { .. } | Error::Conflict(_))) => {
-            let shown = Shown {
-                notice: Some(e.to_string()),
-                ..Shown::default()
+            let shown = match (action, e.refused_field()) {
+                (PersonAction::AddToCampaign, _) => Shown {
+                    error: Some(("campaign", e.to_string())),
+                    ..Shown::default()
+                },
+                (PersonAction::SetField | PersonAction::RemoveField, field) => Shown {
+                    error: Some((
+                        if field == Some("field") {
+                            "field"
+                        } else {
+                            "additionalInfo"
+                        },
+                        e.to_string(),
+                    )),
+                    ..Shown::default()
+                },
+                _ => Shown {
+                    notice: Some(e.to_string()),
+                    ..Shown::default()
+                },
             };
             page(state, visitor, id, shown).await
         }
         Err(e) => Err(e),
     }
+}
+
+/// The command a person's `action` form says, read once; `None`: a deletion not
+/// confirmed ("Yes, delete this lead" unticked).
+fn command(action: PersonAction, form: &Form) -> Result<Option<Command>> {
+    Ok(Some(match action {
+        PersonAction::TakeOver => Command::TakeOver,
+        PersonAction::HandBack => Command::HandBack,
+        PersonAction::Unsubscribe => Command::Subscription {
+            channels: channels(form)?,
+            change: Subscription::Unsubscribe,
+        },
+        PersonAction::Resubscribe => {
+            let words = form.text("words").trim();
+            let text = (!words.is_empty())
+                .then(|| ProofPart::Text.checked(words, "words"))
+                .transpose()?;
+            Command::Subscription {
+                channels: channels(form)?,
+                change: Subscription::Resubscribe(Proof {
+                    text,
+                    ..Proof::default()
+                }),
+            }
+        }
+        PersonAction::AddToDnc => Command::AddToDnc,
+        PersonAction::AddTag => Command::AddTag(tags::named(form.text("tag"))?),
+        PersonAction::RemoveTag => Command::RemoveTag(form.text("tag").to_string()),
+        PersonAction::MarkHot => Command::MarkHot,
+        PersonAction::MarkQualified => Command::MarkQualified,
+        PersonAction::DismissFailure => Command::DismissFailure(form.text("message").to_string()),
+        PersonAction::ConfirmOptOut => Command::DecideOptOut(true),
+        PersonAction::DismissOptOut => Command::DecideOptOut(false),
+        PersonAction::SetField => Command::SetField {
+            key: form.text("field").to_string(),
+            value: Some(form.text("value").to_string()),
+        },
+        PersonAction::RemoveField => Command::SetField {
+            key: form.text("field").to_string(),
+            value: None,
+        },
+        PersonAction::AddToCampaign => Command::AddToCampaign(form.text("profile").to_string()),
+        PersonAction::SeenCalendarChange => Command::SeenCalendarChange,
+        PersonAction::Delete if form.text("confirm") != "yes" => return Ok(None),
+        PersonAction::Delete => Command::Delete,
+        // Their own paths (`act` sends them there first).
+        PersonAction::RetrySend | PersonAction::RecordConsent => {
+            return Err(Error::BadRequest("Not a form of this page".into()))
+        }
+    }))
 }
 
 /// "Record consent": the form read into `ConsentInput::spoken` (the words required),

@@ -4,7 +4,7 @@
 
 use hyper::Method;
 
-use crate::domain::contact::handling::PersonAction;
+use crate::domain::conversation::handling::PersonAction;
 use crate::error::{Allowed, Error, Result};
 use crate::store::rows::Role;
 

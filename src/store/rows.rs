@@ -918,7 +918,7 @@ pub enum JobKind {
     /// A possible opt-out nobody decided within 10 business days: it becomes an opt-out
     /// (source `timeout`).
     HoldTimeout,
-    /// A bulk "Add to campaign" (`domain::engagement::bulk_enrolment`), run batch by
+    /// A bulk "Add to campaign" (`domain::conversation::bulk_enrolment`), run batch by
     /// batch; its row has no lead.
     Enrolment { job: String },
     /// A reminder of meeting `meeting_id` before its `start`: nothing when the meeting

@@ -1,5 +1,5 @@
 //! The lead page's person-actions over HTTPS, each one domain function
-//! (`domain::contact::handling`) holding its rules: a refusal changes nothing and
+//! (`domain::conversation::handling`) holding its rules: a refusal changes nothing and
 //! records no `USER_ACTION`, and each action records its own name.
 
 use hyper::Method;
