@@ -7,6 +7,7 @@
 use redb::{Database, Durability, ReadableTable};
 
 use super::format::DbId;
+use super::Wal;
 use crate::error::{Error, Result};
 use crate::store::tables::META;
 
@@ -92,15 +93,40 @@ pub(super) fn commit_durably(mut txn: redb::WriteTransaction) -> Result<()> {
     Ok(())
 }
 
+impl Wal {
+    /// A checkpoint: records in `txn` that the database file holds every batch logged
+    /// so far, commits it durably, then empties the log. The only way the log empties
+    /// while it is open: a record is written over only once a durable commit holds it.
+    /// When the commit fails the log keeps its records (the next open applies them).
+    pub(in crate::store) fn checkpoint(&mut self, txn: redb::WriteTransaction) -> Result<()> {
+        mark_checkpoint(&txn, self.last_seq)?;
+        commit_durably(txn)?;
+        // The records left in the file are all at or below the recorded sequence: a
+        // replay skips them, and the next ones are written over them.
+        self.reset();
+        Ok(())
+    }
+
+    /// The last checkpoint, at a stop: [`Wal::checkpoint`] that also records the clean
+    /// stop, then the log's records dropped (its header stays). If the commit fails,
+    /// the log stays for the next start to apply, and the database says it needs it.
+    pub(in crate::store) fn stop(mut self, txn: redb::WriteTransaction) -> Result<()> {
+        mark_clean_stop(&txn, self.last_seq)?;
+        commit_durably(txn)?;
+        self.reset();
+        self.close()
+    }
+}
+
 /// Records `seq` as held by the durable file, in the checkpoint's transaction.
-pub(crate) fn mark_checkpoint(txn: &redb::WriteTransaction, seq: u64) -> Result<()> {
+pub(super) fn mark_checkpoint(txn: &redb::WriteTransaction, seq: u64) -> Result<()> {
     let mut meta = txn.open_table(META)?;
     meta.insert(META_SEQ, &seq.to_le_bytes()[..])?;
     Ok(())
 }
 
 /// [`mark_checkpoint`] at a stop: the log is not needed at the next open.
-pub(crate) fn mark_clean_stop(txn: &redb::WriteTransaction, seq: u64) -> Result<()> {
+fn mark_clean_stop(txn: &redb::WriteTransaction, seq: u64) -> Result<()> {
     mark_checkpoint(txn, seq)?;
     mark_clean(txn)
 }
@@ -108,7 +134,6 @@ pub(crate) fn mark_clean_stop(txn: &redb::WriteTransaction, seq: u64) -> Result<
 #[cfg(test)]
 mod tests {
     use super::super::testing::*;
-    use super::*;
     use crate::store::wal::inspect_files;
 
     #[test]
@@ -118,9 +143,7 @@ mod tests {
         // A checkpoint: redb holds records 1-3 durably, the log starts over.
         let txn = db.begin_write().unwrap();
         apply_for_test(&txn, &db_path);
-        mark_checkpoint(&txn, wal.last_seq()).unwrap();
-        txn.commit().unwrap();
-        wal.reset();
+        wal.checkpoint(txn).unwrap();
         append_orgs(&mut wal, 1);
         assert_eq!(wal.last_seq(), 4);
         let (inspection, _) = inspect_files(&db, &db_path).unwrap();
@@ -130,6 +153,10 @@ mod tests {
             "records 2 and 3 are behind record 4: not read"
         );
         assert!(inspection.damage.is_none() && !inspection.torn);
+        assert_eq!(
+            inspection.ignored, None,
+            "older records are not stray bytes"
+        );
         // The process dies here; record 4 alone is applied.
         drop(wal);
         let (wal, applied) = opened(&db, &db_path);

@@ -97,6 +97,7 @@ pub(super) fn new_log(db_path: &Path, id: DbId, last_seq: u64) -> Result<Wal> {
         len: HEADER_LEN,
         allocated: HEADER_LEN,
         last_seq,
+        last_start: None,
     };
     wal.allocate(FIRST_STEP).map_err(failed)?;
     wal.file.sync_all().map_err(failed)?;

@@ -64,7 +64,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-pub(crate) use checkpoint::{mark_checkpoint, mark_clean_stop, NOT_COPIED};
+pub(crate) use checkpoint::NOT_COPIED;
 #[cfg(test)]
 pub(crate) use file::faults;
 pub(crate) use file::path_of;
@@ -97,41 +97,43 @@ pub(crate) struct Wal {
     allocated: u64,
     /// The last sequence number written, to the log or by a checkpoint.
     last_seq: u64,
+    /// Where the last record written starts, while it may still be taken back (until
+    /// the next record, a checkpoint or a failed write).
+    last_start: Option<u64>,
 }
 
 impl Wal {
-    /// Writes the batch's operations as the next record and syncs the file; answers
-    /// the record's sequence number. On failure the record's start is zeroed, so no
-    /// replay reads it.
-    pub(super) fn append(&mut self, ops: &OpLog) -> Result<u64> {
+    /// Writes the batch's operations as the next record and syncs the file. On
+    /// failure the record's start is zeroed, so no replay reads it.
+    pub(super) fn append(&mut self, ops: &OpLog) -> Result<()> {
         let seq = self.last_seq + 1;
         let record = format::record(self.salt, seq, ops.bytes());
         if let Err(e) = self.write_synced(&record, self.len) {
             // Nothing of this record may be replayed: its batch is not committed.
             let _ = self.invalidate(self.len);
+            self.last_start = None;
             return Err(Error::Internal(format!(
                 "cannot write the write-ahead log: {e}"
             )));
         }
+        self.last_start = Some(self.len);
         self.len += record.len() as u64;
         self.last_seq = seq;
-        Ok(seq)
+        Ok(())
     }
 
     /// Takes back the last record written: its batch did not commit after all. The
     /// next record takes its sequence number, so the log's numbers stay consecutive.
-    pub(super) fn take_back(&mut self, seq: u64, record_start: u64) -> Result<()> {
-        if seq == self.last_seq {
-            self.invalidate(record_start)?;
-            self.len = record_start;
-            self.last_seq = seq - 1;
+    /// Nothing when there is no such record (none since the last checkpoint, or it was
+    /// taken back already).
+    pub(super) fn take_back_last(&mut self) -> Result<()> {
+        if let Some(start) = self.last_start {
+            self.invalidate(start)?;
+            self.len = start;
+            self.last_seq -= 1;
+            self.last_start = None;
         }
         Ok(())
-    }
-
-    /// Where the next record goes (the position a record is taken back to).
-    pub(super) fn len(&self) -> u64 {
-        self.len
     }
 
     /// Whether the log holds records the database file does not (until a checkpoint).
@@ -145,20 +147,23 @@ impl Wal {
     }
 
     /// The sequence number a checkpoint records as held by the durable file.
-    pub(super) fn last_seq(&self) -> u64 {
+    #[cfg(test)]
+    fn last_seq(&self) -> u64 {
         self.last_seq
     }
 
     /// Empties the log after a checkpoint made all of it durable in the database: the
     /// next record is written right after the header, over records the checkpoint
-    /// holds.
-    pub(super) fn reset(&mut self) {
+    /// holds. Only [`Wal::checkpoint`] and [`Wal::stop`] call it, right after the
+    /// durable commit that marks the checkpoint.
+    fn reset(&mut self) {
         self.len = HEADER_LEN;
+        self.last_start = None;
     }
 
     /// Leaves the header alone, at a stop after the last checkpoint (which recorded the
     /// clean stop): a data directory whose server stopped holds no records.
-    pub(super) fn close(self) -> Result<()> {
+    fn close(self) -> Result<()> {
         self.truncate_to_header()
     }
 }
@@ -206,12 +211,12 @@ mod testing {
     pub(super) fn append_orgs(wal: &mut Wal, n: u64) -> Vec<Range<u64>> {
         (0..n)
             .map(|_| {
-                let start = wal.len();
+                let start = wal.len;
                 let mut log = OpLog::default();
                 let name = format!("org-{}", wal.last_seq() + 1);
                 log.record(ORG_NAMES.name(), name.as_bytes(), Some(b"x"));
                 wal.append(&log).unwrap();
-                start..wal.len()
+                start..wal.len
             })
             .collect()
     }
@@ -258,9 +263,10 @@ mod tests {
     fn a_record_taken_back_gives_its_number_to_the_next() {
         let (_dir, db_path, db, mut wal) = fresh_log();
         append_orgs(&mut wal, 1);
-        let start = wal.len();
         append_orgs(&mut wal, 1);
-        wal.take_back(2, start).unwrap();
+        wal.take_back_last().unwrap();
+        wal.take_back_last().unwrap();
+        assert_eq!(wal.last_seq(), 1, "only the last record is taken back");
         append_orgs(&mut wal, 1);
         assert_eq!(wal.last_seq(), 2);
         drop(wal);

@@ -10,7 +10,9 @@ use redb::{Database, TableHandle};
 
 use super::checkpoint::{commit_durably, mark_checkpoint, mark_clean, mark_running, Meta, META_ID};
 use super::file::{new_log, path_of, read_log, sync_dir};
-use super::format::{chain, later_records, ops, read_head, record_at, DbId, Head, Op, FORMAT};
+use super::format::{
+    chain, later_records, ops, read_head, record_at, stray_bytes, DbId, Head, Op, FORMAT,
+};
 use super::Wal;
 use crate::error::{Error, Result};
 use crate::store::tables::*;
@@ -43,6 +45,27 @@ pub(crate) struct Inspection {
     /// Whether an unfinished last record (never answered) is dropped.
     pub(crate) torn: bool,
     pub(crate) damage: Option<Damage>,
+    /// Bytes after the last record that are neither zeros nor older records.
+    pub(crate) ignored: Option<Ignored>,
+}
+
+/// Bytes after a log's last record that are neither zeros nor older records (numbered
+/// at or below the checkpoint's): a torn record, or the tail of an older record that a
+/// shorter one was written over. Read past, never applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ignored {
+    pub(crate) bytes: u64,
+    /// The last record before them (`None`: they follow the header).
+    pub(crate) after: Option<u64>,
+}
+
+impl std::fmt::Display for Ignored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.after {
+            Some(seq) => write!(f, "ignored {} bytes after record {seq}", self.bytes),
+            None => write!(f, "ignored {} bytes after the header", self.bytes),
+        }
+    }
 }
 
 /// Why a database and its log may not be opened as they are.
@@ -148,6 +171,12 @@ impl Inspection {
                 wal.display()
             ));
         }
+        if let Some(ignored) = self.ignored {
+            lines.push(format!(
+                "{}: {ignored} (neither zeros nor older records)",
+                wal.display()
+            ));
+        }
         lines
     }
 }
@@ -205,6 +234,7 @@ pub(crate) fn inspect(meta: Meta, file: Option<&[u8]>) -> Inspection {
         records: Vec::new(),
         torn: false,
         damage: None,
+        ignored: None,
     };
     let (Head::Names(id, salt), Some(bytes)) = (&inspection.head, file) else {
         return inspection;
@@ -237,6 +267,11 @@ pub(crate) fn inspect(meta: Meta, file: Option<&[u8]>) -> Inspection {
             let rest = bytes.get(at..(at + 8).min(bytes.len())).unwrap_or(&[]);
             let older = record_at(bytes, at, salt).is_some();
             inspection.torn = !older && rest.iter().any(|b| *b != 0);
+            let bytes = stray_bytes(bytes, at, salt, meta.held);
+            inspection.ignored = (bytes > 0).then(|| Ignored {
+                bytes,
+                after: inspection.records.last().map(|(seq, _)| *seq),
+            });
         }
     }
     inspection
@@ -279,6 +314,12 @@ pub(crate) fn open(
     let (inspection, bytes) = inspect_files(db, db_path)?;
     if let Some(refusal) = inspection.refusal() {
         return Err(OpenFailure::Refused(refusal.explain(db_path)));
+    }
+    if let Some(ignored) = inspection.ignored {
+        tracing::info!(
+            "{}: {ignored} (neither zeros nor older records)",
+            path_of(db_path).display()
+        );
     }
     let (id, last_seq) = apply_records(db, &inspection, bytes.as_deref(), false)?;
     // Only once the file holds the records may their log be replaced; only once the new
@@ -420,7 +461,6 @@ mod tests {
 
     use super::super::testing::*;
     use super::*;
-    use crate::store::wal::checkpoint::mark_clean_stop;
     use crate::store::wal::file::FIRST_STEP;
     use crate::store::wal::format::HEADER_LEN;
     use crate::store::wal::OpLog;
@@ -437,9 +477,47 @@ mod tests {
         let (inspection, _) = inspect_files(&db, &db_path).unwrap();
         assert!(inspection.torn && inspection.damage.is_none());
         assert_eq!(inspection.pending(), Some((1, 2)));
+        assert_eq!(
+            inspection.ignored.map(|i| i.after),
+            Some(Some(2)),
+            "the torn record's bytes"
+        );
         let (_, applied) = opened(&db, &db_path);
         assert_eq!(applied, 2);
         assert_eq!(orgs(&db), ["org-1", "org-2"]);
+    }
+
+    #[test]
+    fn bytes_after_the_last_record_that_are_no_record_are_reported_and_read_past() {
+        let (_dir, db_path, db, mut wal) = fresh_log();
+        let records = append_orgs(&mut wal, 2);
+        drop(wal);
+        // Four stray bytes, away from the last record's end: not a torn record's head.
+        let mut bytes = std::fs::read(path_of(&db_path)).unwrap();
+        let at = records[1].end as usize + 100;
+        bytes[at..at + 4].copy_from_slice(b"junk");
+        std::fs::write(path_of(&db_path), bytes).unwrap();
+        let (inspection, _) = inspect_files(&db, &db_path).unwrap();
+        assert_eq!(
+            inspection.ignored,
+            Some(Ignored {
+                bytes: 4,
+                after: Some(2)
+            })
+        );
+        assert!(inspection.damage.is_none() && !inspection.torn);
+        assert_eq!(inspection.pending(), Some((1, 2)));
+        let described = inspection.describe(&db_path).join("\n");
+        assert!(
+            described.contains("ignored 4 bytes after record 2"),
+            "{described}"
+        );
+        let (_, applied) = opened(&db, &db_path);
+        assert_eq!(applied, 2);
+        assert_eq!(orgs(&db), ["org-1", "org-2"]);
+        // The new log holds nothing stray.
+        let (inspection, _) = inspect_files(&db, &db_path).unwrap();
+        assert_eq!(inspection.ignored, None);
     }
 
     #[test]
@@ -550,9 +628,7 @@ mod tests {
         append_orgs(&mut wal, 2);
         let txn = db.begin_write().unwrap();
         apply_for_test(&txn, &db_path);
-        mark_clean_stop(&txn, wal.last_seq()).unwrap();
-        txn.commit().unwrap();
-        wal.close().unwrap();
+        wal.stop(txn).unwrap();
         assert_eq!(
             std::fs::metadata(path_of(&db_path)).unwrap().len(),
             HEADER_LEN
@@ -582,7 +658,7 @@ mod tests {
         }
         let db = Database::create(&db_path).unwrap();
         let (wal, applied) = opened(&db, &db_path);
-        assert_eq!((applied, wal.last_seq(), wal.len()), (2, 2, HEADER_LEN));
+        assert_eq!((applied, wal.last_seq(), wal.len), (2, 2, HEADER_LEN));
         let read = db.begin_read().unwrap();
         let names = read.open_table(ORG_NAMES).unwrap();
         assert_eq!(names.get("acme").unwrap().unwrap().value(), "org-1");
