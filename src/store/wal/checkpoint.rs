@@ -22,14 +22,14 @@ pub(crate) const NOT_COPIED: [&str; 3] = [META_ID, META_CLEAN, META_SEQ];
 
 /// What the database records about its log.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Meta {
+pub(super) struct Meta {
     /// `None` until the first open of this build (a new file, a restored backup).
-    pub(crate) id: Option<DbId>,
+    pub(super) id: Option<DbId>,
     /// The last sequence number the durable file holds.
-    pub(crate) held: u64,
+    pub(super) held: u64,
     /// Whether the last stop was clean (a file without the flag counts as clean: it was
     /// never opened by a server that keeps one).
-    pub(crate) clean: bool,
+    pub(super) clean: bool,
 }
 
 impl Meta {
@@ -51,7 +51,7 @@ impl Meta {
     }
 
     /// The database's META as the durable file holds it, read without writing.
-    pub(crate) fn of(db: &Database) -> Result<Meta> {
+    pub(super) fn of(db: &Database) -> Result<Meta> {
         use redb::ReadableDatabase;
         let read = db.begin_read()?;
         match read.open_table(META) {

@@ -106,7 +106,7 @@ pub(super) fn record(salt: u64, seq: u64, ops: &[u8]) -> Vec<u8> {
 
 /// The log's header, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Head {
+pub(super) enum Head {
     /// No file.
     Missing,
     /// A file shorter than a header (emptied).

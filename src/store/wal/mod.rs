@@ -12,6 +12,13 @@
 //! last one once, and syncs), records the last sequence number it holds (META
 //! `wal_seq`) and starts the log over.
 //!
+//! **The log owns that protocol.** [`Wal::checkpoint`] marks the last sequence number
+//! in the checkpoint's own transaction, commits it durably and only then empties the
+//! log: the only way it empties while open, so no record is written over before a
+//! durable commit holds it. [`Wal::stop`] is the same at a stop, and also records the
+//! clean stop. A record whose batch then fails to commit is taken back
+//! ([`Wal::take_back_last`]): the log remembers where it started.
+//!
 //! Invariant: the durable redb file plus the log's records after its `wal_seq`, applied
 //! in order, are the store after the last batch whose answer went out. [`open`]
 //! applies them on open, before anything else reads or writes the file.
@@ -38,18 +45,21 @@
 //! A refusal names both files and offers `engaged recover --accept-loss`
 //! ([`accept_loss`]): it applies the good records before the damage, says how many
 //! answered batches it drops, records a clean stop and moves the log aside. `engaged
-//! check` reads the same verdict ([`inspect`]) without writing either file.
+//! check` reads the same verdict ([`recover::inspect`]) without writing either file.
 //!
 //! Records are written in place into a file already that long, not appended: the
 //! file grows only in zeroed steps (doubling, up to what the longest log needs), and a
 //! checkpoint starts the next records right after the header again without shortening
 //! it. So a sync writes the record's pages and never the file's size. What lies
-//! after the last record (zeros, or an
-//! older cycle's records, numbered at or below the checkpoint's) ends the log. An open
-//! writes a new file with a new salt (beside, then renamed over the old one); a stop
+//! after the last record (zeros, or an older cycle's records, numbered at or below the
+//! checkpoint's) ends the log; any other bytes there (a torn record, the tail of an
+//! older record a shorter one was written over) are read past and reported: `engaged
+//! check` and the open say "ignored N bytes after record k". An open writes a new file
+//! with a new salt (beside, then renamed over the old one); a stop leaves the header
+//! alone.
 //!
-//! The module's parts: [`format`] (the bytes of a header, a record, an operation),
-//! [`file`] (the file and how it grows and syncs), [`recover`] (reading a log against
+//! The module's parts: [`format`](mod@format) (the bytes of a header, a record, an operation),
+//! [`file`](mod@file) (the file and how it grows and syncs), [`recover`] (reading a log against
 //! its database, the open, `accept_loss`) and [`checkpoint`] (META and the checkpoint
 //! protocol).
 

@@ -21,16 +21,16 @@ use crate::store::tables::*;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Damage {
     /// The byte where the first unreadable record starts.
-    pub(crate) at: u64,
+    pub(super) at: u64,
     /// The first batch that cannot be applied.
-    pub(crate) first: u64,
+    pub(super) first: u64,
     /// The last batch found after the damage.
-    pub(crate) last: u64,
+    pub(super) last: u64,
 }
 
 impl Damage {
     /// The answered batches lost if the log is cut at the damage.
-    pub(crate) fn dropped(&self) -> u64 {
+    pub(super) fn dropped(&self) -> u64 {
         self.last + 1 - self.first
     }
 }
@@ -38,25 +38,25 @@ impl Damage {
 /// A log held against its database: the verdict of an open, read without writing.
 #[derive(Debug)]
 pub(crate) struct Inspection {
-    pub(crate) meta: Meta,
-    pub(crate) head: Head,
+    pub(super) meta: Meta,
+    pub(super) head: Head,
     /// The records to apply: their sequence numbers and their operations' bytes.
     pub(super) records: Vec<(u64, Range<usize>)>,
     /// Whether an unfinished last record (never answered) is dropped.
-    pub(crate) torn: bool,
-    pub(crate) damage: Option<Damage>,
+    pub(super) torn: bool,
+    pub(super) damage: Option<Damage>,
     /// Bytes after the last record that are neither zeros nor older records.
-    pub(crate) ignored: Option<Ignored>,
+    pub(super) ignored: Option<Ignored>,
 }
 
 /// Bytes after a log's last record that are neither zeros nor older records (numbered
 /// at or below the checkpoint's): a torn record, or the tail of an older record that a
 /// shorter one was written over. Read past, never applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ignored {
-    pub(crate) bytes: u64,
+pub(super) struct Ignored {
+    pub(super) bytes: u64,
     /// The last record before them (`None`: they follow the header).
-    pub(crate) after: Option<u64>,
+    pub(super) after: Option<u64>,
 }
 
 impl std::fmt::Display for Ignored {
@@ -91,7 +91,7 @@ pub(crate) enum Loss {
 
 impl Inspection {
     /// The batches the next open applies.
-    pub(crate) fn pending(&self) -> Option<(u64, u64)> {
+    pub(super) fn pending(&self) -> Option<(u64, u64)> {
         Some((self.records.first()?.0, self.records.last()?.0))
     }
 
@@ -120,7 +120,7 @@ impl Inspection {
     }
 
     /// What accepting the refusal loses.
-    pub(crate) fn loss(&self) -> Loss {
+    pub(super) fn loss(&self) -> Loss {
         match self.refusal() {
             Some(Refusal::Damaged(d)) => Loss::Batches(d.dropped()),
             Some(_) if !self.meta.clean => Loss::Unknown,
@@ -226,7 +226,7 @@ impl Refusal {
 
 /// Reads a log's records against its database's META: which to apply, whether a torn
 /// record ends it, whether damage does. Writes nothing.
-pub(crate) fn inspect(meta: Meta, file: Option<&[u8]>) -> Inspection {
+pub(super) fn inspect(meta: Meta, file: Option<&[u8]>) -> Inspection {
     let head = read_head(file);
     let mut inspection = Inspection {
         meta,
