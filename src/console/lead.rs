@@ -27,6 +27,7 @@ use crate::domain::conversation::inbound;
 use crate::domain::engagement::gate::Outcome;
 use crate::domain::engagement::waiting;
 use crate::domain::records::consent::{self, ConsentInput, Ledger, ProofPart};
+use crate::domain::records::limits::MAX_SMS_SEGMENTS;
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
 use crate::store::calendars::{CalendarReader, MeetingRecord, MeetingStatus};
@@ -588,7 +589,8 @@ fn reply_box(
             (csrf_field(v))
             div {
                 label for="message" { "Message" }
-                textarea #message name="message" aria-describedby=[message_error.as_ref().map(|_| "message-error")] { (shown.message) }
+                textarea #message name="message" data-sms-count=(MAX_SMS_SEGMENTS) aria-describedby=[message_error.as_ref().map(|_| "message-error")] { (shown.message) }
+                p.muted #message-segments aria-live="polite" { (crate::sms_segments::words(&shown.message, MAX_SMS_SEGMENTS)) }
                 @if let Some(error) = &message_error { p #message-error .field-error { (error) } }
             }
             fieldset.choice {
