@@ -62,23 +62,42 @@ impl Shown {
     }
 }
 
-/// `GET /console/leads/{id}`.
-pub async fn page(
+/// `GET /console/leads/{id}`: the page, with what a refused form left for it
+/// ([`page`]'s redirect).
+pub async fn show(state: &AppState, visitor: &Visitor, id: &str) -> Result<Response<Body>> {
+    let shown = state
+        .flash
+        .take::<Shown>(visitor.token_hash, &page_path(id))
+        .unwrap_or_default();
+    let view = LeadPageView::read(state, visitor, id)?;
+    super::inbox::record_view(state, visitor, id, view.handling.last_inbound_at);
+    let name = lead_name(&view.lead);
+    let markup = layout::page(&name, Some(visitor), view.view(visitor, &shown));
+    Ok(respond::html(StatusCode::OK, markup))
+}
+
+fn page_path(id: &str) -> String {
+    format!("/console/leads/{id}")
+}
+
+/// After a POST that did not go as asked (a refusal, a notice, a draft to show): what
+/// the page shows kept for this session, and `303` to the page (Post/Redirect/Get: a
+/// reload never posts again, and live updates go on).
+async fn page(
     state: &AppState,
     visitor: &Visitor,
     id: &str,
     shown: Shown,
 ) -> Result<Response<Body>> {
-    let status = if shown.error.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    let view = LeadPageView::read(state, visitor, id)?;
-    super::inbox::record_view(state, visitor, id, view.handling.last_inbound_at);
-    let name = lead_name(&view.lead);
-    let markup = layout::page(&name, Some(visitor), view.view(visitor, &shown));
-    Ok(respond::html(status, markup))
+    // Another organization's lead answers exactly like a missing one.
+    state
+        .store
+        .read()?
+        .lead(visitor.org(), id)?
+        .ok_or_else(|| Error::lead_not_found(id))?;
+    let path = page_path(id);
+    state.flash.put(visitor.token_hash, &path, shown);
+    Ok(respond::redirect(&path))
 }
 
 /// What a lead's page shows, read from one snapshot; `LeadPageView::view` renders it.
