@@ -508,15 +508,12 @@ async fn an_email_of_another_organization_is_refused_without_saying_it_exists() 
     let theirs = ts.user("beta", "bob@beta.example", "Bob", "admin").await;
     let password = ts.user("acme", "pat@example.com", "Pat", "admin").await;
     let pat = ts.sign_in("pat@example.com", &password).await;
-    let origin = ts.origin();
     let add = |email: &'static str| {
-        let (ts, pat, origin) = (&ts, &pat, &origin);
+        let (ts, pat) = (&ts, &pat);
         async move {
-            ts.console(
-                Method::POST,
+            ts.console_post(
                 "/console/settings/people",
-                Some(&pat.cookie),
-                Some(origin),
+                &pat.cookie,
                 &[
                     ("csrf", pat.csrf.as_str()),
                     ("email", email),

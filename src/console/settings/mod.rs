@@ -112,12 +112,12 @@ impl Shown {
 /// What an action leads to: back to the page saved, or the page showing something.
 enum Outcome {
     Saved,
-    Show(StatusCode, Shown),
+    Show(Shown),
 }
 
 impl Outcome {
     fn shown(shown: Shown) -> Outcome {
-        Outcome::Show(StatusCode::OK, shown)
+        Outcome::Show(shown)
     }
 }
 
@@ -151,12 +151,18 @@ pub fn page(
     query: &str,
 ) -> Result<Response<Body>> {
     let query = Form::parse(query.as_bytes()).unwrap_or_default();
-    let shown = Shown {
-        notice: (query.get("saved") == Some("1")).then(|| "Saved.".to_string()),
-        editing: query.get("calendar").map(str::to_string),
-        ..Shown::default()
-    };
-    render(state, visitor, section, StatusCode::OK, shown)
+    // What a refused save left for this page (its redirect), else what the query asks.
+    let mut shown = state
+        .flash
+        .take::<Shown>(visitor.token_hash, &section.path())
+        .unwrap_or_default();
+    if query.get("saved") == Some("1") {
+        shown.notice = Some("Saved.".to_string());
+    }
+    if shown.editing.is_none() {
+        shown.editing = query.get("calendar").map(str::to_string);
+    }
+    render(state, visitor, section, shown, StatusCode::OK)
 }
 
 /// The settings' sub-navigation, `current` marked.
@@ -179,8 +185,8 @@ fn render(
     state: &AppState,
     visitor: &Visitor,
     section: SettingsSection,
-    status: StatusCode,
     shown: Shown,
+    status: StatusCode,
 ) -> Result<Response<Body>> {
     let org_id = visitor.org();
     let read = state.store.read()?;
@@ -278,23 +284,44 @@ pub async fn act(
     // with what was typed, never on a bare error page.
     let outcome = match outcome {
         Ok(outcome) => outcome,
-        Err(e) if e.is_bad_request() || matches!(e, Error::Conflict(_) | Error::NotFound(_)) => {
+        // Another organization's (or a missing) record: the page at 404, saying so.
+        Err(e @ Error::NotFound(_)) => {
+            let shown = Shown::notice(e.to_string());
+            return render(
+                state,
+                visitor,
+                action.section(),
+                shown,
+                StatusCode::NOT_FOUND,
+            );
+        }
+        Err(e) if e.is_bad_request() || matches!(e, Error::Conflict(_)) => {
             let field = e.refused_field().unwrap_or_default().to_string();
-            Outcome::Show(
-                e.status(),
-                Shown {
-                    field_error: Some((field.clone(), in_words(&field, e.to_string()))),
-                    typed: Some(typed),
-                    ..Shown::default()
-                },
-            )
+            Outcome::Show(Shown {
+                field_error: Some((field.clone(), in_words(&field, e.to_string()))),
+                typed: Some(typed),
+                ..Shown::default()
+            })
         }
         Err(e) => return Err(e),
     };
     let section = action.section();
     match outcome {
         Outcome::Saved => Ok(respond::redirect(&format!("{}?saved=1", section.path()))),
-        Outcome::Show(status, shown) => render(state, visitor, section, status, shown),
+        // Post/Redirect/Get: what the page shows (a refusal with what was typed, a
+        // notice, a secret shown once) waits for the GET the redirect leads to.
+        Outcome::Show(shown) => {
+            let path = section.path();
+            let to = match &shown.editing {
+                Some(calendar) => format!(
+                    "{path}?{}",
+                    serde_urlencoded::to_string([("calendar", calendar)]).unwrap_or_default()
+                ),
+                None => path.clone(),
+            };
+            state.flash.put(visitor.token_hash, &path, shown);
+            Ok(respond::redirect(&to))
+        }
     }
 }
 
@@ -332,7 +359,7 @@ async fn save(
                 typed: Some(form),
                 ..Shown::default()
             };
-            Ok(Outcome::Show(StatusCode::BAD_REQUEST, shown))
+            Ok(Outcome::Show(shown))
         }
         Err(e) => Err(e),
     }

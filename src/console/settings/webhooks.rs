@@ -135,10 +135,7 @@ pub(super) async fn add(state: &AppState, visitor: &Visitor, form: &Form) -> Res
             ),
             endpoint.secret,
         ))),
-        Err(e) if e.is_bad_request() => Ok(Outcome::Show(
-            hyper::StatusCode::BAD_REQUEST,
-            Shown::notice(e.to_string()),
-        )),
+        Err(e) if e.is_bad_request() => Ok(Outcome::Show(Shown::notice(e.to_string()))),
         Err(e) => Err(e),
     }
 }
