@@ -1,7 +1,7 @@
 //! One-shot values carried across a redirect (Post/Redirect/Get): what a refused form
 //! shows (its refusals, what was typed, a draft) is kept here for the person's session
 //! and the page's path, and the `GET` that follows the `303` takes it once. Kept in
-//! memory, at most [`MOST`] at a time and for [`KEPT_FOR`]: a restart, or a person who
+//! memory, at most 2,000 at a time and for ten minutes: a restart, or a person who
 //! never follows the redirect, only loses a notice, never a write.
 
 use std::any::Any;
@@ -29,7 +29,7 @@ pub struct Flash {
 
 impl Flash {
     /// Keeps `value` for session `session`'s next `GET` of `path` (replacing one kept
-    /// before). When [`MOST`] are waiting after the expired ones went, it is dropped.
+    /// before). When `MOST` are waiting after the expired ones went, it is dropped.
     pub fn put<T: Any + Send>(&self, session: [u8; 32], path: &str, value: T) {
         let Ok(mut kept) = self.kept.lock() else {
             return;

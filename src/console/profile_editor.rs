@@ -232,6 +232,21 @@ fn action_url(draft: &Draft) -> String {
 
 /// `GET /console/campaigns/{profile}/edit`, or a new campaign's empty form.
 pub fn page(state: &AppState, visitor: &Visitor, name: Option<&str>) -> Result<Response<Body>> {
+    let path = match name {
+        Some(name) => super::routes::campaign_path(name, "/edit"),
+        None => "/console/campaigns/new".to_string(),
+    };
+    // The form as the last POST left it (refusals, a preview, a step moved), once.
+    if let Some((draft, shown)) = state
+        .flash
+        .take::<(Draft, Shown)>(visitor.token_hash, &path)
+    {
+        let keys = templates::additional_keys(&state.store.read()?, visitor.org())?;
+        return Ok(respond::html(
+            StatusCode::OK,
+            ProfileEditorView::of(visitor, &draft, &shown, &keys).view(),
+        ));
+    }
     let draft = match name {
         Some(name) => {
             let read = state.store.read()?;
@@ -285,16 +300,10 @@ pub async fn act(
         "try" => shown.tried = Some(try_assistant(state, visitor, &form, &mut draft).await?),
         op => edit_steps(&mut draft, op),
     }
-    let status = if !shown.refusals.is_empty() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    let keys = templates::additional_keys(&state.store.read()?, visitor.org())?;
-    Ok(respond::html(
-        status,
-        ProfileEditorView::of(visitor, &draft, &shown, &keys).view(),
-    ))
+    // Post/Redirect/Get: the form as it now stands waits for the page the 303 leads to.
+    let path = action_url(&draft);
+    state.flash.put(visitor.token_hash, &path, (draft, shown));
+    Ok(respond::redirect(&path))
 }
 
 /// A step added (`add`), removed (`remove:i`) or moved (`up:i`, `down:i`).

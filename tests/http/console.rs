@@ -481,13 +481,10 @@ async fn profiles_named_with_quotes_accents_or_question_marks_open_and_new_is_re
         }
     }
     // `new` is the new campaign's editor, never a profile's name.
-    let origin = ts.origin();
     let saved = ts
-        .console(
-            Method::POST,
+        .console_post(
             "/console/campaigns/new",
-            Some(&pat.cookie),
-            Some(&origin),
+            &pat.cookie,
             &[
                 ("csrf", pat.csrf.as_str()),
                 ("name", "new"),
@@ -496,7 +493,7 @@ async fn profiles_named_with_quotes_accents_or_question_marks_open_and_new_is_re
             ],
         )
         .await;
-    assert_eq!(saved.status, 400, "{}", saved.text());
+    assert_eq!(saved.status, 200, "the form again: {}", saved.text());
     assert!(saved.text().contains("Name: use 1 to 64 characters"));
     let r = ts.get(&admin, "/v1/profiles/new").await;
     assert_eq!(r.status, 404, "nothing saved");

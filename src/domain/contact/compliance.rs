@@ -15,7 +15,7 @@
 //! The HTTP check is slow and must not hold the writer, so [`first_steps`] runs steps 1
 //! to 3 and quiet hours on a snapshot, the caller asks the service (the client is
 //! `providers::compliance`; this module only says when to ask, what, and what the
-//! answer means), then [`pass`] re-runs the local steps inside the write job (the lead
+//! answer means), then `engagement::gate::pass` re-runs the local steps inside the write job (the lead
 //! may have opted out meanwhile) before it sends or blocks.
 
 use chrono::{DateTime, Utc};

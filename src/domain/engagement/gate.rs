@@ -22,7 +22,7 @@ pub enum Outcome<T> {
 
 /// In one write job, for an attempt on `channel` to lead `lead_id`: the local steps
 /// again, then either `send`s or records the block (the local steps', else `early`,
-/// what [`first_steps`] and the service came to).
+/// what `compliance::first_steps` and the service came to).
 pub async fn pass<T, F>(
     store: &Store,
     caller: Caller,

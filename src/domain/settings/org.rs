@@ -386,7 +386,7 @@ fn providers_member(patch: &mut OrgPatch, name: &str, value: &Value) -> Result<(
 
 impl OrgPatch {
     /// `PATCH /v1/org`'s body; `null` clears an optional setting. Each member is read
-    /// by its row of [`SETTINGS`]; `id` and `name` are read-only, anything else unknown.
+    /// by its row of `SETTINGS`; `id` and `name` are read-only, anything else unknown.
     pub fn from_json(body: &Map<String, Value>) -> Result<OrgPatch> {
         let mut patch = OrgPatch::default();
         for (name, value) in body {
