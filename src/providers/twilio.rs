@@ -343,6 +343,82 @@ impl Twilio {
         }
     }
 
+    /// Rings a person for a warm transfer: `Calls.json` from the settings' `from` with
+    /// `MachineDetection=Enable` (Twilio's answer to `twiml_url` then carries
+    /// `AnsweredBy`: `human`, `machine_start`, `fax` or `unknown`), `Timeout` seconds of
+    /// ringing, and each status reported to `status_callback`. Not recorded: the call
+    /// is recorded on the lead's side.
+    pub async fn ring_person(
+        &self,
+        client: &HttpClient,
+        to: &str,
+        twiml_url: &str,
+        status_callback: &str,
+        timeout_seconds: u32,
+    ) -> CallOutcome {
+        if self.settings.from.is_empty() {
+            return CallOutcome::Refused {
+                code: NO_CALLER_ID.into(),
+            };
+        }
+        let timeout = timeout_seconds.to_string();
+        let mut form: Vec<(&str, &str)> = vec![
+            ("To", to),
+            ("From", &self.settings.from),
+            ("Url", twiml_url),
+            ("StatusCallback", status_callback),
+        ];
+        form.extend(
+            CALL_EVENTS
+                .iter()
+                .map(|event| ("StatusCallbackEvent", *event)),
+        );
+        form.extend([
+            ("StatusCallbackMethod", "POST"),
+            ("MachineDetection", "Enable"),
+            ("Timeout", timeout.as_str()),
+        ]);
+        match self
+            .post(client, &self.url("Calls.json"), &form, "call", &|| {})
+            .await
+        {
+            Answer::Accepted(a) => CallOutcome::Accepted {
+                provider_call_id: a.sid,
+                status: CallStatus::Queued,
+            },
+            Answer::Unknown(error) => CallOutcome::Unknown { error },
+            Answer::Refused { code, .. } => CallOutcome::Refused { code },
+            Answer::Unavailable { twilio_code } => CallOutcome::Refused {
+                code: unavailable(twilio_code),
+            },
+        }
+    }
+
+    /// Ends a call that is still queued or ringing (`Status=canceled` on
+    /// `Calls/{CallSid}.json`).
+    pub async fn cancel_call(
+        &self,
+        client: &HttpClient,
+        call_sid: &str,
+    ) -> std::result::Result<(), String> {
+        let resource = format!("Calls/{call_sid}.json");
+        match self
+            .post(
+                client,
+                &self.url(&resource),
+                &[("Status", "canceled")],
+                "call update",
+                &|| {},
+            )
+            .await
+        {
+            Answer::Accepted(_) => Ok(()),
+            Answer::Refused { code, .. } => Err(code),
+            Answer::Unknown(class) => Err(class),
+            Answer::Unavailable { twilio_code } => Err(unavailable(twilio_code)),
+        }
+    }
+
     /// POSTs `form` to `url`, trying again only while Twilio did not take it (429, 503,
     /// no connection); `what` names the thing sent, for the log.
     async fn post(

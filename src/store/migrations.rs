@@ -24,7 +24,7 @@ use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 13;
+pub const SCHEMA_VERSION: u32 = 14;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -41,6 +41,7 @@ const STEPS: &[Step] = &[
     calendars_and_meetings_gain_caldav_fields,
     replies_wait_for_a_person_without_an_assistant,
     profiles_gain_a_screening_reply_and_a_voicemail,
+    profiles_gain_transfer_settings,
 ];
 
 // Every version below the current one has its step.
@@ -345,6 +346,7 @@ mod schema6 {
                 calendar: String::new(),
                 screening_reply: String::new(),
                 voicemail: None,
+                transfer: None,
             }
         }
     }
@@ -667,8 +669,8 @@ fn decode_grown<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 fn leads_and_profiles_gain_meeting_fields(txn: &WriteTransaction) -> Result<()> {
     let leads = grow::<LeadRecord>(txn, LEADS, 1)?;
     // Read as today's layout: a profile has gained `screening_reply` and `voicemail`
-    // since (schema 13).
-    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 3)?;
+    // (schema 13) and `transfer` (schema 14) since.
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 4)?;
     tracing::info!(
         leads,
         profiles,
@@ -868,11 +870,20 @@ fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<(
 /// default) and what a call answered by a machine does (`voicemail`, none); the fields
 /// end the record, one zero byte each.
 fn profiles_gain_a_screening_reply_and_a_voicemail(txn: &WriteTransaction) -> Result<()> {
-    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 2)?;
+    // Read as today's layout: a profile has gained `transfer` since (schema 14).
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 3)?;
     tracing::info!(
         profiles,
         "schema 13: profiles gain a screening reply and a voicemail"
     );
+    Ok(())
+}
+
+/// 13 → 14: a profile says how a transfer reaches a person (`transfer`, none: cold,
+/// as before); the field ends the record, one zero byte.
+fn profiles_gain_transfer_settings(txn: &WriteTransaction) -> Result<()> {
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 1)?;
+    tracing::info!(profiles, "schema 14: profiles gain transfer settings");
     Ok(())
 }
 

@@ -126,6 +126,9 @@ pub enum Answer {
     Hangup,
     /// Ring a human: `attempt` 1 is the profile's `transferNumber`, 2 its fallback.
     Dial { number: String, attempt: u8 },
+    /// A warm transfer: say this, then hold the caller alone in the conference named
+    /// for the call, hearing `music` (Twilio's default when empty).
+    Hold { say: String, music: String },
 }
 
 /// A status callback's contents, parsed.
@@ -213,7 +216,7 @@ pub fn dialed(tx: &mut WriteTx, org: &str, call_id: &str, outcome: &CallOutcome)
 
 /// Whether the assistant takes calls of this organization, for this lead (none: an
 /// unknown caller).
-fn assistant_takes(tx: &WriteTx, org: &str, lead: Option<&LeadRecord>) -> Result<bool> {
+pub(super) fn assistant_takes(tx: &WriteTx, org: &str, lead: Option<&LeadRecord>) -> Result<bool> {
     let configured = tx.engine_settings(org)?.assistant.is_some();
     Ok(configured && lead.is_none_or(|l| l.is_ai_on))
 }

@@ -1,0 +1,334 @@
+//! Warm transfers, black-box, from the spec's "Warm transfer" steps: the assistant's
+//! `transfer` on a profile whose `transfer.mode` is `warm` holds the lead in a
+//! conference; the person is rung through the fake Twilio (`Calls.json`), hears the
+//! whisper (`<Gather>`), presses a digit, joins; the fake's conferences run every TwiML
+//! document engaged answers (each parsed with quick-xml and held to Twilio's documented
+//! verbs and attributes) and queue the conference callbacks delivered here, signed.
+
+use serde_json::{json, Value};
+
+use engaged::testkit::twilio_voice::{answered_form, gather_form, parse, status_form};
+use engaged::testkit::{poll, WebhookReceiver, WAIT};
+
+use super::*;
+
+const HOLD_MUSIC: &str = "https://music.example/hold.mp3";
+const CONNECTING: &str = "Connecting you with Ana Ruiz now, one moment.";
+const NOBODY: &str = "I'm sorry, no one could take the call right now. I can book a meeting for you, or have someone call you back. What would you prefer?";
+const SORRY: &str = "Sorry, no one can take your call right now. We will call you back soon.";
+
+/// A server whose profile `warm` transfers warm to Ana Ruiz (fallback `FALLBACK`, 20 s
+/// of ringing, Twilio's hold music replaced), lead L1 on it.
+async fn warm_setup() -> (Voice, WebhookReceiver, String) {
+    let v = start(true).await;
+    let hooks = WebhookReceiver::ok().await;
+    let hook = hooks.register(&v.ts, &v.admin).await;
+    let mut profile = voice_profile(json!([]));
+    profile["transfer"] = json!({"mode": "warm", "name": "Ana Ruiz", "ringSeconds": 20,
+        "holdMusicUrl": HOLD_MUSIC});
+    let saved = put_profile(&v.ts, &v.admin, "warm", &profile).await;
+    assert_eq!(saved["transfer"]["mode"], json!("warm"), "{saved}");
+    assert_eq!(saved["transfer"]["number"], json!(TRANSFER), "{saved}");
+    assert_eq!(saved["transfer"]["acceptDigit"], json!("1"), "{saved}");
+    lead(&v, "L1", "warm").await;
+    (v, hooks, hook)
+}
+
+/// Delivers every conference callback the fake queued, signed, in order.
+async fn deliver(v: &Voice) {
+    for cb in v.twilio.conference_callbacks() {
+        let path = cb
+            .url
+            .strip_prefix(PUBLIC_URL)
+            .unwrap_or_else(|| panic!("a callback under the public URL: {}", cb.url))
+            .to_string();
+        let form: Vec<(&str, &str)> = cb
+            .form
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let r = twilio_post(v, &path, &form).await;
+        assert_eq!(text(&r), "<Response/>");
+    }
+}
+
+/// Posts `form` to the absolute `url` engaged gave Twilio; returns the TwiML answer.
+async fn post_to(v: &Voice, url: &str, form: &[(String, String)]) -> String {
+    let path = url
+        .strip_prefix(PUBLIC_URL)
+        .unwrap_or_else(|| panic!("a URL under the public URL: {url}"));
+    let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    twiml(&twilio_post(v, path, &form).await)
+}
+
+/// The call held: the assistant transferred, the lead's call runs the hold document.
+/// Returns the call id, the lead's `CallSid` and the document.
+async fn held(v: &Voice) -> (String, String, String) {
+    let (call, sid, handoff) = transferring_call(v).await;
+    let doc = session_ended(v, &call, &sid, &handoff).await;
+    v.twilio.run_twiml(&sid, &doc);
+    deliver(v).await;
+    (call, sid, doc)
+}
+
+/// The person rung at Calls.json request `index`: its `CallSid` and the request.
+async fn rung(v: &Voice, index: usize) -> (String, engaged::testkit::twilio::Sent) {
+    let sid = dialed_sid(v, index).await;
+    (sid, v.twilio.calls()[index].clone())
+}
+
+/// The person's leg answered (by `by`); returns the TwiML it gets.
+async fn leg_answered(
+    v: &Voice,
+    ring: &engaged::testkit::twilio::Sent,
+    sid: &str,
+    by: &str,
+) -> String {
+    let url = ring.field("Url").expect("a Url").to_string();
+    let doc = post_to(v, &url, &answered_form(sid, by)).await;
+    v.twilio.run_twiml(sid, &doc);
+    doc
+}
+
+/// The person presses `digit` (none: silence) in the whisper `whisper`; returns the
+/// TwiML their leg gets, after running it.
+async fn press(v: &Voice, whisper: &str, sid: &str, digit: Option<&str>) -> String {
+    let gather = parse(whisper);
+    let action = gather
+        .find("Gather")
+        .and_then(|g| g.attr("action"))
+        .expect("an action")
+        .to_string();
+    let doc = post_to(v, &action, &gather_form(sid, digit)).await;
+    v.twilio.run_twiml(sid, &doc);
+    deliver(v).await;
+    doc
+}
+
+/// A status callback of the person's leg.
+async fn leg_status(v: &Voice, ring: &engaged::testkit::twilio::Sent, sid: &str, status: &str) {
+    let url = ring
+        .field("StatusCallback")
+        .expect("a StatusCallback")
+        .to_string();
+    let r = post_to(v, &url, &status_form(sid, status)).await;
+    assert!(r.contains("<Response/>"), "{r}");
+}
+
+/// The whisper a person hears: one `<Gather>` of one digit, 10 s, sent back even empty.
+#[track_caller]
+fn assert_whisper(doc: &str) -> String {
+    let twiml = parse(doc);
+    let gather = twiml
+        .find("Gather")
+        .unwrap_or_else(|| panic!("a Gather: {doc}"));
+    assert_eq!(gather.attr("numDigits"), Some("1"), "{doc}");
+    assert_eq!(gather.attr("timeout"), Some("10"), "{doc}");
+    assert_eq!(gather.attr("input"), Some("dtmf"), "{doc}");
+    assert_eq!(gather.attr("actionOnEmptyResult"), Some("true"), "{doc}");
+    let said: Vec<&str> = gather.all("Say").iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(said.last(), Some(&"Press 1 to take the call."), "{doc}");
+    said.join(" ")
+}
+
+#[track_caller]
+fn assert_hangs_up(doc: &str) {
+    let twiml = parse(doc);
+    assert!(twiml.find("Hangup").is_some(), "{doc}");
+    assert!(twiml.find("Conference").is_none(), "{doc}");
+}
+
+/// The number of deliveries of `event` once `what` shows on the call.
+async fn deliveries(v: &Voice, hook: &str, event: &str) -> usize {
+    deliveries_of(v, hook, event).await.len()
+}
+
+/// Waits until the fake took the lead's call (`lead_sid`) back with new TwiML; returns it.
+async fn taken_back(v: &Voice, lead_sid: &str) -> String {
+    poll("the lead's call taken back", WAIT, || async move {
+        v.twilio
+            .call_updates()
+            .iter()
+            .find(|u| u.path.ends_with(&format!("/Calls/{lead_sid}.json")))
+            .and_then(|u| u.field("Twiml").map(str::to_string))
+            .ok_or_else(|| format!("{:?}", v.twilio.call_updates()))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_transfer_holds_the_lead_whispers_and_bridges_who_presses_1() {
+    let (v, hooks, hook) = warm_setup().await;
+    let (call, lead_sid, doc) = held(&v).await;
+    let hold = parse(&doc);
+    assert_eq!(
+        hold.find("Say").map(|s| s.text.as_str()),
+        Some(CONNECTING),
+        "{doc}"
+    );
+    let conference = hold.find("Conference").expect("a conference");
+    assert_eq!(conference.text, call, "named for the call: {doc}");
+    assert_eq!(
+        conference.attr("startConferenceOnEnter"),
+        Some("false"),
+        "{doc}"
+    );
+    assert_eq!(conference.attr("waitUrl"), Some(HOLD_MUSIC), "{doc}");
+    assert_eq!(
+        conference.attr("statusCallbackEvent"),
+        Some("join leave end"),
+        "{doc}"
+    );
+    assert_eq!(v.twilio.participants(&call), [lead_sid.clone()]);
+    let pending = get_call(&v, &call).await;
+    assert_eq!(
+        pending["transferAnswerStatus"],
+        json!("pending"),
+        "{pending}"
+    );
+    assert_eq!(pending["transferNumber"], json!(TRANSFER), "{pending}");
+    time_of(&pending["transferInitiatedAt"]);
+    assert!(pending.get("transferStatus").is_none(), "{pending}");
+
+    let (agent, ring) = rung(&v, 1).await;
+    assert_eq!(ring.field("To"), Some(TRANSFER));
+    assert_eq!(ring.field("From"), Some(FROM));
+    assert_eq!(ring.field("MachineDetection"), Some("Enable"));
+    assert_eq!(ring.field("Timeout"), Some("20"));
+    assert!(
+        ring.field("Url")
+            .unwrap()
+            .ends_with("/warm?step=answer&attempt=1"),
+        "{ring:?}"
+    );
+    let whisper = leg_answered(&v, &ring, &agent, "human").await;
+    let said = assert_whisper(&whisper);
+    assert!(said.contains("Ada"), "{said}");
+    assert!(said.contains("warm campaign"), "{said}");
+    assert!(
+        said.contains("Can I talk to a person?"),
+        "what the lead asked: {said}"
+    );
+    assert!(
+        !v.twilio.conference_started(&call),
+        "the lead still waits alone"
+    );
+
+    let join = press(&v, &whisper, &agent, Some("1")).await;
+    let joined = parse(&join);
+    let conference = joined.find("Conference").expect("a conference");
+    assert_eq!(conference.text, call);
+    assert_eq!(
+        conference.attr("startConferenceOnEnter"),
+        Some("true"),
+        "{join}"
+    );
+    assert!(v.twilio.conference_started(&call));
+    assert_eq!(v.twilio.participants(&call).len(), 2);
+    let record = get_call(&v, &call).await;
+    assert_eq!(record["transferStatus"], json!("connected"), "{record}");
+    assert_eq!(record["agentConnected"], json!(true), "{record}");
+    assert_eq!(
+        record["transferAnswerStatus"],
+        json!("answered"),
+        "{record}"
+    );
+    assert_eq!(record["transferAnsweredBy"], json!("human"), "{record}");
+    assert!(record.get("endedBy").is_none(), "still bridged: {record}");
+    assert!(record.get("transferFailureCode").is_none(), "{record}");
+    let data = hooks.wait_event("call.transfer.connected").await;
+    assert_eq!(data["callId"], json!(call), "{data}");
+
+    // The person hangs up first: the conference ends for both.
+    v.twilio.hang_up(&agent);
+    deliver(&v).await;
+    let ended = get_call(&v, &call).await;
+    assert_eq!(ended["endedBy"], json!("AGENT"), "{ended}");
+    assert!(
+        ended["midCallTransferDuration"].as_u64().is_some(),
+        "{ended}"
+    );
+    assert_eq!(deliveries(&v, &hook, "call.transfer.connected").await, 1);
+    assert_eq!(deliveries(&v, &hook, "call.transfer.failed").await, 0);
+    // A repeated hand-over webhook holds the lead again and rings nobody more.
+    let handoff = r#"{"reason":"transfer"}"#;
+    let again = session_ended(&v, &call, &lead_sid, handoff).await;
+    parse(&again);
+    assert_eq!(v.twilio.calls().len(), 2, "nobody rung twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_transfer_the_lead_leaves_first_is_ended_by_the_lead() {
+    let (v, _hooks, _hook) = warm_setup().await;
+    let (call, lead_sid, _) = held(&v).await;
+    let (agent, ring) = rung(&v, 1).await;
+    let whisper = leg_answered(&v, &ring, &agent, "human").await;
+    press(&v, &whisper, &agent, Some("1")).await;
+    v.twilio.hang_up(&lead_sid);
+    deliver(&v).await;
+    let ended = get_call(&v, &call).await;
+    assert_eq!(ended["endedBy"], json!("LEAD"), "{ended}");
+    assert_eq!(ended["transferStatus"], json!("connected"), "{ended}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_transfer_settings_are_checked_member_by_member() {
+    let (v, _hooks, _hook) = warm_setup().await;
+    for (transfer, field) in [
+        (json!({"mode": "lukewarm"}), "transfer.mode"),
+        (
+            json!({"mode": "warm", "ringSeconds": 5}),
+            "transfer.ringSeconds",
+        ),
+        (
+            json!({"mode": "warm", "ringSeconds": 61}),
+            "transfer.ringSeconds",
+        ),
+        (
+            json!({"mode": "warm", "acceptDigit": "*"}),
+            "transfer.acceptDigit",
+        ),
+        (
+            json!({"mode": "warm", "holdMusicUrl": "music.mp3"}),
+            "transfer.holdMusicUrl",
+        ),
+        (
+            json!({"mode": "warm", "number": "+15550109999"}),
+            "transfer.number",
+        ),
+        (json!("warm"), "transfer"),
+    ] {
+        let mut body = voice_profile(json!([]));
+        body["transfer"] = transfer.clone();
+        let r = v.ts.put(&v.admin, "/v1/profiles/warm", &body).await;
+        let answer = expect(&r, 400);
+        assert!(answer.to_string().contains(field), "{transfer}: {answer}");
+    }
+    // Warm without any number.
+    let body = json!({"transfer": {"mode": "warm"}});
+    let answer = expect(&v.ts.put(&v.admin, "/v1/profiles/warm", &body).await, 400);
+    assert!(answer.to_string().contains("transfer.number"), "{answer}");
+    // Nothing changed.
+    let profile = expect(&v.ts.get(&v.admin, "/v1/profiles/warm").await, 200);
+    assert_eq!(profile["transfer"]["ringSeconds"], json!(20), "{profile}");
+    assert_eq!(
+        profile["transfer"]["holdMusicUrl"],
+        json!(HOLD_MUSIC),
+        "{profile}"
+    );
+    // The new form alone, and the old one still cold.
+    let cold = expect(
+        &v.ts
+            .put(
+                &v.admin,
+                "/v1/profiles/cold",
+                &json!({"transfer": {"mode": "cold", "number": "+1 555 010 7777"}}),
+            )
+            .await,
+        200,
+    );
+    assert_eq!(cold["transferNumber"], json!(TRANSFER), "{cold}");
+    assert_eq!(cold["transfer"]["ringSeconds"], json!(25), "{cold}");
+    let quiet = expect(&v.ts.get(&v.admin, "/v1/profiles/quiet").await, 200);
+    assert_eq!(quiet["transfer"], Value::Null, "{quiet}");
+}
