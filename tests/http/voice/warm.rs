@@ -332,3 +332,250 @@ async fn warm_transfer_settings_are_checked_member_by_member() {
     let quiet = expect(&v.ts.get(&v.admin, "/v1/profiles/quiet").await, 200);
     assert_eq!(quiet["transfer"], Value::Null, "{quiet}");
 }
+
+/// Waits until the fake got an update of call `sid`; returns it.
+async fn updated(v: &Voice, sid: &str) -> engaged::testkit::twilio::Sent {
+    poll(&format!("an update of {sid}"), WAIT, || async move {
+        v.twilio
+            .call_updates()
+            .into_iter()
+            .find(|u| u.path.ends_with(&format!("/Calls/{sid}.json")))
+            .ok_or_else(|| format!("{:?}", v.twilio.call_updates()))
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_transfer_nobody_answers_rings_the_fallback_who_accepts() {
+    let (v, hooks, hook) = warm_setup().await;
+    let (call, _lead_sid, _) = held(&v).await;
+    let (first, ring) = rung(&v, 1).await;
+    leg_status(&v, &ring, &first, "ringing").await;
+    leg_status(&v, &ring, &first, "no-answer").await;
+    let (second, fallback) = rung(&v, 2).await;
+    assert_eq!(fallback.field("To"), Some(FALLBACK));
+    assert!(
+        fallback
+            .field("Url")
+            .unwrap()
+            .ends_with("/warm?step=answer&attempt=2"),
+        "{fallback:?}"
+    );
+    let trying = get_call(&v, &call).await;
+    assert_eq!(
+        trying["transferAnswerStatus"],
+        json!("no_answer"),
+        "{trying}"
+    );
+    assert_eq!(trying["transferFallbackAttempted"], json!(true), "{trying}");
+    assert_eq!(
+        trying["fallbackTransferNumber"],
+        json!(FALLBACK),
+        "{trying}"
+    );
+    assert_eq!(
+        trying["transferFallbackAnswerStatus"],
+        json!("pending"),
+        "{trying}"
+    );
+    // A late status of the first leg changes nothing.
+    leg_status(&v, &ring, &first, "completed").await;
+    assert_eq!(v.twilio.calls().len(), 3);
+
+    let whisper = leg_answered(&v, &fallback, &second, "human").await;
+    assert_whisper(&whisper);
+    let join = press(&v, &whisper, &second, Some("1")).await;
+    assert!(parse(&join).find("Conference").is_some(), "{join}");
+    let record = get_call(&v, &call).await;
+    assert_eq!(record["transferStatus"], json!("connected"), "{record}");
+    assert_eq!(
+        record["transferFallbackAnswerStatus"],
+        json!("answered"),
+        "{record}"
+    );
+    assert_eq!(
+        record["transferFallbackAnsweredBy"],
+        json!("human"),
+        "{record}"
+    );
+    assert_eq!(record["agentConnected"], json!(true), "{record}");
+    hooks.wait_event("call.transfer.connected").await;
+    assert_eq!(deliveries(&v, &hook, "call.transfer.connected").await, 1);
+    assert_eq!(deliveries(&v, &hook, "call.transfer.failed").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_transfer_a_machine_and_a_busy_line_take_the_lead_back_to_the_assistant() {
+    let (v, hooks, hook) = warm_setup().await;
+    let (call, lead_sid, _) = held(&v).await;
+    let (first, ring) = rung(&v, 1).await;
+    let doc = leg_answered(&v, &ring, &first, "machine_start").await;
+    assert_hangs_up(&doc);
+    assert!(
+        parse(&doc).find("Say").is_none(),
+        "nothing left on a voicemail: {doc}"
+    );
+    let (second, fallback) = rung(&v, 2).await;
+    let record = get_call(&v, &call).await;
+    assert_eq!(
+        record["transferAnsweredBy"],
+        json!("machine_start"),
+        "{record}"
+    );
+    assert_eq!(
+        record["transferAnswerStatus"],
+        json!("no_answer"),
+        "{record}"
+    );
+    leg_status(&v, &fallback, &second, "busy").await;
+
+    let back = taken_back(&v, &lead_sid).await;
+    let relay = parse(&back);
+    let conversation = relay
+        .find("ConversationRelay")
+        .unwrap_or_else(|| panic!("{back}"));
+    assert_eq!(conversation.attr("welcomeGreeting"), Some(NOBODY), "{back}");
+    assert!(
+        v.twilio.participants(&call).is_empty(),
+        "out of the conference"
+    );
+    deliver(&v).await; // the lead's leave (updated via the API) changes nothing
+    let record = get_call(&v, &call).await;
+    assert_eq!(record["transferStatus"], json!("failed"), "{record}");
+    assert_eq!(
+        record["transferFailureCode"],
+        json!("agent_not_connected"),
+        "{record}"
+    );
+    assert_eq!(
+        record["transferFallbackAnswerStatus"],
+        json!("no_answer"),
+        "{record}"
+    );
+    assert!(
+        record["transferWaitDurationSeconds"].as_u64().is_some(),
+        "{record}"
+    );
+    assert!(record.get("endedBy").is_none(), "{record}");
+    assert_eq!(record["agentConnected"], json!(false), "{record}");
+    let transcript = wait_transcript(&v, &call, 1).await;
+    assert!(
+        transcript.iter().any(|t| t["text"] == json!(NOBODY)),
+        "the assistant's session starts with what happened: {transcript:#?}"
+    );
+    hooks.wait_event("call.transfer.failed").await;
+    leg_status(&v, &fallback, &second, "busy").await;
+    assert_eq!(deliveries(&v, &hook, "call.transfer.failed").await, 1);
+    assert_eq!(deliveries(&v, &hook, "call.transfer.connected").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_transfer_a_wrong_digit_and_silence_end_in_an_apology_without_an_assistant() {
+    let (v, hooks, _hook) = warm_setup().await;
+    let (call, lead_sid, _) = held(&v).await;
+    // The assistant is off for the lead from now on: nobody but a person answers it.
+    expect(
+        &v.ts
+            .patch(&v.key, "/v1/leads/L1", &json!({"isAiOn": false}))
+            .await,
+        200,
+    );
+    let (first, ring) = rung(&v, 1).await;
+    let whisper = leg_answered(&v, &ring, &first, "human").await;
+    assert_hangs_up(&press(&v, &whisper, &first, Some("5")).await);
+    let (second, fallback) = rung(&v, 2).await;
+    let whisper = leg_answered(&v, &fallback, &second, "human").await;
+    assert_hangs_up(&press(&v, &whisper, &second, None).await);
+
+    let back = parse(&taken_back(&v, &lead_sid).await);
+    assert_eq!(back.find("Say").map(|s| s.text.as_str()), Some(SORRY));
+    assert!(back.find("Hangup").is_some());
+    let record = get_call(&v, &call).await;
+    assert_eq!(record["transferStatus"], json!("failed"), "{record}");
+    assert_eq!(
+        record["transferFailureCode"],
+        json!("agent_not_connected"),
+        "{record}"
+    );
+    assert_eq!(record["transferAnsweredBy"], json!("human"), "{record}");
+    assert_eq!(
+        record["transferAnswerStatus"],
+        json!("no_answer"),
+        "{record}"
+    );
+    hooks.wait_event("call.transfer.failed").await;
+    // The lead waits for a person: handed off, in Needs attention.
+    let password = v.ts.user("acme", "pat@example.com", "Pat", "agent").await;
+    let agent = v.ts.sign_in("pat@example.com", &password).await;
+    let inbox = poll("the lead needs attention", WAIT, || async {
+        let text =
+            v.ts.console(
+                hyper::Method::GET,
+                "/console/inbox?tab=attention",
+                Some(&agent.cookie),
+                None,
+                &[],
+            )
+            .await
+            .text();
+        if text.contains("Handed off") {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    })
+    .await;
+    assert!(inbox.contains("Ada"), "{inbox}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_transfer_the_lead_hangs_up_on_while_held_ends_the_ringing_leg() {
+    let (v, hooks, hook) = warm_setup().await;
+    let (call, lead_sid, _) = held(&v).await;
+    let (first, _ring) = rung(&v, 1).await;
+    v.twilio.hang_up(&lead_sid);
+    deliver(&v).await;
+    let cancel = updated(&v, &first).await;
+    assert_eq!(cancel.field("Status"), Some("canceled"), "{cancel:?}");
+    let record = get_call(&v, &call).await;
+    assert_eq!(record["transferStatus"], json!("failed"), "{record}");
+    assert_eq!(
+        record["transferFailureCode"],
+        json!("lead_disconnected"),
+        "{record}"
+    );
+    assert!(
+        record["transferWaitDurationSeconds"].as_u64().is_some(),
+        "{record}"
+    );
+    assert!(record.get("endedBy").is_none(), "{record}");
+    hooks.wait_event("call.transfer.failed").await;
+    assert_eq!(deliveries(&v, &hook, "call.transfer.failed").await, 1);
+    assert_eq!(v.twilio.calls().len(), 2, "no fallback for a lead who left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_transfer_the_lead_hangs_up_on_in_the_whisper_tells_the_person() {
+    let (v, _hooks, _hook) = warm_setup().await;
+    let (call, lead_sid, _) = held(&v).await;
+    let (first, ring) = rung(&v, 1).await;
+    let whisper = leg_answered(&v, &ring, &first, "human").await;
+    v.twilio.hang_up(&lead_sid);
+    deliver(&v).await;
+    let told = updated(&v, &first).await;
+    let doc = parse(told.field("Twiml").expect("new TwiML"));
+    assert_eq!(
+        doc.find("Say").map(|s| s.text.as_str()),
+        Some("The caller hung up.")
+    );
+    assert!(doc.find("Hangup").is_some());
+    // The digit pressed too late joins nobody.
+    assert_hangs_up(&press(&v, &whisper, &first, Some("1")).await);
+    let record = get_call(&v, &call).await;
+    assert_eq!(
+        record["transferFailureCode"],
+        json!("lead_disconnected"),
+        "{record}"
+    );
+    assert_eq!(record["agentConnected"], json!(false), "{record}");
+}
