@@ -1139,6 +1139,43 @@ mod tests {
     }
 
     #[test]
+    fn schema_13_profiles_gain_no_transfer_settings_and_a_schema_12_one_reads_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v13.redb")).unwrap();
+        let profile = crate::store::rows::ProfileRecord {
+            name: "solar".into(),
+            instructions: "Be brief".into(),
+            transfer_number: "+15550100001".into(),
+            created_at: 1,
+            updated_at: 2,
+            ..crate::store::rows::ProfileRecord::default()
+        };
+        // Schema 13's layout ends before `transfer` (one zero byte); schema 12's before
+        // `screening_reply` and `voicemail` too.
+        let old = |fields: usize| {
+            let bytes = encode(&profile).unwrap();
+            bytes[..bytes.len() - fields].to_vec()
+        };
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(PROFILES).unwrap();
+            table.insert(("o", "v13"), old(1).as_slice()).unwrap();
+            table.insert(("o", "v12"), old(3).as_slice()).unwrap();
+        }
+        assert!(decode::<crate::store::rows::ProfileRecord>(&old(1)).is_err());
+        profiles_gain_a_screening_reply_and_a_voicemail(&txn).unwrap();
+        profiles_gain_transfer_settings(&txn).unwrap();
+        profiles_gain_transfer_settings(&txn).unwrap();
+        let table = txn.open_table(PROFILES).unwrap();
+        for key in ["v13", "v12"] {
+            let read: crate::store::rows::ProfileRecord =
+                decode(table.get(("o", key)).unwrap().unwrap().value()).unwrap();
+            assert_eq!(read, profile, "{key}");
+            assert_eq!(read.transfer, None);
+        }
+    }
+
+    #[test]
     fn schema_7_handling_learns_who_wrote_last_and_when_the_lead_wrote_and_is_reindexed() {
         use crate::store::facet::Facet;
         use crate::store::rows::{EventRecord, JsonBlob, LastMessage};

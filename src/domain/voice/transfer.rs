@@ -22,9 +22,8 @@ use crate::store::rows::{
 use crate::store::{Reader, WriteTx};
 use crate::time::{Micros, Timestamp};
 
-/// What the lead hears when no one took the transfer.
-pub const NO_ONE_AVAILABLE: &str =
-    "Sorry, no one can take your call right now. We will call you back soon.";
+/// What the lead hears when no one took the transfer (cold or warm).
+pub use crate::domain::voice::voice::NO_ONE_AVAILABLE;
 
 /// Why the assistant ended its side of the call (the relay's `handoffData`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +83,7 @@ fn change(tx: &mut WriteTx, org: &str, call: &CallRecord, changes: CallDetails) 
 /// The relay session of call `call_id` ended with `reason`: a transfer (or a handoff)
 /// on a profile whose transfer is warm holds the lead and rings the person
 /// (`warm::handover`, whose effects come back with the answer); else as
-/// [`cold_handover`].
+/// `cold_handover`.
 pub fn handover(
     tx: &mut WriteTx,
     org: &str,

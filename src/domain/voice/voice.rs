@@ -45,6 +45,10 @@ pub const DEFAULT_INBOUND_GREETING: &str = "Thanks for calling {{business.name}}
 pub const INBOUND_WITHOUT_ASSISTANT: &str =
     "Thanks for calling {{business.name}}. We will call you back soon.";
 
+/// What the lead hears when no one took a transfer, without an assistant to go back to.
+pub const NO_ONE_AVAILABLE: &str =
+    "Sorry, no one can take your call right now. We will call you back soon.";
+
 /// What the relay says before it ends a call the lead opted out on.
 pub const OPT_OUT_GOODBYE: &str = "You won't receive more calls from us. Goodbye.";
 

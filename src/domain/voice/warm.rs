@@ -21,8 +21,7 @@
 use crate::domain::contact::handling;
 use crate::domain::records::calls::CallInput;
 use crate::domain::voice::transcript::{self, Role};
-use crate::domain::voice::transfer::NO_ONE_AVAILABLE;
-use crate::domain::voice::voice::{self, Answer};
+use crate::domain::voice::voice::{self, Answer, NO_ONE_AVAILABLE};
 use crate::error::Result;
 use crate::providers::CallOutcome;
 use crate::store::rows::{
@@ -183,7 +182,9 @@ fn seconds(micros: Micros) -> u64 {
 
 /// The relay session ended with a transfer on a call whose profile's transfer is warm:
 /// the lead is held in the conference named for the call (after [`connecting`]) and
-/// `number` is rung. A repeated webhook holds the lead again without ringing anyone.
+/// `number` is rung. A repeated webhook holds the lead again without ringing anyone;
+/// once the transfer is over (the call went back to the assistant, whose session ends
+/// now), the call hangs up.
 pub fn handover(
     tx: &mut WriteTx,
     org: &str,
@@ -196,8 +197,11 @@ pub fn handover(
         say: connecting(&settings.name),
         music: settings.hold_music_url.clone(),
     };
-    if tx.warm_transfer(org, call_id)?.is_some() {
-        return Ok(Step::only(hold));
+    match tx.warm_transfer(org, call_id)? {
+        // Over: the lead's call came back (to the assistant) and is ending now.
+        Some(warm) if warm.phase == WarmPhase::Ended => return Ok(Step::only(Answer::Hangup)),
+        Some(_) => return Ok(Step::only(hold)),
+        None => {}
     }
     let mut session = voice::session(tx, org, call_id)?;
     let Some(call) = tx.call(org, call_id)? else {
@@ -547,13 +551,9 @@ pub fn conference(
     let mut changes = CallDetails::default();
     let mut effects = Vec::new();
     match (h.warm.phase, event) {
-        (WarmPhase::Connected, "participant-join") => {
-            // The person joined: the two are bridged from now.
-            if sid == h.warm.agent_sid {
-                h.warm.connected_at = now;
-            } else {
-                return Ok(Vec::new());
-            }
+        // The person joined: the two are bridged from now.
+        (WarmPhase::Connected, "participant-join") if sid == h.warm.agent_sid => {
+            h.warm.connected_at = now;
         }
         (WarmPhase::Connected, "participant-leave" | "conference-end") => {
             let by = if event == "conference-end" {

@@ -179,7 +179,7 @@ async fn a_warm_transfer_holds_the_lead_whispers_and_bridges_who_presses_1() {
         Some("join leave end"),
         "{doc}"
     );
-    assert_eq!(v.twilio.participants(&call), [lead_sid.clone()]);
+    assert_eq!(v.twilio.participants(&call), vec![lead_sid.clone()]);
     let pending = get_call(&v, &call).await;
     assert_eq!(
         pending["transferAnswerStatus"],
@@ -464,6 +464,10 @@ async fn a_warm_transfer_a_machine_and_a_busy_line_take_the_lead_back_to_the_ass
         "the assistant's session starts with what happened: {transcript:#?}"
     );
     hooks.wait_event("call.transfer.failed").await;
+    // The assistant's second session ends with a hand-off: no second transfer.
+    let end = session_ended(&v, &call, &lead_sid, r#"{"reason":"handoff"}"#).await;
+    assert_hangs_up(&end);
+    assert_eq!(v.twilio.calls().len(), 3, "nobody rung again");
     leg_status(&v, &fallback, &second, "busy").await;
     assert_eq!(deliveries(&v, &hook, "call.transfer.failed").await, 1);
     assert_eq!(deliveries(&v, &hook, "call.transfer.connected").await, 0);
