@@ -1,5 +1,6 @@
 //! Carries out a warm transfer's effects (`domain::voice::warm::Effect`) through
-//! Twilio's Calls API, outside the writer: ringing a person (`Calls.json` with
+//! Twilio's Calls API, outside the writer: ringing a person (the first one after the
+//! assistant's whisper summary came, or [`SUMMARY_WAIT`] passed) (`Calls.json` with
 //! `MachineDetection=Enable`, `Timeout` = `ringSeconds`, its answer, digit and status
 //! webhooks under the call's `warm` path), taking the lead's call back from the
 //! conference (`Calls/{sid}.json` with new TwiML: the assistant's relay, or a sorry and
@@ -13,14 +14,19 @@ use std::sync::Arc;
 use super::guard::guard;
 use super::Engine;
 use crate::channel::Channel;
+use crate::domain::voice::transcript::{self, Role};
 use crate::domain::voice::voice::Answer;
 use crate::domain::voice::warm::{self, Effect};
 use crate::providers::callbacks::{self, CallHook};
+use crate::providers::model::{self, protocol::Turn, whisper};
 use crate::providers::twilio::Twilio;
 use crate::providers::twiml;
 use crate::store::rows::ProviderSettings;
 use crate::store::Reader;
 use crate::time::now_micros;
+
+/// How long the whisper's summary may take before the template is used instead.
+pub const SUMMARY_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 impl Engine {
     /// Carries out `effects` of call `call_id`'s warm transfer, in order, with those
@@ -35,6 +41,55 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// Asks the assistant for the whisper's summary of call `call_id`, at most
+    /// [`SUMMARY_WAIT`] (one attempt); kept when it came, else the whisper uses its
+    /// template. Nothing without an assistant.
+    async fn whisper_summary(&self, org: &str, call_id: &str) -> crate::error::Result<()> {
+        let (settings, turns) = {
+            let read = self.store.read()?;
+            let turns: Vec<Turn> = read
+                .call(org, call_id)?
+                .as_ref()
+                .map(transcript::conversation)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(role, text)| Turn {
+                    from_lead: role == Role::Lead,
+                    text,
+                })
+                .collect();
+            (read.engine_settings(org)?.assistant, turns)
+        };
+        let Some(settings) = settings else {
+            return Ok(());
+        };
+        let server = super::model_server(&settings);
+        let body = whisper::request_body(&server.model, &turns);
+        let asked = model::complete_with_backoff(self.http_client(), &server, &body, &[]);
+        let text = match tokio::time::timeout(SUMMARY_WAIT, asked).await {
+            Ok(Ok(answer)) => whisper::summary(&answer),
+            Ok(Err(failure)) => {
+                tracing::info!(org, call = call_id, %failure, "no whisper summary from the assistant; the template is used");
+                None
+            }
+            Err(_) => {
+                tracing::info!(
+                    org,
+                    call = call_id,
+                    "the whisper summary was slow; the template is used"
+                );
+                None
+            }
+        };
+        if let Some(text) = text {
+            let (o, c) = (org.to_string(), call_id.to_string());
+            self.store
+                .write(move |tx| warm::summarized(tx, &o, &c, &text))
+                .await?;
+        }
+        Ok(())
     }
 
     async fn warm_effect(
@@ -54,6 +109,9 @@ impl Engine {
         let client = self.http_client();
         match effect {
             Effect::Ring(ring) => {
+                if ring.attempt == 1 {
+                    self.whisper_summary(org, call_id).await?;
+                }
                 let url = callbacks::warm(&base, org, call_id, "answer", Some(ring.attempt));
                 let status = callbacks::warm(&base, org, call_id, "status", Some(ring.attempt));
                 let outcome = twilio

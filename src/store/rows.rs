@@ -588,6 +588,8 @@ pub struct WarmTransfer {
     pub agent_sid: String,
     /// When the person accepted (0: not yet).
     pub connected_at: i64,
+    /// The assistant's summary for the whisper (empty: the template).
+    pub summary: String,
 }
 
 /// The steps of a warm transfer.

@@ -5,7 +5,8 @@
 //! The steps, each a provider webhook (`api::voice`, path `warm?step=...`) answered in
 //! one write job: the hand-over ([`handover`]: the lead held in a conference named for
 //! the call, the person rung), the dial's answer ([`dialed`]), the person's leg answered
-//! ([`answered`]: a machine is hung up on, a person hears the whisper), their digit
+//! ([`answered`]: a machine is hung up on, a person hears the whisper: the assistant's
+//! summary, [`summarized`], or a template), their digit
 //! ([`pressed`]: the `acceptDigit` joins them to the conference), their leg's status
 //! ([`leg_status`]: busy, no answer, hung up in the whisper) and the conference's events
 //! ([`conference`]: the first to leave a bridged call decides `endedBy`; the lead
@@ -41,7 +42,7 @@ pub const NOBODY_TOOK_IT: &str = "I'm sorry, no one could take the call right no
 /// What a person in the whisper hears when the lead hung up meanwhile.
 pub const CALLER_HUNG_UP: &str = "The caller hung up.";
 /// The most words of the whisper's summary.
-const SUMMARY_WORDS: usize = 60;
+pub const SUMMARY_WORDS: usize = 60;
 
 /// What the lead hears before the hold music.
 pub fn connecting(name: &str) -> String {
@@ -409,9 +410,27 @@ pub fn answered(
     }))
 }
 
-/// The whisper: who the lead is, the campaign (its profile), and what the lead said
-/// last, at most [`SUMMARY_WORDS`] words.
+/// The assistant's summary of the conversation for the whisper, asked when it handed
+/// over: kept (cleaned, at most [`SUMMARY_WORDS`] words) while nobody answered yet.
+pub fn summarized(tx: &mut WriteTx, org: &str, call_id: &str, text: &str) -> Result<()> {
+    let Some(mut warm) = tx.warm_transfer(org, call_id)? else {
+        return Ok(());
+    };
+    if warm.phase != WarmPhase::Ringing {
+        return Ok(());
+    }
+    let words: Vec<&str> = text.split_whitespace().take(SUMMARY_WORDS).collect();
+    warm.summary = crate::carrier_text::clean(&words.join(" "));
+    tx.put_warm_transfer(org, call_id, &warm)
+}
+
+/// The whisper: the assistant's summary when it came in time, else a template — who
+/// the lead is, the campaign (its profile), and what the lead said last — at most
+/// [`SUMMARY_WORDS`] words.
 fn summary(tx: &WriteTx, org: &str, h: &Held) -> Result<String> {
+    if !h.warm.summary.trim().is_empty() {
+        return Ok(h.warm.summary.clone());
+    }
     let lead = match h.session.lead() {
         Some(id) => tx.lead(org, id)?,
         None => None,

@@ -12,6 +12,7 @@ use engaged::testkit::{poll, WebhookReceiver, WAIT};
 
 use super::*;
 
+const WHISPERED: &str = "Ada from Austin wants a quote for roof panels and asked for a person.";
 const HOLD_MUSIC: &str = "https://music.example/hold.mp3";
 const CONNECTING: &str = "Connecting you with Ana Ruiz now, one moment.";
 const NOBODY: &str = "I'm sorry, no one could take the call right now. I can book a meeting for you, or have someone call you back. What would you prefer?";
@@ -64,7 +65,13 @@ async fn post_to(v: &Voice, url: &str, form: &[(String, String)]) -> String {
 /// The call held: the assistant transferred, the lead's call runs the hold document.
 /// Returns the call id, the lead's `CallSid` and the document.
 async fn held(v: &Voice) -> (String, String, String) {
+    held_with(v, Step::text("Ada wants to talk to a person.")).await
+}
+
+/// [`held`], the assistant answering the whisper's summary request with `summary`.
+async fn held_with(v: &Voice, summary: Step) -> (String, String, String) {
     let (call, sid, handoff) = transferring_call(v).await;
+    v.model.push(summary);
     let doc = session_ended(v, &call, &sid, &handoff).await;
     v.twilio.run_twiml(&sid, &doc);
     deliver(v).await;
@@ -159,7 +166,7 @@ async fn taken_back(v: &Voice, lead_sid: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_transfer_holds_the_lead_whispers_and_bridges_who_presses_1() {
     let (v, hooks, hook) = warm_setup().await;
-    let (call, lead_sid, doc) = held(&v).await;
+    let (call, lead_sid, doc) = held_with(&v, Step::text(WHISPERED)).await;
     let hold = parse(&doc);
     assert_eq!(
         hold.find("Say").map(|s| s.text.as_str()),
@@ -203,12 +210,14 @@ async fn a_warm_transfer_holds_the_lead_whispers_and_bridges_who_presses_1() {
     );
     let whisper = leg_answered(&v, &ring, &agent, "human").await;
     let said = assert_whisper(&whisper);
-    assert!(said.contains("Ada"), "{said}");
-    assert!(said.contains("warm campaign"), "{said}");
     assert!(
-        said.contains("Can I talk to a person?"),
-        "what the lead asked: {said}"
+        said.starts_with(WHISPERED),
+        "the assistant's summary: {said}"
     );
+    let asked = v.model.requests();
+    let request = asked.last().expect("the summary was asked").to_string();
+    assert!(request.contains("Can I talk to a person?"), "{request}");
+    assert!(!request.contains("\"tools\""), "{request}");
     assert!(
         !v.twilio.conference_started(&call),
         "the lead still waits alone"
@@ -348,7 +357,8 @@ async fn updated(v: &Voice, sid: &str) -> engaged::testkit::twilio::Sent {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_warm_transfer_nobody_answers_rings_the_fallback_who_accepts() {
     let (v, hooks, hook) = warm_setup().await;
-    let (call, _lead_sid, _) = held(&v).await;
+    // The assistant fails to summarise: the whisper is the template.
+    let (call, _lead_sid, _) = held_with(&v, Step::status(500)).await;
     let (first, ring) = rung(&v, 1).await;
     leg_status(&v, &ring, &first, "ringing").await;
     leg_status(&v, &ring, &first, "no-answer").await;
@@ -383,7 +393,13 @@ async fn a_warm_transfer_nobody_answers_rings_the_fallback_who_accepts() {
     assert_eq!(v.twilio.calls().len(), 3);
 
     let whisper = leg_answered(&v, &fallback, &second, "human").await;
-    assert_whisper(&whisper);
+    let said = assert_whisper(&whisper);
+    assert!(said.contains("Ada"), "{said}");
+    assert!(said.contains("warm campaign"), "{said}");
+    assert!(
+        said.contains("Can I talk to a person?"),
+        "what the lead asked: {said}"
+    );
     let join = press(&v, &whisper, &second, Some("1")).await;
     assert!(parse(&join).find("Conference").is_some(), "{join}");
     let record = get_call(&v, &call).await;
