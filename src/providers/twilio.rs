@@ -711,6 +711,57 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_person_is_rung_with_machine_detection_and_a_ringing_call_is_cancelled() {
+        let fake = FakeTwilio::start().await;
+        let twilio = twilio(&fake.base_url, "+15550100000");
+        let outcome = twilio
+            .ring_person(
+                &client(),
+                "+15550107777",
+                "https://e.example/w?step=answer&attempt=1",
+                "https://e.example/w?step=status&attempt=1",
+                25,
+            )
+            .await;
+        let CallOutcome::Accepted {
+            provider_call_id, ..
+        } = outcome
+        else {
+            panic!("{outcome:?}");
+        };
+        let request = &fake.calls()[0];
+        assert_eq!(request.path, "/2010-04-01/Accounts/AC1/Calls.json");
+        assert_eq!(request.field("To"), Some("+15550107777"));
+        assert_eq!(request.field("From"), Some("+15550100000"));
+        assert_eq!(
+            request.field("Url"),
+            Some("https://e.example/w?step=answer&attempt=1")
+        );
+        assert_eq!(
+            request.field("StatusCallback"),
+            Some("https://e.example/w?step=status&attempt=1")
+        );
+        assert_eq!(request.field("MachineDetection"), Some("Enable"));
+        assert_eq!(request.field("Timeout"), Some("25"));
+        assert_eq!(request.field("Record"), None, "recorded on the lead's side");
+        assert_eq!(request.fields("StatusCallbackEvent"), CALL_EVENTS);
+        twilio
+            .cancel_call(&client(), &provider_call_id)
+            .await
+            .unwrap();
+        let update = &fake.call_updates()[0];
+        assert_eq!(
+            update.path,
+            format!("/2010-04-01/Accounts/AC1/Calls/{provider_call_id}.json")
+        );
+        assert_eq!(
+            update.form,
+            [("Status".to_string(), "canceled".to_string())]
+        );
+        assert_eq!(update.authorization, AUTH);
+    }
+
+    #[tokio::test]
     async fn a_refused_call_has_twilios_code_and_a_failing_twilio_is_retried_twice() {
         let (outcome, _) = placed(
             400,

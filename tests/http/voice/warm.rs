@@ -599,3 +599,52 @@ async fn a_warm_transfer_the_lead_hangs_up_on_in_the_whisper_tells_the_person() 
     );
     assert_eq!(record["agentConnected"], json!(false), "{record}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_transfer_ended_without_a_leave_is_ended_by_unknown_and_bad_steps_change_nothing() {
+    let (v, _hooks, _hook) = warm_setup().await;
+    let (call, _lead_sid, _) = held(&v).await;
+    let (agent, ring) = rung(&v, 1).await;
+    let whisper = leg_answered(&v, &ring, &agent, "human").await;
+    let warm = call_path(&v, &call, "warm");
+    let before = get_call(&v, &call).await;
+    // Malformed steps: 400, and an unsigned one 403; nothing changes.
+    for query in ["", "?step=dance", "?step=digit", "?step=digit&attempt=3"] {
+        let path = format!("{warm}{query}");
+        let r = post_signed(
+            &v,
+            &path,
+            &[("CallSid", agent.as_str()), ("Digits", "1")],
+            TOKEN,
+        )
+        .await;
+        assert_eq!(r.status, 400, "{query}: {}", text(&r));
+    }
+    let path = format!("{warm}?step=digit&attempt=1");
+    let r = post_signed(
+        &v,
+        &path,
+        &[("CallSid", agent.as_str()), ("Digits", "1")],
+        WRONG_TOKEN,
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", text(&r));
+    assert_eq!(get_call(&v, &call).await, before);
+    press(&v, &whisper, &agent, Some("1")).await;
+    // Twilio ends the conference without saying who left first.
+    let end = [
+        ("AccountSid", SID),
+        ("ConferenceSid", "CF00000000000000000000000000000001"),
+        ("FriendlyName", call.as_str()),
+        ("StatusCallbackEvent", "conference-end"),
+        ("ReasonConferenceEnded", "conference-ended-via-api"),
+    ];
+    let path = format!("{warm}?step=conference");
+    twilio_post(&v, &path, &end).await;
+    let ended = get_call(&v, &call).await;
+    assert_eq!(ended["endedBy"], json!("UNKNOWN"), "{ended}");
+    // The leaves that follow change nothing.
+    v.twilio.hang_up(&agent);
+    deliver(&v).await;
+    assert_eq!(get_call(&v, &call).await["endedBy"], json!("UNKNOWN"));
+}
