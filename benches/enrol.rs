@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use engaged::domain::engagement::bulk_enrolment;
+use engaged::domain::conversation::bulk_enrolment;
 use engaged::domain::records::search::LeadFilter;
 use engaged::domain::Caller;
 use engaged::store::enrolments::enrolment_job;

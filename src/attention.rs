@@ -38,6 +38,9 @@ pub struct Signals {
     pub meeting_message: bool,
     /// The start of the lead's next booked meeting.
     pub next_meeting_at: Option<Micros>,
+    /// The owner moved or canceled one of the lead's meetings in their calendar and no
+    /// person has replied to the lead or marked it seen since.
+    pub calendar_changed: bool,
 }
 
 /// Why a lead needs a person now ("Needs attention").
@@ -59,10 +62,13 @@ pub enum Attention {
     /// The lead's last message is unanswered, the assistant is on for it, but the
     /// organization has no assistant connected: nothing will answer but a person.
     NoAssistant,
+    /// The owner moved or canceled one of the lead's meetings in their own calendar:
+    /// the lead was told; a person checks that it suits them (until a reply or "Seen").
+    CalendarChanged,
 }
 
 impl Attention {
-    pub const ALL: [Attention; 7] = [
+    pub const ALL: [Attention; 8] = [
         Attention::HandedOff,
         Attention::Waiting,
         Attention::SendFailed,
@@ -70,6 +76,7 @@ impl Attention {
         Attention::PossibleOptOut,
         Attention::MeetingReply,
         Attention::NoAssistant,
+        Attention::CalendarChanged,
     ];
 
     /// The reason's name (its facet is `attn:<name>`).
@@ -82,6 +89,7 @@ impl Attention {
             Attention::PossibleOptOut => "possible_opt_out",
             Attention::MeetingReply => "meeting_reply",
             Attention::NoAssistant => "no_assistant",
+            Attention::CalendarChanged => "calendar_changed",
         }
     }
 
@@ -95,6 +103,7 @@ impl Attention {
             Attention::PossibleOptOut => "Possible opt-out",
             Attention::MeetingReply => "Meeting reply",
             Attention::NoAssistant => "Replied — no assistant connected",
+            Attention::CalendarChanged => "Meeting changed in the calendar",
         }
     }
 
@@ -134,6 +143,7 @@ impl Attention {
                     && !signals.possible_opt_out
                     && !Attention::HandedOff.holds(signals, now)
             }
+            Attention::CalendarChanged => signals.calendar_changed,
         }
     }
 
@@ -203,6 +213,11 @@ mod tests {
             ..Signals::default()
         };
         assert_eq!(Attention::of(&meeting, NOW), [Attention::MeetingReply]);
+        let changed = Signals {
+            calendar_changed: true,
+            ..Signals::default()
+        };
+        assert_eq!(Attention::of(&changed, NOW), [Attention::CalendarChanged]);
         let passed = Signals {
             next_meeting_at: Some(NOW),
             ..meeting
@@ -220,6 +235,7 @@ mod tests {
             failed_send_at: Some(NOW),
             assistant_error: true,
             possible_opt_out: true,
+            calendar_changed: true,
             ..Signals::default()
         };
         let mut all_but_meeting = Attention::ALL.to_vec();
@@ -248,7 +264,10 @@ mod tests {
             Attention::ALL.iter().map(|r| r.name()).collect();
         let words: std::collections::BTreeSet<_> =
             Attention::ALL.iter().map(|r| r.words()).collect();
-        assert_eq!((names.len(), words.len()), (7, 7));
+        assert_eq!(
+            (names.len(), words.len()),
+            (Attention::ALL.len(), Attention::ALL.len())
+        );
     }
 
     #[test]

@@ -81,9 +81,42 @@ pub fn capacity(segments: usize) -> (usize, usize) {
     }
 }
 
+/// What a text box under an SMS shows: "2 SMS segments", and past `max` that it is too
+/// long. The console's script (`console.js`, `[data-sms-count]`) says the same as the
+/// text changes.
+pub fn words(text: &str, max: usize) -> String {
+    let count = Segments::of(text).count;
+    let counted = if count == 1 {
+        "1 SMS segment".to_string()
+    } else {
+        format!("{count} SMS segments")
+    };
+    if count > max {
+        format!("{counted}: too long, at most {max}")
+    } else {
+        counted
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_consoles_script_counts_with_the_same_alphabets() {
+        let script = include_str!("console/assets/console.js");
+        for table in [GSM7_BASIC, GSM7_EXTENSION] {
+            let quoted = serde_json::to_string(table).unwrap();
+            assert!(script.contains(&quoted), "console.js holds {quoted}");
+        }
+        assert_eq!(words("", 10), "0 SMS segments");
+        assert_eq!(words(&"a".repeat(160), 10), "1 SMS segment");
+        assert_eq!(words(&"a".repeat(161), 10), "2 SMS segments");
+        assert_eq!(
+            words(&"😀".repeat(700), 10),
+            "21 SMS segments: too long, at most 10"
+        );
+    }
 
     #[test]
     fn segments_are_counted_as_phones_count_them() {

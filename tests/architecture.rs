@@ -7,9 +7,9 @@
 //! under `#[cfg(test)]` are left out: they may reach anything), resolves each to the
 //! file that defines it, and fails on an import up the floors or a cycle.
 //!
-//! Inside the domain floor, [`DOMAIN_ORDER`] holds records, settings and people below
-//! contact, engagement, voice and the import, and only `engagement::reactions` runs the
-//! reactions a write owes.
+//! Inside the domain floor, [`DOMAIN_ORDER`] holds conversation on top, then
+//! engagement, voice and the import, then contact (policy that reads), then records,
+//! settings and people; only `engagement::reactions` runs the reactions a write owes.
 //!
 //! `cargo test --test architecture -- --nocapture` prints the graph's summary: files
 //! per floor, imports up the floors, cycles, and the files straight in `src/domain/`.
@@ -67,15 +67,12 @@ const FLOORS: &[(&str, &[&str])] = &[
 /// engagement's reactions (`records::written::Written`), which only
 /// `engagement::reactions` runs.
 const DOMAIN_ORDER: &[(&str, &[&str])] = &[
+    ("conversation", &["domain/conversation"]),
     (
-        "contact, engagement, voice, import",
-        &[
-            "domain/contact",
-            "domain/engagement",
-            "domain/voice",
-            "domain/import",
-        ],
+        "engagement, voice, import",
+        &["domain/engagement", "domain/voice", "domain/import"],
     ),
+    ("contact", &["domain/contact"]),
     (
         "records, settings, people",
         &["domain/records", "domain/settings", "domain/people"],
@@ -540,6 +537,26 @@ fn only_engagement_reactions_reacts_to_a_write() {
         ["domain/engagement/reactions", "domain/records/written"],
         "only engagement::reactions unpacks a Written (records::written defines it)"
     );
+}
+
+/// Contact only reads: no file of `domain/contact` takes a write transaction to
+/// write with (`&mut WriteTx`), reacts (`.react(`) or names a write of records.
+#[test]
+fn contact_only_reads() {
+    let src = main_dir();
+    let mut files = Vec::new();
+    rust_files(&src.join("domain/contact"), &mut files);
+    assert!(!files.is_empty(), "domain/contact has files");
+    let writers: Vec<Module> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).expect("readable source");
+            let code = code_of(&text);
+            code.contains("&mut WriteTx") || code.contains(".react(")
+        })
+        .map(|f| module_of(&src, f))
+        .collect();
+    assert!(writers.is_empty(), "contact files that write: {writers:?}");
 }
 
 #[test]

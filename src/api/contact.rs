@@ -8,9 +8,10 @@ use super::request::{read_body, RequestBody};
 use super::response::{json as reply, Body};
 use super::AppState;
 use crate::channel::Channel;
-use crate::domain::contact::controls;
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::leads;
 use crate::domain::records::limits;
+use crate::domain::records::subscriptions;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -31,16 +32,18 @@ pub async fn subscription(
     let bytes = read_body(body, state.max_body_bytes).await?;
     let id = lead_id.to_string();
     let applied = if unsubscribe {
-        let requested = controls::parse_channels(&bytes)?;
+        let requested = subscriptions::parse_channels(&bytes)?;
         state
             .store
-            .write(move |tx| controls::unsubscribe(tx, &caller, &id, requested.as_deref()))
+            .write(move |tx| {
+                subscriptions::unsubscribe(tx, &caller, &id, requested.as_deref()).react(tx)
+            })
             .await?
     } else {
-        let request = controls::parse_resubscribe(&bytes)?;
+        let request = subscriptions::parse_resubscribe(&bytes)?;
         state
             .store
-            .write(move |tx| controls::resubscribe(tx, &caller, &id, &request))
+            .write(move |tx| subscriptions::resubscribe(tx, &caller, &id, &request).react(tx))
             .await?
     };
     let message = if unsubscribe {
@@ -62,7 +65,7 @@ pub async fn set_ai(
 ) -> Result<Response<Body>> {
     let id = lead_id.to_string();
     let lead = store
-        .write(move |tx| controls::set_ai(tx, &caller, &id, on))
+        .write(move |tx| subscriptions::set_ai(tx, &caller, &id, on).react(tx))
         .await?;
     let message = if on {
         "Lead turned on successfully."
@@ -87,7 +90,7 @@ pub async fn add_tags(
     }
     let id = lead_id.to_string();
     let lead = store
-        .write(move |tx| controls::add_tags(tx, &caller, &id, tags.clone()))
+        .write(move |tx| subscriptions::add_tags(tx, &caller, &id, tags.clone()).react(tx))
         .await?;
     Ok(reply(StatusCode::OK, &json!({"tags": lead.tags})))
 }
@@ -113,7 +116,7 @@ pub async fn remove_tags(
         .collect::<Result<_>>()?;
     let id = lead_id.to_string();
     let lead = store
-        .write(move |tx| controls::remove_tags(tx, &caller, &id, &ids))
+        .write(move |tx| subscriptions::remove_tags(tx, &caller, &id, &ids).react(tx))
         .await?;
     // This answer carries only `id` and `name`, as the interface shows.
     let tags: Vec<Value> = lead

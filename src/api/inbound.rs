@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use super::response::{json as reply, Body};
 use super::views::MessageView;
 use crate::channel::Channel;
-use crate::domain::contact::inbound;
+use crate::domain::conversation::inbound;
 use crate::domain::records::limits;
 use crate::domain::records::messages::EmailHeaders;
 use crate::domain::Caller;

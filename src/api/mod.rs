@@ -13,6 +13,7 @@ mod contact;
 mod dnc;
 mod email;
 mod events;
+pub mod flash;
 mod inbound;
 mod leads;
 mod meetings;
@@ -71,6 +72,8 @@ pub struct AppState {
     pub passwords: Arc<crate::domain::people::passwords::Work>,
     /// The bounds of import files (`max_import_bytes`, `import_quota_bytes`).
     pub imports: crate::domain::import::Limits,
+    /// What a refused console form shows after its redirect (Post/Redirect/Get).
+    pub flash: flash::Flash,
 }
 
 impl AppState {

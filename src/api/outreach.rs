@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 use super::response::{json as reply, Body};
 use super::views::{self, EventView, MessageView};
 use super::AppState;
-use crate::domain::contact::compliance::Outcome;
+use crate::domain::engagement::gate::Outcome;
 use crate::domain::records::messages;
 use crate::domain::Caller;
 use crate::error::{Error, Result};

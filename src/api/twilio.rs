@@ -13,7 +13,7 @@ use super::request::{read_body, RequestBody};
 use super::response::{full, Body};
 use super::AppState;
 use crate::channel::Channel;
-use crate::domain::contact::inbound::{self, ProviderKeyword};
+use crate::domain::conversation::inbound::{self, ProviderKeyword};
 use crate::domain::engagement::outbound;
 use crate::domain::Caller;
 use crate::error::{Error, Result};

@@ -1,7 +1,7 @@
 //! The bulk "Add to campaign" of the leads list (agents and admins): the leads list's
 //! form names the filtered set's count and a campaign; `/console/enrolments/new` asks
 //! to confirm, naming the count and the campaign; the confirmation creates one job
-//! (`domain::engagement::bulk_enrolment::start`, the set captured then) and sends the
+//! (`domain::conversation::bulk_enrolment::start`, the set captured then) and sends the
 //! person to `/console/enrolments/{id}`, its progress and then its result ("Added N,
 //! skipped M (...)"), kept live while it runs.
 
@@ -15,8 +15,8 @@ use super::routes::campaign_path;
 use super::session::Visitor;
 use crate::api::response::Body;
 use crate::api::AppState;
+use crate::domain::conversation::bulk_enrolment::{self, result_words, thousands};
 use crate::domain::engagement::add_to_campaign::campaign_ready;
-use crate::domain::engagement::bulk_enrolment::{self, result_words, thousands};
 use crate::domain::records::search::{self, LeadFilter};
 use crate::error::{Error, Result};
 use crate::store::enrolments::enrolment_job;

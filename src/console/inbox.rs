@@ -123,6 +123,47 @@ struct InboxRow {
     unread: bool,
 }
 
+/// The inbox's rows of leads `ids`, in that order: each lead with its handling, the
+/// reasons it needs attention (computed in the write that last changed it; a reason
+/// that ended with time alone is repaired by the notifier's tick, `engine::notices`),
+/// who handles it and whether `visitor` has read it.
+fn inbox_rows(
+    read: &crate::store::ReadTx,
+    index: &crate::store::lead_index::Index<'_>,
+    visitor: &Visitor,
+    ids: &[String],
+    assistant: bool,
+) -> Result<Vec<InboxRow>> {
+    let (org, user) = (visitor.org(), visitor.user.id.as_str());
+    let mut rows = Vec::with_capacity(ids.len());
+    for id in ids {
+        let Some(lead) = read.lead(org, id)? else {
+            continue;
+        };
+        let handling = read.handling(org, id)?;
+        let reasons = index.attention(id)?;
+        let owner = match handling.owner.as_str() {
+            "" if handling.handed_off_at.is_some() || !lead.is_ai_on || !assistant => {
+                Handler::Unassigned
+            }
+            "" => Handler::Assistant,
+            id => Handler::Person(
+                read.user(id)?
+                    .map_or_else(|| "a former user".into(), |u| u.name),
+            ),
+        };
+        let unread = conversation::unread(handling.last_inbound_at, index.seen(user, id)?);
+        rows.push(InboxRow {
+            lead,
+            handling,
+            reasons,
+            owner,
+            unread,
+        });
+    }
+    Ok(rows)
+}
+
 /// `GET /console/inbox?tab=...&q=...`.
 pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
@@ -180,34 +221,7 @@ pub fn page(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
         None => search::replied(&read, org, q.clone(), since, ROWS)?.0,
     };
     let zone = settings.time_zone;
-    let mut rows = Vec::with_capacity(ids.len());
-    for id in &ids {
-        let Some(lead) = read.lead(org, id)? else {
-            continue;
-        };
-        let handling = read.handling(org, id)?;
-        // Computed in the write that last changed the lead; a reason that ended with
-        // time alone is repaired by the notifier's tick (`engine::notices`).
-        let reasons = index.attention(id)?;
-        let owner = match handling.owner.as_str() {
-            "" if handling.handed_off_at.is_some() || !lead.is_ai_on || !assistant => {
-                Handler::Unassigned
-            }
-            "" => Handler::Assistant,
-            id => Handler::Person(
-                read.user(id)?
-                    .map_or_else(|| "a former user".into(), |u| u.name),
-            ),
-        };
-        let unread = conversation::unread(handling.last_inbound_at, index.seen(user, id)?);
-        rows.push(InboxRow {
-            lead,
-            handling,
-            reasons,
-            owner,
-            unread,
-        });
-    }
+    let rows = inbox_rows(&read, &index, visitor, &ids, assistant)?;
     let title = if attention > 0 {
         format!("({attention}) Inbox")
     } else {

@@ -3,7 +3,7 @@
 //! reply, ask for a suggested reply, record consent given on the phone, and the agents'
 //! other actions; `/console/leads/{id}/consent.csv`, the consent record's download.
 //!
-//! Each action is one write job calling its `domain::contact::handling` function, which
+//! Each action is one write job calling its `domain::conversation::handling` function, which
 //! holds its rules, calls the domain function the API's operation calls and records the
 //! `USER_ACTION` event naming the person; a
 //! reply goes through the gate and the provider exactly as `POST .../messages` does
@@ -22,16 +22,18 @@ use super::timeline;
 use crate::api::response::Body;
 use crate::api::AppState;
 use crate::channel::Channel;
-use crate::domain::contact::compliance::Outcome;
-use crate::domain::contact::handling::{self, PersonAction, Subscription};
-use crate::domain::contact::inbound;
+use crate::domain::conversation::handling::{self, Command, PersonAction, Subscription};
+use crate::domain::conversation::inbound;
+use crate::domain::engagement::gate::Outcome;
 use crate::domain::engagement::waiting;
 use crate::domain::records::consent::{self, ConsentInput, Ledger, ProofPart};
+use crate::domain::records::limits::MAX_SMS_SEGMENTS;
 use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
+use crate::store::calendars::{CalendarReader, MeetingRecord, MeetingStatus};
 use crate::store::rows::{
-    ConsentEntry, ConsentSource, ConsentStatus, EngagementRecord, EngagementState, HandlingRecord,
-    HoldRecord, LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
+    CalendarChange, ConsentEntry, ConsentSource, ConsentStatus, EngagementRecord, EngagementState,
+    HandlingRecord, HoldRecord, LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
 };
 use crate::store::Reader;
 
@@ -60,23 +62,42 @@ impl Shown {
     }
 }
 
-/// `GET /console/leads/{id}`.
-pub async fn page(
+/// `GET /console/leads/{id}`: the page, with what a refused form left for it
+/// ([`page`]'s redirect).
+pub async fn show(state: &AppState, visitor: &Visitor, id: &str) -> Result<Response<Body>> {
+    let shown = state
+        .flash
+        .take::<Shown>(visitor.token_hash, &page_path(id))
+        .unwrap_or_default();
+    let view = LeadPageView::read(state, visitor, id)?;
+    super::inbox::record_view(state, visitor, id, view.handling.last_inbound_at);
+    let name = lead_name(&view.lead);
+    let markup = layout::page(&name, Some(visitor), view.view(visitor, &shown));
+    Ok(respond::html(StatusCode::OK, markup))
+}
+
+fn page_path(id: &str) -> String {
+    format!("/console/leads/{id}")
+}
+
+/// After a POST that did not go as asked (a refusal, a notice, a draft to show): what
+/// the page shows kept for this session, and `303` to the page (Post/Redirect/Get: a
+/// reload never posts again, and live updates go on).
+async fn page(
     state: &AppState,
     visitor: &Visitor,
     id: &str,
     shown: Shown,
 ) -> Result<Response<Body>> {
-    let status = if shown.error.is_some() {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    let view = LeadPageView::read(state, visitor, id)?;
-    super::inbox::record_view(state, visitor, id, view.handling.last_inbound_at);
-    let name = lead_name(&view.lead);
-    let markup = layout::page(&name, Some(visitor), view.view(visitor, &shown));
-    Ok(respond::html(status, markup))
+    // Another organization's lead answers exactly like a missing one.
+    state
+        .store
+        .read()?
+        .lead(visitor.org(), id)?
+        .ok_or_else(|| Error::lead_not_found(id))?;
+    let path = page_path(id);
+    state.flash.put(visitor.token_hash, &path, shown);
+    Ok(respond::redirect(&path))
 }
 
 /// What a lead's page shows, read from one snapshot; `LeadPageView::view` renders it.
@@ -111,6 +132,8 @@ struct LeadPageView {
     profiles: Vec<String>,
     /// The "Meetings" panel (`lead_meetings::panel`).
     meetings: Markup,
+    /// The meeting the owner changed in their calendar, until a person saw it.
+    calendar_change: Option<MeetingRecord>,
     /// The organization has an assistant connected (Settings → Assistant); without
     /// one nothing answers the lead but a person.
     assistant: bool,
@@ -175,7 +198,12 @@ impl LeadPageView {
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         let profiles = read.profile_names(org)?;
         let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
+        let calendar_change = match &handling.calendar_change {
+            Some(change) => read.meeting(org, &change.meeting_id)?,
+            None => None,
+        };
         Ok(LeadPageView {
+            calendar_change,
             assistant: settings.assistant.is_some(),
             country,
             profiles,
@@ -235,6 +263,9 @@ impl LeadPageView {
                                 }
                             }
                         }
+                    }
+                    @if let (Some(change), Some(meeting), true) = (&self.handling.calendar_change, &self.calendar_change, self.can_act) {
+                        (calendar_change_panel(visitor, lead, change, meeting, &self.zone))
                     }
                     @if self.can_act { (reply_box(visitor, lead, shown, self.re_subject.as_deref(), self.assistant)) }
                     @if self.can_act && self.sandbox_sms && !lead.phone.is_empty() { (reply_as_lead_box(visitor, lead, shown)) }
@@ -577,7 +608,8 @@ fn reply_box(
             (csrf_field(v))
             div {
                 label for="message" { "Message" }
-                textarea #message name="message" aria-describedby=[message_error.as_ref().map(|_| "message-error")] { (shown.message) }
+                textarea #message name="message" data-sms-count=(MAX_SMS_SEGMENTS) aria-describedby=[message_error.as_ref().map(|_| "message-error")] { (shown.message) }
+                p.muted #message-segments aria-live="polite" { (crate::sms_segments::words(&shown.message, MAX_SMS_SEGMENTS)) }
                 @if let Some(error) = &message_error { p #message-error .field-error { (error) } }
             }
             fieldset.choice {
@@ -678,6 +710,34 @@ async fn reply_as_lead(
     }
 }
 
+/// "Meeting changed in the calendar": what the owner did to the lead's meeting, that
+/// the lead was told, and "Seen".
+fn calendar_change_panel(
+    v: &Visitor,
+    lead: &LeadRecord,
+    change: &CalendarChange,
+    meeting: &MeetingRecord,
+    zone: &str,
+) -> Markup {
+    html! {
+        section.panel aria-labelledby="calendar-change" {
+            h2 #calendar-change { "Meeting changed in the calendar" }
+            @if meeting.status == MeetingStatus::Canceled {
+                p { "The owner canceled the meeting of " (layout::time(meeting.start, zone)) " in their calendar. The lead was told it is canceled." }
+            } @else {
+                p { "The owner moved the meeting to " (layout::time(meeting.start, zone)) " in their calendar. The lead was told the new time." }
+            }
+            @if change.overrode {
+                p { "Their change replaced one engaged was still writing to the calendar (the lead's own request): check with the lead that the time suits them." }
+            }
+            form method="post" action=(action_url(lead, PersonAction::SeenCalendarChange)) {
+                (csrf_field(v))
+                button.secondary type="submit" { "Seen" }
+            }
+        }
+    }
+}
+
 fn other_actions(v: &Visitor, lead: &LeadRecord) -> Markup {
     let form = |action: PersonAction, body: Markup| {
         html! {
@@ -758,8 +818,9 @@ fn channels(form: &Form) -> Result<Option<Vec<Channel>>> {
     }
 }
 
-/// `POST /console/leads/{id}/{action}`: the form parsed, one write calling the
-/// action's domain function (`domain::contact::handling`), the page or a redirect.
+/// `POST /console/leads/{id}/{action}`: the form parsed into a `handling::Command`,
+/// one write through `handling::act`, then the page (a refusal beside its field, or
+/// as the page's notice) or a redirect.
 pub async fn act(
     state: &AppState,
     visitor: &Visitor,
@@ -771,157 +832,107 @@ pub async fn act(
         LeadAction::Reply => return reply(state, visitor, id, &form).await,
         LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
         LeadAction::ReplyAsLead => return reply_as_lead(state, visitor, id, &form).await,
+        LeadAction::Person(PersonAction::RetrySend) => {
+            return send_again(state, visitor, id, &form).await
+        }
+        LeadAction::Person(PersonAction::RecordConsent) => {
+            return record_consent(state, visitor, id, &form).await
+        }
         LeadAction::Person(action) => action,
     };
-    let (caller, person, lead_id) = (visitor.caller(), visitor.person(), id.to_string());
-    let store = &state.store;
-    let done = match action {
-        PersonAction::TakeOver => {
-            store
-                .write(move |tx| handling::take_over(tx, &caller, &person, &lead_id).map(drop))
-                .await
-        }
-        PersonAction::HandBack => {
-            store
-                .write(move |tx| handling::hand_back(tx, &caller, &person, &lead_id).map(drop))
-                .await
-        }
-        PersonAction::RetrySend => return send_again(state, visitor, id, &form).await,
-        PersonAction::RecordConsent => return record_consent(state, visitor, id, &form).await,
-        PersonAction::DismissFailure => {
-            let event_id = form.text("message").to_string();
-            store
-                .write(move |tx| {
-                    handling::dismiss_failure(tx, &caller, &person, &lead_id, &event_id)
-                })
-                .await
-        }
-        PersonAction::Unsubscribe | PersonAction::Resubscribe => {
-            let requested = channels(&form)?;
-            let change = if action == PersonAction::Resubscribe {
-                let words = form.text("words").trim();
-                let text = (!words.is_empty())
-                    .then(|| ProofPart::Text.checked(words, "words"))
-                    .transpose()?;
-                Subscription::Resubscribe(Proof {
-                    text,
-                    ..Proof::default()
-                })
-            } else {
-                Subscription::Unsubscribe
-            };
-            store
-                .write(move |tx| {
-                    let requested = requested.as_deref();
-                    handling::set_subscription(tx, &caller, &person, &lead_id, requested, &change)
-                })
-                .await
-        }
-        PersonAction::ConfirmOptOut | PersonAction::DismissOptOut => {
-            let confirm = action == PersonAction::ConfirmOptOut;
-            store
-                .write(move |tx| handling::decide_opt_out(tx, &caller, &person, &lead_id, confirm))
-                .await
-        }
-        PersonAction::AddToDnc => {
-            store
-                .write(move |tx| handling::add_to_dnc(tx, &caller, &person, &lead_id))
-                .await
-        }
-        PersonAction::AddTag => {
-            let tag = tags::named(form.text("tag"))?;
-            store
-                .write(move |tx| handling::add_tag(tx, &caller, &person, &lead_id, tag.clone()))
-                .await
-        }
-        PersonAction::SetField | PersonAction::RemoveField => {
-            let key = form.text("field").to_string();
-            let value = (action == PersonAction::SetField).then(|| form.text("value").to_string());
-            let done = store
-                .write(move |tx| {
-                    handling::set_field(tx, &caller, &person, &lead_id, &key, value.as_deref())
-                })
-                .await;
-            return match done {
-                Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
-                // A refusal (no name, a bound passed) shows beside its field.
-                Err(e @ (Error::InvalidField { .. } | Error::BadRequest(_))) => {
-                    let field = match e.refused_field() {
-                        Some("field") => "field",
-                        _ => "additionalInfo",
-                    };
-                    let shown = Shown {
-                        error: Some((field, e.to_string())),
-                        ..Shown::default()
-                    };
-                    page(state, visitor, id, shown).await
-                }
-                Err(e) => Err(e),
-            };
-        }
-        PersonAction::RemoveTag => {
-            let tag = form.text("tag").to_string();
-            store
-                .write(move |tx| handling::remove_tag(tx, &caller, &person, &lead_id, &tag))
-                .await
-        }
-        PersonAction::MarkHot => {
-            store
-                .write(move |tx| handling::mark_hot(tx, &caller, &person, &lead_id))
-                .await
-        }
-        PersonAction::MarkQualified => {
-            store
-                .write(move |tx| handling::mark_qualified(tx, &caller, &person, &lead_id))
-                .await
-        }
-        PersonAction::AddToCampaign => {
-            let profile = form.text("profile").to_string();
-            let done = store
-                .write(move |tx| {
-                    let added =
-                        handling::add_to_campaign(tx, &caller, &person, &lead_id, &profile, None)?;
-                    added.map_err(|skip| skip.error(&lead_id, &profile))
-                })
-                .await;
-            return match done {
-                Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
-                Err(e) if e.is_bad_request() || matches!(e, Error::Conflict(_)) => {
-                    let shown = Shown {
-                        error: Some(("campaign", e.to_string())),
-                        ..Shown::default()
-                    };
-                    page(state, visitor, id, shown).await
-                }
-                Err(e) => Err(e),
-            };
-        }
-        PersonAction::Delete => {
-            if form.text("confirm") != "yes" {
-                let shown = Shown {
-                    notice: Some("Tick \u{201c}Yes, delete this lead\u{201d} to delete it.".into()),
-                    ..Shown::default()
-                };
-                return page(state, visitor, id, shown).await;
-            }
-            store
-                .write(move |tx| handling::delete(tx, &caller, &person, &lead_id))
-                .await?;
-            return Ok(respond::redirect("/console/leads"));
-        }
+    let Some(command) = command(action, &form)? else {
+        let shown = Shown {
+            notice: Some("Tick \u{201c}Yes, delete this lead\u{201d} to delete it.".into()),
+            ..Shown::default()
+        };
+        return page(state, visitor, id, shown).await;
     };
+    let (caller, person, lead_id) = (visitor.caller(), visitor.person(), id.to_string());
+    let done = state
+        .store
+        .write(move |tx| handling::act(tx, &caller, &person, &lead_id, &command))
+        .await;
     match done {
+        Ok(()) if action == PersonAction::Delete => Ok(respond::redirect("/console/leads")),
         Ok(()) => Ok(respond::redirect(&format!("/console/leads/{id}"))),
-        // A refusal (a lead without that channel, a tag too long) shows on the page.
+        // A refusal (a lead without that channel, a tag too long, a campaign a rule
+        // skips, a field without a name) shows on the page, beside its field if it has one.
         Err(e @ (Error::BadRequest(_) | Error::InvalidField { .. } | Error::Conflict(_))) => {
-            let shown = Shown {
-                notice: Some(e.to_string()),
-                ..Shown::default()
+            let shown = match (action, e.refused_field()) {
+                (PersonAction::AddToCampaign, _) => Shown {
+                    error: Some(("campaign", e.to_string())),
+                    ..Shown::default()
+                },
+                (PersonAction::SetField | PersonAction::RemoveField, field) => Shown {
+                    error: Some((
+                        if field == Some("field") {
+                            "field"
+                        } else {
+                            "additionalInfo"
+                        },
+                        e.to_string(),
+                    )),
+                    ..Shown::default()
+                },
+                _ => Shown {
+                    notice: Some(e.to_string()),
+                    ..Shown::default()
+                },
             };
             page(state, visitor, id, shown).await
         }
         Err(e) => Err(e),
     }
+}
+
+/// The command a person's `action` form says, read once; `None`: a deletion not
+/// confirmed ("Yes, delete this lead" unticked).
+fn command(action: PersonAction, form: &Form) -> Result<Option<Command>> {
+    Ok(Some(match action {
+        PersonAction::TakeOver => Command::TakeOver,
+        PersonAction::HandBack => Command::HandBack,
+        PersonAction::Unsubscribe => Command::Subscription {
+            channels: channels(form)?,
+            change: Subscription::Unsubscribe,
+        },
+        PersonAction::Resubscribe => {
+            let words = form.text("words").trim();
+            let text = (!words.is_empty())
+                .then(|| ProofPart::Text.checked(words, "words"))
+                .transpose()?;
+            Command::Subscription {
+                channels: channels(form)?,
+                change: Subscription::Resubscribe(Proof {
+                    text,
+                    ..Proof::default()
+                }),
+            }
+        }
+        PersonAction::AddToDnc => Command::AddToDnc,
+        PersonAction::AddTag => Command::AddTag(tags::named(form.text("tag"))?),
+        PersonAction::RemoveTag => Command::RemoveTag(form.text("tag").to_string()),
+        PersonAction::MarkHot => Command::MarkHot,
+        PersonAction::MarkQualified => Command::MarkQualified,
+        PersonAction::DismissFailure => Command::DismissFailure(form.text("message").to_string()),
+        PersonAction::ConfirmOptOut => Command::DecideOptOut(true),
+        PersonAction::DismissOptOut => Command::DecideOptOut(false),
+        PersonAction::SetField => Command::SetField {
+            key: form.text("field").to_string(),
+            value: Some(form.text("value").to_string()),
+        },
+        PersonAction::RemoveField => Command::SetField {
+            key: form.text("field").to_string(),
+            value: None,
+        },
+        PersonAction::AddToCampaign => Command::AddToCampaign(form.text("profile").to_string()),
+        PersonAction::SeenCalendarChange => Command::SeenCalendarChange,
+        PersonAction::Delete if form.text("confirm") != "yes" => return Ok(None),
+        PersonAction::Delete => Command::Delete,
+        // Their own paths (`act` sends them there first).
+        PersonAction::RetrySend | PersonAction::RecordConsent => {
+            return Err(Error::BadRequest("Not a form of this page".into()))
+        }
+    }))
 }
 
 /// "Record consent": the form read into `ConsentInput::spoken` (the words required),

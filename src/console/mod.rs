@@ -155,7 +155,7 @@ async fn dispatch(
         Page::NewLead => new_lead::page(state, &visitor),
         Page::CreateLead => new_lead::create(state, &visitor, &form).await,
         Page::LeadsCsv => leads::export(state, &visitor, query),
-        Page::Lead(id) => lead::page(state, &visitor, id, lead::Shown::default()).await,
+        Page::Lead(id) => lead::show(state, &visitor, id).await,
         Page::LeadConsentCsv(id) => lead::consent_csv(state, &visitor, id),
         Page::LeadAction(id, action) => lead::act(state, &visitor, id, action, form).await,
         Page::Campaigns => campaigns::list(state, &visitor),

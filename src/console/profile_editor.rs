@@ -654,13 +654,32 @@ impl<'a> ProfileEditorView<'a> {
         matches: impl Fn(&str) -> bool,
         help: Markup,
     ) -> Markup {
+        self.text_box(id, label, value, rows, matches, help, false)
+    }
+
+    /// [`Self::textarea`], with its SMS segments counted beside it when `sms`.
+    #[allow(clippy::too_many_arguments)]
+    fn text_box(
+        &self,
+        id: &str,
+        label: Markup,
+        value: &str,
+        rows: u8,
+        matches: impl Fn(&str) -> bool,
+        help: Markup,
+        sms: bool,
+    ) -> Markup {
         let refused = self.shown.refusals.iter().any(|(f, _)| matches(f));
+        let max = sms.then_some(crate::domain::records::limits::MAX_SMS_SEGMENTS);
         html! {
             div.field {
                 label for=(id) { (label) }
                 div {
-                    textarea id=(id) name=(id) rows=(rows)
+                    textarea id=(id) name=(id) rows=(rows) data-sms-count=[max]
                         aria-invalid=[refused.then_some("true")] aria-describedby={ (id) "-help" @if refused { " " (id) "-error" } } { (value) }
+                    @if let Some(max) = max {
+                        p.muted id={ (id) "-segments" } aria-live="polite" { (crate::sms_segments::words(value, max)) }
+                    }
                     p.muted id={ (id) "-help" } { (help) }
                     (self.described(id, matches))
                 }
@@ -744,8 +763,8 @@ impl<'a> ProfileEditorView<'a> {
                     html! { @if i == 0 { "After enrolment" } @else { "After step " (i) } ": a duration such as 2d, 3h or 30m (d days, h hours, m minutes); 0s: at once." }))
                 (self.input(&id("subject"), html! { "Subject (step " (n) ")" }, &step.subject, &path("subject"),
                     html! { "Email steps only." }))
-                (self.textarea(&id("text"), html! { "Text (step " (n) ")" }, &step.text, 3,
-                    |f| f == path("text"), self.placeholders()))
+                (self.text_box(&id("text"), html! { "Text (step " (n) ")" }, &step.text, 3,
+                    |f| f == path("text"), self.placeholders(), step.channel == "sms"))
                 input type="hidden" name=(id("purpose")) value=(step.purpose);
                 (self.step_preview(i))
                 div.actions {

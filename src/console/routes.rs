@@ -4,7 +4,7 @@
 
 use hyper::Method;
 
-use crate::domain::contact::handling::PersonAction;
+use crate::domain::conversation::handling::PersonAction;
 use crate::error::{Allowed, Error, Result};
 use crate::store::rows::Role;
 
@@ -22,7 +22,7 @@ pub enum LeadAction {
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 21] = [
+    const ALL: [(&'static str, LeadAction); 22] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
@@ -55,6 +55,10 @@ impl LeadAction {
         (
             "add-to-campaign",
             LeadAction::Person(PersonAction::AddToCampaign),
+        ),
+        (
+            "calendar-change-seen",
+            LeadAction::Person(PersonAction::SeenCalendarChange),
         ),
     ];
 

@@ -388,6 +388,7 @@ pub fn action_words(data: &Value) -> String {
         "delete" => "deleted the lead".to_string(),
         "retry_send" => "sent a failed message again".to_string(),
         "dismiss_failure" => "dismissed a failed send".to_string(),
+        "seen_calendar_change" => "saw the meeting changed in the calendar".to_string(),
         "record_consent" => format!(
             "recorded consent {} ({})",
             detail("status"),

@@ -5,15 +5,20 @@
 //! functions on a snapshot (`store::ReadTx`). Nothing here knows about HTTP, and
 //! nothing here touches a redb table directly.
 //!
-//! One folder per feature: `records` (what a client writes and reads back: leads,
+//! One folder per feature, in floors (a folder uses its own floor and those below;
+//! `tests/architecture.rs` holds it): `conversation` (the flows of a conversation: a
+//! message in, a possible opt-out's hold, a person's actions, unsubscribe links) on
+//! top; `engagement` (enrolment in a cadence, the agenda, claims of due rows, the
+//! gate's writes, outbound sends, the only place reactions run), `voice` (calls
+//! through the voice provider, transfers, transcripts) and `import`; `contact` (policy
+//! that reads: the compliance checks, quiet hours, keywords, revocation); and at the
+//! bottom `records` (what a client writes and reads back: leads, subscriptions,
 //! events, messages, calls, listings, the DNC list, webhook endpoints, recordings, API
-//! keys, the bounds on stored values), `settings` (the organization's, its profiles and
-//! their templates, the email and Twilio provider settings), `contact` (the contact
-//! controls, inbound messages, the compliance gate, quiet hours, unsubscribe links),
-//! `engagement` (enrolment in a cadence, the agenda, claims of due rows, outbound
-//! sends) and `voice` (calls through the voice provider, transfers, transcripts).
+//! keys, the bounds on stored values), `settings` (the organization's, its profiles
+//! and their templates, the email and Twilio provider settings) and `people`.
 
 pub mod contact;
+pub mod conversation;
 pub mod engagement;
 pub mod import;
 pub mod people;

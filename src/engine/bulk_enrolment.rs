@@ -1,11 +1,11 @@
 //! Running a bulk "Add to campaign" from its agenda row: one batch per write in the
-//! writer's bulk lane (`domain::engagement::bulk_enrolment::run_batch`), yielding
+//! writer's bulk lane (`domain::conversation::bulk_enrolment::run_batch`), yielding
 //! between batches, until the last one ran; then the row leaves the agenda. A failure
 //! leaves the row, and the scheduler runs the job again from its next batch.
 
 use super::Engine;
+use crate::domain::conversation::bulk_enrolment;
 use crate::domain::engagement::agenda::{self, JobKey};
-use crate::domain::engagement::bulk_enrolment;
 use crate::error::Result;
 
 impl Engine {

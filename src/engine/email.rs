@@ -5,7 +5,7 @@
 
 use super::Engine;
 use crate::channel::Channel;
-use crate::domain::contact::unsubscribe_links::UnsubscribeKey;
+use crate::domain::conversation::unsubscribe_links::UnsubscribeKey;
 use crate::domain::engagement::outbound::Attempt;
 use crate::error::Result;
 use crate::providers::{Provider, SendOutcome};

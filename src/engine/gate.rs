@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use super::Engine;
 use crate::channel::Channel;
-use crate::domain::contact::compliance::{self, Block, Gate, Initiative, Outcome};
-use crate::domain::contact::handling;
+use crate::domain::contact::compliance::{self, Block, Gate, Initiative};
+use crate::domain::conversation::handling;
+use crate::domain::engagement::gate::{self as outbound_gate, Outcome};
 use crate::domain::engagement::outbound;
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::messages::{self, MessageInput};
@@ -45,7 +46,7 @@ impl Engine {
                 Gate::Ask(question) => self.ask(&question).await,
                 Gate::Clear => None,
             };
-        compliance::pass(
+        outbound_gate::pass(
             &self.store,
             caller,
             lead_id,

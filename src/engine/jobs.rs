@@ -11,7 +11,7 @@ use super::pacing::Turn;
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::contact::compliance::Block;
-use crate::domain::contact::hold;
+use crate::domain::conversation::hold;
 use crate::domain::engagement::agenda::{JobKey, Taken};
 use crate::domain::engagement::claims::{self, Claim};
 use crate::domain::engagement::{outbound, reminders};

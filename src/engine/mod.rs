@@ -64,7 +64,7 @@ pub struct Engine {
     recording_max_bytes: u64,
     /// Signs one-click unsubscribe links; read from the store on first use.
     unsubscribe_key:
-        tokio::sync::OnceCell<crate::domain::contact::unsubscribe_links::UnsubscribeKey>,
+        tokio::sync::OnceCell<crate::domain::conversation::unsubscribe_links::UnsubscribeKey>,
     /// Each provider's sending rate, kept across the scheduler's sends.
     pacer: pacing::Pacer,
     /// The leads whose reply is asking the model now (`reply::ReplyTurn`): one at a time.

@@ -22,12 +22,13 @@ use serde_json::{json, Map, Value};
 use super::Engine;
 use crate::channel::Channel;
 use crate::domain::contact::quiet_hours::outside_quiet_hours;
-use crate::domain::contact::{controls, hold};
+use crate::domain::conversation::hold;
 use crate::domain::engagement::reactions::React;
 use crate::domain::engagement::{agenda, enrolment};
 use crate::domain::records::events;
 use crate::domain::records::leads::{self, LeadPatch, LeadText};
 use crate::domain::records::meetings::{self, BookInput};
+use crate::domain::records::subscriptions;
 use crate::domain::records::tags;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -351,10 +352,10 @@ fn apply(
                 name: name.clone(),
                 condition: String::new(),
             };
-            controls::add_tags(tx, caller, lead, vec![tag])?;
+            subscriptions::add_tags(tx, caller, lead, vec![tag]).react(tx)?;
         }
         Tool::OptOut { channels } => {
-            controls::unsubscribe(tx, caller, lead, channels.as_deref())?;
+            subscriptions::unsubscribe(tx, caller, lead, channels.as_deref()).react(tx)?;
             hold::settle_opted_out(tx, &caller.org_id, lead, None)?;
             return Ok((json!({"ok": true}), Effect::OptedOut));
         }
@@ -427,9 +428,9 @@ fn handoff(
     channel: Channel,
     reason: &str,
 ) -> Result<()> {
-    let record = controls::set_ai(tx, caller, lead, false)?;
+    let record = subscriptions::set_ai(tx, caller, lead, false).react(tx)?;
     enrolment::stop(tx, &caller.org_id, lead, StopReason::Handoff)?;
-    crate::domain::contact::handling::handed_off(tx, &caller.org_id, lead)?;
+    crate::domain::conversation::handling::handed_off(tx, &caller.org_id, lead)?;
     let mut data = json!({
         "leadId": record.id,
         "phone": record.phone,

@@ -1,19 +1,20 @@
 //! Carries out a warm transfer's effects (`domain::voice::warm::Effect`) through
 //! Twilio's Calls API, outside the writer: ringing a person (the first one after the
-//! assistant's whisper summary came, or [`SUMMARY_WAIT`] passed) (`Calls.json` with
+//! assistant's whisper summary came, or [`SUMMARY_WAIT`] passed; `Calls.json` with
 //! `MachineDetection=Enable`, `Timeout` = `ringSeconds`, its answer, digit and status
 //! webhooks under the call's `warm` path), taking the lead's call back from the
 //! conference (`Calls/{sid}.json` with new TwiML: the assistant's relay, or a sorry and
-//! a hang-up), and ending a person's leg (told "The caller hung up" in the whisper, or
-//! cancelled while it rings). The answer to a ring is committed at once
-//! (`warm::dialed`), and whatever it asks next is carried out in turn. A failure is
-//! logged; the call's own webhooks go on telling what happens.
+//! a hang-up, the lead then handed off to a person), and ending a person's leg (told
+//! "The caller hung up" in the whisper, or cancelled while it rings). The answer to a
+//! ring is committed at once (`warm::dialed`), and whatever it asks next is carried out
+//! in turn. A failure is logged; the call's own webhooks go on telling what happens.
 
 use std::sync::Arc;
 
 use super::guard::guard;
 use super::Engine;
 use crate::channel::Channel;
+use crate::domain::conversation::handling;
 use crate::domain::voice::transcript::{self, Role};
 use crate::domain::voice::voice::Answer;
 use crate::domain::voice::warm::{self, Effect};
@@ -98,6 +99,13 @@ impl Engine {
         call_id: &str,
         effect: Effect,
     ) -> crate::error::Result<Vec<Effect>> {
+        if let Effect::HandOff { lead_id } = effect {
+            let org = org.to_string();
+            self.store
+                .write(move |tx| handling::handed_off(tx, &org, &lead_id))
+                .await?;
+            return Ok(Vec::new());
+        }
         let ProviderSettings::Twilio(settings) = self.store.read()?.engine_settings(org)?.voice
         else {
             return Ok(Vec::new());
@@ -141,6 +149,7 @@ impl Engine {
                 }
                 Ok(Vec::new())
             }
+            Effect::HandOff { .. } => Ok(Vec::new()),
             Effect::EndLeg { sid, told } => {
                 let ended = if told {
                     let document = twiml::say_then_hangup(warm::CALLER_HUNG_UP, None);

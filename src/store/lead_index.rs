@@ -47,6 +47,7 @@ pub fn signals(
         possible_opt_out: engagement.is_some_and(|e| e.state == EngagementState::Held),
         meeting_message: handling.meeting_message,
         next_meeting_at: lead.next_meeting_at,
+        calendar_changed: handling.calendar_change.is_some(),
     }
 }
 

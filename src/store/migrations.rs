@@ -24,7 +24,7 @@ use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 14;
+pub const SCHEMA_VERSION: u32 = 15;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -41,6 +41,7 @@ const STEPS: &[Step] = &[
     calendars_and_meetings_gain_caldav_fields,
     replies_wait_for_a_person_without_an_assistant,
     profiles_gain_a_screening_reply_and_a_voicemail,
+    handling_notes_a_meeting_changed_in_the_calendar,
     profiles_gain_transfer_settings,
 ];
 
@@ -90,9 +91,11 @@ fn replies_wait_for_a_person_without_an_assistant(txn: &WriteTransaction) -> Res
             .get((org, id))?
             .map(|v| decode(v.value()))
             .transpose()?;
+        // Read as today's layout: a handling row has gained `calendar_change` since
+        // (schema 14).
         let handling: HandlingRecord = handling
             .get((org, id))?
-            .map(|v| decode(v.value()))
+            .map(|v| decode_grown(v.value()))
             .transpose()?
             .unwrap_or_default();
         let assistant = connected.get(org).copied().unwrap_or(false);
@@ -669,7 +672,7 @@ fn decode_grown<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 fn leads_and_profiles_gain_meeting_fields(txn: &WriteTransaction) -> Result<()> {
     let leads = grow::<LeadRecord>(txn, LEADS, 1)?;
     // Read as today's layout: a profile has gained `screening_reply` and `voicemail`
-    // (schema 13) and `transfer` (schema 14) since.
+    // (schema 13) and `transfer` (schema 15) since.
     let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 4)?;
     tracing::info!(
         leads,
@@ -767,9 +770,11 @@ fn handling_knows_who_wrote_and_inbox_tabs_are_indexed(txn: &WriteTransaction) -
             .get((org, id))?
             .map(|v| decode(v.value()))
             .transpose()?;
+        // Read as today's layout: a handling row has gained `calendar_change` since
+        // (schema 14).
         let handling: HandlingRecord = handling
             .get((org, id))?
-            .map(|v| decode(v.value()))
+            .map(|v| decode_grown(v.value()))
             .transpose()?
             .unwrap_or_default();
         let new = LeadOrder {
@@ -845,6 +850,7 @@ mod schema8 {
                 }),
                 meeting_message: false,
                 last_inbound_at,
+                calendar_change: None,
             }
         }
     }
@@ -870,7 +876,7 @@ fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<(
 /// default) and what a call answered by a machine does (`voicemail`, none); the fields
 /// end the record, one zero byte each.
 fn profiles_gain_a_screening_reply_and_a_voicemail(txn: &WriteTransaction) -> Result<()> {
-    // Read as today's layout: a profile has gained `transfer` since (schema 14).
+    // Read as today's layout: a profile has gained `transfer` since (schema 15).
     let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 3)?;
     tracing::info!(
         profiles,
@@ -879,11 +885,22 @@ fn profiles_gain_a_screening_reply_and_a_voicemail(txn: &WriteTransaction) -> Re
     Ok(())
 }
 
-/// 13 → 14: a profile says how a transfer reaches a person (`transfer`, none: cold,
+/// 13 → 14: a lead's handling row notes a meeting the owner changed in their calendar
+/// (`calendar_change`, none): one zero byte ending the record.
+fn handling_notes_a_meeting_changed_in_the_calendar(txn: &WriteTransaction) -> Result<()> {
+    let handling = grow::<super::rows::HandlingRecord>(txn, LEAD_HANDLING, 1)?;
+    tracing::info!(
+        handling,
+        "schema 14: handling notes a meeting changed in the owner's calendar"
+    );
+    Ok(())
+}
+
+/// 14 → 15: a profile says how a transfer reaches a person (`transfer`, none: cold,
 /// as before); the field ends the record, one zero byte.
 fn profiles_gain_transfer_settings(txn: &WriteTransaction) -> Result<()> {
     let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 1)?;
-    tracing::info!(profiles, "schema 14: profiles gain transfer settings");
+    tracing::info!(profiles, "schema 15: profiles gain transfer settings");
     Ok(())
 }
 
@@ -1139,9 +1156,37 @@ mod tests {
     }
 
     #[test]
-    fn schema_13_profiles_gain_no_transfer_settings_and_a_schema_12_one_reads_too() {
+    fn schema_13_handling_rows_gain_no_calendar_change() {
         let dir = tempfile::tempdir().unwrap();
         let db = redb::Database::create(dir.path().join("v13.redb")).unwrap();
+        let handling = HandlingRecord {
+            owner: "u1".into(),
+            awaiting_reply: true,
+            last_inbound_at: Some(7),
+            ..HandlingRecord::default()
+        };
+        let bytes = encode(&handling).unwrap();
+        // Schema 13's layout: the same record without its last zero byte.
+        let old = &bytes[..bytes.len() - 1];
+        assert!(decode::<HandlingRecord>(old).is_err());
+        let txn = db.begin_write().unwrap();
+        txn.open_table(LEAD_HANDLING)
+            .unwrap()
+            .insert(("o", "l1"), old)
+            .unwrap();
+        handling_notes_a_meeting_changed_in_the_calendar(&txn).unwrap();
+        handling_notes_a_meeting_changed_in_the_calendar(&txn).unwrap();
+        let table = txn.open_table(LEAD_HANDLING).unwrap();
+        let read: HandlingRecord =
+            decode(table.get(("o", "l1")).unwrap().unwrap().value()).unwrap();
+        assert_eq!(read, handling);
+        assert_eq!(read.calendar_change, None);
+    }
+
+    #[test]
+    fn schema_14_profiles_gain_no_transfer_settings_and_a_schema_12_one_reads_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v14.redb")).unwrap();
         let profile = crate::store::rows::ProfileRecord {
             name: "solar".into(),
             instructions: "Be brief".into(),
@@ -1150,7 +1195,7 @@ mod tests {
             updated_at: 2,
             ..crate::store::rows::ProfileRecord::default()
         };
-        // Schema 13's layout ends before `transfer` (one zero byte); schema 12's before
+        // Schema 14's layout ends before `transfer` (one zero byte); schema 12's before
         // `screening_reply` and `voicemail` too.
         let old = |fields: usize| {
             let bytes = encode(&profile).unwrap();
@@ -1159,7 +1204,7 @@ mod tests {
         let txn = db.begin_write().unwrap();
         {
             let mut table = txn.open_table(PROFILES).unwrap();
-            table.insert(("o", "v13"), old(1).as_slice()).unwrap();
+            table.insert(("o", "v14"), old(1).as_slice()).unwrap();
             table.insert(("o", "v12"), old(3).as_slice()).unwrap();
         }
         assert!(decode::<crate::store::rows::ProfileRecord>(&old(1)).is_err());
@@ -1167,7 +1212,7 @@ mod tests {
         profiles_gain_transfer_settings(&txn).unwrap();
         profiles_gain_transfer_settings(&txn).unwrap();
         let table = txn.open_table(PROFILES).unwrap();
-        for key in ["v13", "v12"] {
+        for key in ["v14", "v12"] {
             let read: crate::store::rows::ProfileRecord =
                 decode(table.get(("o", key)).unwrap().unwrap().value()).unwrap();
             assert_eq!(read, profile, "{key}");

@@ -990,7 +990,7 @@ pub enum JobKind {
     /// A possible opt-out nobody decided within 10 business days: it becomes an opt-out
     /// (source `timeout`).
     HoldTimeout,
-    /// A bulk "Add to campaign" (`domain::engagement::bulk_enrolment`), run batch by
+    /// A bulk "Add to campaign" (`domain::conversation::bulk_enrolment`), run batch by
     /// batch; its row has no lead.
     Enrolment { job: String },
     /// A reminder of meeting `meeting_id` before its `start`: nothing when the meeting
@@ -1361,6 +1361,19 @@ pub struct HandlingRecord {
     /// The newest message to the lead was a meeting's confirmation or reminder
     /// (`origin: "meeting"`): a reply to it is a "Meeting reply".
     pub meeting_message: bool,
+    /// The owner moved or canceled one of the lead's meetings in their calendar (or
+    /// their change overrode one engaged was making), until a person replies to the
+    /// lead or marks it seen ("Meeting changed in the calendar").
+    pub calendar_change: Option<CalendarChange>,
+}
+
+/// A meeting the owner changed in their calendar: which, when it was taken in, and
+/// whether the owner's version overrode a change engaged had not yet written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalendarChange {
+    pub meeting_id: String,
+    pub at: Micros,
+    pub overrode: bool,
 }
 
 /// A send that failed (or whose fate is unknown): its event and when it ended so.

@@ -310,7 +310,7 @@ pub const CONSENT_LEDGER: TableDefinition<(&str, &str, i64, &str), &[u8]> =
 pub const CONSENT_STATE: TableDefinition<(&str, &str, &str), &[u8]> =
     TableDefinition::new("consent_state");
 /// (org, lead id) → `HoldRecord`: a lead held by a possible opt-out until it is decided
-/// (`domain::contact::hold`); the engagement reads `held` meanwhile.
+/// (`domain::conversation::hold`); the engagement reads `held` meanwhile.
 pub const CONSENT_HOLDS: TableDefinition<(&str, &str), &[u8]> =
     TableDefinition::new("consent_holds");
 /// (org, calendar name) → `CalendarRecord`: a calendar's weekly hours, meeting rules,
@@ -334,7 +334,7 @@ pub const MEETINGS_BY_LEAD: TableDefinition<(&str, &str, i64, &str), ()> =
     TableDefinition::new("meetings_by_lead");
 
 /// (org, job id) → `EnrolmentJob`: a bulk "Add to campaign" of the console, its
-/// progress and result (`domain::engagement::bulk_enrolment`).
+/// progress and result (`domain::conversation::bulk_enrolment`).
 pub const ENROLMENT_JOBS: TableDefinition<(&str, &str), &[u8]> =
     TableDefinition::new("enrolment_jobs");
 /// (org, job id, batch) → the lead ids of one batch of a bulk enrolment, captured when

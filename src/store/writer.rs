@@ -647,11 +647,10 @@ impl Durable {
             txn.set_durability(Durability::None)?;
             return Ok(txn.commit()?);
         }
-        let start = self.wal.len();
-        let seq = self.wal.append(ops)?;
+        self.wal.append(ops)?;
         if let Err(e) = txn.commit() {
             // Not committed: the log must not replay it.
-            if let Err(back) = self.wal.take_back(seq, start) {
+            if let Err(back) = self.wal.take_back_last() {
                 tracing::error!(error = %back, "cannot take back a write-ahead log record");
             }
             return Err(e.into());
@@ -659,16 +658,11 @@ impl Durable {
         Ok(())
     }
 
-    /// Commits `txn` durably, recording that the file now holds every logged batch,
-    /// and empties the log.
-    fn checkpoint(&mut self, mut txn: redb::WriteTransaction) -> Result<()> {
-        super::wal::mark_checkpoint(&txn, self.wal.last_seq())?;
-        txn.set_durability(Durability::Immediate)?;
-        txn.commit()?;
+    /// Commits `txn` durably as a checkpoint ([`Wal::checkpoint`]: the file now holds
+    /// every logged batch, and the log empties).
+    fn checkpoint(&mut self, txn: redb::WriteTransaction) -> Result<()> {
+        self.wal.checkpoint(txn)?;
         self.checkpointed = std::time::Instant::now();
-        // The records left in the file are all at or below the recorded sequence: a
-        // replay skips them, and the next ones are written over them.
-        self.wal.reset();
         Ok(())
     }
 
@@ -696,14 +690,11 @@ impl Durable {
     /// At a stop: a last checkpoint that records the clean stop, then the log's records
     /// dropped (its header stays). If the checkpoint fails, the log stays for the next
     /// start to apply, and the database says it needs it.
-    fn stop(mut self, db: &Database) {
-        let done = db.begin_write().map_err(Error::from).and_then(|mut txn| {
-            wal::mark_clean_stop(&txn, self.wal.last_seq())?;
-            txn.set_durability(Durability::Immediate)?;
-            txn.commit()?;
-            self.wal.reset();
-            self.wal.close()
-        });
+    fn stop(self, db: &Database) {
+        let done = db
+            .begin_write()
+            .map_err(Error::from)
+            .and_then(|txn| self.wal.stop(txn));
         if let Err(e) = done {
             tracing::error!(error = %e.to_string_for_logs(), "the last checkpoint failed");
         }

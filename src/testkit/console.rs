@@ -76,6 +76,25 @@ impl TestServer {
         self.send(request).await
     }
 
+    /// A console form posted as [`Self::console`] does, then, as a browser does, the
+    /// `303`'s page fetched with the same cookie (Post/Redirect/Get): the page's answer.
+    /// Panics unless the post answered `303`.
+    pub async fn console_post(&self, path: &str, cookie: &str, form: &[(&str, &str)]) -> Response {
+        let origin = self.origin();
+        let posted = self
+            .console(Method::POST, path, Some(cookie), Some(&origin), form)
+            .await;
+        assert_eq!(posted.status, 303, "{path}: {}", posted.text());
+        let to = posted
+            .headers
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .expect("a 303 names its page")
+            .to_string();
+        self.console(Method::GET, &to, Some(cookie), None, &[])
+            .await
+    }
+
     /// Signs in through the form; panics unless it works.
     pub async fn sign_in(&self, email: &str, password: &str) -> Session {
         let origin = self.origin();

@@ -304,7 +304,7 @@ impl TestServer {
 }
 
 impl TestServer {
-    /// Makes the timeout of lead `id`'s possible opt-out (`contact::hold`) due a second
+    /// Makes the timeout of lead `id`'s possible opt-out (`conversation::hold`) due a second
     /// ago, so the engine runs it now as it would after 10 business days. Panics when
     /// the lead is not held.
     pub async fn hold_timeout_due_now(&self, org: &str, id: &str) {

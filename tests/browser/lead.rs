@@ -198,3 +198,37 @@ async fn reply_as_this_lead_in_the_sandbox() {
     let lead: Value = server.get(&key, "/v1/leads/lead-1").await.json();
     assert_eq!(lead["subscriptions"]["sms"], json!("unsubscribed"));
 }
+
+/// The reply box counts SMS segments as a person types, as phones count them: 160
+/// GSM-7 characters are one, 161 two; a character outside the GSM alphabet makes 71
+/// characters two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reply_box_counts_sms_segments_as_you_type() {
+    let server = TestServer::start().await;
+    let key = server.key("acme", "write").await;
+    server
+        .create_lead(
+            &key,
+            &json!({"id": "lead-1", "firstName": "Ada", "phone": "+15125550101"}),
+        )
+        .await;
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "agent")
+        .await;
+    let browser = Browser::open(&server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.wait_for_text("Sign out").await;
+    browser.click_link("Leads").await;
+    browser.click_link("Ada").await;
+    browser.wait_for_text("0 SMS segments").await;
+    browser.fill("Message", &"a".repeat(160)).await;
+    browser.wait_for_text("1 SMS segment").await;
+    browser.fill("Message", &"a".repeat(161)).await;
+    browser.wait_for_text("2 SMS segments").await;
+    browser.fill("Message", &"ç".repeat(71)).await;
+    browser.wait_for_text("2 SMS segments").await;
+    browser.fill("Message", &"{".repeat(770)).await;
+    browser
+        .wait_for_text("11 SMS segments: too long, at most 10")
+        .await;
+}

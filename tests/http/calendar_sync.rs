@@ -707,6 +707,62 @@ async fn owners_changes_on(server: &impl CalDavServer) {
     );
 }
 
+/// The inbox says "Meeting changed in the calendar" for `lead`, its page tells what the
+/// owner did, and "Seen" ends it.
+async fn owners_change_needs_attention_until_seen(ts: &TestServer, lead: &str) {
+    let password = ts.user("acme", "pat@example.com", "Pat", "agent").await;
+    let agent = ts.sign_in("pat@example.com", &password).await;
+    let get = |path: String| {
+        let cookie = agent.cookie.clone();
+        async move {
+            let r = ts
+                .console(hyper::Method::GET, &path, Some(&cookie), None, &[])
+                .await;
+            assert_eq!(r.status, 200, "{}", r.text());
+            r.text()
+        }
+    };
+    let inbox = get("/console/inbox".into()).await;
+    assert!(inbox.contains("Meeting changed in the calendar"), "{inbox}");
+    let page = get(format!("/console/leads/{lead}")).await;
+    assert!(
+        page.contains("The owner moved the meeting to")
+            && page.contains("The lead was told the new time."),
+        "{page}"
+    );
+    let seen = || {
+        let agent = &agent;
+        async move {
+            let r = ts
+                .console_post(
+                    &format!("/console/leads/{lead}/calendar-change-seen"),
+                    &agent.cookie,
+                    &[("csrf", agent.csrf.as_str())],
+                )
+                .await;
+            assert_eq!(r.status, 200, "{}", r.text());
+            r.text()
+        }
+    };
+    seen().await;
+    let inbox = get("/console/inbox".into()).await;
+    assert!(
+        !inbox.contains("Meeting changed in the calendar"),
+        "{inbox}"
+    );
+    let page = get(format!("/console/leads/{lead}")).await;
+    assert!(
+        page.contains("saw the meeting changed in the calendar"),
+        "{page}"
+    );
+    // A second "Seen" is shown on the page in words: nothing is left to see.
+    let again = seen().await;
+    assert!(
+        again.contains("This calendar change was already seen"),
+        "{again}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_of_the_calendar_takes_in_the_owners_move_and_delete() {
     let radicale = Radicale::start().await;
@@ -769,6 +825,8 @@ async fn a_read_of_the_calendar_takes_in_the_owners_move_and_delete() {
     );
     let (_, start, sequence) = held(&cal, &id).await.expect("her version");
     assert_eq!((start, sequence), (tomorrow(12, 0), 1));
+    // A person looks: the lead needs attention until someone marks the change seen.
+    owners_change_needs_attention_until_seen(ts, &lead).await;
 
     // engaged's next write goes over her version with a higher SEQUENCE.
     expect(

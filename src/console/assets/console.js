@@ -7,6 +7,7 @@
 // - Browser notifications while the console is open, once the person allows them.
 // - A form asking for confirmation (data-confirm) asks before it is sent.
 // - Leads' folded filters open on a desktop's width.
+// - An SMS text box counts its segments as the text changes.
 (function () {
   "use strict";
 
@@ -136,4 +137,31 @@
   var zone = document.getElementById("time-zone");
   if (!zone || zone.value || !window.Intl) { return; }
   try { zone.value = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { zone.value = ""; }
+})();
+
+// An SMS's length in segments beside its text box ([data-sms-count]), as phones count
+// them (`sms_segments.rs`): GSM-7 when every character is in its alphabets (160 alone,
+// 153 a part; an extension character takes two), else UCS-2 (70 alone, 67 a part).
+(function () {
+  var BASIC = "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?¡ABCDEFGHIJKLMNOPQRSTUVWXYZÄÖÑÜ§¿abcdefghijklmnopqrstuvwxyzäöñüà";
+  var EXTENSION = "^{}\\[~]|€\f";
+  function count(text) {
+    var septets = 0, gsm = true, units = 0;
+    Array.from(text).forEach(function (c) {
+      units += c.length;
+      if (BASIC.indexOf(c) >= 0) { septets += 1; } else if (EXTENSION.indexOf(c) >= 0) { septets += 2; } else { gsm = false; }
+    });
+    var n = gsm ? septets : units, single = gsm ? 160 : 70, part = gsm ? 153 : 67;
+    return n === 0 ? 0 : (n <= single ? 1 : Math.ceil(n / part));
+  }
+  function words(box) {
+    var n = count(box.value), max = Number(box.getAttribute("data-sms-count"));
+    var text = n === 1 ? "1 SMS segment" : n + " SMS segments";
+    return n > max ? text + ": too long, at most " + max : text;
+  }
+  Array.prototype.forEach.call(document.querySelectorAll("[data-sms-count]"), function (box) {
+    var out = document.getElementById(box.id + "-segments");
+    if (!out) { return; }
+    box.addEventListener("input", function () { out.textContent = words(box); });
+  });
 })();

@@ -23,17 +23,14 @@ use serde_json::json;
 
 use crate::channel::Channel;
 use crate::domain::contact::quiet_hours::{in_quiet_hours, zone_of};
-use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent;
-use crate::domain::records::events;
-use crate::domain::records::leads;
 use crate::domain::settings::org::DEFAULT_COMPLIANCE_TIMEOUT_MS;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::compliance::{Answer, Question};
-use crate::store::rows::{LeadRecord, OrgRecord, Purpose, SystemEvent};
+use crate::store::rows::{LeadRecord, OrgRecord, Purpose};
 use crate::store::Reader;
-use crate::store::{EventRow, Store, WriteTx};
+use crate::store::{Store, WriteTx};
 
 /// Which check suppressed an attempt: the `COMPLIANCE_BLOCKED` event's `source`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,12 +201,6 @@ pub fn service_block(answer: Answer) -> Option<Block> {
     }
 }
 
-/// The result of an outbound attempt.
-pub enum Outcome<T> {
-    Sent(T),
-    Blocked(EventRow),
-}
-
 /// Where the gate stands before the write job.
 pub enum Gate {
     /// Steps 1 to 3 or quiet hours block already.
@@ -246,48 +237,6 @@ pub fn first_steps(
             },
         },
     )
-}
-
-/// In one write job, for an attempt on `channel` to lead `lead_id`: the local steps
-/// again, then either `send`s or records the block (the local steps', else `early`,
-/// what [`first_steps`] and the service came to).
-pub async fn pass<T, F>(
-    store: &Store,
-    caller: Caller,
-    lead_id: &str,
-    channel: Channel,
-    initiative: Initiative,
-    early: Option<Block>,
-    mut send: F,
-) -> Result<Outcome<T>>
-where
-    T: Send + 'static,
-    F: FnMut(&mut WriteTx, &Caller, LeadRecord) -> Result<T> + Send + 'static,
-{
-    let lead_id = lead_id.to_string();
-    store
-        .write(move |tx| {
-            let lead = leads::live_lead(tx, &caller, &lead_id)?;
-            match recheck(
-                tx,
-                &caller.org_id,
-                &lead,
-                channel,
-                initiative,
-                early.clone(),
-            )? {
-                Some(block) => Ok(Outcome::Blocked(record_block(
-                    tx,
-                    &caller.org_id,
-                    lead,
-                    channel,
-                    &block,
-                    None,
-                )?)),
-                None => Ok(Outcome::Sent(send(tx, &caller, lead)?)),
-            }
-        })
-        .await
 }
 
 /// Steps 1 to 3, the consent policy and quiet hours for `lead`, reading what they need
@@ -334,34 +283,6 @@ pub fn recheck(
         .org(org_id)?
         .ok_or_else(|| Error::Internal("the lead's organization is missing".into()))?;
     Ok(check_locally(tx, &org, lead, channel, initiative)?.or(early))
-}
-
-/// Writes the `COMPLIANCE_BLOCKED` event; its id is the block's own. A cadence step's
-/// block names the step (1-based), which the campaign's funnel counts.
-pub fn record_block(
-    tx: &mut WriteTx,
-    org: &str,
-    lead: LeadRecord,
-    channel: Channel,
-    block: &Block,
-    step: Option<u32>,
-) -> Result<EventRow> {
-    let id = crate::ids::generate("blk");
-    let mut data = json!({"reason": block.reason, "source": block.source.as_str(), "channel": channel.as_str()});
-    if let Some(step) = step {
-        data["step"] = json!(step);
-    }
-    let (row, _) = events::record(
-        tx,
-        org,
-        lead,
-        SystemEvent::ComplianceBlocked.as_str(),
-        &id,
-        data,
-        |_| {},
-    )
-    .react(tx)?;
-    Ok(row)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The SMS keywords: a lead's whole message STOP (and its synonyms), START or HELP.
-//! `contact::inbound` acts on them; the assistant neither sees nor answers keyword
+//! `conversation::inbound` acts on them; the assistant neither sees nor answers keyword
 //! traffic (the keyword, and the confirmation or help text sent back).
 
 use serde_json::Value;

@@ -121,7 +121,7 @@ pub fn step_may_run(
 
 /// The end of the `n`th business day of the organization after `at`'s day, in its time
 /// zone (UTC without one): its `followUpDays` (Monday to Friday when it sets none), less
-/// its `holidays`. A possible opt-out undecided by then becomes one (`contact::hold`).
+/// its `holidays`. A possible opt-out undecided by then becomes one (`conversation::hold`).
 pub fn business_days_later(
     tx: &impl Reader,
     org: &str,

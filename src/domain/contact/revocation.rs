@@ -39,7 +39,7 @@
 //! appointment`). The message reads as its strongest clause.
 //!
 //! A reply that asks to cancel a meeting (`C`, `cancel`, `cancel my appointment`) is read
-//! apart ([`cancels_meeting`]): `contact::inbound` cancels the meeting instead when the
+//! apart ([`cancels_meeting`]): `conversation::inbound` cancels the meeting instead when the
 //! message it answers was that meeting's confirmation or reminder. An email is read
 //! without what it quotes ([`own_text`]).
 
@@ -1329,7 +1329,7 @@ fn per_se_used_as_verb(words: &[&str], per_se: &[Vec<&str>]) -> bool {
 }
 
 /// Whether `text` asks to cancel a meeting and says nothing else: `C`, `Cancel`,
-/// `cancel my appointment please`, `I need to cancel`. `contact::inbound` cancels the
+/// `cancel my appointment please`, `I need to cancel`. `conversation::inbound` cancels the
 /// meeting a confirmation or reminder it answers offered to cancel so.
 pub fn cancels_meeting(text: &str) -> bool {
     let t = &*TABLES;

@@ -1,8 +1,8 @@
 //! "Add to campaign" (issue 33): a lead a person adds to a campaign follows its
 //! cadence from step 1 ([`add`], enrolled through the lead write that sets its
 //! `customerProfile`, as the API and the import enrol), unless a rule skips it
-//! ([`Skip`]). `contact::handling::add_to_campaign` (one lead) and
-//! `engagement::bulk_enrolment` (a filtered set) call it.
+//! ([`Skip`]). `conversation::handling::add_to_campaign` (one lead) and
+//! `conversation::bulk_enrolment` (a filtered set) call it.
 
 use crate::channel::Channel;
 use crate::domain::engagement::enrolment::{all_unsubscribed, enrol};

@@ -22,6 +22,7 @@ use crate::domain::contact::compliance::{self, Block, Initiative};
 use crate::domain::contact::quiet_hours::outside_quiet_hours;
 use crate::domain::engagement::agenda::{self, JobKey, Taken};
 use crate::domain::engagement::enrolment;
+use crate::domain::engagement::gate;
 use crate::domain::engagement::outbound::{self, Attempt};
 use crate::domain::engagement::reminders;
 use crate::domain::engagement::waiting;
@@ -153,7 +154,7 @@ pub fn claim_step(
     let block = compliance::recheck(tx, org, &lead, step.channel, initiative, early)?;
     advance(tx, org, lead_id, &mut e, &profile, index + 1, now)?;
     if let Some(block) = block {
-        compliance::record_block(tx, org, lead, step.channel, &block, Some(index + 1))?;
+        gate::record_block(tx, org, lead, step.channel, &block, Some(index + 1))?;
         log_skip(org, lead_id, index, &block.reason);
         return Ok(Claim::Done);
     }
@@ -168,7 +169,7 @@ pub fn claim_step(
             .is_some_and(|s| too_long(s, limits::SUBJECT_CHARS))
     {
         let block = Block::too_long();
-        compliance::record_block(tx, org, lead, step.channel, &block, Some(index + 1))?;
+        gate::record_block(tx, org, lead, step.channel, &block, Some(index + 1))?;
         log_skip(org, lead_id, index, &block.reason);
         return Ok(Claim::Done);
     }
@@ -319,7 +320,7 @@ pub fn claim_reply(
         return Ok(Claim::Done);
     };
     if let Some(block) = compliance::recheck(tx, org, &lead, channel, Initiative::Reply, early)? {
-        compliance::record_block(tx, org, lead, channel, &block, None)?;
+        gate::record_block(tx, org, lead, channel, &block, None)?;
         return Ok(Claim::Done);
     }
     let subject = match channel {
@@ -371,7 +372,7 @@ pub fn claim_meeting_confirmation(
         return Ok(Claim::Done);
     };
     if let Some(block) = compliance::recheck(tx, org, &lead, channel, Initiative::Reply, early)? {
-        compliance::record_block(tx, org, lead, channel, &block, None)?;
+        gate::record_block(tx, org, lead, channel, &block, None)?;
         return Ok(Claim::Done);
     }
     let subject = (channel == Channel::Email).then(|| {
@@ -424,7 +425,7 @@ pub fn claim_call(
     };
     let marketing = Initiative::Outreach(Purpose::Marketing);
     if let Some(block) = compliance::recheck(tx, org, &lead, Channel::Voice, marketing, early)? {
-        compliance::record_block(tx, org, lead, Channel::Voice, &block, None)?;
+        gate::record_block(tx, org, lead, Channel::Voice, &block, None)?;
         return Ok(Claim::Done);
     }
     start_call(tx, org, lead, false, String::new())
@@ -501,7 +502,7 @@ pub fn claim_reminder(
     }
     let initiative = Initiative::Outreach(Purpose::Informational);
     if let Some(block) = compliance::recheck(tx, org, &lead, channel, initiative, early)? {
-        compliance::record_block(tx, org, lead, channel, &block, None)?;
+        gate::record_block(tx, org, lead, channel, &block, None)?;
         return Ok(Claim::Done);
     }
     let business = business_name(tx, org)?;

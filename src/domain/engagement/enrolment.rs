@@ -16,7 +16,7 @@
 //! unanswered. A time zone change re-computes the work quiet hours deferred
 //! (`agenda::recompute_deferred`). A possible opt-out makes it `held` ([`hold`]): its
 //! due step waits as while paused, a reply is not sent, a later message from the lead
-//! does not stop it, and [`release`] resumes it as it was (`domain::contact::hold`
+//! does not stop it, and [`release`] resumes it as it was (`domain::conversation::hold`
 //! decides).
 
 use serde_json::{json, Value};

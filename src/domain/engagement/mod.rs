@@ -4,10 +4,10 @@
 
 pub mod add_to_campaign;
 pub mod agenda;
-pub mod bulk_enrolment;
 pub mod campaigns;
 pub mod claims;
 pub mod enrolment;
+pub mod gate;
 pub mod outbound;
 pub mod reactions;
 pub mod reminders;

@@ -11,9 +11,10 @@
 use serde_json::{json, Value};
 
 use crate::channel::{Channel, Owner};
-use crate::domain::contact::compliance::{self, Block};
-use crate::domain::contact::controls;
+use crate::domain::contact::compliance::Block;
+use crate::domain::engagement::gate;
 use crate::domain::engagement::reactions::React;
+use crate::domain::records::subscriptions;
 use crate::domain::records::{events, messages};
 use crate::error::{Error, Result};
 use crate::providers::{Outgoing, SendOutcome};
@@ -172,8 +173,8 @@ pub fn finish(tx: &mut WriteTx, row: &SendingRow, outcome: &SendOutcome) -> Resu
     {
         if let Some(lead) = tx.lead(&row.org_id, &row.lead_id)? {
             let block = Block::provider(code);
-            compliance::record_block(tx, &row.org_id, lead.clone(), Channel::Sms, &block, None)?;
-            controls::carrier_opt_out(tx, &row.org_id, lead)?;
+            gate::record_block(tx, &row.org_id, lead.clone(), Channel::Sms, &block, None)?;
+            subscriptions::carrier_opt_out(tx, &row.org_id, lead).react(tx)?;
         }
     }
     Ok(())

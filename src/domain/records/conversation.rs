@@ -62,6 +62,8 @@ pub fn on_event(
         }
         if shape.owner == Owner::User && origin == Some("human") {
             new.handoff_answered = true;
+            // A person wrote to the lead: they have seen the calendar change too.
+            new.calendar_change = None;
         }
         let status = data
             .get("status")

@@ -534,6 +534,33 @@ pub fn is_plausible_email(s: &str) -> bool {
         && !s.chars().any(char::is_whitespace)
 }
 
+/// The live lead an inbound message or call from `phone` belongs to: the most recently
+/// updated one, when several share the number (from before duplicates were refused).
+pub fn lead_by_phone(read: &WriteTx, org: &str, phone: &str) -> Result<Option<LeadRecord>> {
+    most_recent(read, org, read.lead_ids_by_phone(org, phone)?)
+}
+
+/// The live lead an inbound email from `email` belongs to (any case), as
+/// [`lead_by_phone`].
+pub fn lead_by_email(read: &WriteTx, org: &str, email: &str) -> Result<Option<LeadRecord>> {
+    most_recent(read, org, read.lead_ids_by_email(org, email)?)
+}
+
+fn most_recent(read: &WriteTx, org: &str, ids: Vec<String>) -> Result<Option<LeadRecord>> {
+    let mut lead: Option<LeadRecord> = None;
+    for id in ids {
+        if let Some(candidate) = read.lead(org, &id)?.filter(|l| l.deleted_at.is_none()) {
+            if lead
+                .as_ref()
+                .is_none_or(|l| candidate.updated_at > l.updated_at)
+            {
+                lead = Some(candidate);
+            }
+        }
+    }
+    Ok(lead)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ use crate::ics::{self, MeetingIcs, Person};
 use crate::store::calendars::{
     BookedBy, CalendarReader, CalendarRecord, CalendarSync, MeetingRecord, MeetingStatus,
 };
-use crate::store::rows::MeetingChange;
+use crate::store::rows::{CalendarChange, MeetingChange};
 use crate::store::{ReadTx, Reader, Start, WriteTx};
 use crate::time::{self, Micros};
 use crate::webhooks::{self, WebhookEvent};
@@ -414,6 +414,19 @@ pub fn take_owner_version(
     };
     meeting.updated_at = tx.tick();
     tx.put_meeting(org, &meeting, Some(old))?;
+    // A person looks when the lead's meeting moved or went, or when the owner's
+    // version overrode a change engaged had not yet written (the lead's own request).
+    let overrode = old.calendar_sync == CalendarSync::Pending
+        && (meeting.start, meeting.end, meeting.status) != (old.start, old.end, old.status);
+    if change.is_some() || overrode {
+        let mut handling = tx.handling(org, &meeting.lead_id)?;
+        handling.calendar_change = Some(CalendarChange {
+            meeting_id: meeting.id.clone(),
+            at: time::now_micros(),
+            overrode,
+        });
+        tx.put_handling(org, &meeting.lead_id, &handling)?;
+    }
     let lead = tx
         .lead(org, &meeting.lead_id)?
         .ok_or_else(|| Error::lead_not_found(&meeting.lead_id))?;

@@ -19,6 +19,7 @@ pub mod messages;
 pub mod recording_upload;
 pub mod recordings;
 pub mod search;
+pub mod subscriptions;
 pub mod tags;
 pub mod webhook_endpoints;
 pub mod written;

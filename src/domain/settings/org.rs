@@ -195,149 +195,207 @@ enum Change {
     RevocationScope(RevocationScope),
 }
 
+/// How one member of `PATCH /v1/org`'s body becomes a change: its name (for the
+/// refusal, which names it) and its JSON value, read into the patch or refused.
+type Setter = fn(&mut OrgPatch, &str, &Value) -> Result<()>;
+
+/// Every setting `PATCH /v1/org` writes, one row each: a new setting is a row here
+/// (its name and its reading) and a method on [`OrgPatch`] holding its rules.
+const SETTINGS: &[(&str, Setter)] = &[
+    ("followUpDays", |p, name, v| match v {
+        Value::Null => p.follow_up_days(None),
+        Value::Array(days) => p.follow_up_days(Some(&texts(days).ok_or_else(|| invalid(name))?)),
+        _ => Err(invalid(name)),
+    }),
+    ("holidays", |p, name, v| match v {
+        Value::Null => p.holidays(None),
+        Value::Array(dates) if dates.len() <= MAX_HOLIDAYS => {
+            p.holidays(Some(&texts(dates).ok_or_else(|| invalid(name))?))
+        }
+        _ => Err(invalid(name)),
+    }),
+    ("defaultCountry", |p, name, v| match v {
+        Value::Null => p.default_country(None),
+        Value::String(code) => p.default_country(Some(code)),
+        _ => Err(invalid(name)),
+    }),
+    ("timeZone", |p, name, v| match v {
+        Value::Null => p.time_zone(None),
+        Value::String(zone) => p.time_zone(Some(zone)),
+        _ => Err(invalid(name)),
+    }),
+    ("business", business_member),
+    ("assistant", |p, name, v| {
+        match v {
+            Value::Null => p.assistant(None),
+            Value::Object(members) => p.assistant(Some(AssistantPatch::from_json(members)?)),
+            _ => return Err(invalid(name)),
+        }
+        Ok(())
+    }),
+    ("providers", providers_member),
+    ("voiceOptOutDigit", |p, name, v| match v {
+        Value::Null => p.voice_opt_out_digit(None),
+        Value::String(digit) => p.voice_opt_out_digit(Some(digit)),
+        _ => Err(invalid(name)),
+    }),
+    ("voiceOptOutSentence", |p, name, v| {
+        p.voice_opt_out_sentence(v.as_bool().ok_or_else(|| invalid(name))?);
+        Ok(())
+    }),
+    ("consentRequired", |p, name, v| {
+        let items = v.as_array().ok_or_else(|| invalid(name))?;
+        p.consent_required(consent_requirements(items)?);
+        Ok(())
+    }),
+    ("optOutKeywords", |p, name, v| {
+        let words = v.as_array().ok_or_else(|| invalid(name))?;
+        p.opt_out_keywords(&texts(words).ok_or_else(|| invalid(name))?)
+    }),
+    ("revocationScope", |p, name, v| {
+        let scope = v.as_str().ok_or_else(|| invalid(name))?;
+        p.revocation_scope(RevocationScope::parse(scope).ok_or_else(|| {
+            Error::field(
+                "revocationScope",
+                "revocationScope is all (every channel) or channel",
+            )
+        })?);
+        Ok(())
+    }),
+    ("smsVoiceOptOutCoupled", |p, name, v| {
+        p.sms_voice_opt_out_coupled(v.as_bool().ok_or_else(|| invalid(name))?);
+        Ok(())
+    }),
+    ("complianceUrl", |p, name, v| {
+        let url = match v {
+            Value::Null => None,
+            Value::String(url) if crate::domain::records::webhook_endpoints::is_valid_url(url) => {
+                Some(url.clone())
+            }
+            _ => return Err(invalid(name)),
+        };
+        p.changes.push(Change::ComplianceUrl(url));
+        Ok(())
+    }),
+    ("complianceChannels", |p, name, v| {
+        let channels = match v {
+            Value::Null => None,
+            Value::Array(items) => {
+                let mut channels = Vec::new();
+                for item in items {
+                    let c = item
+                        .as_str()
+                        .and_then(Channel::parse)
+                        .ok_or_else(|| invalid(name))?;
+                    if !channels.contains(&c.as_str().to_string()) {
+                        channels.push(c.as_str().to_string());
+                    }
+                }
+                Some(channels)
+            }
+            _ => return Err(invalid(name)),
+        };
+        p.changes.push(Change::ComplianceChannels(channels));
+        Ok(())
+    }),
+    ("complianceTimeoutMs", |p, name, v| {
+        let ms = match v {
+            Value::Null => None,
+            v => Some(
+                v.as_u64()
+                    .filter(|ms| (1..=60_000).contains(ms))
+                    .ok_or_else(|| invalid(name))?,
+            ),
+        };
+        p.changes.push(Change::ComplianceTimeoutMs(ms));
+        Ok(())
+    }),
+    ("quietHours", |p, name, v| match v {
+        Value::Null => p.quiet_hours(None),
+        Value::Object(window) => {
+            if window.keys().any(|k| k != "start" && k != "end") {
+                return Err(invalid(name));
+            }
+            let time = |k: &str| {
+                window
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid(name))
+            };
+            p.quiet_hours(Some((time("start")?, time("end")?)))
+        }
+        _ => Err(invalid(name)),
+    }),
+];
+
+fn invalid(name: &str) -> Error {
+    Error::invalid_field(name)
+}
+
+/// `business`: `{"name", "helpText"}`, each a text or `null` (none).
+fn business_member(patch: &mut OrgPatch, name: &str, value: &Value) -> Result<()> {
+    let members = match value {
+        Value::Null => return patch.business("", ""),
+        Value::Object(members) => members,
+        _ => return Err(invalid(name)),
+    };
+    let (mut business_name, mut help_text) = (String::new(), String::new());
+    for (member, value) in members {
+        let slot = match member.as_str() {
+            "name" => &mut business_name,
+            "helpText" => &mut help_text,
+            other => return Err(Error::unknown_field(&format!("business.{other}"))),
+        };
+        *slot = match value {
+            Value::Null => String::new(),
+            Value::String(t) => business_text(member, t)?,
+            _ => return Err(Error::invalid_field(&format!("business.{member}"))),
+        };
+    }
+    patch.changes.push(Change::Business {
+        name: business_name,
+        help_text,
+    });
+    Ok(())
+}
+
+/// `providers`: a provider per channel (`sms`, `voice`, `email`); `null`, or a channel
+/// left out, the sandbox.
+fn providers_member(patch: &mut OrgPatch, name: &str, value: &Value) -> Result<()> {
+    let channels = match value {
+        Value::Null => {
+            patch.providers(Vec::new());
+            return Ok(());
+        }
+        Value::Object(channels) => channels,
+        _ => return Err(invalid(name)),
+    };
+    let mut chosen = Vec::new();
+    for (channel, value) in channels {
+        let channel = match channel.as_str() {
+            "sms" => Channel::Sms,
+            "voice" => Channel::Voice,
+            "email" => Channel::Email,
+            other => return Err(Error::unknown_field(&format!("providers.{other}"))),
+        };
+        chosen.push((channel, ProviderPatch::from_json(channel, value)?));
+    }
+    patch.providers(chosen);
+    Ok(())
+}
+
 impl OrgPatch {
-    /// `PATCH /v1/org`'s body; `null` clears an optional setting.
+    /// `PATCH /v1/org`'s body; `null` clears an optional setting. Each member is read
+    /// by its row of [`SETTINGS`]; `id` and `name` are read-only, anything else unknown.
     pub fn from_json(body: &Map<String, Value>) -> Result<OrgPatch> {
         let mut patch = OrgPatch::default();
         for (name, value) in body {
-            let invalid = || Error::invalid_field(name);
-            match (name.as_str(), value) {
-                ("followUpDays", Value::Null) => patch.follow_up_days(None)?,
-                ("followUpDays", Value::Array(days)) => {
-                    patch.follow_up_days(Some(&texts(days).ok_or_else(invalid)?))?
-                }
-                ("holidays", Value::Null) => patch.holidays(None)?,
-                ("holidays", Value::Array(dates)) if dates.len() <= MAX_HOLIDAYS => {
-                    patch.holidays(Some(&texts(dates).ok_or_else(invalid)?))?
-                }
-                ("defaultCountry", Value::Null) => patch.default_country(None)?,
-                ("defaultCountry", Value::String(code)) => patch.default_country(Some(code))?,
-                ("timeZone", Value::Null) => patch.time_zone(None)?,
-                ("timeZone", Value::String(zone)) => patch.time_zone(Some(zone))?,
-                ("business", Value::Null) => patch.business("", "")?,
-                ("business", Value::Object(members)) => {
-                    let (mut business_name, mut help_text) = (String::new(), String::new());
-                    for (member, value) in members {
-                        let slot = match member.as_str() {
-                            "name" => &mut business_name,
-                            "helpText" => &mut help_text,
-                            other => {
-                                return Err(Error::unknown_field(&format!("business.{other}")))
-                            }
-                        };
-                        *slot = match value {
-                            Value::Null => String::new(),
-                            Value::String(t) => business_text(member, t)?,
-                            _ => return Err(Error::invalid_field(&format!("business.{member}"))),
-                        };
-                    }
-                    patch.changes.push(Change::Business {
-                        name: business_name,
-                        help_text,
-                    });
-                }
-                ("assistant", Value::Null) => patch.assistant(None),
-                ("assistant", Value::Object(members)) => {
-                    patch.assistant(Some(AssistantPatch::from_json(members)?))
-                }
-                ("providers", Value::Null) => patch.providers(Vec::new()),
-                ("providers", Value::Object(channels)) => {
-                    let mut chosen = Vec::new();
-                    for (channel, value) in channels {
-                        let channel = match channel.as_str() {
-                            "sms" => Channel::Sms,
-                            "voice" => Channel::Voice,
-                            "email" => Channel::Email,
-                            other => {
-                                return Err(Error::unknown_field(&format!("providers.{other}")))
-                            }
-                        };
-                        chosen.push((channel, ProviderPatch::from_json(channel, value)?));
-                    }
-                    patch.providers(chosen);
-                }
-                (
-                    "followUpDays" | "holidays" | "defaultCountry" | "timeZone" | "business"
-                    | "assistant" | "providers",
-                    _,
-                ) => return Err(invalid()),
-                ("voiceOptOutDigit", Value::Null) => patch.voice_opt_out_digit(None)?,
-                ("voiceOptOutDigit", Value::String(digit)) => {
-                    patch.voice_opt_out_digit(Some(digit))?
-                }
-                ("voiceOptOutDigit", _) => return Err(invalid()),
-                ("voiceOptOutSentence", value) => {
-                    patch.voice_opt_out_sentence(value.as_bool().ok_or_else(invalid)?)
-                }
-                ("consentRequired", Value::Array(items)) => {
-                    patch.consent_required(consent_requirements(items)?)
-                }
-                ("optOutKeywords", Value::Array(words)) => {
-                    patch.opt_out_keywords(&texts(words).ok_or_else(invalid)?)?
-                }
-                ("revocationScope", Value::String(scope)) => {
-                    patch.revocation_scope(RevocationScope::parse(scope).ok_or_else(|| {
-                        Error::field(
-                            "revocationScope",
-                            "revocationScope is all (every channel) or channel",
-                        )
-                    })?)
-                }
-                ("consentRequired" | "optOutKeywords" | "revocationScope", _) => {
-                    return Err(invalid())
-                }
-                ("smsVoiceOptOutCoupled", value) => {
-                    patch.sms_voice_opt_out_coupled(value.as_bool().ok_or_else(invalid)?)
-                }
-                ("complianceUrl", Value::Null) => patch.changes.push(Change::ComplianceUrl(None)),
-                ("complianceUrl", Value::String(url))
-                    if crate::domain::records::webhook_endpoints::is_valid_url(url) =>
-                {
-                    patch.changes.push(Change::ComplianceUrl(Some(url.clone())))
-                }
-                ("complianceChannels", Value::Null) => {
-                    patch.changes.push(Change::ComplianceChannels(None))
-                }
-                ("complianceChannels", Value::Array(items)) => {
-                    let mut channels = Vec::new();
-                    for item in items {
-                        let c = item.as_str().and_then(Channel::parse).ok_or_else(invalid)?;
-                        if !channels.contains(&c.as_str().to_string()) {
-                            channels.push(c.as_str().to_string());
-                        }
-                    }
-                    patch
-                        .changes
-                        .push(Change::ComplianceChannels(Some(channels)))
-                }
-                ("complianceTimeoutMs", Value::Null) => {
-                    patch.changes.push(Change::ComplianceTimeoutMs(None))
-                }
-                ("complianceTimeoutMs", v) => {
-                    let ms = v
-                        .as_u64()
-                        .filter(|ms| (1..=60_000).contains(ms))
-                        .ok_or_else(invalid)?;
-                    patch.changes.push(Change::ComplianceTimeoutMs(Some(ms)))
-                }
-                ("quietHours", Value::Null) => patch.quiet_hours(None)?,
-                ("quietHours", Value::Object(window)) => {
-                    if window.keys().any(|k| k != "start" && k != "end") {
-                        return Err(Error::invalid_field("quietHours"));
-                    }
-                    let time = |k: &str| {
-                        window
-                            .get(k)
-                            .and_then(Value::as_str)
-                            .ok_or_else(|| Error::invalid_field("quietHours"))
-                    };
-                    patch.quiet_hours(Some((time("start")?, time("end")?)))?
-                }
-                ("complianceUrl" | "complianceChannels" | "quietHours", _) => return Err(invalid()),
-                ("id" | "name", _) => {
+            match SETTINGS.iter().find(|(setting, _)| setting == name) {
+                Some((_, set)) => set(&mut patch, name, value)?,
+                None if name == "id" || name == "name" => {
                     return Err(Error::BadRequest(format!("Field is read-only: {name}")))
                 }
-                (other, _) => return Err(Error::unknown_field(other)),
+                None => return Err(Error::unknown_field(name)),
             }
         }
         Ok(patch)

@@ -17,11 +17,11 @@
 
 use crate::channel::{Channel, OptOutSource};
 use crate::domain::contact::revocation::{self, Reading};
-use crate::domain::contact::{controls, inbound};
 use crate::domain::engagement::agenda::{self, JobKey};
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::calls::{self, CallInput};
 use crate::domain::records::consent::Change;
+use crate::domain::records::subscriptions;
 use crate::domain::settings::org::business_name;
 use crate::domain::settings::templates;
 use crate::domain::voice::transcript;
@@ -108,13 +108,13 @@ pub fn opt_out(tx: &mut WriteTx, org: &str, call_id: &str, how: &CallOptOut) -> 
     else {
         return Ok(());
     };
-    let channels: &[Channel] = if controls::sms_channels(tx, org)?.contains(&Channel::Voice) {
+    let channels: &[Channel] = if subscriptions::sms_channels(tx, org)?.contains(&Channel::Voice) {
         &[Channel::Sms, Channel::Voice]
     } else {
         &[Channel::Voice]
     };
     let change = Change::words(ConsentSource::Call, &how.proof());
-    controls::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &change)?;
+    subscriptions::opt_out(tx, org, lead, channels, OptOutSource::Keyword, &change).react(tx)?;
     Ok(())
 }
 
@@ -357,7 +357,7 @@ pub fn inbound(
     from: &str,
     forwarded: bool,
 ) -> Result<(String, Answer)> {
-    let lead = inbound::lead_by_phone(tx, org, from)?;
+    let lead = crate::domain::records::leads::lead_by_phone(tx, org, from)?;
     let call_id = match tx.provider_call(org, provider_call_id)? {
         Some(call_id) => call_id,
         None => {

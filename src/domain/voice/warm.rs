@@ -19,7 +19,6 @@
 //! record, so the `CALL` event and each `call.transfer.*` webhook follow as for a cold
 //! transfer (once: a step that finds the transfer elsewhere changes nothing).
 
-use crate::domain::contact::handling;
 use crate::domain::records::calls::CallInput;
 use crate::domain::voice::transcript::{self, Role};
 use crate::domain::voice::voice::{self, Answer, NO_ONE_AVAILABLE};
@@ -77,6 +76,9 @@ pub enum Effect {
     /// End the person's leg: told [`CALLER_HUNG_UP`] first when it is in the whisper
     /// (`told`), else cancelled while it rings.
     EndLeg { sid: String, told: bool },
+    /// Nobody took the lead and no assistant will: hand it off to a person (Needs
+    /// attention), as the assistant's `handoff` tool does.
+    HandOff { lead_id: String },
 }
 
 /// What the person's leg is told to do.
@@ -286,6 +288,7 @@ fn not_taken(
         Some(id) => tx.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
         None => None,
     };
+    let mut effects = Vec::new();
     let answer = if voice::assistant_takes(tx, org, lead.as_ref())? {
         transcript::append(tx, org, call_id, Role::Agent, NOBODY_TOOK_IT, now)?;
         Answer::Relay {
@@ -293,7 +296,9 @@ fn not_taken(
         }
     } else {
         if let Some(lead) = &lead {
-            handling::handed_off(tx, org, &lead.id)?;
+            effects.push(Effect::HandOff {
+                lead_id: lead.id.clone(),
+            });
         }
         Answer::Say(NO_ONE_AVAILABLE.to_string())
     };
@@ -301,10 +306,14 @@ fn not_taken(
     if let Some(call) = tx.call(org, call_id)? {
         h.call = call;
     }
-    Ok(vec![Effect::TakeBack {
-        lead_sid: h.warm.lead_sid.clone(),
-        answer,
-    }])
+    effects.insert(
+        0,
+        Effect::TakeBack {
+            lead_sid: h.warm.lead_sid.clone(),
+            answer,
+        },
+    );
+    Ok(effects)
 }
 
 /// The provider's answer to ringing the person at `attempt`: their leg's id is noted

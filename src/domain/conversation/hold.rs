@@ -14,11 +14,13 @@
 use chrono::{DateTime, Utc};
 
 use crate::channel::{Channel, OptOutSource};
-use crate::domain::contact::{controls, quiet_hours};
+use crate::domain::contact::quiet_hours;
 use crate::domain::engagement::agenda::{self, Taken};
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
+use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::Change;
 use crate::domain::records::limits;
+use crate::domain::records::subscriptions;
 use crate::domain::settings::org::business_name;
 use crate::error::Result;
 use crate::store::rows::{ConsentSource, HoldRecord, JobKind, RecordedBy, StopReason};
@@ -87,19 +89,20 @@ pub fn opt_out(
     };
     let own: Vec<Channel> = match hold.channel {
         Channel::Email => vec![Channel::Email],
-        Channel::Sms | Channel::Voice => controls::sms_channels(tx, org)?.to_vec(),
+        Channel::Sms | Channel::Voice => subscriptions::sms_channels(tx, org)?.to_vec(),
     };
     // As a definite revocation: every channel of the lead under `revocationScope`
     // `all` (the default, what Settings → Consent says), else the channel it came on.
     let settings = tx.engine_settings(org)?;
-    let channels = controls::revocation_channels(&settings, &lead, &own);
+    let channels = subscriptions::revocation_channels(&settings, &lead, &own);
     let mut change = Change::words(source, &hold.words);
     change.proof.recorded_by = Some(by);
-    let lead = controls::opt_out(tx, org, lead, &channels, OptOutSource::Keyword, &change)?;
+    let lead = subscriptions::opt_out(tx, org, lead, &channels, OptOutSource::Keyword, &change)
+        .react(tx)?;
     // Ends the hold (and its timeout) if unsubscribing every channel did not already.
     enrolment::stop(tx, org, lead_id, StopReason::Unsubscribed)?;
     let business = business_name(tx, org)?;
-    let notice = controls::opt_out_notice(&business, hold.channel, &channels);
+    let notice = subscriptions::opt_out_notice(&business, hold.channel, &channels);
     enrolment::on_inbound(
         tx,
         org,

@@ -1,4 +1,4 @@
-//! The contact controls, kept apart as the interface demands: pausing the assistant
+//! The contact controls' writes, kept apart as the interface demands: pausing the assistant
 //! (`isAiOn`), opting a lead out of channels (subscriptions), and never contacting a
 //! number (the DNC list, `records::dnc`). None of them touches another.
 //!
@@ -10,9 +10,9 @@
 use serde_json::Value;
 
 use crate::channel::{Channel, OptOutSource};
-use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::{self, Change};
 use crate::domain::records::leads;
+use crate::domain::records::written::Written;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{
@@ -149,19 +149,19 @@ pub fn unsubscribe(
     caller: &Caller,
     lead_id: &str,
     requested: Option<&[Channel]>,
-) -> Result<Vec<Channel>> {
+) -> Result<Written<Vec<Channel>>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let channels = applicable(tx, &caller.org_id, &lead, requested)?;
     let change = Change::of_caller(tx, caller)?;
-    opt_out(
+    Ok(opt_out(
         tx,
         &caller.org_id,
         lead,
         &channels,
         OptOutSource::Api,
         &change,
-    )?;
-    Ok(channels)
+    )?
+    .map(|_| channels))
 }
 
 /// Unsubscribes `channels` of `lead` for `source`: one `lead.opted_out` and one
@@ -174,7 +174,7 @@ pub(crate) fn opt_out(
     channels: &[Channel],
     source: OptOutSource,
     change: &Change,
-) -> Result<LeadRecord> {
+) -> Result<Written<LeadRecord>> {
     let mut changed = lead.clone();
     let mut moved = Vec::new();
     for &channel in channels {
@@ -187,8 +187,8 @@ pub(crate) fn opt_out(
             changed.subscriptions.sms_by_keyword = true;
         }
     }
-    let lead = leads::save_if_changed(tx, org, lead, changed).react(tx)?;
-    consent::note(tx, org, lead, &moved, ConsentStatus::Revoked, change).react(tx)
+    leads::save_if_changed(tx, org, lead, changed)?
+        .and_then(|lead| consent::note(tx, org, lead, &moved, ConsentStatus::Revoked, change))
 }
 
 /// Resubscribes `channels` of `lead`: one `granted` consent entry (`change` says why)
@@ -200,7 +200,7 @@ pub(crate) fn opt_in(
     channels: &[Channel],
     change: &Change,
     clear_keyword: bool,
-) -> Result<LeadRecord> {
+) -> Result<Written<LeadRecord>> {
     let mut changed = lead.clone();
     let moved: Vec<Channel> = channels
         .iter()
@@ -213,13 +213,17 @@ pub(crate) fn opt_in(
     if clear_keyword {
         changed.subscriptions.sms_by_keyword = false;
     }
-    let lead = leads::save_if_changed(tx, org, lead, changed).react(tx)?;
-    consent::note(tx, org, lead, &moved, ConsentStatus::Granted, change).react(tx)
+    leads::save_if_changed(tx, org, lead, changed)?
+        .and_then(|lead| consent::note(tx, org, lead, &moved, ConsentStatus::Granted, change))
 }
 
 /// The provider said the recipient opted out with the carrier (Twilio 21610): SMS is
 /// unsubscribed as a STOP would, and only the lead's START clears it.
-pub fn carrier_opt_out(tx: &mut WriteTx, org: &str, lead: LeadRecord) -> Result<LeadRecord> {
+pub fn carrier_opt_out(
+    tx: &mut WriteTx,
+    org: &str,
+    lead: LeadRecord,
+) -> Result<Written<LeadRecord>> {
     let channels = sms_channels(tx, org)?;
     let change = Change::words(
         ConsentSource::Keyword,
@@ -237,7 +241,7 @@ pub fn resubscribe(
     caller: &Caller,
     lead_id: &str,
     request: &Resubscribe,
-) -> Result<Vec<Channel>> {
+) -> Result<Written<Vec<Channel>>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let org = caller.org_id.as_str();
     let mut channels = applicable(tx, org, &lead, request.channels.as_deref())?;
@@ -265,18 +269,22 @@ pub fn resubscribe(
             ..request.proof.clone()
         };
     }
-    opt_in(tx, org, lead, &channels, &change, false)?;
-    Ok(channels)
+    Ok(opt_in(tx, org, lead, &channels, &change, false)?.map(|_| channels))
 }
 
 /// Pauses or resumes the assistant; subscriptions are not touched. Turning it back on
 /// (`turn-on`, and the console's hand back) answers the lead's last message when it
 /// went unanswered meanwhile (the lead's write calls `enrolment::answer_unanswered`).
-pub fn set_ai(tx: &mut WriteTx, caller: &Caller, lead_id: &str, on: bool) -> Result<LeadRecord> {
+pub fn set_ai(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    lead_id: &str,
+    on: bool,
+) -> Result<Written<LeadRecord>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut changed = lead.clone();
     changed.is_ai_on = on;
-    leads::save_if_changed(tx, &caller.org_id, lead, changed).react(tx)
+    leads::save_if_changed(tx, &caller.org_id, lead, changed)
 }
 
 pub fn add_tags(
@@ -284,7 +292,7 @@ pub fn add_tags(
     caller: &Caller,
     lead_id: &str,
     tags: Vec<TagRecord>,
-) -> Result<LeadRecord> {
+) -> Result<Written<LeadRecord>> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut changed = lead.clone();
     for tag in tags {
@@ -293,7 +301,7 @@ pub fn add_tags(
             None => changed.tags.push(tag),
         }
     }
-    leads::save_if_changed(tx, &caller.org_id, lead, changed).react(tx)
+    leads::save_if_changed(tx, &caller.org_id, lead, changed)
 }
 
 /// Removes tags by id; ids the lead does not carry are ignored.
@@ -302,14 +310,14 @@ pub fn remove_tags(
     caller: &Caller,
     lead_id: &str,
     ids: &[String],
-) -> Result<LeadRecord> {
+) -> Result<Written<LeadRecord>> {
     let lead = match tx.lead(&caller.org_id, lead_id)? {
         Some(lead) if lead.deleted_at.is_none() => lead,
         _ => return Err(Error::NotFound("Lead not found".into())),
     };
     let mut changed = lead.clone();
     changed.tags.retain(|t| !ids.contains(&t.id));
-    leads::save_if_changed(tx, &caller.org_id, lead, changed).react(tx)
+    leads::save_if_changed(tx, &caller.org_id, lead, changed)
 }
 
 /// The channels a definite revocation unsubscribes under the organization's

@@ -3,7 +3,7 @@
 //! page's forms by it) is one function here, holding its rules and recording the
 //! `USER_ACTION` event that names the person, in the same write job.
 //!
-//! Taking over is the assistant switch (`controls::set_ai`, so the cadence pauses as
+//! Taking over is the assistant switch (`subscriptions::set_ai`, so the cadence pauses as
 //! `turn-off` pauses it) plus an owner; handing back is the switch on again (which
 //! answers an unanswered message, as `turn-on` does) and no owner. The owner lives in
 //! `lead_handling`, beside the lead record, and in the lead search's index. The other
@@ -13,10 +13,11 @@
 use serde_json::{json, Value};
 
 use crate::channel::Channel;
-use crate::domain::contact::{controls, hold};
+use crate::domain::conversation::hold;
 use crate::domain::engagement::add_to_campaign::{self, Skip};
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::{self, ConsentInput};
+use crate::domain::records::subscriptions;
 use crate::domain::records::{dnc, events, leads};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -55,6 +56,8 @@ pub enum PersonAction {
     RemoveField,
     /// "Add to campaign": the lead follows a profile's cadence from step 1.
     AddToCampaign,
+    /// "Seen" of a meeting the owner changed in their calendar.
+    SeenCalendarChange,
 }
 
 impl PersonAction {
@@ -78,7 +81,104 @@ impl PersonAction {
             PersonAction::SetField => "set_field",
             PersonAction::RemoveField => "remove_field",
             PersonAction::AddToCampaign => "add_to_campaign",
+            PersonAction::SeenCalendarChange => "seen_calendar_change",
         }
+    }
+}
+
+/// One thing a person does to a lead, with what they said: read from the console's
+/// form once (`console::lead`), applied by [`act`] in one write. The actions that send
+/// (`RetrySend`) or record consent (`RecordConsent`) have their own paths.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    TakeOver,
+    HandBack,
+    /// Unsubscribe or resubscribe `channels` (`None`: every one the lead can receive).
+    Subscription {
+        channels: Option<Vec<Channel>>,
+        change: Subscription,
+    },
+    AddToDnc,
+    AddTag(TagRecord),
+    /// The tag's id.
+    RemoveTag(String),
+    MarkHot,
+    MarkQualified,
+    /// The failed send's event id.
+    DismissFailure(String),
+    /// "Opt out" (`true`) or "Not an opt-out" of a held lead.
+    DecideOptOut(bool),
+    /// An `additionalInfo` key set to a value, or removed (`None`).
+    SetField {
+        key: String,
+        value: Option<String>,
+    },
+    /// The profile's name.
+    AddToCampaign(String),
+    SeenCalendarChange,
+    Delete,
+}
+
+impl Command {
+    /// The action this command is (its `USER_ACTION` name and its route).
+    pub fn action(&self) -> PersonAction {
+        match self {
+            Command::TakeOver => PersonAction::TakeOver,
+            Command::HandBack => PersonAction::HandBack,
+            Command::Subscription {
+                change: Subscription::Unsubscribe,
+                ..
+            } => PersonAction::Unsubscribe,
+            Command::Subscription { .. } => PersonAction::Resubscribe,
+            Command::AddToDnc => PersonAction::AddToDnc,
+            Command::AddTag(_) => PersonAction::AddTag,
+            Command::RemoveTag(_) => PersonAction::RemoveTag,
+            Command::MarkHot => PersonAction::MarkHot,
+            Command::MarkQualified => PersonAction::MarkQualified,
+            Command::DismissFailure(_) => PersonAction::DismissFailure,
+            Command::DecideOptOut(true) => PersonAction::ConfirmOptOut,
+            Command::DecideOptOut(false) => PersonAction::DismissOptOut,
+            Command::SetField { value: Some(_), .. } => PersonAction::SetField,
+            Command::SetField { value: None, .. } => PersonAction::RemoveField,
+            Command::AddToCampaign(_) => PersonAction::AddToCampaign,
+            Command::SeenCalendarChange => PersonAction::SeenCalendarChange,
+            Command::Delete => PersonAction::Delete,
+        }
+    }
+}
+
+/// `person` does `command` to lead `lead_id`: the one entry of a person's actions, each
+/// through its function below (its rules and its `USER_ACTION`). A campaign a rule
+/// skips is refused as that rule says (`Skip::error`).
+pub fn act(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    command: &Command,
+) -> Result<()> {
+    match command {
+        Command::TakeOver => take_over(tx, caller, person, lead_id).map(drop),
+        Command::HandBack => hand_back(tx, caller, person, lead_id).map(drop),
+        Command::Subscription { channels, change } => {
+            set_subscription(tx, caller, person, lead_id, channels.as_deref(), change)
+        }
+        Command::AddToDnc => add_to_dnc(tx, caller, person, lead_id),
+        Command::AddTag(tag) => add_tag(tx, caller, person, lead_id, tag.clone()),
+        Command::RemoveTag(tag) => remove_tag(tx, caller, person, lead_id, tag),
+        Command::MarkHot => mark_hot(tx, caller, person, lead_id),
+        Command::MarkQualified => mark_qualified(tx, caller, person, lead_id),
+        Command::DismissFailure(event) => dismiss_failure(tx, caller, person, lead_id, event),
+        Command::DecideOptOut(confirm) => decide_opt_out(tx, caller, person, lead_id, *confirm),
+        Command::SetField { key, value } => {
+            set_field(tx, caller, person, lead_id, key, value.as_deref())
+        }
+        Command::AddToCampaign(profile) => {
+            add_to_campaign(tx, caller, person, lead_id, profile, None)?
+                .map_err(|skip| skip.error(lead_id, profile))
+        }
+        Command::SeenCalendarChange => see_calendar_change(tx, caller, person, lead_id),
+        Command::Delete => delete(tx, caller, person, lead_id),
     }
 }
 
@@ -152,7 +252,7 @@ pub fn take_over(
     if handling.owner == person.user_id && !lead.is_ai_on {
         return Ok(lead);
     }
-    let lead = controls::set_ai(tx, caller, lead_id, false)?;
+    let lead = subscriptions::set_ai(tx, caller, lead_id, false).react(tx)?;
     handling.owner = person.user_id.clone();
     tx.put_handling(&caller.org_id, lead_id, &handling)?;
     record_action(
@@ -179,7 +279,7 @@ pub fn hand_back(
     if lead.is_ai_on && handling.owner.is_empty() && handling.handed_off_at.is_none() {
         return Ok(lead);
     }
-    let lead = controls::set_ai(tx, caller, lead_id, true)?;
+    let lead = subscriptions::set_ai(tx, caller, lead_id, true).react(tx)?;
     handling.owner.clear();
     handling.handed_off_at = None;
     handling.handoff_answered = false;
@@ -217,15 +317,15 @@ pub fn set_subscription(
 ) -> Result<()> {
     let (applied, action) = match change {
         Subscription::Resubscribe(proof) => {
-            let request = controls::Resubscribe {
+            let request = subscriptions::Resubscribe {
                 channels: requested.map(<[Channel]>::to_vec),
                 proof: proof.clone(),
             };
-            let applied = controls::resubscribe(tx, caller, lead_id, &request)?;
+            let applied = subscriptions::resubscribe(tx, caller, lead_id, &request).react(tx)?;
             (applied, PersonAction::Resubscribe)
         }
         Subscription::Unsubscribe => {
-            let applied = controls::unsubscribe(tx, caller, lead_id, requested)?;
+            let applied = subscriptions::unsubscribe(tx, caller, lead_id, requested).react(tx)?;
             (applied, PersonAction::Unsubscribe)
         }
     };
@@ -290,7 +390,7 @@ pub fn add_to_dnc(tx: &mut WriteTx, caller: &Caller, person: &Person, lead_id: &
 }
 
 /// "Opt out" (`confirm`) or "Not an opt-out" of a lead a possible opt-out holds
-/// (`contact::hold`): an opt-out with the lead's words as proof (source `reply`,
+/// (`conversation::hold`): an opt-out with the lead's words as proof (source `reply`,
 /// recorded by `person`) and one confirmation, or the cadence resumes where it was. A
 /// lead that is not held is refused (409).
 pub fn decide_opt_out(
@@ -333,7 +433,7 @@ pub fn add_tag(
     tag: TagRecord,
 ) -> Result<()> {
     let details = json!({"tag": tag.name, "tagId": tag.id});
-    let lead = controls::add_tags(tx, caller, lead_id, vec![tag])?;
+    let lead = subscriptions::add_tags(tx, caller, lead_id, vec![tag]).react(tx)?;
     record_action(
         tx,
         &caller.org_id,
@@ -384,7 +484,7 @@ pub fn remove_tag(
     lead_id: &str,
     tag_id: &str,
 ) -> Result<()> {
-    let lead = controls::remove_tags(tx, caller, lead_id, &[tag_id.to_string()])?;
+    let lead = subscriptions::remove_tags(tx, caller, lead_id, &[tag_id.to_string()]).react(tx)?;
     record_action(
         tx,
         &caller.org_id,
@@ -462,6 +562,34 @@ pub fn retry_send(
         event_id,
         PersonAction::RetrySend,
     )
+}
+
+/// "Seen" of the meeting the owner changed in their calendar: the lead leaves "Needs
+/// attention" for it, and the timeline says who saw it. Nothing to see is 409.
+pub fn see_calendar_change(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+) -> Result<()> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let mut handling = tx.handling(&caller.org_id, lead_id)?;
+    let Some(change) = handling.calendar_change.take() else {
+        return Err(Error::Conflict(
+            "This calendar change was already seen".into(),
+        ));
+    };
+    tx.put_handling(&caller.org_id, lead_id, &handling)?;
+    let details = json!({ "meetingId": change.meeting_id });
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        PersonAction::SeenCalendarChange,
+        details,
+    )
+    .map(drop)
 }
 
 /// "Dismiss" of the lead's failed send `event_id` (`clear_failed_send`).

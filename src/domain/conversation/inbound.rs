@@ -1,18 +1,19 @@
 //! Messages a lead sends in (SMS and email, from a provider's webhook or the inbound
 //! API): recorded on the lead the sender's phone or address belongs to, with what an
 //! SMS keyword does (opt-out, opt-in, help), the hold of a possible opt-out
-//! (`contact::hold`), and the follow-up handed to the engine (a confirmation or help
+//! (`conversation::hold`), and the follow-up handed to the engine (a confirmation or help
 //! text, or an assistant reply).
 
 use crate::channel::{Channel, OptOutSource};
 use crate::domain::contact::keywords::{HELP_KEYWORDS, OPT_IN_KEYWORDS};
 use crate::domain::contact::revocation::{self, Named, Reading};
-use crate::domain::contact::{controls, hold};
+use crate::domain::conversation::hold;
 use crate::domain::engagement::enrolment::{self, InboundFollowUp};
 use crate::domain::engagement::reactions::React;
 use crate::domain::records::consent::Change;
 use crate::domain::records::messages::EmailHeaders;
-use crate::domain::records::{events, limits, meetings};
+use crate::domain::records::subscriptions;
+use crate::domain::records::{events, leads, limits, meetings};
 use crate::domain::settings::org::business_name;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -133,33 +134,6 @@ impl ProviderKeyword {
     }
 }
 
-/// The live lead an inbound message or call from `phone` belongs to: the most recently
-/// updated one, when several share the number (from before duplicates were refused).
-pub fn lead_by_phone(tx: &WriteTx, org: &str, phone: &str) -> Result<Option<LeadRecord>> {
-    most_recent(tx, org, tx.lead_ids_by_phone(org, phone)?)
-}
-
-/// The live lead an inbound email from `email` belongs to (any case), as
-/// [`lead_by_phone`].
-pub fn lead_by_email(tx: &WriteTx, org: &str, email: &str) -> Result<Option<LeadRecord>> {
-    most_recent(tx, org, tx.lead_ids_by_email(org, email)?)
-}
-
-fn most_recent(tx: &WriteTx, org: &str, ids: Vec<String>) -> Result<Option<LeadRecord>> {
-    let mut lead: Option<LeadRecord> = None;
-    for id in ids {
-        if let Some(candidate) = tx.lead(org, &id)?.filter(|l| l.deleted_at.is_none()) {
-            if lead
-                .as_ref()
-                .is_none_or(|l| candidate.updated_at > l.updated_at)
-            {
-                lead = Some(candidate);
-            }
-        }
-    }
-    Ok(lead)
-}
-
 /// [`inbound_sms`] for an SMS a provider delivered, with the keyword it recognised.
 ///
 /// A reply that asks to cancel a meeting (`C`, `cancel`), answering that meeting's
@@ -174,7 +148,7 @@ pub fn inbound_sms_via(
     provider_keyword: Option<ProviderKeyword>,
 ) -> Result<Inbound> {
     let org = caller.org_id.as_str();
-    let lead = lead_by_phone(tx, org, phone)?;
+    let lead = leads::lead_by_phone(tx, org, phone)?;
     let lead = lead
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with phone {phone}")))?;
     let word = text.trim().to_ascii_uppercase();
@@ -220,16 +194,17 @@ pub fn inbound_sms_via(
         meetings::cancel(tx, caller, meeting)?.react(tx)?;
         tracing::info!(org, lead = %lead.id, meeting = %meeting, "the lead's reply canceled its meeting");
     }
-    let channels = controls::sms_channels(tx, org)?;
+    let channels = subscriptions::sms_channels(tx, org)?;
     let words = Change::lead_words(tx, caller, ConsentSource::Keyword, text)?;
     let mut scope = Vec::new();
     let lead = if let Some(named) = named {
         scope = revoked_channels(&settings, &lead, channels, named);
-        let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)?;
+        let lead = subscriptions::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &words)
+            .react(tx)?;
         hold::settle_opted_out(tx, org, &lead.id, Some(scope.as_slice()))?;
         lead
     } else if opted_in {
-        controls::opt_in(tx, org, lead, channels, &words, true)?
+        subscriptions::opt_in(tx, org, lead, channels, &words, true).react(tx)?
     } else {
         lead
     };
@@ -239,7 +214,11 @@ pub fn inbound_sms_via(
         // answers the lead.
         InboundFollowUp::Nothing
     } else if opted_out {
-        InboundFollowUp::Notice(controls::opt_out_notice(&business, Channel::Sms, &scope))
+        InboundFollowUp::Notice(subscriptions::opt_out_notice(
+            &business,
+            Channel::Sms,
+            &scope,
+        ))
     } else if opted_in {
         InboundFollowUp::Notice(format!(
             "{business}: You are resubscribed. Reply STOP to opt out."
@@ -308,7 +287,7 @@ pub fn inbound_email(
     headers: &EmailHeaders,
 ) -> Result<Inbound> {
     let org = caller.org_id.as_str();
-    let lead = lead_by_email(tx, org, from)?
+    let lead = leads::lead_by_email(tx, org, from)?
         .ok_or_else(|| Error::NotFound(format!("Resource not found: Lead with email {from}")))?;
     let own = revocation::own_text(text);
     let settings = tx.engine_settings(org)?;
@@ -343,10 +322,11 @@ pub fn inbound_email(
     let (lead, follow_up) = if let Reading::Definite(named) = reading {
         let change = Change::lead_words(tx, caller, ConsentSource::Reply, words.trim())?;
         let scope = revoked_channels(&settings, &lead, &[Channel::Email], named);
-        let lead = controls::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &change)?;
+        let lead = subscriptions::opt_out(tx, org, lead, &scope, OptOutSource::Keyword, &change)
+            .react(tx)?;
         hold::settle_opted_out(tx, org, &lead.id, Some(scope.as_slice()))?;
         let business = business_name(tx, org)?;
-        let notice = controls::opt_out_notice(&business, Channel::Email, &scope);
+        let notice = subscriptions::opt_out_notice(&business, Channel::Email, &scope);
         (lead, InboundFollowUp::Notice(notice))
     } else if cancels.is_some() {
         (lead, InboundFollowUp::Nothing)
@@ -364,7 +344,7 @@ pub fn inbound_email(
 
 /// The channels a definite revocation unsubscribes: those it names (`Don't call me`:
 /// voice alone, without SMS's coupling: the person said which channel), or naming
-/// none, as `revocationScope` has it ([`controls::revocation_channels`]).
+/// none, as `revocationScope` has it ([`subscriptions::revocation_channels`]).
 fn revoked_channels(
     settings: &EngineSettings,
     lead: &LeadRecord,
@@ -372,7 +352,7 @@ fn revoked_channels(
     named: Named,
 ) -> Vec<Channel> {
     if named.is_none() {
-        controls::revocation_channels(settings, lead, own)
+        subscriptions::revocation_channels(settings, lead, own)
     } else {
         named.channels()
     }

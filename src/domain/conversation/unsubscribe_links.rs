@@ -6,7 +6,7 @@
 //! prefix in the MAC input, so neither kind of signature verifies as the other). It has
 //! no expiry: an unsubscribe link must keep working. It is URL-safe:
 //! `base64url(["org","lead","email"]) . base64url(mac)`. A `POST` unsubscribes through
-//! `controls::unsubscribe`, so the lead gets exactly one `lead.opted_out` and a second
+//! `subscriptions::unsubscribe`, so the lead gets exactly one `lead.opted_out` and a second
 //! `POST` changes nothing.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -15,7 +15,8 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 use crate::channel::Channel;
-use crate::domain::contact::controls;
+use crate::domain::engagement::reactions::React;
+use crate::domain::records::subscriptions;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::WriteTx;
@@ -97,7 +98,7 @@ pub fn one_click(tx: &mut WriteTx, target: &Target) -> Result<Vec<Channel>> {
         key_id: crate::domain::records::consent::UNSUBSCRIBE_LINK_CALLER.to_string(),
         scope: crate::store::rows::Scope::Write,
     };
-    controls::unsubscribe(tx, &caller, &target.lead, Some(&[target.channel]))
+    subscriptions::unsubscribe(tx, &caller, &target.lead, Some(&[target.channel])).react(tx)
 }
 
 #[cfg(test)]

@@ -5,13 +5,13 @@
 //! [`BATCH`] leads, each batch its own short write in the writer's bulk lane, so every
 //! single write of any organization goes first), and the record keeps the progress and
 //! the result (added, skipped by reason). Each lead goes through
-//! `contact::handling::add_to_campaign`, the rules and the `USER_ACTION` of one lead's
+//! `conversation::handling::add_to_campaign`, the rules and the `USER_ACTION` of one lead's
 //! "Add to campaign". A restart resumes the job at its next batch (the row stays in the
 //! agenda until the last batch ran).
 
 use std::sync::Arc;
 
-use crate::domain::contact::handling;
+use crate::domain::conversation::handling;
 use crate::domain::engagement::add_to_campaign::{campaign_ready, Skip};
 use crate::domain::engagement::agenda;
 use crate::domain::records::search::{self, LeadFilter};
