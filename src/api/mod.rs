@@ -200,6 +200,9 @@ async fn dispatch(
         Route::TwilioVoiceTransfer(org, call) => {
             return voice::webhook(state, &parts, org, voice::Hook::Transfer(call), body).await
         }
+        Route::TwilioVoiceWarm(org, call) => {
+            return voice::webhook(state, &parts, org, voice::Hook::Warm(call), body).await
+        }
         Route::TwilioVoiceRelay(org, call) => return relay::upgrade(state, &mut parts, org, call),
         _ => {}
     }

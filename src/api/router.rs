@@ -112,6 +112,7 @@ pub enum Route<'a> {
     TwilioVoiceRecording(&'a str, &'a str),
     /// A call's hand-over and transfer rings (signed): (org, call id).
     TwilioVoiceTransfer(&'a str, &'a str),
+    TwilioVoiceWarm(&'a str, &'a str),
     /// A call's ConversationRelay WebSocket (signed handshake): (org, call id).
     TwilioVoiceRelay(&'a str, &'a str),
 }
@@ -136,6 +137,7 @@ impl Route<'_> {
             | Route::TwilioVoiceStatus(_, _)
             | Route::TwilioVoiceRecording(_, _)
             | Route::TwilioVoiceTransfer(_, _)
+            | Route::TwilioVoiceWarm(_, _)
             | Route::TwilioVoiceRelay(_, _) => None,
             Route::GetRecording(_) => Some(Scope::Read),
             Route::PutRecording(_) => Some(Scope::Write),
@@ -270,6 +272,7 @@ impl Route<'_> {
             Route::TwilioVoiceStatus(_, _) => "twilio_voice_status",
             Route::TwilioVoiceRecording(_, _) => "twilio_voice_recording",
             Route::TwilioVoiceTransfer(_, _) => "twilio_voice_transfer",
+            Route::TwilioVoiceWarm(_, _) => "twilio_voice_warm",
             Route::TwilioVoiceRelay(_, _) => "twilio_voice_relay",
         }
     }
@@ -404,6 +407,7 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 "status" => only(m, Method::POST, Route::TwilioVoiceStatus(org, call))?,
                 "recording" => only(m, Method::POST, Route::TwilioVoiceRecording(org, call))?,
                 "transfer" => only(m, Method::POST, Route::TwilioVoiceTransfer(org, call))?,
+                "warm" => only(m, Method::POST, Route::TwilioVoiceWarm(org, call))?,
                 "relay" => only(m, Method::GET, Route::TwilioVoiceRelay(org, call))?,
                 _ => return Err(Error::NotFound("Not found".into())),
             }

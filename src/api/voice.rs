@@ -1,7 +1,11 @@
 //! Twilio's voice webhooks: a call to the organization's number (`voice/inbound`),
 //! and, for each call engaged placed or answered, `voice/{callId}/twiml` (answered),
 //! `status` (status and answering-machine callbacks), `recording` (the recording is
-//! ready) and `transfer` (the relay session ended; each transfer ring's outcome).
+//! ready), `transfer` (the relay session ended; each cold transfer ring's outcome) and
+//! `warm` (a warm transfer's steps, `?step=answer|digit|status&attempt=N` for the
+//! person's leg and `?step=conference` for the conference's events). A warm step's
+//! effects (ring a person, take the lead's call back, end a leg) run after the answer,
+//! in a task of the engine's (`engine::warm`).
 //!
 //! No API key: each request must carry a valid `X-Twilio-Signature` keyed with the
 //! organization's voice auth token (403 `Forbidden` otherwise, and nothing changes).
@@ -21,6 +25,7 @@ use super::AppState;
 use crate::channel::Channel;
 use crate::domain::voice::transfer::{self, Reason, Ring};
 use crate::domain::voice::voice::{self, Answer, StatusUpdate};
+use crate::domain::voice::warm::{self, Effect, Leg};
 use crate::error::{Error, Result};
 use crate::providers::callbacks::{self, CallHook};
 use crate::providers::{twilio as provider, twiml};
@@ -37,6 +42,7 @@ pub enum Hook<'a> {
     Status(&'a str),
     Recording(&'a str),
     Transfer(&'a str),
+    Warm(&'a str),
 }
 
 pub async fn webhook(
@@ -144,10 +150,12 @@ pub async fn webhook(
             let answer = match attempt(parts)? {
                 None => {
                     let reason = Reason::parse(form.get("HandoffData"));
-                    state
+                    let (answer, effects) = state
                         .store
                         .write(move |tx| transfer::handover(tx, &org_id, &call_id, reason, now))
-                        .await?
+                        .await?;
+                    run(state, org, call, effects);
+                    answer
                 }
                 Some(attempt) => {
                     let ring = ring(&form, attempt);
@@ -159,7 +167,100 @@ pub async fn webhook(
             };
             Ok(render(&base, org, call, answer, None))
         }
+        Hook::Warm(call) => warm_step(state, parts, &form, &base, org, call).await,
     }
+}
+
+/// Carries out a warm transfer's `effects` after the answer, in the engine's task.
+fn run(state: &AppState, org: &str, call_id: &str, effects: Vec<Effect>) {
+    if !effects.is_empty() {
+        let engine = state.engine.clone();
+        tokio::spawn(engine.warm_effects(org.to_string(), call_id.to_string(), effects));
+    }
+}
+
+/// A warm transfer's step (`?step=...&attempt=...`): the person's leg answered, their
+/// digit, their leg's status, or the conference's event.
+async fn warm_step(
+    state: &AppState,
+    parts: &Parts,
+    form: &Form,
+    base: &str,
+    org: &str,
+    call: &str,
+) -> Result<Response<Body>> {
+    let (step, attempt) = warm_query(parts)?;
+    let (org_id, call_id) = (org.to_string(), call.to_string());
+    let now = now_micros();
+    let sid = form.get("CallSid").unwrap_or_default().to_string();
+    let leg = match (step.as_str(), attempt) {
+        ("answer", Some(attempt)) => {
+            let by = form.get("AnsweredBy").map(str::to_string);
+            state
+                .store
+                .write(move |tx| {
+                    warm::answered(tx, &org_id, &call_id, attempt, &sid, by.as_deref(), now)
+                })
+                .await?
+        }
+        ("digit", Some(attempt)) => {
+            let digits = form.get("Digits").unwrap_or_default().to_string();
+            state
+                .store
+                .write(move |tx| warm::pressed(tx, &org_id, &call_id, attempt, &digits, now))
+                .await?
+        }
+        ("status", Some(attempt)) => {
+            let status = form.required("CallStatus")?.to_string();
+            let effects = state
+                .store
+                .write(move |tx| warm::leg_status(tx, &org_id, &call_id, attempt, &status, now))
+                .await?;
+            run(state, org, call, effects);
+            return Ok(twilio::twiml_empty());
+        }
+        ("conference", None) => {
+            let event = form.required("StatusCallbackEvent")?.to_string();
+            let effects = state
+                .store
+                .write(move |tx| warm::conference(tx, &org_id, &call_id, &event, &sid, now))
+                .await?;
+            run(state, org, call, effects);
+            return Ok(twilio::twiml_empty());
+        }
+        _ => return Err(Error::invalid_field("step")),
+    };
+    run(state, org, call, leg.effects);
+    let conference = callbacks::warm(base, org, call, "conference", None);
+    let document = match leg.answer {
+        Leg::Whisper { summary, prompt } => {
+            let action = callbacks::warm(base, org, call, "digit", attempt);
+            twiml::whisper(&summary, &prompt, &action, warm::DIGIT_SECONDS)
+        }
+        Leg::Join => twiml::join(call, &conference),
+        Leg::Hangup => twiml::hangup(),
+    };
+    Ok(twilio::twiml(document))
+}
+
+/// A warm step's `step` and `attempt` (1 or 2, when given).
+fn warm_query(parts: &Parts) -> Result<(String, Option<u8>)> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(parts.uri.query().unwrap_or(""))
+        .map_err(|_| Error::invalid_field("step"))?;
+    let get = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let step = get("step").ok_or_else(|| Error::invalid_field("step"))?;
+    let attempt = match get("attempt") {
+        None => None,
+        Some("1") => Some(1),
+        Some("2") => Some(2),
+        Some(_) => return Err(Error::invalid_field("attempt")),
+    };
+    Ok((step.to_string(), attempt))
 }
 
 /// A status callback's form: `CallStatus`, `CallDuration`, `AnsweredBy` (each optional:
@@ -239,6 +340,12 @@ fn render(
         ),
         Answer::Say(text) => twiml::say_then_hangup(&text, record),
         Answer::Hangup => twiml::hangup(),
+        Answer::Hold { say, music } => twiml::hold(
+            &say,
+            call_id,
+            Some(&music),
+            &callbacks::warm(base, org, call_id, "conference", None),
+        ),
         Answer::Dial { number, attempt } => twiml::dial(
             &format!("{transfer}?attempt={attempt}"),
             TRANSFER_RING_SECONDS,

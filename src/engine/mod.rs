@@ -38,6 +38,7 @@ mod reply;
 mod scheduler;
 mod tools;
 mod voice;
+mod warm;
 
 use std::sync::Arc;
 

@@ -52,7 +52,7 @@ use crate::providers::twilio::Twilio;
 use crate::providers::twiml;
 use crate::store::rows::AssistantSettings;
 use crate::store::rows::ProviderSettings;
-use crate::store::rows::{LeadRecord, VoiceOptOut};
+use crate::store::rows::{LeadRecord, TransferStage, VoiceOptOut};
 use crate::store::{Reader, Store};
 use crate::time::now_micros;
 
@@ -220,7 +220,9 @@ impl Engine {
             // The assistant talks to unknown callers and to leads whose assistant is on.
             settings: settings.filter(|_| lead.as_ref().is_none_or(|l: &LeadRecord| l.is_ai_on)),
             booking: lead.is_some() && profile.as_ref().is_some_and(|p| !p.calendar.is_empty()),
-            transfer_available: profile.is_some_and(|p| !p.transfer_number.is_empty()),
+            // A transfer that was tried does not start again on this call.
+            transfer_available: profile.is_some_and(|p| !p.transfer_number.is_empty())
+                && session.transfer == TransferStage::None,
             greeting: session.greeting,
             fresh,
             opt_out,

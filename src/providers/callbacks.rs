@@ -1,6 +1,6 @@
 //! Every callback URL this server hands to a provider, built in one place under the
 //! server's `public_url`: Twilio's message status callback, a call's voice webhooks
-//! (`twiml`, `status`, `recording`, `relay`, `transfer`) and its ConversationRelay
+//! (`twiml`, `status`, `recording`, `relay`, `transfer`, `warm`) and its ConversationRelay
 //! WebSocket, and the one-click unsubscribe link put in emails.
 //!
 //! The paths are the router's (`api::router`): a path changed here must change there.
@@ -13,6 +13,8 @@ pub enum CallHook {
     Recording,
     Relay,
     Transfer,
+    /// A warm transfer's steps (`?step=...&attempt=...`).
+    Warm,
 }
 
 impl CallHook {
@@ -23,6 +25,7 @@ impl CallHook {
             CallHook::Recording => "recording",
             CallHook::Relay => "relay",
             CallHook::Transfer => "transfer",
+            CallHook::Warm => "warm",
         }
     }
 }
@@ -36,6 +39,16 @@ pub fn sms_status(public_url: &str, org: &str) -> String {
 pub fn call(public_url: &str, org: &str, call_id: &str, hook: CallHook) -> String {
     let leaf = hook.as_str();
     format!("{public_url}/v1/providers/twilio/{org}/voice/{call_id}/{leaf}")
+}
+
+/// A warm transfer's webhook of call `call_id`: `step` (`answer`, `digit`, `status`,
+/// `conference`), for the person rung at `attempt` when it has one.
+pub fn warm(public_url: &str, org: &str, call_id: &str, step: &str, attempt: Option<u8>) -> String {
+    let base = call(public_url, org, call_id, CallHook::Warm);
+    match attempt {
+        Some(n) => format!("{base}?step={step}&attempt={n}"),
+        None => format!("{base}?step={step}"),
+    }
 }
 
 /// The relay's WebSocket URL: [`call`]'s `relay` with `wss` for `https` (`ws` for

@@ -343,6 +343,82 @@ impl Twilio {
         }
     }
 
+    /// Rings a person for a warm transfer: `Calls.json` from the settings' `from` with
+    /// `MachineDetection=Enable` (Twilio's answer to `twiml_url` then carries
+    /// `AnsweredBy`: `human`, `machine_start`, `fax` or `unknown`), `Timeout` seconds of
+    /// ringing, and each status reported to `status_callback`. Not recorded: the call
+    /// is recorded on the lead's side.
+    pub async fn ring_person(
+        &self,
+        client: &HttpClient,
+        to: &str,
+        twiml_url: &str,
+        status_callback: &str,
+        timeout_seconds: u32,
+    ) -> CallOutcome {
+        if self.settings.from.is_empty() {
+            return CallOutcome::Refused {
+                code: NO_CALLER_ID.into(),
+            };
+        }
+        let timeout = timeout_seconds.to_string();
+        let mut form: Vec<(&str, &str)> = vec![
+            ("To", to),
+            ("From", &self.settings.from),
+            ("Url", twiml_url),
+            ("StatusCallback", status_callback),
+        ];
+        form.extend(
+            CALL_EVENTS
+                .iter()
+                .map(|event| ("StatusCallbackEvent", *event)),
+        );
+        form.extend([
+            ("StatusCallbackMethod", "POST"),
+            ("MachineDetection", "Enable"),
+            ("Timeout", timeout.as_str()),
+        ]);
+        match self
+            .post(client, &self.url("Calls.json"), &form, "call", &|| {})
+            .await
+        {
+            Answer::Accepted(a) => CallOutcome::Accepted {
+                provider_call_id: a.sid,
+                status: CallStatus::Queued,
+            },
+            Answer::Unknown(error) => CallOutcome::Unknown { error },
+            Answer::Refused { code, .. } => CallOutcome::Refused { code },
+            Answer::Unavailable { twilio_code } => CallOutcome::Refused {
+                code: unavailable(twilio_code),
+            },
+        }
+    }
+
+    /// Ends a call that is still queued or ringing (`Status=canceled` on
+    /// `Calls/{CallSid}.json`).
+    pub async fn cancel_call(
+        &self,
+        client: &HttpClient,
+        call_sid: &str,
+    ) -> std::result::Result<(), String> {
+        let resource = format!("Calls/{call_sid}.json");
+        match self
+            .post(
+                client,
+                &self.url(&resource),
+                &[("Status", "canceled")],
+                "call update",
+                &|| {},
+            )
+            .await
+        {
+            Answer::Accepted(_) => Ok(()),
+            Answer::Refused { code, .. } => Err(code),
+            Answer::Unknown(class) => Err(class),
+            Answer::Unavailable { twilio_code } => Err(unavailable(twilio_code)),
+        }
+    }
+
     /// POSTs `form` to `url`, trying again only while Twilio did not take it (429, 503,
     /// no connection); `what` names the thing sent, for the log.
     async fn post(
@@ -632,6 +708,57 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         assert_eq!(request.form, expected);
+    }
+
+    #[tokio::test]
+    async fn a_person_is_rung_with_machine_detection_and_a_ringing_call_is_cancelled() {
+        let fake = FakeTwilio::start().await;
+        let twilio = twilio(&fake.base_url, "+15550100000");
+        let outcome = twilio
+            .ring_person(
+                &client(),
+                "+15550107777",
+                "https://e.example/w?step=answer&attempt=1",
+                "https://e.example/w?step=status&attempt=1",
+                25,
+            )
+            .await;
+        let CallOutcome::Accepted {
+            provider_call_id, ..
+        } = outcome
+        else {
+            panic!("{outcome:?}");
+        };
+        let request = &fake.calls()[0];
+        assert_eq!(request.path, "/2010-04-01/Accounts/AC1/Calls.json");
+        assert_eq!(request.field("To"), Some("+15550107777"));
+        assert_eq!(request.field("From"), Some("+15550100000"));
+        assert_eq!(
+            request.field("Url"),
+            Some("https://e.example/w?step=answer&attempt=1")
+        );
+        assert_eq!(
+            request.field("StatusCallback"),
+            Some("https://e.example/w?step=status&attempt=1")
+        );
+        assert_eq!(request.field("MachineDetection"), Some("Enable"));
+        assert_eq!(request.field("Timeout"), Some("25"));
+        assert_eq!(request.field("Record"), None, "recorded on the lead's side");
+        assert_eq!(request.fields("StatusCallbackEvent"), CALL_EVENTS);
+        twilio
+            .cancel_call(&client(), &provider_call_id)
+            .await
+            .unwrap();
+        let update = &fake.call_updates()[0];
+        assert_eq!(
+            update.path,
+            format!("/2010-04-01/Accounts/AC1/Calls/{provider_call_id}.json")
+        );
+        assert_eq!(
+            update.form,
+            [("Status".to_string(), "canceled".to_string())]
+        );
+        assert_eq!(update.authorization, AUTH);
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 //! TwiML answers to Twilio's voice webhooks: the few documents the voice paths send back
 //! (`<Response/>`, `<Say>` then `<Hangup/>`, `<Connect>` to a ConversationRelay,
-//! `<Dial>` of a transfer number). An inbound call's answer opens with
+//! `<Dial>` of a transfer number, and a warm transfer's: the lead held in a
+//! `<Conference>`, the person's whisper in a `<Gather>`, the person joining). An inbound call's answer opens with
 //! `<Start><Recording>` (its recording reported to the call's `recording` path), since
 //! only an outbound call is recorded by its `Calls.json` request; `<Start>` does not
 //! block, so the relay or the `<Say>` follows at once.
@@ -195,6 +196,82 @@ pub fn dial(action: &str, timeout_seconds: u32, number: &str) -> String {
     w.finish()
 }
 
+/// The conference events a warm transfer listens to (Twilio's `statusCallbackEvent`
+/// values for `<Conference>`).
+const CONFERENCE_EVENTS: &str = "join leave end";
+
+/// `<Dial><Conference ...>name</Conference></Dial>`: the caller in conference `name`,
+/// which starts when `starts` (else it waits, hearing `wait_url`'s music, Twilio's
+/// default when none); it ends when this participant leaves, and reports its joins,
+/// leaves and end to `status_callback`.
+fn conference(
+    w: &mut XmlWriter,
+    name: &str,
+    starts: bool,
+    wait_url: Option<&str>,
+    status_callback: &str,
+) {
+    w.start("Dial")
+        .start("Conference")
+        .attr(
+            "startConferenceOnEnter",
+            if starts { "true" } else { "false" },
+        )
+        .attr("endConferenceOnExit", "true")
+        .attr("beep", "false");
+    if let Some(url) = wait_url.filter(|u| !u.is_empty()) {
+        w.attr("waitUrl", url).attr("waitMethod", "GET");
+    }
+    w.attr("statusCallback", status_callback)
+        .attr("statusCallbackMethod", "POST")
+        .attr("statusCallbackEvent", CONFERENCE_EVENTS)
+        .text(name)
+        .end()
+        .end();
+}
+
+/// `<Response><Say>say</Say><Dial><Conference startConferenceOnEnter="false" ...>`: a
+/// warm transfer's lead, told what happens, held alone in conference `name`.
+pub fn hold(say: &str, name: &str, wait_url: Option<&str>, status_callback: &str) -> String {
+    let mut w = XmlWriter::new();
+    w.start("Response");
+    if !say.is_empty() {
+        w.start("Say").text(say).end();
+    }
+    conference(&mut w, name, false, wait_url, status_callback);
+    w.finish()
+}
+
+/// `<Response><Dial><Conference startConferenceOnEnter="true" ...>`: the person who
+/// accepted a warm transfer joins conference `name`, which starts: the lead is bridged.
+pub fn join(name: &str, status_callback: &str) -> String {
+    let mut w = XmlWriter::new();
+    w.start("Response");
+    conference(&mut w, name, true, None, status_callback);
+    w.finish()
+}
+
+/// `<Response><Gather input="dtmf" numDigits="1" timeout="10" action="..."
+/// actionOnEmptyResult="true"><Say>summary</Say><Say>prompt</Say></Gather></Response>`:
+/// the whisper only the person hears; Twilio requests `action` with the digit, or
+/// without one after `timeout_seconds` of silence.
+pub fn whisper(summary: &str, prompt: &str, action: &str, timeout_seconds: u32) -> String {
+    let mut w = XmlWriter::new();
+    w.start("Response")
+        .start("Gather")
+        .attr("input", "dtmf")
+        .attr("numDigits", "1")
+        .attr("timeout", &timeout_seconds.to_string())
+        .attr("action", action)
+        .attr("method", "POST")
+        .attr("actionOnEmptyResult", "true");
+    if !summary.is_empty() {
+        w.start("Say").text(summary).end();
+    }
+    w.start("Say").text(prompt).end();
+    w.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +349,39 @@ mod tests {
         assert_eq!(
             body(&dial("https://e.example/t?step=2&x=1", 20, "+15550100000")),
             r#"<Response><Dial action="https://e.example/t?step=2&amp;x=1" timeout="20"><Number>+15550100000</Number></Dial></Response>"#
+        );
+    }
+
+    #[test]
+    fn a_warm_transfers_documents_have_their_shape() {
+        assert_eq!(
+            body(&hold(
+                "One moment.",
+                "call_1",
+                Some("https://m.example/a.mp3"),
+                "https://e.example/w?step=conference"
+            )),
+            concat!(
+                r#"<Response><Say>One moment.</Say><Dial><Conference startConferenceOnEnter="false" "#,
+                r#"endConferenceOnExit="true" beep="false" waitUrl="https://m.example/a.mp3" waitMethod="GET" "#,
+                r#"statusCallback="https://e.example/w?step=conference" statusCallbackMethod="POST" "#,
+                r#"statusCallbackEvent="join leave end">call_1</Conference></Dial></Response>"#
+            )
+        );
+        assert!(!hold("", "c", None, "s").contains("waitUrl"));
+        assert!(join("c", "s").contains(r#"startConferenceOnEnter="true""#));
+        assert_eq!(
+            body(&whisper(
+                "Ada asked about prices.",
+                "Press 1 to take the call.",
+                "https://e.example/w?a=1&b=2",
+                10
+            )),
+            concat!(
+                r#"<Response><Gather input="dtmf" numDigits="1" timeout="10" action="https://e.example/w?a=1&amp;b=2" "#,
+                r#"method="POST" actionOnEmptyResult="true"><Say>Ada asked about prices.</Say>"#,
+                "<Say>Press 1 to take the call.</Say></Gather></Response>"
+            )
         );
     }
 

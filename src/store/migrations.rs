@@ -24,7 +24,7 @@ use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 14;
+pub const SCHEMA_VERSION: u32 = 15;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -42,6 +42,7 @@ const STEPS: &[Step] = &[
     replies_wait_for_a_person_without_an_assistant,
     profiles_gain_a_screening_reply_and_a_voicemail,
     handling_notes_a_meeting_changed_in_the_calendar,
+    profiles_gain_transfer_settings,
 ];
 
 // Every version below the current one has its step.
@@ -348,6 +349,7 @@ mod schema6 {
                 calendar: String::new(),
                 screening_reply: String::new(),
                 voicemail: None,
+                transfer: None,
             }
         }
     }
@@ -670,8 +672,8 @@ fn decode_grown<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
 fn leads_and_profiles_gain_meeting_fields(txn: &WriteTransaction) -> Result<()> {
     let leads = grow::<LeadRecord>(txn, LEADS, 1)?;
     // Read as today's layout: a profile has gained `screening_reply` and `voicemail`
-    // since (schema 13).
-    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 3)?;
+    // (schema 13) and `transfer` (schema 15) since.
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 4)?;
     tracing::info!(
         leads,
         profiles,
@@ -874,7 +876,8 @@ fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<(
 /// default) and what a call answered by a machine does (`voicemail`, none); the fields
 /// end the record, one zero byte each.
 fn profiles_gain_a_screening_reply_and_a_voicemail(txn: &WriteTransaction) -> Result<()> {
-    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 2)?;
+    // Read as today's layout: a profile has gained `transfer` since (schema 15).
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 3)?;
     tracing::info!(
         profiles,
         "schema 13: profiles gain a screening reply and a voicemail"
@@ -890,6 +893,14 @@ fn handling_notes_a_meeting_changed_in_the_calendar(txn: &WriteTransaction) -> R
         handling,
         "schema 14: handling notes a meeting changed in the owner's calendar"
     );
+    Ok(())
+}
+
+/// 14 → 15: a profile says how a transfer reaches a person (`transfer`, none: cold,
+/// as before); the field ends the record, one zero byte.
+fn profiles_gain_transfer_settings(txn: &WriteTransaction) -> Result<()> {
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 1)?;
+    tracing::info!(profiles, "schema 15: profiles gain transfer settings");
     Ok(())
 }
 
@@ -1170,6 +1181,43 @@ mod tests {
             decode(table.get(("o", "l1")).unwrap().unwrap().value()).unwrap();
         assert_eq!(read, handling);
         assert_eq!(read.calendar_change, None);
+    }
+
+    #[test]
+    fn schema_14_profiles_gain_no_transfer_settings_and_a_schema_12_one_reads_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v14.redb")).unwrap();
+        let profile = crate::store::rows::ProfileRecord {
+            name: "solar".into(),
+            instructions: "Be brief".into(),
+            transfer_number: "+15550100001".into(),
+            created_at: 1,
+            updated_at: 2,
+            ..crate::store::rows::ProfileRecord::default()
+        };
+        // Schema 14's layout ends before `transfer` (one zero byte); schema 12's before
+        // `screening_reply` and `voicemail` too.
+        let old = |fields: usize| {
+            let bytes = encode(&profile).unwrap();
+            bytes[..bytes.len() - fields].to_vec()
+        };
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(PROFILES).unwrap();
+            table.insert(("o", "v14"), old(1).as_slice()).unwrap();
+            table.insert(("o", "v12"), old(3).as_slice()).unwrap();
+        }
+        assert!(decode::<crate::store::rows::ProfileRecord>(&old(1)).is_err());
+        profiles_gain_a_screening_reply_and_a_voicemail(&txn).unwrap();
+        profiles_gain_transfer_settings(&txn).unwrap();
+        profiles_gain_transfer_settings(&txn).unwrap();
+        let table = txn.open_table(PROFILES).unwrap();
+        for key in ["v14", "v12"] {
+            let read: crate::store::rows::ProfileRecord =
+                decode(table.get(("o", key)).unwrap().unwrap().value()).unwrap();
+            assert_eq!(read, profile, "{key}");
+            assert_eq!(read.transfer, None);
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::read::ReadTx;
 use super::rows::{
     CallRecord, DeliveryRecord, EndpointRecord, EngagementRecord, EngineSettings, HandlingRecord,
     KeyRecord, LeadRecord, OrgRecord, ProfileRecord, SessionRecord, UserRecord, VoiceSession,
+    WarmTransfer,
 };
 use super::rows::{ConsentState, HoldRecord, RecordingRecord, UploadRecord};
 use super::tables::*;
@@ -128,6 +129,11 @@ pub trait Reader {
 
     fn voice_session(&self, org: &str, call_id: &str) -> Result<Option<VoiceSession>> {
         self.record(VOICE_SESSIONS, (org, call_id))
+    }
+
+    /// Where a call's warm transfer stands (none: it had none).
+    fn warm_transfer(&self, org: &str, call_id: &str) -> Result<Option<WarmTransfer>> {
+        self.record(WARM_TRANSFERS, (org, call_id))
     }
 
     /// A lead's consent on `channel` (nothing recorded: the default, no consent).

@@ -532,6 +532,78 @@ pub struct ProfileRecord {
     pub screening_reply: String,
     /// What an outbound AI call answered by a machine does (none: it hangs up).
     pub voicemail: Option<VoicemailRecord>,
+    /// How a transfer reaches a person (none: cold, the numbers above, as before
+    /// schema 14). The numbers stay in `transfer_number` / `fallback_transfer_number`.
+    pub transfer: Option<TransferSettings>,
+}
+
+/// A profile's transfer settings besides its numbers (`transfer` on the wire).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransferSettings {
+    pub mode: TransferMode,
+    /// Whom the lead hears it is connected with (empty: "a member of our team").
+    pub name: String,
+    /// How long each person's phone rings, 10 to 60 seconds.
+    pub ring_seconds: u32,
+    /// The digit a person presses to take a warm transfer.
+    pub accept_digit: KeypadDigit,
+    /// What the lead hears while held (empty: Twilio's default music).
+    pub hold_music_url: String,
+}
+
+/// How a transfer reaches a person: `cold` bridges the lead to the number as it
+/// rings; `warm` holds the lead in a conference while the person hears a summary and
+/// accepts with a digit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TransferMode {
+    Cold,
+    Warm,
+}
+
+impl TransferMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransferMode::Cold => "cold",
+            TransferMode::Warm => "warm",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<TransferMode> {
+        [TransferMode::Cold, TransferMode::Warm]
+            .into_iter()
+            .find(|m| m.as_str() == text)
+    }
+}
+
+/// Where a warm transfer stands (the `warm_transfers` table): the lead waits in a
+/// conference named for the call while one person at a time is rung.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarmTransfer {
+    /// Twilio's `CallSid` of the lead's call.
+    pub lead_sid: String,
+    /// 1: `transferNumber`; 2: `fallbackTransferNumber`.
+    pub attempt: u8,
+    pub phase: WarmPhase,
+    /// Twilio's `CallSid` of the person's leg being rung (empty until known).
+    pub agent_sid: String,
+    /// When the person accepted (0: not yet).
+    pub connected_at: i64,
+    /// The assistant's summary for the whisper (empty: the template).
+    pub summary: String,
+}
+
+/// The steps of a warm transfer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WarmPhase {
+    /// The person's phone rings (or the dial is on its way).
+    #[default]
+    Ringing,
+    /// The person answered and hears the whisper, until a digit.
+    Whisper,
+    /// The person accepted: the two are bridged in the conference.
+    Connected,
+    /// Over: connected then left, failed, or the lead hung up.
+    Ended,
 }
 
 /// A profile's voicemail: the message left after the beep, or a hang-up.
@@ -1187,6 +1259,7 @@ pub struct KeypadDigit(u8);
 
 impl KeypadDigit {
     pub const NINE: KeypadDigit = KeypadDigit(9);
+    pub const ONE: KeypadDigit = KeypadDigit(1);
 
     /// `"0"` to `"9"`, exactly one character.
     pub fn parse(text: &str) -> Option<KeypadDigit> {

@@ -46,6 +46,7 @@ macro_rules! all_tables {
         $apply!(PROVIDER_INBOUND);
         $apply!(VOICE_SESSIONS);
         $apply!(PROVIDER_CALLS);
+        $apply!(WARM_TRANSFERS);
         $apply!(MAILGUN_TOKENS);
         $apply!(LEAD_HANDLING);
         $apply!(LEAD_FACETS);
@@ -210,6 +211,10 @@ pub const VOICE_SESSIONS: TableDefinition<(&str, &str), &[u8]> =
 /// webhook answers the call it created the first time.
 pub const PROVIDER_CALLS: TableDefinition<(&str, &str), &str> =
     TableDefinition::new("provider_calls");
+/// (org, call id) → `WarmTransfer`: where a call's warm transfer stands (the lead held
+/// in a conference, the person rung, whispered to, bridged).
+pub const WARM_TRANSFERS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("warm_transfers");
 
 /// (org, lead id) → `HandlingRecord`: who handles a lead besides the assistant (the
 /// person who took it over) and whether the assistant handed it off. Apart from

@@ -1,5 +1,6 @@
 //! Typed access to the voice tables: each call's session (engaged's side of a call it
-//! placed or answered) and the index from a provider's call id to the call.
+//! placed or answered), the index from a provider's call id to the call, and where a
+//! call's warm transfer stands.
 //!
 //! A session is written in the same job as the call record it accompanies, so the two
 //! never disagree about whether a call exists.
@@ -7,8 +8,8 @@
 use redb::ReadableTable;
 
 use super::codec::encode;
-use super::rows::VoiceSession;
-use super::tables::{PROVIDER_CALLS, VOICE_SESSIONS};
+use super::rows::{VoiceSession, WarmTransfer};
+use super::tables::{PROVIDER_CALLS, VOICE_SESSIONS, WARM_TRANSFERS};
 use super::write::WriteTx;
 use crate::error::Result;
 
@@ -40,6 +41,18 @@ impl WriteTx {
     ) -> Result<()> {
         self.open_write(PROVIDER_CALLS)?
             .insert((org, provider_call_id), call_id)?;
+        Ok(())
+    }
+
+    pub fn put_warm_transfer(
+        &mut self,
+        org: &str,
+        call_id: &str,
+        warm: &WarmTransfer,
+    ) -> Result<()> {
+        let bytes = encode(warm)?;
+        self.open_write(WARM_TRANSFERS)?
+            .insert((org, call_id), bytes.as_slice())?;
         Ok(())
     }
 }

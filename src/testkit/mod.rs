@@ -31,6 +31,7 @@ pub mod serve;
 pub mod server;
 pub mod smtp;
 pub mod twilio;
+pub mod twilio_voice;
 pub mod webhooks;
 pub mod xandikos;
 

@@ -1,5 +1,8 @@
-//! A fake of Twilio's Messages, Calls (placing one, updating a live one with new TwiML)
-//! and Recordings REST resources on 127.0.0.1.
+//! A fake of Twilio's Messages, Calls (placing one, updating a live one with new TwiML
+//! or ending it) and Recordings REST resources on 127.0.0.1, with conferences: a call
+//! update runs on the fake's conferences (`testkit::twilio_voice`), and a test runs the
+//! TwiML engaged answers on them ([`FakeTwilio::run_twiml`]) and delivers the conference
+//! callbacks they queue ([`FakeTwilio::conference_callbacks`]).
 //!
 //! Messages and calls: records each request (path, `Authorization`, form fields, every
 //! pair kept, so a repeated `StatusCallbackEvent` shows each value) and answers as Twilio
@@ -28,6 +31,7 @@ use hyper::http::request::Parts;
 use hyper::Response;
 
 use crate::testkit::serve::{serve, Answer};
+use crate::testkit::twilio_voice::{Callback, Conferences};
 
 #[derive(Debug, Clone)]
 pub struct Sent {
@@ -88,6 +92,8 @@ struct State {
     fixed: Mutex<Option<(u16, String)>>,
     /// Updates of live calls (`POST .../Calls/{CallSid}.json`), in arrival order.
     updates: Mutex<Vec<Sent>>,
+    /// The account's conferences and the callbacks they queued.
+    conferences: Mutex<Conferences>,
 }
 
 #[derive(Clone)]
@@ -148,6 +154,33 @@ impl FakeTwilio {
     /// Every update of a live call (`Calls/{CallSid}.json`, new TwiML), in arrival order.
     pub fn call_updates(&self) -> Vec<Sent> {
         self.state.updates.lock().unwrap().clone()
+    }
+
+    /// Call `call_sid` runs TwiML `doc` (what engaged answered one of its webhooks
+    /// with): it joins the conference the document names, or leaves the one it was in.
+    pub fn run_twiml(&self, call_sid: &str, doc: &str) {
+        self.state.conferences.lock().unwrap().run(call_sid, doc);
+    }
+
+    /// Call `call_sid` hangs up (leaving its conference, if any).
+    pub fn hang_up(&self, call_sid: &str) {
+        self.state.conferences.lock().unwrap().hang_up(call_sid);
+    }
+
+    /// The calls in conference `name` now.
+    pub fn participants(&self, name: &str) -> Vec<String> {
+        self.state.conferences.lock().unwrap().participants(name)
+    }
+
+    /// Whether conference `name` started.
+    pub fn conference_started(&self, name: &str) -> bool {
+        self.state.conferences.lock().unwrap().started(name)
+    }
+
+    /// The conference status callbacks queued since the last call, in order, for the
+    /// test to deliver.
+    pub fn conference_callbacks(&self) -> Vec<Callback> {
+        self.state.conferences.lock().unwrap().take()
     }
 
     /// Every Calls.json request, in arrival order.
@@ -281,6 +314,15 @@ async fn answer(state: &State, parts: Parts, body: Bytes) -> Answer {
         .filter(|sid| sid.starts_with("CA") && !sid.contains('/'))
     {
         let sid = call_sid.to_string();
+        {
+            let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+            let mut conferences = state.conferences.lock().unwrap();
+            if let Some(twiml) = field("Twiml") {
+                conferences.run(&sid, &twiml);
+            } else if matches!(field("Status").as_deref(), Some("canceled" | "completed")) {
+                conferences.hang_up(&sid);
+            }
+        }
         state.updates.lock().unwrap().push(Sent {
             method,
             path,

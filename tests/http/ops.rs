@@ -181,7 +181,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 73] = [
+const ROUTES: [(&str, &str, &str); 74] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -303,6 +303,11 @@ const ROUTES: [(&str, &str, &str); 73] = [
         "/v1/providers/twilio/{orgId}/voice/{callId}/transfer",
     ),
     (
+        "twilio_voice_warm",
+        "post",
+        "/v1/providers/twilio/{orgId}/voice/{callId}/warm",
+    ),
+    (
         "twilio_voice_relay",
         "get",
         "/v1/providers/twilio/{orgId}/voice/{callId}/relay",
@@ -386,6 +391,7 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::TwilioVoiceStatus(_, _)
         | Route::TwilioVoiceRecording(_, _)
         | Route::TwilioVoiceTransfer(_, _)
+        | Route::TwilioVoiceWarm(_, _)
         | Route::TwilioVoiceRelay(_, _) => true,
         // Any path's OPTIONS: described in the document's introduction, not as an
         // operation.

@@ -81,6 +81,7 @@ async fn put_answers_the_whole_profile() {
     expected["calendar"] = Value::Null;
     expected["screeningReply"] = Value::Null;
     expected["voicemail"] = Value::Null;
+    expected["transfer"] = Value::Null;
     for field in ["createdAt", "updatedAt"] {
         time_of(&profile[field]);
         expected[field] = profile[field].clone();

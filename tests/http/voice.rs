@@ -2383,3 +2383,6 @@ async fn a_relay_handshake_with_a_forged_signature_is_refused() {
     open_relay(&v, &call).await.close().await;
     assert_eq!(get_call(&v, &call).await["transcript"], json!([]));
 }
+
+// Warm transfers: their own file.
+mod warm;

@@ -12,6 +12,7 @@ pub mod email;
 pub mod org;
 pub mod profiles;
 pub mod templates;
+pub mod transfer;
 pub mod twilio;
 
 use serde_json::Value;

@@ -17,11 +17,13 @@ use crate::domain::records::limits;
 use crate::domain::records::listing;
 use crate::domain::records::written::{Reaction, Written};
 use crate::domain::settings::templates::{self, check_placeholders};
+use crate::domain::settings::transfer;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::calendars::CalendarReader;
 use crate::store::rows::{
-    DispositionRecord, OnMachine, ProfileRecord, Purpose, StepRecord, VoicemailRecord,
+    DispositionRecord, OnMachine, ProfileRecord, Purpose, StepRecord, TransferSettings,
+    VoicemailRecord,
 };
 use crate::store::{Flow, ReadTx, Reader, WriteTx};
 
@@ -51,6 +53,7 @@ const MEMBERS: &[&str] = &[
     "calendar",
     "screeningReply",
     "voicemail",
+    "transfer",
 ];
 const VOICEMAIL_MEMBERS: &[&str] = &["text", "onMachine"];
 const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject", "purpose"];
@@ -104,6 +107,9 @@ pub struct ProfileInput {
     /// What a call answered by a machine does (`Some(None)`: hang up); `None` keeps the
     /// one stored.
     pub voicemail: Option<Option<VoicemailRecord>>,
+    /// How a transfer reaches a person (`Some(None)`: cold, as the numbers say); `None`
+    /// keeps the one stored.
+    pub transfer: Option<Option<TransferSettings>>,
 }
 
 /// One step of a cadence, as written.
@@ -209,10 +215,22 @@ impl ProfileInput {
             Some(_) => return Err(Error::invalid_field("dispositions")),
         };
 
-        let transfer_number = phone_text(body, "transferNumber")?;
+        let transfer = transfer::read(body)?;
+        let (number, fallback_number) = match &transfer {
+            Some(t) => (t.number.clone(), t.fallback_number.clone()),
+            None => (None, None),
+        };
+        let transfer_number =
+            transfer::merged(phone_text(body, "transferNumber")?, number, "number")?;
         rules.hold(phone("transferNumber", &transfer_number).map(drop))?;
-        let fallback_transfer_number = phone_text(body, "fallbackTransferNumber")?;
+        let fallback_transfer_number = transfer::merged(
+            phone_text(body, "fallbackTransferNumber")?,
+            fallback_number,
+            "fallbackNumber",
+        )?;
         rules.hold(phone("fallbackTransferNumber", &fallback_transfer_number).map(drop))?;
+        let transfer = transfer.map(|t| t.settings);
+        rules.hold(transfer::check(transfer.as_ref(), transfer_number.trim()))?;
 
         let voice_greeting = optional_text(body, "voiceGreeting", "voiceGreeting")?;
         rules.hold(check_greeting(&voice_greeting))?;
@@ -237,6 +255,7 @@ impl ProfileInput {
             calendar,
             screening_reply: Some(screening_reply),
             voicemail: Some(voicemail),
+            transfer: Some(transfer),
         })
     }
 
@@ -269,6 +288,8 @@ impl ProfileInput {
         let transfer_number = phone("transferNumber", &self.transfer_number)?;
         let fallback_transfer_number =
             phone("fallbackTransferNumber", &self.fallback_transfer_number)?;
+        let transfer = self.transfer.clone().flatten();
+        transfer::check(transfer.as_ref(), &transfer_number)?;
         check_greeting(&self.voice_greeting)?;
         let screening_reply = self.screening_reply.as_deref().unwrap_or("").trim();
         check_spoken("screeningReply", screening_reply)?;
@@ -291,6 +312,7 @@ impl ProfileInput {
             calendar: self.calendar.as_deref().unwrap_or("").trim().to_string(),
             screening_reply: screening_reply.to_string(),
             voicemail,
+            transfer,
         })
     }
 }
@@ -817,6 +839,7 @@ pub fn view(p: &ProfileRecord) -> Value {
         "calendar": non_empty(&p.calendar),
         "screeningReply": non_empty(&p.screening_reply),
         "voicemail": p.voicemail.as_ref().map(|v| json!({"text": v.text, "onMachine": v.on_machine.as_str()})),
+        "transfer": transfer::view(p.transfer.as_ref(), &p.transfer_number, &p.fallback_transfer_number),
         "createdAt": crate::time::format(p.created_at),
         "updatedAt": crate::time::format(p.updated_at),
     })
@@ -848,6 +871,10 @@ pub fn put(
     let old = tx.profile(&caller.org_id, name)?;
     if input.calendar.is_none() {
         profile.calendar = old.as_ref().map(|o| o.calendar.clone()).unwrap_or_default();
+    }
+    if input.transfer.is_none() {
+        profile.transfer = old.as_ref().and_then(|o| o.transfer.clone());
+        transfer::check(profile.transfer.as_ref(), &profile.transfer_number)?;
     }
     if input.voicemail.is_none() {
         profile.voicemail = old.as_ref().and_then(|o| o.voicemail.clone());
@@ -1528,6 +1555,7 @@ mod tests {
                 "calendar": null,
                 "screeningReply": null,
                 "voicemail": null,
+                "transfer": null,
                 "createdAt": "1970-01-01T00:00:00.000000Z",
                 "updatedAt": "1970-01-01T00:00:01.000000Z"
             })

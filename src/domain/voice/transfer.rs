@@ -7,12 +7,14 @@
 //! transfer fields are filled as they become known, and the outcome
 //! (`transferStatus` `connected` or `failed`) sends its `call.transfer.*` webhook once
 //! (`calls`). These are cold transfers (the lead is bridged to the number): `endedBy`,
-//! which the interface keeps for warm transfers, is not set.
+//! which the interface keeps for warm transfers, is not set. A profile whose
+//! `transfer.mode` is `warm` hands over to `warm` instead.
 
 use serde_json::Value;
 
 use crate::domain::records::calls::CallInput;
 use crate::domain::voice::voice::{self, Answer};
+use crate::domain::voice::warm;
 use crate::error::Result;
 use crate::store::rows::{
     AnswerStatus, CallDetails, CallRecord, TransferFailureCode, TransferStage, TransferStatus,
@@ -20,9 +22,8 @@ use crate::store::rows::{
 use crate::store::{Reader, WriteTx};
 use crate::time::{Micros, Timestamp};
 
-/// What the lead hears when no one took the transfer.
-pub const NO_ONE_AVAILABLE: &str =
-    "Sorry, no one can take your call right now. We will call you back soon.";
+/// What the lead hears when no one took the transfer (cold or warm).
+pub use crate::domain::voice::voice::NO_ONE_AVAILABLE;
 
 /// Why the assistant ended its side of the call (the relay's `handoffData`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,9 +81,35 @@ fn change(tx: &mut WriteTx, org: &str, call: &CallRecord, changes: CallDetails) 
 }
 
 /// The relay session of call `call_id` ended with `reason`: a transfer (or a handoff)
+/// on a profile whose transfer is warm holds the lead and rings the person
+/// (`warm::handover`, whose effects come back with the answer); else as
+/// `cold_handover`.
+pub fn handover(
+    tx: &mut WriteTx,
+    org: &str,
+    call_id: &str,
+    reason: Reason,
+    now: Micros,
+) -> Result<(Answer, Vec<warm::Effect>)> {
+    let session = voice::session(tx, org, call_id)?;
+    let Some(settings) = warm::settings(tx, org, &session)? else {
+        return Ok((cold_handover(tx, org, call_id, reason, now)?, Vec::new()));
+    };
+    let (primary, _) = numbers(tx, org, call_id)?;
+    let repeat = tx.warm_transfer(org, call_id)?.is_some();
+    let starts =
+        reason != Reason::Other && !primary.is_empty() && session.transfer == TransferStage::None;
+    if repeat || starts {
+        let step = warm::handover(tx, org, call_id, &settings, primary, now)?;
+        return Ok((step.answer, step.effects));
+    }
+    Ok((Answer::Hangup, Vec::new()))
+}
+
+/// A cold transfer: the relay session of call `call_id` ended with `reason`: a transfer (or a handoff)
 /// rings `transferNumber` when the profile has one; anything else hangs up. A repeated
 /// webhook rings the same number again rather than starting over.
-pub fn handover(
+fn cold_handover(
     tx: &mut WriteTx,
     org: &str,
     call_id: &str,

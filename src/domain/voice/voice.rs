@@ -45,6 +45,10 @@ pub const DEFAULT_INBOUND_GREETING: &str = "Thanks for calling {{business.name}}
 pub const INBOUND_WITHOUT_ASSISTANT: &str =
     "Thanks for calling {{business.name}}. We will call you back soon.";
 
+/// What the lead hears when no one took a transfer, without an assistant to go back to.
+pub const NO_ONE_AVAILABLE: &str =
+    "Sorry, no one can take your call right now. We will call you back soon.";
+
 /// What the relay says before it ends a call the lead opted out on.
 pub const OPT_OUT_GOODBYE: &str = "You won't receive more calls from us. Goodbye.";
 
@@ -126,6 +130,9 @@ pub enum Answer {
     Hangup,
     /// Ring a human: `attempt` 1 is the profile's `transferNumber`, 2 its fallback.
     Dial { number: String, attempt: u8 },
+    /// A warm transfer: say this, then hold the caller alone in the conference named
+    /// for the call, hearing `music` (Twilio's default when empty).
+    Hold { say: String, music: String },
 }
 
 /// A status callback's contents, parsed.
@@ -213,7 +220,7 @@ pub fn dialed(tx: &mut WriteTx, org: &str, call_id: &str, outcome: &CallOutcome)
 
 /// Whether the assistant takes calls of this organization, for this lead (none: an
 /// unknown caller).
-fn assistant_takes(tx: &WriteTx, org: &str, lead: Option<&LeadRecord>) -> Result<bool> {
+pub(super) fn assistant_takes(tx: &WriteTx, org: &str, lead: Option<&LeadRecord>) -> Result<bool> {
     let configured = tx.engine_settings(org)?.assistant.is_some();
     Ok(configured && lead.is_none_or(|l| l.is_ai_on))
 }

@@ -3,7 +3,8 @@
 //!
 //! This module speaks to the outside world and knows nothing of the store: [`protocol`]
 //! builds the request body and reads the answer, [`tools`] offers the tools and checks
-//! each call, [`call_outcome`] is post-call processing's request; [`send`] posts with
+//! each call, [`call_outcome`] is post-call processing's request, [`whisper`] a warm
+//! transfer's summary; [`send`] posts with
 //! bounded, retried attempts and takes the reading step as a parameter. The engine
 //! runs the conversation and applies the tools.
 //!
@@ -14,6 +15,7 @@
 pub mod call_outcome;
 pub mod protocol;
 pub mod tools;
+pub mod whisper;
 
 use std::time::Duration;
 
