@@ -149,7 +149,17 @@ pub async fn webhook(
             let now = now_micros();
             let answer = match attempt(parts)? {
                 None => {
-                    let reason = Reason::parse(form.get("HandoffData"));
+                    // A person's "Transfer the call" redirects the call here with
+                    // `?reason=transfer` (the request is Twilio's, signed, URL and all).
+                    let by_person = parts
+                        .uri
+                        .query()
+                        .is_some_and(|q| q.split('&').any(|p| p == "reason=transfer"));
+                    let reason = if by_person {
+                        Reason::Transfer
+                    } else {
+                        Reason::parse(form.get("HandoffData"))
+                    };
                     let (answer, effects) = state
                         .store
                         .write(move |tx| transfer::handover(tx, &org_id, &call_id, reason, now))

@@ -134,6 +134,8 @@ struct LeadPageView {
     meetings: Markup,
     /// The meeting the owner changed in their calendar, until a person saw it.
     calendar_change: Option<MeetingRecord>,
+    /// The lead's call in progress that a person may transfer now, if any.
+    live_call: Option<String>,
     /// The organization has an assistant connected (Settings → Assistant); without
     /// one nothing answers the lead but a person.
     assistant: bool,
@@ -198,11 +200,26 @@ impl LeadPageView {
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
         let profiles = read.profile_names(org)?;
         let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
+        // The newest calls only: a live one is among them.
+        let live_call = rows
+            .iter()
+            .rev()
+            .filter(|row| row.kind == "CALL")
+            .take(3)
+            .find_map(|row| {
+                match crate::domain::voice::transfer::transferable(&read, org, id, &row.id) {
+                    Ok(Ok(_)) => Some(Ok(row.id.clone())),
+                    Ok(Err(_)) => None,
+                    Err(e) => Some(Err(e)),
+                }
+            })
+            .transpose()?;
         let calendar_change = match &handling.calendar_change {
             Some(change) => read.meeting(org, &change.meeting_id)?,
             None => None,
         };
         Ok(LeadPageView {
+            live_call,
             calendar_change,
             assistant: settings.assistant.is_some(),
             country,
@@ -261,6 +278,17 @@ impl LeadPageView {
                                         button.secondary type="submit" { "Dismiss" }
                                     }
                                 }
+                            }
+                        }
+                    }
+                    @if let (Some(call), true) = (&self.live_call, self.can_act) {
+                        section.panel aria-labelledby="live-call" {
+                            h2 #live-call { "Live call" }
+                            p { "The lead is on a call with the assistant now. Transfer it to the campaign's transfer number: the assistant hands over as its own transfer would." }
+                            form method="post" action=(action_url(lead, LeadAction::TransferCall)) {
+                                (csrf_field(visitor))
+                                input type="hidden" name="call" value=(call);
+                                button type="submit" { "Transfer the call" }
                             }
                         }
                     }
@@ -832,6 +860,7 @@ pub async fn act(
         LeadAction::Reply => return reply(state, visitor, id, &form).await,
         LeadAction::Suggest => return suggest(state, visitor, id, &form).await,
         LeadAction::ReplyAsLead => return reply_as_lead(state, visitor, id, &form).await,
+        LeadAction::TransferCall => return transfer_call(state, visitor, id, &form).await,
         LeadAction::Person(PersonAction::RetrySend) => {
             return send_again(state, visitor, id, &form).await
         }
@@ -933,6 +962,29 @@ fn command(action: PersonAction, form: &Form) -> Result<Option<Command>> {
             return Err(Error::BadRequest("Not a form of this page".into()))
         }
     }))
+}
+
+/// "Transfer the call": the engine redirects the live call to its transfer
+/// (`Engine::transfer_call`); the page says it is under way, or why not.
+async fn transfer_call(
+    state: &AppState,
+    visitor: &Visitor,
+    id: &str,
+    form: &Form,
+) -> Result<Response<Body>> {
+    let call = form.text("call");
+    let notice = match state.engine.transfer_call(visitor.org(), id, call).await {
+        Ok(()) => {
+            "Transferring the call: the lead hears that they are being connected.".to_string()
+        }
+        Err(Error::Conflict(why)) => why,
+        Err(e) => return Err(e),
+    };
+    let shown = Shown {
+        notice: Some(notice),
+        ..Shown::default()
+    };
+    page(state, visitor, id, shown).await
 }
 
 /// "Record consent": the form read into `ConsentInput::spoken` (the words required),

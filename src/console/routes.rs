@@ -17,17 +17,20 @@ pub enum LeadAction {
     Suggest,
     /// "Reply as this lead (sandbox)": a text as if the lead sent it.
     ReplyAsLead,
+    /// "Transfer the call": the lead's live call to the campaign's transfer number.
+    TransferCall,
     Person(PersonAction),
 }
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 22] = [
+    const ALL: [(&'static str, LeadAction); 23] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
         ("suggest", LeadAction::Suggest),
         ("reply-as-lead", LeadAction::ReplyAsLead),
+        ("transfer-call", LeadAction::TransferCall),
         ("unsubscribe", LeadAction::Person(PersonAction::Unsubscribe)),
         ("resubscribe", LeadAction::Person(PersonAction::Resubscribe)),
         ("dnc", LeadAction::Person(PersonAction::AddToDnc)),

@@ -45,7 +45,7 @@ use crate::channel::Channel;
 use crate::domain::voice::screening::{Heard, Screening};
 use crate::domain::voice::transcript::{self, Role};
 use crate::domain::voice::voice;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::providers::model::protocol::{Context, Turn};
 use crate::providers::relay::{self, FromTwilio};
 use crate::providers::twilio::Twilio;
@@ -127,6 +127,39 @@ impl Engine {
             tracing::warn!(org, call = call_id, error = %e.to_string_for_logs(), "a relay ended with an error");
         }
         self.metrics.relay_closed();
+    }
+
+    /// A person's "Transfer the call" on lead `lead_id`'s live call `call_id`: when
+    /// `transfer::transferable` allows it, the call is redirected (Twilio's Calls API,
+    /// new TwiML) to its transfer webhook, which ends the relay session and transfers
+    /// as the assistant's `transfer` tool does (warm or cold, as the campaign says).
+    /// Refused in words (409) when it may not; the provider's refusal likewise.
+    pub async fn transfer_call(&self, org: &str, lead_id: &str, call_id: &str) -> Result<()> {
+        let read = self.store.read()?;
+        let sid = crate::domain::voice::transfer::transferable(&read, org, lead_id, call_id)?
+            .map_err(|why| Error::Conflict(why.to_string()))?;
+        let ProviderSettings::Twilio(settings) = read.engine_settings(org)?.voice else {
+            return Err(Error::Conflict(
+                "Calls go through the sandbox: there is no live call to transfer.".into(),
+            ));
+        };
+        drop(read);
+        let Some(public_url) = self.public_url() else {
+            return Err(Error::Conflict(
+                "The server has no public URL for the provider to reach.".into(),
+            ));
+        };
+        let url = crate::providers::callbacks::transfer_by_person(public_url, org, call_id);
+        let client = self.http_client();
+        Twilio::new(settings)
+            .update_call(client, &sid, &twiml::redirect(&url))
+            .await
+            .map_err(|why| {
+                tracing::warn!(org, call = call_id, %why, "a person's transfer was not taken by the voice provider");
+                Error::Conflict("The voice provider did not take the transfer: try again.".into())
+            })?;
+        tracing::info!(org, call = call_id, "a person transfers the call");
+        Ok(())
     }
 
     /// Gives live call `call_id` (the provider's `call_sid`), answered by a machine,

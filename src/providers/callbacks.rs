@@ -41,6 +41,13 @@ pub fn call(public_url: &str, org: &str, call_id: &str, hook: CallHook) -> Strin
     format!("{public_url}/v1/providers/twilio/{org}/voice/{call_id}/{leaf}")
 }
 
+/// Call `call_id`'s transfer webhook when a person starts the transfer from the
+/// console (no relay session ended to say so: the query does).
+pub fn transfer_by_person(public_url: &str, org: &str, call_id: &str) -> String {
+    let base = call(public_url, org, call_id, CallHook::Transfer);
+    format!("{base}?reason=transfer")
+}
+
 /// A warm transfer's webhook of call `call_id`: `step` (`answer`, `digit`, `status`,
 /// `conference`), for the person rung at `attempt` when it has one.
 pub fn warm(public_url: &str, org: &str, call_id: &str, step: &str, attempt: Option<u8>) -> String {

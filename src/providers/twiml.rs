@@ -150,6 +150,15 @@ pub fn say_then_hangup(text: &str, record: Option<&str>) -> String {
     w.finish()
 }
 
+/// `<Response><Redirect method="POST">url</Redirect></Response>`: the live call leaves
+/// what it runs (the relay session ends) for the TwiML `url` answers.
+pub fn redirect(url: &str) -> String {
+    let mut w = XmlWriter::new();
+    w.start("Response");
+    w.start("Redirect").attr("method", "POST").text(url).end();
+    w.finish()
+}
+
 /// `<Response><Hangup/></Response>`.
 pub fn hangup() -> String {
     let mut w = XmlWriter::new();

@@ -75,6 +75,37 @@ pub fn numbers(read: &impl Reader, org: &str, call_id: &str) -> Result<(String, 
         .unwrap_or_default())
 }
 
+/// Whether a person may transfer call `call_id` of lead `lead_id` now: it is that
+/// lead's, in progress with the provider (its `CallSid` known), not transferring or
+/// transferred yet, and its campaign has a transfer number. Answers the `CallSid`, or
+/// why not in words (409).
+pub fn transferable(
+    read: &impl Reader,
+    org: &str,
+    lead_id: &str,
+    call_id: &str,
+) -> Result<std::result::Result<String, &'static str>> {
+    let Some(session) = read.voice_session(org, call_id)? else {
+        return Ok(Err("This call is not live."));
+    };
+    let live = read
+        .call(org, call_id)?
+        .and_then(|c| c.details.call_status)
+        .is_some_and(|status| status.replace('-', "_").eq_ignore_ascii_case("in_progress"));
+    if session.lead() != Some(lead_id) || !live || session.provider_call_id.is_empty() {
+        return Ok(Err("This call is not live."));
+    }
+    if session.transfer != TransferStage::None {
+        return Ok(Err("This call is already being transferred."));
+    }
+    if numbers(read, org, call_id)?.0.is_empty() {
+        return Ok(Err(
+            "The call's campaign has no transfer number: set one in the campaign editor.",
+        ));
+    }
+    Ok(Ok(session.provider_call_id))
+}
+
 fn change(tx: &mut WriteTx, org: &str, call: &CallRecord, changes: CallDetails) -> Result<()> {
     voice::update_call(tx, org, call, CallInput::set(changes))?;
     Ok(())

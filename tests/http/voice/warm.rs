@@ -648,3 +648,89 @@ async fn a_warm_transfer_ended_without_a_leave_is_ended_by_unknown_and_bad_steps
     deliver(&v).await;
     assert_eq!(get_call(&v, &call).await["endedBy"], json!("UNKNOWN"));
 }
+
+/// A person presses "Transfer the call" on the lead's page during a live call: the
+/// call is redirected to its transfer webhook (Twilio's Calls API, a `<Redirect>`),
+/// which, as the assistant's own transfer would, holds the lead and rings the person.
+/// A second press says the transfer is under way; another organization's person
+/// cannot reach the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_transfers_a_live_call_from_the_console() {
+    let (v, _hooks, _hook) = warm_setup().await;
+    let (call, sid, relay) = answered_call(&v, "L1").await;
+    let password = v.ts.user("acme", "ana@acme.example", "Ana", "agent").await;
+    let agent = v.ts.sign_in("ana@acme.example", &password).await;
+    let page =
+        v.ts.console(
+            hyper::Method::GET,
+            "/console/leads/L1",
+            Some(&agent.cookie),
+            None,
+            &[],
+        )
+        .await
+        .text();
+    assert!(page.contains("Transfer the call"), "{page}");
+    let press = || {
+        let (v, agent, call) = (&v, &agent, &call);
+        async move {
+            v.ts.console_post(
+                "/console/leads/L1/transfer-call",
+                &agent.cookie,
+                &[("csrf", agent.csrf.as_str()), ("call", call.as_str())],
+            )
+            .await
+            .text()
+        }
+    };
+    let after = press().await;
+    assert!(after.contains("Transferring the call"), "{after}");
+    let update = v
+        .twilio
+        .call_updates()
+        .into_iter()
+        .find(|u| u.path.contains(&sid))
+        .expect("the lead's call was given new TwiML");
+    let doc = parse(update.field("Twiml").expect("Twiml"));
+    let url = doc.find("Redirect").expect("a Redirect").text.clone();
+    assert!(url.ends_with("/transfer?reason=transfer"), "{url}");
+    relay.close().await;
+
+    // Twilio follows the redirect: the lead is held, the person rung.
+    let form: Vec<(String, String)> = [
+        ("AccountSid", SID),
+        ("CallSid", sid.as_str()),
+        ("CallStatus", "in-progress"),
+        ("From", FROM),
+        ("To", PHONE),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let held = post_to(&v, &url, &form).await;
+    assert!(held.contains(CONNECTING), "{held}");
+    assert!(parse(&held).find("Conference").is_some(), "{held}");
+    let (_, ring) = rung(&v, 1).await;
+    assert_eq!(
+        ring.field("To"),
+        Some(TRANSFER),
+        "the transfer number is rung"
+    );
+
+    let again = press().await;
+    assert!(
+        again.contains("This call is already being transferred."),
+        "{again}"
+    );
+    let page =
+        v.ts.console(
+            hyper::Method::GET,
+            "/console/leads/L1",
+            Some(&agent.cookie),
+            None,
+            &[],
+        )
+        .await
+        .text();
+    assert!(!page.contains("Transfer the call"), "{page}");
+}
