@@ -278,6 +278,24 @@ async fn a_warm_transfer_the_lead_leaves_first_is_ended_by_the_lead() {
     let ended = get_call(&v, &call).await;
     assert_eq!(ended["endedBy"], json!("LEAD"), "{ended}");
     assert_eq!(ended["transferStatus"], json!("connected"), "{ended}");
+    // The lead's timeline says it in words.
+    let password = v.ts.user("acme", "ana@acme.example", "Ana", "viewer").await;
+    let viewer = v.ts.sign_in("ana@acme.example", &password).await;
+    let page =
+        v.ts.console(
+            hyper::Method::GET,
+            "/console/leads/L1",
+            Some(&viewer.cookie),
+            None,
+            &[],
+        )
+        .await
+        .text();
+    assert!(
+        page.contains(&format!("Transferred to {TRANSFER} — connected after"))
+            && page.contains("the lead hung up first"),
+        "{page}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
