@@ -456,7 +456,7 @@ fn call(ctx: &Context, row: &EventRow, when: &Markup) -> Result<Markup> {
             dl.facts {
                 dt { "Status" } dd { (call_status_words(d.call_status.as_deref())) }
                 dt { "Duration" } dd { (d.duration_seconds.unwrap_or(0)) " s" }
-                @if let Some(transfer) = transfer_words(&d) {
+                @if let Some(transfer) = transfer_words(d) {
                     dt { "Transfer" } dd { (transfer) }
                 }
                 @if d.has_voicemail == Some(true) {
