@@ -492,6 +492,52 @@ fn call(ctx: &Context, row: &EventRow, when: &Markup) -> Result<Markup> {
     })
 }
 
+/// A call's status as a person reads it ("In progress", "No answer"): the provider's
+/// word with its case and separators undone.
+fn call_status_words(status: Option<&str>) -> String {
+    let Some(status) = status.filter(|s| !s.is_empty()) else {
+        return "Unknown".to_string();
+    };
+    let lower = status.replace(['_', '-'], " ").to_lowercase();
+    let mut chars = lower.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => "Unknown".to_string(),
+    }
+}
+
+/// What happened to a call's transfer, in words: to whom and after how long, or why no
+/// one took it; `None` for a call nobody transferred.
+fn transfer_words(d: &crate::store::rows::CallDetails) -> Option<String> {
+    use crate::store::rows::{EndedBy, TransferFailureCode, TransferStatus};
+    let to = d
+        .transfer_number
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .map(|n| format!(" to {n}"))
+        .unwrap_or_default();
+    let wait = d.transfer_wait_duration_seconds.unwrap_or(0);
+    Some(match (d.transfer_status?, d.transfer_failure_code) {
+        (TransferStatus::Connected, _) => {
+            let ended = match d.ended_by {
+                Some(EndedBy::Lead) => "; the lead hung up first",
+                Some(EndedBy::Agent) => "; the person hung up first",
+                _ => "",
+            };
+            match d.mid_call_transfer_duration {
+                Some(talked) => {
+                    format!("Transferred{to} — connected after {wait} s, talked {talked} s{ended}")
+                }
+                None => format!("Transferred{to} — connected after {wait} s{ended}"),
+            }
+        }
+        (TransferStatus::Failed, Some(TransferFailureCode::LeadDisconnected)) => {
+            format!("The lead hung up while waiting for the transfer{to} ({wait} s)")
+        }
+        (TransferStatus::Failed, _) => format!("No one took the transfer{to} ({wait} s)"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -577,50 +623,4 @@ mod tests {
             "Assistant tried: handed the lead off to a person (once)"
         );
     }
-}
-
-/// A call's status as a person reads it ("In progress", "No answer"): the provider's
-/// word with its case and separators undone.
-fn call_status_words(status: Option<&str>) -> String {
-    let Some(status) = status.filter(|s| !s.is_empty()) else {
-        return "Unknown".to_string();
-    };
-    let lower = status.replace(['_', '-'], " ").to_lowercase();
-    let mut chars = lower.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => "Unknown".to_string(),
-    }
-}
-
-/// What happened to a call's transfer, in words: to whom and after how long, or why no
-/// one took it; `None` for a call nobody transferred.
-fn transfer_words(d: &crate::store::rows::CallDetails) -> Option<String> {
-    use crate::store::rows::{EndedBy, TransferFailureCode, TransferStatus};
-    let to = d
-        .transfer_number
-        .as_deref()
-        .filter(|n| !n.is_empty())
-        .map(|n| format!(" to {n}"))
-        .unwrap_or_default();
-    let wait = d.transfer_wait_duration_seconds.unwrap_or(0);
-    Some(match (d.transfer_status?, d.transfer_failure_code) {
-        (TransferStatus::Connected, _) => {
-            let ended = match d.ended_by {
-                Some(EndedBy::Lead) => "; the lead hung up first",
-                Some(EndedBy::Agent) => "; the person hung up first",
-                _ => "",
-            };
-            match d.mid_call_transfer_duration {
-                Some(talked) => {
-                    format!("Transferred{to} — connected after {wait} s, talked {talked} s{ended}")
-                }
-                None => format!("Transferred{to} — connected after {wait} s{ended}"),
-            }
-        }
-        (TransferStatus::Failed, Some(TransferFailureCode::LeadDisconnected)) => {
-            format!("The lead hung up while waiting for the transfer{to} ({wait} s)")
-        }
-        (TransferStatus::Failed, _) => format!("No one took the transfer{to} ({wait} s)"),
-    })
 }
