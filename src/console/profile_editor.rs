@@ -23,7 +23,7 @@ use crate::domain::settings::profiles::{DispositionInput, ProfileInput, StepInpu
 use crate::domain::settings::{org, profiles, templates};
 use crate::error::Result;
 use crate::providers::model::protocol::Turn;
-use crate::store::rows::{LeadRecord, ProfileRecord, Purpose};
+use crate::store::rows::{LeadRecord, OnMachine, ProfileRecord, Purpose, VoicemailRecord};
 use crate::store::Reader;
 
 /// A step as the form holds it.
@@ -48,6 +48,15 @@ struct Draft {
     voice_greeting: String,
     transfer: String,
     fallback: String,
+    /// The calendar the assistant books on (empty: none), and the organization's
+    /// calendars to choose from.
+    calendar: String,
+    calendar_choices: Vec<String>,
+    /// What a call screener hears (empty: the default).
+    screening_reply: String,
+    /// When a machine answers an AI call: `leave` (the voicemail below) or `hang_up`.
+    on_machine: String,
+    voicemail: String,
     /// One per line: `id | name | description`.
     dispositions: String,
     steps: Vec<Step>,
@@ -101,6 +110,18 @@ impl Draft {
             voice_greeting: p.voice_greeting.clone(),
             transfer: p.transfer_number.clone(),
             fallback: p.fallback_transfer_number.clone(),
+            calendar: p.calendar.clone(),
+            calendar_choices: Vec::new(),
+            screening_reply: p.screening_reply.clone(),
+            on_machine: match &p.voicemail {
+                Some(v) if v.on_machine == OnMachine::Leave => "leave".to_string(),
+                _ => "hang_up".to_string(),
+            },
+            voicemail: p
+                .voicemail
+                .as_ref()
+                .map(|v| v.text.clone())
+                .unwrap_or_default(),
             dispositions: p
                 .dispositions
                 .iter()
@@ -161,6 +182,11 @@ impl Draft {
             voice_greeting: form.get("voice-greeting").unwrap_or_default().to_string(),
             transfer: form.text("transfer").to_string(),
             fallback: form.text("fallback").to_string(),
+            calendar: form.text("calendar").to_string(),
+            calendar_choices: Vec::new(),
+            screening_reply: form.get("screening-reply").unwrap_or_default().to_string(),
+            on_machine: form.text("on-machine").to_string(),
+            voicemail: form.get("voicemail").unwrap_or_default().to_string(),
             dispositions: form.get("dispositions").unwrap_or_default().to_string(),
             steps,
             preview_lead: form.text("preview-lead").to_string(),
@@ -217,6 +243,13 @@ impl Draft {
             transfer_number: text(&self.transfer),
             fallback_transfer_number: text(&self.fallback),
             voice_greeting: text(&self.voice_greeting),
+            calendar: Some(self.calendar.clone()),
+            screening_reply: Some(text(&self.screening_reply)),
+            // "Leave the voicemail" with its text; anything else hangs up.
+            voicemail: Some((self.on_machine == "leave").then(|| VoicemailRecord {
+                text: self.voicemail.clone(),
+                on_machine: OnMachine::Leave,
+            })),
             ..ProfileInput::default()
         }
     }
@@ -237,10 +270,11 @@ pub fn page(state: &AppState, visitor: &Visitor, name: Option<&str>) -> Result<R
         None => "/console/campaigns/new".to_string(),
     };
     // The form as the last POST left it (refusals, a preview, a step moved), once.
-    if let Some((draft, shown)) = state
+    if let Some((mut draft, shown)) = state
         .flash
         .take::<(Draft, Shown)>(visitor.token_hash, &path)
     {
+        draft.calendar_choices = calendar_names(state, visitor)?;
         let keys = templates::additional_keys(&state.store.read()?, visitor.org())?;
         return Ok(respond::html(
             StatusCode::OK,
@@ -265,11 +299,24 @@ pub fn page(state: &AppState, visitor: &Visitor, name: Option<&str>) -> Result<R
             ..Draft::default()
         },
     };
+    let mut draft = draft;
+    draft.calendar_choices = calendar_names(state, visitor)?;
     let keys = templates::additional_keys(&state.store.read()?, visitor.org())?;
     Ok(respond::html(
         StatusCode::OK,
         ProfileEditorView::of(visitor, &draft, &Shown::default(), &keys).view(),
     ))
+}
+
+/// The organization's calendars, by name: the editor's calendar choices.
+fn calendar_names(state: &AppState, visitor: &Visitor) -> Result<Vec<String>> {
+    Ok(state
+        .store
+        .read()?
+        .calendars(visitor.org())?
+        .into_iter()
+        .map(|c| c.name)
+        .collect())
 }
 
 /// `POST` of the form: a step added, removed or moved; "Save"; "Preview"; "Try the
@@ -519,13 +566,16 @@ struct ProfileEditorView<'a> {
 
 /// The fields of the form that show their refusal beside them (the cadence's steps
 /// and the dispositions' lines besides, by prefix).
-const PLACED: [&str; 6] = [
+const PLACED: [&str; 9] = [
     "name",
     "instructions",
     "replyDelay",
     "voiceGreeting",
     "transferNumber",
     "fallbackTransferNumber",
+    "calendar",
+    "screeningReply",
+    "voicemail.text",
 ];
 
 /// Whether a refusal of `field` shows beside a field of the form.
@@ -746,6 +796,33 @@ impl<'a> ProfileEditorView<'a> {
                 html! { "Where a call is transferred, such as +1 512 555 0100; empty: none." }))
             (self.input("fallback", html! { "Fallback transfer number" }, &draft.fallback, "fallbackTransferNumber",
                 html! { "Tried when the transfer number does not answer; empty: none." }))
+            div.field {
+                label for="calendar" { "Calendar" }
+                div {
+                    select #calendar name="calendar" aria-describedby="calendar-help" {
+                        option value="" selected[draft.calendar.is_empty()] { "None: the assistant books no meetings" }
+                        @for c in &draft.calendar_choices { option value=(c) selected[*c == draft.calendar] { (c) } }
+                        @if !draft.calendar.is_empty() && !draft.calendar_choices.contains(&draft.calendar) {
+                            option value=(draft.calendar) selected { (draft.calendar) " (not found)" }
+                        }
+                    }
+                    p.muted #calendar-help { "The calendar the assistant offers times from and books meetings on." }
+                    (self.described("calendar", |f| f == "calendar"))
+                }
+            }
+            (self.textarea("screening-reply", html! { "What a call screener hears" }, &draft.screening_reply, 2,
+                |f| f == "screeningReply", html! { "When a phone's call screener answers (\u{201c}Please state your name and why you're calling\u{201d}); empty: \u{201c}Hi, this is your business calling for the lead about the campaign.\u{201d}" }))
+            div.field {
+                label for="on-machine" { "When a machine answers" }
+                div {
+                    select #on-machine name="on-machine" {
+                        option value="hang_up" selected[draft.on_machine != "leave"] { "Hang up" }
+                        option value="leave" selected[draft.on_machine == "leave"] { "Leave the voicemail below" }
+                    }
+                }
+            }
+            (self.textarea("voicemail", html! { "Voicemail" }, &draft.voicemail, 2,
+                |f| f.starts_with("voicemail"), html! { "Said once after the beep, then the call ends. " (self.placeholders()) }))
             (self.textarea("dispositions", html! { "Dispositions" }, &draft.dispositions, 3,
                 |f| f.starts_with("dispositions"), html! { "One per line: id | name | description." }))
         }

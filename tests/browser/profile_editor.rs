@@ -263,3 +263,63 @@ async fn the_preview_finds_a_lead_by_name_or_phone_and_flags_an_empty_placeholde
         .await;
     browser.wait_for_text("Edit solar").await;
 }
+
+/// The editor chooses the calendar the assistant books on, what a call screener hears
+/// and the voicemail a machine gets; "Leave the voicemail" without its words is refused
+/// beside the field, and the saved campaign says all three as the API reads them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_chooses_the_calendar_the_screener_reply_and_the_voicemail() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let calendar = json!({"timeZone": "America/Chicago",
+        "hours": {"mon": [["09:00", "17:00"]]},
+        "owner": {"name": "Dana Ortiz", "email": "dana@acme.example"}});
+    let r = server.put(&admin, "/v1/calendars/sales", &calendar).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let profile = json!({"instructions": "You are Sam.", "cadence": [{"after": "0s", "channel": "sms", "text": "Hi"}]});
+    assert_eq!(
+        server
+            .put(&admin, "/v1/profiles/solar", &profile)
+            .await
+            .status,
+        200
+    );
+    let browser = admin_browser(&server).await;
+    browser.click_link("Campaigns").await;
+    browser.click_link("solar").await;
+    browser.click_link("Edit campaign").await;
+    browser.select("Calendar", "sales").await;
+    browser
+        .fill(
+            "What a call screener hears",
+            "Hi, this is Sam from Acme Solar calling for {{firstName}}.",
+        )
+        .await;
+    browser
+        .select("When a machine answers", "Leave the voicemail below")
+        .await;
+    browser.click_button("Save").await;
+    browser
+        .wait_for_text("Voicemail: write what is said after the beep, or choose Hang up")
+        .await;
+    browser
+        .fill(
+            "Voicemail",
+            "Hi {{firstName}}, Sam from Acme Solar. I will text you.",
+        )
+        .await;
+    browser.click_button("Save").await;
+    browser.wait_for_text("Funnel").await;
+    let saved = server.get(&admin, "/v1/profiles/solar").await.json();
+    assert_eq!(saved["calendar"], json!("sales"), "{saved}");
+    assert_eq!(
+        saved["screeningReply"],
+        json!("Hi, this is Sam from Acme Solar calling for {{firstName}}."),
+        "{saved}"
+    );
+    assert_eq!(
+        saved["voicemail"],
+        json!({"text": "Hi {{firstName}}, Sam from Acme Solar. I will text you.", "onMachine": "leave"}),
+        "{saved}"
+    );
+}

@@ -495,6 +495,35 @@ impl ProfileInput {
                 format!("{label}: write a phone number such as +1 512 555 0100, or leave it empty")
             });
         }
+        if let Some(reply) = &self.screening_reply {
+            out.check(
+                "screeningReply",
+                check_spoken("screeningReply", reply),
+                || {
+                    text_words(
+                        "What a call screener hears",
+                        reply,
+                        limits::GREETING_CHARS,
+                        None,
+                    )
+                },
+            );
+        }
+        if let Some(Some(voicemail)) = &self.voicemail {
+            let text = voicemail.text.as_str();
+            let checked = if voicemail.on_machine == OnMachine::Leave && text.trim().is_empty() {
+                Err(Error::invalid_field("voicemail.text"))
+            } else {
+                check_spoken("voicemail.text", text)
+            };
+            out.check("voicemail.text", checked, || {
+                if text.trim().is_empty() {
+                    "Voicemail: write what is said after the beep, or choose Hang up".to_string()
+                } else {
+                    text_words("Voicemail", text, limits::GREETING_CHARS, None)
+                }
+            });
+        }
         out.check(
             "voiceGreeting",
             check_greeting(&self.voice_greeting),
