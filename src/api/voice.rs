@@ -104,6 +104,10 @@ pub async fn webhook(
                 .store
                 .write(move |tx| voice::status_changed(tx, &org_id, &call_id, &update))
                 .await?;
+            if let (true, Some(sid)) = (outcome.machine_started, call_sid.clone()) {
+                let engine = state.engine.clone();
+                tokio::spawn(engine.machine_started(org.to_string(), call.to_string(), sid));
+            }
             match (outcome.machine, call_sid) {
                 (Some(answer), Some(sid)) => {
                     state.engine.answer_machine(org, call, &sid, answer).await?

@@ -162,6 +162,38 @@ impl Engine {
         Ok(())
     }
 
+    /// A machine began its greeting on call `call_id` (`call_sid`): when its end has
+    /// not come [`voice::MACHINE_END_WAIT`] later (`voice::machine_gave_no_end`), the
+    /// call hangs up, as a profile's `hang_up` would. Runs on its own task; a restart
+    /// meanwhile leaves the call to the provider's own end.
+    pub async fn machine_started(self: Arc<Self>, org: String, call_id: String, call_sid: String) {
+        tokio::time::sleep(voice::MACHINE_END_WAIT).await;
+        let (o, c) = (org.clone(), call_id.clone());
+        let hang_up = self
+            .store
+            .write(move |tx| voice::machine_gave_no_end(tx, &o, &c))
+            .await;
+        match hang_up {
+            Ok(true) => {
+                tracing::info!(
+                    org,
+                    call = call_id,
+                    "a machine's greeting never ended: the call hangs up"
+                );
+                if let Err(e) = self
+                    .answer_machine(&org, &call_id, &call_sid, voice::MachineAnswer::HangUp)
+                    .await
+                {
+                    tracing::warn!(org, call = call_id, error = %e.to_string_for_logs(), "a call a machine answered could not be hung up");
+                }
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(org, call = call_id, error = %e.to_string_for_logs(), "a machine's unended greeting could not be recorded");
+            }
+        }
+    }
+
     /// Gives live call `call_id` (the provider's `call_sid`), answered by a machine,
     /// what the profile says (`voice::MachineAnswer`): the voicemail spoken once then a
     /// hang-up, or a hang-up, as new TwiML through Twilio's Calls API; `hasVoicemail`

@@ -935,6 +935,63 @@ async fn hang_up_leaves_nothing_and_a_person_or_a_fax_gets_no_voicemail() {
     assert_eq!(get_call(&v, &call).await["hasVoicemail"], json!(false));
 }
 
+/// A machine whose greeting never ends (`machine_start`, no `machine_end_*`) is hung
+/// up on 30 s later (`voice::MACHINE_END_WAIT`), with no voicemail; one whose end comes
+/// in time gets its voicemail and no hang-up from the wait. Waits out the 30 s once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_machine_greeting_that_never_ends_is_hung_up_on_after_thirty_seconds() {
+    let v = start(true).await;
+    voicemail_profile(&v, "vm", json!({"text": "Hi {{firstName}}"})).await;
+    lead(&v, "L1", "vm").await;
+    v.ts.create_lead(
+        &v.key,
+        &json!({"id": "L2", "firstName": "Bo", "phone": "+15551230002", "customerProfile": "vm"}),
+    )
+    .await;
+    let (endless, endless_sid) = placed_call(&v, "L1").await;
+    status(&v, &endless, &endless_sid, "in-progress", &[]).await;
+    amd(&v, &endless, &endless_sid, "machine_start").await;
+    let (ended, ended_sid) = placed_call(&v, "L2").await;
+    status(&v, &ended, &ended_sid, "in-progress", &[]).await;
+    amd(&v, &ended, &ended_sid, "machine_start").await;
+    amd(&v, &ended, &ended_sid, "machine_end_beep").await;
+    assert!(
+        get_call(&v, &endless).await.get("hasVoicemail").is_none(),
+        "no verdict before the wait"
+    );
+    // The end's voicemail goes at once; the endless greeting's hang-up after the wait.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let hung_up = loop {
+        let updates = v.twilio.call_updates();
+        if let Some(update) = updates
+            .iter()
+            .find(|u| u.path.ends_with(&format!("/Calls/{endless_sid}.json")))
+        {
+            break update.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the endless greeting was never hung up on: {updates:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(hung_up.field("Twiml"), Some(HANG_UP));
+    assert_eq!(get_call(&v, &endless).await["hasVoicemail"], json!(false));
+    let to_ended: Vec<_> = v
+        .twilio
+        .call_updates()
+        .into_iter()
+        .filter(|u| u.path.ends_with(&format!("/Calls/{ended_sid}.json")))
+        .collect();
+    assert_eq!(to_ended.len(), 1, "its voicemail only: {to_ended:?}");
+    assert!(
+        to_ended[0]
+            .field("Twiml")
+            .is_some_and(|t| t.contains("<Say>")),
+        "{to_ended:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_profiles_voicemail_is_checked_member_by_member() {
     let v = start(false).await;

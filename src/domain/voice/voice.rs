@@ -459,6 +459,33 @@ pub enum MachineAnswer {
 pub struct StatusOutcome {
     pub found: bool,
     pub machine: Option<MachineAnswer>,
+    /// A machine began its greeting (`machine_start`) on a live outbound AI call: its
+    /// end is awaited, then [`MACHINE_END_WAIT`] later [`machine_gave_no_end`] says
+    /// whether it still must be hung up on.
+    pub machine_started: bool,
+}
+
+/// How long a machine's greeting may run without its end (`machine_end_*`) before the
+/// call hangs up, as if the profile said `hang_up`.
+pub const MACHINE_END_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// [`MACHINE_END_WAIT`] after a `machine_start`: when no verdict came since (no
+/// `machine_end_*`, no person) and the call is live, the verdict is "no voicemail" and
+/// the caller hangs up (answers `true`); otherwise nothing (`false`).
+pub fn machine_gave_no_end(tx: &mut WriteTx, org: &str, call_id: &str) -> Result<bool> {
+    let Some(call) = tx.call(org, call_id)? else {
+        return Ok(false);
+    };
+    let live = current_status(&call).is_none_or(|s| !s.is_final());
+    if call.details.has_voicemail.is_some() || !live {
+        return Ok(false);
+    }
+    let changes = CallDetails {
+        has_voicemail: Some(false),
+        ..CallDetails::default()
+    };
+    update_call(tx, org, &call, CallInput::set(changes))?;
+    Ok(true)
 }
 
 /// A status callback (or the dial's own answer): the status moves forward only, a
@@ -482,6 +509,7 @@ pub fn status_changed(
     let mut outcome = StatusOutcome {
         found: true,
         machine: None,
+        machine_started: false,
     };
     let before = current_status(&call);
     let mut changes = CallDetails::default();
@@ -515,6 +543,12 @@ pub fn status_changed(
             if live && outbound_ai {
                 outcome.machine = Some(machine_answer(tx, org, &session, machine)?);
             }
+        }
+        Some("machine_start") if first_verdict => {
+            let live = current_status(&call).is_none_or(|s| !s.is_final());
+            let outbound_ai = call.details.direction == Some(Direction::Outbound)
+                && call.details.is_ai_initiated == Some(true);
+            outcome.machine_started = live && outbound_ai;
         }
         _ => {}
     }
