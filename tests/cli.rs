@@ -2150,3 +2150,166 @@ async fn a_full_disk_fails_writes_and_readiness_until_space_returns() {
     }
     drop(server);
 }
+
+// ---- continuous replication -------------------------------------------------------------
+
+/// `engaged --data-dir <data_dir> <args...>` with `envs` set.
+fn cli_env(data_dir: &Path, args: &[&str], envs: &[(String, String)]) -> Ran {
+    let mut cmd = engaged();
+    cmd.arg("--data-dir").arg(data_dir).args(args);
+    cmd.envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let out = run_to_exit(cmd);
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `engaged serve` replicating as `envs` say.
+fn serve_replicating(data: &Path, envs: &[(String, String)]) -> Server {
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Server::spawn(data, &["--listen", "127.0.0.1:0"], &envs)
+}
+
+/// Creates the leads `ids`, each named `name`; every one answers 201.
+async fn create_leads(
+    client: &HttpsClient,
+    server: &Server,
+    key: &str,
+    ids: &[String],
+    name: &str,
+) {
+    let url = format!("{}/v1/leads", server.base());
+    for id in ids {
+        let body = json!({"id": id, "firstName": name, "lastName": "Replica"});
+        let r = send(client, Method::POST, &url, Some(key), Some(&body)).await;
+        assert_eq!(r.status, 201, "create {id}: {}", text(&r));
+    }
+}
+
+/// Waits (bounded) until the replica holds every batch committed so far.
+async fn replica_caught_up(client: &HttpsClient, server: &Server, key: &str) -> Value {
+    let url = format!("{}/v1/admin/replica", server.base());
+    let last = Arc::new(Mutex::new(Value::Null));
+    poll(
+        "the replica holds every committed batch",
+        Duration::from_secs(60),
+        || {
+            let (client, url, key) = (client.clone(), url.clone(), key.to_string());
+            let last = last.clone();
+            async move {
+                let r = send(&client, Method::GET, &url, Some(&key), None).await;
+                assert_eq!(r.status, 200, "{}", text(&r));
+                let status = r.json();
+                *last.lock().unwrap() = status.clone();
+                let committed = status["committedSeq"].as_u64().unwrap_or(0);
+                let uploaded = status["uploadedSeq"].as_u64().unwrap_or(0);
+                if status["generation"].is_string()
+                    && committed > 0
+                    && uploaded >= committed
+                    && status["lastError"].is_null()
+                {
+                    Ok(())
+                } else {
+                    Err(format!("{status}"))
+                }
+            }
+        },
+    )
+    .await;
+    let status = last.lock().unwrap().clone();
+    status
+}
+
+/// The ids of the leads `GET /v1/leads/{id}` finds, of `ids`.
+async fn leads_found(
+    client: &HttpsClient,
+    server: &Server,
+    key: &str,
+    ids: &[String],
+) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for id in ids {
+        let url = format!("{}/v1/leads/{}", server.base(), enc(id));
+        let r = send(client, Method::GET, &url, Some(key), None).await;
+        if r.status == 200 {
+            found.insert(id.clone());
+        } else {
+            assert_eq!(r.status, 404, "{}", text(&r));
+        }
+    }
+    found
+}
+
+/// Writes with replication on, `kill -9` and the data directory lost: `restore --from`
+/// into a new directory holds every write the replica had taken (all those acknowledged
+/// before it caught up), `check` passes on it and it serves them; a second restore
+/// into it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_from_the_replica_after_kill_9_holds_the_acknowledged_writes() {
+    let weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let env = weed.env("kill9");
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    let early: Vec<String> = (0..30).map(|i| format!("early-{i:02}")).collect();
+    create_leads(&client, &server, &key, &early, "Early").await;
+    let status = replica_caught_up(&client, &server, &key).await;
+    assert!(status["bytesTotal"].as_u64().unwrap_or(0) > 0, "{status}");
+    let metrics = send(
+        &client,
+        Method::GET,
+        &format!("{}/metrics", server.base()),
+        Some(&key),
+        None,
+    )
+    .await;
+    let metrics = text(&metrics);
+    for name in [
+        "engaged_replica_lag_seconds",
+        "engaged_replica_bytes_total",
+        "engaged_replica_errors_total 0",
+    ] {
+        assert!(metrics.contains(name), "{name} in /metrics:\n{metrics}");
+    }
+    // Written right before the kill: some may not have reached the replica.
+    let late: Vec<String> = (0..10).map(|i| format!("late-{i:02}")).collect();
+    create_leads(&client, &server, &key, &late, "Late").await;
+    server.kill_9();
+    drop(server);
+    std::fs::remove_dir_all(&data).expect("lose the data directory");
+
+    let restored = dir.path().join("restored");
+    let from = weed.url("kill9");
+    let ran = cli_env(&restored, &["restore", "--from", &from], &env).ok("restore --from");
+    assert!(
+        ran.stdout.contains("generation ") && ran.stdout.contains("last write "),
+        "{}",
+        ran.stdout
+    );
+    let leads: u64 = ran
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("leads "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a leads line: {}", ran.stdout));
+    assert!((30..=40).contains(&leads), "{}", ran.stdout);
+    cli(&restored, &["check"]).ok("check on the restored directory");
+    let again = cli_env(&restored, &["restore", "--from", &from], &env);
+    assert_cli_failure(&again, "restore into a non-empty directory");
+    assert!(again.stderr.contains("not empty"), "{}", again.stderr);
+
+    let server = Server::start(&restored, &[]);
+    let client = https_client(&restored);
+    let found = leads_found(&client, &server, &key, &early).await;
+    assert_eq!(
+        found.len(),
+        early.len(),
+        "every write the replica had taken is restored"
+    );
+    let late_found = leads_found(&client, &server, &key, &late).await;
+    assert_eq!(found.len() + late_found.len(), leads as usize);
+}

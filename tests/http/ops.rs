@@ -181,10 +181,11 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 73] = [
+const ROUTES: [(&str, &str, &str); 74] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
+    ("admin_replica", "get", "/v1/admin/replica"),
     ("openapi", "get", "/v1/openapi.json"),
     ("list_leads", "get", "/v1/leads"),
     ("search_leads", "get", "/v1/leads/search"),
@@ -318,6 +319,7 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::Readyz
         | Route::OpenApi
         | Route::Metrics
+        | Route::AdminReplica
         | Route::ListLeads
         | Route::SearchLeads
         | Route::GetConsent(_)

@@ -1,0 +1,158 @@
+//! Continuous replication to S3-compatible object storage (`[replica]`), and the
+//! restore from it.
+//!
+//! The writer hands every committed batch's row operations (what a write-ahead log
+//! record holds) to a bounded [`spool`] without waiting; an [`upload`] task
+//! (tokio) takes them every `sync_interval` and uploads them as one numbered
+//! segment. The replica is a list of *generations*, each a consistent snapshot (the
+//! copy `engaged backup` makes) followed by the segments of the batches after it:
+//!
+//! ```text
+//! <prefix>/<generation>/snapshot
+//! <prefix>/<generation>/<first seq, 20 digits>.seg
+//! ```
+//!
+//! A new generation starts at every start, every `snapshot_interval`, and whenever
+//! the chain of batches cannot go on: a batch too large to record (a recording's
+//! chunks), or batches dropped from a full spool. Every object carries a header
+//! ([`format`]) naming the database, the generation and its batches under checksums,
+//! and is encrypted when `encryption_key_file` is set. `retention` deletes
+//! generations whose successor's snapshot is older than it. [`restore`] reads it back:
+//! the latest snapshot at or before a time, then its segments in order.
+//!
+//! The talking to S3 is `object_store`'s (SigV4, retries, multipart): nothing here
+//! signs a request.
+
+pub mod format;
+pub mod restore;
+mod spool;
+mod upload;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path as ObjectPath;
+use object_store::{ClientOptions, ObjectStore};
+
+use crate::config::ReplicaConfig;
+use crate::metrics::ReplicaStatus;
+use crate::store::Store;
+
+pub use upload::Running;
+
+/// The bucket, under the replica's prefix.
+pub struct Bucket {
+    pub store: Arc<dyn ObjectStore>,
+    /// The prefix (no slashes at its ends; may be empty).
+    pub prefix: String,
+    pub key: Option<format::Key>,
+}
+
+impl Bucket {
+    /// The object store the settings name, and the key when one is set.
+    pub fn open(settings: &ReplicaConfig) -> Result<Bucket, String> {
+        let (bucket, prefix) = settings.bucket_and_prefix();
+        let mut builder = AmazonS3Builder::new()
+            .with_bucket_name(bucket)
+            .with_region(&settings.region)
+            .with_client_options(
+                ClientOptions::new()
+                    .with_connect_timeout(std::time::Duration::from_secs(5))
+                    .with_timeout(std::time::Duration::from_secs(60)),
+            )
+            .with_retry(object_store::RetryConfig {
+                max_retries: 3,
+                retry_timeout: std::time::Duration::from_secs(30),
+                ..Default::default()
+            });
+        if let Some(endpoint) = &settings.endpoint {
+            builder = builder
+                .with_endpoint(endpoint)
+                .with_allow_http(endpoint.starts_with("http://"));
+        }
+        if let Some(id) = &settings.access_key_id {
+            builder = builder.with_access_key_id(id);
+        }
+        if let Some(secret) = &settings.secret_access_key {
+            builder = builder.with_secret_access_key(&secret.0);
+        }
+        let store = builder
+            .build()
+            .map_err(|e| format!("replica {}: {e}", settings.url))?;
+        let key = match &settings.encryption_key_file {
+            Some(path) => Some(read_key(path)?),
+            None => None,
+        };
+        Ok(Bucket {
+            store: Arc::new(store),
+            prefix: prefix.to_string(),
+            key,
+        })
+    }
+
+    /// The object at `rest` under the prefix.
+    pub fn path(&self, rest: &str) -> ObjectPath {
+        if self.prefix.is_empty() {
+            ObjectPath::from(rest)
+        } else {
+            ObjectPath::from(format!("{}/{rest}", self.prefix))
+        }
+    }
+
+    /// The prefix itself, for listing.
+    pub fn root(&self) -> Option<ObjectPath> {
+        (!self.prefix.is_empty()).then(|| ObjectPath::from(self.prefix.as_str()))
+    }
+
+    /// An object's path relative to the prefix.
+    pub fn relative<'a>(&self, path: &'a str) -> &'a str {
+        if self.prefix.is_empty() {
+            path
+        } else {
+            path.strip_prefix(self.prefix.as_str())
+                .map_or(path, |rest| rest.trim_start_matches('/'))
+        }
+    }
+}
+
+/// The name of a generation's snapshot object.
+pub const SNAPSHOT: &str = "snapshot";
+
+/// A segment's object name: its first batch's sequence number.
+pub fn segment_name(first: u64) -> String {
+    format!("{first:020}.seg")
+}
+
+/// The key in a key file.
+fn read_key(path: &Path) -> Result<format::Key, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("replica encryption_key_file {}: {e}", path.display()))?;
+    format::Key::from_hex(&text)
+        .map_err(|e| format!("replica encryption_key_file {}: {e}", path.display()))
+}
+
+/// Starts replicating `store` as `settings` say: the spool handed to the writer, the
+/// uploader spawned (it makes the first snapshot at once). Nothing here waits for the
+/// network.
+pub fn start(
+    store: Arc<Store>,
+    settings: &ReplicaConfig,
+    scratch: &Path,
+) -> Result<Running, String> {
+    let bucket = Bucket::open(settings)?;
+    let status = Arc::new(ReplicaStatus::default());
+    let spool = Arc::new(spool::Spool::new(settings.spool_max, status.clone()));
+    if !store.set_replica_tap(spool.clone()) {
+        return Err("replication is already running for this store".into());
+    }
+    status.update(|t| t.url = settings.url.clone());
+    Ok(upload::spawn(
+        store,
+        bucket,
+        spool,
+        status,
+        settings.clone(),
+        scratch.to_path_buf(),
+    ))
+}
