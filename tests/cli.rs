@@ -2313,3 +2313,224 @@ async fn a_restore_from_the_replica_after_kill_9_holds_the_acknowledged_writes()
     let late_found = leads_found(&client, &server, &key, &late).await;
     assert_eq!(found.len() + late_found.len(), leads as usize);
 }
+
+/// Waits (bounded) until the replica has its first snapshot: batches from here on go
+/// to segments.
+async fn replica_started(client: &HttpsClient, server: &Server, key: &str) {
+    let url = format!("{}/v1/admin/replica", server.base());
+    poll(
+        "the replica's first snapshot",
+        Duration::from_secs(60),
+        || {
+            let (client, url, key) = (client.clone(), url.clone(), key.to_string());
+            async move {
+                let status = send(&client, Method::GET, &url, Some(&key), None)
+                    .await
+                    .json();
+                if status["generation"].is_string() {
+                    Ok(())
+                } else {
+                    Err(format!("{status}"))
+                }
+            }
+        },
+    )
+    .await;
+}
+
+/// Every object of the replica under `prefix`: its name and bytes.
+async fn replica_objects(bucket: &engaged::replica::Bucket) -> Vec<(String, Vec<u8>)> {
+    use futures_util::StreamExt;
+    use object_store::ObjectStoreExt;
+    let mut out = Vec::new();
+    let mut listed = bucket.store.list(bucket.root().as_ref());
+    while let Some(meta) = listed.next().await {
+        let meta = meta.expect("list the bucket");
+        let bytes = bucket
+            .store
+            .get(&meta.location)
+            .await
+            .expect("get an object")
+            .bytes()
+            .await
+            .expect("read an object");
+        out.push((meta.location.to_string(), bytes.to_vec()));
+    }
+    out
+}
+
+/// With `encryption_key_file` the bucket holds no lead's name in plain text, a restore
+/// needs the key, and a segment altered in the bucket refuses the restore in words and
+/// leaves the directory empty. `--at` restores the store as it was then: the leads
+/// written after it are not there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encrypted_replica_hides_names_refuses_a_tampered_segment_and_restores_a_point_in_time()
+{
+    use object_store::{ObjectStoreExt, PutPayload};
+    let weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let key_file = dir.path().join("replica.key");
+    std::fs::write(&key_file, format!("{}\n", "5a".repeat(32))).expect("write the key");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let mut env = weed.env("encrypted");
+    env.push((
+        "ENGAGED_REPLICA_ENCRYPTION_KEY_FILE".into(),
+        key_file.display().to_string(),
+    ));
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    replica_started(&client, &server, &key).await;
+    let first: Vec<String> = (0..5).map(|i| format!("first-{i}")).collect();
+    create_leads(&client, &server, &key, &first, "Quintessa").await;
+    replica_caught_up(&client, &server, &key).await;
+    // A moment strictly between the two sets of writes.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let between = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let second: Vec<String> = (0..5).map(|i| format!("second-{i}")).collect();
+    create_leads(&client, &server, &key, &second, "Quintessa").await;
+    replica_caught_up(&client, &server, &key).await;
+    assert!(server.terminate().success());
+
+    let mut settings = weed.config("encrypted");
+    settings.encryption_key_file = Some(key_file.clone());
+    let bucket = engaged::replica::Bucket::open(&settings).expect("the bucket");
+    let objects = replica_objects(&bucket).await;
+    assert!(
+        objects.iter().any(|(name, _)| name.ends_with("/snapshot")),
+        "{:?}",
+        objects.iter().map(|o| &o.0).collect::<Vec<_>>()
+    );
+    let segment = objects
+        .iter()
+        .find(|(name, _)| name.ends_with(".seg"))
+        .map(|(name, _)| name.clone())
+        .expect("a segment");
+    for (name, bytes) in &objects {
+        assert!(
+            !bytes.windows(9).any(|w| w == b"Quintessa"),
+            "{name} holds a lead's name in plain text"
+        );
+    }
+
+    let from = weed.url("encrypted");
+    let at = dir.path().join("at");
+    let ran =
+        cli_env(&at, &["restore", "--from", &from, "--at", &between], &env).ok("restore --at");
+    assert!(ran.stdout.contains("leads 5\n"), "{}", ran.stdout);
+    let latest = dir.path().join("latest");
+    let ran = cli_env(&latest, &["restore", "--from", &from], &env).ok("restore");
+    assert!(ran.stdout.contains("leads 10\n"), "{}", ran.stdout);
+    let server = Server::start(&at, &[]);
+    let at_client = https_client(&at);
+    assert_eq!(
+        leads_found(&at_client, &server, &key, &first).await.len(),
+        5
+    );
+    assert!(leads_found(&at_client, &server, &key, &second)
+        .await
+        .is_empty());
+    drop(server);
+
+    let without_key: Vec<(String, String)> = weed.env("encrypted");
+    let refused = cli_env(
+        &dir.path().join("nokey"),
+        &["restore", "--from", &from],
+        &without_key,
+    );
+    assert_cli_failure(&refused, "restore without the key");
+    assert!(refused.stderr.contains("encrypted"), "{}", refused.stderr);
+
+    let path = object_store::path::Path::from(segment.as_str());
+    let mut bytes = bucket
+        .store
+        .get(&path)
+        .await
+        .expect("get")
+        .bytes()
+        .await
+        .expect("read")
+        .to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    bucket
+        .store
+        .put(&path, PutPayload::from(bytes))
+        .await
+        .expect("put the altered segment");
+    let tampered = dir.path().join("tampered");
+    let refused = cli_env(&tampered, &["restore", "--from", &from], &env);
+    assert_cli_failure(&refused, "restore of a tampered segment");
+    assert!(
+        refused.stderr.contains("segment") && refused.stderr.contains("fails its checksum"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!tampered.join("engaged.redb").exists(), "nothing restored");
+}
+
+/// The object store unreachable: writes go on (every one answered 201), the replica
+/// reports its errors and its lag, and once the store is back it catches up: a restore
+/// after `kill -9` holds every lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_store_does_not_stop_writes_and_the_replica_catches_up() {
+    let mut weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let env = weed.env("outage");
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    replica_started(&client, &server, &key).await;
+    weed.stop();
+    let during: Vec<String> = (0..20).map(|i| format!("during-{i:02}")).collect();
+    create_leads(&client, &server, &key, &during, "Outage").await;
+    let url = format!("{}/v1/admin/replica", server.base());
+    poll(
+        "the replica reports the outage",
+        Duration::from_secs(60),
+        || {
+            let (client, url, key) = (client.clone(), url.clone(), key.clone());
+            async move {
+                let status = send(&client, Method::GET, &url, Some(&key), None)
+                    .await
+                    .json();
+                let failing = status["errorsTotal"].as_u64().unwrap_or(0) > 0
+                    && status["lastError"].is_string()
+                    && status["lagSeconds"].as_f64().unwrap_or(0.0) > 0.0;
+                if failing {
+                    Ok(())
+                } else {
+                    Err(format!("{status}"))
+                }
+            }
+        },
+    )
+    .await;
+    let metrics = send(
+        &client,
+        Method::GET,
+        &format!("{}/metrics", server.base()),
+        Some(&key),
+        None,
+    )
+    .await;
+    assert!(
+        !text(&metrics).contains("engaged_replica_errors_total 0\n"),
+        "{}",
+        text(&metrics)
+    );
+    weed.restart().await;
+    replica_caught_up(&client, &server, &key).await;
+    server.kill_9();
+    drop(server);
+    let restored = dir.path().join("restored");
+    cli_env(&restored, &["restore", "--from", &weed.url("outage")], &env).ok("restore");
+    let server = Server::start(&restored, &[]);
+    let client = https_client(&restored);
+    assert_eq!(
+        leads_found(&client, &server, &key, &during).await.len(),
+        during.len()
+    );
+}
