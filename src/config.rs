@@ -848,4 +848,55 @@ mod tests {
         };
         assert!(Config::resolve(FileConfig::default(), over).is_err());
     }
+
+    #[test]
+    fn the_replica_is_off_unless_a_url_is_set_and_layers_like_every_setting() {
+        let none = Config::resolve(FileConfig::default(), Overrides::default()).unwrap();
+        assert!(none.replica.is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "from-a-file\n").unwrap();
+        let file: FileConfig = toml::from_str(&format!(
+            "[replica]\nurl = \"s3://backups/acme/\"\nsync_interval = \"5s\"\nregion = \"eu-west-1\"\nsecret_access_key_file = {:?}\n",
+            secret.display().to_string()
+        ))
+        .unwrap();
+        let over = Overrides {
+            replica: Some(ReplicaFile {
+                sync_interval: Some("2s".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let replica = Config::resolve(file.clone(), over)
+            .unwrap()
+            .replica
+            .unwrap();
+        assert_eq!(replica.bucket_and_prefix(), ("backups", "acme"));
+        assert_eq!(
+            replica.sync_interval,
+            Duration::from_secs(2),
+            "the flag wins"
+        );
+        assert_eq!(replica.region, "eu-west-1");
+        assert_eq!(
+            replica.secret_access_key,
+            Some(Secret("from-a-file".into()))
+        );
+        assert_eq!(replica.retention, DEFAULT_REPLICA_RETENTION);
+        assert!(
+            !format!("{replica:?}").contains("from-a-file"),
+            "the secret is not printed"
+        );
+        for bad in [
+            "[replica]\nurl = \"https://backups\"\n",
+            "[replica]\nurl = \"s3://b\"\nsync_interval = \"0s\"\n",
+            "[replica]\nurl = \"s3://b\"\nsecret_access_key = \"x\"\nsecret_access_key_file = \"/x\"\n",
+            "[replica]\nurl = \"s3://b\"\nendpoint = \"ftp://x\"\n",
+        ] {
+            let file: FileConfig = toml::from_str(bad).unwrap();
+            assert!(Config::resolve(file, Overrides::default()).is_err(), "{bad}");
+        }
+        assert!(toml::from_str::<FileConfig>("[replica]\nnope = 1\n").is_err());
+    }
 }
