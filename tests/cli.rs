@@ -2534,3 +2534,67 @@ async fn an_unreachable_store_does_not_stop_writes_and_the_replica_catches_up() 
         during.len()
     );
 }
+
+/// The generations (folders) of the replica under `prefix`.
+async fn replica_generations(bucket: &engaged::replica::Bucket) -> BTreeSet<String> {
+    replica_objects(bucket)
+        .await
+        .into_iter()
+        .filter_map(|(name, _)| {
+            let rest = bucket.relative(&name);
+            rest.split_once('/')
+                .map(|(generation, _)| generation.to_string())
+        })
+        .collect()
+}
+
+/// A snapshot every second kept for a second: the older generations are deleted, the
+/// newest stays, and a restore still holds every lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_deletes_the_generations_no_kept_snapshot_needs() {
+    let weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let mut env = weed.env("retention");
+    env.push(("ENGAGED_REPLICA_SNAPSHOT_INTERVAL".into(), "1s".into()));
+    env.push(("ENGAGED_REPLICA_RETENTION".into(), "1s".into()));
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    replica_started(&client, &server, &key).await;
+    let ids: Vec<String> = (0..5).map(|i| format!("kept-{i}")).collect();
+    create_leads(&client, &server, &key, &ids, "Kept").await;
+    let bucket = engaged::replica::Bucket::open(&weed.config("retention")).expect("the bucket");
+    let first = replica_generations(&bucket)
+        .await
+        .into_iter()
+        .next()
+        .expect("a generation");
+    poll(
+        "the first generation deleted",
+        Duration::from_secs(60),
+        || {
+            let (bucket, first) = (&bucket, first.clone());
+            async move {
+                let generations = replica_generations(bucket).await;
+                if !generations.contains(&first) && !generations.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("{generations:?}"))
+                }
+            }
+        },
+    )
+    .await;
+    replica_caught_up(&client, &server, &key).await;
+    server.kill_9();
+    drop(server);
+    let restored = dir.path().join("restored");
+    let ran = cli_env(
+        &restored,
+        &["restore", "--from", &weed.url("retention")],
+        &env,
+    )
+    .ok("restore");
+    assert!(ran.stdout.contains("leads 5\n"), "{}", ran.stdout);
+}
