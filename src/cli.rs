@@ -106,6 +106,17 @@ pub enum Command {
         #[command(flatten)]
         replica: Box<ReplicaArgs>,
     },
+    /// A warm standby: restore the replica (`--from`) into an empty data directory,
+    /// then keep applying what the primary uploads (polling) until SIGTERM or SIGINT;
+    /// `engaged serve` on the directory afterwards makes it the primary.
+    Follow {
+        /// The replica's `s3://bucket/prefix` (endpoint, region and keys as for
+        /// `restore`).
+        #[arg(long)]
+        from: String,
+        #[command(flatten)]
+        replica: Box<ReplicaArgs>,
+    },
     /// Check the database: redb's integrity (server stopped) and the store's invariants,
     /// and what its write-ahead log holds and whether the next start accepts it; writes
     /// nothing.
@@ -378,7 +389,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
     // Only `serve` and `init` create a database, and only `restore` wants none.
     if !matches!(
         cli.command,
-        Command::Serve(_) | Command::Init | Command::Restore { .. }
+        Command::Serve(_) | Command::Init | Command::Restore { .. } | Command::Follow { .. }
     ) {
         config::require_database(&data_dir)?;
     }
@@ -504,6 +515,16 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 }
                 (None, None) => Err("restore needs a backup file or --from".into()),
             }
+        }
+        Command::Follow { from, replica } => {
+            init_logging(cli.log_format, "warn");
+            let settings = config::ReplicaConfig::resolve(
+                file_replica.as_ref(),
+                Some(&replica.layer()),
+                Some(&from),
+            )?
+            .ok_or("--from names no replica")?;
+            crate::replica::follow::run(&settings, &data_dir)
         }
         Command::Check => {
             init_logging(cli.log_format, "warn");

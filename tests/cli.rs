@@ -2598,3 +2598,108 @@ async fn retention_deletes_the_generations_no_kept_snapshot_needs() {
     .ok("restore");
     assert!(ran.stdout.contains("leads 5\n"), "{}", ran.stdout);
 }
+
+/// `engaged follow` running, its standard error collected.
+struct Follower {
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Follower {
+    fn start(data_dir: &Path, from: &str, envs: &[(String, String)]) -> Follower {
+        let mut cmd = engaged();
+        cmd.arg("--data-dir")
+            .arg(data_dir)
+            .args(["follow", "--from", from])
+            .envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn engaged follow");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(String::new()));
+        let collected = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                collected.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        Follower { child, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// SIGTERM, then waits (bounded) for it to end.
+    fn terminate(&mut self) -> ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        wait_with_deadline(&mut self.child, STOP_TIMEOUT)
+            .unwrap_or_else(|| panic!("follow did not stop; stderr:\n{}", self.log()))
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A standby follows the primary's replica as it is written; after the primary's
+/// `kill -9`, stopping the standby and starting `engaged serve` on its directory
+/// serves every lead the replica had taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_follows_the_replica_and_becomes_the_primary() {
+    let weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let env = weed.env("standby");
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    replica_started(&client, &server, &key).await;
+    let standby = dir.path().join("standby");
+    let mut follower = Follower::start(&standby, &weed.url("standby"), &env);
+    let ids: Vec<String> = (0..15).map(|i| format!("followed-{i:02}")).collect();
+    create_leads(&client, &server, &key, &ids, "Followed").await;
+    let status = replica_caught_up(&client, &server, &key).await;
+    let uploaded = status["uploadedSeq"].as_u64().expect("uploadedSeq");
+    poll(
+        "the standby applies every uploaded batch",
+        Duration::from_secs(60),
+        || {
+            let log = follower.log();
+            async move {
+                let applied = log
+                    .split("up to batch ")
+                    .skip(1)
+                    .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+                    .max()
+                    .unwrap_or(0);
+                if applied >= uploaded {
+                    Ok(())
+                } else {
+                    Err(log)
+                }
+            }
+        },
+    )
+    .await;
+    let refused = serve_refused(&standby);
+    assert!(refused.stderr.contains("in use"), "{}", refused.stderr);
+    server.kill_9();
+    drop(server);
+    assert!(follower.terminate().success(), "{}", follower.log());
+    cli(&standby, &["check"]).ok("check on the standby");
+    let server = Server::start(&standby, &[]);
+    let client = https_client(&standby);
+    assert_eq!(
+        leads_found(&client, &server, &key, &ids).await.len(),
+        ids.len()
+    );
+}

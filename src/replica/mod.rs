@@ -18,11 +18,13 @@
 //! ([`format`]) naming the database, the generation and its batches under checksums,
 //! and is encrypted when `encryption_key_file` is set. `retention` deletes
 //! generations whose successor's snapshot is older than it. [`restore`] reads it back:
-//! the latest snapshot at or before a time, then its segments in order.
+//! the latest snapshot at or before a time, then its segments in order; [`follow`]
+//! keeps doing so, a warm standby.
 //!
 //! The talking to S3 is `object_store`'s (SigV4, retries, multipart): nothing here
 //! signs a request.
 
+pub mod follow;
 pub mod format;
 pub mod restore;
 mod spool;

@@ -24,6 +24,8 @@ pub struct Restored {
     /// When the last write restored was committed (ms since the epoch).
     pub last_write_ms: i64,
     pub leads: u64,
+    /// The database the replica names (its segments must name it too).
+    pub db_id: [u8; 16],
 }
 
 /// Restores into `data_dir`, which must be empty or missing, and prints what it did.
@@ -58,7 +60,11 @@ fn is_empty(dir: &Path) -> Result<bool, String> {
     }
 }
 
-async fn fetch(bucket: &Bucket, generation: Generation, name: &str) -> Result<Vec<u8>, String> {
+pub(super) async fn fetch(
+    bucket: &Bucket,
+    generation: Generation,
+    name: &str,
+) -> Result<Vec<u8>, String> {
     let path = bucket.path(&format!("{}/{name}", generation.name()));
     let got = bucket
         .store
@@ -149,50 +155,20 @@ async fn apply(
     write_private(partial, body)?;
     let db = redb::Database::open(partial)
         .map_err(|e| format!("the snapshot is not a database: {e}"))?;
-    let mut next = snapshot.last + 1;
-    let mut last_write_ms = snapshot.written_ms;
-    let mut batches = 0u64;
-    'segments: for name in names.iter().filter(|n| n.ends_with(".seg")) {
-        let object = fetch(bucket, generation, name).await?;
-        let what = format!("segment {}/{name}", generation.name());
-        let (header, plain) =
-            format::decode(&object, bucket.key.as_ref()).map_err(|e| format!("{what} {e}"))?;
-        if header.kind != Kind::Segment || header.generation != generation {
-            return Err(format!("{what} is not a segment of that generation"));
-        }
-        if header.db_id != snapshot.db_id {
-            return Err(format!("{what} is another database's"));
-        }
-        if header.first != next {
-            return Err(format!(
-                "{what} starts at batch {} where batch {next} comes next: a segment is missing",
-                header.first
-            ));
-        }
-        let found = format::batches(&plain).map_err(|e| format!("{what} {e}"))?;
-        let mut apply = Vec::new();
-        let mut past = false;
-        for batch in &found {
-            if batch.seq != next {
-                return Err(format!("{what} holds batch {} out of order", batch.seq));
-            }
-            next += 1;
-            if batch.at_ms > at {
-                past = true;
-                break;
-            }
-            last_write_ms = batch.at_ms;
-            apply.push(batch.ops.as_slice());
-        }
-        if !past && next != header.last + 1 {
-            return Err(format!("{what} does not hold the batches its header names"));
-        }
-        batches += apply.len() as u64;
-        crate::store::apply_batches(&db, apply).map_err(|e| format!("{what}: {e}"))?;
-        if past {
-            break 'segments;
-        }
-    }
+    let applied = apply_segments(
+        bucket,
+        &db,
+        generation,
+        names,
+        snapshot.db_id,
+        snapshot.last + 1,
+        at,
+    )
+    .await?;
+    let (batches, last_write_ms) = (
+        applied.batches,
+        applied.last_write_ms.unwrap_or(snapshot.written_ms),
+    );
     let leads = crate::store::lead_count(&db).map_err(|e| e.to_string_for_logs())?;
     drop(db);
     std::fs::File::open(partial)
@@ -204,6 +180,84 @@ async fn apply(
         batches,
         last_write_ms,
         leads,
+        db_id: snapshot.db_id,
+    })
+}
+
+/// What [`apply_segments`] applied.
+pub(super) struct Applied {
+    pub batches: u64,
+    /// The next batch the generation's segments must start with.
+    pub next: u64,
+    /// When the last batch applied was committed.
+    pub last_write_ms: Option<i64>,
+}
+
+/// Applies `generation`'s segments (of `names`) from batch `next` on, each verified,
+/// up to the batches committed at `at`.
+pub(super) async fn apply_segments(
+    bucket: &Bucket,
+    db: &redb::Database,
+    generation: Generation,
+    names: &[String],
+    db_id: [u8; 16],
+    mut next: u64,
+    at: i64,
+) -> Result<Applied, String> {
+    let mut last_write_ms = None;
+    let mut batches = 0u64;
+    for name in names.iter().filter(|n| n.ends_with(".seg")) {
+        // A segment wholly before `next` is applied already.
+        let first: Option<u64> = name.trim_end_matches(".seg").parse().ok();
+        if first.is_some_and(|first| first < next) {
+            continue;
+        }
+        let object = fetch(bucket, generation, name).await?;
+        let what = format!("segment {}/{name}", generation.name());
+        let (header, plain) =
+            format::decode(&object, bucket.key.as_ref()).map_err(|e| format!("{what} {e}"))?;
+        if header.kind != Kind::Segment || header.generation != generation {
+            return Err(format!("{what} is not a segment of that generation"));
+        }
+        if header.db_id != db_id {
+            return Err(format!("{what} is another database's"));
+        }
+        if header.first != next {
+            return Err(format!(
+                "{what} starts at batch {} where batch {next} comes next: a segment is missing",
+                header.first
+            ));
+        }
+        let found = format::batches(&plain).map_err(|e| format!("{what} {e}"))?;
+        let mut apply = Vec::new();
+        let mut past = false;
+        let mut seq = next;
+        for batch in &found {
+            if batch.seq != seq {
+                return Err(format!("{what} holds batch {} out of order", batch.seq));
+            }
+            if batch.at_ms > at {
+                past = true;
+                break;
+            }
+            seq += 1;
+            last_write_ms = Some(batch.at_ms);
+            apply.push(batch.ops.as_slice());
+        }
+        if !past && seq != header.last + 1 {
+            return Err(format!("{what} does not hold the batches its header names"));
+        }
+        batches += apply.len() as u64;
+        crate::store::apply_batches(db, apply).map_err(|e| format!("{what}: {e}"))?;
+        next = seq;
+        if past {
+            break;
+        }
+    }
+    Ok(Applied {
+        batches,
+        next,
+        last_write_ms,
     })
 }
 
