@@ -158,3 +158,83 @@ pub fn start(
         scratch.to_path_buf(),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::testkit::poll;
+    use crate::testkit::seaweed::SeaweedFs;
+
+    /// Waits (bounded) until the replica's generation is not `before`; returns it.
+    async fn generation_after(status: &ReplicaStatus, before: Option<String>) -> String {
+        poll("a new generation", Duration::from_secs(60), || {
+            let now = status.text().generation;
+            let before = before.clone();
+            async move {
+                match now {
+                    Some(now) if Some(&now) != before.as_ref() => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            }
+        })
+        .await;
+        status.text().generation.unwrap_or_default()
+    }
+
+    /// A batch too large to record (a recording's 5 MiB chunk) breaks the chain of
+    /// segments: a new generation's snapshot holds it, the batches after it follow as
+    /// segments, and a restore holds them all.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_batch_too_large_to_record_reaches_the_replica_by_a_new_snapshot() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let weed = SeaweedFs::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(Store::open(&dir.path().join("engaged.redb")).unwrap());
+        let settings = weed.config("bypass");
+        let running = start(store.clone(), &settings, dir.path()).unwrap();
+        let first = generation_after(&running.status, None).await;
+        let chunk = vec![7u8; 5 << 20];
+        let big = chunk.clone();
+        store
+            .write(move |tx| tx.put_recording_chunk("upload-1", 0, &big))
+            .await
+            .unwrap();
+        let second = generation_after(&running.status, Some(first.clone())).await;
+        assert!(second > first);
+        store
+            .write(|tx| tx.put_recording_chunk("upload-1", 1, b"tail"))
+            .await
+            .unwrap();
+        let status = running.status.clone();
+        poll("the last batch uploaded", Duration::from_secs(60), || {
+            let (committed, uploaded) = (
+                status.committed_seq.load(Relaxed),
+                status.uploaded_seq.load(Relaxed),
+            );
+            async move {
+                if uploaded >= committed {
+                    Ok(())
+                } else {
+                    Err(format!("{uploaded} of {committed}"))
+                }
+            }
+        })
+        .await;
+        store.shutdown();
+        running.finish().await;
+
+        let target = dir.path().join("restored");
+        let restored = restore::restore(&settings, &target, None).await.unwrap();
+        assert_eq!(restored.generation, second);
+        assert!(restored.batches >= 1, "{restored:?}");
+        let copy = Store::open(&crate::config::database_path(&target)).unwrap();
+        let read = copy.read().unwrap();
+        assert_eq!(read.recording_chunk("upload-1", 0).unwrap(), Some(chunk));
+        assert_eq!(
+            read.recording_chunk("upload-1", 1).unwrap(),
+            Some(b"tail".to_vec())
+        );
+    }
+}
