@@ -234,7 +234,7 @@ pub struct ReplicaArgs {
     /// Replicate continuously to this `s3://bucket/prefix` [default: off].
     #[arg(long = "replica-url", env = "ENGAGED_REPLICA_URL")]
     pub url: Option<String>,
-    /// The S3-compatible endpoint, e.g. https://s3.example.com [default: AWS].
+    /// The S3-compatible endpoint's URL, `https://` and its host [default: AWS].
     #[arg(long = "replica-endpoint", env = "ENGAGED_REPLICA_ENDPOINT")]
     pub endpoint: Option<String>,
     /// The bucket's region [default: us-east-1].

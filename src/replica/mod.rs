@@ -2,7 +2,7 @@
 //! restore from it.
 //!
 //! The writer hands every committed batch's row operations (what a write-ahead log
-//! record holds) to a bounded [`spool`] without waiting; an [`upload`] task
+//! record holds) to a bounded `spool` without waiting; an `upload` task
 //! (tokio) takes them every `sync_interval` and uploads them as one numbered
 //! segment. The replica is a list of *generations*, each a consistent snapshot (the
 //! copy `engaged backup` makes) followed by the segments of the batches after it:
@@ -15,7 +15,7 @@
 //! A new generation starts at every start, every `snapshot_interval`, and whenever
 //! the chain of batches cannot go on: a batch too large to record (a recording's
 //! chunks), or batches dropped from a full spool. Every object carries a header
-//! ([`format`]) naming the database, the generation and its batches under checksums,
+//! ([`format`](mod@format)) naming the database, the generation and its batches under checksums,
 //! and is encrypted when `encryption_key_file` is set. `retention` deletes
 //! generations whose successor's snapshot is older than it. [`restore`] reads it back:
 //! the latest snapshot at or before a time, then its segments in order; [`follow`]
