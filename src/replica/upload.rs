@@ -4,7 +4,8 @@
 //! `snapshot_interval` and whenever the chain breaks; and deletes what `retention`
 //! no longer keeps. A failed upload is counted and logged once until one succeeds;
 //! its batches wait (bounded by `spool_max`, past which they are dropped and a
-//! snapshot follows). It never blocks the writer: only the spool joins the two.
+//! snapshot follows); a failed snapshot is tried again after a wait that doubles up
+//! to a minute. It never blocks the writer: only the spool joins the two.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -69,6 +70,7 @@ pub(super) fn spawn(
         broken_since_ms: None,
         last_snapshot: Instant::now(),
         failing: false,
+        snapshot_retry: None,
     };
     let task = tokio::spawn(uploader.run(stopped));
     Running { status, stop, task }
@@ -93,7 +95,14 @@ struct Uploader {
     last_snapshot: Instant,
     /// Whether the last attempt failed (failures are logged once until one succeeds).
     failing: bool,
+    /// After a failed snapshot: when the next may be tried, and the wait after that
+    /// (doubling to [`SNAPSHOT_RETRY_MAX`]): a copy of the whole store is not made
+    /// every second while the object store does not answer.
+    snapshot_retry: Option<(Instant, Duration)>,
 }
+
+/// The longest wait between two tries of a snapshot that failed.
+const SNAPSHOT_RETRY_MAX: Duration = Duration::from_secs(60);
 
 fn now_ms() -> i64 {
     crate::time::now_micros() / 1000
@@ -156,15 +165,29 @@ impl Uploader {
                 }
             }
         }
-        if self.need_snapshot || self.last_snapshot.elapsed() >= self.settings.snapshot_interval {
+        let due =
+            self.need_snapshot || self.last_snapshot.elapsed() >= self.settings.snapshot_interval;
+        let waiting = self
+            .snapshot_retry
+            .is_some_and(|(at, _)| Instant::now() < at);
+        if due && !waiting {
             match self.snapshot().await {
                 Ok(()) => {
+                    self.snapshot_retry = None;
                     self.succeeded();
                     if let Err(e) = self.retain().await {
                         self.failed("apply retention", &e);
                     }
                 }
-                Err(e) => self.failed("make a snapshot", &e),
+                Err(e) => {
+                    let wait = self
+                        .snapshot_retry
+                        .map_or(self.settings.sync_interval, |(_, wait)| {
+                            (wait * 2).min(SNAPSHOT_RETRY_MAX)
+                        });
+                    self.snapshot_retry = Some((Instant::now() + wait, wait));
+                    self.failed("make a snapshot", &e);
+                }
             }
         }
         let oldest = self
