@@ -28,6 +28,29 @@ async fn metrics_need_an_admin_key() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_replica_status_needs_an_admin_key_and_says_when_replication_is_off() {
+    let ts = TestServer::start().await;
+    let write = ts.key("acme", "write").await;
+    let admin = ts.key("acme", "admin").await;
+    assert_eq!(
+        ts.request(Method::GET, "/v1/admin/replica", None, None, Vec::new())
+            .await
+            .status,
+        401
+    );
+    assert_eq!(ts.get(&write, "/v1/admin/replica").await.status, 403);
+    let r = ts.get(&admin, "/v1/admin/replica").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), serde_json::json!({"enabled": false}));
+    let metrics = ts.get(&admin, "/metrics").await;
+    let text = String::from_utf8_lossy(&metrics.body).into_owned();
+    assert!(
+        !text.contains("engaged_replica_"),
+        "no replica metrics when it is off"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_requests_by_route_and_status_and_show_the_writer() {
     let ts = TestServer::start().await;
     let admin = ts.key("acme", "admin").await;
