@@ -67,7 +67,8 @@ pub(super) fn spawn(
         next_seq: 0,
         pending: Vec::new(),
         need_snapshot: true,
-        broken_since_ms: None,
+        // Until the first snapshot, every batch waits for it: the lag counts from now.
+        broken_since_ms: Some(now_ms()),
         last_snapshot: Instant::now(),
         failing: false,
         snapshot_retry: None,
