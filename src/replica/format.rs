@@ -113,6 +113,20 @@ impl Key {
 
 /// An object: the header, then the body (encrypted when `key` is set).
 pub fn encode(header: &Header, body: &[u8], key: Option<&Key>) -> Result<Vec<u8>, String> {
+    let (head, stored) = seal(header, body.to_vec(), key)?;
+    let mut out = Vec::with_capacity(HEADER_LEN + stored.len());
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&stored);
+    Ok(out)
+}
+
+/// An object as its two parts, the header and the stored body, without copying a
+/// plain body: a snapshot's copy of the database is uploaded as it was read.
+pub fn seal(
+    header: &Header,
+    body: Vec<u8>,
+    key: Option<&Key>,
+) -> Result<([u8; HEADER_LEN], Vec<u8>), String> {
     let mut head = [0u8; HEADER_LEN];
     head[..8].copy_from_slice(&MAGIC);
     head[8..12].copy_from_slice(&FORMAT.to_le_bytes());
@@ -132,26 +146,24 @@ pub fn encode(header: &Header, body: &[u8], key: Option<&Key>) -> Result<Vec<u8>
                 .encrypt(
                     XNonce::from_slice(&nonce),
                     Payload {
-                        msg: body,
+                        msg: &body,
                         aad: &head[..AUTHENTICATED],
                     },
                 )
                 .map_err(|_| "cannot encrypt".to_string())?;
+            drop(body);
             let mut stored = Vec::with_capacity(24 + sealed.len());
             stored.extend_from_slice(&nonce);
             stored.extend_from_slice(&sealed);
             stored
         }
-        None => body.to_vec(),
+        None => body,
     };
     head[72..80].copy_from_slice(&(stored.len() as u64).to_le_bytes());
     head[80..112].copy_from_slice(&Sha256::digest(&stored));
     let crc = crc32fast::hash(&head[..112]);
     head[112..116].copy_from_slice(&crc.to_le_bytes());
-    let mut out = Vec::with_capacity(HEADER_LEN + stored.len());
-    out.extend_from_slice(&head);
-    out.extend_from_slice(&stored);
-    Ok(out)
+    Ok((head, stored))
 }
 
 fn u64_at(bytes: &[u8], at: usize) -> u64 {

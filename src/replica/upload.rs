@@ -241,11 +241,11 @@ impl Uploader {
         self.status.update(|t| t.last_error = Some(message));
     }
 
-    async fn put(&self, rest: &str, object: Vec<u8>) -> Result<(), String> {
-        let len = object.len() as u64;
+    async fn put(&self, rest: &str, object: PutPayload) -> Result<(), String> {
+        let len = object.content_length() as u64;
         self.bucket
             .store
-            .put(&self.bucket.path(rest), PutPayload::from(object))
+            .put(&self.bucket.path(rest), object)
             .await
             .map_err(|e| e.to_string())?;
         self.status.bytes_total.fetch_add(len, Ordering::Relaxed);
@@ -284,7 +284,7 @@ impl Uploader {
             self.bucket.key.as_ref(),
         )?;
         let name = format!("{}/{}", generation.name(), segment_name(header.first));
-        self.put(&name, object).await?;
+        self.put(&name, PutPayload::from(object)).await?;
         self.pending.clear();
         self.next_seq = last_seq + 1;
         self.status.uploaded_seq.store(last_seq, Ordering::Relaxed);
@@ -326,10 +326,18 @@ impl Uploader {
             last: base,
             written_ms: now_ms(),
         };
-        let object = format::encode(&header, &bytes, self.bucket.key.as_ref())?;
+        let copied = bytes.len();
+        // Uploaded as read (a plain copy is not copied again), in two parts.
+        let (head, stored) = format::seal(&header, bytes, self.bucket.key.as_ref())?;
+        let object: PutPayload = [
+            bytes::Bytes::copy_from_slice(&head),
+            bytes::Bytes::from(stored),
+        ]
+        .into_iter()
+        .collect();
         self.put(&format!("{}/{SNAPSHOT}", generation.name()), object)
             .await?;
-        tracing::info!(generation = %generation.name(), seq = base, bytes = bytes.len(), "replica snapshot uploaded");
+        tracing::info!(generation = %generation.name(), seq = base, bytes = copied, "replica snapshot uploaded");
         self.generation = Some(generation);
         self.next_seq = base + 1;
         // Batches taken before `base` was read: the snapshot holds them.
