@@ -77,7 +77,7 @@ from engaged_client.api.leads import (  # noqa: E402
     update_lead,
 )
 from engaged_client.api.messages import list_messages, post_message  # noqa: E402
-from engaged_client.api.operations import healthz, openapi, readyz  # noqa: E402
+from engaged_client.api.operations import admin_replica, healthz, openapi, readyz  # noqa: E402
 from engaged_client.api.organization import get_org, update_org  # noqa: E402
 from engaged_client.api.recordings import delete_recording, get_recording, put_recording  # noqa: E402
 from engaged_client.api.webhooks import (  # noqa: E402
@@ -166,6 +166,8 @@ else:
     sys.exit("the server did not become ready")
 expect(healthz.sync_detailed(client=anonymous), 200)
 expect(openapi.sync_detailed(client=anonymous), 200)
+# Replication is off in the smoke session: {"enabled": false}.
+expect(admin_replica.sync_detailed(client=api), 200)
 
 # Leads, listed with paging.
 for i in range(5):

@@ -90,8 +90,33 @@ pub enum Command {
     },
     /// Write a consistent backup of the database to a new file (server running or not).
     Backup { file: PathBuf },
-    /// Restore a backup into an empty data directory (server stopped).
-    Restore { file: PathBuf },
+    /// Restore a backup file, or (with `--from`) the replica in object storage, into an
+    /// empty data directory (server stopped).
+    Restore {
+        /// The backup file (without `--from`).
+        #[arg(required_unless_present = "from", conflicts_with = "from")]
+        file: Option<PathBuf>,
+        /// The replica's `s3://bucket/prefix`; the endpoint, region and keys come from
+        /// the `[replica]` table and the `ENGAGED_REPLICA_*` variables, as for `serve`.
+        #[arg(long)]
+        from: Option<String>,
+        /// Restore the store as it was at this time (RFC 3339) [default: the latest].
+        #[arg(long, requires = "from")]
+        at: Option<String>,
+        #[command(flatten)]
+        replica: Box<ReplicaArgs>,
+    },
+    /// A warm standby: restore the replica (`--from`) into an empty data directory,
+    /// then keep applying what the primary uploads (polling) until SIGTERM or SIGINT;
+    /// `engaged serve` on the directory afterwards makes it the primary.
+    Follow {
+        /// The replica's `s3://bucket/prefix` (endpoint, region and keys as for
+        /// `restore`).
+        #[arg(long)]
+        from: String,
+        #[command(flatten)]
+        replica: Box<ReplicaArgs>,
+    },
     /// Check the database: redb's integrity (server stopped) and the store's invariants,
     /// and what its write-ahead log holds and whether the next start accepts it; writes
     /// nothing.
@@ -199,6 +224,79 @@ pub struct ServeArgs {
     /// [default: 2147483648].
     #[arg(long, env = "ENGAGED_IMPORT_QUOTA_BYTES")]
     pub import_quota_bytes: Option<u64>,
+    #[command(flatten)]
+    pub replica: ReplicaArgs,
+}
+
+/// The `[replica]` table's keys as flags and `ENGAGED_REPLICA_*` variables.
+#[derive(Debug, Default, Args)]
+pub struct ReplicaArgs {
+    /// Replicate continuously to this `s3://bucket/prefix` [default: off].
+    #[arg(long = "replica-url", env = "ENGAGED_REPLICA_URL")]
+    pub url: Option<String>,
+    /// The S3-compatible endpoint's URL, `https://` and its host [default: AWS].
+    #[arg(long = "replica-endpoint", env = "ENGAGED_REPLICA_ENDPOINT")]
+    pub endpoint: Option<String>,
+    /// The bucket's region [default: us-east-1].
+    #[arg(long = "replica-region", env = "ENGAGED_REPLICA_REGION")]
+    pub region: Option<String>,
+    /// The access key id.
+    #[arg(long = "replica-access-key-id", env = "ENGAGED_REPLICA_ACCESS_KEY_ID")]
+    pub access_key_id: Option<String>,
+    /// The secret access key (better: --replica-secret-access-key-file).
+    #[arg(
+        long = "replica-secret-access-key",
+        env = "ENGAGED_REPLICA_SECRET_ACCESS_KEY",
+        hide_env_values = true
+    )]
+    pub secret_access_key: Option<String>,
+    /// A file holding the secret access key.
+    #[arg(
+        long = "replica-secret-access-key-file",
+        env = "ENGAGED_REPLICA_SECRET_ACCESS_KEY_FILE"
+    )]
+    pub secret_access_key_file: Option<PathBuf>,
+    /// Batches reach the replica at least this often [default: 1s].
+    #[arg(long = "replica-sync-interval", env = "ENGAGED_REPLICA_SYNC_INTERVAL")]
+    pub sync_interval: Option<String>,
+    /// A new snapshot at least this often [default: 24h].
+    #[arg(
+        long = "replica-snapshot-interval",
+        env = "ENGAGED_REPLICA_SNAPSHOT_INTERVAL"
+    )]
+    pub snapshot_interval: Option<String>,
+    /// How long snapshots and the batches after them are kept [default: 30d].
+    #[arg(long = "replica-retention", env = "ENGAGED_REPLICA_RETENTION")]
+    pub retention: Option<String>,
+    /// A file of 64 hexadecimal digits (a 256-bit key): the replica is encrypted
+    /// with it (XChaCha20-Poly1305) [default: not encrypted].
+    #[arg(
+        long = "replica-encryption-key-file",
+        env = "ENGAGED_REPLICA_ENCRYPTION_KEY_FILE"
+    )]
+    pub encryption_key_file: Option<PathBuf>,
+    /// Bytes of batches that may wait for the object store [default: 1073741824].
+    #[arg(long = "replica-spool-max", env = "ENGAGED_REPLICA_SPOOL_MAX")]
+    pub spool_max: Option<u64>,
+}
+
+impl ReplicaArgs {
+    /// The flags and variables as a layer over the `[replica]` table.
+    pub fn layer(self) -> config::ReplicaFile {
+        config::ReplicaFile {
+            url: self.url,
+            endpoint: self.endpoint,
+            region: self.region,
+            access_key_id: self.access_key_id,
+            secret_access_key: self.secret_access_key,
+            secret_access_key_file: self.secret_access_key_file,
+            sync_interval: self.sync_interval,
+            snapshot_interval: self.snapshot_interval,
+            retention: self.retention,
+            encryption_key_file: self.encryption_key_file,
+            spool_max: self.spool_max,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -281,6 +379,7 @@ pub enum KeyCommand {
 /// Runs the parsed command; the error is what to print before exiting with status 1.
 pub fn run(cli: Cli) -> Result<(), String> {
     let file = FileConfig::load(cli.config.as_deref())?;
+    let file_replica = file.replica.clone();
     // Where the database is, for every command but `serve`, which resolves its own.
     let data_dir = cli
         .data_dir
@@ -290,7 +389,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
     // Only `serve` and `init` create a database, and only `restore` wants none.
     if !matches!(
         cli.command,
-        Command::Serve(_) | Command::Init | Command::Restore { .. }
+        Command::Serve(_) | Command::Init | Command::Restore { .. } | Command::Follow { .. }
     ) {
         config::require_database(&data_dir)?;
     }
@@ -326,6 +425,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
                 recording_link_ttl_secs: args.recording_link_ttl_secs,
                 max_import_bytes: args.max_import_bytes,
                 import_quota_bytes: args.import_quota_bytes,
+                replica: Some(args.replica.layer()),
             };
             let config = Config::resolve(file, over)?;
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -387,9 +487,44 @@ pub fn run(cli: Cli) -> Result<(), String> {
             init_logging(cli.log_format, "warn");
             crate::maintenance::backup(&data_dir, &target)
         }
-        Command::Restore { file: source } => {
+        Command::Restore {
+            file,
+            from,
+            at,
+            replica,
+        } => {
             init_logging(cli.log_format, "warn");
-            crate::maintenance::restore(&data_dir, &source)
+            match (file, from) {
+                (Some(source), None) => crate::maintenance::restore(&data_dir, &source),
+                (_, Some(from)) => {
+                    let settings = config::ReplicaConfig::resolve(
+                        file_replica.as_ref(),
+                        Some(&replica.layer()),
+                        Some(&from),
+                    )?
+                    .ok_or("--from names no replica")?;
+                    let at = match at {
+                        Some(at) => Some(
+                            chrono::DateTime::parse_from_rfc3339(&at)
+                                .map_err(|e| format!("--at {at:?} is not an RFC 3339 time: {e}"))?
+                                .timestamp_millis(),
+                        ),
+                        None => None,
+                    };
+                    crate::replica::restore::run(&settings, &data_dir, at)
+                }
+                (None, None) => Err("restore needs a backup file or --from".into()),
+            }
+        }
+        Command::Follow { from, replica } => {
+            init_logging(cli.log_format, "warn");
+            let settings = config::ReplicaConfig::resolve(
+                file_replica.as_ref(),
+                Some(&replica.layer()),
+                Some(&from),
+            )?
+            .ok_or("--from names no replica")?;
+            crate::replica::follow::run(&settings, &data_dir)
         }
         Command::Check => {
             init_logging(cli.log_format, "warn");

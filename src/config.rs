@@ -66,6 +66,8 @@ pub struct Config {
     /// Disk an organization's import files (console uploads waiting, refused rows) may
     /// take in the data directory.
     pub import_quota_bytes: u64,
+    /// Continuous replication to object storage; `None` (off) unless a url is set.
+    pub replica: Option<ReplicaConfig>,
 }
 
 /// What protects the server from slow, greedy or too many clients.
@@ -288,6 +290,192 @@ pub struct FileConfig {
     pub recording_link_ttl_secs: Option<u64>,
     pub max_import_bytes: Option<u64>,
     pub import_quota_bytes: Option<u64>,
+    /// `[replica]`: continuous replication to S3-compatible object storage.
+    pub replica: Option<ReplicaFile>,
+}
+
+/// The `[replica]` table's keys (and their `ENGAGED_REPLICA_*` variables and
+/// `--replica-*` flags), all optional.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaFile {
+    pub url: Option<String>,
+    pub endpoint: Option<String>,
+    pub region: Option<String>,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub secret_access_key_file: Option<PathBuf>,
+    pub sync_interval: Option<String>,
+    pub snapshot_interval: Option<String>,
+    pub retention: Option<String>,
+    pub encryption_key_file: Option<PathBuf>,
+    pub spool_max: Option<u64>,
+}
+
+/// A secret read from the configuration: never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
+}
+
+/// Where the replica lives and how often it is written (`crate::replica`).
+#[derive(Debug, Clone)]
+pub struct ReplicaConfig {
+    /// `s3://bucket/prefix`.
+    pub url: String,
+    /// The S3 endpoint (`https://s3.example.com`); `None`: AWS's for the region.
+    pub endpoint: Option<String>,
+    pub region: String,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<Secret>,
+    /// Batches reach the replica at least this often.
+    pub sync_interval: Duration,
+    /// A new snapshot (and generation) at least this often.
+    pub snapshot_interval: Duration,
+    /// Generations whose successor's snapshot is older than this are deleted.
+    pub retention: Duration,
+    /// 32 bytes (64 hexadecimal digits): everything uploaded is encrypted with it.
+    pub encryption_key_file: Option<PathBuf>,
+    /// The most bytes of batches waiting for upload; past it, replication pauses
+    /// until a new snapshot.
+    pub spool_max: u64,
+}
+
+pub const DEFAULT_REPLICA_SYNC_INTERVAL: Duration = Duration::from_secs(1);
+pub const DEFAULT_REPLICA_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+pub const DEFAULT_REPLICA_RETENTION: Duration = Duration::from_secs(30 * 86_400);
+pub const DEFAULT_REPLICA_SPOOL_MAX: u64 = 1 << 30;
+
+impl ReplicaConfig {
+    /// The `[replica]` table under its variables and flags; `None` unless a `url` is
+    /// set. `from` (the `--from` of `restore` and `follow`) stands for the url.
+    pub fn resolve(
+        file: Option<&ReplicaFile>,
+        over: Option<&ReplicaFile>,
+        from: Option<&str>,
+    ) -> Result<Option<ReplicaConfig>, String> {
+        let empty = ReplicaFile::default();
+        let (file, over) = (file.unwrap_or(&empty), over.unwrap_or(&empty));
+        let url = from
+            .map(str::to_string)
+            .or_else(|| over.url.clone())
+            .or_else(|| file.url.clone());
+        let Some(url) = url else {
+            return Ok(None);
+        };
+        if split_s3_url(&url).is_none() {
+            return Err(format!(
+                "replica url: {url:?} is not a URL such as s3://bucket/prefix"
+            ));
+        }
+        let duration =
+            |name: &str, over: &Option<String>, file: &Option<String>, default| match over
+                .as_ref()
+                .or(file.as_ref())
+            {
+                Some(text) => match crate::duration::parse(text) {
+                    Ok(d) if !d.is_zero() => Ok(d),
+                    Ok(_) => Err(format!("replica {name} must be positive")),
+                    Err(e) => Err(format!("replica {name}: {e}")),
+                },
+                None => Ok(default),
+            };
+        let secret = match (
+            over.secret_access_key
+                .as_ref()
+                .or(file.secret_access_key.as_ref()),
+            over.secret_access_key_file
+                .as_ref()
+                .or(file.secret_access_key_file.as_ref()),
+        ) {
+            (Some(_), Some(_)) => {
+                return Err("replica secret_access_key and secret_access_key_file: set one".into())
+            }
+            (Some(secret), None) => Some(Secret(secret.clone())),
+            (None, Some(path)) => Some(Secret(
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("replica secret_access_key_file {}: {e}", path.display()))?
+                    .trim()
+                    .to_string(),
+            )),
+            (None, None) => None,
+        };
+        let endpoint = over.endpoint.clone().or_else(|| file.endpoint.clone());
+        if let Some(endpoint) = &endpoint {
+            let uri: hyper::Uri = endpoint
+                .parse()
+                .map_err(|_| format!("replica endpoint: {endpoint:?} is not a URL"))?;
+            if !matches!(uri.scheme_str(), Some("http") | Some("https")) || uri.host().is_none() {
+                return Err(format!(
+                    "replica endpoint: {endpoint:?} is not a URL such as https://s3.example.com"
+                ));
+            }
+        }
+        let spool_max = over
+            .spool_max
+            .or(file.spool_max)
+            .unwrap_or(DEFAULT_REPLICA_SPOOL_MAX);
+        if spool_max == 0 {
+            return Err("replica spool_max must be positive".into());
+        }
+        Ok(Some(ReplicaConfig {
+            url,
+            endpoint,
+            region: over
+                .region
+                .clone()
+                .or_else(|| file.region.clone())
+                .unwrap_or_else(|| "us-east-1".into()),
+            access_key_id: over
+                .access_key_id
+                .clone()
+                .or_else(|| file.access_key_id.clone()),
+            secret_access_key: secret,
+            sync_interval: duration(
+                "sync_interval",
+                &over.sync_interval,
+                &file.sync_interval,
+                DEFAULT_REPLICA_SYNC_INTERVAL,
+            )?,
+            snapshot_interval: duration(
+                "snapshot_interval",
+                &over.snapshot_interval,
+                &file.snapshot_interval,
+                DEFAULT_REPLICA_SNAPSHOT_INTERVAL,
+            )?,
+            retention: duration(
+                "retention",
+                &over.retention,
+                &file.retention,
+                DEFAULT_REPLICA_RETENTION,
+            )?,
+            encryption_key_file: over
+                .encryption_key_file
+                .clone()
+                .or_else(|| file.encryption_key_file.clone()),
+            spool_max,
+        }))
+    }
+
+    /// The bucket and the prefix (without slashes at its ends; may be empty).
+    pub fn bucket_and_prefix(&self) -> (&str, &str) {
+        split_s3_url(&self.url).unwrap_or(("", ""))
+    }
+}
+
+/// `s3://bucket/prefix` as its bucket and prefix.
+fn split_s3_url(url: &str) -> Option<(&str, &str)> {
+    let rest = url.strip_prefix("s3://")?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    let ok = !bucket.is_empty()
+        && bucket
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.');
+    ok.then_some((bucket, prefix.trim_matches('/')))
 }
 
 /// What flags and environment said: the same keys as the file, each `None` when
@@ -313,6 +501,7 @@ impl Config {
             Some(path) => Some(path),
             None => outbound_ca_file(&file)?,
         };
+        let replica = ReplicaConfig::resolve(file.replica.as_ref(), over.replica.as_ref(), None)?;
         let listen = over
             .listen
             .or(file.listen)
@@ -362,6 +551,7 @@ impl Config {
                 .import_quota_bytes
                 .or(file.import_quota_bytes)
                 .unwrap_or(DEFAULT_IMPORT_QUOTA_BYTES),
+            replica,
         };
         if config.max_import_bytes == 0 || config.import_quota_bytes == 0 {
             return Err("max_import_bytes and import_quota_bytes must be positive".into());
@@ -416,6 +606,7 @@ impl Config {
             recording_link_ttl_secs: DEFAULT_RECORDING_LINK_TTL_SECS,
             max_import_bytes: DEFAULT_MAX_IMPORT_BYTES,
             import_quota_bytes: DEFAULT_IMPORT_QUOTA_BYTES,
+            replica: None,
         }
     }
 
@@ -656,5 +847,56 @@ mod tests {
             ..Default::default()
         };
         assert!(Config::resolve(FileConfig::default(), over).is_err());
+    }
+
+    #[test]
+    fn the_replica_is_off_unless_a_url_is_set_and_layers_like_every_setting() {
+        let none = Config::resolve(FileConfig::default(), Overrides::default()).unwrap();
+        assert!(none.replica.is_none());
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "from-a-file\n").unwrap();
+        let file: FileConfig = toml::from_str(&format!(
+            "[replica]\nurl = \"s3://backups/acme/\"\nsync_interval = \"5s\"\nregion = \"eu-west-1\"\nsecret_access_key_file = {:?}\n",
+            secret.display().to_string()
+        ))
+        .unwrap();
+        let over = Overrides {
+            replica: Some(ReplicaFile {
+                sync_interval: Some("2s".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let replica = Config::resolve(file.clone(), over)
+            .unwrap()
+            .replica
+            .unwrap();
+        assert_eq!(replica.bucket_and_prefix(), ("backups", "acme"));
+        assert_eq!(
+            replica.sync_interval,
+            Duration::from_secs(2),
+            "the flag wins"
+        );
+        assert_eq!(replica.region, "eu-west-1");
+        assert_eq!(
+            replica.secret_access_key,
+            Some(Secret("from-a-file".into()))
+        );
+        assert_eq!(replica.retention, DEFAULT_REPLICA_RETENTION);
+        assert!(
+            !format!("{replica:?}").contains("from-a-file"),
+            "the secret is not printed"
+        );
+        for bad in [
+            "[replica]\nurl = \"https://backups\"\n",
+            "[replica]\nurl = \"s3://b\"\nsync_interval = \"0s\"\n",
+            "[replica]\nurl = \"s3://b\"\nsecret_access_key = \"x\"\nsecret_access_key_file = \"/x\"\n",
+            "[replica]\nurl = \"s3://b\"\nendpoint = \"ftp://x\"\n",
+        ] {
+            let file: FileConfig = toml::from_str(bad).unwrap();
+            assert!(Config::resolve(file, Overrides::default()).is_err(), "{bad}");
+        }
+        assert!(toml::from_str::<FileConfig>("[replica]\nnope = 1\n").is_err());
     }
 }

@@ -33,6 +33,7 @@ pub mod outbound_address;
 pub mod outbound_tls;
 pub mod phone;
 pub mod providers;
+pub mod replica;
 pub mod server;
 pub mod sms_segments;
 pub mod store;

@@ -38,6 +38,93 @@ impl RouteMetrics {
     }
 }
 
+/// What continuous replication (`crate::replica`) reports: kept up to date by its
+/// uploader, read by `/metrics` and `GET /v1/admin/replica`.
+#[derive(Default)]
+pub struct ReplicaStatus {
+    /// Bytes uploaded (snapshots and segments).
+    pub bytes_total: AtomicU64,
+    /// Failed uploads, listings, deletions and snapshots, and spool overflows.
+    pub errors_total: AtomicU64,
+    /// When the oldest batch not yet uploaded committed (ms since the epoch); 0: none
+    /// waits.
+    pub oldest_pending_ms: AtomicU64,
+    /// The last batch the writer handed to the replica (its sequence number).
+    pub committed_seq: AtomicU64,
+    /// The last sequence number uploaded in the current generation.
+    pub uploaded_seq: AtomicU64,
+    /// When the last snapshot was uploaded (ms since the epoch); 0: none yet.
+    pub snapshot_ms: AtomicU64,
+    /// When the last upload succeeded (ms since the epoch); 0: none yet.
+    pub synced_ms: AtomicU64,
+    /// Bytes of batches waiting in the spool.
+    pub spooled_bytes: AtomicU64,
+    /// The current generation's name and the last error, if any.
+    pub text: RwLock<ReplicaText>,
+}
+
+/// The replica's status that is not a number.
+#[derive(Default, Clone)]
+pub struct ReplicaText {
+    pub url: String,
+    pub generation: Option<String>,
+    pub last_error: Option<String>,
+    /// Set while replication is paused (the spool overflowed): a console banner.
+    pub paused: Option<String>,
+}
+
+impl ReplicaStatus {
+    /// Seconds the oldest batch not yet uploaded has waited: 0 when none waits.
+    pub fn lag_seconds(&self) -> f64 {
+        let oldest = self.oldest_pending_ms.load(Ordering::Relaxed);
+        if oldest == 0 {
+            return 0.0;
+        }
+        let now = crate::time::now_micros() / 1000;
+        (now.saturating_sub(oldest as i64)).max(0) as f64 / 1000.0
+    }
+
+    pub fn text(&self) -> ReplicaText {
+        self.text.read().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    pub fn update(&self, change: impl FnOnce(&mut ReplicaText)) {
+        if let Ok(mut text) = self.text.write() {
+            change(&mut text);
+        }
+    }
+
+    /// The three metrics, in Prometheus's text format.
+    pub fn render(&self, out: &mut String) {
+        let lines = [
+            (
+                "engaged_replica_lag_seconds",
+                "gauge",
+                "Age of the oldest committed batch not yet in the replica.",
+                self.lag_seconds(),
+            ),
+            (
+                "engaged_replica_bytes_total",
+                "counter",
+                "Bytes uploaded to the replica.",
+                self.bytes_total.load(Ordering::Relaxed) as f64,
+            ),
+            (
+                "engaged_replica_errors_total",
+                "counter",
+                "Failed replica uploads, snapshots, listings and deletions, and spool overflows.",
+                self.errors_total.load(Ordering::Relaxed) as f64,
+            ),
+        ];
+        for (name, kind, help, value) in lines {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
+        }
+    }
+}
+
 /// Values read from the store when scraped.
 pub struct StoreGauges {
     pub outbox_depth: u64,

@@ -24,8 +24,8 @@ const FLOORS: &[(&str, &[&str])] = &[
     ("test kit", &["testkit"]),
     ("main and cli", &["main", "cli", "import_cli"]),
     (
-        "server, admin, maintenance",
-        &["server", "admin", "maintenance"],
+        "server, admin, maintenance, replica",
+        &["server", "admin", "maintenance", "replica"],
     ),
     ("api and console", &["api", "console"]),
     ("engine", &["engine"]),

@@ -2150,3 +2150,556 @@ async fn a_full_disk_fails_writes_and_readiness_until_space_returns() {
     }
     drop(server);
 }
+
+// ---- continuous replication -------------------------------------------------------------
+
+/// `engaged --data-dir <data_dir> <args...>` with `envs` set.
+fn cli_env(data_dir: &Path, args: &[&str], envs: &[(String, String)]) -> Ran {
+    let mut cmd = engaged();
+    cmd.arg("--data-dir").arg(data_dir).args(args);
+    cmd.envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let out = run_to_exit(cmd);
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `engaged serve` replicating as `envs` say.
+fn serve_replicating(data: &Path, envs: &[(String, String)]) -> Server {
+    let envs: Vec<(&str, &str)> = envs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Server::spawn(data, &["--listen", "127.0.0.1:0"], &envs)
+}
+
+/// Creates the leads `ids`, each named `name`; every one answers 201.
+async fn create_leads(
+    client: &HttpsClient,
+    server: &Server,
+    key: &str,
+    ids: &[String],
+    name: &str,
+) {
+    let url = format!("{}/v1/leads", server.base());
+    for id in ids {
+        let body = json!({"id": id, "firstName": name, "lastName": "Replica"});
+        let r = send(client, Method::POST, &url, Some(key), Some(&body)).await;
+        assert_eq!(r.status, 201, "create {id}: {}", text(&r));
+    }
+}
+
+/// Waits (bounded) until the replica holds every batch committed so far.
+async fn replica_caught_up(client: &HttpsClient, server: &Server, key: &str) -> Value {
+    let url = format!("{}/v1/admin/replica", server.base());
+    let last = Arc::new(Mutex::new(Value::Null));
+    poll(
+        "the replica holds every committed batch",
+        Duration::from_secs(60),
+        || {
+            let (client, url, key) = (client.clone(), url.clone(), key.to_string());
+            let last = last.clone();
+            async move {
+                let r = send(&client, Method::GET, &url, Some(&key), None).await;
+                assert_eq!(r.status, 200, "{}", text(&r));
+                let status = r.json();
+                *last.lock().unwrap() = status.clone();
+                let committed = status["committedSeq"].as_u64().unwrap_or(0);
+                let uploaded = status["uploadedSeq"].as_u64().unwrap_or(0);
+                if status["generation"].is_string()
+                    && committed > 0
+                    && uploaded >= committed
+                    && status["lastError"].is_null()
+                {
+                    Ok(())
+                } else {
+                    Err(format!("{status}"))
+                }
+            }
+        },
+    )
+    .await;
+    let status = last.lock().unwrap().clone();
+    status
+}
+
+/// The ids of the leads `GET /v1/leads/{id}` finds, of `ids`.
+async fn leads_found(
+    client: &HttpsClient,
+    server: &Server,
+    key: &str,
+    ids: &[String],
+) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for id in ids {
+        let url = format!("{}/v1/leads/{}", server.base(), enc(id));
+        let r = send(client, Method::GET, &url, Some(key), None).await;
+        if r.status == 200 {
+            found.insert(id.clone());
+        } else {
+            assert_eq!(r.status, 404, "{}", text(&r));
+        }
+    }
+    found
+}
+
+/// Writes with replication on, `kill -9` and the data directory lost: `restore --from`
+/// into a new directory holds every write the replica had taken (all those acknowledged
+/// before it caught up), `check` passes on it and it serves them; a second restore
+/// into it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_from_the_replica_after_kill_9_holds_the_acknowledged_writes() {
+    let weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let env = weed.env("kill9");
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    let early: Vec<String> = (0..30).map(|i| format!("early-{i:02}")).collect();
+    create_leads(&client, &server, &key, &early, "Early").await;
+    let status = replica_caught_up(&client, &server, &key).await;
+    assert!(status["bytesTotal"].as_u64().unwrap_or(0) > 0, "{status}");
+    let metrics = send(
+        &client,
+        Method::GET,
+        &format!("{}/metrics", server.base()),
+        Some(&key),
+        None,
+    )
+    .await;
+    let metrics = text(&metrics);
+    for name in [
+        "engaged_replica_lag_seconds",
+        "engaged_replica_bytes_total",
+        "engaged_replica_errors_total 0",
+    ] {
+        assert!(metrics.contains(name), "{name} in /metrics:\n{metrics}");
+    }
+    // Written right before the kill: some may not have reached the replica.
+    let late: Vec<String> = (0..10).map(|i| format!("late-{i:02}")).collect();
+    create_leads(&client, &server, &key, &late, "Late").await;
+    server.kill_9();
+    drop(server);
+    std::fs::remove_dir_all(&data).expect("lose the data directory");
+
+    let restored = dir.path().join("restored");
+    let from = weed.url("kill9");
+    let ran = cli_env(&restored, &["restore", "--from", &from], &env).ok("restore --from");
+    assert!(
+        ran.stdout.contains("generation ") && ran.stdout.contains("last write "),
+        "{}",
+        ran.stdout
+    );
+    let leads: u64 = ran
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("leads "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("a leads line: {}", ran.stdout));
+    assert!((30..=40).contains(&leads), "{}", ran.stdout);
+    cli(&restored, &["check"]).ok("check on the restored directory");
+    let again = cli_env(&restored, &["restore", "--from", &from], &env);
+    assert_cli_failure(&again, "restore into a non-empty directory");
+    assert!(again.stderr.contains("not empty"), "{}", again.stderr);
+
+    let server = Server::start(&restored, &[]);
+    let client = https_client(&restored);
+    let found = leads_found(&client, &server, &key, &early).await;
+    assert_eq!(
+        found.len(),
+        early.len(),
+        "every write the replica had taken is restored"
+    );
+    let late_found = leads_found(&client, &server, &key, &late).await;
+    assert_eq!(found.len() + late_found.len(), leads as usize);
+}
+
+/// Waits (bounded) until the replica has its first snapshot: batches from here on go
+/// to segments.
+async fn replica_started(client: &HttpsClient, server: &Server, key: &str) {
+    let url = format!("{}/v1/admin/replica", server.base());
+    poll(
+        "the replica's first snapshot",
+        Duration::from_secs(60),
+        || {
+            let (client, url, key) = (client.clone(), url.clone(), key.to_string());
+            async move {
+                let status = send(&client, Method::GET, &url, Some(&key), None)
+                    .await
+                    .json();
+                if status["generation"].is_string() {
+                    Ok(())
+                } else {
+                    Err(format!("{status}"))
+                }
+            }
+        },
+    )
+    .await;
+}
+
+/// Every object of the replica under `prefix`: its name and bytes.
+async fn replica_objects(bucket: &engaged::replica::Bucket) -> Vec<(String, Vec<u8>)> {
+    use futures_util::StreamExt;
+    use object_store::ObjectStoreExt;
+    let mut out = Vec::new();
+    let mut listed = bucket.store.list(bucket.root().as_ref());
+    while let Some(meta) = listed.next().await {
+        let meta = meta.expect("list the bucket");
+        let bytes = bucket
+            .store
+            .get(&meta.location)
+            .await
+            .expect("get an object")
+            .bytes()
+            .await
+            .expect("read an object");
+        out.push((meta.location.to_string(), bytes.to_vec()));
+    }
+    out
+}
+
+/// With `encryption_key_file` the bucket holds no lead's name in plain text, a restore
+/// needs the key, and a segment altered in the bucket refuses the restore in words and
+/// leaves the directory empty. `--at` restores the store as it was then: the leads
+/// written after it are not there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encrypted_replica_hides_names_refuses_a_tampered_segment_and_restores_a_point_in_time()
+{
+    use object_store::{ObjectStoreExt, PutPayload};
+    let weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let key_file = dir.path().join("replica.key");
+    std::fs::write(&key_file, format!("{}\n", "5a".repeat(32))).expect("write the key");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let mut env = weed.env("encrypted");
+    env.push((
+        "ENGAGED_REPLICA_ENCRYPTION_KEY_FILE".into(),
+        key_file.display().to_string(),
+    ));
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    replica_started(&client, &server, &key).await;
+    let first: Vec<String> = (0..5).map(|i| format!("first-{i}")).collect();
+    create_leads(&client, &server, &key, &first, "Quintessa").await;
+    replica_caught_up(&client, &server, &key).await;
+    // A moment strictly between the two sets of writes.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let between = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let second: Vec<String> = (0..5).map(|i| format!("second-{i}")).collect();
+    create_leads(&client, &server, &key, &second, "Quintessa").await;
+    replica_caught_up(&client, &server, &key).await;
+    assert!(server.terminate().success());
+
+    let mut settings = weed.config("encrypted");
+    settings.encryption_key_file = Some(key_file.clone());
+    let bucket = engaged::replica::Bucket::open(&settings).expect("the bucket");
+    let objects = replica_objects(&bucket).await;
+    assert!(
+        objects.iter().any(|(name, _)| name.ends_with("/snapshot")),
+        "{:?}",
+        objects.iter().map(|o| &o.0).collect::<Vec<_>>()
+    );
+    let segment = objects
+        .iter()
+        .find(|(name, _)| name.ends_with(".seg"))
+        .map(|(name, _)| name.clone())
+        .expect("a segment");
+    for (name, bytes) in &objects {
+        assert!(
+            !bytes.windows(9).any(|w| w == b"Quintessa"),
+            "{name} holds a lead's name in plain text"
+        );
+    }
+
+    let from = weed.url("encrypted");
+    let at = dir.path().join("at");
+    let ran =
+        cli_env(&at, &["restore", "--from", &from, "--at", &between], &env).ok("restore --at");
+    assert!(ran.stdout.contains("leads 5\n"), "{}", ran.stdout);
+    let latest = dir.path().join("latest");
+    let ran = cli_env(&latest, &["restore", "--from", &from], &env).ok("restore");
+    assert!(ran.stdout.contains("leads 10\n"), "{}", ran.stdout);
+    let server = Server::start(&at, &[]);
+    let at_client = https_client(&at);
+    assert_eq!(
+        leads_found(&at_client, &server, &key, &first).await.len(),
+        5
+    );
+    assert!(leads_found(&at_client, &server, &key, &second)
+        .await
+        .is_empty());
+    drop(server);
+
+    let without_key: Vec<(String, String)> = weed.env("encrypted");
+    let refused = cli_env(
+        &dir.path().join("nokey"),
+        &["restore", "--from", &from],
+        &without_key,
+    );
+    assert_cli_failure(&refused, "restore without the key");
+    assert!(refused.stderr.contains("encrypted"), "{}", refused.stderr);
+
+    let path = object_store::path::Path::from(segment.as_str());
+    let mut bytes = bucket
+        .store
+        .get(&path)
+        .await
+        .expect("get")
+        .bytes()
+        .await
+        .expect("read")
+        .to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    bucket
+        .store
+        .put(&path, PutPayload::from(bytes))
+        .await
+        .expect("put the altered segment");
+    let tampered = dir.path().join("tampered");
+    let refused = cli_env(&tampered, &["restore", "--from", &from], &env);
+    assert_cli_failure(&refused, "restore of a tampered segment");
+    assert!(
+        refused.stderr.contains("segment") && refused.stderr.contains("fails its checksum"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!tampered.join("engaged.redb").exists(), "nothing restored");
+}
+
+/// The object store unreachable: writes go on (every one answered 201), the replica
+/// reports its errors and its lag, and once the store is back it catches up: a restore
+/// after `kill -9` holds every lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_store_does_not_stop_writes_and_the_replica_catches_up() {
+    let mut weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let env = weed.env("outage");
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    replica_started(&client, &server, &key).await;
+    weed.stop();
+    let during: Vec<String> = (0..20).map(|i| format!("during-{i:02}")).collect();
+    create_leads(&client, &server, &key, &during, "Outage").await;
+    let url = format!("{}/v1/admin/replica", server.base());
+    poll(
+        "the replica reports the outage",
+        Duration::from_secs(60),
+        || {
+            let (client, url, key) = (client.clone(), url.clone(), key.clone());
+            async move {
+                let status = send(&client, Method::GET, &url, Some(&key), None)
+                    .await
+                    .json();
+                let failing = status["errorsTotal"].as_u64().unwrap_or(0) > 0
+                    && status["lastError"].is_string()
+                    && status["lagSeconds"].as_f64().unwrap_or(0.0) > 0.0;
+                if failing {
+                    Ok(())
+                } else {
+                    Err(format!("{status}"))
+                }
+            }
+        },
+    )
+    .await;
+    let metrics = send(
+        &client,
+        Method::GET,
+        &format!("{}/metrics", server.base()),
+        Some(&key),
+        None,
+    )
+    .await;
+    assert!(
+        !text(&metrics).contains("engaged_replica_errors_total 0\n"),
+        "{}",
+        text(&metrics)
+    );
+    weed.restart().await;
+    replica_caught_up(&client, &server, &key).await;
+    server.kill_9();
+    drop(server);
+    let restored = dir.path().join("restored");
+    cli_env(&restored, &["restore", "--from", &weed.url("outage")], &env).ok("restore");
+    let server = Server::start(&restored, &[]);
+    let client = https_client(&restored);
+    assert_eq!(
+        leads_found(&client, &server, &key, &during).await.len(),
+        during.len()
+    );
+}
+
+/// The generations (folders) of the replica under `prefix`.
+async fn replica_generations(bucket: &engaged::replica::Bucket) -> BTreeSet<String> {
+    replica_objects(bucket)
+        .await
+        .into_iter()
+        .filter_map(|(name, _)| {
+            let rest = bucket.relative(&name);
+            rest.split_once('/')
+                .map(|(generation, _)| generation.to_string())
+        })
+        .collect()
+}
+
+/// A snapshot every second kept for a second: the older generations are deleted, the
+/// newest stays, and a restore still holds every lead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_deletes_the_generations_no_kept_snapshot_needs() {
+    let weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let mut env = weed.env("retention");
+    env.push(("ENGAGED_REPLICA_SNAPSHOT_INTERVAL".into(), "1s".into()));
+    env.push(("ENGAGED_REPLICA_RETENTION".into(), "1s".into()));
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    replica_started(&client, &server, &key).await;
+    let ids: Vec<String> = (0..5).map(|i| format!("kept-{i}")).collect();
+    create_leads(&client, &server, &key, &ids, "Kept").await;
+    let bucket = engaged::replica::Bucket::open(&weed.config("retention")).expect("the bucket");
+    let first = replica_generations(&bucket)
+        .await
+        .into_iter()
+        .next()
+        .expect("a generation");
+    poll(
+        "the first generation deleted",
+        Duration::from_secs(60),
+        || {
+            let (bucket, first) = (&bucket, first.clone());
+            async move {
+                let generations = replica_generations(bucket).await;
+                if !generations.contains(&first) && !generations.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("{generations:?}"))
+                }
+            }
+        },
+    )
+    .await;
+    replica_caught_up(&client, &server, &key).await;
+    server.kill_9();
+    drop(server);
+    let restored = dir.path().join("restored");
+    let ran = cli_env(
+        &restored,
+        &["restore", "--from", &weed.url("retention")],
+        &env,
+    )
+    .ok("restore");
+    assert!(ran.stdout.contains("leads 5\n"), "{}", ran.stdout);
+}
+
+/// `engaged follow` running, its standard error collected.
+struct Follower {
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Follower {
+    fn start(data_dir: &Path, from: &str, envs: &[(String, String)]) -> Follower {
+        let mut cmd = engaged();
+        cmd.arg("--data-dir")
+            .arg(data_dir)
+            .args(["follow", "--from", from])
+            .envs(envs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn engaged follow");
+        let stderr = child.stderr.take().expect("stderr");
+        let log = Arc::new(Mutex::new(String::new()));
+        let collected = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                collected.lock().unwrap().push_str(&format!("{line}\n"));
+            }
+        });
+        Follower { child, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// SIGTERM, then waits (bounded) for it to end.
+    fn terminate(&mut self) -> ExitStatus {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        wait_with_deadline(&mut self.child, STOP_TIMEOUT)
+            .unwrap_or_else(|| panic!("follow did not stop; stderr:\n{}", self.log()))
+    }
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A standby follows the primary's replica as it is written; after the primary's
+/// `kill -9`, stopping the standby and starting `engaged serve` on its directory
+/// serves every lead the replica had taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_follows_the_replica_and_becomes_the_primary() {
+    let weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("primary");
+    let key = create_key(&data, "acme", "admin");
+    let env = weed.env("standby");
+    let mut server = serve_replicating(&data, &env);
+    let client = https_client(&data);
+    replica_started(&client, &server, &key).await;
+    let standby = dir.path().join("standby");
+    let mut follower = Follower::start(&standby, &weed.url("standby"), &env);
+    let ids: Vec<String> = (0..15).map(|i| format!("followed-{i:02}")).collect();
+    create_leads(&client, &server, &key, &ids, "Followed").await;
+    let status = replica_caught_up(&client, &server, &key).await;
+    let uploaded = status["uploadedSeq"].as_u64().expect("uploadedSeq");
+    poll(
+        "the standby applies every uploaded batch",
+        Duration::from_secs(60),
+        || {
+            let log = follower.log();
+            async move {
+                let applied = log
+                    .split("up to batch ")
+                    .skip(1)
+                    .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+                    .max()
+                    .unwrap_or(0);
+                if applied >= uploaded {
+                    Ok(())
+                } else {
+                    Err(log)
+                }
+            }
+        },
+    )
+    .await;
+    let refused = serve_refused(&standby);
+    assert!(refused.stderr.contains("in use"), "{}", refused.stderr);
+    server.kill_9();
+    drop(server);
+    assert!(follower.terminate().success(), "{}", follower.log());
+    cli(&standby, &["check"]).ok("check on the standby");
+    let server = Server::start(&standby, &[]);
+    let client = https_client(&standby);
+    assert_eq!(
+        leads_found(&client, &server, &key, &ids).await.len(),
+        ids.len()
+    );
+}

@@ -60,6 +60,8 @@ pub struct AppState {
     /// The requests whose body is still arriving (API and console alike).
     pub body_phase: Arc<body_phase::BodyPhase>,
     pub metrics: Arc<Metrics>,
+    /// Continuous replication's status, when `[replica]` is set.
+    pub replica: Option<Arc<crate::metrics::ReplicaStatus>>,
     pub recordings: recordings::Settings,
     /// Per-key request rate limit, when configured.
     pub rate_limiter: Option<rate_limit::RateLimiter>,
@@ -218,6 +220,7 @@ async fn dispatch(
     let store = &state.store;
     match route {
         Route::Metrics => ops::metrics(state),
+        Route::AdminReplica => Ok(ops::replica(state)),
         Route::ListLeads => leads::list(store, &caller, &query),
         Route::SearchLeads => leads::search(store, &caller, &query),
         Route::ImportLeads => leads::import(state, caller, &parts.headers, &query, body).await,

@@ -53,6 +53,9 @@ pub fn metrics(state: &AppState) -> Result<Response<Body>> {
         .engine
         .metrics()
         .render(&mut text, rows, due, oldest_due);
+    if let Some(replica) = &state.replica {
+        replica.render(&mut text);
+    }
     let mut response = Response::new(full(text));
     *response.status_mut() = StatusCode::OK;
     response.headers_mut().insert(
@@ -60,6 +63,40 @@ pub fn metrics(state: &AppState) -> Result<Response<Body>> {
         HeaderValue::from_static("text/plain; version=0.0.4"),
     );
     Ok(response)
+}
+
+/// `GET /v1/admin/replica` (admin key): continuous replication's status, the
+/// metrics' numbers as JSON; `{"enabled": false}` when `[replica]` is not set.
+pub fn replica(state: &AppState) -> Response<Body> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(status) = &state.replica else {
+        return reply(StatusCode::OK, &json!({"enabled": false}));
+    };
+    let text = status.text();
+    let time = |ms: u64| {
+        (ms > 0)
+            .then(|| chrono::DateTime::from_timestamp_millis(ms as i64))
+            .flatten()
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    };
+    reply(
+        StatusCode::OK,
+        &json!({
+            "enabled": true,
+            "url": text.url,
+            "generation": text.generation,
+            "committedSeq": status.committed_seq.load(Relaxed),
+            "uploadedSeq": status.uploaded_seq.load(Relaxed),
+            "lagSeconds": status.lag_seconds(),
+            "pendingBytes": status.spooled_bytes.load(Relaxed),
+            "bytesTotal": status.bytes_total.load(Relaxed),
+            "errorsTotal": status.errors_total.load(Relaxed),
+            "lastError": text.last_error,
+            "paused": text.paused,
+            "lastSnapshotAt": time(status.snapshot_ms.load(Relaxed)),
+            "lastUploadAt": time(status.synced_ms.load(Relaxed)),
+        }),
+    )
 }
 
 #[cfg(test)]

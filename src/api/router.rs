@@ -20,6 +20,8 @@ pub enum Route<'a> {
     Readyz,
     OpenApi,
     Metrics,
+    /// `GET /v1/admin/replica`: continuous replication's status.
+    AdminReplica,
     ListLeads,
     /// `GET /v1/leads/search`: the lead search (a lead whose id is `search` is reached
     /// by the other methods only).
@@ -142,7 +144,7 @@ impl Route<'_> {
             Route::GetRecording(_) => Some(Scope::Read),
             Route::PutRecording(_) => Some(Scope::Write),
             Route::DeleteRecording(_) => Some(Scope::Admin),
-            Route::Metrics => Some(Scope::Admin),
+            Route::Metrics | Route::AdminReplica => Some(Scope::Admin),
             Route::ListLeads
             | Route::SearchLeads
             | Route::GetLead(_)
@@ -204,6 +206,7 @@ impl Route<'_> {
             Route::Readyz => "readyz",
             Route::OpenApi => "openapi",
             Route::Metrics => "metrics",
+            Route::AdminReplica => "admin_replica",
             Route::ListLeads => "list_leads",
             Route::SearchLeads => "search_leads",
             Route::ImportLeads => "import_leads",
@@ -286,6 +289,7 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
         ["readyz"] => only(m, Method::GET, Route::Readyz)?,
         ["v1", "openapi.json"] => only(m, Method::GET, Route::OpenApi)?,
         ["metrics"] => only(m, Method::GET, Route::Metrics)?,
+        ["v1", "admin", "replica"] => only(m, Method::GET, Route::AdminReplica)?,
         ["v1", "leads"] => pick(
             &m,
             [

@@ -29,6 +29,12 @@ pub fn page(title: &str, visitor: Option<&Visitor>, content: Markup) -> Markup {
                 a.skip href="#main" { "Skip to content" }
                 @if let Some(v) = visitor {
                     (nav(v))
+                    @if let Some(why) = &v.replica_paused {
+                        p.notice.refused role="alert" {
+                            "Replication to object storage is paused: " (why)
+                            ". Serving goes on; see GET /v1/admin/replica."
+                        }
+                    }
                 }
                 main #main {
                     (content)

@@ -23,6 +23,9 @@ pub struct Visitor {
     pub user: UserRecord,
     pub session: SessionRecord,
     pub token_hash: [u8; 32],
+    /// Why replication to object storage is paused (a full spool), for an admin's
+    /// banner on every page; `None` otherwise.
+    pub replica_paused: Option<String>,
 }
 
 impl Visitor {
@@ -82,10 +85,16 @@ pub async fn visitor(state: &AppState, headers: &HeaderMap) -> Result<Option<Vis
             .write(move |tx| sessions::touch(tx, &hash))
             .await?;
     }
+    let replica_paused = state
+        .replica
+        .as_ref()
+        .filter(|_| signed.user.role.at_least(crate::store::rows::Role::Admin))
+        .and_then(|replica| replica.text().paused);
     Ok(Some(Visitor {
         user: signed.user,
         session: signed.session,
         token_hash: signed.token_hash,
+        replica_paused,
     }))
 }
 

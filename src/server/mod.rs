@@ -55,6 +55,8 @@ pub struct Server {
     certs: Option<Arc<tls::CertStore>>,
     /// The bound on argon2 work (sign-ins, new passwords).
     passwords: Arc<crate::domain::people::passwords::Work>,
+    /// Continuous replication, when `[replica]` is set.
+    replica: Option<crate::replica::Running>,
 }
 
 impl Server {
@@ -77,6 +79,15 @@ impl Server {
                     OpenError::Other(msg) | OpenError::Refused(msg) => msg,
                 })?;
         let store = Arc::new(store);
+        // Before any request: every batch from here on reaches the replica.
+        let replica = match &config.replica {
+            Some(settings) => Some(crate::replica::start(
+                store.clone(),
+                settings,
+                &config.data_dir,
+            )?),
+            None => None,
+        };
 
         let certs = if config.insecure_http {
             None
@@ -126,6 +137,7 @@ impl Server {
                 config.limits.max_connections_per_ip,
             ),
             metrics: Arc::default(),
+            replica: replica.as_ref().map(|r| r.status.clone()),
             engine: engine.clone(),
             rate_limiter: config.limits.rate_limit_per_second.map(|rate| {
                 crate::api::rate_limit::RateLimiter::new(rate, config.limits.rate_limit_burst)
@@ -178,6 +190,7 @@ impl Server {
             socket_path,
             certs,
             passwords,
+            replica,
         })
     }
 
@@ -214,6 +227,10 @@ impl Server {
         let _ = std::fs::remove_file(&self.socket_path);
         let store = self.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+        // The writer stopped: the replica's last upload holds every batch.
+        if let Some(replica) = self.replica {
+            replica.finish().await;
+        }
     }
 }
 

@@ -83,6 +83,27 @@ impl Store {
     }
 }
 
+/// Applies replicated batches (each a write-ahead log record's operations) to a
+/// database being restored, in one durable transaction.
+pub fn apply_batches<'a>(db: &Database, batches: impl IntoIterator<Item = &'a [u8]>) -> Result<()> {
+    let txn = db.begin_write()?;
+    for ops in batches {
+        super::wal::apply_record(&txn, ops)?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+/// How many leads a database holds (deleted ones included).
+pub fn lead_count(db: &Database) -> Result<u64> {
+    let read = db.begin_read()?;
+    match read.open_table(LEADS) {
+        Ok(leads) => Ok(leads.len()?),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn copy_rows<K: redb::Key + 'static, V: redb::Value + 'static>(
     source: &ReadTransaction,
     target: &redb::WriteTransaction,

@@ -41,12 +41,14 @@ use std::sync::{Arc, Mutex};
 
 use redb::{Database, ReadableDatabase, ReadableTable};
 
-pub use maintenance::{check_file, check_stopped, recover_accepting_loss, StoppedCheck};
+pub use maintenance::{
+    apply_batches, check_file, check_stopped, lead_count, recover_accepting_loss, StoppedCheck,
+};
 pub use read::{EventRow, Flow, LeadRow, ReadTx, Start};
 pub use reader::Reader;
 pub use write::{EventKey, WriteTx};
 use writer::Lane;
-pub use writer::WriterStats;
+pub use writer::{Tap as ReplicaTap, WriterStats};
 
 use crate::cursor::CursorKey;
 use crate::error::{Error, Result};
@@ -322,6 +324,20 @@ impl Store {
             Some(sender) => sender.send(job).map_err(|_| Error::Unavailable),
             None => Err(Error::Unavailable),
         }
+    }
+
+    /// Hands every batch committed from now on to `tap` (continuous replication,
+    /// `crate::replica`); `false` when one was set already.
+    pub fn set_replica_tap(&self, tap: Arc<dyn ReplicaTap>) -> bool {
+        self.shared.set_tap(tap)
+    }
+
+    /// The database's identity (META `db_id`, made at its first open): 16 bytes.
+    pub fn db_id(&self) -> Result<[u8; 16]> {
+        let db = self.shared.db()?;
+        wal::db_id(&db)?
+            .map(|id| id.bytes())
+            .ok_or_else(|| Error::Internal("the database has no id yet".into()))
     }
 
     /// Stops taking writes, lets the writer finish what is queued, and waits for it.

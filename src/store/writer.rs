@@ -146,6 +146,17 @@ pub(crate) struct Wakes {
     pub changes: Arc<super::changes::Changes>,
 }
 
+/// Who hears of every committed batch, for continuous replication (`crate::replica`).
+/// Called on the writer thread right after a commit: it must not block (no network,
+/// no disk), only hand the bytes on.
+pub trait Tap: Send + Sync {
+    /// A batch committed: its row operations, as a write-ahead log record holds them.
+    fn committed(&self, ops: &[u8]);
+    /// A batch committed whose operations were too large to record (a recording's
+    /// chunks): the follower's chain of batches cannot continue without a new copy.
+    fn bypassed(&self);
+}
+
 /// The database as the store's readers and the writer share it: closed by the writer
 /// after a storage error, and replaced once it re-opens.
 #[derive(Default)]
@@ -153,6 +164,8 @@ pub(crate) struct Shared {
     db: RwLock<Option<Arc<Database>>>,
     /// Set from a storage error until the database is open again.
     failing: AtomicBool,
+    /// Set once when replication starts.
+    tap: std::sync::OnceLock<Arc<dyn Tap>>,
 }
 
 impl Shared {
@@ -160,7 +173,14 @@ impl Shared {
         Shared {
             db: RwLock::new(Some(db)),
             failing: AtomicBool::new(false),
+            tap: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Hands every batch committed from now on to `tap`; `false` when one was set
+    /// already.
+    pub(crate) fn set_tap(&self, tap: Arc<dyn Tap>) -> bool {
+        self.tap.set(tap).is_ok()
     }
 
     /// The open database; `Unavailable` (503) while the writer re-opens it.
@@ -566,6 +586,14 @@ fn commit_batch(
             let committed = durable.commit(txn, &ops, bulk);
             if committed.is_err() {
                 stored = Err(());
+            } else if let Some(tap) = cx.shared.tap.get() {
+                // Logged or not (a bulk part), the batch's operations go on to the
+                // replica; only a batch too large to record breaks its chain.
+                if ops.overflowed() {
+                    tap.bypassed();
+                } else if !ops.is_empty() {
+                    tap.committed(ops.bytes());
+                }
             }
             committed
         });

@@ -15,6 +15,8 @@
 //! - [`logs`]: [`Captured`], what the server logs.
 //! - [`serve`](mod@serve): the loopback HTTP/1.1 server under the fakes.
 //! - [`relay`]: [`RelayClient`], Twilio's side of a ConversationRelay WebSocket.
+//! - [`seaweed`]: [`seaweed::SeaweedFs`], a real S3-compatible object store for the
+//!   replication tests.
 //! - [`caldav`]: [`Radicale`], a real CalDAV server, and a server that is not one;
 //!   [`xandikos`]: a second one, and [`xandikos::CalDavServer`] for tests run on both.
 
@@ -27,6 +29,7 @@ pub mod logs;
 pub mod model;
 pub mod poll;
 pub mod relay;
+pub mod seaweed;
 pub mod serve;
 pub mod server;
 pub mod smtp;

@@ -28,6 +28,29 @@ async fn metrics_need_an_admin_key() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_replica_status_needs_an_admin_key_and_says_when_replication_is_off() {
+    let ts = TestServer::start().await;
+    let write = ts.key("acme", "write").await;
+    let admin = ts.key("acme", "admin").await;
+    assert_eq!(
+        ts.request(Method::GET, "/v1/admin/replica", None, None, Vec::new())
+            .await
+            .status,
+        401
+    );
+    assert_eq!(ts.get(&write, "/v1/admin/replica").await.status, 403);
+    let r = ts.get(&admin, "/v1/admin/replica").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), serde_json::json!({"enabled": false}));
+    let metrics = ts.get(&admin, "/metrics").await;
+    let text = String::from_utf8_lossy(&metrics.body).into_owned();
+    assert!(
+        !text.contains("engaged_replica_"),
+        "no replica metrics when it is off"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_requests_by_route_and_status_and_show_the_writer() {
     let ts = TestServer::start().await;
     let admin = ts.key("acme", "admin").await;
@@ -185,6 +208,7 @@ const ROUTES: [(&str, &str, &str); 74] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
+    ("admin_replica", "get", "/v1/admin/replica"),
     ("openapi", "get", "/v1/openapi.json"),
     ("list_leads", "get", "/v1/leads"),
     ("search_leads", "get", "/v1/leads/search"),
@@ -323,6 +347,7 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::Readyz
         | Route::OpenApi
         | Route::Metrics
+        | Route::AdminReplica
         | Route::ListLeads
         | Route::SearchLeads
         | Route::GetConsent(_)
@@ -484,4 +509,63 @@ async fn the_openapi_document_is_served_without_a_key_and_lists_every_route() {
         ROUTES.len(),
         "the document lists an operation the router does not have"
     );
+}
+
+/// The object store unreachable from the start and a spool of 64 bytes: the first
+/// batch fills it, replication pauses (said by `GET /v1/admin/replica`, and by a banner
+/// on every console page an admin sees, not an agent), and writes go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_spool_pauses_replication_with_a_banner_for_admins_and_writes_go_on() {
+    let mut weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let mut settings = weed.config("paused");
+    settings.spool_max = 64;
+    weed.stop();
+    let ts = TestServer::start_with(|c| c.replica = Some(settings)).await;
+    let admin = ts.key("acme", "admin").await;
+    for i in 0..3 {
+        let body = serde_json::json!({"id": format!("p-{i}"), "firstName": "Paused"});
+        assert_eq!(ts.post(&admin, "/v1/leads", &body).await.status, 201);
+    }
+    engaged::testkit::poll(
+        "replication paused",
+        std::time::Duration::from_secs(60),
+        || async {
+            let status = ts.get(&admin, "/v1/admin/replica").await.json();
+            if status["paused"].is_string() && status["errorsTotal"].as_u64() > Some(0) {
+                Ok(())
+            } else {
+                Err(status.to_string())
+            }
+        },
+    )
+    .await;
+    let password = ts.user("acme", "ad@example.com", "Ad", "admin").await;
+    let session = ts.sign_in("ad@example.com", &password).await;
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/leads",
+            Some(&session.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(page.status, 200);
+    let html = String::from_utf8_lossy(&page.body).into_owned();
+    assert!(
+        html.contains("Replication to object storage is paused"),
+        "{html}"
+    );
+    let password = ts.user("acme", "ag@example.com", "Ag", "agent").await;
+    let agent = ts.sign_in("ag@example.com", &password).await;
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/leads",
+            Some(&agent.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert!(!String::from_utf8_lossy(&page.body).contains("Replication to object storage"));
 }

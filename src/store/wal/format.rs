@@ -26,6 +26,13 @@ const REMOVE: u8 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DbId(pub(super) [u8; 16]);
 
+impl DbId {
+    /// The id's 16 bytes.
+    pub(crate) fn bytes(&self) -> [u8; 16] {
+        self.0
+    }
+}
+
 impl std::fmt::Display for DbId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&hex::encode(self.0))
@@ -77,7 +84,7 @@ impl OpLog {
     }
 
     /// The operations' bytes, as a record holds them.
-    pub(super) fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.bytes
     }
 }

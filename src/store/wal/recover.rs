@@ -415,7 +415,7 @@ pub(crate) fn accept_loss(db: &Database, db_path: &Path) -> Result<Recovered> {
 }
 
 /// Applies a record's operations to `txn`, each to its table by name.
-pub(super) fn apply(txn: &redb::WriteTransaction, record: &[u8]) -> Result<()> {
+pub(crate) fn apply(txn: &redb::WriteTransaction, record: &[u8]) -> Result<()> {
     for op in ops(record)? {
         apply_op(txn, &op)?;
     }
