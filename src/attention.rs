@@ -41,6 +41,8 @@ pub struct Signals {
     /// The owner moved or canceled one of the lead's meetings in their calendar and no
     /// person has replied to the lead or marked it seen since.
     pub calendar_changed: bool,
+    /// A transfer nobody took left the lead to be called back by a person.
+    pub call_back: bool,
 }
 
 /// Why a lead needs a person now ("Needs attention").
@@ -65,10 +67,13 @@ pub enum Attention {
     /// The owner moved or canceled one of the lead's meetings in their own calendar:
     /// the lead was told; a person checks that it suits them (until a reply or "Seen").
     CalendarChanged,
+    /// The lead asked for a person on a call, nobody took the transfer and no assistant
+    /// took the call back: a person calls them back (until a reply or "Called back").
+    CallBack,
 }
 
 impl Attention {
-    pub const ALL: [Attention; 8] = [
+    pub const ALL: [Attention; 9] = [
         Attention::HandedOff,
         Attention::Waiting,
         Attention::SendFailed,
@@ -77,6 +82,7 @@ impl Attention {
         Attention::MeetingReply,
         Attention::NoAssistant,
         Attention::CalendarChanged,
+        Attention::CallBack,
     ];
 
     /// The reason's name (its facet is `attn:<name>`).
@@ -90,6 +96,7 @@ impl Attention {
             Attention::MeetingReply => "meeting_reply",
             Attention::NoAssistant => "no_assistant",
             Attention::CalendarChanged => "calendar_changed",
+            Attention::CallBack => "call_back",
         }
     }
 
@@ -104,6 +111,7 @@ impl Attention {
             Attention::MeetingReply => "Meeting reply",
             Attention::NoAssistant => "Replied — no assistant connected",
             Attention::CalendarChanged => "Meeting changed in the calendar",
+            Attention::CallBack => "Call back",
         }
     }
 
@@ -144,6 +152,7 @@ impl Attention {
                     && !Attention::HandedOff.holds(signals, now)
             }
             Attention::CalendarChanged => signals.calendar_changed,
+            Attention::CallBack => signals.call_back,
         }
     }
 
@@ -236,6 +245,7 @@ mod tests {
             assistant_error: true,
             possible_opt_out: true,
             calendar_changed: true,
+            call_back: true,
             ..Signals::default()
         };
         let mut all_but_meeting = Attention::ALL.to_vec();

@@ -281,6 +281,16 @@ impl LeadPageView {
                             }
                         }
                     }
+                    @if let (Some(_), true) = (&self.handling.call_back, self.can_act) {
+                        section.panel aria-labelledby="call-back" {
+                            h2 #call-back { "Call back" }
+                            p { "The lead asked for a person on a call, and nobody took the transfer. Call them back, then mark it here." }
+                            form method="post" action=(action_url(lead, PersonAction::CalledBack)) {
+                                (csrf_field(visitor))
+                                button type="submit" { "Called back" }
+                            }
+                        }
+                    }
                     @if let (Some(call), true) = (&self.live_call, self.can_act) {
                         section.panel aria-labelledby="live-call" {
                             h2 #live-call { "Live call" }
@@ -955,6 +965,7 @@ fn command(action: PersonAction, form: &Form) -> Result<Option<Command>> {
         },
         PersonAction::AddToCampaign => Command::AddToCampaign(form.text("profile").to_string()),
         PersonAction::SeenCalendarChange => Command::SeenCalendarChange,
+        PersonAction::CalledBack => Command::CalledBack,
         PersonAction::Delete if form.text("confirm") != "yes" => return Ok(None),
         PersonAction::Delete => Command::Delete,
         // Their own paths (`act` sends them there first).

@@ -24,7 +24,7 @@ pub enum LeadAction {
 
 impl LeadAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, LeadAction); 23] = [
+    const ALL: [(&'static str, LeadAction); 24] = [
         ("take-over", LeadAction::Person(PersonAction::TakeOver)),
         ("hand-back", LeadAction::Person(PersonAction::HandBack)),
         ("reply", LeadAction::Reply),
@@ -63,6 +63,7 @@ impl LeadAction {
             "calendar-change-seen",
             LeadAction::Person(PersonAction::SeenCalendarChange),
         ),
+        ("called-back", LeadAction::Person(PersonAction::CalledBack)),
     ];
 
     pub fn segment(self) -> &'static str {

@@ -389,6 +389,7 @@ pub fn action_words(data: &Value) -> String {
         "retry_send" => "sent a failed message again".to_string(),
         "dismiss_failure" => "dismissed a failed send".to_string(),
         "seen_calendar_change" => "saw the meeting changed in the calendar".to_string(),
+        "called_back" => "called the lead back".to_string(),
         "record_consent" => format!(
             "recorded consent {} ({})",
             detail("status"),

@@ -102,7 +102,7 @@ impl Engine {
         if let Effect::HandOff { lead_id } = effect {
             let org = org.to_string();
             self.store
-                .write(move |tx| handling::handed_off(tx, &org, &lead_id))
+                .write(move |tx| handling::call_back_wanted(tx, &org, &lead_id))
                 .await?;
             return Ok(Vec::new());
         }

@@ -48,6 +48,7 @@ pub fn signals(
         meeting_message: handling.meeting_message,
         next_meeting_at: lead.next_meeting_at,
         calendar_changed: handling.calendar_change.is_some(),
+        call_back: handling.call_back.is_some(),
     }
 }
 

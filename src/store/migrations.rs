@@ -654,17 +654,26 @@ fn grow<T: serde::de::DeserializeOwned>(
     Ok(rewritten.len())
 }
 
-/// A record whose layout gained trailing fields that encode as one zero byte each time
-/// (`Option::None`, an empty `String`): read as it is, or as its older layout with that
-/// byte added. The steps before 8 read leads with it, since schema 8's `LeadRecord` ends
-/// with `next_meeting_at`.
+/// A record whose layout gained trailing fields that encode as one zero byte each
+/// (`Option::None`, an empty `String`): read as it is, or as its older layout with up to
+/// [`GROWN_BYTES`] such bytes added. The steps before 8 read leads with it, since schema
+/// 8's `LeadRecord` ends with `next_meeting_at`; the steps before 14 read handling rows,
+/// which gained `calendar_change` and `call_back` then.
 fn decode_grown<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T> {
-    decode(bytes).or_else(|_| {
-        let mut grown = bytes.to_vec();
+    let mut grown = bytes.to_vec();
+    let mut read = decode(&grown);
+    for _ in 0..GROWN_BYTES {
+        if read.is_ok() {
+            break;
+        }
         grown.push(0);
-        decode(&grown)
-    })
+        read = decode(&grown);
+    }
+    read
 }
+
+/// The most trailing fields a record read by [`decode_grown`] gained since its step.
+const GROWN_BYTES: usize = 2;
 
 /// 7 → 8: a lead records its next meeting (`next_meeting_at`, none) and a profile the
 /// calendar it books on (`calendar`, none); both fields end their records. A record that
@@ -851,6 +860,7 @@ mod schema8 {
                 meeting_message: false,
                 last_inbound_at,
                 calendar_change: None,
+                call_back: None,
             }
         }
     }
@@ -886,9 +896,10 @@ fn profiles_gain_a_screening_reply_and_a_voicemail(txn: &WriteTransaction) -> Re
 }
 
 /// 13 → 14: a lead's handling row notes a meeting the owner changed in their calendar
-/// (`calendar_change`, none): one zero byte ending the record.
+/// (`calendar_change`, none) and a call back a person owes (`call_back`, none): one
+/// zero byte each, ending the record.
 fn handling_notes_a_meeting_changed_in_the_calendar(txn: &WriteTransaction) -> Result<()> {
-    let handling = grow::<super::rows::HandlingRecord>(txn, LEAD_HANDLING, 1)?;
+    let handling = grow::<super::rows::HandlingRecord>(txn, LEAD_HANDLING, 2)?;
     tracing::info!(
         handling,
         "schema 14: handling notes a meeting changed in the owner's calendar"
@@ -1166,8 +1177,8 @@ mod tests {
             ..HandlingRecord::default()
         };
         let bytes = encode(&handling).unwrap();
-        // Schema 13's layout: the same record without its last zero byte.
-        let old = &bytes[..bytes.len() - 1];
+        // Schema 13's layout: the same record without its last two zero bytes.
+        let old = &bytes[..bytes.len() - 2];
         assert!(decode::<HandlingRecord>(old).is_err());
         let txn = db.begin_write().unwrap();
         txn.open_table(LEAD_HANDLING)
@@ -1180,7 +1191,7 @@ mod tests {
         let read: HandlingRecord =
             decode(table.get(("o", "l1")).unwrap().unwrap().value()).unwrap();
         assert_eq!(read, handling);
-        assert_eq!(read.calendar_change, None);
+        assert_eq!((read.calendar_change, read.call_back), (None, None));
     }
 
     #[test]

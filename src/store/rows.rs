@@ -1365,6 +1365,9 @@ pub struct HandlingRecord {
     /// their change overrode one engaged was making), until a person replies to the
     /// lead or marks it seen ("Meeting changed in the calendar").
     pub calendar_change: Option<CalendarChange>,
+    /// When a transfer nobody took left the lead waiting without an assistant to take
+    /// the call back ("Call back"), until a person replies or marks it called back.
+    pub call_back: Option<Micros>,
 }
 
 /// A meeting the owner changed in their calendar: which, when it was taken in, and

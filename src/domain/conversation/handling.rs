@@ -58,6 +58,8 @@ pub enum PersonAction {
     AddToCampaign,
     /// "Seen" of a meeting the owner changed in their calendar.
     SeenCalendarChange,
+    /// "Called back": the call back a transfer nobody took left is done.
+    CalledBack,
 }
 
 impl PersonAction {
@@ -82,6 +84,7 @@ impl PersonAction {
             PersonAction::RemoveField => "remove_field",
             PersonAction::AddToCampaign => "add_to_campaign",
             PersonAction::SeenCalendarChange => "seen_calendar_change",
+            PersonAction::CalledBack => "called_back",
         }
     }
 }
@@ -116,6 +119,7 @@ pub enum Command {
     /// The profile's name.
     AddToCampaign(String),
     SeenCalendarChange,
+    CalledBack,
     Delete,
 }
 
@@ -142,6 +146,7 @@ impl Command {
             Command::SetField { value: None, .. } => PersonAction::RemoveField,
             Command::AddToCampaign(_) => PersonAction::AddToCampaign,
             Command::SeenCalendarChange => PersonAction::SeenCalendarChange,
+            Command::CalledBack => PersonAction::CalledBack,
             Command::Delete => PersonAction::Delete,
         }
     }
@@ -178,6 +183,7 @@ pub fn act(
                 .map_err(|skip| skip.error(lead_id, profile))
         }
         Command::SeenCalendarChange => see_calendar_change(tx, caller, person, lead_id),
+        Command::CalledBack => called_back(tx, caller, person, lead_id),
         Command::Delete => delete(tx, caller, person, lead_id),
     }
 }
@@ -588,6 +594,40 @@ pub fn see_calendar_change(
         person,
         PersonAction::SeenCalendarChange,
         details,
+    )
+    .map(drop)
+}
+
+/// A transfer nobody took left the lead waiting without an assistant to take the call
+/// back: the lead needs attention ("Call back") until a person replies or marks it
+/// called back. The engine writes it when the lead's call ends so.
+pub fn call_back_wanted(tx: &mut WriteTx, org: &str, lead_id: &str) -> Result<()> {
+    let mut handling = tx.handling(org, lead_id)?;
+    handling.call_back = Some(crate::time::now_micros());
+    tx.put_handling(org, lead_id, &handling)
+}
+
+/// "Called back": the lead leaves "Needs attention" for its call back, and the
+/// timeline says who called. Nothing owed is 409.
+pub fn called_back(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+) -> Result<()> {
+    let lead = leads::live_lead(tx, caller, lead_id)?;
+    let mut handling = tx.handling(&caller.org_id, lead_id)?;
+    if handling.call_back.take().is_none() {
+        return Err(Error::Conflict("This lead was already called back".into()));
+    }
+    tx.put_handling(&caller.org_id, lead_id, &handling)?;
+    record_action(
+        tx,
+        &caller.org_id,
+        lead,
+        person,
+        PersonAction::CalledBack,
+        json!({}),
     )
     .map(drop)
 }

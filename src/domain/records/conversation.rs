@@ -64,6 +64,7 @@ pub fn on_event(
             new.handoff_answered = true;
             // A person wrote to the lead: they have seen the calendar change too.
             new.calendar_change = None;
+            new.call_back = None;
         }
         let status = data
             .get("status")

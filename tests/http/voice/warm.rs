@@ -542,7 +542,7 @@ async fn a_warm_transfer_a_wrong_digit_and_silence_end_in_an_apology_without_an_
         "{record}"
     );
     hooks.wait_event("call.transfer.failed").await;
-    // The lead waits for a person: handed off, in Needs attention.
+    // The lead waits for a person: "Call back", in Needs attention.
     let password = v.ts.user("acme", "pat@example.com", "Pat", "agent").await;
     let agent = v.ts.sign_in("pat@example.com", &password).await;
     let inbox = poll("the lead needs attention", WAIT, || async {
@@ -556,7 +556,7 @@ async fn a_warm_transfer_a_wrong_digit_and_silence_end_in_an_apology_without_an_
             )
             .await
             .text();
-        if text.contains("Handed off") {
+        if text.contains("Call back") {
             Ok(text)
         } else {
             Err(text)
@@ -564,6 +564,49 @@ async fn a_warm_transfer_a_wrong_digit_and_silence_end_in_an_apology_without_an_
     })
     .await;
     assert!(inbox.contains("Ada"), "{inbox}");
+    // The lead's page asks for the call back; "Called back" ends it, once.
+    let page =
+        v.ts.console(
+            hyper::Method::GET,
+            "/console/leads/L1",
+            Some(&agent.cookie),
+            None,
+            &[],
+        )
+        .await
+        .text();
+    assert!(page.contains("nobody took the transfer"), "{page}");
+    let called = || {
+        let agent = &agent;
+        let ts = &v.ts;
+        async move {
+            ts.console_post(
+                "/console/leads/L1/called-back",
+                &agent.cookie,
+                &[("csrf", agent.csrf.as_str())],
+            )
+            .await
+            .text()
+        }
+    };
+    let page = called().await;
+    assert!(page.contains("Pat called the lead back"), "{page}");
+    let inbox =
+        v.ts.console(
+            hyper::Method::GET,
+            "/console/inbox?tab=attention",
+            Some(&agent.cookie),
+            None,
+            &[],
+        )
+        .await
+        .text();
+    assert!(!inbox.contains("Call back"), "{inbox}");
+    let again = called().await;
+    assert!(
+        again.contains("This lead was already called back"),
+        "{again}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
