@@ -22,7 +22,8 @@ use crate::domain::records::{dnc, events, leads};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::rows::{
-    ConsentSource, FailedSend, LeadRecord, Person, Proof, RecordedBy, SystemEvent, TagRecord,
+    ConsentSource, FailedSend, HandlingRecord, LeadRecord, Person, Proof, RecordedBy, SystemEvent,
+    TagRecord,
 };
 use crate::store::{EventRow, Reader, WriteTx};
 
@@ -578,24 +579,20 @@ pub fn see_calendar_change(
     person: &Person,
     lead_id: &str,
 ) -> Result<()> {
-    let lead = leads::live_lead(tx, caller, lead_id)?;
-    let mut handling = tx.handling(&caller.org_id, lead_id)?;
-    let Some(change) = handling.calendar_change.take() else {
-        return Err(Error::Conflict(
-            "This calendar change was already seen".into(),
-        ));
-    };
-    tx.put_handling(&caller.org_id, lead_id, &handling)?;
-    let details = json!({ "meetingId": change.meeting_id });
-    record_action(
+    let action = PersonAction::SeenCalendarChange;
+    clear_note(
         tx,
-        &caller.org_id,
-        lead,
+        caller,
         person,
-        PersonAction::SeenCalendarChange,
-        details,
+        lead_id,
+        action,
+        "This calendar change was already seen",
+        |h| {
+            h.calendar_change
+                .take()
+                .map(|change| json!({ "meetingId": change.meeting_id }))
+        },
     )
-    .map(drop)
 }
 
 /// A transfer nobody took left the lead waiting without an assistant to take the call
@@ -615,21 +612,37 @@ pub fn called_back(
     person: &Person,
     lead_id: &str,
 ) -> Result<()> {
+    let action = PersonAction::CalledBack;
+    clear_note(
+        tx,
+        caller,
+        person,
+        lead_id,
+        action,
+        "This lead was already called back",
+        |h| h.call_back.take().map(|_| json!({})),
+    )
+}
+
+/// A person clears a note of the lead's handling row that kept it in "Needs attention"
+/// (`take` removes it and answers the `USER_ACTION`'s details, `None` when there was
+/// none: 409 `gone`), recording `action`.
+fn clear_note(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    person: &Person,
+    lead_id: &str,
+    action: PersonAction,
+    gone: &str,
+    take: impl FnOnce(&mut HandlingRecord) -> Option<Value>,
+) -> Result<()> {
     let lead = leads::live_lead(tx, caller, lead_id)?;
     let mut handling = tx.handling(&caller.org_id, lead_id)?;
-    if handling.call_back.take().is_none() {
-        return Err(Error::Conflict("This lead was already called back".into()));
-    }
+    let Some(details) = take(&mut handling) else {
+        return Err(Error::Conflict(gone.to_string()));
+    };
     tx.put_handling(&caller.org_id, lead_id, &handling)?;
-    record_action(
-        tx,
-        &caller.org_id,
-        lead,
-        person,
-        PersonAction::CalledBack,
-        json!({}),
-    )
-    .map(drop)
+    record_action(tx, &caller.org_id, lead, person, action, details).map(drop)
 }
 
 /// "Dismiss" of the lead's failed send `event_id` (`clear_failed_send`).
