@@ -206,3 +206,39 @@ async fn the_organization_takes_central_time_usa_and_9pm_in_one_save_on_both_wid
         assert!(browser.layout_faults().await.is_empty(), "{width}");
     }
 }
+
+/// A channel on the sandbox shows no provider fields (nothing to fill for it); choosing
+/// Twilio shows its Account SID and the rest at once, and the sandbox again hides them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_hides_a_providers_fields_until_a_provider_is_chosen() {
+    let server = TestServer::start().await;
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "admin")
+        .await;
+    let browser = Browser::open(&server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.click_link("Settings").await;
+    browser.click_link("Providers").await;
+    let shown = |label: &'static str| {
+        let browser = &browser;
+        async move {
+            browser
+                .field(label)
+                .await
+                .is_displayed()
+                .await
+                .expect("displayed or not")
+        }
+    };
+    assert!(!shown("Account SID (SMS)").await, "hidden on the sandbox");
+    assert!(!shown("SMTP host (Email)").await, "hidden on the sandbox");
+    browser.select("Kind (SMS)", "Twilio").await;
+    assert!(shown("Account SID (SMS)").await, "shown for Twilio");
+    assert!(shown("Auth token (SMS)").await, "shown for Twilio");
+    assert!(
+        !shown("Account SID (Voice)").await,
+        "voice stays on the sandbox"
+    );
+    browser.select("Kind (SMS)", "Sandbox").await;
+    assert!(!shown("Account SID (SMS)").await, "hidden again");
+}

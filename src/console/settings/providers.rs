@@ -187,6 +187,9 @@ fn provider_fields(
             }
             @if let Some(message) = shown.error_for(&format!("providers.{channel}")) { p.field-error { (message) } }
         }
+        // Hidden while the kind is the sandbox (the stylesheet's `:has`), shown when a
+        // real provider is chosen, with or without the script.
+        div.provider-fields {
         @if channel == "email" {
             (input("host", "SMTP host", host, false))
             (input("port", "SMTP port", port, false))
@@ -206,6 +209,7 @@ fn provider_fields(
             (input("from", "From number", from, false))
             (input("messagingServiceSid", "Messaging service SID", service, false))
             (input("ratePerSecond", "Sends per second", rate, false))
+        }
         }
     }
 }
