@@ -121,6 +121,37 @@ async fn the_organization_saves_like_the_api_and_a_refusal_changes_nothing() {
     );
 }
 
+/// Three fields wrong at once: one save shows all three refusals, each beside its
+/// field in words, with what was typed kept, and saves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_organization_form_shows_every_refusal_of_a_save_at_once() {
+    let org = Org::start().await;
+    let ts = &org.ts;
+    let boss = admin_session(ts).await;
+    let mut form = org_form("Mars/Olympus", "Atlantis");
+    form.retain(|(name, _)| !name.starts_with("quiet-"));
+    form.extend([("quiet-start", "late"), ("quiet-end", "8am")]);
+    let refused = post(ts, &boss, "/console/settings/organization", &form).await;
+    assert_eq!(refused.status, 200, "the page again, with the refusals");
+    let page = refused.text();
+    assert!(page.contains("Not done: 3 fields need a change."), "{page}");
+    for words in [
+        "Choose a time zone from the list",
+        "Use a time like 9:00 PM.",
+    ] {
+        assert!(page.contains(words), "{words}: {page}");
+    }
+    assert!(
+        page.contains("value=\"Atlantis\"") && page.contains("value=\"late\""),
+        "what was typed stays: {page}"
+    );
+    let settings = expect(&ts.get(&org.admin, "/v1/org").await, 200);
+    assert!(
+        settings.get("timeZone").is_none_or(|z| z != "Mars/Olympus"),
+        "{settings}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_organization_form_reads_what_a_person_types_in_one_save() {
     let org = Org::start().await;

@@ -42,7 +42,9 @@ use crate::store::Reader;
 struct Shown {
     notice: Option<String>,
     secret: Option<(String, String)>,
-    field_error: Option<(String, String)>,
+    /// Every refusal of the form posted: (the interface's field, words), each shown
+    /// beside its field.
+    field_errors: Vec<(String, String)>,
     typed: Option<Form>,
     /// The calendar whose form the "Calendars" section shows (`?calendar=`).
     editing: Option<String>,
@@ -63,12 +65,34 @@ impl Shown {
         }
     }
 
-    /// The refusal of `field` (the interface's name for it), if that is the one refused.
+    /// The refusal of `field` (the interface's name for it), if it is one refused.
     fn error_for(&self, field: &str) -> Option<&str> {
-        self.field_error
-            .as_ref()
-            .filter(|(f, _)| f == field)
+        self.field_errors
+            .iter()
+            .find(|(f, _)| f == field)
             .map(|(_, m)| m.as_str())
+    }
+
+    /// A refusal of a form posted (`typed`), in words.
+    fn refused(e: &Error, typed: Form) -> Shown {
+        Shown::refusals(std::slice::from_ref(e), typed)
+    }
+
+    /// Every refusal of a form posted (`typed`), each in words beside its field.
+    fn refusals(errors: &[Error], typed: Form) -> Shown {
+        let field_errors = errors
+            .iter()
+            .map(|e| {
+                let field = e.refused_field().unwrap_or_default().to_string();
+                let words = in_words(&field, e.to_string());
+                (field, words)
+            })
+            .collect();
+        Shown {
+            field_errors,
+            typed: Some(typed),
+            ..Shown::default()
+        }
     }
 
     /// What a form field shows: what was typed after a refusal, else what is saved.
@@ -237,8 +261,13 @@ fn render(
             h1 { "Settings" }
             (subnav(section))
             @if let Some(notice) = &shown.notice { p.notice role="status" { (notice) } }
-            @if let Some((_, message)) = &shown.field_error {
-                p.field-error role="alert" { "Not done: " (message) }
+            @match shown.field_errors.as_slice() {
+                [] => {}
+                [(_, message)] => p.field-error role="alert" { "Not done: " (message) },
+                several => div.field-error role="alert" {
+                    p { "Not done: " (several.len()) " fields need a change." }
+                    ul { @for (_, message) in several { li { (message) } } }
+                },
             }
             @if let Some((what, secret)) = &shown.secret {
                 div.notice role="status" {
@@ -296,12 +325,7 @@ pub async fn act(
             );
         }
         Err(e) if e.is_bad_request() || matches!(e, Error::Conflict(_)) => {
-            let field = e.refused_field().unwrap_or_default().to_string();
-            Outcome::Show(Shown {
-                field_error: Some((field.clone(), in_words(&field, e.to_string()))),
-                typed: Some(typed),
-                ..Shown::default()
-            })
+            Outcome::Show(Shown::refused(&e, typed))
         }
         Err(e) => return Err(e),
     };
@@ -352,15 +376,7 @@ async fn save(
     };
     match saved {
         Ok(()) => Ok(Outcome::Saved),
-        Err(e) if e.is_bad_request() => {
-            let field = e.refused_field().unwrap_or_default().to_string();
-            let shown = Shown {
-                field_error: Some((field.clone(), in_words(&field, e.to_string()))),
-                typed: Some(form),
-                ..Shown::default()
-            };
-            Ok(Outcome::Show(shown))
-        }
+        Err(e) if e.is_bad_request() => Ok(Outcome::Show(Shown::refused(&e, form))),
         Err(e) => Err(e),
     }
 }

@@ -13,7 +13,7 @@ use crate::console::routes::SettingsAction;
 use crate::console::session::Visitor;
 use crate::domain::settings::clock::read_time_of_day;
 use crate::domain::settings::org::OrgPatch;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::rows::{EngineSettings, OrgRecord};
 
 /// The days of the week as the form shows them.
@@ -127,8 +127,11 @@ impl OrgSectionView {
 
 /// `POST /console/settings/organization`.
 pub(super) async fn save(state: &AppState, visitor: &Visitor, form: Form) -> Result<Outcome> {
-    let patch = org_patch(&form);
-    super::save(state, visitor, form, patch).await
+    match org_patch(&form) {
+        Ok(patch) => super::save(state, visitor, form, Ok(patch)).await,
+        // Every field refused at once, each beside its field; nothing saved.
+        Err(refusals) => Ok(Outcome::Show(Shown::refusals(&refusals, form))),
+    }
 }
 
 /// Time zones as people name them, to their IANA name.
@@ -221,15 +224,22 @@ fn read_country(typed: &str) -> Option<&'static str> {
         .map(|(_, code)| *code)
 }
 
-/// The organization form as a patch: an empty field clears its setting.
-fn org_patch(form: &Form) -> Result<OrgPatch> {
+/// The organization form as a patch: an empty field clears its setting. Every field is
+/// read, so that the refusals of one save come at once.
+fn org_patch(form: &Form) -> std::result::Result<OrgPatch, Vec<Error>> {
     let given = |name: &str| Some(form.text(name)).filter(|v| !v.is_empty());
     let mut patch = OrgPatch::default();
-    patch.business(form.text("business-name"), form.text("help-text"))?;
+    let mut refusals = Vec::new();
+    let mut keep = |read: Result<()>| {
+        if let Err(e) = read {
+            refusals.push(e);
+        }
+    };
+    keep(patch.business(form.text("business-name"), form.text("help-text")));
     let zone = given("time-zone").map(|typed| read_zone(typed).unwrap_or(typed.to_string()));
-    patch.time_zone(zone.as_deref())?;
+    keep(patch.time_zone(zone.as_deref()));
     let country = given("default-country").map(|typed| read_country(typed).unwrap_or(typed));
-    patch.default_country(country)?;
+    keep(patch.default_country(country));
     // A person may type "9pm" or "9:00 PM": read as `HH:MM`; what is not a time goes on
     // as typed, to be refused in words.
     let clock = |name: &str| {
@@ -237,19 +247,23 @@ fn org_patch(form: &Form) -> Result<OrgPatch> {
         read_time_of_day(typed).unwrap_or_else(|| typed.to_string())
     };
     let (start, end) = (clock("quiet-start"), clock("quiet-end"));
-    patch.quiet_hours((!start.is_empty() || !end.is_empty()).then_some((&start, &end)))?;
+    keep(patch.quiet_hours((!start.is_empty() || !end.is_empty()).then_some((&start, &end))));
     patch.sms_voice_opt_out_coupled(form.get("coupled") == Some("on"));
-    patch.voice_opt_out_digit(given("opt-out-digit"))?;
+    keep(patch.voice_opt_out_digit(given("opt-out-digit")));
     patch.voice_opt_out_sentence(form.get("opt-out-sentence") == Some("on"));
     let days: Vec<&str> = form.all("day").collect();
-    patch.follow_up_days((days.len() != WEEKDAY_LABELS.len()).then_some(&days[..]))?;
+    keep(patch.follow_up_days((days.len() != WEEKDAY_LABELS.len()).then_some(&days[..])));
     let holidays: Vec<&str> = form
         .text("holidays")
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|d| !d.is_empty())
         .collect();
-    patch.holidays(Some(&holidays))?;
-    Ok(patch)
+    keep(patch.holidays(Some(&holidays)));
+    if refusals.is_empty() {
+        Ok(patch)
+    } else {
+        Err(refusals)
+    }
 }
 
 #[cfg(test)]
