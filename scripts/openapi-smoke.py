@@ -316,6 +316,8 @@ for path in ["/sms", "/sms-status", "/voice/inbound", "/voice/c1/twiml", "/voice
              "/voice/c1/recording", "/voice/c1/transfer"]:
     expect(raw.post(twilio + path, data={"From": "+15550103000"}), 403, 404)
 expect(raw.get(twilio + "/voice/c1/relay"), 400, 403, 404)
+expect(raw.post(twilio + "/voice/c1/warm", params={"step": "answer", "attempt": "1"},
+                data={"From": "+15550103000"}), 400, 403, 404)
 expect(raw.get(f"/v1/recordings/{org.id}/smoke-call", params={"expires": "1", "sig": "00"}), 403, 404, 410)
 expect(raw.get("/v1/unsubscribe/not-a-token"), 403, 404)
 expect(raw.post("/v1/unsubscribe/not-a-token", data={"List-Unsubscribe": "One-Click"}), 403, 404)
