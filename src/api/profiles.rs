@@ -11,7 +11,7 @@ use crate::domain::engagement::reactions::React;
 use crate::domain::settings::profiles;
 use crate::domain::Caller;
 use crate::error::Result;
-use crate::store::Store;
+use crate::store::{Reader, Store};
 
 /// `GET /v1/profiles`: a page in name order (`limit`, `nextToken`).
 pub fn list(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Body>> {
@@ -30,8 +30,13 @@ pub fn list(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Bo
 }
 
 pub fn get(store: &Store, caller: &Caller, name: &str) -> Result<Response<Body>> {
-    let profile = profiles::find(&store.read()?, caller, name)?;
-    Ok(reply(StatusCode::OK, &profiles::view(&profile)))
+    let read = store.read()?;
+    let profile = profiles::find(&read, caller, name)?;
+    let label = read.profile_label(&caller.org_id, name)?;
+    Ok(reply(
+        StatusCode::OK,
+        &profiles::view(&profile, label.as_deref()),
+    ))
 }
 
 /// `GET /v1/profiles/{name}/stats`: the campaign's numbers (`domain::engagement::campaigns`).
@@ -62,10 +67,17 @@ pub async fn put(
         }
     };
     let name = name.to_string();
-    let profile = store
-        .write(move |tx| profiles::put(tx, &caller, &name, &input))
+    let (profile, label) = store
+        .write(move |tx| {
+            let profile = profiles::put(tx, &caller, &name, &input)?;
+            let label = tx.profile_label(&caller.org_id, &name)?;
+            Ok((profile, label))
+        })
         .await?;
-    Ok(reply(StatusCode::OK, &profiles::view(&profile)))
+    Ok(reply(
+        StatusCode::OK,
+        &profiles::view(&profile, label.as_deref()),
+    ))
 }
 
 pub async fn delete(store: &Store, caller: Caller, name: &str) -> Result<Response<Body>> {

@@ -20,6 +20,7 @@ use crate::domain::engagement::add_to_campaign::campaign_ready;
 use crate::domain::records::search::{self, LeadFilter};
 use crate::error::{Error, Result};
 use crate::store::enrolments::enrolment_job;
+use crate::store::rows::CampaignName;
 use crate::store::Reader;
 
 /// The fields of the forms here that are not the filter's.
@@ -46,7 +47,7 @@ fn hidden_filter(filter: &LeadFilter) -> Markup {
 
 /// The leads list's bulk action: "Add 1,234 leads to a campaign" with a campaign select
 /// (GET to the confirmation).
-pub fn bulk_form(filter: &LeadFilter, total: u64, profiles: &[String]) -> Markup {
+pub fn bulk_form(filter: &LeadFilter, total: u64, profiles: &[CampaignName]) -> Markup {
     let leads = if total == 1 { "lead" } else { "leads" };
     html! {
         form.filters method="get" action="/console/enrolments/new" aria-label="Add to campaign" {
@@ -54,7 +55,7 @@ pub fn bulk_form(filter: &LeadFilter, total: u64, profiles: &[String]) -> Markup
             div {
                 label for="bulk-campaign" { "Campaign" }
                 select #bulk-campaign name="campaign" required {
-                    @for p in profiles { option value=(p) { (p) } }
+                    @for p in profiles { option value=(p.id) { (p.label) } }
                 }
             }
             div { button type="submit" disabled[total == 0 || profiles.is_empty()] {
@@ -162,13 +163,16 @@ pub fn page(state: &AppState, visitor: &Visitor, id: &str) -> Result<Response<Bo
     let job = enrolment_job(&read, visitor.org(), id)?
         .ok_or_else(|| Error::NotFound("Not found".into()))?;
     let running = job.finished_at.is_none();
+    let label = read
+        .profile_label(visitor.org(), &job.profile)?
+        .unwrap_or_else(|| job.profile.clone());
     let markup = layout::page(
         "Add to campaign",
         Some(visitor),
         html! {
             @if running { meta http-equiv="refresh" content="2"; }
             p { a href="/console/leads" { "Back to leads" } }
-            h1 { "Add to campaign " a href=(campaign_path(&job.profile, "")) { (job.profile) } }
+            h1 { "Add to campaign " a href=(campaign_path(&job.profile, "")) { (label) } }
             div #enrolment data-live="" role="status" {
                 @if running {
                     p { "Adding leads: " (thousands(job.done())) " of " (thousands(job.total)) " done." }

@@ -351,7 +351,7 @@ async fn preview(
     choices: &Choices,
 ) -> Result<Response<Body>> {
     let path = upload_path(state, visitor, token)?;
-    let profiles = state.store.read()?.profile_names(visitor.org())?;
+    let profiles = state.store.read()?.campaign_names(visitor.org())?;
     let import::Head { header, rows, more } = match format {
         Format::Csv => head(&path).await?,
         Format::Ndjson => import::Head::default(),
@@ -438,7 +438,7 @@ async fn preview(
                     select #profile name="profile" {
                         option value="" selected[choices.profile.is_none()] { "None" }
                         @for name in &profiles {
-                            option value=(name) selected[choices.profile.as_deref() == Some(name.as_str())] { (name) }
+                            option value=(name.id) selected[choices.profile.as_deref() == Some(name.id.as_str())] { (name.label) }
                         }
                     }
                     p.hint { "Rows that name no campaign of their own join this one." }

@@ -163,7 +163,7 @@ fn form_page(
     form: &Form,
     refusal: Option<Refusal>,
 ) -> Result<Markup> {
-    let profiles = state.store.read()?.profile_names(visitor.org())?;
+    let profiles = state.store.read()?.campaign_names(visitor.org())?;
     let error_for = |name: &str| {
         refusal
             .as_ref()
@@ -200,7 +200,7 @@ fn form_page(
                     select #campaign name="campaign" {
                         option value="" selected[chosen.is_empty()] { "Not in a campaign" }
                         @for p in &profiles {
-                            option value=(p) selected[chosen == p.as_str()] { (p) }
+                            option value=(p.id) selected[chosen == p.id.as_str()] { (p.label) }
                         }
                     }
                     @if let Some(error) = error_for("campaign") { p.field-error { (error) } }

@@ -41,8 +41,11 @@ struct Step {
 /// shows besides it.
 #[derive(Debug, Default)]
 struct Draft {
+    /// The profile's id (a new campaign's is derived from its display name on save).
     name: String,
     new: bool,
+    /// The campaign's name as people read it ("Spring Solar Push").
+    display_name: String,
     instructions: String,
     reply_delay: String,
     voice_greeting: String,
@@ -101,10 +104,11 @@ struct StepPreview {
 const PREVIEW_MATCHES: usize = 6;
 
 impl Draft {
-    fn of(p: &ProfileRecord) -> Draft {
+    fn of(p: &ProfileRecord, label: Option<String>) -> Draft {
         Draft {
             name: p.name.clone(),
             new: false,
+            display_name: label.unwrap_or_else(|| p.name.clone()),
             instructions: p.instructions.clone(),
             reply_delay: p.reply_delay.clone(),
             voice_greeting: p.voice_greeting.clone(),
@@ -171,12 +175,9 @@ impl Draft {
             })
             .collect();
         Draft {
-            name: if new {
-                form.text("name").to_string()
-            } else {
-                name.to_string()
-            },
+            name: name.to_string(),
             new,
+            display_name: form.text("display-name").to_string(),
             instructions: form.get("instructions").unwrap_or_default().to_string(),
             reply_delay: form.text("reply-delay").to_string(),
             voice_greeting: form.get("voice-greeting").unwrap_or_default().to_string(),
@@ -236,6 +237,7 @@ impl Draft {
             })
             .collect();
         ProfileInput {
+            display_name: Some(self.display_name.trim().to_string()),
             instructions: self.instructions.clone(),
             cadence,
             reply_delay: (!self.reply_delay.is_empty()).then(|| self.reply_delay.clone()),
@@ -287,7 +289,7 @@ pub fn page(state: &AppState, visitor: &Visitor, name: Option<&str>) -> Result<R
             let profile = read
                 .profile(visitor.org(), name)?
                 .ok_or_else(profiles::not_found)?;
-            Draft::of(&profile)
+            Draft::of(&profile, read.profile_label(visitor.org(), name)?)
         }
         None => Draft {
             new: true,
@@ -331,13 +333,8 @@ pub async fn act(
     let mut shown = Shown::default();
     match form.text("op") {
         "save" => match save(state, visitor, &draft).await? {
-            None => {
-                return Ok(respond::redirect(&super::routes::campaign_path(
-                    &draft.name,
-                    "",
-                )))
-            }
-            Some(refusals) => shown.refusals = refusals,
+            Ok(id) => return Ok(respond::redirect(&super::routes::campaign_path(&id, ""))),
+            Err(refusals) => shown.refusals = refusals,
         },
         "preview" => shown.preview = Some(preview(state, visitor, &draft, None)?),
         op if op.starts_with("preview:") => {
@@ -387,21 +384,32 @@ fn edit_steps(draft: &mut Draft, op: &str) {
     }
 }
 
-/// "Save": the profile written as `PUT /v1/profiles/{name}` writes it, or every
-/// refusal at once as (the field it names, or "", its words) and nothing written.
+/// "Save": the profile written as `PUT /v1/profiles/{name}` writes it (a new
+/// campaign under an id derived from its name, `profiles::create_or_refusals`), its id;
+/// or every refusal at once as (the field it names, or "", its words) and nothing
+/// written.
 async fn save(
     state: &AppState,
     visitor: &Visitor,
     draft: &Draft,
-) -> Result<Option<Vec<(String, String)>>> {
-    let (caller, name, input) = (visitor.caller(), draft.name.clone(), draft.input());
+) -> Result<std::result::Result<String, Vec<(String, String)>>> {
+    let (caller, name, input, new) = (
+        visitor.caller(),
+        draft.name.clone(),
+        draft.input(),
+        draft.new,
+    );
     let saved = state
         .store
-        .write(move |tx| profiles::put_or_refusals(tx, &caller, &name, &input))
+        .write(move |tx| {
+            if new {
+                profiles::create_or_refusals(tx, &caller, &input)
+            } else {
+                Ok(profiles::put_or_refusals(tx, &caller, &name, &input)?.map(|p| p.name))
+            }
+        })
         .await?;
-    Ok(saved
-        .err()
-        .map(|refusals| refusals.into_iter().map(|r| (r.field, r.words)).collect()))
+    Ok(saved.map_err(|refusals| refusals.into_iter().map(|r| (r.field, r.words)).collect()))
 }
 
 /// "Try the assistant": the lead's words (if any) join the conversation, and the
@@ -566,8 +574,9 @@ struct ProfileEditorView<'a> {
 
 /// The fields of the form that show their refusal beside them (the cadence's steps
 /// and the dispositions' lines besides, by prefix).
-const PLACED: [&str; 9] = [
+const PLACED: [&str; 10] = [
     "name",
+    "displayName",
     "instructions",
     "replyDelay",
     "voiceGreeting",
@@ -593,7 +602,7 @@ impl<'a> ProfileEditorView<'a> {
         let title = if draft.new {
             "New campaign".to_string()
         } else {
-            format!("Edit {}", draft.name)
+            format!("Edit {}", draft.display_name)
         };
         ProfileEditorView {
             visitor,
@@ -774,10 +783,11 @@ impl<'a> ProfileEditorView<'a> {
         let draft = self.draft;
         let default_delay = format!("{}s", profiles::DEFAULT_REPLY_DELAY_MS / 1000);
         html! {
-            @if draft.new {
-                (self.input("name", html! { "Name" }, &draft.name, "name",
-                    html! { "Letters, digits, - and _; leads name it in customerProfile." }))
-            }
+            (self.input("display-name", html! { "Campaign name" }, &draft.display_name, "displayName",
+                html! {
+                    @if draft.new { "The name your team sees, such as Spring Solar Push." }
+                    @else { "The name your team sees. ID for integrations: " code { (draft.name) } }
+                }))
             (self.textarea("instructions", html! { "Instructions" }, &draft.instructions, 6,
                 |f| f == "instructions", html! { "What the assistant knows and how it answers." }))
             div.field {

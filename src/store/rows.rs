@@ -508,6 +508,26 @@ impl Channel {
 
 // The engagement engine.
 
+/// A campaign as people name it: its profile's name, the id integrators use
+/// (`customerProfile`), and its display name ("Spring Solar Push"; the id when it has
+/// none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CampaignName {
+    pub id: String,
+    pub label: String,
+}
+
+impl CampaignName {
+    /// The display name of the campaign `id` among `names`; the id itself when it is not
+    /// among them (a lead's campaign deleted since).
+    pub fn label_of<'a>(names: &'a [CampaignName], id: &'a str) -> &'a str {
+        names
+            .iter()
+            .find(|c| c.id == id)
+            .map_or(id, |c| c.label.as_str())
+    }
+}
+
 /// A stored profile (postcard): every member is always present, empty meaning unset.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileRecord {

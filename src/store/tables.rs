@@ -38,6 +38,7 @@ macro_rules! all_tables {
         $apply!(RECORDING_UPLOADS);
         $apply!(ENGINE_SETTINGS);
         $apply!(PROFILES);
+        $apply!(PROFILE_LABELS);
         $apply!(ENGAGEMENTS);
         $apply!(AGENDA);
         $apply!(QUIET_DEFERRED);
@@ -170,6 +171,11 @@ pub const RECORDING_UPLOADS: TableDefinition<&str, &[u8]> =
 pub const ENGINE_SETTINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("engine_settings");
 /// (org, profile name) → `ProfileRecord`.
 pub const PROFILES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("profiles");
+/// (org, profile name) → the campaign's display name ("Spring Solar Push"), when it has
+/// one other than its name: apart from the profile so that lists of campaigns (every
+/// leads page) read names without decoding a profile.
+pub const PROFILE_LABELS: TableDefinition<(&str, &str), &str> =
+    TableDefinition::new("profile_labels");
 /// (org, lead id) → `EngagementRecord`: a lead's cadence position and the agenda rows it
 /// has pending (so they can be moved or removed without a scan).
 pub const ENGAGEMENTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("engagements");

@@ -480,23 +480,33 @@ async fn profiles_named_with_quotes_accents_or_question_marks_open_and_new_is_re
             assert_eq!(page.status, 200, "{path}: {}", page.text());
         }
     }
-    // `new` is the new campaign's editor, never a profile's name.
+    // `new` is the new campaign's editor, never a profile's name: a campaign called
+    // "New" takes another id.
     let saved = ts
         .console_post(
             "/console/campaigns/new",
             &pat.cookie,
             &[
                 ("csrf", pat.csrf.as_str()),
-                ("name", "new"),
+                ("display-name", "new"),
                 ("op", "save"),
                 ("replyDelay", "5s"),
             ],
         )
         .await;
-    assert_eq!(saved.status, 200, "the form again: {}", saved.text());
-    assert!(saved.text().contains("Name: use 1 to 64 characters"));
+    assert_eq!(saved.status, 200, "the campaign's page: {}", saved.text());
     let r = ts.get(&admin, "/v1/profiles/new").await;
-    assert_eq!(r.status, 404, "nothing saved");
+    assert_eq!(r.status, 404, "no profile named new");
+    let r = ts.get(&admin, "/v1/profiles/campaign").await;
+    assert_eq!(r.json()["displayName"], json!("new"));
+    let put = ts
+        .put(
+            &admin,
+            "/v1/profiles/new",
+            &json!({"instructions": "Be brief."}),
+        )
+        .await;
+    assert_eq!(put.status, 400, "{}", put.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
