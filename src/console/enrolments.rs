@@ -65,6 +65,11 @@ pub fn bulk_form(filter: &LeadFilter, total: u64, profiles: &[CampaignName]) -> 
     }
 }
 
+const CONFIRM_PATH: &str = "/console/enrolments/new";
+
+/// Why an "Add" was refused, for the confirmation it redirects to.
+struct Refused(String);
+
 /// `GET /console/enrolments/new?<filter>&campaign=NAME`: the confirmation, naming the
 /// count and the campaign (a campaign that cannot take leads is said in words).
 pub fn confirm(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response<Body>> {
@@ -79,9 +84,20 @@ pub fn confirm(state: &AppState, visitor: &Visitor, query: &str) -> Result<Respo
     let org = visitor.org();
     let read = state.store.read()?;
     let total = search::search(&read, org, &filter, 1, None)?.total;
-    let refusal = campaign_ready(&read, org, &campaign)
-        .err()
-        .map(|skip| skip.error("", &campaign).to_string());
+    // A refused "Add" (Post/Redirect/Get) says why here, once; else whether the
+    // campaign can take leads.
+    let refused = state
+        .flash
+        .take::<Refused>(visitor.token_hash, CONFIRM_PATH);
+    let refusal = match refused {
+        Some(Refused(words)) => Some(words),
+        None => campaign_ready(&read, org, &campaign)
+            .err()
+            .map(|skip| skip.error("", &campaign).to_string()),
+    };
+    let label = read
+        .profile_label(org, &campaign)?
+        .unwrap_or_else(|| campaign.clone());
     let back = format!(
         "/console/leads?{}",
         serde_urlencoded::to_string(filter.params()).unwrap_or_default()
@@ -99,14 +115,14 @@ pub fn confirm(state: &AppState, visitor: &Visitor, query: &str) -> Result<Respo
             } @else if total == 0 {
                 p.notice { "No lead matches this filter." }
             } @else {
-                p { "Add " strong { (count) } " " (leads) " to the campaign " strong { (campaign) } "? "
+                p { "Add " strong { (count) } " " (leads) " to the campaign " strong { (label) } "? "
                     "Each starts at step 1; a lead already in a campaign, on the DNC list or unsubscribed everywhere is skipped." }
                 form method="post" action="/console/enrolments" {
                     (csrf_field(visitor))
                     (hidden_filter(&filter))
                     input type="hidden" name="campaign" value=(campaign);
                     div.actions {
-                        button type="submit" { "Add " (count) " " (leads) " to " (campaign) }
+                        button type="submit" { "Add " (count) " " (leads) " to " (label) }
                         a href=(back) { "Cancel" }
                     }
                 }
@@ -138,20 +154,17 @@ pub async fn create(state: &AppState, visitor: &Visitor, form: &Form) -> Result<
     match started {
         Ok(id) => Ok(respond::redirect(&format!("/console/enrolments/{id}"))),
         Err(e) if e.is_bad_request() || matches!(e, Error::NotFound(_) | Error::Conflict(_)) => {
+            // Back to the confirmation (Post/Redirect/Get), which says why.
+            let mut params = filter.params();
+            params.push(("campaign", campaign.to_string()));
             let back = format!(
-                "/console/leads?{}",
-                serde_urlencoded::to_string(filter.params()).unwrap_or_default()
+                "{CONFIRM_PATH}?{}",
+                serde_urlencoded::to_string(params).unwrap_or_default()
             );
-            let markup = layout::page(
-                "Add to campaign",
-                Some(visitor),
-                html! {
-                    p { a href=(back) { "Back to leads" } }
-                    h1 { "Add to campaign" }
-                    p.error role="alert" { (e.to_string()) }
-                },
-            );
-            Ok(respond::html(e.status(), markup))
+            state
+                .flash
+                .put(visitor.token_hash, CONFIRM_PATH, Refused(e.to_string()));
+            Ok(respond::redirect(&back))
         }
         Err(e) => Err(e),
     }

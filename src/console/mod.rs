@@ -176,6 +176,8 @@ async fn dispatch(
         Page::ImportDiscard => import::discard(state, &visitor, &form),
         Page::ImportRun => import::act(state, &visitor, &form).await,
         Page::ImportRefused(token) => import::refused(state, &visitor, token).await,
+        Page::ImportPreview(token) => import::preview_page(state, &visitor, token).await,
+        Page::ImportDone(token) => import::done_page(state, &visitor, token),
         Page::SetNotifications => notifications::set_notifications(state, &visitor, &form).await,
         Page::EnrolmentNew => enrolments::confirm(state, &visitor, query),
         Page::EnrolmentCreate => enrolments::create(state, &visitor, &form).await,

@@ -323,6 +323,10 @@ pub enum Page<'a> {
     ImportRun,
     /// "Discard" on a waiting upload.
     ImportDiscard,
+    /// An upload's preview (after the upload's or a "Preview again"'s redirect), and
+    /// an import's report (after the import's).
+    ImportPreview(&'a str),
+    ImportDone(&'a str),
     ImportRefused(&'a str),
     /// The person's own notification setting and the organization's recent ones.
     Notifications,
@@ -367,6 +371,8 @@ impl Page<'_> {
             | Page::ImportRun
             | Page::ImportDiscard
             | Page::ImportRefused(_)
+            | Page::ImportPreview(_)
+            | Page::ImportDone(_)
             | Page::NewLead
             | Page::CreateLead
             | Page::EnrolmentNew
@@ -423,6 +429,8 @@ impl Page<'_> {
             Page::ImportRun => "console_import_run",
             Page::ImportDiscard => "console_import_discard",
             Page::ImportRefused(_) => "console_import_refused",
+            Page::ImportPreview(_) => "console_import_preview",
+            Page::ImportDone(_) => "console_import_done",
             Page::SetNotifications => "console_set_notifications",
             Page::EnrolmentNew => "console_enrolment_new",
             Page::EnrolmentCreate => "console_enrolment_create",
@@ -541,6 +549,12 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["import", "run"] => post(method, Page::ImportRun),
         ["import", "discard"] => post(method, Page::ImportDiscard),
         ["import", token, "refused.csv"] => get(method, Page::ImportRefused(token)),
+        ["import", token] if crate::domain::import::files::valid_token(token) => {
+            get(method, Page::ImportPreview(token))
+        }
+        ["import", token, "done"] if crate::domain::import::files::valid_token(token) => {
+            get(method, Page::ImportDone(token))
+        }
         ["enrolments"] => post(method, Page::EnrolmentCreate),
         ["enrolments", "new"] => get(method, Page::EnrolmentNew),
         ["enrolments", id] if valid_id(id) => get(method, Page::Enrolment(id)),

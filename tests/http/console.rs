@@ -373,9 +373,22 @@ async fn an_upload_needs_its_token_first_and_an_agent() {
     assert_eq!(refused.status, 403, "no token");
     let refused = upload(&ts, &session.cookie, &[("csrf", "wrong")]).await;
     assert_eq!(refused.status, 403, "a wrong token");
-    let preview = upload(&ts, &session.cookie, &[("csrf", &session.csrf)]).await;
+    let uploaded = upload(&ts, &session.cookie, &[("csrf", &session.csrf)]).await;
+    assert_eq!(uploaded.status, 303, "{}", uploaded.text());
+    let to = uploaded.headers["location"].to_str().unwrap().to_string();
+    let preview = ts
+        .console(Method::GET, &to, Some(&session.cookie), None, &[])
+        .await;
     assert_eq!(preview.status, 200, "{}", preview.text());
     assert!(preview.text().contains("What importing would do"));
+    // Another person's session cannot open it: uploads are per organization and the
+    // page reads only this organization's folder.
+    let other = ts.user("globex", "gx@example.com", "Gx", "agent").await;
+    let other = ts.sign_in("gx@example.com", &other).await;
+    let peek = ts
+        .console(Method::GET, &to, Some(&other.cookie), None, &[])
+        .await;
+    assert_eq!(peek.status, 404, "{}", peek.text());
     let leads = ts.get(&key, "/v1/leads/search?q=zed").await.json();
     assert_eq!(leads["total"], json!(0), "a preview imports nothing");
 
