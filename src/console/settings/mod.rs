@@ -147,7 +147,8 @@ impl Outcome {
 
 /// A refusal of a format as a person reads it beside the field, not the API's words.
 fn in_words(field: &str, message: String) -> String {
-    if !message.starts_with("Invalid format") {
+    let unknown_zone = field == "timeZone" && message.starts_with("Unknown time zone");
+    if !message.starts_with("Invalid format") && !unknown_zone {
         return message;
     }
     match field {
