@@ -335,7 +335,7 @@ fn chart(days: &[Value]) -> Markup {
                 line x1=(left) y1=(base) x2=(width - right) y2=(base) class="axis" {}
                 (PreEscaped(svg))
             }
-            figcaption { span.key.sends { "Sends" } " " span.key.replies { "Replies" } " per day (UTC); the left axis counts messages" }
+            figcaption { span.key.sends { "Sends" } " " span.key.replies { "Replies" } " per day in the organization's time zone; the left axis counts messages" }
         }
     }
 }

@@ -287,7 +287,7 @@ pub const NOTIFICATIONS_KEPT: usize = 200;
 /// (org, profile, counter) → u64: a campaign's leads that replied (`replied`, each
 /// once, an opt-out not), its numbers by step (`step:<n>:<metric>`:
 /// reached, sent, delivered, blocked, failed, repliesAfter) and by day
-/// (`day:<YYYY-MM-DD>:sends|replies`, UTC), kept in the write of each event that
+/// (`day:<YYYY-MM-DD>:sends|replies`, the organization's calendar day), kept in the write of each event that
 /// changes one (`domain::engagement::campaigns`). The numbers by lead state are
 /// counted-only facets of the lead index (`Facet::Campaign`).
 pub const CAMPAIGN_COUNTS: TableDefinition<(&str, &str, &str), u64> =
