@@ -35,6 +35,9 @@ pub enum Error {
     Conflict(String),
     #[error("Request body too large")]
     PayloadTooLarge,
+    /// 413 with words saying what was too long (a web chat message).
+    #[error("{0}")]
+    TooLong(String),
     /// 408: the body did not arrive in time (the connection is closed after it).
     #[error("Request body not received in time")]
     RequestTimeout,
@@ -44,6 +47,13 @@ pub enum Error {
     /// 429 with `Retry-After` in seconds.
     #[error("Too many requests")]
     RateLimited { retry_after_secs: u64 },
+    /// 429 with `Retry-After` in seconds and words saying which bound it was (web
+    /// chat's bounds, which a visitor reads in the widget).
+    #[error("{message}")]
+    Throttled {
+        retry_after_secs: u64,
+        message: String,
+    },
     #[error("Service unavailable")]
     Unavailable,
     /// 424: a calendar's CalDAV server cannot be read, so no time is offered or booked;
@@ -109,10 +119,10 @@ impl Error {
             Error::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Error::Gone(_) => StatusCode::GONE,
             Error::Conflict(_) => StatusCode::CONFLICT,
-            Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::PayloadTooLarge | Error::TooLong(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Error::RateLimited { .. } | Error::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             // A 4xx: the caller's calendar settings or its CalDAV server, not this server.
             Error::CalendarUnavailable(_) => StatusCode::FAILED_DEPENDENCY,
