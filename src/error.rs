@@ -21,6 +21,9 @@ pub enum Error {
     Unauthorized,
     #[error("Forbidden")]
     Forbidden,
+    /// 403 with words saying why (web chat's refused origin).
+    #[error("{0}")]
+    ForbiddenBecause(String),
     /// 404 with the given message.
     #[error("{0}")]
     NotFound(String),
@@ -114,7 +117,7 @@ impl Error {
         match self {
             Error::BadRequest(_) | Error::InvalidField { .. } => StatusCode::BAD_REQUEST,
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
-            Error::Forbidden => StatusCode::FORBIDDEN,
+            Error::Forbidden | Error::ForbiddenBecause(_) => StatusCode::FORBIDDEN,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Error::Gone(_) => StatusCode::GONE,

@@ -267,7 +267,7 @@ pub struct ContactForm {
 }
 
 impl ContactForm {
-    /// `{"name"?, "phone"?, "email"?, "consent"?: bool}`.
+    /// `{"name"?, "phone"?, "email"?, "consent"?: bool, "pageUrl"?}`.
     pub fn from_json(body: &Map<String, Value>) -> Result<ContactForm> {
         let mut form = ContactForm::default();
         for (name, value) in body {
@@ -280,6 +280,8 @@ impl ContactForm {
                 "name" => form.name = text()?,
                 "phone" => form.phone = text()?,
                 "email" => form.email = text()?,
+                // The page the form was on, read by the handler as the consent's proof.
+                "pageUrl" if value.is_string() || value.is_null() => {}
                 "consent" => {
                     form.consent = value.as_bool().ok_or_else(|| Error::invalid_field(name))?
                 }
