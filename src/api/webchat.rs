@@ -79,7 +79,9 @@ impl Window {
             *entry = (now, 0);
         }
         if entry.1 >= self.max {
-            let left = self.period.saturating_sub(now.saturating_duration_since(entry.0));
+            let left = self
+                .period
+                .saturating_sub(now.saturating_duration_since(entry.0));
             return Err(left.as_secs().max(1));
         }
         entry.1 += 1;
@@ -119,12 +121,15 @@ pub fn script() -> Response<Body> {
         CONTENT_TYPE,
         HeaderValue::from_static("text/javascript; charset=utf-8"),
     );
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
     h.insert(
-        "access-control-allow-origin",
-        HeaderValue::from_static("*"),
+        CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=300"),
     );
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert("access-control-allow-origin", HeaderValue::from_static("*"));
+    h.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     response
 }
 
@@ -279,7 +284,11 @@ async fn message(
 ) -> Result<Response<Body>> {
     let token = bearer(&parts.headers)?.to_string();
     // The token first: a stranger's requests count against no session.
-    chat::check_token(state.store.read()?.webchat_session(org, id)?, &token, now_micros())?;
+    chat::check_token(
+        state.store.read()?.webchat_session(org, id)?,
+        &token,
+        now_micros(),
+    )?;
     let body = state.json_body(body).await?;
     let text = match body.get("text") {
         Some(Value::String(t)) => t.clone(),
@@ -320,7 +329,11 @@ async fn contact(
     peer: IpAddr,
 ) -> Result<Response<Body>> {
     let token = bearer(&parts.headers)?.to_string();
-    chat::check_token(state.store.read()?.webchat_session(org, id)?, &token, now_micros())?;
+    chat::check_token(
+        state.store.read()?.webchat_session(org, id)?,
+        &token,
+        now_micros(),
+    )?;
     let body = state.json_body(body).await?;
     let mut form = ContactForm::from_json(&body)?;
     let page = body_page(&body);
@@ -370,7 +383,11 @@ fn frame(text: String) -> std::result::Result<Frame<Bytes>, Infallible> {
 }
 
 fn line_frame(line: &WebchatLine) -> String {
-    format!("id: {}\nevent: line\ndata: {}\n\n", line.seq, line_json(line))
+    format!(
+        "id: {}\nevent: line\ndata: {}\n\n",
+        line.seq,
+        line_json(line)
+    )
 }
 
 /// `GET .../events?token=`: the session's lines as server-sent events, the transcript
@@ -385,7 +402,11 @@ fn events(
     let query = Query::parse(parts.uri.query())?;
     let token = query.get("token").ok_or(Error::Unauthorized)?;
     let mut live = state.engine.webchat().subscribe(org, id);
-    let session = chat::check_token(state.store.read()?.webchat_session(org, id)?, token, now_micros())?;
+    let session = chat::check_token(
+        state.store.read()?.webchat_session(org, id)?,
+        token,
+        now_micros(),
+    )?;
     let after = parts
         .headers
         .get("last-event-id")

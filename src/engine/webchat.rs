@@ -128,7 +128,8 @@ impl Engine {
                 .filter(|p| !p.is_empty())
                 .unwrap_or(chat_settings.profile);
             let profile = read.profile(org, &profile_name)?;
-            let booking = lead.is_some() && profile.as_ref().is_some_and(|p| !p.calendar.is_empty());
+            let booking =
+                lead.is_some() && profile.as_ref().is_some_and(|p| !p.calendar.is_empty());
             let instructions = format!(
                 "{CHANNEL_NOTE}\n\n{}",
                 profile.map(|p| p.instructions).unwrap_or_default()
@@ -150,7 +151,9 @@ impl Engine {
         };
         let local_time = match &lead {
             Some(lead) => self.local_time(org, lead)?,
-            None => chrono::Utc::now().format("%A %Y-%m-%d %H:%M UTC").to_string(),
+            None => chrono::Utc::now()
+                .format("%A %Y-%m-%d %H:%M UTC")
+                .to_string(),
         };
         let context = Context {
             instructions: &instructions,
@@ -166,7 +169,10 @@ impl Engine {
                     .await?
                     .0
             }
-            None => self.converse_visitor(org, session_id, &settings, &context).await?,
+            None => {
+                self.converse_visitor(org, session_id, &settings, &context)
+                    .await?
+            }
         };
         let text = match said {
             Said::Text(text) => guard(&text, Channel::Sms),

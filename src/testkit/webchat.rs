@@ -38,12 +38,20 @@ impl TestServer {
             }
             None => Vec::new(),
         };
-        let request = builder.body(Full::new(Bytes::from(bytes))).expect("request");
+        let request = builder
+            .body(Full::new(Bytes::from(bytes)))
+            .expect("request");
         self.send(request).await
     }
 
     /// Opens a web chat session's event stream (`.../events?token=`) from `origin`.
-    pub async fn webchat_events(&self, org: &str, session: &str, token: &str, origin: &str) -> EventStream {
+    pub async fn webchat_events(
+        &self,
+        org: &str,
+        session: &str,
+        token: &str,
+        origin: &str,
+    ) -> EventStream {
         let request = Request::builder()
             .method(Method::GET)
             .uri(format!(

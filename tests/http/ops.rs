@@ -337,7 +337,11 @@ const ROUTES: [(&str, &str, &str); 80] = [
         "/v1/providers/twilio/{orgId}/voice/{callId}/relay",
     ),
     ("webchat_script", "get", "/webchat.js"),
-    ("webchat_create_session", "post", "/webchat/{orgId}/sessions"),
+    (
+        "webchat_create_session",
+        "post",
+        "/webchat/{orgId}/sessions",
+    ),
     (
         "webchat_post_message",
         "post",

@@ -44,7 +44,13 @@ async fn enable(ts: &TestServer, admin: &str, model: Option<&FakeModel>, extra: 
 
 async fn new_session(ts: &TestServer, org: &str) -> (String, String) {
     let r = ts
-        .webchat(Method::POST, &format!("/webchat/{org}/sessions"), Some(SITE), None, None)
+        .webchat(
+            Method::POST,
+            &format!("/webchat/{org}/sessions"),
+            Some(SITE),
+            None,
+            None,
+        )
         .await;
     let body = expect(&r, 201);
     assert_eq!(r.headers["access-control-allow-origin"], SITE);
@@ -54,7 +60,13 @@ async fn new_session(ts: &TestServer, org: &str) -> (String, String) {
     )
 }
 
-async fn say(ts: &TestServer, org: &str, session: &str, token: &str, text: &str) -> engaged::testkit::server::Response {
+async fn say(
+    ts: &TestServer,
+    org: &str,
+    session: &str,
+    token: &str,
+    text: &str,
+) -> engaged::testkit::server::Response {
     ts.webchat(
         Method::POST,
         &format!("/webchat/{org}/sessions/{session}/messages"),
@@ -95,7 +107,14 @@ async fn a_visitor_chats_with_the_assistant_then_becomes_a_lead_with_consent() {
     assert_eq!(stream.status, 200);
     line_with(&mut stream, "Hi! Questions about solar?").await;
     model.push(Step::text("Solar pays back in about 7 years."));
-    let r = say(ts, &org, &session, &token, "How long until solar pays back?").await;
+    let r = say(
+        ts,
+        &org,
+        &session,
+        &token,
+        "How long until solar pays back?",
+    )
+    .await;
     assert_eq!(expect(&r, 202)["from"], json!("visitor"));
     assert_eq!(r.headers["access-control-allow-origin"], SITE);
     line_with(&mut stream, "How long until solar pays back?").await;
@@ -114,12 +133,18 @@ async fn a_visitor_chats_with_the_assistant_then_becomes_a_lead_with_consent() {
     let r = ts
         .webchat(Method::POST, &path, Some(SITE), Some(&token), Some(&form))
         .await;
-    let lead_id = expect(&r, 200)["leadId"].as_str().expect("leadId").to_string();
+    let lead_id = expect(&r, 200)["leadId"]
+        .as_str()
+        .expect("leadId")
+        .to_string();
     let lead = expect(&ts.get(key, &format!("/v1/leads/{lead_id}")).await, 200);
     assert_eq!(lead["firstName"], json!("Dana"));
     assert_eq!(lead["customerProfile"], json!("web"));
     assert_eq!(lead["additionalInfo"]["source"], json!("webchat"));
-    let messages = expect(&ts.get(key, &format!("/v1/leads/{lead_id}/messages")).await, 200);
+    let messages = expect(
+        &ts.get(key, &format!("/v1/leads/{lead_id}/messages")).await,
+        200,
+    );
     let lines: Vec<(String, String, String)> = messages["messages"]
         .as_array()
         .expect("messages")
@@ -128,7 +153,10 @@ async fn a_visitor_chats_with_the_assistant_then_becomes_a_lead_with_consent() {
             (
                 m["channel"].as_str().unwrap_or_default().to_string(),
                 m["owner"].as_str().unwrap_or_default().to_string(),
-                m["content"]["text"].as_str().unwrap_or_default().to_string(),
+                m["content"]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
             )
         })
         .collect();
@@ -142,9 +170,15 @@ async fn a_visitor_chats_with_the_assistant_then_becomes_a_lead_with_consent() {
         ],
         "{messages}"
     );
-    let ledger = expect(&ts.get(key, &format!("/v1/leads/{lead_id}/consent")).await, 200);
+    let ledger = expect(
+        &ts.get(key, &format!("/v1/leads/{lead_id}/consent")).await,
+        200,
+    );
     let entries = ledger["entries"].as_array().expect("entries");
-    let mut channels: Vec<&str> = entries.iter().filter_map(|e| e["channel"].as_str()).collect();
+    let mut channels: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e["channel"].as_str())
+        .collect();
     channels.sort_unstable();
     assert_eq!(channels, ["email", "sms", "voice"], "{ledger}");
     for entry in entries {
@@ -161,8 +195,15 @@ async fn a_visitor_chats_with_the_assistant_then_becomes_a_lead_with_consent() {
     model.push(Step::text("Thanks Dana!"));
     expect(&say(ts, &org, &session, &token, "Great").await, 202);
     line_with(&mut stream, "Thanks Dana!").await;
-    let messages = expect(&ts.get(key, &format!("/v1/leads/{lead_id}/messages")).await, 200);
-    assert_eq!(messages["messages"].as_array().map(Vec::len), Some(5), "{messages}");
+    let messages = expect(
+        &ts.get(key, &format!("/v1/leads/{lead_id}/messages")).await,
+        200,
+    );
+    assert_eq!(
+        messages["messages"].as_array().map(Vec::len),
+        Some(5),
+        "{messages}"
+    );
 
     // Another visit giving the same phone, the box unticked: the same lead, no new consent.
     let (second, token2) = new_session(ts, &org).await;
@@ -171,8 +212,15 @@ async fn a_visitor_chats_with_the_assistant_then_becomes_a_lead_with_consent() {
     let r = ts
         .webchat(Method::POST, &path, Some(SITE), Some(&token2), Some(&form))
         .await;
-    assert_eq!(expect(&r, 200)["leadId"], json!(lead_id), "the unique-contact rule");
-    let ledger = expect(&ts.get(key, &format!("/v1/leads/{lead_id}/consent")).await, 200);
+    assert_eq!(
+        expect(&r, 200)["leadId"],
+        json!(lead_id),
+        "the unique-contact rule"
+    );
+    let ledger = expect(
+        &ts.get(key, &format!("/v1/leads/{lead_id}/consent")).await,
+        200,
+    );
     assert_eq!(ledger["entries"].as_array().map(Vec::len), Some(3));
 }
 
@@ -190,11 +238,24 @@ async fn the_assistant_makes_a_visitor_a_lead_with_capture_contact() {
         json!({"name": "Bo", "email": "bo@example.com"}),
     ));
     model.push(Step::text("Thanks Bo, we will email you."));
-    expect(&say(ts, &org, &session, &token, "Email me at bo@example.com").await, 202);
+    expect(
+        &say(ts, &org, &session, &token, "Email me at bo@example.com").await,
+        202,
+    );
     line_with(&mut stream, "Thanks Bo, we will email you.").await;
     let first = &model.requests()[0];
-    assert_eq!(first["tools"][0]["function"]["name"], json!("capture_contact"));
-    let leads = expect(&ts.get(key, "/v1/leads?createdSince=2000-01-01T00%3A00%3A00.000000Z").await, 200);
+    assert_eq!(
+        first["tools"][0]["function"]["name"],
+        json!("capture_contact")
+    );
+    let leads = expect(
+        &ts.get(
+            key,
+            "/v1/leads?createdSince=2000-01-01T00%3A00%3A00.000000Z",
+        )
+        .await,
+        200,
+    );
     let leads = leads["leads"].as_array().expect("leads").clone();
     assert_eq!(leads.len(), 1, "{leads:?}");
     assert_eq!(leads[0]["email"], json!("bo@example.com"));
@@ -208,7 +269,10 @@ async fn the_assistant_makes_a_visitor_a_lead_with_capture_contact() {
         }
     })
     .await;
-    assert_eq!(messages["messages"][2]["content"]["text"], json!("Thanks Bo, we will email you."));
+    assert_eq!(
+        messages["messages"][2]["content"]["text"],
+        json!("Thanks Bo, we will email you.")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -220,17 +284,32 @@ async fn refusals_change_nothing_and_name_their_cause() {
 
     // A foreign origin: 403 in words, no CORS header; its preflight too.
     for origin in [Some("https://evil.example"), None] {
-        let r = ts.webchat(Method::POST, &sessions, origin, None, None).await;
+        let r = ts
+            .webchat(Method::POST, &sessions, origin, None, None)
+            .await;
         let body = expect(&r, 403);
-        assert!(body["message"].as_str().is_some_and(|m| m.contains("not allowed")), "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("not allowed")),
+            "{body}"
+        );
         assert!(r.headers.get("access-control-allow-origin").is_none());
     }
     let r = ts
-        .webchat(Method::OPTIONS, &sessions, Some("https://evil.example"), None, None)
+        .webchat(
+            Method::OPTIONS,
+            &sessions,
+            Some("https://evil.example"),
+            None,
+            None,
+        )
         .await;
     assert_eq!(r.status, 403);
     assert!(r.headers.get("access-control-allow-origin").is_none());
-    let r = ts.webchat(Method::OPTIONS, &sessions, Some(SITE), None, None).await;
+    let r = ts
+        .webchat(Method::OPTIONS, &sessions, Some(SITE), None, None)
+        .await;
     assert_eq!(r.status, 204);
     assert_eq!(r.headers["access-control-allow-origin"], SITE);
     assert!(r.headers["access-control-allow-headers"]
@@ -242,7 +321,13 @@ async fn refusals_change_nothing_and_name_their_cause() {
     // A wrong token, none, or the stream's: 401.
     for bad in [Some("nope"), None] {
         let r = ts
-            .webchat(Method::POST, &messages, Some(SITE), bad, Some(&json!({"text": "hi"})))
+            .webchat(
+                Method::POST,
+                &messages,
+                Some(SITE),
+                bad,
+                Some(&json!({"text": "hi"})),
+            )
             .await;
         assert_eq!(r.status, 401, "{}", r.text());
     }
@@ -251,11 +336,26 @@ async fn refusals_change_nothing_and_name_their_cause() {
     // Too long: 413 in words; unknown member: 400.
     let r = say(ts, &org, &session, &token, &"x".repeat(1_001)).await;
     let body = expect(&r, 413);
-    assert_eq!(body["message"], json!("A message is at most 1000 characters."));
-    assert_eq!(r.headers["access-control-allow-origin"], SITE, "the widget reads it");
-    expect(&say(ts, &org, &session, &token, &"x".repeat(1_000)).await, 202);
+    assert_eq!(
+        body["message"],
+        json!("A message is at most 1000 characters.")
+    );
+    assert_eq!(
+        r.headers["access-control-allow-origin"], SITE,
+        "the widget reads it"
+    );
+    expect(
+        &say(ts, &org, &session, &token, &"x".repeat(1_000)).await,
+        202,
+    );
     let r = ts
-        .webchat(Method::POST, &messages, Some(SITE), Some(&token), Some(&json!({"text": "a", "html": "<b>"})))
+        .webchat(
+            Method::POST,
+            &messages,
+            Some(SITE),
+            Some(&token),
+            Some(&json!({"text": "a", "html": "<b>"})),
+        )
         .await;
     assert_eq!(r.status, 400);
 
@@ -263,11 +363,22 @@ async fn refusals_change_nothing_and_name_their_cause() {
     let globex_admin = ts.key("globex", "admin").await;
     let globex = ts.org_id("globex").await;
     let r = ts
-        .webchat(Method::POST, &format!("/webchat/{globex}/sessions"), Some(SITE), None, None)
+        .webchat(
+            Method::POST,
+            &format!("/webchat/{globex}/sessions"),
+            Some(SITE),
+            None,
+            None,
+        )
         .await;
     assert_eq!(r.status, 404);
     assert!(r.headers.get("access-control-allow-origin").is_none());
-    set_org(ts, &globex_admin, &json!({"webchat": {"enabled": true, "allowedOrigins": [SITE]}})).await;
+    set_org(
+        ts,
+        &globex_admin,
+        &json!({"webchat": {"enabled": true, "allowedOrigins": [SITE]}}),
+    )
+    .await;
     let r = ts
         .webchat(
             Method::POST,
@@ -284,7 +395,11 @@ async fn refusals_change_nothing_and_name_their_cause() {
     assert_eq!(say(ts, &org, &session, &token, "hi").await.status, 404);
     // A setting refused names its field and changes nothing.
     let r = ts
-        .patch(admin, "/v1/org", &json!({"webchat": {"allowedOrigins": ["https://a.example/path"]}}))
+        .patch(
+            admin,
+            "/v1/org",
+            &json!({"webchat": {"allowedOrigins": ["https://a.example/path"]}}),
+        )
         .await;
     assert_eq!(r.status, 400);
     let r = ts
@@ -312,29 +427,49 @@ async fn each_bound_is_a_429_with_retry_after_and_words() {
     let sessions = format!("/webchat/{org}/sessions");
     let (session, token) = new_session(ts, &org).await;
     new_session(ts, &org).await;
-    let r = ts.webchat(Method::POST, &sessions, Some(SITE), None, None).await;
+    let r = ts
+        .webchat(Method::POST, &sessions, Some(SITE), None, None)
+        .await;
     let body = expect(&r, 429);
     assert!(retry_after(&r) >= 1);
-    assert!(body["message"].as_str().is_some_and(|m| m.contains("busy")), "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| m.contains("busy")),
+        "{body}"
+    );
     assert_eq!(r.headers["access-control-allow-origin"], SITE);
 
     // Per address: 5 new sessions a minute (the refused one counted too).
     set_org(ts, admin, &json!({"webchat": {"maxSessionsPerHour": 500}})).await;
     new_session(ts, &org).await;
     new_session(ts, &org).await;
-    let r = ts.webchat(Method::POST, &sessions, Some(SITE), None, None).await;
+    let r = ts
+        .webchat(Method::POST, &sessions, Some(SITE), None, None)
+        .await;
     let body = expect(&r, 429);
     assert!((1..=60).contains(&retry_after(&r)));
-    assert!(body["message"].as_str().is_some_and(|m| m.contains("a minute")), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("a minute")),
+        "{body}"
+    );
 
     // Per session: 20 messages a minute.
     for i in 0..20 {
-        expect(&say(ts, &org, &session, &token, &format!("m{i}")).await, 202);
+        expect(
+            &say(ts, &org, &session, &token, &format!("m{i}")).await,
+            202,
+        );
     }
     let r = say(ts, &org, &session, &token, "one more").await;
     let body = expect(&r, 429);
     assert!((1..=60).contains(&retry_after(&r)));
-    assert!(body["message"].as_str().is_some_and(|m| m.contains("too fast")), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("too fast")),
+        "{body}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -342,7 +477,13 @@ async fn the_model_answers_at_most_max_assistant_turns_per_session() {
     let acme = Org::start().await;
     let (ts, admin) = (&acme.ts, &acme.admin);
     let model = FakeModel::start().await;
-    let org = enable(ts, admin, Some(&model), json!({"maxAssistantTurnsPerSession": 1})).await;
+    let org = enable(
+        ts,
+        admin,
+        Some(&model),
+        json!({"maxAssistantTurnsPerSession": 1}),
+    )
+    .await;
     let (session, token) = new_session(ts, &org).await;
     let mut stream = ts.webchat_events(&org, &session, &token, SITE).await;
     model.push(Step::text("One answer."));
@@ -351,6 +492,11 @@ async fn the_model_answers_at_most_max_assistant_turns_per_session() {
     let r = say(ts, &org, &session, &token, "And another?").await;
     let body = expect(&r, 429);
     assert!(retry_after(&r) >= 1);
-    assert!(body["message"].as_str().is_some_and(|m| m.contains("phone or email")), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("phone or email")),
+        "{body}"
+    );
     assert_eq!(model.count(), 1, "the model was asked once");
 }
