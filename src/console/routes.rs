@@ -140,11 +140,12 @@ pub enum SettingsAction {
     DeleteCalendar,
     TestCalendar,
     RotateFeed,
+    SaveWebchat,
 }
 
 impl SettingsAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, SettingsAction); 18] = [
+    const ALL: [(&'static str, SettingsAction); 19] = [
         ("assistant", SettingsAction::SaveAssistant),
         ("providers", SettingsAction::SaveProviders),
         ("retry-delivery", SettingsAction::RetryDelivery),
@@ -163,6 +164,7 @@ impl SettingsAction {
         ("delete-calendar", SettingsAction::DeleteCalendar),
         ("calendar-test", SettingsAction::TestCalendar),
         ("rotate-feed", SettingsAction::RotateFeed),
+        ("webchat", SettingsAction::SaveWebchat),
     ];
 
     pub fn segment(self) -> &'static str {
@@ -195,6 +197,7 @@ impl SettingsAction {
                 SettingsSection::People
             }
             SettingsAction::SaveConsent => SettingsSection::Consent,
+            SettingsAction::SaveWebchat => SettingsSection::Webchat,
             SettingsAction::SaveCalendar
             | SettingsAction::DeleteCalendar
             | SettingsAction::TestCalendar
@@ -216,11 +219,12 @@ pub enum SettingsSection {
     Consent,
     Calendars,
     Notifications,
+    Webchat,
 }
 
 impl SettingsSection {
     /// Every section in the sub-navigation's order, with its path segment and title.
-    pub const ALL: [(&'static str, &'static str, SettingsSection); 9] = [
+    pub const ALL: [(&'static str, &'static str, SettingsSection); 10] = [
         (
             "organization",
             "Organization",
@@ -238,6 +242,7 @@ impl SettingsSection {
             "Notification emails",
             SettingsSection::Notifications,
         ),
+        ("webchat", "Web chat", SettingsSection::Webchat),
     ];
 
     /// The section `/console/settings` shows.
