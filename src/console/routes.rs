@@ -339,6 +339,11 @@ pub enum Page<'a> {
     EnrolmentNew,
     EnrolmentCreate,
     Enrolment(&'a str),
+    /// The inbox's "Web chat" channel: the visitors' chats, one chat, and a person's
+    /// "Take over" (`false`) or reply (`true`).
+    Webchats,
+    Webchat(&'a str),
+    WebchatAction(&'a str, bool),
 }
 
 impl Page<'_> {
@@ -361,6 +366,8 @@ impl Page<'_> {
             | Page::Campaigns
             | Page::Campaign(_)
             | Page::Meetings
+            | Page::Webchats
+            | Page::Webchat(_)
             | Page::LeadMeetings(_) => Role::Viewer,
             // "Suggest a reply" drafts a message: an agent's work, like sending it.
             Page::LeadsCsv
@@ -380,7 +387,8 @@ impl Page<'_> {
             | Page::MeetingAction(_, _)
             | Page::Reschedule(_)
             | Page::RescheduleMeeting(_)
-            | Page::BookMeeting(_) => Role::Agent,
+            | Page::BookMeeting(_)
+            | Page::WebchatAction(_, _) => Role::Agent,
             Page::Settings(_)
             | Page::SettingsAction(_)
             | Page::PauseCampaign(_, _)
@@ -418,6 +426,9 @@ impl Page<'_> {
             Page::LeadMeetings(_) => "console_lead_meetings",
             Page::BookMeeting(_) => "console_book_meeting",
             Page::PauseCampaign(_, _) => "console_pause_campaign",
+            Page::Webchats => "console_webchats",
+            Page::Webchat(_) => "console_webchat",
+            Page::WebchatAction(_, _) => "console_webchat_action",
             Page::EditCampaign(_) => "console_edit_campaign",
             Page::EditCampaignPost(_) => "console_save_campaign",
             Page::Settings(_) => "console_settings",
@@ -550,6 +561,12 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["enrolments", "new"] => get(method, Page::EnrolmentNew),
         ["enrolments", id] if valid_id(id) => get(method, Page::Enrolment(id)),
         ["notifications"] => pick(method, Page::Notifications, Some(Page::SetNotifications)),
+        ["webchats"] => get(method, Page::Webchats),
+        ["webchats", id] if valid_id(id) => get(method, Page::Webchat(id)),
+        ["webchats", id, "take-over"] if valid_id(id) => {
+            post(method, Page::WebchatAction(id, false))
+        }
+        ["webchats", id, "reply"] if valid_id(id) => post(method, Page::WebchatAction(id, true)),
         _ => Err(not_found()),
     }
 }

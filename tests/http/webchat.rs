@@ -500,3 +500,67 @@ async fn the_model_answers_at_most_max_assistant_turns_per_session() {
     );
     assert_eq!(model.count(), 1, "the model was asked once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_takes_over_from_the_console_while_the_visitor_watches() {
+    let acme = Org::start().await;
+    let (ts, admin) = (&acme.ts, &acme.admin);
+    let model = FakeModel::start().await;
+    let org = enable(ts, admin, Some(&model), json!({})).await;
+    let password = ts.user("acme", "dana@acme.example", "Dana", "agent").await;
+    let person = ts.sign_in("dana@acme.example", &password).await;
+    let (session, token) = new_session(ts, &org).await;
+    let mut stream = ts.webchat_events(&org, &session, &token, SITE).await;
+    model.push(Step::text("Hello from the assistant."));
+    expect(
+        &say(ts, &org, &session, &token, "Can I talk to a person?").await,
+        202,
+    );
+    line_with(&mut stream, "Hello from the assistant.").await;
+
+    // The chat is on the console's Web chat list and page.
+    let list = ts
+        .console(
+            Method::GET,
+            "/console/webchats",
+            Some(&person.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(list.status, 200);
+    assert!(list.text().contains(&session), "{}", list.text());
+    let path = format!("/console/webchats/{session}");
+    let page = ts
+        .console_post(
+            &format!("{path}/take-over"),
+            &person.cookie,
+            &[("csrf", &person.csrf)],
+        )
+        .await;
+    assert!(page.text().contains("Can I talk to a person?"));
+    let joined = line_with(&mut stream, "Dana joined the chat").await;
+    assert_eq!(joined["from"], json!("notice"));
+    ts.console_post(
+        &format!("{path}/reply"),
+        &person.cookie,
+        &[
+            ("csrf", &person.csrf),
+            ("text", "Hi, Dana here. <b>How</b> can I help?"),
+        ],
+    )
+    .await;
+    let reply = line_with(&mut stream, "Hi, Dana here. <b>How</b> can I help?").await;
+    assert_eq!(
+        (reply["from"].clone(), reply["name"].clone()),
+        (json!("person"), json!("Dana"))
+    );
+    // Taken over, the assistant no longer answers.
+    expect(&say(ts, &org, &session, &token, "Thanks Dana").await, 202);
+    line_with(&mut stream, "Thanks Dana").await;
+    assert_eq!(
+        model.count(),
+        1,
+        "the model was asked once, before the take-over"
+    );
+}
