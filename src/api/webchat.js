@@ -153,6 +153,10 @@
     var headers = { "Content-Type": "application/json" };
     if (session) headers.Authorization = "Bearer " + session.token;
     return fetch(api + path, { method: method, headers: headers, body: body ? JSON.stringify(body) : undefined, mode: "cors", credentials: "omit" })
+      .catch(function () {
+        // Refused by the browser (an origin the chat does not allow) or unreachable.
+        throw new Error("The chat is not available on this page right now.");
+      })
       .then(function (r) {
         return r.text().then(function (t) {
           var json = null;

@@ -237,6 +237,68 @@ impl ReadTx {
 mod tests {
     use super::*;
 
+    fn session(id: &str, created_at: Micros, lead: Option<&str>) -> WebchatSession {
+        WebchatSession {
+            id: id.into(),
+            token_hash: vec![0; 32],
+            created_at,
+            last_seen_at: created_at,
+            ip: String::new(),
+            user_agent: String::new(),
+            page_url: String::new(),
+            lead_id: lead.map(str::to_string),
+            assistant_turns: 0,
+            day_started_at: created_at,
+            day_messages: 0,
+            taken_over_by: None,
+            transcript: Vec::new(),
+            next_seq: 1,
+        }
+    }
+
+    #[test]
+    fn old_sessions_without_a_lead_are_purged_and_counted_by_the_hour() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::super::Store::open(&dir.path().join("t.redb")).unwrap();
+        store
+            .write_blocking(|tx| {
+                tx.put_webchat_session("o1", &session("old", 100, None))?;
+                tx.put_webchat_session("o1", &session("old-lead", 110, Some("L1")))?;
+                tx.put_webchat_session("o1", &session("new", 1_000, None))?;
+                tx.put_webchat_session("o2", &session("other", 120, None))
+            })
+            .unwrap();
+        let since = |org: &'static str, at: Micros| {
+            store
+                .write_blocking(move |tx| tx.webchat_sessions_since(org, at, 10))
+                .unwrap()
+        };
+        assert_eq!(since("o1", 0), 3);
+        assert_eq!(since("o1", 500), 1);
+        assert_eq!(since("o2", 0), 1, "counted per organization");
+        let purged = store
+            .write_blocking(|tx| tx.purge_webchat_sessions(500, 10))
+            .unwrap();
+        assert_eq!(
+            purged, 2,
+            "the old ones that never became leads, of every organization"
+        );
+        let read = store.read().unwrap();
+        assert!(read.webchat_session("o1", "old").unwrap().is_none());
+        assert!(read.webchat_session("o1", "old-lead").unwrap().is_some());
+        assert!(read.webchat_session("o1", "new").unwrap().is_some());
+        assert!(read.webchat_session("o2", "other").unwrap().is_none());
+        assert_eq!(
+            read.webchat_sessions("o1", 10)
+                .unwrap()
+                .iter()
+                .map(|s| s.id.as_str())
+                .collect::<Vec<_>>(),
+            ["new", "old-lead"],
+            "newest first"
+        );
+    }
+
     #[test]
     fn a_transcript_keeps_its_newest_lines_in_order() {
         let mut s = WebchatSession {
