@@ -16,7 +16,7 @@ use engaged::testkit::{poll, TestServer, WAIT};
 /// Serves a page embedding the widget of `base` for `org`; answers the page's origin.
 async fn site(base: String, org: String) -> String {
     let page = format!(
-        "<!doctype html><html lang=\"en\"><head><title>Shop</title></head><body><h1>Solar shop</h1>\
+        "<!doctype html><html lang=\"en\"><head><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Shop</title></head><body><h1>Solar shop</h1>\
          <script src=\"{base}/webchat.js\" data-org=\"{org}\" async></script></body></html>"
     );
     let addr = serve(move |_, _| {
