@@ -401,6 +401,13 @@ fn events(
 ) -> Result<Response<Body>> {
     let query = Query::parse(parts.uri.query())?;
     let token = query.get("token").ok_or(Error::Unauthorized)?;
+    // The token first, so that a stranger opens no stream; then the stream, then the
+    // transcript from a snapshot taken after it, so no line falls between the two.
+    chat::check_token(
+        state.store.read()?.webchat_session(org, id)?,
+        token,
+        now_micros(),
+    )?;
     let mut live = state.engine.webchat().subscribe(org, id);
     let session = chat::check_token(
         state.store.read()?.webchat_session(org, id)?,
