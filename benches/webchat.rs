@@ -74,7 +74,13 @@ async fn run() {
             .server
             .store()
             .write(move |tx| {
-                chat::create(tx, &o, &hash, &chat::Visitor::default(), engaged::time::now_micros())
+                chat::create(
+                    tx,
+                    &o,
+                    &hash,
+                    &chat::Visitor::default(),
+                    engaged::time::now_micros(),
+                )
             })
             .await
             .expect("a session");
@@ -87,7 +93,10 @@ async fn run() {
     for (id, token) in &sessions {
         let request = Request::builder()
             .method(Method::GET)
-            .uri(format!("{}/webchat/{org}/sessions/{id}/events?token={token}", server.base))
+            .uri(format!(
+                "{}/webchat/{org}/sessions/{id}/events?token={token}",
+                server.base
+            ))
             .header("origin", SITE)
             .body(Full::new(Bytes::new()))
             .expect("request");
@@ -110,7 +119,10 @@ async fn run() {
     let started = Instant::now();
     let request = Request::builder()
         .method(Method::POST)
-        .uri(format!("{}/webchat/{org}/sessions/{id}/messages", server.base))
+        .uri(format!(
+            "{}/webchat/{org}/sessions/{id}/messages",
+            server.base
+        ))
         .header("origin", SITE)
         .header("authorization", format!("Bearer {token}"))
         .header("content-type", "application/json")

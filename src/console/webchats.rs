@@ -1,9 +1,9 @@
-//! `/console/webchats`: the inbox's "Web chat" channel, the website visitors' chats,
-//! newest first, each with its last line and its lead once the visitor gave a contact;
-//! `/console/webchats/{id}`, one chat's transcript with "Take over" and a reply box.
-//! Taking over stops the assistant and the visitor sees "<Name> joined the chat"; a
-//! reply takes over too. Both write through `conversation::webchat` and reach the
-//! visitor's stream after their commit.
+//! `/console/webchats` ("Web chats" in the main navigation): the inbox's web chat
+//! channel, the website visitors' chats, newest first, each with its last line and its
+//! lead once the visitor gave a contact; `/console/webchats/{id}`, one chat's transcript
+//! with "Take over" and a reply box. Taking over stops the assistant and the visitor
+//! sees "<Name> joined the chat"; a reply takes over too. Both write through
+//! `conversation::webchat` and reach the visitor's stream after their commit.
 
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
@@ -39,10 +39,10 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
     let on = read.webchat_settings(visitor.org())?.enabled;
     let sessions = read.webchat_sessions(visitor.org(), ROWS)?;
     let markup = layout::page(
-        "Web chat",
+        "Web chats",
         Some(visitor),
         html! {
-            h1 { "Web chat" }
+            h1 { "Web chats" }
             @if !on { p.notice { "Web chat is off: an admin turns it on under Settings → Web chat." } }
             @if sessions.is_empty() {
                 p.muted { "No chats yet." }
@@ -88,7 +88,7 @@ pub fn page(state: &AppState, visitor: &Visitor, id: &str) -> Result<Response<Bo
         "Web chat",
         Some(visitor),
         html! {
-            p { a href="/console/webchats" { "← Web chat" } }
+            p { a href="/console/webchats" { "← Web chats" } }
             h1 { "Chat with a website visitor" }
             (details(&session, &zone))
             section.panel aria-labelledby="transcript-heading" {
