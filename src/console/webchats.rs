@@ -2,7 +2,7 @@
 //! channel, the website visitors' chats, newest first, each with its last line and its
 //! lead once the visitor gave a contact; `/console/webchats/{id}`, one chat's transcript
 //! with "Take over" and a reply box. Taking over stops the assistant and the visitor
-//! sees "<Name> joined the chat"; a reply takes over too. Both write through
+//! sees "Dana joined the chat"; a reply takes over too. Both write through
 //! `conversation::webchat` and reach the visitor's stream after their commit.
 
 use hyper::{Response, StatusCode};

@@ -236,7 +236,7 @@ pub fn answer(
 }
 
 /// A person takes the chat over: the assistant stops answering and the visitor sees
-/// "<Name> joined the chat". Answers the notice's line (none when they had already).
+/// "Dana joined the chat". Answers the notice's line (none when they had already).
 pub fn take_over(
     tx: &mut WriteTx,
     org: &str,
@@ -478,6 +478,44 @@ mod tests {
         assert!(check_token(Some(session.clone()), "nope", DAY).is_err());
         assert!(check_token(Some(session), &token, 31 * DAY).is_err());
         assert!(check_token(None, &token, 0).is_err());
+    }
+
+    #[test]
+    fn a_day_holds_200_messages_then_says_when_the_next_day_begins() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("t.redb")).unwrap();
+        let token = new_token();
+        let hash = token_hash(&token);
+        let (org, session) = store
+            .write_blocking(move |tx| {
+                let org = crate::domain::settings::org::create(tx, "acme")?.id;
+                let settings = WebchatSettings {
+                    enabled: true,
+                    ..WebchatSettings::default()
+                };
+                tx.put_webchat_settings(&org, &settings)?;
+                let (session, _) = create(tx, &org, &hash, &Visitor::default(), 0)?;
+                Ok((org, session.id))
+            })
+            .unwrap();
+        let say = |at: Micros| {
+            let (org, session, token) = (org.clone(), session.clone(), token.clone());
+            store.write_blocking(move |tx| visitor_message(tx, &org, &session, &token, "hi", at))
+        };
+        for i in 0..MESSAGES_PER_DAY {
+            let (line, answer) = say(i64::from(i)).unwrap();
+            assert_eq!(line.seq, u64::from(i) + 1);
+            assert_eq!(answer, Answer::Nobody, "no assistant connected");
+        }
+        match say(HOUR) {
+            Err(Error::Throttled {
+                retry_after_secs, ..
+            }) => assert_eq!(retry_after_secs, 23 * 3_600),
+            other => panic!("expected the day's bound, got {other:?}"),
+        }
+        assert!(say(DAY).is_ok(), "a new day");
+        // 30 days without a message: the token is no longer good.
+        assert!(matches!(say(DAY + 31 * DAY), Err(Error::Unauthorized)));
     }
 
     #[test]
