@@ -46,6 +46,7 @@
 
   var css = [
     ":host{all:initial}",
+    "[hidden]{display:none !important}",
     "*{box-sizing:border-box;font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;font-size:15px}",
     ".launch{position:fixed;right:16px;bottom:16px;z-index:2147483000;border:0;border-radius:24px;padding:12px 18px;background:#1d4ed8;color:#fff;cursor:pointer;box-shadow:0 2px 8px rgba(0,0,0,.25)}",
     ".launch:focus-visible,button:focus-visible,input:focus-visible,textarea:focus-visible{outline:3px solid #f59e0b;outline-offset:2px}",
@@ -145,8 +146,11 @@
   }
 
   function setConsent(text) {
+    // No disclosure set: no box (there would be nothing to agree to).
     consentText = text || "";
-    consentWords.textContent = consentText || "You may contact me.";
+    consentWords.textContent = consentText;
+    consentLabel.hidden = !consentText;
+    if (!consentText) consentBox.checked = false;
   }
 
   function request(method, path, body) {

@@ -219,13 +219,16 @@ fn bearer(headers: &HeaderMap) -> Result<&str> {
 }
 
 fn visitor(parts: &Parts, peer: IpAddr) -> Visitor {
+    // At most 1,000 characters each, the consent proof's bound.
     let text = |name| {
         parts
             .headers
             .get(name)
             .and_then(|v: &HeaderValue| v.to_str().ok())
             .unwrap_or_default()
-            .to_string()
+            .chars()
+            .take(1_000)
+            .collect::<String>()
     };
     Visitor {
         ip: peer.to_canonical().to_string(),

@@ -564,3 +564,40 @@ async fn a_person_takes_over_from_the_console_while_the_visitor_watches() {
         "the model was asked once, before the take-over"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_consent_text_no_box_was_shown_and_nothing_is_recorded() {
+    let acme = Org::start().await;
+    let (ts, admin, key) = (&acme.ts, &acme.admin, &acme.write);
+    let org = enable(ts, admin, None, json!({"consentText": ""})).await;
+    let (session, token) = new_session(ts, &org).await;
+    let form = json!({"name": "Eve", "email": "eve@example.com", "consent": true,
+                      "pageUrl": "https://shop.example/"});
+    let path = format!("/webchat/{org}/sessions/{session}/contact");
+    let r = ts
+        .webchat(Method::POST, &path, Some(SITE), Some(&token), Some(&form))
+        .await;
+    let lead = expect(&r, 200)["leadId"]
+        .as_str()
+        .expect("leadId")
+        .to_string();
+    let ledger = expect(
+        &ts.get(key, &format!("/v1/leads/{lead}/consent")).await,
+        200,
+    );
+    assert_eq!(ledger["entries"], json!([]), "{ledger}");
+    // Neither phone nor email: 400 in words, no lead.
+    let r = ts
+        .webchat(
+            Method::POST,
+            &path,
+            Some(SITE),
+            Some(&token),
+            Some(&json!({"name": "Eve"})),
+        )
+        .await;
+    assert_eq!(
+        expect(&r, 400)["message"],
+        json!("Give a phone number or an email address.")
+    );
+}

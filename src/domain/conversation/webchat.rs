@@ -379,7 +379,8 @@ pub fn become_lead(
             join_line(tx, org, &session, line)?;
         }
     }
-    if form.consent {
+    // No disclosure set, no box was shown: nothing to prove.
+    if form.consent && !settings.consent_text.is_empty() {
         if let Some(visitor) = consent_visitor {
             let mut channels = Vec::new();
             if !phone.is_empty() {
