@@ -47,7 +47,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
             @if sessions.is_empty() {
                 p.muted { "No chats yet." }
             } @else {
-                table {
+                table #webchats data-live {
                     caption.sr-only { "Website visitors' chats, newest first" }
                     thead { tr { th scope="col" { "Started" } th scope="col" { "Last message" } th scope="col" { "Lead" } th scope="col" { "Handled by" } } }
                     tbody {
@@ -93,7 +93,9 @@ pub fn page(state: &AppState, visitor: &Visitor, id: &str) -> Result<Response<Bo
             (details(&session, &zone))
             section.panel aria-labelledby="transcript-heading" {
                 h2 #transcript-heading { "Transcript" }
-                ol.timeline {
+                // Live like a lead's timeline once the chat has a lead (its lines are the
+                // lead's messages, whose commits the console's stream names).
+                ol.timeline #webchat-transcript data-live {
                     @for line in &session.transcript {
                         li {
                             @if line.speaker == Speaker::Notice { em { (line.text) } }
