@@ -118,6 +118,10 @@ impl Engine {
                 return Ok(());
             };
             let chat_settings = read.webchat_settings(org)?;
+            // Messages that came while the last allowed turn ran spend no more.
+            if session.assistant_turns >= chat_settings.max_assistant_turns_per_session {
+                return Ok(());
+            }
             let lead = match &session.lead_id {
                 Some(id) => read.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
                 None => None,
