@@ -323,6 +323,24 @@ expect(raw.get("/v1/unsubscribe/not-a-token"), 403, 404)
 expect(raw.post("/v1/unsubscribe/not-a-token", data={"List-Unsubscribe": "One-Click"}), 403, 404)
 expect(raw.get("/v1/calendars/smoke/feed.ics", params={"token": "not-the-token"}), 404)
 
+# Web chat from a page of an allowed origin: a session, the visitor's message, the
+# stream refusing a wrong token, the contact form with the consent box ticked, and a
+# foreign origin refused.
+site = "https://shop.example"
+expect(update_org.sync_detailed(client=api, body=OrgSettingsUpdate.from_dict(
+    {"webchat": {"enabled": True, "allowedOrigins": [site], "consentText": "I agree to texts from Acme."}})), 200)
+chat = raw.post(f"/webchat/{org.id}/sessions", headers={"Origin": site})
+expect(chat, 201)
+session, chat_token = chat.json()["sessionId"], chat.json()["token"]
+visitor = {"Origin": site, "Authorization": f"Bearer {chat_token}"}
+expect(raw.post(f"/webchat/{org.id}/sessions/{session}/messages", headers=visitor, json={"text": "Hello"}), 202)
+expect(raw.get(f"/webchat/{org.id}/sessions/{session}/events", headers={"Origin": site},
+               params={"token": "not-the-token"}), 401)
+expect(raw.post(f"/webchat/{org.id}/sessions/{session}/contact", headers=visitor,
+                json={"name": "Web Visitor", "email": "visitor@example.com", "consent": True,
+                      "pageUrl": site + "/pricing"}), 200)
+expect(raw.post(f"/webchat/{org.id}/sessions", headers={"Origin": "https://evil.example"}), 403)
+
 json_ops = {op["operationId"] for item in doc["paths"].values() for m, op in item.items() if m != "parameters"
             and any("application/json" in r.get("content", {}) for r in op["responses"].values())}
 missing = sorted(json_ops - set(recorded))

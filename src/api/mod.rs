@@ -31,6 +31,7 @@ pub mod router;
 mod twilio;
 pub mod views;
 mod voice;
+pub mod webchat;
 mod webhooks;
 
 use std::net::IpAddr;
@@ -76,6 +77,8 @@ pub struct AppState {
     pub imports: crate::domain::import::Limits,
     /// What a refused console form shows after its redirect (Post/Redirect/Get).
     pub flash: flash::Flash,
+    /// Web chat's bounds kept in memory (per address, per session).
+    pub webchat: webchat::Limits,
 }
 
 impl AppState {
@@ -110,7 +113,7 @@ pub async fn handle(
     let request_line = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| (req.method().clone(), req.uri().path().to_string()));
     let mut route_name = "unmatched";
-    let result = dispatch(&state, req, &mut route_name)
+    let result = dispatch(&state, req, &mut route_name, peer)
         .instrument(span.clone())
         .await;
     let mut response = result.unwrap_or_else(|e| {
@@ -159,6 +162,7 @@ async fn dispatch(
     state: &AppState,
     req: Request<RequestBody>,
     route_name: &mut &'static str,
+    peer: IpAddr,
 ) -> Result<Response<Body>> {
     let (mut parts, body) = req.into_parts();
     let segments = router::segments(parts.uri.path())?;
@@ -166,7 +170,28 @@ async fn dispatch(
     *route_name = route.name();
     // Routes open without a key.
     match route {
+        // A web chat path's preflight is CORS's, for allowed origins only.
+        Route::Options(_) if segments.len() > 1 && segments[0] == "webchat" => {
+            return webchat::preflight(state, &segments[1], &parts.headers)
+        }
         Route::Options(allowed) => return Ok(response::options(allowed)),
+        Route::WebchatScript => return Ok(webchat::script()),
+        Route::WebchatCreateSession(org) => {
+            let call = webchat::Call::CreateSession;
+            return webchat::handle(state, &parts, org, call, body, peer).await;
+        }
+        Route::WebchatPostMessage(org, id) => {
+            let call = webchat::Call::PostMessage(id);
+            return webchat::handle(state, &parts, org, call, body, peer).await;
+        }
+        Route::WebchatEvents(org, id) => {
+            let call = webchat::Call::Events(id);
+            return webchat::handle(state, &parts, org, call, body, peer).await;
+        }
+        Route::WebchatContact(org, id) => {
+            let call = webchat::Call::Contact(id);
+            return webchat::handle(state, &parts, org, call, body, peer).await;
+        }
         Route::Healthz => return Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
         Route::Readyz => return ops::readyz(&state.store),
         Route::OpenApi => return Ok(ops::openapi()),

@@ -34,7 +34,11 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Bo
 pub fn error(e: &Error) -> Response<Body> {
     let body = serde_json::json!({ "message": e.to_string() });
     let mut response = json_bytes(e.status(), body.to_string().into_bytes());
-    if let Error::RateLimited { retry_after_secs } = e {
+    if let Error::RateLimited { retry_after_secs }
+    | Error::Throttled {
+        retry_after_secs, ..
+    } = e
+    {
         response
             .headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));

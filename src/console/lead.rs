@@ -499,6 +499,7 @@ fn consent_source_words(source: ConsentSource) -> &'static str {
         ConsentSource::Call => "Call",
         ConsentSource::UnsubscribeLink => "Unsubscribe link",
         ConsentSource::Timeout => "No answer in time",
+        ConsentSource::Webchat => "Web chat",
     }
 }
 

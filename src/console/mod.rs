@@ -31,6 +31,7 @@ mod session;
 mod settings;
 mod setup;
 mod timeline;
+mod webchats;
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -182,6 +183,10 @@ async fn dispatch(
         Page::EnrolmentNew => enrolments::confirm(state, &visitor, query),
         Page::EnrolmentCreate => enrolments::create(state, &visitor, &form).await,
         Page::Enrolment(id) => enrolments::page(state, &visitor, id),
+        Page::Webchats => webchats::list(state, &visitor),
+        Page::Webchat(id) => webchats::page(state, &visitor, id),
+        Page::WebchatAction(id, false) => webchats::take_over(state, &visitor, id).await,
+        Page::WebchatAction(id, true) => webchats::reply(state, &visitor, id, &form).await,
         Page::Root
         | Page::Home
         | Page::Asset(_)

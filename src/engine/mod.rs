@@ -39,6 +39,7 @@ mod scheduler;
 mod tools;
 mod voice;
 mod warm;
+pub mod webchat;
 
 use std::sync::Arc;
 
@@ -71,6 +72,8 @@ pub struct Engine {
     replying: reply::Replying,
     /// CalDAV busy times read lately, and the retry schedule of CalDAV writes.
     calendars: calendar_sync::Calendars,
+    /// The web chats' visitor streams.
+    webchat: webchat::Hub,
 }
 
 impl Engine {
@@ -91,6 +94,7 @@ impl Engine {
             pacer: pacing::Pacer::default(),
             replying: reply::Replying::default(),
             calendars: calendar_sync::Calendars::default(),
+            webchat: webchat::Hub::default(),
         }
     }
 
@@ -115,7 +119,8 @@ impl Engine {
         tokio::join!(
             scheduler::run(self.clone(), stop.clone()),
             calendar_sync::run(self.clone(), stop.clone()),
-            notices::run(self, stop)
+            self.purge_webchats(stop.clone()),
+            notices::run(self.clone(), stop)
         );
     }
 

@@ -32,6 +32,7 @@ mod wal;
 #[cfg(test)]
 pub(crate) use wal::faults::set_full as fill_log_disk;
 pub(crate) use wal::path_of as wal_path;
+pub mod webchat;
 mod webhooks;
 mod write;
 mod writer;

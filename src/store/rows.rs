@@ -1583,10 +1583,12 @@ pub enum ConsentSource {
     Call,
     UnsubscribeLink,
     Timeout,
+    /// The web chat widget's consent box (`shared/spec/webchat.md`).
+    Webchat,
 }
 
 impl ConsentSource {
-    pub const ALL: [ConsentSource; 9] = [
+    pub const ALL: [ConsentSource; 10] = [
         ConsentSource::Import,
         ConsentSource::Api,
         ConsentSource::Console,
@@ -1596,6 +1598,7 @@ impl ConsentSource {
         ConsentSource::Call,
         ConsentSource::UnsubscribeLink,
         ConsentSource::Timeout,
+        ConsentSource::Webchat,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -1609,6 +1612,7 @@ impl ConsentSource {
             ConsentSource::Call => "call",
             ConsentSource::UnsubscribeLink => "unsubscribe_link",
             ConsentSource::Timeout => "timeout",
+            ConsentSource::Webchat => "webchat",
         }
     }
 

@@ -80,6 +80,9 @@ macro_rules! all_tables {
         $apply!(MEETINGS_BY_LEAD);
         $apply!(ENROLMENT_JOBS);
         $apply!(ENROLMENT_BATCHES);
+        $apply!(WEBCHAT_SETTINGS);
+        $apply!(WEBCHAT_SESSIONS);
+        $apply!(WEBCHAT_BY_CREATED);
     };
 }
 pub(crate) use all_tables;
@@ -347,3 +350,15 @@ pub const ENROLMENT_JOBS: TableDefinition<(&str, &str), &[u8]> =
 /// the job was created; removed as the batch is run.
 pub const ENROLMENT_BATCHES: TableDefinition<(&str, &str, u32), &[u8]> =
     TableDefinition::new("enrolment_batches");
+
+/// org id → `WebchatSettings`: the organization's web chat (`webchat` of `/v1/org`),
+/// in a record of its own so the organization's other records keep their shape.
+pub const WEBCHAT_SETTINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("webchat_settings");
+/// (org, session id) → `WebchatSession`: a website visitor's chat, its token's hash,
+/// its bounds' counters and its transcript (`domain::conversation::webchat`).
+pub const WEBCHAT_SESSIONS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("webchat_sessions");
+/// (org, createdAt, session id) → (): the sessions by age, for the organization's hourly
+/// bound and the purge of sessions that never became leads.
+pub const WEBCHAT_BY_CREATED: TableDefinition<(&str, i64, &str), ()> =
+    TableDefinition::new("webchat_by_created");

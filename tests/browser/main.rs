@@ -22,3 +22,4 @@ mod profile_editor;
 mod screenshots;
 mod settings;
 mod sign_in;
+mod webchat;

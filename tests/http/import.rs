@@ -812,7 +812,7 @@ Ho,(512) 555-0108,,,,,,,,
             ),
             (
                 7,
-                "Invalid consentSource: rumour (one of import, api, console, web_form, keyword, reply, call, unsubscribe_link, timeout)".to_string()
+                "Invalid consentSource: rumour (one of import, api, console, web_form, keyword, reply, call, unsubscribe_link, timeout, webchat)".to_string()
             ),
         ]
     );

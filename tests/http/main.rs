@@ -53,4 +53,5 @@ mod sync;
 mod transport;
 mod twilio;
 mod voice;
+mod webchat;
 mod webhooks;

@@ -204,7 +204,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 75] = [
+const ROUTES: [(&str, &str, &str); 80] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -336,6 +336,27 @@ const ROUTES: [(&str, &str, &str); 75] = [
         "get",
         "/v1/providers/twilio/{orgId}/voice/{callId}/relay",
     ),
+    ("webchat_script", "get", "/webchat.js"),
+    (
+        "webchat_create_session",
+        "post",
+        "/webchat/{orgId}/sessions",
+    ),
+    (
+        "webchat_post_message",
+        "post",
+        "/webchat/{orgId}/sessions/{sessionId}/messages",
+    ),
+    (
+        "webchat_events",
+        "get",
+        "/webchat/{orgId}/sessions/{sessionId}/events",
+    ),
+    (
+        "webchat_contact",
+        "post",
+        "/webchat/{orgId}/sessions/{sessionId}/contact",
+    ),
 ];
 
 /// Does not compile once `Route` gains a variant: add the route to `ROUTES` and to
@@ -417,7 +438,12 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::TwilioVoiceRecording(_, _)
         | Route::TwilioVoiceTransfer(_, _)
         | Route::TwilioVoiceWarm(_, _)
-        | Route::TwilioVoiceRelay(_, _) => true,
+        | Route::TwilioVoiceRelay(_, _)
+        | Route::WebchatScript
+        | Route::WebchatCreateSession(_)
+        | Route::WebchatPostMessage(_, _)
+        | Route::WebchatEvents(_, _)
+        | Route::WebchatContact(_, _) => true,
         // Any path's OPTIONS: described in the document's introduction, not as an
         // operation.
         Route::Options(_) => false,

@@ -19,6 +19,7 @@ mod notifications;
 mod organization;
 mod people;
 mod providers;
+mod webchat;
 mod webhooks;
 
 use hyper::{Response, StatusCode};
@@ -254,6 +255,12 @@ fn render(
         SettingsSection::Notifications => {
             notifications::NotificationsSectionView::of(&read, org_id, &zone)?.view()
         }
+        SettingsSection::Webchat => webchat::WebchatSectionView::of(
+            read.webchat_settings(org_id)?,
+            org_id,
+            state.engine.public_url(),
+        )
+        .view(visitor, &shown),
     };
     let markup = layout::page(
         &format!("{} · Settings", section.title()),
@@ -293,6 +300,7 @@ pub async fn act(
     let outcome = match action {
         SettingsAction::SaveOrg => organization::save(state, visitor, form).await,
         SettingsAction::SaveConsent => consent::save(state, visitor, form).await,
+        SettingsAction::SaveWebchat => webchat::save(state, visitor, form).await,
         SettingsAction::SaveAssistant => assistant::save(state, visitor, form).await,
         SettingsAction::TestAssistant => assistant::test(state, visitor).await,
         SettingsAction::SaveProviders => providers::save(state, visitor, form).await,

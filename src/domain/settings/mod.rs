@@ -14,6 +14,7 @@ pub mod profiles;
 pub mod templates;
 pub mod transfer;
 pub mod twilio;
+pub mod webchat;
 
 use serde_json::Value;
 
