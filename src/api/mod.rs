@@ -21,6 +21,7 @@ mod ops;
 mod org;
 pub mod outreach;
 mod profiles;
+pub mod replays;
 pub mod rate_limit;
 mod recording_body;
 pub mod recordings;
@@ -296,6 +297,13 @@ async fn dispatch(
             profiles::put(store, caller, name, json_object(&bytes)?).await
         }
         Route::DeleteProfile(name) => profiles::delete(store, caller, name).await,
+        Route::CreateReplay(name) => {
+            let body = state.json_body(body).await?;
+            replays::create(&state.engine, store, &caller, name, body).await
+        }
+        Route::ListReplays => replays::list(&state.engine, &caller),
+        Route::GetReplay(id) => replays::get(&state.engine, &caller, id),
+        Route::CancelReplay(id) => replays::cancel(&state.engine, &caller, id),
         Route::GetEngagement(id) => profiles::engagement(store, &caller, id),
         Route::ListCalendars => calendars::list(state, &caller),
         Route::GetCalendar(name) => calendars::get(state, &caller, name),

@@ -79,6 +79,7 @@ macro_rules! all_tables {
         $apply!(MEETINGS_BY_LEAD);
         $apply!(ENROLMENT_JOBS);
         $apply!(ENROLMENT_BATCHES);
+        $apply!(REPLAYS);
     };
 }
 pub(crate) use all_tables;
@@ -341,3 +342,8 @@ pub const ENROLMENT_JOBS: TableDefinition<(&str, &str), &[u8]> =
 /// the job was created; removed as the batch is run.
 pub const ENROLMENT_BATCHES: TableDefinition<(&str, &str, u32), &[u8]> =
     TableDefinition::new("enrolment_batches");
+
+/// (org, replay id) → `ReplayRecord`: a replay of a profile's draft over past
+/// conversations, its progress and results (`store::replays`), kept 30 days and the
+/// newest 20 per organization.
+pub const REPLAYS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("replays");
