@@ -66,6 +66,14 @@ impl Running {
 }
 
 impl Replays {
+    /// Removes `running` of `org`, unless a newer replay took its place.
+    fn forget(&self, org: &str, running: &Arc<Running>) {
+        let mut all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if all.get(org).is_some_and(|r| Arc::ptr_eq(r, running)) {
+            all.remove(org);
+        }
+    }
+
     fn running(&self, org: &str) -> Option<Arc<Running>> {
         self.0
             .lock()
@@ -153,7 +161,11 @@ impl Engine {
         });
         {
             let mut all = self.replays.0.lock().unwrap_or_else(|p| p.into_inner());
-            if all.contains_key(org) {
+            // A finished replay waits in the map only for its last write.
+            let busy = all
+                .get(org)
+                .is_some_and(|r| r.record().status == ReplayStatus::Running);
+            if busy {
                 return Err(Error::Conflict(
                     "A replay is already running for this organization; wait for it or cancel it"
                         .into(),
@@ -170,11 +182,7 @@ impl Engine {
             })
             .await;
         if let Err(e) = written {
-            self.replays
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(org);
+            self.replays.forget(org, &running);
             return Err(e);
         }
         let engine = self.clone();
@@ -202,12 +210,7 @@ impl Engine {
             if let Err(e) = engine.store.write(move |tx| tx.put_replay(&o, &last)).await {
                 tracing::error!(org, error = %e.to_string_for_logs(), "could not record a replay's results");
             }
-            engine
-                .replays
-                .0
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&org);
+            engine.replays.forget(&org, &running);
         });
         Ok(record)
     }
@@ -241,9 +244,13 @@ impl Engine {
     /// no such replay, 409 when it has finished.
     pub fn cancel_replay(&self, org: &str, id: &str) -> Result<ReplayRecord> {
         if let Some(running) = self.replays.running(org) {
-            if running.record().id == id {
+            let record = running.record();
+            if record.id == id && record.status == ReplayStatus::Running {
                 running.cancel.store(true, Ordering::Relaxed);
-                return Ok(running.record());
+                return Ok(record);
+            }
+            if record.id == id {
+                return Err(Error::Conflict("The replay has finished".into()));
             }
         }
         match self.store.read()?.replay(org, id)? {

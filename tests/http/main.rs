@@ -43,6 +43,7 @@ mod ops;
 mod outbound;
 mod policy;
 mod profiles;
+mod replays;
 mod recordings;
 mod reminders;
 mod revocation;
