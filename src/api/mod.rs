@@ -294,7 +294,7 @@ async fn dispatch(
                     "Request body must be a JSON object".into(),
                 ));
             }
-            profiles::put(store, caller, name, json_object(&bytes)?).await
+            profiles::put(&state.engine, store, caller, name, json_object(&bytes)?).await
         }
         Route::DeleteProfile(name) => profiles::delete(store, caller, name).await,
         Route::CreateReplay(name) => {

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::response::{json as reply, Body};
 use crate::domain::settings::profiles::ProfileInput;
-use crate::domain::settings::replays::{self as rules, TestConversation};
+use crate::domain::settings::replays as rules;
 use crate::domain::Caller;
 use crate::engine::{Engine, ReplayRequest};
 use crate::error::{Error, Result};
@@ -21,28 +21,16 @@ use crate::store::Store;
 const MEMBERS: &[&str] = &["draft", "conversations", "leadIds"];
 
 /// A draft read as `PUT /v1/profiles/{name}` reads its body: the profile it would
-/// save and its tests, or the answer refusing it.
+/// save (with its tests), or the answer refusing it.
 pub fn read_draft(
     store: &Store,
     caller: &Caller,
     name: &str,
     draft: &Map<String, Value>,
-) -> Result<std::result::Result<(ProfileRecord, Vec<TestConversation>), Response<Body>>> {
-    let mut members = draft.clone();
-    let tests = members.remove("tests");
-    members.remove("requireTestsPass");
-    let input = match ProfileInput::from_json_all(&members, name) {
+) -> Result<std::result::Result<ProfileRecord, Response<Body>>> {
+    let input = match ProfileInput::from_json_all(draft, name) {
         Ok(input) => input,
-        Err((first, refusals)) => {
-            let errors: Vec<Value> = refusals
-                .iter()
-                .map(|r| json!({"field": (!r.field.is_empty()).then_some(&r.field), "message": r.error.to_string()}))
-                .collect();
-            return Ok(Err(reply(
-                first.status(),
-                &json!({"message": first.to_string(), "errors": errors}),
-            )));
-        }
+        Err((first, refusals)) => return Ok(Err(super::profiles::refused(&first, &refusals))),
     };
     let profile = input.record(name)?;
     if !profile.calendar.is_empty()
@@ -53,8 +41,7 @@ pub fn read_draft(
     {
         return Err(Error::field("calendar", "Calendar not found"));
     }
-    let tests = rules::tests_of(tests.as_ref())?;
-    Ok(Ok((profile, tests)))
+    Ok(Ok(profile))
 }
 
 /// `POST /v1/profiles/{name}/replays`: 202 with the replay as it starts.
@@ -79,14 +66,13 @@ pub async fn create(
         }
     };
     let selection = rules::selection(&body)?;
-    let (draft, tests) = match read_draft(store, caller, name, draft)? {
-        Ok(read) => read,
+    let draft = match read_draft(store, caller, name, draft)? {
+        Ok(draft) => draft,
         Err(refused) => return Ok(refused),
     };
     let request = ReplayRequest {
         profile: name.to_string(),
         draft,
-        tests,
         selection,
     };
     let replay = engine.start_replay(&caller.org_id, request).await?;

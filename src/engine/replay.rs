@@ -88,9 +88,8 @@ impl Replays {
 pub struct ReplayRequest {
     /// The profile whose conversations are replayed.
     pub profile: String,
-    /// The draft, as `PUT` would save it.
+    /// The draft, as `PUT` would save it, with its test conversations.
     pub draft: ProfileRecord,
-    pub tests: Vec<TestConversation>,
     pub selection: Selection,
 }
 
@@ -140,7 +139,7 @@ impl Engine {
         };
         let turns: Vec<Vec<PastTurn>> = pasts.iter().map(turns_of).collect();
         let total = turns.iter().map(Vec::len).sum::<usize>()
-            + request.tests.iter().map(|t| t.turns.len()).sum::<usize>();
+            + request.draft.tests.iter().map(|t| t.turns.len()).sum::<usize>();
         let now = now_micros();
         let record = ReplayRecord {
             id: crate::ids::generate("rpl"),
@@ -347,7 +346,7 @@ impl Engine {
                 });
             }
         }
-        for test in &request.tests {
+        for test in &request.draft.tests {
             if stopped() {
                 return Ok(());
             }

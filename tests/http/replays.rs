@@ -5,7 +5,8 @@
 //! `action_changed` with `book_meeting` where the lead asked for a time; answers past
 //! 1,600 characters flag `too_long`; the leads' events, messages and meetings are the
 //! same bytes after a replay; one replay at a time; cancel; a draft PUT would refuse is
-//! refused before any model request; the draft's test conversations are judged.
+//! refused before any model request; the draft's test conversations are judged, and
+//! `requireTestsPass` refuses a save whose tests fail (422).
 
 use std::time::Duration;
 
@@ -255,10 +256,47 @@ async fn a_draft_put_would_refuse_is_refused_before_any_model_request() {
     assert_error_status(&r, 400);
     let tests = vec![json!({"name": "t", "turns": ["hi"]}); 51];
     let r = refused(json!({"draft": {"instructions": "x", "tests": tests}})).await;
-    assert!(assert_error_status(&r, 400).contains("at most 50 test conversations"));
+    assert_eq!(r.status, 400);
+    let answer = r.json();
+    assert!(str_of(&answer["message"]).contains("at most 50 test conversations"));
+    assert_eq!(answer["errors"][0]["field"], json!("tests"));
     let r = refused(json!({"conversations": 3})).await;
     assert_error_status(&r, 400);
     assert_eq!(s.model.count(), 0, "no model request for a refused draft");
     let r = s.ts.post(&s.read, "/v1/profiles/assist/replays", &json!({"draft": draft("x")})).await;
     assert_error_status(&r, 403);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn require_tests_pass_refuses_a_save_whose_tests_fail() {
+    let s = start().await;
+    let tests = json!([{"name": "books when asked", "turns": ["What time works?"],
+                        "expect": [{"turn": 1, "tool": "book_meeting"}]}]);
+    let booking = json!({"instructions": format!("{INSTRUCTIONS}\n{BOOKS}"),
+                         "tests": tests, "requireTestsPass": true});
+    let saved = put_profile(&s.ts, &s.admin, "assist", &booking).await;
+    assert_eq!(saved["tests"], tests);
+    assert_eq!(saved["requireTestsPass"], json!(true));
+    let asked = s.model.count();
+    assert!(asked >= 1, "the tests ran before the save");
+
+    // The same instructions again: nothing changed, so the tests do not run.
+    put_profile(&s.ts, &s.admin, "assist", &booking).await;
+    assert_eq!(s.model.count(), asked);
+
+    let forgetful = json!({"instructions": INSTRUCTIONS, "tests": tests, "requireTestsPass": true});
+    let r = s.ts.put(&s.admin, "/v1/profiles/assist", &forgetful).await;
+    let refused = expect(&r, 422);
+    assert_eq!(
+        refused["failures"],
+        json!(["books when asked: turn 1: expected a call of book_meeting; it called none"])
+    );
+    assert!(str_of(&refused["message"]).contains("books when asked: turn 1"));
+    let kept = expect(&s.ts.get(&s.read, "/v1/profiles/assist").await, 200);
+    assert_eq!(kept["instructions"], booking["instructions"], "nothing saved");
+
+    // Off, the same save goes through.
+    let mut unguarded = forgetful.clone();
+    unguarded["requireTestsPass"] = json!(false);
+    put_profile(&s.ts, &s.admin, "assist", &unguarded).await;
 }

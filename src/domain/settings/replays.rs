@@ -5,7 +5,6 @@
 //! its turn), the flags of a replayed turn, and the wire shape of a replay. The runner
 //! is `engine::replay`; the record `store::replays`.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
@@ -49,33 +48,9 @@ pub enum Selection {
     Leads(Vec<String>),
 }
 
-/// What one expectation of a test checks of its turn's answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Check {
-    /// The tool was called.
-    Tool(String),
-    /// The tool was not called.
-    NotTool(String),
-    /// The answer contains the text (any case).
-    Contains(String),
-    /// The answer does not contain the text (any case).
-    NotContains(String),
-}
-
-/// One expectation: its turn (1-based) and check.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Expectation {
-    pub turn: u32,
-    pub check: Check,
-}
-
-/// A profile's test conversation: the lead's turns, and what the answers must do.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TestConversation {
-    pub name: String,
-    pub turns: Vec<String>,
-    pub expect: Vec<Expectation>,
-}
+pub use crate::store::rows::{
+    ProfileTest as TestConversation, TestCheck as Check, TestExpectation as Expectation,
+};
 
 /// A replay request's body beside its draft: `conversations` or `leadIds`.
 pub fn selection(body: &Map<String, Value>) -> Result<Selection> {
