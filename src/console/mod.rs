@@ -25,6 +25,7 @@ mod meetings;
 mod new_lead;
 mod notifications;
 mod profile_editor;
+mod replays;
 mod respond;
 mod routes;
 mod session;
@@ -180,6 +181,7 @@ async fn dispatch(
         Page::EnrolmentNew => enrolments::confirm(state, &visitor, query),
         Page::EnrolmentCreate => enrolments::create(state, &visitor, &form).await,
         Page::Enrolment(id) => enrolments::page(state, &visitor, id),
+        Page::Replay(id) => replays::page(state, &visitor, id),
         Page::Root
         | Page::Home
         | Page::Asset(_)

@@ -334,6 +334,8 @@ pub enum Page<'a> {
     EnrolmentNew,
     EnrolmentCreate,
     Enrolment(&'a str),
+    /// "Try this change": a replay of the campaign editor's form, its progress and results.
+    Replay(&'a str),
 }
 
 impl Page<'_> {
@@ -380,7 +382,8 @@ impl Page<'_> {
             | Page::SettingsAction(_)
             | Page::PauseCampaign(_, _)
             | Page::EditCampaign(_)
-            | Page::EditCampaignPost(_) => Role::Admin,
+            | Page::EditCampaignPost(_)
+            | Page::Replay(_) => Role::Admin,
         }
     }
 
@@ -427,6 +430,7 @@ impl Page<'_> {
             Page::EnrolmentNew => "console_enrolment_new",
             Page::EnrolmentCreate => "console_enrolment_create",
             Page::Enrolment(_) => "console_enrolment",
+            Page::Replay(_) => "console_replay",
         }
     }
 }
@@ -544,6 +548,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["enrolments"] => post(method, Page::EnrolmentCreate),
         ["enrolments", "new"] => get(method, Page::EnrolmentNew),
         ["enrolments", id] if valid_id(id) => get(method, Page::Enrolment(id)),
+        ["replays", id] if valid_id(id) => get(method, Page::Replay(id)),
         ["notifications"] => pick(method, Page::Notifications, Some(Page::SetNotifications)),
         _ => Err(not_found()),
     }
