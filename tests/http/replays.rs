@@ -300,3 +300,63 @@ async fn require_tests_pass_refuses_a_save_whose_tests_fail() {
     unguarded["requireTestsPass"] = json!(false);
     put_profile(&s.ts, &s.admin, "assist", &unguarded).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_tries_the_unsaved_form_and_shows_it_in_words_then_the_form_saves() {
+    let s = start().await;
+    let password = s.ts.user("acme", "pat@example.com", "Pat", "admin").await;
+    let pat = s.ts.sign_in("pat@example.com", &password).await;
+    let edit = "/console/campaigns/assist/edit";
+    let instructions = format!("{INSTRUCTIONS}\n{BOOKS}");
+    let form = [
+        ("csrf", pat.csrf.as_str()),
+        ("steps", "0"),
+        ("instructions", instructions.as_str()),
+        ("reply-delay", "5s"),
+    ];
+    let mut tried = form.to_vec();
+    tried.push(("op", "replay"));
+    let page = s.ts.console_post(edit, &pat.cookie, &tried).await;
+    assert_eq!(page.status, 200, "{}", page.text());
+    let (ts, cookie, key) = (&s.ts, pat.cookie.as_str(), s.write.as_str());
+    let html = poll("the replay page to finish", WAIT * 2, || async move {
+        let listed = expect(&ts.get(key, "/v1/replays").await, 200);
+        let id = str_of(&listed["replays"][0]["id"]).to_string();
+        let page = ts
+            .console(hyper::Method::GET, &format!("/console/replays/{id}"), Some(cookie), None, &[])
+            .await;
+        let html = page.text();
+        if html.contains("data-status=\"running\"") {
+            Err("running".to_string())
+        } else {
+            Ok(html)
+        }
+    })
+    .await;
+    assert!(html.contains("Tried on 2 conversations, 4 answers: 2 do something different"), "{html}");
+    let flagged = html.find("Flagged answers").expect("flagged first");
+    let calm = html.find("The other answers").expect("the rest after");
+    assert!(flagged < calm);
+    assert!(html.contains("What was said") && html.contains("What the change says"));
+    assert!(html.contains("Does something different") && html.contains("Did: book_meeting"));
+    assert!(!html.contains("\"leadText\""), "words, never JSON");
+    assert_eq!(
+        expect(&s.ts.get(&s.read, "/v1/profiles/assist").await, 200)["instructions"],
+        json!(INSTRUCTIONS),
+        "nothing saved by trying"
+    );
+
+    // Back to the form: it holds the change, and "Save" saves it.
+    let back = s
+        .ts
+        .console(hyper::Method::GET, edit, Some(&pat.cookie), None, &[])
+        .await;
+    assert!(back.text().contains("fake-model: call book_meeting"), "the unsaved change waits");
+    let mut save = form.to_vec();
+    save.push(("op", "save"));
+    s.ts.console_post(edit, &pat.cookie, &save).await;
+    assert_eq!(
+        expect(&s.ts.get(&s.read, "/v1/profiles/assist").await, 200)["instructions"],
+        json!(instructions)
+    );
+}
