@@ -40,10 +40,14 @@ async fn run() {
     let (key, _) = support::org_with_key(ts.server.store(), "admin").await;
     let model = FakeModel::start().await;
     model.set_default(Step::text("Sure, happy to help.").delayed(MODEL_DELAY));
-    let settings = json!({"assistant": {"baseUrl": model.base_url(), "model": "bench", "timeoutMs": 10000}});
+    let settings =
+        json!({"assistant": {"baseUrl": model.base_url(), "model": "bench", "timeoutMs": 10000}});
     assert_eq!(ts.patch(&key, "/v1/org", &settings).await.status, 200);
     let profile = json!({"instructions": "You are Sam from Acme Solar."});
-    assert_eq!(ts.put(&key, "/v1/profiles/assist", &profile).await.status, 200);
+    assert_eq!(
+        ts.put(&key, "/v1/profiles/assist", &profile).await.status,
+        200
+    );
 
     let seeding = Instant::now();
     for n in 0..conversations {
@@ -59,7 +63,10 @@ async fn run() {
         );
         let path = format!("/v1/leads/{id}/messages");
         for t in 0..turns {
-            for (owner, text) in [("lead", format!("Question {t}?")), ("user", format!("Answer {t}."))] {
+            for (owner, text) in [
+                ("lead", format!("Question {t}?")),
+                ("user", format!("Answer {t}.")),
+            ] {
                 let body = json!({"owner": owner, "channel": "sms", "content": {"text": text}});
                 assert_eq!(ts.post(&key, &path, &body).await.status, 201);
             }

@@ -13,8 +13,8 @@ use crate::domain::settings::replays as rules;
 use crate::domain::Caller;
 use crate::engine::{Engine, ReplayRequest};
 use crate::error::{Error, Result};
-use crate::store::rows::ProfileRecord;
 use crate::store::calendars::CalendarReader;
+use crate::store::rows::ProfileRecord;
 use crate::store::Store;
 
 /// The members of a replay request.

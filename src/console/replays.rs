@@ -14,8 +14,8 @@ use super::layout;
 use super::respond;
 use super::routes::campaign_path;
 use super::session::Visitor;
-use crate::api::AppState;
 use crate::api::response::Body;
+use crate::api::AppState;
 use crate::error::{Error, Result};
 use crate::store::replays::{ReplayFlag, ReplayRecord, ReplaySide, ReplayStatus, ReplayTurn};
 

@@ -57,7 +57,10 @@ pub struct Running {
 
 impl Running {
     fn record(&self) -> ReplayRecord {
-        self.record.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.record
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn update(&self, change: impl FnOnce(&mut ReplayRecord)) {
@@ -139,7 +142,12 @@ impl Engine {
         };
         let turns: Vec<Vec<PastTurn>> = pasts.iter().map(turns_of).collect();
         let total = turns.iter().map(Vec::len).sum::<usize>()
-            + request.draft.tests.iter().map(|t| t.turns.len()).sum::<usize>();
+            + request
+                .draft
+                .tests
+                .iter()
+                .map(|t| t.turns.len())
+                .sum::<usize>();
         let now = now_micros();
         let record = ReplayRecord {
             id: crate::ids::generate("rpl"),
@@ -274,7 +282,9 @@ impl Engine {
         };
         let mut results = Vec::with_capacity(tests.len());
         for test in tests {
-            let (result, _) = self.run_test(org, &settings, draft, test, &|| false).await?;
+            let (result, _) = self
+                .run_test(org, &settings, draft, test, &|| false)
+                .await?;
             results.push(result);
         }
         Ok(results)
@@ -297,8 +307,8 @@ impl Engine {
             if stopped() {
                 return Ok(());
             }
-            let booking =
-                (!draft.calendar.is_empty()).then(|| Booking::on(&draft.calendar, &past.lead, org_zone));
+            let booking = (!draft.calendar.is_empty())
+                .then(|| Booking::on(&draft.calendar, &past.lead, org_zone));
             let dry = DryRun::new(booking);
             let data = lead_data(&past.lead);
             running.update(|r| {
@@ -318,7 +328,10 @@ impl Engine {
                         text: m.text.clone(),
                     })
                     .collect();
-                let when = Utc.timestamp_micros(turn.at).single().unwrap_or_else(Utc::now);
+                let when = Utc
+                    .timestamp_micros(turn.at)
+                    .single()
+                    .unwrap_or_else(Utc::now);
                 let local_time = local_time_at(&past.lead, org_zone, when);
                 let context = Context {
                     instructions: &draft.instructions,
@@ -375,7 +388,14 @@ impl Engine {
         dry: &DryRun,
     ) -> Result<(ReplaySide, Option<String>, u64)> {
         let (said, _) = self
-            .converse(org, lead_id, context.channel, settings, context, ToolMode::Dry(dry))
+            .converse(
+                org,
+                lead_id,
+                context.channel,
+                settings,
+                context,
+                ToolMode::Dry(dry),
+            )
             .await?;
         let (tools, tokens) = dry.take();
         let raw = match said {
@@ -383,7 +403,10 @@ impl Engine {
             Said::Nothing | Said::Ended(_) => Some(String::new()),
             Said::Failed(_) => None,
         };
-        let text = raw.as_deref().map(|t| guard(t, context.channel)).unwrap_or_default();
+        let text = raw
+            .as_deref()
+            .map(|t| guard(t, context.channel))
+            .unwrap_or_default();
         Ok((ReplaySide { text, tools }, raw, tokens))
     }
 
@@ -406,7 +429,8 @@ impl Engine {
             ..LeadRecord::default()
         };
         let data = lead_data(&sample);
-        let booking = (!draft.calendar.is_empty()).then(|| Booking::on(&draft.calendar, &sample, "UTC"));
+        let booking =
+            (!draft.calendar.is_empty()).then(|| Booking::on(&draft.calendar, &sample, "UTC"));
         let dry = DryRun::new(booking);
         let mut history: Vec<Turn> = Vec::new();
         let mut answers = Vec::with_capacity(test.turns.len());

@@ -122,7 +122,16 @@ impl Engine {
             booking,
         };
         let (said, _) = self
-            .converse(org, lead_id, channel, &settings, &context, ToolMode::Live { transfer_available: false })
+            .converse(
+                org,
+                lead_id,
+                channel,
+                &settings,
+                &context,
+                ToolMode::Live {
+                    transfer_available: false,
+                },
+            )
             .await?;
         let text = match said {
             Said::Text(text) => text,
@@ -511,7 +520,11 @@ impl Engine {
 
 /// The lead's local time at `now`, in its zone (or `org_zone`, or UTC), as the system
 /// message writes it.
-pub(super) fn local_time_at(lead: &LeadRecord, org_zone: &str, now: chrono::DateTime<Utc>) -> String {
+pub(super) fn local_time_at(
+    lead: &LeadRecord,
+    org_zone: &str,
+    now: chrono::DateTime<Utc>,
+) -> String {
     {
         let zone = quiet_hours::zone_of(lead, org_zone);
         match zone.parse::<chrono_tz::Tz>() {

@@ -187,11 +187,17 @@ impl Engine {
                 match self.external_busy(org, &booking.calendar).await {
                     Ok(busy) => booking.external = busy,
                     Err(e) => {
-                        return Ok((json!({"ok": false, "error": e.to_string()}), Effect::Continue))
+                        return Ok((
+                            json!({"ok": false, "error": e.to_string()}),
+                            Effect::Continue,
+                        ))
                     }
                 }
                 let times = booking.times(&self.store, org, day)?;
-                (json!({"ok": true, "times": booking.shown(&times)}), Effect::Continue)
+                (
+                    json!({"ok": true, "times": booking.shown(&times)}),
+                    Effect::Continue,
+                )
             }
             (Tool::OptOut { .. }, _) => (done, Effect::OptedOut),
             (Tool::Handoff { .. }, _) => (done, Effect::HandedOff),

@@ -243,10 +243,19 @@ mod tests {
         store
             .write_blocking(move |tx| {
                 for i in 0..(REPLAYS_KEPT as i64 + 3) {
-                    tx.put_replay("o1", &replay(&format!("r{i:02}"), now - i, ReplayStatus::Done))?;
+                    tx.put_replay(
+                        "o1",
+                        &replay(&format!("r{i:02}"), now - i, ReplayStatus::Done),
+                    )?;
                 }
-                tx.put_replay("o1", &replay("old", now - KEPT_MICROS - 1, ReplayStatus::Running))?;
-                tx.put_replay("o2", &replay("other", now - KEPT_MICROS - 1, ReplayStatus::Done))?;
+                tx.put_replay(
+                    "o1",
+                    &replay("old", now - KEPT_MICROS - 1, ReplayStatus::Running),
+                )?;
+                tx.put_replay(
+                    "o2",
+                    &replay("other", now - KEPT_MICROS - 1, ReplayStatus::Done),
+                )?;
                 Ok(())
             })
             .unwrap();
@@ -258,8 +267,17 @@ mod tests {
         let kept = read.replays("o1", now).unwrap();
         assert_eq!(kept.len(), REPLAYS_KEPT - 1);
         assert_eq!(kept[0].id, "r00");
-        assert!(read.replay("o1", "old").unwrap().is_some(), "a running one stays");
-        assert!(read.replays("o2", now).unwrap().is_empty(), "too old to list");
-        assert!(read.replay("o2", "other").unwrap().is_some(), "another organization's");
+        assert!(
+            read.replay("o1", "old").unwrap().is_some(),
+            "a running one stays"
+        );
+        assert!(
+            read.replays("o2", now).unwrap().is_empty(),
+            "too old to list"
+        );
+        assert!(
+            read.replay("o2", "other").unwrap().is_some(),
+            "another organization's"
+        );
     }
 }

@@ -50,7 +50,11 @@ async fn start() -> Setup {
             &json!({"id": id, "firstName": "Ada", "phone": phone, "customerProfile": "assist"}),
         )
         .await;
-        expect(&ts.patch(key, &lead_path(id), &json!({"isAiOn": false})).await, 200);
+        expect(
+            &ts.patch(key, &lead_path(id), &json!({"isAiOn": false}))
+                .await,
+            200,
+        );
         let path = format!("{}/messages", lead_path(id));
         for (owner, text) in [
             ("lead", "What time can we talk?"),
@@ -58,8 +62,12 @@ async fn start() -> Setup {
             ("lead", "ok thanks"),
         ] {
             let sent = expect(
-                &ts.post(key, &path, &json!({"owner": owner, "channel": "sms", "content": {"text": text}}))
-                    .await,
+                &ts.post(
+                    key,
+                    &path,
+                    &json!({"owner": owner, "channel": "sms", "content": {"text": text}}),
+                )
+                .await,
                 201,
             );
             if owner == "user" {
@@ -76,7 +84,12 @@ fn draft(instructions: &str) -> Value {
 
 /// Starts a replay; answers the 202's body.
 async fn replay(s: &Setup, body: &Value) -> Value {
-    expect(&s.ts.post(&s.write, "/v1/profiles/assist/replays", body).await, 202)
+    expect(
+        &s.ts
+            .post(&s.write, "/v1/profiles/assist/replays", body)
+            .await,
+        202,
+    )
 }
 
 /// Waits until the replay `id` is no longer running; answers it.
@@ -105,8 +118,7 @@ async fn state(s: &Setup) -> Vec<String> {
         out.push(s.ts.get(&s.write, &lead_path(id)).await.text());
         out.push(serde_json::to_string(&all_events(&s.ts, &s.write, id).await).unwrap());
         out.push(
-            s.ts
-                .get(&s.write, &format!("{}/engagement", lead_path(id)))
+            s.ts.get(&s.write, &format!("{}/engagement", lead_path(id)))
                 .await
                 .text(),
         );
@@ -139,7 +151,11 @@ async fn a_draft_that_books_flags_the_turns_where_a_lead_asked_for_a_time_and_ch
     let started = replay(&s, &body).await;
     assert_eq!(started["status"], json!("running"));
     assert_eq!(started["profile"], json!("assist"));
-    assert_eq!(started["progress"]["total"], json!(6), "2 leads × 2 turns + 2 test turns");
+    assert_eq!(
+        started["progress"]["total"],
+        json!(6),
+        "2 leads × 2 turns + 2 test turns"
+    );
     let done = finished(&s, &started["id"]).await;
     assert_eq!(done["status"], json!("done"), "{done}");
     assert_eq!(done["progress"], json!({"done": 6, "total": 6}));
@@ -148,8 +164,14 @@ async fn a_draft_that_books_flags_the_turns_where_a_lead_asked_for_a_time_and_ch
     for pair in turns.chunks(2) {
         let (asked, thanked) = (&pair[0], &pair[1]);
         assert_eq!(asked["leadText"], json!("What time can we talk?"));
-        assert_eq!(asked["before"], json!({"text": "Thanks, we will be in touch.", "tools": []}));
-        assert_eq!(asked["after"], json!({"text": "Done.", "tools": ["book_meeting"]}));
+        assert_eq!(
+            asked["before"],
+            json!({"text": "Thanks, we will be in touch.", "tools": []})
+        );
+        assert_eq!(
+            asked["after"],
+            json!({"text": "Done.", "tools": ["book_meeting"]})
+        );
         assert_eq!(asked["flags"], json!(["action_changed"]));
         assert_eq!(thanked["leadText"], json!("ok thanks"));
         assert_eq!(thanked["after"]["text"], json!(FakeModel::DEFAULT_TEXT));
@@ -161,7 +183,10 @@ async fn a_draft_that_books_flags_the_turns_where_a_lead_asked_for_a_time_and_ch
     assert_eq!(summary["sameActions"], json!(0.5));
     assert_eq!(summary["flags"]["action_changed"], json!(2));
     assert_eq!(summary["flags"]["too_long"], json!(0));
-    assert!(summary["modelTokens"].as_u64().unwrap() >= 6 * 15, "{summary}");
+    assert!(
+        summary["modelTokens"].as_u64().unwrap() >= 6 * 15,
+        "{summary}"
+    );
     assert_eq!(
         done["tests"],
         json!([
@@ -175,8 +200,15 @@ async fn a_draft_that_books_flags_the_turns_where_a_lead_asked_for_a_time_and_ch
         .model
         .requests()
         .iter()
-        .all(|r| r["messages"][0]["content"].as_str().unwrap().contains(BOOKS)));
-    assert_eq!(state(&s).await, before, "a replay writes nothing to the leads");
+        .all(|r| r["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains(BOOKS)));
+    assert_eq!(
+        state(&s).await,
+        before,
+        "a replay writes nothing to the leads"
+    );
 
     let listed = expect(&s.ts.get(&s.write, "/v1/replays").await, 200);
     assert_eq!(listed["replays"][0]["id"], done["id"]);
@@ -186,14 +218,18 @@ async fn a_draft_that_books_flags_the_turns_where_a_lead_asked_for_a_time_and_ch
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_over_the_sms_bound_flag_too_long() {
     let s = start().await;
-    let body = json!({"draft": draft("fake-model: answer with 1700 characters"), "leadIds": ["L1"]});
+    let body =
+        json!({"draft": draft("fake-model: answer with 1700 characters"), "leadIds": ["L1"]});
     let done = finished(&s, &replay(&s, &body).await["id"]).await;
     let turns = turns(&done);
     assert_eq!(turns.len(), 2);
     for turn in &turns {
         assert_eq!(turn["flags"], json!(["too_long"]), "{turn}");
         let said = turn["after"]["text"].as_str().unwrap();
-        assert!(!said.is_empty() && said.chars().count() <= 306, "the guard cut it: {said}");
+        assert!(
+            !said.is_empty() && said.chars().count() <= 306,
+            "the guard cut it: {said}"
+        );
     }
     assert_eq!(done["summary"]["flags"]["too_long"], json!(2));
 }
@@ -204,27 +240,41 @@ async fn one_replay_runs_at_a_time_and_cancel_stops_it() {
     s.model
         .set_default(Step::text("Slow answer.").delayed(Duration::from_millis(400)));
     let first = replay(&s, &json!({"draft": draft(INSTRUCTIONS)})).await;
-    let r = s
-        .ts
-        .post(&s.write, "/v1/profiles/assist/replays", &json!({"draft": draft(INSTRUCTIONS)}))
+    let r =
+        s.ts.post(
+            &s.write,
+            "/v1/profiles/assist/replays",
+            &json!({"draft": draft(INSTRUCTIONS)}),
+        )
         .await;
     assert_error_status(&r, 409);
     let id = str_of(&first["id"]).to_string();
     let canceled = expect(
-        &s.ts.post(&s.write, &format!("/v1/replays/{id}/cancel"), &json!({})).await,
+        &s.ts
+            .post(&s.write, &format!("/v1/replays/{id}/cancel"), &json!({}))
+            .await,
         202,
     );
     assert_eq!(canceled["id"], first["id"]);
     let done = finished(&s, &first["id"]).await;
     assert_eq!(done["status"], json!("canceled"), "{done}");
     let progress = &done["progress"];
-    assert!(progress["done"].as_u64() < progress["total"].as_u64(), "{done}");
+    assert!(
+        progress["done"].as_u64() < progress["total"].as_u64(),
+        "{done}"
+    );
     // A finished replay cannot be canceled; an unknown one is not found; a new one runs.
-    let again = s.ts.post(&s.write, &format!("/v1/replays/{id}/cancel"), &json!({})).await;
+    let again =
+        s.ts.post(&s.write, &format!("/v1/replays/{id}/cancel"), &json!({}))
+            .await;
     assert_error_status(&again, 409);
     let unknown = s.ts.get(&s.write, "/v1/replays/rpl_nothing").await;
     assert_error_status(&unknown, 404);
-    replay(&s, &json!({"draft": draft(INSTRUCTIONS), "leadIds": ["L2"]})).await;
+    replay(
+        &s,
+        &json!({"draft": draft(INSTRUCTIONS), "leadIds": ["L2"]}),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -240,12 +290,23 @@ async fn a_draft_put_would_refuse_is_refused_before_any_model_request() {
     let r = refused(json!({"draft": {"instructions": "x", "replyDelay": "soon"}})).await;
     assert_eq!(r.status, 400);
     let answer = r.json();
-    assert_eq!(answer["errors"][0]["field"], json!("replyDelay"), "{answer}");
-    let put = s
-        .ts
-        .put(&s.admin, "/v1/profiles/assist", &json!({"instructions": "x", "replyDelay": "soon"}))
+    assert_eq!(
+        answer["errors"][0]["field"],
+        json!("replyDelay"),
+        "{answer}"
+    );
+    let put =
+        s.ts.put(
+            &s.admin,
+            "/v1/profiles/assist",
+            &json!({"instructions": "x", "replyDelay": "soon"}),
+        )
         .await;
-    assert_eq!(put.json()["message"], answer["message"], "refused as PUT refuses it");
+    assert_eq!(
+        put.json()["message"],
+        answer["message"],
+        "refused as PUT refuses it"
+    );
 
     let r = refused(json!({"draft": {"colour": "red"}})).await;
     assert_eq!(r.status, 400);
@@ -263,7 +324,13 @@ async fn a_draft_put_would_refuse_is_refused_before_any_model_request() {
     let r = refused(json!({"conversations": 3})).await;
     assert_error_status(&r, 400);
     assert_eq!(s.model.count(), 0, "no model request for a refused draft");
-    let r = s.ts.post(&s.read, "/v1/profiles/assist/replays", &json!({"draft": draft("x")})).await;
+    let r =
+        s.ts.post(
+            &s.read,
+            "/v1/profiles/assist/replays",
+            &json!({"draft": draft("x")}),
+        )
+        .await;
     assert_error_status(&r, 403);
 }
 
@@ -293,7 +360,10 @@ async fn require_tests_pass_refuses_a_save_whose_tests_fail() {
     );
     assert!(str_of(&refused["message"]).contains("books when asked: turn 1"));
     let kept = expect(&s.ts.get(&s.read, "/v1/profiles/assist").await, 200);
-    assert_eq!(kept["instructions"], booking["instructions"], "nothing saved");
+    assert_eq!(
+        kept["instructions"], booking["instructions"],
+        "nothing saved"
+    );
 
     // Off, the same save goes through.
     let mut unguarded = forgetful.clone();
@@ -323,7 +393,13 @@ async fn the_console_tries_the_unsaved_form_and_shows_it_in_words_then_the_form_
         let listed = expect(&ts.get(key, "/v1/replays").await, 200);
         let id = str_of(&listed["replays"][0]["id"]).to_string();
         let page = ts
-            .console(hyper::Method::GET, &format!("/console/replays/{id}"), Some(cookie), None, &[])
+            .console(
+                hyper::Method::GET,
+                &format!("/console/replays/{id}"),
+                Some(cookie),
+                None,
+                &[],
+            )
             .await;
         let html = page.text();
         if html.contains("data-status=\"running\"") {
@@ -333,7 +409,10 @@ async fn the_console_tries_the_unsaved_form_and_shows_it_in_words_then_the_form_
         }
     })
     .await;
-    assert!(html.contains("Tried on 2 conversations, 4 answers: 2 do something different"), "{html}");
+    assert!(
+        html.contains("Tried on 2 conversations, 4 answers: 2 do something different"),
+        "{html}"
+    );
     let flagged = html.find("Flagged answers").expect("flagged first");
     let calm = html.find("The other answers").expect("the rest after");
     assert!(flagged < calm);
@@ -347,11 +426,13 @@ async fn the_console_tries_the_unsaved_form_and_shows_it_in_words_then_the_form_
     );
 
     // Back to the form: it holds the change, and "Save" saves it.
-    let back = s
-        .ts
-        .console(hyper::Method::GET, edit, Some(&pat.cookie), None, &[])
-        .await;
-    assert!(back.text().contains("fake-model: call book_meeting"), "the unsaved change waits");
+    let back =
+        s.ts.console(hyper::Method::GET, edit, Some(&pat.cookie), None, &[])
+            .await;
+    assert!(
+        back.text().contains("fake-model: call book_meeting"),
+        "the unsaved change waits"
+    );
     let mut save = form.to_vec();
     save.push(("op", "save"));
     s.ts.console_post(edit, &pat.cookie, &save).await;

@@ -276,9 +276,9 @@ pub fn judge(test: &TestConversation, answers: &[Option<ReplaySide>]) -> ReplayT
                 "turn {n}: expected a call of {tool}; it called {}",
                 tools_words(&answer.tools)
             )),
-            Check::NotTool(tool) if called(tool) => {
-                Some(format!("turn {n}: expected no call of {tool}; it called it"))
-            }
+            Check::NotTool(tool) if called(tool) => Some(format!(
+                "turn {n}: expected no call of {tool}; it called it"
+            )),
             Check::Contains(s) if !text.contains(&s.to_lowercase()) => Some(format!(
                 "turn {n}: expected the answer to contain \u{201c}{s}\u{201d}; it did not"
             )),
@@ -306,7 +306,12 @@ fn tools_words(tools: &[String]) -> String {
 
 /// A replayed turn's flags: `raw` what the model said before the guard (`None`: it
 /// failed), `after` what the guard left and the tools called.
-pub fn flags(before: &ReplaySide, after: &ReplaySide, raw: Option<&str>, channel: Channel) -> Vec<ReplayFlag> {
+pub fn flags(
+    before: &ReplaySide,
+    after: &ReplaySide,
+    raw: Option<&str>,
+    channel: Channel,
+) -> Vec<ReplayFlag> {
     let mut flags = Vec::new();
     let same_actions = tool_set(&before.tools) == tool_set(&after.tools);
     if !same_actions {
@@ -441,7 +446,12 @@ mod tests {
             vec![ReplayFlag::Identical]
         );
         assert_eq!(
-            flags(&before, &side("Booked", &["book_meeting"]), Some("Booked"), Channel::Sms),
+            flags(
+                &before,
+                &side("Booked", &["book_meeting"]),
+                Some("Booked"),
+                Channel::Sms
+            ),
             vec![ReplayFlag::ActionChanged]
         );
         let long = "a".repeat(SMS_BOUND + 1);
@@ -464,14 +474,21 @@ mod tests {
         let ok = json!([{"name": "asks price", "turns": ["How much?"],
             "expect": [{"turn": 1, "tool": "find_times"}, {"turn": 1, "notContains": "guarantee"}]}]);
         let tests = tests_of(Some(&ok)).unwrap();
-        assert_eq!(tests[0].expect[1].check, Check::NotContains("guarantee".into()));
+        assert_eq!(
+            tests[0].expect[1].check,
+            Check::NotContains("guarantee".into())
+        );
         assert_eq!(tests_view(&tests), ok);
         let too_many = Value::Array(vec![ok[0].clone(); MAX_TESTS + 1]);
-        assert!(tests_of(Some(&too_many)).unwrap_err().to_string().contains("at most 50"));
+        assert!(tests_of(Some(&too_many))
+            .unwrap_err()
+            .to_string()
+            .contains("at most 50"));
         let long = json!([{"name": "x", "turns": vec!["hi"; MAX_TEST_TURNS + 1]}]);
         let err = tests_of(Some(&long)).unwrap_err();
         assert_eq!(err.refused_field(), Some("tests[0].turns"));
-        let bad_turn = json!([{"name": "x", "turns": ["hi"], "expect": [{"turn": 2, "tool": "a"}]}]);
+        let bad_turn =
+            json!([{"name": "x", "turns": ["hi"], "expect": [{"turn": 2, "tool": "a"}]}]);
         assert_eq!(
             tests_of(Some(&bad_turn)).unwrap_err().refused_field(),
             Some("tests[0].expect[0].turn")
@@ -484,7 +501,10 @@ mod tests {
             {"turn": 1, "tool": "find_times"}, {"turn": 2, "contains": "$"},
             {"turn": 2, "notTool": "opt_out"}]}])))
         .unwrap()[0];
-        let result = judge(test, &[Some(side("Hi", &[])), Some(side("It is $5", &["opt_out"]))]);
+        let result = judge(
+            test,
+            &[Some(side("Hi", &[])), Some(side("It is $5", &["opt_out"]))],
+        );
         assert!(!result.passed);
         assert_eq!(
             result.failures,
@@ -501,7 +521,10 @@ mod tests {
     fn a_selection_is_a_count_or_leads() {
         let body = |v: Value| v.as_object().unwrap().clone();
         assert_eq!(selection(&body(json!({}))).unwrap(), Selection::Recent(20));
-        assert_eq!(selection(&body(json!({"conversations": 5}))).unwrap(), Selection::Recent(5));
+        assert_eq!(
+            selection(&body(json!({"conversations": 5}))).unwrap(),
+            Selection::Recent(5)
+        );
         assert!(selection(&body(json!({"conversations": 0}))).is_err());
         assert!(selection(&body(json!({"conversations": 201}))).is_err());
         assert_eq!(
