@@ -525,15 +525,13 @@ pub(super) fn local_time_at(
     org_zone: &str,
     now: chrono::DateTime<Utc>,
 ) -> String {
-    {
-        let zone = quiet_hours::zone_of(lead, org_zone);
-        match zone.parse::<chrono_tz::Tz>() {
-            Ok(tz) => now
-                .with_timezone(&tz)
-                .format("%A %Y-%m-%d %H:%M %Z")
-                .to_string(),
-            Err(_) => now.format("%A %Y-%m-%d %H:%M UTC").to_string(),
-        }
+    let zone = quiet_hours::zone_of(lead, org_zone);
+    match zone.parse::<chrono_tz::Tz>() {
+        Ok(tz) => now
+            .with_timezone(&tz)
+            .format("%A %Y-%m-%d %H:%M %Z")
+            .to_string(),
+        Err(_) => now.format("%A %Y-%m-%d %H:%M UTC").to_string(),
     }
 }
 
@@ -605,7 +603,7 @@ pub struct Tried {
     pub took: Duration,
 }
 
-pub(super) fn conversation(read: &ReadTx, org: &str, lead: &str) -> Result<Vec<Turn>> {
+fn conversation(read: &ReadTx, org: &str, lead: &str) -> Result<Vec<Turn>> {
     let mut turns = VecDeque::with_capacity(MAX_HISTORY + 1);
     let start = Start::AtOrAfter((i64::MIN, String::new(), String::new()));
     let own = read.engine_settings(org)?.opt_out_keywords;

@@ -152,7 +152,7 @@ impl WriteTx {
                 replay.status == ReplayStatus::Running,
             ));
         }
-        all.sort_by(|a, b| b.0.cmp(&a.0));
+        all.sort_by_key(|r| std::cmp::Reverse(r.0));
         let mut doomed = Vec::new();
         for (i, (started_at, id, running)) in all.into_iter().enumerate() {
             if running {
@@ -191,7 +191,7 @@ impl ReadTx {
                 out.push(replay);
             }
         }
-        out.sort_by(|a, b| b.started_at.cmp(&a.started_at));
+        out.sort_by_key(|r| std::cmp::Reverse(r.started_at));
         Ok(out)
     }
 
