@@ -410,6 +410,14 @@ async fn save(
     draft: &Draft,
 ) -> Result<Option<Vec<(String, String)>>> {
     let (caller, name, input) = (visitor.caller(), draft.name.clone(), draft.input());
+    let failures = tests_before_save(state, visitor, draft, &input).await?;
+    if !failures.is_empty() {
+        let words = format!(
+            "The campaign's tests failed, so it was not saved: {}",
+            failures.join("; ")
+        );
+        return Ok(Some(vec![("instructions".into(), words)]));
+    }
     let saved = state
         .store
         .write(move |tx| profiles::put_or_refusals(tx, &caller, &name, &input))
@@ -417,6 +425,40 @@ async fn save(
     Ok(saved
         .err()
         .map(|refusals| refusals.into_iter().map(|r| (r.field, r.words)).collect()))
+}
+
+/// `requireTestsPass` on the stored profile: a save that changes the instructions or
+/// the calendar runs its tests first (`engine::replay`); each failed expectation in
+/// words. Nothing when the form will be refused anyway.
+async fn tests_before_save(
+    state: &AppState,
+    visitor: &Visitor,
+    draft: &Draft,
+    input: &ProfileInput,
+) -> Result<Vec<String>> {
+    let Some(stored) = state.store.read()?.profile(visitor.org(), &draft.name)? else {
+        return Ok(Vec::new());
+    };
+    let Ok(mut profile) = input.record(&draft.name) else {
+        return Ok(Vec::new());
+    };
+    profile.tests = stored.tests.clone();
+    if input.calendar.is_none() {
+        profile.calendar = stored.calendar.clone();
+    }
+    let changed =
+        stored.instructions != profile.instructions || stored.calendar != profile.calendar;
+    if !stored.require_tests_pass || stored.tests.is_empty() || !changed {
+        return Ok(Vec::new());
+    }
+    let results = state
+        .engine
+        .run_tests(visitor.org(), &profile, &profile.tests)
+        .await?;
+    Ok(results
+        .iter()
+        .flat_map(|r| r.failures.iter().map(move |f| format!("{}: {f}", r.name)))
+        .collect())
 }
 
 /// Why "Try this change" started nothing.

@@ -441,3 +441,33 @@ async fn the_console_tries_the_unsaved_form_and_shows_it_in_words_then_the_form_
         json!(instructions)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_save_of_a_campaign_requiring_its_tests_is_refused_in_words() {
+    let s = start().await;
+    let tests = json!([{"name": "books when asked", "turns": ["What time works?"],
+                        "expect": [{"turn": 1, "tool": "book_meeting"}]}]);
+    let booking = format!("{INSTRUCTIONS}\n{BOOKS}");
+    let guarded = json!({"instructions": booking, "tests": tests, "requireTestsPass": true});
+    put_profile(&s.ts, &s.admin, "assist", &guarded).await;
+    let password = s.ts.user("acme", "pat@example.com", "Pat", "admin").await;
+    let pat = s.ts.sign_in("pat@example.com", &password).await;
+    let form = [
+        ("csrf", pat.csrf.as_str()),
+        ("steps", "0"),
+        ("instructions", INSTRUCTIONS),
+        ("reply-delay", "5s"),
+        ("op", "save"),
+    ];
+    let page =
+        s.ts.console_post("/console/campaigns/assist/edit", &pat.cookie, &form)
+            .await;
+    let html = page.text();
+    assert!(
+        html.contains("The campaign's tests failed, so it was not saved: books when asked: turn 1: expected a call of book_meeting; it called none"),
+        "{html}"
+    );
+    let kept = expect(&s.ts.get(&s.read, "/v1/profiles/assist").await, 200);
+    assert_eq!(kept["instructions"], json!(booking), "nothing saved");
+    assert_eq!(kept["tests"], tests, "the console keeps the tests");
+}
