@@ -44,10 +44,14 @@ from engaged_client.api.contact import (  # noqa: E402
 )
 from engaged_client.api.dnc import list_dnc, register_dnc, remove_dnc  # noqa: E402
 from engaged_client.api.engagement import (  # noqa: E402
+    cancel_replay,
+    create_replay,
     delete_profile,
     get_engagement,
     get_profile,
+    get_replay,
     list_profiles,
+    list_replays,
     profile_stats,
     put_profile,
 )
@@ -103,6 +107,7 @@ from engaged_client.models import (  # noqa: E402
     MessageInput,
     OrgSettingsUpdate,
     ProfileInput,
+    ReplayRequest,
     RegisterDncBody,
     RemoveTagsBody,
     RequestCallBody,
@@ -266,6 +271,12 @@ expect(put_profile.sync_detailed("smoke", client=api, body=ProfileInput.from_dic
 expect(list_profiles.sync_detailed(client=api), 200)
 expect(get_profile.sync_detailed("smoke", client=api), 200)
 expect(profile_stats.sync_detailed("smoke", client=api), 200)
+# A replay of a draft: 202, or 409 without an assistant (the smoke organization has none).
+expect(create_replay.sync_detailed("smoke", client=api, body=ReplayRequest.from_dict(
+    {"draft": {"instructions": "Be brief."}, "conversations": 1})), 202, 409)
+expect(list_replays.sync_detailed(client=api), 200)
+expect(get_replay.sync_detailed("rpl_none", client=api), 404)
+expect(cancel_replay.sync_detailed("rpl_none", client=api), 404)
 expect(delete_profile.sync_detailed("smoke", client=api), 200)
 all_day = [["00:00", "24:00"]]
 expect(put_calendar.sync_detailed("smoke", client=api, body=CalendarInput.from_dict(

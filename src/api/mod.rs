@@ -25,6 +25,7 @@ pub mod rate_limit;
 mod recording_body;
 pub mod recordings;
 mod relay;
+pub mod replays;
 pub mod request;
 pub mod response;
 pub mod router;
@@ -318,9 +319,16 @@ async fn dispatch(
                     "Request body must be a JSON object".into(),
                 ));
             }
-            profiles::put(store, caller, name, json_object(&bytes)?).await
+            profiles::put(&state.engine, store, caller, name, json_object(&bytes)?).await
         }
         Route::DeleteProfile(name) => profiles::delete(store, caller, name).await,
+        Route::CreateReplay(name) => {
+            let body = state.json_body(body).await?;
+            replays::create(&state.engine, store, &caller, name, body).await
+        }
+        Route::ListReplays => replays::list(&state.engine, &caller),
+        Route::GetReplay(id) => replays::get(&state.engine, &caller, id),
+        Route::CancelReplay(id) => replays::cancel(&state.engine, &caller, id),
         Route::GetEngagement(id) => profiles::engagement(store, &caller, id),
         Route::ListCalendars => calendars::list(state, &caller),
         Route::GetCalendar(name) => calendars::get(state, &caller, name),

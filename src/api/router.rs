@@ -75,6 +75,11 @@ pub enum Route<'a> {
     ProfileStats(&'a str),
     PutProfile(&'a str),
     DeleteProfile(&'a str),
+    /// `POST /v1/profiles/{name}/replays`: a draft tried on past conversations.
+    CreateReplay(&'a str),
+    ListReplays,
+    GetReplay(&'a str),
+    CancelReplay(&'a str),
     GetEngagement(&'a str),
     ListCalendars,
     GetCalendar(&'a str),
@@ -191,6 +196,8 @@ impl Route<'_> {
             | Route::ProfileStats(_)
             | Route::GetEngagement(_) => Some(Scope::Read),
             Route::PutProfile(_) | Route::DeleteProfile(_) => Some(Scope::Admin),
+            Route::CreateReplay(_) | Route::CancelReplay(_) => Some(Scope::Write),
+            Route::ListReplays | Route::GetReplay(_) => Some(Scope::Read),
             Route::ListCalendars
             | Route::GetCalendar(_)
             | Route::CalendarTimes(_)
@@ -265,6 +272,10 @@ impl Route<'_> {
             Route::ProfileStats(_) => "profile_stats",
             Route::PutProfile(_) => "put_profile",
             Route::DeleteProfile(_) => "delete_profile",
+            Route::CreateReplay(_) => "create_replay",
+            Route::ListReplays => "list_replays",
+            Route::GetReplay(_) => "get_replay",
+            Route::CancelReplay(_) => "cancel_replay",
             Route::GetEngagement(_) => "get_engagement",
             Route::ListCalendars => "list_calendars",
             Route::GetCalendar(_) => "get_calendar",
@@ -440,6 +451,14 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
             only(m, Method::POST, Route::MailgunInbound(segments[3].as_str()))?
         }
         ["v1", "profiles"] => only(m, Method::GET, Route::ListProfiles)?,
+        ["v1", "profiles", _, "replays"] => {
+            only(m, Method::POST, Route::CreateReplay(segments[2].as_str()))?
+        }
+        ["v1", "replays"] => only(m, Method::GET, Route::ListReplays)?,
+        ["v1", "replays", _] => only(m, Method::GET, Route::GetReplay(segments[2].as_str()))?,
+        ["v1", "replays", _, "cancel"] => {
+            only(m, Method::POST, Route::CancelReplay(segments[2].as_str()))?
+        }
         ["v1", "profiles", _, "stats"] => {
             only(m, Method::GET, Route::ProfileStats(segments[2].as_str()))?
         }

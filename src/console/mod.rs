@@ -25,6 +25,7 @@ mod meetings;
 mod new_lead;
 mod notifications;
 mod profile_editor;
+mod replays;
 mod respond;
 mod routes;
 mod session;
@@ -187,6 +188,7 @@ async fn dispatch(
         Page::Webchat(id) => webchats::page(state, &visitor, id),
         Page::WebchatAction(id, false) => webchats::take_over(state, &visitor, id).await,
         Page::WebchatAction(id, true) => webchats::reply(state, &visitor, id, &form).await,
+        Page::Replay(id) => replays::page(state, &visitor, id),
         Page::Root
         | Page::Home
         | Page::Asset(_)

@@ -21,7 +21,7 @@ use crate::channel::Channel;
 use crate::domain::records::search::{self, LeadFilter};
 use crate::domain::settings::profiles::{DispositionInput, ProfileInput, StepInput};
 use crate::domain::settings::{org, profiles, templates};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::providers::model::protocol::Turn;
 use crate::store::rows::{LeadRecord, OnMachine, ProfileRecord, Purpose, VoicemailRecord};
 use crate::store::Reader;
@@ -342,6 +342,21 @@ pub async fn act(
             shown.preview = Some(preview(state, visitor, &draft, Some(chosen))?)
         }
         "try" => shown.tried = Some(try_assistant(state, visitor, &form, &mut draft).await?),
+        "replay" => match replay(state, visitor, &draft).await? {
+            Ok(id) => {
+                // The form waits for the way back; the results are a page of their own.
+                shown.notice = Some(
+                    "Your change is not saved yet: save it below once you have read how it answers."
+                        .into(),
+                );
+                state
+                    .flash
+                    .put(visitor.token_hash, &action_url(&draft), (draft, shown));
+                return Ok(respond::redirect(&format!("/console/replays/{id}")));
+            }
+            Err(Refused::Fields(refusals)) => shown.refusals = refusals,
+            Err(Refused::Words(words)) => shown.notice = Some(words),
+        },
         op => edit_steps(&mut draft, op),
     }
     // Post/Redirect/Get: the form as it now stands waits for the page the 303 leads to.
@@ -399,6 +414,14 @@ async fn save(
         draft.input(),
         draft.new,
     );
+    let failures = tests_before_save(state, visitor, draft, &input).await?;
+    if !failures.is_empty() {
+        let words = format!(
+            "The campaign's tests failed, so it was not saved: {}",
+            failures.join("; ")
+        );
+        return Ok(Err(vec![("instructions".into(), words)]));
+    }
     let saved = state
         .store
         .write(move |tx| {
@@ -410,6 +433,87 @@ async fn save(
         })
         .await?;
     Ok(saved.map_err(|refusals| refusals.into_iter().map(|r| (r.field, r.words)).collect()))
+}
+
+/// `requireTestsPass` on the stored profile: a save that changes the instructions or
+/// the calendar runs its tests first (`engine::replay`); each failed expectation in
+/// words. Nothing when the form will be refused anyway.
+async fn tests_before_save(
+    state: &AppState,
+    visitor: &Visitor,
+    draft: &Draft,
+    input: &ProfileInput,
+) -> Result<Vec<String>> {
+    let Some(stored) = state.store.read()?.profile(visitor.org(), &draft.name)? else {
+        return Ok(Vec::new());
+    };
+    let Ok(mut profile) = input.record(&draft.name) else {
+        return Ok(Vec::new());
+    };
+    profile.tests = stored.tests.clone();
+    if input.calendar.is_none() {
+        profile.calendar = stored.calendar.clone();
+    }
+    let changed =
+        stored.instructions != profile.instructions || stored.calendar != profile.calendar;
+    if !stored.require_tests_pass || stored.tests.is_empty() || !changed {
+        return Ok(Vec::new());
+    }
+    let results = state
+        .engine
+        .run_tests(visitor.org(), &profile, &profile.tests)
+        .await?;
+    Ok(results
+        .iter()
+        .flat_map(|r| r.failures.iter().map(move |f| format!("{}: {f}", r.name)))
+        .collect())
+}
+
+/// Why "Try this change" started nothing.
+enum Refused {
+    /// The form's refusals, as "Save" shows them.
+    Fields(Vec<(String, String)>),
+    /// Another replay runs, or no assistant is configured.
+    Words(String),
+}
+
+/// "Try this change": a replay of the form as it stands over the campaign's recent
+/// conversations (`engine::replay`); its id, or why none started.
+async fn replay(
+    state: &AppState,
+    visitor: &Visitor,
+    draft: &Draft,
+) -> Result<std::result::Result<String, Refused>> {
+    let input = draft.input();
+    let refusals = input.refusals(&draft.name);
+    if !refusals.is_empty() {
+        return Ok(Err(Refused::Fields(
+            refusals.into_iter().map(|r| (r.field, r.words)).collect(),
+        )));
+    }
+    let mut profile = match input.record(&draft.name) {
+        Ok(profile) => profile,
+        Err(e) => return Ok(Err(Refused::Words(e.to_string()))),
+    };
+    // The editor shows neither the tests nor the calendar's absence: the stored ones.
+    if let Some(stored) = state.store.read()?.profile(visitor.org(), &draft.name)? {
+        profile.tests = stored.tests;
+        if input.calendar.is_none() {
+            profile.calendar = stored.calendar;
+        }
+    }
+    let request = crate::engine::ReplayRequest {
+        profile: draft.name.clone(),
+        draft: profile,
+        selection: crate::domain::settings::replays::Selection::Recent(
+            crate::domain::settings::replays::DEFAULT_CONVERSATIONS,
+        ),
+    };
+    match state.engine.start_replay(visitor.org(), request).await {
+        Ok(replay) => Ok(Ok(replay.id)),
+        Err(Error::Conflict(words)) => Ok(Err(Refused::Words(words))),
+        Err(e) => Err(e),
+    }
 }
 
 /// "Try the assistant": the lead's words (if any) join the conversation, and the
@@ -645,6 +749,12 @@ impl<'a> ProfileEditorView<'a> {
                     div.actions {
                         button type="submit" name="op" value="save" { "Save" }
                         button.secondary type="submit" name="op" value="preview" { "Preview" }
+                        @if !draft.new {
+                            button.secondary type="submit" name="op" value="replay" { "Try this change" }
+                        }
+                    }
+                    @if !draft.new {
+                        p.muted { "“Try this change” asks the assistant, with this form as it stands, to answer the campaign's last 20 conversations again, and shows what it would say beside what was said. Nothing is sent or saved." }
                     }
                     (self.playground())
                 }

@@ -348,6 +348,8 @@ pub enum Page<'a> {
     Webchats,
     Webchat(&'a str),
     WebchatAction(&'a str, bool),
+    /// "Try this change": a replay of the campaign editor's form, its progress and results.
+    Replay(&'a str),
 }
 
 impl Page<'_> {
@@ -399,7 +401,8 @@ impl Page<'_> {
             | Page::SettingsAction(_)
             | Page::PauseCampaign(_, _)
             | Page::EditCampaign(_)
-            | Page::EditCampaignPost(_) => Role::Admin,
+            | Page::EditCampaignPost(_)
+            | Page::Replay(_) => Role::Admin,
         }
     }
 
@@ -451,6 +454,7 @@ impl Page<'_> {
             Page::EnrolmentNew => "console_enrolment_new",
             Page::EnrolmentCreate => "console_enrolment_create",
             Page::Enrolment(_) => "console_enrolment",
+            Page::Replay(_) => "console_replay",
         }
     }
 }
@@ -574,6 +578,7 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["enrolments"] => post(method, Page::EnrolmentCreate),
         ["enrolments", "new"] => get(method, Page::EnrolmentNew),
         ["enrolments", id] if valid_id(id) => get(method, Page::Enrolment(id)),
+        ["replays", id] if valid_id(id) => get(method, Page::Replay(id)),
         ["notifications"] => pick(method, Page::Notifications, Some(Page::SetNotifications)),
         ["webchats"] => get(method, Page::Webchats),
         ["webchats", id] if valid_id(id) => get(method, Page::Webchat(id)),

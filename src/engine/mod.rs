@@ -16,6 +16,7 @@
 //! - `reply`: the assistant's conversation turn, at most four rounds of tools (the
 //!   model client, its protocol and post-call request are `providers::model`).
 //! - `tools`: applying a tool call through the same domain functions the API uses.
+//! - `replay`: a profile's draft tried on past conversations, tools dry.
 //! - `guard`: the one output guard every reply passes before it is sent or spoken.
 //! - `voice`: the relay, one live call's conversation over ConversationRelay.
 //! - `post_call`: a completed call's summary and disposition.
@@ -34,6 +35,7 @@ mod notices;
 mod pacing;
 mod post_call;
 mod recording_fetch;
+mod replay;
 mod reply;
 mod scheduler;
 mod tools;
@@ -51,6 +53,7 @@ use crate::http_client::HttpClient;
 use crate::store::rows::AssistantSettings;
 use crate::store::Store;
 pub use metrics::EngineMetrics;
+pub use replay::ReplayRequest;
 pub use reply::Tried;
 
 /// What every job of the engine shares.
@@ -74,6 +77,8 @@ pub struct Engine {
     calendars: calendar_sync::Calendars,
     /// The web chats' visitor streams.
     webchat: webchat::Hub,
+    /// The replays running now, one per organization.
+    replays: replay::Replays,
 }
 
 impl Engine {
@@ -95,6 +100,7 @@ impl Engine {
             replying: reply::Replying::default(),
             calendars: calendar_sync::Calendars::default(),
             webchat: webchat::Hub::default(),
+            replays: replay::Replays::default(),
         }
     }
 

@@ -169,9 +169,18 @@ impl Engine {
         };
         let said = match &lead {
             Some(lead) => {
-                self.converse(org, &lead.id, Channel::Sms, &settings, &context, false)
-                    .await?
-                    .0
+                self.converse(
+                    org,
+                    &lead.id,
+                    Channel::Sms,
+                    &settings,
+                    &context,
+                    super::tools::ToolMode::Live {
+                        transfer_available: false,
+                    },
+                )
+                .await?
+                .0
             }
             None => {
                 self.converse_visitor(org, session_id, &settings, &context)

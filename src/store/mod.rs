@@ -24,6 +24,7 @@ mod people;
 mod read;
 mod reader;
 pub mod recordings;
+pub mod replays;
 pub mod rows;
 pub mod tables;
 mod voice;

@@ -555,6 +555,40 @@ pub struct ProfileRecord {
     /// How a transfer reaches a person (none: cold, the numbers above, as before
     /// schema 14). The numbers stay in `transfer_number` / `fallback_transfer_number`.
     pub transfer: Option<TransferSettings>,
+    /// The profile's test conversations, run by every replay (none before schema 16).
+    pub tests: Vec<ProfileTest>,
+    /// A save that changes the instructions or the tools runs the tests first and is
+    /// refused when one fails.
+    pub require_tests_pass: bool,
+}
+
+/// A profile's test conversation: the lead's turns, and what the answers must do
+/// (`domain::settings::replays`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileTest {
+    pub name: String,
+    pub turns: Vec<String>,
+    pub expect: Vec<TestExpectation>,
+}
+
+/// One expectation of a test conversation: its turn (1-based) and check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestExpectation {
+    pub turn: u32,
+    pub check: TestCheck,
+}
+
+/// What one expectation checks of its turn's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TestCheck {
+    /// The tool was called.
+    Tool(String),
+    /// The tool was not called.
+    NotTool(String),
+    /// The answer contains the text (any case).
+    Contains(String),
+    /// The answer does not contain the text (any case).
+    NotContains(String),
 }
 
 /// A profile's transfer settings besides its numbers (`transfer` on the wire).

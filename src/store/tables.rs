@@ -83,6 +83,7 @@ macro_rules! all_tables {
         $apply!(WEBCHAT_SETTINGS);
         $apply!(WEBCHAT_SESSIONS);
         $apply!(WEBCHAT_BY_CREATED);
+        $apply!(REPLAYS);
     };
 }
 pub(crate) use all_tables;
@@ -362,3 +363,7 @@ pub const WEBCHAT_SESSIONS: TableDefinition<(&str, &str), &[u8]> =
 /// bound and the purge of sessions that never became leads.
 pub const WEBCHAT_BY_CREATED: TableDefinition<(&str, i64, &str), ()> =
     TableDefinition::new("webchat_by_created");
+/// (org, replay id) → `ReplayRecord`: a replay of a profile's draft over past
+/// conversations, its progress and results (`store::replays`), kept 30 days and the
+/// newest 20 per organization.
+pub const REPLAYS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("replays");

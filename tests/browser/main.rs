@@ -19,6 +19,7 @@ mod lead_fields;
 mod leads;
 mod meetings;
 mod profile_editor;
+mod replays;
 mod screenshots;
 mod settings;
 mod sign_in;

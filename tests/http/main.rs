@@ -45,6 +45,7 @@ mod policy;
 mod profiles;
 mod recordings;
 mod reminders;
+mod replays;
 mod revocation;
 mod search;
 mod settings;

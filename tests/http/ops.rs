@@ -204,7 +204,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 80] = [
+const ROUTES: [(&str, &str, &str); 84] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -248,6 +248,10 @@ const ROUTES: [(&str, &str, &str); 80] = [
     ("get_profile", "get", "/v1/profiles/{name}"),
     ("profile_stats", "get", "/v1/profiles/{name}/stats"),
     ("put_profile", "put", "/v1/profiles/{name}"),
+    ("create_replay", "post", "/v1/profiles/{name}/replays"),
+    ("list_replays", "get", "/v1/replays"),
+    ("get_replay", "get", "/v1/replays/{id}"),
+    ("cancel_replay", "post", "/v1/replays/{id}/cancel"),
     ("delete_profile", "delete", "/v1/profiles/{name}"),
     ("get_engagement", "get", "/v1/leads/{leadId}/engagement"),
     ("list_calendars", "get", "/v1/calendars"),
@@ -411,6 +415,10 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::GetProfile(_)
         | Route::ProfileStats(_)
         | Route::PutProfile(_)
+        | Route::CreateReplay(_)
+        | Route::ListReplays
+        | Route::GetReplay(_)
+        | Route::CancelReplay(_)
         | Route::DeleteProfile(_)
         | Route::GetEngagement(_)
         | Route::ListCalendars

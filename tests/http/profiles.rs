@@ -83,6 +83,8 @@ async fn put_answers_the_whole_profile() {
     expected["screeningReply"] = Value::Null;
     expected["voicemail"] = Value::Null;
     expected["transfer"] = Value::Null;
+    expected["tests"] = json!([]);
+    expected["requireTestsPass"] = json!(false);
     for field in ["createdAt", "updatedAt"] {
         time_of(&profile[field]);
         expected[field] = profile[field].clone();

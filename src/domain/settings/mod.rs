@@ -11,6 +11,7 @@ pub mod clock;
 pub mod email;
 pub mod org;
 pub mod profiles;
+pub mod replays;
 pub mod templates;
 pub mod transfer;
 pub mod twilio;

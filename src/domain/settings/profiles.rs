@@ -22,8 +22,8 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::calendars::CalendarReader;
 use crate::store::rows::{
-    DispositionRecord, OnMachine, ProfileRecord, Purpose, StepRecord, TransferSettings,
-    VoicemailRecord,
+    DispositionRecord, OnMachine, ProfileRecord, ProfileTest, Purpose, StepRecord,
+    TransferSettings, VoicemailRecord,
 };
 use crate::store::{Flow, ReadTx, Reader, WriteTx};
 
@@ -55,6 +55,8 @@ const MEMBERS: &[&str] = &[
     "screeningReply",
     "voicemail",
     "transfer",
+    "tests",
+    "requireTestsPass",
 ];
 const VOICEMAIL_MEMBERS: &[&str] = &["text", "onMachine"];
 const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject", "purpose"];
@@ -158,6 +160,12 @@ pub struct ProfileInput {
     /// How a transfer reaches a person (`Some(None)`: cold, as the numbers say); `None`
     /// keeps the one stored.
     pub transfer: Option<Option<TransferSettings>>,
+    /// The test conversations (`domain::settings::replays`); `None` keeps the ones
+    /// stored (the console's editor, which does not show them).
+    pub tests: Option<Vec<ProfileTest>>,
+    /// Whether a save that changes the instructions or tools must pass the tests;
+    /// `None` keeps the one stored.
+    pub require_tests_pass: Option<bool>,
 }
 
 /// One step of a cadence, as written.
@@ -301,6 +309,13 @@ impl ProfileInput {
             rules.hold(check_spoken("voicemail.text", &voicemail.text))?;
         }
 
+        let tests = super::replays::tests_of(present(body, "tests"))?;
+        let require_tests_pass = match present(body, "requireTestsPass") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(Error::invalid_field("requireTestsPass")),
+        };
+
         Ok(ProfileInput {
             display_name,
             instructions,
@@ -314,6 +329,8 @@ impl ProfileInput {
             screening_reply: Some(screening_reply),
             voicemail: Some(voicemail),
             transfer: Some(transfer),
+            tests: Some(tests),
+            require_tests_pass: Some(require_tests_pass),
         })
     }
 
@@ -374,6 +391,8 @@ impl ProfileInput {
             screening_reply: screening_reply.to_string(),
             voicemail,
             transfer,
+            tests: self.tests.clone().unwrap_or_default(),
+            require_tests_pass: self.require_tests_pass.unwrap_or(false),
         })
     }
 }
@@ -938,6 +957,8 @@ pub fn view(p: &ProfileRecord, label: Option<&str>) -> Value {
         "screeningReply": non_empty(&p.screening_reply),
         "voicemail": p.voicemail.as_ref().map(|v| json!({"text": v.text, "onMachine": v.on_machine.as_str()})),
         "transfer": transfer::view(p.transfer.as_ref(), &p.transfer_number, &p.fallback_transfer_number),
+        "tests": super::replays::tests_view(&p.tests),
+        "requireTestsPass": p.require_tests_pass,
         "createdAt": crate::time::format(p.created_at),
         "updatedAt": crate::time::format(p.updated_at),
     })
@@ -976,6 +997,12 @@ pub fn put(
     }
     if input.voicemail.is_none() {
         profile.voicemail = old.as_ref().and_then(|o| o.voicemail.clone());
+    }
+    if input.tests.is_none() {
+        profile.tests = old.as_ref().map(|o| o.tests.clone()).unwrap_or_default();
+    }
+    if input.require_tests_pass.is_none() {
+        profile.require_tests_pass = old.as_ref().is_some_and(|o| o.require_tests_pass);
     }
     if input.screening_reply.is_none() {
         profile.screening_reply = old
@@ -1709,6 +1736,8 @@ mod tests {
                 "screeningReply": null,
                 "voicemail": null,
                 "transfer": null,
+                "tests": [],
+                "requireTestsPass": false,
                 "createdAt": "1970-01-01T00:00:00.000000Z",
                 "updatedAt": "1970-01-01T00:00:01.000000Z"
             })
