@@ -1,0 +1,319 @@
+//! "The first hour": what a new user does, in one walk through a real headless Chromium
+//! at 1280 pixels, by labels and visible words only. The setup link from the server's
+//! log creates the first admin of "Acme Solar"; Settings → Organization takes the time
+//! zone, the country and the quiet hours as people write them ("Central Time", "USA",
+//! "9pm"); Settings → Assistant connects the test kit's fake model; Settings →
+//! Calendars makes "sales" with "9am-5pm" on weekdays; a new campaign with one SMS
+//! step; a CSV of 30 leads imported into it; one lead replies by SMS and the assistant
+//! answers; from the inbox, a meeting is booked with that lead by clicking a time.
+//!
+//! Each form must take one "Save". Each stage is timed and the times are printed as a
+//! table, with the clicks each form needed (`--nocapture` shows it); nothing asserts a
+//! time.
+
+use std::time::{Duration, Instant};
+
+use chrono::Datelike;
+use serde_json::json;
+
+use engaged::testkit::browser::Browser;
+use engaged::testkit::model::{FakeModel, Step};
+use engaged::testkit::TestServer;
+
+/// The 30 leads' first and last names: lead `i` is `FIRST[i % 10] LAST[i / 10]`.
+const FIRST: [&str; 10] = [
+    "Maria", "James", "Linda", "Robert", "Susan", "David", "Karen", "Miguel", "Nancy", "Peter",
+];
+const LAST: [&str; 3] = ["Gonzalez", "Whitfield", "Okafor"];
+
+/// The lead who replies (the 8th row): Miguel Gonzalez, (512) 555-0108.
+const REPLYING: usize = 7;
+
+/// A CSV as a spreadsheet exports it: 30 leads with US phones written without +1.
+fn leads_csv() -> String {
+    let mut csv = String::from("First Name,Last Name,Phone Number,Email\n");
+    for i in 0..30 {
+        let (first, last) = (FIRST[i % 10], LAST[i / 10]);
+        csv.push_str(&format!(
+            "{first},{last},(512) 555-{:04},{}.{}@example.com\n",
+            101 + i,
+            first.to_lowercase(),
+            last.to_lowercase()
+        ));
+    }
+    csv
+}
+
+/// The stages walked: each one's name, its time, and the form it saved with how many
+/// clicks of its submit button it needed.
+#[derive(Default)]
+struct Walk {
+    stages: Vec<(&'static str, Duration, Option<(&'static str, u32)>)>,
+}
+
+impl Walk {
+    fn stage(&mut self, name: &'static str, started: Instant, form: Option<(&'static str, u32)>) {
+        self.stages.push((name, started.elapsed(), form));
+    }
+
+    fn table(&self) -> String {
+        let mut out = format!("{:<34} {:>9}  {}\n", "stage", "time", "form: clicks");
+        let mut total = Duration::ZERO;
+        for (name, took, form) in &self.stages {
+            total += *took;
+            let form = form.map_or(String::from("-"), |(f, n)| format!("{f}: {n}"));
+            out.push_str(&format!("{name:<34} {:>7} ms  {form}\n", took.as_millis()));
+        }
+        out.push_str(&format!("{:<34} {:>7} ms\n", "total", total.as_millis()));
+        out
+    }
+}
+
+/// Clicks the button `text` of a form once and waits for `saved`: the form took one
+/// click (a refusal fails the walk with the page it showed).
+async fn save_once(browser: &Browser, button: &str, saved: &str) -> u32 {
+    browser.click_button(button).await;
+    browser.wait_for_text(saved).await;
+    1
+}
+
+/// The value the field labelled `label` holds.
+async fn value(browser: &Browser, label: &str) -> String {
+    browser
+        .field(label)
+        .await
+        .prop("value")
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// Waits (at most 20 seconds) until the page shows `text`: what the assistant answers
+/// after its reply delay, pushed to the open page.
+async fn wait_long_for(browser: &Browser, text: &str) {
+    let started = Instant::now();
+    loop {
+        let shown = browser.text().await;
+        if shown.contains(text) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the page never showed {text:?}; it shows:\n{shown}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A weekday at least two days from now (`YYYY-MM-DD`, the same in Chicago and UTC
+/// then): one the calendar has open times on.
+fn next_weekday() -> chrono::NaiveDate {
+    let mut day = (chrono::Utc::now() + chrono::Duration::days(2)).date_naive();
+    while day.weekday().number_from_monday() > 5 {
+        day += chrono::Duration::days(1);
+    }
+    day
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
+    let (captured, guard) = engaged::testkit::logs::Captured::install(tracing::Level::INFO);
+    let server = TestServer::start().await;
+    let link = captured
+        .setup_path()
+        .expect("the start log holds the setup link");
+    drop(guard);
+    let model = FakeModel::start().await;
+    let browser = Browser::open(&server).await;
+    let mut walk = Walk::default();
+
+    // 1. The setup link: the first admin, of "Acme Solar".
+    let started = Instant::now();
+    browser.goto(&link).await;
+    browser.wait_for_text("Set up engaged").await;
+    browser.fill("Organization", "Acme Solar").await;
+    browser.fill("Email", "ana@acme.example").await;
+    browser.fill("Name", "Ana Ruiz").await;
+    browser.fill("Password", "a long enough password").await;
+    let clicks = save_once(&browser, "Create admin", "Sign out").await;
+    assert_eq!(browser.path().await, "/console/inbox");
+    walk.stage(
+        "1 setup link → first admin",
+        started,
+        Some(("setup", clicks)),
+    );
+    let admin = server.key("Acme Solar", "admin").await;
+
+    // 2. Settings → Organization, as people write a zone, a country and times.
+    let started = Instant::now();
+    browser.click_link("Settings").await;
+    browser.click_link("Organization").await;
+    browser.wait_for_text("Business name").await;
+    browser.fill("Time zone", "Central Time").await;
+    browser.fill("Default country", "USA").await;
+    browser.fill("Quiet hours from", "9pm").await;
+    browser.fill("Quiet hours until", "8am").await;
+    let clicks = save_once(&browser, "Save", "Saved.").await;
+    assert_eq!(value(&browser, "Time zone").await, "America/Chicago");
+    assert_eq!(value(&browser, "Default country").await, "US");
+    walk.stage(
+        "2 settings → organization",
+        started,
+        Some(("organization", clicks)),
+    );
+    let org = server.get(&admin, "/v1/org").await.json();
+    assert_eq!(org["timeZone"], json!("America/Chicago"), "{org}");
+    assert_eq!(org["defaultCountry"], json!("US"), "{org}");
+    assert!(
+        org["quietHours"].to_string().contains("21:00")
+            && org["quietHours"].to_string().contains("08:00"),
+        "{org}"
+    );
+
+    // 3. Settings → Assistant: the fake model, tried once.
+    let started = Instant::now();
+    browser.click_link("Assistant").await;
+    browser.wait_for_text("Model server URL").await;
+    browser.fill("Model server URL", &model.base_url()).await;
+    browser.fill("Model", FakeModel::MODEL).await;
+    browser.fill("API key", FakeModel::API_KEY).await;
+    let clicks = save_once(&browser, "Save assistant", "Saved.").await;
+    browser.click_button("Test connection").await;
+    browser.wait_for_text("The assistant answered in").await;
+    walk.stage(
+        "3 settings → assistant",
+        started,
+        Some(("assistant", clicks)),
+    );
+
+    // 4. Settings → Calendars: "sales", weekdays 9am-5pm, in the organization's zone.
+    let started = Instant::now();
+    browser.click_link("Calendars").await;
+    browser.wait_for_text("No calendar yet.").await;
+    browser.fill("Name", "sales").await;
+    assert_eq!(
+        value(&browser, "Time zone").await,
+        "America/Chicago",
+        "a new calendar starts in the organization's zone"
+    );
+    for day in ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"] {
+        browser.fill(day, "9am-5pm").await;
+    }
+    let clicks = save_once(&browser, "Save calendar", "Saved.").await;
+    walk.stage(
+        "4 settings → calendars",
+        started,
+        Some(("calendar", clicks)),
+    );
+    let calendar = server.get(&admin, "/v1/calendars/sales").await.json();
+    assert_eq!(
+        calendar["hours"]["fri"],
+        json!([["09:00", "17:00"]]),
+        "{calendar}"
+    );
+
+    // 5. Campaigns → New campaign, one SMS step.
+    let started = Instant::now();
+    browser.click_link("Campaigns").await;
+    browser.click_link("New campaign").await;
+    browser.wait_for_text("Cadence").await;
+    browser.fill("Campaign name", "Spring Solar Push").await;
+    browser
+        .fill(
+            "Instructions",
+            "You are Sam from Acme Solar. Answer briefly and offer a meeting.",
+        )
+        .await;
+    browser.fill("Reply delay", "1s").await;
+    browser.select("Calendar", "sales").await;
+    browser
+        .fill(
+            "Text (step 1)",
+            "Hi {{firstName}}, Sam from Acme Solar: would solar save you money? Reply to talk.",
+        )
+        .await;
+    browser.click_button("Save").await;
+    browser.wait_for_text("Funnel").await;
+    walk.stage("5 new campaign", started, Some(("campaign", 1)));
+    assert_eq!(browser.path().await, "/console/campaigns/spring-solar-push");
+
+    // 6. Leads → Import: 30 leads into the campaign.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("leads.csv");
+    std::fs::write(&file, leads_csv()).expect("write the file");
+    let started = Instant::now();
+    browser.click_link("Leads").await;
+    browser.click_link("Import").await;
+    browser.attach("File", &file).await;
+    browser.click_button("Upload and preview").await;
+    browser.wait_for_text("What importing would do").await;
+    browser
+        .select("Add the imported leads to a campaign", "Spring Solar Push")
+        .await;
+    let clicks = save_once(&browser, "Import", "Import done").await;
+    browser.wait_for_text("30 created").await;
+    walk.stage("6 import 30 leads", started, Some(("import", clicks)));
+    let found = server.get(&admin, "/v1/leads/search").await.json();
+    assert_eq!(found["total"], json!(30), "{found}");
+
+    // 7. One lead replies by SMS; the assistant answers after its reply delay.
+    let key = server.key("Acme Solar", "write").await;
+    let name = format!("{} {}", FIRST[REPLYING % 10], LAST[REPLYING / 10]);
+    let answer = "Great to hear, Miguel! Would Tuesday morning suit you for a call?";
+    model.push(Step::text(answer));
+    let started = Instant::now();
+    browser.click_link("Inbox").await;
+    browser.wait_for_text("Sign out").await;
+    let reply = server
+        .post(
+            &key,
+            "/v1/inbound/sms",
+            &json!({"from": format!("+1512555{:04}", 101 + REPLYING), "text": "Yes, I'm interested. How much would it cost?"}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    // The count of "Replied" moves without a reload; its tab lists the lead.
+    browser.wait_for_text("Replied (1)").await;
+    browser.click_link("Replied (1)").await;
+    browser
+        .wait_for_text("Yes, I'm interested. How much would it cost?")
+        .await;
+    wait_long_for(&browser, answer).await;
+    walk.stage("7 a lead replies, assistant answers", started, None);
+
+    // 8. Inbox → the lead → Book a meeting → a time.
+    let day = next_weekday();
+    let started = Instant::now();
+    browser.click_link(&name).await;
+    browser.wait_for_text("Book a meeting").await;
+    browser.select("Calendar", "sales").await;
+    // A date field takes the date as the browser's (en-US) locale writes it.
+    browser
+        .fill("Day", &day.format("%m/%d/%Y").to_string())
+        .await;
+    browser.click_button("Show open times").await;
+    browser
+        .wait_for_text(&format!("Meetings with {name}"))
+        .await;
+    browser
+        .wait_for_text(&format!("Open times on {}", day.format("%A %Y-%m-%d")))
+        .await;
+    browser.click_button("9:00 AM").await;
+    browser.wait_for_text("Meeting booked.").await;
+    walk.stage("8 inbox → lead → book a meeting", started, None);
+    let meetings = server.get(&admin, "/v1/meetings").await.json();
+    assert_eq!(
+        meetings["meetings"].as_array().map(Vec::len),
+        Some(1),
+        "{meetings}"
+    );
+    assert!(
+        meetings["meetings"][0]["start"].as_str().is_some_and(|s| s
+            .starts_with(&format!("{}T15:00", day.format("%Y-%m-%d")))
+            || s.starts_with(&format!("{}T14:00", day.format("%Y-%m-%d")))),
+        "9:00 AM in Chicago: {meetings}"
+    );
+
+    println!("\nThe first hour at 1280 px:\n{}", walk.table());
+}
