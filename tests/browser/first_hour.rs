@@ -29,19 +29,41 @@ const LAST: [&str; 3] = ["Gonzalez", "Whitfield", "Okafor"];
 /// The lead who replies (the 8th row): Miguel Gonzalez, (512) 555-0108.
 const REPLYING: usize = 7;
 
-/// A CSV as a spreadsheet exports it: 30 leads with US phones written without +1.
-fn leads_csv() -> String {
-    let mut csv = String::from("First Name,Last Name,Phone Number,Email\n");
+/// A CSV as a CRM exports it: 30 leads with US phones written without +1, and their
+/// time zones; the replying lead's is `daytime` (see [`daytime_zone`]).
+fn leads_csv(daytime: &str) -> String {
+    let mut csv = String::from("First Name,Last Name,Phone Number,Email,Time Zone\n");
     for i in 0..30 {
         let (first, last) = (FIRST[i % 10], LAST[i / 10]);
+        let zone = if i == REPLYING {
+            daytime
+        } else {
+            "America/Chicago"
+        };
         csv.push_str(&format!(
-            "{first},{last},(512) 555-{:04},{}.{}@example.com\n",
+            "{first},{last},(512) 555-{:04},{}.{}@example.com,{zone}\n",
             101 + i,
             first.to_lowercase(),
             last.to_lowercase()
         ));
     }
     csv
+}
+
+/// A time zone where it is now between 10:00 and 18:59: the replying lead's, so that
+/// the organization's quiet hours (9pm to 8am, in the lead's zone) never defer the
+/// assistant's answer, whenever the test runs. Chicago (the organization's own) when
+/// it is day there.
+fn daytime_zone() -> &'static str {
+    use chrono::Timelike;
+    let now = chrono::Utc::now();
+    ["America/Chicago", "Europe/London", "Asia/Tokyo"]
+        .into_iter()
+        .find(|zone| {
+            zone.parse::<chrono_tz::Tz>()
+                .is_ok_and(|tz| (10..19).contains(&now.with_timezone(&tz).hour()))
+        })
+        .unwrap_or("America/Chicago")
 }
 
 /// The stages walked: each one's name, its time, and the form it saved with how many
@@ -233,15 +255,15 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
             "Hi {{firstName}}, Sam from Acme Solar: would solar save you money? Reply to talk.",
         )
         .await;
-    browser.click_button("Save").await;
-    browser.wait_for_text("Funnel").await;
-    walk.stage("5 new campaign", started, Some(("campaign", 1)));
+    let clicks = save_once(&browser, "Save", "Funnel").await;
+    walk.stage("5 new campaign", started, Some(("campaign", clicks)));
     assert_eq!(browser.path().await, "/console/campaigns/spring-solar-push");
 
     // 6. Leads → Import: 30 leads into the campaign.
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("leads.csv");
-    std::fs::write(&file, leads_csv()).expect("write the file");
+    let daytime = daytime_zone();
+    std::fs::write(&file, leads_csv(daytime)).expect("write the file");
     let started = Instant::now();
     browser.click_link("Leads").await;
     browser.click_link("Import").await;
@@ -281,6 +303,52 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
         .await;
     wait_long_for(&browser, answer).await;
     walk.stage("7 a lead replies, assistant answers", started, None);
+    let lead = server
+        .get(
+            &admin,
+            &format!("/v1/leads/search?q={}", FIRST[REPLYING % 10]),
+        )
+        .await
+        .json();
+    let lead_id = lead["leads"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(lead["leads"][0]["timeZone"], json!(daytime), "{lead}");
+    assert_eq!(
+        lead["leads"][0]["customerProfile"],
+        json!("spring-solar-push"),
+        "{lead}"
+    );
+    let messages = server
+        .get(&admin, &format!("/v1/leads/{lead_id}/messages"))
+        .await
+        .json();
+    let sent = |origin: &str| {
+        messages["messages"].as_array().map(|all| {
+            all.iter()
+                .filter(|m| m["origin"] == json!(origin))
+                .map(|m| {
+                    m["content"]["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string()
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(
+        sent("cadence"),
+        Some(vec![
+            "Hi Miguel, Sam from Acme Solar: would solar save you money? Reply to talk.".into()
+        ]),
+        "the campaign's step went out at once: {messages}"
+    );
+    assert_eq!(
+        sent("assistant"),
+        Some(vec![answer.to_string()]),
+        "{messages}"
+    );
 
     // 8. Inbox → the lead → Book a meeting → a time.
     let day = next_weekday();
@@ -302,6 +370,7 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
     browser.click_button("9:00 AM").await;
     browser.wait_for_text("Meeting booked.").await;
     walk.stage("8 inbox → lead → book a meeting", started, None);
+    browser.wait_for_text("Ana Ruiz").await;
     let meetings = server.get(&admin, "/v1/meetings").await.json();
     assert_eq!(
         meetings["meetings"].as_array().map(Vec::len),
@@ -313,6 +382,11 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
             .starts_with(&format!("{}T15:00", day.format("%Y-%m-%d")))
             || s.starts_with(&format!("{}T14:00", day.format("%Y-%m-%d")))),
         "9:00 AM in Chicago: {meetings}"
+    );
+    assert_eq!(
+        meetings["meetings"][0]["leadId"],
+        json!(lead_id),
+        "{meetings}"
     );
 
     println!("\nThe first hour at 1280 px:\n{}", walk.table());
