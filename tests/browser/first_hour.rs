@@ -7,10 +7,11 @@
 //! step; a CSV of 30 leads imported into it; one lead replies by SMS and the assistant
 //! answers; from the inbox, a meeting is booked with that lead by clicking a time.
 //!
-//! Each form must take one "Save". Each stage is timed and the times are printed as a
-//! table, with the clicks each form needed (`--nocapture` shows it); nothing asserts a
-//! time.
+//! Each form must take one save. Each stage is timed and printed as a table with the
+//! person's actions (links opened, fields typed or chosen, clicks) and its form's saves
+//! (`--nocapture` shows it); nothing asserts a time.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use chrono::Datelike;
@@ -66,37 +67,125 @@ fn daytime_zone() -> &'static str {
         .unwrap_or("America/Chicago")
 }
 
-/// The stages walked: each one's name, its time, and the form it saved with how many
-/// clicks of its submit button it needed.
+/// A person at the browser: what they do (open a link, type into a field, choose an
+/// option or a file, click) counted as actions, and their form submissions as saves,
+/// for the stage under way.
+struct User<'a> {
+    browser: &'a Browser,
+    actions: Cell<u32>,
+    saves: Cell<u32>,
+}
+
+impl<'a> User<'a> {
+    fn new(browser: &'a Browser) -> User<'a> {
+        User {
+            browser,
+            actions: Cell::new(0),
+            saves: Cell::new(0),
+        }
+    }
+
+    fn act(&self) {
+        self.actions.set(self.actions.get() + 1);
+    }
+
+    async fn goto(&self, path: &str) {
+        self.act();
+        self.browser.goto(path).await;
+    }
+
+    async fn fill(&self, label: &str, text: &str) {
+        self.act();
+        self.browser.fill(label, text).await;
+    }
+
+    async fn select(&self, label: &str, option: &str) {
+        self.act();
+        self.browser.select(label, option).await;
+    }
+
+    async fn attach(&self, label: &str, path: &std::path::Path) {
+        self.act();
+        self.browser.attach(label, path).await;
+    }
+
+    async fn click_button(&self, text: &str) {
+        self.act();
+        self.browser.click_button(text).await;
+    }
+
+    async fn click_link(&self, text: &str) {
+        self.act();
+        self.browser.click_link(text).await;
+    }
+
+    /// Submits a form with its button `text` and waits for `saved`: a refusal instead
+    /// fails the walk with the page it showed, so each form is asserted to take one.
+    async fn save(&self, button: &str, saved: &str) {
+        self.saves.set(self.saves.get() + 1);
+        self.click_button(button).await;
+        self.browser.wait_for_text(saved).await;
+    }
+}
+
+/// One stage of the walk: its time, the person's actions, and its form's saves.
+struct Stage {
+    name: &'static str,
+    took: Duration,
+    actions: u32,
+    form: &'static str,
+    saves: u32,
+}
+
+/// The stages walked, in order.
 #[derive(Default)]
 struct Walk {
-    stages: Vec<(&'static str, Duration, Option<(&'static str, u32)>)>,
+    stages: Vec<Stage>,
 }
 
 impl Walk {
-    fn stage(&mut self, name: &'static str, started: Instant, form: Option<(&'static str, u32)>) {
-        self.stages.push((name, started.elapsed(), form));
+    /// Ends the stage `name` begun at `started`, whose form (if any) is `form`: takes
+    /// (and clears) what `user` counted.
+    fn stage(&mut self, name: &'static str, started: Instant, form: &'static str, user: &User<'_>) {
+        self.stages.push(Stage {
+            name,
+            took: started.elapsed(),
+            actions: user.actions.replace(0),
+            form,
+            saves: user.saves.replace(0),
+        });
     }
 
     fn table(&self) -> String {
-        let mut out = format!("{:<34} {:>9}  {}\n", "stage", "time", "form: clicks");
-        let mut total = Duration::ZERO;
-        for (name, took, form) in &self.stages {
-            total += *took;
-            let form = form.map_or(String::from("-"), |(f, n)| format!("{f}: {n}"));
-            out.push_str(&format!("{name:<34} {:>7} ms  {form}\n", took.as_millis()));
+        let mut out = format!(
+            "{:<36} {:>10} {:>8}  {}\n",
+            "stage", "time", "actions", "form: saves"
+        );
+        let (mut took, mut actions, mut saves) = (Duration::ZERO, 0, 0);
+        for stage in &self.stages {
+            took += stage.took;
+            actions += stage.actions;
+            saves += stage.saves;
+            let form = if stage.form.is_empty() {
+                String::from("-")
+            } else {
+                format!("{}: {}", stage.form, stage.saves)
+            };
+            out.push_str(&format!(
+                "{:<36} {:>7} ms {:>8}  {form}\n",
+                stage.name,
+                stage.took.as_millis(),
+                stage.actions
+            ));
         }
-        out.push_str(&format!("{:<34} {:>7} ms\n", "total", total.as_millis()));
+        out.push_str(&format!(
+            "{:<36} {:>7} ms {:>8}  saves: {saves}\n",
+            "total",
+            took.as_millis(),
+            actions
+        ));
         out
     }
-}
-
-/// Clicks the button `text` of a form once and waits for `saved`: the form took one
-/// click (a refusal fails the walk with the page it showed).
-async fn save_once(browser: &Browser, button: &str, saved: &str) -> u32 {
-    browser.click_button(button).await;
-    browser.wait_for_text(saved).await;
-    1
 }
 
 /// The value the field labelled `label` holds.
@@ -148,42 +237,35 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
     drop(guard);
     let model = FakeModel::start().await;
     let browser = Browser::open(&server).await;
+    let user = User::new(&browser);
     let mut walk = Walk::default();
 
     // 1. The setup link: the first admin, of "Acme Solar".
     let started = Instant::now();
-    browser.goto(&link).await;
+    user.goto(&link).await;
     browser.wait_for_text("Set up engaged").await;
-    browser.fill("Organization", "Acme Solar").await;
-    browser.fill("Email", "ana@acme.example").await;
-    browser.fill("Name", "Ana Ruiz").await;
-    browser.fill("Password", "a long enough password").await;
-    let clicks = save_once(&browser, "Create admin", "Sign out").await;
+    user.fill("Organization", "Acme Solar").await;
+    user.fill("Email", "ana@acme.example").await;
+    user.fill("Name", "Ana Ruiz").await;
+    user.fill("Password", "a long enough password").await;
+    user.save("Create admin", "Sign out").await;
     assert_eq!(browser.path().await, "/console/inbox");
-    walk.stage(
-        "1 setup link → first admin",
-        started,
-        Some(("setup", clicks)),
-    );
+    walk.stage("1 setup link → first admin", started, "setup", &user);
     let admin = server.key("Acme Solar", "admin").await;
 
     // 2. Settings → Organization, as people write a zone, a country and times.
     let started = Instant::now();
-    browser.click_link("Settings").await;
-    browser.click_link("Organization").await;
+    user.click_link("Settings").await;
+    user.click_link("Organization").await;
     browser.wait_for_text("Business name").await;
-    browser.fill("Time zone", "Central Time").await;
-    browser.fill("Default country", "USA").await;
-    browser.fill("Quiet hours from", "9pm").await;
-    browser.fill("Quiet hours until", "8am").await;
-    let clicks = save_once(&browser, "Save", "Saved.").await;
+    user.fill("Time zone", "Central Time").await;
+    user.fill("Default country", "USA").await;
+    user.fill("Quiet hours from", "9pm").await;
+    user.fill("Quiet hours until", "8am").await;
+    user.save("Save", "Saved.").await;
     assert_eq!(value(&browser, "Time zone").await, "America/Chicago");
     assert_eq!(value(&browser, "Default country").await, "US");
-    walk.stage(
-        "2 settings → organization",
-        started,
-        Some(("organization", clicks)),
-    );
+    walk.stage("2 settings → organization", started, "organization", &user);
     let org = server.get(&admin, "/v1/org").await.json();
     assert_eq!(org["timeZone"], json!("America/Chicago"), "{org}");
     assert_eq!(org["defaultCountry"], json!("US"), "{org}");
@@ -195,39 +277,31 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
 
     // 3. Settings → Assistant: the fake model, tried once.
     let started = Instant::now();
-    browser.click_link("Assistant").await;
+    user.click_link("Assistant").await;
     browser.wait_for_text("Model server URL").await;
-    browser.fill("Model server URL", &model.base_url()).await;
-    browser.fill("Model", FakeModel::MODEL).await;
-    browser.fill("API key", FakeModel::API_KEY).await;
-    let clicks = save_once(&browser, "Save assistant", "Saved.").await;
-    browser.click_button("Test connection").await;
+    user.fill("Model server URL", &model.base_url()).await;
+    user.fill("Model", FakeModel::MODEL).await;
+    user.fill("API key", FakeModel::API_KEY).await;
+    user.save("Save assistant", "Saved.").await;
+    user.click_button("Test connection").await;
     browser.wait_for_text("The assistant answered in").await;
-    walk.stage(
-        "3 settings → assistant",
-        started,
-        Some(("assistant", clicks)),
-    );
+    walk.stage("3 settings → assistant", started, "assistant", &user);
 
     // 4. Settings → Calendars: "sales", weekdays 9am-5pm, in the organization's zone.
     let started = Instant::now();
-    browser.click_link("Calendars").await;
+    user.click_link("Calendars").await;
     browser.wait_for_text("No calendar yet.").await;
-    browser.fill("Name", "sales").await;
+    user.fill("Name", "sales").await;
     assert_eq!(
         value(&browser, "Time zone").await,
         "America/Chicago",
         "a new calendar starts in the organization's zone"
     );
     for day in ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"] {
-        browser.fill(day, "9am-5pm").await;
+        user.fill(day, "9am-5pm").await;
     }
-    let clicks = save_once(&browser, "Save calendar", "Saved.").await;
-    walk.stage(
-        "4 settings → calendars",
-        started,
-        Some(("calendar", clicks)),
-    );
+    user.save("Save calendar", "Saved.").await;
+    walk.stage("4 settings → calendars", started, "calendar", &user);
     let calendar = server.get(&admin, "/v1/calendars/sales").await.json();
     assert_eq!(
         calendar["hours"]["fri"],
@@ -237,26 +311,24 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
 
     // 5. Campaigns → New campaign, one SMS step.
     let started = Instant::now();
-    browser.click_link("Campaigns").await;
-    browser.click_link("New campaign").await;
+    user.click_link("Campaigns").await;
+    user.click_link("New campaign").await;
     browser.wait_for_text("Cadence").await;
-    browser.fill("Campaign name", "Spring Solar Push").await;
-    browser
-        .fill(
-            "Instructions",
-            "You are Sam from Acme Solar. Answer briefly and offer a meeting.",
-        )
-        .await;
-    browser.fill("Reply delay", "1s").await;
-    browser.select("Calendar", "sales").await;
-    browser
-        .fill(
-            "Text (step 1)",
-            "Hi {{firstName}}, Sam from Acme Solar: would solar save you money? Reply to talk.",
-        )
-        .await;
-    let clicks = save_once(&browser, "Save", "Funnel").await;
-    walk.stage("5 new campaign", started, Some(("campaign", clicks)));
+    user.fill("Campaign name", "Spring Solar Push").await;
+    user.fill(
+        "Instructions",
+        "You are Sam from Acme Solar. Answer briefly and offer a meeting.",
+    )
+    .await;
+    user.fill("Reply delay", "1s").await;
+    user.select("Calendar", "sales").await;
+    user.fill(
+        "Text (step 1)",
+        "Hi {{firstName}}, Sam from Acme Solar: would solar save you money? Reply to talk.",
+    )
+    .await;
+    user.save("Save", "Funnel").await;
+    walk.stage("5 new campaign", started, "campaign", &user);
     assert_eq!(browser.path().await, "/console/campaigns/spring-solar-push");
 
     // 6. Leads → Import: 30 leads into the campaign.
@@ -265,17 +337,16 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
     let daytime = daytime_zone();
     std::fs::write(&file, leads_csv(daytime)).expect("write the file");
     let started = Instant::now();
-    browser.click_link("Leads").await;
-    browser.click_link("Import").await;
-    browser.attach("File", &file).await;
-    browser.click_button("Upload and preview").await;
+    user.click_link("Leads").await;
+    user.click_link("Import").await;
+    user.attach("File", &file).await;
+    user.click_button("Upload and preview").await;
     browser.wait_for_text("What importing would do").await;
-    browser
-        .select("Add the imported leads to a campaign", "Spring Solar Push")
+    user.select("Add the imported leads to a campaign", "Spring Solar Push")
         .await;
-    let clicks = save_once(&browser, "Import", "Import done").await;
+    user.save("Import", "Import done").await;
     browser.wait_for_text("30 created").await;
-    walk.stage("6 import 30 leads", started, Some(("import", clicks)));
+    walk.stage("6 import 30 leads", started, "import", &user);
     let found = server.get(&admin, "/v1/leads/search").await.json();
     assert_eq!(found["total"], json!(30), "{found}");
 
@@ -285,7 +356,7 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
     let answer = "Great to hear, Miguel! Would Tuesday morning suit you for a call?";
     model.push(Step::text(answer));
     let started = Instant::now();
-    browser.click_link("Inbox").await;
+    user.click_link("Inbox").await;
     browser.wait_for_text("Sign out").await;
     let reply = server
         .post(
@@ -297,12 +368,12 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
     assert_eq!(reply.status, 200, "{}", reply.text());
     // The count of "Replied" moves without a reload; its tab lists the lead.
     browser.wait_for_text("Replied (1)").await;
-    browser.click_link("Replied (1)").await;
+    user.click_link("Replied (1)").await;
     browser
         .wait_for_text("Yes, I'm interested. How much would it cost?")
         .await;
     wait_long_for(&browser, answer).await;
-    walk.stage("7 a lead replies, assistant answers", started, None);
+    walk.stage("7 a lead replies, assistant answers", started, "", &user);
     let lead = server
         .get(
             &admin,
@@ -353,23 +424,20 @@ async fn the_first_hour_from_the_setup_link_to_a_booked_meeting() {
     // 8. Inbox → the lead → Book a meeting → a time.
     let day = next_weekday();
     let started = Instant::now();
-    browser.click_link(&name).await;
+    user.click_link(&name).await;
     browser.wait_for_text("Book a meeting").await;
-    browser.select("Calendar", "sales").await;
+    user.select("Calendar", "sales").await;
     // A date field takes the date as the browser's (en-US) locale writes it.
-    browser
-        .fill("Day", &day.format("%m/%d/%Y").to_string())
-        .await;
-    browser.click_button("Show open times").await;
+    user.fill("Day", &day.format("%m/%d/%Y").to_string()).await;
+    user.click_button("Show open times").await;
     browser
         .wait_for_text(&format!("Meetings with {name}"))
         .await;
     browser
         .wait_for_text(&format!("Open times on {}", day.format("%A %Y-%m-%d")))
         .await;
-    browser.click_button("9:00 AM").await;
-    browser.wait_for_text("Meeting booked.").await;
-    walk.stage("8 inbox → lead → book a meeting", started, None);
+    user.save("9:00 AM", "Meeting booked.").await;
+    walk.stage("8 inbox → lead → book a meeting", started, "booking", &user);
     browser.wait_for_text("Ana Ruiz").await;
     let meetings = server.get(&admin, "/v1/meetings").await.json();
     assert_eq!(
