@@ -9,6 +9,7 @@ mod consent;
 mod conversation;
 mod enrol;
 mod export;
+mod first_hour;
 mod first_run;
 mod import;
 mod import_choices;
