@@ -432,7 +432,11 @@ impl Uploader {
             if !doomed.contains(&generation) {
                 continue;
             }
-            for name in names {
+            // The snapshot first: a generation being deleted is no longer one a
+            // restore would choose, before its parts and segments go.
+            let (snapshot, rest): (Vec<String>, Vec<String>) =
+                names.into_iter().partition(|n| n == SNAPSHOT);
+            for name in snapshot.into_iter().chain(rest) {
                 self.bucket
                     .store
                     .delete(&self.bucket.path(&format!("{}/{name}", generation.name())))
