@@ -56,7 +56,7 @@ impl Kind {
 /// A snapshot uploaded in parts: its body names how many parts there are, the
 /// database file's length and its SHA-256, so a restore that joins the parts checks
 /// it has the whole file. The parts go up before it: a snapshot object means every
-/// part is there. (A database file never begins with [`PARTS_MAGIC`], so a snapshot's
+/// part is there. (A database file never begins with its magic (`engdPRTS`), so a snapshot's
 /// body is one or the other.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Parts {
