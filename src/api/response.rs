@@ -84,3 +84,22 @@ pub fn without_body(response: Response<Body>) -> Response<Body> {
     }
     Response::from_parts(parts, full(Bytes::new()))
 }
+
+/// A frame of a Server-Sent Events stream, as its bytes.
+pub type EventFrame = std::result::Result<hyper::body::Frame<Bytes>, std::convert::Infallible>;
+
+/// A `text/event-stream` answer (`no-store`) of the frames `rx` receives, ending when
+/// their sender is dropped: the console's live updates and a web chat visitor's stream.
+pub fn event_stream(rx: tokio::sync::mpsc::Receiver<EventFrame>) -> Response<Body> {
+    use hyper::header::CACHE_CONTROL;
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let body = http_body_util::StreamBody::new(body)
+        .map_err(|never: std::convert::Infallible| -> std::io::Error { match never {} });
+    let mut response = Response::new(BodyExt::boxed(body));
+    let h = response.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}

@@ -21,7 +21,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use hyper::header::{
     HeaderMap, HeaderValue, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, ORIGIN, USER_AGENT, VARY,
@@ -458,16 +457,7 @@ fn events(
             }
         }
     });
-    let body = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
-    let body =
-        StreamBody::new(body).map_err(|never: Infallible| -> std::io::Error { match never {} });
-    let mut response = Response::new(BodyExt::boxed(body));
-    let h = response.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(crate::api::response::event_stream(rx))
 }
 
 #[cfg(test)]
