@@ -379,12 +379,12 @@ fn rows_table(rows: &[InboxRow], zone: &str, tab: Tab, now: Micros) -> Markup {
                             }
                             @match &row.handling.last_message {
                                 Some(last) => {
-                                    td data-label="Channel" { (last.channel.as_str()) }
+                                    td data-label="Channel" { (last.channel.words()) }
                                     td data-label="Last message" { span.author { (author_words(&last.author, lead)) ":" } " " (last.preview) }
                                     td data-label="Time" { (ago(last.created_at, now, zone)) }
                                 }
                                 None => {
-                                    td data-label="Channel" { "call" }
+                                    td data-label="Channel" { "Call" }
                                     td data-label="Last message" {}
                                     td data-label="Time" { (ago(lead.last_activity_at, now, zone)) }
                                 }

