@@ -212,8 +212,15 @@ async fn browser_call(
         .filter(|id| !id.is_empty())
         .map(str::to_string)
     else {
-        tracing::warn!(org, client, "a browser call from a client that is not a web chat visitor");
-        return Ok(twilio::twiml(twiml::say_then_hangup(BROWSER_CALL_REFUSED, None)));
+        tracing::warn!(
+            org,
+            client,
+            "a browser call from a client that is not a web chat visitor"
+        );
+        return Ok(twilio::twiml(twiml::say_then_hangup(
+            BROWSER_CALL_REFUSED,
+            None,
+        )));
     };
     let org_id = org.to_string();
     let answered = state
@@ -221,8 +228,15 @@ async fn browser_call(
         .write(move |tx| voice::inbound_browser(tx, &org_id, &sid, &session_id))
         .await?;
     let Some((call_id, answer)) = answered else {
-        tracing::warn!(org, client, "a browser call from no web chat session of the organization that offers voice");
-        return Ok(twilio::twiml(twiml::say_then_hangup(BROWSER_CALL_REFUSED, None)));
+        tracing::warn!(
+            org,
+            client,
+            "a browser call from no web chat session of the organization that offers voice"
+        );
+        return Ok(twilio::twiml(twiml::say_then_hangup(
+            BROWSER_CALL_REFUSED,
+            None,
+        )));
     };
     let recording = callbacks::call(base, org, &call_id, CallHook::Recording);
     Ok(render(base, org, &call_id, answer, Some(&recording)))

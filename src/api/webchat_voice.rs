@@ -41,7 +41,9 @@ pub const TOKENS_PER_MINUTE: u32 = 10;
 /// changes with its version), the licence linked.
 pub fn sdk() -> Response<Body> {
     let mut response = asset(SDK, "text/javascript; charset=utf-8");
-    if let Ok(link) = HeaderValue::from_str(&format!("</webchat/{SDK_LICENSE_FILE}>; rel=\"license\"")) {
+    if let Ok(link) =
+        HeaderValue::from_str(&format!("</webchat/{SDK_LICENSE_FILE}>; rel=\"license\""))
+    {
         response.headers_mut().insert("link", link);
     }
     response
@@ -95,12 +97,10 @@ pub fn token(
     let keys = read.browser_call_keys(org)?;
     let twilio = match &engine.voice {
         ProviderSettings::Twilio(twilio) => twilio,
-        _ => {
-            return Err(Error::NotFound(
-                "Calls from the browser are not set up: the organization has no twilio voice provider."
-                    .into(),
-            ))
-        }
+        _ => return Err(Error::NotFound(
+            "Calls from the browser are not set up: the organization has no twilio voice provider."
+                .into(),
+        )),
     };
     if keys.api_key_sid.is_empty()
         || keys.api_key_secret.is_empty()
@@ -148,7 +148,10 @@ mod tests {
     #[test]
     fn the_file_names_carry_the_pinned_version() {
         assert_eq!(SDK_FILE, format!("twilio-voice-{SDK_VERSION}.js"));
-        assert_eq!(SDK_LICENSE_FILE, format!("twilio-voice-{SDK_VERSION}.LICENSE.md"));
+        assert_eq!(
+            SDK_LICENSE_FILE,
+            format!("twilio-voice-{SDK_VERSION}.LICENSE.md")
+        );
         assert!(SDK.starts_with(b"(function(root)"));
         assert!(String::from_utf8_lossy(SDK_LICENSE).contains("Twilio"));
     }

@@ -94,6 +94,11 @@ mod tests {
         store
             .write_blocking(|tx| tx.put_browser_call_keys("o1", &BrowserCallKeys::default()))
             .unwrap();
-        assert!(store.read().unwrap().browser_call_keys("o1").unwrap().is_empty());
+        assert!(store
+            .read()
+            .unwrap()
+            .browser_call_keys("o1")
+            .unwrap()
+            .is_empty());
     }
 }

@@ -24,11 +24,11 @@ use crate::domain::settings::{bound_secret, Endpoint};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::outbound_address::OutboundPolicy;
+use crate::store::browser_calls::BrowserCallKeys;
 use crate::store::rows::{
     AssistantSettings, ConsentRequired, ConsentRequirement, EngineSettings, KeypadDigit, OrgRecord,
     OrgSettings, ProviderSettings, Purpose, RevocationScope,
 };
-use crate::store::browser_calls::BrowserCallKeys;
 use crate::store::webchat::WebchatSettings;
 use crate::store::Reader;
 use crate::store::WriteTx;

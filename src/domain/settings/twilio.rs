@@ -59,7 +59,10 @@ impl std::fmt::Debug for BrowserPatch {
             .field("api_key_sid", &self.api_key_sid)
             .field(
                 "api_key_secret",
-                &self.api_key_secret.as_ref().map(|s| s.as_ref().map(|_| "(set)")),
+                &self
+                    .api_key_secret
+                    .as_ref()
+                    .map(|s| s.as_ref().map(|_| "(set)")),
             )
             .field("twiml_app_sid", &self.twiml_app_sid)
             .finish()
