@@ -202,7 +202,8 @@ pub async fn handle(
         Call::PostMessage(id) => message(state, parts, org, id, body).await,
         Call::Events(id) => events(state, parts, org, id, &settings),
         Call::Contact(id) => contact(state, parts, org, id, body, peer).await,
-        Call::VoiceToken(id) => super::webchat_voice::token(state, parts, org, id, &settings),
+        Call::VoiceToken(id) => bearer(&parts.headers)
+            .and_then(|given| super::webchat_voice::token(state, given, org, id, &settings)),
     };
     // A refusal past the origin check goes to the page too, so the widget can show it.
     Ok(with_cors(answered.unwrap_or_else(|e| error(&e)), &origin))
@@ -215,7 +216,7 @@ fn error(e: &Error) -> Response<Body> {
     response::error(e)
 }
 
-pub(super) fn bearer(headers: &HeaderMap) -> Result<&str> {
+fn bearer(headers: &HeaderMap) -> Result<&str> {
     headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())

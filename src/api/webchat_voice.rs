@@ -9,7 +9,6 @@
 use std::time::Instant;
 
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
-use hyper::http::request::Parts;
 use hyper::{Response, StatusCode};
 use serde_json::json;
 
@@ -33,9 +32,6 @@ pub const SDK_LICENSE: &[u8] = include_bytes!("../../vendor/twilio-voice-sdk/LIC
 pub const SDK_FILE: &str = "twilio-voice-2.18.5.js";
 /// The licence's file name under `/webchat/`.
 pub const SDK_LICENSE_FILE: &str = "twilio-voice-2.18.5.LICENSE.md";
-
-/// Tokens a session may ask for in a minute.
-pub const TOKENS_PER_MINUTE: u32 = 10;
 
 /// `GET /webchat/twilio-voice-<version>.js`: the SDK, cached for a year (its name
 /// changes with its version), the licence linked.
@@ -70,21 +66,24 @@ fn asset(bytes: &'static [u8], content_type: &'static str) -> Response<Body> {
     response
 }
 
+/// Call tokens a session may ask for in a minute.
+pub const TOKENS_PER_MINUTE: u32 = 10;
+
 /// The identity a session's calls come from: Twilio says `client:web_<sessionId>`.
 pub fn identity(session_id: &str) -> String {
     format!("web_{session_id}")
 }
 
-/// `POST .../voice-token`: the session's token first (401), then web chat's `voice`
-/// and the organization's keys (404 in words), then the session's bound (429).
+/// `POST .../voice-token` with the session's token `given` (the bearer `api::webchat`
+/// read): the token first (401), then web chat's `voice` and the organization's keys
+/// (404 in words), then the session's bound (429).
 pub fn token(
     state: &AppState,
-    parts: &Parts,
+    given: &str,
     org: &str,
     id: &str,
     settings: &WebchatSettings,
 ) -> Result<Response<Body>> {
-    let given = super::webchat::bearer(&parts.headers)?;
     let read = state.store.read()?;
     chat::check_token(read.webchat_session(org, id)?, given, now_micros())?;
     if !settings.voice {
