@@ -12,7 +12,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{json, Value};
 
 use engaged::testkit::model::FakeModel;
-use engaged::testkit::{Response, TestServer};
+use engaged::testkit::{Response, TestServer, WebhookReceiver};
 
 use crate::answers::*;
 use crate::engagement::*;
@@ -305,20 +305,25 @@ async fn browser_call(s: &Site, call_sid: &str, identity: &str) -> String {
         ("CallStatus", "ringing"),
         ("Direction", "inbound"),
     ];
-    let signature = twilio_signature(AUTH_TOKEN, &format!("{PUBLIC_URL}{path}"), &params);
+    text(&signed_post(s, &path, &params).await)
+}
+
+/// POSTs `params` to `path` signed as Twilio signs with the auth token; expects 200.
+async fn signed_post(s: &Site, path: &str, params: &[(&str, &str)]) -> Response {
+    let signature = twilio_signature(AUTH_TOKEN, &format!("{PUBLIC_URL}{path}"), params);
     let body = serde_urlencoded::to_string(params)
         .expect("form")
         .into_bytes();
     let r =
         s.ts.post_with_headers(
-            &path,
+            path,
             &[("x-twilio-signature", signature)],
             "application/x-www-form-urlencoded",
             body,
         )
         .await;
-    assert_eq!(r.status, 200, "{}", text(&r));
-    text(&r)
+    assert_eq!(r.status, 200, "{path}: {}", text(&r));
+    r
 }
 
 /// The call id in a relay TwiML's `ConversationRelay url`.
@@ -335,6 +340,8 @@ fn relay_call(doc: &str, org: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_from_the_browser_is_answered_with_its_session_then_its_lead() {
     let s = start(true, true).await;
+    let hooks = WebhookReceiver::ok().await;
+    hooks.register(&s.ts, &s.admin).await;
     let (session, token) = new_session(&s.ts, &s.org).await;
 
     let doc = browser_call(&s, "CAbrowser0001", &format!("web_{session}")).await;
@@ -348,6 +355,23 @@ async fn a_call_from_the_browser_is_answered_with_its_session_then_its_lead() {
     assert_eq!(record["sessionId"], json!(session), "{record}");
     assert!(record.get("leadId").is_none(), "no lead yet: {record}");
     assert_eq!(record["direction"], json!("INBOUND"), "{record}");
+    // It ends: `call.completed` names the session, and no lead.
+    let status_path = format!("/v1/providers/twilio/{}/voice/{call}/status", s.org);
+    signed_post(
+        &s,
+        &status_path,
+        &[
+            ("AccountSid", ACCOUNT),
+            ("CallSid", "CAbrowser0001"),
+            ("CallStatus", "completed"),
+            ("CallDuration", "42"),
+        ],
+    )
+    .await;
+    let completed = hooks.wait_event("call.completed").await;
+    assert_eq!(completed["callId"], json!(call), "{completed}");
+    assert_eq!(completed["sessionId"], json!(session), "{completed}");
+    assert!(completed.get("leadId").is_none(), "{completed}");
 
     // The visitor gives a phone: a lead; the next call carries it.
     let r =
