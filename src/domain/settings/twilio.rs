@@ -554,4 +554,76 @@ mod tests {
             Some(10.0)
         );
     }
+
+    #[test]
+    fn the_browsers_keys_are_voice_only_kept_when_left_out_and_the_secret_follows_its_place() {
+        const KEY: &str = "SK0123456789abcdef0123456789abcdef";
+        const APP: &str = "AP0123456789abcdef0123456789abcdef";
+        let voice = |extra: Value| {
+            let mut body = json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t",
+                                  "from": "+15550100000"});
+            if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+                b.extend(e);
+            }
+            TwilioPatch::from_json(Channel::Voice, &members(body))
+        };
+        for (member, bad) in [
+            ("apiKeySid", json!("SK1")),
+            ("apiKeySid", json!(APP)),
+            ("twimlAppSid", json!(KEY)),
+            ("apiKeySecret", json!("")),
+            ("apiKeySecret", json!(1)),
+        ] {
+            assert_eq!(
+                voice(json!({ member: bad })).unwrap_err().to_string(),
+                format!("Invalid format for field: providers.voice.{member}")
+            );
+        }
+        let sms = json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t",
+                         "from": "+15550100000", "apiKeySid": KEY});
+        assert!(TwilioPatch::from_json(Channel::Sms, &members(sms)).is_err());
+
+        let given =
+            voice(json!({"apiKeySid": KEY, "apiKeySecret": "s3cret", "twimlAppSid": APP})).unwrap();
+        assert!(!format!("{given:?}").contains("s3cret"));
+        let first = given.clone().settings(None).unwrap();
+        let keys = given
+            .browser()
+            .keys(&BrowserCallKeys::default(), None, &first);
+        assert_eq!(
+            (
+                keys.api_key_sid.as_str(),
+                keys.api_key_secret.as_str(),
+                keys.twiml_app_sid.as_str()
+            ),
+            (KEY, "s3cret", APP)
+        );
+        // Left out: kept; the same place keeps the secret.
+        let again = voice(json!({})).unwrap();
+        let kept = again.browser().keys(&keys, Some(&first), &first);
+        assert_eq!(kept, keys);
+        // `null` clears a member.
+        let cleared = voice(json!({"twimlAppSid": null})).unwrap();
+        assert_eq!(
+            cleared
+                .browser()
+                .keys(&keys, Some(&first), &first)
+                .twiml_app_sid,
+            ""
+        );
+        // Another account or base URL without the secret: it stays behind.
+        for moved in [
+            json!({"accountSid": "AC0123456789abcdef0123456789abcdee"}),
+            json!({"baseUrl": "https://twilio.other.example"}),
+        ] {
+            let patch = voice(moved).unwrap();
+            let now = patch.clone().settings(Some(&first)).unwrap();
+            let after = patch.browser().keys(&keys, Some(&first), &now);
+            assert_eq!(after.api_key_secret, "");
+            assert_eq!(after.api_key_sid, KEY);
+        }
+        let view = with_browser_keys(view(&first), &keys);
+        assert_eq!(view["apiKeySecretSet"], json!(true));
+        assert!(!view.to_string().contains("s3cret"));
+    }
 }
