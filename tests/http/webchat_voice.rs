@@ -473,3 +473,76 @@ async fn the_voice_sdk_is_served_from_the_binary_with_its_licence() {
         .await;
     assert!(text(&r).contains("twilio-voice-2.18.5.js"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_sets_the_browsers_keys_and_keeps_them_when_left_empty() {
+    let s = start(false, true).await;
+    let ts = &s.ts;
+    let password = ts.user("acme", "boss@example.com", "Bo", "admin").await;
+    let boss = ts.sign_in("boss@example.com", &password).await;
+    let save = |extra: Vec<(&'static str, &'static str)>| {
+        let mut form = vec![
+            ("csrf", boss.csrf.clone()),
+            ("sms-kind", "sandbox".into()),
+            ("voice-kind", "twilio".into()),
+            ("voice-accountSid", ACCOUNT.into()),
+            ("voice-from", FROM.into()),
+            ("email-kind", "sandbox".into()),
+        ];
+        form.extend(extra.into_iter().map(|(k, v)| (k, v.to_string())));
+        form
+    };
+    let r = providers_form(
+        ts,
+        &boss.cookie,
+        save(vec![
+            ("voice-apiKeySid", API_KEY),
+            ("voice-apiKeySecret", API_SECRET),
+            ("voice-twimlAppSid", APP),
+        ]),
+    )
+    .await;
+    assert_eq!(r.status, 303, "{}", text(&r));
+    let voice = |view: Value| view["providers"]["voice"].clone();
+    let view = voice(expect(&ts.get(&s.admin, "/v1/org").await, 200));
+    assert_eq!(view["apiKeySid"], json!(API_KEY), "{view}");
+    assert_eq!(view["apiKeySecretSet"], json!(true), "{view}");
+    assert_eq!(view["twimlAppSid"], json!(APP), "{view}");
+    // The page shows the SIDs, never the secret.
+    let page = ts
+        .console(
+            Method::GET,
+            "/console/settings/providers",
+            Some(&boss.cookie),
+            None,
+            &[],
+        )
+        .await;
+    let html = text(&page);
+    assert!(
+        html.contains(API_KEY) && html.contains(APP),
+        "the SIDs shown"
+    );
+    assert!(!html.contains(API_SECRET), "the secret never shown");
+    // Saved again with the fields empty: kept.
+    let r = providers_form(ts, &boss.cookie, save(vec![])).await;
+    assert_eq!(r.status, 303, "{}", text(&r));
+    assert_eq!(voice(expect(&ts.get(&s.admin, "/v1/org").await, 200)), view);
+    // A bad SID is refused and changes nothing.
+    let r = providers_form(ts, &boss.cookie, save(vec![("voice-apiKeySid", "SK42")])).await;
+    assert_eq!(r.status, 303, "back to the page with the refusal");
+    assert_eq!(voice(expect(&ts.get(&s.admin, "/v1/org").await, 200)), view);
+}
+
+/// POSTs the console's providers form.
+async fn providers_form(ts: &TestServer, cookie: &str, form: Vec<(&str, String)>) -> Response {
+    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    ts.console(
+        Method::POST,
+        "/console/settings/providers",
+        Some(cookie),
+        Some(&ts.origin()),
+        &fields,
+    )
+    .await
+}
