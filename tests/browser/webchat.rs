@@ -233,3 +233,116 @@ async fn a_page_of_an_origin_not_allowed_gets_no_chat() {
     .await;
     assert_eq!(log_text(&browser).await, "");
 }
+
+/// Polls the widget's `selector` with script `then` until it answers `want`.
+async fn wait_widget(browser: &Browser, what: &str, selector: &str, then: &str, want: Value) {
+    poll(what, WAIT, || async {
+        let got = browser.run(&within(selector, then)).await;
+        if got == want {
+            Ok(())
+        } else {
+            Err(got.to_string())
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_call_button_shows_with_voice_and_loads_the_vendored_sdk() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let org = server.org_id("acme").await;
+    let origin = site(server.base.clone(), org.clone()).await;
+    let set = server
+        .patch(
+            &admin,
+            "/v1/org",
+            &json!({"webchat": {"enabled": true, "allowedOrigins": [origin],
+                    "greeting": "Hello from Acme."}}),
+        )
+        .await;
+    assert_eq!(set.status, 200, "{}", set.text());
+    let browser = Browser::open(&server).await;
+    browser
+        .client
+        .goto(&format!("{origin}/"))
+        .await
+        .expect("the site");
+    wait_widget(
+        &browser,
+        "the widget",
+        ".launch",
+        "return !!el;",
+        json!(true),
+    )
+    .await;
+    browser
+        .run(&within(".launch", "el.click(); return true;"))
+        .await;
+    wait_log(&browser, "Hello from Acme.").await;
+    // Voice off: no Call button.
+    let hidden = browser.run(&within(".call", "return el.hidden;")).await;
+    assert_eq!(hidden, json!(true));
+
+    // Voice on (the provider's keys not set): the chat resumes with a Call button,
+    // which loads the SDK from engaged and says in words why the call cannot start.
+    let set = server
+        .patch(&admin, "/v1/org", &json!({"webchat": {"voice": true}}))
+        .await;
+    assert_eq!(set.status, 200, "{}", set.text());
+    browser
+        .client
+        .goto(&format!("{origin}/?again"))
+        .await
+        .expect("the site again");
+    wait_widget(
+        &browser,
+        "the widget",
+        ".launch",
+        "return !!el;",
+        json!(true),
+    )
+    .await;
+    browser
+        .run(&within(".launch", "el.click(); return true;"))
+        .await;
+    wait_widget(
+        &browser,
+        "the Call button",
+        ".call",
+        "return !!el && !el.hidden;",
+        json!(true),
+    )
+    .await;
+    let label = browser
+        .run(&within(
+            ".dial",
+            "return el.getAttribute('aria-label') + '|' + el.textContent;",
+        ))
+        .await;
+    assert_eq!(label, json!("Call us from your browser|Call"));
+    browser
+        .run(&within(".dial", "el.click(); return true;"))
+        .await;
+    wait_widget(
+        &browser,
+        "the refusal in words",
+        ".call-state",
+        "return el.textContent.includes('not set up');",
+        json!(true),
+    )
+    .await;
+    poll("the vendored SDK", WAIT, || async {
+        let loaded = browser
+            .run("return !!(window.Twilio && window.Twilio.Device);")
+            .await;
+        if loaded == json!(true) {
+            Ok(())
+        } else {
+            Err(loaded.to_string())
+        }
+    })
+    .await;
+    let hang = browser.run(&within(".hang", "return el.hidden;")).await;
+    assert_eq!(hang, json!(true), "no call, no Hang up");
+}
