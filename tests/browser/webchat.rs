@@ -346,3 +346,83 @@ async fn the_call_button_shows_with_voice_and_loads_the_vendored_sdk() {
     let hang = browser.run(&within(".hang", "return el.hidden;")).await;
     assert_eq!(hang, json!(true), "no call, no Hang up");
 }
+
+/// A person watching the console's Web chats sees a visitor who is not yet a lead
+/// start a chat and write, without a reload; the chat's page shows the next line live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_chats_list_and_a_chat_update_live_before_the_visitor_is_a_lead() {
+    const SITE: &str = "https://shop.example";
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let org = server.org_id("acme").await;
+    let set = server
+        .patch(
+            &admin,
+            "/v1/org",
+            &json!({"webchat": {"enabled": true, "allowedOrigins": [SITE],
+                    "greeting": "Hi! Questions about solar?"}}),
+        )
+        .await;
+    assert_eq!(set.status, 200, "{}", set.text());
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "agent")
+        .await;
+    let browser = Browser::open(&server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.wait_for_text("Sign out").await;
+    browser.click_link("Web chats").await;
+    browser.wait_for_text("No chats yet.").await;
+    browser.run("window.notReloaded = true; return true;").await;
+
+    let started = server
+        .webchat(
+            hyper::Method::POST,
+            &format!("/webchat/{org}/sessions"),
+            Some(SITE),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(started.status, 201, "{}", started.text());
+    let session = started.json();
+    let (id, token) = (
+        session["sessionId"].as_str().expect("sessionId"),
+        session["token"].as_str().expect("token"),
+    );
+    let say = |text: &'static str| {
+        let server = &server;
+        let path = format!("/webchat/{org}/sessions/{id}/messages");
+        async move {
+            let r = server
+                .webchat(
+                    hyper::Method::POST,
+                    &path,
+                    Some(SITE),
+                    Some(token),
+                    Some(&json!({ "text": text })),
+                )
+                .await;
+            assert_eq!(r.status, 202, "{}", r.text());
+        }
+    };
+    say("Do you install in Austin?").await;
+    browser
+        .wait_for_text("Visitor: Do you install in Austin?")
+        .await;
+    assert_eq!(
+        browser.run("return window.notReloaded === true;").await,
+        true,
+        "the list updated in place, not reloaded"
+    );
+
+    browser.goto(&format!("/console/webchats/{id}")).await;
+    browser.wait_for_text("Chat with a website visitor").await;
+    browser.run("window.notReloaded = true; return true;").await;
+    say("And in Dallas?").await;
+    browser.wait_for_text("And in Dallas?").await;
+    assert_eq!(
+        browser.run("return window.notReloaded === true;").await,
+        true,
+        "the chat updated in place, not reloaded"
+    );
+}
