@@ -2,9 +2,11 @@
 //! restores the replica into the empty `DIR` as `restore` does, then polls it (twice
 //! per `sync_interval`, at least 500 ms apart, polls starting on that schedule however
 //! long one took) and applies each new segment, verified as a restore verifies it. A
-//! poll is one listing of the generation's objects after the last segment applied and
-//! one of the prefix's generations (with a delimiter): its cost does not grow with
-//! the replica's history; when the primary starts a new generation
+//! poll is one listing of the generation's objects after the last segment applied
+//! and, only when that found no new segment, one of the prefix's generations (with a
+//! delimiter): its cost does not grow with the replica's history, and a standby makes
+//! about two requests a second at the default `sync_interval` (its own `[replica]`
+//! `sync_interval` sets its pace); when the primary starts a new generation
 //! it restores that generation's snapshot in place. While it runs it holds the
 //! database open, so no `engaged serve` can start on `DIR`; stopping it (SIGTERM,
 //! SIGINT) and starting `engaged serve` there makes the standby the primary. Where it
@@ -143,8 +145,8 @@ async fn first_restore(settings: &ReplicaConfig, data_dir: &Path) -> Result<Posi
     Ok(position)
 }
 
-/// One poll: the new segments of the generation followed, or the newest generation
-/// restored in place when the primary started one.
+/// One poll: the new segments of the generation followed; when there are none, the
+/// newest generation restored in place if the primary started one.
 async fn catch_up(
     bucket: &Bucket,
     settings: &ReplicaConfig,
@@ -158,40 +160,45 @@ async fn catch_up(
             position.generation
         )
     })?;
-    if let Some(newest) = newer_snapshot(bucket, current).await? {
-        // The primary started again (or took a snapshot): restore that one in place.
-        let fresh = data_dir.with_extension("follow-next");
-        let _ = std::fs::remove_dir_all(&fresh);
-        let restored = restore(settings, &fresh, None).await?;
-        db.take();
-        for name in ["engaged.redb", "engaged.wal"] {
-            let from = fresh.join(name);
-            if from.exists() {
-                std::fs::rename(&from, data_dir.join(name))
-                    .map_err(|e| format!("cannot move {}: {e}", from.display()))?;
-            }
-        }
-        let _ = std::fs::remove_dir_all(&fresh);
-        *position = Position {
-            generation: restored.generation,
-            next: restored.last_seq + 1,
-            db_id: hex::encode(restored.db_id),
-        };
-        save(data_dir, position)?;
-        eprintln!(
-            "generation {}: up to batch {}, restored from its snapshot (newest {})",
-            position.generation,
-            position.next - 1,
-            newest.name()
-        );
-        return Ok(());
-    }
     let names = names_after(bucket, current, position.next).await?;
-    if names.is_empty() && !has_snapshot(bucket, current).await? {
-        return Err(format!(
-            "generation {} is gone from the replica",
-            position.generation
-        ));
+    // Only a poll that found no new segment looks for a newer generation: the primary
+    // starts one when it restarts (and every snapshot_interval), after which the
+    // followed generation gets no more segments. A poll under load is one request.
+    if !names.iter().any(|n| n.ends_with(".seg")) {
+        if let Some(newest) = newer_snapshot(bucket, current).await? {
+            // The primary started again (or took a snapshot): restore that one in place.
+            let fresh = data_dir.with_extension("follow-next");
+            let _ = std::fs::remove_dir_all(&fresh);
+            let restored = restore(settings, &fresh, None).await?;
+            db.take();
+            for name in ["engaged.redb", "engaged.wal"] {
+                let from = fresh.join(name);
+                if from.exists() {
+                    std::fs::rename(&from, data_dir.join(name))
+                        .map_err(|e| format!("cannot move {}: {e}", from.display()))?;
+                }
+            }
+            let _ = std::fs::remove_dir_all(&fresh);
+            *position = Position {
+                generation: restored.generation,
+                next: restored.last_seq + 1,
+                db_id: hex::encode(restored.db_id),
+            };
+            save(data_dir, position)?;
+            eprintln!(
+                "generation {}: up to batch {}, restored from its snapshot (newest {})",
+                position.generation,
+                position.next - 1,
+                newest.name()
+            );
+            return Ok(());
+        }
+        if names.is_empty() && !has_snapshot(bucket, current).await? {
+            return Err(format!(
+                "generation {} is gone from the replica",
+                position.generation
+            ));
+        }
     }
     let Some(db) = db.as_ref() else {
         return Ok(());
