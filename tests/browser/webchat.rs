@@ -1,8 +1,11 @@
 //! The web chat widget in a real browser: a page served from another origin embeds
 //! `/webchat.js`; the visitor chats with the test kit's fake model, leaves a contact with
 //! the consent box ticked (a lead and its ledger entry), comes back and the chat
-//! resumes; a page of a refused origin gets no chat; the widget fits 360 px. The widget
-//! lives in a shadow root, so the test reaches it through the page's script.
+//! resumes; a page of a refused origin gets no chat; the widget fits 360 px; a visitor
+//! books a meeting with the assistant, watches a person take over from the console and
+//! reads the messages-a-minute bound in words; the Call button with voice on; the
+//! console's Web chats update live. The widget lives in a shadow root, so the tests
+//! reach it through the page's script.
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -425,4 +428,165 @@ async fn the_web_chats_list_and_a_chat_update_live_before_the_visitor_is_a_lead(
         true,
         "the chat updated in place, not reloaded"
     );
+}
+
+/// The visitor's message, typed into the widget and sent with its form.
+async fn visitor_says(browser: &Browser, text: &str) {
+    browser
+        .run(&within(
+            "textarea",
+            &format!("el.value = {text:?}; el.closest('form').requestSubmit(); return true;"),
+        ))
+        .await;
+}
+
+/// A visitor who left a contact books a meeting with the assistant; a person takes the
+/// chat over from the console while the visitor watches and answers; a visitor who
+/// writes too fast reads the bound in words in the widget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_visitor_books_watches_a_person_take_over_and_reads_a_bound() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let org = server.org_id("acme").await;
+    let model = FakeModel::start().await;
+    let origin = site(server.base.clone(), org.clone()).await;
+    let day = json!([["00:00", "24:00"]]);
+    let calendar = json!({"timeZone": "UTC",
+        "hours": {"mon": day, "tue": day, "wed": day, "thu": day, "fri": day, "sat": day, "sun": day},
+        "meetingMinutes": 30, "bufferMinutes": 0, "minNoticeMinutes": 0, "daysAhead": 14,
+        "title": "Consultation", "location": "Phone call",
+        "owner": {"name": "Ana Ruiz", "email": "ana@acme.example"}});
+    for (path, body) in [
+        ("/v1/calendars/sales", calendar),
+        (
+            "/v1/profiles/web",
+            json!({"instructions": "You are Sam from Acme Solar.", "calendar": "sales"}),
+        ),
+    ] {
+        let put = server.put(&admin, path, &body).await;
+        assert_eq!(put.status, 200, "{path}: {}", put.text());
+    }
+    let set = server.patch(&admin, "/v1/org", &model.settings()).await;
+    assert_eq!(set.status, 200, "{}", set.text());
+    let set = server
+        .patch(
+            &admin,
+            "/v1/org",
+            &json!({"webchat": {"enabled": true, "allowedOrigins": [origin], "profile": "web",
+                    "greeting": "Hi! Questions about solar?"}}),
+        )
+        .await;
+    assert_eq!(set.status, 200, "{}", set.text());
+
+    let visitor = Browser::phone(&server).await;
+    visitor
+        .client
+        .goto(&format!("{origin}/"))
+        .await
+        .expect("the site");
+    wait_widget(
+        &visitor,
+        "the widget",
+        ".launch",
+        "return !!el;",
+        json!(true),
+    )
+    .await;
+    visitor
+        .run(&within(".launch", "el.click(); return true;"))
+        .await;
+    wait_log(&visitor, "Hi! Questions about solar?").await;
+    visitor
+        .run(&within(
+            ".more",
+            "el.click(); const r = host.shadowRoot; \
+             r.querySelector('input[name=name]').value = 'Dana Reyes'; \
+             r.querySelector('input[name=phone]').value = '+15125550142'; \
+             r.querySelector('form.contact').requestSubmit(); return true;",
+        ))
+        .await;
+    wait_log(&visitor, "Thanks!").await;
+
+    // A booking: the assistant calls book_meeting with the lead's tools.
+    let start = (chrono::Utc::now() + chrono::Duration::days(1))
+        .date_naive()
+        .and_hms_opt(15, 0, 0)
+        .expect("a time")
+        .and_utc();
+    model.push(Step::tool(
+        "call_book",
+        "book_meeting",
+        json!({"start": start.format("%Y-%m-%dT%H:%M:%SZ").to_string()}),
+    ));
+    model.push(Step::text("You're booked for tomorrow at 3 PM."));
+    visitor_says(&visitor, "Can we talk tomorrow at 3pm?").await;
+    wait_log(&visitor, "You're booked for tomorrow at 3 PM.").await;
+    let read = server.key("acme", "read").await;
+    let meetings = server.get(&read, "/v1/meetings").await.json();
+    let booked = &meetings["meetings"][0];
+    assert_eq!(booked["bookedBy"], json!("assistant"), "{meetings}");
+    assert_eq!(booked["status"], json!("booked"), "{meetings}");
+    let lead = server
+        .get(
+            &read,
+            &format!("/v1/leads/{}", booked["leadId"].as_str().expect("leadId")),
+        )
+        .await
+        .json();
+    assert_eq!(lead["additionalInfo"]["source"], json!("webchat"), "{lead}");
+    let session = lead["additionalInfo"]["webchatSessionId"]
+        .as_str()
+        .expect("the chat")
+        .to_string();
+
+    // A person takes over from the console; the visitor sees them join and answer.
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "agent")
+        .await;
+    let person = Browser::open(&server).await;
+    person.sign_in("ana@acme.example", &password).await;
+    person.wait_for_text("Sign out").await;
+    person.goto(&format!("/console/webchats/{session}")).await;
+    person.wait_for_text("Can we talk tomorrow at 3pm?").await;
+    person.click_button("Take over").await;
+    wait_log(&visitor, "Ana Ruiz joined the chat").await;
+    person
+        .fill("Reply", "Hi Dana, I'm Ana. See you tomorrow!")
+        .await;
+    person.click_button("Send").await;
+    wait_log(&visitor, "Hi Dana, I'm Ana. See you tomorrow!").await;
+
+    // Too fast: the chat's bound of messages a minute, in words in the widget.
+    let token = visitor
+        .run(&format!(
+            "return JSON.parse(localStorage.getItem('engaged-webchat:{org}')).token;"
+        ))
+        .await;
+    let token = token.as_str().expect("the session's token").to_string();
+    let path = format!("/webchat/{org}/sessions/{session}/messages");
+    for n in 0.. {
+        let r = server
+            .webchat(
+                hyper::Method::POST,
+                &path,
+                Some(&origin),
+                Some(&token),
+                Some(&json!({ "text": format!("message {n}") })),
+            )
+            .await;
+        if r.status == 429 {
+            break;
+        }
+        assert_eq!(r.status, 202, "{}", r.text());
+        assert!(n < 25, "a bound of 20 a minute");
+    }
+    visitor_says(&visitor, "One more?").await;
+    wait_widget(
+        &visitor,
+        "the bound in words",
+        ".status",
+        "return el.textContent;",
+        json!("You are sending messages too fast: at most 20 a minute. Wait a moment."),
+    )
+    .await;
 }
