@@ -1,9 +1,11 @@
 """A warm standby's lag under the load script's POST load, and the restore's time, from
 one run against a local SeaweedFS (loopback only, bounded in time).
 
-1. Seeds LEADS leads (and EVENTS events) through the library (benches/seed.rs), serves
-   them with `[replica]` set (sync_interval 1 s), waits for the first snapshot, and
-   starts `engaged follow` into an empty directory.
+1. Seeds LEADS leads (and EVENTS events) through the library (benches/seed.rs), runs
+   the load script's durable POST against it without replication, then serves it with
+   `[replica]` set (sync_interval 1 s), waits for the first snapshot, runs the same load
+   (the ratio of the two: target at least 0.9), and starts `engaged follow` into an
+   empty directory.
 2. Runs benches/post.lua (durable POST /v1/leads/{id}/events, CONNECTIONS connections,
    DURATION) while sampling, every 50 ms on one connection, the primary's committed batch
    (`GET /v1/admin/replica` `committedSeq`) and the standby's next batch
@@ -49,6 +51,17 @@ def build():
     return os.path.join(ROOT, "target/release/engaged"), seed
 
 
+def post_load(port, key, run):
+    """The load script's durable POST (benches/post.lua) for DURATION; its req/s."""
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{DURATION}", "--latency", "-s",
+         os.path.join(HERE, "post.lua"), "-H", f"x-api-key: {key}", f"https://127.0.0.1:{port}/"],
+        env=dict(os.environ, LEADS=str(LEADS), RUN=run, TARGET="engaged"),
+        capture_output=True, text=True, timeout=600).stdout
+    line = next((l for l in out.splitlines() if l.startswith("Requests/sec")), "Requests/sec: 0")
+    return float(line.split(":")[-1])
+
+
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, round((len(xs) - 1) * p))] if xs else 0.0
@@ -88,6 +101,17 @@ def main():
         size = os.path.getsize("d/engaged.redb")
         print(f"seeded in {time.monotonic() - started:.0f} s: {size / 2**20:.0f} MiB database", flush=True)
 
+        # The same POST load without replication, then with it (no standby yet): the
+        # ratio of the two runs.
+        port = free_port()
+        plain = subprocess.Popen([engaged, "--data-dir", "d", "serve", "--listen", f"127.0.0.1:{port}"],
+                                 stderr=open("plain.log", "w"))
+        procs.append(plain)
+        if not wait_https(port, seconds=120):
+            raise SystemExit("the server did not start; see plain.log")
+        without = post_load(port, key, "plain")
+        plain.send_signal(signal.SIGTERM); plain.wait(timeout=120)
+
         port = free_port()
         primary = subprocess.Popen([engaged, "--data-dir", "d", "serve", "--listen", f"127.0.0.1:{port}"],
                                    env=env, stderr=open("primary.log", "w"))
@@ -100,6 +124,9 @@ def main():
                 raise SystemExit("no snapshot after 30 minutes")
             time.sleep(0.5)
         print(f"first snapshot uploaded in {time.monotonic() - started:.1f} s", flush=True)
+        replicating = post_load(port, key, "replicating")
+        print(f"durable POST, {CONNECTIONS} connections, {DURATION}: {without:.0f} req/s without replication, "
+              f"{replicating:.0f} with it: {replicating / max(without, 1):.2f} (target at least 0.90)", flush=True)
 
         follower = subprocess.Popen([engaged, "--data-dir", "standby", "follow", "--from", URL],
                                     env=env, stderr=open("follow.log", "w"))
@@ -141,12 +168,7 @@ def main():
 
         watcher = threading.Thread(target=watch); watcher.start()
         sampler = threading.Thread(target=sample); sampler.start()
-        load = subprocess.run(
-            ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{DURATION}", "--latency", "-s",
-             os.path.join(HERE, "post.lua"), "-H", f"x-api-key: {key}", f"https://127.0.0.1:{port}/"],
-            env=dict(os.environ, LEADS=str(LEADS), RUN="standby", TARGET="engaged"),
-            capture_output=True, text=True, timeout=600).stdout
-        requests = next((l for l in load.splitlines() if l.startswith("Requests/sec")), "?")
+        requests = post_load(port, key, "standby")
         ended = time.monotonic()
         last = admin_replica(port, admin)["committedSeq"]
         while standby_next("standby") <= last and time.monotonic() - ended < 60:
@@ -158,7 +180,7 @@ def main():
         lags = [caught(seq, at) for seq, at in seen.items()]
         behind = sum(1 for lag in lags if lag is None)
         lags = [lag for lag in lags if lag is not None]
-        print(f"POST load: {CONNECTIONS} connections, {DURATION}: {requests.split(':')[-1].strip()} req/s; "
+        print(f"POST load with the standby following: {CONNECTIONS} connections, {DURATION}: {requests:.0f} req/s; "
               f"{len(seen)} committed batches sampled", flush=True)
         print(f"standby lag: p50 {pct(lags, .5):.2f} s, p99 {pct(lags, .99):.2f} s, max {max(lags, default=0):.2f} s; "
               f"not caught up 60 s after the load: {behind} (target: p99 at most 3 s)", flush=True)
