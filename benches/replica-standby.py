@@ -26,7 +26,7 @@ import http.client, json, os, shutil, signal, subprocess, sys, tempfile, threadi
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from replica_kit import free_port, replica_env, start_weed, tls, wait_https
+from replica_kit import build, free_port, pct, replica_env, start_weed, tls, wait_https
 
 LEADS = int(os.environ.get("LEADS", "10000"))
 EVENTS = int(os.environ.get("EVENTS", "0"))
@@ -35,20 +35,6 @@ CONNECTIONS = int(os.environ.get("CONNECTIONS", "64"))
 DURATION = os.environ.get("DURATION", "30s")
 ROOT = os.path.dirname(HERE)
 URL = "s3://standby/p"
-
-
-def build():
-    """Builds the release server and the seeder; answers their paths."""
-    out = subprocess.run(["cargo", "build", "--release", "--bin", "engaged", "--bench", "seed",
-                          "--message-format=json-render-diagnostics"],
-                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    seed = None
-    for line in out.splitlines():
-        m = json.loads(line)
-        if m.get("reason") == "compiler-artifact" and m.get("executable") \
-                and m["target"]["name"] == "seed":
-            seed = m["executable"]
-    return os.path.join(ROOT, "target/release/engaged"), seed
 
 
 def post_load(port, key, run):
@@ -60,11 +46,6 @@ def post_load(port, key, run):
         capture_output=True, text=True, timeout=600).stdout
     line = next((l for l in out.splitlines() if l.startswith("Requests/sec")), "Requests/sec: 0")
     return float(line.split(":")[-1])
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, round((len(xs) - 1) * p))] if xs else 0.0
 
 
 def admin_replica(port, key):
@@ -81,7 +62,7 @@ def standby_next(directory):
 
 
 def main():
-    engaged, seed = build()
+    engaged, seed = build(ROOT)
     os.chdir(tempfile.mkdtemp(prefix="replica-standby-"))
     weed, endpoint = start_weed("weed", volume_mb=1024, volumes=32)
     env = replica_env(URL, endpoint)

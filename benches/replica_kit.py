@@ -1,12 +1,43 @@
-"""What the replication benches share: free loopback ports, a SeaweedFS server with S3
-and an identity (so requests are signed and checked), the environment that points
-engaged's `[replica]` at it, and waiting for an HTTPS server to answer.
+"""What the Python benches share: building the release server and the seeder, free
+loopback ports, a SeaweedFS server with S3 and an identity (so requests are signed and
+checked), the environment that points engaged's `[replica]` at it, waiting for an HTTPS
+server to answer, a process's resident memory and percentiles.
 
-Used by benches/replica-rpo.py and benches/replica-standby.py; not run by itself.
+Used by benches/replica-rpo.py, benches/replica-standby.py and benches/webchat-load.py;
+not run by itself.
 """
 import http.client, json, os, socket, ssl, subprocess, time
 
 ACCESS_KEY, SECRET_KEY = "rk", "rk-secret-key"
+
+
+def build(root):
+    """Builds the release server and the seeder in the crate at `root`; answers their
+    paths."""
+    out = subprocess.run(["cargo", "build", "--release", "--bin", "engaged", "--bench", "seed",
+                          "--message-format=json-render-diagnostics"],
+                         cwd=root, check=True, capture_output=True, text=True).stdout
+    seed = None
+    for line in out.splitlines():
+        m = json.loads(line)
+        if m.get("reason") == "compiler-artifact" and m.get("executable") \
+                and m["target"]["name"] == "seed":
+            seed = m["executable"]
+    return os.path.join(root, "target/release/engaged"), seed
+
+
+def pct(xs, p):
+    """The `p` quantile of `xs` (nearest rank), 0 when empty."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round((len(xs) - 1) * p))] if xs else 0.0
+
+
+def rss_kib(pid):
+    """Process `pid`'s resident memory (VmRSS) in KiB."""
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
 
 
 def free_port():
