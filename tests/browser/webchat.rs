@@ -66,6 +66,47 @@ async fn wait_log(browser: &Browser, text: &str) {
     .await;
 }
 
+/// Sets the organization's `webchat` settings to `webchat`.
+async fn set_webchat(server: &TestServer, admin: &str, webchat: Value) {
+    let set = server
+        .patch(admin, "/v1/org", &json!({ "webchat": webchat }))
+        .await;
+    assert_eq!(set.status, 200, "{}", set.text());
+}
+
+/// Opens `origin`'s page in `browser`, waits for the widget, opens the chat and waits
+/// for its `greeting`.
+async fn open_chat(browser: &Browser, origin: &str, greeting: &str) {
+    browser
+        .client
+        .goto(&format!("{origin}/"))
+        .await
+        .expect("the site");
+    wait_widget(
+        browser,
+        "the widget",
+        ".launch",
+        "return !!el;",
+        json!(true),
+    )
+    .await;
+    browser
+        .run(&within(".launch", "el.click(); return true;"))
+        .await;
+    wait_log(browser, greeting).await;
+}
+
+/// A console agent, Ana Ruiz, signed in.
+async fn signed_in_agent(server: &TestServer) -> Browser {
+    let password = server
+        .user("acme", "ana@acme.example", "Ana Ruiz", "agent")
+        .await;
+    let browser = Browser::open(server).await;
+    browser.sign_in("ana@acme.example", &password).await;
+    browser.wait_for_text("Sign out").await;
+    browser
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_visitor_chats_leaves_a_contact_with_consent_and_resumes_at_360_px() {
     let server = TestServer::start().await;
@@ -83,36 +124,17 @@ async fn a_visitor_chats_leaves_a_contact_with_consent_and_resumes_at_360_px() {
     assert_eq!(put.status, 200, "{}", put.text());
     let set = server.patch(&admin, "/v1/org", &model.settings()).await;
     assert_eq!(set.status, 200, "{}", set.text());
-    let set = server
-        .patch(
-            &admin,
-            "/v1/org",
-            &json!({"webchat": {"enabled": true, "allowedOrigins": [origin], "profile": "web",
+    set_webchat(
+        &server,
+        &admin,
+        json!({"enabled": true, "allowedOrigins": [origin], "profile": "web",
                     "greeting": "Hi! Questions about solar?",
-                    "consentText": "I agree that Acme Solar may text me."}}),
-        )
-        .await;
-    assert_eq!(set.status, 200, "{}", set.text());
+                    "consentText": "I agree that Acme Solar may text me."}),
+    )
+    .await;
 
     let browser = Browser::phone(&server).await;
-    browser
-        .client
-        .goto(&format!("{origin}/"))
-        .await
-        .expect("the site");
-    poll("the widget", WAIT, || async {
-        let found = browser.run(&within(".launch", "return !!el;")).await;
-        if found == json!(true) {
-            Ok(())
-        } else {
-            Err(found.to_string())
-        }
-    })
-    .await;
-    browser
-        .run(&within(".launch", "el.click(); return true;"))
-        .await;
-    wait_log(&browser, "Hi! Questions about solar?").await;
+    open_chat(&browser, &origin, "Hi! Questions about solar?").await;
     // The panel fits the phone's 360 px.
     let width = browser
         .run(&within(
@@ -196,14 +218,12 @@ async fn a_page_of_an_origin_not_allowed_gets_no_chat() {
     let admin = server.key("acme", "admin").await;
     let org = server.org_id("acme").await;
     let origin = site(server.base.clone(), org.clone()).await;
-    let set = server
-        .patch(
-            &admin,
-            "/v1/org",
-            &json!({"webchat": {"enabled": true, "allowedOrigins": ["https://shop.example"]}}),
-        )
-        .await;
-    assert_eq!(set.status, 200, "{}", set.text());
+    set_webchat(
+        &server,
+        &admin,
+        json!({"enabled": true, "allowedOrigins": ["https://shop.example"]}),
+    )
+    .await;
     let browser = Browser::open(&server).await;
     browser
         .client
@@ -256,33 +276,15 @@ async fn the_call_button_shows_with_voice_and_loads_the_vendored_sdk() {
     let admin = server.key("acme", "admin").await;
     let org = server.org_id("acme").await;
     let origin = site(server.base.clone(), org.clone()).await;
-    let set = server
-        .patch(
-            &admin,
-            "/v1/org",
-            &json!({"webchat": {"enabled": true, "allowedOrigins": [origin],
-                    "greeting": "Hello from Acme."}}),
-        )
-        .await;
-    assert_eq!(set.status, 200, "{}", set.text());
-    let browser = Browser::open(&server).await;
-    browser
-        .client
-        .goto(&format!("{origin}/"))
-        .await
-        .expect("the site");
-    wait_widget(
-        &browser,
-        "the widget",
-        ".launch",
-        "return !!el;",
-        json!(true),
+    set_webchat(
+        &server,
+        &admin,
+        json!({"enabled": true, "allowedOrigins": [origin],
+                    "greeting": "Hello from Acme."}),
     )
     .await;
-    browser
-        .run(&within(".launch", "el.click(); return true;"))
-        .await;
-    wait_log(&browser, "Hello from Acme.").await;
+    let browser = Browser::open(&server).await;
+    open_chat(&browser, &origin, "Hello from Acme.").await;
     // Voice off: no Call button.
     let hidden = browser.run(&within(".call", "return el.hidden;")).await;
     assert_eq!(hidden, json!(true));
@@ -358,21 +360,14 @@ async fn the_web_chats_list_and_a_chat_update_live_before_the_visitor_is_a_lead(
     let server = TestServer::start().await;
     let admin = server.key("acme", "admin").await;
     let org = server.org_id("acme").await;
-    let set = server
-        .patch(
-            &admin,
-            "/v1/org",
-            &json!({"webchat": {"enabled": true, "allowedOrigins": [SITE],
-                    "greeting": "Hi! Questions about solar?"}}),
-        )
-        .await;
-    assert_eq!(set.status, 200, "{}", set.text());
-    let password = server
-        .user("acme", "ana@acme.example", "Ana Ruiz", "agent")
-        .await;
-    let browser = Browser::open(&server).await;
-    browser.sign_in("ana@acme.example", &password).await;
-    browser.wait_for_text("Sign out").await;
+    set_webchat(
+        &server,
+        &admin,
+        json!({"enabled": true, "allowedOrigins": [SITE],
+                    "greeting": "Hi! Questions about solar?"}),
+    )
+    .await;
+    let browser = signed_in_agent(&server).await;
     browser.click_link("Web chats").await;
     browser.wait_for_text("No chats yet.").await;
     browser.run("window.notReloaded = true; return true;").await;
@@ -468,34 +463,16 @@ async fn a_visitor_books_watches_a_person_take_over_and_reads_a_bound() {
     }
     let set = server.patch(&admin, "/v1/org", &model.settings()).await;
     assert_eq!(set.status, 200, "{}", set.text());
-    let set = server
-        .patch(
-            &admin,
-            "/v1/org",
-            &json!({"webchat": {"enabled": true, "allowedOrigins": [origin], "profile": "web",
-                    "greeting": "Hi! Questions about solar?"}}),
-        )
-        .await;
-    assert_eq!(set.status, 200, "{}", set.text());
-
-    let visitor = Browser::phone(&server).await;
-    visitor
-        .client
-        .goto(&format!("{origin}/"))
-        .await
-        .expect("the site");
-    wait_widget(
-        &visitor,
-        "the widget",
-        ".launch",
-        "return !!el;",
-        json!(true),
+    set_webchat(
+        &server,
+        &admin,
+        json!({"enabled": true, "allowedOrigins": [origin], "profile": "web",
+                    "greeting": "Hi! Questions about solar?"}),
     )
     .await;
-    visitor
-        .run(&within(".launch", "el.click(); return true;"))
-        .await;
-    wait_log(&visitor, "Hi! Questions about solar?").await;
+
+    let visitor = Browser::phone(&server).await;
+    open_chat(&visitor, &origin, "Hi! Questions about solar?").await;
     visitor
         .run(&within(
             ".more",
@@ -540,12 +517,7 @@ async fn a_visitor_books_watches_a_person_take_over_and_reads_a_bound() {
         .to_string();
 
     // A person takes over from the console; the visitor sees them join and answer.
-    let password = server
-        .user("acme", "ana@acme.example", "Ana Ruiz", "agent")
-        .await;
-    let person = Browser::open(&server).await;
-    person.sign_in("ana@acme.example", &password).await;
-    person.wait_for_text("Sign out").await;
+    let person = signed_in_agent(&server).await;
     person.goto(&format!("/console/webchats/{session}")).await;
     person.wait_for_text("Can we talk tomorrow at 3pm?").await;
     person.click_button("Take over").await;
