@@ -42,7 +42,8 @@ async fn enable(ts: &TestServer, admin: &str, model: Option<&FakeModel>, extra: 
     org["id"].as_str().expect("org id").to_string()
 }
 
-async fn new_session(ts: &TestServer, org: &str) -> (String, String) {
+/// A new session from the allowed site: its id and token.
+pub(crate) async fn new_session(ts: &TestServer, org: &str) -> (String, String) {
     let r = ts
         .webchat(
             Method::POST,

@@ -17,6 +17,7 @@ use engaged::testkit::{Response, TestServer, WebhookReceiver};
 use crate::answers::*;
 use crate::engagement::*;
 use crate::twilio_signing::*;
+use crate::webchat::new_session;
 
 const SITE: &str = "https://shop.example";
 const PUBLIC_URL: &str = "https://engaged.test";
@@ -71,23 +72,6 @@ async fn start(keys: bool, voice: bool) -> Site {
         org,
         _model: model,
     }
-}
-
-async fn new_session(ts: &TestServer, org: &str) -> (String, String) {
-    let r = ts
-        .webchat(
-            Method::POST,
-            &format!("/webchat/{org}/sessions"),
-            Some(SITE),
-            None,
-            None,
-        )
-        .await;
-    let body = expect(&r, 201);
-    (
-        str_of(&body["sessionId"]).to_string(),
-        str_of(&body["token"]).to_string(),
-    )
 }
 
 async fn voice_token(
