@@ -66,10 +66,13 @@
 mod checkpoint;
 mod file;
 mod format;
+mod gate;
 mod recover;
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -80,6 +83,7 @@ pub(crate) use file::faults;
 pub(crate) use file::path_of;
 use format::HEADER_LEN;
 pub(crate) use format::{DbId, OpLog};
+pub(crate) use gate::{open_database, SyncGate};
 pub(crate) use recover::apply as apply_record;
 pub(crate) use recover::{accept_loss, inspect_files, open, Loss, OpenFailure, Recovered};
 
@@ -100,6 +104,18 @@ pub(super) const MAX_LOGGED_BATCH: usize = 4 << 20;
 /// The log grows to at most about this many bytes before a checkpoint empties it.
 const MAX_LOG_BYTES: u64 = 64 << 20;
 
+/// The room a cycle needs before the last one's records to start after the header:
+/// more than its records reach while the last checkpoint's sync is made (past them
+/// it waits for the sync).
+const MIN_CYCLE_GAP: u64 = 1 << 20;
+
+/// A checkpoint whose sync of the database file is still being made: until it is
+/// done, the records it holds (`region`) stay in the log.
+struct Syncing {
+    region: Range<u64>,
+    done: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
 /// The log file, with the sequence numbers it has handed out.
 pub(crate) struct Wal {
     file: File,
@@ -107,7 +123,10 @@ pub(crate) struct Wal {
     /// This file's salt: part of every record's checksum, so a record of another
     /// file (an earlier open's, another database's) never reads as one of this file.
     salt: u64,
-    /// Where the next record goes: the end of the records, [`HEADER_LEN`] when none.
+    /// Where this cycle's records start (the first after the last checkpoint):
+    /// [`HEADER_LEN`], or right after the cycle before (META `wal_at`).
+    start: u64,
+    /// Where the next record goes: the end of the records, `start` when none.
     len: u64,
     /// The file's length: zeros or stale records after `len`, written over in place.
     allocated: u64,
@@ -116,6 +135,11 @@ pub(crate) struct Wal {
     /// Where the last record written starts, while it may still be taken back (until
     /// the next record, a checkpoint or a failed write).
     last_start: Option<u64>,
+    /// The database file's sync gate: a checkpoint's sync is made on a thread of its
+    /// own. `None`: checkpoints sync as they commit (a database opened without one).
+    gate: Option<Arc<SyncGate>>,
+    /// The last checkpoint, while its sync is made.
+    syncing: Option<Syncing>,
 }
 
 impl Wal {
@@ -124,6 +148,17 @@ impl Wal {
     pub(super) fn append(&mut self, ops: &OpLog) -> Result<()> {
         let seq = self.last_seq + 1;
         let record = format::record(self.salt, seq, ops.bytes());
+        // The last checkpoint's records are written over only once its sync is done.
+        let end = self.len + record.len() as u64;
+        let overlaps = self
+            .syncing
+            .as_ref()
+            .is_some_and(|s| s.region.start < end && self.len < s.region.end);
+        if overlaps {
+            self.synced()?;
+        } else {
+            self.poll_synced()?;
+        }
         if let Err(e) = self.write_synced(&record, self.len) {
             // Nothing of this record may be replayed: its batch is not committed.
             let _ = self.invalidate(self.len);
@@ -154,12 +189,44 @@ impl Wal {
 
     /// Whether the log holds records the database file does not (until a checkpoint).
     pub(super) fn has_records(&self) -> bool {
-        self.len > HEADER_LEN
+        self.len > self.start
     }
 
     /// Whether the log holds more than a checkpoint should leave to replay.
     pub(super) fn is_long(&self) -> bool {
-        self.len >= MAX_LOG_BYTES
+        self.len - self.start >= MAX_LOG_BYTES
+    }
+
+    /// Makes the database file's syncs through `gate`: a checkpoint's sync is then
+    /// made on a thread of its own while the writer goes on logging.
+    pub(crate) fn with_gate(mut self, gate: Arc<SyncGate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Waits until the last checkpoint's sync is done; its failure is a storage error
+    /// (the log keeps its records, the database is re-opened).
+    pub(super) fn synced(&mut self) -> Result<()> {
+        let Some(syncing) = self.syncing.take() else {
+            return Ok(());
+        };
+        match syncing.done.join() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Error::Internal(format!(
+                "cannot sync the database file at a checkpoint: {e}"
+            ))),
+            Err(_) => Err(Error::Internal(
+                "the checkpoint's sync thread panicked".into(),
+            )),
+        }
+    }
+
+    /// [`Wal::synced`] when the sync is done already; nothing while it runs.
+    fn poll_synced(&mut self) -> Result<()> {
+        if self.syncing.as_ref().is_some_and(|s| s.done.is_finished()) {
+            self.synced()?;
+        }
+        Ok(())
     }
 
     /// The sequence number a checkpoint records as held by the durable file.
@@ -168,12 +235,23 @@ impl Wal {
         self.last_seq
     }
 
-    /// Empties the log after a checkpoint made all of it durable in the database: the
-    /// next record is written right after the header, over records the checkpoint
-    /// holds. Only [`Wal::checkpoint`] and [`Wal::stop`] call it, right after the
-    /// durable commit that marks the checkpoint.
-    fn reset(&mut self) {
-        self.len = HEADER_LEN;
+    /// Where the cycle after a checkpoint starts: after the header when the records
+    /// the checkpoint holds leave room enough there, else right after them, so that
+    /// the next records are not written over them before the checkpoint's sync.
+    fn next_start(&self) -> u64 {
+        if self.start >= HEADER_LEN + MIN_CYCLE_GAP {
+            HEADER_LEN
+        } else {
+            self.len
+        }
+    }
+
+    /// Starts the next cycle at `start` after a checkpoint committed: the records
+    /// before are held by the database file (once `syncing`, if any, is done).
+    fn next_cycle(&mut self, start: u64, syncing: Option<Syncing>) {
+        self.syncing = syncing;
+        self.start = start;
+        self.len = start;
         self.last_start = None;
     }
 
