@@ -125,6 +125,7 @@ impl Wal {
         let next = self.next_start();
         mark_checkpoint(&txn, self.last_seq, next)?;
         let gate = self.gate.clone().filter(|_| !wait);
+        let started = std::time::Instant::now();
         let committed = match &gate {
             Some(gate) => {
                 gate.deferring(true)?;
@@ -135,13 +136,26 @@ impl Wal {
             None => commit_durably(txn),
         };
         committed?;
+        tracing::debug!(
+            held = self.last_seq,
+            millis = started.elapsed().as_secs_f64() * 1e3,
+            "checkpoint committed"
+        );
         let region = self.start..self.len;
         let syncing = match gate.filter(|g| g.is_pending()) {
             Some(gate) => {
                 let sync = gate.clone();
                 match std::thread::Builder::new()
                     .name("engaged-checkpoint".into())
-                    .spawn(move || sync.settle())
+                    .spawn(move || {
+                        let started = std::time::Instant::now();
+                        let synced = sync.settle();
+                        tracing::debug!(
+                            millis = started.elapsed().as_secs_f64() * 1e3,
+                            "checkpoint synced"
+                        );
+                        synced
+                    })
                 {
                     Ok(done) => Some(Syncing { region, done }),
                     Err(_) => {

@@ -7,17 +7,28 @@
 //! then writes the batch's operations here as one record and syncs the file
 //! (`fdatasync`) *before* it commits the batch to redb non-durably
 //! (`Durability::None`: visible to readers at once, its pages kept in memory) and
-//! answers. Every [`CHECKPOINT_EVERY`], or when a batch's log is large, a checkpoint
-//! commits durably (`Durability::Immediate`: redb writes each page changed since the
-//! last one once, and syncs), records the last sequence number it holds (META
-//! `wal_seq`) and starts the log over.
+//! answers. Every [`CHECKPOINT_EVERY`], or when a batch's log is large, the batch is
+//! logged and a checkpoint commits it durably (`Durability::Immediate`: redb writes
+//! each page changed since the last one once, and syncs), recording the last sequence
+//! number it holds (META `wal_seq`) and where the next record starts (META `wal_at`).
+//!
+//! **The writer does not wait for a checkpoint's sync.** The database file is opened
+//! through a [`gate`](mod@gate): while a checkpoint commits, the sync redb asks for is
+//! deferred to a thread of its own, and any later write of the file makes it first. The
+//! records since the last checkpoint form a *cycle*; the checkpoint starts the next
+//! cycle after the header when the records it holds start at least [`MIN_CYCLE_GAP`]
+//! past it, else right after them, and a record that would be written over them waits
+//! for the sync ([`Wal::append`]). So until the sync is done the log still holds every
+//! record after the checkpoint before, and a crash then finds either checkpoint in the
+//! file with all the records after it.
 //!
 //! **The log owns that protocol.** [`Wal::checkpoint`] marks the last sequence number
-//! in the checkpoint's own transaction, commits it durably and only then empties the
-//! log: the only way it empties while open, so no record is written over before a
-//! durable commit holds it. [`Wal::stop`] is the same at a stop, and also records the
-//! clean stop. A record whose batch then fails to commit is taken back
-//! ([`Wal::take_back_last`]): the log remembers where it started.
+//! and the next cycle's start in the checkpoint's own transaction, waits for the last
+//! checkpoint's sync, commits it durably and only then starts the next cycle: no
+//! record is written over before a durable (synced) commit holds it. [`Wal::stop`]
+//! waits for its sync, records the clean stop and drops the records. A record whose
+//! batch then fails to commit is taken back ([`Wal::take_back_last`]): the log
+//! remembers where it started.
 //!
 //! Invariant: the durable redb file plus the log's records after its `wal_seq`, applied
 //! in order, are the store after the last batch whose answer went out. [`open`]
@@ -31,7 +42,9 @@
 //! `len: u32 LE` (of what follows the checksum), `crc32: u32 LE` (of the salt, then the
 //! same), `seq: u64 LE`, then operations, each `name_len: u8, name, op: u8 (0 insert, 1
 //! remove), key_len: u32 LE, key` and, for an insert, `value_len: u32 LE, value`. The
-//! records after a checkpoint are numbered on from its `wal_seq`, one by one. At open:
+//! records after a checkpoint are numbered on from its `wal_seq`, one by one, the first
+//! at its `wal_at`; each next one follows the one before, or (a new cycle) the header.
+//! At open:
 //!
 //! - a log whose header names another database (or none readable) is refused;
 //! - a database that did not stop cleanly refuses to start without its log (the file
@@ -48,9 +61,9 @@
 //! check` reads the same verdict ([`recover::inspect`]) without writing either file.
 //!
 //! Records are written in place into a file already that long, not appended: the
-//! file grows only in zeroed steps (doubling, up to what the longest log needs), and a
-//! checkpoint starts the next records right after the header again without shortening
-//! it. So a sync writes the record's pages and never the file's size. What lies
+//! file grows only in zeroed steps (doubling, up to what two of the longest cycles
+//! need), and a checkpoint starts the next records after the header or the last cycle
+//! without shortening it. So a sync writes the record's pages and never the file's size. What lies
 //! after the last record (zeros, or an older cycle's records, numbered at or below the
 //! checkpoint's) ends the log; any other bytes there (a torn record, the tail of an
 //! older record a shorter one was written over) are read past and reported: `engaged
@@ -61,7 +74,7 @@
 //! The module's parts: [`format`](mod@format) (the bytes of a header, a record, an operation),
 //! [`file`](mod@file) (the file and how it grows and syncs), [`recover`] (reading a log against
 //! its database, the open, `accept_loss`) and [`checkpoint`] (META and the checkpoint
-//! protocol).
+//! protocol), [`gate`](mod@gate) (the database file's deferred sync).
 
 mod checkpoint;
 mod file;
