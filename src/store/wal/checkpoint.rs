@@ -155,8 +155,7 @@ impl Wal {
                             "checkpoint synced"
                         );
                         synced
-                    })
-                {
+                    }) {
                     Ok(done) => Some(Syncing { region, done }),
                     Err(_) => {
                         gate.settle().map_err(|e| {
@@ -244,7 +243,11 @@ mod cycles {
     fn reads_after(db_path: &std::path::Path, meta: Meta, last: u64) -> Result<(), TestCaseError> {
         let bytes = std::fs::read(path_of(db_path)).unwrap();
         let inspection = inspect(meta, Some(&bytes));
-        prop_assert!(inspection.damage.is_none(), "damage: {:?}", inspection.damage);
+        prop_assert!(
+            inspection.damage.is_none(),
+            "damage: {:?}",
+            inspection.damage
+        );
         let seqs: Vec<u64> = inspection.records.iter().map(|(seq, _)| *seq).collect();
         prop_assert_eq!(seqs, (meta.held + 1..=last).collect::<Vec<_>>());
         Ok(())

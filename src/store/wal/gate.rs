@@ -182,7 +182,11 @@ impl StorageBackend for GatedFile {
         self.inner.try_lock_shared_range(start, end)
     }
 
-    fn lock_range(&self, start: Bound<u64>, end: Bound<u64>) -> std::result::Result<(), BackendError> {
+    fn lock_range(
+        &self,
+        start: Bound<u64>,
+        end: Bound<u64>,
+    ) -> std::result::Result<(), BackendError> {
         self.inner.lock_range(start, end)
     }
 
