@@ -641,6 +641,22 @@ pub(crate) struct Durable {
     wal: Wal,
     /// When the database file last held everything (the last checkpoint).
     checkpointed: std::time::Instant,
+    /// How often a checkpoint comes ([`checkpoint_every`]).
+    every: Duration,
+}
+
+/// How often a checkpoint comes: [`CHECKPOINT_EVERY`], or `ENGAGED_CHECKPOINT_MS`
+/// (10 to 60000 ms) for the benches that measure the choice.
+fn checkpoint_every() -> Duration {
+    static EVERY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *EVERY.get_or_init(|| {
+        std::env::var("ENGAGED_CHECKPOINT_MS")
+            .ok()
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .map_or(CHECKPOINT_EVERY, |ms| {
+                Duration::from_millis(ms.clamp(10, 60_000))
+            })
+    })
 }
 
 impl Durable {
@@ -648,6 +664,7 @@ impl Durable {
         Durable {
             wal,
             checkpointed: std::time::Instant::now(),
+            every: checkpoint_every(),
         }
     }
 
@@ -655,7 +672,7 @@ impl Durable {
     fn checkpoint_due_in(&self) -> Option<std::time::Duration> {
         self.wal
             .has_records()
-            .then(|| CHECKPOINT_EVERY.saturating_sub(self.checkpointed.elapsed()))
+            .then(|| self.every.saturating_sub(self.checkpointed.elapsed()))
     }
 
     /// Commits a batch's transaction so that it survives a crash before any of its
@@ -674,7 +691,7 @@ impl Durable {
             txn.set_durability(Durability::None)?;
             return Ok(txn.commit()?);
         }
-        let due = self.checkpointed.elapsed() >= CHECKPOINT_EVERY || self.wal.is_long();
+        let due = self.checkpointed.elapsed() >= self.every || self.wal.is_long();
         self.wal.append(ops)?;
         let committed = if due || bulk {
             self.checkpoint(txn, false)
