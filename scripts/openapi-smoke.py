@@ -44,10 +44,14 @@ from engaged_client.api.contact import (  # noqa: E402
 )
 from engaged_client.api.dnc import list_dnc, register_dnc, remove_dnc  # noqa: E402
 from engaged_client.api.engagement import (  # noqa: E402
+    cancel_replay,
+    create_replay,
     delete_profile,
     get_engagement,
     get_profile,
+    get_replay,
     list_profiles,
+    list_replays,
     profile_stats,
     put_profile,
 )
@@ -103,6 +107,7 @@ from engaged_client.models import (  # noqa: E402
     MessageInput,
     OrgSettingsUpdate,
     ProfileInput,
+    ReplayRequest,
     RegisterDncBody,
     RemoveTagsBody,
     RequestCallBody,
@@ -266,6 +271,12 @@ expect(put_profile.sync_detailed("smoke", client=api, body=ProfileInput.from_dic
 expect(list_profiles.sync_detailed(client=api), 200)
 expect(get_profile.sync_detailed("smoke", client=api), 200)
 expect(profile_stats.sync_detailed("smoke", client=api), 200)
+# A replay of a draft: 202, or 409 without an assistant (the smoke organization has none).
+expect(create_replay.sync_detailed("smoke", client=api, body=ReplayRequest.from_dict(
+    {"draft": {"instructions": "Be brief."}, "conversations": 1})), 202, 409)
+expect(list_replays.sync_detailed(client=api), 200)
+expect(get_replay.sync_detailed("rpl_none", client=api), 404)
+expect(cancel_replay.sync_detailed("rpl_none", client=api), 404)
 expect(delete_profile.sync_detailed("smoke", client=api), 200)
 all_day = [["00:00", "24:00"]]
 expect(put_calendar.sync_detailed("smoke", client=api, body=CalendarInput.from_dict(
@@ -322,6 +333,24 @@ expect(raw.get(f"/v1/recordings/{org.id}/smoke-call", params={"expires": "1", "s
 expect(raw.get("/v1/unsubscribe/not-a-token"), 403, 404)
 expect(raw.post("/v1/unsubscribe/not-a-token", data={"List-Unsubscribe": "One-Click"}), 403, 404)
 expect(raw.get("/v1/calendars/smoke/feed.ics", params={"token": "not-the-token"}), 404)
+
+# Web chat from a page of an allowed origin: a session, the visitor's message, the
+# stream refusing a wrong token, the contact form with the consent box ticked, and a
+# foreign origin refused.
+site = "https://shop.example"
+expect(update_org.sync_detailed(client=api, body=OrgSettingsUpdate.from_dict(
+    {"webchat": {"enabled": True, "allowedOrigins": [site], "consentText": "I agree to texts from Acme."}})), 200)
+chat = raw.post(f"/webchat/{org.id}/sessions", headers={"Origin": site})
+expect(chat, 201)
+session, chat_token = chat.json()["sessionId"], chat.json()["token"]
+visitor = {"Origin": site, "Authorization": f"Bearer {chat_token}"}
+expect(raw.post(f"/webchat/{org.id}/sessions/{session}/messages", headers=visitor, json={"text": "Hello"}), 202)
+expect(raw.get(f"/webchat/{org.id}/sessions/{session}/events", headers={"Origin": site},
+               params={"token": "not-the-token"}), 401)
+expect(raw.post(f"/webchat/{org.id}/sessions/{session}/contact", headers=visitor,
+                json={"name": "Web Visitor", "email": "visitor@example.com", "consent": True,
+                      "pageUrl": site + "/pricing"}), 200)
+expect(raw.post(f"/webchat/{org.id}/sessions", headers={"Origin": "https://evil.example"}), 403)
 
 json_ops = {op["operationId"] for item in doc["paths"].values() for m, op in item.items() if m != "parameters"
             and any("application/json" in r.get("content", {}) for r in op["responses"].values())}

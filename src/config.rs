@@ -343,7 +343,15 @@ pub struct ReplicaConfig {
     /// The most bytes of batches waiting for upload; past it, replication pauses
     /// until a new snapshot.
     pub spool_max: u64,
+    /// A snapshot is uploaded (and restored) in parts of at most this many bytes, so
+    /// neither holds more than a part in memory: [`REPLICA_SNAPSHOT_PART_BYTES`]
+    /// (smaller in tests, to exercise several parts).
+    pub snapshot_part_bytes: u64,
 }
+
+/// The size of a snapshot's parts: small enough to hold in memory while it is sealed
+/// and sent, large enough that a 10 GB database is 160 requests.
+pub const REPLICA_SNAPSHOT_PART_BYTES: u64 = 64 << 20;
 
 pub const DEFAULT_REPLICA_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_REPLICA_SNAPSHOT_INTERVAL: Duration = Duration::from_secs(24 * 3600);
@@ -458,6 +466,7 @@ impl ReplicaConfig {
                 .clone()
                 .or_else(|| file.encryption_key_file.clone()),
             spool_max,
+            snapshot_part_bytes: REPLICA_SNAPSHOT_PART_BYTES,
         }))
     }
 

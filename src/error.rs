@@ -21,6 +21,9 @@ pub enum Error {
     Unauthorized,
     #[error("Forbidden")]
     Forbidden,
+    /// 403 with words saying why (web chat's refused origin).
+    #[error("{0}")]
+    ForbiddenBecause(String),
     /// 404 with the given message.
     #[error("{0}")]
     NotFound(String),
@@ -35,6 +38,9 @@ pub enum Error {
     Conflict(String),
     #[error("Request body too large")]
     PayloadTooLarge,
+    /// 413 with words saying what was too long (a web chat message).
+    #[error("{0}")]
+    TooLong(String),
     /// 408: the body did not arrive in time (the connection is closed after it).
     #[error("Request body not received in time")]
     RequestTimeout,
@@ -44,6 +50,13 @@ pub enum Error {
     /// 429 with `Retry-After` in seconds.
     #[error("Too many requests")]
     RateLimited { retry_after_secs: u64 },
+    /// 429 with `Retry-After` in seconds and words saying which bound it was (web
+    /// chat's bounds, which a visitor reads in the widget).
+    #[error("{message}")]
+    Throttled {
+        retry_after_secs: u64,
+        message: String,
+    },
     #[error("Service unavailable")]
     Unavailable,
     /// 424: a calendar's CalDAV server cannot be read, so no time is offered or booked;
@@ -104,15 +117,15 @@ impl Error {
         match self {
             Error::BadRequest(_) | Error::InvalidField { .. } => StatusCode::BAD_REQUEST,
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
-            Error::Forbidden => StatusCode::FORBIDDEN,
+            Error::Forbidden | Error::ForbiddenBecause(_) => StatusCode::FORBIDDEN,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             Error::Gone(_) => StatusCode::GONE,
             Error::Conflict(_) => StatusCode::CONFLICT,
-            Error::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::PayloadTooLarge | Error::TooLong(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Error::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Error::RateLimited { .. } | Error::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             // A 4xx: the caller's calendar settings or its CalDAV server, not this server.
             Error::CalendarUnavailable(_) => StatusCode::FAILED_DEPENDENCY,

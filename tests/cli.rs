@@ -2536,16 +2536,19 @@ async fn an_unreachable_store_does_not_stop_writes_and_the_replica_catches_up() 
 }
 
 /// The generations (folders) of the replica under `prefix`.
+/// The generations the bucket lists (names only: retention may delete an object between
+/// a listing and a read).
 async fn replica_generations(bucket: &engaged::replica::Bucket) -> BTreeSet<String> {
-    replica_objects(bucket)
-        .await
-        .into_iter()
-        .filter_map(|(name, _)| {
-            let rest = bucket.relative(&name);
-            rest.split_once('/')
-                .map(|(generation, _)| generation.to_string())
-        })
-        .collect()
+    use futures_util::StreamExt;
+    let mut out = BTreeSet::new();
+    let mut listed = bucket.store.list(bucket.root().as_ref());
+    while let Some(meta) = listed.next().await {
+        let name = meta.expect("list the bucket").location.to_string();
+        if let Some((generation, _)) = bucket.relative(&name).split_once('/') {
+            out.insert(generation.to_string());
+        }
+    }
+    out
 }
 
 /// A snapshot every second kept for a second: the older generations are deleted, the

@@ -25,12 +25,14 @@ pub mod rate_limit;
 mod recording_body;
 pub mod recordings;
 mod relay;
+pub mod replays;
 pub mod request;
 pub mod response;
 pub mod router;
 mod twilio;
 pub mod views;
 mod voice;
+pub mod webchat;
 mod webhooks;
 
 use std::net::IpAddr;
@@ -76,6 +78,8 @@ pub struct AppState {
     pub imports: crate::domain::import::Limits,
     /// What a refused console form shows after its redirect (Post/Redirect/Get).
     pub flash: flash::Flash,
+    /// Web chat's bounds kept in memory (per address, per session).
+    pub webchat: webchat::Limits,
 }
 
 impl AppState {
@@ -110,7 +114,7 @@ pub async fn handle(
     let request_line = tracing::enabled!(tracing::Level::DEBUG)
         .then(|| (req.method().clone(), req.uri().path().to_string()));
     let mut route_name = "unmatched";
-    let result = dispatch(&state, req, &mut route_name)
+    let result = dispatch(&state, req, &mut route_name, peer)
         .instrument(span.clone())
         .await;
     let mut response = result.unwrap_or_else(|e| {
@@ -159,6 +163,7 @@ async fn dispatch(
     state: &AppState,
     req: Request<RequestBody>,
     route_name: &mut &'static str,
+    peer: IpAddr,
 ) -> Result<Response<Body>> {
     let (mut parts, body) = req.into_parts();
     let segments = router::segments(parts.uri.path())?;
@@ -166,7 +171,28 @@ async fn dispatch(
     *route_name = route.name();
     // Routes open without a key.
     match route {
+        // A web chat path's preflight is CORS's, for allowed origins only.
+        Route::Options(_) if segments.len() > 1 && segments[0] == "webchat" => {
+            return webchat::preflight(state, &segments[1], &parts.headers)
+        }
         Route::Options(allowed) => return Ok(response::options(allowed)),
+        Route::WebchatScript => return Ok(webchat::script()),
+        Route::WebchatCreateSession(org) => {
+            let call = webchat::Call::CreateSession;
+            return webchat::handle(state, &parts, org, call, body, peer).await;
+        }
+        Route::WebchatPostMessage(org, id) => {
+            let call = webchat::Call::PostMessage(id);
+            return webchat::handle(state, &parts, org, call, body, peer).await;
+        }
+        Route::WebchatEvents(org, id) => {
+            let call = webchat::Call::Events(id);
+            return webchat::handle(state, &parts, org, call, body, peer).await;
+        }
+        Route::WebchatContact(org, id) => {
+            let call = webchat::Call::Contact(id);
+            return webchat::handle(state, &parts, org, call, body, peer).await;
+        }
         Route::Healthz => return Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
         Route::Readyz => return ops::readyz(&state.store),
         Route::OpenApi => return Ok(ops::openapi()),
@@ -293,9 +319,16 @@ async fn dispatch(
                     "Request body must be a JSON object".into(),
                 ));
             }
-            profiles::put(store, caller, name, json_object(&bytes)?).await
+            profiles::put(&state.engine, store, caller, name, json_object(&bytes)?).await
         }
         Route::DeleteProfile(name) => profiles::delete(store, caller, name).await,
+        Route::CreateReplay(name) => {
+            let body = state.json_body(body).await?;
+            replays::create(&state.engine, store, &caller, name, body).await
+        }
+        Route::ListReplays => replays::list(&state.engine, &caller),
+        Route::GetReplay(id) => replays::get(&state.engine, &caller, id),
+        Route::CancelReplay(id) => replays::cancel(&state.engine, &caller, id),
         Route::GetEngagement(id) => profiles::engagement(store, &caller, id),
         Route::ListCalendars => calendars::list(state, &caller),
         Route::GetCalendar(name) => calendars::get(state, &caller, name),

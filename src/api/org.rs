@@ -17,8 +17,13 @@ pub fn get_org(store: &Store, caller: &Caller) -> Result<Response<Body>> {
         .read()?
         .org(&caller.org_id)?
         .ok_or_else(|| Error::Internal("the caller's organization is missing".into()))?;
-    let engine = store.read()?.engine_settings(&caller.org_id)?;
-    Ok(reply(StatusCode::OK, &org::view(&org, &engine)))
+    let read = store.read()?;
+    let engine = read.engine_settings(&caller.org_id)?;
+    let webchat = read.webchat_settings(&caller.org_id)?;
+    Ok(reply(
+        StatusCode::OK,
+        &with_webchat(org::view(&org, &engine), &webchat),
+    ))
 }
 
 pub async fn update_org(
@@ -29,10 +34,27 @@ pub async fn update_org(
     policy: OutboundPolicy,
 ) -> Result<Response<Body>> {
     let patch = org::OrgPatch::from_json(&body)?;
-    let (org, engine) = store
+    let (org, engine, webchat) = store
         .write(move |tx| {
-            org::update(tx, &caller, patch.clone(), public_url.as_deref(), policy).react(tx)
+            let (org, engine) =
+                org::update(tx, &caller, patch.clone(), public_url.as_deref(), policy).react(tx)?;
+            let webchat = tx.webchat_settings(&caller.org_id)?;
+            Ok((org, engine, webchat))
         })
         .await?;
-    Ok(reply(StatusCode::OK, &org::view(&org, &engine)))
+    Ok(reply(
+        StatusCode::OK,
+        &with_webchat(org::view(&org, &engine), &webchat),
+    ))
+}
+
+/// The organization's view with its `webchat` member.
+fn with_webchat(mut view: Value, webchat: &crate::store::webchat::WebchatSettings) -> Value {
+    if let Value::Object(members) = &mut view {
+        members.insert(
+            "webchat".into(),
+            crate::domain::settings::webchat::view(webchat),
+        );
+    }
+    view
 }

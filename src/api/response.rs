@@ -34,7 +34,11 @@ pub fn json<T: Serialize + ?Sized>(status: StatusCode, value: &T) -> Response<Bo
 pub fn error(e: &Error) -> Response<Body> {
     let body = serde_json::json!({ "message": e.to_string() });
     let mut response = json_bytes(e.status(), body.to_string().into_bytes());
-    if let Error::RateLimited { retry_after_secs } = e {
+    if let Error::RateLimited { retry_after_secs }
+    | Error::Throttled {
+        retry_after_secs, ..
+    } = e
+    {
         response
             .headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(*retry_after_secs));
@@ -79,4 +83,23 @@ pub fn without_body(response: Response<Body>) -> Response<Body> {
         }
     }
     Response::from_parts(parts, full(Bytes::new()))
+}
+
+/// A frame of a Server-Sent Events stream, as its bytes.
+pub type EventFrame = std::result::Result<hyper::body::Frame<Bytes>, std::convert::Infallible>;
+
+/// A `text/event-stream` answer (`no-store`) of the frames `rx` receives, ending when
+/// their sender is dropped: the console's live updates and a web chat visitor's stream.
+pub fn event_stream(rx: tokio::sync::mpsc::Receiver<EventFrame>) -> Response<Body> {
+    use hyper::header::CACHE_CONTROL;
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    let body = http_body_util::StreamBody::new(body)
+        .map_err(|never: std::convert::Infallible| -> std::io::Error { match never {} });
+    let mut response = Response::new(BodyExt::boxed(body));
+    let h = response.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }

@@ -75,6 +75,11 @@ pub enum Route<'a> {
     ProfileStats(&'a str),
     PutProfile(&'a str),
     DeleteProfile(&'a str),
+    /// `POST /v1/profiles/{name}/replays`: a draft tried on past conversations.
+    CreateReplay(&'a str),
+    ListReplays,
+    GetReplay(&'a str),
+    CancelReplay(&'a str),
     GetEngagement(&'a str),
     ListCalendars,
     GetCalendar(&'a str),
@@ -117,6 +122,16 @@ pub enum Route<'a> {
     TwilioVoiceWarm(&'a str, &'a str),
     /// A call's ConversationRelay WebSocket (signed handshake): (org, call id).
     TwilioVoiceRelay(&'a str, &'a str),
+    /// `GET /webchat.js`: the web chat widget.
+    WebchatScript,
+    /// `POST /webchat/{org}/sessions`: a visitor's new chat (origin-checked, no key).
+    WebchatCreateSession(&'a str),
+    /// `POST /webchat/{org}/sessions/{id}/messages`: the visitor's message (the token).
+    WebchatPostMessage(&'a str, &'a str),
+    /// `GET /webchat/{org}/sessions/{id}/events?token=`: the visitor's stream.
+    WebchatEvents(&'a str, &'a str),
+    /// `POST /webchat/{org}/sessions/{id}/contact`: the contact form and consent box.
+    WebchatContact(&'a str, &'a str),
 }
 
 impl Route<'_> {
@@ -140,7 +155,12 @@ impl Route<'_> {
             | Route::TwilioVoiceRecording(_, _)
             | Route::TwilioVoiceTransfer(_, _)
             | Route::TwilioVoiceWarm(_, _)
-            | Route::TwilioVoiceRelay(_, _) => None,
+            | Route::TwilioVoiceRelay(_, _)
+            | Route::WebchatScript
+            | Route::WebchatCreateSession(_)
+            | Route::WebchatPostMessage(_, _)
+            | Route::WebchatEvents(_, _)
+            | Route::WebchatContact(_, _) => None,
             Route::GetRecording(_) => Some(Scope::Read),
             Route::PutRecording(_) => Some(Scope::Write),
             Route::DeleteRecording(_) => Some(Scope::Admin),
@@ -176,6 +196,8 @@ impl Route<'_> {
             | Route::ProfileStats(_)
             | Route::GetEngagement(_) => Some(Scope::Read),
             Route::PutProfile(_) | Route::DeleteProfile(_) => Some(Scope::Admin),
+            Route::CreateReplay(_) | Route::CancelReplay(_) => Some(Scope::Write),
+            Route::ListReplays | Route::GetReplay(_) => Some(Scope::Read),
             Route::ListCalendars
             | Route::GetCalendar(_)
             | Route::CalendarTimes(_)
@@ -250,6 +272,10 @@ impl Route<'_> {
             Route::ProfileStats(_) => "profile_stats",
             Route::PutProfile(_) => "put_profile",
             Route::DeleteProfile(_) => "delete_profile",
+            Route::CreateReplay(_) => "create_replay",
+            Route::ListReplays => "list_replays",
+            Route::GetReplay(_) => "get_replay",
+            Route::CancelReplay(_) => "cancel_replay",
             Route::GetEngagement(_) => "get_engagement",
             Route::ListCalendars => "list_calendars",
             Route::GetCalendar(_) => "get_calendar",
@@ -277,6 +303,11 @@ impl Route<'_> {
             Route::TwilioVoiceTransfer(_, _) => "twilio_voice_transfer",
             Route::TwilioVoiceWarm(_, _) => "twilio_voice_warm",
             Route::TwilioVoiceRelay(_, _) => "twilio_voice_relay",
+            Route::WebchatScript => "webchat_script",
+            Route::WebchatCreateSession(_) => "webchat_create_session",
+            Route::WebchatPostMessage(_, _) => "webchat_post_message",
+            Route::WebchatEvents(_, _) => "webchat_events",
+            Route::WebchatContact(_, _) => "webchat_contact",
         }
     }
 }
@@ -420,6 +451,14 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
             only(m, Method::POST, Route::MailgunInbound(segments[3].as_str()))?
         }
         ["v1", "profiles"] => only(m, Method::GET, Route::ListProfiles)?,
+        ["v1", "profiles", _, "replays"] => {
+            only(m, Method::POST, Route::CreateReplay(segments[2].as_str()))?
+        }
+        ["v1", "replays"] => only(m, Method::GET, Route::ListReplays)?,
+        ["v1", "replays", _] => only(m, Method::GET, Route::GetReplay(segments[2].as_str()))?,
+        ["v1", "replays", _, "cancel"] => {
+            only(m, Method::POST, Route::CancelReplay(segments[2].as_str()))?
+        }
         ["v1", "profiles", _, "stats"] => {
             only(m, Method::GET, Route::ProfileStats(segments[2].as_str()))?
         }
@@ -513,6 +552,21 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                     (Method::DELETE, Route::DeleteRecording(id)),
                 ],
             )?
+        }
+        ["webchat.js"] => only(m, Method::GET, Route::WebchatScript)?,
+        ["webchat", _, "sessions"] => only(
+            m,
+            Method::POST,
+            Route::WebchatCreateSession(segments[1].as_str()),
+        )?,
+        ["webchat", _, "sessions", _, leaf] => {
+            let (org, id) = (segments[1].as_str(), segments[3].as_str());
+            match *leaf {
+                "messages" => only(m, Method::POST, Route::WebchatPostMessage(org, id))?,
+                "events" => only(m, Method::GET, Route::WebchatEvents(org, id))?,
+                "contact" => only(m, Method::POST, Route::WebchatContact(org, id))?,
+                _ => return Err(Error::NotFound("Not found".into())),
+            }
         }
         ["v1", "recordings", _, _] => only(
             m,

@@ -43,12 +43,13 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
     let org = visitor.org();
     let read = state.store.read()?;
     // Names only: a profile is read by `stats`, one at a time.
-    let profiles = read.profile_names(org)?;
+    let profiles = read.campaign_names(org)?;
     let mut rows = Vec::with_capacity(profiles.len());
-    for name in &profiles {
+    for campaign in &profiles {
         rows.push((
-            campaigns::stats(&read, org, name)?,
-            read.campaign_paused(org, name)?,
+            campaign,
+            campaigns::stats(&read, org, &campaign.id)?,
+            read.campaign_paused(org, &campaign.id)?,
         ));
     }
     let markup = layout::page(
@@ -60,7 +61,7 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                 p { a href="/console/campaigns/new" { "New campaign" } }
             }
             @if profiles.is_empty() {
-                p.notice { "No campaign yet. A profile (PUT /v1/profiles/{name}) is a campaign: its cadence and its assistant's instructions." }
+                p.notice { "No campaign yet. A campaign is the steps that reach your leads (texts, emails, calls) and the instructions your assistant answers them with." }
             } @else {
                 div.table-wrap {
                     table.cards {
@@ -71,12 +72,11 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
                             th scope="col" { "Opted out" } th scope="col" { "Meetings booked" }
                         } }
                         tbody {
-                            @for (s, paused) in &rows {
+                            @for (campaign, s, paused) in &rows {
                                 @let enrolled = n(&s["enrolled"]);
-                                @let name = s["profile"].as_str().unwrap_or_default();
                                 tr {
                                     td data-label="Campaign" {
-                                        a href=(campaign_path(name, "")) { (name) }
+                                        a href=(campaign_path(&campaign.id, "")) { (campaign.label) }
                                         @if *paused { " " span.badge.attention { "Paused" } }
                                     }
                                     td data-label="Enrolled" { (enrolled) }
@@ -111,6 +111,8 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
         .profile(org, name)?
         .ok_or_else(|| crate::error::Error::NotFound("Profile not found".into()))?;
     let paused = read.campaign_paused(org, name)?;
+    let label = read.profile_label(org, name)?;
+    let label = label.as_deref().unwrap_or(name);
     let (waits, more) = waiting::campaign_waits(&read, org, name, chrono::Utc::now(), WAIT_BOUND)?;
     let at_least = if more { "at least " } else { "" };
     let admin = visitor.user.role.at_least(crate::store::rows::Role::Admin);
@@ -118,11 +120,11 @@ pub fn page(state: &AppState, visitor: &Visitor, name: &str) -> Result<Response<
     let steps = stats["steps"].as_array().unwrap_or(&empty);
     let days = stats["days"].as_array().unwrap_or(&empty);
     let markup = layout::page(
-        name,
+        label,
         Some(visitor),
         html! {
             p { a href="/console/campaigns" { "All campaigns" } }
-            h1 { (name) @if paused { " " span.badge.attention { "Paused" } } }
+            h1 { (label) @if paused { " " span.badge.attention { "Paused" } } }
             @if admin {
                 p { a href=(campaign_path(name, "/edit")) { "Edit campaign" } }
                 form method="post" action=(campaign_path(name, if paused { "/resume" } else { "/pause" })) {
@@ -333,7 +335,7 @@ fn chart(days: &[Value]) -> Markup {
                 line x1=(left) y1=(base) x2=(width - right) y2=(base) class="axis" {}
                 (PreEscaped(svg))
             }
-            figcaption { span.key.sends { "Sends" } " " span.key.replies { "Replies" } " per day (UTC); the left axis counts messages" }
+            figcaption { span.key.sends { "Sends" } " " span.key.replies { "Replies" } " per day in the organization's time zone; the left axis counts messages" }
         }
     }
 }

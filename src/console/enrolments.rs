@@ -20,6 +20,7 @@ use crate::domain::engagement::add_to_campaign::campaign_ready;
 use crate::domain::records::search::{self, LeadFilter};
 use crate::error::{Error, Result};
 use crate::store::enrolments::enrolment_job;
+use crate::store::rows::CampaignName;
 use crate::store::Reader;
 
 /// The fields of the forms here that are not the filter's.
@@ -46,7 +47,7 @@ fn hidden_filter(filter: &LeadFilter) -> Markup {
 
 /// The leads list's bulk action: "Add 1,234 leads to a campaign" with a campaign select
 /// (GET to the confirmation).
-pub fn bulk_form(filter: &LeadFilter, total: u64, profiles: &[String]) -> Markup {
+pub fn bulk_form(filter: &LeadFilter, total: u64, profiles: &[CampaignName]) -> Markup {
     let leads = if total == 1 { "lead" } else { "leads" };
     html! {
         form.filters method="get" action="/console/enrolments/new" aria-label="Add to campaign" {
@@ -54,7 +55,7 @@ pub fn bulk_form(filter: &LeadFilter, total: u64, profiles: &[String]) -> Markup
             div {
                 label for="bulk-campaign" { "Campaign" }
                 select #bulk-campaign name="campaign" required {
-                    @for p in profiles { option value=(p) { (p) } }
+                    @for p in profiles { option value=(p.id) { (p.label) } }
                 }
             }
             div { button type="submit" disabled[total == 0 || profiles.is_empty()] {
@@ -63,6 +64,11 @@ pub fn bulk_form(filter: &LeadFilter, total: u64, profiles: &[String]) -> Markup
         }
     }
 }
+
+const CONFIRM_PATH: &str = "/console/enrolments/new";
+
+/// Why an "Add" was refused, for the confirmation it redirects to.
+struct Refused(String);
 
 /// `GET /console/enrolments/new?<filter>&campaign=NAME`: the confirmation, naming the
 /// count and the campaign (a campaign that cannot take leads is said in words).
@@ -78,9 +84,20 @@ pub fn confirm(state: &AppState, visitor: &Visitor, query: &str) -> Result<Respo
     let org = visitor.org();
     let read = state.store.read()?;
     let total = search::search(&read, org, &filter, 1, None)?.total;
-    let refusal = campaign_ready(&read, org, &campaign)
-        .err()
-        .map(|skip| skip.error("", &campaign).to_string());
+    // A refused "Add" (Post/Redirect/Get) says why here, once; else whether the
+    // campaign can take leads.
+    let refused = state
+        .flash
+        .take::<Refused>(visitor.token_hash, CONFIRM_PATH);
+    let refusal = match refused {
+        Some(Refused(words)) => Some(words),
+        None => campaign_ready(&read, org, &campaign)
+            .err()
+            .map(|skip| skip.error("", &campaign).to_string()),
+    };
+    let label = read
+        .profile_label(org, &campaign)?
+        .unwrap_or_else(|| campaign.clone());
     let back = format!(
         "/console/leads?{}",
         serde_urlencoded::to_string(filter.params()).unwrap_or_default()
@@ -98,14 +115,14 @@ pub fn confirm(state: &AppState, visitor: &Visitor, query: &str) -> Result<Respo
             } @else if total == 0 {
                 p.notice { "No lead matches this filter." }
             } @else {
-                p { "Add " strong { (count) } " " (leads) " to the campaign " strong { (campaign) } "? "
+                p { "Add " strong { (count) } " " (leads) " to the campaign " strong { (label) } "? "
                     "Each starts at step 1; a lead already in a campaign, on the DNC list or unsubscribed everywhere is skipped." }
                 form method="post" action="/console/enrolments" {
                     (csrf_field(visitor))
                     (hidden_filter(&filter))
                     input type="hidden" name="campaign" value=(campaign);
                     div.actions {
-                        button type="submit" { "Add " (count) " " (leads) " to " (campaign) }
+                        button type="submit" { "Add " (count) " " (leads) " to " (label) }
                         a href=(back) { "Cancel" }
                     }
                 }
@@ -137,20 +154,17 @@ pub async fn create(state: &AppState, visitor: &Visitor, form: &Form) -> Result<
     match started {
         Ok(id) => Ok(respond::redirect(&format!("/console/enrolments/{id}"))),
         Err(e) if e.is_bad_request() || matches!(e, Error::NotFound(_) | Error::Conflict(_)) => {
+            // Back to the confirmation (Post/Redirect/Get), which says why.
+            let mut params = filter.params();
+            params.push(("campaign", campaign.to_string()));
             let back = format!(
-                "/console/leads?{}",
-                serde_urlencoded::to_string(filter.params()).unwrap_or_default()
+                "{CONFIRM_PATH}?{}",
+                serde_urlencoded::to_string(params).unwrap_or_default()
             );
-            let markup = layout::page(
-                "Add to campaign",
-                Some(visitor),
-                html! {
-                    p { a href=(back) { "Back to leads" } }
-                    h1 { "Add to campaign" }
-                    p.error role="alert" { (e.to_string()) }
-                },
-            );
-            Ok(respond::html(e.status(), markup))
+            state
+                .flash
+                .put(visitor.token_hash, CONFIRM_PATH, Refused(e.to_string()));
+            Ok(respond::redirect(&back))
         }
         Err(e) => Err(e),
     }
@@ -162,13 +176,16 @@ pub fn page(state: &AppState, visitor: &Visitor, id: &str) -> Result<Response<Bo
     let job = enrolment_job(&read, visitor.org(), id)?
         .ok_or_else(|| Error::NotFound("Not found".into()))?;
     let running = job.finished_at.is_none();
+    let label = read
+        .profile_label(visitor.org(), &job.profile)?
+        .unwrap_or_else(|| job.profile.clone());
     let markup = layout::page(
         "Add to campaign",
         Some(visitor),
         html! {
             @if running { meta http-equiv="refresh" content="2"; }
             p { a href="/console/leads" { "Back to leads" } }
-            h1 { "Add to campaign " a href=(campaign_path(&job.profile, "")) { (job.profile) } }
+            h1 { "Add to campaign " a href=(campaign_path(&job.profile, "")) { (label) } }
             div #enrolment data-live="" role="status" {
                 @if running {
                     p { "Adding leads: " (thousands(job.done())) " of " (thousands(job.total)) " done." }

@@ -84,12 +84,81 @@ fn upload_path(state: &AppState, visitor: &Visitor, token: &str) -> Result<PathB
     Ok(files::upload_path(state.store.dir(), visitor.org(), token))
 }
 
-/// `GET /console/import`: the upload form and the uploads waiting for their import.
+/// `GET /console/import`: the upload form and the uploads waiting for their import,
+/// with why the last upload was refused (Post/Redirect/Get) once.
 pub fn page(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
+    let problem = state
+        .flash
+        .take::<UploadRefused>(visitor.token_hash, "/console/import");
     Ok(respond::html(
         StatusCode::OK,
-        upload_page(state, visitor, None),
+        upload_page(state, visitor, problem.as_ref().map(|p| p.0.as_str())),
     ))
+}
+
+/// Why an upload was refused, for the import page the refusal redirects to.
+struct UploadRefused(String);
+
+/// The choices of a "Preview again", for the preview page it redirects to.
+struct Previewed {
+    fields: Option<Vec<Field>>,
+    choices: Choices,
+}
+
+/// An import's report, rendered once for the page the import redirects to.
+struct Reported(Markup);
+
+fn preview_path(token: &str) -> String {
+    format!("/console/import/{token}")
+}
+
+fn done_path(token: &str) -> String {
+    format!("/console/import/{token}/done")
+}
+
+/// `GET /console/import/{token}`: an upload's preview, with the mapping and choices
+/// of the last "Preview again" (or those guessed).
+pub async fn preview_page(
+    state: &AppState,
+    visitor: &Visitor,
+    token: &str,
+) -> Result<Response<Body>> {
+    let name = files::kept_name(state.store.dir(), visitor.org(), token);
+    let format = Format::of_path(std::path::Path::new(&name));
+    let previewed = state
+        .flash
+        .take::<Previewed>(visitor.token_hash, &preview_path(token));
+    match previewed {
+        Some(p) => preview(state, visitor, token, format, p.fields, &p.choices).await,
+        None => preview(state, visitor, token, format, None, &Choices::default()).await,
+    }
+}
+
+/// `GET /console/import/{token}/done`: the report of the import that redirected here,
+/// once; afterwards, where its leads and refused rows are.
+pub fn done_page(state: &AppState, visitor: &Visitor, token: &str) -> Result<Response<Body>> {
+    let shown = state
+        .flash
+        .take::<Reported>(visitor.token_hash, &done_path(token));
+    let refused = files::refused_path(state.store.dir(), visitor.org(), token).exists();
+    let markup = layout::page(
+        "Import done",
+        Some(visitor),
+        html! {
+            h1 { "Import done" }
+            @match shown {
+                Some(Reported(report)) => (report),
+                None => {
+                    p { "This import has finished; its report was shown when it ended." }
+                    @if refused {
+                        p { a href={ "/console/import/" (token) "/refused.csv" } download="refused-rows.csv" { "Download the refused rows (CSV)" } }
+                    }
+                }
+            }
+            p { a href="/console/leads" { "See the leads" } " · " a href="/console/import" { "Import another file" } }
+        },
+    );
+    Ok(respond::html(StatusCode::OK, markup))
 }
 
 /// `POST /console/import/discard`: the waiting upload `upload` goes (and its place
@@ -129,19 +198,13 @@ fn waiting_uploads(state: &AppState, visitor: &Visitor) -> Markup {
                         @for upload in &waiting {
                             @let name = if upload.name.is_empty() { "An upload" } else { upload.name.as_str() };
                             @let at = upload.at.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64);
-                            @let format = if Format::of_path(std::path::Path::new(&upload.name)) == Format::Ndjson { "ndjson" } else { "csv" };
                             tr {
                                 td data-label="File" { (name) }
                                 td data-label="Uploaded" { (super::inbox::relative(at, now, &zone)) }
                                 td data-label="Size" { (size_words(upload.bytes)) }
                                 td data-label="Actions" {
                                     div.actions {
-                                        form method="post" action="/console/import/run" {
-                                            (layout::csrf_field(visitor))
-                                            input type="hidden" name="upload" value=(upload.token);
-                                            input type="hidden" name="format" value=(format);
-                                            button type="submit" name="action" value="preview" aria-label={ "Preview " (name) } { "Preview" }
-                                        }
+                                        a.button href=(preview_path(&upload.token)) aria-label={ "Preview " (name) } { "Preview" }
                                         form method="post" action="/console/import/discard" {
                                             (layout::csrf_field(visitor))
                                             input type="hidden" name="upload" value=(upload.token);
@@ -292,24 +355,28 @@ pub async fn upload(
     }
     match saved {
         Some((token, name, size)) if size > 0 => {
-            let format = Format::of_path(std::path::Path::new(&name));
-            let shown = preview(state, visitor, &token, format, None, &Choices::default()).await;
-            if shown.is_err() {
-                // A file that cannot be imported (its header refused) does not wait.
-                files::discard(state.store.dir(), visitor.org(), &token);
+            if Format::of_path(std::path::Path::new(&name)) == Format::Csv {
+                if let Err(e) = head(&upload_path(state, visitor, &token)?).await {
+                    // A file that cannot be imported (its header refused) does not wait.
+                    files::discard(state.store.dir(), visitor.org(), &token);
+                    return Ok(refuse_upload(state, visitor, &e.to_string()));
+                }
             }
-            shown
+            // Post/Redirect/Get: the preview is a page of its own.
+            Ok(respond::redirect(&preview_path(&token)))
         }
         _ => Ok(refuse_upload(state, visitor, "Choose a file to import.")),
     }
 }
 
-/// The upload page again, saying why the file was refused (400).
+/// Back to the import page (Post/Redirect/Get), which says why the file was refused.
 fn refuse_upload(state: &AppState, visitor: &Visitor, problem: &str) -> Response<Body> {
-    respond::html(
-        StatusCode::BAD_REQUEST,
-        upload_page(state, visitor, Some(problem)),
-    )
+    state.flash.put(
+        visitor.token_hash,
+        "/console/import",
+        UploadRefused(problem.to_string()),
+    );
+    respond::redirect("/console/import")
 }
 
 fn io(e: std::io::Error) -> Error {
@@ -351,7 +418,7 @@ async fn preview(
     choices: &Choices,
 ) -> Result<Response<Body>> {
     let path = upload_path(state, visitor, token)?;
-    let profiles = state.store.read()?.profile_names(visitor.org())?;
+    let profiles = state.store.read()?.campaign_names(visitor.org())?;
     let import::Head { header, rows, more } = match format {
         Format::Csv => head(&path).await?,
         Format::Ndjson => import::Head::default(),
@@ -438,7 +505,7 @@ async fn preview(
                     select #profile name="profile" {
                         option value="" selected[choices.profile.is_none()] { "None" }
                         @for name in &profiles {
-                            option value=(name) selected[choices.profile.as_deref() == Some(name.as_str())] { (name) }
+                            option value=(name.id) selected[choices.profile.as_deref() == Some(name.id.as_str())] { (name.label) }
                         }
                     }
                     p.hint { "Rows that name no campaign of their own join this one." }
@@ -614,7 +681,11 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
     }
     if form.text("action") != "import" {
         let fields = (format == Format::Csv).then_some(fields);
-        return preview(state, visitor, &token, format, fields, &choices).await;
+        let path = preview_path(&token);
+        state
+            .flash
+            .put(visitor.token_hash, &path, Previewed { fields, choices });
+        return Ok(respond::redirect(&path));
     }
     let options = Options {
         format,
@@ -635,19 +706,16 @@ pub async fn act(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Res
         .refused_file
         .is_some()
         .then(|| format!("/console/import/{token}/refused.csv"));
-    let markup = layout::page(
-        "Import done",
-        Some(visitor),
-        html! {
-            h1 { "Import done" }
-            p role="status" { (report.summary()) }
-            (summary(&report))
-            (matches(&report))
-            (refusals(&report, download.as_deref()))
-            p { a href="/console/leads" { "See the leads" } " · " a href="/console/import" { "Import another file" } }
-        },
-    );
-    Ok(respond::html(StatusCode::OK, markup))
+    let shown = html! {
+        p role="status" { (report.summary()) }
+        (summary(&report))
+        (matches(&report))
+        (refusals(&report, download.as_deref()))
+    };
+    // Post/Redirect/Get: a reload shows the report's page, never imports again.
+    let path = done_path(&token);
+    state.flash.put(visitor.token_hash, &path, Reported(shown));
+    Ok(respond::redirect(&path))
 }
 
 /// `GET /console/import/{token}/refused.csv`: the refused rows of an import.

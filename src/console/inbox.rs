@@ -13,9 +13,8 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use hyper::header::{HeaderMap, HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::HeaderMap;
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
 use tokio::sync::broadcast::error::RecvError;
@@ -484,16 +483,7 @@ pub fn stream(state: &AppState, visitor: &Visitor, headers: &HeaderMap) -> Resul
             }
         }
     });
-    let body = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
-    let body =
-        StreamBody::new(body).map_err(|never: Infallible| -> std::io::Error { match never {} });
-    let mut response = Response::new(BodyExt::boxed(body));
-    let h = response.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
+    Ok(crate::api::response::event_stream(rx))
 }
 
 #[cfg(test)]

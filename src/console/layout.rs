@@ -51,6 +51,7 @@ fn nav(v: &Visitor) -> Markup {
                 span.brand { "engaged" }
                 ul {
                     li { a href="/console/inbox" { "Inbox" } }
+                    li { a href="/console/webchats" { "Web chats" } }
                     li { a href="/console/leads" { "Leads" } }
                     li { a href="/console/campaigns" { "Campaigns" } }
                     li { a href="/console/meetings" { "Meetings" } }

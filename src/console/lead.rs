@@ -32,8 +32,9 @@ use crate::domain::records::{messages, tags};
 use crate::error::{Error, Result};
 use crate::store::calendars::{CalendarReader, MeetingRecord, MeetingStatus};
 use crate::store::rows::{
-    CalendarChange, ConsentEntry, ConsentSource, ConsentStatus, EngagementRecord, EngagementState,
-    HandlingRecord, HoldRecord, LeadRecord, Origin, Proof, Purpose, RecordedBy, Role,
+    CalendarChange, CampaignName, ConsentEntry, ConsentSource, ConsentStatus, EngagementRecord,
+    EngagementState, HandlingRecord, HoldRecord, LeadRecord, Origin, Proof, Purpose, RecordedBy,
+    Role,
 };
 use crate::store::Reader;
 
@@ -128,8 +129,8 @@ struct LeadPageView {
     sandbox_sms: bool,
     /// The visitor may act (an agent or above) and the lead is not deleted.
     can_act: bool,
-    /// The organization's profiles, for "Add to campaign".
-    profiles: Vec<String>,
+    /// The organization's campaigns, for "Add to campaign" and the lead's own.
+    profiles: Vec<CampaignName>,
     /// The "Meetings" panel (`lead_meetings::panel`).
     meetings: Markup,
     /// The meeting the owner changed in their calendar, until a person saw it.
@@ -198,7 +199,7 @@ impl LeadPageView {
         };
         let sandbox_sms = inbound::sms_is_sandbox(&read, org)?;
         let can_act = visitor.user.role.at_least(Role::Agent) && lead.deleted_at.is_none();
-        let profiles = read.profile_names(org)?;
+        let profiles = read.campaign_names(org)?;
         let meetings = super::lead_meetings::panel(&read, visitor, &lead, &zone)?;
         // The newest calls only: a live one is among them.
         let live_call = rows
@@ -315,7 +316,7 @@ impl LeadPageView {
                         dl.facts {
                             dt { "Phone" } dd { @if !lead.phone.is_empty() { (crate::phone::shown(&lead.phone, self.country)) } }
                             dt { "Email" } dd { (lead.email) }
-                            dt { "Campaign" } dd { @if lead.customer_profile.is_empty() { "Not in a campaign" } @else { (lead.customer_profile) } }
+                            dt { "Campaign" } dd { @if lead.customer_profile.is_empty() { "Not in a campaign" } @else { (CampaignName::label_of(&self.profiles, &lead.customer_profile)) } }
                             dt { "SMS" } dd { (subscribed(lead.subscriptions.sms_unsubscribed)) }
                             dt { "Voice" } dd { (subscribed(lead.subscriptions.voice_unsubscribed)) }
                             dt { "Email" } dd { (subscribed(lead.subscriptions.email_unsubscribed)) }
@@ -498,6 +499,7 @@ fn consent_source_words(source: ConsentSource) -> &'static str {
         ConsentSource::Call => "Call",
         ConsentSource::UnsubscribeLink => "Unsubscribe link",
         ConsentSource::Timeout => "No answer in time",
+        ConsentSource::Webchat => "Web chat",
     }
 }
 
@@ -690,7 +692,12 @@ fn reply_as_lead_box(v: &Visitor, lead: &LeadRecord, shown: &Shown) -> Markup {
 
 /// "Add to campaign": a select of the organization's profiles; a refusal (already in a
 /// campaign, DNC, unknown campaign...) in words beside it.
-fn campaign_form(v: &Visitor, lead: &LeadRecord, profiles: &[String], shown: &Shown) -> Markup {
+fn campaign_form(
+    v: &Visitor,
+    lead: &LeadRecord,
+    profiles: &[CampaignName],
+    shown: &Shown,
+) -> Markup {
     let error = shown.error_for("campaign");
     html! {
         section.panel aria-labelledby="add-to-campaign" {
@@ -700,7 +707,7 @@ fn campaign_form(v: &Visitor, lead: &LeadRecord, profiles: &[String], shown: &Sh
                 div {
                     label for="campaign" { "Campaign" }
                     select #campaign name="profile" required aria-describedby=[error.as_ref().map(|_| "campaign-error")] {
-                        @for p in profiles { option value=(p) { (p) } }
+                        @for p in profiles { option value=(p.id) { (p.label) } }
                     }
                     @if let Some(error) = &error { p #campaign-error .field-error role="alert" { (error) } }
                 }

@@ -20,6 +20,7 @@ use crate::cursor::CursorKey;
 use crate::domain::records::search::{self, After, LeadFilter, Sort, STATES, STOP_REASONS};
 use crate::error::{Error, Result};
 use crate::store::facet::Flag;
+use crate::store::rows::CampaignName;
 use crate::store::Reader;
 
 /// Leads on one page.
@@ -93,7 +94,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
     let settings = read.engine_settings(org)?;
     let country = crate::phone::Country::parse(&settings.default_country);
     let zone = settings.time_zone;
-    let profile_names = read.profile_names(org)?;
+    let profile_names = read.campaign_names(org)?;
     let mut rows = Vec::with_capacity(page.leads.len());
     for found in &page.leads {
         if let Some(lead) = read.lead(org, &found.id)? {
@@ -144,7 +145,7 @@ pub fn list(state: &AppState, visitor: &Visitor, query: &str) -> Result<Response
                                 }
                                 td data-label="Phone" { @if !lead.phone.is_empty() { (crate::phone::shown(&lead.phone, country)) } }
                                 td data-label="Email" { (lead.email) }
-                                td data-label="Campaign" { (lead.customer_profile) }
+                                td data-label="Campaign" { (CampaignName::label_of(&profile_names, &lead.customer_profile)) }
                                 td data-label="State" { (state_words(engagement.as_ref())) }
                                 td data-label="Last activity" { (layout::time(lead.last_activity_at, &zone)) }
                             }
@@ -186,7 +187,7 @@ pub fn state_words(e: Option<&crate::store::rows::EngagementRecord>) -> String {
     }
 }
 
-fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
+fn filters(filter: &LeadFilter, profiles: &[CampaignName]) -> Markup {
     let yes_no = |flag: Flag, label: &'static str, yes: &'static str, no: &'static str| {
         let value = filter.flag(flag);
         let name = flag.param();
@@ -223,7 +224,7 @@ fn filters(filter: &LeadFilter, profiles: &[String]) -> Markup {
                 select #profile name="profile" {
                     option value="" { "Any" }
                     @for p in profiles {
-                        option value=(p) selected[filter.profile.as_deref() == Some(p.as_str())] { (p) }
+                        option value=(p.id) selected[filter.profile.as_deref() == Some(p.id.as_str())] { (p.label) }
                     }
                 }
             }

@@ -25,12 +25,14 @@ mod meetings;
 mod new_lead;
 mod notifications;
 mod profile_editor;
+mod replays;
 mod respond;
 mod routes;
 mod session;
 mod settings;
 mod setup;
 mod timeline;
+mod webchats;
 
 use std::convert::Infallible;
 use std::net::IpAddr;
@@ -176,10 +178,17 @@ async fn dispatch(
         Page::ImportDiscard => import::discard(state, &visitor, &form),
         Page::ImportRun => import::act(state, &visitor, &form).await,
         Page::ImportRefused(token) => import::refused(state, &visitor, token).await,
+        Page::ImportPreview(token) => import::preview_page(state, &visitor, token).await,
+        Page::ImportDone(token) => import::done_page(state, &visitor, token),
         Page::SetNotifications => notifications::set_notifications(state, &visitor, &form).await,
         Page::EnrolmentNew => enrolments::confirm(state, &visitor, query),
         Page::EnrolmentCreate => enrolments::create(state, &visitor, &form).await,
         Page::Enrolment(id) => enrolments::page(state, &visitor, id),
+        Page::Webchats => webchats::list(state, &visitor),
+        Page::Webchat(id) => webchats::page(state, &visitor, id),
+        Page::WebchatAction(id, false) => webchats::take_over(state, &visitor, id).await,
+        Page::WebchatAction(id, true) => webchats::reply(state, &visitor, id, &form).await,
+        Page::Replay(id) => replays::page(state, &visitor, id),
         Page::Root
         | Page::Home
         | Page::Asset(_)

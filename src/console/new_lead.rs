@@ -28,20 +28,42 @@ const FIELDS: [(&str, &str, &str, LeadText); 4] = [
     ("email", "Email", "email", LeadText::Email),
 ];
 
-/// `GET /console/new-lead`.
+const PATH: &str = "/console/new-lead";
+
+/// `GET /console/new-lead`: the form, or, after a refused `POST`, the form as it was
+/// typed with the refusal (Post/Redirect/Get), once.
 pub fn page(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
-    let markup = form_page(state, visitor, &Form::default(), None)?;
+    let markup = match state.flash.take::<Refused>(visitor.token_hash, PATH) {
+        Some(Refused(pairs, refusal)) => {
+            form_page(state, visitor, &Form::from_pairs(pairs), Some(refusal))?
+        }
+        None => form_page(state, visitor, &Form::default(), None)?,
+    };
     Ok(respond::html(StatusCode::OK, markup))
+}
+
+/// What a refused `POST` typed and why, for the form the refusal redirects to.
+struct Refused(Vec<(String, String)>, Refusal);
+
+/// The form again with `refusal` beside its field, after the redirect.
+fn refuse(state: &AppState, visitor: &Visitor, form: &Form, refusal: Refusal) -> Response<Body> {
+    let typed = form
+        .pairs()
+        .iter()
+        .filter(|(name, _)| name != "csrf")
+        .cloned()
+        .collect();
+    state
+        .flash
+        .put(visitor.token_hash, PATH, Refused(typed, refusal));
+    respond::redirect(PATH)
 }
 
 /// `POST /console/new-lead`: creates the lead, then its page; a refusal, the form again.
 pub async fn create(state: &AppState, visitor: &Visitor, form: &Form) -> Result<Response<Body>> {
     let input = match read(state, visitor, form) {
         Ok(input) => input,
-        Err(refusal) => {
-            let markup = form_page(state, visitor, form, Some(refusal))?;
-            return Ok(respond::html(StatusCode::BAD_REQUEST, markup));
-        }
+        Err(refusal) => return Ok(refuse(state, visitor, form, refusal)),
     };
     let caller = visitor.caller();
     let created = state
@@ -63,8 +85,7 @@ pub async fn create(state: &AppState, visitor: &Visitor, form: &Form) -> Result<
                     existing: None,
                 },
             };
-            let markup = form_page(state, visitor, form, Some(refusal))?;
-            Ok(respond::html(StatusCode::CONFLICT, markup))
+            Ok(refuse(state, visitor, form, refusal))
         }
         Err(Error::InvalidField { message, .. }) | Err(Error::BadRequest(message)) => {
             // A bound of the lead's rules (a name too long): its words, above the form.
@@ -73,8 +94,7 @@ pub async fn create(state: &AppState, visitor: &Visitor, form: &Form) -> Result<
                 words: message,
                 existing: None,
             };
-            let markup = form_page(state, visitor, form, Some(refusal))?;
-            Ok(respond::html(StatusCode::BAD_REQUEST, markup))
+            Ok(refuse(state, visitor, form, refusal))
         }
         Err(other) => Err(other),
     }
@@ -163,7 +183,7 @@ fn form_page(
     form: &Form,
     refusal: Option<Refusal>,
 ) -> Result<Markup> {
-    let profiles = state.store.read()?.profile_names(visitor.org())?;
+    let profiles = state.store.read()?.campaign_names(visitor.org())?;
     let error_for = |name: &str| {
         refusal
             .as_ref()
@@ -200,7 +220,7 @@ fn form_page(
                     select #campaign name="campaign" {
                         option value="" selected[chosen.is_empty()] { "Not in a campaign" }
                         @for p in &profiles {
-                            option value=(p) selected[chosen == p.as_str()] { (p) }
+                            option value=(p.id) selected[chosen == p.id.as_str()] { (p.label) }
                         }
                     }
                     @if let Some(error) = error_for("campaign") { p.field-error { (error) } }

@@ -21,7 +21,7 @@ use crate::channel::Channel;
 use crate::domain::records::search::{self, LeadFilter};
 use crate::domain::settings::profiles::{DispositionInput, ProfileInput, StepInput};
 use crate::domain::settings::{org, profiles, templates};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::providers::model::protocol::Turn;
 use crate::store::rows::{LeadRecord, OnMachine, ProfileRecord, Purpose, VoicemailRecord};
 use crate::store::Reader;
@@ -41,8 +41,11 @@ struct Step {
 /// shows besides it.
 #[derive(Debug, Default)]
 struct Draft {
+    /// The profile's id (a new campaign's is derived from its display name on save).
     name: String,
     new: bool,
+    /// The campaign's name as people read it ("Spring Solar Push").
+    display_name: String,
     instructions: String,
     reply_delay: String,
     voice_greeting: String,
@@ -101,10 +104,11 @@ struct StepPreview {
 const PREVIEW_MATCHES: usize = 6;
 
 impl Draft {
-    fn of(p: &ProfileRecord) -> Draft {
+    fn of(p: &ProfileRecord, label: Option<String>) -> Draft {
         Draft {
             name: p.name.clone(),
             new: false,
+            display_name: label.unwrap_or_else(|| p.name.clone()),
             instructions: p.instructions.clone(),
             reply_delay: p.reply_delay.clone(),
             voice_greeting: p.voice_greeting.clone(),
@@ -171,12 +175,9 @@ impl Draft {
             })
             .collect();
         Draft {
-            name: if new {
-                form.text("name").to_string()
-            } else {
-                name.to_string()
-            },
+            name: name.to_string(),
             new,
+            display_name: form.text("display-name").to_string(),
             instructions: form.get("instructions").unwrap_or_default().to_string(),
             reply_delay: form.text("reply-delay").to_string(),
             voice_greeting: form.get("voice-greeting").unwrap_or_default().to_string(),
@@ -236,6 +237,7 @@ impl Draft {
             })
             .collect();
         ProfileInput {
+            display_name: Some(self.display_name.trim().to_string()),
             instructions: self.instructions.clone(),
             cadence,
             reply_delay: (!self.reply_delay.is_empty()).then(|| self.reply_delay.clone()),
@@ -287,7 +289,7 @@ pub fn page(state: &AppState, visitor: &Visitor, name: Option<&str>) -> Result<R
             let profile = read
                 .profile(visitor.org(), name)?
                 .ok_or_else(profiles::not_found)?;
-            Draft::of(&profile)
+            Draft::of(&profile, read.profile_label(visitor.org(), name)?)
         }
         None => Draft {
             new: true,
@@ -331,13 +333,8 @@ pub async fn act(
     let mut shown = Shown::default();
     match form.text("op") {
         "save" => match save(state, visitor, &draft).await? {
-            None => {
-                return Ok(respond::redirect(&super::routes::campaign_path(
-                    &draft.name,
-                    "",
-                )))
-            }
-            Some(refusals) => shown.refusals = refusals,
+            Ok(id) => return Ok(respond::redirect(&super::routes::campaign_path(&id, ""))),
+            Err(refusals) => shown.refusals = refusals,
         },
         "preview" => shown.preview = Some(preview(state, visitor, &draft, None)?),
         op if op.starts_with("preview:") => {
@@ -345,6 +342,21 @@ pub async fn act(
             shown.preview = Some(preview(state, visitor, &draft, Some(chosen))?)
         }
         "try" => shown.tried = Some(try_assistant(state, visitor, &form, &mut draft).await?),
+        "replay" => match replay(state, visitor, &draft).await? {
+            Ok(id) => {
+                // The form waits for the way back; the results are a page of their own.
+                shown.notice = Some(
+                    "Your change is not saved yet: save it below once you have read how it answers."
+                        .into(),
+                );
+                state
+                    .flash
+                    .put(visitor.token_hash, &action_url(&draft), (draft, shown));
+                return Ok(respond::redirect(&format!("/console/replays/{id}")));
+            }
+            Err(Refused::Fields(refusals)) => shown.refusals = refusals,
+            Err(Refused::Words(words)) => shown.notice = Some(words),
+        },
         op => edit_steps(&mut draft, op),
     }
     // Post/Redirect/Get: the form as it now stands waits for the page the 303 leads to.
@@ -387,21 +399,121 @@ fn edit_steps(draft: &mut Draft, op: &str) {
     }
 }
 
-/// "Save": the profile written as `PUT /v1/profiles/{name}` writes it, or every
-/// refusal at once as (the field it names, or "", its words) and nothing written.
+/// "Save": the profile written as `PUT /v1/profiles/{name}` writes it (a new
+/// campaign under an id derived from its name, `profiles::create_or_refusals`), its id;
+/// or every refusal at once as (the field it names, or "", its words) and nothing
+/// written.
 async fn save(
     state: &AppState,
     visitor: &Visitor,
     draft: &Draft,
-) -> Result<Option<Vec<(String, String)>>> {
-    let (caller, name, input) = (visitor.caller(), draft.name.clone(), draft.input());
+) -> Result<std::result::Result<String, Vec<(String, String)>>> {
+    let (caller, name, input, new) = (
+        visitor.caller(),
+        draft.name.clone(),
+        draft.input(),
+        draft.new,
+    );
+    let failures = tests_before_save(state, visitor, draft, &input).await?;
+    if !failures.is_empty() {
+        let words = format!(
+            "The campaign's tests failed, so it was not saved: {}",
+            failures.join("; ")
+        );
+        return Ok(Err(vec![("instructions".into(), words)]));
+    }
     let saved = state
         .store
-        .write(move |tx| profiles::put_or_refusals(tx, &caller, &name, &input))
+        .write(move |tx| {
+            if new {
+                profiles::create_or_refusals(tx, &caller, &input)
+            } else {
+                Ok(profiles::put_or_refusals(tx, &caller, &name, &input)?.map(|p| p.name))
+            }
+        })
         .await?;
-    Ok(saved
-        .err()
-        .map(|refusals| refusals.into_iter().map(|r| (r.field, r.words)).collect()))
+    Ok(saved.map_err(|refusals| refusals.into_iter().map(|r| (r.field, r.words)).collect()))
+}
+
+/// `requireTestsPass` on the stored profile: a save that changes the instructions or
+/// the calendar runs its tests first (`engine::replay`); each failed expectation in
+/// words. Nothing when the form will be refused anyway.
+async fn tests_before_save(
+    state: &AppState,
+    visitor: &Visitor,
+    draft: &Draft,
+    input: &ProfileInput,
+) -> Result<Vec<String>> {
+    let Some(stored) = state.store.read()?.profile(visitor.org(), &draft.name)? else {
+        return Ok(Vec::new());
+    };
+    let Ok(mut profile) = input.record(&draft.name) else {
+        return Ok(Vec::new());
+    };
+    profile.tests = stored.tests.clone();
+    if input.calendar.is_none() {
+        profile.calendar = stored.calendar.clone();
+    }
+    let changed =
+        stored.instructions != profile.instructions || stored.calendar != profile.calendar;
+    if !stored.require_tests_pass || stored.tests.is_empty() || !changed {
+        return Ok(Vec::new());
+    }
+    let results = state
+        .engine
+        .run_tests(visitor.org(), &profile, &profile.tests)
+        .await?;
+    Ok(results
+        .iter()
+        .flat_map(|r| r.failures.iter().map(move |f| format!("{}: {f}", r.name)))
+        .collect())
+}
+
+/// Why "Try this change" started nothing.
+enum Refused {
+    /// The form's refusals, as "Save" shows them.
+    Fields(Vec<(String, String)>),
+    /// Another replay runs, or no assistant is configured.
+    Words(String),
+}
+
+/// "Try this change": a replay of the form as it stands over the campaign's recent
+/// conversations (`engine::replay`); its id, or why none started.
+async fn replay(
+    state: &AppState,
+    visitor: &Visitor,
+    draft: &Draft,
+) -> Result<std::result::Result<String, Refused>> {
+    let input = draft.input();
+    let refusals = input.refusals(&draft.name);
+    if !refusals.is_empty() {
+        return Ok(Err(Refused::Fields(
+            refusals.into_iter().map(|r| (r.field, r.words)).collect(),
+        )));
+    }
+    let mut profile = match input.record(&draft.name) {
+        Ok(profile) => profile,
+        Err(e) => return Ok(Err(Refused::Words(e.to_string()))),
+    };
+    // The editor shows neither the tests nor the calendar's absence: the stored ones.
+    if let Some(stored) = state.store.read()?.profile(visitor.org(), &draft.name)? {
+        profile.tests = stored.tests;
+        if input.calendar.is_none() {
+            profile.calendar = stored.calendar;
+        }
+    }
+    let request = crate::engine::ReplayRequest {
+        profile: draft.name.clone(),
+        draft: profile,
+        selection: crate::domain::settings::replays::Selection::Recent(
+            crate::domain::settings::replays::DEFAULT_CONVERSATIONS,
+        ),
+    };
+    match state.engine.start_replay(visitor.org(), request).await {
+        Ok(replay) => Ok(Ok(replay.id)),
+        Err(Error::Conflict(words)) => Ok(Err(Refused::Words(words))),
+        Err(e) => Err(e),
+    }
 }
 
 /// "Try the assistant": the lead's words (if any) join the conversation, and the
@@ -566,8 +678,9 @@ struct ProfileEditorView<'a> {
 
 /// The fields of the form that show their refusal beside them (the cadence's steps
 /// and the dispositions' lines besides, by prefix).
-const PLACED: [&str; 9] = [
+const PLACED: [&str; 10] = [
     "name",
+    "displayName",
     "instructions",
     "replyDelay",
     "voiceGreeting",
@@ -593,7 +706,7 @@ impl<'a> ProfileEditorView<'a> {
         let title = if draft.new {
             "New campaign".to_string()
         } else {
-            format!("Edit {}", draft.name)
+            format!("Edit {}", draft.display_name)
         };
         ProfileEditorView {
             visitor,
@@ -636,6 +749,12 @@ impl<'a> ProfileEditorView<'a> {
                     div.actions {
                         button type="submit" name="op" value="save" { "Save" }
                         button.secondary type="submit" name="op" value="preview" { "Preview" }
+                        @if !draft.new {
+                            button.secondary type="submit" name="op" value="replay" { "Try this change" }
+                        }
+                    }
+                    @if !draft.new {
+                        p.muted { "“Try this change” asks the assistant, with this form as it stands, to answer the campaign's last 20 conversations again, and shows what it would say beside what was said. Nothing is sent or saved." }
                     }
                     (self.playground())
                 }
@@ -774,10 +893,11 @@ impl<'a> ProfileEditorView<'a> {
         let draft = self.draft;
         let default_delay = format!("{}s", profiles::DEFAULT_REPLY_DELAY_MS / 1000);
         html! {
-            @if draft.new {
-                (self.input("name", html! { "Name" }, &draft.name, "name",
-                    html! { "Letters, digits, - and _; leads name it in customerProfile." }))
-            }
+            (self.input("display-name", html! { "Campaign name" }, &draft.display_name, "displayName",
+                html! {
+                    @if draft.new { "The name your team sees, such as Spring Solar Push." }
+                    @else { "The name your team sees. ID for integrations: " code { (draft.name) } }
+                }))
             (self.textarea("instructions", html! { "Instructions" }, &draft.instructions, 6,
                 |f| f == "instructions", html! { "What the assistant knows and how it answers." }))
             div.field {

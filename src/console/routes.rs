@@ -140,11 +140,12 @@ pub enum SettingsAction {
     DeleteCalendar,
     TestCalendar,
     RotateFeed,
+    SaveWebchat,
 }
 
 impl SettingsAction {
     /// Every action by its path segment.
-    const ALL: [(&'static str, SettingsAction); 18] = [
+    const ALL: [(&'static str, SettingsAction); 19] = [
         ("assistant", SettingsAction::SaveAssistant),
         ("providers", SettingsAction::SaveProviders),
         ("retry-delivery", SettingsAction::RetryDelivery),
@@ -163,6 +164,7 @@ impl SettingsAction {
         ("delete-calendar", SettingsAction::DeleteCalendar),
         ("calendar-test", SettingsAction::TestCalendar),
         ("rotate-feed", SettingsAction::RotateFeed),
+        ("webchat", SettingsAction::SaveWebchat),
     ];
 
     pub fn segment(self) -> &'static str {
@@ -195,6 +197,7 @@ impl SettingsAction {
                 SettingsSection::People
             }
             SettingsAction::SaveConsent => SettingsSection::Consent,
+            SettingsAction::SaveWebchat => SettingsSection::Webchat,
             SettingsAction::SaveCalendar
             | SettingsAction::DeleteCalendar
             | SettingsAction::TestCalendar
@@ -216,11 +219,12 @@ pub enum SettingsSection {
     Consent,
     Calendars,
     Notifications,
+    Webchat,
 }
 
 impl SettingsSection {
     /// Every section in the sub-navigation's order, with its path segment and title.
-    pub const ALL: [(&'static str, &'static str, SettingsSection); 9] = [
+    pub const ALL: [(&'static str, &'static str, SettingsSection); 10] = [
         (
             "organization",
             "Organization",
@@ -238,6 +242,7 @@ impl SettingsSection {
             "Notification emails",
             SettingsSection::Notifications,
         ),
+        ("webchat", "Web chat", SettingsSection::Webchat),
     ];
 
     /// The section `/console/settings` shows.
@@ -323,6 +328,10 @@ pub enum Page<'a> {
     ImportRun,
     /// "Discard" on a waiting upload.
     ImportDiscard,
+    /// An upload's preview (after the upload's or a "Preview again"'s redirect), and
+    /// an import's report (after the import's).
+    ImportPreview(&'a str),
+    ImportDone(&'a str),
     ImportRefused(&'a str),
     /// The person's own notification setting and the organization's recent ones.
     Notifications,
@@ -334,6 +343,13 @@ pub enum Page<'a> {
     EnrolmentNew,
     EnrolmentCreate,
     Enrolment(&'a str),
+    /// The inbox's "Web chat" channel: the visitors' chats, one chat, and a person's
+    /// "Take over" (`false`) or reply (`true`).
+    Webchats,
+    Webchat(&'a str),
+    WebchatAction(&'a str, bool),
+    /// "Try this change": a replay of the campaign editor's form, its progress and results.
+    Replay(&'a str),
 }
 
 impl Page<'_> {
@@ -356,6 +372,8 @@ impl Page<'_> {
             | Page::Campaigns
             | Page::Campaign(_)
             | Page::Meetings
+            | Page::Webchats
+            | Page::Webchat(_)
             | Page::LeadMeetings(_) => Role::Viewer,
             // "Suggest a reply" drafts a message: an agent's work, like sending it.
             Page::LeadsCsv
@@ -367,6 +385,8 @@ impl Page<'_> {
             | Page::ImportRun
             | Page::ImportDiscard
             | Page::ImportRefused(_)
+            | Page::ImportPreview(_)
+            | Page::ImportDone(_)
             | Page::NewLead
             | Page::CreateLead
             | Page::EnrolmentNew
@@ -375,12 +395,14 @@ impl Page<'_> {
             | Page::MeetingAction(_, _)
             | Page::Reschedule(_)
             | Page::RescheduleMeeting(_)
-            | Page::BookMeeting(_) => Role::Agent,
+            | Page::BookMeeting(_)
+            | Page::WebchatAction(_, _) => Role::Agent,
             Page::Settings(_)
             | Page::SettingsAction(_)
             | Page::PauseCampaign(_, _)
             | Page::EditCampaign(_)
-            | Page::EditCampaignPost(_) => Role::Admin,
+            | Page::EditCampaignPost(_)
+            | Page::Replay(_) => Role::Admin,
         }
     }
 
@@ -413,6 +435,9 @@ impl Page<'_> {
             Page::LeadMeetings(_) => "console_lead_meetings",
             Page::BookMeeting(_) => "console_book_meeting",
             Page::PauseCampaign(_, _) => "console_pause_campaign",
+            Page::Webchats => "console_webchats",
+            Page::Webchat(_) => "console_webchat",
+            Page::WebchatAction(_, _) => "console_webchat_action",
             Page::EditCampaign(_) => "console_edit_campaign",
             Page::EditCampaignPost(_) => "console_save_campaign",
             Page::Settings(_) => "console_settings",
@@ -423,10 +448,13 @@ impl Page<'_> {
             Page::ImportRun => "console_import_run",
             Page::ImportDiscard => "console_import_discard",
             Page::ImportRefused(_) => "console_import_refused",
+            Page::ImportPreview(_) => "console_import_preview",
+            Page::ImportDone(_) => "console_import_done",
             Page::SetNotifications => "console_set_notifications",
             Page::EnrolmentNew => "console_enrolment_new",
             Page::EnrolmentCreate => "console_enrolment_create",
             Page::Enrolment(_) => "console_enrolment",
+            Page::Replay(_) => "console_replay",
         }
     }
 }
@@ -541,10 +569,23 @@ pub fn route<'a>(method: &Method, path: &'a str) -> Result<Page<'a>> {
         ["import", "run"] => post(method, Page::ImportRun),
         ["import", "discard"] => post(method, Page::ImportDiscard),
         ["import", token, "refused.csv"] => get(method, Page::ImportRefused(token)),
+        ["import", token] if crate::domain::import::files::valid_token(token) => {
+            get(method, Page::ImportPreview(token))
+        }
+        ["import", token, "done"] if crate::domain::import::files::valid_token(token) => {
+            get(method, Page::ImportDone(token))
+        }
         ["enrolments"] => post(method, Page::EnrolmentCreate),
         ["enrolments", "new"] => get(method, Page::EnrolmentNew),
         ["enrolments", id] if valid_id(id) => get(method, Page::Enrolment(id)),
+        ["replays", id] if valid_id(id) => get(method, Page::Replay(id)),
         ["notifications"] => pick(method, Page::Notifications, Some(Page::SetNotifications)),
+        ["webchats"] => get(method, Page::Webchats),
+        ["webchats", id] if valid_id(id) => get(method, Page::Webchat(id)),
+        ["webchats", id, "take-over"] if valid_id(id) => {
+            post(method, Page::WebchatAction(id, false))
+        }
+        ["webchats", id, "reply"] if valid_id(id) => post(method, Page::WebchatAction(id, true)),
         _ => Err(not_found()),
     }
 }

@@ -106,7 +106,7 @@ fn item(ctx: &Context, row: &EventRow) -> Result<Markup> {
             li class=(class) {
                 div.meta {
                     span.who { (who) }
-                    " · " (channel_label(shape.channel.as_str()))
+                    " · " (channel_label(data.get("channel").and_then(Value::as_str).filter(|c| *c == "webchat").unwrap_or(shape.channel.as_str())))
                     @if let Some(status) = status { " · " (status) }
                     " · " (when)
                 }
@@ -316,6 +316,7 @@ fn channel_label(channel: &str) -> &str {
         "sms" => "SMS",
         "email" => "Email",
         "voice" => "Voice",
+        "webchat" => "Web chat",
         other => other,
     }
 }

@@ -16,6 +16,7 @@
 //! - `reply`: the assistant's conversation turn, at most four rounds of tools (the
 //!   model client, its protocol and post-call request are `providers::model`).
 //! - `tools`: applying a tool call through the same domain functions the API uses.
+//! - `replay`: a profile's draft tried on past conversations, tools dry.
 //! - `guard`: the one output guard every reply passes before it is sent or spoken.
 //! - `voice`: the relay, one live call's conversation over ConversationRelay.
 //! - `post_call`: a completed call's summary and disposition.
@@ -34,11 +35,13 @@ mod notices;
 mod pacing;
 mod post_call;
 mod recording_fetch;
+mod replay;
 mod reply;
 mod scheduler;
 mod tools;
 mod voice;
 mod warm;
+pub mod webchat;
 
 use std::sync::Arc;
 
@@ -50,6 +53,7 @@ use crate::http_client::HttpClient;
 use crate::store::rows::AssistantSettings;
 use crate::store::Store;
 pub use metrics::EngineMetrics;
+pub use replay::ReplayRequest;
 pub use reply::Tried;
 
 /// What every job of the engine shares.
@@ -71,6 +75,10 @@ pub struct Engine {
     replying: reply::Replying,
     /// CalDAV busy times read lately, and the retry schedule of CalDAV writes.
     calendars: calendar_sync::Calendars,
+    /// The web chats' visitor streams.
+    webchat: webchat::Hub,
+    /// The replays running now, one per organization.
+    replays: replay::Replays,
 }
 
 impl Engine {
@@ -91,6 +99,8 @@ impl Engine {
             pacer: pacing::Pacer::default(),
             replying: reply::Replying::default(),
             calendars: calendar_sync::Calendars::default(),
+            webchat: webchat::Hub::default(),
+            replays: replay::Replays::default(),
         }
     }
 
@@ -115,7 +125,8 @@ impl Engine {
         tokio::join!(
             scheduler::run(self.clone(), stop.clone()),
             calendar_sync::run(self.clone(), stop.clone()),
-            notices::run(self, stop)
+            self.purge_webchats(stop.clone()),
+            notices::run(self.clone(), stop)
         );
     }
 

@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use super::guard::guard;
 use super::model_server;
-use super::tools::{self, Effect, MAX_TOOL_CALLS};
+use super::tools::{self, Effect, ToolMode, MAX_TOOL_CALLS};
 use super::Engine;
 use crate::channel::{Channel, Owner};
 use crate::domain::contact::keywords;
@@ -122,7 +122,16 @@ impl Engine {
             booking,
         };
         let (said, _) = self
-            .converse(org, lead_id, channel, &settings, &context, false)
+            .converse(
+                org,
+                lead_id,
+                channel,
+                &settings,
+                &context,
+                ToolMode::Live {
+                    transfer_available: false,
+                },
+            )
             .await?;
         let text = match said {
             Said::Text(text) => text,
@@ -156,7 +165,9 @@ impl Engine {
 
     /// One turn of the conversation: the model is asked, each tool it calls is applied
     /// and recorded, and it is asked again with the results, at most [`MAX_ROUNDS`]
-    /// rounds. Answers what it said and how long the model took in all.
+    /// rounds. Answers what it said and how long the model took in all. Under
+    /// [`ToolMode::Dry`] (a replay) no tool is applied or recorded in the store: each
+    /// call is recorded in the dry run, with the tokens the answers used.
     pub(super) async fn converse(
         &self,
         org: &str,
@@ -164,7 +175,7 @@ impl Engine {
         channel: Channel,
         settings: &AssistantSettings,
         context: &Context<'_>,
-        transfer_available: bool,
+        tools: ToolMode<'_>,
     ) -> Result<(Said, Duration)> {
         let mut extra: Vec<Value> = Vec::new();
         let mut model_time = Duration::ZERO;
@@ -173,7 +184,15 @@ impl Engine {
         for round in 0..=MAX_ROUNDS {
             let body = assistant::request_body(&settings.model, max_tokens, context, &extra);
             let started = Instant::now();
-            let answer = model::complete(&self.client, &server, &body).await;
+            let answer = match tools {
+                ToolMode::Live { .. } => model::complete(&self.client, &server, &body).await,
+                ToolMode::Dry(dry) => model::complete_counted(&self.client, &server, &body)
+                    .await
+                    .map(|(answer, tokens)| {
+                        dry.add_tokens(tokens);
+                        answer
+                    }),
+            };
             let took = started.elapsed();
             model_time += took;
             self.metrics.assistant(answer.is_ok(), took.as_secs_f64());
@@ -185,9 +204,13 @@ impl Engine {
                 }
                 Ok(Answer::ToolCalls { message, calls }) => {
                     extra.push(message);
-                    let (results, ended) = self
-                        .apply_answer(org, lead_id, channel, &calls, transfer_available)
-                        .await?;
+                    let (results, ended) = match tools {
+                        ToolMode::Live { transfer_available } => {
+                            self.apply_answer(org, lead_id, channel, &calls, transfer_available)
+                                .await?
+                        }
+                        ToolMode::Dry(dry) => self.dry_answer(org, channel, &calls, dry).await?,
+                    };
                     for (call, result) in calls.iter().zip(&results) {
                         extra.push(assistant::tool_result_message(&call.id, result));
                     }
@@ -491,15 +514,24 @@ impl Engine {
     /// organization's, or UTC).
     pub(super) fn local_time(&self, org: &str, lead: &LeadRecord) -> Result<String> {
         let org_zone = self.store.read()?.engine_settings(org)?.time_zone;
-        let zone = quiet_hours::zone_of(lead, &org_zone);
-        let now = Utc::now();
-        Ok(match zone.parse::<chrono_tz::Tz>() {
-            Ok(tz) => now
-                .with_timezone(&tz)
-                .format("%A %Y-%m-%d %H:%M %Z")
-                .to_string(),
-            Err(_) => now.format("%A %Y-%m-%d %H:%M UTC").to_string(),
-        })
+        Ok(local_time_at(lead, &org_zone, Utc::now()))
+    }
+}
+
+/// The lead's local time at `now`, in its zone (or `org_zone`, or UTC), as the system
+/// message writes it.
+pub(super) fn local_time_at(
+    lead: &LeadRecord,
+    org_zone: &str,
+    now: chrono::DateTime<Utc>,
+) -> String {
+    let zone = quiet_hours::zone_of(lead, org_zone);
+    match zone.parse::<chrono_tz::Tz>() {
+        Ok(tz) => now
+            .with_timezone(&tz)
+            .format("%A %Y-%m-%d %H:%M %Z")
+            .to_string(),
+        Err(_) => now.format("%A %Y-%m-%d %H:%M UTC").to_string(),
     }
 }
 

@@ -15,6 +15,12 @@
 //! `schedule_call` takes a time from now to [`MAX_CALL_AHEAD_DAYS`] ahead. Every
 //! `TOOL_CALL` event has its own id: a call whose id an earlier event of the lead holds
 //! gets a fresh one derived from it (the model's ids repeat).
+//!
+//! A replay runs the same loop with its tools **dry** ([`ToolMode::Dry`], a
+//! [`DryRun`]): every call is recorded by name and nothing is written; `find_times`
+//! reads the real calendar (the draft's) and answers its open times, the rest answer
+//! `{"ok": true, "dryRun": true}` and keep their effect on the conversation (after
+//! `opt_out` or `handoff` nothing more is said).
 
 use chrono::Utc;
 use serde_json::{json, Map, Value};
@@ -34,7 +40,7 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::providers::model::tools::{self as assistant, Tool, ToolCallRequest};
 use crate::store::calendars::{BookedBy, MeetingRecord};
-use crate::store::rows::{JobKind, StopReason, SystemEvent, TagRecord};
+use crate::store::rows::{JobKind, LeadRecord, StopReason, SystemEvent, TagRecord};
 use crate::store::{EventKey, Reader, WriteTx};
 use crate::time::now_micros;
 use crate::webhooks::{self, WebhookEvent};
@@ -72,6 +78,136 @@ impl Effect {
     /// Whether the assistant says nothing more after it.
     pub fn ends_conversation(self) -> bool {
         self != Effect::Continue
+    }
+}
+
+/// How a turn's tool calls are carried out.
+#[derive(Clone, Copy)]
+pub(super) enum ToolMode<'a> {
+    /// Applied through the domain, each with its `TOOL_CALL` event.
+    /// `transfer_available`: a live call whose profile has a transfer number.
+    Live { transfer_available: bool },
+    /// Recorded in the [`DryRun`], never applied (a replay).
+    Dry(&'a DryRun),
+}
+
+/// What a dry turn's tool calls came to: the tools called, by name, in order, and the
+/// model tokens the turn's answers used.
+#[derive(Debug, Default)]
+pub(super) struct DryRun {
+    /// The draft's calendar and the lead's zone, when the draft books.
+    pub booking: Option<Booking>,
+    calls: std::sync::Mutex<Vec<String>>,
+    tokens: std::sync::atomic::AtomicU64,
+}
+
+impl DryRun {
+    pub fn new(booking: Option<Booking>) -> DryRun {
+        DryRun {
+            booking,
+            ..DryRun::default()
+        }
+    }
+
+    fn called(&self, name: &str) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(name.to_string());
+    }
+
+    pub fn add_tokens(&self, tokens: u64) {
+        self.tokens
+            .fetch_add(tokens, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The tools called so far and the tokens used, leaving both empty.
+    pub fn take(&self) -> (Vec<String>, u64) {
+        let calls = std::mem::take(&mut *self.calls.lock().unwrap_or_else(|p| p.into_inner()));
+        let tokens = self.tokens.swap(0, std::sync::atomic::Ordering::Relaxed);
+        (calls, tokens)
+    }
+}
+
+impl Engine {
+    /// Records the calls of one answer in `dry`, applying none: the same bounds as a
+    /// live answer (the first [`MAX_TOOL_CALLS`], `handoff` and `opt_out` once). Answers
+    /// each call's result and the effect that ended the conversation, if one did.
+    pub(super) async fn dry_answer(
+        &self,
+        org: &str,
+        channel: Channel,
+        calls: &[ToolCallRequest],
+        dry: &DryRun,
+    ) -> Result<(Vec<Value>, Option<Effect>)> {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut ended = None;
+        let mut once: Vec<&str> = Vec::new();
+        let (applied, over) = calls.split_at(calls.len().min(MAX_TOOL_CALLS));
+        for call in applied {
+            let name = call.name.as_str();
+            dry.called(name);
+            if once_per_answer(name) && once.contains(&name) {
+                results.push(json!({"ok": false, "error": ONCE}));
+                continue;
+            }
+            let (result, effect) = self.dry_tool(org, channel, call, dry).await?;
+            if result["ok"] == Value::Bool(true) && once_per_answer(name) {
+                once.push(name);
+            }
+            if effect.ends_conversation() {
+                ended = Some(effect);
+            }
+            results.push(result);
+        }
+        for call in over {
+            dry.called(&call.name);
+            results.push(json!({"ok": false, "error": TOO_MANY}));
+        }
+        Ok((results, ended))
+    }
+
+    /// One call's dry result: `find_times` reads the draft's calendar; the others
+    /// change nothing.
+    async fn dry_tool(
+        &self,
+        org: &str,
+        channel: Channel,
+        call: &ToolCallRequest,
+        dry: &DryRun,
+    ) -> Result<(Value, Effect)> {
+        let done = json!({"ok": true, "dryRun": true});
+        let tool = match parse(call, channel == Channel::Voice, dry.booking.is_some()) {
+            Ok(tool) => tool,
+            Err(error) => return Ok((json!({"ok": false, "error": error}), Effect::Continue)),
+        };
+        Ok(match (tool, &dry.booking) {
+            (Tool::FindTimes { day }, Some(booking)) => {
+                let mut booking = booking.clone();
+                match self.external_busy(org, &booking.calendar).await {
+                    Ok(busy) => booking.external = busy,
+                    Err(e) => {
+                        return Ok((
+                            json!({"ok": false, "error": e.to_string()}),
+                            Effect::Continue,
+                        ))
+                    }
+                }
+                let times = booking.times(&self.store, org, day)?;
+                (
+                    json!({"ok": true, "times": booking.shown(&times)}),
+                    Effect::Continue,
+                )
+            }
+            (Tool::OptOut { .. }, _) => (done, Effect::OptedOut),
+            (Tool::Handoff { .. }, _) => (done, Effect::HandedOff),
+            (Tool::Transfer, _) if channel != Channel::Voice => (
+                json!({"ok": false, "error": "transfer needs a live call"}),
+                Effect::Continue,
+            ),
+            (Tool::Transfer, _) => (done, Effect::Transfer),
+            _ => (done, Effect::Continue),
+        })
     }
 }
 
@@ -180,7 +316,7 @@ fn parse(call: &ToolCallRequest, voice: bool, booking: bool) -> std::result::Res
 }
 
 /// The calendar the lead's profile books on, and the zone its times are written in.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Booking {
     calendar: String,
     /// The lead's time zone, else the organization's.
@@ -190,6 +326,15 @@ pub(super) struct Booking {
 }
 
 impl Booking {
+    /// Booking on `calendar` for `lead` (in its zone, else the organization's).
+    pub(super) fn on(calendar: &str, lead: &LeadRecord, org_zone: &str) -> Booking {
+        Booking {
+            calendar: calendar.to_string(),
+            zone: crate::domain::contact::quiet_hours::zone_of(lead, org_zone).to_string(),
+            external: Vec::new(),
+        }
+    }
+
     /// Up to 5 open times (on `day`, else from now), on a snapshot.
     fn times(
         &self,

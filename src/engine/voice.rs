@@ -546,7 +546,9 @@ impl Engine {
             Channel::Voice,
             settings,
             &context,
-            call.transfer_available,
+            super::tools::ToolMode::Live {
+                transfer_available: call.transfer_available,
+            },
         )
         .await
     }

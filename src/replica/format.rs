@@ -36,8 +36,11 @@ const AUTHENTICATED: usize = 72;
 /// What an object holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// The database file whole (as the first builds wrote it), or its [`Parts`].
     Snapshot,
     Segment,
+    /// One part of a snapshot's database file (`first` is its index).
+    Part,
 }
 
 impl Kind {
@@ -45,8 +48,54 @@ impl Kind {
         match self {
             Kind::Snapshot => 1,
             Kind::Segment => 2,
+            Kind::Part => 3,
         }
     }
+}
+
+/// A snapshot uploaded in parts: its body names how many parts there are, the
+/// database file's length and its SHA-256, so a restore that joins the parts checks
+/// it has the whole file. The parts go up before it: a snapshot object means every
+/// part is there. (A database file never begins with its magic (`engdPRTS`), so a snapshot's
+/// body is one or the other.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parts {
+    pub count: u64,
+    pub file_len: u64,
+    pub sha256: [u8; 32],
+}
+
+const PARTS_MAGIC: [u8; 8] = *b"engdPRTS";
+const PARTS_LEN: usize = 8 + 8 + 8 + 32;
+
+impl Parts {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(PARTS_LEN);
+        out.extend_from_slice(&PARTS_MAGIC);
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&self.file_len.to_le_bytes());
+        out.extend_from_slice(&self.sha256);
+        out
+    }
+
+    /// The parts a snapshot's body names; `None`: the body is the database itself.
+    pub fn read(body: &[u8]) -> Option<Parts> {
+        if body.len() != PARTS_LEN || body[..8] != PARTS_MAGIC {
+            return None;
+        }
+        let mut sha256 = [0u8; 32];
+        sha256.copy_from_slice(&body[24..56]);
+        Some(Parts {
+            count: u64_at(body, 8),
+            file_len: u64_at(body, 16),
+            sha256,
+        })
+    }
+}
+
+/// The object name of a snapshot's part `index`.
+pub fn part_name(index: u64) -> String {
+    format!("snapshot.{index:06}.part")
 }
 
 /// A generation: a snapshot and the segments that follow it, named by when it
@@ -193,6 +242,7 @@ pub fn decode(object: &[u8], key: Option<&Key>) -> Result<(Header, Vec<u8>), Str
     let kind = match head[12] {
         1 => Kind::Snapshot,
         2 => Kind::Segment,
+        3 => Kind::Part,
         other => return Err(format!("is of an unknown kind {other}")),
     };
     let encrypted = head[13] == 1;
@@ -308,6 +358,20 @@ mod tests {
             last: 4,
             written_ms: 1_700_000_000_500,
         }
+    }
+
+    #[test]
+    fn a_snapshots_parts_read_back_and_a_database_file_is_no_parts() {
+        let parts = Parts {
+            count: 3,
+            file_len: 150 << 20,
+            sha256: [7; 32],
+        };
+        assert_eq!(Parts::read(&parts.encode()), Some(parts));
+        assert_eq!(Parts::read(b"redb\x1a\x0a\xa9\x0d\x0a"), None);
+        assert_eq!(part_name(12), "snapshot.000012.part");
+        let sealed = encode(&header(Kind::Part), b"page", None).unwrap();
+        assert_eq!(decode(&sealed, None).unwrap().0.kind, Kind::Part);
     }
 
     #[test]

@@ -142,6 +142,53 @@ pub async fn restore(
     Ok(restored)
 }
 
+/// Writes a snapshot's database file to `partial`: its body itself (as the first builds
+/// uploaded it), or its parts fetched one at a time, each verified as the generation's
+/// part of this database in order, the whole checked against the length and SHA-256
+/// the snapshot names: memory holds one part.
+async fn write_snapshot(
+    bucket: &Bucket,
+    partial: &Path,
+    generation: Generation,
+    snapshot: &format::Header,
+    body: &[u8],
+) -> Result<(), String> {
+    let Some(parts) = format::Parts::read(body) else {
+        return write_private(partial, body);
+    };
+    use sha2::Digest;
+    use std::io::Write;
+    let mut file = create_private(partial)?;
+    let (mut hash, mut len) = (sha2::Sha256::new(), 0u64);
+    for index in 0..parts.count {
+        let name = format::part_name(index);
+        let what = format!("snapshot part {}/{name}", generation.name());
+        let object = fetch(bucket, generation, &name).await?;
+        let (header, plain) =
+            format::decode(&object, bucket.key.as_ref()).map_err(|e| format!("{what} {e}"))?;
+        if header.kind != Kind::Part || header.generation != generation || header.first != index {
+            return Err(format!(
+                "{what} is not that part of the generation's snapshot"
+            ));
+        }
+        if header.db_id != snapshot.db_id {
+            return Err(format!("{what} is another database's"));
+        }
+        hash.update(&plain);
+        len += plain.len() as u64;
+        file.write_all(&plain)
+            .map_err(|e| format!("cannot write {}: {e}", partial.display()))?;
+    }
+    if len != parts.file_len || hash.finalize().as_slice() != parts.sha256 {
+        return Err(format!(
+            "the snapshot of generation {} does not join into the file it names (a part is altered or missing)",
+            generation.name()
+        ));
+    }
+    file.sync_all()
+        .map_err(|e| format!("cannot sync {}: {e}", partial.display()))
+}
+
 /// Writes the snapshot to `partial` and applies the segments up to `at`.
 async fn apply(
     bucket: &Bucket,
@@ -152,7 +199,7 @@ async fn apply(
     body: &[u8],
     at: i64,
 ) -> Result<Restored, String> {
-    write_private(partial, body)?;
+    write_snapshot(bucket, partial, generation, snapshot, body).await?;
     let db = redb::Database::open(partial)
         .map_err(|e| format!("the snapshot is not a database: {e}"))?;
     let applied = apply_segments(
@@ -261,15 +308,22 @@ pub(super) async fn apply_segments(
     })
 }
 
-/// Writes `bytes` to a new file readable by its owner only.
-fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
+/// A new file readable by its owner only.
+fn create_private(path: &Path) -> Result<std::fs::File, String> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(path)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes `bytes` to a new file readable by its owner only.
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let mut file = create_private(path)?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

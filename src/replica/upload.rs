@@ -305,38 +305,19 @@ impl Uploader {
         let _ = std::fs::remove_file(&copy);
         let store = self.store.clone();
         let path = copy.clone();
-        let made = tokio::task::spawn_blocking(move || -> Result<(Vec<u8>, [u8; 16]), String> {
+        let made = tokio::task::spawn_blocking(move || -> Result<[u8; 16], String> {
             let id = store.db_id().map_err(|e| e.to_string_for_logs())?;
-            let copied = store.backup_to(&path).map_err(|e| e.to_string_for_logs());
-            let bytes = copied.and_then(|_| {
-                std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
-            });
-            let _ = std::fs::remove_file(&path);
-            Ok((bytes?, id))
+            store.backup_to(&path).map_err(|e| e.to_string_for_logs())?;
+            Ok(id)
         })
         .await
-        .map_err(|e| format!("the snapshot's copy failed: {e}"))?;
-        let (bytes, db_id) = made?;
-        let header = Header {
-            kind: Kind::Snapshot,
-            encrypted: self.bucket.key.is_some(),
-            db_id,
-            generation,
-            first: base,
-            last: base,
-            written_ms: now_ms(),
+        .map_err(|e| format!("the snapshot's copy failed: {e}"));
+        let uploaded = match made {
+            Ok(Ok(db_id)) => self.upload_parts(&copy, generation, base, db_id).await,
+            Ok(Err(e)) | Err(e) => Err(e),
         };
-        let copied = bytes.len();
-        // Uploaded as read (a plain copy is not copied again), in two parts.
-        let (head, stored) = format::seal(&header, bytes, self.bucket.key.as_ref())?;
-        let object: PutPayload = [
-            bytes::Bytes::copy_from_slice(&head),
-            bytes::Bytes::from(stored),
-        ]
-        .into_iter()
-        .collect();
-        self.put(&format!("{}/{SNAPSHOT}", generation.name()), object)
-            .await?;
+        let _ = std::fs::remove_file(&copy);
+        let copied = uploaded?;
         tracing::info!(generation = %generation.name(), seq = base, bytes = copied, "replica snapshot uploaded");
         self.generation = Some(generation);
         self.next_seq = base + 1;
@@ -356,6 +337,85 @@ impl Uploader {
         Ok(())
     }
 
+    /// Uploads the database copy at `copy` as `generation`'s snapshot: its parts of at
+    /// most `snapshot_part_bytes` each (read, sealed and sent one at a time, so memory
+    /// holds one part), then the snapshot object naming them. Answers the file's length.
+    async fn upload_parts(
+        &self,
+        copy: &std::path::Path,
+        generation: Generation,
+        base: u64,
+        db_id: [u8; 16],
+    ) -> Result<u64, String> {
+        use sha2::Digest;
+        let part_bytes = self.settings.snapshot_part_bytes.max(1);
+        let file_len = std::fs::metadata(copy)
+            .map_err(|e| format!("cannot read {}: {e}", copy.display()))?
+            .len();
+        let count = file_len.div_ceil(part_bytes).max(1);
+        let header = |kind, first, last| Header {
+            kind,
+            encrypted: self.bucket.key.is_some(),
+            db_id,
+            generation,
+            first,
+            last,
+            written_ms: now_ms(),
+        };
+        let file = std::fs::File::open(copy)
+            .map_err(|e| format!("cannot read {}: {e}", copy.display()))?;
+        let mut state = (file, sha2::Sha256::new());
+        for index in 0..count {
+            let key = self.bucket.key.clone();
+            let part = header(Kind::Part, index, count - 1);
+            let at = copy.display().to_string();
+            // The read, hash and seal of a part are blocking work: off the runtime.
+            let (sealed, back) = tokio::task::spawn_blocking(move || {
+                use std::io::Read;
+                let (mut file, mut hash) = state;
+                let mut body = Vec::new();
+                (&mut file)
+                    .take(part_bytes)
+                    .read_to_end(&mut body)
+                    .map_err(|e| format!("cannot read {at}: {e}"))?;
+                hash.update(&body);
+                let sealed = format::seal(&part, body, key.as_ref())?;
+                Ok::<_, String>((sealed, (file, hash)))
+            })
+            .await
+            .map_err(|e| format!("the snapshot's part failed: {e}"))??;
+            state = back;
+            let (head, stored) = sealed;
+            let object: PutPayload = [
+                bytes::Bytes::copy_from_slice(&head),
+                bytes::Bytes::from(stored),
+            ]
+            .into_iter()
+            .collect();
+            self.put(
+                &format!("{}/{}", generation.name(), format::part_name(index)),
+                object,
+            )
+            .await?;
+        }
+        let parts = format::Parts {
+            count,
+            file_len,
+            sha256: state.1.finalize().into(),
+        };
+        let object = format::encode(
+            &header(Kind::Snapshot, base, base),
+            &parts.encode(),
+            self.bucket.key.as_ref(),
+        )?;
+        self.put(
+            &format!("{}/{SNAPSHOT}", generation.name()),
+            PutPayload::from(object),
+        )
+        .await?;
+        Ok(file_len)
+    }
+
     /// Deletes every generation whose successor's snapshot is older than
     /// `retention`: no point in time the retention keeps needs it.
     async fn retain(&self) -> Result<(), String> {
@@ -372,7 +432,11 @@ impl Uploader {
             if !doomed.contains(&generation) {
                 continue;
             }
-            for name in names {
+            // The snapshot first: a generation being deleted is no longer one a
+            // restore would choose, before its parts and segments go.
+            let (snapshot, rest): (Vec<String>, Vec<String>) =
+                names.into_iter().partition(|n| n == SNAPSHOT);
+            for name in snapshot.into_iter().chain(rest) {
                 self.bucket
                     .store
                     .delete(&self.bucket.path(&format!("{}/{name}", generation.name())))
@@ -402,7 +466,7 @@ pub(super) async fn list(bucket: &Bucket) -> Result<Vec<(Generation, Vec<String>
         let Some(generation) = Generation::parse(generation) else {
             continue;
         };
-        if name == SNAPSHOT || name.ends_with(".seg") {
+        if name == SNAPSHOT || name.ends_with(".seg") || name.ends_with(".part") {
             found.entry(generation).or_default().push(name.to_string());
         }
     }

@@ -145,6 +145,7 @@ impl Server {
             recordings,
             sign_in_throttle: Default::default(),
             flash: Default::default(),
+            webchat: Default::default(),
             passwords: passwords.clone(),
             imports: crate::domain::import::Limits {
                 max_bytes: config.max_import_bytes,

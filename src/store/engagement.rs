@@ -13,8 +13,8 @@ use redb::ReadableTable;
 use super::codec::{decode, encode};
 use super::read::ReadTx;
 use super::rows::{
-    AgendaJob, EngagementRecord, EngineSettings, HoldRecord, MessageKind, ProfileRecord,
-    ProviderMessageRef, SendingRow,
+    AgendaJob, CampaignName, EngagementRecord, EngineSettings, HoldRecord, MessageKind,
+    ProfileRecord, ProviderMessageRef, SendingRow,
 };
 use super::tables::*;
 use super::write::WriteTx;
@@ -71,6 +71,22 @@ impl WriteTx {
 
     pub fn delete_profile(&mut self, org: &str, name: &str) -> Result<()> {
         self.open_write(PROFILES)?.remove((org, name))?;
+        self.open_write(PROFILE_LABELS)?.remove((org, name))?;
+        Ok(())
+    }
+
+    /// Sets the display name of `org`'s campaign `name`; none (or the name itself)
+    /// leaves it named by its id.
+    pub fn put_profile_label(&mut self, org: &str, name: &str, label: Option<&str>) -> Result<()> {
+        let mut table = self.open_write(PROFILE_LABELS)?;
+        match label {
+            Some(label) if label != name => {
+                table.insert((org, name), label)?;
+            }
+            _ => {
+                table.remove((org, name))?;
+            }
+        }
         Ok(())
     }
 
@@ -322,6 +338,29 @@ impl ReadTx {
             names.push(name.to_string());
         }
         Ok(names)
+    }
+
+    /// `org`'s campaigns in id order, each with the name people read (keys and display
+    /// names only: no profile is decoded).
+    pub fn campaign_names(&self, org: &str) -> Result<Vec<CampaignName>> {
+        let labels = self.open_read(PROFILE_LABELS)?;
+        let mut named = std::collections::HashMap::new();
+        for row in labels.range::<(&str, &str)>((org, "")..)? {
+            let (key, value) = row?;
+            let (o, id) = key.value();
+            if o != org {
+                break;
+            }
+            named.insert(id.to_string(), value.value().to_string());
+        }
+        Ok(self
+            .profile_names(org)?
+            .into_iter()
+            .map(|id| CampaignName {
+                label: named.remove(&id).unwrap_or_else(|| id.clone()),
+                id,
+            })
+            .collect())
     }
 
     /// `org`'s profiles in name order, after `after` when given, until `visit` stops.

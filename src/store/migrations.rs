@@ -24,7 +24,7 @@ use super::write::Logged;
 use crate::error::{Error, Result};
 
 /// The layout version this release writes.
-pub const SCHEMA_VERSION: u32 = 15;
+pub const SCHEMA_VERSION: u32 = 16;
 
 /// `STEPS[i]` upgrades a file from version `i + 1` to `i + 2`.
 type Step = fn(&WriteTransaction) -> Result<()>;
@@ -43,6 +43,7 @@ const STEPS: &[Step] = &[
     profiles_gain_a_screening_reply_and_a_voicemail,
     handling_notes_a_meeting_changed_in_the_calendar,
     profiles_gain_transfer_settings,
+    profiles_gain_tests,
 ];
 
 // Every version below the current one has its step.
@@ -350,6 +351,8 @@ mod schema6 {
                 screening_reply: String::new(),
                 voicemail: None,
                 transfer: None,
+                tests: Vec::new(),
+                require_tests_pass: false,
             }
         }
     }
@@ -886,8 +889,9 @@ fn calendars_and_meetings_gain_caldav_fields(txn: &WriteTransaction) -> Result<(
 /// default) and what a call answered by a machine does (`voicemail`, none); the fields
 /// end the record, one zero byte each.
 fn profiles_gain_a_screening_reply_and_a_voicemail(txn: &WriteTransaction) -> Result<()> {
-    // Read as today's layout: a profile has gained `transfer` since (schema 15).
-    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 3)?;
+    // Read as today's layout: a profile has gained `transfer` since (schema 15), and
+    // `tests` and `require_tests_pass` (schema 16).
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 5)?;
     tracing::info!(
         profiles,
         "schema 13: profiles gain a screening reply and a voicemail"
@@ -910,8 +914,18 @@ fn handling_notes_a_meeting_changed_in_the_calendar(txn: &WriteTransaction) -> R
 /// 14 → 15: a profile says how a transfer reaches a person (`transfer`, none: cold,
 /// as before); the field ends the record, one zero byte.
 fn profiles_gain_transfer_settings(txn: &WriteTransaction) -> Result<()> {
-    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 1)?;
+    // Read as today's layout: a profile has gained `tests` and `require_tests_pass`
+    // since (schema 16).
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 3)?;
     tracing::info!(profiles, "schema 15: profiles gain transfer settings");
+    Ok(())
+}
+
+/// 15 → 16: a profile carries test conversations (`tests`, none) and whether a save
+/// must pass them (`requireTestsPass`, false).
+fn profiles_gain_tests(txn: &WriteTransaction) -> Result<()> {
+    let profiles = grow::<super::rows::ProfileRecord>(txn, PROFILES, 2)?;
+    tracing::info!(profiles, "schema 16: profiles gain test conversations");
     Ok(())
 }
 
@@ -1206,11 +1220,12 @@ mod tests {
             updated_at: 2,
             ..crate::store::rows::ProfileRecord::default()
         };
-        // Schema 14's layout ends before `transfer` (one zero byte); schema 12's before
+        // Schema 14's layout ends before `transfer` (one zero byte, and schema 16's
+        // `tests` and `requireTestsPass` after it); schema 12's before
         // `screening_reply` and `voicemail` too.
         let old = |fields: usize| {
             let bytes = encode(&profile).unwrap();
-            bytes[..bytes.len() - fields].to_vec()
+            bytes[..bytes.len() - fields - 2].to_vec()
         };
         let txn = db.begin_write().unwrap();
         {
@@ -1222,6 +1237,7 @@ mod tests {
         profiles_gain_a_screening_reply_and_a_voicemail(&txn).unwrap();
         profiles_gain_transfer_settings(&txn).unwrap();
         profiles_gain_transfer_settings(&txn).unwrap();
+        profiles_gain_tests(&txn).unwrap();
         let table = txn.open_table(PROFILES).unwrap();
         for key in ["v14", "v12"] {
             let read: crate::store::rows::ProfileRecord =
@@ -1229,6 +1245,37 @@ mod tests {
             assert_eq!(read, profile, "{key}");
             assert_eq!(read.transfer, None);
         }
+    }
+
+    #[test]
+    fn schema_15_profiles_gain_no_tests_and_keep_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("v15.redb")).unwrap();
+        let profile = crate::store::rows::ProfileRecord {
+            name: "solar".into(),
+            instructions: "Be brief".into(),
+            calendar: "sales".into(),
+            created_at: 1,
+            updated_at: 2,
+            ..crate::store::rows::ProfileRecord::default()
+        };
+        // Schema 15's layout ends before `tests` and `require_tests_pass` (one zero
+        // byte each when empty).
+        let bytes = encode(&profile).unwrap();
+        let v15 = bytes[..bytes.len() - 2].to_vec();
+        assert!(decode::<crate::store::rows::ProfileRecord>(&v15).is_err());
+        let txn = db.begin_write().unwrap();
+        txn.open_table(PROFILES)
+            .unwrap()
+            .insert(("o", "v15"), v15.as_slice())
+            .unwrap();
+        profiles_gain_tests(&txn).unwrap();
+        profiles_gain_tests(&txn).unwrap();
+        let table = txn.open_table(PROFILES).unwrap();
+        let read: crate::store::rows::ProfileRecord =
+            decode(table.get(("o", "v15")).unwrap().unwrap().value()).unwrap();
+        assert_eq!(read, profile);
+        assert!(read.tests.is_empty() && !read.require_tests_pass);
     }
 
     #[test]

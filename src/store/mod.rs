@@ -24,6 +24,7 @@ mod people;
 mod read;
 mod reader;
 pub mod recordings;
+pub mod replays;
 pub mod rows;
 pub mod tables;
 mod voice;
@@ -32,6 +33,7 @@ mod wal;
 #[cfg(test)]
 pub(crate) use wal::faults::set_full as fill_log_disk;
 pub(crate) use wal::path_of as wal_path;
+pub mod webchat;
 mod webhooks;
 mod write;
 mod writer;

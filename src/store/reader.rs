@@ -88,6 +88,11 @@ pub trait Reader {
         self.record(PROFILES, (org, name))
     }
 
+    /// Whether `org` has a profile named `name` (nothing decoded).
+    fn profile_exists(&self, org: &str, name: &str) -> Result<bool> {
+        self.contains(PROFILES, (org, name))
+    }
+
     fn user(&self, id: &str) -> Result<Option<UserRecord>> {
         self.record(USERS, id)
     }
@@ -103,6 +108,9 @@ pub trait Reader {
 
     /// The id of the user with `email_key` (an email in lower case).
     fn user_id_by_email(&self, email_key: &str) -> Result<Option<String>>;
+
+    /// The display name of `org`'s campaign `name`, when it has one besides its name.
+    fn profile_label(&self, org: &str, name: &str) -> Result<Option<String>>;
 
     /// The first run's setup token, while one is stored.
     fn setup_token(&self) -> Result<Option<super::rows::SetupTokenRecord>> {
@@ -171,6 +179,12 @@ macro_rules! reader_for {
             fn user_id_by_email(&self, email_key: &str) -> Result<Option<String>> {
                 let table = self.open_read(USERS_BY_EMAIL)?;
                 let found = table.get(email_key)?;
+                Ok(found.map(|v| v.value().to_string()))
+            }
+
+            fn profile_label(&self, org: &str, name: &str) -> Result<Option<String>> {
+                let table = self.open_read(PROFILE_LABELS)?;
+                let found = table.get((org, name))?;
                 Ok(found.map(|v| v.value().to_string()))
             }
         }

@@ -508,6 +508,26 @@ impl Channel {
 
 // The engagement engine.
 
+/// A campaign as people name it: its profile's name, the id integrators use
+/// (`customerProfile`), and its display name ("Spring Solar Push"; the id when it has
+/// none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CampaignName {
+    pub id: String,
+    pub label: String,
+}
+
+impl CampaignName {
+    /// The display name of the campaign `id` among `names`; the id itself when it is not
+    /// among them (a lead's campaign deleted since).
+    pub fn label_of<'a>(names: &'a [CampaignName], id: &'a str) -> &'a str {
+        names
+            .iter()
+            .find(|c| c.id == id)
+            .map_or(id, |c| c.label.as_str())
+    }
+}
+
 /// A stored profile (postcard): every member is always present, empty meaning unset.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileRecord {
@@ -535,6 +555,40 @@ pub struct ProfileRecord {
     /// How a transfer reaches a person (none: cold, the numbers above, as before
     /// schema 14). The numbers stay in `transfer_number` / `fallback_transfer_number`.
     pub transfer: Option<TransferSettings>,
+    /// The profile's test conversations, run by every replay (none before schema 16).
+    pub tests: Vec<ProfileTest>,
+    /// A save that changes the instructions or the tools runs the tests first and is
+    /// refused when one fails.
+    pub require_tests_pass: bool,
+}
+
+/// A profile's test conversation: the lead's turns, and what the answers must do
+/// (`domain::settings::replays`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileTest {
+    pub name: String,
+    pub turns: Vec<String>,
+    pub expect: Vec<TestExpectation>,
+}
+
+/// One expectation of a test conversation: its turn (1-based) and check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestExpectation {
+    pub turn: u32,
+    pub check: TestCheck,
+}
+
+/// What one expectation checks of its turn's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TestCheck {
+    /// The tool was called.
+    Tool(String),
+    /// The tool was not called.
+    NotTool(String),
+    /// The answer contains the text (any case).
+    Contains(String),
+    /// The answer does not contain the text (any case).
+    NotContains(String),
 }
 
 /// A profile's transfer settings besides its numbers (`transfer` on the wire).
@@ -1563,10 +1617,12 @@ pub enum ConsentSource {
     Call,
     UnsubscribeLink,
     Timeout,
+    /// The web chat widget's consent box (`shared/spec/webchat.md`).
+    Webchat,
 }
 
 impl ConsentSource {
-    pub const ALL: [ConsentSource; 9] = [
+    pub const ALL: [ConsentSource; 10] = [
         ConsentSource::Import,
         ConsentSource::Api,
         ConsentSource::Console,
@@ -1576,6 +1632,7 @@ impl ConsentSource {
         ConsentSource::Call,
         ConsentSource::UnsubscribeLink,
         ConsentSource::Timeout,
+        ConsentSource::Webchat,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -1589,6 +1646,7 @@ impl ConsentSource {
             ConsentSource::Call => "call",
             ConsentSource::UnsubscribeLink => "unsubscribe_link",
             ConsentSource::Timeout => "timeout",
+            ConsentSource::Webchat => "webchat",
         }
     }
 

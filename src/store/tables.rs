@@ -38,6 +38,7 @@ macro_rules! all_tables {
         $apply!(RECORDING_UPLOADS);
         $apply!(ENGINE_SETTINGS);
         $apply!(PROFILES);
+        $apply!(PROFILE_LABELS);
         $apply!(ENGAGEMENTS);
         $apply!(AGENDA);
         $apply!(QUIET_DEFERRED);
@@ -79,6 +80,10 @@ macro_rules! all_tables {
         $apply!(MEETINGS_BY_LEAD);
         $apply!(ENROLMENT_JOBS);
         $apply!(ENROLMENT_BATCHES);
+        $apply!(WEBCHAT_SETTINGS);
+        $apply!(WEBCHAT_SESSIONS);
+        $apply!(WEBCHAT_BY_CREATED);
+        $apply!(REPLAYS);
     };
 }
 pub(crate) use all_tables;
@@ -170,6 +175,11 @@ pub const RECORDING_UPLOADS: TableDefinition<&str, &[u8]> =
 pub const ENGINE_SETTINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("engine_settings");
 /// (org, profile name) → `ProfileRecord`.
 pub const PROFILES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("profiles");
+/// (org, profile name) → the campaign's display name ("Spring Solar Push"), when it has
+/// one other than its name: apart from the profile so that lists of campaigns (every
+/// leads page) read names without decoding a profile.
+pub const PROFILE_LABELS: TableDefinition<(&str, &str), &str> =
+    TableDefinition::new("profile_labels");
 /// (org, lead id) → `EngagementRecord`: a lead's cadence position and the agenda rows it
 /// has pending (so they can be moved or removed without a scan).
 pub const ENGAGEMENTS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("engagements");
@@ -281,7 +291,7 @@ pub const NOTIFICATIONS_KEPT: usize = 200;
 /// (org, profile, counter) → u64: a campaign's leads that replied (`replied`, each
 /// once, an opt-out not), its numbers by step (`step:<n>:<metric>`:
 /// reached, sent, delivered, blocked, failed, repliesAfter) and by day
-/// (`day:<YYYY-MM-DD>:sends|replies`, UTC), kept in the write of each event that
+/// (`day:<YYYY-MM-DD>:sends|replies`, the organization's calendar day), kept in the write of each event that
 /// changes one (`domain::engagement::campaigns`). The numbers by lead state are
 /// counted-only facets of the lead index (`Facet::Campaign`).
 pub const CAMPAIGN_COUNTS: TableDefinition<(&str, &str, &str), u64> =
@@ -341,3 +351,19 @@ pub const ENROLMENT_JOBS: TableDefinition<(&str, &str), &[u8]> =
 /// the job was created; removed as the batch is run.
 pub const ENROLMENT_BATCHES: TableDefinition<(&str, &str, u32), &[u8]> =
     TableDefinition::new("enrolment_batches");
+
+/// org id → `WebchatSettings`: the organization's web chat (`webchat` of `/v1/org`),
+/// in a record of its own so the organization's other records keep their shape.
+pub const WEBCHAT_SETTINGS: TableDefinition<&str, &[u8]> = TableDefinition::new("webchat_settings");
+/// (org, session id) → `WebchatSession`: a website visitor's chat, its token's hash,
+/// its bounds' counters and its transcript (`domain::conversation::webchat`).
+pub const WEBCHAT_SESSIONS: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("webchat_sessions");
+/// (org, createdAt, session id) → (): the sessions by age, for the organization's hourly
+/// bound and the purge of sessions that never became leads.
+pub const WEBCHAT_BY_CREATED: TableDefinition<(&str, i64, &str), ()> =
+    TableDefinition::new("webchat_by_created");
+/// (org, replay id) → `ReplayRecord`: a replay of a profile's draft over past
+/// conversations, its progress and results (`store::replays`), kept 30 days and the
+/// newest 20 per organization.
+pub const REPLAYS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("replays");

@@ -145,6 +145,15 @@ pub struct EventStream {
 }
 
 impl EventStream {
+    /// The stream of an answer whose body is server-sent events.
+    pub fn of(response: hyper::Response<hyper::body::Incoming>) -> EventStream {
+        EventStream {
+            status: response.status().as_u16(),
+            body: response.into_body(),
+            buffer: String::new(),
+        }
+    }
+
     /// The next event (its lines; comments and `retry:` left out), or `None` when the
     /// stream ended or nothing came within `limit`.
     pub async fn next(&mut self, limit: std::time::Duration) -> Option<String> {

@@ -14,6 +14,7 @@
 //! - [`poll`](mod@poll): waiting until something happens, within a bound.
 //! - [`logs`]: [`Captured`], what the server logs.
 //! - [`serve`](mod@serve): the loopback HTTP/1.1 server under the fakes.
+//! - [`webchat`](mod@webchat): a website visitor's web chat requests and stream.
 //! - [`relay`]: [`RelayClient`], Twilio's side of a ConversationRelay WebSocket.
 //! - [`seaweed`]: [`seaweed::SeaweedFs`], a real S3-compatible object store for the
 //!   replication tests.
@@ -35,6 +36,7 @@ pub mod server;
 pub mod smtp;
 pub mod twilio;
 pub mod twilio_voice;
+pub mod webchat;
 pub mod webhooks;
 pub mod xandikos;
 

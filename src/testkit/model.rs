@@ -9,6 +9,14 @@
 //! is not JSON is 400 (both still recorded, so a wrong call shows in the log). Like
 //! llama.cpp's server, the fake can refuse every request asking for `response_format`
 //! `json_schema` ([`FakeModel::refuse_json_schema`]) without consuming the script.
+//!
+//! With neither a queued step nor a default set, the fake answers from the request's
+//! instructions (the system message), so a change of a profile's instructions changes
+//! its answers deterministically ([`instructed`]): a line `fake-model: call TOOL when
+//! the lead says "WORD"` calls `TOOL` (with `{}`) when the lead's last message holds
+//! WORD (any case), then answers `Done.` once the tool's result is back; a line
+//! `fake-model: answer with N characters` answers N characters; otherwise
+//! [`FakeModel::DEFAULT_TEXT`].
 
 use std::collections::VecDeque;
 
@@ -283,7 +291,7 @@ async fn answer(state: &State, parts: Parts, bytes: Bytes) -> hyper::Response<Fu
             .lock()
             .unwrap()
             .clone()
-            .unwrap_or_else(|| Step::text(FakeModel::DEFAULT_TEXT))
+            .unwrap_or_else(|| instructed(&request))
     });
     while let Step::Delay(delay, inner) = step {
         tokio::time::sleep(delay).await;
@@ -343,6 +351,56 @@ async fn answer(state: &State, parts: Parts, bytes: Bytes) -> hyper::Response<Fu
         Step::Raw(status, body) => respond(status, body),
         Step::Delay(..) => unreachable!("delays are unwrapped above"),
     }
+}
+
+/// The answer the request's instructions call for (see the module's doc).
+pub fn instructed(request: &Value) -> Step {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let system = messages
+        .first()
+        .filter(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    let last = messages.last().cloned().unwrap_or(Value::Null);
+    if last["role"] == "tool" {
+        return Step::text("Done.");
+    }
+    let lead_said = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_lowercase();
+    for line in system.lines() {
+        let Some(rule) = line.trim().strip_prefix("fake-model:") else {
+            continue;
+        };
+        let rule = rule.trim();
+        if let Some(rest) = rule.strip_prefix("call ") {
+            let mut parts = rest.splitn(2, " when the lead says ");
+            let (Some(tool), Some(word)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let word = word.trim().trim_matches('"').to_lowercase();
+            if !word.is_empty() && lead_said.contains(&word) {
+                return Step::tool(&format!("call_{tool}"), tool.trim(), json!({}));
+            }
+        } else if let Some(n) = rule
+            .strip_prefix("answer with ")
+            .and_then(|r| r.strip_suffix(" characters"))
+            .and_then(|n| n.trim().parse::<usize>().ok())
+        {
+            let text: String = "Lorem ipsum dolor sit amet. "
+                .chars()
+                .cycle()
+                .take(n)
+                .collect();
+            return Step::Text(text);
+        }
+    }
+    Step::text(FakeModel::DEFAULT_TEXT)
 }
 
 // Tests of the fake itself.
@@ -508,6 +566,33 @@ mod tests {
             json!("for the plain request")
         );
         assert_eq!(fake.count(), 2);
+    }
+
+    #[test]
+    fn fake_model_answers_from_its_instructions() {
+        let request = |system: &str, lead: &str| {
+            json!({"messages": [{"role": "system", "content": system},
+                                {"role": "user", "content": lead}]})
+        };
+        let book = "Be kind.\nfake-model: call book_meeting when the lead says \"time\"";
+        match instructed(&request(book, "What TIME works?")) {
+            Step::ToolCalls(calls) => assert_eq!(calls[0].name, "book_meeting"),
+            other => panic!("{other:?}"),
+        }
+        match instructed(&request(book, "hello")) {
+            Step::Text(text) => assert_eq!(text, FakeModel::DEFAULT_TEXT),
+            other => panic!("{other:?}"),
+        }
+        match instructed(&request("fake-model: answer with 1700 characters", "hi")) {
+            Step::Text(text) => assert_eq!(text.chars().count(), 1700),
+            other => panic!("{other:?}"),
+        }
+        let after_tool = json!({"messages": [{"role": "system", "content": book},
+            {"role": "user", "content": "a time?"}, {"role": "tool", "content": "{}"}]});
+        match instructed(&after_tool) {
+            Step::Text(text) => assert_eq!(text, "Done."),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

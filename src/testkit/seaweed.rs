@@ -146,6 +146,8 @@ impl SeaweedFs {
             retention: crate::config::DEFAULT_REPLICA_RETENTION,
             encryption_key_file: None,
             spool_max: crate::config::DEFAULT_REPLICA_SPOOL_MAX,
+            // Several parts even for a test's small database.
+            snapshot_part_bytes: 64 * 1024,
         }
     }
 

@@ -93,6 +93,11 @@ async fn settings_has_a_sub_navigation_with_one_page_per_section() {
             "Notifications",
         ),
         (
+            "Web chat",
+            "/console/settings/webchat",
+            "Put this on your website",
+        ),
+        (
             "Organization",
             "/console/settings/organization",
             "Business name",
@@ -123,6 +128,7 @@ async fn every_main_page_fits_a_phone_and_keeps_words_whole() {
         "/console/notifications",
         "/console/meetings",
         "/console/leads/l-1/meetings",
+        "/console/webchats",
     ]
     .iter()
     .map(|p| p.to_string())
@@ -138,6 +144,7 @@ async fn every_main_page_fits_a_phone_and_keeps_words_whole() {
         "consent",
         "calendars",
         "notifications",
+        "webchat",
     ] {
         pages.push(format!("/console/settings/{section}"));
     }

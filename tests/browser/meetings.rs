@@ -41,17 +41,31 @@ async fn a_calendar_is_made_a_meeting_booked_closed_and_canceled() {
     admin.goto("/console/settings/calendars").await;
     admin.wait_for_text("No calendar yet.").await;
     admin.fill("Name", "sales").await;
-    admin.fill("Time zone", "UTC").await;
+    admin.fill("Time zone", "Middle Earth").await;
     admin.fill("Monday", "nine to five").await;
+    admin.fill("Meeting length (minutes)", "lots").await;
     admin.click_button("Save calendar").await;
+    // One save: every refusal at once, each beside its field.
     admin
-        .wait_for_text("Monday: write the hours as 09:00-12:00, 13:00-17:00")
+        .wait_for_text("Not done: 3 fields need a change.")
         .await;
     assert!(admin
         .description("Monday")
         .await
         .contains("write the hours as"));
-    for day in DAYS {
+    assert!(admin
+        .description("Meeting length (minutes)")
+        .await
+        .contains("whole number from 5 to 480"));
+    assert!(admin
+        .description("Time zone")
+        .await
+        .contains("Choose a time zone from the list"));
+    // As people write them: a zone's common name, "9am-5pm".
+    admin.fill("Time zone", "UTC").await;
+    admin.fill("Meeting length (minutes)", "30").await;
+    admin.fill("Monday", "9am-5pm").await;
+    for day in DAYS.iter().skip(1) {
         admin.fill(day, "09:00-17:00").await;
     }
     admin.fill("Reminders", "24h, 1h").await;

@@ -323,3 +323,31 @@ async fn the_editor_chooses_the_calendar_the_screener_reply_and_the_voicemail() 
         "{saved}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_campaign_is_named_with_spaces_and_every_page_shows_that_name() {
+    let server = TestServer::start().await;
+    let admin = server.key("acme", "admin").await;
+    let browser = admin_browser(&server).await;
+    browser.click_link("Campaigns").await;
+    browser.click_link("New campaign").await;
+    browser.fill("Campaign name", "Spring Solar Push").await;
+    browser.fill("Instructions", "You are Sam.").await;
+    browser.fill("Text (step 1)", "Hi {{firstName}}").await;
+    browser.click_button("Save").await;
+    browser.wait_for_text("Funnel").await;
+    assert_eq!(browser.path().await, "/console/campaigns/spring-solar-push");
+    let saved = server
+        .get(&admin, "/v1/profiles/spring-solar-push")
+        .await
+        .json();
+    assert_eq!(saved["displayName"], json!("Spring Solar Push"));
+    // The editor shows the id only as the integrators' one.
+    browser.click_link("Edit campaign").await;
+    browser
+        .wait_for_text("ID for integrations: spring-solar-push")
+        .await;
+    // Leads: the filter and the "Add to campaign" choice read its name.
+    browser.click_link("Leads").await;
+    browser.select("Campaign", "Spring Solar Push").await;
+}

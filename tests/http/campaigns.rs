@@ -290,26 +290,70 @@ async fn the_editor_saves_like_the_api_and_its_playground_applies_nothing() {
     ];
     let mut bad = vec![
         ("op", "save"),
-        ("name", "no spaces allowed"),
+        ("display-name", "  "),
         ("instructions", "Be brief."),
     ];
     bad.extend(step.clone());
     let refused = post("/console/campaigns/new", bad).await;
     assert_eq!(refused.status, 200, "the form again, with the refusal");
     assert!(
-        refused.text().contains("Name: use 1 to 64 characters"),
+        refused
+            .text()
+            .contains("Campaign name: write the name your team will see"),
         "{}",
         refused.text()
     );
     let mut good = vec![
         ("op", "save"),
-        ("name", "wind"),
+        ("display-name", "Wind"),
         ("instructions", "Be brief."),
     ];
     good.extend(step.clone());
     assert_eq!(post("/console/campaigns/new", good).await.status, 303);
     let saved = expect(&ts.get(&org.read, "/v1/profiles/wind").await, 200);
     assert_eq!(saved["cadence"][0]["text"], json!("Hi"));
+    assert_eq!(saved["displayName"], json!("Wind"));
+
+    // A name with spaces: the id is derived, and a second campaign of the same name
+    // takes the next id rather than replacing the first.
+    for (i, expected) in ["spring-solar-push", "spring-solar-push-2"]
+        .iter()
+        .enumerate()
+    {
+        let text = if i == 0 { "First" } else { "Second" };
+        let mut named = vec![
+            ("op", "save"),
+            ("display-name", "Spring Solar Push"),
+            ("instructions", text),
+        ];
+        named.extend(step.clone());
+        let saved = post("/console/campaigns/new", named).await;
+        assert_eq!(saved.status, 303);
+        assert_eq!(
+            saved.headers["location"],
+            format!("/console/campaigns/{expected}").as_str()
+        );
+        let profile = expect(
+            &ts.get(&org.read, &format!("/v1/profiles/{expected}")).await,
+            200,
+        );
+        assert_eq!(profile["displayName"], json!("Spring Solar Push"));
+        assert_eq!(profile["instructions"], json!(text), "not replaced");
+    }
+    let list = ts
+        .console(
+            Method::GET,
+            "/console/campaigns",
+            Some(&boss.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert!(
+        list.text().contains(">Spring Solar Push</a>"),
+        "{}",
+        list.text()
+    );
 
     model.push(Step::tool("call_1", "mark_hot", json!({})));
     let mut tried = vec![

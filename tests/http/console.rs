@@ -373,9 +373,22 @@ async fn an_upload_needs_its_token_first_and_an_agent() {
     assert_eq!(refused.status, 403, "no token");
     let refused = upload(&ts, &session.cookie, &[("csrf", "wrong")]).await;
     assert_eq!(refused.status, 403, "a wrong token");
-    let preview = upload(&ts, &session.cookie, &[("csrf", &session.csrf)]).await;
+    let uploaded = upload(&ts, &session.cookie, &[("csrf", &session.csrf)]).await;
+    assert_eq!(uploaded.status, 303, "{}", uploaded.text());
+    let to = uploaded.headers["location"].to_str().unwrap().to_string();
+    let preview = ts
+        .console(Method::GET, &to, Some(&session.cookie), None, &[])
+        .await;
     assert_eq!(preview.status, 200, "{}", preview.text());
     assert!(preview.text().contains("What importing would do"));
+    // Another person's session cannot open it: uploads are per organization and the
+    // page reads only this organization's folder.
+    let other = ts.user("globex", "gx@example.com", "Gx", "agent").await;
+    let other = ts.sign_in("gx@example.com", &other).await;
+    let peek = ts
+        .console(Method::GET, &to, Some(&other.cookie), None, &[])
+        .await;
+    assert_eq!(peek.status, 404, "{}", peek.text());
     let leads = ts.get(&key, "/v1/leads/search?q=zed").await.json();
     assert_eq!(leads["total"], json!(0), "a preview imports nothing");
 
@@ -480,23 +493,33 @@ async fn profiles_named_with_quotes_accents_or_question_marks_open_and_new_is_re
             assert_eq!(page.status, 200, "{path}: {}", page.text());
         }
     }
-    // `new` is the new campaign's editor, never a profile's name.
+    // `new` is the new campaign's editor, never a profile's name: a campaign called
+    // "New" takes another id.
     let saved = ts
         .console_post(
             "/console/campaigns/new",
             &pat.cookie,
             &[
                 ("csrf", pat.csrf.as_str()),
-                ("name", "new"),
+                ("display-name", "new"),
                 ("op", "save"),
                 ("replyDelay", "5s"),
             ],
         )
         .await;
-    assert_eq!(saved.status, 200, "the form again: {}", saved.text());
-    assert!(saved.text().contains("Name: use 1 to 64 characters"));
+    assert_eq!(saved.status, 200, "the campaign's page: {}", saved.text());
     let r = ts.get(&admin, "/v1/profiles/new").await;
-    assert_eq!(r.status, 404, "nothing saved");
+    assert_eq!(r.status, 404, "no profile named new");
+    let r = ts.get(&admin, "/v1/profiles/campaign").await;
+    assert_eq!(r.json()["displayName"], json!("new"));
+    let put = ts
+        .put(
+            &admin,
+            "/v1/profiles/new",
+            &json!({"instructions": "Be brief."}),
+        )
+        .await;
+    assert_eq!(put.status, 400, "{}", put.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

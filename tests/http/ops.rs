@@ -204,7 +204,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 75] = [
+const ROUTES: [(&str, &str, &str); 84] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -248,6 +248,10 @@ const ROUTES: [(&str, &str, &str); 75] = [
     ("get_profile", "get", "/v1/profiles/{name}"),
     ("profile_stats", "get", "/v1/profiles/{name}/stats"),
     ("put_profile", "put", "/v1/profiles/{name}"),
+    ("create_replay", "post", "/v1/profiles/{name}/replays"),
+    ("list_replays", "get", "/v1/replays"),
+    ("get_replay", "get", "/v1/replays/{id}"),
+    ("cancel_replay", "post", "/v1/replays/{id}/cancel"),
     ("delete_profile", "delete", "/v1/profiles/{name}"),
     ("get_engagement", "get", "/v1/leads/{leadId}/engagement"),
     ("list_calendars", "get", "/v1/calendars"),
@@ -336,6 +340,27 @@ const ROUTES: [(&str, &str, &str); 75] = [
         "get",
         "/v1/providers/twilio/{orgId}/voice/{callId}/relay",
     ),
+    ("webchat_script", "get", "/webchat.js"),
+    (
+        "webchat_create_session",
+        "post",
+        "/webchat/{orgId}/sessions",
+    ),
+    (
+        "webchat_post_message",
+        "post",
+        "/webchat/{orgId}/sessions/{sessionId}/messages",
+    ),
+    (
+        "webchat_events",
+        "get",
+        "/webchat/{orgId}/sessions/{sessionId}/events",
+    ),
+    (
+        "webchat_contact",
+        "post",
+        "/webchat/{orgId}/sessions/{sessionId}/contact",
+    ),
 ];
 
 /// Does not compile once `Route` gains a variant: add the route to `ROUTES` and to
@@ -390,6 +415,10 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::GetProfile(_)
         | Route::ProfileStats(_)
         | Route::PutProfile(_)
+        | Route::CreateReplay(_)
+        | Route::ListReplays
+        | Route::GetReplay(_)
+        | Route::CancelReplay(_)
         | Route::DeleteProfile(_)
         | Route::GetEngagement(_)
         | Route::ListCalendars
@@ -417,7 +446,12 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::TwilioVoiceRecording(_, _)
         | Route::TwilioVoiceTransfer(_, _)
         | Route::TwilioVoiceWarm(_, _)
-        | Route::TwilioVoiceRelay(_, _) => true,
+        | Route::TwilioVoiceRelay(_, _)
+        | Route::WebchatScript
+        | Route::WebchatCreateSession(_)
+        | Route::WebchatPostMessage(_, _)
+        | Route::WebchatEvents(_, _)
+        | Route::WebchatContact(_, _) => true,
         // Any path's OPTIONS: described in the document's introduction, not as an
         // operation.
         Route::Options(_) => false,
@@ -568,4 +602,75 @@ async fn a_full_spool_pauses_replication_with_a_banner_for_admins_and_writes_go_
         )
         .await;
     assert!(!String::from_utf8_lossy(&page.body).contains("Replication to object storage"));
+}
+
+/// A snapshot larger than a part goes up in parts (64 KiB in the test kit), and a
+/// restore joins them into the database; a part altered in the bucket refuses the
+/// restore in words and leaves nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_goes_up_in_parts_and_an_altered_part_refuses_the_restore() {
+    use futures_util::StreamExt;
+    use object_store::{ObjectStoreExt, PutPayload};
+    let weed = engaged::testkit::seaweed::SeaweedFs::start().await;
+    let settings = weed.config("parts");
+    let ts = TestServer::start_with(|c| c.replica = Some(settings.clone())).await;
+    let admin = ts.key("acme", "admin").await;
+    for i in 0..3 {
+        let body = serde_json::json!({"id": format!("part-{i}"), "firstName": "Parted"});
+        assert_eq!(ts.post(&admin, "/v1/leads", &body).await.status, 201);
+    }
+    let bucket = engaged::replica::Bucket::open(&settings).expect("the bucket");
+    let parts = engaged::testkit::poll(
+        "the snapshot and its parts uploaded",
+        std::time::Duration::from_secs(60),
+        || async {
+            let mut names = Vec::new();
+            let mut listed = bucket.store.list(bucket.root().as_ref());
+            while let Some(meta) = listed.next().await {
+                names.push(meta.map_err(|e| e.to_string())?.location.to_string());
+            }
+            let parts: Vec<String> = names.into_iter().filter(|n| n.ends_with(".part")).collect();
+            let status = ts.get(&admin, "/v1/admin/replica").await.json();
+            if parts.len() >= 2 && status["lastSnapshotAt"].is_string() {
+                Ok(parts)
+            } else {
+                Err(format!("{parts:?} {status}"))
+            }
+        },
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("a directory");
+    let restored = engaged::replica::restore::restore(&settings, &dir.path().join("whole"), None)
+        .await
+        .expect("the restore");
+    assert!(restored.leads >= 3, "{restored:?}");
+
+    // One byte of a middle part altered: the part's checksum refuses it.
+    let middle = object_store::path::Path::from(parts[parts.len() / 2].as_str());
+    let mut bytes = bucket
+        .store
+        .get(&middle)
+        .await
+        .expect("the part")
+        .bytes()
+        .await
+        .expect("its bytes")
+        .to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    bucket
+        .store
+        .put(&middle, PutPayload::from(bytes))
+        .await
+        .expect("put back");
+    let target = dir.path().join("altered");
+    let refused = engaged::replica::restore::restore(&settings, &target, None)
+        .await
+        .expect_err("an altered part");
+    assert!(refused.contains("snapshot part"), "{refused}");
+    assert!(refused.contains("fails its checksum"), "{refused}");
+    assert!(
+        std::fs::read_dir(&target).map_or(true, |mut d| d.next().is_none()),
+        "nothing left behind"
+    );
 }

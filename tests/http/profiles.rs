@@ -78,10 +78,13 @@ async fn put_answers_the_whole_profile() {
     let profile = put_profile(&s.ts, &s.admin, "solar", &full()).await;
     let mut expected = full();
     expected["name"] = json!("solar");
+    expected["displayName"] = json!("solar");
     expected["calendar"] = Value::Null;
     expected["screeningReply"] = Value::Null;
     expected["voicemail"] = Value::Null;
     expected["transfer"] = Value::Null;
+    expected["tests"] = json!([]);
+    expected["requireTestsPass"] = json!(false);
     for field in ["createdAt", "updatedAt"] {
         time_of(&profile[field]);
         expected[field] = profile[field].clone();
@@ -184,6 +187,53 @@ async fn an_unknown_profile_is_404() {
         404,
         "Profile not found",
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_display_name_is_kept_until_changed_and_goes_with_the_profile() {
+    let s = start().await;
+    let named = full_with("displayName", json!("  Spring Solar Push "));
+    let profile = put_profile(&s.ts, &s.admin, "solar", &named).await;
+    assert_eq!(
+        profile["displayName"],
+        json!("Spring Solar Push"),
+        "trimmed"
+    );
+    // A PUT that leaves it out keeps it; the list shows it too.
+    let again = put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    assert_eq!(again["displayName"], json!("Spring Solar Push"));
+    let listed = expect(&s.ts.get(&s.read, "/v1/profiles").await, 200);
+    assert_eq!(
+        listed["profiles"][0]["displayName"],
+        json!("Spring Solar Push")
+    );
+    // Too long or a control character: refused, nothing changed.
+    for bad in [json!("x".repeat(81)), json!("Spring\nSolar"), json!(5)] {
+        let r =
+            s.ts.put(
+                &s.admin,
+                &profile_path("solar"),
+                &full_with("displayName", bad),
+            )
+            .await;
+        assert_put_refused(&r, "Invalid format for field: displayName");
+    }
+    let kept = expect(&s.ts.get(&s.read, &profile_path("solar")).await, 200);
+    assert_eq!(kept["displayName"], json!("Spring Solar Push"));
+    // Blank: named by its id again.
+    let cleared = put_profile(
+        &s.ts,
+        &s.admin,
+        "solar",
+        &full_with("displayName", json!("")),
+    )
+    .await;
+    assert_eq!(cleared["displayName"], json!("solar"));
+    // Deleted and made again: the old name does not come back.
+    put_profile(&s.ts, &s.admin, "solar", &named).await;
+    s.ts.delete(&s.admin, &profile_path("solar")).await;
+    let fresh = put_profile(&s.ts, &s.admin, "solar", &full()).await;
+    assert_eq!(fresh["displayName"], json!("solar"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

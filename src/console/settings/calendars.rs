@@ -17,7 +17,7 @@ use crate::console::layout;
 use crate::console::routes::{SettingsAction, SettingsSection};
 use crate::console::session::Visitor;
 use crate::domain::settings::calendars::{self, CalendarInput};
-use crate::domain::settings::clock::WEEKDAYS;
+use crate::domain::settings::clock::{read_span, WEEKDAYS};
 use crate::error::{Error, Result};
 use crate::providers::caldav::CalDav;
 use crate::store::calendars::CalendarRecord;
@@ -141,7 +141,8 @@ impl CalendarsSectionView {
                     Some(c) => { input type="hidden" name="name" value=(c.name); }
                     None => { (shown.field("name", "Name", "name", shown.value("name", ""), "Letters, digits and dashes, e.g. sales")) }
                 }
-                (shown.field("timeZone", "Time zone", "timeZone", shown.value("timeZone", &saved.time_zone), "An IANA zone, e.g. America/Chicago"))
+                (shown.listed_field("timeZone", "Time zone", "timeZone", shown.value("timeZone", &saved.time_zone), "Type to search: a city or a name such as Central Time.", Some("zones")))
+                (super::organization::zones_list())
                 fieldset {
                     legend { "Weekly hours (empty: closed)" }
                     @for (i, day) in WEEKDAYS.iter().enumerate() {
@@ -215,9 +216,12 @@ fn percent(text: &str) -> String {
 fn hours_of(day: &str, name: &str, line: &str) -> Result<Value> {
     let mut intervals = Vec::new();
     for part in line.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        // As people write them ("9am-5pm", "9:00 AM to 5:00 PM"); anything else is
+        // passed as written, for the API's refusal.
         let pair: Vec<&str> = part.split(['-', '–']).map(str::trim).collect();
-        match pair.as_slice() {
-            [start, end] if !start.is_empty() && !end.is_empty() => {
+        match (read_span(part), pair.as_slice()) {
+            (Some((start, end)), _) => intervals.push(json!([start, end])),
+            (None, [start, end]) if !start.is_empty() && !end.is_empty() => {
                 intervals.push(json!([start, end]))
             }
             _ => {
@@ -231,15 +235,26 @@ fn hours_of(day: &str, name: &str, line: &str) -> Result<Value> {
     Ok(Value::Array(intervals))
 }
 
-/// The form as the `PUT /v1/calendars/{name}` body, read by `CalendarInput::from_json`
-/// (a number that is not one is passed as text, for the API's refusal).
-fn input_of(form: &Form) -> Result<CalendarInput> {
+/// The form as the `PUT /v1/calendars/{name}` body, read by
+/// `CalendarInput::from_json_all` (a number that is not one is passed as text, for the
+/// API's refusal): the calendar, or every refusal at once, a day's line that is not
+/// hours among them.
+fn input_of(form: &Form) -> std::result::Result<CalendarInput, Vec<Error>> {
+    let mut refusals = Vec::new();
     let mut body = Map::new();
-    body.insert("timeZone".into(), json!(form.text("timeZone")));
+    // As people name zones ("Central Time", "chicago"); else as typed, for the refusal.
+    let zone = form.text("timeZone");
+    let zone = super::organization::read_zone(zone).unwrap_or_else(|| zone.to_string());
+    body.insert("timeZone".into(), json!(zone));
     let mut hours = Map::new();
     for (day, name) in WEEKDAYS.iter().zip(DAY_NAMES) {
         let line = form.text(&format!("hours-{day}"));
-        hours.insert((*day).to_string(), hours_of(day, name, line)?);
+        match hours_of(day, name, line) {
+            Ok(intervals) => {
+                hours.insert((*day).to_string(), intervals);
+            }
+            Err(e) => refusals.push(e),
+        }
     }
     body.insert("hours".into(), Value::Object(hours));
     for (member, _) in NUMBER_FIELDS {
@@ -276,7 +291,14 @@ fn input_of(form: &Form) -> Result<CalendarInput> {
         }
         body.insert("caldav".into(), caldav);
     }
-    CalendarInput::from_json(&body)
+    match CalendarInput::from_json_all(&body) {
+        Ok(input) if refusals.is_empty() => Ok(input),
+        Ok(_) => Err(refusals),
+        Err(more) => {
+            refusals.extend(more);
+            Err(refusals)
+        }
+    }
 }
 
 /// A refusal of `hours.mon[1]` or `reminders[0]` shown beside its form field.
@@ -296,8 +318,18 @@ pub(super) async fn save(state: &AppState, visitor: &Visitor, form: &Form) -> Re
     let caller = visitor.caller();
     let policy = state.engine.http_client().policy();
     let name = form.text("name").to_string();
-    calendars::check_name(&name)?;
-    let input = input_of(form).map_err(beside_field)?;
+    let mut refusals = Vec::new();
+    if let Err(e) = calendars::check_name(&name) {
+        refusals.push(e);
+    }
+    let input = match input_of(form) {
+        Ok(input) if refusals.is_empty() => input,
+        Ok(_) => return Ok(Outcome::Show(Shown::refusals(&refusals, form.clone()))),
+        Err(more) => {
+            refusals.extend(more.into_iter().map(beside_field));
+            return Ok(Outcome::Show(Shown::refusals(&refusals, form.clone())));
+        }
+    };
     state
         .store
         .write(move |tx| calendars::put(tx, &caller, &name, &input, policy))
@@ -394,17 +426,50 @@ mod tests {
         assert_eq!(input.numbers[0], 45);
         assert_eq!(input.reminders, ["24h", "1h"]);
         assert_eq!(hours_line(&input.hours[0]), "09:00-12:00, 13:00-17:00");
+        let typed = Form::parse(b"timeZone=UTC&hours-mon=9am-12pm%2C+1pm+to+5%3A30pm").unwrap();
+        let input = input_of(&typed).unwrap();
+        assert_eq!(input.hours[0], vec![(540, 720), (780, 1050)]);
 
         let bad = Form::parse(b"timeZone=UTC&hours-tue=nine+to+five").unwrap();
         let e = input_of(&bad).unwrap_err();
-        assert_eq!(e.refused_field(), Some("hours.tue"));
+        assert_eq!(e[0].refused_field(), Some("hours.tue"));
         let late = Form::parse(b"timeZone=UTC&hours-mon=12%3A00-09%3A00").unwrap();
-        let e = beside_field(input_of(&late).unwrap_err());
-        assert_eq!(e.refused_field(), Some("hours.mon"));
+        let e = input_of(&late).unwrap_err().into_iter().map(beside_field);
+        let fields: Vec<String> = e
+            .map(|e| e.refused_field().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(fields, ["hours.mon"]);
         let words = Form::parse(b"timeZone=UTC&meetingMinutes=lots").unwrap();
         assert_eq!(
-            input_of(&words).unwrap_err().to_string(),
+            input_of(&words).unwrap_err()[0].to_string(),
             "meetingMinutes must be a whole number from 5 to 480"
+        );
+    }
+
+    #[test]
+    fn one_save_finds_every_refusal_of_the_form() {
+        let form = Form::parse(
+            b"timeZone=Middle+Earth&hours-mon=9-25&hours-tue=nine+to+five&hours-wed=09%3A00-17%3A00\
+              &meetingMinutes=lots&daysAhead=999&owner-email=not-an-email&reminders=soon",
+        )
+        .unwrap();
+        let refusals = input_of(&form).unwrap_err();
+        let fields: Vec<String> = refusals
+            .into_iter()
+            .map(beside_field)
+            .map(|e| e.refused_field().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "hours.tue",
+                "timeZone",
+                "hours.mon",
+                "meetingMinutes",
+                "daysAhead",
+                "owner.email",
+                "reminders"
+            ]
         );
     }
 }

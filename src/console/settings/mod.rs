@@ -19,6 +19,7 @@ mod notifications;
 mod organization;
 mod people;
 mod providers;
+mod webchat;
 mod webhooks;
 
 use hyper::{Response, StatusCode};
@@ -147,7 +148,8 @@ impl Outcome {
 
 /// A refusal of a format as a person reads it beside the field, not the API's words.
 fn in_words(field: &str, message: String) -> String {
-    if !message.starts_with("Invalid format") {
+    let unknown_zone = field == "timeZone" && message.starts_with("Unknown time zone");
+    if !message.starts_with("Invalid format") && !unknown_zone {
         return message;
     }
     match field {
@@ -253,6 +255,12 @@ fn render(
         SettingsSection::Notifications => {
             notifications::NotificationsSectionView::of(&read, org_id, &zone)?.view()
         }
+        SettingsSection::Webchat => webchat::WebchatSectionView::of(
+            read.webchat_settings(org_id)?,
+            org_id,
+            state.engine.public_url(),
+        )
+        .view(visitor, &shown),
     };
     let markup = layout::page(
         &format!("{} · Settings", section.title()),
@@ -292,6 +300,7 @@ pub async fn act(
     let outcome = match action {
         SettingsAction::SaveOrg => organization::save(state, visitor, form).await,
         SettingsAction::SaveConsent => consent::save(state, visitor, form).await,
+        SettingsAction::SaveWebchat => webchat::save(state, visitor, form).await,
         SettingsAction::SaveAssistant => assistant::save(state, visitor, form).await,
         SettingsAction::TestAssistant => assistant::test(state, visitor).await,
         SettingsAction::SaveProviders => providers::save(state, visitor, form).await,

@@ -82,9 +82,7 @@ impl OrgSectionView {
                     (shown.field("business-name", "Business name", "business.name", shown.value("business-name", &self.business_name), "How texts name the business."))
                     (shown.field("help-text", "Help text", "business.helpText", shown.value("help-text", &self.help_text), "The answer to HELP."))
                     (shown.listed_field("time-zone", "Time zone", "timeZone", shown.value("time-zone", &self.time_zone), "Type to search: a city or a name such as Central Time.", Some("zones")))
-                    datalist #zones {
-                        @for tz in chrono_tz::TZ_VARIANTS.iter() { option value=(tz.name()) {} }
-                    }
+                    (zones_list())
                     (shown.listed_field("default-country", "Default country", "defaultCountry", shown.value("default-country", &self.default_country), "Imports read phones without + in this country (US, United States, ...).", Some("countries")))
                     datalist #countries {
                         @for (_, code) in COUNTRY_NAMES { option value=(code) {} }
@@ -166,7 +164,7 @@ const ZONE_NAMES: [(&[&str], &str); 8] = [
 
 /// A time zone as a person types it ("Central Time", "chicago", "america/chicago") as its
 /// IANA name; `None` when no zone is meant.
-fn read_zone(typed: &str) -> Option<String> {
+pub(super) fn read_zone(typed: &str) -> Option<String> {
     let wanted = typed.trim().to_ascii_lowercase();
     let wanted = wanted.trim_end_matches(" (us)").trim();
     if let Some((_, zone)) = ZONE_NAMES.iter().find(|(names, _)| names.contains(&wanted)) {
@@ -181,6 +179,15 @@ fn read_zone(typed: &str) -> Option<String> {
             lower == city || lower.rsplit('/').next() == Some(city.as_str())
         })
         .map(str::to_string)
+}
+
+/// The `<datalist>` of every IANA zone (`zones`) a time zone field offers.
+pub(super) fn zones_list() -> Markup {
+    html! {
+        datalist #zones {
+            @for tz in chrono_tz::TZ_VARIANTS.iter() { option value=(tz.name()) {} }
+        }
+    }
 }
 
 /// Countries as people name them, to their ISO code.

@@ -12,3 +12,4 @@ pub mod handling;
 pub mod hold;
 pub mod inbound;
 pub mod unsubscribe_links;
+pub mod webchat;

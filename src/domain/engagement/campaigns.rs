@@ -63,11 +63,14 @@ fn step_metrics(status: Option<SendStatus>) -> &'static [&'static str] {
     }
 }
 
-fn day(at: Micros) -> String {
-    chrono::DateTime::from_timestamp_micros(at)
-        .unwrap_or_default()
-        .format("%Y-%m-%d")
-        .to_string()
+/// The organization's calendar day of `at` (`YYYY-MM-DD` in its time zone, UTC when
+/// it names none), the day a counter of the chart adds to.
+fn day(at: Micros, zone: &str) -> String {
+    let at = chrono::DateTime::from_timestamp_micros(at).unwrap_or_default();
+    match zone.parse::<chrono_tz::Tz>() {
+        Ok(tz) => at.with_timezone(&tz).format("%Y-%m-%d").to_string(),
+        Err(_) => at.format("%Y-%m-%d").to_string(),
+    }
 }
 
 /// Moves lead `lead`'s campaign counters for event (`kind`) written with `new` over
@@ -108,14 +111,14 @@ pub fn on_event(
             return Ok(());
         };
         // A STOP (an opt-out keyword or a definite revocation) is not a reply.
-        let own = tx.engine_settings(org)?.opt_out_keywords;
-        if is_opt_out(shape.text(), &own) {
+        let settings = tx.engine_settings(org)?;
+        if is_opt_out(shape.text(), &settings.opt_out_keywords) {
             return Ok(());
         }
         tx.add_campaign_count(
             org,
             &e.profile,
-            &format!("day:{}:replies", day(created_at)),
+            &format!("day:{}:replies", day(created_at, &settings.time_zone)),
             1,
         )?;
         // Leads, not messages: each lead counts once in `replied` and once per step.
@@ -156,7 +159,9 @@ pub fn on_event(
         tx.add_campaign_count(org, &profile, &format!("step:{step}:{metric}"), 1)?;
     }
     if old.is_none() {
-        tx.add_campaign_count(org, &profile, &format!("day:{}:sends", day(created_at)), 1)?;
+        let zone = tx.engine_settings(org)?.time_zone;
+        let key = format!("day:{}:sends", day(created_at, &zone));
+        tx.add_campaign_count(org, &profile, &key, 1)?;
     }
     Ok(())
 }
@@ -245,7 +250,12 @@ pub fn stats(read: &ReadTx, org: &str, name: &str) -> Result<Value> {
         })
         .collect();
     out.insert("steps".into(), Value::Array(steps));
-    let today = Utc::now().date_naive();
+    // Days as the organization lives them: its zone's today and back.
+    let zone = read.engine_settings(org)?.time_zone;
+    let today = match zone.parse::<chrono_tz::Tz>() {
+        Ok(tz) => Utc::now().with_timezone(&tz).date_naive(),
+        Err(_) => Utc::now().date_naive(),
+    };
     let days: Vec<Value> = (0..CHART_DAYS)
         .rev()
         .map(|back| {
@@ -321,4 +331,21 @@ pub async fn set_paused(store: &Store, caller: &Caller, name: &str, paused: bool
             .await?;
     }
     Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_adds_to_the_organizations_own_day() {
+        // 03:00 UTC on the 28th is still the 27th in Chicago, already the 28th in Tokyo.
+        let at = chrono::DateTime::parse_from_rfc3339("2026-11-28T03:00:00Z")
+            .unwrap()
+            .timestamp_micros();
+        assert_eq!(day(at, "America/Chicago"), "2026-11-27");
+        assert_eq!(day(at, "Asia/Tokyo"), "2026-11-28");
+        assert_eq!(day(at, "UTC"), "2026-11-28");
+        assert_eq!(day(at, ""), "2026-11-28", "no zone: UTC");
+    }
 }

@@ -356,7 +356,10 @@ pub fn answer_unanswered(tx: &mut WriteTx, org: &str, lead: &LeadRecord) -> Resu
         return Ok(());
     };
     let own = tx.engine_settings(org)?.opt_out_keywords;
+    // A web chat's line is answered in the chat (`engine::webchat`), never by text.
+    let web = data.get("channel").and_then(serde_json::Value::as_str) == Some("webchat");
     if shape.owner != Owner::Lead
+        || web
         || crate::domain::contact::keywords::is_keyword_traffic(&shape, data, &own)
     {
         return Ok(());

@@ -67,6 +67,11 @@ pub fn keep_name(data_dir: &Path, org: &str, token: &str, name: &str) {
     }
 }
 
+/// The file name kept for upload `token` ("" when none was kept).
+pub fn kept_name(data_dir: &Path, org: &str, token: &str) -> String {
+    std::fs::read_to_string(name_path(data_dir, org, token)).unwrap_or_default()
+}
+
 /// An upload waiting for its import: a preview nobody imported (yet).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {

@@ -78,6 +78,30 @@ pub struct CaldavInput {
     pub password: Option<String>,
 }
 
+/// The days a calendar's `hours` may name.
+const WEEKDAYS_IN_HOURS: usize = 7;
+
+/// Takes the member a refusal of `field` names (`hours.mon[0]`: the day; `owner.email`:
+/// the owner's email; `timeZone`: read as UTC) out of `body`, so that the rest can be
+/// read; false when nothing could be set aside.
+fn set_aside(body: &mut Map<String, Value>, field: &str) -> bool {
+    let root_end = field.find(['.', '[']).unwrap_or(field.len());
+    let (root, rest) = field.split_at(root_end);
+    if root == "timeZone" {
+        let utc = Value::String("UTC".into());
+        return body.insert(root.into(), utc.clone()) != Some(utc);
+    }
+    if let (Some(inner), Some(Value::Object(members))) =
+        (rest.strip_prefix('.'), body.get_mut(root))
+    {
+        let member = inner.split(['.', '[']).next().unwrap_or_default();
+        if members.remove(member).is_some() {
+            return true;
+        }
+    }
+    body.remove(root).is_some()
+}
+
 fn present<'a>(body: &'a Map<String, Value>, member: &str) -> Option<&'a Value> {
     body.get(member).filter(|v| !v.is_null())
 }
@@ -107,6 +131,34 @@ fn clock(value: &Value, end: bool) -> Option<u16> {
 
 impl CalendarInput {
     /// Reads a `PUT /v1/calendars/{name}` body: unknown members first, then each member.
+    /// Reads a body for every refusal at once (a form's save): each refused member is
+    /// set aside (a refused `timeZone` read as UTC, a refused day of `hours` or member
+    /// of `owner` alone) and the rest read again, until it reads; `Err` lists the
+    /// refusals in the order [`CalendarInput::from_json`] meets them, its own first.
+    pub fn from_json_all(
+        body: &Map<String, Value>,
+    ) -> std::result::Result<CalendarInput, Vec<Error>> {
+        let mut body = body.clone();
+        let mut refusals = Vec::new();
+        // Each round sets one member aside, so there are at most as many as members.
+        for _ in 0..=MEMBERS.len() + WEEKDAYS_IN_HOURS + 2 {
+            match CalendarInput::from_json(&body) {
+                Ok(input) if refusals.is_empty() => return Ok(input),
+                Ok(_) => return Err(refusals),
+                Err(e) => {
+                    let set_aside = e
+                        .refused_field()
+                        .is_some_and(|field| set_aside(&mut body, field));
+                    refusals.push(e);
+                    if !set_aside {
+                        return Err(refusals);
+                    }
+                }
+            }
+        }
+        Err(refusals)
+    }
+
     pub fn from_json(body: &Map<String, Value>) -> Result<CalendarInput> {
         if let Some(unknown) = body.keys().find(|k| !MEMBERS.contains(&k.as_str())) {
             return Err(Error::unknown_field(unknown));

@@ -11,9 +11,11 @@ pub mod clock;
 pub mod email;
 pub mod org;
 pub mod profiles;
+pub mod replays;
 pub mod templates;
 pub mod transfer;
 pub mod twilio;
+pub mod webchat;
 
 use serde_json::Value;
 

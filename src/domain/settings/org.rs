@@ -19,6 +19,7 @@ use crate::domain::records::written::{Reaction, Written};
 use crate::domain::settings::clock::{parse_hhmm, WEEKDAYS};
 use crate::domain::settings::email::SmtpPatch;
 use crate::domain::settings::twilio::TwilioPatch;
+use crate::domain::settings::webchat::WebchatPatch;
 use crate::domain::settings::{bound_secret, Endpoint};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
@@ -27,6 +28,7 @@ use crate::store::rows::{
     AssistantSettings, ConsentRequired, ConsentRequirement, EngineSettings, KeypadDigit, OrgRecord,
     OrgSettings, ProviderSettings, Purpose, RevocationScope,
 };
+use crate::store::webchat::WebchatSettings;
 use crate::store::Reader;
 use crate::store::WriteTx;
 
@@ -193,6 +195,8 @@ enum Change {
     /// Normalized, each once.
     OptOutKeywords(Vec<String>),
     RevocationScope(RevocationScope),
+    /// `webchat`: its members merged into what was set.
+    Webchat(WebchatPatch),
 }
 
 /// How one member of `PATCH /v1/org`'s body becomes a change: its name (for the
@@ -260,6 +264,10 @@ const SETTINGS: &[(&str, Setter)] = &[
                 "revocationScope is all (every channel) or channel",
             )
         })?);
+        Ok(())
+    }),
+    ("webchat", |p, _, v| {
+        p.webchat(WebchatPatch::from_json(v)?);
         Ok(())
     }),
     ("smsVoiceOptOutCoupled", |p, name, v| {
@@ -544,6 +552,11 @@ impl OrgPatch {
     }
 
     /// What a definite revocation unsubscribes: every channel, or the one it came on.
+    /// `webchat`: the members given, merged into what was set.
+    pub fn webchat(&mut self, patch: WebchatPatch) {
+        self.changes.push(Change::Webchat(patch));
+    }
+
     pub fn revocation_scope(&mut self, scope: RevocationScope) {
         self.changes.push(Change::RevocationScope(scope));
     }
@@ -860,6 +873,7 @@ pub fn update(
     let mut s: OrgSettings = org.settings.clone();
     let mut engine = tx.engine_settings(&caller.org_id)?;
     let engine_before = engine.clone();
+    let mut webchat: Option<WebchatSettings> = None;
     for change in patch.changes {
         let e = &mut engine;
         match change {
@@ -883,6 +897,13 @@ pub fn update(
             Change::ConsentRequired(pairs) => e.consent_required = ConsentRequired(pairs),
             Change::OptOutKeywords(words) => e.opt_out_keywords = words,
             Change::RevocationScope(scope) => e.revocation_scope = scope,
+            Change::Webchat(patch) => {
+                let before = match webchat.take() {
+                    Some(s) => s,
+                    None => tx.webchat_settings(&caller.org_id)?,
+                };
+                webchat = Some(patch.merged(before));
+            }
             Change::Providers(channels) => {
                 let mut chosen = [
                     ProviderSettings::default(),
@@ -920,6 +941,15 @@ pub fn update(
         return Err(Error::BadRequest(
             crate::domain::settings::twilio::NEEDS_PUBLIC_URL.into(),
         ));
+    }
+    if let Some(webchat) = &webchat {
+        if !webchat.profile.is_empty() && tx.profile(&caller.org_id, &webchat.profile)?.is_none() {
+            return Err(Error::field(
+                "webchat.profile",
+                format!("webchat.profile names no profile: {}", webchat.profile),
+            ));
+        }
+        tx.put_webchat_settings(&caller.org_id, webchat)?;
     }
     let quiet_changed =
         s.quiet_hours != org.settings.quiet_hours || engine.time_zone != engine_before.time_zone;

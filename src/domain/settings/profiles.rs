@@ -22,8 +22,8 @@ use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::store::calendars::CalendarReader;
 use crate::store::rows::{
-    DispositionRecord, OnMachine, ProfileRecord, Purpose, StepRecord, TransferSettings,
-    VoicemailRecord,
+    DispositionRecord, OnMachine, ProfileRecord, ProfileTest, Purpose, StepRecord,
+    TransferSettings, VoicemailRecord,
 };
 use crate::store::{Flow, ReadTx, Reader, WriteTx};
 
@@ -43,6 +43,7 @@ pub fn default_reply_delay() -> String {
 pub const MAX_NAME_CHARS: usize = 64;
 
 const MEMBERS: &[&str] = &[
+    "displayName",
     "instructions",
     "cadence",
     "replyDelay",
@@ -54,10 +55,57 @@ const MEMBERS: &[&str] = &[
     "screeningReply",
     "voicemail",
     "transfer",
+    "tests",
+    "requireTestsPass",
 ];
 const VOICEMAIL_MEMBERS: &[&str] = &["text", "onMachine"];
 const STEP_MEMBERS: &[&str] = &["after", "channel", "text", "subject", "purpose"];
 const DISPOSITION_MEMBERS: &[&str] = &["id", "name", "description"];
+
+/// The longest display name of a campaign, in characters.
+pub const MAX_DISPLAY_NAME_CHARS: usize = 80;
+
+/// 400 `Invalid format for field: displayName` unless `label` may be a campaign's
+/// display name: at most [`MAX_DISPLAY_NAME_CHARS`] characters, no control character
+/// (blank says none: the campaign is named by its id).
+pub fn check_display_name(label: &str) -> Result<()> {
+    if label.chars().count() <= MAX_DISPLAY_NAME_CHARS && !label.chars().any(char::is_control) {
+        Ok(())
+    } else {
+        Err(Error::invalid_field("displayName"))
+    }
+}
+
+/// The id a new campaign named `label` takes: its words in lower case joined by `-`
+/// ("Spring Solar Push" → `spring-solar-push`), cut to [`MAX_NAME_CHARS`], followed by
+/// `-2`, `-3` … while `taken` says the id is used; `campaign` when no letter or digit
+/// is left.
+pub fn id_for(label: &str, mut taken: impl FnMut(&str) -> Result<bool>) -> Result<String> {
+    let mut base = String::new();
+    for word in label
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if !base.is_empty() {
+            base.push('-');
+        }
+        base.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    let mut base: String = base.chars().take(MAX_NAME_CHARS - 4).collect();
+    if base.ends_with('-') {
+        base.pop();
+    }
+    if base.is_empty() || base == RESERVED_NAME {
+        base = "campaign".to_string();
+    }
+    let mut id = base.clone();
+    let mut n = 2;
+    while taken(&id)? {
+        id = format!("{base}-{n}");
+        n += 1;
+    }
+    Ok(id)
+}
 
 /// A name no profile may take: the console's path of the new profile's editor.
 pub const RESERVED_NAME: &str = "new";
@@ -90,6 +138,8 @@ pub fn check_name(name: &str) -> Result<()> {
 /// (`cadence[2].text`) when it has one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProfileInput {
+    /// The name people read (blank: the id); `None` keeps the one stored.
+    pub display_name: Option<String>,
     pub instructions: String,
     pub cadence: Vec<StepInput>,
     /// A duration (`30s`); none: the default.
@@ -110,6 +160,12 @@ pub struct ProfileInput {
     /// How a transfer reaches a person (`Some(None)`: cold, as the numbers say); `None`
     /// keeps the one stored.
     pub transfer: Option<Option<TransferSettings>>,
+    /// The test conversations (`domain::settings::replays`); `None` keeps the ones
+    /// stored (the console's editor, which does not show them).
+    pub tests: Option<Vec<ProfileTest>>,
+    /// Whether a save that changes the instructions or tools must pass the tests;
+    /// `None` keeps the one stored.
+    pub require_tests_pass: Option<bool>,
 }
 
 /// One step of a cadence, as written.
@@ -172,6 +228,15 @@ impl ProfileInput {
     /// Reads a body's members and their types, and their rules too when `rules` says.
     fn read_json(body: &Map<String, Value>, rules: Rules) -> Result<ProfileInput> {
         refuse_unknown(body, MEMBERS, "")?;
+
+        let display_name = match present(body, "displayName") {
+            None => None,
+            Some(Value::String(text)) => Some(text.trim().to_string()),
+            Some(_) => return Err(Error::invalid_field("displayName")),
+        };
+        if let Some(label) = &display_name {
+            rules.hold(check_display_name(label))?;
+        }
 
         let instructions = optional_text(body, "instructions", "instructions")?;
         rules.hold(check_instructions(&instructions))?;
@@ -244,7 +309,15 @@ impl ProfileInput {
             rules.hold(check_spoken("voicemail.text", &voicemail.text))?;
         }
 
+        let tests = super::replays::tests_of(present(body, "tests"))?;
+        let require_tests_pass = match present(body, "requireTestsPass") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return Err(Error::invalid_field("requireTestsPass")),
+        };
+
         Ok(ProfileInput {
+            display_name,
             instructions,
             cadence,
             reply_delay,
@@ -256,6 +329,8 @@ impl ProfileInput {
             screening_reply: Some(screening_reply),
             voicemail: Some(voicemail),
             transfer: Some(transfer),
+            tests: Some(tests),
+            require_tests_pass: Some(require_tests_pass),
         })
     }
 
@@ -263,6 +338,9 @@ impl ProfileInput {
     /// `created_at` and `updated_at` are left 0 for the caller to set.
     pub fn record(&self, name: &str) -> Result<ProfileRecord> {
         check_name(name)?;
+        if let Some(label) = &self.display_name {
+            check_display_name(label)?;
+        }
         check_instructions(&self.instructions)?;
         check_step_count(self.cadence.len())?;
         let cadence = self
@@ -313,6 +391,8 @@ impl ProfileInput {
             screening_reply: screening_reply.to_string(),
             voicemail,
             transfer,
+            tests: self.tests.clone().unwrap_or_default(),
+            require_tests_pass: self.require_tests_pass.unwrap_or(false),
         })
     }
 }
@@ -378,6 +458,13 @@ impl ProfileInput {
         out.check("name", check_name(name), || {
             format!("Name: use 1 to {MAX_NAME_CHARS} characters without spaces or /, other than \"{RESERVED_NAME}\"")
         });
+        if let Some(label) = &self.display_name {
+            out.check("displayName", check_display_name(label), || {
+                format!(
+                    "Campaign name: write at most {MAX_DISPLAY_NAME_CHARS} characters on one line"
+                )
+            });
+        }
         out.check(
             "instructions",
             check_instructions(&self.instructions),
@@ -831,8 +918,8 @@ fn duration_ms(text: &str) -> Option<u64> {
     u64::try_from(duration.as_millis()).ok()
 }
 
-/// The wire shape of a profile.
-pub fn view(p: &ProfileRecord) -> Value {
+/// The wire shape of a profile whose display name is `label` (none: its name).
+pub fn view(p: &ProfileRecord, label: Option<&str>) -> Value {
     let cadence: Vec<Value> = p
         .cadence
         .iter()
@@ -858,6 +945,7 @@ pub fn view(p: &ProfileRecord) -> Value {
         .collect();
     json!({
         "name": p.name,
+        "displayName": label.unwrap_or(&p.name),
         "instructions": p.instructions,
         "cadence": cadence,
         "replyDelay": p.reply_delay,
@@ -869,6 +957,8 @@ pub fn view(p: &ProfileRecord) -> Value {
         "screeningReply": non_empty(&p.screening_reply),
         "voicemail": p.voicemail.as_ref().map(|v| json!({"text": v.text, "onMachine": v.on_machine.as_str()})),
         "transfer": transfer::view(p.transfer.as_ref(), &p.transfer_number, &p.fallback_transfer_number),
+        "tests": super::replays::tests_view(&p.tests),
+        "requireTestsPass": p.require_tests_pass,
         "createdAt": crate::time::format(p.created_at),
         "updatedAt": crate::time::format(p.updated_at),
     })
@@ -908,6 +998,12 @@ pub fn put(
     if input.voicemail.is_none() {
         profile.voicemail = old.as_ref().and_then(|o| o.voicemail.clone());
     }
+    if input.tests.is_none() {
+        profile.tests = old.as_ref().map(|o| o.tests.clone()).unwrap_or_default();
+    }
+    if input.require_tests_pass.is_none() {
+        profile.require_tests_pass = old.as_ref().is_some_and(|o| o.require_tests_pass);
+    }
     if input.screening_reply.is_none() {
         profile.screening_reply = old
             .as_ref()
@@ -921,6 +1017,13 @@ pub fn put(
     profile.created_at = old.map_or(now, |old| old.created_at);
     profile.updated_at = now;
     tx.put_profile(&caller.org_id, &profile)?;
+    if let Some(label) = &input.display_name {
+        tx.put_profile_label(
+            &caller.org_id,
+            name,
+            Some(label.as_str()).filter(|l| !l.is_empty()),
+        )?;
+    }
     Ok(profile)
 }
 
@@ -946,6 +1049,30 @@ pub fn put_or_refusals(
         }])),
         Err(error) => Err(error),
     }
+}
+
+/// The console's "New campaign": the profile written under an id derived from its
+/// display name ([`id_for`]; never one in use, so no campaign is replaced), its id; or
+/// every refusal at once, a blank name among them.
+pub fn create_or_refusals(
+    tx: &mut WriteTx,
+    caller: &Caller,
+    input: &ProfileInput,
+) -> Result<std::result::Result<String, Vec<Refusal>>> {
+    let label = input.display_name.as_deref().unwrap_or_default().trim();
+    if label.is_empty() {
+        let mut refusals = vec![Refusal {
+            field: "displayName".to_string(),
+            error: Error::invalid_field("displayName"),
+            words: "Campaign name: write the name your team will see, such as Spring Solar Push"
+                .to_string(),
+        }];
+        refusals.extend(input.refusals("campaign"));
+        return Ok(Err(refusals));
+    }
+    let org = caller.org_id.clone();
+    let id = id_for(label, |id| tx.profile_exists(&org, id))?;
+    Ok(put_or_refusals(tx, caller, &id, input)?.map(|p| p.name))
 }
 
 /// `DELETE /v1/profiles/{name}`: the cadences that follow it stop (`profile_deleted`,
@@ -985,7 +1112,8 @@ pub fn list(
             more = true;
             return Ok(Flow::Stop);
         }
-        let shown = view(&profile);
+        let label = read.profile_label(&caller.org_id, &profile.name)?;
+        let shown = view(&profile, label.as_deref());
         bytes += serde_json::to_vec(&shown).map_or(0, |b| b.len());
         last = Some(profile.name);
         items.push(shown);
@@ -1004,6 +1132,28 @@ pub fn find(read: &ReadTx, caller: &Caller, name: &str) -> Result<ProfileRecord>
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_campaign_id_is_derived_from_its_name_and_never_taken() {
+        let free = |_: &str| Ok(false);
+        let id = |label: &str| id_for(label, free).unwrap();
+        assert_eq!(id("Spring Solar Push"), "spring-solar-push");
+        assert_eq!(id("  Café — Été 2027! "), "café-été-2027");
+        assert_eq!(id("new"), "campaign");
+        assert_eq!(id("!!!"), "campaign");
+        let long = id(&"word ".repeat(40));
+        assert!(
+            is_valid_name(&long) && long.chars().count() <= MAX_NAME_CHARS,
+            "{long}"
+        );
+        assert!(!long.ends_with('-'));
+        let taken = ["spring".to_string(), "spring-2".to_string()];
+        let next = id_for("Spring", |id| Ok(taken.iter().any(|t| t == id))).unwrap();
+        assert_eq!(next, "spring-3");
+        assert!(check_display_name("Spring Solar Push").is_ok());
+        assert!(check_display_name(&"x".repeat(81)).is_err());
+        assert!(check_display_name("a\tb").is_err());
+    }
+
     use super::*;
 
     /// The API's path: the name, then the body.
@@ -1567,9 +1717,10 @@ mod tests {
         p.created_at = 0;
         p.updated_at = 1_000_000;
         assert_eq!(
-            view(&p),
+            view(&p, None),
             json!({
                 "name": "solar",
+                "displayName": "solar",
                 "instructions": "You are Sam, a friendly assistant for Acme Solar.",
                 "cadence": [
                     {"after": "0s", "channel": "sms", "text": "Hi {{firstName}}, Sam from Acme Solar here."},
@@ -1585,11 +1736,13 @@ mod tests {
                 "screeningReply": null,
                 "voicemail": null,
                 "transfer": null,
+                "tests": [],
+                "requireTestsPass": false,
                 "createdAt": "1970-01-01T00:00:00.000000Z",
                 "updatedAt": "1970-01-01T00:00:01.000000Z"
             })
         );
-        let empty = view(&parse("bare", Map::new()).unwrap());
+        let empty = view(&parse("bare", Map::new()).unwrap(), None);
         assert_eq!(empty["transferNumber"], Value::Null);
         assert_eq!(empty["fallbackTransferNumber"], Value::Null);
         assert_eq!(empty["voiceGreeting"], Value::Null);
@@ -1597,7 +1750,7 @@ mod tests {
         assert_eq!(empty["cadence"], json!([]));
         assert_eq!(empty["replyDelay"], json!("5s"));
         // What GET answers is what PUT takes (members the server owns aside).
-        let mut again = view(&parse("solar", body(spec_example())).unwrap());
+        let mut again = view(&parse("solar", body(spec_example())).unwrap(), None);
         let again = again.as_object_mut().unwrap();
         for owned in ["name", "createdAt", "updatedAt"] {
             again.remove(owned);

@@ -89,6 +89,26 @@ pub async fn complete_with_backoff(
     .map_err(SendError::into_failure)
 }
 
+/// [`complete`], answering beside the answer the tokens the server says it used
+/// (`usage.total_tokens`, else prompt and completion tokens summed; 0 when it says
+/// nothing): a replay counts them.
+pub async fn complete_counted(
+    client: &HttpClient,
+    settings: &Server,
+    body: &Value,
+) -> Result<(Answer, u64), Failure> {
+    send(
+        client,
+        settings,
+        body,
+        &RETRY_BACKOFF,
+        OnRefusal::Retry,
+        |bytes: &[u8]| Ok((parse_answer(bytes)?, protocol::usage_tokens(bytes))),
+    )
+    .await
+    .map_err(SendError::into_failure)
+}
+
 /// What [`send`] does when the server refuses the request itself ([`is_refusal`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnRefusal {

@@ -169,6 +169,19 @@ pub fn tool_result_message(call_id: &str, result: &Value) -> Value {
     json!({"role": "tool", "tool_call_id": call_id, "content": result.to_string()})
 }
 
+/// The tokens a chat-completions answer says it used: `usage.total_tokens`, else
+/// `prompt_tokens` + `completion_tokens`; 0 when the answer says nothing of it.
+pub fn usage_tokens(bytes: &[u8]) -> u64 {
+    let Ok(answer) = serde_json::from_slice::<Value>(bytes) else {
+        return 0;
+    };
+    let usage = &answer["usage"];
+    usage["total_tokens"].as_u64().unwrap_or_else(|| {
+        usage["prompt_tokens"].as_u64().unwrap_or(0)
+            + usage["completion_tokens"].as_u64().unwrap_or(0)
+    })
+}
+
 /// Reads a chat-completions answer.
 pub fn parse_answer(bytes: &[u8]) -> Result<Answer, String> {
     // The reasons are our own words: nothing of the answer is quoted (`Failure`).
