@@ -92,27 +92,7 @@ for _ in $(seq 1 100); do curl -skf -H "x-api-key: $key" -o /dev/null "$bbase/ca
 curl -skf -H "x-api-key: $key" -o /dev/null "$base/v1/calls/call-1" || { echo "call-1 missing"; exit 1; }
 
 # POST bodies: a fresh event id per request, spread over the seeded leads.
-cat >"$work/post.lua" <<'LUA'
-wrk.headers["content-type"] = "application/json"
-local leads = tonumber(os.getenv("LEADS") or "1")
-local run = os.getenv("RUN") or "r"
-local target = os.getenv("TARGET") or "engaged"
-local threads = 0
-local counter = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("tid", threads)
-end
-function request()
-  counter = counter + 1
-  local body = string.format('{"type":"CUSTOM","id":"%s-%d-%d","data":{"n":%d}}', run, tid, counter, counter)
-  local path = "/write"
-  if target == "engaged" then
-    path = string.format("/v1/leads/lead-%d/events", (counter * 7 + tid * 1000003) % leads)
-  end
-  return wrk.format("POST", path, nil, body)
-end
-LUA
+post_lua=benches/post.lua
 
 results="$work/results"
 : >"$results"
@@ -152,10 +132,10 @@ hwm_kib=$(awk '/^VmHWM/ {print $2}' "/proc/$engaged_pid/status")
 # Durable writes depend on fsync latency, which drifts on shared disks: each ratio's two
 # cases run back to back (1 conn, 64 conns, baseline 64 conns, baseline 1 conn).
 export LEADS="$leads"
-TARGET=engaged RUN=c1 run "engaged POST events, 1 conn" 1 "$base/" "$work/post.lua"
-TARGET=engaged RUN=c64 run "engaged POST events, $connections conns" "$connections" "$base/" "$work/post.lua"
-TARGET=baseline RUN=b64 run "baseline POST group commit, $connections conns" "$connections" "$bbase/" "$work/post.lua"
-TARGET=baseline RUN=b1 run "baseline POST group commit, 1 conn" 1 "$bbase/" "$work/post.lua"
+TARGET=engaged RUN=c1 run "engaged POST events, 1 conn" 1 "$base/" "$post_lua"
+TARGET=engaged RUN=c64 run "engaged POST events, $connections conns" "$connections" "$base/" "$post_lua"
+TARGET=baseline RUN=b64 run "baseline POST group commit, $connections conns" "$connections" "$bbase/" "$post_lua"
+TARGET=baseline RUN=b1 run "baseline POST group commit, 1 conn" 1 "$bbase/" "$post_lua"
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # The servers stop before the webhook bench, which runs its own server and receiver.

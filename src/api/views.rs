@@ -98,12 +98,7 @@ impl<'a> MessageView<'a> {
         Some(MessageView {
             id: &row.id,
             // A web chat's line is text like an SMS, on channel `webchat`.
-            channel: match data.get("channel").and_then(Value::as_str) {
-                Some(crate::domain::conversation::webchat::CHANNEL) => {
-                    crate::domain::conversation::webchat::CHANNEL
-                }
-                _ => shape.channel.as_str(),
-            },
+            channel: shape.medium.as_str(),
             owner: shape.owner.as_str(),
             content: shape.content,
             created_at: Timestamp(row.record.created_at),

@@ -1,4 +1,6 @@
-//! Twilio's voice webhooks: a call to the organization's number (`voice/inbound`),
+//! Twilio's voice webhooks: a call to the organization's number (`voice/inbound`; also
+//! a web chat visitor's call from the browser, `From=client:web_<sessionId>`, which the
+//! organization's TwiML App sends there),
 //! and, for each call engaged placed or answered, `voice/{callId}/twiml` (answered),
 //! `status` (status and answering-machine callbacks), `recording` (the recording is
 //! ready), `transfer` (the relay session ended; each cold transfer ring's outcome) and
@@ -64,6 +66,12 @@ pub async fn webhook(
     match hook {
         Hook::Inbound => {
             let sid = form.required("CallSid")?.to_string();
+            // A call from a web chat visitor's browser (the Voice SDK, through the
+            // organization's TwiML App): `client:web_<sessionId>`, to no number.
+            if let Some(client) = form.required("From")?.strip_prefix("client:") {
+                let client = client.to_string();
+                return browser_call(state, &base, org, sid, client).await;
+            }
             let from = crate::phone::normalize(form.required("From")?)
                 .ok_or_else(|| Error::invalid_field("From"))?;
             let to = form.get("To").and_then(crate::phone::normalize);
@@ -183,6 +191,55 @@ pub async fn webhook(
         }
         Hook::Warm(call) => warm_step(state, parts, &form, &base, org, call).await,
     }
+}
+
+/// What a browser call is told when it is not one of the organization's web chat
+/// sessions (or its web chat offers no voice).
+pub const BROWSER_CALL_REFUSED: &str = "Sorry, this call cannot be taken. Goodbye.";
+
+/// A call from Twilio client `client` (`web_<sessionId>`): answered as an inbound call
+/// when it is a session of `org` whose web chat offers voice; refused in words, with
+/// nothing written, otherwise.
+async fn browser_call(
+    state: &AppState,
+    base: &str,
+    org: &str,
+    sid: String,
+    client: String,
+) -> Result<Response<Body>> {
+    let Some(session_id) = client
+        .strip_prefix("web_")
+        .filter(|id| !id.is_empty())
+        .map(str::to_string)
+    else {
+        tracing::warn!(
+            org,
+            client,
+            "a browser call from a client that is not a web chat visitor"
+        );
+        return Ok(twilio::twiml(twiml::say_then_hangup(
+            BROWSER_CALL_REFUSED,
+            None,
+        )));
+    };
+    let org_id = org.to_string();
+    let answered = state
+        .store
+        .write(move |tx| voice::inbound_browser(tx, &org_id, &sid, &session_id))
+        .await?;
+    let Some((call_id, answer)) = answered else {
+        tracing::warn!(
+            org,
+            client,
+            "a browser call from no web chat session of the organization that offers voice"
+        );
+        return Ok(twilio::twiml(twiml::say_then_hangup(
+            BROWSER_CALL_REFUSED,
+            None,
+        )));
+    };
+    let recording = callbacks::call(base, org, &call_id, CallHook::Recording);
+    Ok(render(base, org, &call_id, answer, Some(&recording)))
 }
 
 /// Carries out a warm transfer's `effects` after the answer, in the engine's task.

@@ -1,7 +1,10 @@
 /*! engaged web chat widget: served by engaged at /webchat.js, embedded in its binary.
  * <script src="https://<engaged>/webchat.js" data-org="<org id>" async></script>
  * Vanilla, no dependency. Its UI lives in a shadow root; every text a visitor, the
- * assistant or a person wrote is inserted with textContent, never as HTML. */
+ * assistant or a person wrote is inserted with textContent, never as HTML.
+ * When the organization's web chat offers voice, a "Call" button places a call from the
+ * browser with Twilio's Voice JavaScript SDK, which engaged vendors and serves itself
+ * (loaded on the first call, never from a CDN). */
 (function () {
   "use strict";
   var script = document.currentScript ||
@@ -13,6 +16,7 @@
   var storeKey = "engaged-webchat:" + org;
   var MONTH = 30 * 24 * 3600 * 1000;
   var MAX = 1000;
+  var SDK = base + "/webchat/twilio-voice-2.18.5.js";
 
   var session = null; // {sessionId, token, at}
   var stream = null;
@@ -71,6 +75,12 @@
     ".contact label{display:flex;flex-direction:column;gap:2px;font-size:13px}",
     ".contact input[type=text],.contact input[type=tel],.contact input[type=email]{border:1px solid #9ca3af;border-radius:6px;padding:6px;color:#111;background:#fff}",
     ".contact .consent{flex-direction:row;align-items:flex-start;gap:6px}",
+    ".call{display:flex;align-items:center;gap:8px;padding:0 12px 8px}",
+    ".call[hidden]{display:none}",
+    ".call button{border:0;border-radius:8px;padding:6px 12px;background:#15803d;color:#fff;cursor:pointer}",
+    ".call button.hang{background:#b91c1c}",
+    ".call button:disabled{opacity:.6;cursor:default}",
+    ".call-state{color:#333;font-size:13px;margin:0}",
     ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}",
     "@media (max-width:420px){.panel{right:0;left:0;bottom:0;width:100vw;max-height:85vh;border-radius:12px 12px 0 0}.launch{right:12px;bottom:12px}}"
   ].join("\n");
@@ -119,10 +129,18 @@
   consentLabel.appendChild(consentWords);
   contact.appendChild(consentLabel);
   contact.appendChild(el("button", { type: "submit" }, "Send my contact"));
+  var callBar = el("div", { "class": "call", hidden: "", role: "group", "aria-label": "Call us" });
+  var callBtn = el("button", { "class": "dial", type: "button", "aria-label": "Call us from your browser" }, "Call");
+  var hangBtn = el("button", { "class": "hang", type: "button", hidden: "", "aria-label": "Hang up the call" }, "Hang up");
+  var callState = el("p", { "class": "call-state", role: "status", "aria-live": "polite" });
+  callBar.appendChild(callBtn);
+  callBar.appendChild(hangBtn);
+  callBar.appendChild(callState);
 
   panel.appendChild(header);
   panel.appendChild(log);
   panel.appendChild(status);
+  panel.appendChild(callBar);
   panel.appendChild(more);
   panel.appendChild(contact);
   panel.appendChild(form);
@@ -153,6 +171,75 @@
     if (!consentText) consentBox.checked = false;
   }
 
+  // Calls from the browser: shown when the session says `voice: true`.
+  var device = null;
+  var activeCall = null;
+  var sdkLoading = null;
+  function setVoice(on) {
+    if (!on && !activeCall) callBar.hidden = true;
+    if (on) callBar.hidden = false;
+  }
+  function loadSdk() {
+    if (window.Twilio && window.Twilio.Device) return Promise.resolve();
+    if (sdkLoading) return sdkLoading;
+    sdkLoading = new Promise(function (resolve, reject) {
+      var tag = document.createElement("script");
+      tag.src = SDK;
+      tag.async = true;
+      tag.onload = function () {
+        if (window.Twilio && window.Twilio.Device) resolve();
+        else reject(new Error("The call could not start: the calling software did not load."));
+      };
+      tag.onerror = function () {
+        sdkLoading = null;
+        reject(new Error("The call could not start: the calling software did not load."));
+      };
+      (document.head || document.body).appendChild(tag);
+    });
+    return sdkLoading;
+  }
+  function callEnded(words) {
+    activeCall = null;
+    if (device) { try { device.destroy(); } catch (e) { /* already gone */ } device = null; }
+    hangBtn.hidden = true;
+    callBtn.hidden = false;
+    callBtn.disabled = false;
+    callState.textContent = words;
+    callBtn.focus();
+  }
+  function startCall() {
+    if (!session || activeCall || callBtn.disabled) return;
+    callBtn.disabled = true;
+    callState.textContent = "Calling\u2026";
+    var path = "/" + encodeURIComponent(session.sessionId) + "/voice-token";
+    Promise.all([loadSdk(), request("POST", path, null)]).then(function (done) {
+      device = new window.Twilio.Device(done[1].token, { closeProtection: true });
+      device.on("error", function (e) { callEnded("The call failed: " + ((e && e.message) || "an error in the call.")); });
+      return device.connect();
+    }).then(function (call) {
+      activeCall = call;
+      callBtn.hidden = true;
+      hangBtn.hidden = false;
+      hangBtn.focus();
+      call.on("accept", function () { callState.textContent = "On call"; });
+      call.on("disconnect", function () { callEnded("Call ended"); });
+      call.on("cancel", function () { callEnded("Call ended"); });
+      call.on("reject", function () { callEnded("The call was not answered."); });
+      call.on("error", function (e) { callEnded("The call failed: " + ((e && e.message) || "an error in the call.")); });
+    }).catch(function (e) {
+      var words = e && e.name === "NotAllowedError" ?
+        "The call could not start: allow the microphone for this page and try again." :
+        (e && e.message) || "The call could not start.";
+      callEnded(words);
+    });
+  }
+  function hangUp() {
+    if (activeCall) { try { activeCall.disconnect(); } catch (e) { callEnded("Call ended"); } }
+    else if (device) { try { device.disconnectAll(); } catch (e) { /* nothing to end */ } callEnded("Call ended"); }
+  }
+  callBtn.addEventListener("click", startCall);
+  hangBtn.addEventListener("click", hangUp);
+
   function request(method, path, body) {
     var headers = { "Content-Type": "application/json" };
     if (session) headers.Authorization = "Bearer " + session.token;
@@ -181,7 +268,11 @@
     var url = api + "/" + encodeURIComponent(session.sessionId) + "/events?token=" + encodeURIComponent(session.token);
     stream = new EventSource(url);
     stream.addEventListener("session", function (e) {
-      try { setConsent(JSON.parse(e.data).consentText); } catch (x) { /* ignore */ }
+      try {
+        var hello = JSON.parse(e.data);
+        setConsent(hello.consentText);
+        setVoice(hello.voice === true);
+      } catch (x) { /* ignore */ }
       restarted = false;
     });
     stream.addEventListener("line", function (e) {
@@ -203,6 +294,7 @@
       session = { sessionId: s.sessionId, token: s.token, at: Date.now() };
       save();
       setConsent(s.consentText);
+      setVoice(s.voice === true);
       connect();
     }).catch(function (e) { say(e.message); });
   }

@@ -92,6 +92,8 @@ impl Window {
 pub struct Limits {
     sessions: Window,
     messages: Window,
+    /// A session's call tokens (`api::webchat_voice`).
+    pub(super) tokens: Window,
 }
 
 impl Default for Limits {
@@ -99,6 +101,10 @@ impl Default for Limits {
         Limits {
             sessions: Window::new(SESSIONS_PER_MINUTE, Duration::from_secs(60)),
             messages: Window::new(MESSAGES_PER_MINUTE, Duration::from_secs(60)),
+            tokens: Window::new(
+                super::webchat_voice::TOKENS_PER_MINUTE,
+                Duration::from_secs(60),
+            ),
         }
     }
 }
@@ -110,6 +116,7 @@ pub enum Call<'a> {
     PostMessage(&'a str),
     Events(&'a str),
     Contact(&'a str),
+    VoiceToken(&'a str),
 }
 
 /// `GET /webchat.js`: the widget.
@@ -195,6 +202,8 @@ pub async fn handle(
         Call::PostMessage(id) => message(state, parts, org, id, body).await,
         Call::Events(id) => events(state, parts, org, id, &settings),
         Call::Contact(id) => contact(state, parts, org, id, body, peer).await,
+        Call::VoiceToken(id) => bearer(&parts.headers)
+            .and_then(|given| super::webchat_voice::token(state, given, org, id, &settings)),
     };
     // A refusal past the origin check goes to the page too, so the widget can show it.
     Ok(with_cors(answered.unwrap_or_else(|e| error(&e)), &origin))

@@ -17,6 +17,7 @@ use hyper::body::Frame;
 use hyper::header::HeaderMap;
 use hyper::{Response, StatusCode};
 use maud::{html, Markup};
+use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::layout::{self, badges, lead_name};
@@ -29,6 +30,7 @@ use crate::domain::people::sessions;
 use crate::domain::records::conversation;
 use crate::domain::records::search::{self, LeadFilter};
 use crate::error::Result;
+use crate::store::changes::Commit;
 use crate::store::facet::Facet;
 use crate::store::rows::{Author, HandlingRecord, LeadRecord, Role};
 use crate::store::Reader;
@@ -379,12 +381,12 @@ fn rows_table(rows: &[InboxRow], zone: &str, tab: Tab, now: Micros) -> Markup {
                             }
                             @match &row.handling.last_message {
                                 Some(last) => {
-                                    td data-label="Channel" { (last.channel.as_str()) }
+                                    td data-label="Channel" { (last.channel.words()) }
                                     td data-label="Last message" { span.author { (author_words(&last.author, lead)) ":" } " " (last.preview) }
                                     td data-label="Time" { (ago(last.created_at, now, zone)) }
                                 }
                                 None => {
-                                    td data-label="Channel" { "call" }
+                                    td data-label="Channel" { "Call" }
                                     td data-label="Last message" {}
                                     td data-label="Time" { (ago(lead.last_activity_at, now, zone)) }
                                 }
@@ -399,6 +401,25 @@ fn rows_table(rows: &[InboxRow], zone: &str, tab: Tab, now: Micros) -> Markup {
             }
         }
     }
+}
+
+/// A `change` event's data for `org`: `leads`, the ids of its changed leads (an empty
+/// list: any may have changed; absent: none did), and `webchats`, its changed web
+/// chats (absent: none), each at most 100.
+fn changed(commit: &Commit, org: &str) -> Value {
+    let mut data = serde_json::Map::new();
+    let mut leads: Vec<&str> = commit.leads_of(org).take(101).collect();
+    if commit.every_lead || leads.len() > 100 {
+        leads.clear();
+    }
+    if commit.every_lead || !leads.is_empty() {
+        data.insert("leads".into(), json!(leads));
+    }
+    let chats: Vec<&str> = commit.webchats_of(org).take(100).collect();
+    if !chats.is_empty() {
+        data.insert("webchats".into(), json!(chats));
+    }
+    Value::Object(data)
 }
 
 /// One message of the stream, as its bytes.
@@ -455,12 +476,7 @@ pub fn stream(state: &AppState, visitor: &Visitor, headers: &HeaderMap) -> Resul
                         let Some(seq) = commit.seq_of(&org) else {
                             continue;
                         };
-                        let mut leads: Vec<&str> = commit.leads_of(&org).take(101).collect();
-                        if commit.every_lead || leads.len() > 100 {
-                            leads.clear(); // an empty list: any lead may have changed
-                        }
-                        let ids = serde_json::to_string(&leads).unwrap_or_else(|_| "[]".into());
-                        format!("id: {seq}\nevent: change\ndata: {{\"leads\":{ids}}}\n\n")
+                        format!("id: {seq}\nevent: change\ndata: {}\n\n", changed(&commit, &org))
                     }
                     Err(RecvError::Lagged(_)) => {
                         let _ = tx.try_send(frame("event: reload\ndata: {}\n\n".into()));

@@ -106,7 +106,7 @@ fn item(ctx: &Context, row: &EventRow) -> Result<Markup> {
             li class=(class) {
                 div.meta {
                     span.who { (who) }
-                    " · " (channel_label(data.get("channel").and_then(Value::as_str).filter(|c| *c == "webchat").unwrap_or(shape.channel.as_str())))
+                    " · " (shape.medium.words())
                     @if let Some(status) = status { " · " (status) }
                     " · " (when)
                 }

@@ -44,19 +44,22 @@ pub fn list(state: &AppState, visitor: &Visitor) -> Result<Response<Body>> {
         html! {
             h1 { "Web chats" }
             @if !on { p.notice { "Web chat is off: an admin turns it on under Settings → Web chat." } }
-            @if sessions.is_empty() {
-                p.muted { "No chats yet." }
-            } @else {
-                table #webchats data-live {
-                    caption.sr-only { "Website visitors' chats, newest first" }
-                    thead { tr { th scope="col" { "Started" } th scope="col" { "Last message" } th scope="col" { "Lead" } th scope="col" { "Handled by" } } }
-                    tbody {
-                        @for s in &sessions {
-                            tr {
-                                td { a href=(format!("/console/webchats/{}", s.id)) { (layout::time(s.created_at, &zone)) } }
-                                td { @if let Some(line) = s.transcript.last() { (speaker_words(&line.speaker)) ": " (line.text) } }
-                                td { @if let Some(lead) = &s.lead_id { a href=(format!("/console/leads/{lead}")) { "Lead" } } @else { "—" } }
-                                td { (s.taken_over_by.as_deref().unwrap_or("Assistant")) }
+            // Live: the console's stream names every chat that changed.
+            div #webchats-live data-live data-webchats {
+                @if sessions.is_empty() {
+                    p.muted { "No chats yet." }
+                } @else {
+                    table #webchats {
+                        caption.sr-only { "Website visitors' chats, newest first" }
+                        thead { tr { th scope="col" { "Started" } th scope="col" { "Last message" } th scope="col" { "Lead" } th scope="col" { "Handled by" } } }
+                        tbody {
+                            @for s in &sessions {
+                                tr {
+                                    td { a href=(format!("/console/webchats/{}", s.id)) { (layout::time(s.created_at, &zone)) } }
+                                    td { @if let Some(line) = s.transcript.last() { (speaker_words(&line.speaker)) ": " (line.text) } }
+                                    td { @if let Some(lead) = &s.lead_id { a href=(format!("/console/leads/{lead}")) { "Lead" } } @else { "—" } }
+                                    td { (s.taken_over_by.as_deref().unwrap_or("Assistant")) }
+                                }
                             }
                         }
                     }
@@ -93,9 +96,8 @@ pub fn page(state: &AppState, visitor: &Visitor, id: &str) -> Result<Response<Bo
             (details(&session, &zone))
             section.panel aria-labelledby="transcript-heading" {
                 h2 #transcript-heading { "Transcript" }
-                // Live like a lead's timeline once the chat has a lead (its lines are the
-                // lead's messages, whose commits the console's stream names).
-                ol.timeline #webchat-transcript data-live {
+                // Live: the console's stream names the chat at each of its lines.
+                ol.timeline #webchat-transcript data-live data-webchat=(session.id) {
                     @for line in &session.transcript {
                         li {
                             @if line.speaker == Speaker::Notice { em { (line.text) } }

@@ -4,7 +4,8 @@
 //! the profile with a lead turn, or the leads named), writes the replay `running` and
 //! runs it in a task of its own: for each lead turn (a run of the lead's messages) the
 //! model is asked as it was then — the draft's instructions and tools, the
-//! conversation up to that turn, the lead's fields, the local time of the turn —
+//! conversation up to that turn, the lead's fields (its next meeting as of the turn:
+//! `Past::lead_at`), the local time of the turn —
 //! through the assistant's own loop (`reply::converse`) with its tools dry
 //! (`tools::ToolMode::Dry`), and the answer passes the output guard. Beside it the
 //! turn keeps what was said then (the organization's messages until the lead's next,
@@ -33,6 +34,7 @@ use crate::domain::records::message_shape::MessageShape;
 use crate::domain::settings::replays::{self as rules, Selection, TestConversation};
 use crate::error::{Error, Result};
 use crate::providers::model::protocol::{Context, Turn};
+use crate::store::calendars::{MeetingRecord, MeetingStatus};
 use crate::store::replays::{
     ReplayConversation, ReplayRecord, ReplaySide, ReplayStatus, ReplayTestResult, ReplayTurn,
 };
@@ -42,6 +44,8 @@ use crate::time::{now_micros, Micros};
 
 /// The most lead turns replayed of one conversation (its latest).
 pub const MAX_TURNS_PER_CONVERSATION: usize = 50;
+/// The most meetings of one lead read for its next meeting as of a turn.
+const MAX_MEETINGS_LOOKED_AT: usize = 200;
 /// The most leads that wrote looked through for a profile's recent conversations.
 const MAX_LEADS_SCANNED: usize = 20_000;
 
@@ -99,6 +103,8 @@ pub struct ReplayRequest {
 /// One past conversation, as the store holds it.
 struct Past {
     lead: LeadRecord,
+    /// The lead's meetings (canceled ones too): its next meeting as of each turn.
+    meetings: Vec<MeetingRecord>,
     messages: Vec<PastMessage>,
     /// `TOOL_CALL` events: when, and the tool's name.
     tools: Vec<(Micros, String)>,
@@ -310,7 +316,6 @@ impl Engine {
             let booking = (!draft.calendar.is_empty())
                 .then(|| Booking::on(&draft.calendar, &past.lead, org_zone));
             let dry = DryRun::new(booking);
-            let data = lead_data(&past.lead);
             running.update(|r| {
                 r.conversations.push(ReplayConversation {
                     lead_id: past.lead.id.clone(),
@@ -333,6 +338,7 @@ impl Engine {
                     .single()
                     .unwrap_or_else(Utc::now);
                 let local_time = local_time_at(&past.lead, org_zone, when);
+                let data = lead_data(&past.lead_at(turn.at));
                 let context = Context {
                     instructions: &draft.instructions,
                     lead: &data,
@@ -548,11 +554,36 @@ fn past(read: &ReadTx, org: &str, lead: LeadRecord) -> Result<Past> {
         Ok(Flow::Continue)
     })?;
     tools.sort();
+    let meetings = read.lead_meetings(org, &lead.id, MAX_MEETINGS_LOOKED_AT)?;
     Ok(Past {
         lead,
+        meetings,
         messages,
         tools,
     })
+}
+
+impl Past {
+    /// The lead as the model saw it at `at`, as far as the store keeps its history: the
+    /// next meeting is the one booked by then, not canceled by then and starting after
+    /// it (a meeting moved later shows where it is now); the other fields are today's,
+    /// since a lead's earlier field values are not kept.
+    fn lead_at(&self, at: Micros) -> LeadRecord {
+        let mut lead = self.lead.clone();
+        lead.next_meeting_at = next_meeting_at(&self.meetings, at);
+        lead
+    }
+}
+
+/// The start of the earliest meeting of `meetings` that, at `at`, was booked, not yet
+/// canceled and still to come.
+fn next_meeting_at(meetings: &[MeetingRecord], at: Micros) -> Option<Micros> {
+    meetings
+        .iter()
+        .filter(|m| m.created_at <= at && m.start > at)
+        .filter(|m| !(m.status == MeetingStatus::Canceled && m.updated_at <= at))
+        .map(|m| m.start)
+        .min()
 }
 
 /// A conversation's lead turns (its latest [`MAX_TURNS_PER_CONVERSATION`]): each run
@@ -601,4 +632,58 @@ fn turns_of(past: &Past) -> Vec<PastTurn> {
     }
     let skip = turns.len().saturating_sub(MAX_TURNS_PER_CONVERSATION);
     turns.into_iter().skip(skip).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::calendars::{BookedBy, CalendarSync};
+
+    fn meeting(
+        id: &str,
+        created_at: Micros,
+        start: Micros,
+        canceled_at: Option<Micros>,
+    ) -> MeetingRecord {
+        MeetingRecord {
+            id: id.into(),
+            lead_id: "l".into(),
+            calendar: "sales".into(),
+            start,
+            end: start + 1,
+            time_zone: String::new(),
+            status: if canceled_at.is_some() {
+                MeetingStatus::Canceled
+            } else {
+                MeetingStatus::Booked
+            },
+            booked_by: BookedBy::Api,
+            location: String::new(),
+            calendar_sync: CalendarSync::None,
+            sync_error: String::new(),
+            sequence: 0,
+            created_at,
+            updated_at: canceled_at.unwrap_or(created_at),
+            etag: String::new(),
+            etag_collection: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_next_meeting_of_a_turn_is_the_one_booked_and_standing_then() {
+        let meetings = [
+            // Booked at 10 for 100, canceled at 50.
+            meeting("a", 10, 100, Some(50)),
+            // Booked at 60 for 200.
+            meeting("b", 60, 200, None),
+            // Booked at 5 for 30: past by 40.
+            meeting("c", 5, 30, None),
+        ];
+        assert_eq!(next_meeting_at(&meetings, 1), None, "nothing booked yet");
+        assert_eq!(next_meeting_at(&meetings, 20), Some(30));
+        assert_eq!(next_meeting_at(&meetings, 40), Some(100), "canceled later");
+        assert_eq!(next_meeting_at(&meetings, 55), None, "canceled by then");
+        assert_eq!(next_meeting_at(&meetings, 70), Some(200));
+        assert_eq!(next_meeting_at(&meetings, 250), None, "all past");
+    }
 }

@@ -20,6 +20,7 @@ pub mod sandbox;
 pub mod smtp;
 pub mod twilio;
 pub mod twilio_signature;
+pub mod twilio_token;
 pub mod twiml;
 
 use crate::channel::Channel;

@@ -1,7 +1,12 @@
 //! `engaged follow --from s3://bucket/prefix --data-dir DIR`: a warm standby. It
-//! restores the replica into the empty `DIR` as `restore` does, then polls it (one
-//! listing every `sync_interval`, at least a second apart) and applies each new
-//! segment, verified as a restore verifies it; when the primary starts a new generation
+//! restores the replica into the empty `DIR` as `restore` does, then polls it (twice
+//! per `sync_interval`, at least 500 ms apart, polls starting on that schedule however
+//! long one took) and applies each new segment, verified as a restore verifies it. A
+//! poll is one listing of the generation's objects after the last segment applied
+//! and, only when that found no new segment, one of the prefix's generations (with a
+//! delimiter): its cost does not grow with the replica's history, and a standby makes
+//! about two requests a second at the default `sync_interval` (its own `[replica]`
+//! `sync_interval` sets its pace); when the primary starts a new generation
 //! it restores that generation's snapshot in place. While it runs it holds the
 //! database open, so no `engaged serve` can start on `DIR`; stopping it (SIGTERM,
 //! SIGINT) and starting `engaged serve` there makes the standby the primary. Where it
@@ -15,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::format::Generation;
 use super::restore::{apply_segments, restore};
-use super::{upload, Bucket};
+use super::Bucket;
 use crate::config::{database_path, ReplicaConfig};
 
 /// Where a standby is in the replica.
@@ -60,6 +65,16 @@ pub fn run(settings: &ReplicaConfig, data_dir: &Path) -> Result<(), String> {
     runtime.block_on(follow(settings, data_dir))
 }
 
+/// How often a standby polls: twice per `sync_interval` (the primary uploads once in
+/// each), at most twice a second, so a batch waits at most half an interval for the
+/// poll after its upload.
+fn poll_every(sync_interval: Duration) -> Duration {
+    (sync_interval / 2).max(MIN_POLL)
+}
+
+/// The shortest time between two polls (the request rate's bound).
+const MIN_POLL: Duration = Duration::from_millis(500);
+
 async fn follow(settings: &ReplicaConfig, data_dir: &Path) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate =
@@ -73,7 +88,9 @@ async fn follow(settings: &ReplicaConfig, data_dir: &Path) -> Result<(), String>
     };
     let db_path = database_path(data_dir);
     let mut db = Some(open(&db_path)?);
-    let every = settings.sync_interval.max(Duration::from_secs(1));
+    let every = poll_every(settings.sync_interval);
+    let mut polls = tokio::time::interval(every);
+    polls.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     eprintln!(
         "following {} into {} (generation {}, next batch {})",
         settings.url,
@@ -85,7 +102,7 @@ async fn follow(settings: &ReplicaConfig, data_dir: &Path) -> Result<(), String>
         tokio::select! {
             _ = terminate.recv() => break,
             _ = interrupt.recv() => break,
-            _ = tokio::time::sleep(every) => {}
+            _ = polls.tick() => {}
         }
         match catch_up(&bucket, settings, data_dir, &mut db, &mut position).await {
             Ok(()) => {}
@@ -128,8 +145,8 @@ async fn first_restore(settings: &ReplicaConfig, data_dir: &Path) -> Result<Posi
     Ok(position)
 }
 
-/// One poll: the new segments of the generation followed, or the newest generation
-/// restored in place when the primary started one.
+/// One poll: the new segments of the generation followed; when there are none, the
+/// newest generation restored in place if the primary started one.
 async fn catch_up(
     bucket: &Bucket,
     settings: &ReplicaConfig,
@@ -137,51 +154,52 @@ async fn catch_up(
     db: &mut Option<redb::Database>,
     position: &mut Position,
 ) -> Result<(), String> {
-    let generations = upload::list(bucket).await?;
     let current = Generation::parse(&position.generation).ok_or_else(|| {
         format!(
             "replica-follow.json names no generation: {}",
             position.generation
         )
     })?;
-    let newest = generations
-        .iter()
-        .rev()
-        .find(|(_, names)| names.iter().any(|n| n == super::SNAPSHOT));
-    if let Some((newest, _)) = newest.filter(|(g, _)| *g > current) {
-        // The primary started again (or took a snapshot): restore that one in place.
-        let fresh = data_dir.with_extension("follow-next");
-        let _ = std::fs::remove_dir_all(&fresh);
-        let restored = restore(settings, &fresh, None).await?;
-        db.take();
-        for name in ["engaged.redb", "engaged.wal"] {
-            let from = fresh.join(name);
-            if from.exists() {
-                std::fs::rename(&from, data_dir.join(name))
-                    .map_err(|e| format!("cannot move {}: {e}", from.display()))?;
+    let names = names_after(bucket, current, position.next).await?;
+    // Only a poll that found no new segment looks for a newer generation: the primary
+    // starts one when it restarts (and every snapshot_interval), after which the
+    // followed generation gets no more segments. A poll under load is one request.
+    if !names.iter().any(|n| n.ends_with(".seg")) {
+        if let Some(newest) = newer_snapshot(bucket, current).await? {
+            // The primary started again (or took a snapshot): restore that one in place.
+            let fresh = data_dir.with_extension("follow-next");
+            let _ = std::fs::remove_dir_all(&fresh);
+            let restored = restore(settings, &fresh, None).await?;
+            db.take();
+            for name in ["engaged.redb", "engaged.wal"] {
+                let from = fresh.join(name);
+                if from.exists() {
+                    std::fs::rename(&from, data_dir.join(name))
+                        .map_err(|e| format!("cannot move {}: {e}", from.display()))?;
+                }
             }
+            let _ = std::fs::remove_dir_all(&fresh);
+            *position = Position {
+                generation: restored.generation,
+                next: restored.last_seq + 1,
+                db_id: hex::encode(restored.db_id),
+            };
+            save(data_dir, position)?;
+            eprintln!(
+                "generation {}: up to batch {}, restored from its snapshot (newest {})",
+                position.generation,
+                position.next - 1,
+                newest.name()
+            );
+            return Ok(());
         }
-        let _ = std::fs::remove_dir_all(&fresh);
-        *position = Position {
-            generation: restored.generation,
-            next: restored.last_seq + 1,
-            db_id: hex::encode(restored.db_id),
-        };
-        save(data_dir, position)?;
-        eprintln!(
-            "generation {}: up to batch {}, restored from its snapshot (newest {})",
-            position.generation,
-            position.next - 1,
-            newest.name()
-        );
-        return Ok(());
+        if names.is_empty() && !has_snapshot(bucket, current).await? {
+            return Err(format!(
+                "generation {} is gone from the replica",
+                position.generation
+            ));
+        }
     }
-    let Some((_, names)) = generations.iter().find(|(g, _)| *g == current) else {
-        return Err(format!(
-            "generation {} is gone from the replica",
-            position.generation
-        ));
-    };
     let Some(db) = db.as_ref() else {
         return Ok(());
     };
@@ -190,7 +208,7 @@ async fn catch_up(
         .and_then(|b| b.try_into().ok())
         .ok_or("replica-follow.json names no database")?;
     let applied =
-        apply_segments(bucket, db, current, names, db_id, position.next, i64::MAX).await?;
+        apply_segments(bucket, db, current, &names, db_id, position.next, i64::MAX).await?;
     if applied.batches > 0 {
         position.next = applied.next;
         save(data_dir, position)?;
@@ -202,4 +220,72 @@ async fn catch_up(
         );
     }
     Ok(())
+}
+
+/// The newest generation after `current` that holds its snapshot, if any: one listing
+/// of the prefix's generations (with a delimiter, so segments are not listed), and a
+/// `HEAD` of each newer one's snapshot, newest first.
+async fn newer_snapshot(
+    bucket: &Bucket,
+    current: Generation,
+) -> Result<Option<Generation>, String> {
+    let root = bucket.root();
+    let listed = bucket
+        .store
+        .list_with_delimiter(root.as_ref())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut newer: Vec<Generation> = listed
+        .common_prefixes
+        .iter()
+        .filter_map(|p| Generation::parse(bucket.relative(p.as_ref()).trim_end_matches('/')))
+        .filter(|g| *g > current)
+        .collect();
+    newer.sort();
+    for generation in newer.into_iter().rev() {
+        if has_snapshot(bucket, generation).await? {
+            return Ok(Some(generation));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `generation`'s snapshot is in the replica.
+async fn has_snapshot(bucket: &Bucket, generation: Generation) -> Result<bool, String> {
+    let path = bucket.path(&format!("{}/{}", generation.name(), super::SNAPSHOT));
+    use object_store::ObjectStoreExt;
+    match bucket.store.head(&path).await {
+        Ok(_) => Ok(true),
+        Err(object_store::Error::NotFound { .. }) => Ok(false),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The names of `generation`'s objects after the segment that ends before batch
+/// `next` (sorted): one listing that starts after the segments already applied, so a
+/// poll costs the same on the first day as on the thirtieth.
+async fn names_after(
+    bucket: &Bucket,
+    generation: Generation,
+    next: u64,
+) -> Result<Vec<String>, String> {
+    use futures_util::StreamExt;
+    let directory = bucket.path(&generation.name());
+    // Every segment applied is named below `next`; start after the name of batch `next - 1`.
+    let offset = bucket.path(&format!(
+        "{}/{}",
+        generation.name(),
+        super::segment_name(next.saturating_sub(1))
+    ));
+    let mut names = Vec::new();
+    let mut objects = bucket.store.list_with_offset(Some(&directory), &offset);
+    while let Some(object) = objects.next().await {
+        let object = object.map_err(|e| e.to_string())?;
+        let location = object.location.to_string();
+        if let Some((_, name)) = bucket.relative(&location).split_once('/') {
+            names.push(name.to_string());
+        }
+    }
+    names.sort();
+    Ok(names)
 }

@@ -240,8 +240,15 @@ pub(super) struct Applied {
     pub last_write_ms: Option<i64>,
 }
 
+/// The most batch bytes one transaction applies: segments are applied together (one
+/// commit, one sync of the database for all of them) until they reach it.
+const APPLY_BYTES: usize = 64 << 20;
+
 /// Applies `generation`'s segments (of `names`) from batch `next` on, each verified,
-/// up to the batches committed at `at`.
+/// up to the batches committed at `at`: each segment is fetched and verified in turn,
+/// and their batches are committed together, a transaction per [`APPLY_BYTES`] (a
+/// standby catching up or a restore syncs the database once per transaction, not once
+/// per segment). An error commits nothing of the transaction it falls in.
 pub(super) async fn apply_segments(
     bucket: &Bucket,
     db: &redb::Database,
@@ -253,6 +260,18 @@ pub(super) async fn apply_segments(
 ) -> Result<Applied, String> {
     let mut last_write_ms = None;
     let mut batches = 0u64;
+    // Verified batches not yet committed, and their bytes.
+    let mut pending: Vec<Vec<u8>> = Vec::new();
+    let mut pending_bytes = 0usize;
+    let commit = |pending: &mut Vec<Vec<u8>>, bytes: &mut usize| -> Result<(), String> {
+        if !pending.is_empty() {
+            crate::store::apply_batches(db, pending.iter().map(Vec::as_slice))
+                .map_err(|e| format!("applying segments of {}: {e}", generation.name()))?;
+        }
+        pending.clear();
+        *bytes = 0;
+        Ok(())
+    };
     for name in names.iter().filter(|n| n.ends_with(".seg")) {
         // A segment wholly before `next` is applied already.
         let first: Option<u64> = name.trim_end_matches(".seg").parse().ok();
@@ -276,7 +295,6 @@ pub(super) async fn apply_segments(
             ));
         }
         let found = format::batches(&plain).map_err(|e| format!("{what} {e}"))?;
-        let mut apply = Vec::new();
         let mut past = false;
         let mut seq = next;
         for batch in &found {
@@ -289,18 +307,22 @@ pub(super) async fn apply_segments(
             }
             seq += 1;
             last_write_ms = Some(batch.at_ms);
-            apply.push(batch.ops.as_slice());
+            pending_bytes += batch.ops.len();
+            pending.push(batch.ops.to_vec());
         }
         if !past && seq != header.last + 1 {
             return Err(format!("{what} does not hold the batches its header names"));
         }
-        batches += apply.len() as u64;
-        crate::store::apply_batches(db, apply).map_err(|e| format!("{what}: {e}"))?;
+        batches += seq - next;
         next = seq;
         if past {
             break;
         }
+        if pending_bytes >= APPLY_BYTES {
+            commit(&mut pending, &mut pending_bytes)?;
+        }
     }
+    commit(&mut pending, &mut pending_bytes)?;
     Ok(Applied {
         batches,
         next,

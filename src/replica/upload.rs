@@ -111,11 +111,16 @@ fn now_ms() -> i64 {
 
 impl Uploader {
     async fn run(mut self, mut stopped: watch::Receiver<bool>) {
+        // Rounds start every `sync_interval` however long one took (a slow upload
+        // does not stretch the interval), and sooner when the spool fills.
+        let mut rounds = tokio::time::interval(self.settings.sync_interval);
+        rounds.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        rounds.tick().await;
         loop {
             let stop = *stopped.borrow();
             if !stop {
                 tokio::select! {
-                    _ = tokio::time::sleep(self.settings.sync_interval) => {}
+                    _ = rounds.tick() => {}
                     _ = self.spool.wake.notified() => {}
                     changed = stopped.changed() => {
                         if changed.is_err() {

@@ -9,6 +9,10 @@
 //! once per commit, and a listener that falls more than [`CAPACITY`] windows behind
 //! learns that it lagged (the console then tells its page to reload).
 //!
+//! Web chats changed in a commit (`WriteTx::put_webchat_session`) are named the same
+//! way, so a console page showing web chats refreshes when a visitor who is not yet a
+//! lead writes.
+//!
 //! Each organization's windows are numbered on their own ([`Commit::seq_of`]): a live
 //! stream's event ids count its organization's changes only, and tell nothing about
 //! how much any other organization writes.
@@ -34,11 +38,14 @@ pub struct Commit {
     pub seq: u64,
     /// The (organization, lead) pairs whose lead, engagement or handling changed.
     pub leads: Vec<(String, String)>,
+    /// The (organization, session) pairs whose web chat changed (a line, a take-over).
+    pub webchats: Vec<(String, String)>,
     /// More leads changed than a window names: take every lead as changed.
     pub every_lead: bool,
     /// Some session ended (a sign-out, a user disabled, a password changed).
     pub sessions_ended: bool,
-    /// Each organization this window changed, with its own window number.
+    /// Each organization this window changed (a lead or a web chat), with its own
+    /// window number.
     pub org_seqs: Vec<(String, u64)>,
 }
 
@@ -49,6 +56,14 @@ impl Commit {
             .iter()
             .find(|(o, _)| o == org)
             .map(|(_, seq)| *seq)
+    }
+
+    /// The ids of `org`'s web chats this window changed.
+    pub fn webchats_of<'a>(&'a self, org: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.webchats
+            .iter()
+            .filter(move |(o, _)| o == org)
+            .map(|(_, session)| session.as_str())
     }
 
     /// The ids of `org`'s leads this window changed.
@@ -64,7 +79,8 @@ impl Commit {
 #[derive(Debug, Default)]
 struct Pending {
     leads: BTreeSet<(String, String)>,
-    /// The organizations of the leads, even past `MAX_LEADS`.
+    webchats: BTreeSet<(String, String)>,
+    /// The organizations of the leads and web chats, even past `MAX_LEADS`.
     orgs: BTreeSet<String>,
     every_lead: bool,
     sessions_ended: bool,
@@ -72,7 +88,10 @@ struct Pending {
 
 impl Pending {
     fn is_empty(&self) -> bool {
-        self.leads.is_empty() && !self.every_lead && !self.sessions_ended
+        self.leads.is_empty()
+            && self.webchats.is_empty()
+            && !self.every_lead
+            && !self.sessions_ended
     }
 }
 
@@ -136,13 +155,22 @@ impl Changes {
     /// Hands over a commit's changes; never waits beyond merging them. Without a
     /// listener they are dropped (still counted, so that a page reconnecting later with
     /// an older `Last-Event-ID` catches up).
-    pub(crate) fn publish(&self, leads: Vec<(String, String)>, sessions_ended: bool) {
-        if leads.is_empty() && !sessions_ended {
+    pub(crate) fn publish(
+        &self,
+        leads: Vec<(String, String)>,
+        webchats: Vec<(String, String)>,
+        sessions_ended: bool,
+    ) {
+        if leads.is_empty() && webchats.is_empty() && !sessions_ended {
             return;
         }
         if self.sender.receiver_count() == 0 {
             self.seq.fetch_add(1, Ordering::Relaxed);
-            let orgs: BTreeSet<&str> = leads.iter().map(|(org, _)| org.as_str()).collect();
+            let orgs: BTreeSet<&str> = leads
+                .iter()
+                .chain(&webchats)
+                .map(|(org, _)| org.as_str())
+                .collect();
             self.count(orgs.into_iter());
             return;
         }
@@ -159,6 +187,18 @@ impl Changes {
                 continue;
             }
             pending.leads.insert(lead);
+        }
+        for chat in webchats {
+            if !pending.orgs.contains(&chat.0) {
+                pending.orgs.insert(chat.0.clone());
+            }
+            // A window names as many web chats as leads at most; past that, the
+            // organization's pages refresh as for every lead.
+            if pending.webchats.len() >= MAX_LEADS {
+                pending.every_lead = true;
+                continue;
+            }
+            pending.webchats.insert(chat);
         }
         pending.sessions_ended |= sessions_ended;
         drop(pending);
@@ -181,6 +221,7 @@ impl Changes {
         let _ = self.sender.send(Arc::new(Commit {
             seq,
             leads: taken.leads.into_iter().collect(),
+            webchats: taken.webchats.into_iter().collect(),
             every_lead: taken.every_lead,
             sessions_ended: taken.sessions_ended,
             org_seqs,
@@ -216,10 +257,10 @@ mod tests {
     #[test]
     fn publishing_never_waits_and_a_listener_too_far_behind_is_told_it_lagged() {
         let changes = Changes::default();
-        changes.publish(lead(0), false); // nobody listens: dropped, still numbered
+        changes.publish(lead(0), Vec::new(), false); // nobody listens: dropped, still numbered
         let mut slow = changes.subscribe();
         for n in 1..=CAPACITY + 10 {
-            changes.publish(lead(n), false);
+            changes.publish(lead(n), Vec::new(), false);
             changes.flush();
         }
         assert_eq!(changes.last_seq(), (CAPACITY + 11) as u64);
@@ -235,15 +276,16 @@ mod tests {
     fn a_commit_without_a_lead_or_a_session_is_not_published() {
         let changes = Changes::default();
         let mut listener = changes.subscribe();
-        changes.publish(Vec::new(), false);
+        changes.publish(Vec::new(), Vec::new(), false);
         changes.flush();
         assert!(listener.try_recv().is_err());
-        changes.publish(Vec::new(), true);
+        changes.publish(Vec::new(), Vec::new(), true);
         changes.flush();
         assert!(listener.try_recv().expect("a session ended").sessions_ended);
         let commit = Commit {
             seq: 1,
             leads: vec![("acme".into(), "a".into()), ("globex".into(), "g".into())],
+            webchats: Vec::new(),
             every_lead: false,
             sessions_ended: false,
             org_seqs: vec![("acme".into(), 4)],
@@ -258,13 +300,17 @@ mod tests {
     #[test]
     fn each_organization_numbers_its_own_windows() {
         let changes = Changes::default();
-        changes.publish(lead(0), false); // nobody listens: still numbered
+        changes.publish(lead(0), Vec::new(), false); // nobody listens: still numbered
         let mut listener = changes.subscribe();
         for n in 0..5 {
-            changes.publish(vec![("globex".to_string(), format!("g-{n}"))], false);
+            changes.publish(
+                vec![("globex".to_string(), format!("g-{n}"))],
+                Vec::new(),
+                false,
+            );
             changes.flush();
         }
-        changes.publish(lead(1), false);
+        changes.publish(lead(1), Vec::new(), false);
         changes.flush();
         assert_eq!(changes.last_seq_of("acme"), 2);
         assert_eq!(changes.last_seq_of("globex"), 5);
@@ -281,9 +327,9 @@ mod tests {
     fn the_commits_of_one_window_are_published_as_one_naming_each_lead_once() {
         let changes = Changes::default();
         let mut listener = changes.subscribe();
-        changes.publish(lead(1), false);
-        changes.publish(lead(2), false);
-        changes.publish(lead(1), true);
+        changes.publish(lead(1), Vec::new(), false);
+        changes.publish(lead(2), Vec::new(), false);
+        changes.publish(lead(1), Vec::new(), true);
         assert!(
             listener.try_recv().is_err(),
             "nothing before the window ends"
@@ -301,10 +347,31 @@ mod tests {
     }
 
     #[test]
+    fn a_web_chat_without_a_lead_is_a_change_of_its_organization() {
+        let changes = Changes::default();
+        let mut listener = changes.subscribe();
+        changes.publish(
+            Vec::new(),
+            vec![("acme".to_string(), "wcs_1".to_string())],
+            false,
+        );
+        changes.flush();
+        let window = listener.try_recv().expect("one window");
+        assert_eq!(window.webchats_of("acme").collect::<Vec<_>>(), ["wcs_1"]);
+        assert_eq!(window.leads_of("acme").count(), 0);
+        assert_eq!(window.seq_of("acme"), Some(1));
+        assert_eq!(window.seq_of("globex"), None);
+    }
+
+    #[test]
     fn a_window_naming_too_many_leads_says_every_lead_changed() {
         let changes = Changes::default();
         let mut listener = changes.subscribe();
-        changes.publish((0..MAX_LEADS + 5).flat_map(lead).collect(), false);
+        changes.publish(
+            (0..MAX_LEADS + 5).flat_map(lead).collect(),
+            Vec::new(),
+            false,
+        );
         changes.flush();
         let window = listener.try_recv().expect("one window");
         assert!(window.every_lead);
@@ -318,7 +385,7 @@ mod tests {
         let mut listener = changes.subscribe();
         let (stop, stopped) = watch::channel(false);
         let runner = tokio::spawn(changes.clone().run(stopped));
-        changes.publish(lead(7), false);
+        changes.publish(lead(7), Vec::new(), false);
         let window = tokio::time::timeout(WINDOW * 20, listener.recv())
             .await
             .expect("within the window")

@@ -855,7 +855,7 @@ mod schema8 {
                         Author::Api
                     }),
                     event_id: m.event_id,
-                    channel: m.channel,
+                    channel: m.channel.into(),
                     preview: m.preview,
                     created_at: m.created_at,
                     from_lead: m.from_lead,

@@ -6,6 +6,7 @@
 //! [`Store::write`]; the single writer thread (`writer`) runs them in batches, one
 //! durable commit per batch, and answers each after its batch is on disk.
 
+pub mod browser_calls;
 pub mod calendar_sync;
 pub mod calendars;
 pub mod changes;

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::channel::Channel;
+use crate::channel::{Channel, Medium};
 use crate::error::Error;
 use crate::time::{Micros, Timestamp};
 
@@ -1445,7 +1445,9 @@ pub struct FailedSend {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastMessage {
     pub event_id: String,
-    pub channel: Channel,
+    /// Where it was written (stored before web chat as a [`Channel`], which reads as
+    /// the same [`Medium`]).
+    pub channel: Medium,
     /// The first 80 characters of its text.
     pub preview: String,
     pub created_at: Micros,

@@ -84,6 +84,7 @@ macro_rules! all_tables {
         $apply!(WEBCHAT_SESSIONS);
         $apply!(WEBCHAT_BY_CREATED);
         $apply!(REPLAYS);
+        $apply!(BROWSER_CALLS);
     };
 }
 pub(crate) use all_tables;
@@ -367,3 +368,7 @@ pub const WEBCHAT_BY_CREATED: TableDefinition<(&str, i64, &str), ()> =
 /// conversations, its progress and results (`store::replays`), kept 30 days and the
 /// newest 20 per organization.
 pub const REPLAYS: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("replays");
+/// org id → `BrowserCallKeys`: the API key and TwiML App of calls from the browser
+/// (`providers.voice`'s `apiKeySid`, `apiKeySecret`, `twimlAppSid`), in a record of its
+/// own so the voice provider's `TwilioSettings` keeps its shape.
+pub const BROWSER_CALLS: TableDefinition<&str, &[u8]> = TableDefinition::new("browser_calls");

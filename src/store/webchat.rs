@@ -153,6 +153,8 @@ impl WriteTx {
             .is_none();
         self.open_write(WEBCHAT_SESSIONS)?
             .insert((org, session.id.as_str()), encode(session)?.as_slice())?;
+        self.marked_webchats
+            .insert((org.to_string(), session.id.clone()));
         if new {
             self.open_write(WEBCHAT_BY_CREATED)?
                 .insert((org, session.created_at, session.id.as_str()), ())?;

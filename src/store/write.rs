@@ -138,6 +138,8 @@ pub struct WriteTx {
     /// The (org, lead) pairs whose lead, engagement or handling changed: their search
     /// index rows are re-derived before the commit (`lead_index`).
     pub(super) marked_leads: std::collections::BTreeSet<(String, String)>,
+    /// The (org, session) pairs whose web chat changed, for the console's live streams.
+    pub(super) marked_webchats: std::collections::BTreeSet<(String, String)>,
     /// Set when the transaction ended a session, for the console's live streams.
     pub(super) sessions_ended: bool,
 }
@@ -155,6 +157,7 @@ impl WriteTx {
             calendar_sync_added: false,
             keys_changed: false,
             marked_leads: std::collections::BTreeSet::new(),
+            marked_webchats: std::collections::BTreeSet::new(),
             sessions_ended: false,
         }
     }

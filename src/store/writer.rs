@@ -579,6 +579,9 @@ fn commit_batch(
             (tx.outbox_added, tx.agenda_added, tx.keys_changed);
         let calendar_sync_added = tx.calendar_sync_added;
         let changed_leads: Vec<(String, String)> = tx.marked_leads.iter().cloned().collect();
+        let changed_webchats: Vec<(String, String)> = std::mem::take(&mut tx.marked_webchats)
+            .into_iter()
+            .collect();
         let sessions_ended = tx.sessions_ended;
         let committed = tx.finish().and_then(|(txn, ops)| {
             let committed = durable.commit(txn, &ops, bulk);
@@ -609,7 +612,9 @@ fn commit_batch(
             if calendar_sync_added {
                 wakes.calendar_sync.notify_one();
             }
-            wakes.changes.publish(changed_leads, sessions_ended);
+            wakes
+                .changes
+                .publish(changed_leads, changed_webchats, sessions_ended);
         }
         break committed;
     };

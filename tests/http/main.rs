@@ -55,4 +55,5 @@ mod transport;
 mod twilio;
 mod voice;
 mod webchat;
+mod webchat_voice;
 mod webhooks;

@@ -204,7 +204,7 @@ async fn connections_beyond_the_cap_wait_for_a_free_slot() {
 
 /// Every route of `src/api/router.rs`: (`Route::name`, method, path template of the
 /// OpenAPI document).
-const ROUTES: [(&str, &str, &str); 84] = [
+const ROUTES: [(&str, &str, &str); 87] = [
     ("healthz", "get", "/healthz"),
     ("readyz", "get", "/readyz"),
     ("metrics", "get", "/metrics"),
@@ -361,6 +361,21 @@ const ROUTES: [(&str, &str, &str); 84] = [
         "post",
         "/webchat/{orgId}/sessions/{sessionId}/contact",
     ),
+    (
+        "webchat_voice_token",
+        "post",
+        "/webchat/{orgId}/sessions/{sessionId}/voice-token",
+    ),
+    (
+        "webchat_voice_sdk",
+        "get",
+        "/webchat/twilio-voice-2.18.5.js",
+    ),
+    (
+        "webchat_voice_sdk_license",
+        "get",
+        "/webchat/twilio-voice-2.18.5.LICENSE.md",
+    ),
 ];
 
 /// Does not compile once `Route` gains a variant: add the route to `ROUTES` and to
@@ -451,7 +466,10 @@ fn listed(route: engaged::api::router::Route<'_>) -> bool {
         | Route::WebchatCreateSession(_)
         | Route::WebchatPostMessage(_, _)
         | Route::WebchatEvents(_, _)
-        | Route::WebchatContact(_, _) => true,
+        | Route::WebchatContact(_, _)
+        | Route::WebchatVoiceToken(_, _)
+        | Route::WebchatVoiceSdk
+        | Route::WebchatVoiceSdkLicense => true,
         // Any path's OPTIONS: described in the document's introduction, not as an
         // operation.
         Route::Options(_) => false,

@@ -234,6 +234,59 @@ async fn answers_over_the_sms_bound_flag_too_long() {
     assert_eq!(done["summary"]["flags"]["too_long"], json!(2));
 }
 
+/// The lead as it was at each turn: a meeting booked after the conversation is not the
+/// lead's next meeting in the replayed turns, though the lead has it today.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_meeting_booked_after_a_turn_is_not_in_the_lead_the_model_is_shown() {
+    let s = start().await;
+    let day = json!([["00:00", "24:00"]]);
+    let calendar = json!({"timeZone": "UTC",
+        "hours": {"mon": day, "tue": day, "wed": day, "thu": day, "fri": day, "sat": day, "sun": day},
+        "meetingMinutes": 30, "bufferMinutes": 0, "minNoticeMinutes": 0, "daysAhead": 14,
+        "title": "Consultation", "location": "Phone call",
+        "owner": {"name": "Ana Ruiz", "email": "ana@acme.example"}});
+    expect(
+        &s.ts.put(&s.admin, "/v1/calendars/sales", &calendar).await,
+        200,
+    );
+    let start = (chrono::Utc::now() + chrono::Duration::days(1))
+        .date_naive()
+        .and_hms_opt(15, 0, 0)
+        .unwrap()
+        .and_utc()
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let booked =
+        s.ts.post(
+            &s.write,
+            &format!("{}/meetings", lead_path("L1")),
+            &json!({"calendar": "sales", "start": start}),
+        )
+        .await;
+    expect(&booked, 201);
+    let lead = expect(&s.ts.get(&s.write, &lead_path("L1")).await, 200);
+    assert!(lead["nextMeetingAt"].is_string(), "{lead}");
+
+    let before = s.model.count();
+    let body = json!({"draft": draft(INSTRUCTIONS), "leadIds": ["L1"]});
+    let done = finished(&s, &replay(&s, &body).await["id"]).await;
+    assert_eq!(turns(&done).len(), 2);
+    let asked = &s.model.requests()[before..];
+    assert_eq!(asked.len(), 2);
+    for request in asked {
+        let prompt: String = request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        assert!(
+            prompt.contains("\"nextMeeting\":null"),
+            "the lead as it was, with no meeting yet: {prompt}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_replay_runs_at_a_time_and_cancel_stops_it() {
     let s = start().await;

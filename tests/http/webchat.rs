@@ -204,6 +204,25 @@ async fn a_visitor_chats_with_the_assistant_then_becomes_a_lead_with_consent() {
         Some(5),
         "{messages}"
     );
+    // The console's inbox names where the lead wrote, in words.
+    let password = ts.user("acme", "ana@acme.example", "Ana", "agent").await;
+    let person = ts.sign_in("ana@acme.example", &password).await;
+    let inbox = ts
+        .console(
+            Method::GET,
+            "/console/inbox?tab=all",
+            Some(&person.cookie),
+            None,
+            &[],
+        )
+        .await;
+    assert!(
+        inbox
+            .text()
+            .contains(r#"<td data-label="Channel">Web chat</td>"#),
+        "{}",
+        inbox.text()
+    );
 
     // Another visit giving the same phone, the box unticked: the same lead, no new consent.
     let (second, token2) = new_session(ts, &org).await;

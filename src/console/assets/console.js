@@ -113,13 +113,23 @@
   }
 
   var source = new EventSource("/console/events");
-  source.addEventListener("change", function (event) {
+  // A change names the leads that changed (an empty list: any may have; absent: none
+  // did) and the web chats that did. A lead's page waits for its lead, a web chat's
+  // page for its chat, the web chats' list for any chat or lead, other pages for leads.
+  function wanted(data) {
+    var leads = Array.isArray(data.leads) ? data.leads : null;
+    var chats = Array.isArray(data.webchats) ? data.webchats : [];
+    var chat = document.querySelector("[data-webchat]");
+    if (chat) { return chats.indexOf(chat.getAttribute("data-webchat")) >= 0; }
+    if (document.querySelector("[data-webchats]")) { return true; }
+    if (leads === null) { return false; }
     var lead = document.querySelector("[data-lead]");
-    if (lead) {
-      var changed = [];
-      try { changed = JSON.parse(event.data).leads || []; } catch (e) { changed = []; }
-      if (changed.length && changed.indexOf(lead.getAttribute("data-lead")) < 0) { return; }
-    }
+    return !lead || !leads.length || leads.indexOf(lead.getAttribute("data-lead")) >= 0;
+  }
+  source.addEventListener("change", function (event) {
+    var data = { leads: [] };
+    try { data = JSON.parse(event.data) || data; } catch (e) { data = { leads: [] }; }
+    if (!wanted(data)) { return; }
     if (!pending) { pending = window.setTimeout(refresh, 100); }
   });
   source.addEventListener("reload", function () {

@@ -230,7 +230,8 @@ fn render(
             assistant::AssistantSectionView::of(&engine).view(visitor, &shown)
         }
         SettingsSection::Providers => {
-            providers::ProvidersSectionView::of(&engine).view(visitor, &shown)
+            providers::ProvidersSectionView::of(&engine, read.browser_call_keys(org_id)?)
+                .view(visitor, &shown)
         }
         SettingsSection::People => people::PeopleSectionView::of(&read, visitor)?.view(visitor),
         SettingsSection::Keys => keys::KeysSectionView::of(&read, org_id, &zone)?.view(visitor),

@@ -1,7 +1,9 @@
 //! The settings page's "Providers" section: each channel's provider (sandbox, Twilio
 //! for SMS and voice, SMTP for email; secrets left empty are kept while the place they
 //! go to stays the same: `domain::settings::bound_secret`), saved as one
-//! `ProviderPatch` per channel, and "Send test" through `Engine::send_test`.
+//! `ProviderPatch` per channel, and "Send test" through `Engine::send_test`. A Twilio
+//! voice provider also has the keys of web chat's calls from the browser (API key SID,
+//! its secret, TwiML App SID): left empty, each is kept.
 
 use maud::{html, Markup};
 
@@ -16,6 +18,7 @@ use crate::domain::settings::email::SmtpPatch;
 use crate::domain::settings::org::{self, OrgPatch, ProviderKind, ProviderPatch};
 use crate::domain::settings::twilio::TwilioPatch;
 use crate::error::{Error, Result};
+use crate::store::browser_calls::BrowserCallKeys;
 use crate::store::rows::{EngineSettings, ProviderSettings};
 
 /// What the section shows: each channel's provider as saved.
@@ -23,14 +26,17 @@ pub(super) struct ProvidersSectionView {
     sms: ProviderSettings,
     voice: ProviderSettings,
     email: ProviderSettings,
+    /// The voice provider's keys of calls from the browser.
+    keys: BrowserCallKeys,
 }
 
 impl ProvidersSectionView {
-    pub(super) fn of(engine: &EngineSettings) -> ProvidersSectionView {
+    pub(super) fn of(engine: &EngineSettings, keys: BrowserCallKeys) -> ProvidersSectionView {
         ProvidersSectionView {
             sms: engine.sms.clone(),
             voice: engine.voice.clone(),
             email: engine.email.clone(),
+            keys,
         }
     }
 
@@ -43,7 +49,7 @@ impl ProvidersSectionView {
                     @for (channel, label, current) in [("sms", "SMS", &self.sms), ("voice", "Voice", &self.voice), ("email", "Email", &self.email)] {
                         fieldset.provider {
                             legend { (label) ": " (provider_words(current)) }
-                            (provider_fields(channel, label, current, shown))
+                            (provider_fields(channel, label, current, &self.keys, shown))
                         }
                     }
                     div.actions { button type="submit" { "Save providers" } }
@@ -122,6 +128,7 @@ fn provider_fields(
     channel: &str,
     label: &str,
     current: &ProviderSettings,
+    keys: &BrowserCallKeys,
     shown: &Shown,
 ) -> Markup {
     let id = |f: &str| format!("{channel}-{f}");
@@ -209,6 +216,12 @@ fn provider_fields(
             (input("from", "From number", from, false))
             (input("messagingServiceSid", "Messaging service SID", service, false))
             (input("ratePerSecond", "Sends per second", rate, false))
+            @if channel == "voice" {
+                p.muted { "Calls from the browser (web chat's Call button): a Twilio API key and a TwiML App whose voice URL is this server's voice webhook. Left empty, each is kept." }
+                (input("apiKeySid", "API key SID", keys.api_key_sid.clone(), false))
+                (input("apiKeySecret", "API key secret", if keys.api_key_secret.is_empty() { String::new() } else { "set".to_string() }, true))
+                (input("twimlAppSid", "TwiML App SID", keys.twiml_app_sid.clone(), false))
+            }
         }
         }
     }
@@ -239,6 +252,17 @@ fn providers_patch(form: &Form) -> Result<Vec<(Channel, ProviderPatch)>> {
                 }
                 if let Some(token) = given("authToken") {
                     p.auth_token(&token)?;
+                }
+                if channel == Channel::Voice {
+                    if let Some(sid) = given("apiKeySid") {
+                        p.api_key_sid(&sid)?;
+                    }
+                    if let Some(secret) = given("apiKeySecret") {
+                        p.api_key_secret(&secret)?;
+                    }
+                    if let Some(sid) = given("twimlAppSid") {
+                        p.twiml_app_sid(&sid)?;
+                    }
                 }
                 if let Some(rate) = given("ratePerSecond") {
                     match rate.parse::<f64>() {

@@ -45,7 +45,7 @@ pub fn on_event(
             let text = shape.text();
             new.last_message = Some(LastMessage {
                 event_id: id.to_string(),
-                channel: shape.channel,
+                channel: shape.medium,
                 preview: text.chars().take(PREVIEW_CHARS).collect(),
                 created_at,
                 from_lead: shape.owner == Owner::Lead,

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::channel::{Channel, Owner};
+use crate::channel::{Channel, Medium, Owner};
 use crate::store::rows::MessageKind;
 
 /// What makes an event a message: type `MESSAGE` (SMS) or `EMAIL`, an `owner`, and a
@@ -12,6 +12,9 @@ use crate::store::rows::MessageKind;
 pub struct MessageShape<'a> {
     pub owner: Owner,
     pub channel: Channel,
+    /// Where it was written: `channel`, or `webchat` for a web chat's line (a
+    /// `MESSAGE` whose `channel` is `webchat`: text like an SMS, never sent as one).
+    pub medium: Medium,
     pub content: &'a Value,
     text: &'a str,
 }
@@ -22,9 +25,14 @@ impl<'a> MessageShape<'a> {
         let owner = Owner::parse(data.get("owner")?.as_str()?)?;
         let content = data.get("content")?;
         let text = content.get("text")?.as_str()?;
+        let medium = match data.get("channel").and_then(Value::as_str) {
+            Some("webchat") if channel == Channel::Sms => Medium::Webchat,
+            _ => channel.into(),
+        };
         Some(MessageShape {
             owner,
             channel,
+            medium,
             content,
             text,
         })

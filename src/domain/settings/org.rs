@@ -24,6 +24,7 @@ use crate::domain::settings::{bound_secret, Endpoint};
 use crate::domain::Caller;
 use crate::error::{Error, Result};
 use crate::outbound_address::OutboundPolicy;
+use crate::store::browser_calls::BrowserCallKeys;
 use crate::store::rows::{
     AssistantSettings, ConsentRequired, ConsentRequirement, EngineSettings, KeypadDigit, OrgRecord,
     OrgSettings, ProviderSettings, Purpose, RevocationScope,
@@ -874,6 +875,7 @@ pub fn update(
     let mut engine = tx.engine_settings(&caller.org_id)?;
     let engine_before = engine.clone();
     let mut webchat: Option<WebchatSettings> = None;
+    let mut browser: Option<BrowserCallKeys> = None;
     for change in patch.changes {
         let e = &mut engine;
         match change {
@@ -910,6 +912,12 @@ pub fn update(
                     ProviderSettings::default(),
                     ProviderSettings::default(),
                 ];
+                // The keys of calls from the browser go with a twilio voice provider.
+                let keys_before = match browser.take() {
+                    Some(keys) => keys,
+                    None => tx.browser_call_keys(&caller.org_id)?,
+                };
+                let mut keys = BrowserCallKeys::default();
                 for (channel, patch) in channels {
                     let slot = match channel {
                         Channel::Sms => 0,
@@ -917,8 +925,24 @@ pub fn update(
                         Channel::Email => 2,
                     };
                     let previous = [&e.sms, &e.voice, &e.email][slot];
+                    let browser_patch = match &patch {
+                        ProviderPatch::Twilio(t) if channel == Channel::Voice => {
+                            Some(t.browser().clone())
+                        }
+                        _ => None,
+                    };
                     chosen[slot] = patch.settings(previous)?;
+                    if let (Some(browser_patch), ProviderSettings::Twilio(now)) =
+                        (browser_patch, &chosen[slot])
+                    {
+                        let before = match previous {
+                            ProviderSettings::Twilio(p) => Some(p),
+                            _ => None,
+                        };
+                        keys = browser_patch.keys(&keys_before, before, now);
+                    }
                 }
+                browser = Some(keys);
                 let [sms, voice, email] = chosen;
                 (e.sms, e.voice, e.email) = (sms, voice, email);
             }
@@ -950,6 +974,9 @@ pub fn update(
             ));
         }
         tx.put_webchat_settings(&caller.org_id, webchat)?;
+    }
+    if let Some(keys) = &browser {
+        tx.put_browser_call_keys(&caller.org_id, keys)?;
     }
     let quiet_changed =
         s.quiet_hours != org.settings.quiet_hours || engine.time_zone != engine_before.time_zone;

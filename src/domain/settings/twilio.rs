@@ -6,11 +6,19 @@
 //! when saved (`accountSid` `AC` and `messagingServiceSid` `MG`, each followed by 32 hex
 //! digits): a typo is a 400 now, not every send refused later. A `PATCH`'s members
 //! (or the console's form) make a `TwilioPatch`, checked as it is built.
+//!
+//! The voice slot also holds the keys of calls from the browser (web chat's "Call"):
+//! `apiKeySid` (`SK` + 32 hex), `apiKeySecret` (write-only: the view says
+//! `apiKeySecretSet`) and `twimlAppSid` (`AP` + 32 hex), stored in a record of their own
+//! (`BrowserCallKeys`). A member left out keeps its value, `null` clears it; the secret
+//! is bound to its place, the provider's `baseUrl` and `accountSid`, by the rule of every
+//! secret ([`crate::domain::settings::bound_secret`]).
 
 use serde_json::{json, Map, Value};
 
 use crate::channel::Channel;
 use crate::error::{Error, Result};
+use crate::store::browser_calls::BrowserCallKeys;
 use crate::store::rows::TwilioSettings;
 
 /// The message of a `PATCH` that configures twilio on a server without `public_url`.
@@ -30,6 +38,77 @@ pub struct TwilioPatch {
     messaging_service_sid: String,
     base_url: String,
     rate_per_second: Option<f64>,
+    browser: BrowserPatch,
+}
+
+/// A member of the browser's keys as a patch gives it: `None` keeps what was stored,
+/// `Some(None)` (`null`) clears it.
+type Member = Option<Option<String>>;
+
+/// The keys of calls from the browser as a `PATCH` of `providers.voice` gives them.
+#[derive(Clone, Default, PartialEq)]
+pub struct BrowserPatch {
+    api_key_sid: Member,
+    api_key_secret: Member,
+    twiml_app_sid: Member,
+}
+
+impl std::fmt::Debug for BrowserPatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserPatch")
+            .field("api_key_sid", &self.api_key_sid)
+            .field(
+                "api_key_secret",
+                &self
+                    .api_key_secret
+                    .as_ref()
+                    .map(|s| s.as_ref().map(|_| "(set)")),
+            )
+            .field("twiml_app_sid", &self.twiml_app_sid)
+            .finish()
+    }
+}
+
+/// Where the API key secret is used: the voice provider's `baseUrl` and account.
+fn place(settings: &TwilioSettings) -> crate::domain::settings::Endpoint {
+    crate::domain::settings::Endpoint::url(&format!(
+        "{}/Accounts/{}",
+        settings.base_url.trim_end_matches('/'),
+        settings.account_sid
+    ))
+}
+
+impl BrowserPatch {
+    /// The keys after a save: this patch over `stored`, the keys before, whose provider
+    /// was `previous`; `now` is the provider saved. The secret stays only while the
+    /// place (`baseUrl`, `accountSid`) does.
+    pub fn keys(
+        &self,
+        stored: &BrowserCallKeys,
+        previous: Option<&TwilioSettings>,
+        now: &TwilioSettings,
+    ) -> BrowserCallKeys {
+        let member = |given: &Member, before: &str| match given {
+            None => before.to_string(),
+            Some(value) => value.clone().unwrap_or_default(),
+        };
+        let given_secret = self
+            .api_key_secret
+            .as_ref()
+            .map(|s| s.clone().unwrap_or_default());
+        let was = previous.map(place);
+        let secret = crate::domain::settings::bound_secret(
+            given_secret,
+            was.as_ref().map(|at| (at, stored.api_key_secret.clone())),
+            &place(now),
+        )
+        .unwrap_or_default();
+        BrowserCallKeys {
+            api_key_sid: member(&self.api_key_sid, &stored.api_key_sid),
+            api_key_secret: secret,
+            twiml_app_sid: member(&self.twiml_app_sid, &stored.twiml_app_sid),
+        }
+    }
 }
 
 impl std::fmt::Debug for TwilioPatch {
@@ -42,6 +121,7 @@ impl std::fmt::Debug for TwilioPatch {
             .field("messaging_service_sid", &self.messaging_service_sid)
             .field("base_url", &self.base_url)
             .field("rate_per_second", &self.rate_per_second)
+            .field("browser", &self.browser)
             .finish()
     }
 }
@@ -57,7 +137,13 @@ impl TwilioPatch {
             messaging_service_sid: String::new(),
             base_url: DEFAULT_BASE_URL.to_string(),
             rate_per_second: None,
+            browser: BrowserPatch::default(),
         }
+    }
+
+    /// The keys of calls from the browser this patch gives (the voice slot's only).
+    pub fn browser(&self) -> &BrowserPatch {
+        &self.browser
     }
 
     /// `{"kind": "twilio", "accountSid", "authToken", "from" | "messagingServiceSid",
@@ -80,6 +166,27 @@ impl TwilioPatch {
                     patch.messaging_service_sid(Some(sid))?
                 }
                 ("baseUrl", Value::String(url)) => patch.base_url(url)?,
+                ("apiKeySid", Value::Null) if channel == Channel::Voice => {
+                    patch.browser.api_key_sid = Some(None)
+                }
+                ("apiKeySid", Value::String(sid)) if channel == Channel::Voice => {
+                    patch.api_key_sid(sid)?
+                }
+                ("apiKeySecret", Value::Null) if channel == Channel::Voice => {
+                    patch.browser.api_key_secret = Some(None)
+                }
+                ("apiKeySecret", Value::String(secret)) if channel == Channel::Voice => {
+                    patch.api_key_secret(secret)?
+                }
+                ("twimlAppSid", Value::Null) if channel == Channel::Voice => {
+                    patch.browser.twiml_app_sid = Some(None)
+                }
+                ("twimlAppSid", Value::String(sid)) if channel == Channel::Voice => {
+                    patch.twiml_app_sid(sid)?
+                }
+                ("apiKeySid" | "apiKeySecret" | "twimlAppSid", _) if channel == Channel::Voice => {
+                    return Err(patch.invalid(member))
+                }
                 ("accountSid" | "authToken" | "from" | "messagingServiceSid" | "baseUrl", _) => {
                     return Err(patch.invalid(member))
                 }
@@ -116,6 +223,32 @@ impl TwilioPatch {
             return Err(self.invalid("accountSid"));
         }
         self.account_sid = Some(sid);
+        Ok(())
+    }
+
+    /// `apiKeySid` (voice): `SK` and 32 hex digits.
+    pub fn api_key_sid(&mut self, sid: &str) -> Result<()> {
+        let sid = self.text("apiKeySid", sid)?;
+        if !is_sid(&sid, "SK") {
+            return Err(self.invalid("apiKeySid"));
+        }
+        self.browser.api_key_sid = Some(Some(sid));
+        Ok(())
+    }
+
+    /// `apiKeySecret` (voice): the API key's secret, write-only.
+    pub fn api_key_secret(&mut self, secret: &str) -> Result<()> {
+        self.browser.api_key_secret = Some(Some(self.text("apiKeySecret", secret)?));
+        Ok(())
+    }
+
+    /// `twimlAppSid` (voice): `AP` and 32 hex digits.
+    pub fn twiml_app_sid(&mut self, sid: &str) -> Result<()> {
+        let sid = self.text("twimlAppSid", sid)?;
+        if !is_sid(&sid, "AP") {
+            return Err(self.invalid("twimlAppSid"));
+        }
+        self.browser.twiml_app_sid = Some(Some(sid));
         Ok(())
     }
 
@@ -232,6 +365,21 @@ pub fn view(s: &TwilioSettings) -> Value {
         "messagingServiceSid": text(&s.messaging_service_sid),
         "baseUrl": s.base_url,
     })
+}
+
+/// The voice provider's view with the keys of calls from the browser: `apiKeySid`,
+/// `apiKeySecretSet`, `twimlAppSid` (`null` when not set).
+pub fn with_browser_keys(mut view: Value, keys: &BrowserCallKeys) -> Value {
+    let text = |t: &str| (!t.is_empty()).then(|| t.to_string());
+    if let Value::Object(members) = &mut view {
+        members.insert("apiKeySid".into(), json!(text(&keys.api_key_sid)));
+        members.insert(
+            "apiKeySecretSet".into(),
+            json!(!keys.api_key_secret.is_empty()),
+        );
+        members.insert("twimlAppSid".into(), json!(text(&keys.twiml_app_sid)));
+    }
+    view
 }
 
 #[cfg(test)]
@@ -405,5 +553,77 @@ mod tests {
             crate::store::rows::ProviderSettings::Twilio(default).rate_per_second(),
             Some(10.0)
         );
+    }
+
+    #[test]
+    fn the_browsers_keys_are_voice_only_kept_when_left_out_and_the_secret_follows_its_place() {
+        const KEY: &str = "SK0123456789abcdef0123456789abcdef";
+        const APP: &str = "AP0123456789abcdef0123456789abcdef";
+        let voice = |extra: Value| {
+            let mut body = json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t",
+                                  "from": "+15550100000"});
+            if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+                b.extend(e);
+            }
+            TwilioPatch::from_json(Channel::Voice, &members(body))
+        };
+        for (member, bad) in [
+            ("apiKeySid", json!("SK1")),
+            ("apiKeySid", json!(APP)),
+            ("twimlAppSid", json!(KEY)),
+            ("apiKeySecret", json!("")),
+            ("apiKeySecret", json!(1)),
+        ] {
+            assert_eq!(
+                voice(json!({ member: bad })).unwrap_err().to_string(),
+                format!("Invalid format for field: providers.voice.{member}")
+            );
+        }
+        let sms = json!({"kind": "twilio", "accountSid": ACCOUNT, "authToken": "t",
+                         "from": "+15550100000", "apiKeySid": KEY});
+        assert!(TwilioPatch::from_json(Channel::Sms, &members(sms)).is_err());
+
+        let given =
+            voice(json!({"apiKeySid": KEY, "apiKeySecret": "s3cret", "twimlAppSid": APP})).unwrap();
+        assert!(!format!("{given:?}").contains("s3cret"));
+        let first = given.clone().settings(None).unwrap();
+        let keys = given
+            .browser()
+            .keys(&BrowserCallKeys::default(), None, &first);
+        assert_eq!(
+            (
+                keys.api_key_sid.as_str(),
+                keys.api_key_secret.as_str(),
+                keys.twiml_app_sid.as_str()
+            ),
+            (KEY, "s3cret", APP)
+        );
+        // Left out: kept; the same place keeps the secret.
+        let again = voice(json!({})).unwrap();
+        let kept = again.browser().keys(&keys, Some(&first), &first);
+        assert_eq!(kept, keys);
+        // `null` clears a member.
+        let cleared = voice(json!({"twimlAppSid": null})).unwrap();
+        assert_eq!(
+            cleared
+                .browser()
+                .keys(&keys, Some(&first), &first)
+                .twiml_app_sid,
+            ""
+        );
+        // Another account or base URL without the secret: it stays behind.
+        for moved in [
+            json!({"accountSid": "AC0123456789abcdef0123456789abcdee"}),
+            json!({"baseUrl": "https://twilio.other.example"}),
+        ] {
+            let patch = voice(moved).unwrap();
+            let now = patch.clone().settings(Some(&first)).unwrap();
+            let after = patch.browser().keys(&keys, Some(&first), &now);
+            assert_eq!(after.api_key_secret, "");
+            assert_eq!(after.api_key_sid, KEY);
+        }
+        let view = with_browser_keys(view(&first), &keys);
+        assert_eq!(view["apiKeySecretSet"], json!(true));
+        assert!(!view.to_string().contains("s3cret"));
     }
 }

@@ -358,12 +358,57 @@ pub fn inbound(
     forwarded: bool,
 ) -> Result<(String, Answer)> {
     let lead = crate::domain::records::leads::lead_by_phone(tx, org, from)?;
+    answer_inbound(tx, org, provider_call_id, lead, None, forwarded)
+}
+
+/// A call from a web chat visitor's browser (Twilio's `From=client:web_<sessionId>`):
+/// answered as any inbound call, its record carrying `sessionId` and the session's
+/// lead once it has one. `None` when the organization has no such session, or its web
+/// chat offers no voice: the call is refused and nothing is written.
+pub fn inbound_browser(
+    tx: &mut WriteTx,
+    org: &str,
+    provider_call_id: &str,
+    session_id: &str,
+) -> Result<Option<(String, Answer)>> {
+    let chat = tx.webchat_settings(org)?;
+    if !chat.enabled || !chat.voice {
+        return Ok(None);
+    }
+    let Some(session) = tx.webchat_session(org, session_id)? else {
+        return Ok(None);
+    };
+    let lead = match &session.lead_id {
+        Some(id) => tx.lead(org, id)?.filter(|l| l.deleted_at.is_none()),
+        None => None,
+    };
+    answer_inbound(
+        tx,
+        org,
+        provider_call_id,
+        lead,
+        Some(session.id.clone()),
+        false,
+    )
+    .map(Some)
+}
+
+/// An inbound call's record (once per provider call id) and its answer.
+fn answer_inbound(
+    tx: &mut WriteTx,
+    org: &str,
+    provider_call_id: &str,
+    lead: Option<LeadRecord>,
+    session_id: Option<String>,
+    forwarded: bool,
+) -> Result<(String, Answer)> {
     let call_id = match tx.provider_call(org, provider_call_id)? {
         Some(call_id) => call_id,
         None => {
             let call_id = crate::ids::generate("call");
             let changes = CallDetails {
                 lead_id: lead.as_ref().map(|l| l.id.clone()),
+                session_id,
                 direction: Some(Direction::Inbound),
                 call_status: Some(CallStatus::InProgress.as_str().to_string()),
                 is_ai_initiated: Some(false),
