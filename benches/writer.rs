@@ -2,7 +2,8 @@
 //! `CUSTOM` events on random leads of 10,000 through `Store::write` (the job
 //! `POST /v1/leads/{id}/events` gives the writer), against the bare group-commit writer
 //! of `benches/baseline.rs` (one raw row per job, one fsync per batch), back to back in
-//! one run. Prints jobs/s of each, their ratio and the writer time per job.
+//! one run. Prints jobs/s of each, their ratio, the writer time per job and each one's
+//! p50, p99 and longest wait of a job (a checkpoint that held the writer shows there).
 //!
 //! `cargo bench --bench writer` (about 40 s; `WRITER_SECS` per case, default 8)
 
@@ -63,11 +64,12 @@ fn main() {
     // Engaged: each task writes one event at a time on a lead of its own sequence.
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    rt.block_on(async {
+    let waits = rt.block_on(async {
         let mut tasks = tokio::task::JoinSet::new();
         for t in 0..TASKS {
             let (store, caller, done) = (store.clone(), caller.clone(), done.clone());
             tasks.spawn(async move {
+                let mut waits = Vec::new();
                 let mut n = 0usize;
                 while started.elapsed() < run_for {
                     n += 1;
@@ -76,6 +78,7 @@ fn main() {
                         json!({"type": "CUSTOM", "id": format!("w-{t}-{n}"), "data": {"n": n}}),
                     );
                     let c = caller.clone();
+                    let asked = Instant::now();
                     store
                         .write(move |tx| {
                             let input = events::EventInput::from_json(body.clone())?;
@@ -83,11 +86,17 @@ fn main() {
                         })
                         .await
                         .expect("event write");
+                    waits.push(asked.elapsed());
                     done.fetch_add(1, Ordering::Relaxed);
                 }
+                waits
             });
         }
-        while tasks.join_next().await.is_some() {}
+        let mut all = Vec::new();
+        while let Some(waits) = tasks.join_next().await {
+            all.extend(waits.expect("task"));
+        }
+        all
     });
     let engaged = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
     let stats = store.writer_stats();
@@ -99,26 +108,34 @@ fn main() {
     let writes = support::bare_writer::spawn(db);
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    rt.block_on(async {
+    let bare_waits = rt.block_on(async {
         let mut tasks = tokio::task::JoinSet::new();
         for t in 0..TASKS {
             let (writes, done) = (writes.clone(), done.clone());
             tasks.spawn(async move {
+                let mut waits = Vec::new();
                 let mut n = 0usize;
                 while started.elapsed() < run_for {
                     n += 1;
                     let body =
                         format!(r#"{{"type":"CUSTOM","id":"w-{t}-{n}","data":{{"n":{n}}}}}"#);
                     let (answer, answered) = oneshot::channel();
+                    let asked = Instant::now();
                     writes
                         .send((body.into_bytes(), answer))
                         .expect("bare writer");
                     assert!(answered.await.expect("answer"), "bare commit");
+                    waits.push(asked.elapsed());
                     done.fetch_add(1, Ordering::Relaxed);
                 }
+                waits
             });
         }
-        while tasks.join_next().await.is_some() {}
+        let mut all = Vec::new();
+        while let Some(waits) = tasks.join_next().await {
+            all.extend(waits.expect("task"));
+        }
+        all
     });
     let bare = done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64();
 
@@ -130,4 +147,21 @@ fn main() {
         engaged / bare,
         1e6 / engaged
     );
+    println!("engaged job wait: {}", percentiles(waits));
+    println!("bare job wait:    {}", percentiles(bare_waits));
+}
+
+/// p50, p99 and the longest of `waits`, in milliseconds.
+fn percentiles(mut waits: Vec<Duration>) -> String {
+    waits.sort();
+    let at = |q: f64| {
+        let i = ((waits.len() as f64 * q) as usize).min(waits.len().saturating_sub(1));
+        waits.get(i).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
+    };
+    format!(
+        "p50 {:.2} ms, p99 {:.2} ms, longest {:.2} ms",
+        at(0.5),
+        at(0.99),
+        at(1.0)
+    )
 }

@@ -22,8 +22,10 @@ pub fn list(store: &Store, caller: &Caller, query: &Query) -> Result<Response<Bo
         limit: query.limit_or_default()?,
         next_token: query.next_token(),
     };
-    let page = listing::leads(&store.read()?, store.cursor_key(), caller, &q)?;
-    let body = views::leads_page(&page.items, page.next_token.as_deref())?;
+    let read = store.read()?;
+    let body = views::leads_page(q.limit, |out| {
+        listing::leads(&read, store.cursor_key(), caller, &q, out)
+    })?;
     Ok(json_bytes(StatusCode::OK, body))
 }
 

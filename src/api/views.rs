@@ -5,12 +5,13 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::domain::records::listing::MAX_LIMIT;
 use crate::domain::records::message_shape::MessageShape;
 use crate::error::Result;
 use crate::json_writer::JsonWriter;
 use crate::store::lead_view;
 use crate::store::rows::{CallRecord, LeadRecord};
-use crate::store::{EventRow, LeadRow};
+use crate::store::EventRow;
 use crate::time::Timestamp;
 
 /// A lead, rendered from its record.
@@ -34,20 +35,21 @@ pub fn lead_with_engagement(
     Ok(value)
 }
 
-/// A page of leads: their wire JSON as the store keeps it, copied as it is.
-pub fn leads_page(leads: &[LeadRow], next_token: Option<&str>) -> Result<Vec<u8>> {
-    let mut out = JsonWriter::with_capacity(64 + leads.len() * lead_view::LEAD_JSON_BYTES);
-    out.raw("{\"leads\":[");
-    for (i, lead) in leads.iter().enumerate() {
-        if i > 0 {
-            out.raw(",");
-        }
-        out.json_text(&lead.json);
-    }
-    out.raw("],\"nextToken\":");
-    out.opt_str(next_token);
-    out.raw("}");
-    out.finish()
+/// A page of leads: `rows` writes their wire JSON as the store keeps it (copied as it
+/// is, straight into the answer) and answers the page's `nextToken`.
+pub fn leads_page(
+    limit: usize,
+    rows: impl FnOnce(&mut Vec<u8>) -> Result<Option<String>>,
+) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(64 + limit.min(MAX_LIMIT) * lead_view::LEAD_JSON_BYTES);
+    out.extend_from_slice(b"{\"leads\":[");
+    let next_token = rows(&mut out)?;
+    let mut tail = JsonWriter::with_capacity(64);
+    tail.raw("],\"nextToken\":");
+    tail.opt_str(next_token.as_deref());
+    tail.raw("}");
+    out.extend_from_slice(&tail.finish()?);
+    Ok(out)
 }
 
 #[derive(Serialize)]

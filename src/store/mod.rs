@@ -113,8 +113,8 @@ impl Store {
         cache_bytes: usize,
     ) -> std::result::Result<Store, OpenError> {
         create_private_file(path)?;
-        let db = match Database::builder().set_cache_size(cache_bytes).create(path) {
-            Ok(db) => db,
+        let (db, gate) = match wal::open_database(path, cache_bytes) {
+            Ok(opened) => opened,
             Err(redb::DatabaseError::DatabaseAlreadyOpen) => return Err(OpenError::InUse),
             Err(e) => return Err(OpenError::Other(format!("{}: {e}", path.display()))),
         };
@@ -124,6 +124,7 @@ impl Store {
             wal::OpenFailure::Refused(why) => OpenError::Refused(why),
             wal::OpenFailure::Failed(e) => e.into(),
         })?;
+        let wal = wal.with_gate(gate);
         if replayed > 0 {
             tracing::info!(
                 replayed,

@@ -5,6 +5,7 @@
 //! visitor that says whether to go on, so callers can stop after a page without the
 //! store knowing what a page is.
 
+use std::borrow::Cow;
 use std::ops::Bound;
 
 use redb::{ReadTransaction, ReadableTable};
@@ -42,13 +43,14 @@ impl<K> Start<K> {
 }
 
 /// A lead as a listing reads it: where it sorts (`updatedAt` or `createdAt`), and its
-/// wire JSON (`lead_view`).
+/// wire JSON (`lead_view`), borrowed from the index row when it holds it, so that a page
+/// copies each lead once, into its answer.
 #[derive(Debug, Clone)]
-pub struct LeadRow {
+pub struct LeadRow<'a> {
     pub sort_time: Micros,
-    pub id: String,
+    pub id: &'a str,
     pub created_at: Micros,
-    pub json: Vec<u8>,
+    pub json: Cow<'a, [u8]>,
 }
 
 /// An event row as a scan yields it.
@@ -161,20 +163,16 @@ impl ReadTx {
         org: &str,
         by_created: bool,
         from: Start<(Micros, String)>,
-        mut visit: impl FnMut(LeadRow) -> Result<Flow>,
+        mut visit: impl FnMut(LeadRow<'_>) -> Result<Flow>,
     ) -> Result<()> {
         let leads = self.txn.open_table(LEADS)?;
-        let rendered = |id: &str, sort_time: Micros| -> Result<LeadRow> {
+        // The lead's creation time and wire JSON, from its record.
+        let rendered = |id: &str| -> Result<(Micros, Vec<u8>)> {
             let found = leads.get((org, id))?.ok_or_else(|| {
                 Error::Internal(format!("lead index points at a missing lead {org}/{id}"))
             })?;
             let lead: LeadRecord = decode(found.value())?;
-            Ok(LeadRow {
-                sort_time,
-                id: id.to_string(),
-                created_at: lead.created_at,
-                json: lead_view::render(&lead)?,
-            })
+            Ok((lead.created_at, lead_view::render(&lead)?))
         };
         let start = from.bound(|(t, id)| (org, *t, id.as_str()));
         let range = (start, Bound::Unbounded);
@@ -183,7 +181,17 @@ impl ReadTx {
             for row in index.range::<(&str, i64, &str)>(range)? {
                 let (key, _) = row?;
                 let (row_org, created_at, id) = key.value();
-                if row_org != org || visit(rendered(id, created_at)?)? == Flow::Stop {
+                if row_org != org {
+                    break;
+                }
+                let (_, json) = rendered(id)?;
+                let row = LeadRow {
+                    sort_time: created_at,
+                    id,
+                    created_at,
+                    json: Cow::Owned(json),
+                };
+                if visit(row)? == Flow::Stop {
                     break;
                 }
             }
@@ -195,14 +203,23 @@ impl ReadTx {
                 if row_org != org {
                     break;
                 }
-                let row = match lead_view::parse(value.value()) {
+                let value = value.value();
+                let row = match lead_view::parse(value) {
                     Some(indexed) => LeadRow {
                         sort_time: updated_at,
-                        id: id.to_string(),
+                        id,
                         created_at: indexed.created_at,
-                        json: indexed.json.to_vec(),
+                        json: Cow::Borrowed(indexed.json),
                     },
-                    None => rendered(id, updated_at)?,
+                    None => {
+                        let (created_at, json) = rendered(id)?;
+                        LeadRow {
+                            sort_time: updated_at,
+                            id,
+                            created_at,
+                            json: Cow::Owned(json),
+                        }
+                    }
                 };
                 if visit(row)? == Flow::Stop {
                     break;

@@ -215,15 +215,13 @@ impl Reopen {
     /// Opens the file (redb repairs what the failed process left), applies the log and
     /// starts a new one, as a start does.
     fn open(&self) -> Result<(Arc<Database>, Durable)> {
-        let db = Database::builder()
-            .set_cache_size(self.cache_bytes)
-            .create(&self.path)?;
+        let (db, gate) = wal::open_database(&self.path, self.cache_bytes)?;
         let (wal, replayed) = wal::open(&db, &self.path).map_err(|e| match e {
             wal::OpenFailure::Refused(why) => Error::Internal(why),
             wal::OpenFailure::Failed(e) => e,
         })?;
         tracing::info!(replayed, "re-opened the database after a storage error");
-        Ok((Arc::new(db), Durable::new(wal)))
+        Ok((Arc::new(db), Durable::new(wal.with_gate(gate))))
     }
 }
 
@@ -648,6 +646,22 @@ pub(crate) struct Durable {
     wal: Wal,
     /// When the database file last held everything (the last checkpoint).
     checkpointed: std::time::Instant,
+    /// How often a checkpoint comes ([`checkpoint_every`]).
+    every: Duration,
+}
+
+/// How often a checkpoint comes: [`CHECKPOINT_EVERY`], or `ENGAGED_CHECKPOINT_MS`
+/// (10 to 60000 ms) for the benches that measure the choice.
+fn checkpoint_every() -> Duration {
+    static EVERY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *EVERY.get_or_init(|| {
+        std::env::var("ENGAGED_CHECKPOINT_MS")
+            .ok()
+            .and_then(|ms| ms.parse::<u64>().ok())
+            .map_or(CHECKPOINT_EVERY, |ms| {
+                Duration::from_millis(ms.clamp(10, 60_000))
+            })
+    })
 }
 
 impl Durable {
@@ -655,6 +669,7 @@ impl Durable {
         Durable {
             wal,
             checkpointed: std::time::Instant::now(),
+            every: checkpoint_every(),
         }
     }
 
@@ -662,39 +677,46 @@ impl Durable {
     fn checkpoint_due_in(&self) -> Option<std::time::Duration> {
         self.wal
             .has_records()
-            .then(|| CHECKPOINT_EVERY.saturating_sub(self.checkpointed.elapsed()))
+            .then(|| self.every.saturating_sub(self.checkpointed.elapsed()))
     }
 
     /// Commits a batch's transaction so that it survives a crash before any of its
     /// jobs is answered: its operations written to the log and synced, then the
-    /// transaction committed without writing the file; or, when a checkpoint is due,
-    /// for a bulk part (`bulk`) or a batch too large to log, committed durably as a
-    /// checkpoint.
+    /// transaction committed without writing the file; or, when a checkpoint is due or
+    /// for a bulk part (`bulk`), logged and committed durably as a checkpoint whose
+    /// sync the writer does not wait for (the log holds the batch); a batch too large
+    /// to log commits as a checkpoint that waits for its sync.
     fn commit(&mut self, mut txn: redb::WriteTransaction, ops: &OpLog, bulk: bool) -> Result<()> {
-        let due = self.checkpointed.elapsed() >= CHECKPOINT_EVERY || self.wal.is_long();
-        if ops.overflowed() || ((due || bulk) && !ops.is_empty()) {
-            return self.checkpoint(txn);
+        if ops.overflowed() {
+            // In no record: durable only once the file is.
+            return self.checkpoint(txn, true);
         }
         if ops.is_empty() {
             // Nothing changed: nothing to make durable.
             txn.set_durability(Durability::None)?;
             return Ok(txn.commit()?);
         }
+        let due = self.checkpointed.elapsed() >= self.every || self.wal.is_long();
         self.wal.append(ops)?;
-        if let Err(e) = txn.commit() {
+        let committed = if due || bulk {
+            self.checkpoint(txn, false)
+        } else {
+            txn.commit().map_err(Error::from)
+        };
+        if let Err(e) = committed {
             // Not committed: the log must not replay it.
             if let Err(back) = self.wal.take_back_last() {
                 tracing::error!(error = %back, "cannot take back a write-ahead log record");
             }
-            return Err(e.into());
+            return Err(e);
         }
         Ok(())
     }
 
-    /// Commits `txn` durably as a checkpoint ([`Wal::checkpoint`]: the file now holds
-    /// every logged batch, and the log empties).
-    fn checkpoint(&mut self, txn: redb::WriteTransaction) -> Result<()> {
-        self.wal.checkpoint(txn)?;
+    /// Commits `txn` durably as a checkpoint ([`Wal::checkpoint`]: the file holds every
+    /// logged batch once its sync is done; `wait` for it).
+    fn checkpoint(&mut self, txn: redb::WriteTransaction, wait: bool) -> Result<()> {
+        self.wal.checkpoint(txn, wait)?;
         self.checkpointed = std::time::Instant::now();
         Ok(())
     }
@@ -706,7 +728,7 @@ impl Durable {
         }
         db.begin_write()
             .map_err(Error::from)
-            .and_then(|txn| self.checkpoint(txn))
+            .and_then(|txn| self.checkpoint(txn, false))
     }
 
     /// A checkpoint while idle; one that fails is a storage error (the database is

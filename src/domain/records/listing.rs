@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::store::Reader;
-use crate::store::{EventRow, Flow, LeadRow, ReadTx, Start};
+use crate::store::{EventRow, Flow, ReadTx, Start};
 use crate::time::{self, Micros};
 use crate::{cursor::CursorKey, domain::Caller};
 
@@ -27,12 +27,16 @@ pub struct LeadQuery {
     pub next_token: Option<String>,
 }
 
+/// Writes the page's leads into `out`: each lead's wire JSON as the store keeps it,
+/// comma-separated, copied once from the index row. Answers the page's `nextToken`.
+/// Up to `limit` leads, and a token exactly when one more matches (as [`paginate`]).
 pub fn leads(
     read: &ReadTx,
     key: &CursorKey,
     caller: &Caller,
     q: &LeadQuery,
-) -> Result<Page<LeadRow>> {
+    out: &mut Vec<u8>,
+) -> Result<Option<String>> {
     let (by_created, since) = match (q.updated_since, q.created_since) {
         (Some(u), _) => (false, u),
         (None, Some(c)) => (true, c),
@@ -53,19 +57,33 @@ pub fn leads(
         None => Start::AtOrAfter((since, String::new())),
     };
     let created_since = q.created_since;
-    let wanted = |lead: &LeadRow| created_since.is_none_or(|c| lead.created_at >= c);
-    let position = |last: &LeadRow| (last.sort_time, last.id.clone());
-    let sealed = Cursor {
-        key,
-        query: &query,
-        position,
-    };
-    paginate(
-        q.limit,
-        |visit| read.scan_leads(&caller.org_id, by_created, from, visit),
-        wanted,
-        sealed,
-    )
+    let mut taken = 0;
+    let mut more = false;
+    // The last lead's sort key, for the cursor: one buffer for the whole page.
+    let mut last: (Micros, String) = (0, String::new());
+    read.scan_leads(&caller.org_id, by_created, from, |lead| {
+        if created_since.is_some_and(|c| lead.created_at < c) {
+            return Ok(Flow::Continue);
+        }
+        if taken == q.limit {
+            more = true;
+            return Ok(Flow::Stop);
+        }
+        if taken > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&lead.json);
+        last.0 = lead.sort_time;
+        last.1.clear();
+        last.1.push_str(lead.id);
+        taken += 1;
+        Ok(Flow::Continue)
+    })?;
+    if more && taken > 0 {
+        Ok(Some(key.seal(&query, &last)?))
+    } else {
+        Ok(None)
+    }
 }
 
 pub struct EventQuery {

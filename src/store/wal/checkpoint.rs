@@ -1,13 +1,13 @@
-//! What the database file records about its log (META `db_id`, `wal_seq`,
+//! What the database file records about its log (META `db_id`, `wal_seq`, `wal_at`,
 //! `wal_clean`) and the checkpoint protocol that keeps the two in step: a checkpoint
-//! marks the last sequence number it holds in its own transaction, commits durably,
-//! and only then empties the log; the last checkpoint of a stop also marks the clean
-//! stop.
+//! marks the last sequence number it holds and where the next records start in its
+//! own transaction, commits durably, and only once its sync is done are the records
+//! it holds written over; the last checkpoint of a stop also marks the clean stop.
 
 use redb::{Database, Durability, ReadableTable};
 
-use super::format::DbId;
-use super::Wal;
+use super::format::{DbId, HEADER_LEN};
+use super::{Syncing, Wal};
 use crate::error::{Error, Result};
 use crate::store::tables::META;
 
@@ -15,10 +15,12 @@ use crate::store::tables::META;
 pub(super) const META_ID: &str = "db_id";
 const META_CLEAN: &str = "wal_clean";
 const META_SEQ: &str = "wal_seq";
+/// Where in the log the record after `wal_seq` starts (absent: after the header).
+const META_AT: &str = "wal_at";
 
 /// The META keys a backup leaves out: a restored copy is a new database, whose first
 /// open makes its own id and log.
-pub(crate) const NOT_COPIED: [&str; 3] = [META_ID, META_CLEAN, META_SEQ];
+pub(crate) const NOT_COPIED: [&str; 4] = [META_ID, META_CLEAN, META_SEQ, META_AT];
 
 /// What the database records about its log.
 #[derive(Debug, Clone, Copy)]
@@ -27,6 +29,8 @@ pub(super) struct Meta {
     pub(super) id: Option<DbId>,
     /// The last sequence number the durable file holds.
     pub(super) held: u64,
+    /// Where the log's record after `held` starts.
+    pub(super) start: u64,
     /// Whether the last stop was clean (a file without the flag counts as clean: it was
     /// never opened by a server that keeps one).
     pub(super) clean: bool,
@@ -46,8 +50,17 @@ impl Meta {
             Some(v) => read_seq(v.value())?,
             None => 0,
         };
+        let start = match meta.get(META_AT)? {
+            Some(v) => read_seq(v.value())?,
+            None => HEADER_LEN,
+        };
         let clean = meta.get(META_CLEAN)?.is_none_or(|v| v.value() == [1]);
-        Ok(Meta { id, held, clean })
+        Ok(Meta {
+            id,
+            held,
+            start,
+            clean,
+        })
     }
 
     /// The database's META as the durable file holds it, read without writing.
@@ -59,6 +72,7 @@ impl Meta {
             Err(redb::TableError::TableDoesNotExist(_)) => Ok(Meta {
                 id: None,
                 held: 0,
+                start: HEADER_LEN,
                 clean: true,
             }),
             Err(e) => Err(e.into()),
@@ -69,7 +83,7 @@ impl Meta {
 fn read_seq(bytes: &[u8]) -> Result<u64> {
     let raw: [u8; 8] = bytes
         .try_into()
-        .map_err(|_| Error::Internal("META wal_seq is not 8 bytes".into()))?;
+        .map_err(|_| Error::Internal("META wal_seq or wal_at is not 8 bytes".into()))?;
     Ok(u64::from_le_bytes(raw))
 }
 
@@ -95,40 +109,89 @@ pub(super) fn commit_durably(mut txn: redb::WriteTransaction) -> Result<()> {
 
 impl Wal {
     /// A checkpoint: records in `txn` that the database file holds every batch logged
-    /// so far, commits it durably, then empties the log. The only way the log empties
-    /// while it is open: a record is written over only once a durable commit holds it.
-    /// When the commit fails the log keeps its records (the next open applies them).
-    pub(in crate::store) fn checkpoint(&mut self, txn: redb::WriteTransaction) -> Result<()> {
-        mark_checkpoint(&txn, self.last_seq)?;
-        commit_durably(txn)?;
-        // The records left in the file are all at or below the recorded sequence: a
-        // replay skips them, and the next ones are written over them.
-        self.reset();
+    /// so far and where the next records start, and commits it durably. With a
+    /// [`SyncGate`](super::SyncGate), the commit writes the pages and its sync is made
+    /// on a thread of its own while the writer goes on (`wait`: the caller waits for it,
+    /// as for a batch that is in no record); the records it holds are written over only
+    /// once it is done ([`Wal::append`]). The last checkpoint's sync is done before
+    /// this one commits. When the commit fails the log keeps its records (the next open
+    /// applies them).
+    pub(in crate::store) fn checkpoint(
+        &mut self,
+        txn: redb::WriteTransaction,
+        wait: bool,
+    ) -> Result<()> {
+        self.synced()?;
+        let next = self.next_start();
+        mark_checkpoint(&txn, self.last_seq, next)?;
+        let gate = self.gate.clone().filter(|_| !wait);
+        let started = std::time::Instant::now();
+        let committed = match &gate {
+            Some(gate) => {
+                gate.deferring(true)?;
+                let committed = commit_durably(txn);
+                gate.deferring(false)?;
+                committed
+            }
+            None => commit_durably(txn),
+        };
+        committed?;
+        tracing::debug!(
+            held = self.last_seq,
+            millis = started.elapsed().as_secs_f64() * 1e3,
+            "checkpoint committed"
+        );
+        let region = self.start..self.len;
+        let syncing = match gate.filter(|g| g.is_pending()) {
+            Some(gate) => {
+                let sync = gate.clone();
+                match std::thread::Builder::new()
+                    .name("engaged-checkpoint".into())
+                    .spawn(move || {
+                        let started = std::time::Instant::now();
+                        let synced = sync.settle();
+                        tracing::debug!(
+                            millis = started.elapsed().as_secs_f64() * 1e3,
+                            "checkpoint synced"
+                        );
+                        synced
+                    }) {
+                    Ok(done) => Some(Syncing { region, done }),
+                    Err(_) => {
+                        gate.settle().map_err(|e| {
+                            Error::Internal(format!("cannot sync the database file: {e}"))
+                        })?;
+                        None
+                    }
+                }
+            }
+            None => None,
+        };
+        self.next_cycle(next, syncing);
         Ok(())
     }
 
     /// The last checkpoint, at a stop: [`Wal::checkpoint`] that also records the clean
-    /// stop, then the log's records dropped (its header stays). If the commit fails,
-    /// the log stays for the next start to apply, and the database says it needs it.
+    /// stop and waits for its sync, then the log's records dropped (its header stays).
+    /// If the commit fails, the log stays for the next start to apply, and the database
+    /// says it needs it.
     pub(in crate::store) fn stop(mut self, txn: redb::WriteTransaction) -> Result<()> {
-        mark_clean_stop(&txn, self.last_seq)?;
+        self.synced()?;
+        mark_clean(&txn)?;
+        mark_checkpoint(&txn, self.last_seq, HEADER_LEN)?;
         commit_durably(txn)?;
-        self.reset();
+        self.next_cycle(HEADER_LEN, None);
         self.close()
     }
 }
 
-/// Records `seq` as held by the durable file, in the checkpoint's transaction.
-pub(super) fn mark_checkpoint(txn: &redb::WriteTransaction, seq: u64) -> Result<()> {
+/// Records `seq` as held by the durable file, and `at` as where the log's next record
+/// starts, in the checkpoint's transaction.
+pub(super) fn mark_checkpoint(txn: &redb::WriteTransaction, seq: u64, at: u64) -> Result<()> {
     let mut meta = txn.open_table(META)?;
     meta.insert(META_SEQ, &seq.to_le_bytes()[..])?;
+    meta.insert(META_AT, &at.to_le_bytes()[..])?;
     Ok(())
-}
-
-/// [`mark_checkpoint`] at a stop: the log is not needed at the next open.
-fn mark_clean_stop(txn: &redb::WriteTransaction, seq: u64) -> Result<()> {
-    mark_checkpoint(txn, seq)?;
-    mark_clean(txn)
 }
 
 #[cfg(test)]
@@ -137,20 +200,20 @@ mod tests {
     use crate::store::wal::inspect_files;
 
     #[test]
-    fn after_a_checkpoint_records_are_written_over_the_old_ones() {
+    fn after_a_checkpoint_the_next_cycle_is_read_from_where_it_starts() {
         let (_dir, db_path, db, mut wal) = fresh_log();
         append_orgs(&mut wal, 3);
-        // A checkpoint: redb holds records 1-3 durably, the log starts over.
+        // A checkpoint: redb holds records 1-3 durably, the next cycle starts after them.
         let txn = db.begin_write().unwrap();
         apply_for_test(&txn, &db_path);
-        wal.checkpoint(txn).unwrap();
+        wal.checkpoint(txn, false).unwrap();
         append_orgs(&mut wal, 1);
         assert_eq!(wal.last_seq(), 4);
         let (inspection, _) = inspect_files(&db, &db_path).unwrap();
         assert_eq!(
             inspection.pending(),
             Some((4, 4)),
-            "records 2 and 3 are behind record 4: not read"
+            "records 1-3 are held by the file: not read"
         );
         assert!(inspection.damage.is_none() && !inspection.torn);
         assert_eq!(
@@ -162,5 +225,77 @@ mod tests {
         let (wal, applied) = opened(&db, &db_path);
         assert_eq!((applied, wal.last_seq()), (1, 4));
         assert_eq!(orgs(&db), ["org-1", "org-2", "org-3", "org-4"]);
+    }
+}
+
+#[cfg(test)]
+mod cycles {
+    use proptest::prelude::*;
+    use redb::TableHandle;
+
+    use super::super::recover::inspect;
+    use super::super::testing::*;
+    use super::super::{path_of, OpLog};
+    use super::Meta;
+    use crate::store::tables::ORG_NAMES;
+
+    /// The log read against `meta` gives exactly the records after it, up to `last`.
+    fn reads_after(db_path: &std::path::Path, meta: Meta, last: u64) -> Result<(), TestCaseError> {
+        let bytes = std::fs::read(path_of(db_path)).unwrap();
+        let inspection = inspect(meta, Some(&bytes));
+        prop_assert!(
+            inspection.damage.is_none(),
+            "damage: {:?}",
+            inspection.damage
+        );
+        let seqs: Vec<u64> = inspection.records.iter().map(|(seq, _)| *seq).collect();
+        prop_assert_eq!(seqs, (meta.held + 1..=last).collect::<Vec<_>>());
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(8))]
+
+        /// Cycles of records between checkpoints, of sizes drawn so that a cycle starts
+        /// after the header or right after the cycle before: at every checkpoint's end
+        /// and after each cycle, the log read against the checkpoint the file may hold
+        /// (the last one, or the one before it while the last one's sync is not done,
+        /// until a record is written over the records it holds) gives exactly the
+        /// records after it.
+        #[test]
+        fn the_log_reads_right_against_every_checkpoint_the_file_may_hold(
+            cycles in proptest::collection::vec(
+                proptest::collection::vec(0usize..60_000, 0..10),
+                1..8,
+            ),
+        ) {
+            let (_dir, db_path, db, mut wal) = fresh_log();
+            let mut metas = vec![Meta::of(&db).unwrap()];
+            let mut last_region = None;
+            for cycle in cycles {
+                let mut overlapped = false;
+                for size in cycle {
+                    let at = wal.len;
+                    let mut log = OpLog::default();
+                    let name = format!("org-{}", wal.last_seq() + 1);
+                    log.record(ORG_NAMES.name(), name.as_bytes(), Some(&vec![1u8; size]));
+                    wal.append(&log).unwrap();
+                    if let Some(region) = &last_region {
+                        let region: &std::ops::Range<u64> = region;
+                        overlapped |= region.start < wal.len && at < region.end;
+                    }
+                }
+                let last = wal.last_seq();
+                reads_after(&db_path, metas[metas.len() - 1], last)?;
+                if metas.len() > 1 && !overlapped {
+                    reads_after(&db_path, metas[metas.len() - 2], last)?;
+                }
+                last_region = Some(wal.start..wal.len);
+                wal.checkpoint(db.begin_write().unwrap(), false).unwrap();
+                metas.push(Meta::of(&db).unwrap());
+                reads_after(&db_path, metas[metas.len() - 1], last)?;
+                reads_after(&db_path, metas[metas.len() - 2], last)?;
+            }
+        }
     }
 }

@@ -15,8 +15,9 @@ use crate::error::{Error, Result};
 /// The file's first zeroed step; each next one doubles it.
 pub(super) const FIRST_STEP: u64 = 64 << 10;
 
-/// The longest the file gets: the longest log plus the largest record.
-pub(super) const MAX_FILE_BYTES: u64 = MAX_LOG_BYTES + MAX_LOGGED_BATCH as u64 + 64;
+/// The longest the file gets in its zeroed steps: two cycles of the longest log
+/// (one still held while its checkpoint syncs) plus the largest record.
+pub(super) const MAX_FILE_BYTES: u64 = 2 * (MAX_LOG_BYTES + MAX_LOGGED_BATCH as u64 + 64);
 
 /// Where the log of the database file at `db_path` lives: beside it, `engaged.wal`.
 pub(crate) fn path_of(db_path: &Path) -> PathBuf {
@@ -94,10 +95,13 @@ pub(super) fn new_log(db_path: &Path, id: DbId, last_seq: u64) -> Result<Wal> {
         file,
         path: path.clone(),
         salt,
+        start: HEADER_LEN,
         len: HEADER_LEN,
         allocated: HEADER_LEN,
         last_seq,
         last_start: None,
+        gate: None,
+        syncing: None,
     };
     wal.allocate(FIRST_STEP).map_err(failed)?;
     wal.file.sync_all().map_err(failed)?;

@@ -183,8 +183,8 @@ pub(super) fn record_at(bytes: &[u8], at: usize, salt: u64) -> Option<(u64, Rang
     Some((u64::from_le_bytes(seq), at + RECORD_HEAD..end, end))
 }
 
-/// The records of a log numbered on one by one after `held`, read from the first
-/// after the header.
+/// The records of a log numbered on one by one after `held`, read from where the
+/// checkpoint says the next starts.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Chain {
     /// Each record's sequence number and its operations' range.
@@ -195,19 +195,34 @@ pub(super) struct Chain {
     pub(super) numbered_past: Option<u64>,
 }
 
-/// Reads the chain of records numbered on from `held`, one by one, until a record is
-/// not whole, its checksum fails or its number is not the next.
-pub(super) fn chain(bytes: &[u8], salt: u64, held: u64) -> Chain {
-    let mut at = HEADER_LEN as usize;
+/// Reads the chain of records numbered on from `held`, one by one, from `start` (META
+/// `wal_at`) until a record is not whole, its checksum fails or its number is not the
+/// next. A record follows the one before it, or starts a new cycle right after the
+/// header (a checkpoint came between them): the next number is looked for at both.
+pub(super) fn chain(bytes: &[u8], salt: u64, held: u64, start: u64) -> Chain {
+    let header = HEADER_LEN as usize;
+    let mut at = usize::try_from(start).unwrap_or(usize::MAX).max(header);
     let mut last = held;
     let mut chain = Chain::default();
-    while let Some((seq, ops, next)) = record_at(bytes, at, salt) {
-        if seq != last + 1 {
-            if seq > last + 1 {
-                chain.numbered_past = Some(seq);
+    loop {
+        let found = match record_at(bytes, at, salt) {
+            Some((seq, ops, next)) if seq == last + 1 => Some((seq, ops, next)),
+            here => {
+                let wrapped = (at != header)
+                    .then(|| record_at(bytes, header, salt))
+                    .flatten()
+                    .filter(|(seq, _, _)| *seq == last + 1);
+                if wrapped.is_none() {
+                    if let Some((seq, _, _)) = here.filter(|(seq, _, _)| *seq > last + 1) {
+                        chain.numbered_past = Some(seq);
+                    }
+                }
+                wrapped
             }
+        };
+        let Some((seq, ops, next)) = found else {
             break;
-        }
+        };
         chain.records.push((seq, ops));
         last = seq;
         at = next;
@@ -216,11 +231,11 @@ pub(super) fn chain(bytes: &[u8], salt: u64, held: u64) -> Chain {
     chain
 }
 
-/// The highest sequence number above `last` of a valid record anywhere from `from`
-/// on. Looks for a plausible number first, so a byte-by-byte walk stays cheap.
-pub(super) fn later_records(bytes: &[u8], from: usize, salt: u64, last: u64) -> Option<u64> {
+/// The highest sequence number above `last` of a valid record anywhere after the
+/// header. Looks for a plausible number first, so a byte-by-byte walk stays cheap.
+pub(super) fn later_records(bytes: &[u8], salt: u64, last: u64) -> Option<u64> {
     let mut found = None;
-    let mut at = from;
+    let mut at = HEADER_LEN as usize;
     while at + RECORD_HEAD <= bytes.len() {
         let mut seq = [0u8; 8];
         seq.copy_from_slice(&bytes[at + 8..at + 16]);
@@ -238,9 +253,9 @@ pub(super) fn later_records(bytes: &[u8], from: usize, salt: u64, last: u64) -> 
 }
 
 /// How many bytes from `from` on are neither zeros nor older records (valid, numbered
-/// at or below `held`, the checkpoint's): what a log's end leaves unexplained, such as
+/// at or below `last`, the chain's last): what a log's end leaves unexplained, such as
 /// a torn record or the tail of an older one a shorter record was written over.
-pub(super) fn stray_bytes(bytes: &[u8], from: usize, salt: u64, held: u64) -> u64 {
+pub(super) fn stray_bytes(bytes: &[u8], from: usize, salt: u64, last: u64) -> u64 {
     let mut stray = 0;
     let mut at = from;
     while at < bytes.len() {
@@ -252,7 +267,7 @@ pub(super) fn stray_bytes(bytes: &[u8], from: usize, salt: u64, held: u64) -> u6
             let mut raw = [0u8; 8];
             raw.copy_from_slice(seq);
             let seq = u64::from_le_bytes(raw);
-            if (1..=held).contains(&seq) {
+            if (1..=last).contains(&seq) {
                 if let Some((_, _, next)) = record_at(bytes, at, salt) {
                     at = next;
                     continue;
@@ -352,7 +367,7 @@ mod tests {
         let Head::Names(_, salt) = read_head(Some(bytes)) else {
             return Vec::new();
         };
-        chain(bytes, salt, 0)
+        chain(bytes, salt, 0, HEADER_LEN)
             .records
             .into_iter()
             .map(|(_, range)| {

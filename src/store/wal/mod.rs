@@ -7,17 +7,28 @@
 //! then writes the batch's operations here as one record and syncs the file
 //! (`fdatasync`) *before* it commits the batch to redb non-durably
 //! (`Durability::None`: visible to readers at once, its pages kept in memory) and
-//! answers. Every [`CHECKPOINT_EVERY`], or when a batch's log is large, a checkpoint
-//! commits durably (`Durability::Immediate`: redb writes each page changed since the
-//! last one once, and syncs), records the last sequence number it holds (META
-//! `wal_seq`) and starts the log over.
+//! answers. Every [`CHECKPOINT_EVERY`], or when a batch's log is large, the batch is
+//! logged and a checkpoint commits it durably (`Durability::Immediate`: redb writes
+//! each page changed since the last one once, and syncs), recording the last sequence
+//! number it holds (META `wal_seq`) and where the next record starts (META `wal_at`).
+//!
+//! **The writer does not wait for a checkpoint's sync.** The database file is opened
+//! through a [`gate`](mod@gate): while a checkpoint commits, the sync redb asks for is
+//! deferred to a thread of its own, and any later write of the file makes it first. The
+//! records since the last checkpoint form a *cycle*; the checkpoint starts the next
+//! cycle after the header when the records it holds start at least [`MIN_CYCLE_GAP`]
+//! past it, else right after them, and a record that would be written over them waits
+//! for the sync ([`Wal::append`]). So until the sync is done the log still holds every
+//! record after the checkpoint before, and a crash then finds either checkpoint in the
+//! file with all the records after it.
 //!
 //! **The log owns that protocol.** [`Wal::checkpoint`] marks the last sequence number
-//! in the checkpoint's own transaction, commits it durably and only then empties the
-//! log: the only way it empties while open, so no record is written over before a
-//! durable commit holds it. [`Wal::stop`] is the same at a stop, and also records the
-//! clean stop. A record whose batch then fails to commit is taken back
-//! ([`Wal::take_back_last`]): the log remembers where it started.
+//! and the next cycle's start in the checkpoint's own transaction, waits for the last
+//! checkpoint's sync, commits it durably and only then starts the next cycle: no
+//! record is written over before a durable (synced) commit holds it. [`Wal::stop`]
+//! waits for its sync, records the clean stop and drops the records. A record whose
+//! batch then fails to commit is taken back ([`Wal::take_back_last`]): the log
+//! remembers where it started.
 //!
 //! Invariant: the durable redb file plus the log's records after its `wal_seq`, applied
 //! in order, are the store after the last batch whose answer went out. [`open`]
@@ -31,7 +42,9 @@
 //! `len: u32 LE` (of what follows the checksum), `crc32: u32 LE` (of the salt, then the
 //! same), `seq: u64 LE`, then operations, each `name_len: u8, name, op: u8 (0 insert, 1
 //! remove), key_len: u32 LE, key` and, for an insert, `value_len: u32 LE, value`. The
-//! records after a checkpoint are numbered on from its `wal_seq`, one by one. At open:
+//! records after a checkpoint are numbered on from its `wal_seq`, one by one, the first
+//! at its `wal_at`; each next one follows the one before, or (a new cycle) the header.
+//! At open:
 //!
 //! - a log whose header names another database (or none readable) is refused;
 //! - a database that did not stop cleanly refuses to start without its log (the file
@@ -48,9 +61,9 @@
 //! check` reads the same verdict ([`recover::inspect`]) without writing either file.
 //!
 //! Records are written in place into a file already that long, not appended: the
-//! file grows only in zeroed steps (doubling, up to what the longest log needs), and a
-//! checkpoint starts the next records right after the header again without shortening
-//! it. So a sync writes the record's pages and never the file's size. What lies
+//! file grows only in zeroed steps (doubling, up to what two of the longest cycles
+//! need), and a checkpoint starts the next records after the header or the last cycle
+//! without shortening it. So a sync writes the record's pages and never the file's size. What lies
 //! after the last record (zeros, or an older cycle's records, numbered at or below the
 //! checkpoint's) ends the log; any other bytes there (a torn record, the tail of an
 //! older record a shorter one was written over) are read past and reported: `engaged
@@ -61,15 +74,18 @@
 //! The module's parts: [`format`](mod@format) (the bytes of a header, a record, an operation),
 //! [`file`](mod@file) (the file and how it grows and syncs), [`recover`] (reading a log against
 //! its database, the open, `accept_loss`) and [`checkpoint`] (META and the checkpoint
-//! protocol).
+//! protocol), [`gate`](mod@gate) (the database file's deferred sync).
 
 mod checkpoint;
 mod file;
 mod format;
+mod gate;
 mod recover;
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -80,6 +96,7 @@ pub(crate) use file::faults;
 pub(crate) use file::path_of;
 use format::HEADER_LEN;
 pub(crate) use format::{DbId, OpLog};
+pub(crate) use gate::{open_database, SyncGate};
 pub(crate) use recover::apply as apply_record;
 pub(crate) use recover::{accept_loss, inspect_files, open, Loss, OpenFailure, Recovered};
 
@@ -100,6 +117,18 @@ pub(super) const MAX_LOGGED_BATCH: usize = 4 << 20;
 /// The log grows to at most about this many bytes before a checkpoint empties it.
 const MAX_LOG_BYTES: u64 = 64 << 20;
 
+/// The room a cycle needs before the last one's records to start after the header:
+/// more than its records reach while the last checkpoint's sync is made (past them
+/// it waits for the sync).
+const MIN_CYCLE_GAP: u64 = 1 << 20;
+
+/// A checkpoint whose sync of the database file is still being made: until it is
+/// done, the records it holds (`region`) stay in the log.
+struct Syncing {
+    region: Range<u64>,
+    done: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
 /// The log file, with the sequence numbers it has handed out.
 pub(crate) struct Wal {
     file: File,
@@ -107,7 +136,10 @@ pub(crate) struct Wal {
     /// This file's salt: part of every record's checksum, so a record of another
     /// file (an earlier open's, another database's) never reads as one of this file.
     salt: u64,
-    /// Where the next record goes: the end of the records, [`HEADER_LEN`] when none.
+    /// Where this cycle's records start (the first after the last checkpoint):
+    /// [`HEADER_LEN`], or right after the cycle before (META `wal_at`).
+    start: u64,
+    /// Where the next record goes: the end of the records, `start` when none.
     len: u64,
     /// The file's length: zeros or stale records after `len`, written over in place.
     allocated: u64,
@@ -116,6 +148,11 @@ pub(crate) struct Wal {
     /// Where the last record written starts, while it may still be taken back (until
     /// the next record, a checkpoint or a failed write).
     last_start: Option<u64>,
+    /// The database file's sync gate: a checkpoint's sync is made on a thread of its
+    /// own. `None`: checkpoints sync as they commit (a database opened without one).
+    gate: Option<Arc<SyncGate>>,
+    /// The last checkpoint, while its sync is made.
+    syncing: Option<Syncing>,
 }
 
 impl Wal {
@@ -124,6 +161,17 @@ impl Wal {
     pub(super) fn append(&mut self, ops: &OpLog) -> Result<()> {
         let seq = self.last_seq + 1;
         let record = format::record(self.salt, seq, ops.bytes());
+        // The last checkpoint's records are written over only once its sync is done.
+        let end = self.len + record.len() as u64;
+        let overlaps = self
+            .syncing
+            .as_ref()
+            .is_some_and(|s| s.region.start < end && self.len < s.region.end);
+        if overlaps {
+            self.synced()?;
+        } else {
+            self.poll_synced()?;
+        }
         if let Err(e) = self.write_synced(&record, self.len) {
             // Nothing of this record may be replayed: its batch is not committed.
             let _ = self.invalidate(self.len);
@@ -154,12 +202,44 @@ impl Wal {
 
     /// Whether the log holds records the database file does not (until a checkpoint).
     pub(super) fn has_records(&self) -> bool {
-        self.len > HEADER_LEN
+        self.len > self.start
     }
 
     /// Whether the log holds more than a checkpoint should leave to replay.
     pub(super) fn is_long(&self) -> bool {
-        self.len >= MAX_LOG_BYTES
+        self.len - self.start >= MAX_LOG_BYTES
+    }
+
+    /// Makes the database file's syncs through `gate`: a checkpoint's sync is then
+    /// made on a thread of its own while the writer goes on logging.
+    pub(crate) fn with_gate(mut self, gate: Arc<SyncGate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Waits until the last checkpoint's sync is done; its failure is a storage error
+    /// (the log keeps its records, the database is re-opened).
+    pub(super) fn synced(&mut self) -> Result<()> {
+        let Some(syncing) = self.syncing.take() else {
+            return Ok(());
+        };
+        match syncing.done.join() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Error::Internal(format!(
+                "cannot sync the database file at a checkpoint: {e}"
+            ))),
+            Err(_) => Err(Error::Internal(
+                "the checkpoint's sync thread panicked".into(),
+            )),
+        }
+    }
+
+    /// [`Wal::synced`] when the sync is done already; nothing while it runs.
+    fn poll_synced(&mut self) -> Result<()> {
+        if self.syncing.as_ref().is_some_and(|s| s.done.is_finished()) {
+            self.synced()?;
+        }
+        Ok(())
     }
 
     /// The sequence number a checkpoint records as held by the durable file.
@@ -168,12 +248,23 @@ impl Wal {
         self.last_seq
     }
 
-    /// Empties the log after a checkpoint made all of it durable in the database: the
-    /// next record is written right after the header, over records the checkpoint
-    /// holds. Only [`Wal::checkpoint`] and [`Wal::stop`] call it, right after the
-    /// durable commit that marks the checkpoint.
-    fn reset(&mut self) {
-        self.len = HEADER_LEN;
+    /// Where the cycle after a checkpoint starts: after the header when the records
+    /// the checkpoint holds leave room enough there, else right after them, so that
+    /// the next records are not written over them before the checkpoint's sync.
+    fn next_start(&self) -> u64 {
+        if self.start >= HEADER_LEN + MIN_CYCLE_GAP {
+            HEADER_LEN
+        } else {
+            self.len
+        }
+    }
+
+    /// Starts the next cycle at `start` after a checkpoint committed: the records
+    /// before are held by the database file (once `syncing`, if any, is done).
+    fn next_cycle(&mut self, start: u64, syncing: Option<Syncing>) {
+        self.syncing = syncing;
+        self.start = start;
+        self.len = start;
         self.last_start = None;
     }
 

@@ -244,13 +244,13 @@ pub(super) fn inspect(meta: Meta, file: Option<&[u8]>) -> Inspection {
     }
     let salt = *salt;
     // The chain of records numbered on from the checkpoint, one by one.
-    let chain = chain(bytes, salt, meta.held);
+    let chain = chain(bytes, salt, meta.held, meta.start);
     let at = chain.end;
     let last = chain.records.last().map_or(meta.held, |(seq, _)| *seq);
     inspection.records = chain.records;
     // What follows: zeros and older records end the log; a valid record numbered
     // after the last good one means the log was cut by damage, not by a crash.
-    let later = later_records(bytes, at + 1, salt, last);
+    let later = later_records(bytes, salt, last);
     let found = match (chain.numbered_past, later) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
@@ -267,7 +267,7 @@ pub(super) fn inspect(meta: Meta, file: Option<&[u8]>) -> Inspection {
             let rest = bytes.get(at..(at + 8).min(bytes.len())).unwrap_or(&[]);
             let older = record_at(bytes, at, salt).is_some();
             inspection.torn = !older && rest.iter().any(|b| *b != 0);
-            let bytes = stray_bytes(bytes, at, salt, meta.held);
+            let bytes = stray_bytes(bytes, at, salt, last);
             inspection.ignored = (bytes > 0).then(|| Ignored {
                 bytes,
                 after: inspection.records.last().map(|(seq, _)| *seq),
@@ -356,7 +356,8 @@ fn apply_records(
     if clean {
         mark_clean(&txn)?;
     }
-    mark_checkpoint(&txn, last_seq)?;
+    // The new log (written next) starts its records after its header.
+    mark_checkpoint(&txn, last_seq, super::format::HEADER_LEN)?;
     commit_durably(txn)?;
     Ok((id, last_seq))
 }
