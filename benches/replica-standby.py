@@ -33,6 +33,8 @@ EVENTS = int(os.environ.get("EVENTS", "0"))
 CALLS = int(os.environ.get("CALLS", "1000"))
 CONNECTIONS = int(os.environ.get("CONNECTIONS", "64"))
 DURATION = os.environ.get("DURATION", "30s")
+# wrk's duration in seconds (`30s`, `2m`).
+SECONDS = float(DURATION[:-1]) * (60 if DURATION.endswith("m") else 1)
 ROOT = os.path.dirname(HERE)
 URL = "s3://standby/p"
 
@@ -100,7 +102,9 @@ def main():
         procs.append(plain)
         if not wait_https(port, seconds=120):
             raise SystemExit("the server did not start; see plain.log")
+        plain_before = (cpu_seconds(plain.pid), cpu_seconds(weed.pid))
         without = post_load(port, key, "plain")
+        plain_cpu = (cpu_seconds(plain.pid) - plain_before[0], cpu_seconds(weed.pid) - plain_before[1])
         plain.send_signal(signal.SIGTERM); plain.wait(timeout=120)
         shutil.rmtree("d-plain", ignore_errors=True)
 
@@ -121,7 +125,9 @@ def main():
         cpu = (cpu_seconds(primary.pid) - cpu_before[0], cpu_seconds(weed.pid) - cpu_before[1])
         print(f"durable POST, {CONNECTIONS} connections, {DURATION}: {without:.0f} req/s without replication, "
               f"{replicating:.0f} with it: {replicating / max(without, 1):.2f} (target at least 0.90); "
-              f"CPU meanwhile: engaged {cpu[0]:.1f} s, the object store (SeaweedFS, same machine) {cpu[1]:.1f} s",
+              f"CPU seconds without and with: engaged {plain_cpu[0]:.1f} and {cpu[0]:.1f} "
+              f"({plain_cpu[0] / max(without, 1) * 1e6 / SECONDS:.0f} and {cpu[0] / max(replicating, 1) * 1e6 / SECONDS:.0f} µs a request), "
+              f"the object store (SeaweedFS, same machine) {plain_cpu[1]:.1f} and {cpu[1]:.1f}",
               flush=True)
 
         follower = subprocess.Popen([engaged, "--data-dir", "standby", "follow", "--from", URL],
