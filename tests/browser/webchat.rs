@@ -74,14 +74,9 @@ async fn set_webchat(server: &TestServer, admin: &str, webchat: Value) {
     assert_eq!(set.status, 200, "{}", set.text());
 }
 
-/// Opens `origin`'s page in `browser`, waits for the widget, opens the chat and waits
-/// for its `greeting`.
-async fn open_chat(browser: &Browser, origin: &str, greeting: &str) {
-    browser
-        .client
-        .goto(&format!("{origin}/"))
-        .await
-        .expect("the site");
+/// Opens the page at `url` in `browser`, waits for the widget and opens the chat.
+async fn open_widget(browser: &Browser, url: &str) {
+    browser.client.goto(url).await.expect("the site");
     wait_widget(
         browser,
         "the widget",
@@ -93,6 +88,11 @@ async fn open_chat(browser: &Browser, origin: &str, greeting: &str) {
     browser
         .run(&within(".launch", "el.click(); return true;"))
         .await;
+}
+
+/// Opens `origin`'s page in `browser`, opens the chat and waits for its `greeting`.
+async fn open_chat(browser: &Browser, origin: &str, greeting: &str) {
+    open_widget(browser, &format!("{origin}/")).await;
     wait_log(browser, greeting).await;
 }
 
@@ -192,23 +192,7 @@ async fn a_visitor_chats_leaves_a_contact_with_consent_and_resumes_at_360_px() {
     assert_eq!(entry["proof"]["url"], json!(format!("{origin}/")));
 
     // A return visit resumes the chat: the transcript comes back.
-    browser
-        .client
-        .goto(&format!("{origin}/?again"))
-        .await
-        .expect("the site again");
-    poll("the widget again", WAIT, || async {
-        let found = browser.run(&within(".launch", "return !!el;")).await;
-        if found == json!(true) {
-            Ok(())
-        } else {
-            Err(found.to_string())
-        }
-    })
-    .await;
-    browser
-        .run(&within(".launch", "el.click(); return true;"))
-        .await;
+    open_widget(&browser, &format!("{origin}/?again")).await;
     wait_log(&browser, "When does solar pay back?").await;
 }
 
@@ -225,23 +209,7 @@ async fn a_page_of_an_origin_not_allowed_gets_no_chat() {
     )
     .await;
     let browser = Browser::open(&server).await;
-    browser
-        .client
-        .goto(&format!("{origin}/"))
-        .await
-        .expect("the site");
-    poll("the widget", WAIT, || async {
-        let found = browser.run(&within(".launch", "return !!el;")).await;
-        if found == json!(true) {
-            Ok(())
-        } else {
-            Err(found.to_string())
-        }
-    })
-    .await;
-    browser
-        .run(&within(".launch", "el.click(); return true;"))
-        .await;
+    open_widget(&browser, &format!("{origin}/")).await;
     // The browser refuses the answer (no CORS header): the widget says the chat is
     // not available on this page.
     poll("the refusal in words", WAIT, || async {
@@ -295,22 +263,7 @@ async fn the_call_button_shows_with_voice_and_loads_the_vendored_sdk() {
         .patch(&admin, "/v1/org", &json!({"webchat": {"voice": true}}))
         .await;
     assert_eq!(set.status, 200, "{}", set.text());
-    browser
-        .client
-        .goto(&format!("{origin}/?again"))
-        .await
-        .expect("the site again");
-    wait_widget(
-        &browser,
-        "the widget",
-        ".launch",
-        "return !!el;",
-        json!(true),
-    )
-    .await;
-    browser
-        .run(&within(".launch", "el.click(); return true;"))
-        .await;
+    open_widget(&browser, &format!("{origin}/?again")).await;
     wait_widget(
         &browser,
         "the Call button",
