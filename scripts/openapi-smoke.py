@@ -335,8 +335,8 @@ expect(raw.post("/v1/unsubscribe/not-a-token", data={"List-Unsubscribe": "One-Cl
 expect(raw.get("/v1/calendars/smoke/feed.ics", params={"token": "not-the-token"}), 404)
 
 # Web chat from a page of an allowed origin: a session, the visitor's message, the
-# stream refusing a wrong token, the contact form with the consent box ticked, and a
-# foreign origin refused.
+# stream refusing a wrong token, the contact form with the consent box ticked, a
+# foreign origin refused, and a call's token refused while voice is off.
 site = "https://shop.example"
 expect(update_org.sync_detailed(client=api, body=OrgSettingsUpdate.from_dict(
     {"webchat": {"enabled": True, "allowedOrigins": [site], "consentText": "I agree to texts from Acme."}})), 200)
@@ -351,6 +351,8 @@ expect(raw.post(f"/webchat/{org.id}/sessions/{session}/contact", headers=visitor
                 json={"name": "Web Visitor", "email": "visitor@example.com", "consent": True,
                       "pageUrl": site + "/pricing"}), 200)
 expect(raw.post(f"/webchat/{org.id}/sessions", headers={"Origin": "https://evil.example"}), 403)
+# A call from the browser: web chat's voice is off here, so the token is refused in words.
+expect(raw.post(f"/webchat/{org.id}/sessions/{session}/voice-token", headers=visitor), 404)
 
 json_ops = {op["operationId"] for item in doc["paths"].values() for m, op in item.items() if m != "parameters"
             and any("application/json" in r.get("content", {}) for r in op["responses"].values())}
