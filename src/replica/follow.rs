@@ -5,8 +5,8 @@
 //! poll is one listing of the generation's objects after the last segment applied
 //! and, only when that found no new segment, one of the prefix's generations (with a
 //! delimiter): its cost does not grow with the replica's history, and a standby makes
-//! about two requests a second at the default `sync_interval` (its own `[replica]`
-//! `sync_interval` sets its pace); when the primary starts a new generation
+//! two requests a second at the default `sync_interval` while the primary writes, four
+//! while it is idle (its own `[replica]` `sync_interval` sets its pace); when the primary starts a new generation
 //! it restores that generation's snapshot in place. While it runs it holds the
 //! database open, so no `engaged serve` can start on `DIR`; stopping it (SIGTERM,
 //! SIGINT) and starting `engaged serve` there makes the standby the primary. Where it
