@@ -5,14 +5,18 @@
 //! touches the network or a file.
 //!
 //! The header ([`HEADER_LEN`] bytes, little-endian): `magic` (8), `format: u32`,
-//! `kind: u8` (1 snapshot, 2 segment), `encrypted: u8`, two zero bytes, the database's
+//! `kind: u8` (1 snapshot, 2 segment, 3 a snapshot's part), `encrypted: u8`,
+//! `compressed: u8` (format 2: 1 when the plain body is an LZ4 block after its length
+//! as a `u32`), a zero byte, the database's
 //! id (16), the generation (`started_ms: u64`, `nonce: u64`), `first: u64` and `last:
 //! u64` (the batches' sequence numbers; a snapshot's are both the last batch it holds),
 //! `written_ms: i64` (a segment's last batch's commit; a snapshot's copy), `body_len:
 //! u64`, the body's SHA-256 (32), then the CRC-32 of everything before it. An
 //! encrypted body is a 24-byte nonce then the ciphertext, authenticated with the
 //! header's first 72 bytes: an object moved to another name, generation or database
-//! does not decrypt.
+//! does not decrypt. The body is compressed before it is encrypted, and kept plain
+//! when compression would not make it shorter. Format 1 (the first builds) is format 2
+//! without compression; both read back.
 //!
 //! A segment's plain body is its batches one after another: `seq: u64`, `at_ms: i64`
 //! (its commit), `len: u32`, then the batch's row operations as the write-ahead log
@@ -27,8 +31,16 @@ pub const HEADER_LEN: usize = 128;
 
 const MAGIC: [u8; 8] = *b"engdREPL";
 
-/// The format this build writes and reads.
-pub const FORMAT: u32 = 1;
+/// The format this build writes; it reads it and [`FORMAT_UNCOMPRESSED`].
+pub const FORMAT: u32 = 2;
+
+/// The first builds' format: a body never compressed.
+const FORMAT_UNCOMPRESSED: u32 = 1;
+
+/// The largest plain body a compressed one may claim for each stored byte (LZ4 makes
+/// at most about 255 bytes of one): a damaged or forged length is refused before
+/// anything is allocated for it.
+const MAX_EXPANSION: usize = 256;
 
 /// The bytes of the header the AEAD authenticates (all but the checksums).
 const AUTHENTICATED: usize = 72;
@@ -160,17 +172,18 @@ impl Key {
     }
 }
 
-/// An object: the header, then the body (encrypted when `key` is set).
-pub fn encode(header: &Header, body: &[u8], key: Option<&Key>) -> Result<Vec<u8>, String> {
-    let (head, stored) = seal(header, body.to_vec(), key)?;
+/// An object: the header, then the body (compressed when that makes it shorter,
+/// encrypted when `key` is set).
+pub fn encode(header: &Header, body: Vec<u8>, key: Option<&Key>) -> Result<Vec<u8>, String> {
+    let (head, stored) = seal(header, body, key)?;
     let mut out = Vec::with_capacity(HEADER_LEN + stored.len());
     out.extend_from_slice(&head);
     out.extend_from_slice(&stored);
     Ok(out)
 }
 
-/// An object as its two parts, the header and the stored body, without copying a
-/// plain body: a snapshot's copy of the database is uploaded as it was read.
+/// An object as its two parts, the header and the stored body, so that the two are
+/// uploaded without being joined into one buffer.
 pub fn seal(
     header: &Header,
     body: Vec<u8>,
@@ -181,6 +194,14 @@ pub fn seal(
     head[8..12].copy_from_slice(&FORMAT.to_le_bytes());
     head[12] = header.kind.byte();
     head[13] = u8::from(key.is_some());
+    let packed = lz4_flex::block::compress_prepend_size(&body);
+    let body = if packed.len() < body.len() {
+        head[14] = 1;
+        drop(body);
+        packed
+    } else {
+        body
+    };
     head[16..32].copy_from_slice(&header.db_id);
     head[32..40].copy_from_slice(&header.generation.started_ms.to_le_bytes());
     head[40..48].copy_from_slice(&header.generation.nonce.to_le_bytes());
@@ -234,11 +255,16 @@ pub fn decode(object: &[u8], key: Option<&Key>) -> Result<(Header, Vec<u8>), Str
         return Err("its header fails its checksum (damaged or altered)".into());
     }
     let format = u32::from_le_bytes([head[8], head[9], head[10], head[11]]);
-    if format != FORMAT {
+    if format != FORMAT && format != FORMAT_UNCOMPRESSED {
         return Err(format!(
-            "is of format {format}; this build reads format {FORMAT}"
+            "is of format {format}; this build reads formats {FORMAT_UNCOMPRESSED} and {FORMAT}"
         ));
     }
+    let compressed = match head[14] {
+        0 => false,
+        1 if format == FORMAT => true,
+        other => return Err(format!("is compressed in an unknown way ({other})")),
+    };
     let kind = match head[12] {
         1 => Kind::Snapshot,
         2 => Kind::Segment,
@@ -294,7 +320,19 @@ pub fn decode(object: &[u8], key: Option<&Key>) -> Result<(Header, Vec<u8>), Str
                 })?
         }
     };
-    Ok((header, body))
+    if !compressed {
+        return Ok((header, body));
+    }
+    let claimed = body
+        .get(..4)
+        .map(|len| u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize);
+    match claimed {
+        Some(len) if len <= body.len().saturating_mul(MAX_EXPANSION) => {}
+        _ => return Err("its compressed body names an impossible length (damaged)".into()),
+    }
+    let plain = lz4_flex::block::decompress_size_prepended(&body)
+        .map_err(|e| format!("its compressed body does not decompress (damaged): {e}"))?;
+    Ok((header, plain))
 }
 
 /// One committed batch, as a segment holds it.
@@ -370,7 +408,7 @@ mod tests {
         assert_eq!(Parts::read(&parts.encode()), Some(parts));
         assert_eq!(Parts::read(b"redb\x1a\x0a\xa9\x0d\x0a"), None);
         assert_eq!(part_name(12), "snapshot.000012.part");
-        let sealed = encode(&header(Kind::Part), b"page", None).unwrap();
+        let sealed = encode(&header(Kind::Part), b"page".to_vec(), None).unwrap();
         assert_eq!(decode(&sealed, None).unwrap().0.kind, Kind::Part);
     }
 
@@ -388,7 +426,7 @@ mod tests {
                 ops: Vec::new(),
             },
         ];
-        let object = encode(&header(Kind::Segment), &segment_body(&batches_in), None).unwrap();
+        let object = encode(&header(Kind::Segment), segment_body(&batches_in), None).unwrap();
         let (read, body) = decode(&object, None).unwrap();
         assert_eq!(read, header(Kind::Segment));
         assert_eq!(batches(&body).unwrap(), batches_in);
@@ -404,7 +442,7 @@ mod tests {
         let key = Key::from_hex(&"ab".repeat(32)).unwrap();
         let other = Key::from_hex(&"cd".repeat(32)).unwrap();
         let body = b"Ana Ruiz, a lead's name".to_vec();
-        let object = encode(&header(Kind::Snapshot), &body, Some(&key)).unwrap();
+        let object = encode(&header(Kind::Snapshot), body.clone(), Some(&key)).unwrap();
         assert!(!object.windows(8).any(|w| w == b"Ana Ruiz"));
         let (read, plain) = decode(&object, Some(&key)).unwrap();
         assert!(read.encrypted);
@@ -414,6 +452,57 @@ mod tests {
             .unwrap_err()
             .contains("does not decrypt"));
         assert!(Key::from_hex("abc").is_err());
+    }
+
+    #[test]
+    fn a_body_that_compresses_is_stored_compressed_and_reads_back() {
+        let body = br#"{"type":"note","data":{"text":"called back"}}"#.repeat(200);
+        let object = encode(&header(Kind::Segment), body.clone(), None).unwrap();
+        assert_eq!(object[14], 1, "compressed");
+        assert!(object.len() < body.len() / 4, "{} bytes", object.len());
+        assert_eq!(decode(&object, None).unwrap().1, body);
+        let key = Key::from_hex(&"ab".repeat(32)).unwrap();
+        let sealed = encode(&header(Kind::Segment), body.clone(), Some(&key)).unwrap();
+        assert_eq!(decode(&sealed, Some(&key)).unwrap().1, body);
+        // A body that compression would not shorten is kept plain.
+        let noise: Vec<u8> = (0..4096).map(|_| rand::random::<u8>()).collect();
+        let plain = encode(&header(Kind::Part), noise.clone(), None).unwrap();
+        assert_eq!(plain[14], 0);
+        assert_eq!(decode(&plain, None).unwrap().1, noise);
+    }
+
+    /// Rewrites a header's byte and its checksums, as a forger (not damage) would.
+    fn forge(object: &mut [u8], at: usize, value: u8) {
+        object[at] = value;
+        let stored = object[HEADER_LEN..].to_vec();
+        object[80..112].copy_from_slice(&Sha256::digest(&stored));
+        let crc = crc32fast::hash(&object[..112]);
+        object[112..116].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    #[test]
+    fn the_first_format_reads_back_and_a_forged_length_is_refused() {
+        let body = b"abc".repeat(100);
+        let mut object = encode(&header(Kind::Segment), body.clone(), None).unwrap();
+        // Format 1: the same object uncompressed.
+        let mut old = encode(&header(Kind::Segment), b"abc".to_vec(), None).unwrap();
+        assert_eq!(old[14], 0);
+        old[8..12].copy_from_slice(&1u32.to_le_bytes());
+        forge(&mut old, 8, 1);
+        assert_eq!(decode(&old, None).unwrap().1, b"abc");
+        // Format 1 knows no compression.
+        let mut odd = object.clone();
+        odd[8..12].copy_from_slice(&1u32.to_le_bytes());
+        forge(&mut odd, 8, 1);
+        assert!(decode(&odd, None)
+            .unwrap_err()
+            .contains("compressed in an unknown way"));
+        // A plain length far beyond what the stored bytes can hold.
+        object[HEADER_LEN..HEADER_LEN + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        forge(&mut object, 14, 1);
+        assert!(decode(&object, None)
+            .unwrap_err()
+            .contains("impossible length"));
     }
 
     #[test]

@@ -109,6 +109,16 @@ fn now_ms() -> i64 {
     crate::time::now_micros() / 1000
 }
 
+/// An object to upload from its sealed header and stored body, not joined.
+fn payload(head: [u8; format::HEADER_LEN], stored: Vec<u8>) -> PutPayload {
+    [
+        bytes::Bytes::copy_from_slice(&head),
+        bytes::Bytes::from(stored),
+    ]
+    .into_iter()
+    .collect()
+}
+
 impl Uploader {
     async fn run(mut self, mut stopped: watch::Receiver<bool>) {
         // Rounds start every `sync_interval` however long one took (a slow upload
@@ -283,13 +293,20 @@ impl Uploader {
             written_ms: last.at_ms,
         };
         let last_seq = last.seq;
-        let object = format::encode(
-            &header,
-            &format::segment_body(&self.pending),
-            self.bucket.key.as_ref(),
-        )?;
+        // Compressing, hashing and sealing a second's batches takes milliseconds: off
+        // the runtime's workers, which serve requests.
+        let batches = std::mem::take(&mut self.pending);
+        let key = self.bucket.key.clone();
+        let (sealed, batches) = tokio::task::spawn_blocking(move || {
+            let sealed = format::seal(&header, format::segment_body(&batches), key.as_ref());
+            (sealed, batches)
+        })
+        .await
+        .map_err(|e| format!("the segment's sealing failed: {e}"))?;
+        self.pending = batches;
+        let (head, stored) = sealed?;
         let name = format!("{}/{}", generation.name(), segment_name(header.first));
-        self.put(&name, PutPayload::from(object)).await?;
+        self.put(&name, payload(head, stored)).await?;
         self.pending.clear();
         self.next_seq = last_seq + 1;
         self.status.uploaded_seq.store(last_seq, Ordering::Relaxed);
@@ -391,15 +408,9 @@ impl Uploader {
             .map_err(|e| format!("the snapshot's part failed: {e}"))??;
             state = back;
             let (head, stored) = sealed;
-            let object: PutPayload = [
-                bytes::Bytes::copy_from_slice(&head),
-                bytes::Bytes::from(stored),
-            ]
-            .into_iter()
-            .collect();
             self.put(
                 &format!("{}/{}", generation.name(), format::part_name(index)),
-                object,
+                payload(head, stored),
             )
             .await?;
         }
@@ -410,7 +421,7 @@ impl Uploader {
         };
         let object = format::encode(
             &header(Kind::Snapshot, base, base),
-            &parts.encode(),
+            parts.encode(),
             self.bucket.key.as_ref(),
         )?;
         self.put(
