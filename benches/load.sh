@@ -9,7 +9,8 @@
 #
 # Environment: DURATION (wrk -d, default 10s), CONNECTIONS (64), LEADS (10000; BIG: 1000000),
 # EVENTS (0; BIG: 10000000), CALLS (1000), SEED_BUDGET (seconds of seeding, default 600),
-# WEBHOOKS=0 skips the webhook bench.
+# WEBHOOKS=0 skips the webhook bench; SERVER_LOG=FILE keeps the server's log there (with
+# RUST_LOG=info,engaged::store::wal=debug it times every checkpoint's commit and sync).
 # Needs wrk (apt-get install wrk; installed when run as root on Debian), curl and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +60,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ -n "${SERVER_LOG:-}" ] && [ -f "$work/engaged.log" ]; then cp "$work/engaged.log" "$SERVER_LOG"; fi
   rm -rf "$work"
 }
 trap cleanup EXIT

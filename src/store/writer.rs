@@ -652,6 +652,9 @@ pub(crate) struct Durable {
 
 /// How often a checkpoint comes: [`CHECKPOINT_EVERY`], or `ENGAGED_CHECKPOINT_MS`
 /// (10 to 60000 ms) for the benches that measure the choice.
+/// A batch's commit slower than this is logged (at debug level).
+const SLOW_COMMIT: Duration = Duration::from_millis(5);
+
 fn checkpoint_every() -> Duration {
     static EVERY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
     *EVERY.get_or_init(|| {
@@ -697,12 +700,23 @@ impl Durable {
             return Ok(txn.commit()?);
         }
         let due = self.checkpointed.elapsed() >= self.every || self.wal.is_long();
+        let started = std::time::Instant::now();
         self.wal.append(ops)?;
+        let logged = started.elapsed();
         let committed = if due || bulk {
             self.checkpoint(txn, false)
         } else {
             txn.commit().map_err(Error::from)
         };
+        // What holds the writer longest: the log's sync, or a checkpoint's commit.
+        if started.elapsed() > SLOW_COMMIT {
+            tracing::debug!(
+                log_ms = logged.as_secs_f64() * 1e3,
+                total_ms = started.elapsed().as_secs_f64() * 1e3,
+                checkpoint = due || bulk,
+                "a batch's commit was slow"
+            );
+        }
         if let Err(e) = committed {
             // Not committed: the log must not replay it.
             if let Err(back) = self.wal.take_back_last() {

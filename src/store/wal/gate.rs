@@ -1,49 +1,101 @@
-//! The database file's syncs, deferred for a checkpoint, so that the writer does not
-//! wait for them.
+//! The database file's writes and syncs, held back for a checkpoint, so that the
+//! writer does not wait for them.
 //!
 //! A checkpoint's durable commit writes every page changed since the last one and
-//! then syncs the file; the sync is most of its time (the pages travel to the disk).
-//! redb allows one write transaction at a time, so a writer that waited for it would
-//! hold every request that arrives meanwhile. Instead the database file is opened
-//! through [`GatedFile`], a `redb::StorageBackend` over redb's own `FileBackend`: while
-//! a checkpoint commits ([`SyncGate::deferring`]) a sync redb asks for is only noted
-//! as pending, and the checkpoint's thread ([`SyncGate::settle`], run by
-//! `Wal::checkpoint` on a thread of its own) makes it.
+//! then syncs the file. redb allows one write transaction at a time, so a writer that
+//! waited for those writes and that sync would hold every request that arrives
+//! meanwhile. Instead the database file is opened through [`GatedFile`], a
+//! `redb::StorageBackend` over redb's own `FileBackend`: while a checkpoint commits
+//! ([`SyncGate::deferring`]) the pages redb writes are only copied into memory (held)
+//! and a sync it asks for is only noted as pending; the checkpoint's thread
+//! ([`SyncGate::settle`], run by `Wal::checkpoint` on a thread of its own) writes the
+//! held pages to the file and makes the sync. Reads see the held pages until they are
+//! in the file.
 //!
-//! The gate keeps redb's order of writes: any write or resize of the file while a sync
-//! is pending makes the sync first, so nothing written after a commit reaches the file
-//! before the commit is on disk (a page the commit freed is only reused by a later
-//! write). A crash before the sync is the crash of a commit whose sync was slow: redb
-//! opens at the last commit its checksums hold. What the log still holds covers the
-//! rest: `Wal` keeps every record of the checkpoint's interval until the sync is done.
+//! The gate keeps redb's order of writes: writes between two syncs reach the disk in
+//! any order anyway, so holding them back changes nothing a crash can see; any other
+//! write or resize of the file while pages are held or a sync is pending first writes
+//! them and makes the sync, so nothing written after a commit reaches the file before
+//! the commit is on disk (a page the commit freed is only reused by a later write). A
+//! crash before the sync is the crash of a commit whose sync was slow: redb opens at
+//! the last commit its checksums hold. What the log still holds covers the rest: `Wal`
+//! keeps every record of the checkpoint's interval until the sync is done.
 //!
-//! A sync that fails fails every later write of the file, so the writer re-opens the
-//! database and applies the log (nothing answered is lost).
+//! A write or sync that fails fails every later write of the file, so the writer
+//! re-opens the database and applies the log (nothing answered is lost).
 
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::ops::Bound;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use redb::backends::FileBackend;
 use redb::{BackendError, Database, DatabaseError, StorageBackend};
 
-/// Whether a sync of the database file is pending, and who may defer one.
+/// Pages written while a checkpoint committed, by their offset in the file. They never
+/// overlap one another (a write that would overlap a held page at another offset writes
+/// the held ones to the file first).
+type Pages = BTreeMap<u64, Box<[u8]>>;
+
+/// Whether a sync of the database file is pending, the pages held back for it, and
+/// who may defer them.
 #[derive(Debug)]
 pub(crate) struct SyncGate {
-    /// The database file (its own descriptor) for the deferred sync.
+    /// The database file (its own descriptor) for the held pages and the deferred sync.
     file: File,
     state: Mutex<GateState>,
+    /// Held while the held pages are written and the sync is made: a write of the file
+    /// waits for them.
+    io: Mutex<()>,
+    /// The most bytes of spare page buffers kept: what redb's write buffer holds at
+    /// most (half its cache), so a checkpoint's pages fit.
+    spare_max: usize,
 }
 
 #[derive(Debug, Default)]
 struct GateState {
-    /// Set while a checkpoint commits: its syncs are deferred.
+    /// Set while a checkpoint commits: its writes are held and its syncs deferred.
     deferring: bool,
     /// A sync redb asked for that has not been made yet.
     pending: bool,
-    /// A sync failed: the file's state on disk is unknown until it is re-opened.
+    /// A write or sync failed: the file's state on disk is unknown until it is
+    /// re-opened.
     failed: bool,
+    /// Pages redb wrote while a checkpoint committed, not yet handed to the file.
+    held: Pages,
+    /// The held pages being written to the file by [`SyncGate::settle`]: reads take
+    /// them from here until they are there.
+    writing: Option<Arc<Pages>>,
+    /// Buffers of pages written to the file, by length, for the next checkpoint's
+    /// pages: a checkpoint copies into memory already mapped rather than fault in
+    /// fresh pages (which cost most of its time).
+    spare: HashMap<usize, Vec<Box<[u8]>>>,
+    /// The bytes in `spare`, at most [`SyncGate::spare_max`].
+    spare_bytes: usize,
+}
+
+/// The pages of `pages` that overlap `offset..end`, from the last.
+fn overlapping(pages: &Pages, offset: u64, end: u64) -> impl Iterator<Item = (&u64, &Box<[u8]>)> {
+    pages
+        .range(..end)
+        .rev()
+        .take_while(move |(at, page)| **at + page.len() as u64 > offset)
+}
+
+/// Copies the part of `page` (at `at` in the file) that `out` (at `offset`) covers.
+fn overlay(out: &mut [u8], offset: u64, at: u64, page: &[u8]) {
+    let from = at.max(offset);
+    let to = (at + page.len() as u64).min(offset + out.len() as u64);
+    if from < to {
+        out[(from - offset) as usize..(to - offset) as usize]
+            .copy_from_slice(&page[(from - at) as usize..(to - at) as usize]);
+    }
+}
+
+fn failed_before() -> std::io::Error {
+    std::io::Error::other("an earlier write or sync of the database file failed")
 }
 
 impl SyncGate {
@@ -53,8 +105,8 @@ impl SyncGate {
             .map_err(|_| std::io::Error::other("the database file's sync gate is poisoned"))
     }
 
-    /// From now on (`true`) the syncs redb asks for are pending until [`settle`]; or
-    /// (`false`) made at once again.
+    /// From now on (`true`) the pages redb writes are held and the syncs it asks for
+    /// pending until [`settle`]; or (`false`) written and made at once again.
     ///
     /// [`settle`]: SyncGate::settle
     pub(super) fn deferring(&self, on: bool) -> std::io::Result<()> {
@@ -62,25 +114,67 @@ impl SyncGate {
         Ok(())
     }
 
-    /// Whether a deferred sync waits to be made.
+    /// Whether held pages or a deferred sync wait to be written and made.
     pub(super) fn is_pending(&self) -> bool {
-        self.state().is_ok_and(|s| s.pending)
+        self.state().is_ok_and(|s| s.pending || !s.held.is_empty())
     }
 
-    /// Makes the pending sync, if any; once one failed, fails.
+    /// Writes the held pages to the file and makes the pending sync, if any; once one
+    /// failed, fails.
     pub(super) fn settle(&self) -> std::io::Result<()> {
-        let mut state = self.state()?;
-        if state.failed {
-            return Err(std::io::Error::other(
-                "an earlier sync of the database file failed",
-            ));
-        }
-        if state.pending {
-            if let Err(e) = self.file.sync_data() {
-                state.failed = true;
-                return Err(e);
+        let _io = self
+            .io
+            .lock()
+            .map_err(|_| std::io::Error::other("the database file's sync gate is poisoned"))?;
+        let (pages, sync) = {
+            let mut state = self.state()?;
+            if state.failed {
+                return Err(failed_before());
             }
-            state.pending = false;
+            if state.held.is_empty() && !state.pending {
+                return Ok(());
+            }
+            let pages = Arc::new(std::mem::take(&mut state.held));
+            state.writing = Some(pages.clone());
+            (pages, state.pending)
+        };
+        let written = self.write_out(&pages, sync);
+        let mut state = self.state()?;
+        match written {
+            Ok(()) => {
+                state.writing = None;
+                if sync {
+                    state.pending = false;
+                }
+                // Unless a read still lays them over what it read.
+                if let Ok(pages) = Arc::try_unwrap(pages) {
+                    for page in pages.into_values() {
+                        if state.spare_bytes + page.len() > self.spare_max {
+                            break;
+                        }
+                        state.spare_bytes += page.len();
+                        state.spare.entry(page.len()).or_default().push(page);
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // The pages stay readable; every later write fails until the re-open.
+                state.failed = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes `pages` to the file and, when `sync`, makes them durable. (Syncing them
+    /// in steps of a few MiB, so that a sync of the log waits behind fewer of them,
+    /// made one connection's p99 six times worse on the bench machine.)
+    fn write_out(&self, pages: &Pages, sync: bool) -> std::io::Result<()> {
+        for (at, page) in pages {
+            self.file.write_all_at(page, *at)?;
+        }
+        if sync {
+            self.file.sync_data()?;
         }
         Ok(())
     }
@@ -89,15 +183,62 @@ impl SyncGate {
     fn defer(&self) -> std::io::Result<bool> {
         let mut state = self.state()?;
         if state.failed {
-            return Err(std::io::Error::other(
-                "an earlier sync of the database file failed",
-            ));
+            return Err(failed_before());
         }
         if state.deferring {
             state.pending = true;
         }
         Ok(state.deferring)
     }
+
+    /// A write redb makes: held (`true`) while a checkpoint commits, unless a sync is
+    /// pending already or the page overlaps a held one at another offset (then the
+    /// caller settles first and writes it to the file).
+    fn hold(&self, offset: u64, data: &[u8]) -> std::io::Result<bool> {
+        let mut state = self.state()?;
+        if state.failed {
+            return Err(failed_before());
+        }
+        if !state.deferring || state.pending {
+            return Ok(false);
+        }
+        let end = offset + data.len() as u64;
+        if overlapping(&state.held, offset, end)
+            .any(|(at, page)| *at != offset || page.len() != data.len())
+        {
+            return Ok(false);
+        }
+        let page = match state.spare.get_mut(&data.len()).and_then(Vec::pop) {
+            Some(mut page) => {
+                state.spare_bytes -= page.len();
+                page.copy_from_slice(data);
+                page
+            }
+            None => data.into(),
+        };
+        state.held.insert(offset, page);
+        Ok(true)
+    }
+
+    /// The pages not yet in the file that overlap `offset..end`, taken before the file
+    /// is read there: those being written (all of them, shared), then copies of the
+    /// held ones. Laid over what the file reads in that order, they give the pages as
+    /// redb wrote them last (a page written to the file meanwhile is the same).
+    fn not_in_file(&self, offset: u64, end: u64) -> std::io::Result<NotInFile> {
+        let state = self.state()?;
+        Ok(NotInFile {
+            writing: state.writing.clone(),
+            held: overlapping(&state.held, offset, end)
+                .map(|(at, page)| (*at, page.clone()))
+                .collect(),
+        })
+    }
+}
+
+/// What [`SyncGate::not_in_file`] answers.
+struct NotInFile {
+    writing: Option<Arc<Pages>>,
+    held: Vec<(u64, Box<[u8]>)>,
 }
 
 /// redb's file backend, whose syncs a checkpoint may defer (see the module's comment).
@@ -122,6 +263,8 @@ pub(crate) fn open_database(
     let gate = Arc::new(SyncGate {
         file: file.try_clone()?,
         state: Mutex::new(GateState::default()),
+        io: Mutex::new(()),
+        spare_max: cache_bytes / 2,
     });
     let backend = GatedFile {
         inner: FileBackend::new(file)?,
@@ -139,7 +282,18 @@ impl StorageBackend for GatedFile {
     }
 
     fn read(&self, offset: u64, out: &mut [u8]) -> std::result::Result<(), std::io::Error> {
-        self.inner.read(offset, out)
+        let end = offset + out.len() as u64;
+        let pages = self.gate.not_in_file(offset, end)?;
+        self.inner.read(offset, out)?;
+        if let Some(writing) = &pages.writing {
+            for (at, page) in overlapping(writing, offset, end) {
+                overlay(out, offset, *at, page);
+            }
+        }
+        for (at, page) in &pages.held {
+            overlay(out, offset, *at, page);
+        }
+        Ok(())
     }
 
     fn set_len(&self, len: u64) -> std::result::Result<(), std::io::Error> {
@@ -156,7 +310,18 @@ impl StorageBackend for GatedFile {
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> std::result::Result<(), std::io::Error> {
+        if self.gate.hold(offset, data)? {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
         self.gate.settle()?;
+        let waited = started.elapsed();
+        if waited > std::time::Duration::from_millis(1) {
+            tracing::debug!(
+                millis = waited.as_secs_f64() * 1e3,
+                "a write waited for the checkpoint's sync"
+            );
+        }
         self.inner.write(offset, data)
     }
 
@@ -217,7 +382,7 @@ impl StorageBackend for GatedFile {
 
 #[cfg(test)]
 mod tests {
-    use redb::{ReadableDatabase, TableDefinition};
+    use redb::{ReadableDatabase, ReadableTableMetadata, TableDefinition};
 
     use super::*;
 
@@ -246,6 +411,74 @@ mod tests {
         let t = read.open_table(T).unwrap();
         assert_eq!(t.get(1).unwrap().unwrap().value(), 10);
         assert_eq!(t.get(2).unwrap().unwrap().value(), 20);
+    }
+
+    #[test]
+    fn held_pages_are_read_back_before_they_are_written_and_a_crash_then_opens_the_last_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("g.redb");
+        // A cache too small for the rows: reads go to the file (and the held pages).
+        let (db, gate) = open_database(&path, 16 << 10).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(T).unwrap().insert(0, 1).unwrap();
+        txn.commit().unwrap();
+        gate.deferring(true).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(T).unwrap();
+            for k in 1..2000u64 {
+                t.insert(k, k * 10).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+        gate.deferring(false).unwrap();
+        assert!(gate.is_pending(), "the checkpoint's pages wait");
+        // The process dies here: the file holds the commit before.
+        let crashed = dir.path().join("crashed.redb");
+        std::fs::copy(&path, &crashed).unwrap();
+        {
+            let read = db.begin_read().unwrap();
+            let t = read.open_table(T).unwrap();
+            for k in [1u64, 999, 1999] {
+                assert_eq!(t.get(k).unwrap().unwrap().value(), k * 10, "row {k}");
+            }
+        }
+        gate.settle().unwrap();
+        assert!(!gate.is_pending());
+        drop(db);
+        let (db, _) = open_database(&crashed, 1 << 20).unwrap();
+        {
+            let read = db.begin_read().unwrap();
+            let t = read.open_table(T).unwrap();
+            assert_eq!(t.get(0).unwrap().unwrap().value(), 1);
+            assert!(
+                t.get(1).unwrap().is_none(),
+                "the unsynced commit is not there"
+            );
+        }
+        drop(db);
+        let (db, _) = open_database(&path, 1 << 20).unwrap();
+        let read = db.begin_read().unwrap();
+        let t = read.open_table(T).unwrap();
+        assert_eq!(t.len().unwrap(), 2000);
+        assert_eq!(t.get(1999).unwrap().unwrap().value(), 19990);
+    }
+
+    #[test]
+    fn a_page_is_laid_over_only_where_it_overlaps() {
+        let page: Box<[u8]> = Box::from(&[9u8; 4][..]);
+        let mut out = [0u8; 6];
+        overlay(&mut out, 10, 12, &page);
+        assert_eq!(out, [0, 0, 9, 9, 9, 9]);
+        let mut out = [0u8; 4];
+        overlay(&mut out, 14, 12, &page);
+        assert_eq!(out, [9, 9, 0, 0]);
+        let mut pages = Pages::new();
+        pages.insert(0, page.clone());
+        pages.insert(8, page);
+        let hit: Vec<u64> = overlapping(&pages, 2, 9).map(|(at, _)| *at).collect();
+        assert_eq!(hit, [8, 0]);
+        assert_eq!(overlapping(&pages, 4, 8).count(), 0);
     }
 
     #[test]
