@@ -286,6 +286,17 @@ async fn create(
     ))
 }
 
+/// The session's token from `Authorization: Bearer`, checked against the session.
+fn bearer_checked(state: &AppState, parts: &Parts, org: &str, id: &str) -> Result<String> {
+    let token = bearer(&parts.headers)?.to_string();
+    chat::check_token(
+        state.store.read()?.webchat_session(org, id)?,
+        &token,
+        now_micros(),
+    )?;
+    Ok(token)
+}
+
 async fn message(
     state: &AppState,
     parts: &Parts,
@@ -293,13 +304,8 @@ async fn message(
     id: &str,
     body: RequestBody,
 ) -> Result<Response<Body>> {
-    let token = bearer(&parts.headers)?.to_string();
     // The token first: a stranger's requests count against no session.
-    chat::check_token(
-        state.store.read()?.webchat_session(org, id)?,
-        &token,
-        now_micros(),
-    )?;
+    let token = bearer_checked(state, parts, org, id)?;
     let body = state.json_body(body).await?;
     let text = match body.get("text") {
         Some(Value::String(t)) => t.clone(),
@@ -339,12 +345,7 @@ async fn contact(
     body: RequestBody,
     peer: IpAddr,
 ) -> Result<Response<Body>> {
-    let token = bearer(&parts.headers)?.to_string();
-    chat::check_token(
-        state.store.read()?.webchat_session(org, id)?,
-        &token,
-        now_micros(),
-    )?;
+    let token = bearer_checked(state, parts, org, id)?;
     let body = state.json_body(body).await?;
     let mut form = ContactForm::from_json(&body)?;
     let page = body_page(&body);

@@ -107,6 +107,27 @@ pub struct WebchatSession {
 }
 
 impl WebchatSession {
+    /// A session created at time 0 with `token_hash`, nothing said yet: for tests.
+    #[cfg(test)]
+    pub(crate) fn blank(token_hash: Vec<u8>) -> WebchatSession {
+        WebchatSession {
+            id: "wcs_1".into(),
+            token_hash,
+            created_at: 0,
+            last_seen_at: 0,
+            ip: String::new(),
+            user_agent: String::new(),
+            page_url: String::new(),
+            lead_id: None,
+            assistant_turns: 0,
+            day_started_at: 0,
+            day_messages: 0,
+            taken_over_by: None,
+            transcript: Vec::new(),
+            next_seq: 1,
+        }
+    }
+
     /// Appends a line (dropping the oldest past [`TRANSCRIPT_KEPT`]); answers it.
     pub fn push(&mut self, at: Micros, speaker: Speaker, text: &str) -> WebchatLine {
         self.next_seq = self.next_seq.max(1);
@@ -303,22 +324,7 @@ mod tests {
 
     #[test]
     fn a_transcript_keeps_its_newest_lines_in_order() {
-        let mut s = WebchatSession {
-            id: "wcs_1".into(),
-            token_hash: vec![0; 32],
-            created_at: 0,
-            last_seen_at: 0,
-            ip: String::new(),
-            user_agent: String::new(),
-            page_url: String::new(),
-            lead_id: None,
-            assistant_turns: 0,
-            day_started_at: 0,
-            day_messages: 0,
-            taken_over_by: None,
-            transcript: Vec::new(),
-            next_seq: 1,
-        };
+        let mut s = WebchatSession::blank(vec![0; 32]);
         for i in 0..(TRANSCRIPT_KEPT + 5) {
             s.push(i as i64, Speaker::Visitor, &format!("m{i}"));
         }

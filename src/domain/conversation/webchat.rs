@@ -459,22 +459,7 @@ mod tests {
     fn a_token_is_checked_by_its_hash_and_its_age() {
         let token = new_token();
         assert_eq!(token.len(), 43, "256 bits in URL-safe base64");
-        let session = WebchatSession {
-            id: "wcs_1".into(),
-            token_hash: token_hash(&token),
-            created_at: 0,
-            last_seen_at: 0,
-            ip: String::new(),
-            user_agent: String::new(),
-            page_url: String::new(),
-            lead_id: None,
-            assistant_turns: 0,
-            day_started_at: 0,
-            day_messages: 0,
-            taken_over_by: None,
-            transcript: Vec::new(),
-            next_seq: 1,
-        };
+        let session = WebchatSession::blank(token_hash(&token));
         assert!(check_token(Some(session.clone()), &token, DAY).is_ok());
         assert!(check_token(Some(session.clone()), "nope", DAY).is_err());
         assert!(check_token(Some(session), &token, 31 * DAY).is_err());
