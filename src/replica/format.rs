@@ -31,7 +31,7 @@ pub const HEADER_LEN: usize = 128;
 
 const MAGIC: [u8; 8] = *b"engdREPL";
 
-/// The format this build writes; it reads it and [`FORMAT_UNCOMPRESSED`].
+/// The format this build writes; it reads it and format 1 (never compressed).
 pub const FORMAT: u32 = 2;
 
 /// The first builds' format: a body never compressed.
