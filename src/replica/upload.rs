@@ -297,12 +297,19 @@ impl Uploader {
         // the runtime's workers, which serve requests.
         let batches = std::mem::take(&mut self.pending);
         let key = self.bucket.key.clone();
-        let (sealed, batches) = tokio::task::spawn_blocking(move || {
+        let sealing = tokio::task::spawn_blocking(move || {
             let sealed = format::seal(&header, format::segment_body(&batches), key.as_ref());
             (sealed, batches)
         })
-        .await
-        .map_err(|e| format!("the segment's sealing failed: {e}"))?;
+        .await;
+        let (sealed, batches) = match sealing {
+            Ok(done) => done,
+            Err(e) => {
+                // Its batches went with it: the next snapshot holds them.
+                self.broke("a segment's sealing failed: a new snapshot follows");
+                return Err(format!("the segment's sealing failed: {e}"));
+            }
+        };
         self.pending = batches;
         let (head, stored) = sealed?;
         let name = format!("{}/{}", generation.name(), segment_name(header.first));

@@ -650,11 +650,11 @@ pub(crate) struct Durable {
     every: Duration,
 }
 
-/// How often a checkpoint comes: [`CHECKPOINT_EVERY`], or `ENGAGED_CHECKPOINT_MS`
-/// (10 to 60000 ms) for the benches that measure the choice.
 /// A batch's commit slower than this is logged (at debug level).
 const SLOW_COMMIT: Duration = Duration::from_millis(5);
 
+/// How often a checkpoint comes: [`CHECKPOINT_EVERY`], or `ENGAGED_CHECKPOINT_MS`
+/// (10 to 60000 ms) for the benches that measure the choice.
 fn checkpoint_every() -> Duration {
     static EVERY: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
     *EVERY.get_or_init(|| {
