@@ -16,6 +16,7 @@
 //! - [`serve`](mod@serve): the loopback HTTP/1.1 server under the fakes.
 //! - [`webchat`](mod@webchat): a website visitor's web chat requests and stream.
 //! - [`relay`]: [`RelayClient`], Twilio's side of a ConversationRelay WebSocket.
+//! - [`fixtures`]: request bodies many tests start from (an always-open calendar).
 //! - [`seaweed`]: [`seaweed::SeaweedFs`], a real S3-compatible object store for the
 //!   replication tests.
 //! - [`caldav`]: [`Radicale`], a real CalDAV server, and a server that is not one;
@@ -25,6 +26,7 @@ pub mod browser;
 pub mod caldav;
 pub mod compliance;
 pub mod console;
+pub mod fixtures;
 pub mod https;
 pub mod logs;
 pub mod model;

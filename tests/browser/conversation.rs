@@ -13,12 +13,9 @@ use engaged::testkit::TestServer;
 pub async fn lead_with_a_full_sidebar(server: &TestServer) -> String {
     let admin = server.key("acme", "admin").await;
     let key = server.key("acme", "write").await;
-    let day = json!([["00:00", "24:00"]]);
-    let calendar = json!({"timeZone": "UTC",
-        "hours": {"mon": day, "tue": day, "wed": day, "thu": day, "fri": day, "sat": day, "sun": day},
-        "meetingMinutes": 30, "bufferMinutes": 0, "minNoticeMinutes": 0, "daysAhead": 14,
-        "title": "Consultation with Acme Solar", "location": "Phone call at the number the lead gave",
-        "owner": {"name": "Ana Ruiz", "email": "ana@acme.example"}});
+    let mut calendar =
+        engaged::testkit::fixtures::always_open_calendar("Consultation with Acme Solar");
+    calendar["location"] = json!("Phone call at the number the lead gave");
     assert_eq!(
         server
             .put(&admin, "/v1/calendars/sales", &calendar)

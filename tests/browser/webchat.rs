@@ -398,12 +398,7 @@ async fn a_visitor_books_watches_a_person_take_over_and_reads_a_bound() {
     let org = server.org_id("acme").await;
     let model = FakeModel::start().await;
     let origin = site(server.base.clone(), org.clone()).await;
-    let day = json!([["00:00", "24:00"]]);
-    let calendar = json!({"timeZone": "UTC",
-        "hours": {"mon": day, "tue": day, "wed": day, "thu": day, "fri": day, "sat": day, "sun": day},
-        "meetingMinutes": 30, "bufferMinutes": 0, "minNoticeMinutes": 0, "daysAhead": 14,
-        "title": "Consultation", "location": "Phone call",
-        "owner": {"name": "Ana Ruiz", "email": "ana@acme.example"}});
+    let calendar = engaged::testkit::fixtures::always_open_calendar("Consultation");
     for (path, body) in [
         ("/v1/calendars/sales", calendar),
         (

@@ -33,12 +33,7 @@ impl std::ops::Deref for Setup {
 
 /// Every day, all day, in UTC, no notice: any half hour from now on is open.
 fn always_open() -> Value {
-    let day = json!([["00:00", "24:00"]]);
-    json!({"timeZone": "UTC",
-        "hours": {"mon": day, "tue": day, "wed": day, "thu": day, "fri": day, "sat": day, "sun": day},
-        "meetingMinutes": 30, "bufferMinutes": 0, "minNoticeMinutes": 0, "daysAhead": 14,
-        "title": "Consultation with {{business.name}}", "location": "Phone call",
-        "owner": {"name": "Ana Ruiz", "email": "ana@acme.example"}})
+    engaged::testkit::fixtures::always_open_calendar("Consultation with {{business.name}}")
 }
 
 /// The lead "L1" in Chicago on profile "assist", whose calendar is "sales".

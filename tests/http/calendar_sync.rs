@@ -28,13 +28,9 @@ fn client() -> HttpClient {
 
 /// Every day, all day, UTC, no notice, 30-minute meetings, no buffer; `caldav` at `url`.
 fn calendar_at(url: &str, user: &str, password: &str) -> Value {
-    let day = json!([["00:00", "24:00"]]);
-    json!({"timeZone": "UTC",
-        "hours": {"mon": day, "tue": day, "wed": day, "thu": day, "fri": day, "sat": day, "sun": day},
-        "meetingMinutes": 30, "bufferMinutes": 0, "minNoticeMinutes": 0, "daysAhead": 14,
-        "title": "Consultation", "location": "Phone call",
-        "owner": {"name": "Ana Ruiz", "email": "ana@acme.example"},
-        "caldav": {"url": url, "username": user, "password": password}})
+    let mut calendar = engaged::testkit::fixtures::always_open_calendar("Consultation");
+    calendar["caldav"] = json!({"url": url, "username": user, "password": password});
+    calendar
 }
 
 fn on_radicale(radicale: &Radicale) -> Value {

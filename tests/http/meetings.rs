@@ -15,12 +15,7 @@ use crate::requests::walk;
 
 /// Every day, all day, in UTC, no notice: any half hour from now on is open.
 fn always_open() -> Value {
-    let day = json!([["00:00", "24:00"]]);
-    json!({"timeZone": "UTC",
-        "hours": {"mon": day, "tue": day, "wed": day, "thu": day, "fri": day, "sat": day, "sun": day},
-        "meetingMinutes": 30, "bufferMinutes": 0, "minNoticeMinutes": 0, "daysAhead": 14,
-        "title": "Consultation with {{business.name}}", "location": "Phone call",
-        "owner": {"name": "Ana Ruiz", "email": "ana@acme.example"}})
+    engaged::testkit::fixtures::always_open_calendar("Consultation with {{business.name}}")
 }
 
 /// Tomorrow at `hour:minute` UTC, as RFC 3339.

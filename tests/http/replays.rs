@@ -239,12 +239,7 @@ async fn answers_over_the_sms_bound_flag_too_long() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_meeting_booked_after_a_turn_is_not_in_the_lead_the_model_is_shown() {
     let s = start().await;
-    let day = json!([["00:00", "24:00"]]);
-    let calendar = json!({"timeZone": "UTC",
-        "hours": {"mon": day, "tue": day, "wed": day, "thu": day, "fri": day, "sat": day, "sun": day},
-        "meetingMinutes": 30, "bufferMinutes": 0, "minNoticeMinutes": 0, "daysAhead": 14,
-        "title": "Consultation", "location": "Phone call",
-        "owner": {"name": "Ana Ruiz", "email": "ana@acme.example"}});
+    let calendar = engaged::testkit::fixtures::always_open_calendar("Consultation");
     expect(
         &s.ts.put(&s.admin, "/v1/calendars/sales", &calendar).await,
         200,
