@@ -18,6 +18,22 @@ pub const INSTALL_SEAWEEDFS: &str = "the replication tests need SeaweedFS: run `
 /// How long SeaweedFS may take to start and take a first upload.
 const START_BOUND: Duration = Duration::from_secs(60);
 
+/// How many times SeaweedFS is started on fresh ports when one was taken meanwhile.
+const START_ATTEMPTS: u32 = 3;
+
+/// What SeaweedFS logs when a port it was given is taken.
+const PORT_TAKEN: &str = "address already in use";
+
+/// `n` distinct free loopback ports (all held until every one is chosen).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("a bound port").port())
+        .collect()
+}
+
 /// The identity the server checks signatures against.
 pub const ACCESS_KEY_ID: &str = "engaged-test";
 pub const SECRET_ACCESS_KEY: &str = "engaged-test-secret-key";
@@ -45,16 +61,27 @@ impl SeaweedFs {
         std::fs::write(dir.path().join("s3.json"), identities.to_string())
             .expect("write the S3 identities");
         std::fs::create_dir(dir.path().join("data")).expect("a data directory");
-        let ports: Vec<u16> = (0..9).map(|_| crate::testkit::serve::free_port()).collect();
         let mut weed = SeaweedFs {
             child: None,
-            s3_port: ports[6],
-            ports,
+            s3_port: 0,
+            ports: Vec::new(),
             dir,
         };
-        weed.spawn();
-        weed.wait_ready().await;
-        weed
+        // A port found free may be taken by another test's server before SeaweedFS
+        // binds it: then it exits at once, and starts again on other ports.
+        for attempt in 1..=START_ATTEMPTS {
+            weed.ports = free_ports(9);
+            weed.s3_port = weed.ports[6];
+            weed.spawn();
+            match weed.until_ready().await {
+                Ok(()) => return weed,
+                Err(exited) if attempt < START_ATTEMPTS && exited.contains(PORT_TAKEN) => {
+                    weed.stop();
+                }
+                Err(exited) => panic!("{exited}"),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
     }
 
     fn spawn(&mut self) {
@@ -92,6 +119,14 @@ impl SeaweedFs {
     }
 
     async fn wait_ready(&mut self) {
+        if let Err(exited) = self.until_ready().await {
+            panic!("{exited}");
+        }
+    }
+
+    /// Waits (bounded) until a signed upload succeeds; answers what to say when the
+    /// server exited first.
+    async fn until_ready(&mut self) -> Result<(), String> {
         let bucket = Bucket::open(&self.config("ready")).expect("an S3 client");
         let started = Instant::now();
         loop {
@@ -100,7 +135,7 @@ impl SeaweedFs {
                 .put(&bucket.path("probe"), PutPayload::from_static(b"ok"))
                 .await;
             match put {
-                Ok(_) => return,
+                Ok(_) => return Ok(()),
                 Err(e) if started.elapsed() > START_BOUND => {
                     panic!(
                         "SeaweedFS takes no upload within {START_BOUND:?}: {e}; its log:\n{}",
@@ -110,10 +145,10 @@ impl SeaweedFs {
                 Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
             if let Some(Ok(Some(status))) = self.child.as_mut().map(|c| c.try_wait()) {
-                panic!(
+                return Err(format!(
                     "SeaweedFS exited: {status} ({INSTALL_SEAWEEDFS}); its log:\n{}",
                     self.log()
-                );
+                ));
             }
         }
     }
