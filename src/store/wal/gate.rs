@@ -241,7 +241,8 @@ struct NotInFile {
     held: Vec<(u64, Box<[u8]>)>,
 }
 
-/// redb's file backend, whose syncs a checkpoint may defer (see the module's comment).
+/// redb's file backend, whose writes and syncs a checkpoint may hold back (see the
+/// module's comment).
 #[derive(Debug)]
 pub(crate) struct GatedFile {
     inner: FileBackend,
