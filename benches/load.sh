@@ -134,6 +134,11 @@ hwm_kib=$(awk '/^VmHWM/ {print $2}' "/proc/$engaged_pid/status")
 # Durable writes depend on fsync latency, which drifts on shared disks: each ratio's two
 # cases run back to back (1 conn, 64 conns, baseline 64 conns, baseline 1 conn).
 export LEADS="$leads"
+# A warm-up of each writer (3 s of POST, not measured): a fresh start's write-ahead log
+# grows in zeroed steps during its first seconds of writes, then writes in place.
+warm() { wrk -t2 -c"$connections" -d3s -s "$post_lua" -H "x-api-key: $key" "$1" >/dev/null; }
+TARGET=engaged RUN=w warm "$base/"
+TARGET=baseline RUN=w warm "$bbase/"
 TARGET=engaged RUN=c1 run "engaged POST events, 1 conn" 1 "$base/" "$post_lua"
 TARGET=engaged RUN=c64 run "engaged POST events, $connections conns" "$connections" "$base/" "$post_lua"
 TARGET=baseline RUN=b64 run "baseline POST group commit, $connections conns" "$connections" "$bbase/" "$post_lua"

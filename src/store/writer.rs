@@ -668,11 +668,13 @@ fn checkpoint_every() -> Duration {
 }
 
 impl Durable {
-    fn new(wal: Wal) -> Self {
+    fn new(mut wal: Wal) -> Self {
+        let every = checkpoint_every();
+        wal.pace_for(every);
         Durable {
             wal,
             checkpointed: std::time::Instant::now(),
-            every: checkpoint_every(),
+            every,
         }
     }
 

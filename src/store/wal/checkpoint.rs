@@ -145,11 +145,12 @@ impl Wal {
         let syncing = match gate.filter(|g| g.is_pending()) {
             Some(gate) => {
                 let sync = gate.clone();
+                let pace = self.pace;
                 match std::thread::Builder::new()
                     .name("engaged-checkpoint".into())
                     .spawn(move || {
                         let started = std::time::Instant::now();
-                        let synced = sync.settle();
+                        let synced = sync.settle_paced(pace);
                         tracing::debug!(
                             millis = started.elapsed().as_secs_f64() * 1e3,
                             "checkpoint synced"

@@ -102,6 +102,7 @@ pub(super) fn new_log(db_path: &Path, id: DbId, last_seq: u64) -> Result<Wal> {
         last_start: None,
         gate: None,
         syncing: None,
+        pace: super::CHECKPOINT_EVERY / 4,
     };
     wal.allocate(FIRST_STEP).map_err(failed)?;
     wal.file.sync_all().map_err(failed)?;

@@ -14,7 +14,9 @@
 //!
 //! **The writer does not wait for a checkpoint's sync.** The database file is opened
 //! through a [`gate`](mod@gate): while a checkpoint commits, the sync redb asks for is
-//! deferred to a thread of its own, and any later write of the file makes it first. The
+//! deferred to a thread of its own, which writes the pages a step at a time; later
+//! writes of the file wait in memory until it is done (or, past a bound, make it
+//! first). The
 //! records since the last checkpoint form a *cycle*; the checkpoint starts the next
 //! cycle after the header when the records it holds start at least [`MIN_CYCLE_GAP`]
 //! past it, else right after them, and a record that would be written over them waits
@@ -153,6 +155,9 @@ pub(crate) struct Wal {
     gate: Option<Arc<SyncGate>>,
     /// The last checkpoint, while its sync is made.
     syncing: Option<Syncing>,
+    /// Over about how long a checkpoint's thread spreads its writes of the database
+    /// file ([`SyncGate::settle_paced`]): a quarter of the interval between checkpoints.
+    pace: Duration,
 }
 
 impl Wal {
@@ -217,12 +222,19 @@ impl Wal {
         self
     }
 
+    /// Spreads a checkpoint's writes of the database file over about a quarter of `every`,
+    /// the interval between checkpoints.
+    pub(super) fn pace_for(&mut self, every: Duration) {
+        self.pace = every / 4;
+    }
+
     /// Waits until the last checkpoint's sync is done; its failure is a storage error
     /// (the log keeps its records, the database is re-opened).
     pub(super) fn synced(&mut self) -> Result<()> {
         let Some(syncing) = self.syncing.take() else {
             return Ok(());
         };
+        let _hurry = self.gate.as_ref().map(|gate| gate.hurry());
         match syncing.done.join() {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(Error::Internal(format!(
