@@ -48,8 +48,7 @@ use redb::backends::FileBackend;
 use redb::{BackendError, Database, DatabaseError, StorageBackend};
 
 /// Pages written while a checkpoint committed, by their offset in the file. They never
-/// overlap one another (a write that would overlap a held page at another offset writes
-/// the held ones to the file first).
+/// overlap one another (see [`fit`]).
 type Pages = BTreeMap<u64, Box<[u8]>>;
 
 /// Whether a sync of the database file is pending, the pages held back for it, and
@@ -81,6 +80,10 @@ struct GateState {
     failed: bool,
     /// Pages redb wrote while a checkpoint committed, not yet handed to the file.
     held: Pages,
+    /// Pages the same commit wrote before a sync it asked for (oldest first): each
+    /// goes to the file, then that sync is made, before those after it. (`held` is
+    /// followed by a sync when `pending`.)
+    before: Vec<Pages>,
     /// Pages redb wrote after a checkpoint's commit while its pages or its sync were
     /// not yet in the file: they go to the file only after that sync (one of them may
     /// reuse a page the commit freed), and the writer does not wait for it.
@@ -145,6 +148,31 @@ fn runs(ranges: impl Iterator<Item = (u64, u64)>) -> Vec<(u64, u64)> {
 /// The longest pause between two steps.
 const MAX_PAUSE: Duration = Duration::from_millis(20);
 
+/// How a write at `offset..end` goes into kept pages.
+#[derive(Debug, PartialEq)]
+enum Fit {
+    /// Within the page kept at this offset: copied into it.
+    Within(u64),
+    /// Over every kept page it overlaps (those at these offsets, maybe none): they go,
+    /// it is kept instead.
+    Covers(Vec<u64>),
+    /// Over part of a kept page and past it: not kept (the caller writes them first).
+    Straddles,
+}
+
+fn fit(pages: &Pages, offset: u64, end: u64) -> Fit {
+    let hits: Vec<(u64, u64)> = overlapping(pages, offset, end)
+        .map(|(at, page)| (*at, at + page.len() as u64))
+        .collect();
+    if hits.iter().all(|&(at, last)| offset <= at && last <= end) {
+        return Fit::Covers(hits.into_iter().map(|(at, _)| at).collect());
+    }
+    match hits[..] {
+        [(at, last)] if at <= offset && end <= last => Fit::Within(at),
+        _ => Fit::Straddles,
+    }
+}
+
 fn poisoned() -> std::io::Error {
     std::io::Error::other("the database file's sync gate is poisoned")
 }
@@ -180,7 +208,8 @@ impl SyncGate {
 
     /// Whether held pages or a deferred sync wait to be written and made.
     pub(super) fn is_pending(&self) -> bool {
-        self.state().is_ok_and(|s| s.pending || !s.held.is_empty())
+        self.state()
+            .is_ok_and(|s| s.pending || !s.held.is_empty() || !s.before.is_empty())
     }
 
     /// Writes the held pages to the file and makes the pending sync, if any, at once
@@ -216,19 +245,23 @@ impl SyncGate {
     fn settle_locked(&self, spread: Option<Duration>) -> std::io::Result<()> {
         let mut spread = spread;
         loop {
-            let (pages, dirty, sync) = {
+            let (pages, dirty, sync, last) = {
                 let mut state = self.state()?;
                 if state.failed {
                     return Err(failed_before());
                 }
-                let (pages, dirty) = if !state.held.is_empty() || state.pending {
+                let (pages, dirty, sync, last) = if !state.before.is_empty() {
+                    // A commit's pages before a sync it asked for, then that sync.
+                    let dirty = std::mem::take(&mut state.dirty);
+                    (state.before.remove(0), dirty, true, false)
+                } else if !state.held.is_empty() || state.pending {
                     // The sync writes what was written before it too.
                     let dirty = if state.pending {
                         std::mem::take(&mut state.dirty)
                     } else {
                         Ranges::new()
                     };
-                    (std::mem::take(&mut state.held), dirty)
+                    (std::mem::take(&mut state.held), dirty, state.pending, true)
                 } else if !state.after.is_empty() {
                     // After the sync: written like any other, not synced.
                     state.after_bytes = 0;
@@ -238,7 +271,7 @@ impl SyncGate {
                         let was = state.dirty.entry(*at).or_insert(0);
                         *was = (*was).max(at + page.len() as u64);
                     }
-                    (after, Ranges::new())
+                    (after, Ranges::new(), false, false)
                 } else {
                     state.settling = false;
                     return Ok(());
@@ -246,9 +279,9 @@ impl SyncGate {
                 state.settling = true;
                 let pages = Arc::new(pages);
                 state.writing = Some(pages.clone());
-                (pages, dirty, state.pending)
+                (pages, dirty, sync, last)
             };
-            let written = self.write_out(&pages, dirty, sync, spread);
+            let written = self.write_out(&pages, dirty, sync, spread.take());
             let mut state = self.state()?;
             if let Err(e) = written {
                 // The pages stay readable; every later write fails until the re-open.
@@ -256,7 +289,7 @@ impl SyncGate {
                 return Err(e);
             }
             state.writing = None;
-            if sync {
+            if last {
                 state.pending = false;
             }
             // Unless a read still lays them over what it read.
@@ -357,41 +390,71 @@ impl SyncGate {
         Ok(state.deferring)
     }
 
-    /// A write redb makes: held (`true`) while a checkpoint commits, unless a sync is
-    /// pending already or the page overlaps a held one at another offset; or, while the
-    /// checkpoint's pages and sync are not yet in the file, kept to follow them (see
-    /// [`GateState::after`]) unless that overlaps one at another offset or those grow
-    /// past [`SyncGate::spare_max`]. On `false` the caller settles first and writes it
-    /// to the file.
+    /// A write redb makes: held (`true`) while a checkpoint commits (after a sync the
+    /// commit asked for, in a generation of its own: [`GateState::before`]); or, while the checkpoint's pages and sync are not yet in the
+    /// file, kept to follow them (see [`GateState::after`]) unless those would grow past
+    /// [`SyncGate::spare_max`]. Either way it is laid into the kept page it falls
+    /// within, or replaces those it covers ([`fit`]); over part of one, it is not kept.
+    /// On `false` the caller settles first and writes it to the file.
     fn hold(&self, offset: u64, data: &[u8]) -> std::io::Result<bool> {
-        let mut state = self.state()?;
+        let mut guard = self.state()?;
+        let state = &mut *guard;
         if state.failed {
             return Err(failed_before());
         }
-        let end = offset + data.len() as u64;
-        let differs = |pages: &Pages| {
-            overlapping(pages, offset, end)
-                .any(|(at, page)| *at != offset || page.len() != data.len())
-        };
         let after = if state.deferring {
-            if state.pending || differs(&state.held) {
-                return Ok(false);
+            if state.pending {
+                // After a sync the commit asked for: a generation of its own.
+                let before = std::mem::take(&mut state.held);
+                state.before.push(before);
+                state.pending = false;
             }
             false
-        } else if state.settling || state.pending || !state.held.is_empty() {
-            if differs(&state.after) || state.after_bytes + data.len() > self.spare_max {
-                tracing::debug!(
-                    offset,
-                    len = data.len(),
-                    after_bytes = state.after_bytes,
-                    "a write after a checkpoint's commit could not be kept"
-                );
-                return Ok(false);
-            }
+        } else if state.settling
+            || state.pending
+            || !state.held.is_empty()
+            || !state.before.is_empty()
+        {
             true
         } else {
             return Ok(false);
         };
+        let end = offset + data.len() as u64;
+        let pages = if after {
+            &mut state.after
+        } else {
+            &mut state.held
+        };
+        let fit = fit(pages, offset, end);
+        if let Fit::Within(at) = fit {
+            if let Some(page) = pages.get_mut(&at) {
+                page[(offset - at) as usize..(end - at) as usize].copy_from_slice(data);
+                return Ok(true);
+            }
+        }
+        let covered = match fit {
+            Fit::Straddles => None,
+            Fit::Within(_) => None,
+            Fit::Covers(ats) => Some(ats),
+        };
+        let Some(covered) =
+            covered.filter(|_| !after || state.after_bytes + data.len() <= self.spare_max)
+        else {
+            tracing::debug!(
+                offset,
+                len = data.len(),
+                after,
+                after_bytes = state.after_bytes,
+                "a write during or after a checkpoint's commit could not be kept"
+            );
+            return Ok(false);
+        };
+        let mut freed = 0;
+        for at in covered {
+            if let Some(old) = pages.remove(&at) {
+                freed += old.len();
+            }
+        }
         let page = match state.spare.get_mut(&data.len()).and_then(Vec::pop) {
             Some(mut page) => {
                 state.spare_bytes -= page.len();
@@ -400,13 +463,10 @@ impl SyncGate {
             }
             None => data.into(),
         };
+        let len = page.len();
+        pages.insert(offset, page);
         if after {
-            state.after_bytes += page.len();
-            if let Some(replaced) = state.after.insert(offset, page) {
-                state.after_bytes -= replaced.len();
-            }
-        } else {
-            state.held.insert(offset, page);
+            state.after_bytes = state.after_bytes + len - freed;
         }
         Ok(true)
     }
@@ -419,7 +479,11 @@ impl SyncGate {
         let state = self.state()?;
         Ok(NotInFile {
             writing: state.writing.clone(),
-            held: overlapping(&state.held, offset, end)
+            held: state
+                .before
+                .iter()
+                .flat_map(|pages| overlapping(pages, offset, end))
+                .chain(overlapping(&state.held, offset, end))
                 .chain(overlapping(&state.after, offset, end))
                 .map(|(at, page)| (*at, page.clone()))
                 .collect(),
@@ -704,7 +768,10 @@ mod tests {
         assert!(out[..4096].iter().all(|b| *b == 1));
         assert!(out[4096..8192].iter().all(|b| *b == 4));
         assert!(out[8192..].iter().all(|b| *b == 3));
-        // A write that overlaps a kept page at another offset writes them first.
+        // A write within a kept page is laid into it; one over part of a kept page and
+        // past it writes them first.
+        backend.write(8192 + 1024, &[3; 1024]).unwrap();
+        assert!(gate.is_pending());
         backend.write(8192 + 2048, &[5; 4096]).unwrap();
         let on_disk = std::fs::read(&path).unwrap();
         assert!(on_disk[..4096].iter().all(|b| *b == 1));
@@ -713,22 +780,46 @@ mod tests {
         assert!(on_disk[10240..14336].iter().all(|b| *b == 5));
         assert!(!gate.is_pending());
 
-        // The checkpoint's thread: the sync first, then the pages kept after it.
+        // The checkpoint's thread: its pages, the sync, those it wrote after that sync
+        // and the second sync, then the pages kept after it.
         gate.deferring(true).unwrap();
+        backend.write(0, &[8; 4096]).unwrap();
+        backend.write(4096, &[6; 4096]).unwrap();
+        backend.sync_data().unwrap();
         backend.write(0, &[6; 4096]).unwrap();
         backend.sync_data().unwrap();
         gate.deferring(false).unwrap();
+        {
+            let state = gate.state().unwrap();
+            assert_eq!((state.before.len(), state.pending), (1, true));
+        }
+        let mut out = vec![0u8; 4096];
+        backend.read(0, &mut out).unwrap();
+        assert!(out.iter().all(|b| *b == 6), "the later generation reads");
         backend.write(12288, &[7; 4096]).unwrap();
         gate.settle_paced(Duration::from_millis(5)).unwrap();
         assert!(!gate.is_pending());
         assert!(gate.state().unwrap().after.is_empty());
         let on_disk = std::fs::read(&path).unwrap();
-        assert!(on_disk[..4096].iter().all(|b| *b == 6));
+        assert!(on_disk[..8192].iter().all(|b| *b == 6));
         assert!(on_disk[12288..].iter().all(|b| *b == 7));
         assert!(
             gate.state().unwrap().dirty.contains_key(&12288),
             "for the next checkpoint to start"
         );
+    }
+
+    #[test]
+    fn a_write_is_kept_within_a_page_or_over_whole_pages_only() {
+        let mut pages = Pages::new();
+        pages.insert(0, vec![0u8; 8].into());
+        pages.insert(8, vec![0u8; 4].into());
+        assert_eq!(fit(&pages, 0, 8), Fit::Covers(vec![0]));
+        assert_eq!(fit(&pages, 2, 6), Fit::Within(0));
+        assert_eq!(fit(&pages, 0, 12), Fit::Covers(vec![8, 0]));
+        assert_eq!(fit(&pages, 12, 20), Fit::Covers(vec![]));
+        assert_eq!(fit(&pages, 6, 10), Fit::Straddles);
+        assert_eq!(fit(&pages, 4, 16), Fit::Straddles);
     }
 
     #[test]
