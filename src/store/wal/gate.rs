@@ -20,8 +20,8 @@
 //! time (`POSIX_FADV_DONTNEED`: writeback without a cache flush), spread over a quarter
 //! of the interval between checkpoints, and syncs at the end. Meanwhile redb's writes
 //! wait in memory too ([`GateState::after`], at most half its cache; past that, or
-//! for a write that overlaps one at another offset, the writer waits for the rest at
-//! once), to follow the sync.
+//! for a write over part of a kept page and past it, the writer waits for the rest
+//! at once), to follow the sync.
 //!
 //! The gate keeps redb's order of writes: writes between two syncs reach the disk in
 //! any order anyway, so holding them back changes nothing a crash can see; any other
