@@ -677,7 +677,8 @@ async fn sigterm_stops_cleanly_and_removes_the_socket() {
     drop(client);
 }
 
-/// A request that may meet a killed server: `None` when no answer came.
+/// A request that may meet a killed server: `None` when no whole answer came (none, or
+/// its body cut short).
 async fn try_send(client: &HttpsClient, url: &str, key: &str, body: &Value) -> Option<Response> {
     let request = Request::builder()
         .method(Method::POST)
@@ -692,7 +693,7 @@ async fn try_send(client: &HttpsClient, url: &str, key: &str, body: &Value) -> O
         .await
         .ok()?
         .ok()?;
-    Some(Response::read(response).await)
+    Response::try_read(response).await.ok()
 }
 
 /// Several clients create leads at once while the server is killed with `kill -9`,

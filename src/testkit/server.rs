@@ -26,19 +26,22 @@ pub struct Response {
 impl Response {
     /// Reads a whole hyper response.
     pub async fn read(response: hyper::Response<hyper::body::Incoming>) -> Response {
+        Response::try_read(response).await.expect("body")
+    }
+
+    /// Reads a whole hyper response, or the error that cut its body short (a server
+    /// killed after its head went out).
+    pub async fn try_read(
+        response: hyper::Response<hyper::body::Incoming>,
+    ) -> Result<Response, hyper::Error> {
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        Response {
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok(Response {
             status,
             headers,
             body,
-        }
+        })
     }
 
     /// The body as text (lossy).
