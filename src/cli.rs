@@ -155,7 +155,7 @@ pub struct ServeArgs {
     /// Largest accepted JSON request body, in bytes [default: 1048576].
     #[arg(long, env = "ENGAGED_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
-    /// redb's page cache in MiB [default: 64].
+    /// redb's page cache in MiB [default: 256].
     #[arg(long, env = "ENGAGED_CACHE_MIB")]
     pub cache_mib: Option<usize>,
     /// Time to send a request's headers; also the idle keep-alive timeout [default: 30s].

@@ -13,8 +13,11 @@ use serde::Deserialize;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8443";
 pub const DEFAULT_DATA_DIR: &str = "./data";
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
-/// redb's page cache by default: enough for the hot indexes, far from redb's own 1 GiB.
-pub const DEFAULT_CACHE_BYTES: usize = 64 * 1024 * 1024;
+/// redb's page cache by default: a quarter of redb's own 1 GiB. Half of it is redb's
+/// buffer of pages written between checkpoints; with less than the pages a busy
+/// two seconds changes, redb writes pages out between checkpoints and reads them back
+/// (docs/performance.md: 64 MiB cost a tenth of `POST` events' throughput).
+pub const DEFAULT_CACHE_BYTES: usize = 256 * 1024 * 1024;
 pub const DEFAULT_CACHE_MIB: usize = DEFAULT_CACHE_BYTES / (1024 * 1024);
 /// The largest recording accepted by default.
 pub const DEFAULT_RECORDING_MAX_BYTES: u64 = 256 * 1024 * 1024;
