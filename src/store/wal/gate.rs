@@ -391,9 +391,9 @@ impl SyncGate {
     }
 
     /// A write redb makes: held (`true`) while a checkpoint commits (after a sync the
-    /// commit asked for, in a generation of its own: [`GateState::before`]); or, while the checkpoint's pages and sync are not yet in the
-    /// file, kept to follow them (see [`GateState::after`]) unless those would grow past
-    /// [`SyncGate::spare_max`]. Either way it is laid into the kept page it falls
+    /// commit asked for, in a generation of its own: [`GateState::before`]); or, while
+    /// the checkpoint's pages and sync are not yet in the file, kept to follow them (see
+    /// [`GateState::after`]) unless those would grow past [`SyncGate::spare_max`]. Either way it is laid into the kept page it falls
     /// within, or replaces those it covers ([`fit`]); over part of one, it is not kept.
     /// On `false` the caller settles first and writes it to the file.
     fn hold(&self, offset: u64, data: &[u8]) -> std::io::Result<bool> {
@@ -425,17 +425,16 @@ impl SyncGate {
         } else {
             &mut state.held
         };
-        let fit = fit(pages, offset, end);
-        if let Fit::Within(at) = fit {
-            if let Some(page) = pages.get_mut(&at) {
-                page[(offset - at) as usize..(end - at) as usize].copy_from_slice(data);
-                return Ok(true);
-            }
-        }
-        let covered = match fit {
-            Fit::Straddles => None,
-            Fit::Within(_) => None,
+        let covered = match fit(pages, offset, end) {
+            Fit::Within(at) => match pages.get_mut(&at) {
+                Some(page) => {
+                    page[(offset - at) as usize..(end - at) as usize].copy_from_slice(data);
+                    return Ok(true);
+                }
+                None => None,
+            },
             Fit::Covers(ats) => Some(ats),
+            Fit::Straddles => None,
         };
         let Some(covered) =
             covered.filter(|_| !after || state.after_bytes + data.len() <= self.spare_max)
