@@ -235,24 +235,28 @@ impl Browser {
         for _ in 0..5 {
             match self.button(text).await.click().await {
                 Ok(_) => return,
-                Err(fantoccini::error::CmdError::Standard(e))
-                    if e.error == fantoccini::error::ErrorStatus::StaleElementReference =>
-                {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+                Err(e) if replaced(&e) => tokio::time::sleep(Duration::from_millis(50)).await,
                 Err(e) => panic!("click {text:?}: {e}"),
             }
         }
         panic!("the button {text:?} kept being replaced");
     }
 
-    /// Follows the link whose text is `text`.
+    /// Follows the link whose text is `text`; a page replaced meanwhile is looked at
+    /// again, as for a button.
     pub async fn click_link(&self, text: &str) {
         let xpath = format!("//a[normalize-space(.)={}]", xpath_literal(text));
-        let link = self
-            .wait_find(Locator::XPath(&xpath), &format!("a link {text:?}"))
-            .await;
-        link.click().await.expect("click");
+        for _ in 0..5 {
+            let link = self
+                .wait_find(Locator::XPath(&xpath), &format!("a link {text:?}"))
+                .await;
+            match link.click().await {
+                Ok(_) => return,
+                Err(e) if replaced(&e) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(e) => panic!("click {text:?}: {e}"),
+            }
+        }
+        panic!("the link {text:?} kept being replaced");
     }
 
     /// The cookies the browser holds for the server.
@@ -387,6 +391,22 @@ impl Browser {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+}
+
+/// Whether a command failed because the element it was given left the page: the page
+/// was replaced between finding the element and using it. WebDriver says so as a stale
+/// element; Chrome sometimes says it as an unknown error from its inspector ("Node with
+/// given id does not belong to the document") when the replacement lands mid-command.
+fn replaced(error: &fantoccini::error::CmdError) -> bool {
+    use fantoccini::error::{CmdError, ErrorStatus};
+    match error {
+        CmdError::Standard(e) => {
+            e.error == ErrorStatus::StaleElementReference
+                || (e.error == ErrorStatus::UnknownError
+                    && e.message.contains("does not belong to the document"))
+        }
+        _ => false,
     }
 }
 
