@@ -80,6 +80,16 @@ impl From<Error> for OpenError {
     }
 }
 
+/// How long one bulk part held the writer ([`Store::bulk_part`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Its job's own work: the rows and their index rows.
+    pub work: std::time::Duration,
+    /// From its job's start to its answer: the work and the commit (for a bulk part,
+    /// a checkpoint, which first waits for the last checkpoint's sync).
+    pub total: std::time::Duration,
+}
+
 pub struct Store {
     /// The database, shared with the writer, which re-opens it after a storage error.
     shared: Arc<writer::Shared>,
@@ -268,28 +278,38 @@ impl Store {
     }
 
     /// [`Store::write_bulk`] (or with `trial`, [`Store::trial_bulk`]) that also answers
-    /// how long the part held the writer: from its job's start to its answer, the
-    /// index rows and the commit included. A bulk job sizes its next part by it.
-    pub async fn bulk_part<T, F>(
-        &self,
-        org: &str,
-        trial: bool,
-        mut f: F,
-    ) -> Result<(T, std::time::Duration)>
+    /// how long the part held the writer ([`Held`]). A bulk job sizes its next part by
+    /// it.
+    pub async fn bulk_part<T, F>(&self, org: &str, trial: bool, mut f: F) -> Result<(T, Held)>
     where
         T: Send + 'static,
         F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
     {
-        let started = Arc::new(std::sync::OnceLock::new());
-        let start = started.clone();
+        // When the job first started and last ended (a batch runs again without a job
+        // that refused after writing: every run held the writer).
+        let times = Arc::new(Mutex::new(None::<(std::time::Instant, std::time::Instant)>));
+        let timed = times.clone();
         let job = move |tx: &mut WriteTx| {
-            start.get_or_init(std::time::Instant::now);
-            f(tx)
+            let start = std::time::Instant::now();
+            // The rows' index rows are part of their work: derived here rather than at
+            // the commit (a bulk part is alone in its transaction, so its end is the
+            // batch's), so that they are timed with it.
+            let done = f(tx).and_then(|done| tx.refresh_marked_leads().map(|()| done));
+            let end = std::time::Instant::now();
+            if let Ok(mut times) = timed.lock() {
+                let first = times.map_or(start, |(first, _)| first);
+                *times = Some((first, end));
+            }
+            done
         };
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.submit(writer::job(job, reply, trial, Lane::Bulk(org.into())))?;
         let done = answer.await.map_err(|_| writer_dropped())??;
-        let held = started.get().map(|s| s.elapsed()).unwrap_or_default();
+        let times = *times.lock().unwrap_or_else(|e| e.into_inner());
+        let held = times.map_or(Held::default(), |(start, end)| Held {
+            work: end.duration_since(start),
+            total: start.elapsed(),
+        });
         Ok((done, held))
     }
 

@@ -43,19 +43,20 @@ use mapping::{Field, Mapping};
 pub use rows::OnMatch;
 use rows::{FileIndex, Outcome, Row, Rules};
 
-/// The most rows the reader puts in a part; the writer takes them in jobs of fewer
-/// (`Pace`).
-pub const PART_ROWS: usize = 50;
-/// How long one write job of an import holds the writer, its index rows and its
-/// commit included, while other writes come (a single write queued in the last
-/// [`OTHERS_WITHIN`]): about what one of them waits for at most. Each job's row count
-/// is set from what the jobs before took (`Pace`). On a quiet machine, 20,000 rows
-/// beside another organization's steady writes: their p99 2.7 times idle, the import
-/// 42 s (`benches/hostile.sh`, attack 3).
+/// The most rows the reader puts in a part, and a write job takes; the writer takes
+/// them in jobs of fewer (`Pace`).
+pub const PART_ROWS: usize = 500;
+/// How long one write job of an import works on its rows (their index rows
+/// included) while other writes come (a single write queued in the last
+/// [`OTHERS_WITHIN`]). Its commit comes on top, and is what those writes mostly wait
+/// for: a bulk part commits as a checkpoint, whose cost (mostly the last checkpoint's
+/// sync, 25-60 ms of the bench machine's disk in 2026-11-29's runs) is about the same
+/// for one row or five hundred. Each job's row count is set from what the jobs before
+/// took (`Pace`); see `benches/hostile.sh`, attack 3, and docs/performance.md.
 pub const PART_TIME: std::time::Duration = std::time::Duration::from_millis(2);
-/// How long a job holds the writer while no other write comes: the import at its own
+/// How long a job works on its rows while no other write comes: the import at its own
 /// speed, in parts of up to [`PART_ROWS`].
-pub const PART_TIME_ALONE: std::time::Duration = std::time::Duration::from_millis(40);
+pub const PART_TIME_ALONE: std::time::Duration = std::time::Duration::from_millis(100);
 /// How recent another write must be for an import to keep its jobs short.
 pub const OTHERS_WITHIN: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -415,24 +416,30 @@ impl Spool {
     }
 }
 
-/// How many rows the next write job of an import takes: the time it may hold the
-/// writer at the time a row cost in the jobs before (a moving average), between 1 and
-/// [`PART_ROWS`].
+/// How many rows the next write job of an import takes: the time its rows' work may
+/// take, at what a row's work cost in the jobs before (a moving average), between 1
+/// and [`PART_ROWS`].
+///
+/// A job's commit is not counted: it costs about the same for one row or many (a
+/// checkpoint's syncs), so counting it per row made parts shrink while it dominated,
+/// and smaller parts paid it more often. Alone, an import fell to 15 rows a part, 500
+/// rows a second; beside another organization's writes, to one row a part, each paying
+/// a checkpoint that the other writes waited for as long as for a part of ten rows.
 #[derive(Debug, Clone, Copy)]
 struct Pace {
-    /// The writer time one row costs, in microseconds (a moving average).
+    /// The writer's work on one row (its index rows included), in microseconds.
     per_row_us: f64,
 }
 
 impl Default for Pace {
     fn default() -> Self {
-        // Until measured: a row as a quiet machine writes it.
+        // Until measured: a row as a slow machine writes it.
         Pace { per_row_us: 500.0 }
     }
 }
 
 impl Pace {
-    /// The rows of the next job: [`PART_TIME`] of them while `others` write, else
+    /// The rows of the next job: [`PART_TIME`] of work while `others` write, else
     /// [`PART_TIME_ALONE`].
     fn rows(&self, others: bool) -> usize {
         let time = if others { PART_TIME } else { PART_TIME_ALONE };
@@ -440,12 +447,12 @@ impl Pace {
         (rows as usize).clamp(1, PART_ROWS)
     }
 
-    /// Takes in that a job of `rows` rows held the writer for `held`.
-    fn record(&mut self, rows: usize, held: std::time::Duration) {
+    /// Takes in how long a job of `rows` rows held the writer (its work only).
+    fn record(&mut self, rows: usize, held: crate::store::Held) {
         if rows == 0 {
             return;
         }
-        let per_row = held.as_micros() as f64 / rows as f64;
+        let per_row = held.work.as_micros() as f64 / rows as f64;
         self.per_row_us = 0.7 * self.per_row_us + 0.3 * per_row;
     }
 }
@@ -797,6 +804,56 @@ pub fn delimiter(start: &[u8]) -> u8 {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use super::{Pace, PART_ROWS};
+    use crate::store::Held;
+
+    fn held(work_us: u64, total_us: u64) -> Held {
+        Held {
+            work: Duration::from_micros(work_us),
+            total: Duration::from_micros(total_us),
+        }
+    }
+
+    #[test]
+    fn a_parts_commit_does_not_shrink_the_next_part() {
+        let mut pace = Pace::default();
+        // Rows at 200 µs each, every part's commit (a checkpoint's sync) 25 ms more.
+        for _ in 0..30 {
+            let rows = pace.rows(false);
+            let work = rows as u64 * 200;
+            pace.record(rows, held(work, work + 25_000));
+        }
+        // The average nears 200 µs from above.
+        let alone = pace.rows(false);
+        assert!(
+            (490..=500).contains(&alone),
+            "100 ms of rows alone: {alone}"
+        );
+        let beside = pace.rows(true);
+        assert!(
+            (9..=10).contains(&beside),
+            "2 ms while others write: {beside}"
+        );
+    }
+
+    #[test]
+    fn a_parts_rows_stay_between_one_and_the_most() {
+        let mut pace = Pace::default();
+        for _ in 0..30 {
+            pace.record(1, held(150_000, 180_000));
+        }
+        assert_eq!(pace.rows(true), 1);
+        assert_eq!(pace.rows(false), 1);
+        for _ in 0..30 {
+            pace.record(100, held(0, 30_000));
+        }
+        assert_eq!(pace.rows(false), PART_ROWS);
+        pace.record(0, held(500_000, 500_000));
+        assert_eq!(pace.rows(false), PART_ROWS, "an empty part teaches nothing");
+    }
+
     #[test]
     fn rows_of_empty_cells_are_known_without_splitting_them() {
         for empty in [&b",,,\r\n"[..], b"\"\",\"\"\n", b" , \t,", b""] {
