@@ -80,16 +80,6 @@ impl From<Error> for OpenError {
     }
 }
 
-/// How long one bulk part held the writer ([`Store::bulk_part`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Held {
-    /// Its job's own work: the rows and their index rows.
-    pub work: std::time::Duration,
-    /// From its job's start to its answer: the work and the commit (for a bulk part,
-    /// a checkpoint, which first waits for the last checkpoint's sync).
-    pub total: std::time::Duration,
-}
-
 pub struct Store {
     /// The database, shared with the writer, which re-opens it after a storage error.
     shared: Arc<writer::Shared>,
@@ -278,9 +268,14 @@ impl Store {
     }
 
     /// [`Store::write_bulk`] (or with `trial`, [`Store::trial_bulk`]) that also answers
-    /// how long the part held the writer ([`Held`]). A bulk job sizes its next part by
-    /// it.
-    pub async fn bulk_part<T, F>(&self, org: &str, trial: bool, mut f: F) -> Result<(T, Held)>
+    /// how long its job worked: the rows and their index rows, its commit not. A bulk
+    /// job sizes its next part by it.
+    pub async fn bulk_part<T, F>(
+        &self,
+        org: &str,
+        trial: bool,
+        mut f: F,
+    ) -> Result<(T, std::time::Duration)>
     where
         T: Send + 'static,
         F: FnMut(&mut WriteTx) -> Result<T> + Send + 'static,
@@ -306,11 +301,8 @@ impl Store {
         self.submit(writer::job(job, reply, trial, Lane::Bulk(org.into())))?;
         let done = answer.await.map_err(|_| writer_dropped())??;
         let times = *times.lock().unwrap_or_else(|e| e.into_inner());
-        let held = times.map_or(Held::default(), |(start, end)| Held {
-            work: end.duration_since(start),
-            total: start.elapsed(),
-        });
-        Ok((done, held))
+        let work = times.map_or(std::time::Duration::ZERO, |(start, end)| end - start);
+        Ok((done, work))
     }
 
     /// Runs `f` like [`Store::write`], alone in its own transaction, which is then
