@@ -9,9 +9,12 @@
 //!
 //! Durable is [`Durable::commit`]: the batch's row changes written to the write-ahead
 //! log and synced (one sequential write), then the transaction committed without
-//! writing the file; or, every [`CHECKPOINT_EVERY`] (and for a bulk part, a batch too
-//! large to log, when idle, when stopping), committed with `Durability::Immediate` as
-//! a checkpoint that writes every page changed since the last one once (`super::wal`).
+//! writing the file; or, every [`CHECKPOINT_EVERY`] (and for a batch too large to
+//! log, when idle, when stopping), committed with `Durability::Immediate` as a
+//! checkpoint that writes every page changed since the last one once (`super::wal`).
+//! A bulk part is logged like any other batch: as its own checkpoint it made the
+//! writer wait for the last checkpoint's sync at every part, and every other
+//! organization's write with it.
 //!
 //! A job that fails (validation, not found) must leave no trace: write operations check
 //! everything before they change anything, the job's error is simply its answer, and
@@ -526,9 +529,6 @@ fn commit_batch(
     let mut stored = Ok(());
     // Jobs that refused after writing: left out of every later run.
     let mut left_out = vec![false; batch.len()];
-    // A bulk part commits as a checkpoint: the pages it changes are written with it, so
-    // no later checkpoint holds another organization's write for many parts' pages.
-    let bulk = batch.iter().any(|job| !matches!(job.lane(), Lane::Single));
     let outcome = loop {
         let mut tx = match begin(db, clock) {
             Ok(tx) => tx,
@@ -584,11 +584,11 @@ fn commit_batch(
             .collect();
         let sessions_ended = tx.sessions_ended;
         let committed = tx.finish().and_then(|(txn, ops)| {
-            let committed = durable.commit(txn, &ops, bulk);
+            let committed = durable.commit(txn, &ops);
             if committed.is_err() {
                 stored = Err(());
             } else if let Some(tap) = cx.shared.tap.get() {
-                // Logged or not (a bulk part), the batch's operations go on to the
+                // Logged or not (a checkpoint), the batch's operations go on to the
                 // replica; only a batch too large to record breaks its chain.
                 if ops.overflowed() {
                     tap.bypassed();
@@ -687,11 +687,11 @@ impl Durable {
 
     /// Commits a batch's transaction so that it survives a crash before any of its
     /// jobs is answered: its operations written to the log and synced, then the
-    /// transaction committed without writing the file; or, when a checkpoint is due or
-    /// for a bulk part (`bulk`), logged and committed durably as a checkpoint whose
-    /// sync the writer does not wait for (the log holds the batch); a batch too large
-    /// to log commits as a checkpoint that waits for its sync.
-    fn commit(&mut self, mut txn: redb::WriteTransaction, ops: &OpLog, bulk: bool) -> Result<()> {
+    /// transaction committed without writing the file; or, when a checkpoint is due,
+    /// logged and committed durably as a checkpoint whose sync the writer does not
+    /// wait for (the log holds the batch); a batch too large to log commits as a
+    /// checkpoint that waits for its sync.
+    fn commit(&mut self, mut txn: redb::WriteTransaction, ops: &OpLog) -> Result<()> {
         if ops.overflowed() {
             // In no record: durable only once the file is.
             return self.checkpoint(txn, true);
@@ -705,7 +705,7 @@ impl Durable {
         let started = std::time::Instant::now();
         self.wal.append(ops)?;
         let logged = started.elapsed();
-        let committed = if due || bulk {
+        let committed = if due {
             self.checkpoint(txn, false)
         } else {
             txn.commit().map_err(Error::from)
@@ -715,7 +715,7 @@ impl Durable {
             tracing::debug!(
                 log_ms = logged.as_secs_f64() * 1e3,
                 total_ms = started.elapsed().as_secs_f64() * 1e3,
-                checkpoint = due || bulk,
+                checkpoint = due,
                 "a batch's commit was slow"
             );
         }

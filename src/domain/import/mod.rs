@@ -48,11 +48,10 @@ use rows::{FileIndex, Outcome, Row, Rules};
 pub const PART_ROWS: usize = 500;
 /// How long one write job of an import works on its rows (their index rows
 /// included) while other writes come (a single write queued in the last
-/// [`OTHERS_WITHIN`]). Its commit comes on top, and is what those writes mostly wait
-/// for: a bulk part commits as a checkpoint, whose cost (mostly the last checkpoint's
-/// sync, 25-60 ms of the bench machine's disk in 2026-11-29's runs) is about the same
-/// for one row or five hundred. Each job's row count is set from what the jobs before
-/// took (`Pace`); see `benches/hostile.sh`, attack 3, and docs/performance.md.
+/// [`OTHERS_WITHIN`]). Its commit comes on top: the sync of its log record, as for
+/// any batch, and now and then a checkpoint. Each job's row count is set from what the
+/// jobs before took (`Pace`); see `benches/hostile.sh`, attack 3, and
+/// docs/performance.md.
 pub const PART_TIME: std::time::Duration = std::time::Duration::from_millis(2);
 /// How long a job works on its rows while no other write comes: the import at its own
 /// speed, in parts of up to [`PART_ROWS`].
@@ -421,10 +420,10 @@ impl Spool {
 /// and [`PART_ROWS`].
 ///
 /// A job's commit is not counted: it costs about the same for one row or many (a
-/// checkpoint's syncs), so counting it per row made parts shrink while it dominated,
-/// and smaller parts paid it more often. Alone, an import fell to 15 rows a part, 500
-/// rows a second; beside another organization's writes, to one row a part, each paying
-/// a checkpoint that the other writes waited for as long as for a part of ten rows.
+/// sync), so counting it per row made parts shrink while it dominated, and smaller
+/// parts paid it more often. When every part committed as a checkpoint (until
+/// 2026-11-29), an import alone fell to 15 rows a part, 500 rows a second; beside
+/// another organization's writes, to one row a part.
 #[derive(Debug, Clone, Copy)]
 struct Pace {
     /// The writer's work on one row (its index rows included), in microseconds.
@@ -816,7 +815,7 @@ mod tests {
     #[test]
     fn a_parts_commit_does_not_shrink_the_next_part() {
         let mut pace = Pace::default();
-        // Rows at 200 µs each, every part's commit (a checkpoint's sync) 25 ms more.
+        // Rows at 200 µs each, every part's commit (a sync) 25 ms more.
         for _ in 0..30 {
             let rows = pace.rows(false);
             let work = rows as u64 * 200;
