@@ -60,7 +60,20 @@ pub struct Server {
 }
 
 impl Server {
-    pub async fn start(config: Config) -> Result<Server, String> {
+    /// Starts the server: the store opened, the listeners bound, every task running.
+    ///
+    /// Boxed on purpose: an `async fn`'s body is compiled again in every crate that
+    /// awaits it, and this one's reaches every task of the server (the router, the
+    /// console, the engine). A test or bench binary that awaited it as an `async fn`
+    /// compiled the whole server again at its own optimization level (a minute of each
+    /// bench binary's build); through the box it links the library's copy.
+    pub fn start(
+        config: Config,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Server, String>> + Send>> {
+        Box::pin(Self::start_here(config))
+    }
+
+    async fn start_here(config: Config) -> Result<Server, String> {
         crate::config::create_data_dir(&config.data_dir)?;
         let db_path = config.database_path();
         let cache = config.cache_mib.saturating_mul(1024 * 1024);
