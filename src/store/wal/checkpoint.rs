@@ -136,9 +136,13 @@ impl Wal {
             None => commit_durably(txn),
         };
         committed?;
+        let millis = started.elapsed().as_secs_f64() * 1e3;
+        let (pages, bytes) = gate.as_ref().map_or((0, 0), |g| g.held_size());
         tracing::debug!(
             held = self.last_seq,
-            millis = started.elapsed().as_secs_f64() * 1e3,
+            millis,
+            pages,
+            kib = bytes / 1024,
             "checkpoint committed"
         );
         let region = self.start..self.len;

@@ -212,6 +212,17 @@ impl SyncGate {
             .is_ok_and(|s| s.pending || !s.held.is_empty() || !s.before.is_empty())
     }
 
+    /// How many pages the last checkpoint's commit left held, and their bytes (for its
+    /// debug line: what a checkpoint costs grows with them).
+    pub(super) fn held_size(&self) -> (usize, usize) {
+        self.state().map_or((0, 0), |s| {
+            std::iter::once(&s.held)
+                .chain(&s.before)
+                .flat_map(|pages| pages.values())
+                .fold((0, 0), |(n, bytes), page| (n + 1, bytes + page.len()))
+        })
+    }
+
     /// Writes the held pages to the file and makes the pending sync, if any, at once
     /// (a settle that paces its writes meanwhile goes on without pausing); once one
     /// failed, fails.
