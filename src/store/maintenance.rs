@@ -376,7 +376,9 @@ fn check_leads(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()>
     let by_created = read.open_table(LEADS_BY_CREATED)?;
     let by_phone = read.open_table(LEADS_BY_PHONE)?;
     let by_email = read.open_table(LEADS_BY_EMAIL)?;
-    let mut count = 0u64;
+    let order = read.open_table(LEAD_ORDER)?;
+    let by_activity = read.open_table(LEADS_BY_ACTIVITY)?;
+    let (mut count, mut live_count) = (0u64, 0u64);
     for row in leads.iter()? {
         let (key, v) = row?;
         let (org, id) = key.value();
@@ -401,6 +403,17 @@ fn check_leads(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()>
             problems.push(format!("lead {org}/{id} missing from leads_by_created"));
         }
         let live = lead.deleted_at.is_none();
+        if live {
+            // The search's sort keys: what the lead's record says, and its activity row.
+            live_count += 1;
+            let sort_keys = (lead.created_at, lead.last_activity_at);
+            if order.get((org, id))?.map(|v| v.value()) != Some(sort_keys) {
+                problems.push(format!("lead {org}/{id} has stale sort keys in lead_order"));
+            }
+            if by_activity.get((org, lead.last_activity_at, id))?.is_none() {
+                problems.push(format!("lead {org}/{id} missing from leads_by_activity"));
+            }
+        }
         if live && !lead.phone.is_empty() && by_phone.get((org, lead.phone.as_str(), id))?.is_none()
         {
             problems.push(format!("lead {org}/{id} missing from leads_by_phone"));
@@ -412,12 +425,14 @@ fn check_leads(read: &ReadTransaction, problems: &mut Vec<String>) -> Result<()>
     }
     // Every index row points at a lead with that value; equal counts then mean no
     // stray rows either.
-    for (name, rows) in [
-        ("leads_by_updated", by_updated.len()?),
-        ("leads_by_created", by_created.len()?),
+    for (name, rows, leads) in [
+        ("leads_by_updated", by_updated.len()?, count),
+        ("leads_by_created", by_created.len()?, count),
+        ("lead_order", order.len()?, live_count),
+        ("leads_by_activity", by_activity.len()?, live_count),
     ] {
-        if rows != count {
-            problems.push(format!("{name} has {rows} rows for {count} leads"));
+        if rows != leads {
+            problems.push(format!("{name} has {rows} rows for {leads} leads"));
         }
     }
     for (name, index, value_of) in [

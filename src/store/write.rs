@@ -138,6 +138,10 @@ pub struct WriteTx {
     /// The (org, lead) pairs whose lead, engagement or handling changed: their search
     /// index rows are re-derived before the commit (`lead_index`).
     pub(super) marked_leads: std::collections::BTreeSet<(String, String)>,
+    /// The (org, lead) pairs whose lead changed only its `lastActivityAt` and
+    /// `updatedAt` (an event on it), with the newest `lastActivityAt`: their facets
+    /// stand, only their activity rows move (`lead_index`), unless they are marked too.
+    pub(super) activity_moved: std::collections::BTreeMap<(String, String), Micros>,
     /// The (org, session) pairs whose web chat changed, for the console's live streams.
     pub(super) marked_webchats: std::collections::BTreeSet<(String, String)>,
     /// Set when the transaction ended a session, for the console's live streams.
@@ -157,6 +161,7 @@ impl WriteTx {
             calendar_sync_added: false,
             keys_changed: false,
             marked_leads: std::collections::BTreeSet::new(),
+            activity_moved: std::collections::BTreeMap::new(),
             marked_webchats: std::collections::BTreeSet::new(),
             sessions_ended: false,
         }
@@ -198,6 +203,19 @@ impl WriteTx {
     pub(super) fn mark_lead(&mut self, org: &str, lead: &str) {
         self.marked_leads
             .insert((org.to_string(), lead.to_string()));
+    }
+
+    /// The (org, lead) pairs this transaction changed so far, for the console's live
+    /// streams: those marked and those whose activity moved.
+    pub(crate) fn changed_leads(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self.marked_leads.iter().cloned().collect();
+        out.extend(
+            self.activity_moved
+                .keys()
+                .filter(|k| !self.marked_leads.contains(*k))
+                .cloned(),
+        );
+        out
     }
 
     /// Brings the marked leads' index rows up to date, persists the clock's high-water
@@ -263,7 +281,14 @@ impl WriteTx {
         old: Option<&LeadRecord>,
     ) -> Result<()> {
         let id = lead.id.as_str();
-        self.mark_lead(org, id);
+        match old {
+            // An event on the lead: its facets stand, its activity rows move.
+            Some(old) if only_times_moved(old, lead) => {
+                self.activity_moved
+                    .insert((org.to_string(), id.to_string()), lead.last_activity_at);
+            }
+            _ => self.mark_lead(org, id),
+        }
         let bytes = encode(lead)?;
         self.open_write(LEADS)?
             .insert((org, id), bytes.as_slice())?;
@@ -479,4 +504,15 @@ impl WriteTx {
             .insert((org, call.id.as_str()), bytes.as_slice())?;
         Ok(())
     }
+}
+
+/// Whether `new` differs from `old` in its `updatedAt` and `lastActivityAt` only: what
+/// the search index derives from a lead (`lead_index::facets`) is then unchanged.
+fn only_times_moved(old: &LeadRecord, new: &LeadRecord) -> bool {
+    old.deleted_at.is_none()
+        && LeadRecord {
+            updated_at: new.updated_at,
+            last_activity_at: new.last_activity_at,
+            ..old.clone()
+        } == *new
 }

@@ -578,7 +578,7 @@ fn commit_batch(
         let (outbox_added, agenda_added, keys_changed) =
             (tx.outbox_added, tx.agenda_added, tx.keys_changed);
         let calendar_sync_added = tx.calendar_sync_added;
-        let changed_leads: Vec<(String, String)> = tx.marked_leads.iter().cloned().collect();
+        let changed_leads = tx.changed_leads();
         let changed_webchats: Vec<(String, String)> = std::mem::take(&mut tx.marked_webchats)
             .into_iter()
             .collect();
