@@ -629,6 +629,14 @@ mod tests {
                 .unwrap();
             txn.open_table(LEADS_BY_PHONE).unwrap();
             txn.open_table(LEADS_BY_EMAIL).unwrap();
+            txn.open_table(LEAD_ORDER)
+                .unwrap()
+                .insert(key, (lead.created_at, lead.last_activity_at))
+                .unwrap();
+            txn.open_table(LEADS_BY_ACTIVITY)
+                .unwrap()
+                .insert(("org", lead.last_activity_at, "lead-1"), ())
+                .unwrap();
             txn.commit().unwrap();
         };
         let problems = || {
@@ -647,6 +655,32 @@ mod tests {
         assert_eq!(
             problems(),
             vec!["lead org/lead-1 has stale JSON in leads_by_updated".to_string()]
+        );
+
+        // Its activity row moved without its record, then its sort keys with it.
+        write(&lead);
+        let txn = db.begin_write().unwrap();
+        let mut by_activity = txn.open_table(LEADS_BY_ACTIVITY).unwrap();
+        by_activity.remove(("org", 0, "lead-1")).unwrap();
+        by_activity.insert(("org", 5, "lead-1"), ()).unwrap();
+        drop(by_activity);
+        txn.commit().unwrap();
+        assert_eq!(
+            problems(),
+            vec!["lead org/lead-1 missing from leads_by_activity".to_string()]
+        );
+        let txn = db.begin_write().unwrap();
+        txn.open_table(LEAD_ORDER)
+            .unwrap()
+            .insert(("org", "lead-1"), (1, 5))
+            .unwrap();
+        txn.commit().unwrap();
+        assert_eq!(
+            problems(),
+            vec![
+                "lead org/lead-1 has stale sort keys in lead_order".to_string(),
+                "lead org/lead-1 missing from leads_by_activity".to_string()
+            ]
         );
     }
 

@@ -368,30 +368,42 @@ impl WriteTx {
         }
     }
 
-    /// Writes an event at `updated_at`, removing its row at `old_updated_at`.
-    pub fn put_event(
+    /// Writes event `key` at `updated_at` with the record `build` makes of the event as
+    /// it was (its `updatedAt` and record; `None`: a new event), moving its row from
+    /// where it was; answers the event as it was. One lookup: the key row's insert
+    /// answers the old `updatedAt`.
+    pub fn upsert_event(
         &mut self,
         key: EventKey,
         updated_at: Micros,
-        record: &EventRecord,
-        old_updated_at: Option<Micros>,
-    ) -> Result<()> {
+        build: impl FnOnce(Option<&(Micros, EventRecord)>) -> EventRecord,
+    ) -> Result<(Option<(Micros, EventRecord)>, EventRecord)> {
         let EventKey {
             org,
             lead,
             kind,
             id,
         } = key;
-        let bytes = encode(record)?;
+        let old_at = self
+            .open_write(EVENT_KEYS)?
+            .insert((org, lead, kind, id), updated_at)?
+            .map(|v| v.value());
         let mut events = self.open_write(EVENTS)?;
-        if let Some(old) = old_updated_at {
-            events.remove((org, lead, old, kind, id))?;
-        }
+        let existing = match old_at {
+            Some(at) => match events.remove((org, lead, at, kind, id))? {
+                Some(v) => Some((at, decode::<EventRecord>(v.value())?)),
+                None => {
+                    return Err(crate::error::Error::Internal(format!(
+                        "event index points at a missing event: {org}/{lead}/{kind}/{id}"
+                    )))
+                }
+            },
+            None => None,
+        };
+        let record = build(existing.as_ref());
+        let bytes = encode(&record)?;
         events.insert((org, lead, updated_at, kind, id), bytes.as_slice())?;
-        drop(events);
-        self.open_write(EVENT_KEYS)?
-            .insert((org, lead, kind, id), updated_at)?;
-        Ok(())
+        Ok((existing, record))
     }
 
     /// A lead's latest message event (by `createdAt`): its type and record.

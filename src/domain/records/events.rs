@@ -105,21 +105,18 @@ pub fn record(
         kind,
         id,
     };
-    let existing = tx.event(key)?;
     let updated_at = tx.tick();
-    let created_at = existing.as_ref().map_or(updated_at, |(_, r)| r.created_at);
+    let (existing, record) = tx.upsert_event(key, updated_at, |existing| EventRecord {
+        created_at: existing.map_or(updated_at, |(_, r)| r.created_at),
+        data: JsonBlob(data),
+    })?;
+    let created_at = record.created_at;
     let was_message = existing
         .as_ref()
         .is_some_and(|(_, r)| MessageShape::of(kind, &r.data.0).is_some());
-    let message = MessageShape::of(kind, &data);
+    let message = MessageShape::of(kind, &record.data.0);
     let replied = message.as_ref().is_some_and(|m| m.owner == Owner::Lead);
     let is_message = message.is_some();
-
-    let record = EventRecord {
-        created_at,
-        data: JsonBlob(data),
-    };
-    tx.put_event(key, updated_at, &record, existing.as_ref().map(|(t, _)| *t))?;
     // Engagement reads none of the rows written here: its reaction to the event owed
     // after them counts what it counted before them.
     let reacted = Written::owing(
