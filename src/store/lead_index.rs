@@ -12,8 +12,8 @@
 //! depends on: `WriteTx::put_lead` sees that and notes the lead's new activity instead
 //! of marking it, and only its activity rows move (from its `lead_order` row), without
 //! its three records read again. A lead noted and marked in one transaction is
-//! re-derived whole. (Under a stream of events, the index's share of the writer's
-//! samples fell from 13 % to 1 %: docs/performance.md.)
+//! re-derived whole. (Under a stream of events the batch's end fell from 22 % of the
+//! writer's samples to 10 %: docs/performance.md.)
 
 use std::collections::{BTreeMap, BTreeSet};
 
