@@ -237,9 +237,13 @@ impl WriteTx {
     /// is opened once for all of them (opening a table costs more than a row in it).
     pub(crate) fn refresh_marked_leads(&mut self) -> Result<()> {
         let marked = std::mem::take(&mut self.marked_leads);
-        let moved = std::mem::take(&mut self.activity_moved);
-        if moved.keys().any(|k| !marked.contains(k)) {
-            self.move_activity(&marked, moved)?;
+        // A lead also marked is re-derived whole below.
+        let moved: Vec<_> = std::mem::take(&mut self.activity_moved)
+            .into_iter()
+            .filter(|(lead, _)| !marked.contains(lead))
+            .collect();
+        if !moved.is_empty() {
+            self.move_activity(moved)?;
         }
         if marked.is_empty() {
             return Ok(());
@@ -276,17 +280,13 @@ impl WriteTx {
     }
 
     /// Moves the activity rows of leads whose only change was their activity time
-    /// (`activity_moved`), from what `lead_order` says: their facets, and so every other
-    /// index row, stand. A lead also `marked` is left to the whole re-derivation; one
-    /// without an order row is not live, so it has no rows to move.
-    fn move_activity(
-        &mut self,
-        marked: &BTreeSet<(String, String)>,
-        moved: BTreeMap<(String, String), Micros>,
-    ) -> Result<()> {
+    /// (`activity_moved`, none of them marked), from what `lead_order` says: their
+    /// facets, and so every other index row, stand. A lead without an order row is not
+    /// live, so it has no rows to move.
+    fn move_activity(&mut self, moved: Vec<((String, String), Micros)>) -> Result<()> {
         let mut order = self.open_write(LEAD_ORDER)?;
         let mut by_activity = self.open_write(LEADS_BY_ACTIVITY)?;
-        for ((org, id), at) in moved.iter().filter(|(k, _)| !marked.contains(*k)) {
+        for ((org, id), at) in &moved {
             let key = (org.as_str(), id.as_str());
             let Some((created_at, old_at)) = order.get(key)?.map(|v| v.value()) else {
                 continue;
