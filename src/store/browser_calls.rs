@@ -43,7 +43,7 @@ impl BrowserCallKeys {
     }
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Writes the keys; empty ones remove the record.
     pub fn put_browser_call_keys(&mut self, org: &str, keys: &BrowserCallKeys) -> Result<()> {
         let mut table = self.open_write(BROWSER_CALLS)?;

@@ -31,7 +31,7 @@ pub struct DueSync {
     pub row: SyncRow,
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Queues (or re-queues, due now) the CalDAV write of meeting `id` at `version`.
     pub fn queue_calendar_sync(&mut self, org: &str, id: &str, version: Micros) -> Result<()> {
         let row = SyncRow {

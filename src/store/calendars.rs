@@ -198,7 +198,7 @@ fn first_booked(
     }
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     pub fn put_calendar(&mut self, org: &str, calendar: &CalendarRecord) -> Result<()> {
         let bytes = encode(calendar)?;
         self.open_write(CALENDARS)?

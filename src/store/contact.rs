@@ -14,7 +14,7 @@ use super::write::WriteTx;
 use crate::error::Result;
 use crate::time::Micros;
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Appends `entry` to the lead's consent ledger and applies it to the channel's
     /// state; answers the state after it.
     pub fn put_consent(

@@ -27,7 +27,7 @@ pub struct DueJobs {
     pub next_due: Option<Micros>,
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Saves `org`'s settings. Connecting or removing its assistant re-derives the
     /// index rows of its leads with a conversation: whether a reply waits for a person
     /// ("Replied — no assistant connected") and who is "Assisted" depend on it.
@@ -446,7 +446,7 @@ impl ReadTx {
     }
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Pauses (at `at`) or resumes the campaign of profile `profile`.
     pub fn set_campaign_paused(
         &mut self,

@@ -44,7 +44,7 @@ impl EnrolmentJob {
     }
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     pub fn put_enrolment_job(&mut self, org: &str, job: &EnrolmentJob) -> Result<()> {
         let bytes = encode(job)?;
         self.open_write(ENROLMENT_JOBS)?

@@ -232,7 +232,7 @@ pub fn query_term(word: &str) -> Option<String> {
     Some(looked_up).filter(|t| !t.is_empty())
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Re-derives the index rows of every lead marked in this transaction. Each table
     /// is opened once for all of them (opening a table costs more than a row in it).
     pub(crate) fn refresh_marked_leads(&mut self) -> Result<()> {
@@ -431,17 +431,17 @@ struct Move<'m> {
 }
 
 /// The index's tables, open to be changed.
-pub(super) struct IndexTables<'t> {
-    pub facets: Logged<'t, (&'static str, &'static str, &'static str), ()>,
-    pub counts: Logged<'t, (&'static str, &'static str), u64>,
-    pub by_activity: Logged<'t, (&'static str, i64, &'static str), ()>,
-    pub order: Logged<'t, (&'static str, &'static str), (i64, i64)>,
-    pub lists: Logged<'t, (&'static str, &'static str), &'static [u8]>,
-    pub replied: Logged<'t, (&'static str, &'static str), i64>,
-    pub by_reply: Logged<'t, (&'static str, i64, &'static str), ()>,
+pub(super) struct IndexTables<'a, 't> {
+    pub facets: Logged<'a, 't, (&'static str, &'static str, &'static str), ()>,
+    pub counts: Logged<'a, 't, (&'static str, &'static str), u64>,
+    pub by_activity: Logged<'a, 't, (&'static str, i64, &'static str), ()>,
+    pub order: Logged<'a, 't, (&'static str, &'static str), (i64, i64)>,
+    pub lists: Logged<'a, 't, (&'static str, &'static str), &'static [u8]>,
+    pub replied: Logged<'a, 't, (&'static str, &'static str), i64>,
+    pub by_reply: Logged<'a, 't, (&'static str, i64, &'static str), ()>,
 }
 
-impl IndexTables<'_> {
+impl IndexTables<'_, '_> {
     /// Applies a batch's facet count changes (`move_rows` collects them): a count that
     /// reaches zero leaves the table.
     pub fn add_counts(&mut self, counts: BTreeMap<(&str, &str), i64>) -> Result<()> {

@@ -174,7 +174,7 @@ fn campaign_replies_count_leads(txn: &WriteTransaction) -> Result<()> {
 }
 
 /// The lead search's index tables, open to be rebuilt (steps 5 and 9).
-fn index_tables(txn: &WriteTransaction) -> Result<lead_index::IndexTables<'_>> {
+fn index_tables(txn: &WriteTransaction) -> Result<lead_index::IndexTables<'_, '_>> {
     Ok(lead_index::IndexTables {
         facets: Logged::unlogged(txn.open_table(LEAD_FACETS)?),
         counts: Logged::unlogged(txn.open_table(LEAD_FACET_COUNTS)?),

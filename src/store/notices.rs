@@ -26,7 +26,7 @@ pub struct Notice {
     pub lead: String,
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Lead `lead` just entered "Needs attention" at `now`: queues a notice unless one
     /// was queued in the last hour.
     pub(super) fn attention_entered(&mut self, org: &str, lead: &str, now: Micros) -> Result<()> {

@@ -10,7 +10,7 @@ use super::tables::*;
 use super::write::WriteTx;
 use crate::error::Result;
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Writes a user and moves its email's index row.
     pub fn put_user(&mut self, user: &UserRecord, old: Option<&UserRecord>) -> Result<()> {
         self.open_write(USERS)?

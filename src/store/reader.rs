@@ -154,8 +154,10 @@ pub trait Reader {
 
 /// The two implementations differ only in the table type redb hands back.
 macro_rules! reader_for {
-    ($tx:ty) => {
+    ($tx:ty $(, { $($own:item)* })?) => {
         impl Reader for $tx {
+            $($($own)*)?
+
             fn record<K: Key + 'static, T: DeserializeOwned>(
                 &self,
                 table: TableDefinition<K, &'static [u8]>,
@@ -192,4 +194,14 @@ macro_rules! reader_for {
 }
 
 reader_for!(ReadTx);
-reader_for!(WriteTx);
+// An event's job reads its lead and its handling through the tables the transaction
+// keeps open (`write::Kept`).
+reader_for!(WriteTx<'_>, {
+    fn lead(&self, org: &str, id: &str) -> Result<Option<LeadRecord>> {
+        self.kept_lead(org, id)
+    }
+
+    fn handling(&self, org: &str, lead: &str) -> Result<HandlingRecord> {
+        Ok(self.kept_handling(org, lead)?.unwrap_or_default())
+    }
+});

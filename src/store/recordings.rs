@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 /// The name of the link-signing secret in `meta`.
 const SECRET_NAME: &str = "recording_secret";
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Registers an upload as in progress, so that its chunks can be found and removed
     /// if it never finishes.
     pub fn begin_recording_upload(&mut self, upload_id: &str, upload: &UploadRecord) -> Result<()> {

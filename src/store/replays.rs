@@ -125,7 +125,7 @@ pub struct ReplayRecord {
     pub error: String,
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     /// Writes a replay (new or updated).
     pub fn put_replay(&mut self, org: &str, replay: &ReplayRecord) -> Result<()> {
         let bytes = encode(replay)?;

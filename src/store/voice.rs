@@ -13,7 +13,7 @@ use super::tables::{PROVIDER_CALLS, VOICE_SESSIONS, WARM_TRANSFERS};
 use super::write::WriteTx;
 use crate::error::Result;
 
-impl WriteTx {
+impl WriteTx<'_> {
     pub fn put_voice_session(
         &mut self,
         org: &str,

@@ -147,7 +147,7 @@ impl WebchatSession {
     }
 }
 
-impl WriteTx {
+impl WriteTx<'_> {
     pub fn put_webchat_settings(&mut self, org: &str, settings: &WebchatSettings) -> Result<()> {
         self.open_write(WEBCHAT_SETTINGS)?
             .insert(org, encode(settings)?.as_slice())?;

@@ -17,7 +17,7 @@ use super::write::WriteTx;
 use crate::error::Result;
 use crate::time::Micros;
 
-impl WriteTx {
+impl WriteTx<'_> {
     pub fn webhook_endpoints(&self, org: &str) -> Result<Vec<EndpointRecord>> {
         super::codec::org_records(&*self.open_read(WEBHOOK_ENDPOINTS)?, org)
     }

@@ -492,13 +492,14 @@ impl Queues {
 /// Runs a trial job alone and aborts its transaction: it answers what it computed, and
 /// nothing of it is ever committed. Returns the clock to go on from.
 fn run_trial(db: &Database, clock: i64, mut job: Box<dyn Job>) -> i64 {
-    let mut tx = match begin(db, clock) {
-        Ok(tx) => tx,
+    let txn = match begin(db) {
+        Ok(txn) => txn,
         Err(e) => {
             job.answer(Some(&e));
             return clock;
         }
     };
+    let mut tx = WriteTx::new(&txn, clock);
     let failure = match catch_unwind(AssertUnwindSafe(|| job.run(&mut tx))) {
         Ok(Ran::Done | Ran::Refused) => None,
         Ok(Ran::Fatal) => Some(Error::Internal("a trial write failed".into())),
@@ -530,14 +531,15 @@ fn commit_batch(
     // Jobs that refused after writing: left out of every later run.
     let mut left_out = vec![false; batch.len()];
     let outcome = loop {
-        let mut tx = match begin(db, clock) {
-            Ok(tx) => tx,
+        let txn = match begin(db) {
+            Ok(txn) => txn,
             Err(e) => {
                 tracing::error!(error = %e.to_string_for_logs(), "cannot begin a write transaction");
                 stored = Err(());
                 break Err(e);
             }
         };
+        let mut tx = WriteTx::new(&txn, clock);
         let mut poisoned = false;
         let mut half_write = None;
         for (i, job) in batch.iter_mut().enumerate() {
@@ -583,7 +585,7 @@ fn commit_batch(
             .into_iter()
             .collect();
         let sessions_ended = tx.sessions_ended;
-        let committed = tx.finish().and_then(|(txn, ops)| {
+        let committed = tx.finish().and_then(|ops| {
             let committed = durable.commit(txn, &ops);
             if committed.is_err() {
                 stored = Err(());
@@ -633,11 +635,11 @@ fn commit_batch(
     (clock, stored)
 }
 
-fn begin(db: &Database, clock: i64) -> Result<WriteTx> {
+fn begin(db: &Database) -> Result<redb::WriteTransaction> {
     let mut txn = db.begin_write()?;
     // Durable by the write-ahead log, or as a checkpoint: `Durable::commit` decides.
     txn.set_durability(Durability::None)?;
-    Ok(WriteTx::new(txn, clock))
+    Ok(txn)
 }
 
 /// How the writer makes a batch durable: by the write-ahead log (`wal`), or by a
