@@ -262,12 +262,13 @@ pub struct WriteTx<'t> {
 }
 
 impl<'t> WriteTx<'t> {
-    pub(crate) fn new(txn: &'t WriteTransaction, clock: Micros) -> Self {
+    /// A job's view of `txn`, its changes recorded into `log` (empty).
+    pub(crate) fn new(txn: &'t WriteTransaction, clock: Micros, log: OpLog) -> Self {
         WriteTx {
             txn,
             kept: Kept::new(),
             writes: Cell::new(0),
-            log: RefCell::new(OpLog::default()),
+            log: RefCell::new(log),
             clock,
             clock_moved: false,
             outbox_added: false,

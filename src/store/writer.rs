@@ -499,7 +499,7 @@ fn run_trial(db: &Database, clock: i64, mut job: Box<dyn Job>) -> i64 {
             return clock;
         }
     };
-    let mut tx = WriteTx::new(&txn, clock);
+    let mut tx = WriteTx::new(&txn, clock, OpLog::default());
     let failure = match catch_unwind(AssertUnwindSafe(|| job.run(&mut tx))) {
         Ok(Ran::Done | Ran::Refused) => None,
         Ok(Ran::Fatal) => Some(Error::Internal("a trial write failed".into())),
@@ -539,7 +539,8 @@ fn commit_batch(
                 break Err(e);
             }
         };
-        let mut tx = WriteTx::new(&txn, clock);
+        let spare = OpLog::recycled(std::mem::take(&mut durable.spare));
+        let mut tx = WriteTx::new(&txn, clock, spare);
         let mut poisoned = false;
         let mut half_write = None;
         for (i, job) in batch.iter_mut().enumerate() {
@@ -585,8 +586,8 @@ fn commit_batch(
             .into_iter()
             .collect();
         let sessions_ended = tx.sessions_ended;
-        let committed = tx.finish().and_then(|ops| {
-            let committed = durable.commit(txn, &ops);
+        let committed = tx.finish().and_then(|mut ops| {
+            let committed = durable.commit(txn, &mut ops);
             if committed.is_err() {
                 stored = Err(());
             } else if let Some(tap) = cx.shared.tap.get() {
@@ -598,6 +599,7 @@ fn commit_batch(
                     tap.committed(ops.bytes());
                 }
             }
+            durable.spare = ops.into_buffer();
             committed
         });
         if committed.is_ok() {
@@ -650,6 +652,8 @@ pub(crate) struct Durable {
     checkpointed: std::time::Instant,
     /// How often a checkpoint comes ([`checkpoint_every`]).
     every: Duration,
+    /// The last batch's log buffer, for the next batch's ([`OpLog::recycled`]).
+    spare: Vec<u8>,
 }
 
 /// A batch's commit slower than this is logged (at debug level).
@@ -677,6 +681,7 @@ impl Durable {
             wal,
             checkpointed: std::time::Instant::now(),
             every,
+            spare: Vec::new(),
         }
     }
 
@@ -693,7 +698,7 @@ impl Durable {
     /// logged and committed durably as a checkpoint whose sync the writer does not
     /// wait for (the log holds the batch); a batch too large to log commits as a
     /// checkpoint that waits for its sync.
-    fn commit(&mut self, mut txn: redb::WriteTransaction, ops: &OpLog) -> Result<()> {
+    fn commit(&mut self, mut txn: redb::WriteTransaction, ops: &mut OpLog) -> Result<()> {
         if ops.overflowed() {
             // In no record: durable only once the file is.
             return self.checkpoint(txn, true);

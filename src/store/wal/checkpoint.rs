@@ -287,7 +287,7 @@ mod cycles {
                     let mut log = OpLog::default();
                     let name = format!("org-{}", wal.last_seq() + 1);
                     log.record(ORG_NAMES.name(), name.as_bytes(), Some(&vec![1u8; size]));
-                    wal.append(&log).unwrap();
+                    wal.append(&mut log).unwrap();
                     if let Some(region) = &last_region {
                         let region: &std::ops::Range<u64> = region;
                         overlapped |= region.start < wal.len && at < region.end;

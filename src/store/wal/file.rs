@@ -201,13 +201,13 @@ mod tests {
         let (_dir, _, _db, mut wal) = fresh_log();
         let mut log = super::super::OpLog::default();
         log.record("meta", b"k", Some(&vec![7; 100 << 10]));
-        wal.append(&log).unwrap();
+        wal.append(&mut log).unwrap();
         assert_eq!(
             wal.allocated,
             128 << 10,
             "the first step, doubled to hold it"
         );
-        wal.append(&log).unwrap();
+        wal.append(&mut log).unwrap();
         assert_eq!(wal.allocated, 256 << 10);
         wal.allocated = 4 << 20;
         wal.len = 4 << 20;

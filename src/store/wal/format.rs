@@ -39,25 +39,58 @@ impl std::fmt::Display for DbId {
     }
 }
 
-/// The operations of one write transaction, encoded as they happen.
-#[derive(Default)]
+/// The operations of one write transaction, encoded as they happen, after room for
+/// the record's head: [`OpLog::sealed`] fills the head in and the buffer is the record,
+/// with no copy. The writer hands each batch's buffer on to the next
+/// ([`OpLog::recycled`]), so a batch's log neither allocates nor grows its buffer anew.
 pub(crate) struct OpLog {
+    /// [`RECORD_HEAD`] bytes for the head, then the operations.
     bytes: Vec<u8>,
     /// Set when the operations outgrew [`MAX_LOGGED_BATCH`]: they are no longer
     /// recorded and the batch must commit as a checkpoint.
     overflowed: bool,
 }
 
+impl Default for OpLog {
+    fn default() -> Self {
+        OpLog::recycled(Vec::new())
+    }
+}
+
+/// A buffer larger than this is not kept for the next batch (an import part's log).
+const KEPT_BUFFER: usize = 1 << 20;
+
 impl OpLog {
+    /// An empty log that records into `buffer` (a last batch's, from
+    /// [`OpLog::into_buffer`]).
+    pub(crate) fn recycled(mut buffer: Vec<u8>) -> Self {
+        buffer.clear();
+        buffer.resize(RECORD_HEAD, 0);
+        OpLog {
+            bytes: buffer,
+            overflowed: false,
+        }
+    }
+
+    /// The log's buffer, to record the next batch into; nothing when it grew large.
+    pub(crate) fn into_buffer(self) -> Vec<u8> {
+        if self.bytes.capacity() > KEPT_BUFFER {
+            Vec::new()
+        } else {
+            self.bytes
+        }
+    }
+
     /// Records that `table` got `value` at `key` (`None`: the key was removed).
     pub(crate) fn record(&mut self, table: &str, key: &[u8], value: Option<&[u8]>) {
         if self.overflowed {
             return;
         }
         let added = 10 + table.len() + key.len() + value.map_or(0, |v| v.len());
-        if self.bytes.len() + added > MAX_LOGGED_BATCH || table.len() > usize::from(u8::MAX) {
+        let ops = self.bytes.len() - RECORD_HEAD;
+        if ops + added > MAX_LOGGED_BATCH || table.len() > usize::from(u8::MAX) {
             self.overflowed = true;
-            self.bytes = Vec::new();
+            self.bytes = vec![0; RECORD_HEAD];
             return;
         }
         self.bytes.push(table.len() as u8);
@@ -80,13 +113,30 @@ impl OpLog {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.bytes.is_empty() && !self.overflowed
+        self.bytes().is_empty() && !self.overflowed
     }
 
     /// The operations' bytes, as a record holds them.
     pub(crate) fn bytes(&self) -> &[u8] {
+        &self.bytes[RECORD_HEAD..]
+    }
+
+    /// The record numbered `seq` holding these operations, checksummed under the
+    /// file's `salt`: the head filled in before them.
+    pub(super) fn sealed(&mut self, salt: u64, seq: u64) -> &[u8] {
+        seal(&mut self.bytes, salt, seq);
         &self.bytes
     }
+}
+
+/// Fills in the head of `record` ([`RECORD_HEAD`] bytes, then the operations): the
+/// body's length and checksum, and `seq`.
+fn seal(record: &mut [u8], salt: u64, seq: u64) {
+    record[8..16].copy_from_slice(&seq.to_le_bytes());
+    let body_len = (record.len() - 8) as u32;
+    let crc = record_crc(salt, &record[8..]);
+    record[..4].copy_from_slice(&body_len.to_le_bytes());
+    record[4..8].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// The checksum of a record's body under `salt`.
@@ -99,15 +149,11 @@ fn record_crc(salt: u64, body: &[u8]) -> u32 {
 
 /// The record numbered `seq` holding `ops` (an [`OpLog`]'s bytes), checksummed
 /// under the file's `salt`.
+#[cfg(test)]
 pub(super) fn record(salt: u64, seq: u64, ops: &[u8]) -> Vec<u8> {
-    let mut record = Vec::with_capacity(RECORD_HEAD + ops.len());
-    record.extend_from_slice(&[0; 8]);
-    record.extend_from_slice(&seq.to_le_bytes());
+    let mut record = vec![0; RECORD_HEAD];
     record.extend_from_slice(ops);
-    let body_len = (record.len() - 8) as u32;
-    let crc = record_crc(salt, &record[8..]);
-    record[..4].copy_from_slice(&body_len.to_le_bytes());
-    record[4..8].copy_from_slice(&crc.to_le_bytes());
+    seal(&mut record, salt, seq);
     record
 }
 
@@ -333,7 +379,7 @@ mod tests {
         let mut log = OpLog::default();
         log.record("leads", b"k1", Some(b"v1"));
         log.record("events", b"k2", None);
-        let read = ops(&log.bytes).unwrap();
+        let read = ops(log.bytes()).unwrap();
         assert_eq!(
             read,
             vec![
@@ -440,8 +486,35 @@ mod tests {
         let mut log = OpLog::default();
         log.record("chunks", b"k", Some(&vec![0; MAX_LOGGED_BATCH]));
         assert!(log.overflowed());
-        assert!(log.bytes.is_empty());
+        assert!(log.bytes().is_empty());
         log.record("chunks", b"k", Some(b"small"));
-        assert!(log.bytes.is_empty());
+        assert!(log.bytes().is_empty());
+    }
+
+    #[test]
+    fn a_sealed_log_is_the_record_and_its_buffer_serves_the_next_batch() {
+        let mut log = OpLog::default();
+        log.record("leads", b"k1", Some(b"v1"));
+        let ops = log.bytes().to_vec();
+        assert_eq!(log.sealed(9, 3), &record(9, 3, &ops)[..]);
+        let buffer = log.into_buffer();
+        let capacity = buffer.capacity();
+        let mut next = OpLog::recycled(buffer);
+        assert!(next.is_empty());
+        next.record("events", b"k2", None);
+        assert_eq!(next.bytes(), &ops_of(&[("events", b"k2", None)])[..]);
+        assert_eq!(next.into_buffer().capacity(), capacity);
+        // A buffer grown large is not kept.
+        let mut large = OpLog::default();
+        large.record("chunks", b"k", Some(&vec![0; 2 << 20]));
+        assert_eq!(large.into_buffer().capacity(), 0);
+    }
+
+    fn ops_of(ops: &[(&str, &[u8], Option<&[u8]>)]) -> Vec<u8> {
+        let mut log = OpLog::default();
+        for (table, key, value) in ops {
+            log.record(table, key, *value);
+        }
+        log.bytes().to_vec()
     }
 }

@@ -163,9 +163,9 @@ pub(crate) struct Wal {
 impl Wal {
     /// Writes the batch's operations as the next record and syncs the file. On
     /// failure the record's start is zeroed, so no replay reads it.
-    pub(super) fn append(&mut self, ops: &OpLog) -> Result<()> {
+    pub(super) fn append(&mut self, ops: &mut OpLog) -> Result<()> {
         let seq = self.last_seq + 1;
-        let record = format::record(self.salt, seq, ops.bytes());
+        let record = ops.sealed(self.salt, seq);
         // The last checkpoint's records are written over only once its sync is done.
         let end = self.len + record.len() as u64;
         let overlaps = self
@@ -177,7 +177,7 @@ impl Wal {
         } else {
             self.poll_synced()?;
         }
-        if let Err(e) = self.write_synced(&record, self.len) {
+        if let Err(e) = self.write_synced(record, self.len) {
             // Nothing of this record may be replayed: its batch is not committed.
             let _ = self.invalidate(self.len);
             self.last_start = None;
@@ -334,7 +334,7 @@ mod testing {
                 let mut log = OpLog::default();
                 let name = format!("org-{}", wal.last_seq() + 1);
                 log.record(ORG_NAMES.name(), name.as_bytes(), Some(b"x"));
-                wal.append(&log).unwrap();
+                wal.append(&mut log).unwrap();
                 start..wal.len
             })
             .collect()

@@ -651,10 +651,10 @@ mod tests {
             let mut first = OpLog::default();
             first.record(ORG_NAMES.name(), b"acme", Some(b"org-1"));
             first.record(ORG_NAMES.name(), b"gone", Some(b"org-2"));
-            wal.append(&first).unwrap();
+            wal.append(&mut first).unwrap();
             let mut second = OpLog::default();
             second.record(ORG_NAMES.name(), b"gone", None);
-            wal.append(&second).unwrap();
+            wal.append(&mut second).unwrap();
             // The process dies here: nothing of it reached redb.
         }
         let db = Database::create(&db_path).unwrap();
