@@ -376,8 +376,8 @@ impl<'t> WriteTx<'t> {
     }
 
     /// Brings the marked leads' index rows up to date, persists the clock's high-water
-    /// mark and hands the transaction back for commit, with the log of its changes.
-    /// The kept tables close here, before the caller commits.
+    /// mark and answers the log of the transaction's changes. The kept tables close
+    /// here, so the caller can commit the transaction.
     pub(crate) fn finish(mut self) -> Result<OpLog> {
         self.refresh_marked_leads()?;
         if self.clock_moved {
