@@ -228,8 +228,8 @@ impl Kept<'_> {
 }
 
 /// The writer's transaction, as jobs see it. The redb transaction is private to this
-/// file: a table opened to change it comes only from [`WriteTx::open_write`] (or one of
-/// the [`Kept`] tables' methods), which counts, so the writer knows whether a job
+/// file: a table opened to change it comes only from `WriteTx::open_write` (or one of
+/// the `Kept` tables' methods), which counts, so the writer knows whether a job
 /// changed anything (see `writer`).
 pub struct WriteTx<'t> {
     txn: &'t WriteTransaction,
