@@ -49,3 +49,22 @@ pub mod words;
 /// (`cargo bench --bench writer`: 26,000 → 30,600 single-event jobs/s).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Turns transparent huge pages off for this process (`prctl(PR_SET_THP_DISABLE)`),
+/// first thing in `main`.
+///
+/// mimalloc asks the kernel for huge pages on the memory it maps (`MADV_HUGEPAGE`),
+/// and the kernel then zeroes a whole 2 MiB page at the first touch of any byte of
+/// it. The writer touches fresh memory in the middle of a batch's commit (redb's page
+/// buffers, the set of pages its commits free), and on this machine each such touch
+/// held the writer 6-10 ms, several times between two checkpoints: under `wrk -c64`
+/// of durable `POST`, the commits slower than 5 ms fell from 119-190 ms a run to
+/// 22-49 ms without huge pages, and the p99 from 11.9-12.4 ms to 9.1-11.0 ms
+/// (docs/performance.md). The kernel reads the flag at each fault, so it also
+/// covers what was mapped before `main`.
+///
+/// A kernel that refuses it (too old, a seccomp filter) leaves the default, which
+/// only costs that latency: the error is for the caller to ignore or report.
+pub fn no_huge_pages() -> std::io::Result<()> {
+    rustix::thread::disable_transparent_huge_pages(true).map_err(std::io::Error::from)
+}
