@@ -68,3 +68,13 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 pub fn no_huge_pages() -> std::io::Result<()> {
     rustix::thread::disable_transparent_huge_pages(true).map_err(std::io::Error::from)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The kernel answers the flag back: the process's later faults take small pages.
+    #[test]
+    fn no_huge_pages_sets_the_process_flag_the_kernel_reads() {
+        super::no_huge_pages().expect("prctl(PR_SET_THP_DISABLE)");
+        assert!(rustix::thread::transparent_huge_pages_are_disabled().expect("PR_GET_THP_DISABLE"));
+    }
+}
