@@ -57,11 +57,13 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// and the kernel then zeroes a whole 2 MiB page at the first touch of any byte of
 /// it. The writer touches fresh memory in the middle of a batch's commit (redb's page
 /// buffers, the set of pages its commits free), and on this machine each such touch
-/// held the writer 6-10 ms, several times between two checkpoints: under `wrk -c64`
-/// of durable `POST`, the commits slower than 5 ms fell from 119-190 ms a run to
-/// 22-49 ms without huge pages, and the p99 from 11.9-12.4 ms to 9.1-11.0 ms
-/// (docs/performance.md). The kernel reads the flag at each fault, so it also
-/// covers what was mapped before `main`.
+/// held the writer 6-10 ms, several times between two checkpoints. Under `wrk -c64`
+/// of durable `POST` with the events spread over 10,000 leads, redb's commits slower
+/// than 5 ms took 199-281 ms of a 10 s run with huge pages and 133-173 ms without,
+/// and the p99 fell in two runs of three, from 22-24 ms to 17 ms; with every event on
+/// one lead, 119-190 ms fell to 22-49 ms and the p99 from 11.9-12.4 ms to 9.1-11.0 ms
+/// (docs/performance.md). The kernel reads the flag at each fault, so it also covers
+/// what was mapped before `main`.
 ///
 /// A kernel that refuses it (too old, a seccomp filter) leaves the default, which
 /// only costs that latency: the error is for the caller to ignore or report.
